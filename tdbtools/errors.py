@@ -1,0 +1,134 @@
+"""The one exception family of tdbtools, and the warnings that lenient readers collect.
+
+Every error a user can cause with bad input is a :class:`TdbToolsError`. Errors
+about a place in a file are :class:`SourceError`: they carry the path, line,
+column and a caret snippet, like tomli and lark do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class TdbToolsError(Exception):
+    """Root of every error tdbtools raises for bad input or a failed operation."""
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A place in a source file (1-based line and column)."""
+
+    path: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}"
+
+
+def caret_snippet(text: str, line: int, column: int, *, width: int = 100) -> str:
+    """The source line at ``line`` with a caret under ``column`` (both 1-based)."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return ""
+    src = lines[line - 1].replace("\t", " ")
+    col = max(column - 1, 0)
+    # Long lines (a TrVectorSections run can be thousands of characters) are cut
+    # around the caret so the message stays readable.
+    start = max(0, min(col - width // 2, len(src) - width))
+    cut = src[start : start + width]
+    prefix = "…" if start > 0 else ""
+    suffix = "…" if start + width < len(src) else ""
+    return f"    {prefix}{cut}{suffix}\n    {' ' * (len(prefix) + col - start)}^"
+
+
+class SourceError(TdbToolsError):
+    """An error at a place in a file: path, line, column and a caret snippet."""
+
+    def __init__(self, message: str, location: Location | None = None, snippet: str = "",
+                 expected: tuple[str, ...] = ()) -> None:
+        self.message = message
+        self.location = location
+        self.snippet = snippet
+        self.expected = tuple(expected)
+        super().__init__(self._render())
+
+    @property
+    def path(self) -> str | None:
+        return self.location.path if self.location else None
+
+    @property
+    def line(self) -> int | None:
+        return self.location.line if self.location else None
+
+    @property
+    def column(self) -> int | None:
+        return self.location.column if self.location else None
+
+    def _render(self) -> str:
+        head = f"{self.location}: {self.message}" if self.location else self.message
+        parts = [head]
+        if self.snippet:
+            parts.append(self.snippet)
+        if self.expected:
+            parts.append("expected one of: " + ", ".join(self.expected))
+        return "\n".join(parts)
+
+
+class DecodeError(SourceError):
+    """The bytes of a file cannot be read as STF text (encoding, binary body, compression)."""
+
+
+class StfSyntaxError(SourceError):
+    """The text is not well-formed STF (unbalanced parentheses, stray characters, ...)."""
+
+
+class IncludeError(SourceError):
+    """An ``include`` that cannot be followed: missing file, outside the install root, a cycle."""
+
+
+class UnitError(SourceError):
+    """A number with a unit suffix that is unknown or not allowed for the quantity."""
+
+
+class FormatError(SourceError):
+    """Well-formed STF whose content does not fit the file type (missing block, bad value)."""
+
+
+class RouteError(TdbToolsError):
+    """A route folder that cannot be loaded: missing files, no .trk, wrong layout."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A defect that a lenient reader tolerated (strict readers raise instead)."""
+
+    message: str
+    location: Location | None = None
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}" if self.location else self.message
+
+
+class Diagnostics:
+    """Strict or lenient handling of defects found while reading.
+
+    Strict (the default) raises the error at the first defect. Lenient records a
+    :class:`Finding` and lets the reader go on with what Open Rails would do.
+    """
+
+    __slots__ = ("strict", "findings")
+
+    def __init__(self, strict: bool = True) -> None:
+        self.strict = strict
+        self.findings: list[Finding] = []
+
+    def problem(self, error: SourceError) -> None:
+        if self.strict:
+            raise error
+        self.findings.append(Finding(error.message, error.location))
+
+    def note(self, message: str, location: Location | None = None) -> None:
+        """A remark that is never fatal (e.g. a legal but unusual construct)."""
+        self.findings.append(Finding(message, location))
+

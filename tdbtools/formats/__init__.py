@@ -1,0 +1,15 @@
+"""Typed readers for the route files: tdb/rdb, tsection.dat, trk; route loading."""
+from .route import Route, RouteFiles, find_route_files, load_route
+from .tdb import (CarSpawnerItem, CrossoverItem, EmptyItem, EndNode, HazzardItem, JunctionNode,
+                  LevelCrItem, PickupItem, PlatformItem, SidingItem, SignalItem, SoundRegionItem,
+                  SpeedPostItem, TrackDB, TrItem, TrPin, UiD, VectorNode, VectorSections, read_tdb)
+from .trk import RouteFile, read_trk
+from .tsection import ShapePath, TrackSection, TrackShape, TSection, read_tsection, read_tsection_file
+
+__all__ = [
+    "CarSpawnerItem", "CrossoverItem", "EmptyItem", "EndNode", "HazzardItem", "JunctionNode",
+    "LevelCrItem", "PickupItem", "PlatformItem", "Route", "RouteFile", "RouteFiles", "ShapePath",
+    "SidingItem", "SignalItem", "SoundRegionItem", "SpeedPostItem", "TSection", "TrItem", "TrPin",
+    "TrackDB", "TrackSection", "TrackShape", "UiD", "VectorNode", "VectorSections",
+    "find_route_files", "load_route", "read_tdb", "read_trk", "read_tsection", "read_tsection_file",
+]

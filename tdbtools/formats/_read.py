@@ -1,0 +1,101 @@
+"""Shared helpers for the typed readers: value conversion with exact error locations."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TypeVar
+
+from ..errors import Diagnostics, FormatError
+from ..stf.tree import Block
+
+T = TypeVar("T")
+
+
+def _clean(text: str) -> str:
+    # Open Rails strips one trailing comma, and reads floats with AllowThousands.
+    return text[:-1] if text.endswith(",") else text
+
+
+def to_int(text: str) -> int:
+    return int(_clean(text))
+
+
+def to_uint(text: str) -> int:
+    v = int(_clean(text))
+    if v < 0 or v > 0xFFFFFFFF:
+        raise ValueError("out of range for an unsigned 32-bit value")
+    return v
+
+
+def to_float(text: str) -> float:
+    t = _clean(text)
+    if "," in t:
+        t = t.replace(",", "")  # thousands separators: '1,5' reads as 15, as in Open Rails
+    v = float(t)
+    if not math.isfinite(v):
+        raise ValueError("not a finite number")
+    return v
+
+
+def to_hex(text: str) -> int:
+    v = int(text, 16)
+    if v < 0 or v > 0xFFFFFFFF:
+        raise ValueError("out of range for a 32-bit flag")
+    return v
+
+
+_KIND = {to_int: "an integer", to_uint: "an unsigned integer", to_float: "a number",
+         to_hex: "a hexadecimal flag"}
+
+
+class Reader:
+    """Reads values out of generic blocks for one file, reporting defects through
+    :class:`Diagnostics` (strict: raise; lenient: record and use a default)."""
+
+    __slots__ = ("diags",)
+
+    def __init__(self, diags: Diagnostics) -> None:
+        self.diags = diags
+
+    def error(self, block: Block, message: str, index: int | None = None) -> FormatError:
+        loc = block.item_location(index) if index is not None else block.location
+        return FormatError(message, loc, block.snippet(loc))
+
+    def problem(self, block: Block, message: str, index: int | None = None) -> None:
+        self.diags.problem(self.error(block, message, index))
+
+    def value(self, block: Block, index: int, conv: Callable[[str], T], default: T, what: str = "") -> T:
+        items = block.items
+        if index >= len(items):
+            self.problem(block, f"{block.name or 'block'}: missing value {index + 1}"
+                         f"{' (' + what + ')' if what else ''}")
+            return default
+        raw = items[index]
+        if raw.__class__ is Block:
+            self.problem(block, f"{block.name}: expected {_KIND.get(conv, 'a value')}"
+                         f"{' (' + what + ')' if what else ''}, found block {raw.name!r}", index)
+            return default
+        try:
+            return conv(raw)  # type: ignore[arg-type]
+        except (ValueError, OverflowError) as exc:
+            detail = f": {exc}" if "range" in str(exc) or "finite" in str(exc) else ""
+            self.problem(block, f"{block.name}: expected {_KIND.get(conv, 'a value')}"
+                         f"{' (' + what + ')' if what else ''}, found {raw!r}{detail}", index)
+            return default
+
+    def string(self, block: Block, index: int = 0, default: str = "") -> str:
+        items = block.items
+        if index >= len(items) or items[index].__class__ is Block:
+            self.problem(block, f"{block.name}: missing text value")
+            return default
+        return str(items[index])
+
+    def require(self, parent: Block, name: str) -> Block | None:
+        blk = parent.find(name)
+        if blk is None:
+            self.problem(parent, f"{parent.name or 'file'}: missing block {name!r}")
+        return blk
+
+    def expect_count(self, block: Block, found: int, expected: int, what: str) -> None:
+        if found != expected:
+            self.problem(block, f"{block.name}: the count says {expected} {what}, found {found}", 0)

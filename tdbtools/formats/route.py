@@ -1,0 +1,201 @@
+"""Loading a whole route folder (``…/ROUTES/NAME``) into one typed :class:`Route`."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import Diagnostics, Finding, FormatError, RouteError, TdbToolsError
+from ..stf import find_install_root, parse_file, resolve_case_insensitive
+from .tdb import TrackDB, VectorNode, tdb_from_document
+from .trk import RouteFile, trk_from_document
+from .tsection import ROUTE_LOCAL_SIGNATURE, TSection, _Builder
+
+
+@dataclass(frozen=True, slots=True)
+class RouteFiles:
+    """Where a route's files are, as Open Rails would pick them."""
+
+    folder: Path
+    install_root: Path
+    trk: Path
+    tdb: Path
+    rdb: Path | None
+    tsection_global: Path
+    tsection_local: Path | None
+    #: Candidate files that did not exist (their appearing would change the route).
+    absent: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Route:
+    """A loaded route: its route file, track and road databases and section tables."""
+
+    folder: str
+    install_root: str
+    trk: RouteFile
+    tdb: TrackDB
+    rdb: TrackDB | None
+    tsection: TSection
+    #: Arc length in metres of every row of ``tdb.sections`` (NaN: section id unknown).
+    section_length: np.ndarray
+    #: Defects tolerated in lenient mode (empty in strict mode).
+    warnings: tuple[Finding, ...] = ()
+    #: Every file the route was built from (for the cache).
+    sources: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.trk.name
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Route):
+            return NotImplemented
+        return (self.trk == other.trk and self.tdb == other.tdb and self.rdb == other.rdb
+                and self.tsection == other.tsection
+                and np.array_equal(self.section_length, other.section_length, equal_nan=True))
+
+    # -- summaries ----------------------------------------------------------------------
+    def node_length(self, index: int) -> float:
+        n = self.tdb.nodes[index]
+        if not isinstance(n, VectorNode):
+            return 0.0
+        return float(np.nansum(self.section_length[n.section_slice]))
+
+    @property
+    def track_km(self) -> float:
+        return float(np.nansum(self.section_length)) / 1000.0
+
+    def tile_extent(self) -> dict[str, int] | None:
+        s = self.tdb.sections
+        if len(s) == 0:
+            return None
+        return {"tile_x_min": int(s.tile_x.min()), "tile_x_max": int(s.tile_x.max()),
+                "tile_z_min": int(s.tile_z.min()), "tile_z_max": int(s.tile_z.max())}
+
+    def summary(self) -> dict:
+        return {
+            "name": self.trk.name,
+            "route_id": self.trk.route_id,
+            "folder": self.folder,
+            "nodes": self.tdb.counts(),
+            "sections": len(self.tdb.sections),
+            "items": self.tdb.item_counts(),
+            "track_km": round(self.track_km, 3),
+            "tile_extent": self.tile_extent(),
+            "road_nodes": self.rdb.counts() if self.rdb else None,
+            "road_items": self.rdb.item_counts() if self.rdb else None,
+            "tsection": {"sections": len(self.tsection.sections), "shapes": len(self.tsection.shapes),
+                         "dynamic_paths": len(self.tsection.track_paths)},
+            "warnings": len(self.warnings),
+        }
+
+
+def find_route_files(path: str | Path) -> RouteFiles:
+    """Find the .trk, .tdb, .rdb and tsection files of the route folder ``path``."""
+    folder = Path(path)
+    if folder.is_file() and folder.suffix.lower() == ".trk":
+        folder = folder.parent
+    if not folder.is_dir():
+        raise RouteError(f"route folder not found: {str(folder)!r}")
+    folder = folder.resolve()
+    parent = folder.parent
+    install_root = parent.parent if parent.name.lower() == "routes" else find_install_root(folder / "x")
+    trks = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".trk" and p.is_file())
+    if not trks:
+        raise RouteError(f"no .trk route file in {str(folder)!r}: is this a route folder (…/ROUTES/NAME)?")
+    absent: list[Path] = []
+
+    def pick(*candidates: Path) -> Path | None:
+        for c in candidates:
+            found = resolve_case_insensitive(c)
+            if found.is_file():
+                return found
+            absent.append(c)
+        return None
+
+    tsec = pick(folder / "OPENRAILS" / "tsection.dat", folder / "GLOBAL" / "tsection.dat",
+                install_root / "GLOBAL" / "tsection.dat")
+    if tsec is None:
+        raise RouteError(f"no global tsection.dat for {str(folder)!r}: looked in OPENRAILS/, GLOBAL/ "
+                         f"of the route and in {str(install_root / 'GLOBAL')!r}")
+    local = pick(folder / "tsection.dat")
+    return RouteFiles(folder, install_root, trks[0], Path(), None, tsec, local, tuple(absent))
+
+
+def _load(files: RouteFiles, strict: bool) -> Route:
+    diags = Diagnostics(strict=strict)
+    root = files.install_root
+    trk = trk_from_document(parse_file(files.trk, diagnostics=diags, root=root), diags)
+    if not trk.filename:
+        raise RouteError(f"{files.trk}: the route file names no FileName for the track database")
+    tdb_path = resolve_case_insensitive(files.folder / f"{trk.filename}.tdb")
+    if not tdb_path.is_file():
+        raise RouteError(f"track database not found: {str(tdb_path)!r} (FileName in {files.trk.name})")
+    rdb_path = resolve_case_insensitive(files.folder / f"{trk.filename}.rdb")
+    tdb = tdb_from_document(parse_file(tdb_path, diagnostics=diags, root=root), diags)
+    rdb = None
+    if rdb_path.is_file():
+        rdb = tdb_from_document(parse_file(rdb_path, diagnostics=diags, root=root), diags)
+    b = _Builder(diags)
+    b.add_global(parse_file(files.tsection_global, diagnostics=diags, root=root))
+    if files.tsection_local is not None:
+        b.add_local(parse_file(files.tsection_local, diagnostics=diags, root=root))
+    tsection = b.build()
+    lengths = _section_lengths(tdb, tsection, diags)
+    sources = [str(files.trk), str(tdb_path), *tsection.files]
+    if rdb is not None:
+        sources.append(str(rdb_path))
+    return Route(str(files.folder), str(root), trk, tdb, rdb, tsection, lengths,
+                 tuple(diags.findings), tuple(dict.fromkeys(sources)))
+
+
+def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics) -> np.ndarray:
+    sec = tsection.sections
+    rows, found = sec.rows(tdb.sections.section_index)
+    length = np.where(found, sec.arc_length[rows], np.nan)
+    if not found.all():
+        missing = np.unique(tdb.sections.section_index[~found])
+        nodes = np.unique(tdb.sections.node[~found])
+        msg = (f"{len(missing)} track section id(s) used by {len(nodes)} vector node(s) are not in "
+               f"tsection.dat (e.g. {', '.join(map(str, missing[:5]))}; nodes "
+               f"{', '.join(map(str, nodes[:5]))}): those sections have no length or geometry")
+        diags.problem(FormatError(msg, None))
+    length.flags.writeable = False
+    return length
+
+
+def load_route(path: str | Path, *, cache: bool = True, strict: bool = True) -> Route:
+    """Load the route in the folder ``path`` (``…/ROUTES/NAME``).
+
+    Finds the install root, the ``.trk``, its ``.tdb``/``.rdb`` and the tsection files
+    (``OPENRAILS/tsection.dat`` override, else the route's ``GLOBAL``, else the install
+    ``GLOBAL``; then the route-local file). Strict mode raises at the first defect;
+    lenient mode records them in :attr:`Route.warnings`. With ``cache``, a parsed route
+    is kept on disk and reused while its source files are unchanged.
+    """
+    files = find_route_files(path)
+    if cache:
+        from .cache import RouteCache
+
+        store = RouteCache()
+        hit = store.get(files, strict)
+        if hit is not None:
+            return hit
+        route = _load(files, strict)
+        store.put(files, strict, route)
+        return route
+    return _load(files, strict)
+
+
+def timed_load(path: str | Path, *, cache: bool = True, strict: bool = True) -> tuple[Route, float]:
+    t0 = time.perf_counter()
+    route = load_route(path, cache=cache, strict=strict)
+    return route, time.perf_counter() - t0
+
+
+__all__ = ["Route", "RouteFiles", "find_route_files", "load_route", "timed_load",
+           "ROUTE_LOCAL_SIGNATURE", "TdbToolsError", "math"]

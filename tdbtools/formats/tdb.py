@@ -1,0 +1,753 @@
+"""Track database ``.tdb`` and road database ``.rdb`` (spec §6).
+
+``TrackDB ( TrackNodes ( N TrackNode ( i ... ) ×N ) TrItemTable ( M item ×M ) )``.
+Track nodes are 1-based (``nodes[0]`` is None); items are 0-based. The sixteen
+values of every TrVectorSection of the whole file live in one
+:class:`VectorSections` table of numpy columns; a vector node knows its rows.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import ClassVar, Union
+
+import numpy as np
+
+from ..errors import Diagnostics
+from ..stf import parse_file
+from ..stf.tree import Block, Document
+from ._read import Reader, to_float, to_int, to_uint
+from ._records import fast_pickle
+
+# -- records ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UiD:
+    """Where a junction or end node is, and which world-file object made it (12 values)."""
+
+    world_tile_x: int
+    world_tile_z: int
+    world_id: int
+    unused: int
+    tile_x: int
+    tile_z: int
+    x: float
+    y: float
+    z: float
+    ax: float
+    ay: float
+    az: float
+
+
+@dataclass(frozen=True, slots=True)
+class TrPin:
+    """A link to a neighbour node, and the direction the traveller will have in it
+    (1: walk it forward / enter a junction from its trunk; 0: the other way)."""
+
+    link: int
+    direction: int
+
+
+@dataclass(frozen=True, slots=True)
+class TrackNode:
+    index: int
+    in_pins: int
+    out_pins: int
+    pins: tuple[TrPin, ...]
+
+    kind: ClassVar[str] = ""
+
+
+@dataclass(frozen=True, slots=True)
+class VectorNode(TrackNode):
+    """A run of track: sections ``first_section : first_section + section_count`` of
+    :attr:`TrackDB.sections`, listed from the node's start to its end."""
+
+    first_section: int = 0
+    section_count: int = 0
+    item_refs: tuple[int, ...] = ()
+
+    kind: ClassVar[str] = "vector"
+
+    @property
+    def section_slice(self) -> slice:
+        return slice(self.first_section, self.first_section + self.section_count)
+
+
+@dataclass(frozen=True, slots=True)
+class JunctionNode(TrackNode):
+    """A switch: pin 0 is the trunk, pins 1 and 2 the routes 0 and 1 of the shape."""
+
+    uid: UiD | None = None
+    shape_index: int = 0
+    values: tuple[str, ...] = ()  # the raw TrJunctionNode values (the 1st and 3rd are unused)
+
+    kind: ClassVar[str] = "junction"
+
+
+@dataclass(frozen=True, slots=True)
+class EndNode(TrackNode):
+    uid: UiD | None = None
+    values: tuple[str, ...] = ()  # the raw TrEndNode values (usually "0")
+
+    kind: ClassVar[str] = "end"
+
+
+AnyNode = Union[VectorNode, JunctionNode, EndNode]
+
+_SECTION_COLUMNS = (
+    # name, dtype, meaning
+    ("section_index", np.int64),   # TrackSection id (tsection.dat)
+    ("shape_index", np.int64),     # TrackShape id, or dynamic-track TrackPath id
+    ("wf_tile_x", np.int64),       # world file tile of the track object
+    ("wf_tile_z", np.int64),
+    ("world_uid", np.int64),       # the object's UiD in that world file
+    ("flag1", np.int64),           # shape end-point numbers, per real content
+    ("flag2", np.int64),
+    ("flag3", object),             # a 2-character token, kept as text ("00")
+    ("tile_x", np.int64),          # tile of the section start
+    ("tile_z", np.int64),
+    ("x", np.float64),             # start, tile-relative; y absolute height
+    ("y", np.float64),
+    ("z", np.float64),
+    ("ax", np.float64),            # pitch (+ = descending forward), radians
+    ("ay", np.float64),            # heading from +Z towards +X, radians
+    ("az", np.float64),            # roll, radians
+)
+SECTION_FIELDS = tuple(n for n, _ in _SECTION_COLUMNS)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class VectorSections:
+    """The TrVectorSections of a whole file: one numpy column per field, plus the
+    owning node of every row."""
+
+    section_index: np.ndarray
+    shape_index: np.ndarray
+    wf_tile_x: np.ndarray
+    wf_tile_z: np.ndarray
+    world_uid: np.ndarray
+    flag1: np.ndarray
+    flag2: np.ndarray
+    flag3: np.ndarray
+    tile_x: np.ndarray
+    tile_z: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    ax: np.ndarray
+    ay: np.ndarray
+    az: np.ndarray
+    node: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, VectorSections):
+            return NotImplemented
+        return all(np.array_equal(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
+
+    @classmethod
+    def empty(cls) -> VectorSections:
+        cols = {n: np.zeros(0, dtype=t) for n, t in _SECTION_COLUMNS}
+        return cls(**cols, node=np.zeros(0, dtype=np.int64))
+
+
+# -- track items -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SData:
+    distance: float   # MSTS's distance of the item along its track
+    flags: str        # hex flags, kept as written
+
+
+@dataclass(frozen=True, slots=True)
+class RData:
+    x: float
+    y: float
+    z: float
+    tile_x: int
+    tile_z: int
+
+
+@dataclass(frozen=True, slots=True)
+class PData:
+    x: float
+    z: float
+    tile_x: int
+    tile_z: int
+
+
+@dataclass(frozen=True, slots=True)
+class TrItem:
+    index: int                 # position in the TrItemTable
+    item_id: int | None = None
+    s_data: SData | None = None
+    r_data: RData | None = None
+    p_data: PData | None = None
+
+    kind: ClassVar[str] = "item"
+    token: ClassVar[str] = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EmptyItem(TrItem):
+    kind: ClassVar[str] = "empty"
+    token: ClassVar[str] = "EmptyItem"
+
+
+@dataclass(frozen=True, slots=True)
+class CrossoverItem(TrItem):
+    track_node: int = 0
+    shape_index: int = 0
+    kind: ClassVar[str] = "crossover"
+    token: ClassVar[str] = "CrossoverItem"
+
+
+@dataclass(frozen=True, slots=True)
+class SignalDir:
+    track_node: int
+    sd1: int
+    link_lr_path: int
+    sd3: int
+
+
+@dataclass(frozen=True, slots=True)
+class SignalItem(TrItem):
+    flags: str = "00000000"
+    direction: int = 0         # which way the signal faces relative to its node
+    sig_data1: float = 0.0
+    signal_type: str = ""
+    signal_dirs: tuple[SignalDir, ...] = ()
+    kind: ClassVar[str] = "signal"
+    token: ClassVar[str] = "SignalItem"
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedPostItem(TrItem):
+    flags: int = 0
+    value: float | None = None         # the speed, or the milepost distance
+    display_number: int | None = None
+    angle: float = 0.0
+    kind: ClassVar[str] = "speedpost"
+    token: ClassVar[str] = "SpeedPostItem"
+
+    @property
+    def is_warning(self) -> bool:
+        return bool(self.flags & 1) and not self.flags & 2
+
+    @property
+    def is_limit(self) -> bool:
+        return bool(self.flags & 2) and not self.flags & 1
+
+    @property
+    def is_resume(self) -> bool:
+        return self.flags & 3 == 3
+
+    @property
+    def is_milepost(self) -> bool:
+        return self.flags & 3 == 0
+
+    @property
+    def in_mph(self) -> bool:
+        return bool(self.flags & (1 << 8))
+
+    @property
+    def speed_ms(self) -> float | None:
+        """The speed in m/s for a limit or warning sign, else None."""
+        if self.value is None or self.is_milepost or self.is_resume:
+            return None
+        return self.value * (0.44704 if self.in_mph else 1 / 3.6)
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformItem(TrItem):
+    platform_name: str = ""
+    station: str = ""
+    min_waiting_time: int = 0          # seconds
+    passengers_waiting: int = 0
+    flags: str = "00000000"
+    linked_item: int = 0               # the other end of the platform
+    kind: ClassVar[str] = "platform"
+    token: ClassVar[str] = "PlatformItem"
+
+
+@dataclass(frozen=True, slots=True)
+class SidingItem(TrItem):
+    siding_name: str = ""
+    flags: str = "00000000"
+    linked_item: int = 0
+    kind: ClassVar[str] = "siding"
+    token: ClassVar[str] = "SidingItem"
+
+
+@dataclass(frozen=True, slots=True)
+class SoundRegionItem(TrItem):
+    sr_data: tuple[int, int, float] = (0, 0, 0.0)
+    kind: ClassVar[str] = "soundregion"
+    token: ClassVar[str] = "SoundRegionItem"
+
+
+@dataclass(frozen=True, slots=True)
+class LevelCrItem(TrItem):
+    kind: ClassVar[str] = "levelcr"
+    token: ClassVar[str] = "LevelCrItem"
+
+
+@dataclass(frozen=True, slots=True)
+class HazzardItem(TrItem):
+    kind: ClassVar[str] = "hazzard"
+    token: ClassVar[str] = "HazzardItem"
+
+
+@dataclass(frozen=True, slots=True)
+class PickupItem(TrItem):
+    kind: ClassVar[str] = "pickup"
+    token: ClassVar[str] = "PickupItem"
+
+
+@dataclass(frozen=True, slots=True)
+class CarSpawnerItem(TrItem):
+    kind: ClassVar[str] = "carspawner"
+    token: ClassVar[str] = "CarSpawnerItem"
+
+
+fast_pickle(UiD, TrPin, VectorNode, JunctionNode, EndNode, SData, RData, PData, SignalDir,
+            EmptyItem, CrossoverItem, SignalItem, SpeedPostItem, PlatformItem, SidingItem,
+            SoundRegionItem, LevelCrItem, HazzardItem, PickupItem, CarSpawnerItem)
+
+ITEM_TYPES: dict[str, type[TrItem]] = {
+    cls.token.lower(): cls for cls in (
+        EmptyItem, CrossoverItem, SignalItem, SpeedPostItem, PlatformItem, SidingItem,
+        SoundRegionItem, LevelCrItem, HazzardItem, PickupItem, CarSpawnerItem)
+}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TrackDB:
+    """A parsed ``.tdb`` or ``.rdb``."""
+
+    path: str
+    serial: int | None
+    nodes: tuple[AnyNode | None, ...]     # nodes[0] is None: track nodes are 1-based
+    sections: VectorSections
+    items: tuple[TrItem, ...]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TrackDB):
+            return NotImplemented
+        return (self.serial == other.serial and self.nodes == other.nodes
+                and self.sections == other.sections and self.items == other.items)
+
+    @property
+    def node_count(self) -> int:
+        return len(self.nodes) - 1
+
+    def node_sections(self, node: VectorNode | int) -> dict[str, np.ndarray]:
+        """The section columns of one vector node (views, no copy)."""
+        n = self.nodes[node] if isinstance(node, int) else node
+        if not isinstance(n, VectorNode):
+            raise TypeError(f"node {getattr(n, 'index', node)} is not a vector node")
+        sl = n.section_slice
+        return {f: getattr(self.sections, f)[sl] for f in SECTION_FIELDS}
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(n.kind for n in self.nodes[1:] if n is not None)
+        return {"vector": c["vector"], "junction": c["junction"], "end": c["end"],
+                "total": self.node_count}
+
+    def item_counts(self) -> dict[str, int]:
+        return dict(sorted(Counter(i.kind for i in self.items).items()))
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+class _TdbReader:
+    def __init__(self, doc: Document, diags: Diagnostics) -> None:
+        self.doc = doc
+        self.diags = diags
+        self.rd = Reader(diags)
+        self.section_texts: list[tuple[Block, str, int]] = []  # (block, raw values, node index)
+
+    def read(self) -> TrackDB:
+        rd = self.rd
+        root = self.doc.find("TrackDB")
+        serial = None
+        nodes: list = [None]
+        items: list = []
+        if root is None:
+            rd.problem(self.doc, "no TrackDB block in file")
+            return TrackDB(self.doc.path, None, (None,), VectorSections.empty(), ())
+        first_sections: list[int] = []
+        for blk in root.blocks():
+            k = blk.key
+            if k == "serial":
+                serial = rd.value(blk, 0, to_int, None, "serial")
+            elif k == "tracknodes":
+                nodes = self._nodes(blk, first_sections)
+            elif k == "tritemtable":
+                items = self._items(blk)
+        sections = self._sections()
+        return TrackDB(self.doc.path, serial, tuple(nodes), sections, tuple(items))
+
+    # nodes -------------------------------------------------------------------------
+    def _nodes(self, table: Block, first_sections: list[int]) -> list:
+        rd = self.rd
+        count = rd.value(table, 0, to_uint, 0, "node count")
+        nodes: list = [None]
+        for blk in table.items[1:]:
+            if blk.__class__ is not Block:
+                rd.problem(table, f"TrackNodes: unexpected value {blk!r}")
+                continue
+            if blk.key != "tracknode":
+                continue
+            node = self._node(blk, len(nodes))
+            nodes.append(node)
+        if len(nodes) - 1 != count:
+            rd.problem(table, f"TrackNodes: the count says {count} nodes, found {len(nodes) - 1}", 0)
+        return nodes
+
+    def _node(self, blk: Block, position: int):
+        rd = self.rd
+        items = blk.items
+        index = rd.value(blk, 0, to_uint, position, "node index")
+        if index != position:
+            rd.problem(blk, f"TrackNode {index} is at position {position} of TrackNodes", 0)
+        body = None
+        uid = None
+        pins: tuple[TrPin, ...] = ()
+        in_pins = out_pins = 0
+        for sub in items[1:]:
+            if sub.__class__ is not Block:
+                rd.problem(blk, f"TrackNode {index}: unexpected value {sub!r}", items.index(sub))
+                continue
+            k = sub.key
+            if k in ("trvectornode", "trjunctionnode", "trendnode"):
+                if body is not None:
+                    rd.problem(sub, f"TrackNode {index}: more than one node body")
+                body = sub
+            elif k == "uid":
+                uid = self._uid(sub)
+            elif k == "trpins":
+                in_pins, out_pins, pins = self._pins(sub, index)
+        if body is None:
+            rd.problem(blk, f"TrackNode {index}: no TrVectorNode, TrJunctionNode or TrEndNode")
+            return None
+        k = body.key
+        if k == "trvectornode":
+            first = len(self.section_texts)
+            refs: tuple[int, ...] = ()
+            count = 0
+            for sub in body.blocks():
+                if sub.key == "trvectorsections":
+                    text = sub.values_text
+                    if text is None:
+                        rd.problem(sub, "TrVectorSections: expected plain values only")
+                        continue
+                    self.section_texts.append((sub, text, index))
+                elif sub.key == "tritemrefs":
+                    refs = self._item_refs(sub)
+            if len(self.section_texts) == first:
+                rd.problem(body, f"TrackNode {index}: TrVectorNode without TrVectorSections")
+            # The section count and rows are settled in _sections(); keep the position.
+            node = VectorNode(index, in_pins, out_pins, pins, first, count, refs)
+            self._check_pins(blk, node, 1, 1)
+            return node
+        values = tuple(str(v) for v in body.items if v.__class__ is not Block)
+        if k == "trjunctionnode":
+            shape = rd.value(body, 1, to_uint, 0, "shape index")
+            node = JunctionNode(index, in_pins, out_pins, pins, uid, shape, values)
+            self._check_pins(blk, node, 1, 2)
+        else:
+            node = EndNode(index, in_pins, out_pins, pins, uid, values)
+            self._check_pins(blk, node, 1, 0)
+        return node
+
+    def _check_pins(self, blk: Block, node: TrackNode, ins: int, outs: int) -> None:
+        if (node.in_pins, node.out_pins) != (ins, outs):
+            self.diags.note(f"TrackNode {node.index} ({node.kind}): {node.in_pins} in + "
+                            f"{node.out_pins} out pins, expected {ins} + {outs}", blk.location)
+
+    def _uid(self, blk: Block) -> UiD | None:
+        v = blk.items
+        try:
+            if len(v) != 12:
+                raise ValueError
+            a = [int(x) for x in v[:6]]
+            b = [float(x) for x in v[6:]]
+            if not all(map(math.isfinite, b)):
+                raise ValueError
+            return UiD(*a, *b)
+        except (ValueError, TypeError):
+            rd = self.rd
+            if len(v) != 12:
+                rd.problem(blk, f"UiD: expected 12 values, found {len(v)}")
+                return None
+            a = [rd.value(blk, i, to_int, 0, "UiD") for i in range(6)]
+            b = [rd.value(blk, i, to_float, 0.0, "UiD") for i in range(6, 12)]
+            return UiD(*a, *b)
+
+    def _pins(self, blk: Block, index: int) -> tuple[int, int, tuple[TrPin, ...]]:
+        rd = self.rd
+        items = blk.items
+        ins = rd.value(blk, 0, to_uint, 0, "in-pin count")
+        outs = rd.value(blk, 1, to_uint, 0, "out-pin count")
+        pins = []
+        for pos, p in enumerate(items[2:], start=2):
+            if p.__class__ is not Block or p.key != "trpin":
+                rd.problem(blk, f"TrPins: expected TrPin blocks, found {p!r}", pos)
+                continue
+            v = p.items
+            try:
+                link, direction = int(v[0]), int(v[1])
+                if len(v) != 2 or link < 0 or direction < 0:
+                    raise ValueError
+            except (ValueError, TypeError, IndexError):
+                if len(v) != 2:
+                    rd.problem(p, f"TrPin: expected 2 values (link, direction), found {len(v)}")
+                link = rd.value(p, 0, to_uint, 0, "link")
+                direction = rd.value(p, 1, to_uint, 0, "direction")
+            pins.append(TrPin(link, direction))
+        if len(pins) != ins + outs:
+            rd.problem(blk, f"TrPins of node {index}: the counts say {ins}+{outs} pins, found {len(pins)}", 0)
+        return ins, outs, tuple(pins)
+
+    def _item_refs(self, blk: Block) -> tuple[int, ...]:
+        rd = self.rd
+        n = rd.value(blk, 0, to_uint, 0, "item count")
+        refs = []
+        for p in blk.items[1:]:
+            if p.__class__ is Block and p.key == "tritemref":
+                refs.append(rd.value(p, 0, to_uint, 0, "item index"))
+        if len(refs) != n:
+            rd.problem(blk, f"TrItemRefs: the count says {n} refs, found {len(refs)}", 0)
+        return tuple(refs)
+
+    # sections ----------------------------------------------------------------------
+    def _sections(self) -> VectorSections:
+        texts = self.section_texts
+        if not texts:
+            return VectorSections.empty()
+        arrays = []
+        counts = []
+        for blk, text, _node in texts:
+            arr = self._numbers(blk, text)
+            n = int(arr[0]) if len(arr) else 0
+            if len(arr) != 1 + 16 * n or n < 0:
+                arr = self._section_values_checked(blk)
+                n = (len(arr) - 1) // 16
+            counts.append(n)
+            arrays.append(arr[1:])
+        flat = np.concatenate(arrays) if arrays else np.zeros(0)
+        table = flat.reshape(-1, 16)
+        node_ids = np.repeat(np.array([t[2] for t in texts], dtype=np.int64), counts)
+        cols: dict[str, np.ndarray] = {}
+        for j, (name, dtype) in enumerate(_SECTION_COLUMNS):
+            col = table[:, j]
+            if dtype is object:
+                cols[name] = self._flag3(texts, counts, col)
+            elif dtype is np.int64:
+                ints = col.astype(np.int64)
+                if not np.array_equal(ints, col):
+                    bad = int(np.flatnonzero(ints != col)[0])
+                    self._report_row(texts, counts, bad, j, f"{name}: expected an integer, found {col[bad]!r}")
+                cols[name] = ints
+            else:
+                cols[name] = np.ascontiguousarray(col)
+        for c in cols.values():
+            c.flags.writeable = False
+        node_ids.flags.writeable = False
+        # The nodes were made before their section counts were known.
+        self._counts = counts
+        return VectorSections(**cols, node=node_ids)
+
+    def _numbers(self, blk: Block, text: str) -> np.ndarray:
+        # numpy parses the whole run in C; anything unusual (a hex token, a thousands
+        # comma, a stray word) fails here and takes the checked path.
+        try:
+            arr = np.fromstring(text, dtype=np.float64, sep=" ")
+        except (ValueError, DeprecationWarning):
+            return self._section_values_checked(blk)
+        if not np.isfinite(arr).all():
+            return self._section_values_checked(blk)
+        return arr
+
+    def _section_values_checked(self, blk: Block) -> np.ndarray:
+        rd = self.rd
+        items = blk.items
+        n = rd.value(blk, 0, to_uint, 0, "section count")
+        have = len(items) - 1
+        if have != 16 * n:
+            rd.problem(blk, f"TrVectorSections: the count says {n} sections ({16 * n} values), "
+                            f"found {have} values", 0)
+            n = min(n, have // 16)
+        out = np.zeros(1 + 16 * n)
+        out[0] = n
+        for i in range(16 * n):
+            col = i % 16
+            if col == 7:
+                continue  # the 2-character text field
+            conv = to_float if col >= 10 else to_int
+            out[1 + i] = rd.value(blk, 1 + i, conv, 0, SECTION_FIELDS[col])
+        return out
+
+    def _flag3(self, texts, counts, col: np.ndarray) -> np.ndarray:
+        # The 8th value is a 2-character token, "00" in all real content: read as a
+        # number it is 0. Where any is not 0, every token is taken from the text.
+        out = np.empty(len(col), dtype=object)
+        out[:] = "00"
+        if len(col) and (col != 0).any():
+            row = 0
+            for (blk, _t, _n), n in zip(texts, counts):
+                items = blk.items
+                for s in range(n):
+                    out[row + s] = str(items[1 + 16 * s + 7])
+                row += n
+        return out
+
+    def _report_row(self, texts, counts, row: int, col: int, message: str) -> None:
+        start = 0
+        for (blk, _t, _n), n in zip(texts, counts):
+            if row < start + n:
+                self.rd.problem(blk, f"TrVectorSections {message}", 1 + 16 * (row - start) + col)
+                return
+            start += n
+
+    # items -------------------------------------------------------------------------
+    def _items(self, table: Block) -> list[TrItem]:
+        rd = self.rd
+        count = rd.value(table, 0, to_uint, 0, "item count")
+        out: list[TrItem] = []
+        for blk in table.items[1:]:
+            if blk.__class__ is not Block:
+                rd.problem(table, f"TrItemTable: unexpected value {blk!r}")
+                continue
+            cls = ITEM_TYPES.get(blk.key)
+            if cls is None:
+                rd.problem(blk, f"TrItemTable: unknown item type {blk.name!r}")
+                continue
+            item = self._item(cls, blk, len(out))
+            out.append(item)
+        if len(out) != count:
+            rd.problem(table, f"TrItemTable: the count says {count} items, found {len(out)}", 0)
+        return out
+
+    def _item(self, cls: type[TrItem], blk: Block, index: int) -> TrItem:
+        rd = self.rd
+        common: dict = {"index": index}
+        extra: dict = {}
+        for sub in blk.items:
+            if sub.__class__ is not Block:
+                rd.problem(blk, f"{blk.name}: unexpected value {sub!r}", blk.items.index(sub))
+                continue
+            k = sub.key
+            if k == "tritemid":
+                common["item_id"] = rd.value(sub, 0, to_uint, index, "item id")
+            elif k == "tritemsdata":
+                common["s_data"] = SData(rd.value(sub, 0, to_float, 0.0, "distance"),
+                                         rd.string(sub, 1, "00000000"))
+            elif k == "tritemrdata":
+                common["r_data"] = RData(rd.value(sub, 0, to_float, 0.0, "x"), rd.value(sub, 1, to_float, 0.0, "y"),
+                                         rd.value(sub, 2, to_float, 0.0, "z"), rd.value(sub, 3, to_int, 0, "tile x"),
+                                         rd.value(sub, 4, to_int, 0, "tile z"))
+            elif k == "tritempdata":
+                common["p_data"] = PData(rd.value(sub, 0, to_float, 0.0, "x"), rd.value(sub, 1, to_float, 0.0, "z"),
+                                         rd.value(sub, 2, to_int, 0, "tile x"), rd.value(sub, 3, to_int, 0, "tile z"))
+            elif k == "crossovertritemdata" and cls is CrossoverItem:
+                extra["track_node"] = rd.value(sub, 0, to_uint, 0, "track node")
+                extra["shape_index"] = rd.value(sub, 1, to_uint, 0, "shape index")
+            elif k == "trsignaltype" and cls is SignalItem:
+                extra["flags"] = rd.string(sub, 0, "00000000")
+                extra["direction"] = rd.value(sub, 1, to_uint, 0, "direction")
+                extra["sig_data1"] = rd.value(sub, 2, to_float, 0.0, "signal data")
+                extra["signal_type"] = rd.string(sub, 3, "").lower()
+            elif k == "trsignaldirs" and cls is SignalItem:
+                dirs = []
+                for d in sub.blocks("TrSignalDir"):
+                    dirs.append(SignalDir(*(rd.value(d, i, to_uint, 0, "signal dir") for i in range(4))))
+                n = rd.value(sub, 0, to_uint, 0, "count")
+                if n != len(dirs):
+                    rd.problem(sub, f"TrSignalDirs: the count says {n}, found {len(dirs)}", 0)
+                extra["signal_dirs"] = tuple(dirs)
+            elif k == "speedposttritemdata" and cls is SpeedPostItem:
+                extra.update(self._speedpost(sub))
+            elif cls is PlatformItem and k in ("platformname", "station", "platformminwaitingtime",
+                                               "platformnumpassengerswaiting", "platformtritemdata"):
+                if k == "platformname":
+                    extra["platform_name"] = rd.string(sub)
+                elif k == "station":
+                    extra["station"] = rd.string(sub)
+                elif k == "platformminwaitingtime":
+                    extra["min_waiting_time"] = rd.value(sub, 0, to_uint, 0, "seconds")
+                elif k == "platformnumpassengerswaiting":
+                    extra["passengers_waiting"] = rd.value(sub, 0, to_uint, 0, "passengers")
+                else:
+                    extra["flags"] = rd.string(sub, 0, "00000000")
+                    extra["linked_item"] = rd.value(sub, 1, to_uint, 0, "linked item")
+            elif cls is SidingItem and k in ("sidingname", "sidingtritemdata"):
+                if k == "sidingname":
+                    extra["siding_name"] = rd.string(sub)
+                else:
+                    extra["flags"] = rd.string(sub, 0, "00000000")
+                    extra["linked_item"] = rd.value(sub, 1, to_uint, 0, "linked item")
+            elif k == "tritemsrdata" and cls is SoundRegionItem:
+                extra["sr_data"] = (rd.value(sub, 0, to_uint, 0, ""), rd.value(sub, 1, to_uint, 0, ""),
+                                    rd.value(sub, 2, to_float, 0.0, ""))
+            else:
+                self.diags.note(f"{blk.name}: block {sub.name!r} ignored", sub.location)
+        return cls(**common, **extra)
+
+    def _speedpost(self, sub: Block) -> dict:
+        rd = self.rd
+        flags = rd.value(sub, 0, to_uint, 0, "flags")
+        out: dict = {"flags": flags}
+        i = 1
+        if flags & 3 != 3:  # every sign but "resume" carries a value
+            v = rd.value(sub, i, to_float, 0.0, "speed or milepost")
+            if flags & 3 == 0 and not flags & (1 << 9):
+                v = float(int(v))  # a milepost without a decimal point is whole
+            out["value"] = v
+            i += 1
+        if flags & (1 << 4):
+            out["display_number"] = rd.value(sub, i, to_int, 0, "display number")
+            i += 1
+        angle = rd.value(sub, i, to_float, 0.0, "angle")
+        out["angle"] = math.remainder(angle, 2 * math.pi)
+        if len(sub.items) != i + 1:
+            rd.problem(sub, f"SpeedpostTrItemData: flags {flags} call for {i + 1} values, "
+                            f"found {len(sub.items)}")
+        return out
+
+
+def read_tdb(path: str | Path, *, strict: bool = True, diagnostics: Diagnostics | None = None) -> TrackDB:
+    """Read a ``.tdb`` (or ``.rdb``) file into a :class:`TrackDB`."""
+    diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
+    return tdb_from_document(parse_file(path, diagnostics=diags), diags)
+
+
+def tdb_from_document(doc: Document, diags: Diagnostics) -> TrackDB:
+    r = _TdbReader(doc, diags)
+    db = r.read()
+    counts = getattr(r, "_counts", [])
+    if not counts:
+        return db
+    # Fill in every vector node's section count, now that the rows are known.
+    nodes = list(db.nodes)
+    it = iter(counts)
+    first = 0
+    starts: dict[int, tuple[int, int]] = {}
+    for (_blk, _text, node), n in zip(r.section_texts, it):
+        a, b = starts.get(node, (first, 0))
+        starts[node] = (a, b + n)
+        first += n
+    for i, n in enumerate(nodes):
+        if isinstance(n, VectorNode) and n.index in starts:
+            a, c = starts[n.index]
+            nodes[i] = VectorNode(n.index, n.in_pins, n.out_pins, n.pins, a, c, n.item_refs)
+    return TrackDB(db.path, db.serial, tuple(nodes), db.sections, db.items)

@@ -1,0 +1,490 @@
+"""``tsection.dat``: track sections and track shapes (spec §5).
+
+The global file (``GLOBAL/tsection.dat``, or a route's ``OPENRAILS/tsection.dat``
+override that usually ``include``s it) lists ``TrackSection ( id SectionSize ( w l )
+[SectionCurve ( R angleDeg )] )`` and ``TrackShape`` blocks. A route-local
+``tsection.dat`` (dynamic track) lists ``TrackSection ( SectionCurve ( flag ) id a b )``
+with the curve angle ``a`` in *radians*, and ``SectionIdx ( TrackPath ( ... ) )``.
+
+Tables are columnar (numpy) so that a cached route loads in milliseconds;
+:class:`TrackSection` and :class:`TrackShape` records are made on demand.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import Diagnostics, FormatError, UnitError
+from ..stf import parse_file
+from ..stf.tree import Block, Document
+from ..stf.units import parse_quantity
+from ._read import Reader, to_float, to_int, to_uint
+
+#: Open Rails ignores a route-local tsection.dat without exactly this header.
+ROUTE_LOCAL_SIGNATURE = "SIMISA@@@@@@@@@@JINX0T0t______"
+
+
+@dataclass(frozen=True, slots=True)
+class TrackSection:
+    """One track section. ``angle`` is in degrees, positive for a right-hand curve."""
+
+    index: int
+    width: float
+    length: float
+    radius: float | None = None
+    angle: float | None = None
+
+    @property
+    def is_curved(self) -> bool:
+        return self.radius is not None
+
+    @property
+    def arc_length(self) -> float:
+        """Metres along the track: the length of a straight, R·|angle| of a curve."""
+        if self.radius is None:
+            return self.length
+        return self.radius * abs(math.radians(self.angle or 0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class ShapePath:
+    """A path through a track shape: its start offset in the shape, and its sections."""
+
+    x: float
+    y: float
+    z: float
+    angle: float
+    sections: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TrackShape:
+    index: int
+    filename: str
+    num_paths: int
+    paths: tuple[ShapePath, ...]
+    main_route: int = 0
+    clearance_dist: float | None = None
+    tunnel: bool = False
+    road: bool = False
+    rack: bool = False
+
+
+_TUNNEL, _ROAD, _RACK = 1, 2, 4
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SectionTable:
+    """All track sections, sorted by id, as numpy columns (NaN radius/angle = straight)."""
+
+    ids: np.ndarray
+    width: np.ndarray
+    length: np.ndarray
+    radius: np.ndarray
+    angle: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def curved(self) -> np.ndarray:
+        return ~np.isnan(self.radius)
+
+    @property
+    def arc_length(self) -> np.ndarray:
+        """Metres along the track for every section."""
+        return np.where(self.curved, self.radius * np.abs(np.radians(self.angle)), self.length)
+
+    def rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Row of each id in this table, and a mask of the ids that exist."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(self.ids) == 0:
+            return np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=bool)
+        pos = np.searchsorted(self.ids, ids)
+        pos = np.minimum(pos, len(self.ids) - 1)
+        return pos, self.ids[pos] == ids
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SectionTable):
+            return NotImplemented
+        return all(np.array_equal(getattr(self, f), getattr(other, f), equal_nan=True)
+                   for f in ("ids", "width", "length", "radius", "angle"))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ShapeTable:
+    """All track shapes, sorted by id, as numpy columns plus flattened paths."""
+
+    ids: np.ndarray
+    filenames: tuple[str, ...]
+    num_paths: np.ndarray
+    main_route: np.ndarray
+    clearance: np.ndarray           # NaN where not given
+    flags: np.ndarray               # tunnel 1, road 2, rack 4
+    path_start: np.ndarray          # shape i has paths path_start[i]:path_start[i+1]
+    path_offset: np.ndarray         # (P, 4): x, y, z, angle
+    path_sec_start: np.ndarray      # path j has sections path_sections[a:b]
+    path_sections: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShapeTable):
+            return NotImplemented
+        return self.filenames == other.filenames and all(
+            np.array_equal(getattr(self, f), getattr(other, f), equal_nan=True)
+            for f in ("ids", "num_paths", "main_route", "clearance", "flags", "path_start",
+                      "path_offset", "path_sec_start", "path_sections"))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TSection:
+    """The merged section and shape tables a route uses, and the dynamic-track paths."""
+
+    sections: SectionTable
+    shapes: ShapeTable
+    track_paths: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+
+    def section(self, index: int) -> TrackSection | None:
+        s = self.sections
+        pos = int(np.searchsorted(s.ids, index))
+        if pos >= len(s.ids) or s.ids[pos] != index:
+            return None
+        r = float(s.radius[pos])
+        if math.isnan(r):
+            return TrackSection(index, float(s.width[pos]), float(s.length[pos]))
+        return TrackSection(index, float(s.width[pos]), float(s.length[pos]), r, float(s.angle[pos]))
+
+    def shape(self, index: int) -> TrackShape | None:
+        t = self.shapes
+        i = int(np.searchsorted(t.ids, index))
+        if i >= len(t.ids) or t.ids[i] != index:
+            return None
+        paths = []
+        for j in range(int(t.path_start[i]), int(t.path_start[i + 1])):
+            a, b = int(t.path_sec_start[j]), int(t.path_sec_start[j + 1])
+            x, y, z, ang = (float(v) for v in t.path_offset[j])
+            paths.append(ShapePath(x, y, z, ang, tuple(int(v) for v in t.path_sections[a:b])))
+        c = float(t.clearance[i])
+        f = int(t.flags[i])
+        return TrackShape(index, t.filenames[i], int(t.num_paths[i]), tuple(paths),
+                          int(t.main_route[i]), None if math.isnan(c) else c,
+                          bool(f & _TUNNEL), bool(f & _ROAD), bool(f & _RACK))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TSection):
+            return NotImplemented
+        return (self.sections == other.sections and self.shapes == other.shapes
+                and self.track_paths == other.track_paths)
+
+
+class _Builder:
+    """Collects sections and shapes from one or more files, later entries replacing
+    earlier ones with the same id (Open Rails' dictionary semantics)."""
+
+    def __init__(self, diags: Diagnostics) -> None:
+        self.diags = diags
+        self.sections: dict[int, tuple[float, float, float, float]] = {}
+        self.shapes: dict[int, tuple] = {}
+        self.track_paths: dict[int, tuple[int, ...]] = {}
+        self.files: list[str] = []
+
+    # -- global layout ------------------------------------------------------------------
+    def add_global(self, doc: Document) -> None:
+        rd = Reader(self.diags)
+        self.files.append(doc.path)
+        self.files.extend(doc.includes)
+        for top in doc.items:
+            if top.__class__ is not Block:
+                continue
+            if top.key == "tracksections":
+                self._global_sections(rd, top)
+            elif top.key == "trackshapes":
+                self._shapes(rd, top)
+            elif top.key == "sectionidx":
+                self._track_paths(rd, top)
+
+    def _distance(self, rd: Reader, blk: Block, index: int, default: float) -> float:
+        items = blk.items
+        if index >= len(items):
+            return default
+        raw = items[index]
+        try:
+            return to_float(raw)  # the common case: a plain number in metres
+        except (ValueError, TypeError):
+            pass
+        try:
+            return parse_quantity(str(raw), "distance")
+        except (ValueError, UnitError) as exc:
+            rd.problem(blk, f"{blk.name}: {exc}", index)
+            return default
+
+    def _global_sections(self, rd: Reader, table: Block) -> None:
+        sections = self.sections
+        nan = math.nan
+        for blk in table.items:
+            if blk.__class__ is not Block or blk.key != "tracksection":
+                continue  # the leading count (max index) is informational
+            items = blk.items
+            try:
+                # Fast path: plain numbers in the usual layout.
+                sid = int(items[0])
+                size = items[1]
+                if size.key != "sectionsize":
+                    raise ValueError
+                width, length = map(float, size.items)
+                if len(items) == 2:
+                    row = (width, length, nan, nan)
+                elif len(items) == 3 and items[2].key == "sectioncurve":
+                    radius, angle = map(float, items[2].items)
+                    row = (width, length, radius, angle)
+                else:
+                    raise ValueError
+                if sid < 0 or not (math.isfinite(width) and math.isfinite(length)
+                                   and math.isfinite(row[2]) | (len(items) == 2)
+                                   and math.isfinite(row[3]) | (len(items) == 2)):
+                    raise ValueError
+            except (ValueError, TypeError, AttributeError, IndexError):
+                row = self._global_section_checked(rd, blk)
+                if row is None:
+                    continue
+                sid = row[0]
+                row = row[1:]
+            if sid in sections and sections[sid] != row:
+                self.diags.note(f"TrackSection {sid} redefined; the later definition replaces "
+                                "the earlier", blk.location)
+            sections[sid] = row
+
+    def _global_section_checked(self, rd: Reader, blk: Block) -> tuple | None:
+        """The slow path with a precise message for every defect (and units)."""
+        items = blk.items
+        if items and items[0].__class__ is Block:
+            # Route-local layout inside a global-layout file: read it as such.
+            self._local_section(rd, blk)
+            return None
+        sid = rd.value(blk, 0, to_uint, None, "section id")
+        if sid is None:
+            return None
+        width, length, radius, angle = 1.5, 0.0, math.nan, math.nan
+        for sub in items[1:]:
+            if sub.__class__ is not Block:
+                rd.problem(blk, f"TrackSection {sid}: unexpected value {sub!r}", items.index(sub))
+                continue
+            if sub.key == "sectionsize":
+                width = self._distance(rd, sub, 0, 1.5)
+                length = self._distance(rd, sub, 1, 0.0)
+            elif sub.key == "sectioncurve":
+                radius = self._distance(rd, sub, 0, math.nan)
+                # Degrees, read without unit processing (as Open Rails does).
+                angle = rd.value(sub, 1, to_float, math.nan, "curve angle")
+        return (sid, width, length, radius, angle)
+
+    def _put_section(self, rd: Reader, blk: Block, sid: int, row: tuple) -> None:
+        if sid in self.sections and self.sections[sid] != row:
+            loc = blk.location
+            self.diags.note(f"TrackSection {sid} redefined; the later definition replaces the earlier", loc)
+        self.sections[sid] = row
+
+    # -- route-local layout ---------------------------------------------------------------
+    def add_local(self, doc: Document) -> None:
+        rd = Reader(self.diags)
+        if doc.signature != ROUTE_LOCAL_SIGNATURE:
+            loc = doc.source.location(0) if doc.source else None
+            self.diags.problem(FormatError(
+                f"route-local tsection.dat must start with {ROUTE_LOCAL_SIGNATURE!r} "
+                f"(found {doc.signature[:40]!r}); Open Rails ignores this file", loc,
+                doc.source.snippet(loc) if doc.source and loc else ""))
+            return
+        self.files.append(doc.path)
+        self.files.extend(doc.includes)
+        for top in doc.items:
+            if top.__class__ is not Block:
+                continue
+            if top.key == "tracksections":
+                for blk in top.items:
+                    if blk.__class__ is Block and blk.key == "tracksection":
+                        items = blk.items
+                        if items and items[0].__class__ is Block:
+                            self._local_section(rd, blk)
+                        else:
+                            rd.problem(blk, "TrackSection: a route-local section starts with "
+                                            "SectionCurve ( flag ) followed by id a b")
+            elif top.key == "sectionidx":
+                self._track_paths(rd, top)
+            elif top.key == "trackshapes":
+                self._shapes(rd, top)
+
+    def _local_section(self, rd: Reader, blk: Block) -> None:
+        # TrackSection ( SectionCurve ( flag ) id a b ): b == 0 → straight of length a;
+        # otherwise a curve of radius b and angle a in radians (kept in degrees here).
+        sid = rd.value(blk, 1, to_uint, None, "section id")
+        if sid is None:
+            return
+        a = self._distance(rd, blk, 2, math.nan)
+        b = rd.value(blk, 3, to_float, math.nan, "radius")
+        if math.isnan(a) or math.isnan(b):
+            if not rd.diags.strict:
+                return
+        if b == 0:
+            row = (1.5, a, math.nan, math.nan)
+        else:
+            row = (1.5, 0.0, b, math.degrees(a))
+        self._put_section(rd, blk, sid, row)
+
+    def _track_paths(self, rd: Reader, table: Block) -> None:
+        for blk in table.items:
+            if blk.__class__ is not Block or blk.key != "trackpath":
+                continue
+            pid = rd.value(blk, 0, to_uint, None, "path id")
+            n = rd.value(blk, 1, to_uint, 0, "section count")
+            secs = [rd.value(blk, 2 + k, to_uint, 0, "section id") for k in range(min(n, len(blk.items)))]
+            rd.expect_count(blk, len(blk.items) - 2, n, "sections")
+            if pid is not None:
+                self.track_paths[pid] = tuple(secs)
+
+    # -- shapes ---------------------------------------------------------------------------
+    def _shapes(self, rd: Reader, table: Block) -> None:
+        shapes = self.shapes
+        for blk in table.items:
+            if blk.__class__ is not Block or blk.key != "trackshape":
+                continue
+            try:
+                rec = self._shape_fast(blk)
+            except (ValueError, TypeError, AttributeError, IndexError):
+                rec = None
+            if rec is None:
+                rec = self._shape_checked(rd, blk)
+                if rec is None:
+                    continue
+            shapes[rec[0]] = rec[1:]
+
+    @staticmethod
+    def _shape_fast(blk: Block) -> tuple | None:
+        items = blk.items
+        sid = int(items[0])
+        filename, num_paths, main_route, clearance, flags = "", -1, 0, math.nan, 0
+        paths = []
+        for sub in items[1:]:
+            k = sub.key
+            if k == "sectionidx":
+                v = sub.items
+                n = int(v[0])
+                if len(v) != n + 5:
+                    return None
+                paths.append(((float(v[1]), float(v[2]), float(v[3]), float(v[4])),
+                              tuple(map(int, v[5:]))))
+            elif k == "filename":
+                (filename,) = sub.items
+            elif k == "numpaths":
+                (num_paths,) = map(int, sub.items)
+            elif k == "mainroute":
+                (main_route,) = map(int, sub.items)
+            elif k == "clearancedist":
+                (clearance,) = map(float, sub.items)
+            elif k == "tunnelshape":
+                flags |= _TUNNEL
+            elif k == "roadshape":
+                flags |= _ROAD
+            elif k == "ortsrackshape":
+                flags |= _RACK
+        if num_paths != len(paths) or sid < 0 or main_route < 0:
+            return None
+        return (sid, str(filename), num_paths, main_route, clearance, flags, paths)
+
+    def _shape_checked(self, rd: Reader, blk: Block) -> tuple | None:
+        """The slow path with a precise message for every defect."""
+        sid = rd.value(blk, 0, to_uint, None, "shape id")
+        if sid is None:
+            return None
+        filename, num_paths, main_route, clearance, flags = "", 0, 0, math.nan, 0
+        paths: list[tuple] = []
+        for sub in blk.items[1:]:
+            if sub.__class__ is not Block:
+                continue
+            k = sub.key
+            if k == "sectionidx":
+                n = rd.value(sub, 0, to_uint, 0, "section count")
+                off = tuple(rd.value(sub, 1 + j, to_float, 0.0, "path offset") for j in range(4))
+                have = max(len(sub.items) - 5, 0)
+                if have != n:
+                    rd.problem(sub, f"SectionIdx: the count says {n} sections, found {have}", 0)
+                secs = tuple(rd.value(sub, 5 + j, to_uint, 0, "section id") for j in range(min(n, have)))
+                paths.append((off, secs))
+            elif k == "filename":
+                filename = rd.string(sub)
+            elif k == "numpaths":
+                num_paths = rd.value(sub, 0, to_uint, 0, "path count")
+            elif k == "mainroute":
+                main_route = rd.value(sub, 0, to_uint, 0, "main route")
+            elif k == "clearancedist":
+                clearance = self._distance(rd, sub, 0, math.nan)
+            elif k == "tunnelshape":
+                flags |= _TUNNEL
+            elif k == "roadshape":
+                flags |= _ROAD
+            elif k == "ortsrackshape":
+                flags |= _RACK
+        if num_paths != len(paths):
+            rd.problem(blk, f"TrackShape {sid}: NumPaths is {num_paths} but {len(paths)} SectionIdx given")
+        return (sid, filename, num_paths, main_route, clearance, flags, paths)
+
+    # -- result ---------------------------------------------------------------------------
+    def build(self) -> TSection:
+        ids = np.array(sorted(self.sections), dtype=np.int64)
+        rows = np.array([self.sections[i] for i in ids.tolist()], dtype=np.float64).reshape(-1, 4)
+        sections = SectionTable(ids, rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy(), rows[:, 3].copy())
+        sids = sorted(self.shapes)
+        recs = [self.shapes[i] for i in sids]
+        path_start = np.zeros(len(recs) + 1, dtype=np.int64)
+        offsets: list[tuple] = []
+        sec_start = [0]
+        secs: list[int] = []
+        for i, rec in enumerate(recs):
+            for off, ps in rec[5]:
+                offsets.append(off)
+                secs.extend(ps)
+                sec_start.append(len(secs))
+            path_start[i + 1] = len(offsets)
+        shapes = ShapeTable(
+            ids=np.array(sids, dtype=np.int64),
+            filenames=tuple(r[0] for r in recs),
+            num_paths=np.array([r[1] for r in recs], dtype=np.int64),
+            main_route=np.array([r[2] for r in recs], dtype=np.int64),
+            clearance=np.array([r[3] for r in recs], dtype=np.float64),
+            flags=np.array([r[4] for r in recs], dtype=np.uint8),
+            path_start=path_start,
+            path_offset=np.array(offsets, dtype=np.float64).reshape(-1, 4),
+            path_sec_start=np.array(sec_start, dtype=np.int64),
+            path_sections=np.array(secs, dtype=np.int64),
+        )
+        for arr in (*[getattr(sections, f) for f in ("ids", "width", "length", "radius", "angle")],):
+            arr.flags.writeable = False
+        return TSection(sections, shapes, dict(self.track_paths), tuple(self.files))
+
+
+def read_tsection(global_files: list[str | Path] | tuple = (), local_file: str | Path | None = None, *,
+                  diagnostics: Diagnostics | None = None, root: str | Path | None = None) -> TSection:
+    """Read and merge tsection files: global-layout files in order, then the route-local one."""
+    diags = diagnostics if diagnostics is not None else Diagnostics(strict=True)
+    b = _Builder(diags)
+    for f in global_files:
+        b.add_global(parse_file(f, diagnostics=diags, root=root))
+    if local_file is not None:
+        b.add_local(parse_file(local_file, diagnostics=diags, root=root))
+    return b.build()
+
+
+def read_tsection_file(path: str | Path, *, strict: bool = True, local: bool | None = None) -> TSection:
+    """Read one tsection.dat. ``local=None`` guesses the layout from the signature."""
+    diags = Diagnostics(strict=strict)
+    doc = parse_file(path, diagnostics=diags)
+    b = _Builder(diags)
+    is_local = local if local is not None else doc.signature == ROUTE_LOCAL_SIGNATURE and any(
+        blk.key == "sectionidx" for blk in doc.blocks())
+    (b.add_local if is_local else b.add_global)(doc)
+    return b.build()

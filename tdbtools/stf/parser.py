@@ -1,0 +1,514 @@
+"""Parsing STF text with the Lark LALR grammar in ``grammars/stf.lark``.
+
+The parse builds the generic tree directly (an inline transformer: no Lark Tree
+is ever made). Comments and ``include`` are resolved here, so the tree holds only
+data. Lark exceptions never escape: they become :class:`StfSyntaxError` with the
+path, line, column, a caret snippet and what was expected.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from ..errors import Diagnostics, IncludeError, Location, StfSyntaxError
+from .resources import grammar_path, grammar_text
+from .source import Source, read_source
+from .tree import Block, Document, QStr
+
+#: Include nesting deeper than this is refused (real content nests two or three).
+MAX_INCLUDE_DEPTH = 16
+
+_COMMENT_WORDS = frozenset(("comment", "skip"))
+_ESCAPE = re.compile(r"\\(.)", re.S)
+_STRING_PART = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
+_ESCAPES = {"n": "\n", "t": "\t"}
+_PAREN_SPLIT = re.compile(r"([()])").split
+
+
+def _unescape(s: str) -> str:
+    return _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), s)
+
+
+def _words(text: str) -> list[str]:
+    words = text.split()
+    if "\\" in text:
+        words = [_unescape(w) if "\\" in w else w for w in words]
+    return words
+
+
+class _Drop:
+    """Placeholder for a comment block: removed from its parent's items."""
+
+
+class _Include:
+    __slots__ = ("target", "source", "pos")
+
+    def __init__(self, target: str | None, source: Source, pos: int) -> None:
+        self.target = target
+        self.source = source
+        self.pos = pos
+
+
+_DROP = _Drop()
+_INCLUDE_TARGET: list = []  # marks an include block while splitting DATA
+
+
+def _is_comment_name(key: str) -> bool:
+    return key[:1] in ("#", "_") or key in _COMMENT_WORDS
+
+
+class _Builder(Transformer):
+    """Lark callbacks that build :class:`Block` objects as rules are reduced."""
+
+    def __init__(self) -> None:
+        super().__init__(visit_tokens=False)
+        self.source: Source | None = None
+        self.includes: list[tuple[list, _Include]] = []
+
+    # rules ---------------------------------------------------------------------------
+    def start(self, children: list) -> list:
+        return self._items(children, 0)
+
+    def block(self, children: list):
+        tok = children[0]
+        key = tok.lower()
+        if key[:1] in ("#", "_") or key in _COMMENT_WORDS:
+            return _DROP
+        if key == "include":
+            inner = self._items(children, 1)
+            target = inner[0] if inner and inner[0].__class__ is not Block else None
+            return _Include(target, self.source, tok.start_pos)
+        return Block(str(tok), self._items(children, 1), self.source, tok.start_pos)
+
+    def group(self, children: list):
+        return Block("", self._items(children, 0), self.source, -1)
+
+    # stf_plain.lark imports these rules from stf.lark, which prefixes their names.
+    stf__block = block
+    stf__group = group
+
+    # items -----------------------------------------------------------------------------
+    def _items(self, children: list, first: int) -> list:
+        out: list = []
+        pending = None  # "drop" after a comment marker, "include" after a bare include
+        src = self.source
+        for i in range(first, len(children)):
+            c = children[i]
+            cls = c.__class__
+            if cls is Token:
+                t = c.type
+                if t[:5] == "stf__":
+                    t = t[5:]
+                if t == "DATA":
+                    if pending is None:
+                        self._data(c, out)
+                        continue
+                    elems: list = []
+                    self._data(c, elems)
+                    head = elems.pop(0) if elems else None
+                    if pending == "include":
+                        target = head if head.__class__ is str else None
+                        self._add_include(out, _Include(target, src, c.start_pos))
+                    pending = None
+                    for e in elems:
+                        if e.__class__ is _Include:
+                            self.includes.append((out, e))
+                    out.extend(elems)
+                elif t == "STRING":
+                    if pending == "include":
+                        self._add_include(out, _Include(self._string(c), src, c.start_pos))
+                    elif pending is None:
+                        out.append(self._string(c))
+                    pending = None
+                elif t == "MARKER":
+                    pending = "drop" if pending is None else pending
+                else:  # INCLUDE
+                    pending = "include"
+            elif c is _DROP:
+                pending = None
+            elif cls is _Include:
+                pending = None
+                self._add_include(out, c)
+            else:  # Block (named or anonymous group)
+                if pending == "include":
+                    tgt = c.items[0] if c.items and c.items[0].__class__ is not Block and not c.name else None
+                    self._add_include(out, _Include(tgt, src, c.pos))
+                elif pending is None:
+                    out.append(c)
+                pending = None
+        if pending == "include":
+            raise IncludeError("'include' without a file name", None)
+        return out
+
+    def _add_include(self, out: list, inc: _Include) -> None:
+        out.append(inc)
+        self.includes.append((out, inc))
+
+    def _string(self, tok: Token) -> QStr:
+        parts = _STRING_PART.findall(tok)
+        s = "".join(parts)
+        if "\\" in s:
+            s = _unescape(s) if len(parts) == 1 else "".join(_unescape(p) for p in parts)
+        return QStr(s)
+
+    def _data(self, tok: Token, out: list) -> None:
+        """Split a DATA token (plain words and nested blocks, no strings) into items."""
+        text = str(tok)
+        if "\\" in text:
+            return self._data_escaped(tok, out)
+        if "(" not in text:
+            out.extend(text.split())
+            return
+        src = self.source
+        parts = _PAREN_SPLIT(text)  # [text, "(" or ")", text, ..., text]
+        n = len(parts)
+        last = n - 1
+        cur = out
+        stack: list[list] = []
+        off = tok.start_pos  # offset of parts[k] in the source text
+        k = 0
+        while k < last:
+            seg = parts[k]
+            if parts[k + 1] == ")":
+                if seg and not seg.isspace():
+                    cur.extend(seg.split())
+                cur = stack.pop()
+                off += len(seg) + 1
+                k += 2
+                continue
+            words = seg.split()
+            if words:
+                name = words.pop()
+                if words:
+                    cur.extend(words)
+                npos = off + seg.rfind(name)
+            else:  # an anonymous ( ... ) right after another block
+                name = ""
+                npos = off + len(seg)
+            target = cur
+            if not stack:
+                # Only the outermost blocks of a DATA token can be comments or
+                # includes: nested ones have plain names (stf.lark), or the text has
+                # no such words at all (stf_plain.lark).
+                low = name.lower()
+                if name[:1] in ("#", "_") or low in _COMMENT_WORDS:
+                    target = None
+                elif low == "include":
+                    target = _INCLUDE_TARGET
+            if k + 3 < n and parts[k + 3] == ")":  # a leaf: Name ( plain words )
+                inner = parts[k + 2]
+                if target is cur:
+                    cur.append(Block(name, None, src, npos, inner))
+                elif target is _INCLUDE_TARGET:
+                    self._add_include(cur, _IncludeBlock(Block(name, None, src, npos, inner)))
+                off += len(seg) + len(inner) + 2
+                k += 4
+                continue
+            blk = Block(name, [], src, npos)
+            if target is cur:
+                cur.append(blk)
+            elif target is _INCLUDE_TARGET:
+                self._add_include(cur, _IncludeBlock(blk))
+            stack.append(cur)
+            cur = blk._items
+            off += len(seg) + 1
+            k += 2
+        seg = parts[last]
+        if seg and not seg.isspace():
+            cur.extend(seg.split())
+
+    def _data_escaped(self, tok: Token, out: list) -> None:
+        # Rare: backslash escapes in plain words. Split as usual, then unescape.
+        tmp: list = []
+        self._data(Token("DATA", str(tok).replace("\\", "\x00"), start_pos=tok.start_pos), tmp)
+
+        def fix(items: list) -> None:
+            for j, it in enumerate(items):
+                if it.__class__ is Block:
+                    fix(it.items)
+                elif it.__class__ is str and "\x00" in it:
+                    items[j] = _unescape(it.replace("\x00", "\\"))
+        fix(tmp)
+        out.extend(tmp)
+
+
+def _IncludeBlock(blk: Block) -> _Include:
+    """An ``include ( path )`` block found inside a DATA token."""
+    target = blk.items[0] if blk.items and blk.items[0].__class__ is str else None
+    return _Include(target, blk.source, blk.pos)
+
+
+class _ParserPool(threading.local):
+    """Lark parsers (and their callbacks) per thread: the callbacks hold per-parse state."""
+
+    def __init__(self) -> None:
+        self.builder = _Builder()
+        folder = str(grammar_path("stf.lark").parent)
+        options = dict(parser="lalr", lexer="basic", transformer=self.builder,
+                       maybe_placeholders=False, import_paths=[folder])
+        self.full = Lark(grammar_text("stf.lark"), **options)
+        self.plain = Lark(grammar_text("stf_plain.lark"), **options)
+
+
+_POOL = _ParserPool()
+
+_WORD_START = frozenset(" \t\r\n()\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x0e\x0f\x10\x11"
+                        "\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f")
+_KEYWORDS = ("comment", "skip", "include")
+
+
+def needs_full_grammar(text: str) -> bool:
+    """True if ``text`` may hold a comment marker or a comment/skip/include word, i.e.
+    the fast grammar (stf_plain.lark) cannot be used. False positives only cost speed."""
+    for ch in "#_":
+        i = text.find(ch)
+        while i >= 0:
+            if i == 0 or text[i - 1] in _WORD_START:
+                return True
+            i = text.find(ch, i + 1)
+    low = text.lower()
+    for kw in _KEYWORDS:
+        i = low.find(kw)
+        while i >= 0:
+            before = low[i - 1] if i else " "
+            after = low[i + len(kw) : i + len(kw) + 1] or " "
+            if before in _WORD_START and (after in _WORD_START or after == '"'):
+                return True
+            i = low.find(kw, i + 1)
+    return False
+
+
+def _blank_first_line(text: str) -> str:
+    # Line 1 is the SIMIS signature and is discarded; keep its newline so that line
+    # numbers still match the file.
+    nl = text.find("\n")
+    return "" if nl < 0 else text[nl:]
+
+
+def _parse_items(source: Source, force_full: bool = False) -> tuple[list, list[tuple[list, _Include]]]:
+    pool = _POOL
+    b = pool.builder
+    b.source = source
+    b.includes = []
+    try:
+        text = _blank_first_line(source.text)
+        lark = pool.full if force_full or needs_full_grammar(text) else pool.plain
+        items = lark.parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(source, exc) from None
+    except IncludeError as exc:
+        raise IncludeError(exc.message, source.location(0)) from None
+    finally:
+        includes, b.includes, b.source = b.includes, [], None
+    return items, includes
+
+
+def parse_source(source: Source, *, diagnostics: Diagnostics | None = None,
+                 root: str | Path | None = None) -> Document:
+    """Parse decoded text into a :class:`Document`, following ``include``."""
+    diags = diagnostics if diagnostics is not None else Diagnostics(strict=True)
+    top = Path(source.path).resolve() if source.path and not source.path.startswith("<") else None
+    confine = Path(root).resolve() if root is not None else (find_install_root(top) if top else None)
+    seen: list[str] = []
+    items = _resolve(source, diags, confine, [str(top)] if top else [], seen)
+    return Document(items, source, tuple(seen))
+
+
+def parse_file(path: str | Path, *, strict: bool = True, diagnostics: Diagnostics | None = None,
+               root: str | Path | None = None) -> Document:
+    """Read, decode and parse one STF file into the generic tree.
+
+    ``include`` paths are resolved relative to the including file and must stay
+    inside ``root`` (default: the install root holding ``ROUTES``/``GLOBAL``/``TRAINS``
+    above the file, else the file's own folder).
+    """
+    diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
+    return parse_source(read_source(path), diagnostics=diags, root=root)
+
+
+def parse_text(text: str, path: str = "<text>") -> Document:
+    """Parse STF text held in memory (its first line is the signature and is discarded)."""
+    return parse_source(Source(path, text, "str"))
+
+
+def _resolve(source: Source, diags: Diagnostics, confine: Path | None, stack: list[str],
+             seen: list[str]) -> list:
+    items, includes = _parse_items(source)
+    for parent, inc in includes:
+        idx = next(i for i, x in enumerate(parent) if x is inc)
+        parent[idx : idx + 1] = _follow(inc, diags, confine, stack, seen)
+    return items
+
+
+def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list[str],
+            seen: list[str]) -> list:
+    src = inc.source
+    loc = src.location(inc.pos) if inc.pos >= 0 else Location(src.path, 1, 1)
+    if not inc.target:
+        diags.problem(IncludeError("'include' without a file name", loc, src.snippet(loc)))
+        return []
+    name = str(inc.target)
+    if name.lower() == "[[samename]]":
+        name = Path(src.path).name
+    base = Path(src.path).parent
+    target = resolve_case_insensitive(base / name.replace("\\", "/"))
+    resolved = target.resolve()
+    if confine is not None and not resolved.is_relative_to(confine):
+        diags.problem(IncludeError(
+            f"include {name!r} points outside the install root {str(confine)!r}", loc, src.snippet(loc)))
+        return []
+    if str(resolved) in stack:
+        chain = " -> ".join([*stack[stack.index(str(resolved)):], str(resolved)])
+        diags.problem(IncludeError(f"include cycle: {chain}", loc, src.snippet(loc)))
+        return []
+    if len(stack) > MAX_INCLUDE_DEPTH:
+        diags.problem(IncludeError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", loc, src.snippet(loc)))
+        return []
+    if not resolved.is_file():
+        diags.problem(IncludeError(f"included file not found: {name!r} (looked for {str(target)!r})",
+                                   loc, src.snippet(loc)))
+        return []
+    seen.append(str(resolved))
+    child = read_source(resolved)
+    return _resolve(child, diags, confine, [*stack, str(resolved)], seen)
+
+
+# -- paths ------------------------------------------------------------------------------
+
+def resolve_case_insensitive(path: Path) -> Path:
+    """``path`` itself if it exists, else the existing path whose components match it
+    ignoring case (MSTS content comes from case-insensitive Windows file systems)."""
+    if path.exists():
+        return path
+    parts = path.parts
+    cur = Path(parts[0]) if path.is_absolute() else Path(".")
+    rest = parts[1:] if path.is_absolute() else parts
+    for i, part in enumerate(rest):
+        nxt = cur / part
+        if part in (".", "..") or nxt.exists():
+            cur = nxt
+            continue
+        try:
+            low = part.lower()
+            match = next((c for c in cur.iterdir() if c.name.lower() == low), None)
+        except OSError:
+            match = None
+        if match is None:
+            return path
+        cur = match
+    return cur
+
+
+def find_install_root(path: Path) -> Path:
+    """The MSTS install root above ``path``: the nearest folder holding ROUTES, GLOBAL or
+    TRAINS (any case); else the folder of ``path``."""
+    names = {"routes", "global", "trains"}
+    for parent in path.parents:
+        try:
+            if any(c.name.lower() in names and c.is_dir() for c in parent.iterdir()):
+                return parent.resolve()
+        except OSError:
+            continue
+    return path.parent.resolve()
+
+
+# -- errors -----------------------------------------------------------------------------
+
+_TERMINAL_NAMES = {
+    "LPAR": "'('", "RPAR": "')'", "NAME": "a block name", "FLAT": "a block", "VALUES": "a value",
+    "STRING": "a quoted string", "MARKER": "a comment", "INCLUDE": "include", "$END": "end of file",
+}
+
+
+def _open_blocks(text: str) -> list[int]:
+    """Positions of the '(' still open at the end of ``text`` (strings skipped)."""
+    stack: list[int] = []
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[()]', text):
+        ch = m.group()
+        if ch == "(":
+            stack.append(m.start())
+        elif ch == ")" and stack:
+            stack.pop()
+    return stack
+
+
+def _block_name_before(text: str, pos: int) -> str:
+    m = re.search(r'([^\x00-\x20()"]+)[\x00-\x20]*$', text[max(0, pos - 200) : pos])
+    return m.group(1) if m else ""
+
+
+def _syntax_error(source: Source, exc: UnexpectedInput) -> StfSyntaxError:
+    text = _blank_first_line(source.text)
+    offset = len(source.text) - len(text)
+    if isinstance(exc, UnexpectedCharacters):
+        pos = offset + exc.pos_in_stream
+        ch = source.text[pos : pos + 1]
+        if ch == '"':
+            msg = "unterminated quoted string"
+        else:
+            msg = f"unexpected character {ch!r}"
+        loc = source.location(pos)
+        return StfSyntaxError(msg, loc, source.snippet(loc))
+    if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+        opened = _open_blocks(text)
+        if opened:
+            pos = opened[-1]
+            name = _block_name_before(text, pos)
+            what = f"block {name!r}" if name else "a '(' block"
+            msg = (f"unexpected end of file: {what} opened here is not closed "
+                   f"({len(opened)} unclosed)")
+            loc = source.location(offset + pos)
+        else:
+            msg = "unexpected end of file"
+            loc = source.location(len(source.text))
+        return StfSyntaxError(msg, loc, source.snippet(loc), ("')'",))
+    assert isinstance(exc, UnexpectedToken)
+    tok = exc.token
+    pos = offset + (tok.start_pos or 0)
+    loc = source.location(pos)
+    expected = tuple(sorted({_TERMINAL_NAMES.get(t, t) for t in exc.expected}))
+    if tok.type == "RPAR":
+        msg = "unmatched ')': no block is open here"
+    else:
+        msg = f"unexpected {_TERMINAL_NAMES.get(tok.type, tok.type)} {str(tok)[:40]!r}"
+    return StfSyntaxError(msg, loc, source.snippet(loc), expected)
+
+
+_ITEM_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"(?:[\x00-\x20]*\+[\x00-\x20]*"(?:[^"\\]|\\.)*")*|[()]|[^\x00-\x20()"]+')
+
+
+def locate_item(text: str, block_pos: int, index: int) -> int | None:
+    """Offset of item ``index`` of the block whose name starts at ``block_pos`` (counting
+    values, strings and child blocks at depth one), or None if it cannot be found."""
+    depth = 0
+    count = -1
+    prev_word = None
+    for m in _ITEM_TOKEN.finditer(text, block_pos):
+        tok = m.group()
+        if tok == "(":
+            depth += 1
+            if depth == 2 and prev_word is not None:
+                pass  # the child block was already counted at its name
+            elif depth == 2:
+                count += 1
+                if count == index:
+                    return m.start()
+            prev_word = None
+            continue
+        if tok == ")":
+            depth -= 1
+            if depth <= 0:
+                return None
+            continue
+        if depth == 1:
+            count += 1
+            prev_word = m.start()
+            if count == index:
+                return m.start()
+        else:
+            prev_word = None
+    return None
