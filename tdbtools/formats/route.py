@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import Diagnostics, Finding, FormatError, RouteError, TdbToolsError
 from ..stf import find_install_root, parse_file, resolve_case_insensitive
+from ..stf.parser import gc_paused
 from .tdb import TrackDB, VectorNode, tdb_from_document
 from .trk import RouteFile, trk_from_document
 from .tsection import ROUTE_LOCAL_SIGNATURE, TSection, _Builder
@@ -127,6 +128,11 @@ def find_route_files(path: str | Path) -> RouteFiles:
 
 
 def _load(files: RouteFiles, strict: bool) -> Route:
+    with gc_paused():
+        return _load_files(files, strict)
+
+
+def _load_files(files: RouteFiles, strict: bool) -> Route:
     diags = Diagnostics(strict=strict)
     root = files.install_root
     trk = trk_from_document(parse_file(files.trk, diagnostics=diags, root=root), diags)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import Diagnostics
 from ..stf import parse_file
+from ..stf.parser import gc_paused
 from ..stf.tree import Block, Document
 from ._read import Reader, to_float, to_int, to_uint
 from ._records import fast_pickle
@@ -416,7 +417,12 @@ class _TdbReader:
     def _node(self, blk: Block, position: int):
         rd = self.rd
         items = blk.items
-        index = rd.value(blk, 0, to_uint, position, "node index")
+        try:
+            index = int(items[0])
+            if index < 0:
+                raise ValueError
+        except (ValueError, TypeError, IndexError):
+            index = rd.value(blk, 0, to_uint, position, "node index")
         if index != position:
             rd.problem(blk, f"TrackNode {index} is at position {position} of TrackNodes", 0)
         body = None
@@ -444,15 +450,21 @@ class _TdbReader:
             first = len(self.section_texts)
             refs: tuple[int, ...] = ()
             count = 0
-            for sub in body.blocks():
-                if sub.key == "trvectorsections":
-                    text = sub.values_text
-                    if text is None:
-                        rd.problem(sub, "TrVectorSections: expected plain values only")
-                        continue
-                    self.section_texts.append((sub, text, index))
-                elif sub.key == "tritemrefs":
-                    refs = self._item_refs(sub)
+            view = body.leaf_view()
+            if view is not None and all(e.__class__ is tuple and e[0] == "trvectorsections" for e in view):
+                # The usual TrVectorNode ( TrVectorSections ( ... ) ): no objects made.
+                for _key, text in view:
+                    self.section_texts.append((body, text, index))
+            else:
+                for sub in body.blocks():
+                    if sub.key == "trvectorsections":
+                        text = sub.values_text
+                        if text is None:
+                            rd.problem(sub, "TrVectorSections: expected plain values only")
+                            continue
+                        self.section_texts.append((body, text, index))
+                    elif sub.key == "tritemrefs":
+                        refs = self._item_refs(sub)
             if len(self.section_texts) == first:
                 rd.problem(body, f"TrackNode {index}: TrVectorNode without TrVectorSections")
             # The section count and rows are settled in _sections(); keep the position.
@@ -494,6 +506,24 @@ class _TdbReader:
             return UiD(*a, *b)
 
     def _pins(self, blk: Block, index: int) -> tuple[int, int, tuple[TrPin, ...]]:
+        view = blk.leaf_view()
+        try:
+            ins, outs = int(view[0]), int(view[1])
+            pins = []
+            for key, text in view[2:]:
+                if key != "trpin":
+                    raise ValueError
+                link, direction = map(int, text.split())
+                if link < 0 or direction < 0:
+                    raise ValueError
+                pins.append(TrPin(link, direction))
+            if ins < 0 or outs < 0 or len(pins) != ins + outs:
+                raise ValueError
+            return ins, outs, tuple(pins)
+        except (ValueError, TypeError, IndexError):
+            return self._pins_checked(blk, index)
+
+    def _pins_checked(self, blk: Block, index: int) -> tuple[int, int, tuple[TrPin, ...]]:
         rd = self.rd
         items = blk.items
         ins = rd.value(blk, 0, to_uint, 0, "in-pin count")
@@ -540,7 +570,7 @@ class _TdbReader:
             arr = self._numbers(blk, text)
             n = int(arr[0]) if len(arr) else 0
             if len(arr) != 1 + 16 * n or n < 0:
-                arr = self._section_values_checked(blk)
+                arr = self._section_values_checked(self._vs_block(blk))
                 n = (len(arr) - 1) // 16
             counts.append(n)
             arrays.append(arr[1:])
@@ -567,15 +597,19 @@ class _TdbReader:
         self._counts = counts
         return VectorSections(**cols, node=node_ids)
 
+    @staticmethod
+    def _vs_block(owner: Block) -> Block:
+        return owner.find("TrVectorSections") or owner
+
     def _numbers(self, blk: Block, text: str) -> np.ndarray:
         # numpy parses the whole run in C; anything unusual (a hex token, a thousands
         # comma, a stray word) fails here and takes the checked path.
         try:
             arr = np.fromstring(text, dtype=np.float64, sep=" ")
         except (ValueError, DeprecationWarning):
-            return self._section_values_checked(blk)
+            return self._section_values_checked(self._vs_block(blk))
         if not np.isfinite(arr).all():
-            return self._section_values_checked(blk)
+            return self._section_values_checked(self._vs_block(blk))
         return arr
 
     def _section_values_checked(self, blk: Block) -> np.ndarray:
@@ -605,7 +639,7 @@ class _TdbReader:
         if len(col) and (col != 0).any():
             row = 0
             for (blk, _t, _n), n in zip(texts, counts):
-                items = blk.items
+                items = self._vs_block(blk).items
                 for s in range(n):
                     out[row + s] = str(items[1 + 16 * s + 7])
                 row += n
@@ -615,7 +649,7 @@ class _TdbReader:
         start = 0
         for (blk, _t, _n), n in zip(texts, counts):
             if row < start + n:
-                self.rd.problem(blk, f"TrVectorSections {message}", 1 + 16 * (row - start) + col)
+                self.rd.problem(self._vs_block(blk), f"TrVectorSections {message}", 1 + 16 * (row - start) + col)
                 return
             start += n
 
@@ -732,6 +766,11 @@ def read_tdb(path: str | Path, *, strict: bool = True, diagnostics: Diagnostics 
 
 
 def tdb_from_document(doc: Document, diags: Diagnostics) -> TrackDB:
+    with gc_paused():
+        return _tdb_from_document(doc, diags)
+
+
+def _tdb_from_document(doc: Document, diags: Diagnostics) -> TrackDB:
     r = _TdbReader(doc, diags)
     db = r.read()
     counts = getattr(r, "_counts", [])

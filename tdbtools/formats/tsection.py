@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import Diagnostics, FormatError, UnitError
 from ..stf import parse_file
+from ..stf.parser import gc_paused
 from ..stf.tree import Block, Document
 from ..stf.units import parse_quantity
 from ._read import Reader, to_float, to_int, to_uint
@@ -230,24 +231,26 @@ class _Builder:
         for blk in table.items:
             if blk.__class__ is not Block or blk.key != "tracksection":
                 continue  # the leading count (max index) is informational
-            items = blk.items
             try:
-                # Fast path: plain numbers in the usual layout.
-                sid = int(items[0])
-                size = items[1]
-                if size.key != "sectionsize":
+                # Fast path: plain numbers in the usual layout, read without making
+                # the child blocks (see Block.leaf_view).
+                v = blk.leaf_view()
+                sid = int(v[0])
+                key, text = v[1]
+                if key != "sectionsize":
                     raise ValueError
-                width, length = map(float, size.items)
-                if len(items) == 2:
+                width, length = map(float, text.split())
+                if len(v) == 2:
                     row = (width, length, nan, nan)
-                elif len(items) == 3 and items[2].key == "sectioncurve":
-                    radius, angle = map(float, items[2].items)
-                    row = (width, length, radius, angle)
                 else:
-                    raise ValueError
-                if sid < 0 or not (math.isfinite(width) and math.isfinite(length)
-                                   and math.isfinite(row[2]) | (len(items) == 2)
-                                   and math.isfinite(row[3]) | (len(items) == 2)):
+                    key, text = v[2]
+                    if len(v) != 3 or key != "sectioncurve":
+                        raise ValueError
+                    radius, angle = map(float, text.split())
+                    if not (math.isfinite(radius) and math.isfinite(angle)):
+                        raise ValueError
+                    row = (width, length, radius, angle)
+                if sid < 0 or not (math.isfinite(width) and math.isfinite(length)):
                     raise ValueError
             except (ValueError, TypeError, AttributeError, IndexError):
                 row = self._global_section_checked(rd, blk)
@@ -322,6 +325,19 @@ class _Builder:
     def _local_section(self, rd: Reader, blk: Block) -> None:
         # TrackSection ( SectionCurve ( flag ) id a b ): b == 0 → straight of length a;
         # otherwise a curve of radius b and angle a in radians (kept in degrees here).
+        v = blk.leaf_view()
+        try:
+            if v is None or len(v) != 4 or v[0][0] != "sectioncurve":
+                raise ValueError
+            sid, a, b = int(v[1]), float(v[2]), float(v[3])
+            if sid < 0 or not (math.isfinite(a) and math.isfinite(b)):
+                raise ValueError
+        except (ValueError, TypeError, IndexError):
+            pass
+        else:
+            row = (1.5, a, math.nan, math.nan) if b == 0 else (1.5, 0.0, b, math.degrees(a))
+            self._put_section(rd, blk, sid, row)
+            return
         sid = rd.value(blk, 1, to_uint, None, "section id")
         if sid is None:
             return
@@ -337,6 +353,26 @@ class _Builder:
         self._put_section(rd, blk, sid, row)
 
     def _track_paths(self, rd: Reader, table: Block) -> None:
+        view = table.leaf_view()
+        if view is not None:
+            try:
+                paths = {}
+                for entry in view[1:]:
+                    key, text = entry
+                    if key != "trackpath":
+                        raise ValueError
+                    w = text.split()
+                    if len(w) != int(w[1]) + 2:
+                        raise ValueError
+                    secs = tuple(map(int, w[2:]))
+                    pid = int(w[0])
+                    if pid < 0 or min(secs, default=0) < 0:
+                        raise ValueError
+                    paths[pid] = secs
+                self.track_paths.update(paths)
+                return
+            except (ValueError, TypeError, IndexError):
+                pass
         for blk in table.items:
             if blk.__class__ is not Block or blk.key != "trackpath":
                 continue
@@ -365,36 +401,36 @@ class _Builder:
 
     @staticmethod
     def _shape_fast(blk: Block) -> tuple | None:
-        items = blk.items
-        sid = int(items[0])
+        v = blk.leaf_view()
+        sid = int(v[0])
         filename, num_paths, main_route, clearance, flags = "", -1, 0, math.nan, 0
         paths = []
-        for sub in items[1:]:
-            k = sub.key
-            if k == "sectionidx":
-                v = sub.items
-                n = int(v[0])
-                if len(v) != n + 5:
+        for key, text in v[1:]:
+            if key == "sectionidx":
+                w = text.split()
+                n = int(w[0])
+                if len(w) != n + 5:
                     return None
-                paths.append(((float(v[1]), float(v[2]), float(v[3]), float(v[4])),
-                              tuple(map(int, v[5:]))))
-            elif k == "filename":
-                (filename,) = sub.items
-            elif k == "numpaths":
-                (num_paths,) = map(int, sub.items)
-            elif k == "mainroute":
-                (main_route,) = map(int, sub.items)
-            elif k == "clearancedist":
-                (clearance,) = map(float, sub.items)
-            elif k == "tunnelshape":
+                paths.append(((float(w[1]), float(w[2]), float(w[3]), float(w[4])),
+                              tuple(map(int, w[5:]))))
+            elif key == "filename":
+                (filename,) = text.split()
+            elif key == "numpaths":
+                num_paths = int(text)
+            elif key == "mainroute":
+                main_route = int(text)
+            elif key == "clearancedist":
+                clearance = float(text)
+            elif key == "tunnelshape":
                 flags |= _TUNNEL
-            elif k == "roadshape":
+            elif key == "roadshape":
                 flags |= _ROAD
-            elif k == "ortsrackshape":
+            elif key == "ortsrackshape":
                 flags |= _RACK
-        if num_paths != len(paths) or sid < 0 or main_route < 0:
+        if num_paths != len(paths) or sid < 0 or main_route < 0 or not math.isfinite(
+                clearance if clearance == clearance else 0.0):
             return None
-        return (sid, str(filename), num_paths, main_route, clearance, flags, paths)
+        return (sid, filename, num_paths, main_route, clearance, flags, paths)
 
     def _shape_checked(self, rd: Reader, blk: Block) -> tuple | None:
         """The slow path with a precise message for every defect."""
@@ -471,6 +507,11 @@ def read_tsection(global_files: list[str | Path] | tuple = (), local_file: str |
                   diagnostics: Diagnostics | None = None, root: str | Path | None = None) -> TSection:
     """Read and merge tsection files: global-layout files in order, then the route-local one."""
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=True)
+    with gc_paused():
+        return _read_tsection(global_files, local_file, diags, root)
+
+
+def _read_tsection(global_files, local_file, diags: Diagnostics, root) -> TSection:
     b = _Builder(diags)
     for f in global_files:
         b.add_global(parse_file(f, diagnostics=diags, root=root))

@@ -7,8 +7,10 @@ path, line, column, a caret snippet and what was expected.
 """
 from __future__ import annotations
 
+import gc
 import re
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from lark import Lark, Token, Transformer
@@ -163,63 +165,7 @@ class _Builder(Transformer):
         if "(" not in text:
             out.extend(text.split())
             return
-        src = self.source
-        parts = _PAREN_SPLIT(text)  # [text, "(" or ")", text, ..., text]
-        n = len(parts)
-        last = n - 1
-        cur = out
-        stack: list[list] = []
-        off = tok.start_pos  # offset of parts[k] in the source text
-        k = 0
-        while k < last:
-            seg = parts[k]
-            if parts[k + 1] == ")":
-                if seg and not seg.isspace():
-                    cur.extend(seg.split())
-                cur = stack.pop()
-                off += len(seg) + 1
-                k += 2
-                continue
-            words = seg.split()
-            if words:
-                name = words.pop()
-                if words:
-                    cur.extend(words)
-                npos = off + seg.rfind(name)
-            else:  # an anonymous ( ... ) right after another block
-                name = ""
-                npos = off + len(seg)
-            target = cur
-            if not stack:
-                # Only the outermost blocks of a DATA token can be comments or
-                # includes: nested ones have plain names (stf.lark), or the text has
-                # no such words at all (stf_plain.lark).
-                low = name.lower()
-                if name[:1] in ("#", "_") or low in _COMMENT_WORDS:
-                    target = None
-                elif low == "include":
-                    target = _INCLUDE_TARGET
-            if k + 3 < n and parts[k + 3] == ")":  # a leaf: Name ( plain words )
-                inner = parts[k + 2]
-                if target is cur:
-                    cur.append(Block(name, None, src, npos, inner))
-                elif target is _INCLUDE_TARGET:
-                    self._add_include(cur, _IncludeBlock(Block(name, None, src, npos, inner)))
-                off += len(seg) + len(inner) + 2
-                k += 4
-                continue
-            blk = Block(name, [], src, npos)
-            if target is cur:
-                cur.append(blk)
-            elif target is _INCLUDE_TARGET:
-                self._add_include(cur, _IncludeBlock(blk))
-            stack.append(cur)
-            cur = blk._items
-            off += len(seg) + 1
-            k += 2
-        seg = parts[last]
-        if seg and not seg.isspace():
-            cur.extend(seg.split())
+        _split(text, tok.start_pos, self.source, out, self._add_include, lazy=True)
 
     def _data_escaped(self, tok: Token, out: list) -> None:
         # Rare: backslash escapes in plain words. Split as usual, then unescape.
@@ -234,6 +180,127 @@ class _Builder(Transformer):
                     items[j] = _unescape(it.replace("\x00", "\\"))
         fix(tmp)
         out.extend(tmp)
+
+
+_KEYS: dict[str, tuple[str, int]] = {}
+_NORMAL, _COMMENT, _INCLUDE_BLOCK = 0, 1, 2
+
+
+def _key(name: str) -> tuple[str, int]:
+    """(lower-cased name, kind) of a block name; cached: names repeat by the thousand."""
+    hit = _KEYS.get(name)
+    if hit is None:
+        low = name.lower()
+        kind = (_COMMENT if name[:1] in ("#", "_") or low in _COMMENT_WORDS
+                else _INCLUDE_BLOCK if low == "include" else _NORMAL)
+        hit = (low, kind)
+        if len(_KEYS) < 50_000:  # bounded: hostile input could have endless names
+            _KEYS[name] = hit
+    return hit
+
+
+def _split(text: str, start: int, src: Source | None, out: list, on_include, lazy: bool) -> None:
+    """Split plain words and nested blocks (no strings, no escapes) into ``out``.
+
+    ``start`` is the offset of ``text`` in the source. Comment blocks are dropped and
+    include blocks handed to ``on_include`` at any depth. With ``lazy``, a block that
+    holds only plain words and leaf blocks keeps its raw text (see Block.items).
+    """
+    parts = _PAREN_SPLIT(text)  # [text, "(" or ")", text, ..., text]
+    n = len(parts)
+    last = n - 1
+    cur = out
+    stack: list[list] = []
+    off = start  # offset of parts[k] in the source text
+    k = 0
+    while k < last:
+        seg = parts[k]
+        if parts[k + 1] == ")":
+            if seg and not seg.isspace():
+                cur.extend(seg.split())
+            cur = stack.pop()
+            off += len(seg) + 1
+            k += 2
+            continue
+        words = seg.split()
+        if words:
+            name = words.pop()
+            if words:
+                cur.extend(words)
+            npos = off + seg.rfind(name)
+        else:  # an anonymous ( ... ) right after another block
+            name = ""
+            npos = off + len(seg)
+        key, kind = _key(name)
+        inner_pos = off + len(seg) + 1
+        if parts[k + 3] == ")":  # a leaf: Name ( plain words )
+            inner = parts[k + 2]
+            if kind == _NORMAL:
+                cur.append(Block(name, None, src, npos, inner, inner_pos, key))
+            elif kind == _INCLUDE_BLOCK:
+                on_include(cur, _IncludeBlock(Block(name, None, src, npos, inner, inner_pos, key)))
+            off = inner_pos + len(inner) + 1
+            k += 4
+            continue
+        if lazy and kind == _NORMAL:
+            # Name ( words Leaf ( words ) words Leaf ( words ) ... ): only leaves inside?
+            j = k + 3
+            while j + 2 < n and parts[j] == "(" and parts[j + 2] == ")":
+                j += 4
+            if j - 2 < n and parts[j - 2] == ")" and parts[j] == ")" and j > k + 3:
+                inner = "".join(parts[k + 2 : j])
+                if "nclude" not in inner and "NCLUDE" not in inner:
+                    cur.append(Block(name, None, src, npos, inner, inner_pos, key))
+                    off = inner_pos + len(inner) + 1
+                    k = j + 1
+                    continue
+        if kind == _NORMAL:
+            blk = Block(name, [], src, npos, None, -1, key)
+            cur.append(blk)
+            stack.append(cur)
+            cur = blk._items
+        elif kind == _INCLUDE_BLOCK:
+            blk = Block(name, [], src, npos, None, -1, key)
+            on_include(cur, _IncludeBlock(blk))
+            stack.append(cur)
+            cur = blk._items
+        else:
+            stack.append(cur)
+            cur = []  # a comment block: its content is dropped
+        off = inner_pos
+        k += 2
+    seg = parts[last]
+    if seg and not seg.isspace():
+        cur.extend(seg.split())
+
+
+def split_shallow(raw: str, rawpos: int, src: Source | None) -> list:
+    """Items of a lazily built block (see Block.items)."""
+    out: list = []
+
+    def no_include(_cur, inc):  # lazy blocks never hold include blocks
+        raise AssertionError("include inside a lazily built block")
+
+    _split(raw, rawpos, src, out, no_include, lazy=False)
+    return out
+
+
+def leaf_view_of(raw: str) -> list:
+    """``Name ( a b ) c D ( e )`` → ``[("name", " a b "), "c", ("d", " e ")]`` (see Block.leaf_view)."""
+    segs = raw.replace(")", "(").split("(")
+    out: list = []
+    last = len(segs) - 1
+    for k in range(0, last, 2):
+        words = segs[k].split()
+        name = words.pop()
+        if words:
+            out.extend(words)
+        key, kind = _key(name)
+        if kind == _NORMAL:
+            out.append((key, segs[k + 1]))
+    if segs[last] and not segs[last].isspace():
+        out.extend(segs[last].split())
+    return out
 
 
 def _IncludeBlock(blk: Block) -> _Include:
@@ -261,25 +328,66 @@ _WORD_START = frozenset(" \t\r\n()\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x
 _KEYWORDS = ("comment", "skip", "include")
 
 
+_BLOCK_EDGE = re.compile(r'"(?:[^"\\]|\\.)*"|[()]')
+
+
 def needs_full_grammar(text: str) -> bool:
-    """True if ``text`` may hold a comment marker or a comment/skip/include word, i.e.
-    the fast grammar (stf_plain.lark) cannot be used. False positives only cost speed."""
+    """True if ``text`` holds a comment marker or a comment/skip/include word that is
+    not a block of its own (``_INFO ( ... )``, ``include ( ... )``) nor inside one, so
+    that the fast grammar (stf_plain.lark) cannot be used. The tree builder drops
+    comment blocks and follows include blocks at any depth, so text whose markers
+    are all blocks parses the same with either grammar. False positives only cost
+    speed; the scan only runs where a marker character or keyword occurs at all."""
+    low = None
+    candidates: list[int] = []
     for ch in "#_":
         i = text.find(ch)
         while i >= 0:
-            if i == 0 or text[i - 1] in _WORD_START:
-                return True
+            if i == 0 or text[i - 1] in _WORD_START:  # not inside a word like SNCF_TGV
+                candidates.append(i)
             i = text.find(ch, i + 1)
-    low = text.lower()
     for kw in _KEYWORDS:
+        if low is None:
+            low = text.lower()
         i = low.find(kw)
         while i >= 0:
-            before = low[i - 1] if i else " "
-            after = low[i + len(kw) : i + len(kw) + 1] or " "
-            if before in _WORD_START and (after in _WORD_START or after == '"'):
-                return True
-            i = low.find(kw, i + 1)
+            end = i + len(kw)
+            if (i == 0 or text[i - 1] in _WORD_START) and (end >= len(text) or text[end] in _WORD_END):
+                candidates.append(i)
+            i = low.find(kw, end)
+    if not candidates:
+        return False
+    candidates.sort()
+    n = len(text)
+    skip_to = 0
+    for i in candidates:
+        if i < skip_to:
+            continue  # inside a comment block already skipped
+        j = i
+        while j < n and text[j] not in _WORD_END:
+            j += 1
+        k = j
+        while k < n and text[k] <= " ":
+            k += 1
+        if k >= n or text[k] != "(":
+            return True  # a bare marker: it acts on the next item
+        # A comment or include block: skip it whole (its content is dropped or is a path).
+        depth = 0
+        for e in _BLOCK_EDGE.finditer(text, k):
+            c = e.group()
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0:
+                    skip_to = e.end()
+                    break
+        else:
+            return True  # unbalanced: let the full grammar report it
     return False
+
+
+_WORD_END = frozenset(_WORD_START | {'"'})
 
 
 def _blank_first_line(text: str) -> str:
@@ -307,9 +415,27 @@ def _parse_items(source: Source, force_full: bool = False) -> tuple[list, list[t
     return items, includes
 
 
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while building many objects: its passes over
+    a large, growing tree cost more than the parse (the tree has no cycles)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def parse_source(source: Source, *, diagnostics: Diagnostics | None = None,
                  root: str | Path | None = None) -> Document:
     """Parse decoded text into a :class:`Document`, following ``include``."""
+    with gc_paused():
+        return _parse_source(source, diagnostics, root)
+
+
+def _parse_source(source: Source, diagnostics: Diagnostics | None, root: str | Path | None) -> Document:
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=True)
     top = Path(source.path).resolve() if source.path and not source.path.startswith("<") else None
     confine = Path(root).resolve() if root is not None else (find_install_root(top) if top else None)

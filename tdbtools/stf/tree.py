@@ -22,16 +22,18 @@ class Block:
     strings (:class:`QStr`) and child blocks in file order. Names compare case-insensitively
     through :attr:`key`. The root of a file is a block with an empty name."""
 
-    __slots__ = ("name", "key", "_items", "_raw", "source", "pos")
+    __slots__ = ("name", "key", "_items", "_raw", "_rawpos", "source", "pos")
 
     def __init__(self, name: str, items: list[Item] | None, source: Source | None = None,
-                 pos: int = -1, raw: str | None = None) -> None:
+                 pos: int = -1, raw: str | None = None, rawpos: int = -1, key: str | None = None) -> None:
         self.name = name
-        self.key = name.lower()
-        # A leaf block of plain words may be built from its raw text, split only when
-        # the items are first asked for: bulk numeric readers take the text directly.
+        self.key = name.lower() if key is None else key
+        # A block of plain words, or of plain words and leaf blocks, may be built from
+        # its raw text and split only when its items are first asked for: bulk readers
+        # take the text directly (values_text, leaf_view) and never make the objects.
         self._items = items
         self._raw = raw
+        self._rawpos = rawpos
         self.source = source
         self.pos = pos
 
@@ -39,16 +41,45 @@ class Block:
     def items(self) -> list[Item]:
         items = self._items
         if items is None:
-            items = self._items = self._raw.split()  # type: ignore[union-attr]
+            raw = self._raw
+            if "(" in raw:  # type: ignore[operator]
+                from .parser import split_shallow
+                items = split_shallow(raw, self._rawpos, self.source)
+            else:
+                items = raw.split()  # type: ignore[union-attr]
+            self._items = items
+            self._raw = None
         return items
+
+    def leaf_view(self) -> list | None:
+        """The items with each child block given as ``(key, values_text)``, if every
+        child block holds only plain words; else None. Reads lazily built blocks
+        without making child objects, which is what bulk readers want."""
+        raw = self._raw
+        if raw is not None and self._items is None and "\\" not in raw:
+            if "(" not in raw:
+                return raw.split()
+            from .parser import leaf_view_of
+            return leaf_view_of(raw)
+        out: list = []
+        for it in self.items:
+            if it.__class__ is Block:
+                text = it.values_text
+                if text is None and it.items:
+                    return None
+                out.append((it.key, text or ""))
+            else:
+                out.append(it)
+        return out
 
     @property
     def values_text(self) -> str | None:
         """The raw text of a block that holds only plain words (no strings, no blocks),
         or None. Numeric readers hand it to numpy in one call."""
-        if self._raw is not None:
-            return self._raw
-        items = self._items
+        raw = self._raw
+        if raw is not None and self._items is None:
+            return raw if "(" not in raw else None
+        items = self.items
         if items and all(i.__class__ is str for i in items):
             return " ".join(items)  # type: ignore[arg-type]
         return None
