@@ -35,8 +35,39 @@ def _unescape(s: str) -> str:
     return _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), s)
 
 
-def _words(text: str) -> list[str]:
-    words = text.split()
+# STF white space is every character with code 0..32. str.split() (fast, in C) agrees
+# except for the control characters below (white space in STF, not for str.split) and
+# Unicode spaces (part of words in STF): text holding any of those splits exactly.
+_CONTROL = re.compile("[\x01-\x08\x0e-\x1b]")
+_NOT_CONTROL = bytes(c for c in range(256) if not (1 <= c <= 8 or 0x0E <= c <= 0x1B))
+
+
+def _has_control(text: str) -> bool:
+    if text.isascii():  # O(1) in CPython; then bytes.translate scans in C
+        return bool(text.encode("ascii").translate(None, _NOT_CONTROL))
+    return _CONTROL.search(text) is not None
+_UNICODE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_STF_SPACE = re.compile("[\x00-\x20]+")
+
+
+def exact_split(text: str) -> list[str]:
+    """Split on STF white space only (codes 0..32)."""
+    return [w for w in _STF_SPACE.split(text) if w]
+
+
+def split_words(text: str, source: Source | None) -> list[str]:
+    return exact_split(text) if source is not None and source.exact_split else text.split()
+
+
+def _prepare(source: Source) -> str:
+    text = _blank_first_line(source.text)
+    source.exact_split = _has_control(text) or (
+        not text.isascii() and _UNICODE_SPACE.search(text) is not None)
+    return text
+
+
+def _words(text: str, source: Source | None = None) -> list[str]:
+    words = split_words(text, source)
     if "\\" in text:
         words = [_unescape(w) if "\\" in w else w for w in words]
     return words
@@ -163,7 +194,7 @@ class _Builder(Transformer):
         if "\\" in text:
             return self._data_escaped(tok, out)
         if "(" not in text:
-            out.extend(text.split())
+            out.extend(split_words(text, self.source))
             return
         _split(text, tok.start_pos, self.source, out, self._add_include, lazy=True)
 
@@ -206,6 +237,7 @@ def _split(text: str, start: int, src: Source | None, out: list, on_include, laz
     include blocks handed to ``on_include`` at any depth. With ``lazy``, a block that
     holds only plain words and leaf blocks keeps its raw text (see Block.items).
     """
+    wsplit = exact_split if src is not None and src.exact_split else str.split
     parts = _PAREN_SPLIT(text)  # [text, "(" or ")", text, ..., text]
     n = len(parts)
     last = n - 1
@@ -217,12 +249,12 @@ def _split(text: str, start: int, src: Source | None, out: list, on_include, laz
         seg = parts[k]
         if parts[k + 1] == ")":
             if seg and not seg.isspace():
-                cur.extend(seg.split())
+                cur.extend(wsplit(seg))
             cur = stack.pop()
             off += len(seg) + 1
             k += 2
             continue
-        words = seg.split()
+        words = wsplit(seg)
         if words:
             name = words.pop()
             if words:
@@ -271,7 +303,7 @@ def _split(text: str, start: int, src: Source | None, out: list, on_include, laz
         k += 2
     seg = parts[last]
     if seg and not seg.isspace():
-        cur.extend(seg.split())
+        cur.extend(wsplit(seg))
 
 
 def split_shallow(raw: str, rawpos: int, src: Source | None) -> list:
@@ -391,10 +423,10 @@ _WORD_END = frozenset(_WORD_START | {'"'})
 
 
 def _blank_first_line(text: str) -> str:
-    # Line 1 is the SIMIS signature and is discarded; keep its newline so that line
-    # numbers still match the file.
+    # Line 1 is the SIMIS signature and is discarded. It is blanked, not cut, so that
+    # every character keeps its offset, line and column.
     nl = text.find("\n")
-    return "" if nl < 0 else text[nl:]
+    return " " * len(text) if nl < 0 else " " * nl + text[nl:]
 
 
 def _parse_items(source: Source, force_full: bool = False) -> tuple[list, list[tuple[list, _Include]]]:
@@ -403,7 +435,7 @@ def _parse_items(source: Source, force_full: bool = False) -> tuple[list, list[t
     b.source = source
     b.includes = []
     try:
-        text = _blank_first_line(source.text)
+        text = _prepare(source)
         lark = pool.full if force_full or needs_full_grammar(text) else pool.plain
         items = lark.parse(text)
     except UnexpectedInput as exc:
@@ -569,7 +601,7 @@ def _block_name_before(text: str, pos: int) -> str:
 
 def _syntax_error(source: Source, exc: UnexpectedInput) -> StfSyntaxError:
     text = _blank_first_line(source.text)
-    offset = len(source.text) - len(text)
+    offset = 0
     if isinstance(exc, UnexpectedCharacters):
         pos = offset + exc.pos_in_stream
         ch = source.text[pos : pos + 1]

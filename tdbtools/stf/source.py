@@ -30,6 +30,9 @@ class Source:
     text: str
     encoding: str
     compressed: bool = False
+    #: True when the text holds characters that Python's str.split() takes for white
+    #: space but STF does not (U+0085, U+00A0, ...): words must then be split exactly.
+    exact_split: bool = False
     _line_starts: list[int] | None = field(default=None, repr=False)
 
     @property

@@ -45,6 +45,9 @@ class Block:
             if "(" in raw:  # type: ignore[operator]
                 from .parser import split_shallow
                 items = split_shallow(raw, self._rawpos, self.source)
+            elif self.source is not None and self.source.exact_split:
+                from .parser import exact_split
+                items = exact_split(raw)  # type: ignore[arg-type]
             else:
                 items = raw.split()  # type: ignore[union-attr]
             self._items = items
@@ -56,7 +59,8 @@ class Block:
         child block holds only plain words; else None. Reads lazily built blocks
         without making child objects, which is what bulk readers want."""
         raw = self._raw
-        if raw is not None and self._items is None and "\\" not in raw:
+        exact = self.source is not None and self.source.exact_split
+        if raw is not None and self._items is None and "\\" not in raw and not exact:
             if "(" not in raw:
                 return raw.split()
             from .parser import leaf_view_of
@@ -65,7 +69,7 @@ class Block:
         for it in self.items:
             if it.__class__ is Block:
                 text = it.values_text
-                if text is None and it.items:
+                if text is None and it.items or exact:
                     return None
                 out.append((it.key, text or ""))
             else:

@@ -121,7 +121,7 @@ class SectionGeometry:
         r = self.radius
         k = np.zeros(len(r))
         c = ~np.isnan(r)
-        k[c] = np.sign(self.angle[c]) / r[c]
+        k[c] = np.divide(np.sign(self.angle[c]), r[c], out=np.zeros(int(c.sum())), where=r[c] != 0)
         k[~self.known] = np.nan
         return k
 
@@ -136,8 +136,8 @@ class SectionGeometry:
                     section_index=-1) -> SectionGeometry:
         """Build a geometry from plain values (broadcast together).
 
-        Curves: give ``radius`` and the signed ``angle`` in radians (``length``
-        defaults to R·|angle|). Straights: leave ``radius`` NaN and give ``length``.
+        Curves: give ``radius`` and the signed ``angle`` in radians (``length`` is
+        R·|angle|, whatever is given). Straights: leave ``radius`` NaN and give ``length``.
         """
         cols = np.broadcast_arrays(*(np.asarray(v) for v in (
             tile_x, tile_z, x, y, z, ax, ay, az, radius, angle, length, node, section_index)))
@@ -146,7 +146,7 @@ class SectionGeometry:
         x_, y_, z_, ax_, ay_, az_, r_, a_, l_ = f
         curved = ~np.isnan(r_)
         a_ = np.where(curved, a_, 0.0)
-        l_ = np.where(curved & np.isnan(l_), r_ * np.abs(a_), l_)
+        l_ = np.where(curved, r_ * np.abs(a_), l_)   # a curve's length is R·|angle|
         known = ~np.isnan(l_)
         return cls(np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64),
                    x_, y_, z_, ax_, ay_, az_, r_, a_, l_, known,
@@ -237,7 +237,7 @@ def _frame_offsets(geom: SectionGeometry, rows: np.ndarray, off: np.ndarray, lat
     curved = ~np.isnan(r)
     s = np.sign(np.where(curved, geom.angle[rows], 0.0))
     rr = np.where(curved, r, 1.0)
-    theta = np.where(curved, off / rr, 0.0)
+    theta = np.divide(off, rr, out=np.zeros(np.shape(off)), where=curved & (rr != 0))
     c, sn = np.cos(theta), np.sin(theta)
     # R(1 − cos θ) = 2R sin²(θ/2) keeps its precision for small θ.
     h = np.sin(theta / 2.0)
@@ -250,6 +250,7 @@ def _frame_offsets(geom: SectionGeometry, rows: np.ndarray, off: np.ndarray, lat
 
 def point_at(geom: SectionGeometry, rows, offset_m, lateral=0.0) -> TrackPoint:
     """Pose at ``offset_m`` metres from the start of section ``rows`` (spec §11).
+    The arrays of the result have the broadcast shape of the inputs (0-d for scalars).
 
     ``rows``, ``offset_m`` and ``lateral`` broadcast together. Straight:
     ``d = offset``. Curve: ``θ = offset/R``, lateral ``l = s·R(1−cos θ)``, forward
@@ -272,7 +273,7 @@ def point_at(geom: SectionGeometry, rows, offset_m, lateral=0.0) -> TrackPoint:
     dy = l * saz * cax - f * sax
     dz = -l * caz * say + g * cay
     heading = wrap_angle(ay + dh)
-    curvature = np.where(curved, s / rr, 0.0)
+    curvature = np.divide(s, rr, out=np.zeros(np.shape(s)), where=curved & (rr != 0))
     x = geom.x[rows] + dx
     y = geom.y[rows] + dy
     z = geom.z[rows] + dz
@@ -281,8 +282,9 @@ def point_at(geom: SectionGeometry, rows, offset_m, lateral=0.0) -> TrackPoint:
         nan_pos = bad & ((off != 0) | (lat != 0))
         x, y, z, heading = (np.where(nan_pos, np.nan, v) for v in (x, y, z, heading))
         curvature = np.where(bad, np.nan, curvature)
-    return TrackPoint(geom.tile_x[rows], geom.tile_z[rows], x, y, z, heading,
-                      np.array(ax), np.array(az), curvature)
+    a = np.asarray
+    return TrackPoint(a(geom.tile_x[rows]), a(geom.tile_z[rows]), a(x), a(y), a(z), a(heading),
+                      np.array(ax), np.array(az), a(curvature))
 
 
 def section_end(geom: SectionGeometry) -> TrackPoint:
@@ -333,7 +335,7 @@ def locate_in_section(geom: SectionGeometry, rows, tile_x, tile_z, x, z) -> tupl
     if bad.any():
         lat = np.where(bad, np.nan, lat)
         lon = np.where(bad, np.nan, lon)
-    return lat, lon
+    return np.asarray(lat), np.asarray(lon)
 
 
 # -- polylines -------------------------------------------------------------------------
@@ -371,7 +373,8 @@ def _segments(geom: SectionGeometry, rows: np.ndarray, max_chord_error: float) -
     if curved.any():
         rc = r[curved]
         # R(1 − cos(Δθ/2)) = 2R·sin²(Δθ/4) ≤ e  ⇔  Δθ ≤ 4·asin(√(e/2R)): accurate for tiny e/R.
-        step = 4.0 * np.arcsin(np.sqrt(np.minimum(max_chord_error / (2.0 * rc), 1.0)))
+        q = np.divide(max_chord_error, 2.0 * rc, out=np.ones(len(rc)), where=rc > 0)
+        step = 4.0 * np.arcsin(np.sqrt(np.minimum(q, 1.0)))
         k = np.ceil(a[curved] / step)
         n[curved] = np.maximum(k, 1).astype(np.int64)
     n[~geom.known[rows] | (geom.length[rows] == 0)] = 0   # start point only
