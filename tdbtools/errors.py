@@ -28,10 +28,12 @@ class Location:
 
 def caret_snippet(text: str, line: int, column: int, *, width: int = 100) -> str:
     """The source line at ``line`` with a caret under ``column`` (both 1-based)."""
-    lines = text.splitlines()
+    # Split on LF only: Source.location counts lines that way (a lone CR, a form feed
+    # or U+2028 does not start a line in STF).
+    lines = text.split("\n")
     if not 1 <= line <= len(lines):
         return ""
-    src = lines[line - 1].replace("\t", " ")
+    src = lines[line - 1].rstrip("\r").replace("\t", " ")
     col = max(column - 1, 0)
     # Long lines (a TrVectorSections run can be thousands of characters) are cut
     # around the caret so the message stays readable.

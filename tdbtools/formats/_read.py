@@ -5,8 +5,9 @@ import math
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..errors import Diagnostics, FormatError
+from ..errors import Diagnostics, FormatError, Location, UnitError
 from ..stf.tree import Block
+from ..stf.units import parse_quantity, split_quantity
 
 T = TypeVar("T")
 
@@ -57,9 +58,29 @@ class Reader:
     def __init__(self, diags: Diagnostics) -> None:
         self.diags = diags
 
-    def error(self, block: Block, message: str, index: int | None = None) -> FormatError:
+    def error(self, block: Block, message: str, index: int | None = None, cls: type = FormatError):
         loc = block.item_location(index) if index is not None else block.location
-        return FormatError(message, loc, block.snippet(loc))
+        if loc is None and block.source is not None:
+            loc = Location(block.source.path, 1, 1)  # e.g. an empty file: at least name it
+        return cls(message, loc, block.snippet(loc))
+
+    def quantity(self, block: Block, index: int, *families: str, default: float) -> float:
+        """A number with an optional unit suffix, in SI. An unknown suffix is a
+        :class:`UnitError`; lenient mode then uses the number as it is (factor 1), as
+        Open Rails does."""
+        items = block.items
+        if index >= len(items) or items[index].__class__ is Block:
+            self.problem(block, f"{block.name}: missing value {index + 1}")
+            return default
+        raw = str(items[index])
+        try:
+            return parse_quantity(raw, *families)
+        except UnitError as exc:
+            self.diags.problem(self.error(block, f"{block.name}: {exc.message}", index, UnitError))
+            return split_quantity(raw)[0]
+        except ValueError as exc:
+            self.problem(block, f"{block.name}: {exc}", index)
+            return default
 
     def problem(self, block: Block, message: str, index: int | None = None) -> None:
         self.diags.problem(self.error(block, message, index))

@@ -4,10 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Diagnostics, UnitError
+from ..errors import Diagnostics
 from ..stf import parse_file
 from ..stf.tree import Block, Document
-from ..stf.units import parse_quantity
 from ._read import Reader, to_float
 
 
@@ -79,15 +78,7 @@ def trk_from_document(doc: Document, diags: Diagnostics) -> RouteFile:
 
 
 def _quantity(rd: Reader, blk: Block, family: str, default: float) -> float:
-    items = blk.items
-    if not items or items[0].__class__ is Block:
-        rd.problem(blk, f"{blk.name}: missing value")
-        return default
-    try:
-        return parse_quantity(str(items[0]), family)
-    except (ValueError, UnitError) as exc:
-        rd.problem(blk, f"{blk.name}: {exc}", 0)
-        return default
+    return rd.quantity(blk, 0, family, default=default)
 
 
 def _flag(blk: Block) -> bool:

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import Diagnostics, FormatError, UnitError
+from ..errors import Diagnostics, FormatError
 from ..stf import parse_file
 from ..stf.parser import gc_paused
 from ..stf.tree import Block, Document
-from ..stf.units import parse_quantity
 from ._read import Reader, to_float, to_int, to_uint
 
 #: Open Rails ignores a route-local tsection.dat without exactly this header.
@@ -219,11 +218,7 @@ class _Builder:
             return to_float(raw)  # the common case: a plain number in metres
         except (ValueError, TypeError):
             pass
-        try:
-            return parse_quantity(str(raw), "distance")
-        except (ValueError, UnitError) as exc:
-            rd.problem(blk, f"{blk.name}: {exc}", index)
-            return default
+        return rd.quantity(blk, index, "distance", default=default)
 
     def _global_sections(self, rd: Reader, table: Block) -> None:
         sections = self.sections
@@ -520,9 +515,10 @@ def _read_tsection(global_files, local_file, diags: Diagnostics, root) -> TSecti
     return b.build()
 
 
-def read_tsection_file(path: str | Path, *, strict: bool = True, local: bool | None = None) -> TSection:
+def read_tsection_file(path: str | Path, *, strict: bool = True, local: bool | None = None,
+                       diagnostics: Diagnostics | None = None) -> TSection:
     """Read one tsection.dat. ``local=None`` guesses the layout from the signature."""
-    diags = Diagnostics(strict=strict)
+    diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
     doc = parse_file(path, diagnostics=diags)
     b = _Builder(diags)
     is_local = local if local is not None else doc.signature == ROUTE_LOCAL_SIGNATURE and any(

@@ -101,6 +101,7 @@ class _Builder(Transformer):
         super().__init__(visit_tokens=False)
         self.source: Source | None = None
         self.includes: list[tuple[list, _Include]] = []
+        self.notes: list[tuple[str, int]] = []
 
     # rules ---------------------------------------------------------------------------
     def start(self, children: list) -> list:
@@ -128,6 +129,7 @@ class _Builder(Transformer):
     def _items(self, children: list, first: int) -> list:
         out: list = []
         pending = None  # "drop" after a comment marker, "include" after a bare include
+        include_pos = -1
         src = self.source
         for i in range(first, len(children)):
             c = children[i]
@@ -151,6 +153,15 @@ class _Builder(Transformer):
                         if e.__class__ is _Include:
                             self.includes.append((out, e))
                     out.extend(elems)
+                elif t == "GLUED":  # abc" : a word whose opening quote is missing
+                    word = str(c)[:-1]
+                    if "\\" in word:
+                        word = _unescape(word)
+                    if pending == "include":
+                        self._add_include(out, _Include(word, src, c.start_pos))
+                    elif pending is None:
+                        out.append(word)
+                    pending = None
                 elif t == "STRING":
                     if pending == "include":
                         self._add_include(out, _Include(self._string(c), src, c.start_pos))
@@ -161,6 +172,7 @@ class _Builder(Transformer):
                     pending = "drop" if pending is None else pending
                 else:  # INCLUDE
                     pending = "include"
+                    include_pos = c.start_pos
             elif c is _DROP:
                 pending = None
             elif cls is _Include:
@@ -174,7 +186,7 @@ class _Builder(Transformer):
                     out.append(c)
                 pending = None
         if pending == "include":
-            raise IncludeError("'include' without a file name", None)
+            self._add_include(out, _Include(None, src, include_pos))
         return out
 
     def _add_include(self, out: list, inc: _Include) -> None:
@@ -182,6 +194,9 @@ class _Builder(Transformer):
         self.includes.append((out, inc))
 
     def _string(self, tok: Token) -> QStr:
+        if tok[-1] == "+":
+            self.notes.append(("'+' after a quoted string is not followed by another quoted "
+                               "string; ignored", tok.start_pos + len(tok) - 1))
         parts = _STRING_PART.findall(tok)
         s = "".join(parts)
         if "\\" in s:
@@ -429,22 +444,22 @@ def _blank_first_line(text: str) -> str:
     return " " * len(text) if nl < 0 else " " * nl + text[nl:]
 
 
-def _parse_items(source: Source, force_full: bool = False) -> tuple[list, list[tuple[list, _Include]]]:
+def _parse_items(source: Source) -> tuple[list, list[tuple[list, _Include]], list[tuple[str, int]]]:
     pool = _POOL
     b = pool.builder
     b.source = source
     b.includes = []
+    b.notes = []
     try:
         text = _prepare(source)
-        lark = pool.full if force_full or needs_full_grammar(text) else pool.plain
+        lark = pool.full if needs_full_grammar(text) else pool.plain
         items = lark.parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(source, exc) from None
-    except IncludeError as exc:
-        raise IncludeError(exc.message, source.location(0)) from None
     finally:
-        includes, b.includes, b.source = b.includes, [], None
-    return items, includes
+        includes, notes = b.includes, b.notes
+        b.includes, b.notes, b.source = [], [], None
+    return items, includes, notes
 
 
 @contextmanager
@@ -495,7 +510,9 @@ def parse_text(text: str, path: str = "<text>") -> Document:
 
 def _resolve(source: Source, diags: Diagnostics, confine: Path | None, stack: list[str],
              seen: list[str]) -> list:
-    items, includes = _parse_items(source)
+    items, includes, notes = _parse_items(source)
+    for message, pos in notes:
+        diags.note(message, source.location(pos))
     for parent, inc in includes:
         idx = next(i for i, x in enumerate(parent) if x is inc)
         parent[idx : idx + 1] = _follow(inc, diags, confine, stack, seen)
