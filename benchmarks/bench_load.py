@@ -1,0 +1,109 @@
+"""Parsing and loading speed on a real route, as ratios measured in one run.
+
+    python benchmarks/bench_load.py [ROUTE_FOLDER] [--repeat N] [--naive]
+
+Compares tdbtools against a plain ``re``-tokenizer tree builder (baseline.py) on the
+same files: DK24.tdb into the typed model (target ≤ 1.5x the tokenizer), a cold
+``load_route`` of the whole route (≤ 2x the tokenizer over the same files), and a
+warm, cached load (≥ 30x faster than cold). ``--naive`` also times a textbook Lark
+LALR grammar (one token per word, a Lark parse tree) for reference. Each figure is
+the best of N runs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import baseline  # noqa: E402
+
+from tdbtools.formats import find_route_files, load_route, read_tdb  # noqa: E402
+from tdbtools.stf import parse_file  # noqa: E402
+
+DEFAULT = HERE.parent.parent / "shared" / "routes" / "DK24" / "ROUTES" / "OR_DK24"
+
+NAIVE_GRAMMAR = r"""
+start: item*
+?item: block | WORD | STRING
+block: WORD "(" item* ")"
+WORD: /[^\s()"]+/
+STRING: /"(?:[^"\\]|\\.)*"/
+%ignore /\s+/
+"""
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("route", nargs="?", type=Path, default=DEFAULT)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--naive", action="store_true", help="also time a naive Lark LALR parse tree")
+    args = ap.parse_args()
+    if not args.route.is_dir():
+        print(f"route folder not found: {args.route}", file=sys.stderr)
+        return 2
+    os.environ["TDBTOOLS_CACHE_DIR"] = tempfile.mkdtemp(prefix="tdbtools-bench-")
+
+    files = find_route_files(args.route)
+    route = load_route(args.route, cache=False)
+    tdb = Path(route.tdb.path)
+    sources = [Path(p) for p in route.sources]  # trk, tdb, tsection files (with includes), rdb
+    mb_tdb = tdb.stat().st_size / 1e6
+    mb_all = sum(p.stat().st_size for p in sources) / 1e6
+    r = args.repeat
+
+    base_tdb = best(lambda: baseline.parse(tdb), r)
+    base_all = best(lambda: [baseline.parse(p) for p in sources], r)
+    generic_tdb = best(lambda: parse_file(tdb), r)
+    typed_tdb = best(lambda: read_tdb(tdb), r)
+    cold = best(lambda: load_route(args.route, cache=False), r)
+    load_route(args.route)  # fill the cache
+    warm = best(lambda: load_route(args.route), max(r, 10))
+
+    rows = [
+        ("files", f"{tdb.name} {mb_tdb:.2f} MB; route {len(sources)} files {mb_all:.2f} MB", ""),
+        ("baseline: re tokenizer tree, tdb", f"{base_tdb * 1000:8.1f} ms", f"{mb_tdb / base_tdb:6.1f} MB/s"),
+        ("baseline: re tokenizer tree, route files", f"{base_all * 1000:8.1f} ms", f"{mb_all / base_all:6.1f} MB/s"),
+        ("tdbtools: generic tree, tdb", f"{generic_tdb * 1000:8.1f} ms", f"{generic_tdb / base_tdb:5.2f}x baseline"),
+        ("tdbtools: typed model, tdb", f"{typed_tdb * 1000:8.1f} ms",
+         f"{typed_tdb / base_tdb:5.2f}x baseline (target <= 1.5x)"),
+        ("tdbtools: load_route cold", f"{cold * 1000:8.1f} ms",
+         f"{cold / base_all:5.2f}x baseline (target <= 2x)"),
+        ("tdbtools: load_route warm (cache)", f"{warm * 1000:8.1f} ms",
+         f"{cold / warm:5.1f}x faster than cold (target >= 30x)"),
+    ]
+    if args.naive:
+        from lark import Lark
+
+        parser = Lark(NAIVE_GRAMMAR, parser="lalr")
+        text = baseline.read_text(tdb)
+        text = text[text.find("\n") + 1 :]
+        naive = best(lambda: parser.parse(text), 1)
+        rows.append(("naive Lark LALR parse tree, tdb", f"{naive * 1000:8.1f} ms",
+                     f"{mb_tdb / naive:6.2f} MB/s, {naive / base_tdb:5.2f}x baseline"))
+    print(f"route {route.name} ({files.folder}); best of {r} runs; Python {sys.version.split()[0]}")
+    w = max(len(a) for a, _, _ in rows)
+    for a, b, c in rows:
+        print(f"  {a:<{w}}  {b:>12}  {c}")
+    ok = typed_tdb / base_tdb <= 1.5 and cold / base_all <= 2 and cold / warm >= 30
+    print("targets met" if ok else "TARGETS NOT MET")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
