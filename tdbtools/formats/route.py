@@ -1,19 +1,18 @@
 """Loading a whole route folder (``…/ROUTES/NAME``) into one typed :class:`Route`."""
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import Diagnostics, Finding, FormatError, RouteError, TdbToolsError
+from ..errors import Diagnostics, Finding, FormatError, RouteError
 from ..stf import find_install_root, parse_file, resolve_case_insensitive
 from ..stf.parser import gc_paused
 from .tdb import TrackDB, VectorNode, tdb_from_document
 from .trk import RouteFile, trk_from_document
-from .tsection import ROUTE_LOCAL_SIGNATURE, TSection, _Builder
+from .tsection import TSection, _Builder
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,5 +202,4 @@ def timed_load(path: str | Path, *, cache: bool = True, strict: bool = True) -> 
     return route, time.perf_counter() - t0
 
 
-__all__ = ["Route", "RouteFiles", "find_route_files", "load_route", "timed_load",
-           "ROUTE_LOCAL_SIGNATURE", "TdbToolsError", "math"]
+__all__ = ["Route", "RouteFiles", "find_route_files", "load_route", "timed_load"]

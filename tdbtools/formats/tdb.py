@@ -385,20 +385,19 @@ class _TdbReader:
         if root is None:
             rd.problem(self.doc, "no TrackDB block in file")
             return TrackDB(self.doc.path, None, (None,), VectorSections.empty(), ())
-        first_sections: list[int] = []
         for blk in root.blocks():
             k = blk.key
             if k == "serial":
                 serial = rd.value(blk, 0, to_int, None, "serial")
             elif k == "tracknodes":
-                nodes = self._nodes(blk, first_sections)
+                nodes = self._nodes(blk)
             elif k == "tritemtable":
                 items = self._items(blk)
         sections = self._sections()
         return TrackDB(self.doc.path, serial, tuple(nodes), sections, tuple(items))
 
     # nodes -------------------------------------------------------------------------
-    def _nodes(self, table: Block, first_sections: list[int]) -> list:
+    def _nodes(self, table: Block) -> list:
         rd = self.rd
         count = rd.value(table, 0, to_uint, 0, "node count")
         nodes: list = [None]

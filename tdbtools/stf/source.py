@@ -66,31 +66,25 @@ def _looks_utf16le(data: bytes) -> bool:
 
 def decode_bytes(data: bytes, path: str = "<bytes>") -> Source:
     """Turn the raw bytes of an STF file into a :class:`Source`."""
-    compressed = False
     if data[:2] == b"\xff\xfe":
         if (len(data) - 2) % 2:
             raise DecodeError(
                 f"invalid UTF-16 file: odd number of bytes ({len(data)}); the file is truncated "
                 "or not UTF-16", Location(path, 1, 1))
         head = data[2:34].decode("utf-16-le", errors="replace")
-        body_offset = 2
         unicode_header = True
     else:
         head = data[:32].decode("latin-1")
         unicode_header = False
-        body_offset = 0
 
     if head.startswith("SIMISA@F"):
-        data = _inflate(data, path, unicode_header)
-        compressed = True
-        return _decode_text(data, path, compressed=True)
+        return _decode_text(_inflate(data, path, unicode_header), path, compressed=True)
     sub = head[16:32]
     if head.startswith("SIMISA@@") and len(sub) >= 8 and sub.startswith("JINX") and sub[7] == "b":
         raise DecodeError(
             f"binary STF body (sub-header {sub[:8]!r}) is not supported; only text files "
             "('…t______') can be read", Location(path, 1, 1))
-    del body_offset
-    return _decode_text(data, path, compressed=compressed)
+    return _decode_text(data, path, compressed=False)
 
 
 def _inflate(data: bytes, path: str, unicode_header: bool) -> bytes:
