@@ -1,0 +1,229 @@
+"""A spatial index of track sections: which sections can be near a world point.
+
+A :class:`SectionGrid` is a uniform grid over absolute world X/Z (metres, across
+tiles). Every section is entered in each cell that its padded bounding box
+touches; a query returns the sections entered in the cell of a point. The box of
+a section covers its whole centre line (curves are sampled finely enough, and the
+sagitta between samples is added) grown by ``pad`` metres, so **every section
+whose centre line passes within ``pad`` metres of a point is among the point's
+candidates**. Building and querying are vectorised with numpy; batch queries
+return (point, section row) pairs.
+
+The grid, and the cleaned section geometry the traveller works on
+(:func:`track_geometry`), are cached per route object on first use. Routes can
+neither be hashed nor weakly referenced, so the cache is keyed by ``id(route)``,
+keeps the route it was built for (an identity check, so a recycled id never
+returns stale data), and holds the last few routes only (:data:`CACHE_SIZE`).
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..formats.route import Route
+from .geometry import TILE_SIZE, SectionGeometry, point_at, section_geometry
+
+__all__ = ["CACHE_SIZE", "SectionGrid", "clear_route_cache", "route_cache", "section_grid",
+           "track_geometry"]
+
+#: How many routes keep their derived data (geometry, grid, item positions).
+CACHE_SIZE = 4
+
+_CACHE: OrderedDict[int, tuple[Route, dict[str, Any]]] = OrderedDict()
+
+
+def route_cache(route: Route) -> dict[str, Any]:
+    """The dictionary of derived data kept for ``route`` (made on first use)."""
+    key = id(route)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is route:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    data: dict[str, Any] = {}
+    _CACHE[key] = (route, data)
+    _CACHE.move_to_end(key)
+    while len(_CACHE) > CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return data
+
+
+def cached(route: Route, name: str, factory: Callable[[], Any]) -> Any:
+    """``route_cache(route)[name]``, computed by ``factory()`` the first time."""
+    data = route_cache(route)
+    try:
+        return data[name]
+    except KeyError:
+        value = data[name] = factory()
+        return value
+
+
+def clear_route_cache() -> None:
+    """Forget every route's derived data."""
+    _CACHE.clear()
+
+
+# -- the geometry the traveller works on -------------------------------------------------
+
+
+def clean_geometry(geom: SectionGeometry) -> SectionGeometry:
+    """A copy of ``geom`` in which degenerate curves are straights.
+
+    Real routes have zero-length "curves" (DK24: route-local ids such as 50004 with
+    radius 5e-43 and angle 0). As circles they have no usable direction: the exact
+    projection would accept any point within the lateral tolerance of the section's
+    start *whatever its direction*, and Open Rails' asin gives NaN. Treated as a
+    straight of length 0 along the recorded heading AY, they accept only points
+    beside their start. Curves with a radius or angle of 0 (length 0) become such
+    straights; the length of every other row is unchanged.
+    """
+    r = geom.radius
+    degenerate = ~np.isnan(r) & ((r <= 1e-6) | (geom.angle == 0))
+    if not degenerate.any():
+        return geom
+    radius = np.where(degenerate, np.nan, r)
+    angle = np.where(degenerate, 0.0, geom.angle)
+    length = np.where(degenerate & geom.known, r * np.abs(geom.angle), geom.length)
+    length = np.where(degenerate & geom.known & ~np.isfinite(length), 0.0, length)
+    return SectionGeometry(geom.tile_x, geom.tile_z, geom.x, geom.y, geom.z, geom.ax, geom.ay,
+                           geom.az, radius, angle, length, geom.known, geom.node,
+                           geom.section_index)
+
+
+def track_geometry(route: Route) -> SectionGeometry:
+    """:func:`~tdbtools.track.geometry.section_geometry` of ``route`` with degenerate
+    curves made straights (:func:`clean_geometry`); cached per route."""
+    return cached(route, "geometry", lambda: clean_geometry(section_geometry(route)))
+
+
+# -- the grid ----------------------------------------------------------------------------
+
+
+def _section_boxes(geom: SectionGeometry, rows: np.ndarray) -> np.ndarray:
+    """(n, 4) boxes Xmin, Zmin, Xmax, Zmax (absolute) of the centre line of ``rows``."""
+    length = geom.length[rows]
+    angle = np.abs(geom.angle[rows])
+    curved = ~np.isnan(geom.radius[rows])
+    # Curves: chords of at most π/32 rad; the sagitta R(1 − cos(Δθ/2)) is added below.
+    k = np.where(curved, np.ceil(angle / (math.pi / 32)), 1).astype(np.int64)
+    k = np.maximum(k, 1)
+    m = k + 1
+    rep = np.repeat(np.arange(len(rows)), m)
+    first = np.cumsum(m) - m
+    j = np.arange(len(rep)) - np.repeat(first, m)
+    frac = j / k[rep]
+    p = point_at(geom, rows[rep], length[rep] * frac)
+    X = p.tile_x * TILE_SIZE + p.x
+    Z = p.tile_z * TILE_SIZE + p.z
+    out = np.empty((len(rows), 4))
+    starts = first
+    out[:, 0] = np.minimum.reduceat(X, starts)
+    out[:, 1] = np.minimum.reduceat(Z, starts)
+    out[:, 2] = np.maximum.reduceat(X, starts)
+    out[:, 3] = np.maximum.reduceat(Z, starts)
+    sag = np.where(curved, geom.radius[rows] * (1 - np.cos(angle / k / 2)), 0.0)
+    out[:, :2] -= sag[:, None]
+    out[:, 2:] += sag[:, None]
+    return out
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SectionGrid:
+    """Sections by grid cell (see the module docstring).
+
+    ``keys`` are the sorted distinct cell keys in use, section rows of cell
+    ``keys[i]`` are ``rows[starts[i]:starts[i + 1]]`` (ascending). A cell key is
+    ``(ix − ix0)·nz + (iz − iz0)`` with ``ix = floor(X / cell)``.
+    """
+
+    cell: float
+    pad: float
+    ix0: int
+    iz0: int
+    nx: int
+    nz: int
+    keys: np.ndarray
+    starts: np.ndarray
+    rows: np.ndarray
+
+    @classmethod
+    def build(cls, geom: SectionGeometry, *, pad: float = 3.0, cell: float = 32.0) -> SectionGrid:
+        """Index the rows of ``geom`` whose section id is known (unknown sections
+        have no geometry and are never candidates)."""
+        if not (pad >= 0 and cell > 0):
+            raise ValueError(f"pad must be >= 0 and cell > 0, got pad={pad!r} cell={cell!r}")
+        rows = np.flatnonzero(geom.known & np.isfinite(geom.length))
+        if len(rows) == 0:
+            e = np.zeros(0, dtype=np.int64)
+            return cls(float(cell), float(pad), 0, 0, 1, 1, e, np.zeros(1, dtype=np.int64), e)
+        box = _section_boxes(geom, rows)
+        box[:, :2] -= pad
+        box[:, 2:] += pad
+        lo = np.floor(box[:, :2] / cell).astype(np.int64)
+        hi = np.floor(box[:, 2:] / cell).astype(np.int64)
+        ix0, iz0 = int(lo[:, 0].min()), int(lo[:, 1].min())
+        nx = int(hi[:, 0].max()) - ix0 + 1
+        nz = int(hi[:, 1].max()) - iz0 + 1
+        wx = hi[:, 0] - lo[:, 0] + 1
+        wz = hi[:, 1] - lo[:, 1] + 1
+        n = wx * wz
+        rep = np.repeat(np.arange(len(rows)), n)
+        first = np.cumsum(n) - n
+        k = np.arange(len(rep)) - np.repeat(first, n)
+        cx = lo[rep, 0] + k // wz[rep] - ix0
+        cz = lo[rep, 1] + k % wz[rep] - iz0
+        key = cx * nz + cz
+        order = np.lexsort((rows[rep], key))
+        key = key[order]
+        cell_rows = rows[rep][order]
+        keys, starts = np.unique(key, return_index=True)
+        starts = np.append(starts, len(key)).astype(np.int64)
+        return cls(float(cell), float(pad), ix0, iz0, nx, nz, keys, starts, cell_rows)
+
+    def __len__(self) -> int:
+        """The number of (cell, section) entries."""
+        return len(self.rows)
+
+    def _cells(self, X: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(start, stop) into :attr:`rows` for every point (empty where no section)."""
+        with np.errstate(invalid="ignore"):
+            ix = np.floor(X / self.cell) - self.ix0
+            iz = np.floor(Z / self.cell) - self.iz0
+        inside = (ix >= 0) & (ix < self.nx) & (iz >= 0) & (iz < self.nz)   # NaN → False
+        key = np.where(inside, ix, 0).astype(np.int64) * self.nz + np.where(inside, iz, 0).astype(np.int64)
+        pos = np.searchsorted(self.keys, key)
+        pos = np.minimum(pos, max(len(self.keys) - 1, 0))
+        hit = inside & (len(self.keys) > 0)
+        if len(self.keys):
+            hit &= self.keys[pos] == key
+        a = np.where(hit, self.starts[pos], 0)
+        b = np.where(hit, self.starts[np.minimum(pos + 1, len(self.starts) - 1)], 0)
+        return a, b
+
+    def pairs(self, X, Z) -> tuple[np.ndarray, np.ndarray]:
+        """Candidate (point index, section row) pairs for absolute points X, Z
+        (1-d arrays), grouped by point, rows ascending within a point."""
+        X = np.atleast_1d(np.asarray(X, dtype=np.float64))
+        Z = np.atleast_1d(np.asarray(Z, dtype=np.float64))
+        a, b = self._cells(X, Z)
+        n = b - a
+        total = int(n.sum())
+        pidx = np.repeat(np.arange(len(X)), n)
+        first = np.cumsum(n) - n
+        off = np.arange(total) - np.repeat(first, n)
+        return pidx, self.rows[np.repeat(a, n) + off]
+
+    def candidates(self, X: float, Z: float) -> np.ndarray:
+        """Section rows that may lie within :attr:`pad` of the absolute point (X, Z)."""
+        a, b = self._cells(np.array([float(X)]), np.array([float(Z)]))
+        return self.rows[int(a[0]):int(b[0])]
+
+
+def section_grid(route: Route, pad: float = 3.0, cell: float = 32.0) -> SectionGrid:
+    """The :class:`SectionGrid` of ``route``'s :func:`track_geometry` (cached per
+    route, pad and cell)."""
+    return cached(route, f"grid:{float(pad)!r}:{float(cell)!r}",
+                  lambda: SectionGrid.build(track_geometry(route), pad=pad, cell=cell))

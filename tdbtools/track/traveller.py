@@ -1,0 +1,1187 @@
+"""A track-database traveller (spec §12): a position on the track network that is
+placed from a world point and walks along the track, like Open Rails' Traveller.cs.
+
+State (spec §12.1): a track node, a section of it, an offset in that section and a
+direction (:data:`FORWARD` = 1, walking the node's sections first → last, or
+:data:`BACKWARD` = 0). Junction and end nodes have no sections and zero length.
+
+Conventions and differences from Open Rails (all deliberate):
+
+* **Metres everywhere.** :attr:`Traveller.offset` is metres along the node from its
+  start, whatever the direction; inside a section the traveller keeps metres of arc
+  too (Open Rails keeps radians on curves). :attr:`Traveller.track_node_offset` is
+  Open Rails' TrackNodeOffset: metres down the node *in the direction of travel*.
+* **Placing a point** (:meth:`Traveller.at`, :meth:`Traveller.locate_many`) follows
+  the modern rule: per vector node the first section in node order that accepts the
+  point (|lateral| ≤ 2.5 m, −0.5 ≤ lon ≤ length + 0.5), then the candidate with the
+  smallest |lateral| (ties: lowest node index). The projection on curves is the exact
+  one of :func:`~tdbtools.track.geometry.locate_in_section`, not Open Rails' asin
+  (which is only exact on the centre line). As in Open Rails a point up to 0.5 m
+  before the start of the accepting section leaves a small negative offset. Open
+  Rails clips ``lon`` at that section's far end, which puts a point in the first
+  0.5 m of the *next* section up to 0.5 m short; here the offset is exact: the
+  point goes to the later section of the same node that holds it (or, if none does,
+  the excess is carried on along the node up to its end). The node is chosen by
+  the lateral of its first accepting section, as in Open Rails; the lateral
+  reported is measured in the section that holds the point.
+  Candidates come from a spatial index (:mod:`tdbtools.track.spatial`), not a scan
+  of every section.
+* **Zero-length "curves"** (radius ≈ 0 or angle 0, e.g. DK24's route-local 50004)
+  are straights of length 0 along their heading (see
+  :func:`~tdbtools.track.spatial.clean_geometry`).
+* **Sections whose id is not in tsection.dat** have length 0 and are never
+  candidates; a walk passes over them (Open Rails stops there).
+* **End nodes have zero length** (the seed note, §12.4 table): a traveller that
+  walks into an end node stops there and :meth:`Traveller.move` returns the distance
+  it could not travel. (Open Rails' modern code lets a traveller run on "infinitely"
+  past an end node, extrapolating the last section.)
+* **Position on a junction or end node**: the end of the neighbouring vector node
+  through pin 0 (the first valid pin if pin 0 is broken), as in Open Rails but in
+  metres on curved sections too. The heading there is the heading of the direction
+  of travel (Open Rails adds π only when the direction is backward, which points
+  the wrong way at junctions whose trunk node starts at the junction).
+* Links ≤ 0 or ≥ the node count (DK24 has 16 junctions whose trunk pin links to
+  node 0) end the track: the traveller stops, it never raises IndexError.
+
+Topology (spec §12.4, seed 002): leaving a vector node backward uses TrPins[0],
+forward TrPins[1]; a junction entered from a branch (direction 0) leaves by the trunk
+TrPins[0], entered from the trunk (direction 1) by TrPins[1 + selected route]; an end
+node leaves by TrPins[0] with direction 0 and has no exit with direction 1. The new
+direction is the pin's direction (> 0 = forward); a vector node entered forward
+starts at its first section, offset 0, entered backward at the end of its last.
+
+Switch positions live in a :class:`Switches` object that travellers share
+(``Traveller(..., switches=s)``; :meth:`Traveller.copy` shares its switches).
+"""
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import Iterator, NamedTuple, Sequence
+
+import numpy as np
+
+from ..errors import TdbToolsError
+from ..formats.route import Route
+from ..formats.tdb import EndNode, JunctionNode, TrItem, VectorNode
+from .geometry import TILE_SIZE, locate_in_section, point_at
+from .spatial import cached, section_grid, track_geometry
+
+__all__ = [
+    "BACKWARD", "FORWARD", "INIT_ERROR_MARGIN", "MAX_CENTERLINE_OFFSET", "MIN_MOVE",
+    "ItemPosition", "Located", "PassedItem", "Pose", "Switches", "Traveller", "TravellerError",
+    "WorldLocation", "item_positions", "nearest_track",
+]
+
+#: Directions (spec §12.1): walk a vector node first → last (1) or last → first (0).
+FORWARD = 1
+BACKWARD = 0
+#: Open Rails' placing tolerances (modern Traveller.cs): lateral, and along the section.
+MAX_CENTERLINE_OFFSET = 2.5
+INIT_ERROR_MARGIN = 0.5
+#: A move stops when less than this (metres) is left to travel.
+MIN_MOVE = 0.001
+
+_NONE, _VECTOR, _JUNCTION, _END = 0, 1, 2, 3
+_TWO_PI = 2.0 * math.pi
+_EPS = 1e-9
+
+
+class TravellerError(TdbToolsError):
+    """A traveller cannot be placed or set up (no track near a point, a bad node,
+    offset or switch)."""
+
+
+class WorldLocation(NamedTuple):
+    """A world position: tile numbers, x and z relative to the tile centre (normalised
+    into [−1024, 1024)), y the absolute height."""
+
+    tile_x: int
+    tile_z: int
+    x: float
+    y: float
+    z: float
+
+    @property
+    def X(self) -> float:  # noqa: N802 (world axis name)
+        """Absolute X (east), metres."""
+        return self.tile_x * TILE_SIZE + self.x
+
+    @property
+    def Z(self) -> float:  # noqa: N802
+        """Absolute Z (north), metres."""
+        return self.tile_z * TILE_SIZE + self.z
+
+
+class Pose(NamedTuple):
+    """Everything about where a traveller is and which way it faces (one call).
+
+    ``heading`` (rad, wrapped into (−π, π]), ``pitch`` (AX: + = descending),
+    ``grade`` (rise per horizontal metre, −tan pitch) and ``curvature`` (signed 1/R,
+    + = turning right) are all in the direction of travel.
+    """
+
+    tile_x: int
+    tile_z: int
+    x: float
+    y: float
+    z: float
+    heading: float
+    pitch: float
+    grade: float
+    curvature: float
+
+    @property
+    def location(self) -> WorldLocation:
+        return WorldLocation(self.tile_x, self.tile_z, self.x, self.y, self.z)
+
+    @property
+    def xyz(self) -> tuple[float, float, float]:
+        """Absolute (X, Y, Z) in metres."""
+        return (self.tile_x * TILE_SIZE + self.x, self.y, self.tile_z * TILE_SIZE + self.z)
+
+
+def _wrap(a: float) -> float:
+    """Wrap an angle into (−π, π] (unchanged if it is already there)."""
+    if -math.pi < a <= math.pi:
+        return a
+    w = math.fmod(a + math.pi, _TWO_PI)
+    if w < 0:
+        w += _TWO_PI
+    w -= math.pi
+    return math.pi if w == -math.pi else w
+
+
+def _normalise(tile_x: int, tile_z: int, x: float, z: float) -> tuple[int, int, float, float]:
+    kx = math.floor((x + 1024.0) / TILE_SIZE)
+    kz = math.floor((z + 1024.0) / TILE_SIZE)
+    return tile_x + kx, tile_z + kz, x - kx * TILE_SIZE, z - kz * TILE_SIZE
+
+
+# -- the network the travellers of one route share ---------------------------------------
+
+
+class _Net:
+    """Plain-Python tables of one route for fast scalar stepping (cached per route)."""
+
+    def __init__(self, route: Route) -> None:
+        self.route = route
+        nodes = route.tdb.nodes
+        self.nodes = nodes
+        n = len(nodes)
+        self.n_nodes = n
+        geom = track_geometry(route)
+        self.geom = geom
+        kind = [_NONE] * n
+        pins: list[tuple[tuple[int, int], ...]] = [()] * n
+        first = [0] * n
+        count = [0] * n
+        for node in nodes[1:]:
+            if node is None:
+                continue
+            i = node.index
+            if not 0 < i < n:
+                continue
+            pins[i] = tuple((p.link, p.direction) for p in node.pins)
+            if isinstance(node, VectorNode):
+                kind[i] = _VECTOR
+                first[i] = node.first_section
+                count[i] = node.section_count
+            elif isinstance(node, JunctionNode):
+                kind[i] = _JUNCTION
+            elif isinstance(node, EndNode):
+                kind[i] = _END
+        self.kind, self.pins, self.first, self.count = kind, pins, first, count
+        self.first_a = np.array(first, dtype=np.int64)
+
+        known = geom.known & np.isfinite(geom.length)
+        length = np.where(known, geom.length, 0.0)
+        curved = known & ~np.isnan(geom.radius)
+        self.length_a = length
+        self.length = length.tolist()
+        self.curved = curved.tolist()
+        self.radius = np.where(curved, geom.radius, 0.0).tolist()
+        sign = np.sign(np.where(curved, geom.angle, 0.0))
+        self.sign = np.where(sign == 0, 1.0, sign).tolist()
+        self.curv_a = np.where(curved, np.divide(sign, np.where(curved, geom.radius, 1.0)), 0.0)
+        self.curv = self.curv_a.tolist()
+        self.tile_x = geom.tile_x.tolist()
+        self.tile_z = geom.tile_z.tolist()
+        self.x, self.y, self.z = geom.x.tolist(), geom.y.tolist(), geom.z.tolist()
+        self.ax, self.ay, self.az = geom.ax.tolist(), geom.ay.tolist(), geom.az.tolist()
+        self.sax, self.cax = np.sin(geom.ax).tolist(), np.cos(geom.ax).tolist()
+        self.say, self.cay = np.sin(geom.ay).tolist(), np.cos(geom.ay).tolist()
+        self.saz, self.caz = np.sin(geom.az).tolist(), np.cos(geom.az).tolist()
+        self.tan_ax = np.tan(geom.ax).tolist()
+        self.known = known.tolist()
+
+        # Offsets of every section start from its node start (metres), per row and node.
+        nrows = len(length)
+        row_start = np.zeros(nrows)
+        node_len = [0.0] * n
+        cum: list[list[float]] = [[0.0]] * n
+        for i in range(1, n):
+            if kind[i] == _VECTOR and count[i]:
+                a, c = first[i], count[i]
+                cs = np.concatenate([[0.0], np.cumsum(length[a:a + c])])
+                row_start[a:a + c] = cs[:-1]
+                cum[i] = cs.tolist()
+                node_len[i] = float(cs[-1])
+        self.row_start_a = row_start
+        self.row_start = row_start.tolist()
+        self.cum = cum
+        self.node_len = node_len
+
+        # Default switch positions: the shape's MainRoute (0 if the shape is unknown).
+        main = [0] * n
+        for i in range(1, n):
+            if kind[i] == _JUNCTION:
+                shape = route.tsection.shape(nodes[i].shape_index)
+                main[i] = int(shape.main_route) if shape is not None else 0
+        self.main_route = main
+        # A walk that makes no progress for this many steps is in a loop of zero-length
+        # nodes and sections: it stops there.
+        self.stall_limit = 2 * (n + nrows) + 16
+
+    def valid_link(self, link: int) -> bool:
+        return 0 < link < self.n_nodes and self.kind[link] != _NONE
+
+
+def _net(route: Route) -> _Net:
+    return cached(route, "traveller-net", lambda: _Net(route))
+
+
+# -- switches ------------------------------------------------------------------------
+
+
+class Switches:
+    """The selected route of every junction of a route, shared by the travellers of
+    one network (spec §6.2, §12.7).
+
+    A junction's route ``k`` leaves by its TrPins[1 + k]. Junctions not set explicitly
+    use their TrackShape's MainRoute (0 if the shape is not in tsection.dat).
+    Index with a junction node index: ``switches[j]``, ``switches[j] = 1``.
+    """
+
+    __slots__ = ("_net", "_set")
+
+    def __init__(self, route: Route, settings: dict[int, int] | None = None) -> None:
+        self._net = _net(route)
+        self._set: dict[int, int] = {}
+        for j, r in (settings or {}).items():
+            self.set(j, r)
+
+    @property
+    def route(self) -> Route:
+        return self._net.route
+
+    def _check(self, junction: int) -> int:
+        j = int(junction)
+        if not (0 < j < self._net.n_nodes and self._net.kind[j] == _JUNCTION):
+            raise TravellerError(f"node {junction!r} is not a junction node")
+        return j
+
+    def main_route(self, junction: int) -> int:
+        """The default route of ``junction`` (its shape's MainRoute)."""
+        return self._net.main_route[self._check(junction)]
+
+    def get(self, junction: int) -> int:
+        """The selected route of ``junction`` (0 → TrPins[1], 1 → TrPins[2])."""
+        j = self._check(junction)
+        return self._set.get(j, self._net.main_route[j])
+
+    __getitem__ = get
+
+    def set(self, junction: int, route: int) -> None:
+        """Select ``route`` (0 or 1; any route with a branch pin) at ``junction``."""
+        j = self._check(junction)
+        r = int(route)
+        branches = len(self._net.pins[j]) - 1
+        if not 0 <= r < max(branches, 1):
+            raise TravellerError(f"junction {j} has {branches} branch pin(s): no route {route!r}")
+        self._set[j] = r
+
+    __setitem__ = set
+
+    def reset(self, junction: int | None = None) -> None:
+        """Back to the default (MainRoute) position: one junction, or all."""
+        if junction is None:
+            self._set.clear()
+        else:
+            self._set.pop(self._check(junction), None)
+
+    def align_trailing(self, junction: int, from_node: int, pin: int | None = None) -> bool:
+        """Run a trailing switch through (spec §12.7): a train that enters ``junction``
+        from ``from_node`` on branch pin i (1 or 2) sets the selected route to i − 1.
+        Coming from the trunk (pin 0) changes nothing. ``pin`` (the entry pin, if
+        known) settles a node linked on several pins; otherwise the last branch pin
+        linking to ``from_node`` counts, as Open Rails finds the entry pin. Returns
+        whether the switch is now aligned for that branch."""
+        j = self._check(junction)
+        pins = self._net.pins[j]
+        if pin is None:
+            hits = [i for i, (link, _d) in enumerate(pins) if link == from_node]
+            if not hits or hits[-1] == 0:
+                return False
+            pin = hits[-1]
+        if not (1 <= pin < len(pins)) or pins[pin][0] != from_node:
+            return False
+        self._set[j] = pin - 1
+        return True
+
+    def items(self) -> Iterator[tuple[int, int]]:
+        """(junction, route) for the junctions set explicitly."""
+        return iter(sorted(self._set.items()))
+
+    def copy(self) -> Switches:
+        s = Switches.__new__(Switches)
+        s._net = self._net
+        s._set = dict(self._set)
+        return s
+
+    def __len__(self) -> int:
+        return len(self._set)
+
+    def __repr__(self) -> str:
+        return f"Switches({dict(self.items())!r})"
+
+
+# -- track items along their nodes -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ItemPosition:
+    """Where a track item is on a vector node that references it.
+
+    ``offset`` is metres from the node start, from the item's TrItemRData position
+    projected onto the node (``source`` "rdata"; ``lateral`` its distance to the right
+    of the centre line) or, without RData, its TrItemSData distance ("sdata").
+    """
+
+    item: TrItem
+    node_index: int
+    offset: float
+    lateral: float
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class PassedItem:
+    """A track item passed during a move.
+
+    ``distance`` is the distance travelled (≥ 0) from the start of the move to the
+    item; ``direction`` the direction of motion through the node (1 = along the
+    node's forward direction): compare it with a signal's ``direction``.
+    """
+
+    item: TrItem
+    distance: float
+    node_index: int
+    offset: float
+    direction: int
+
+
+class _ItemTable:
+    def __init__(self, by_node: dict[int, tuple[ItemPosition, ...]]) -> None:
+        self.by_node = by_node
+        self.offsets = {n: [p.offset for p in v] for n, v in by_node.items()}
+
+
+def _item_table(route: Route) -> _ItemTable:
+    def build() -> _ItemTable:
+        net = _net(route)
+        geom = net.geom
+        items = route.tdb.items
+        pair_node: list[int] = []
+        pair_item: list[int] = []
+        fallback: list[ItemPosition] = []
+        for i in range(1, net.n_nodes):
+            if net.kind[i] != _VECTOR:
+                continue
+            for ref in net.nodes[i].item_refs:
+                if not 0 <= ref < len(items):
+                    continue
+                it = items[ref]
+                if it.r_data is not None and net.count[i]:
+                    pair_node.append(i)
+                    pair_item.append(ref)
+                elif it.s_data is not None:
+                    off = min(max(float(it.s_data.distance), 0.0), net.node_len[i])
+                    fallback.append(ItemPosition(it, i, off, math.nan, "sdata"))
+        found: list[ItemPosition] = list(fallback)
+        if pair_node:
+            pn = np.array(pair_node, dtype=np.int64)
+            cnt = np.array([net.count[i] for i in pair_node], dtype=np.int64)
+            fst = np.array([net.first[i] for i in pair_node], dtype=np.int64)
+            rep = np.repeat(np.arange(len(pn)), cnt)
+            start = np.cumsum(cnt) - cnt
+            rows = fst[rep] + (np.arange(len(rep)) - np.repeat(start, cnt))
+            rd = [items[k].r_data for k in pair_item]
+            tx = np.array([r.tile_x for r in rd], dtype=np.int64)[rep]
+            tz = np.array([r.tile_z for r in rd], dtype=np.int64)[rep]
+            px = np.array([r.x for r in rd])[rep]
+            pz = np.array([r.z for r in rd])[rep]
+            lat, lon = locate_in_section(geom, rows, tx, tz, px, pz)
+            length = net.length_a[rows]
+            excess = np.maximum(np.maximum(-lon, lon - length), 0.0)
+            dist = np.hypot(lat, excess)
+            dist = np.where(np.isfinite(dist) & np.array(net.known)[rows], dist, np.inf)
+            order = np.lexsort((rows, dist, rep))
+            firsts = order[np.r_[True, rep[order][1:] != rep[order][:-1]]]
+            for k in firsts:
+                p = int(rep[k])
+                node = pair_node[p]
+                if not np.isfinite(dist[k]):
+                    it = items[pair_item[p]]
+                    if it.s_data is not None:
+                        off = min(max(float(it.s_data.distance), 0.0), net.node_len[node])
+                        found.append(ItemPosition(it, node, off, math.nan, "sdata"))
+                    continue
+                r = int(rows[k])
+                soff = min(max(float(lon[k]), 0.0), net.length[r])
+                off = min(max(net.row_start[r] + soff, 0.0), net.node_len[node])
+                found.append(ItemPosition(items[pair_item[p]], node, off, float(lat[k]), "rdata"))
+        by_node: dict[int, list[ItemPosition]] = {}
+        for p in found:
+            by_node.setdefault(p.node_index, []).append(p)
+        return _ItemTable({n: tuple(sorted(v, key=lambda p: (p.offset, p.item.index)))
+                           for n, v in sorted(by_node.items())})
+
+    return cached(route, "traveller-items", build)
+
+
+def item_positions(route: Route) -> dict[int, tuple[ItemPosition, ...]]:
+    """Every referenced track item's position along its vector node(s): node index →
+    positions sorted by offset (cached per route)."""
+    return dict(_item_table(route).by_node)
+
+
+# -- locating points -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Located:
+    """The result of :meth:`Traveller.locate_many` (arrays, one entry per point).
+
+    Where ``found`` is False: node 0, section and row −1, offsets and lateral NaN.
+    ``section`` is the section's position in its node, ``row`` its row in
+    ``route.tdb.sections``; ``offset`` metres from the node start, ``section_offset``
+    metres from the section start (may be down to −margin), ``lateral`` metres to the
+    right of the centre line in that section (+ = right in the node's forward
+    direction). The node was chosen by the lateral of its first accepting section
+    (Open Rails' rule), which differs from ``lateral`` by at most a join's kink.
+    """
+
+    route: Route
+    found: np.ndarray
+    node: np.ndarray
+    section: np.ndarray
+    row: np.ndarray
+    offset: np.ndarray
+    section_offset: np.ndarray
+    lateral: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.found)
+
+    @property
+    def found_fraction(self) -> float:
+        return float(self.found.mean()) if len(self.found) else 0.0
+
+    def traveller(self, i: int, *, switches: Switches | None = None) -> Traveller:
+        """A forward traveller at point ``i`` (which must have been found)."""
+        if not self.found[i]:
+            raise TravellerError(f"point {i} is not on the track")
+        return Traveller._at_row(self.route, int(self.row[i]), float(self.section_offset[i]),
+                                 FORWARD, switches)
+
+
+def _as_points(tile_x, tile_z, x, z) -> tuple[np.ndarray, ...]:
+    tx, tz, px, pz = np.broadcast_arrays(np.asarray(tile_x), np.asarray(tile_z),
+                                         np.asarray(x, dtype=np.float64),
+                                         np.asarray(z, dtype=np.float64))
+    tx = np.atleast_1d(tx).ravel()
+    tz = np.atleast_1d(tz).ravel()
+    if not (np.issubdtype(tx.dtype, np.integer) and np.issubdtype(tz.dtype, np.integer)):
+        if not (np.all(np.isfinite(tx)) and np.all(np.isfinite(tz))
+                and np.array_equal(tx, np.round(tx)) and np.array_equal(tz, np.round(tz))):
+            raise TravellerError("tile numbers must be whole numbers")
+    return (tx.astype(np.int64), tz.astype(np.int64), np.atleast_1d(px).ravel(),
+            np.atleast_1d(pz).ravel())
+
+
+def _locate(route: Route, tile_x, tile_z, x, z, max_lateral: float, margin: float) -> Located:
+    if not (max_lateral >= 0 and margin >= 0):
+        raise TravellerError(f"max_lateral and margin must be >= 0, got {max_lateral!r}, {margin!r}")
+    tx, tz, px, pz = _as_points(tile_x, tile_z, x, z)
+    n = len(tx)
+    net = _net(route)
+    geom = net.geom
+    grid = section_grid(route, pad=max(3.0, float(max_lateral) + float(margin)))
+    X = tx * TILE_SIZE + px
+    Z = tz * TILE_SIZE + pz
+    pi, rows = grid.pairs(X, Z)
+    found = np.zeros(n, dtype=bool)
+    node = np.zeros(n, dtype=np.int64)
+    sec = np.full(n, -1, dtype=np.int64)
+    row = np.full(n, -1, dtype=np.int64)
+    off = np.full(n, np.nan)
+    soff = np.full(n, np.nan)
+    lat_out = np.full(n, np.nan)
+    if len(rows):
+        lat, lon = locate_in_section(geom, rows, tx[pi], tz[pi], px[pi], pz[pi])
+        length = net.length_a[rows]
+        with np.errstate(invalid="ignore"):
+            ok = (np.abs(lat) <= max_lateral) & (lon >= -margin) & (lon <= length + margin)
+        pi, rows, lat, lon, length = pi[ok], rows[ok], lat[ok], lon[ok], length[ok]
+        if len(rows):
+            nd = geom.node[rows]
+            # The first accepting section of each node: rows of a point come in
+            # ascending order and a node's rows are contiguous.
+            o = np.lexsort((rows, nd, pi))
+            pi, rows, lat, lon, length, nd = pi[o], rows[o], lat[o], lon[o], length[o], nd[o]
+            first = np.r_[True, (pi[1:] != pi[:-1]) | (nd[1:] != nd[:-1])]
+            group = np.cumsum(first) - 1                 # (point, node) group of each pair
+            g_first = np.flatnonzero(first)              # the first accepting section
+            # The first later section of the group that has the point within its
+            # length (the section the point is really in, past the first one's end).
+            inside = ~first & (lon >= 0) & (lon <= length)
+            g_inside = np.full(len(g_first), -1, dtype=np.int64)
+            k_in = np.flatnonzero(inside)
+            if len(k_in):
+                gk = group[k_in]
+                keep = np.r_[True, gk[1:] != gk[:-1]]
+                g_inside[gk[keep]] = k_in[keep]
+            # Then the smallest |lateral| of the first sections, ties to the lowest node.
+            gp, gl, gn = pi[g_first], lat[g_first], nd[g_first]
+            o = np.lexsort((gn, np.abs(gl), gp))
+            o = o[np.r_[True, gp[o][1:] != gp[o][:-1]]]    # winning groups
+            k = g_first[o]
+            p = pi[k]
+            r = rows[k].copy()
+            s_off = lon[k].copy()
+            # Open Rails clips lon at the first section's far end, up to 0.5 m short of
+            # a point in the next section: use the section holding the point instead.
+            past = s_off > length[k]
+            use = past & (g_inside[o] >= 0)
+            ki = g_inside[o][use]
+            la = lat[k].copy()
+            r[use] = rows[ki]
+            s_off[use] = lon[ki]
+            la[use] = lat[ki]
+            found[p] = True
+            node[p] = nd[k]
+            row[p] = r
+            soff[p] = s_off
+            lat_out[p] = la
+            # Past the first section with no later section holding it (a gap or the
+            # node end): carry the excess on along the node, stopping at its end.
+            for j in np.flatnonzero(past & ~use):
+                pj, rj = int(p[j]), int(r[j])
+                n_ = int(nd[k[j]])
+                o_ = min(net.row_start[rj] + float(s_off[j]), net.node_len[n_])
+                cum = net.cum[n_]
+                s_ = min(max(bisect_right(cum, o_) - 1, 0), net.count[n_] - 1)
+                row[pj] = net.first[n_] + s_
+                soff[pj] = o_ - cum[s_]
+            ok = found
+            sec[ok] = row[ok] - net.first_a[node[ok]]
+            off[ok] = net.row_start_a[row[ok]] + soff[ok]
+    return Located(route, found, node, sec, row, off, soff, lat_out)
+
+
+def nearest_track(route: Route, tile_x: int, tile_z: int, x: float, z: float) -> tuple[float, int] | None:
+    """Horizontal distance (m) from a world point to the nearest track centre line,
+    and that track's node index (a scan of every section: for messages and checks,
+    not for speed). None if the route has no track."""
+    net = _net(route)
+    geom = net.geom
+    rows = np.flatnonzero(np.array(net.known, dtype=bool))
+    if len(rows) == 0:
+        return None
+    lat, lon = locate_in_section(geom, rows, tile_x, tile_z, x, z)
+    length = net.length_a[rows]
+    X = tile_x * TILE_SIZE + x
+    Z = tile_z * TILE_SIZE + z
+    s = point_at(geom, rows, 0.0)
+    e = point_at(geom, rows, length)
+    ds = np.hypot(s.X - X, s.Z - Z)
+    de = np.hypot(e.X - X, e.Z - Z)
+    inside = (lon >= 0) & (lon <= length)
+    d = np.where(inside, np.minimum(np.abs(lat), np.minimum(ds, de)), np.minimum(ds, de))
+    k = int(np.nanargmin(d))
+    return float(d[k]), int(geom.node[rows[k]])
+
+
+# -- the traveller ---------------------------------------------------------------------
+
+
+class Traveller:
+    """A position and direction on the track network of a route (spec §12).
+
+    ``Traveller(route, node_index, offset=0.0, direction=FORWARD, switches=None)``
+    places a traveller ``offset`` metres from the start of a vector node (or on a
+    junction/end node, offset 0). :meth:`at` places one from a world point. Without
+    ``switches`` a traveller gets its own :class:`Switches` (default positions);
+    copies share their original's. With ``align_trailing=True`` a traveller that
+    enters a junction from a branch runs that switch through (§12.7).
+    """
+
+    __slots__ = ("_net", "_switches", "_node", "_kind", "_sec", "_row", "_soff", "_dir",
+                 "_entry_pin", "_align")
+
+    def __init__(self, route: Route, node_index: int, offset: float = 0.0,
+                 direction: int = FORWARD, *, switches: Switches | None = None,
+                 align_trailing: bool = False) -> None:
+        net = _net(route)
+        self._setup(net, switches, direction, align_trailing)
+        i = int(node_index)
+        if not net.valid_link(i):
+            raise TravellerError(f"no track node {node_index!r} (the route has nodes 1..{net.n_nodes - 1})")
+        off = float(offset)
+        if not math.isfinite(off):
+            raise TravellerError(f"offset must be a finite number of metres, got {offset!r}")
+        self._node = i
+        self._kind = net.kind[i]
+        if self._kind == _VECTOR and net.count[i]:
+            cum = net.cum[i]
+            total = cum[-1]
+            if not -INIT_ERROR_MARGIN <= off <= total + INIT_ERROR_MARGIN:
+                raise TravellerError(f"offset {off} m is outside node {i} (length {total:.3f} m)")
+            k = min(max(bisect_right(cum, off) - 1, 0), net.count[i] - 1)
+            self._sec = k
+            self._row = net.first[i] + k
+            self._soff = off - cum[k]
+        else:
+            self._sec = -1
+            self._row = -1
+            self._soff = 0.0
+
+    def _setup(self, net: _Net, switches: Switches | None, direction, align: bool) -> None:
+        if direction not in (0, 1):
+            raise TravellerError(f"direction must be 1 (forward) or 0 (backward), got {direction!r}")
+        if switches is not None and switches._net is not net:
+            raise TravellerError("the switches belong to another route")
+        self._net = net
+        self._switches = switches if switches is not None else Switches(net.route)
+        self._dir = int(direction)
+        self._entry_pin = -1
+        self._align = bool(align)
+
+    @classmethod
+    def _at_row(cls, route: Route, row: int, section_offset: float, direction: int,
+                switches: Switches | None, align_trailing: bool = False) -> Traveller:
+        net = _net(route)
+        t = cls.__new__(cls)
+        t._setup(net, switches, direction, align_trailing)
+        node = int(net.geom.node[row])
+        t._node = node
+        t._kind = net.kind[node]
+        t._sec = row - net.first[node]
+        t._row = row
+        t._soff = float(section_offset)
+        return t
+
+    # -- placing from world points -------------------------------------------------
+    @classmethod
+    def at(cls, route: Route, tile_x: int, tile_z: int, x: float, z: float, *,
+           max_lateral: float = MAX_CENTERLINE_OFFSET, margin: float = INIT_ERROR_MARGIN,
+           switches: Switches | None = None, align_trailing: bool = False) -> Traveller:
+        """A forward traveller at the track point nearest to the world point
+        (tile_x, tile_z, x, z) by the modern Open Rails rule (module docstring).
+        Height is ignored. Raises :class:`TravellerError` when no section accepts
+        the point, giving the distance to the nearest track."""
+        loc = _locate(route, [tile_x], [tile_z], [x], [z], max_lateral, margin)
+        if not loc.found[0]:
+            near = nearest_track(route, int(tile_x), int(tile_z), float(x), float(z))
+            where = f"tile ({tile_x}, {tile_z}) x={float(x):.3f} z={float(z):.3f}"
+            if near is None:
+                raise TravellerError(f"no track near {where}: the route has no track sections")
+            raise TravellerError(
+                f"no track within {max_lateral} m of {where}: the nearest track centre line "
+                f"is {near[0]:.2f} m away (node {near[1]})")
+        return cls._at_row(route, int(loc.row[0]), float(loc.section_offset[0]), FORWARD,
+                           switches, align_trailing)
+
+    @staticmethod
+    def locate_many(route: Route, tile_x, tile_z, x, z, *,
+                    max_lateral: float = MAX_CENTERLINE_OFFSET,
+                    margin: float = INIT_ERROR_MARGIN) -> Located:
+        """:meth:`at` for many points at once (arrays broadcast together), vectorised.
+        Points off the track are reported in :attr:`Located.found` (no error)."""
+        return _locate(route, tile_x, tile_z, x, z, max_lateral, margin)
+
+    # -- state ---------------------------------------------------------------------
+    @property
+    def route(self) -> Route:
+        return self._net.route
+
+    @property
+    def switches(self) -> Switches:
+        return self._switches
+
+    @property
+    def node_index(self) -> int:
+        return self._node
+
+    @property
+    def node(self):
+        """The current TrackNode (VectorNode, JunctionNode or EndNode)."""
+        return self._net.nodes[self._node]
+
+    @property
+    def section_index(self) -> int:
+        """Position of the current section in its node (−1 on junctions/end nodes)."""
+        return self._sec
+
+    @property
+    def section_row(self) -> int:
+        """Row of the current section in ``route.tdb.sections`` (−1 if none)."""
+        return self._row
+
+    @property
+    def section_offset(self) -> float:
+        """Metres from the start of the current section (0 if none)."""
+        return self._soff
+
+    @property
+    def direction(self) -> int:
+        """1 (:data:`FORWARD`) or 0 (:data:`BACKWARD`)."""
+        return self._dir
+
+    @direction.setter
+    def direction(self, value: int) -> None:
+        if value not in (0, 1):
+            raise TravellerError(f"direction must be 1 (forward) or 0 (backward), got {value!r}")
+        self._dir = int(value)
+
+    @property
+    def is_forward(self) -> bool:
+        return self._dir == FORWARD
+
+    @property
+    def is_on_track(self) -> bool:
+        """On a vector node (junctions and end nodes are not track)."""
+        return self._kind == _VECTOR
+
+    @property
+    def is_junction(self) -> bool:
+        return self._kind == _JUNCTION
+
+    @property
+    def is_end(self) -> bool:
+        return self._kind == _END
+
+    @property
+    def junction_entry_pin(self) -> int:
+        """Index of the pin of the current node through which the last node change
+        came in (Open Rails' JunctionEntryPinIndex; −1 if none)."""
+        return self._entry_pin
+
+    @property
+    def offset(self) -> float:
+        """Metres from the start of the current vector node, whatever the direction
+        (0 on junction and end nodes; slightly negative just after placing a point
+        up to 0.5 m before the node start)."""
+        if self._row < 0:
+            return 0.0
+        return self._net.row_start[self._row] + self._soff
+
+    @property
+    def track_node_length(self) -> float:
+        """Length of the current node in metres (0 for junctions and end nodes)."""
+        return self._net.node_len[self._node]
+
+    @property
+    def track_node_offset(self) -> float:
+        """Metres down the current node in the direction of travel (Open Rails'
+        TrackNodeOffset): :attr:`offset` forward, length − offset backward."""
+        if self._row < 0:
+            return 0.0
+        off = self._net.row_start[self._row] + self._soff
+        return off if self._dir else self._net.node_len[self._node] - off
+
+    @property
+    def state(self) -> tuple[int, int, float, int]:
+        """(node_index, section_index, offset, direction)."""
+        return (self._node, self._sec, self.offset, self._dir)
+
+    def __repr__(self) -> str:
+        d = "forward" if self._dir else "backward"
+        kind = {_VECTOR: "", _JUNCTION: " junction", _END: " end"}.get(self._kind, "")
+        return (f"Traveller(node={self._node}{kind}, section={self._sec}, "
+                f"offset={self.offset:.3f} m, {d})")
+
+    # -- position ------------------------------------------------------------------
+    def _anchor(self) -> tuple[int, float, bool] | None:
+        """(row, section offset, walking that row forward?) giving the position."""
+        if self._row >= 0:
+            return self._row, self._soff, self._dir == FORWARD
+        net = self._net
+        for k, (link, pdir) in enumerate(net.pins[self._node]):
+            if net.valid_link(link) and net.kind[link] == _VECTOR and net.count[link]:
+                # A traveller leaving by pin k has direction 0 here for pin 0, else 1.
+                leave_dir = 0 if k == 0 else 1
+                if pdir > 0:
+                    row, soff = net.first[link], 0.0
+                else:
+                    row = net.first[link] + net.count[link] - 1
+                    soff = net.length[row]
+                return row, soff, (self._dir == leave_dir) == (pdir > 0)
+        return None
+
+    def pose(self) -> Pose:
+        """Location, heading, pitch, grade and curvature in one go (spec §11, §12.5)."""
+        a = self._anchor()
+        if a is None:
+            nan = math.nan
+            return Pose(0, 0, nan, nan, nan, nan, nan, nan, nan)
+        row, off, fwd = a
+        net = self._net
+        if net.curved[row]:
+            r = net.radius[row]
+            s = net.sign[row]
+            th = off / r
+            h = math.sin(0.5 * th)
+            lat = s * r * 2.0 * h * h
+            f = r * math.sin(th)
+            dh = s * th
+        else:
+            lat = 0.0
+            f = off
+            dh = 0.0
+        sax, cax = net.sax[row], net.cax[row]
+        say, cay = net.say[row], net.cay[row]
+        saz, caz = net.saz[row], net.caz[row]
+        g = lat * saz * sax + f * cax
+        x = net.x[row] + lat * caz * cay + g * say
+        y = net.y[row] + lat * saz * cax - f * sax
+        z = net.z[row] - lat * caz * say + g * cay
+        tx, tz, x, z = _normalise(net.tile_x[row], net.tile_z[row], x, z)
+        heading = net.ay[row] + dh
+        pitch = net.ax[row]
+        grade = -net.tan_ax[row]
+        curv = net.curv[row]
+        if not fwd:
+            heading += math.pi
+            pitch = -pitch
+            grade = -grade
+            curv = -curv
+        return Pose(tx, tz, x, y, z, _wrap(heading), _wrap(pitch), grade, curv)
+
+    @property
+    def location(self) -> WorldLocation:
+        """World position (tile_x, tile_z, x, y, z), x and z normalised to their tile."""
+        p = self.pose()
+        return WorldLocation(p.tile_x, p.tile_z, p.x, p.y, p.z)
+
+    @property
+    def heading(self) -> float:
+        """Heading of the direction of travel (rad from +Z towards +X, (−π, π])."""
+        return self.pose().heading
+
+    @property
+    def pitch(self) -> float:
+        """AX in the direction of travel (+ = descending; negated when backward)."""
+        return self.pose().pitch
+
+    @property
+    def grade(self) -> float:
+        """Rise per horizontal metre in the direction of travel (−tan AX forward)."""
+        return self.pose().grade
+
+    @property
+    def curvature(self) -> float:
+        """Signed 1/R in the direction of travel (+ = turning right, 0 on straights)."""
+        return self.pose().curvature
+
+    # -- direction and copies ------------------------------------------------------
+    def reverse(self) -> Traveller:
+        """Turn round in place (heading + π, pitch, grade and curvature negated,
+        :attr:`track_node_offset` becomes length − offset). Returns self."""
+        self._dir ^= 1
+        return self
+
+    def copy(self, reverse: bool = False) -> Traveller:
+        """An independent traveller at the same place sharing the same switches."""
+        t = Traveller.__new__(Traveller)
+        t._net = self._net
+        t._switches = self._switches
+        t._node, t._kind, t._sec, t._row = self._node, self._kind, self._sec, self._row
+        t._soff, t._dir, t._entry_pin, t._align = self._soff, self._dir, self._entry_pin, self._align
+        if reverse:
+            t._dir ^= 1
+        return t
+
+    __copy__ = copy
+
+    # -- stepping (spec §12.4) -----------------------------------------------------
+    def next_section(self) -> bool:
+        """Step to the next section of this node in the direction of travel (offset 0
+        forward, the section's length backward), or else to the next node
+        (:meth:`next_track_node`). False at the end of the track."""
+        if self._row >= 0:
+            if self._dir:
+                if self._sec < self._net.count[self._node] - 1:
+                    self._sec += 1
+                    self._row += 1
+                    self._soff = 0.0
+                    return True
+            elif self._sec > 0:
+                self._sec -= 1
+                self._row -= 1
+                self._soff = self._net.length[self._row]
+                return True
+        return self.next_track_node()
+
+    def next_track_node(self) -> bool:
+        """Step into the next node by the pDirection table (module docstring). False,
+        and nothing changes, when there is no exit pin or it links nowhere."""
+        net = self._net
+        node = self._node
+        pins = net.pins[node]
+        if self._dir:
+            pin = 1
+            if self._kind == _JUNCTION:
+                pin += self._switches.get(node)
+        else:
+            pin = 0
+        if pin >= len(pins):
+            return False
+        link, pdir = pins[pin]
+        if not (0 < link < net.n_nodes) or net.kind[link] == _NONE:
+            return False
+        d = 1 if pdir > 0 else 0
+        kind = net.kind[link]
+        self._node = link
+        self._kind = kind
+        self._dir = d
+        c = net.count[link]
+        if kind == _VECTOR and c:
+            if d:
+                self._sec = 0
+                self._row = net.first[link]
+                self._soff = 0.0
+            else:
+                self._sec = c - 1
+                self._row = net.first[link] + c - 1
+                self._soff = net.length[self._row]
+        else:
+            self._sec = -1
+            self._row = -1
+            self._soff = 0.0
+        entry = -1
+        for i, (back, _d) in enumerate(net.pins[link]):
+            if back == node:
+                entry = i
+        self._entry_pin = entry
+        if self._align and kind == _JUNCTION and entry >= 1:
+            self._switches.align_trailing(link, node, entry)
+        return True
+
+    # -- moving (spec §12.3) -------------------------------------------------------
+    def move(self, distance: float) -> float:
+        """Move ``distance`` metres along the track (negative: backwards, the
+        direction is kept). Returns the distance *not* travelled, with the sign of
+        ``distance``: 0 unless the track ran out, except that, as in Open Rails, a
+        rest below 1 mm (:data:`MIN_MOVE`) at a section end is not carried into
+        the next section (it is returned: ``abs(rest) < 0.001``)."""
+        d = float(distance)
+        if d != d:
+            d = 0.0
+        if d < 0:
+            self._dir ^= 1
+            try:
+                return -self._run(-d, None)
+            finally:
+                self._dir ^= 1
+        return self._run(d, None)
+
+    def move_collect(self, distance: float) -> tuple[float, list[PassedItem]]:
+        """:meth:`move`, also returning the track items passed, in the order met.
+
+        An item counts when the traveller reaches it: items exactly at the starting
+        point are not counted (a previous move ended on them), items exactly where
+        the move ends are. Item positions come from :func:`item_positions`.
+        """
+        d = float(distance)
+        if d != d:
+            d = 0.0
+        sink: list[PassedItem] = []
+        if d < 0:
+            self._dir ^= 1
+            try:
+                rest = -self._run(-d, sink)
+            finally:
+                self._dir ^= 1
+        else:
+            rest = self._run(d, sink)
+        return rest, sink
+
+    def _flush(self, sink: list, table: _ItemTable, node: int, direction: int, a: float,
+               b: float, closed: bool, acc: float) -> None:
+        offs = table.offsets.get(node)
+        if not offs:
+            return
+        pos = table.by_node[node]
+        if direction:
+            lo = bisect_left(offs, a - _EPS) if closed else bisect_right(offs, a + _EPS)
+            hi = bisect_right(offs, b + _EPS)
+            for p in pos[lo:hi]:
+                sink.append(PassedItem(p.item, max(acc + p.offset - a, 0.0), node, p.offset, 1))
+        else:
+            lo = bisect_left(offs, b - _EPS)
+            hi = bisect_right(offs, a + _EPS) if closed else bisect_left(offs, a - _EPS)
+            for p in reversed(pos[lo:hi]):
+                sink.append(PassedItem(p.item, max(acc + a - p.offset, 0.0), node, p.offset, 0))
+
+    def _run(self, d: float, sink: list | None) -> float:
+        net = self._net
+        length = net.length
+        count = net.count
+        d0 = d
+        stalled = 0
+        limit = net.stall_limit
+        table = _item_table(net.route) if sink is not None else None
+        seg_node, seg_dir, seg_a, seg_closed, seg_acc = self._node, self._dir, self.offset, False, 0.0
+        open_seg = sink is not None
+        while True:
+            row = self._row
+            if row >= 0:
+                if self._dir:
+                    step = length[row] - self._soff
+                    if d < step:
+                        step = d
+                    self._soff += step
+                else:
+                    step = self._soff
+                    if d < step:
+                        step = d
+                    self._soff -= step
+                d -= step
+                if step > 0:
+                    stalled = 0
+            if d < MIN_MOVE:
+                break
+            stalled += 1
+            if stalled > limit:
+                break
+            # The next section of this node, else the next node.
+            if row >= 0:
+                if self._dir:
+                    if self._sec < count[self._node] - 1:
+                        self._sec += 1
+                        self._row = row + 1
+                        self._soff = 0.0
+                        continue
+                elif self._sec > 0:
+                    self._sec -= 1
+                    self._row = row - 1
+                    self._soff = length[row - 1]
+                    continue
+            if sink is not None:
+                self._flush(sink, table, seg_node, seg_dir, seg_a, self.offset, seg_closed, seg_acc)
+                open_seg = False
+            if not self.next_track_node():
+                break
+            if sink is not None:
+                seg_node, seg_dir, seg_a, seg_closed = self._node, self._dir, self.offset, True
+                seg_acc = d0 - d
+                open_seg = True
+        if sink is not None and open_seg:
+            self._flush(sink, table, seg_node, seg_dir, seg_a, self.offset, seg_closed, seg_acc)
+        return d
+
+    # -- distances along the track (spec §12.6) ------------------------------------
+    def distance_to(self, target: Traveller | Sequence[float], max_distance: float = math.inf,
+                    ) -> float | None:
+        """Distance along the track, ahead in the direction of travel and through the
+        switches as they are set, to ``target``; None if it cannot be reached (behind,
+        on another branch, beyond an end of the track or beyond ``max_distance``).
+
+        ``target`` is a :class:`Traveller` (its node and offset; a target on a
+        junction or end node is reached when the walk enters that node) or a world
+        point ``(tile_x, tile_z, x, z)``, tested section by section as Open Rails
+        does: the first section ahead that accepts the point (2.5 m / 0.5 m) gives
+        the distance, and the walk fails if that section has the point behind; a
+        junction within √0.1 m of the point counts as reaching it.
+        """
+        if isinstance(target, Traveller):
+            if target._net is not self._net:
+                raise TravellerError("the target traveller is on another route")
+            return self._distance_to_node(target._node, target.offset, max_distance)
+        try:
+            tx, tz, x, z = target
+        except (TypeError, ValueError):
+            raise TravellerError("target must be a Traveller or (tile_x, tile_z, x, z)") from None
+        return self._distance_to_point(int(tx), int(tz), float(x), float(z), max_distance)
+
+    def _distance_to_node(self, node: int, offset: float, max_distance: float) -> float | None:
+        t = self.copy()
+        net = self._net
+        acc = 0.0
+        seen: set[tuple[int, int]] = set()
+        while True:
+            if t._row >= 0:
+                c = t.offset
+                if t._node == node:
+                    if t._dir and offset >= c - _EPS:
+                        acc += max(offset - c, 0.0)
+                        return acc if acc <= max_distance else None
+                    if not t._dir and offset <= c + _EPS:
+                        acc += max(c - offset, 0.0)
+                        return acc if acc <= max_distance else None
+                acc += max(net.node_len[t._node] - c, 0.0) if t._dir else max(c, 0.0)
+            elif t._node == node:
+                return acc if acc <= max_distance else None
+            if acc > max_distance:
+                return None
+            key = (t._node, t._dir)
+            if key in seen:
+                return None
+            seen.add(key)
+            if not t.next_track_node():
+                return None
+
+    def _distance_to_point(self, tx: int, tz: int, x: float, z: float,
+                           max_distance: float) -> float | None:
+        t = self.copy()
+        net = self._net
+        geom = net.geom
+        acc = 0.0
+        seen: set[tuple[int, int]] = set()
+        X = tx * TILE_SIZE + x
+        Z = tz * TILE_SIZE + z
+        while acc < max_distance:
+            if t._row >= 0:
+                row = t._row
+                s0 = t._soff
+                length = net.length[row]
+                if net.known[row]:
+                    lat, lon = locate_in_section(geom, row, tx, tz, x, z)
+                    lat, lon = float(lat), float(lon)
+                    if (abs(lat) <= MAX_CENTERLINE_OFFSET
+                            and -INIT_ERROR_MARGIN <= lon <= length + INIT_ERROR_MARGIN):
+                        new = min(lon, length)
+                        if (new < s0 - _EPS) if t._dir else (new > s0 + _EPS):
+                            return None          # the point is behind
+                        acc += abs(new - s0)
+                        return acc if acc <= max_distance else None
+                acc += (length - s0) if t._dir else s0
+            if t._row < 0 or t._sec == (net.count[t._node] - 1 if t._dir else 0):
+                key = (t._node, t._dir)
+                if key in seen:
+                    return None
+                seen.add(key)
+            if not t.next_section():
+                return None
+            if t._kind == _JUNCTION:
+                p = t.pose()
+                if (p.tile_x * TILE_SIZE + p.x - X) ** 2 + (p.tile_z * TILE_SIZE + p.z - Z) ** 2 < 0.1:
+                    return acc if acc <= max_distance else None
+                if not t.next_section():
+                    return None
+            if t._kind == _END:
+                return None
+        return None
