@@ -140,5 +140,159 @@ def parse(file: Path, as_json: bool, lenient: bool) -> None:
     click.echo(format_stf(doc), nl=False)
 
 
+def _load(route: Path | None, no_cache: bool = False, lenient: bool = False):
+    from .formats.route import load_route
+
+    return load_route(route if route is not None else bundled_sample_route(),
+                      cache=not no_cache, strict=not lenient)
+
+
+@main.command()
+@click.argument("route", required=False, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--strict", is_flag=True, help="Exit with status 1 when anything is found.")
+@click.option("--paths/--no-paths", default=True, show_default=True,
+              help="Also check the route's .pat files and resolve each path on the track.")
+@click.option("--lenient", is_flag=True, help="Load the route leniently (defects become findings).")
+@click.option("--gap", type=float, default=0.5, show_default=True,
+              help="Metres above which a join between sections is a gap.")
+@_handle_errors
+def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient: bool, gap: float) -> None:
+    """Check a route for defects: broken or one-way pin links, wrong pin counts, unknown
+    sections, gaps between sections and at node ends, broken item references, items off
+    their track, and paths that do not resolve.
+
+    Every finding has a code, a message, node/item ids and a world location.
+    """
+    from .track.audit import audit_paths, audit_route
+    from .track.paths import resolve_route_paths
+
+    r = _load(route, lenient=lenient)
+    report = audit_route(r, gap_tolerance=gap, node_end_tolerance=gap)
+    data = report.to_json()
+    findings = list(report.findings)
+    path_rows = []
+    if paths:
+        preport = audit_paths(r)
+        data["paths"] = preport.to_json()
+        for name, res, err in resolve_route_paths(r):
+            path_rows.append({"file": name, "ok": bool(res and res.ok), "error": err or None,
+                              "problems": list(res.problems) if res else [],
+                              "length_m": round(res.length, 3) if res else None})
+        data["path_resolution"] = {
+            "files": len(path_rows), "resolved": sum(1 for p in path_rows if p["ok"]),
+            "unresolved": [p for p in path_rows if not p["ok"]]}
+    for w in r.warnings:
+        data.setdefault("load_warnings", []).append(str(w))
+    problems = [f for f in findings if f.severity != "info"]
+    unresolved = [p for p in path_rows if not p["ok"]]
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        c = report.closure
+        click.echo(f"route       {r.name}")
+        click.echo(f"closure     {c['joins']} joins: p50 {c['p50'] * 1000:.2f} mm, p99 "
+                   f"{c['p99'] * 1000:.2f} mm, max {c['max']:.3f} m" if c["joins"] else "closure     no joins")
+        counts = report.counts
+        click.echo("findings    " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "none"))
+        for f in findings[:50]:
+            click.echo(f"  [{f.severity}] {f}")
+        if len(findings) > 50:
+            click.echo(f"  … {len(findings) - 50} more (use --json for all)")
+        if paths:
+            pr = data["path_resolution"]
+            click.echo(f"paths       {pr['resolved']} of {pr['files']} resolve to a continuous route")
+            for p in unresolved[:30]:
+                why = p["error"] or "; ".join(p["problems"])
+                click.echo(f"  {p['file']}: {why}")
+            if len(unresolved) > 30:
+                click.echo(f"  … {len(unresolved) - 30} more (use --json for all)")
+    if strict and (problems or unresolved):
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+@main.command()
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--tile", nargs=2, type=int, required=True, metavar="TX TZ", help="Tile of the point.")
+@click.option("--pos", nargs=2, type=float, required=True, metavar="X Z",
+              help="Position in the tile (metres from its centre).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@_handle_errors
+def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json: bool) -> None:
+    """Find the track at a world point: node, section, offset, heading, grade, curvature."""
+    import math
+
+    from .track.traveller import Traveller
+
+    r = _load(route)
+    found = Traveller.locate_many(r, [tile[0]], [tile[1]], [pos[0]], [pos[1]])
+    if not found.found[0]:
+        Traveller.at(r, tile[0], tile[1], pos[0], pos[1])  # raises with the nearest distance
+    t = found.traveller(0)
+    p = t.pose()
+    row = t.section_row
+    d = {
+        "node": t.node_index, "node_kind": type(t.node).__name__, "section": t.section_index,
+        "section_id": int(r.tdb.sections.section_index[row]), "offset": t.offset,
+        "node_length": t.track_node_length, "direction": t.direction,
+        "lateral": float(found.lateral[0]),
+        "location": {"tile_x": p.tile_x, "tile_z": p.tile_z, "x": p.x, "y": p.y, "z": p.z},
+        "heading_deg": math.degrees(p.heading), "pitch": p.pitch,
+        "grade_permille": p.grade * 1000.0, "curvature": p.curvature,
+        "radius": 1.0 / abs(p.curvature) if p.curvature else None,
+    }
+    if as_json:
+        click.echo(json.dumps(d, indent=2))
+        return
+    loc = d["location"]
+    click.echo(f"node {d['node']} ({d['node_kind']}), section {d['section']} (id {d['section_id']}), "
+               f"offset {d['offset']:.3f} m of {d['node_length']:.3f} m")
+    click.echo(f"at tile ({loc['tile_x']}, {loc['tile_z']}) x {loc['x']:.3f} y {loc['y']:.3f} "
+               f"z {loc['z']:.3f}, {d['lateral']:+.3f} m right of the centre line")
+    click.echo(f"heading {d['heading_deg']:.3f}°, grade {d['grade_permille']:+.2f} ‰, curvature "
+               f"{d['curvature']:+.6f} 1/m" + (f" (R {d['radius']:.1f} m)" if d["radius"] else ""))
+
+
+@main.command()
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--path", "path_file", type=click.Path(path_type=Path), help="A .pat path to follow.")
+@click.option("--from-tile", nargs=2, type=int, metavar="TX TZ", help="Start tile (with --from-pos).")
+@click.option("--from-pos", nargs=2, type=float, metavar="X Z", help="Start position in the tile.")
+@click.option("--distance", type=float, help="Metres to follow the track from the start point.")
+@click.option("--backward", is_flag=True, help="From a point: go against the track's own direction.")
+@click.option("--step", type=float, default=10.0, show_default=True, help="Metres between samples.")
+@click.option("--csv", "csv_out", type=click.Path(path_type=Path), help="Write the samples as CSV.")
+@click.option("--plot", "plot_out", type=click.Path(path_type=Path), help="Draw the profile (PNG, SVG, PDF).")
+@_handle_errors
+def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: float | None,
+            backward: bool, step: float, csv_out: Path | None, plot_out: Path | None) -> None:
+    """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
+    from .stf.writer import write_text_atomic
+    from .track.profile import profile_from, profile_path
+
+    if path_file is None and not (from_tile and from_pos and distance is not None):
+        raise click.UsageError("give --path FILE.pat, or --from-tile TX TZ --from-pos X Z --distance M")
+    r = _load(route)
+    if path_file is not None:
+        prof = profile_path(r, path_file, step=step)
+    else:
+        prof = profile_from(r, from_tile[0], from_tile[1], from_pos[0], from_pos[1], distance,
+                            step=step, backward=backward)
+    c = prof.columns
+    click.echo(f"{prof.route}: {prof.source}: {prof.length:.1f} m, {len(prof)} samples, "
+               f"elevation {c['elevation_m'].min():.1f}..{c['elevation_m'].max():.1f} m, "
+               f"grade {c['grade_permille'].min():+.1f}..{c['grade_permille'].max():+.1f} ‰")
+    for at, text in prof.events[:40]:
+        click.echo(f"  {at:10.1f} m  {text}")
+    if csv_out is not None:
+        write_text_atomic(csv_out, prof.to_csv(), encoding="utf-8", newline="\n")
+        click.echo(f"wrote {csv_out}")
+    if plot_out is not None:
+        from .render.plots import plot_profile
+
+        plot_profile(prof, plot_out)
+        click.echo(f"wrote {plot_out}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,5 +1,8 @@
 """Typed readers for the route files: tdb/rdb, tsection.dat, trk; route loading."""
+from .consist import CarEntry, Consist, read_consist, resolve_stock
+from .pat import PathFile, TrackPDP, TrPathNode, read_pat
 from .route import Route, RouteFiles, find_route_files, load_route
+from .stock import Coupler, Stock, read_stock
 from .tdb import (CarSpawnerItem, CrossoverItem, EmptyItem, EndNode, HazzardItem, JunctionNode,
                   LevelCrItem, PickupItem, PlatformItem, SidingItem, SignalItem, SoundRegionItem,
                   SpeedPostItem, TrackDB, TrItem, TrPin, UiD, VectorNode, VectorSections, read_tdb)
@@ -7,6 +10,8 @@ from .trk import RouteFile, read_trk
 from .tsection import ShapePath, TrackSection, TrackShape, TSection, read_tsection, read_tsection_file
 
 __all__ = [
+    "CarEntry", "Consist", "Coupler", "PathFile", "Stock", "TrPathNode", "TrackPDP", "read_consist",
+    "read_pat", "read_stock", "resolve_stock",
     "CarSpawnerItem", "CrossoverItem", "EmptyItem", "EndNode", "HazzardItem", "JunctionNode",
     "LevelCrItem", "PickupItem", "PlatformItem", "Route", "RouteFile", "RouteFiles", "ShapePath",
     "SidingItem", "SignalItem", "SoundRegionItem", "SpeedPostItem", "TSection", "TrItem", "TrPin",

@@ -527,8 +527,12 @@ def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list
         diags.problem(IncludeError("'include' without a file name", loc, src.snippet(loc)))
         return []
     name = str(inc.target)
-    if name.lower() == "[[samename]]":
-        name = Path(src.path).name
+    low = name.lower()
+    if "[[samename]]" in low:
+        # Open Rails replaces the token with the including file's name, anywhere in the
+        # path: `../[[samename]]` in an OpenRails/ overlay means the original file.
+        at = low.index("[[samename]]")
+        name = name[:at] + Path(src.path).name + name[at + len("[[samename]]"):]
     base = Path(src.path).parent
     target = resolve_case_insensitive(base / name.replace("\\", "/"))
     resolved = target.resolve()

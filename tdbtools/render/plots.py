@@ -1,0 +1,51 @@
+"""matplotlib plots (imported only when a plot is asked for)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import TdbToolsError
+from ..track.profile import Profile
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise TdbToolsError("plots need matplotlib: pip install 'tdbtools[plot]'") from None
+    matplotlib.use("Agg")  # files only: works without a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_profile(profile: Profile, out: str | Path) -> Path:
+    """Elevation, grade, curvature and speed limit against distance, as a PNG/SVG/PDF."""
+    plt = _pyplot()
+    c = profile.columns
+    d = c["distance_m"] / 1000.0
+    fig, axes = plt.subplots(3, 1, figsize=(11, 8), sharex=True, constrained_layout=True)
+    ax = axes[0]
+    ax.plot(d, c["elevation_m"], color="tab:brown")
+    ax.set_ylabel("elevation (m)")
+    ax.set_title(f"{profile.route}: {profile.source} ({profile.length / 1000:.2f} km)")
+    lim = ax.twinx()
+    lim.step(d, c["speed_limit_kmh"], where="post", color="tab:red", alpha=0.6)
+    lim.set_ylabel("speed limit (km/h)", color="tab:red")
+    axes[1].plot(d, c["grade_permille"], color="tab:green")
+    axes[1].axhline(0, color="grey", lw=0.5)
+    axes[1].set_ylabel("grade (‰)")
+    axes[2].plot(d, c["curvature_per_m"] * 1000.0, color="tab:blue")
+    axes[2].axhline(0, color="grey", lw=0.5)
+    axes[2].set_ylabel("curvature (1/km, + right)")
+    axes[2].set_xlabel("distance (km)")
+    for a in axes:
+        a.grid(alpha=0.3)
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
+    try:
+        fig.savefig(tmp, dpi=110)
+        tmp.replace(out)  # atomic: never a half-written picture
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+    return out

@@ -1,0 +1,139 @@
+"""Track profiles: elevation, grade, curvature and the speed limit along a way.
+
+A profile samples a traveller every ``step`` metres along a resolved ``.pat`` path
+(switches set as the path needs, turning at reversal points) or from a world point
+for a distance. The speed limit starts at the route's limit and follows the
+speed-limit posts passed (passenger values; a "resume" post restores the route
+limit). Posts apply in both directions of travel: MSTS gives no reliable facing for
+them (DK24's post angles follow no pattern relative to the track).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import TdbToolsError
+from ..formats.route import Route
+from ..formats.tdb import SpeedPostItem
+from .paths import ResolvedPath, resolve_path
+from .traveller import Switches, Traveller
+
+COLUMNS = ("distance_m", "node", "offset_m", "direction", "tile_x", "tile_z", "x", "y", "z",
+           "elevation_m", "grade_permille", "curvature_per_m", "radius_m", "speed_limit_kmh")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Profile:
+    """Samples along a way, one row per ``step`` metres (numpy columns)."""
+
+    route: str
+    source: str
+    columns: dict[str, np.ndarray]
+    events: tuple[tuple[float, str], ...] = ()   # (distance, text): posts, reversals, ends
+
+    def __len__(self) -> int:
+        return len(self.columns["distance_m"])
+
+    @property
+    def length(self) -> float:
+        d = self.columns["distance_m"]
+        return float(d[-1]) if len(d) else 0.0
+
+    def to_csv(self) -> str:
+        cols = [self.columns[c] for c in COLUMNS]
+        lines = [",".join(COLUMNS)]
+        for row in zip(*cols):
+            lines.append(",".join(_fmt(v) for v in row))
+        return "\n".join(lines) + "\n"
+
+
+def _fmt(v) -> str:  # noqa: ANN001
+    if isinstance(v, (float, np.floating)):
+        return "" if math.isnan(v) else f"{float(v):.6g}" if abs(v) >= 1e6 else f"{float(v):.4f}"
+    return str(v)
+
+
+class _Sampler:
+    def __init__(self, route: Route, step: float) -> None:
+        if not step > 0:
+            raise TdbToolsError(f"the profile step must be positive, got {step}")
+        self.route = route
+        self.step = float(step)
+        self.rows: list[tuple] = []
+        self.events: list[tuple[float, str]] = []
+        self.limit = route.trk.speed_limit * 3.6
+        self.distance = 0.0
+
+    def sample(self, t: Traveller) -> None:
+        p = t.pose()
+        r = 1.0 / abs(p.curvature) if p.curvature else math.nan
+        self.rows.append((self.distance, t.node_index, t.offset, t.direction, p.tile_x, p.tile_z,
+                          p.x, p.y, p.z, p.y, p.grade * 1000.0, p.curvature, r, self.limit))
+
+    def run(self, t: Traveller, length: float) -> float:
+        """Walk ``length`` metres sampling every step; returns the distance not travelled."""
+        left = float(length)
+        while left > 1e-9:
+            d = min(self.step, left)
+            rest, passed = t.move_collect(d)
+            for pi in passed:
+                self._item(pi.item, self.distance + pi.distance)
+            moved = d - rest
+            self.distance += moved
+            left -= moved
+            self.sample(t)
+            if rest > 1e-6:
+                self.events.append((self.distance, "end of track"))
+                return left
+        return 0.0
+
+    def _item(self, item, at: float) -> None:  # noqa: ANN001
+        if isinstance(item, SpeedPostItem):
+            if item.is_resume:
+                self.limit = self.route.trk.speed_limit * 3.6
+                self.events.append((at, "speed limit resumes"))
+            elif item.is_limit and item.speed_ms is not None:
+                self.limit = item.speed_ms * 3.6
+                self.events.append((at, f"speed limit {self.limit:.0f} km/h"))
+
+    def result(self, source: str) -> Profile:
+        cols = list(zip(*self.rows)) if self.rows else [()] * len(COLUMNS)
+        kinds = {"node": np.int64, "direction": np.int64, "tile_x": np.int64, "tile_z": np.int64}
+        data = {c: np.array(v, dtype=kinds.get(c, np.float64)) for c, v in zip(COLUMNS, cols)}
+        return Profile(self.route.name, source, data, tuple(self.events))
+
+
+def profile_path(route: Route, path, *, step: float = 10.0) -> Profile:  # noqa: ANN001
+    """The profile along a ``.pat`` path (a file, a PathFile or a ResolvedPath)."""
+    res = path if isinstance(path, ResolvedPath) else resolve_path(route, path)
+    if not res.ok:
+        raise TdbToolsError(f"path {res.path} does not resolve: {'; '.join(res.problems)}")
+    switches = Switches(route)
+    first = res.legs[0].traversals[0]
+    t = Traveller(route, first.node, first.start, first.direction, switches=switches)
+    s = _Sampler(route, step)
+    s.sample(t)
+    for k, leg in enumerate(res.legs):
+        if k > 0 and k in res.reversals:
+            t.reverse()
+            s.events.append((s.distance, "reversal"))
+        for j, route_k in leg.switches:  # set as the path needs them, leg by leg
+            switches.set(j, route_k)
+        if s.run(t, leg.length) > 1e-3:
+            break
+    return s.result(res.path)
+
+
+def profile_from(route: Route, tile_x: int, tile_z: int, x: float, z: float, distance: float, *,
+                 step: float = 10.0, backward: bool = False) -> Profile:
+    """The profile from a world point, ``distance`` metres along the track (switches in
+    their default positions)."""
+    t = Traveller.at(route, tile_x, tile_z, x, z)
+    if backward:
+        t.reverse()
+    s = _Sampler(route, step)
+    s.sample(t)
+    s.run(t, distance)
+    return s.result(f"tile ({tile_x}, {tile_z}) x {x} z {z}")
