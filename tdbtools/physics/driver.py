@@ -1,0 +1,104 @@
+"""Drivers: who sets throttle and brakes.
+
+* :class:`ScheduleDriver` plays a fixed schedule of throttle/brake settings by time or
+  by distance travelled.
+* :class:`AutoDriver` drives like a careful driver: it keeps to the speed limit over the
+  whole train (a limit holds until the rear has passed the post), slows in time for a
+  lower limit ahead and for the end of the path, where it stops, all with a planned
+  braking deceleration. It accelerates with throttle proportional to the speed deficit
+  and brakes in the "deceleration" mode (the brakes give what the plan needs).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .scenario import Command
+
+
+@dataclass(slots=True)
+class Controls:
+    throttle: float = 0.0       # 0..1
+    brake: float = 0.0          # 0..1 of the maximum brake force ("force" mode)
+    deceleration: float = 0.0   # m/s² the brakes must give ("deceleration" mode), 0 = none
+
+
+@dataclass(slots=True)
+class DriveState:
+    time: float                 # s since the start
+    travelled: float            # m the front has moved since the start
+    speed: float                # m/s, + = forward along the line
+    front: float                # line distance of the front of the train
+    rear: float                 # line distance of the rear
+
+
+class ScheduleDriver:
+    def __init__(self, commands: tuple[Command, ...], by: str = "time") -> None:
+        self.at = [c.at for c in commands]
+        self.commands = commands
+        self.by = by
+
+    def __call__(self, st: DriveState) -> Controls:
+        key = st.time if self.by == "time" else st.travelled
+        i = bisect.bisect_right(self.at, key) - 1
+        if i < 0:
+            return Controls()
+        c = self.commands[i]
+        return Controls(c.throttle, c.brake, 0.0)
+
+
+class AutoDriver:
+    """Keep to the limits and stop at ``stop_at`` (a line distance for the front)."""
+
+    #: Speed below the permitted speed at which full throttle is used (m/s).
+    FULL_THROTTLE_BELOW = 3.0
+    #: Margin kept under the permitted speed (m/s).
+    MARGIN = 0.5
+    #: Where the front stops short of the end of the path (m).
+    STOP_SHORT = 2.0
+
+    def __init__(self, limit_s: np.ndarray, limit_v: np.ndarray, stop_at: float | None, *,
+                 max_speed: float | None, deceleration: float) -> None:
+        # The line's speed limit as steps: limit_v[k] holds from limit_s[k] on.
+        self.limit_s = np.asarray(limit_s, dtype=np.float64)
+        self.limit_v = np.asarray(limit_v, dtype=np.float64)
+        self.stop_at = stop_at
+        self.max_speed = max_speed if max_speed is not None else math.inf
+        self.decel = deceleration
+        self.finished = False
+
+    def permitted(self, st: DriveState) -> float:
+        s, v = self.limit_s, self.limit_v
+        # The lowest limit over the train's length...
+        a = max(int(np.searchsorted(s, st.rear, side="right")) - 1, 0)
+        b = max(int(np.searchsorted(s, st.front, side="right")) - 1, 0)
+        allowed = min(float(v[a:b + 1].min()), self.max_speed)
+        # ... and every lower limit ahead, reached with the planned deceleration.
+        two_a = 2.0 * self.decel
+        for k in range(b + 1, len(s)):
+            ahead = s[k] - st.front
+            if ahead > (allowed * allowed) / two_a + 1.0:
+                break
+            allowed = min(allowed, math.sqrt(v[k] * v[k] + two_a * max(ahead, 0.0)))
+        if self.stop_at is not None:
+            left = self.stop_at - self.STOP_SHORT - st.front
+            allowed = min(allowed, math.sqrt(two_a * max(left, 0.0)))
+        return allowed
+
+    def __call__(self, st: DriveState) -> Controls:
+        target = self.permitted(st)
+        v = st.speed
+        if self.stop_at is not None and target < 0.05 and v < 0.05:
+            self.finished = True
+            return Controls(0.0, 1.0, 0.0)  # stopped at the end: hold the train
+        if v > target:
+            # Brake to come down to the target within the distance the plan allows.
+            need = self.decel if target < v - self.MARGIN else self.decel * (v - target) / self.MARGIN
+            return Controls(0.0, 0.0, min(need, 2.0 * self.decel))
+        deficit = target - self.MARGIN - v
+        if deficit <= 0:
+            return Controls()
+        return Controls(min(1.0, deficit / self.FULL_THROTTLE_BELOW + 0.05), 0.0, 0.0)

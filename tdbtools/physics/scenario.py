@@ -1,0 +1,314 @@
+"""Replay scenarios: which route, which trains (consist, start, driver), step and duration.
+
+A scenario is a TOML file (or the same structure built in Python)::
+
+    route = "../shared/routes/DK24/ROUTES/OR_DK24"  # relative to this file
+    step = 0.1                 # s
+    duration = 3600            # s, at most
+    stand_in = true            # missing .eng/.wag: generic stock of the same kind
+
+    [[train]]
+    name = "IC3"
+    consist = "DSB IC3 VIA x1"          # a .con in TRAINS/CONSISTS, or a path
+    path = "10.pat"                     # a .pat in the route's PATHS, or a path
+    driver = "auto"                     # keep to the limits, stop at the end of the path
+    max_speed = "160km/h"               # optional cap for the automatic driver
+    # or a schedule, by time (s) or by distance (m) from the start:
+    # [[train.schedule]]
+    # at = 0
+    # throttle = 1.0
+    # brake = 0.0
+
+    [[train]]
+    name = "freight"
+    consist = "sample_freight"
+    start = { tile = [-5631, 15116], pos = [-212.95, -380.18], backward = false }
+    distance = 3000                     # metres of track ahead to drive on
+    schedule = [ { at = 0, throttle = 0.6 }, { at = 120, throttle = 0, brake = 0.5 } ]
+
+    [[event]]                            # throw a switch during the replay
+    at = 40.0
+    junction = 3
+    route = 1
+
+Quantities may be numbers in SI (m, s, m/s) or strings with a unit (``"160km/h"``).
+Every mistake is a :class:`ScenarioError` with the file, line and column.
+"""
+from __future__ import annotations
+
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import Location, SourceError, caret_snippet
+from ..stf.units import parse_quantity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+class ScenarioError(SourceError):
+    """A scenario file that cannot be used: bad TOML, unknown keys, bad values."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """From ``at`` (seconds, or metres when the schedule is by distance) on: throttle
+    and brake fractions in [0, 1]."""
+
+    at: float
+    throttle: float = 0.0
+    brake: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StartPoint:
+    tile_x: int
+    tile_z: int
+    x: float
+    z: float
+    backward: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TrainSpec:
+    name: str
+    consist: Path
+    path: Path | None = None
+    start: StartPoint | None = None
+    distance: float = 5000.0                 # with a start point: metres of track to use
+    start_offset: float = 0.0                # metres along the path where the rear starts
+    driver: str = "auto"                     # "auto" | "schedule"
+    schedule: tuple[Command, ...] = ()
+    schedule_by: str = "time"                # "time" | "distance"
+    max_speed: float | None = None           # m/s, cap for the automatic driver
+    start_speed: float = 0.0                 # m/s
+    brake_mode: str = "force"                # "force" | "deceleration"
+    deceleration: float = 0.5                # m/s², the automatic driver's planned braking
+    stand_in: bool | None = None             # overrides the scenario's setting
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchEvent:
+    at: float
+    junction: int
+    route: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    route: Path
+    trains: tuple[TrainSpec, ...]
+    step: float = 0.1
+    duration: float = 3600.0
+    stand_in: bool = False
+    events: tuple[SwitchEvent, ...] = ()
+    source: str = "<scenario>"
+    collision_check_interval: float = 0.5    # s between occupancy/side-collision checks
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> Scenario:
+        return read_scenario(path)
+
+
+_TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval"}
+_TRAIN = {"name", "consist", "path", "start", "distance", "start_offset", "driver", "schedule",
+          "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in"}
+_START = {"tile", "pos", "backward"}
+_COMMAND = {"at", "throttle", "brake"}
+_EVENT = {"at", "junction", "route"}
+
+
+class _Ctx:
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.text = text
+
+    def error(self, message: str, key: str | None = None) -> ScenarioError:
+        loc = Location(self.path, 1, 1)
+        if key:
+            m = re.search(rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=", self.text, re.M)
+            if m:
+                before = self.text[: m.start() + len(m.group()) - len(m.group().lstrip())]
+                line = before.count("\n") + 1
+                col = len(before) - (before.rfind("\n") + 1) + 1
+                loc = Location(self.path, line, col)
+        return ScenarioError(message, loc, caret_snippet(self.text, loc.line, loc.column))
+
+
+def _check_keys(ctx: _Ctx, d: dict, allowed: set[str], where: str) -> None:
+    for k in d:
+        if k not in allowed:
+            raise ctx.error(f"{where}: unknown key {k!r} (known: {', '.join(sorted(allowed))})", k)
+
+
+def _num(ctx: _Ctx, v: Any, key: str, family: str | None, *, lo: float | None = None,
+         hi: float | None = None) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        what = "a number or a quantity like '160km/h'" if family else "a number"
+        raise ctx.error(f"{key}: expected {what}, got {type(v).__name__}", key)
+    if isinstance(v, str):
+        if family is None:
+            raise ctx.error(f"{key}: expected a number, got {v!r}", key)
+        try:
+            x = parse_quantity(v.replace(" ", ""), family)
+        except (ValueError, SourceError) as exc:
+            raise ctx.error(f"{key}: {getattr(exc, 'message', exc)}", key) from None
+    else:
+        x = float(v)
+    if not math.isfinite(x):
+        raise ctx.error(f"{key}: must be finite, got {v!r}", key)
+    if lo is not None and x < lo or hi is not None and x > hi:
+        raise ctx.error(f"{key}: {x:g} is outside [{lo if lo is not None else '-inf'}, "
+                        f"{hi if hi is not None else 'inf'}]", key)
+    return x
+
+
+def read_scenario(path: str | Path) -> Scenario:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError("scenario file not found", Location(str(p), 1, 1)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"cannot read scenario: {exc}", Location(str(p), 1, 1)) from None
+    return scenario_from_text(text, str(p), base=p.parent)
+
+
+def scenario_from_text(text: str, path: str = "<scenario>", base: Path | None = None) -> Scenario:
+    ctx = _Ctx(path, text)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        line, col = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise ScenarioError(f"invalid TOML: {msg}", Location(path, line, col),
+                            caret_snippet(text, line, col)) from None
+    return scenario_from_dict(data, ctx, base or Path("."))
+
+
+def scenario_from_dict(data: dict, ctx: _Ctx | None = None, base: Path | None = None) -> Scenario:
+    ctx = ctx or _Ctx("<scenario>", "")
+    base = base or Path(".")
+    _check_keys(ctx, data, _TOP, "scenario")
+    if "route" not in data or not isinstance(data["route"], str):
+        raise ctx.error("scenario: 'route' (the route folder …/ROUTES/NAME) is required", "route")
+    route = (base / data["route"]).resolve() if not Path(data["route"]).is_absolute() else Path(data["route"])
+    step = _num(ctx, data.get("step", 0.1), "step", "time", lo=1e-4, hi=10.0)
+    duration = _num(ctx, data.get("duration", 3600.0), "duration", "time", lo=0.0, hi=1e7)
+    stand_in = data.get("stand_in", False)
+    if not isinstance(stand_in, bool):
+        raise ctx.error("stand_in: expected true or false", "stand_in")
+    trains_raw = data.get("train", [])
+    if not isinstance(trains_raw, list) or not trains_raw:
+        raise ctx.error("scenario: at least one [[train]] is required", "train")
+    trains = tuple(_train(ctx, t, i, base) for i, t in enumerate(trains_raw))
+    names = [t.name for t in trains]
+    if len(set(names)) != len(names):
+        raise ctx.error(f"train names must be unique: {names}", "name")
+    events = []
+    for e in data.get("event", []):
+        if not isinstance(e, dict):
+            raise ctx.error("[[event]] entries must be tables", "event")
+        _check_keys(ctx, e, _EVENT, "event")
+        for k in ("at", "junction", "route"):
+            if k not in e:
+                raise ctx.error(f"event: '{k}' is required", "event")
+        events.append(SwitchEvent(_num(ctx, e["at"], "at", "time", lo=0.0),
+                                  int(_num(ctx, e["junction"], "junction", None, lo=1)),
+                                  int(_num(ctx, e["route"], "route", None, lo=0, hi=1))))
+    cci = _num(ctx, data.get("collision_check_interval", 0.5), "collision_check_interval", "time",
+               lo=step, hi=60.0)
+    return Scenario(route, trains, step, duration, stand_in, tuple(sorted(events, key=lambda e: e.at)),
+                    ctx.path, cci)
+
+
+def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
+    if not isinstance(t, dict):
+        raise ctx.error("[[train]] entries must be tables", "train")
+    _check_keys(ctx, t, _TRAIN, f"train {i + 1}")
+    name = str(t.get("name", f"train{i + 1}"))
+    if "consist" not in t or not isinstance(t["consist"], str):
+        raise ctx.error(f"train {name!r}: 'consist' is required", "consist")
+    path = start = None
+    if "path" in t:
+        if not isinstance(t["path"], str):
+            raise ctx.error(f"train {name!r}: 'path' must be a file name", "path")
+        path = Path(t["path"])
+    if "start" in t:
+        s = t["start"]
+        if not isinstance(s, dict):
+            raise ctx.error(f"train {name!r}: 'start' must be a table {{ tile = [TX, TZ], pos = [X, Z] }}", "start")
+        _check_keys(ctx, s, _START, f"train {name!r} start")
+        tile, pos = s.get("tile"), s.get("pos")
+        if not (isinstance(tile, list) and len(tile) == 2 and isinstance(pos, list) and len(pos) == 2):
+            raise ctx.error(f"train {name!r}: start needs tile = [TX, TZ] and pos = [X, Z]", "tile")
+        start = StartPoint(int(_num(ctx, tile[0], "tile", None)), int(_num(ctx, tile[1], "tile", None)),
+                           _num(ctx, pos[0], "pos", None), _num(ctx, pos[1], "pos", None),
+                           bool(s.get("backward", False)))
+    if (path is None) == (start is None):
+        raise ctx.error(f"train {name!r}: give either 'path' or 'start'", "path" if path else "start")
+    sched_raw = t.get("schedule", [])
+    if not isinstance(sched_raw, list):
+        raise ctx.error(f"train {name!r}: 'schedule' must be a list of tables", "schedule")
+    cmds = []
+    for c in sched_raw:
+        if not isinstance(c, dict):
+            raise ctx.error(f"train {name!r}: schedule entries must be tables", "schedule")
+        _check_keys(ctx, c, _COMMAND, f"train {name!r} schedule")
+        cmds.append(Command(_num(ctx, c.get("at", 0.0), "at", None, lo=0.0),
+                            _num(ctx, c.get("throttle", 0.0), "throttle", None, lo=0.0, hi=1.0),
+                            _num(ctx, c.get("brake", 0.0), "brake", None, lo=0.0, hi=1.0)))
+    driver = t.get("driver", "schedule" if cmds else "auto")
+    if driver not in ("auto", "schedule"):
+        raise ctx.error(f"train {name!r}: driver must be \"auto\" or \"schedule\", got {driver!r}", "driver")
+    if driver == "schedule" and not cmds:
+        raise ctx.error(f"train {name!r}: a schedule driver needs [[train.schedule]] entries", "driver")
+    by = t.get("schedule_by", "time")
+    if by not in ("time", "distance"):
+        raise ctx.error(f"train {name!r}: schedule_by must be \"time\" or \"distance\"", "schedule_by")
+    mode = t.get("brake_mode", "force")
+    if mode not in ("force", "deceleration"):
+        raise ctx.error(f"train {name!r}: brake_mode must be \"force\" or \"deceleration\"", "brake_mode")
+    stand_in = t.get("stand_in")
+    if stand_in is not None and not isinstance(stand_in, bool):
+        raise ctx.error("stand_in: expected true or false", "stand_in")
+    return TrainSpec(
+        name=name, consist=Path(t["consist"]), path=path, start=start,
+        distance=_num(ctx, t.get("distance", 5000.0), "distance", "distance", lo=1.0, hi=1e7),
+        start_offset=_num(ctx, t.get("start_offset", 0.0), "start_offset", "distance", lo=0.0),
+        driver=driver, schedule=tuple(sorted(cmds, key=lambda c: c.at)), schedule_by=by,
+        max_speed=(_num(ctx, t["max_speed"], "max_speed", "speed", lo=0.1, hi=300.0)
+                   if "max_speed" in t else None),
+        start_speed=_num(ctx, t.get("start_speed", 0.0), "start_speed", "speed", lo=0.0, hi=300.0),
+        brake_mode=mode,
+        deceleration=_num(ctx, t.get("deceleration", 0.5), "deceleration", None, lo=0.05, hi=3.0),
+        stand_in=stand_in,
+    )
+
+
+def resolve_file(name: Path, *folders: Path, suffix: str) -> Path | None:
+    """``name`` as given (absolute or relative to the first folder), else looked up in
+    the folders with ``suffix`` added, ignoring case."""
+    from ..stf import resolve_case_insensitive
+
+    cands = [name] if name.is_absolute() else []
+    for f in folders:
+        cands.append(f / name)
+        if not name.suffix:
+            cands.append(f / (name.name + suffix))
+    for c in cands:
+        r = resolve_case_insensitive(c)
+        if r.is_file():
+            return r
+    return None
+
+
+__all__ = ["Command", "Scenario", "ScenarioError", "StartPoint", "SwitchEvent", "TrainSpec",
+           "read_scenario", "resolve_file", "scenario_from_dict", "scenario_from_text"]
