@@ -294,5 +294,93 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
         click.echo(f"wrote {plot_out}")
 
 
+def bundled_scenario() -> Path:
+    return bundled_sample_route().parent.parent / "replay.toml"
+
+
+@main.command()
+@click.argument("scenario", required=False, type=click.Path(path_type=Path))
+@click.option("--route", "route_opt", type=click.Path(path_type=Path), help="Route folder (without a scenario file).")
+@click.option("--consist", "consist_opt", help="Consist (.con name or file) (without a scenario file).")
+@click.option("--path", "path_opt", help="Path (.pat name or file) (without a scenario file).")
+@click.option("--stand-in", is_flag=True, help="Use generic stock for missing .eng/.wag files.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("replay-out"),
+              show_default=True, help="Folder for traces, events and summary.")
+@click.option("--plot", is_flag=True, help="Also draw a speed-distance plot per train.")
+@click.option("--cars", is_flag=True, help="Also write a per-car trace.")
+@click.option("--step", type=float, help="Time step in seconds (overrides the scenario).")
+@click.option("--duration", type=float, help="Seconds to simulate at most (overrides the scenario).")
+@_handle_errors
+def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | None, path_opt: str | None,
+           stand_in: bool, out_dir: Path, plot: bool, cars: bool, step: float | None,
+           duration: float | None) -> None:
+    """Replay consists over a route: physics, derailments and collisions.
+
+    SCENARIO is a TOML file; or give --route, --consist and --path; with neither, the
+    bundled sample scenario runs on the sample route. Writes <train>.csv traces,
+    events.json and summary.json into --out.
+    """
+    import dataclasses
+
+    from .physics.replay import Replay
+    from .physics.scenario import Scenario, TrainSpec, read_scenario
+
+    if scenario is not None and (route_opt or consist_opt or path_opt):
+        raise click.UsageError("give a scenario file or --route/--consist/--path, not both")
+    if scenario is None and (route_opt or consist_opt or path_opt):
+        if not (route_opt and consist_opt and path_opt):
+            raise click.UsageError("--route, --consist and --path go together")
+        sc = Scenario(route_opt.resolve(), (TrainSpec(name=Path(consist_opt).stem, consist=Path(consist_opt),
+                                                      path=Path(path_opt), driver="auto"),),
+                      stand_in=stand_in, source=str(Path.cwd() / "<command line>"))
+    else:
+        sc = read_scenario(scenario if scenario is not None else bundled_scenario())
+        if stand_in:
+            sc = dataclasses.replace(sc, stand_in=True)
+    if step is not None:
+        sc = dataclasses.replace(sc, step=step)
+    if duration is not None:
+        sc = dataclasses.replace(sc, duration=duration)
+    rep = Replay(sc, cars_trace=cars)
+    total = max(int(sc.duration), 1)
+    show = sys.stderr.isatty() and sc.duration >= 60
+    with click.progressbar(length=total, label="replaying", file=sys.stderr, show_eta=True) if show \
+            else _NullBar() as bar:
+        done = [0]
+
+        def progress(t: float) -> None:
+            bar.update(int(t) - done[0])
+            done[0] = int(t)
+
+        result = rep.run(progress)
+    files = result.write(out_dir, plot=plot)
+    s = result.summary
+    click.echo(f"{s['route']}: {s['simulated_seconds']:.1f} s simulated in {s['wall_seconds']:.2f} s "
+               f"({s['realtime_factor']}x real time)")
+    for name, t in s["trains"].items():
+        state = "derailed" if t["derailed"] else "finished" if t["finished"] else "running at the end"
+        click.echo(f"  {name}: {t['cars']} cars, {t['mass_t']:.0f} t; {t['distance_m']:.0f} m in "
+                   f"{t['running_time_s']:.0f} s, max {t['max_speed_kmh']:.1f} km/h, traction "
+                   f"{t['traction_energy_kwh']:.1f} kWh; {state}")
+    important = [e for e in result.events if e["kind"] in ("derailment", "collision", "side_collision", "impact")]
+    for e in important[:20]:
+        click.echo(f"  event {e['time']:8.1f} s  {e['kind']}: {e.get('message') or e.get('cars')}")
+    click.echo(f"wrote {len(files)} files to {out_dir}")
+    if any(t["derailed"] for t in s["trains"].values()) or any(
+            e["kind"] in ("collision", "side_collision") for e in result.events):
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+class _NullBar:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, n: int) -> None:
+        return None
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -70,34 +70,49 @@ class AutoDriver:
         self.decel = deceleration
         self.finished = False
 
-    def permitted(self, st: DriveState) -> float:
+    def constraints(self, st: DriveState) -> list[tuple[float, float]]:
+        """(speed, metres ahead of the front where it must hold) for every limit that
+        matters now: the lowest limit over the train, lower limits ahead, the stop."""
         s, v = self.limit_s, self.limit_v
-        # The lowest limit over the train's length...
         a = max(int(np.searchsorted(s, st.rear, side="right")) - 1, 0)
         b = max(int(np.searchsorted(s, st.front, side="right")) - 1, 0)
-        allowed = min(float(v[a:b + 1].min()), self.max_speed)
-        # ... and every lower limit ahead, reached with the planned deceleration.
+        out = [(min(float(v[a:b + 1].min()), self.max_speed), 0.0)]
         two_a = 2.0 * self.decel
+        reach = (max(st.speed, out[0][0]) ** 2) / two_a + 50.0
         for k in range(b + 1, len(s)):
-            ahead = s[k] - st.front
-            if ahead > (allowed * allowed) / two_a + 1.0:
+            ahead = float(s[k]) - st.front
+            if ahead > reach:
                 break
-            allowed = min(allowed, math.sqrt(v[k] * v[k] + two_a * max(ahead, 0.0)))
+            out.append((float(v[k]), max(ahead, 0.0)))
         if self.stop_at is not None:
-            left = self.stop_at - self.STOP_SHORT - st.front
-            allowed = min(allowed, math.sqrt(two_a * max(left, 0.0)))
-        return allowed
+            out.append((0.0, max(self.stop_at - self.STOP_SHORT - st.front, 0.0)))
+        return out
+
+    def permitted(self, st: DriveState) -> float:
+        two_a = 2.0 * self.decel
+        return min(math.sqrt(vk * vk + two_a * d) for vk, d in self.constraints(st))
 
     def __call__(self, st: DriveState) -> Controls:
-        target = self.permitted(st)
+        cons = self.constraints(st)
+        two_a = 2.0 * self.decel
+        allowed = [math.sqrt(vk * vk + two_a * d) for vk, d in cons]
+        k = min(range(len(cons)), key=allowed.__getitem__)
+        target = allowed[k]
         v = st.speed
         if self.stop_at is not None and target < 0.05 and v < 0.05:
             self.finished = True
             return Controls(0.0, 1.0, 0.0)  # stopped at the end: hold the train
-        if v > target:
-            # Brake to come down to the target within the distance the plan allows.
-            need = self.decel if target < v - self.MARGIN else self.decel * (v - target) / self.MARGIN
-            return Controls(0.0, 0.0, min(need, 2.0 * self.decel))
+        if v > target - 0.1 * self.MARGIN:
+            # Brake with what the binding limit needs: (v² − v_k²) / 2d, at least the
+            # planned rate once over the curve, so a late start is caught up.
+            vk, d = cons[k]
+            if d > 0.5:
+                need = max(v * v - vk * vk, 0.0) / (2.0 * d)
+            else:
+                need = 2.0 * self.decel
+            if v <= target:
+                need = min(need, self.decel * (v - target + 0.1 * self.MARGIN) / (0.1 * self.MARGIN))
+            return Controls(0.0, 0.0, min(max(need, 0.0), 3.0 * self.decel))
         deficit = target - self.MARGIN - v
         if deficit <= 0:
             return Controls()

@@ -49,3 +49,37 @@ def plot_profile(profile: Profile, out: str | Path) -> Path:
         plt.close(fig)
         tmp.unlink(missing_ok=True)
     return out
+
+
+def plot_speed_distance(trace: dict, name: str, events, out: str | Path) -> Path:
+    """Speed and speed limit against distance for one train of a replay, with events."""
+    plt = _pyplot()
+    d = trace["distance"] / 1000.0
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, constrained_layout=True,
+                                  gridspec_kw={"height_ratios": [3, 1]})
+    ax.plot(d, trace["speed"] * 3.6, color="tab:blue", label="speed")
+    ax.set_ylabel("speed (km/h)")
+    ax.set_title(f"{name}: {trace['distance'][-1] / 1000:.2f} km in {trace['time'][-1]:.0f} s")
+    for e in events:
+        if e.get("train") == name and e["kind"] in ("derailment", "collision", "side_collision", "arrived",
+                                                    "end_of_line"):
+            k = int(min(range(len(trace["time"])), key=lambda i: abs(trace["time"][i] - e["time"])))
+            ax.axvline(d[k], color="tab:red" if e["kind"] != "arrived" else "tab:green", lw=0.8)
+            ax.annotate(e["kind"], (d[k], ax.get_ylim()[1] * 0.95), rotation=90, fontsize=8, va="top")
+    ax.grid(alpha=0.3)
+    ax2.plot(d, trace["throttle"], color="tab:green", label="throttle")
+    ax2.plot(d, trace["brake"], color="tab:red", label="brake")
+    ax2.set_ylabel("control")
+    ax2.set_xlabel("distance (km)")
+    ax2.set_ylim(-0.05, 1.05)
+    ax2.legend(loc="upper right")
+    ax2.grid(alpha=0.3)
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
+    try:
+        fig.savefig(tmp, dpi=110)
+        tmp.replace(out)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+    return out

@@ -1,0 +1,301 @@
+"""Per-car forces, vectorised over all the cars of a train (seed 004; spec §14.2-§14.5,
+§14.9).
+
+A :class:`CarModel` holds one numpy array per quantity, cars front → back. Every force
+function takes the model and per-car (or broadcast) inputs and returns one force per
+car in newtons.
+
+Sign conventions
+----------------
+* :func:`traction` and :func:`gravity` are **signed forces in the train frame**
+  (+ = towards the train front). Traction follows the reverser (+1 forward, −1 back);
+  a flipped locomotive pulls the same way as the others (the driver's reverser is for
+  the train).
+* :func:`davis`, :func:`curve_resistance` and :func:`brake` are **magnitudes** (≥ 0) of
+  forces that oppose the motion; the integrator applies them against the speed (and at
+  standstill only up to the force that would start the car — spec §14.1 step 4).
+* Speeds are m/s; only ``|v|`` matters to traction, Davis and the curve formula.
+
+Formulas and the choices made where the sources leave room
+----------------------------------------------------------
+* **Traction** (§14.5): with an effort–speed curve (``ORTSMaxTractiveForceCurves``)
+  ``F = max(curve(t, |v|), 0)``. Otherwise ``F = MaxForce·t``; the power limit
+  ``P = MaxPower·t²`` caps it at ``P/|v|`` when ``F·|v| > P``; within 0.05 m/s of
+  MaxVelocity it is multiplied by ``20·(MaxVelocity − |v|)`` and it is 0 above
+  MaxVelocity. ``t`` is clipped to [0, 1]. Engines without MaxForce give 0, without
+  MaxPower no power limit, without MaxVelocity no taper. Wagons give 0.
+* **Davis** (§14.3): ``A + B·|v| + C·v²`` with the load-time coefficients of
+  :class:`~tdbtools.formats.stock.Stock` (no low-speed blending). Optionally
+  (``trailing_loco_factor=True``) C is multiplied by ``TrailLocoResistanceFactor`` for
+  every engine after the first (lead) engine and for tenders not directly behind it.
+* **Gravity** (§14.2, seed 004): ``−m·g·sinθ`` with ``sinθ = (y_front − y_rear)/b``,
+  the height difference of the two bogie points over the bogie spacing ``b`` measured
+  along the track (on a straight that is the chord Open Rails divides by; on curves
+  the chord is shorter by < 2 cm in 25 m, seed 003 §4.1). Track offsets are metres
+  along the inclined track, so a grade of 1 % (rise per *horizontal* metre, tan) gives
+  ``sinθ = sin(atan 0.01) = 0.0099995``. :func:`gravity_from_grade` is the same from a
+  grade: ``−m·g·sin(atan(grade))``.
+* **Curves**: ``"osrd"`` (default, seed 004): the curve adds ``800 m / r`` to the grade
+  ``i`` in ‰, i.e. an extra *fraction* ``0.8/R``; the force is ``m·g·0.8/R`` (the
+  small-angle form of ``m·g·sin(0.8/R)``, which differs by < 1e-7 relative for R ≥
+  100 m). R = 800 m → 0.1 % → ``m·g·0.001``. ``"openrails"``: the older Open Rails
+  formula of §14.4, ``m·μ·(gauge + wheelbase)/(2R) · |(Veq − v)/Veq| · 2.0 · 0.5 · g``
+  with μ = 0.5, gauge 1.435 m, the rigid wheelbase (default 2.4384 m for passenger
+  stock, else 1.6764 m) and the balanced speed ``Veq = √(g·R·e/gauge)`` for the
+  superelevation ``e``; with no superelevation (Veq = 0) the speed factor is taken as
+  1 (its value at standstill).
+* **Braking** (§14.9, seed 004): :attr:`BrakeMode.FORCE` — ``fraction × MaxBrakeForce``
+  per car. :attr:`BrakeMode.DECELERATION` — the "hourly" model: the train decelerates
+  at a fixed ``a_b`` (typically 0.4…0.7 m/s²) whatever the other forces; per car the
+  brake supplies ``m·a_b·fraction`` minus what the other resistances already give
+  (Davis + curve + the part of gravity that opposes the motion), never negative, and
+  not limited by MaxBrakeForce.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from ..formats.stock import Stock, TractiveForceCurve
+
+__all__ = [
+    "BrakeMode", "CarModel", "DEFAULT_DECELERATION", "G", "OSRD_CURVE_FACTOR", "brake",
+    "brake_for_deceleration", "braking", "curve_resistance", "davis", "gravity",
+    "gravity_from_grade", "opposing_resistance", "traction",
+]
+
+#: Standard gravity (m/s²).
+G = 9.80665
+#: Seed 004: the curve adds 800 m / r (‰) to the grade, i.e. 0.8/R as a fraction.
+OSRD_CURVE_FACTOR = 0.8
+#: A typical "hourly" braking deceleration (m/s²; seed 004 gives 0.4…0.7).
+DEFAULT_DECELERATION = 0.5
+#: Open Rails' simple-traction taper starts this far (m/s) below MaxVelocity (§14.5).
+TAPER_MS = 0.05
+#: Older Open Rails curve-resistance constants (§14.4).
+OR_CURVE_MU = 0.5
+OR_START_FACTOR = 2.0
+OR_ZERO_SPEED_FACTOR = 0.5
+STANDARD_GAUGE_M = 1.435
+WHEELBASE_PASSENGER_M = 2.4384
+WHEELBASE_OTHER_M = 1.6764
+
+
+class BrakeMode(str, Enum):
+    """How braking is modelled (seed 004): a force (``fraction × MaxBrakeForce``) or a
+    constant deceleration (the "hourly" approach)."""
+
+    FORCE = "force"
+    DECELERATION = "deceleration"
+
+
+@dataclass(frozen=True, eq=False)
+class CarModel:
+    """The physical values of a train's cars, one array entry per car, front → back.
+
+    Units: kg, m, N, N/(m/s), N/(m/s)², W, m/s. ``max_force``, ``max_power`` and
+    ``max_velocity`` are NaN where a car has none (wagons, or absent in the file).
+    ``bogie_spacing`` is the file's value or 0.65·length (§14.2).
+    """
+
+    mass: np.ndarray
+    length: np.ndarray
+    bogie_spacing: np.ndarray
+    davis_a: np.ndarray
+    davis_b: np.ndarray
+    davis_c: np.ndarray
+    max_force: np.ndarray
+    max_power: np.ndarray
+    max_velocity: np.ndarray
+    max_brake: np.ndarray
+    is_engine: np.ndarray
+    flipped: np.ndarray
+    is_passenger: np.ndarray
+    curves: tuple[TractiveForceCurve | None, ...]
+    names: tuple[str, ...] = ()
+
+    @classmethod
+    def from_stock(cls, stocks: Sequence[Stock], flipped: Sequence[bool] | None = None, *,
+                   trailing_loco_factor: bool = False) -> CarModel:
+        """The model of cars made of ``stocks`` (front → back), with their Flip flags."""
+        stocks = list(stocks)
+        n = len(stocks)
+        if not n:
+            raise ValueError("a train needs at least one car")
+        flips = np.zeros(n, dtype=bool) if flipped is None else np.array(list(flipped), dtype=bool)
+        if flips.shape != (n,):
+            raise ValueError(f"{n} cars but {len(flips)} flipped flags")
+
+        def col(get) -> np.ndarray:  # noqa: ANN001
+            return np.array([np.nan if (v := get(s)) is None else float(v) for s in stocks])
+
+        engine = np.array([s.kind == "engine" for s in stocks], dtype=bool)
+        c = col(lambda s: s.davis_c)
+        if trailing_loco_factor:
+            lead = next((i for i in range(n) if engine[i]), None)
+            for i, s in enumerate(stocks):
+                trailing = (engine[i] and lead is not None and i != lead) or (
+                    s.wagon_type == "Tender" and lead is not None and i != lead + 1)
+                if trailing:
+                    c[i] *= s.trail_loco_resistance_factor
+        return cls(
+            mass=col(lambda s: s.mass_kg), length=col(lambda s: s.length_m),
+            bogie_spacing=col(lambda s: s.bogie_spacing_or_default_m),
+            davis_a=col(lambda s: s.davis_a), davis_b=col(lambda s: s.davis_b), davis_c=c,
+            max_force=col(lambda s: s.max_force_n), max_power=col(lambda s: s.max_power_w),
+            max_velocity=col(lambda s: s.max_velocity_ms),
+            max_brake=col(lambda s: s.max_brake_force_n), is_engine=engine, flipped=flips,
+            is_passenger=np.array([s.wagon_type == "Passenger" for s in stocks], dtype=bool),
+            curves=tuple(s.tractive_force_curve if s.kind == "engine" else None for s in stocks),
+            names=tuple(s.name for s in stocks))
+
+    def __len__(self) -> int:
+        return len(self.mass)
+
+    @property
+    def total_mass(self) -> float:
+        return float(self.mass.sum())
+
+    @property
+    def total_length(self) -> float:
+        """Sum of the car lengths (no coupler gaps)."""
+        return float(self.length.sum())
+
+    def bogie_offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        """Distances (m) from each car's front back to its front and rear bogies:
+        ``(L − b)/2`` and ``(L + b)/2``."""
+        a = (self.length - self.bogie_spacing) / 2.0
+        return a, a + self.bogie_spacing
+
+
+def _per_car(model: CarModel, value, name: str) -> np.ndarray:
+    a = np.asarray(value, dtype=np.float64)
+    try:
+        return np.broadcast_to(a, (len(model),)).astype(np.float64)
+    except ValueError:
+        raise ValueError(f"{name}: expected one value or {len(model)}, got shape {a.shape}") from None
+
+
+# -- traction ---------------------------------------------------------------------------
+
+
+def traction(model: CarModel, throttle, v, *, reverser: float = 1.0) -> np.ndarray:
+    """Tractive force per car (N, train frame) at throttle fraction(s) ``throttle`` and
+    speed(s) ``v`` (m/s): the effort–speed curve if the engine has one, else the simple
+    model of §14.5 (module docstring). Wagons give 0."""
+    t = np.clip(_per_car(model, throttle, "throttle"), 0.0, 1.0)
+    speed = np.abs(_per_car(model, v, "v"))
+    f = np.where(model.is_engine, np.nan_to_num(model.max_force, nan=0.0) * t, 0.0)
+    # No MaxPower means no power limit (inf); inf·0 would be NaN at zero throttle.
+    p = np.where(np.isnan(model.max_power), np.inf, model.max_power * t * t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        capped = np.where(f * speed > p, p / speed, f)
+    f = np.where(speed > 0, capped, f)
+    vmax = model.max_velocity
+    has_v = ~np.isnan(vmax)
+    taper = has_v & (speed > vmax - TAPER_MS)
+    f = np.where(taper, f * 20.0 * (np.where(has_v, vmax, 0.0) - speed), f)
+    f = np.where(has_v & (speed > vmax), 0.0, f)
+    for i, curve in enumerate(model.curves):
+        if curve is not None and model.is_engine[i]:
+            f[i] = max(float(curve(float(t[i]), float(speed[i]))), 0.0)
+    return f * (1.0 if reverser >= 0 else -1.0) + 0.0
+
+
+# -- resistances --------------------------------------------------------------------------
+
+
+def davis(model: CarModel, v) -> np.ndarray:
+    """Running resistance ``A + B·|v| + C·v²`` per car (N, ≥ 0 for sane coefficients)."""
+    speed = np.abs(_per_car(model, v, "v"))
+    return model.davis_a + speed * (model.davis_b + speed * model.davis_c)
+
+
+def gravity(model: CarModel, elev_front_bogie, elev_rear_bogie) -> np.ndarray:
+    """Gravity along the track per car (N, train frame): ``−m·g·sinθ`` with
+    ``sinθ = (y_front − y_rear)/bogie_spacing`` (clipped to [−1, 1]). Uphill towards
+    the car front → negative (backwards)."""
+    dy = _per_car(model, elev_front_bogie, "elev_front_bogie") - _per_car(
+        model, elev_rear_bogie, "elev_rear_bogie")
+    sin = np.clip(dy / model.bogie_spacing, -1.0, 1.0)
+    return -model.mass * G * sin
+
+
+def gravity_from_grade(model: CarModel, grade) -> np.ndarray:
+    """Gravity per car (N, train frame) from the grade under it (rise per horizontal
+    metre towards the train front): ``−m·g·sin(atan(grade))``."""
+    return -model.mass * G * np.sin(np.arctan(_per_car(model, grade, "grade")))
+
+
+def curve_resistance(model: CarModel, curvature, *, formula: str = "osrd", v=0.0,
+                     superelevation=0.0, gauge: float = STANDARD_GAUGE_M, mu: float = OR_CURVE_MU,
+                     wheelbase=None) -> np.ndarray:
+    """Curve resistance per car (N, ≥ 0) on track of signed ``curvature`` (1/R).
+
+    ``formula="osrd"`` (default): ``m·g·0.8·|curvature|`` (seed 004's 800/r ‰).
+    ``formula="openrails"``: the older Open Rails formula (module docstring), using the
+    speed ``v``, ``superelevation`` (m), ``gauge``, ``mu`` and ``wheelbase`` (m, per car;
+    default by wagon type).
+    """
+    k = np.abs(_per_car(model, curvature, "curvature"))
+    k = np.nan_to_num(k, nan=0.0)
+    if formula == "osrd":
+        return model.mass * G * OSRD_CURVE_FACTOR * k
+    if formula != "openrails":
+        raise ValueError(f"formula must be 'osrd' or 'openrails', not {formula!r}")
+    if wheelbase is None:
+        wb = np.where(model.is_passenger, WHEELBASE_PASSENGER_M, WHEELBASE_OTHER_M)
+    else:
+        wb = _per_car(model, wheelbase, "wheelbase")
+    speed = np.abs(_per_car(model, v, "v"))
+    e = _per_car(model, superelevation, "superelevation")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        radius = np.where(k > 0, 1.0 / k, np.inf)
+        veq = np.sqrt(np.maximum(G * radius * e / gauge, 0.0))
+        factor = np.where((veq > 0) & np.isfinite(veq), np.abs((veq - speed) / veq), 1.0)
+        f = model.mass * mu * (gauge + wb) * k / 2.0
+    return np.where(k > 0, f * factor * OR_START_FACTOR * OR_ZERO_SPEED_FACTOR * G, 0.0)
+
+
+def opposing_resistance(v, davis_n, curve_n, gravity_n) -> np.ndarray:
+    """What the other forces already do against the motion (N per car): Davis + curve
+    + the part of gravity against the direction of ``v`` (standstill: gravity
+    counts against a forward move). Used by the deceleration braking mode."""
+    direction = np.where(np.asarray(v, dtype=np.float64) < 0, -1.0, 1.0)
+    return (np.asarray(davis_n, dtype=np.float64) + np.asarray(curve_n, dtype=np.float64)
+            - direction * np.asarray(gravity_n, dtype=np.float64))
+
+
+# -- braking ------------------------------------------------------------------------------
+
+
+def brake(model: CarModel, fraction) -> np.ndarray:
+    """Brake force per car (N, ≥ 0): ``fraction × MaxBrakeForce`` (fraction clipped to
+    [0, 1])."""
+    return np.clip(_per_car(model, fraction, "fraction"), 0.0, 1.0) * model.max_brake
+
+
+def brake_for_deceleration(model: CarModel, deceleration, resistance=0.0) -> np.ndarray:
+    """The "hourly" brake force per car (N, ≥ 0): ``m·a_b − resistance``, never
+    negative, where ``resistance`` is what the other forces already give against the
+    motion (:func:`opposing_resistance`)."""
+    a = np.maximum(_per_car(model, deceleration, "deceleration"), 0.0)
+    return np.maximum(model.mass * a - _per_car(model, resistance, "resistance"), 0.0)
+
+
+def braking(model: CarModel, mode: BrakeMode | str, *, fraction=1.0,
+            deceleration=DEFAULT_DECELERATION, resistance=0.0) -> np.ndarray:
+    """Brake force per car in either mode: ``"force"`` → :func:`brake` (``fraction``);
+    ``"deceleration"`` → :func:`brake_for_deceleration` at ``fraction × deceleration``
+    (``fraction`` 1 is the full ``a_b``; ``fraction`` 0 releases the brake — it does
+    not hold the speed against a falling grade)."""
+    mode = BrakeMode(mode)
+    if mode is BrakeMode.FORCE:
+        return brake(model, fraction)
+    frac = np.clip(_per_car(model, fraction, "fraction"), 0.0, 1.0)
+    f = brake_for_deceleration(model, frac * _per_car(model, deceleration, "deceleration"),
+                               resistance)
+    return np.where(frac > 0, f, 0.0)

@@ -1,0 +1,498 @@
+"""Replaying consists over an imported route.
+
+Each train gets a :class:`~tdbtools.physics.trackline.TrackLine` (its path, then the
+track beyond it), its cars a :class:`~tdbtools.physics.forces.CarModel`. Every step:
+
+1. the drivers set throttle and brakes;
+2. per car (vectorised over all cars of all trains): traction from the effort–speed
+   curve or MaxForce with the power limit, gravity from the elevations under the two
+   bogies, Davis resistance, curve resistance (800/R equivalent grade), brakes;
+3. the 1-D engine moves the cars, with collisions and coupler snatches between cars
+   of one line resolved by momentum transfer at their exact times (seed 000);
+4. bogies move as measures along the line: running off a track end or a switch
+   thrown under a car is a derailment; every ``collision_check_interval`` seconds the
+   trains' track occupancy and nearby cars on other lines are checked (seed 003).
+
+Trains given the same path share one line, so they meet in the 1-D engine (a shunt
+into a standing train conserves momentum exactly). Scheme: forces are evaluated at the
+start of a step and held over it; motion within the step is exact constant-acceleration
+kinematics between interaction events (first order in the step for speed-dependent
+forces; see the convergence test).
+"""
+from __future__ import annotations
+
+import json
+import time as _time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import Diagnostics, RouteError, TdbToolsError
+from ..formats.consist import Consist, read_consist, resolve_stock
+from ..formats.route import Route, load_route
+from ..track.paths import resolve_path
+from ..track.traveller import Switches
+from . import forces
+from .driver import AutoDriver, Controls, DriveState, ScheduleDriver
+from .engine import Bodies, Engine
+from .safety import BogieSet, Occupancy, TrainPosition, throw_switch
+from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
+from .trackline import TrackLine
+
+TRACE_COLUMNS = ("time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
+                 "tile_x", "tile_z", "x", "y", "z", "grade")
+CAR_COLUMNS = ("time", "car", "front", "speed", "gap", "force")
+
+
+class ReplayError(TdbToolsError):
+    """A replay that cannot start (no consist, no path, a train that does not fit)."""
+
+
+@dataclass(slots=True)
+class _Train:
+    spec: TrainSpec
+    consist: Consist
+    model: forces.CarModel
+    line: TrackLine
+    line_id: int
+    cars: slice                      # this train's rows in the engine arrays
+    driver: Callable[[DriveState], Controls]
+    bogies: BogieSet
+    front0: float
+    length: float
+    end_s: float | None              # where the path ends on the line (auto driver stops there)
+    controls: Controls = field(default_factory=Controls)
+    rows: list = field(default_factory=list)
+    car_rows: list = field(default_factory=list)
+    traction_j: float = 0.0
+    braking_j: float = 0.0
+    max_speed: float = 0.0
+    done_at: float | None = None
+    derailed: bool = False
+    stopped_for: float = 0.0
+    warnings: list = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ReplayResult:
+    """What a replay produced: per-train traces (numpy columns), per-car traces
+    (optional), events and a summary per train."""
+
+    scenario: str
+    traces: dict[str, dict[str, np.ndarray]]
+    car_traces: dict[str, dict[str, np.ndarray]]
+    events: tuple[dict, ...]
+    summary: dict
+    wall_seconds: float
+
+    def write(self, out: str | Path, *, plot: bool = False) -> list[Path]:
+        """Write ``<train>.csv`` (and ``<train>_cars.csv``), ``events.json``,
+        ``summary.json`` and, with ``plot``, ``<train>_speed.png`` into ``out``; each
+        file atomically."""
+        from ..stf.writer import write_bytes_atomic
+
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, cols in self.traces.items():
+            p = folder / f"{_safe(name)}.csv"
+            write_bytes_atomic(p, _csv(cols, TRACE_COLUMNS).encode())
+            written.append(p)
+        for name, cols in self.car_traces.items():
+            p = folder / f"{_safe(name)}_cars.csv"
+            write_bytes_atomic(p, _csv(cols, CAR_COLUMNS).encode())
+            written.append(p)
+        for fname, data in (("events.json", list(self.events)), ("summary.json", self.summary)):
+            p = folder / fname
+            write_bytes_atomic(p, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+            written.append(p)
+        if plot:
+            from ..render.plots import plot_speed_distance
+
+            for name, cols in self.traces.items():
+                written.append(plot_speed_distance(cols, name, self.events, folder / f"{_safe(name)}_speed.png"))
+        return written
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _csv(cols: dict[str, np.ndarray], order: tuple[str, ...]) -> str:
+    keys = [k for k in order if k in cols]
+    lines = [",".join(keys)]
+    arrays = [cols[k] for k in keys]
+    for row in zip(*arrays):
+        lines.append(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in
+                              (x.item() if hasattr(x, "item") else x for x in row)))
+    return "\n".join(lines) + "\n"
+
+
+# -- setting up -----------------------------------------------------------------------------
+
+
+def _consist(spec: TrainSpec, route: Route, scenario_dir: Path) -> Consist:
+    root = Path(route.install_root)
+    found = resolve_file(spec.consist, scenario_dir, root / "TRAINS" / "CONSISTS", root, suffix=".con")
+    if found is None:
+        raise ReplayError(f"train {spec.name!r}: consist {str(spec.consist)!r} not found (looked in "
+                          f"{scenario_dir}, {root / 'TRAINS' / 'CONSISTS'})")
+    return read_consist(found)
+
+
+def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) -> tuple[TrackLine, float | None, object]:
+    if spec.path is not None:
+        pat = resolve_file(spec.path, scenario_dir, Path(route.folder) / "PATHS", Path(route.folder),
+                           suffix=".pat")
+        if pat is None:
+            raise ReplayError(f"train {spec.name!r}: path {str(spec.path)!r} not found")
+        key = ("path", str(pat))
+        if key not in cache:
+            res = resolve_path(route, pat)
+            if not res.ok:
+                raise ReplayError(f"train {spec.name!r}: path {pat.name} does not resolve: "
+                                  + "; ".join(res.problems))
+            line = TrackLine.from_path(route, res)
+            cache[key] = (line, float(line.path_length))
+        line, end = cache[key]
+        return line, end, key
+    st = spec.start
+    assert st is not None
+    line = TrackLine.from_point(route, st.tile_x, st.tile_z, st.x, st.z, backward=st.backward,
+                                length=spec.distance)
+    return line, None, ("point", id(line))
+
+
+def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces.CarModel):
+    if spec.driver == "schedule":
+        return ScheduleDriver(spec.schedule, spec.schedule_by)
+    vmax = np.nanmin(np.where(model.is_engine, model.max_velocity, np.nan)) if model.is_engine.any() else np.nan
+    cap = spec.max_speed if spec.max_speed is not None else None
+    if np.isfinite(vmax):
+        cap = min(cap, float(vmax)) if cap is not None else float(vmax)
+    stop = end_s if end_s is not None else (line.length if line.ends_at_track_end else None)
+    return AutoDriver(line.limit_s, line.limit_v, stop, max_speed=cap, deceleration=spec.deceleration)
+
+
+class Replay:
+    """A running replay; :func:`replay` runs one to the end."""
+
+    def __init__(self, scenario: Scenario, *, route: Route | None = None, cars_trace: bool = False,
+                 trace_every: float | None = None) -> None:
+        self.scenario = scenario
+        self.route = route if route is not None else load_route(scenario.route)
+        self.cars_trace = cars_trace
+        self.trace_every = trace_every if trace_every is not None else scenario.step
+        self.diags = Diagnostics(strict=False)
+        sdir = Path(scenario.source).parent if scenario.source and not scenario.source.startswith("<") else Path(".")
+        self.switches = Switches(self.route)
+        self.events: list[dict] = []
+        lines: dict = {}
+        specs = []
+        for spec in scenario.trains:
+            consist = _consist(spec, self.route, sdir)
+            stand_in = spec.stand_in if spec.stand_in is not None else scenario.stand_in
+            try:
+                import warnings
+
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    stocks = resolve_stock(consist, Path(self.route.install_root), stand_in=stand_in,
+                                           diagnostics=self.diags)
+            except RouteError as exc:
+                raise ReplayError(f"train {spec.name!r}: {exc}\n(use stand_in = true to run with "
+                                  "generic stock of the same kind)") from None
+            flipped = [c.flipped for c in consist.cars]
+            model = forces.CarModel.from_stock(stocks, flipped)
+            # Coupler free play between buffers touching and coupler taut. Open Rails lets
+            # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
+            # whole play is 2·slack2 of the coupler each car uses.
+            slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
+            line, end_s, key = _line_for(spec, self.route, sdir, lines)
+            specs.append((spec, consist, model, line, end_s, key, [str(w.message) for w in caught],
+                          stocks, flipped, slack))
+        # Engine lines: trains on the same line object share one; order the cars of a
+        # line front (largest distance) to back.
+        keys = list(dict.fromkeys(sp[5] for sp in specs))
+        self.trains: list[_Train] = []
+        placed = []
+        for spec, consist, model, line, end_s, key, warns, stocks, flipped, slack in specs:
+            length = float(model.length.sum())
+            front0 = spec.start_offset + length
+            if front0 > line.length + 1e-6:
+                raise ReplayError(f"train {spec.name!r} ({length:.1f} m) does not fit on its line "
+                                  f"({line.length:.1f} m) from {spec.start_offset:.1f} m")
+            placed.append((keys.index(key), -front0, spec, consist, model, line, end_s, warns,
+                           stocks, flipped, slack))
+        placed.sort(key=lambda p: (p[0], p[1]))
+        masses, lengths, line_ids, coupled, slack, x, v = [], [], [], [], [], [], []
+        all_stocks, all_flipped = [], []
+        start = 0
+        for lid, negfront, spec, consist, model, line, end_s, warns, stocks, flipped, cs in placed:
+            n = len(model.mass)
+            fronts = -negfront - np.concatenate([[0.0], np.cumsum(model.length[:-1])])
+            all_stocks.extend(stocks)
+            all_flipped.extend(flipped)
+            masses.append(model.mass)
+            lengths.append(model.length)
+            line_ids.append(np.full(n, lid))
+            cp = np.ones(n, dtype=bool)
+            cp[-1] = False
+            coupled.append(cp)
+            slack.append(cs)
+            x.append(fronts)
+            v.append(np.full(n, spec.start_speed))
+            sl = slice(start, start + n)
+            start += n
+            t = _Train(spec, consist, model, line, lid, sl, _driver(spec, line, end_s, model),
+                       BogieSet.from_model(spec.name, line, fronts, model), float(fronts[0]),
+                       float(model.length.sum()), end_s, warnings=warns)
+            self.trains.append(t)
+        self.bodies = Bodies(np.concatenate(masses), np.concatenate(lengths), np.concatenate(line_ids),
+                             np.concatenate(coupled), np.concatenate(slack))
+        self.engine = Engine(self.bodies, np.concatenate(x), np.concatenate(v))
+        self.model = forces.CarModel.from_stock(all_stocks, all_flipped)
+        self.occupancy = Occupancy()
+        self.time = 0.0
+        self._next_check = 0.0
+        self._next_trace = 0.0
+        self._pending_switches = list(scenario.events)
+        for t in self.trains:
+            for w in t.warnings:
+                self._event({"kind": "stand_in", "time": 0.0, "train": t.spec.name, "message": w})
+
+    # -- the loop ---------------------------------------------------------------------------
+    def _event(self, e: dict) -> None:
+        self.events.append(e)
+
+    def step(self) -> None:
+        sc = self.scenario
+        dt = sc.step
+        eng = self.engine
+        x, v = eng.x, eng.v
+        n = len(x)
+        throttle = np.zeros(n)
+        brake_frac = np.zeros(n)
+        decel = np.zeros(n)
+        for t in self.trains:
+            sl = t.cars
+            if t.derailed:
+                t.controls = Controls(0.0, 1.0, 0.0)
+            else:
+                speed = float(v[sl][0])
+                st = DriveState(self.time, float(x[sl][0]) - t.front0, speed, float(x[sl][0]),
+                                float(x[sl][-1] - self.bodies.length[sl][-1]))
+                t.controls = t.driver(st)
+            throttle[sl] = t.controls.throttle
+            brake_frac[sl] = t.controls.brake
+            decel[sl] = t.controls.deceleration
+        m = self.model
+        fb = x - (m.length - m.bogie_spacing) / 2.0
+        rb = fb - m.bogie_spacing
+        mid = x - m.length / 2.0
+        yf, yr, curv = np.empty(n), np.empty(n), np.empty(n)
+        for t in self.trains:
+            sl = t.cars
+            yf[sl] = t.line.elevation(fb[sl])
+            yr[sl] = t.line.elevation(rb[sl])
+            curv[sl] = t.line.curvature_at(mid[sl])
+        trac = forces.traction(m, throttle, v)
+        grav = forces.gravity(m, yf, yr)
+        dav = forces.davis(m, v)
+        crv = forces.curve_resistance(m, curv)
+        brk = forces.brake(m, brake_frac)
+        if decel.any():
+            resist_other = forces.opposing_resistance(v, dav, crv, grav)
+            brk = brk + forces.brake_for_deceleration(m, decel, resist_other)
+        drive = trac + grav
+        resist = dav + crv + brk
+        x0 = x.copy()
+        for e in eng.step(dt, drive, resist):
+            self._engine_event(e)
+        self.time += dt
+        x1, v1 = eng.x, eng.v
+        for t in self.trains:
+            sl = t.cars
+            vv = v1[sl]
+            t.traction_j += float(np.sum(np.maximum(trac[sl] * (x1[sl] - x0[sl]), 0.0)))
+            t.braking_j += float(np.sum(brk[sl] * np.abs(x1[sl] - x0[sl])))
+            t.max_speed = max(t.max_speed, float(np.abs(vv).max()))
+            for ev in t.bogies.move(x1[sl] - x0[sl], self.time, car_front=x1[sl]):
+                self._safety(ev)
+            if ev_beyond := self._beyond(t):
+                self._safety(ev_beyond)
+            self._done(t, dt)
+        while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
+            s = self._pending_switches.pop(0)
+            self.switches.set(s.junction, s.route)
+            self._event({"kind": "switch", "time": self.time, "junction": s.junction, "route": s.route})
+            for ev in throw_switch([t.bogies for t in self.trains], s.junction, s.route, self.time):
+                self._safety(ev)
+        if self.time + 1e-9 >= self._next_check:
+            self._next_check += sc.collision_check_interval
+            self._check_collisions()
+        if self.time + 1e-9 >= self._next_trace:
+            self._next_trace += self.trace_every
+            self._trace(trac, brk)
+
+    def _beyond(self, t: _Train):
+        # Past the sampled end of a line that is not a track end: the replay has no more
+        # track for this train; stop it there (an event says so).
+        if t.derailed or t.done_at is not None:
+            return None
+        out = t.bogies.beyond_line()
+        if len(out) and not t.line.ends_at_track_end:
+            t.done_at = self.time
+            return {"kind": "end_of_line", "time": self.time, "train": t.spec.name,
+                    "message": f"reached the end of the {t.line.length:.0f} m of track built for it"}
+        return None
+
+    def _done(self, t: _Train, dt: float) -> None:
+        if t.done_at is not None:
+            return
+        speed = float(np.abs(self.engine.v[t.cars]).max())
+        if isinstance(t.driver, AutoDriver) and t.driver.finished:
+            t.done_at = self.time
+            self._event({"kind": "arrived", "time": self.time, "train": t.spec.name,
+                         "distance": float(self.engine.x[t.cars][0] - t.front0)})
+            return
+        if t.derailed:
+            if speed < 1e-3:
+                t.done_at = self.time
+            return
+        if isinstance(t.driver, ScheduleDriver):
+            last = t.driver.at[-1] if t.driver.at else 0.0
+            key = self.time if t.driver.by == "time" else float(self.engine.x[t.cars][0] - t.front0)
+            t.stopped_for = t.stopped_for + dt if speed < 1e-3 else 0.0
+            if key >= last and t.stopped_for >= 10.0 and t.controls.throttle == 0.0:
+                t.done_at = self.time - t.stopped_for
+                self._event({"kind": "stopped", "time": t.done_at, "train": t.spec.name})
+
+    def _engine_event(self, e) -> None:  # noqa: ANN001
+        cars = tuple(int(c) for c in e.cars)
+        names = []
+        for c in cars:
+            for t in self.trains:
+                if t.cars.start <= c < t.cars.stop:
+                    names.append((t.spec.name, c - t.cars.start))
+        self._event({"kind": e.kind, "time": float(e.time), "cars": [list(n) for n in names],
+                     "relative_speed": float(e.relative_speed), "impulse": float(e.impulse),
+                     "energy_lost": float(e.energy_lost),
+                     "location": self._where(cars[0]) if cars else None})
+
+    def _where(self, car: int) -> dict:
+        for t in self.trains:
+            if t.cars.start <= car < t.cars.stop:
+                s = float(self.engine.x[car])
+                loc = t.line.location(min(max(s, 0.0), t.line.length))
+                node, off, _d = t.line.node_offset(np.array([min(max(s, 0.0), t.line.length)]))
+                return {"node": int(node[0]), "tile_x": loc.tile_x, "tile_z": loc.tile_z,
+                        "x": loc.x, "y": loc.y, "z": loc.z}
+        return {}
+
+    def _safety(self, ev) -> None:  # noqa: ANN001
+        if isinstance(ev, dict):
+            self._event(ev)
+            return
+        loc = ev.location
+        d = {"kind": ev.kind, "time": float(ev.time), "train": ev.train, "cars": list(ev.cars),
+             "node": int(ev.node), "message": ev.cause,
+             "location": {"tile_x": loc.tile_x, "tile_z": loc.tile_z, "x": loc.x, "y": loc.y, "z": loc.z}}
+        if ev.other_train is not None:
+            d["other_train"] = ev.other_train
+            d["other_cars"] = list(ev.other_cars)
+        if ev.closing_speed is not None:
+            d["closing_speed"] = float(ev.closing_speed)
+        self._event(d)
+        if ev.kind == "derailment":
+            for t in self.trains:
+                if t.spec.name == ev.train:
+                    t.derailed = True
+
+    def _check_collisions(self) -> None:
+        x, v = self.engine.x, self.engine.v
+        for t in self.trains:
+            sl = t.cars
+            self.occupancy.update(TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl]))
+        if len(self.trains) < 2:
+            return
+        for ev in self.occupancy.collisions(self.time):
+            self._safety(ev)
+        for ev in self.occupancy.side_collisions(self.time):
+            self._safety(ev)
+
+    def _trace(self, trac: np.ndarray, brk: np.ndarray) -> None:
+        x, v = self.engine.x, self.engine.v
+        for t in self.trains:
+            sl = t.cars
+            s_front = float(min(max(x[sl][0], 0.0), t.line.length))
+            node, off, _d = t.line.node_offset(np.array([s_front]))
+            loc = t.line.location(s_front)
+            speed = float(v[sl][0])
+            prev = t.rows[-1] if t.rows else None
+            acc = (speed - prev[2]) / (self.time - prev[0]) if prev and self.time > prev[0] else 0.0
+            c = t.controls
+            brake_out = c.brake if not c.deceleration else min(1.0, float(brk[sl].sum() / max(t.model.max_brake.sum(), 1.0)))
+            t.rows.append((self.time, float(x[sl][0]) - t.front0, speed, acc, c.throttle, brake_out,
+                           int(node[0]), float(off[0]), loc.tile_x, loc.tile_z, loc.x, loc.y, loc.z,
+                           float(t.line.grade_at(np.array([s_front]))[0])))
+            if self.cars_trace:
+                gaps = np.append(self.engine.gap[sl][:-1], np.nan) if hasattr(self.engine, "gap") else np.full(len(x[sl]), np.nan)
+                for i in range(sl.stop - sl.start):
+                    t.car_rows.append((self.time, i, float(x[sl][i]), float(v[sl][i]), float(gaps[i]),
+                                       float(trac[sl][i] - brk[sl][i])))
+
+    def finished(self) -> bool:
+        return all(t.done_at is not None for t in self.trains)
+
+    def run(self, progress: Callable[[float], None] | None = None) -> ReplayResult:
+        wall = _time.perf_counter()
+        self._trace(np.zeros(len(self.engine.x)), np.zeros(len(self.engine.x)))
+        self._next_trace = self.trace_every
+        self._check_collisions()
+        self._next_check = self.scenario.collision_check_interval
+        last_report = 0.0
+        while self.time < self.scenario.duration - 1e-9 and not self.finished():
+            self.step()
+            if progress is not None and self.time - last_report >= 1.0:
+                progress(self.time)
+                last_report = self.time
+        return self._result(_time.perf_counter() - wall)
+
+    def _result(self, wall: float) -> ReplayResult:
+        traces, cars, summary = {}, {}, {"scenario": self.scenario.source, "route": self.route.name,
+                                         "simulated_seconds": round(self.time, 6),
+                                         "wall_seconds": round(wall, 3), "trains": {}}
+        summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None
+        for t in self.trains:
+            cols = list(zip(*t.rows))
+            traces[t.spec.name] = {k: np.array(c) for k, c in zip(TRACE_COLUMNS, cols)}
+            if self.cars_trace and t.car_rows:
+                cc = list(zip(*t.car_rows))
+                cars[t.spec.name] = {k: np.array(c) for k, c in zip(CAR_COLUMNS, cc)}
+            kinds = [e["kind"] for e in self.events if e.get("train") == t.spec.name
+                     or any(c[0] == t.spec.name for c in e.get("cars", []) if isinstance(c, list))]
+            summary["trains"][t.spec.name] = {
+                "consist": t.consist.name, "cars": t.cars.stop - t.cars.start,
+                "mass_t": round(float(t.model.mass.sum()) / 1000.0, 3), "length_m": round(t.length, 3),
+                "running_time_s": round(t.done_at if t.done_at is not None else self.time, 3),
+                "finished": t.done_at is not None, "derailed": t.derailed,
+                "distance_m": round(float(self.engine.x[t.cars][0] - t.front0), 3),
+                "max_speed_kmh": round(t.max_speed * 3.6, 3),
+                "traction_energy_kwh": round(t.traction_j / 3.6e6, 4),
+                "braking_energy_kwh": round(t.braking_j / 3.6e6, 4),
+                "events": {k: kinds.count(k) for k in sorted(set(kinds))},
+            }
+        return ReplayResult(self.scenario.source, traces, cars, tuple(self.events), summary, wall)
+
+
+def replay(scenario: Scenario | str | Path, *, route: Route | None = None, cars_trace: bool = False,
+           progress: Callable[[float], None] | None = None) -> ReplayResult:
+    """Run a scenario (a :class:`Scenario` or a TOML file) to its end."""
+    sc = scenario if isinstance(scenario, Scenario) else read_scenario(scenario)
+    return Replay(sc, route=route, cars_trace=cars_trace).run(progress)
+
+
+__all__ = ["Replay", "ReplayError", "ReplayResult", "replay"]

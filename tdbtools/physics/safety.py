@@ -1,0 +1,517 @@
+"""Derailments and collisions (seed 003 §4.2, §5; seed 000 "side collisions").
+
+Bogies (seed 003)
+-----------------
+A :class:`BogieSet` keeps every car's two bogies as measures (line distances) along its
+train's :class:`~tdbtools.physics.trackline.TrackLine`: the front bogie ``(L − b)/2``
+behind the car front, the rear bogie ``b`` further back (``b`` the bogie spacing,
+0.65·L when the file gives none). Each step every bogie is moved by its car's
+displacement (:meth:`BogieSet.move`); when all bogies of the train are on one track node
+they are re-synchronised from the car positions the integrator keeps
+(:meth:`BogieSet.resync`), which removes the rounding drift the seed mentions without
+risk (no switch can lie between them).
+
+A car derails (:class:`SafetyEvent` ``kind="derailment"``) when
+
+* one of its bogies passes the far end of a line that ``ends_at_track_end`` (or the
+  start of one that ``starts_at_track_end``): it ran off the end of the track;
+* a switch is thrown under it (:meth:`BogieSet.throw_switch`): a junction the line
+  passes lies between the car's front and rear bogie and the switch now selects a
+  route other than the one the line takes — the bogies of one car would take
+  different routes. Facing and trailing junctions count alike (the blades move under
+  the car either way).
+
+Throwing a *facing* switch ahead of a train (all its bogies before the junction) does
+not derail it but makes its line wrong beyond the junction: a ``kind="path_changed"``
+event tells the integrator to rebuild the line. A trailing switch ahead is not
+reported (the traveller runs trailing switches through whatever their position).
+A bogie beyond the end of a line that does *not* end at a track end is not a
+derailment: the line was just not sampled further (:meth:`BogieSet.beyond_line`).
+
+Occupancy (seed 003 §5.2) and collisions
+----------------------------------------
+A :class:`TrainPosition` says where a train is on its line (car fronts, car lengths,
+speed). Its track occupancy is the exact list of node intervals between its rear and
+front (:meth:`TrackLine.occupancy`, coupler gaps included). :func:`collisions` compares
+trains on *different* lines node by node (an index by node keeps it near linear): an
+overlap of positive length on one node is a ``"collision"`` at the middle of the
+overlap, with the nearest car of each train and the closing speed (the rate at which
+the two trains approach each other along that node, + = approaching). Trains on the
+same line are the 1-D engine's business and are skipped; so is mere touching.
+
+Side collisions (seed 000)
+--------------------------
+Where tracks run close, cars on different lines can foul each other.
+:func:`side_collisions` puts every car (its chord rear → middle → front, from
+:meth:`TrackLine.world_xz`) in a uniform grid of cells (default 50 m, enlarged to the
+longest car + clearance so neighbours are never missed) and checks only pairs in the
+same or neighbouring cells, on different lines: a pair whose centre lines come closer
+than ``clearance`` (default 3.6 m, the centre-to-centre distance at which two ~3 m
+wide cars touch) *and* overlap longitudinally (one car's chord projected on the other's
+axis overlaps it) is a ``"side_collision"``. One event per pair of trains, listing the
+cars involved, located at the closest pair.
+
+Every event has the time, the train, the car indices (front → back, 0 = first car),
+the track node and the world location (tile_x, tile_z, x, y, z).
+:class:`Occupancy` keeps the trains' positions and reports only *new* contacts.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..track.traveller import WorldLocation
+from .forces import CarModel
+from .trackline import TrackLine
+
+__all__ = [
+    "BogieSet", "DEFAULT_CELL_M", "DEFAULT_CLEARANCE_M", "Occupancy", "SafetyEvent",
+    "TrainPosition", "collisions", "derailments", "side_collisions", "throw_switch",
+]
+
+#: Centre-to-centre distance (m) below which cars on different tracks foul each other.
+DEFAULT_CLEARANCE_M = 3.6
+#: Edge of the grid cells for side collisions (m).
+DEFAULT_CELL_M = 50.0
+_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class SafetyEvent:
+    """A derailment, collision, side collision or path change.
+
+    ``cars`` are indices into ``train``'s cars (front → back); ``other_train`` /
+    ``other_cars`` the second train of a collision. ``node`` is the track node (a
+    junction node for a switch thrown under a car), ``location`` the world position,
+    ``s`` the line distance on ``train``'s line. ``closing_speed`` (m/s) for
+    collisions. ``cause`` says why in words.
+    """
+
+    kind: str
+    time: float
+    train: Hashable
+    cars: tuple[int, ...]
+    node: int
+    location: WorldLocation
+    cause: str = ""
+    other_train: Hashable | None = None
+    other_cars: tuple[int, ...] = ()
+    closing_speed: float | None = None
+    s: float | None = None
+
+
+# -- bogies and derailments ---------------------------------------------------------------
+
+
+class BogieSet:
+    """The bogies of one train's cars as measures along its line (module docstring).
+
+    ``car_front``: line distance of each car's front, front → back. ``length`` and
+    ``spacing`` (bogie spacing) per car, in metres.
+    """
+
+    def __init__(self, train: Hashable, line: TrackLine, car_front, length, spacing) -> None:
+        self.train = train
+        self.line = line
+        self.length = np.array(length, dtype=np.float64).reshape(-1)
+        n = len(self.length)
+        self.spacing = np.broadcast_to(np.asarray(spacing, dtype=np.float64), (n,)).copy()
+        self.front = np.zeros(n)
+        self.rear = np.zeros(n)
+        self.derailed = np.zeros(n, dtype=bool)
+        self.place(car_front)
+
+    @classmethod
+    def from_model(cls, train: Hashable, line: TrackLine, car_front, model: CarModel) -> BogieSet:
+        return cls(train, line, car_front, model.length, model.bogie_spacing)
+
+    def __len__(self) -> int:
+        return len(self.length)
+
+    def place(self, car_front) -> None:
+        """Put every bogie where the car fronts say (no checks)."""
+        cf = np.broadcast_to(np.asarray(car_front, dtype=np.float64), self.length.shape)
+        self.front = cf - (self.length - self.spacing) / 2.0
+        self.rear = self.front - self.spacing
+
+    @property
+    def bogies(self) -> np.ndarray:
+        """(n_cars, 2) array: front and rear bogie line distances."""
+        return np.stack([self.front, self.rear], axis=1)
+
+    def nodes(self) -> np.ndarray:
+        """(n_cars, 2) track nodes under the front and rear bogies."""
+        node, _off, _d = self.line.node_offset(self.bogies.reshape(-1))
+        return node.reshape(-1, 2)
+
+    def on_one_node(self) -> bool:
+        """Are all bogies on the same node traversal of the line (and on the line)?"""
+        b = self.bogies.reshape(-1)
+        if b.min() < 0.0 or b.max() > self.line.length:
+            return False
+        seg = self.line.segment_index(b)
+        return bool((seg == seg[0]).all())
+
+    def move(self, displacement, time: float, *, car_front=None) -> list[SafetyEvent]:
+        """Move every bogie by its car's displacement (m along the line; one value or
+        one per car), report cars that ran off a track end, then re-synchronise from
+        ``car_front`` if given and all bogies are on one node."""
+        d = np.broadcast_to(np.asarray(displacement, dtype=np.float64), self.length.shape)
+        self.front = self.front + d
+        self.rear = self.rear + d
+        events = self.check(time)
+        if car_front is not None:
+            self.resync(car_front)
+        return events
+
+    def resync(self, car_front) -> bool:
+        """Recompute the bogies from the car fronts if all bogies are on one node
+        (seed 003 §4.2); returns whether it did."""
+        if not self.on_one_node():
+            return False
+        self.place(car_front)
+        return True
+
+    def beyond_line(self) -> np.ndarray:
+        """Cars with a bogie outside [0, line length]."""
+        b = self.bogies
+        return np.flatnonzero((b < -_TOL).any(axis=1) | (b > self.line.length + _TOL).any(axis=1))
+
+    def check(self, time: float) -> list[SafetyEvent]:
+        """Derailments of cars whose bogies ran past a track end of the line (cars
+        already derailed are not reported again)."""
+        out: list[SafetyEvent] = []
+        line = self.line
+        b = self.bogies
+        ends = []
+        if line.ends_at_track_end:
+            ends.append(((b > line.length + _TOL).any(axis=1), line.length, "far"))
+        if line.starts_at_track_end:
+            ends.append(((b < -_TOL).any(axis=1), 0.0, "near"))
+        for hit, s_end, which in ends:
+            new = hit & ~self.derailed
+            if not new.any():
+                continue
+            self.derailed |= new
+            node, _off, _d = line.node_offset(np.array([s_end]))
+            out.append(SafetyEvent(
+                "derailment", float(time), self.train, tuple(int(i) for i in np.flatnonzero(new)),
+                int(node[0]), line.location(s_end),
+                cause=f"ran off the track end at the {which} end of the line", s=float(s_end)))
+        return out
+
+    def straddling(self, s: float) -> np.ndarray:
+        """Cars whose front bogie is past line distance ``s`` and rear bogie not yet."""
+        return np.flatnonzero((self.front > s + _TOL) & (self.rear < s - _TOL))
+
+    def throw_switch(self, junction: int, route: int, time: float) -> list[SafetyEvent]:
+        """A switch is thrown to ``route``: derail the cars straddling it where the line
+        takes another route; report a facing switch changed ahead of the train."""
+        out: list[SafetyEvent] = []
+        line = self.line
+        for k in np.flatnonzero(line.junction_node == int(junction)):
+            if int(line.junction_route[k]) == int(route):
+                continue
+            s_j = float(line.junction_s[k])
+            cars = [int(i) for i in self.straddling(s_j) if not self.derailed[i]]
+            loc = line.location(s_j)
+            if cars:
+                self.derailed[cars] = True
+                out.append(SafetyEvent(
+                    "derailment", float(time), self.train, tuple(cars), int(junction), loc,
+                    cause=(f"switch {junction} thrown to route {route} under the car (the line "
+                           f"takes route {int(line.junction_route[k])}): its bogies take "
+                           "different routes"), s=s_j))
+            elif bool(line.junction_facing[k]) and self.front.max() < s_j - _TOL:
+                out.append(SafetyEvent(
+                    "path_changed", float(time), self.train, (), int(junction), loc,
+                    cause=(f"facing switch {junction} ahead now set to route {route}; the line "
+                           f"takes route {int(line.junction_route[k])}: rebuild the line"),
+                    s=s_j))
+        return out
+
+
+def derailments(bogie_sets: Iterable[BogieSet], time: float) -> list[SafetyEvent]:
+    """Track-end derailments of every bogie set (:meth:`BogieSet.check`)."""
+    out: list[SafetyEvent] = []
+    for b in bogie_sets:
+        out.extend(b.check(time))
+    return out
+
+
+def throw_switch(bogie_sets: Iterable[BogieSet], junction: int, route: int,
+                 time: float) -> list[SafetyEvent]:
+    """A scenario event: ``junction`` is thrown to ``route`` at ``time``
+    (:meth:`BogieSet.throw_switch` for every train)."""
+    out: list[SafetyEvent] = []
+    for b in bogie_sets:
+        out.extend(b.throw_switch(junction, route, time))
+    return out
+
+
+# -- occupancy and collisions ------------------------------------------------------------
+
+
+@dataclass
+class TrainPosition:
+    """Where a train is: its line, each car's front (line distance, front → back) and
+    length, and its speed (m/s along the line, + = towards increasing s; one value or
+    one per car). ``line_key`` says which trains share a line (default: the line
+    object itself)."""
+
+    train: Hashable
+    line: TrackLine
+    car_front: np.ndarray
+    car_length: np.ndarray
+    speed: float | np.ndarray = 0.0
+    line_key: Hashable | None = None
+    _key: Hashable = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.car_front = np.array(self.car_front, dtype=np.float64).reshape(-1)
+        self.car_length = np.broadcast_to(np.asarray(self.car_length, dtype=np.float64),
+                                          self.car_front.shape).copy()
+        self._key = self.line_key if self.line_key is not None else ("line", id(self.line))
+
+    @property
+    def front(self) -> float:
+        return float(self.car_front[0])
+
+    @property
+    def rear(self) -> float:
+        return float(self.car_front[-1] - self.car_length[-1])
+
+    def car_speed(self, i: int) -> float:
+        v = np.asarray(self.speed, dtype=np.float64)
+        return float(v) if v.ndim == 0 else float(v[i])
+
+    def intervals(self) -> list[tuple[int, float, float]]:
+        """Node intervals ``(node, offset at the rear side, offset at the front side)``."""
+        return self.line.occupancy(self.rear, self.front)
+
+    def nearest_car(self, s: float) -> int:
+        """The car closest to line distance ``s`` (0 inside it)."""
+        lo = self.car_front - self.car_length
+        d = np.maximum(np.maximum(lo - s, s - self.car_front), 0.0)
+        return int(np.argmin(d))
+
+
+def _node_dir(line: TrackLine, node: int, offset: float) -> int:
+    """Direction (1/0) in which ``line`` runs over ``node`` near ``offset``."""
+    m = np.flatnonzero(line.seg_node == node)
+    for i in m:
+        span = line.seg_s1[i] - line.seg_s0[i]
+        o0 = line.seg_off0[i]
+        lo, hi = (o0, o0 + span) if line.seg_dir[i] == 1 else (o0 - span, o0)
+        if lo - _TOL <= offset <= hi + _TOL:
+            return int(line.seg_dir[i])
+    return int(line.seg_dir[m[0]]) if len(m) else 1
+
+
+def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent]:
+    """Trains on different lines whose occupied node intervals overlap (module
+    docstring): one ``"collision"`` event per pair of trains."""
+    trains = list(trains)
+    by_node: dict[int, list[tuple[int, float, float]]] = {}
+    for k, tr in enumerate(trains):
+        for node, a, b in tr.intervals():
+            by_node.setdefault(node, []).append((k, min(a, b), max(a, b)))
+    best: dict[tuple[int, int], tuple[float, int, float, float, float]] = {}
+    for node, entries in by_node.items():
+        if len(entries) < 2:
+            continue
+        entries.sort(key=lambda e: e[1])
+        for x in range(len(entries)):
+            i, lo_i, hi_i = entries[x]
+            for y in range(x + 1, len(entries)):
+                j, lo_j, hi_j = entries[y]
+                if lo_j >= hi_i:
+                    break
+                if i == j or trains[i]._key == trains[j]._key:
+                    continue
+                overlap = min(hi_i, hi_j) - max(lo_i, lo_j)
+                if overlap <= 0:
+                    continue
+                key = (min(i, j), max(i, j))
+                mid = (max(lo_i, lo_j) + min(hi_i, hi_j)) / 2.0
+                centre_i, centre_j = (lo_i + hi_i) / 2.0, (lo_j + hi_j) / 2.0
+                if key[0] != i:
+                    centre_i, centre_j = centre_j, centre_i
+                if key not in best or overlap > best[key][0]:
+                    best[key] = (overlap, node, mid, centre_i, centre_j)
+    out: list[SafetyEvent] = []
+    for (i, j), (_ov, node, mid, ci, cj) in sorted(best.items()):
+        a, b = trains[i], trains[j]
+        sa = a.line.locate(node, mid)
+        sb = b.line.locate(node, mid)
+        s_a = float(sa[0]) if len(sa) else a.front
+        s_b = float(sb[0]) if len(sb) else b.front
+        car_a, car_b = a.nearest_car(s_a), b.nearest_car(s_b)
+        va = a.car_speed(car_a) * (1.0 if _node_dir(a.line, node, mid) == 1 else -1.0)
+        vb = b.car_speed(car_b) * (1.0 if _node_dir(b.line, node, mid) == 1 else -1.0)
+        closing = (va - vb) if ci <= cj else (vb - va)
+        out.append(SafetyEvent(
+            "collision", float(time), a.train, (car_a,), int(node), a.line.location(s_a),
+            cause=f"both trains occupy node {node} around offset {mid:.2f} m",
+            other_train=b.train, other_cars=(car_b,), closing_speed=float(closing), s=s_a))
+    return out
+
+
+def _seg_dist(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarray) -> np.ndarray:
+    """Minimum distance between 2-D segments p1q1 and p2q2 (arrays of shape (k, 2))."""
+    def point_seg(p, a, b):  # noqa: ANN001, ANN202
+        ab = b - a
+        den = np.einsum("ij,ij->i", ab, ab)
+        t = np.where(den > 0, np.einsum("ij,ij->i", p - a, ab) / np.where(den > 0, den, 1.0), 0.0)
+        t = np.clip(t, 0.0, 1.0)
+        c = a + t[:, None] * ab
+        return np.hypot(*(p - c).T)
+
+    def cross(o, a, b):  # noqa: ANN001, ANN202
+        return (a[:, 0] - o[:, 0]) * (b[:, 1] - o[:, 1]) - (a[:, 1] - o[:, 1]) * (b[:, 0] - o[:, 0])
+
+    d = np.minimum.reduce([point_seg(p1, p2, q2), point_seg(q1, p2, q2),
+                           point_seg(p2, p1, q1), point_seg(q2, p1, q1)])
+    d1, d2 = cross(p2, q2, p1), cross(p2, q2, q1)
+    d3, d4 = cross(p1, q1, p2), cross(p1, q1, q2)
+    crossing = (d1 * d2 < 0) & (d3 * d4 < 0)
+    return np.where(crossing, 0.0, d)
+
+
+def side_collisions(trains: Sequence[TrainPosition], time: float, *,
+                    clearance: float = DEFAULT_CLEARANCE_M,
+                    cell: float = DEFAULT_CELL_M) -> list[SafetyEvent]:
+    """Cars of trains on different lines fouling each other where the tracks run close
+    (module docstring): one ``"side_collision"`` event per pair of trains."""
+    trains = list(trains)
+    owner, car, pts, heads, centres = [], [], [], [], []
+    for k, tr in enumerate(trains):
+        line = tr.line
+        lo = np.clip(tr.car_front - tr.car_length, 0.0, line.length)
+        hi = np.clip(tr.car_front, 0.0, line.length)
+        on = hi - lo > _TOL                     # cars (partly) on the line
+        idx = np.flatnonzero(on)
+        if not len(idx):
+            continue
+        ss = np.stack([lo[idx], (lo[idx] + hi[idx]) / 2.0, hi[idx]], axis=1)
+        X, Z = line.world_xz(ss.reshape(-1))
+        p = np.stack([X, Z], axis=1).reshape(-1, 3, 2)
+        owner.extend([k] * len(idx))
+        car.extend(int(i) for i in idx)
+        pts.append(p)
+        heads.append(line.heading_at(ss[:, 1]))
+        centres.append(p[:, 1, :])
+    if not owner:
+        return []
+    owner_a = np.array(owner)
+    car_a = np.array(car)
+    P = np.concatenate(pts)                      # (n, 3, 2): rear, middle, front
+    H = np.concatenate(heads)
+    C = np.concatenate(centres)
+    half = np.hypot(*(P[:, 2] - P[:, 0]).T) / 2.0
+    size = max(float(cell), float(2.0 * half.max() + clearance), 1.0)
+    cx = np.floor(C[:, 0] / size).astype(np.int64)
+    cz = np.floor(C[:, 1] / size).astype(np.int64)
+    grid: dict[tuple[int, int], list[int]] = {}
+    for i, key in enumerate(zip(cx.tolist(), cz.tolist())):
+        grid.setdefault(key, []).append(i)
+    keys = [t._key for t in trains]
+    ia, ib = [], []
+    for (gx, gz), members in grid.items():
+        near: list[int] = []
+        for dx in (-1, 0, 1):
+            for dz in (-1, 0, 1):
+                near.extend(grid.get((gx + dx, gz + dz), ()))
+        nb = np.array(near)
+        for i in members:
+            cand = nb[(nb > i)]
+            cand = cand[[keys[owner_a[j]] != keys[owner_a[i]] for j in cand]] if len(cand) else cand
+            ia.extend([i] * len(cand))
+            ib.extend(cand.tolist())
+    if not ia:
+        return []
+    ia_, ib_ = np.array(ia), np.array(ib)
+    # Distance between the two-segment centre lines of each candidate pair.
+    dist = np.full(len(ia_), np.inf)
+    for u in range(2):
+        for w in range(2):
+            dist = np.minimum(dist, _seg_dist(P[ia_, u], P[ia_, u + 1], P[ib_, w], P[ib_, w + 1]))
+    # Longitudinal overlap: b's chord projected on a's axis overlaps a's chord.
+    axis = P[ia_, 2] - P[ia_, 0]
+    norm = np.hypot(*axis.T)
+    u_ax = axis / np.where(norm > 0, norm, 1.0)[:, None]
+    t0 = np.einsum("ij,ij->i", P[ib_, 0] - C[ia_], u_ax)
+    t1 = np.einsum("ij,ij->i", P[ib_, 2] - C[ia_], u_ax)
+    overlap = np.minimum(np.maximum(t0, t1), half[ia_]) - np.maximum(np.minimum(t0, t1), -half[ia_])
+    hit = (dist < clearance) & (overlap > 0)
+    groups: dict[tuple[int, int], list[tuple[float, int, int]]] = {}
+    for i, j, d in zip(ia_[hit], ib_[hit], dist[hit]):
+        a, b = (i, j) if owner_a[i] < owner_a[j] else (j, i)
+        groups.setdefault((int(owner_a[a]), int(owner_a[b])), []).append((float(d), int(a), int(b)))
+    out: list[SafetyEvent] = []
+    for (ta, tb), hits in sorted(groups.items()):
+        d, a, b = min(hits)
+        A, B = trains[ta], trains[tb]
+        sa = float(np.clip(A.car_front[car_a[a]] - A.car_length[car_a[a]] / 2.0, 0.0, A.line.length))
+        loc = A.line.location(sa)
+        node, _off, _dd = A.line.node_offset(np.array([sa]))
+        va = A.car_speed(int(car_a[a])) * np.array([np.sin(H[a]), np.cos(H[a])])
+        vb = B.car_speed(int(car_a[b])) * np.array([np.sin(H[b]), np.cos(H[b])])
+        out.append(SafetyEvent(
+            "side_collision", float(time), A.train,
+            tuple(sorted({int(car_a[x]) for _d, x, _y in hits})), int(node[0]), loc,
+            cause=f"cars {d:.2f} m apart (clearance {clearance} m) on different lines",
+            other_train=B.train, other_cars=tuple(sorted({int(car_a[y]) for _d, _x, y in hits})),
+            closing_speed=float(np.hypot(*(va - vb))), s=sa))
+    return out
+
+
+class Occupancy:
+    """The positions of all trains, with collision checks that report each contact
+    once (until the trains separate again)."""
+
+    def __init__(self, trains: Iterable[TrainPosition] = ()) -> None:
+        self._trains: dict[Hashable, TrainPosition] = {}
+        self._contact: set[tuple[str, Hashable, Hashable]] = set()
+        for t in trains:
+            self.update(t)
+
+    def update(self, position: TrainPosition) -> None:
+        """Set (or replace) a train's position."""
+        self._trains[position.train] = position
+
+    def remove(self, train: Hashable) -> None:
+        self._trains.pop(train, None)
+
+    @property
+    def trains(self) -> list[TrainPosition]:
+        return list(self._trains.values())
+
+    def intervals(self, train: Hashable) -> list[tuple[int, float, float]]:
+        """The node intervals a train occupies (:meth:`TrainPosition.intervals`)."""
+        return self._trains[train].intervals()
+
+    def by_node(self) -> dict[int, list[tuple[Hashable, float, float]]]:
+        """node → [(train, low offset, high offset), ...]."""
+        out: dict[int, list[tuple[Hashable, float, float]]] = {}
+        for t in self._trains.values():
+            for node, a, b in t.intervals():
+                out.setdefault(node, []).append((t.train, min(a, b), max(a, b)))
+        return out
+
+    def _new(self, kind: str, events: list[SafetyEvent], only_new: bool) -> list[SafetyEvent]:
+        now = {(kind, e.train, e.other_train) for e in events}
+        fresh = [e for e in events if (kind, e.train, e.other_train) not in self._contact]
+        self._contact = {c for c in self._contact if c[0] != kind} | now
+        return fresh if only_new else events
+
+    def collisions(self, time: float, *, only_new: bool = True) -> list[SafetyEvent]:
+        return self._new("collision", collisions(self.trains, time), only_new)
+
+    def side_collisions(self, time: float, *, clearance: float = DEFAULT_CLEARANCE_M,
+                        cell: float = DEFAULT_CELL_M, only_new: bool = True) -> list[SafetyEvent]:
+        return self._new("side_collision",
+                         side_collisions(self.trains, time, clearance=clearance, cell=cell),
+                         only_new)

@@ -1,0 +1,592 @@
+"""A train's line of track: one 1-D run along the network, sampled once so that the
+physics can look everything up with numpy (seed 003: positions are *measures*, metres
+along the line; spec §11, §12).
+
+A :class:`TrackLine` is built by walking a :class:`~tdbtools.track.traveller.Traveller`
+section by section, so it knows exactly
+
+* every **section piece** it crosses (section row, direction, line distances where it
+  starts and ends, section offset at its start): grade and curvature are constant on a
+  piece and are looked up exactly (never interpolated);
+* every **node traversal** (vector node, direction, line distances, node offset at its
+  start): node and offset of any line distance are exact, and so are the node
+  intervals a train occupies (:meth:`TrackLine.occupancy`);
+* every **junction** passed (line distance, junction node, the route the line takes
+  through it, whether it is met facing — from the trunk — or trailing);
+* the **speed-limit changes** (line distance, new limit in m/s).
+
+The sample columns (``s``, ``node``, ``offset``, ``direction``, tile and world
+coordinates, ``heading``, ``grade``, ``curvature``, ``speed_limit``) are taken every
+``step`` metres and at every section boundary, from the same formulas the traveller
+uses (:func:`~tdbtools.track.geometry.point_at` on the cleaned geometry), so they are
+the traveller's pose at those points. Between samples, continuous quantities (x, y, z,
+X, Z, heading) are linearly interpolated (:meth:`TrackLine.at`; ``exact=True``
+evaluates the section geometry instead).
+
+Lookups (all vectorised over arrays of line distances)
+------------------------------------------------------
+:meth:`~TrackLine.at` (every column; ``exact=True`` for the section geometry),
+:meth:`~TrackLine.elevation`, :meth:`~TrackLine.grade_at`,
+:meth:`~TrackLine.curvature_at`, :meth:`~TrackLine.heading_at`,
+:meth:`~TrackLine.limit`, :meth:`~TrackLine.world_xz`, :meth:`~TrackLine.node_offset`,
+:meth:`~TrackLine.location` (one :class:`WorldLocation`), :meth:`~TrackLine.occupancy`
+(exact node intervals between two line distances), :meth:`~TrackLine.locate` (node
+offset → line distances) and :meth:`~TrackLine.route_through` (a junction's route).
+``grade`` and ``curvature`` are the sample columns, hence the ``_at`` names of the
+look-up methods.
+
+Conventions
+-----------
+* ``s`` is metres along the track from the line start (the traveller's metres: arc
+  length along the possibly inclined section), increasing in the direction of travel.
+* ``grade`` is the traveller's: rise per horizontal metre in the direction of travel,
+  ``−tan AX`` (``+tan AX`` walking a section backward). Per metre *along the track* it
+  would be ``−sin AX``; the two differ by less than 1e-7 below 1 % grade. The physics
+  gets the gravity force from bogie elevations instead (:mod:`.forces`).
+* ``curvature`` is signed 1/R in the direction of travel (+ = turning right).
+* At a section (or node) boundary a sample belongs to the piece that *ends* there,
+  exactly as a traveller that moved up to the boundary reports it.
+* ``heading`` is radians from +Z towards +X, wrapped into (−π, π].
+* ``speed_limit`` (m/s) follows :mod:`tdbtools.track.profile`: the route limit at the
+  start; a limit post passed sets its (passenger) value, a "resume" post restores the
+  route limit, warnings and mileposts change nothing; posts count in both directions of
+  travel. A post exactly at the line start counts (the train stands at it).
+* ``ends_at_track_end``: the walk stopped because the track ran out (an end node, a pin
+  linking nowhere) within 1 mm of the far end, not because the requested distance was
+  reached. ``starts_at_track_end`` is the same for the start, looking backward.
+
+Paths with reversals
+--------------------
+A line is one direction of travel. A path with reversal points is split into *parts*
+at its reversals: part 0 runs from the path start to the first reversal point, part k
+from reversal k to the next (or the path end), starting where part k − 1 ended and
+facing the other way. Every part is extended beyond its end by ``extend`` metres with
+the switches as the path had set them so far. :meth:`TrackLine.path_parts` returns all
+parts; :meth:`TrackLine.from_path` one of them (``part``, default 0 — the whole path
+when it has no reversal); ``line.part`` / ``line.parts`` say which.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from ..errors import TdbToolsError
+from ..formats.pat import PathFile
+from ..formats.route import Route
+from ..formats.tdb import SpeedPostItem
+from ..track.geometry import TILE_SIZE, SectionGeometry, normalize_tile, point_at, wrap_angle
+from ..track.paths import ResolvedPath, resolve_path
+from ..track.spatial import cached, track_geometry
+from ..track.traveller import Switches, Traveller, WorldLocation, item_positions
+
+__all__ = ["LineJunction", "TrackLine", "TrackLineError"]
+
+_EPS = 1e-9
+#: A walk that stopped this close (m) to the requested end is "at" it.
+_END_TOL = 1e-3
+
+
+class TrackLineError(TdbToolsError):
+    """A track line cannot be built (path does not resolve, bad start, bad step)."""
+
+
+class LineJunction(NamedTuple):
+    """A junction a line passes: at line distance ``s``, junction node ``node``, taking
+    route ``route`` (0 → TrPins[1], 1 → TrPins[2]). ``facing``: met from the trunk (the
+    switch decides the way); otherwise trailing (met from branch ``route``)."""
+
+    s: float
+    node: int
+    route: int
+    facing: bool
+
+
+# -- walking ----------------------------------------------------------------------------
+
+
+def _section_lengths(route: Route) -> np.ndarray:
+    def build() -> np.ndarray:
+        g = track_geometry(route)
+        ok = g.known & np.isfinite(g.length)
+        return np.where(ok, g.length, 0.0)
+
+    return cached(route, "trackline-section-length", build)
+
+
+class _Walk:
+    """Accumulates pieces, node segments and junctions while a traveller walks."""
+
+    def __init__(self, route: Route, t: Traveller) -> None:
+        self.route = route
+        self.seclen = _section_lengths(route)
+        self.t = t
+        self.s = 0.0
+        self.pieces: list[tuple[int, int, float, float, float]] = []   # row, dir, s0, s1, soff0
+        self.segs: list[list] = []                                      # [node, dir, s0, s1, off0]
+        self.junctions: list[LineJunction] = []
+        self.hit_end = False
+        if t.is_on_track:
+            self._open_segment()
+
+    def _open_segment(self) -> None:
+        t = self.t
+        if self.segs and self.segs[-1][3] is None:
+            self.segs[-1][3] = self.s
+        self.segs.append([t.node_index, t.direction, self.s, None, t.offset])
+
+    def close(self) -> None:
+        if self.segs and self.segs[-1][3] is None:
+            self.segs[-1][3] = self.s
+
+    def _cross(self) -> bool:
+        """Step into the next section or node; False at the end of the track."""
+        t = self.t
+        node = t.node_index
+        if t.is_end:
+            return False
+        if not t.next_section():
+            return False
+        if t.node_index != node or not t.is_on_track:
+            if t.is_junction:
+                j = t.node_index
+                facing = t.direction == 1
+                route = t.switches.get(j) if facing else max(t.junction_entry_pin - 1, 0)
+                self.junctions.append(LineJunction(self.s, j, int(route), facing))
+            elif t.is_end:
+                return False
+            else:
+                self._open_segment()
+        return True
+
+    def run(self, distance: float) -> float:
+        """Walk ``distance`` metres; returns what could not be walked (track end)."""
+        t = self.t
+        left = float(distance)
+        stalled = 0
+        limit = 4 * len(self.seclen) + 64
+        while left > _EPS:
+            row = t.section_row
+            if row >= 0:
+                so = t.section_offset
+                fwd = t.direction == 1
+                avail = (self.seclen[row] - so) if fwd else so
+                if avail > _EPS:
+                    d = min(avail, left)
+                    self.pieces.append((row, int(fwd), self.s, self.s + d, so))
+                    t.move(d)
+                    self.s += d
+                    left -= d
+                    stalled = 0
+                    continue
+            stalled += 1
+            if stalled > limit or not self._cross():
+                self.hit_end = True
+                break
+        return max(left, 0.0)
+
+    def at_track_end(self) -> bool:
+        """Would the traveller run out of track within 1 mm? (walks a copy)."""
+        probe = _Walk(self.route, self.t.copy())   # a copy shares the switches
+        return probe.run(_END_TOL) > _EPS
+
+
+# -- the line ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class TrackLine:
+    """A sampled line of track; see the module docstring for the conventions.
+
+    Sample columns (one entry per sample, ``s`` ascending, first 0, last ``length``):
+    ``s``, ``node``, ``offset``, ``direction``, ``tile_x``, ``tile_z``, ``x``, ``y``,
+    ``z`` (x, z normalised to their tile), ``X``, ``Z`` (absolute), ``heading``,
+    ``grade``, ``curvature``, ``speed_limit``.
+    """
+
+    route_name: str
+    source: str
+    step: float
+    length: float
+    path_length: float               # where the path (part) ends; == length for from_point
+    ends_at_track_end: bool
+    starts_at_track_end: bool
+    # samples
+    s: np.ndarray
+    node: np.ndarray
+    offset: np.ndarray
+    direction: np.ndarray
+    tile_x: np.ndarray
+    tile_z: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    X: np.ndarray
+    Z: np.ndarray
+    heading: np.ndarray
+    grade: np.ndarray
+    curvature: np.ndarray
+    speed_limit: np.ndarray
+    # exact tables
+    seg_node: np.ndarray             # node traversals
+    seg_dir: np.ndarray
+    seg_s0: np.ndarray
+    seg_s1: np.ndarray
+    seg_off0: np.ndarray
+    piece_row: np.ndarray            # section pieces (row of route.tdb.sections)
+    piece_dir: np.ndarray
+    piece_s0: np.ndarray
+    piece_s1: np.ndarray
+    piece_soff0: np.ndarray
+    piece_grade: np.ndarray
+    piece_curvature: np.ndarray
+    piece_geom: SectionGeometry      # geometry of the pieces' sections (row k = piece k)
+    junction_s: np.ndarray
+    junction_node: np.ndarray
+    junction_route: np.ndarray
+    junction_facing: np.ndarray
+    limit_s: np.ndarray              # speed-limit changes: from limit_s[k] on, limit_v[k]
+    limit_v: np.ndarray
+    part: int = 0
+    parts: int = 1
+    _heading_u: np.ndarray | None = None
+
+    # -- construction ----------------------------------------------------------------
+    @classmethod
+    def from_path(cls, route: Route, path: ResolvedPath | PathFile | str | Path, *,
+                  extend: float = 2000.0, step: float = 2.0, part: int = 0,
+                  switches: Switches | None = None) -> TrackLine:
+        """The line along a ``.pat`` path (a file, :class:`PathFile` or
+        :class:`ResolvedPath`): leg by leg with the switches the path sets, then on
+        along the track for up to ``extend`` metres or to a track end. A path with
+        reversals is split into parts (module docstring); ``part`` picks one.
+        ``switches`` (not modified) gives the positions of junctions the path does
+        not set; default: every switch in its MainRoute position."""
+        lines = cls.path_parts(route, path, extend=extend, step=step, switches=switches,
+                               only=part)
+        return lines[0]
+
+    @classmethod
+    def path_parts(cls, route: Route, path: ResolvedPath | PathFile | str | Path, *,
+                   extend: float = 2000.0, step: float = 2.0,
+                   switches: Switches | None = None, only: int | None = None) -> list[TrackLine]:
+        """One line per reversal-free part of the path (see the module docstring)."""
+        _check_step(step)
+        res = path if isinstance(path, ResolvedPath) else resolve_path(route, path)
+        if not res.ok:
+            raise TrackLineError(f"path {res.path} does not resolve: {'; '.join(res.problems)}")
+        first = res.legs[0].traversals[0]
+        sw = switches.copy() if switches is not None else Switches(route)
+        t = Traveller(route, first.node, first.start, first.direction, switches=sw)
+        # Legs grouped into parts: a reversal at point r starts a new part with leg r.
+        groups: list[list] = [[]]
+        for k, leg in enumerate(res.legs):
+            if k > 0 and k in res.reversals:
+                groups.append([])
+            groups[-1].append(leg)
+        n_parts = len(groups)
+        if only is not None and not 0 <= only < n_parts:
+            raise TrackLineError(f"path {res.path} has {n_parts} part(s): no part {only}")
+        out: list[TrackLine] = []
+        for p, legs in enumerate(groups):
+            if p > 0:
+                t.reverse()
+            if only is not None and p > only:
+                break
+            if only is not None and p < only:
+                for leg in legs:          # walk only to find where the next part starts
+                    for j, r in leg.switches:
+                        sw.set(j, r)
+                    t.move(leg.length)
+                continue
+            start = t.copy()
+            walk = _Walk(route, t.copy())          # shares ``sw``
+            for leg in legs:
+                for j, r in leg.switches:
+                    sw.set(j, r)
+                walk.run(leg.length)
+            path_len = walk.s
+            expected = _dedupe(t.node for leg in legs for t in leg.traversals
+                               if t.length > _END_TOL)
+            walked = _dedupe(g[0] for g in walk.segs
+                             if (path_len if g[3] is None else g[3]) - g[2] > _END_TOL)
+            if walked != expected:
+                raise TrackLineError(
+                    f"path {res.path}: part {p} walked nodes {walked}, the path has {expected}")
+            # Keep where the part ends for the next part, then extend (a traveller that
+            # does not align trailing switches never changes them).
+            t = walk.t.copy()
+            walk.run(extend)
+            out.append(cls._build(route, walk, start, step, path_len, res.path, p, n_parts))
+        return out
+
+    @classmethod
+    def from_point(cls, route: Route, tile_x: int, tile_z: int, x: float, z: float, *,
+                   backward: bool = False, length: float = 2000.0, step: float = 2.0,
+                   switches: Switches | None = None) -> TrackLine:
+        """The line from the track point nearest a world point, ``length`` metres along
+        the track (the node's forward direction, or backward) or to a track end, with
+        the switches as given (default positions)."""
+        _check_step(step)
+        sw = switches.copy() if switches is not None else None
+        t = Traveller.at(route, tile_x, tile_z, x, z, switches=sw)
+        if backward:
+            t.reverse()
+        return cls.from_traveller(t, length=length, step=step,
+                                  source=f"tile ({tile_x}, {tile_z}) x {x} z {z}")
+
+    @classmethod
+    def from_traveller(cls, traveller: Traveller, *, length: float = 2000.0, step: float = 2.0,
+                       source: str = "traveller") -> TrackLine:
+        """The line ahead of a traveller (not moved; its switches are used as they are)."""
+        _check_step(step)
+        route = traveller.route
+        start = traveller.copy()
+        walk = _Walk(route, traveller.copy())
+        walk.run(length)
+        return cls._build(route, walk, start, step, walk.s, source, 0, 1)
+
+    @classmethod
+    def _build(cls, route: Route, walk: _Walk, start: Traveller, step: float, path_len: float,
+               source: str, part: int, parts: int) -> TrackLine:
+        walk.close()
+        length = walk.s
+        ends = walk.hit_end or walk.at_track_end()
+        back = _Walk(route, start.copy(reverse=True))
+        starts = back.run(_END_TOL) > _EPS
+        if not walk.pieces:
+            raise TrackLineError(f"{source}: no track to walk from {start!r}")
+        pr, pd, ps0, ps1, pso = (np.array(c) for c in zip(*walk.pieces))
+        pr = pr.astype(np.int64)
+        pd = pd.astype(np.int8)
+        geom = track_geometry(route)
+        pgeom = geom.take(pr)
+        curved = ~np.isnan(pgeom.radius)
+        sign = np.sign(np.where(curved, pgeom.angle, 0.0))
+        sign = np.where(sign == 0, 1.0, sign)
+        rad = np.where(curved, pgeom.radius, 1.0)
+        curv = np.where(curved, sign / rad, 0.0)
+        dsign = np.where(pd == 1, 1.0, -1.0)
+        pgrade = -np.tan(pgeom.ax) * dsign + 0.0      # + 0.0: no −0.0
+        pcurv = curv * dsign + 0.0
+
+        segs = [g for g in walk.segs if g[3] is not None and g[3] > g[2] + _EPS] or walk.segs[:1]
+        sn = np.array([g[0] for g in segs], dtype=np.int64)
+        sd = np.array([g[1] for g in segs], dtype=np.int8)
+        s0 = np.array([g[2] for g in segs], dtype=np.float64)
+        s1 = np.array([g[3] for g in segs], dtype=np.float64)
+        so = np.array([g[4] for g in segs], dtype=np.float64)
+
+        # Sample points: every step, every piece boundary, the end.
+        grid = np.arange(0.0, length, step)
+        pts = np.unique(np.concatenate([grid, ps0, ps1, [length]]))
+        keep = np.concatenate([[True], np.diff(pts) > 1e-7])
+        pts = pts[keep]
+        pts[-1] = length
+
+        # Speed-limit changes from the posts on the node traversals.
+        base = float(route.trk.speed_limit)
+        posts: list[tuple[float, int, float | None]] = []
+        table = item_positions(route)
+        for k, (node, d, a, b, off0) in enumerate(zip(sn, sd, s0, s1, so)):
+            span = b - a
+            lo, hi = (off0, off0 + span) if d == 1 else (off0 - span, off0)
+            for ip in table.get(int(node), ()):
+                it = ip.item
+                if not isinstance(it, SpeedPostItem) or not (lo - _EPS <= ip.offset <= hi + _EPS):
+                    continue
+                at = a + (ip.offset - off0 if d == 1 else off0 - ip.offset)
+                if it.is_resume:
+                    posts.append((max(at, 0.0), len(posts), base))
+                elif it.is_limit and it.speed_ms is not None:
+                    posts.append((max(at, 0.0), len(posts), float(it.speed_ms)))
+        posts.sort()
+        ls = np.array([0.0] + [p[0] for p in posts])
+        lv = np.array([base] + [p[2] for p in posts])
+
+        js = walk.junctions
+        line = cls(
+            route_name=route.name, source=str(source), step=float(step), length=float(length),
+            path_length=float(path_len), ends_at_track_end=bool(ends),
+            starts_at_track_end=bool(starts),
+            s=pts, node=np.zeros(0, np.int64), offset=np.zeros(0), direction=np.zeros(0, np.int8),
+            tile_x=np.zeros(0, np.int64), tile_z=np.zeros(0, np.int64), x=np.zeros(0),
+            y=np.zeros(0), z=np.zeros(0), X=np.zeros(0), Z=np.zeros(0), heading=np.zeros(0),
+            grade=np.zeros(0), curvature=np.zeros(0), speed_limit=np.zeros(0),
+            seg_node=sn, seg_dir=sd, seg_s0=s0, seg_s1=s1, seg_off0=so,
+            piece_row=pr, piece_dir=pd, piece_s0=ps0, piece_s1=ps1, piece_soff0=pso,
+            piece_grade=pgrade, piece_curvature=pcurv, piece_geom=pgeom,
+            junction_s=np.array([j.s for j in js], dtype=np.float64),
+            junction_node=np.array([j.node for j in js], dtype=np.int64),
+            junction_route=np.array([j.route for j in js], dtype=np.int64),
+            junction_facing=np.array([j.facing for j in js], dtype=bool),
+            limit_s=ls, limit_v=lv, part=part, parts=parts)
+        ex = line._exact(pts)
+        hu = np.unwrap(ex["heading"]) if len(pts) else ex["heading"]
+        cols = dict(node=ex["node"], offset=ex["offset"], direction=ex["direction"],
+                    tile_x=ex["tile_x"], tile_z=ex["tile_z"], x=ex["x"], y=ex["y"], z=ex["z"],
+                    X=ex["X"], Z=ex["Z"], heading=ex["heading"], grade=ex["grade"],
+                    curvature=ex["curvature"], speed_limit=ex["speed_limit"], _heading_u=hu)
+        for k, v in cols.items():
+            object.__setattr__(line, k, v)
+        return line
+
+    # -- lookups -----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.s)
+
+    def __repr__(self) -> str:
+        end = ", track end" if self.ends_at_track_end else ""
+        return (f"TrackLine({self.source!r}, {self.length:.1f} m, {len(self.s)} samples, "
+                f"{len(self.seg_node)} node(s){end})")
+
+    @property
+    def junctions(self) -> list[LineJunction]:
+        """Every junction the line passes, in order."""
+        return [LineJunction(float(a), int(b), int(c), bool(d)) for a, b, c, d in
+                zip(self.junction_s, self.junction_node, self.junction_route, self.junction_facing)]
+
+    def _piece_index(self, s: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(self.piece_s1, s, side="left")
+        return np.clip(i, 0, len(self.piece_s1) - 1)
+
+    def segment_index(self, s: np.ndarray) -> np.ndarray:
+        """Index of the node traversal (``seg_*`` arrays) holding each line distance
+        (at a boundary: the one ending there)."""
+        i = np.searchsorted(self.seg_s1, s, side="left")
+        return np.clip(i, 0, len(self.seg_s1) - 1)
+
+    def node_offset(self, s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(node, offset in metres from the node start, direction) at line distances
+        ``s`` (exact; clipped to the line). At a node boundary: the node ending there."""
+        s = np.clip(np.asarray(s, dtype=np.float64), 0.0, self.length)
+        i = self.segment_index(s)
+        d = self.seg_dir[i]
+        off = self.seg_off0[i] + np.where(d == 1, 1.0, -1.0) * (s - self.seg_s0[i])
+        return self.seg_node[i], off, d
+
+    def elevation(self, s) -> np.ndarray:
+        """Height (m) at line distances ``s`` (linear between samples)."""
+        return np.interp(s, self.s, self.y)
+
+    def grade_at(self, s) -> np.ndarray:
+        """Grade (rise per horizontal metre, direction of travel) at ``s`` (exact:
+        the grade of the section there)."""
+        return self.piece_grade[self._piece_index(np.asarray(s, dtype=np.float64))]
+
+    def curvature_at(self, s) -> np.ndarray:
+        """Signed 1/R at ``s`` (exact: the section's)."""
+        return self.piece_curvature[self._piece_index(np.asarray(s, dtype=np.float64))]
+
+    def limit(self, s) -> np.ndarray:
+        """Speed limit (m/s) in force at ``s`` (a change applies from its post on)."""
+        i = np.searchsorted(self.limit_s, np.asarray(s, dtype=np.float64), side="right") - 1
+        return self.limit_v[np.clip(i, 0, len(self.limit_v) - 1)]
+
+    def world_xz(self, s) -> tuple[np.ndarray, np.ndarray]:
+        """Absolute world (X, Z) in metres at ``s`` (linear between samples)."""
+        return np.interp(s, self.s, self.X), np.interp(s, self.s, self.Z)
+
+    def heading_at(self, s) -> np.ndarray:
+        """Heading (rad, (−π, π]) at ``s`` (linear between samples, unwrapped)."""
+        return wrap_angle(np.interp(s, self.s, self._heading_u))
+
+    def location(self, s: float) -> WorldLocation:
+        """World location (tile_x, tile_z, x, y, z) of one line distance."""
+        a = self.at(np.array([float(s)]))
+        return WorldLocation(int(a["tile_x"][0]), int(a["tile_z"][0]), float(a["x"][0]),
+                             float(a["y"][0]), float(a["z"][0]))
+
+    def at(self, s, *, exact: bool = False) -> dict[str, np.ndarray]:
+        """Every column at line distances ``s`` (clipped to [0, length]).
+
+        node, offset, direction, grade, curvature and speed_limit are exact; x, y, z,
+        X, Z and heading are interpolated between samples unless ``exact`` (then
+        evaluated from the section geometry, like the traveller). tile_x/tile_z/x/z
+        are normalised from X/Z.
+        """
+        if exact:
+            return self._exact(s)
+        s = np.clip(np.asarray(s, dtype=np.float64), 0.0, self.length)
+        node, off, d = self.node_offset(s)
+        X, Z = self.world_xz(s)
+        tx, tz, x, z = normalize_tile(0, 0, X, Z)
+        return dict(s=s, node=node, offset=off, direction=d, tile_x=tx, tile_z=tz, x=x,
+                    y=self.elevation(s), z=z, X=X, Z=Z, heading=self.heading_at(s),
+                    grade=self.grade_at(s), curvature=self.curvature_at(s),
+                    speed_limit=self.limit(s))
+
+    def _exact(self, s) -> dict[str, np.ndarray]:
+        s = np.clip(np.asarray(s, dtype=np.float64), 0.0, self.length)
+        i = self._piece_index(s)
+        fwd = self.piece_dir[i] == 1
+        ds = s - self.piece_s0[i]
+        soff = self.piece_soff0[i] + np.where(fwd, ds, -ds)
+        p = point_at(self.piece_geom, i, soff)
+        X = p.tile_x * TILE_SIZE + p.x
+        Z = p.tile_z * TILE_SIZE + p.z
+        tx, tz, x, z = normalize_tile(p.tile_x, p.tile_z, p.x, p.z)
+        heading = wrap_angle(np.where(fwd, p.heading, p.heading + math.pi))
+        node, off, d = self.node_offset(s)
+        return dict(s=s, node=node, offset=off, direction=d, tile_x=tx, tile_z=tz, x=x,
+                    y=np.asarray(p.y, dtype=np.float64), z=z, X=X, Z=Z, heading=heading,
+                    grade=self.piece_grade[i], curvature=self.piece_curvature[i],
+                    speed_limit=self.limit(s))
+
+    def occupancy(self, s_from: float, s_to: float) -> list[tuple[int, float, float]]:
+        """The exact node intervals between two line distances, in line order:
+        ``(node, offset at the lower s, offset at the higher s)`` (node metres). The
+        part outside [0, length] is not on the line and is left out."""
+        a, b = sorted((float(s_from), float(s_to)))
+        a, b = max(a, 0.0), min(b, self.length)
+        if a > b:
+            return []
+        i0 = int(np.clip(np.searchsorted(self.seg_s1, a, side="right"), 0, len(self.seg_s1) - 1))
+        i1 = int(self.segment_index(np.float64(b)))
+        if b - a <= _EPS or i1 < i0:
+            node, off, _d = self.node_offset(np.array([a]))
+            return [(int(node[0]), float(off[0]), float(off[0]))]
+        out = []
+        for i in range(i0, i1 + 1):
+            lo = max(a, float(self.seg_s0[i]))
+            hi = min(b, float(self.seg_s1[i]))
+            if hi < lo:
+                continue
+            sg = 1.0 if self.seg_dir[i] == 1 else -1.0
+            o0 = float(self.seg_off0[i])
+            out.append((int(self.seg_node[i]), o0 + sg * (lo - self.seg_s0[i]),
+                        o0 + sg * (hi - self.seg_s0[i])))
+        return out
+
+    def locate(self, node: int, offset: float, tol: float = 1e-6) -> np.ndarray:
+        """Every line distance at which the line is at ``offset`` metres on ``node``
+        (empty if it never is)."""
+        m = self.seg_node == int(node)
+        out = []
+        for i in np.flatnonzero(m):
+            span = self.seg_s1[i] - self.seg_s0[i]
+            d = (offset - self.seg_off0[i]) if self.seg_dir[i] == 1 else (self.seg_off0[i] - offset)
+            if -tol <= d <= span + tol:
+                out.append(self.seg_s0[i] + min(max(d, 0.0), span))
+        return np.array(out, dtype=np.float64)
+
+    def route_through(self, junction: int) -> int | None:
+        """The route the line takes through ``junction`` (first passage), or None."""
+        hit = np.flatnonzero(self.junction_node == int(junction))
+        return int(self.junction_route[hit[0]]) if len(hit) else None
+
+
+def _dedupe(nodes) -> list[int]:  # noqa: ANN001
+    out: list[int] = []
+    for n in nodes:
+        if not out or out[-1] != n:
+            out.append(int(n))
+    return out
+
+
+def _check_step(step: float) -> None:
+    if not (isinstance(step, (int, float)) and math.isfinite(step) and step > 0):
+        raise TrackLineError(f"the sampling step must be a positive number of metres, got {step!r}")
