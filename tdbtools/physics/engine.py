@@ -1,0 +1,746 @@
+"""The 1-D multi-train engine: cars on the same line interact by momentum transfer (seed 000).
+
+Model
+-----
+Every car is a rigid body on a *line* (a route, seed 000: the cars on it interact in one
+dimension only). Within a line the cars are numbered front to back: car ``i`` is ahead of
+car ``i + 1`` (larger x). Between two consecutive cars of a line there is a *joint* with a
+gap ``gap[i] = (x[i] - length[i]) - x[i+1]``:
+
+* ``gap == 0``: the buffers touch. They can only push (compression).
+* a coupled joint (``coupled[i]``) has free play: ``0 <= gap <= slack[i]``; at
+  ``gap == slack`` the coupler is taut and can only pull (tension). ``slack == 0`` is a
+  rigid coupler (both limits at once).
+* an uncoupled joint (the last car of one train and the first of the next on the same line)
+  only has the lower limit.
+
+Forces are constant over a call of :meth:`Engine.step` (the seed's simplification).
+``drive[i]`` (N, + = towards +x) is every force that does not depend on the direction of
+motion (traction, gravity); ``resist[i] >= 0`` is the magnitude of the friction-type forces
+(running resistance, brakes, curve resistance) that always oppose the motion. A group at rest
+stays at rest unless the drive beats the friction (static friction).
+
+One step ``dt`` (the seed's algorithm, made exact between events):
+
+1. **Impulses.** Every joint at a limit whose cars close into it (buffers at 0 and the rear
+   car faster; a taut coupler and the front car faster) is resolved by a perfectly inelastic
+   impulse. The velocities of the run of cars held together by joints at their limits are
+   projected (least kinetic-energy change, Gauss) onto the velocities that the joints allow.
+   Where every joint can pass the impulse this is the seed's "merge into a group with the
+   common momentum Σm·v/Σm"; a taut coupler cannot pass a push (and buffers cannot pass a
+   pull), so a group with stretched couplers that hits something is split and its other cars
+   keep their speed and close the slack (the seed's "split the group again"). Momentum is
+   conserved exactly (pooled means); the energy lost is reported in the event.
+2. **Groups.** Consecutive cars whose joint is at a limit and whose speeds are equal form a
+   block. In a block the accelerations are the solution of the same projection at force level
+   (Gauss's principle of least constraint with one-sided joints, plus Coulomb friction for a
+   block at rest): the block moves as one if every joint force ``P_j = Σ_{k<=j}(F_k - m_k·a)``
+   has the sign its limit allows (``P_j <= 0`` buffers push, ``P_j >= 0`` couplers pull);
+   otherwise it splits (exactly, see :func:`_solve_chain`) into groups that move apart.
+   Each group has one speed and one acceleration ``(ΣD - sign(v)·ΣR)/Σm``.
+3. **Events.** For each pair of neighbouring groups of one line: the clash time (gap → 0) with
+   :func:`~tdbtools.physics.interaction.clash_times` and, for a coupled joint, the time to
+   go taut (``slack - gap → 0``, roles swapped). For each moving group the stopping time with
+   :func:`~tdbtools.physics.interaction.stopping_times` (friction never reverses motion within
+   a step: the group stops there and becomes static).
+4. Advance every group to the earliest event (exact constant-acceleration kinematics), apply
+   it (a stop sets the speed to 0; a contact is resolved by step 1 of the next round), regroup
+   and repeat until ``dt`` is used up.
+
+For joint ``i`` the seed's "car 1" (behind) is car ``i + 1`` and "car 2" (ahead) is car ``i``:
+clash time ``clash_times(gap, v[i+1], v[i], a[i+1], a[i])``, coupler time
+``clash_times(slack - gap, v[i], v[i+1], a[i], a[i+1])``.
+
+Resting contact: a joint that an impulse leaves at less than ``rest_speed`` (default
+:data:`REST_SPEED`, 1 mm/s) is held at its limit; the force analysis then decides whether it
+opens. Without this a car between a buffer and a taut coupler (say, the one car that brakes
+least) bounces between its neighbours with every bounce half as fast: a Zeno sequence whose
+limit is the locked state that the threshold jumps to.
+
+Numerical guards: gaps are clamped into ``[0, slack]`` after every move and snapped to the
+limit within :data:`SNAP_GAP`; speeds within :data:`EPS_V` count as equal; at most
+``10·n + 100`` event rounds per step (then the rest of the step is moved without
+interactions and :attr:`Engine.truncated_steps` counts it; not seen in tests or benchmarks).
+
+Cost: a step with no event is a fixed number of numpy operations over all cars (the joint
+force check is a cumulative sum); the pure-Python block solver runs only for a block that
+splits or for the cars of an impact.
+
+State is kept as the x of the first car of each line plus the gaps, so a gap inside a group
+never drifts by rounding.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tdbtools.errors import TdbToolsError
+from tdbtools.physics.interaction import clash_times, stopping_times
+
+__all__ = ["Bodies", "Engine", "Event", "EngineError", "EPS_V", "SNAP_GAP"]
+
+#: Speeds (m/s) that differ by no more than this count as equal.
+EPS_V = 1e-9
+#: Gaps (m) within this of a limit are set to the limit.
+SNAP_GAP = 1e-9
+#: A block moving slower than this (m/s) counts as at rest.
+V_REST = 1e-12
+#: Default speed (m/s) below which a joint that an impact leaves is held at its limit.
+REST_SPEED = 1e-3
+#: Events within this time (s) of the earliest are applied together.
+T_TOL = 1e-12
+
+# joint types at a limit (the constraint on the values y of the car ahead / behind)
+_GE = 1   # buffers touching: y_front >= y_rear (the cars can only move apart)
+_LE = 2   # coupler taut:      y_front <= y_rear (they can only come closer)
+_EQ = 3   # both (rigid coupler, slack 0)
+
+
+class EngineError(TdbToolsError):
+    """Bad input to the physics engine (shapes, negative masses, overlapping cars...)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Bodies:
+    """The cars of every train, numbered front to back within each line.
+
+    ``mass`` (kg, > 0), ``length`` (m, > 0), ``line`` (int: cars interact only with cars on
+    the same line; the cars of one line must be consecutive), ``coupled`` (joint ``i``
+    couples car ``i`` to car ``i + 1``; False for the last car of a line or between trains),
+    ``slack`` (m: the coupler's free play, the gap at which it is taut; ignored where not
+    coupled).
+    """
+
+    mass: np.ndarray
+    length: np.ndarray
+    line: np.ndarray
+    coupled: np.ndarray
+    slack: np.ndarray
+
+    def __post_init__(self) -> None:
+        mass = np.array(self.mass, dtype=np.float64, ndmin=1)
+        n = mass.shape[0]
+        if mass.ndim != 1 or n == 0:
+            raise EngineError("Bodies: mass must be a non-empty 1-D array")
+
+        def arr(name, value, dtype):
+            a = np.array(value, dtype=dtype, ndmin=1)
+            if a.shape != (n,):
+                raise EngineError(f"Bodies: {name} has shape {a.shape}, expected ({n},)")
+            a.flags.writeable = False
+            return a
+
+        mass = arr("mass", mass, np.float64)
+        length = arr("length", self.length, np.float64)
+        line = arr("line", self.line, np.int64)
+        coupled = arr("coupled", self.coupled, bool)
+        slack = arr("slack", self.slack, np.float64)
+        if not (np.all(np.isfinite(mass)) and np.all(mass > 0)):
+            raise EngineError("Bodies: every mass must be finite and > 0")
+        if not (np.all(np.isfinite(length)) and np.all(length > 0)):
+            raise EngineError("Bodies: every length must be finite and > 0")
+        if not (np.all(np.isfinite(slack)) and np.all(slack >= 0)):
+            raise EngineError("Bodies: every slack must be finite and >= 0")
+        runs = line[np.concatenate(([True], line[1:] != line[:-1]))]
+        if np.unique(runs).size != runs.size:
+            raise EngineError("Bodies: the cars of a line must be consecutive")
+        for name, a in (("mass", mass), ("length", length), ("line", line),
+                        ("coupled", coupled), ("slack", slack)):
+            object.__setattr__(self, name, a)
+
+    @property
+    def n(self) -> int:
+        return int(self.mass.shape[0])
+
+    @classmethod
+    def trains(cls, masses, lengths, *, slack: float = 0.05, line: int = 0) -> "Bodies":
+        """One line of trains: ``masses``/``lengths`` are one sequence per train (front first),
+        coupled inside each train with ``slack``, uncoupled between trains."""
+        m, l, cpl = [], [], []
+        for tm, tl in zip(masses, lengths, strict=True):
+            tm, tl = list(tm), list(tl)
+            if len(tm) != len(tl) or not tm:
+                raise EngineError("Bodies.trains: each train needs as many lengths as masses")
+            m += tm
+            l += tl
+            cpl += [True] * (len(tm) - 1) + [False]
+        n = len(m)
+        return cls(np.array(m, float), np.array(l, float), np.full(n, line, np.int64),
+                   np.array(cpl, bool), np.full(n, float(slack)))
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happened during a step.
+
+    ``kind``: ``"impact"`` (buffers closed), ``"coupler_taut"`` (a coupler snatched taut),
+    ``"stopped"`` (a group came to rest), ``"started"`` (a group at rest began to move).
+    ``time``: absolute simulated time (s). ``cars``: for impact/coupler_taut the two cars of
+    the joint ``(i, i + 1)`` (car ``i`` ahead); for stopped/started the group's first and
+    last car ``(first, last)``, or ``(i,)`` for a single car. ``line``: their line.
+    ``relative_speed``: the closing (impact) or separating (coupler) speed before the impulse,
+    m/s, ≥ 0. ``impulse``: the impulse through the joint, N·s, ≥ 0. ``energy_lost``: kinetic
+    energy turned into heat, J (when several joints of one run of cars are resolved at the
+    same instant, the run's loss is shared in proportion to impulse × relative speed).
+    """
+
+    kind: str
+    time: float
+    cars: tuple[int, ...]
+    line: int
+    relative_speed: float = 0.0
+    impulse: float = 0.0
+    energy_lost: float = 0.0
+
+
+# --------------------------------------------------------------------------- block solver
+#
+# On a run of cars joined by joints at their limits, minimise
+#     Σ_i ½·w_i·y_i² - f_i·y_i  (+ r_i·|y_i| for a block at rest)
+# subject to y_j >= y_{j+1} (buffers, _GE), y_j <= y_{j+1} (taut coupler, _LE) or both (_EQ).
+# Forces: w = m, f = F, y = acceleration (Gauss's principle of least constraint).
+# Impulses: w = m, f = m·v, y = velocity after a perfectly inelastic impulse.
+# The solution is piecewise constant: groups at their pooled mean Σf/Σw. These pure-Python
+# loops only run for a block whose joint forces have the wrong sign (a split); the usual case
+# is checked vectorised in Engine._regroup.
+
+
+def _max_upper_set(g: list[float], types: list[int]) -> tuple[float, list[bool]]:
+    """The set U of maximum total weight Σ_{i∈U} g_i that is closed upwards under the chain
+    order (``i ∈ U`` and ``y_j`` bound to be ``>= y_i`` → ``j ∈ U``); dynamic programming."""
+    k = len(g)
+    b0, b1 = 0.0, g[0]
+    back0 = [0] * k
+    back1 = [1] * k
+    for i in range(1, k):
+        t = types[i - 1]
+        # car i out of U: from out always; from in if the front may be higher (buffers)
+        if t == _GE and b1 > b0:
+            n0, back0[i] = b1, 1
+        else:
+            n0, back0[i] = b0, 0
+        # car i in U: from in always; from out if the rear may be higher (taut coupler)
+        if t == _LE and b0 > b1:
+            n1, back1[i] = b0 + g[i], 0
+        else:
+            n1, back1[i] = b1 + g[i], 1
+        b0, b1 = n0, n1
+    member = [False] * k
+    state = 1 if b1 > b0 else 0
+    best = b1 if state else b0
+    for i in range(k - 1, -1, -1):
+        member[i] = bool(state)
+        state = back1[i] if state else back0[i]
+    return best, member
+
+
+def _solve_chain(w: list[float], f: list[float], types: list[int], tol: float
+                 ) -> tuple[list[float], list[int]]:
+    """Minimise Σ ½w·y² - f·y under the chain constraints. Returns the values and the local
+    joints (``j``: between elements ``j`` and ``j + 1``) where the groups separate.
+
+    Recursive partitioning (the threshold theorem of isotonic regression): with the pooled
+    mean ``ȳ`` of a run, the maximum-weight upper set of ``g = f - w·ȳ`` holds exactly the
+    elements above ``ȳ`` in the solution, and the constraints between it and the rest are
+    then slack, so each piece is solved on its own. A run whose joint forces already have the
+    right signs is one group."""
+    k = len(w)
+    y = [0.0] * k
+    cuts: list[int] = []
+    stack = [(0, k)]
+    while stack:
+        s, e = stack.pop()
+        W = math.fsum(w[s:e])
+        ybar = math.fsum(f[s:e]) / W
+        ok = True
+        P = 0.0
+        for j in range(s, e - 1):
+            P += f[j] - w[j] * ybar
+            t = types[j]
+            if (t == _GE and P > tol) or (t == _LE and P < -tol):
+                ok = False
+                break
+        if not ok:
+            best, member = _max_upper_set([f[i] - w[i] * ybar for i in range(s, e)],
+                                          types[s:e - 1])
+            ok = best <= tol or all(member) or not any(member)
+        if ok:
+            y[s:e] = [ybar] * (e - s)
+            continue
+        r = s
+        for i in range(s + 1, e):
+            if member[i - s] != member[i - 1 - s]:
+                cuts.append(i - 1)
+                stack.append((r, i))
+                r = i
+        stack.append((r, e))
+    cuts.sort()
+    return y, cuts
+
+
+_FLIP = {_GE: _LE, _LE: _GE, _EQ: _EQ}
+
+
+def _solve_static(w: list[float], d: list[float], r: list[float], types: list[int],
+                  tol: float) -> tuple[list[float], list[int]]:
+    """Accelerations of a block at rest: minimise Σ ½w·y² - d·y + r·|y| (Coulomb friction).
+
+    The cars that move forward are the maximum-weight upper set of ``d - r`` (threshold at
+    0⁺), those that move back the maximum-weight lower set of ``-d - r``; each moving run is
+    then a linear problem with the friction signed against its motion; the rest stay."""
+    k = len(w)
+    up, mu = _max_upper_set([d[i] - r[i] for i in range(k)], types)
+    dn, md = _max_upper_set([-d[i] - r[i] for i in range(k)], [_FLIP[t] for t in types])
+    lab = [0] * k
+    for i in range(k):
+        fwd = up > tol and mu[i]
+        back = dn > tol and md[i]
+        lab[i] = 1 if fwd and not back else (-1 if back and not fwd else 0)
+    y = [0.0] * k
+    cuts: list[int] = []
+    s = 0
+    for i in range(1, k + 1):
+        if i < k and lab[i] == lab[s]:
+            continue
+        if lab[s] != 0:
+            sign = lab[s]
+            ys, cs = _solve_chain(w[s:i], [d[j] - sign * r[j] for j in range(s, i)],
+                                  types[s:i - 1], tol)
+            # friction cannot reverse the motion: a piece that would, stays (rounding only)
+            y[s:i] = [v if v * sign > 0 else 0.0 for v in ys]
+            cuts += [s + c for c in cs]
+        if i < k:
+            cuts.append(i - 1)
+        s = i
+    return y, cuts
+
+
+# --------------------------------------------------------------------------- engine
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+class Engine:
+    """1-D multi-train engine; all per-car work is vectorised over every car of every line.
+
+    ``x[i]``: coordinate of the FRONT end of car ``i`` along its line (car ``i`` occupies
+    ``[x[i] - length[i], x[i]]``); within a line ``x[i] - length[i] >= x[i + 1]`` and a
+    coupled gap is at most its slack. ``v[i]``: speed, + = towards +x.
+    """
+
+    def __init__(self, bodies: Bodies, x, v, *, rest_speed: float = REST_SPEED) -> None:
+        if not isinstance(bodies, Bodies):
+            raise EngineError("Engine needs a Bodies")
+        self.bodies = b = bodies
+        n = self.n = b.n
+        x = np.array(x, dtype=np.float64, ndmin=1)
+        v = np.array(v, dtype=np.float64, ndmin=1)
+        if x.shape != (n,) or v.shape != (n,):
+            raise EngineError(f"Engine: x and v must have shape ({n},)")
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(v))):
+            raise EngineError("Engine: x and v must be finite")
+        self._m = b.mass
+        self.rest_speed = float(rest_speed)
+        if not self.rest_speed >= 0.0:
+            raise EngineError("Engine: rest_speed must be >= 0")
+        same = b.line[:-1] == b.line[1:]
+        self._same = same
+        hi = np.where(b.coupled[:-1], b.slack[:-1], np.inf)
+        self._hi = np.where(same, hi, np.nan)      # nan across lines: never at a limit
+        gap = np.where(same, (x[:-1] - b.length[:-1]) - x[1:], np.nan)
+        with np.errstate(invalid="ignore"):
+            if np.any(gap < -SNAP_GAP):
+                i = int(np.flatnonzero(gap < -SNAP_GAP)[0])
+                raise EngineError(f"Engine: cars {i} and {i + 1} overlap by {-gap[i]:.6g} m "
+                                  "(within a line x[i] - length[i] >= x[i+1])")
+            if np.any(gap > self._hi + SNAP_GAP):
+                i = int(np.flatnonzero(gap > self._hi + SNAP_GAP)[0])
+                raise EngineError(f"Engine: the coupler between cars {i} and {i + 1} is "
+                                  f"stretched to {gap[i]:.6g} m, beyond its slack "
+                                  f"{self._hi[i]:.6g} m")
+        self._gap = gap
+        self._snap_all()
+        first = np.flatnonzero(np.concatenate(([True], ~same)))
+        self._line_first = first
+        self._line_ids = b.line[first]
+        self._line_index = np.cumsum(np.concatenate(([1], (~same).astype(np.int64)))) - 1
+        self._first_of_car = first[self._line_index]
+        self._xlead = x[first].copy()
+        self._v = v.copy()
+        self._a = np.zeros(n)
+        self._time = 0.0
+        self._x_cache: np.ndarray | None = None
+        self._contacts_dirty = True
+        self._lock: np.ndarray | None = None
+        self.truncated_steps = 0
+        self.event_count = 0
+        # zero-force grouping so that `groups` is meaningful before the first step
+        z = np.zeros(n)
+        self._regroup(z, z)
+
+    # ------------------------------------------------------------------ read-only state
+    @property
+    def time(self) -> float:
+        return self._time
+
+    @property
+    def v(self) -> np.ndarray:
+        return _ro(self._v)
+
+    @property
+    def a(self) -> np.ndarray:
+        """Acceleration of each car in the last force analysis (m/s²)."""
+        return _ro(self._a)
+
+    @property
+    def x(self) -> np.ndarray:
+        if self._x_cache is None:
+            b = self.bodies
+            off = np.where(self._same, b.length[:-1] + self._gap, 0.0)
+            c = np.concatenate(([0.0], np.cumsum(off)))
+            x = self._xlead[self._line_index] - (c - c[self._first_of_car])
+            x.flags.writeable = False
+            self._x_cache = x
+        return self._x_cache
+
+    @property
+    def gap(self) -> np.ndarray:
+        """Gap of each joint (n - 1), ``inf`` between cars of different lines."""
+        g = np.where(self._same, self._gap, np.inf)
+        g.flags.writeable = False
+        return g
+
+    @property
+    def groups(self) -> np.ndarray:
+        """Group id of each car (cars moving together as one body), numbered from 0."""
+        return _ro(self._gid)
+
+    def kinetic_energy(self) -> float:
+        return 0.5 * float(np.dot(self._m, self._v * self._v))
+
+    def momentum(self, line: int | None = None) -> float:
+        if line is None:
+            return float(np.dot(self._m, self._v))
+        sel = self.bodies.line == line
+        return float(np.dot(self._m[sel], self._v[sel]))
+
+    # ------------------------------------------------------------------ helpers
+    def _per_car(self, value, name: str) -> np.ndarray:
+        a = np.asarray(value, dtype=np.float64)
+        if a.shape != (self.n,):
+            if a.ndim == 0:
+                return np.full(self.n, float(a))
+            raise EngineError(f"Engine.step: {name} has shape {a.shape}, expected ({self.n},)")
+        return a
+
+    def _snap_all(self) -> None:
+        g = self._gap
+        hi = self._hi
+        with np.errstate(invalid="ignore"):
+            np.clip(g, 0.0, hi, out=g, where=self._same)
+            g[g < SNAP_GAP] = 0.0
+            near = (hi - g) < SNAP_GAP
+            g[near] = hi[near]
+
+    def _limits(self):
+        g = self._gap
+        with np.errstate(invalid="ignore"):
+            atz = g <= 0.0
+            att = g >= self._hi
+        return atz, att
+
+    @staticmethod
+    def _types(atz: np.ndarray, att: np.ndarray, s: int, e: int) -> list[int]:
+        z = atz[s:e - 1]
+        t = att[s:e - 1]
+        return (np.where(z & t, _EQ, np.where(z, _GE, _LE))).tolist()
+
+    # ------------------------------------------------------------------ step
+    def step(self, dt: float, drive, resist) -> list[Event]:
+        """Advance by ``dt`` seconds with constant forces; returns the events, in time order.
+
+        ``drive``: forces independent of the direction of motion (N, + = towards +x);
+        ``resist``: magnitudes (N, ≥ 0) of the forces that oppose the motion. Either may be
+        a scalar (the same for every car).
+        """
+        dt = float(dt)
+        if not (dt >= 0.0 and math.isfinite(dt)):
+            raise EngineError(f"Engine.step: dt must be finite and >= 0, got {dt}")
+        drive = self._per_car(drive, "drive")
+        resist = self._per_car(resist, "resist")
+        if not (resist.min() >= 0.0 and math.isfinite(resist.sum())
+                and math.isfinite(drive.sum())):
+            raise EngineError("Engine.step: resist must be finite and >= 0, drive finite")
+        events: list[Event] = []
+        t_end = self._time + dt
+        remaining = dt
+        cap = 10 * self.n + 100
+        count = 0
+        while True:
+            if self._contacts_dirty:
+                self._impulses(events)
+                self._contacts_dirty = False
+            self._regroup(drive, resist)
+            t_ev, hits = self._next_event(remaining)
+            if t_ev >= remaining:
+                self._advance(remaining, events)
+                break
+            self._advance(t_ev, events)
+            remaining -= t_ev
+            self._apply(t_ev, hits, events)
+            count += 1
+            if count >= cap:
+                # give up on interactions for the rest of this step (never expected)
+                self.truncated_steps += 1
+                self._advance(remaining, events)
+                self._snap_all()
+                self._contacts_dirty = True
+                self._lock = None
+                break
+        self._time = t_end
+        self.event_count += len(events)
+        return events
+
+    # -- 1. impulses ------------------------------------------------------------------
+    def _impulses(self, events: list[Event]) -> None:
+        v = self._v
+        atz, att = self._limits()
+        dv = v[:-1] - v[1:]                       # > 0: the car ahead is faster
+        viol = (atz & (dv < -EPS_V)) | (att & (dv > EPS_V))
+        if not viol.any():
+            return
+        lim = atz | att
+        starts = np.concatenate(([0], np.flatnonzero(~lim) + 1))
+        ends = np.append(starts[1:], self.n)
+        bad = np.flatnonzero(viol)
+        v = self._v = v.copy()          # never change an array already handed out
+        blocks = np.unique(np.searchsorted(starts, bad, side="right") - 1)
+        m = self._m
+        line = self.bodies.line
+        for k in blocks.tolist():
+            s, e = int(starts[k]), int(ends[k])
+            w = m[s:e].tolist()
+            v0 = v[s:e].tolist()
+            f = [wi * vi for wi, vi in zip(w, v0)]
+            tol = 1e-12 * math.fsum(abs(z) for z in f) + 1e-300
+            types = self._types(atz, att, s, e)
+            while True:
+                y, _ = _solve_chain(w, f, types, tol)
+                # resting contact: a joint the impulse leaves slower than rest_speed is held
+                # at its limit (else a car between a buffer and a taut coupler bounces between
+                # them with ever smaller speeds: a Zeno sequence whose limit is this)
+                again = False
+                for j in range(e - s - 1):
+                    d = y[j] - y[j + 1]
+                    t = types[j]
+                    if t != _EQ and 0.0 < (d if t == _GE else -d) < self.rest_speed:
+                        types[j] = _EQ
+                        again = True
+                if not again:
+                    break
+            ke0 = 0.5 * math.fsum(wi * vi * vi for wi, vi in zip(w, v0))
+            ke1 = 0.5 * math.fsum(wi * yi * yi for wi, yi in zip(w, y))
+            v[s:e] = y
+            # impulse through joint j = momentum gained by the cars ahead of it
+            dp = np.cumsum(np.asarray(w) * (np.asarray(y) - np.asarray(v0)))
+            js = bad[(bad >= s) & (bad < e - 1)].tolist()
+            imp = [abs(float(dp[j - s])) for j in js]
+            rel = [abs(float(dv[j])) for j in js]
+            share = [i * r for i, r in zip(imp, rel)]
+            tot = math.fsum(share)
+            lost = max(ke0 - ke1, 0.0)
+            for j, i_, r_, sh in zip(js, imp, rel, share):
+                kind = "impact" if (atz[j] and (dv[j] < 0 or not att[j])) else "coupler_taut"
+                events.append(Event(kind, self._time, (j, j + 1), int(line[j]), r_, i_,
+                                    lost * (sh / tot) if tot > 0 else lost / len(js)))
+        self._lock = None
+
+    # -- 2. groups ----------------------------------------------------------------------
+    def _regroup(self, drive: np.ndarray, resist: np.ndarray) -> None:
+        m = self._m
+        v = self._v
+        n = self.n
+        atz, att = self._limits()
+        lim = atz | att
+        lock = lim & (np.abs(v[:-1] - v[1:]) <= EPS_V)
+        if self._lock is None or not np.array_equal(lock, self._lock):
+            self._lock = lock
+            starts = np.concatenate(([0], np.flatnonzero(~lock) + 1))
+            sizes = np.diff(np.append(starts, n))
+            self._bstarts = starts
+            self._bid = np.repeat(np.arange(starts.size), sizes)
+            self._bM = np.add.reduceat(m, starts)
+            self._multi = bool(lock.any())
+            self._jb_block = np.flatnonzero(~lock & self._same)
+        starts, bid, M = self._bstarts, self._bid, self._bM
+        Db = np.add.reduceat(drive, starts)
+        Rb = np.add.reduceat(resist, starts)
+        vb = np.add.reduceat(m * v, starts) / M
+        moving = np.abs(vb) > V_REST
+        sgn = np.where(moving, np.sign(vb), np.where(np.abs(Db) > Rb, np.sign(Db), 0.0))
+        ab = (Db - sgn * Rb) / M
+        ab[sgn == 0.0] = 0.0
+        vb[~moving] = 0.0
+        slow = None
+        if self._multi:
+            tol = 1e-9 * (float(np.abs(drive).max()) + float(resist.max())) + 1e-300
+            sc = sgn[bid]
+            E = drive - sc * resist - m * ab[bid]
+            Pc = np.concatenate(([0.0], np.cumsum(E)))
+            P = Pc[1:-1] - Pc[starts][bid[:-1]]
+            ge = atz & ~att
+            le = att & ~atz
+            badj = lock & ((ge & (P > tol)) | (le & (P < -tol))) & (sc[:-1] != 0.0)
+            # a block at rest with |ΣD| <= ΣR: static unless some car could break free
+            badc = (sc == 0.0) & (np.abs(drive) > resist + tol)
+            if badj.any() or badc.any():
+                slow = np.unique(np.concatenate((bid[:-1][badj], bid[badc])))
+                slow = slow[np.diff(np.append(starts, n))[slow] > 1]
+                if slow.size == 0:
+                    slow = None
+        if slow is None:
+            self._gstarts = starts
+            self._gid = bid
+            self._Mg, self._Dg, self._Rg, self._vg, self._ag = M, Db, Rb, vb, ab
+            self._jb = self._jb_block
+        else:
+            a_car = ab[bid]
+            brk = ~lock
+            ends = np.append(starts[1:], n)
+            for k in slow.tolist():
+                s, e = int(starts[k]), int(ends[k])
+                w = m[s:e].tolist()
+                d = drive[s:e].tolist()
+                r = resist[s:e].tolist()
+                types = self._types(atz, att, s, e)
+                tol_k = 1e-9 * (math.fsum(abs(z) for z in d) + math.fsum(r)) + 1e-300
+                if moving[k]:
+                    sg = float(sgn[k])
+                    y, cuts = _solve_chain(w, [di - sg * ri for di, ri in zip(d, r)], types,
+                                           tol_k)
+                else:
+                    y, cuts = _solve_static(w, d, r, types, tol_k)
+                a_car[s:e] = y
+                for c in cuts:
+                    brk[s + c] = True
+            gstarts = np.concatenate(([0], np.flatnonzero(brk) + 1))
+            sizes = np.diff(np.append(gstarts, n))
+            self._gstarts = gstarts
+            self._gid = np.repeat(np.arange(gstarts.size), sizes)
+            self._Mg = np.add.reduceat(m, gstarts)
+            self._Dg = np.add.reduceat(drive, gstarts)
+            self._Rg = np.add.reduceat(resist, gstarts)
+            self._vg = vb[bid[gstarts]]
+            self._ag = a_car[gstarts]
+            self._jb = np.flatnonzero(brk & self._same)
+        self._v = self._vg[self._gid]
+        self._a = self._ag[self._gid]
+
+    # -- 3. events ----------------------------------------------------------------------
+    def _next_event(self, horizon: float):
+        t_min = math.inf
+        jb = self._jb
+        tc = tt = ts = None
+        mv = None
+        if jb.size:
+            v, a = self._v, self._a
+            S = self._gap[jb]
+            vf, vr = v[jb], v[jb + 1]
+            af, ar = a[jb], a[jb + 1]
+            tc = clash_times(S, vr, vf, ar, af)
+            z = S <= 0.0
+            if z.any():
+                tc[z] = _touch_times(vr[z] - vf[z], 0.5 * (ar[z] - af[z]))
+            hi = self._hi[jb]
+            cp = np.isfinite(hi)
+            tt = np.full(jb.size, np.inf)
+            if cp.any():
+                St = hi[cp] - S[cp]
+                t2 = clash_times(St, vf[cp], vr[cp], af[cp], ar[cp])
+                z = St <= 0.0
+                if z.any():
+                    t2[z] = _touch_times((vf[cp] - vr[cp])[z], 0.5 * (af[cp] - ar[cp])[z])
+                tt[cp] = t2
+            t_min = min(float(tc.min()), float(tt.min()))
+        vg = self._vg
+        mv = np.flatnonzero(vg != 0.0)
+        if mv.size:
+            Mg = self._Mg[mv]
+            ts = stopping_times(self._Rg[mv] / Mg, self._Dg[mv] / Mg, vg[mv])
+            t_min = min(t_min, float(ts.min()))
+        if t_min >= horizon:
+            return t_min, None
+        lim = t_min + T_TOL
+        hits = (
+            jb[tc <= lim] if tc is not None else jb[:0],
+            jb[tt <= lim] if tt is not None else jb[:0],
+            mv[ts <= lim] if ts is not None else mv[:0],
+        )
+        return t_min, hits
+
+    # -- 4. moving and applying events --------------------------------------------------
+    def _advance(self, t: float, events: list[Event]) -> None:
+        if t <= 0.0:
+            return
+        vg, ag = self._vg, self._ag
+        if events is not None:
+            st = np.flatnonzero((vg == 0.0) & (ag != 0.0))
+            for k in st.tolist():
+                events.append(self._group_event("started", k))
+        dg = vg * t + 0.5 * ag * (t * t)
+        self._vg = vg + ag * t
+        jb = self._jb
+        if jb.size:
+            gid = self._gid
+            g = self._gap[jb] + (dg[gid[jb]] - dg[gid[jb + 1]])
+            hi = self._hi[jb]
+            g = np.minimum(np.maximum(g, 0.0), hi)
+            z = g < SNAP_GAP
+            near = (hi - g) < SNAP_GAP
+            if z.any() or near.any():
+                g[z] = 0.0
+                g[near] = hi[near]
+                self._contacts_dirty = True
+            self._gap[jb] = g
+        self._xlead += dg[self._gid[self._line_first]]
+        self._x_cache = None
+        self._v = self._vg[self._gid]
+        self._time += t
+
+    def _apply(self, t_ev: float, hits, events: list[Event]) -> None:
+        clash, taut, stops = hits
+        self._x_cache = None
+        if clash.size:
+            self._gap[clash] = 0.0
+            self._contacts_dirty = True
+        if taut.size:
+            self._gap[taut] = self._hi[taut]
+            self._contacts_dirty = True
+        if stops.size:
+            self._vg[stops] = 0.0
+            self._v = self._vg[self._gid]
+            for k in stops.tolist():
+                events.append(self._group_event("stopped", k))
+
+    def _group_event(self, kind: str, k: int) -> Event:
+        s = int(self._gstarts[k])
+        e = int(self._gstarts[k + 1]) - 1 if k + 1 < self._gstarts.size else self.n - 1
+        cars = (s,) if s == e else (s, e)
+        return Event(kind, self._time, cars, int(self.bodies.line[s]))
+
+
+def _touch_times(B: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """Next contact of a joint that is at its limit now (distance 0): ``B`` closing speed,
+    ``A`` half the closing acceleration. Closing → 0; opening with a closing acceleration →
+    the other root ``-B/A``; else never. (The seed's formula would answer 0 for the root at
+    the start.)"""
+    out = np.full(B.shape, np.inf)
+    out[B > EPS_V] = 0.0
+    back = (B < -EPS_V) & (A > 0.0)
+    out[back] = -B[back] / A[back]
+    return out
