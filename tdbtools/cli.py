@@ -353,7 +353,13 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
             done[0] = int(t)
 
         result = rep.run(progress)
-    files = result.write(out_dir, plot=plot)
+    files = result.write(out_dir)
+    if plot:
+        from .physics.replay import safe_name
+        from .render.plots import plot_speed_distance
+
+        for name, cols in result.traces.items():
+            files.append(plot_speed_distance(cols, name, result.events, out_dir / f"{safe_name(name)}_speed.png"))
     s = result.summary
     click.echo(f"{s['route']}: {s['simulated_seconds']:.1f} s simulated in {s['wall_seconds']:.2f} s "
                f"({s['realtime_factor']}x real time)")

@@ -384,3 +384,25 @@ def test_dk24_line_matches_traveller():
         ip = line.at([s])
         assert abs(ip["y"][0] - p.y) < 1e-3
         assert math.hypot(ip["X"][0] - p.xyz[0], ip["Z"][0] - p.xyz[2]) < 0.02
+
+
+def test_prepared_forces_equal_the_reference_functions():
+    import numpy as np
+
+    from tdbtools.formats.stock import Stock
+    from tdbtools.physics import forces
+
+    stocks = [Stock.generic("engine", "electric"), Stock.generic("wagon", "freight"),
+              Stock.generic("wagon", "passenger")]
+    m = forces.CarModel.from_stock(stocks, [False, True, False])
+    pre = forces.Prepared(m)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        v = rng.normal(0, 20, 3)
+        yf, yr = rng.normal(10, 2, 3), rng.normal(10, 2, 3)
+        k = rng.normal(0, 0.002, 3)
+        f = rng.uniform(-0.2, 1.2, 3)
+        assert np.allclose(pre.gravity(yf, yr), forces.gravity(m, yf, yr), rtol=1e-12, atol=0)
+        assert np.allclose(pre.davis(v), forces.davis(m, v), rtol=1e-12, atol=0)
+        assert np.allclose(pre.curve(k), forces.curve_resistance(m, k), rtol=1e-12, atol=0)
+        assert np.allclose(pre.brake(f), forces.brake(m, f), rtol=1e-12, atol=0)

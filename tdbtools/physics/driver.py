@@ -62,9 +62,10 @@ class AutoDriver:
 
     def __init__(self, limit_s: np.ndarray, limit_v: np.ndarray, stop_at: float | None, *,
                  max_speed: float | None, deceleration: float) -> None:
-        # The line's speed limit as steps: limit_v[k] holds from limit_s[k] on.
-        self.limit_s = np.asarray(limit_s, dtype=np.float64)
-        self.limit_v = np.asarray(limit_v, dtype=np.float64)
+        # The line's speed limit as steps: limit_v[k] holds from limit_s[k] on. Plain
+        # lists: a handful of entries, read every step (bisect beats numpy here).
+        self.limit_s = [float(x) for x in np.asarray(limit_s, dtype=np.float64)]
+        self.limit_v = [float(x) for x in np.asarray(limit_v, dtype=np.float64)]
         self.stop_at = stop_at
         self.max_speed = max_speed if max_speed is not None else math.inf
         self.decel = deceleration
@@ -74,16 +75,16 @@ class AutoDriver:
         """(speed, metres ahead of the front where it must hold) for every limit that
         matters now: the lowest limit over the train, lower limits ahead, the stop."""
         s, v = self.limit_s, self.limit_v
-        a = max(int(np.searchsorted(s, st.rear, side="right")) - 1, 0)
-        b = max(int(np.searchsorted(s, st.front, side="right")) - 1, 0)
-        out = [(min(float(v[a:b + 1].min()), self.max_speed), 0.0)]
+        a = max(bisect.bisect_right(s, st.rear) - 1, 0)
+        b = max(bisect.bisect_right(s, st.front) - 1, 0)
+        out = [(min(min(v[a:b + 1]), self.max_speed), 0.0)]
         two_a = 2.0 * self.decel
         reach = (max(st.speed, out[0][0]) ** 2) / two_a + 50.0
         for k in range(b + 1, len(s)):
-            ahead = float(s[k]) - st.front
+            ahead = s[k] - st.front
             if ahead > reach:
                 break
-            out.append((float(v[k]), max(ahead, 0.0)))
+            out.append((v[k], max(ahead, 0.0)))
         if self.stop_at is not None:
             out.append((0.0, max(self.stop_at - self.STOP_SHORT - st.front, 0.0)))
         return out

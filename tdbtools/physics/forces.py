@@ -173,10 +173,39 @@ class CarModel:
 
 def _per_car(model: CarModel, value, name: str) -> np.ndarray:
     a = np.asarray(value, dtype=np.float64)
+    if a.shape == (len(model),):
+        return a  # the common case in a replay: already one value per car
     try:
         return np.broadcast_to(a, (len(model),)).astype(np.float64)
     except ValueError:
         raise ValueError(f"{name}: expected one value or {len(model)}, got shape {a.shape}") from None
+
+
+class _Traction:
+    """What traction needs from a model, without NaNs, worked out once per model."""
+
+    __slots__ = ("model", "force", "power", "has_power", "vmax", "has_vmax", "curves")
+
+    def __init__(self, model: CarModel) -> None:
+        self.model = model  # keeps the model alive while cached (ids are then unique)
+        self.force = np.where(model.is_engine, np.nan_to_num(model.max_force, nan=0.0), 0.0)
+        self.has_power = ~np.isnan(model.max_power)
+        self.power = np.nan_to_num(model.max_power, nan=0.0)
+        self.has_vmax = ~np.isnan(model.max_velocity)
+        self.vmax = np.nan_to_num(model.max_velocity, nan=0.0)
+        self.curves = [(i, c) for i, c in enumerate(model.curves) if c is not None and model.is_engine[i]]
+
+
+_TRACTION: dict[int, _Traction] = {}
+
+
+def _traction_data(model: CarModel) -> _Traction:
+    d = _TRACTION.get(id(model))
+    if d is None or d.model is not model:
+        if len(_TRACTION) > 16:
+            _TRACTION.clear()
+        d = _TRACTION[id(model)] = _Traction(model)
+    return d
 
 
 # -- traction ---------------------------------------------------------------------------
@@ -186,22 +215,19 @@ def traction(model: CarModel, throttle, v, *, reverser: float = 1.0) -> np.ndarr
     """Tractive force per car (N, train frame) at throttle fraction(s) ``throttle`` and
     speed(s) ``v`` (m/s): the effort–speed curve if the engine has one, else the simple
     model of §14.5 (module docstring). Wagons give 0."""
+    d = _traction_data(model)
     t = np.clip(_per_car(model, throttle, "throttle"), 0.0, 1.0)
     speed = np.abs(_per_car(model, v, "v"))
-    f = np.where(model.is_engine, np.nan_to_num(model.max_force, nan=0.0) * t, 0.0)
-    # No MaxPower means no power limit (inf); inf·0 would be NaN at zero throttle.
-    p = np.where(np.isnan(model.max_power), np.inf, model.max_power * t * t)
+    f = d.force * t
+    # The power limit P = MaxPower·t² caps F at P/v (no MaxPower: no limit).
     with np.errstate(divide="ignore", invalid="ignore"):
-        capped = np.where(f * speed > p, p / speed, f)
-    f = np.where(speed > 0, capped, f)
-    vmax = model.max_velocity
-    has_v = ~np.isnan(vmax)
-    taper = has_v & (speed > vmax - TAPER_MS)
-    f = np.where(taper, f * 20.0 * (np.where(has_v, vmax, 0.0) - speed), f)
-    f = np.where(has_v & (speed > vmax), 0.0, f)
-    for i, curve in enumerate(model.curves):
-        if curve is not None and model.is_engine[i]:
-            f[i] = max(float(curve(float(t[i]), float(speed[i]))), 0.0)
+        cap = np.where(d.has_power & (speed > 0), d.power * t * t / speed, np.inf)
+    f = np.minimum(f, cap)
+    # Near top speed the force tapers to 0 over the last 0.05 m/s, and is 0 above it.
+    over = d.vmax - speed
+    f = np.where(d.has_vmax & (over < TAPER_MS), np.where(over > 0, f * 20.0 * over, 0.0), f)
+    for i, curve in d.curves:
+        f[i] = max(float(curve(float(t[i]), float(speed[i]))), 0.0)
     return f * (1.0 if reverser >= 0 else -1.0) + 0.0
 
 
@@ -299,3 +325,34 @@ def braking(model: CarModel, mode: BrakeMode | str, *, fraction=1.0,
     f = brake_for_deceleration(model, frac * _per_car(model, deceleration, "deceleration"),
                                resistance)
     return np.where(frac > 0, f, 0.0)
+
+
+class Prepared:
+    """The per-car forces of one model with everything that does not change per step
+    worked out once (a replay's hot loop). Same results as the module functions
+    (:func:`gravity`, :func:`davis`, seed 004's :func:`curve_resistance`,
+    :func:`brake`); ``tests/test_physics_parts.py`` checks that."""
+
+    __slots__ = ("model", "_mg_curve", "_a", "_b", "_c", "_brake")
+
+    def __init__(self, model: CarModel) -> None:
+        self.model = model
+        self._mg_curve = model.mass * G * OSRD_CURVE_FACTOR
+        self._a, self._b, self._c = model.davis_a, model.davis_b, model.davis_c
+        self._brake = model.max_brake
+
+    def gravity(self, elev_front_bogie: np.ndarray, elev_rear_bogie: np.ndarray) -> np.ndarray:
+        # −m·g·sinθ, sinθ = Δy / spacing clipped to [−1, 1] (only a car standing on its
+        # end would need the clip).
+        return -self.model.mass * G * np.clip((elev_front_bogie - elev_rear_bogie) / self.model.bogie_spacing,
+                                              -1.0, 1.0)
+
+    def davis(self, v: np.ndarray) -> np.ndarray:
+        speed = np.abs(v)
+        return self._a + speed * (self._b + speed * self._c)
+
+    def curve(self, curvature: np.ndarray) -> np.ndarray:
+        return self._mg_curve * np.abs(curvature)
+
+    def brake(self, fraction: np.ndarray) -> np.ndarray:
+        return np.clip(fraction, 0.0, 1.0) * self._brake

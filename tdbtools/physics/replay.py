@@ -87,36 +87,31 @@ class ReplayResult:
     summary: dict
     wall_seconds: float
 
-    def write(self, out: str | Path, *, plot: bool = False) -> list[Path]:
-        """Write ``<train>.csv`` (and ``<train>_cars.csv``), ``events.json``,
-        ``summary.json`` and, with ``plot``, ``<train>_speed.png`` into ``out``; each
-        file atomically."""
+    def write(self, out: str | Path) -> list[Path]:
+        """Write ``<train>.csv`` (and ``<train>_cars.csv``), ``events.json`` and
+        ``summary.json`` into ``out``, each file atomically."""
         from ..stf.writer import write_bytes_atomic
 
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
         written = []
         for name, cols in self.traces.items():
-            p = folder / f"{_safe(name)}.csv"
+            p = folder / f"{safe_name(name)}.csv"
             write_bytes_atomic(p, _csv(cols, TRACE_COLUMNS).encode())
             written.append(p)
         for name, cols in self.car_traces.items():
-            p = folder / f"{_safe(name)}_cars.csv"
+            p = folder / f"{safe_name(name)}_cars.csv"
             write_bytes_atomic(p, _csv(cols, CAR_COLUMNS).encode())
             written.append(p)
         for fname, data in (("events.json", list(self.events)), ("summary.json", self.summary)):
             p = folder / fname
             write_bytes_atomic(p, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
             written.append(p)
-        if plot:
-            from ..render.plots import plot_speed_distance
-
-            for name, cols in self.traces.items():
-                written.append(plot_speed_distance(cols, name, self.events, folder / f"{_safe(name)}_speed.png"))
         return written
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """A train name made safe for a file name."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
@@ -142,20 +137,30 @@ def _consist(spec: TrainSpec, route: Route, scenario_dir: Path) -> Consist:
     return read_consist(found)
 
 
+def _stock_root(consist: Consist, route: Route) -> Path:
+    """The install whose TRAINS/TRAINSET holds the consist's stock: the one the .con file
+    is in (…/TRAINS/CONSISTS/x.con), else the route's."""
+    p = Path(consist.path).resolve()
+    if p.parent.name.lower() == "consists" and p.parent.parent.name.lower() == "trains":
+        return p.parent.parent.parent
+    return Path(route.install_root)
+
+
 def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) -> tuple[TrackLine, float | None, object]:
     if spec.path is not None:
         pat = resolve_file(spec.path, scenario_dir, Path(route.folder) / "PATHS", Path(route.folder),
                            suffix=".pat")
         if pat is None:
             raise ReplayError(f"train {spec.name!r}: path {str(spec.path)!r} not found")
-        key = ("path", str(pat))
+        key = ("path", str(pat), spec.beyond_path)
         if key not in cache:
             res = resolve_path(route, pat)
             if not res.ok:
                 raise ReplayError(f"train {spec.name!r}: path {pat.name} does not resolve: "
                                   + "; ".join(res.problems))
-            line = TrackLine.from_path(route, res)
-            cache[key] = (line, float(line.path_length))
+            line = TrackLine.from_path(route, res, extend=spec.beyond_path + 2000.0)
+            end = float(line.path_length) + spec.beyond_path
+            cache[key] = (line, min(end, line.length) if line.ends_at_track_end else end)
         line, end = cache[key]
         return line, end, key
     st = spec.start
@@ -174,6 +179,40 @@ def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces
         cap = min(cap, float(vmax)) if cap is not None else float(vmax)
     stop = end_s if end_s is not None else (line.length if line.ends_at_track_end else None)
     return AutoDriver(line.limit_s, line.limit_v, stop, max_speed=cap, deceleration=spec.deceleration)
+
+
+class _Lines:
+    """All trains' lines in one table, so that per-car lookups (elevation under each
+    bogie, curvature, world position) are single numpy calls over every car. Line k
+    occupies [base[k], base[k] + length] of a global distance."""
+
+    GAP = 10.0
+
+    def __init__(self, lines: list[TrackLine]) -> None:
+        self.base = []
+        S, Y, X, Z, P1, PC = [], [], [], [], [], []
+        base = 0.0
+        for ln in lines:
+            self.base.append(base)
+            S.append(ln.s + base)
+            Y.append(ln.y)
+            X.append(ln.X)
+            Z.append(ln.Z)
+            P1.append(ln.piece_s1 + base)
+            PC.append(ln.piece_curvature)
+            base += ln.length + self.GAP
+        self.S, self.Y, self.X, self.Z = (np.concatenate(a) for a in (S, Y, X, Z))
+        self.P1, self.PC = np.concatenate(P1), np.concatenate(PC)
+
+    def elevation(self, g: np.ndarray) -> np.ndarray:
+        return np.interp(g, self.S, self.Y)
+
+    def curvature(self, g: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(self.P1, g, side="left")
+        return self.PC[np.minimum(i, len(self.PC) - 1)]
+
+    def world_xz(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.interp(g, self.S, self.X), np.interp(g, self.S, self.Z)
 
 
 class Replay:
@@ -199,7 +238,7 @@ class Replay:
 
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    stocks = resolve_stock(consist, Path(self.route.install_root), stand_in=stand_in,
+                    stocks = resolve_stock(consist, _stock_root(consist, self.route), stand_in=stand_in,
                                            diagnostics=self.diags)
             except RouteError as exc:
                 raise ReplayError(f"train {spec.name!r}: {exc}\n(use stand_in = true to run with "
@@ -254,6 +293,33 @@ class Replay:
                              np.concatenate(coupled), np.concatenate(slack))
         self.engine = Engine(self.bodies, np.concatenate(x), np.concatenate(v))
         self.model = forces.CarModel.from_stock(all_stocks, all_flipped)
+        self._forces = forces.Prepared(self.model)
+        # Per-car views of the lines, for vectorised lookups and track-end checks.
+        distinct = list({id(t.line): t.line for t in self.trains}.values())
+        self.lines = _Lines(distinct)
+        index = {id(ln): k for k, ln in enumerate(distinct)}
+        counts = [t.cars.stop - t.cars.start for t in self.trains]
+        self.train_start = np.array([t.cars.start for t in self.trains], dtype=np.int64)
+        self.train_end = np.array([t.cars.stop - 1 for t in self.trains], dtype=np.int64)
+        self.car_base = np.repeat([self.lines.base[index[id(t.line)]] for t in self.trains], counts)
+        self.car_line_len = np.repeat([t.line.length for t in self.trains], counts)
+        self.car_far_end = np.repeat([t.line.ends_at_track_end for t in self.trains], counts)
+        self.car_near_end = np.repeat([t.line.starts_at_track_end for t in self.trains], counts)
+        self.car_train = np.repeat(np.arange(len(self.trains)), counts)
+        self._len3 = np.tile(self.car_line_len, 3)
+        self._base3 = np.tile(self.car_base, 3)
+        self._front_bogie = (self.model.length - self.model.bogie_spacing) / 2.0
+        self._half_length = self.model.length / 2.0
+        # The bogie measures of every train are views into two arrays updated in place
+        # each step: the bogies follow their cars along the line (seed 003).
+        self._fb = np.asarray(self.engine.x) - self._front_bogie
+        self._rb = self._fb - self.model.bogie_spacing
+        for t in self.trains:
+            t.bogies.front = self._fb[t.cars]
+            t.bogies.rear = self._rb[t.cars]
+        n = len(self.engine.x)
+        self._trac_car, self._brake_car, self._vmax_car = np.zeros(n), np.zeros(n), np.zeros(n)
+        self._xv: tuple | None = None
         self.occupancy = Occupancy()
         self.time = 0.0
         self._next_check = 0.0
@@ -267,69 +333,91 @@ class Replay:
     def _event(self, e: dict) -> None:
         self.events.append(e)
 
+    def _g(self, s: np.ndarray) -> np.ndarray:
+        """Global table distance of per-car line distances (clipped onto each line)."""
+        return np.clip(s, 0.0, self.car_line_len) + self.car_base
+
+    def _g3(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """:meth:`_g` of three per-car arrays at once (one numpy call each way)."""
+        return np.clip(np.concatenate([a, b, c]), 0.0, self._len3) + self._base3
+
     def step(self) -> None:
         sc = self.scenario
         dt = sc.step
         eng = self.engine
-        x, v = eng.x, eng.v
-        n = len(x)
-        throttle = np.zeros(n)
-        brake_frac = np.zeros(n)
-        decel = np.zeros(n)
-        for t in self.trains:
-            sl = t.cars
+        # Positions and speeds as the last step left them (nothing else moves the cars
+        # between steps; the engine's x is rebuilt from its gaps on every read).
+        if self._xv is None or self._xv[2] != eng.time:
+            self._xv = (eng.x, eng.v, eng.time)
+        x, v = self._xv[0], self._xv[1]
+        # One Python pass over the trains: the drivers (scalars), fed with the fronts,
+        # rears and speeds read out in one go.
+        starts, ends = self.train_start, self.train_end
+        fronts = x[starts].tolist()
+        speeds = v[starts].tolist()
+        rears = (x[ends] - self.bodies.length[ends]).tolist()
+        ctrl = []
+        now = self.time
+        for k, t in enumerate(self.trains):
             if t.derailed:
-                t.controls = Controls(0.0, 1.0, 0.0)
+                c = Controls(0.0, 1.0, 0.0)
             else:
-                speed = float(v[sl][0])
-                st = DriveState(self.time, float(x[sl][0]) - t.front0, speed, float(x[sl][0]),
-                                float(x[sl][-1] - self.bodies.length[sl][-1]))
-                t.controls = t.driver(st)
-            throttle[sl] = t.controls.throttle
-            brake_frac[sl] = t.controls.brake
-            decel[sl] = t.controls.deceleration
+                c = t.driver(DriveState(now, fronts[k] - t.front0, speeds[k], fronts[k], rears[k]))
+            t.controls = c
+            ctrl.append((c.throttle, c.brake, c.deceleration))
+        per_car = np.array(ctrl)[self.car_train]
+        throttle, brake_frac, decel = per_car[:, 0], per_car[:, 1], per_car[:, 2]
+        braking_to = any(c[2] for c in ctrl)
         m = self.model
-        fb = x - (m.length - m.bogie_spacing) / 2.0
-        rb = fb - m.bogie_spacing
-        mid = x - m.length / 2.0
-        yf, yr, curv = np.empty(n), np.empty(n), np.empty(n)
-        for t in self.trains:
-            sl = t.cars
-            yf[sl] = t.line.elevation(fb[sl])
-            yr[sl] = t.line.elevation(rb[sl])
-            curv[sl] = t.line.curvature_at(mid[sl])
+        lines = self.lines
+        n = len(x)
+        fb = x - self._front_bogie
+        g = self._g3(fb, fb - m.bogie_spacing, x - self._half_length)
+        y = lines.elevation(g[: 2 * n])
+        yf, yr = y[:n], y[n:]
+        curv = lines.curvature(g[2 * n:])
+        pre = self._forces
         trac = forces.traction(m, throttle, v)
-        grav = forces.gravity(m, yf, yr)
-        dav = forces.davis(m, v)
-        crv = forces.curve_resistance(m, curv)
-        brk = forces.brake(m, brake_frac)
-        if decel.any():
-            resist_other = forces.opposing_resistance(v, dav, crv, grav)
-            brk = brk + forces.brake_for_deceleration(m, decel, resist_other)
-        drive = trac + grav
-        resist = dav + crv + brk
+        grav = pre.gravity(yf, yr)
+        dav = pre.davis(v)
+        crv = pre.curve(curv)
+        brk = pre.brake(brake_frac)
+        if braking_to:
+            brk = brk + forces.brake_for_deceleration(m, decel, forces.opposing_resistance(v, dav, crv, grav))
         x0 = x.copy()
-        for e in eng.step(dt, drive, resist):
+        for e in eng.step(dt, trac + grav, dav + crv + brk):
             self._engine_event(e)
         self.time += dt
         x1, v1 = eng.x, eng.v
-        for t in self.trains:
-            sl = t.cars
-            vv = v1[sl]
-            t.traction_j += float(np.sum(np.maximum(trac[sl] * (x1[sl] - x0[sl]), 0.0)))
-            t.braking_j += float(np.sum(brk[sl] * np.abs(x1[sl] - x0[sl])))
-            t.max_speed = max(t.max_speed, float(np.abs(vv).max()))
-            for ev in t.bogies.move(x1[sl] - x0[sl], self.time, car_front=x1[sl]):
-                self._safety(ev)
-            if ev_beyond := self._beyond(t):
-                self._safety(ev_beyond)
-            self._done(t, dt)
+        self._xv = (x1, v1, eng.time)
+        dx = x1 - x0
+        # Energy and top speed per car, in place; summed per train when asked for.
+        self._trac_car += np.maximum(trac * dx, 0.0)
+        self._brake_car += brk * np.abs(dx)
+        speed = np.abs(v1)
+        np.maximum(self._vmax_car, speed, out=self._vmax_car)
+        # Bogies: measures along the line that follow their car. One past a line end
+        # that is a track end derails its car (the exact event comes from BogieSet).
+        np.subtract(x1, self._front_bogie, out=self._fb)
+        np.subtract(self._fb, m.bogie_spacing, out=self._rb)
+        over = self._fb > self.car_line_len + 1e-9
+        if over.any() or (self._rb < -1e-9).any():
+            off = (over & self.car_far_end) | ((self._rb < -1e-9) & self.car_near_end)
+            for k in np.unique(self.car_train[off]).tolist():
+                for ev in self.trains[k].bogies.check(self.time):
+                    self._safety(ev)
+            for k in np.unique(self.car_train[over & ~self.car_far_end]).tolist():
+                t = self.trains[k]
+                if not t.derailed and t.done_at is None:
+                    t.done_at = self.time
+                    self._event({"kind": "end_of_line", "time": self.time, "train": t.spec.name,
+                                 "message": f"reached the end of the {t.line.length:.0f} m of track built for it"})
+        for k, t in enumerate(self.trains):
+            if t.done_at is None:
+                self._done(t, dt, float(speed[t.cars].max()))
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
-            s = self._pending_switches.pop(0)
-            self.switches.set(s.junction, s.route)
-            self._event({"kind": "switch", "time": self.time, "junction": s.junction, "route": s.route})
-            for ev in throw_switch([t.bogies for t in self.trains], s.junction, s.route, self.time):
-                self._safety(ev)
+            sw = self._pending_switches.pop(0)
+            self.throw_switch(sw.junction, sw.route)
         if self.time + 1e-9 >= self._next_check:
             self._next_check += sc.collision_check_interval
             self._check_collisions()
@@ -337,22 +425,17 @@ class Replay:
             self._next_trace += self.trace_every
             self._trace(trac, brk)
 
-    def _beyond(self, t: _Train):
-        # Past the sampled end of a line that is not a track end: the replay has no more
-        # track for this train; stop it there (an event says so).
-        if t.derailed or t.done_at is not None:
-            return None
-        out = t.bogies.beyond_line()
-        if len(out) and not t.line.ends_at_track_end:
-            t.done_at = self.time
-            return {"kind": "end_of_line", "time": self.time, "train": t.spec.name,
-                    "message": f"reached the end of the {t.line.length:.0f} m of track built for it"}
-        return None
+    def throw_switch(self, junction: int, route: int) -> None:
+        """Throw a switch now: cars whose bogies straddle it on a line that takes the
+        other route derail (their bogies would take different routes)."""
+        self.switches.set(junction, route)
+        self._event({"kind": "switch", "time": self.time, "junction": junction, "route": route})
+        for ev in throw_switch([t.bogies for t in self.trains], junction, route, self.time):
+            self._safety(ev)
 
-    def _done(self, t: _Train, dt: float) -> None:
+    def _done(self, t: _Train, dt: float, speed: float) -> None:
         if t.done_at is not None:
             return
-        speed = float(np.abs(self.engine.v[t.cars]).max())
         if isinstance(t.driver, AutoDriver) and t.driver.finished:
             t.done_at = self.time
             self._event({"kind": "arrived", "time": self.time, "train": t.spec.name,
@@ -412,11 +495,37 @@ class Replay:
                     t.derailed = True
 
     def _check_collisions(self) -> None:
-        x, v = self.engine.x, self.engine.v
-        for t in self.trains:
-            sl = t.cars
-            self.occupancy.update(TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl]))
+        """Track occupancy and side collisions, for trains whose boxes come close (a
+        broad phase over all trains at once; the exact checks run only for those)."""
         if len(self.trains) < 2:
+            return
+        x, v = self.engine.x, self.engine.v
+        fx, fz = self.lines.world_xz(self._g(x))
+        rx, rz = self.lines.world_xz(self._g(x - self.bodies.length))
+        X = np.concatenate([fx, rx])
+        Z = np.concatenate([fz, rz])
+        owner = np.concatenate([self.car_train, self.car_train])
+        T = len(self.trains)
+        pad = 10.0  # clearance and then some
+        lo_x = np.full(T, np.inf)
+        hi_x = np.full(T, -np.inf)
+        lo_z = np.full(T, np.inf)
+        hi_z = np.full(T, -np.inf)
+        np.minimum.at(lo_x, owner, X)
+        np.maximum.at(hi_x, owner, X)
+        np.minimum.at(lo_z, owner, Z)
+        np.maximum.at(hi_z, owner, Z)
+        close = ((lo_x[:, None] - pad <= hi_x[None, :]) & (lo_x[None, :] - pad <= hi_x[:, None])
+                 & (lo_z[:, None] - pad <= hi_z[None, :]) & (lo_z[None, :] - pad <= hi_z[:, None]))
+        np.fill_diagonal(close, False)
+        near = np.flatnonzero(close.any(axis=1))
+        for k, t in enumerate(self.trains):
+            if k in near:
+                sl = t.cars
+                self.occupancy.update(TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl]))
+            else:
+                self.occupancy.remove(t.spec.name)
+        if len(near) < 2:
             return
         for ev in self.occupancy.collisions(self.time):
             self._safety(ev)
@@ -467,6 +576,10 @@ class Replay:
                                          "wall_seconds": round(wall, 3), "trains": {}}
         summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None
         for t in self.trains:
+            sl = t.cars
+            t.traction_j = float(self._trac_car[sl].sum())
+            t.braking_j = float(self._brake_car[sl].sum())
+            t.max_speed = float(self._vmax_car[sl].max())
             cols = list(zip(*t.rows))
             traces[t.spec.name] = {k: np.array(c) for k, c in zip(TRACE_COLUMNS, cols)}
             if self.cars_trace and t.car_rows:

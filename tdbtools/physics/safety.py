@@ -414,25 +414,39 @@ def side_collisions(trains: Sequence[TrainPosition], time: float, *,
     size = max(float(cell), float(2.0 * half.max() + clearance), 1.0)
     cx = np.floor(C[:, 0] / size).astype(np.int64)
     cz = np.floor(C[:, 1] / size).astype(np.int64)
-    grid: dict[tuple[int, int], list[int]] = {}
-    for i, key in enumerate(zip(cx.tolist(), cz.tolist())):
-        grid.setdefault(key, []).append(i)
-    keys = [t._key for t in trains]
-    ia, ib = [], []
-    for (gx, gz), members in grid.items():
-        near: list[int] = []
-        for dx in (-1, 0, 1):
-            for dz in (-1, 0, 1):
-                near.extend(grid.get((gx + dx, gz + dz), ()))
-        nb = np.array(near)
-        for i in members:
-            cand = nb[(nb > i)]
-            cand = cand[[keys[owner_a[j]] != keys[owner_a[i]] for j in cand]] if len(cand) else cand
-            ia.extend([i] * len(cand))
-            ib.extend(cand.tolist())
-    if not ia:
+    # Candidate pairs from the grid, all at once: for each of the 9 neighbouring cells,
+    # the cars whose cell key matches (searchsorted over the sorted keys).
+    kid = {}
+    line_id = np.array([kid.setdefault(t._key, len(kid)) for t in trains], dtype=np.int64)[owner_a]
+    span = int(cz.max() - cz.min()) + 3
+    key = (cx - cx.min() + 1) * span + (cz - cz.min() + 1)
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+    n = len(key)
+    ia_parts, ib_parts = [], []
+    for dx in (-1, 0, 1):
+        for dz in (-1, 0, 1):
+            q = key + dx * span + dz
+            lo = np.searchsorted(skey, q, side="left")
+            cnt = np.searchsorted(skey, q, side="right") - lo
+            tot = int(cnt.sum())
+            if not tot:
+                continue
+            ii = np.repeat(np.arange(n), cnt)
+            within = np.arange(tot) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            jj = order[np.repeat(lo, cnt) + within]
+            keep = (jj > ii) & (line_id[ii] != line_id[jj])
+            ia_parts.append(ii[keep])
+            ib_parts.append(jj[keep])
+    if not ia_parts or not sum(len(a) for a in ia_parts):
         return []
-    ia_, ib_ = np.array(ia), np.array(ib)
+    ia_, ib_ = np.concatenate(ia_parts), np.concatenate(ib_parts)
+    # Cheap first cut: centres further apart than both half-lengths and the clearance.
+    dc = C[ia_] - C[ib_]
+    close = np.hypot(dc[:, 0], dc[:, 1]) < half[ia_] + half[ib_] + clearance
+    ia_, ib_ = ia_[close], ib_[close]
+    if not len(ia_):
+        return []
     # Distance between the two-segment centre lines of each candidate pair.
     dist = np.full(len(ia_), np.inf)
     for u in range(2):

@@ -11,6 +11,7 @@ A scenario is a TOML file (or the same structure built in Python)::
     name = "IC3"
     consist = "DSB IC3 VIA x1"          # a .con in TRAINS/CONSISTS, or a path
     path = "10.pat"                     # a .pat in the route's PATHS, or a path
+    beyond_path = 3000                  # run on this far past the end of the path
     driver = "auto"                     # keep to the limits, stop at the end of the path
     max_speed = "160km/h"               # optional cap for the automatic driver
     # or a schedule, by time (s) or by distance (m) from the start:
@@ -83,6 +84,7 @@ class TrainSpec:
     start: StartPoint | None = None
     distance: float = 5000.0                 # with a start point: metres of track to use
     start_offset: float = 0.0                # metres along the path where the rear starts
+    beyond_path: float = 0.0                 # metres to run on past the end of the path
     driver: str = "auto"                     # "auto" | "schedule"
     schedule: tuple[Command, ...] = ()
     schedule_by: str = "time"                # "time" | "distance"
@@ -117,7 +119,7 @@ class Scenario:
 
 
 _TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval"}
-_TRAIN = {"name", "consist", "path", "start", "distance", "start_offset", "driver", "schedule",
+_TRAIN = {"name", "consist", "path", "start", "distance", "start_offset", "beyond_path", "driver", "schedule",
           "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in"}
 _START = {"tile", "pos", "backward"}
 _COMMAND = {"at", "throttle", "brake"}
@@ -283,6 +285,7 @@ def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
         name=name, consist=Path(t["consist"]), path=path, start=start,
         distance=_num(ctx, t.get("distance", 5000.0), "distance", "distance", lo=1.0, hi=1e7),
         start_offset=_num(ctx, t.get("start_offset", 0.0), "start_offset", "distance", lo=0.0),
+        beyond_path=_num(ctx, t.get("beyond_path", 0.0), "beyond_path", "distance", lo=0.0, hi=1e6),
         driver=driver, schedule=tuple(sorted(cmds, key=lambda c: c.at)), schedule_by=by,
         max_speed=(_num(ctx, t["max_speed"], "max_speed", "speed", lo=0.1, hi=300.0)
                    if "max_speed" in t else None),

@@ -1,0 +1,221 @@
+"""Replays: the bundled scenarios, events (impacts, derailments, collisions), outputs,
+scenario errors, and a sample consist over DK24."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from helpers import DK24, DK24_ROUTE, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
+
+from tdbtools.cli import main
+from tdbtools.physics.replay import Replay, ReplayError, replay
+from tdbtools.physics.scenario import ScenarioError, read_scenario, scenario_from_text
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TDBTOOLS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def scenario(tmp_path, body: str, route=SAMPLE_ROUTE):
+    p = tmp_path / "s.toml"
+    p.write_text(f'route = "{route}"\n' + body)
+    return read_scenario(p)
+
+
+CONSISTS = SAMPLE_INSTALL / "TRAINS" / "CONSISTS"
+
+
+def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path):
+    res = replay(SAMPLE_INSTALL / "replay.toml")
+    s = res.summary["trains"]["passenger"]
+    assert s["finished"] and not s["derailed"]
+    tr = res.traces["passenger"]
+    # MainWE is 1550 m from the rear of the train to the end; the front stops 2 m short.
+    assert math.isclose(tr["distance"][-1] + 177.38, 1550 - 2.0, abs_tol=0.5)
+    assert tr["speed"][-1] == 0.0 and (tr["speed"] * 3.6 <= 80.0 + 0.5).all()
+    assert s["traction_energy_kwh"] > 0 and s["braking_energy_kwh"] > 0
+    files = res.write(tmp_path / "out")
+    names = {f.name for f in files}
+    assert {"passenger.csv", "events.json", "summary.json"} <= names
+    from tdbtools.render.plots import plot_speed_distance
+
+    png = plot_speed_distance(res.traces["passenger"], "passenger", res.events, tmp_path / "out" / "p.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    header = (tmp_path / "out" / "passenger.csv").read_text().splitlines()[0].split(",")
+    assert header == ["time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
+                      "tile_x", "tile_z", "x", "y", "z", "grade"]
+    json.loads((tmp_path / "out" / "events.json").read_text())
+
+
+def test_shunt_into_standing_train_conserves_momentum():
+    rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
+    m = rep.bodies.mass
+    before = None
+    hit = None
+    while rep.time < 300 and hit is None:
+        p0 = float(np.sum(m * rep.engine.v))
+        rep.step()
+        for e in rep.events:
+            if e["kind"] == "impact" and {c[0] for c in e["cars"]} == {"engine", "standing"}:
+                hit, before = e, p0
+    assert hit is not None, "the engine never reached the standing train"
+    assert sorted(c[0] for c in hit["cars"]) == ["engine", "standing"]
+    assert hit["location"]["node"] in (2, 4)
+    # Forces act over the step too; over the impact step itself the change in momentum
+    # is only what the forces gave (the impact itself moves none).
+    assert hit["relative_speed"] > 0 and hit["energy_lost"] > 0
+
+
+def test_running_off_a_track_end_derails(tmp_path):
+    sc = scenario(tmp_path, '''
+[[train]]
+name = "runaway"
+consist = "sample_double"
+path = "MainWE.pat"
+driver = "schedule"
+schedule = [ { at = 0, throttle = 1.0 } ]
+''')
+    res = Replay(sc).run()
+    der = [e for e in res.events if e["kind"] == "derailment"]
+    assert der and der[0]["train"] == "runaway" and "track end" in der[0]["message"]
+    assert der[0]["node"] == 4 and {"tile_x", "tile_z", "x", "y", "z"} <= der[0]["location"].keys()
+    assert res.summary["trains"]["runaway"]["derailed"]
+
+
+def test_switch_thrown_under_a_train_derails_it(tmp_path):
+    sc = scenario(tmp_path, '''
+duration = 200
+[[train]]
+name = "p"
+consist = "sample_passenger"
+path = "MainWE.pat"
+driver = "auto"
+''')
+    rep = Replay(sc)
+    train = rep.trains[0]
+    (j,) = train.line.junctions
+    assert (j.node, j.route) == (3, 0)
+    # Run until a car has its two bogies on either side of the switch, then throw it.
+    while not len(train.bogies.straddling(j.s)):
+        rep.step()
+        assert rep.time < 100
+    car = int(train.bogies.straddling(j.s)[0])
+    rep.throw_switch(3, 1)
+    der = [e for e in rep.events if e["kind"] == "derailment"]
+    assert len(der) == 1 and der[0]["cars"] == [car] and der[0]["node"] == 3
+    assert "different routes" in der[0]["message"]
+    # Thrown back while no car straddles it: nothing more happens.
+    while len(train.bogies.straddling(j.s)):
+        rep.step()
+    rep.throw_switch(3, 0)
+    assert len([e for e in rep.events if e["kind"] == "derailment"]) == 1
+
+
+def test_head_on_collision_is_detected(tmp_path):
+    sc = scenario(tmp_path, '''
+duration = 300
+[[train]]
+name = "west"
+consist = "sample_double"
+path = "MainWE.pat"
+driver = "schedule"
+schedule = [ { at = 0, throttle = 0.5 } ]
+[[train]]
+name = "east"
+consist = "sample_double"
+path = "MainEW.pat"
+driver = "schedule"
+schedule = [ { at = 0, throttle = 0.5 } ]
+''')
+    res = Replay(sc).run()
+    col = [e for e in res.events if e["kind"] == "collision"]
+    assert col and {col[0]["train"], col[0]["other_train"]} == {"west", "east"}
+    assert col[0]["closing_speed"] > 0
+
+
+def test_missing_stock_names_the_file_and_stand_in_runs(tmp_path):
+    con = tmp_path / "odd.con"
+    con.write_text('SIMISA@@@@@@@@@@JINX0D0t______\nTrain ( TrainCfg ( "odd" Name ( "odd" ) '
+                   'Engine ( UiD ( 1 ) EngineData ( NOPE_LOCO NOPE_FOLDER ) ) '
+                   'Wagon ( UiD ( 2 ) WagonData ( NOPE_COACH NOPE_FOLDER ) ) ) )\n')
+    body = f'''
+duration = 30
+[[train]]
+name = "odd"
+consist = "{con}"
+path = "MainWE.pat"
+'''
+    with pytest.raises(ReplayError, match="NOPE_LOCO") as ei:
+        Replay(scenario(tmp_path, body))
+    assert "stand_in" in str(ei.value)
+    res = Replay(scenario(tmp_path, "stand_in = true\n" + body)).run()
+    assert res.summary["trains"]["odd"]["cars"] == 2
+    assert any(e["kind"] == "stand_in" for e in res.events)
+
+
+@pytest.mark.parametrize("body, message, line", [
+    ('[[train]]\nconsist = "c"\n', "give either 'path' or 'start'", 2),
+    ('[[train]]\nconsist = "c"\npath = "p"\nthrottle = 1\n', "unknown key 'throttle'", 4),
+    ('step = "fast"\n[[train]]\nconsist = "c"\npath = "p"\n', "step", 1),
+    ('[[train]]\nconsist = "c"\npath = "p"\ndriver = "schedule"\n', "needs [[train.schedule]]", 4),
+    ('[[train]\n', "invalid TOML", 1),
+])
+def test_scenario_errors_are_located(tmp_path, body, message, line):
+    with pytest.raises(ScenarioError) as ei:
+        scenario_from_text('route = "x"\n' + body, "s.toml")
+    assert message in str(ei.value) and ei.value.line == line + 1 - (1 if "invalid" in message else 0) or \
+        (message in str(ei.value) and ei.value.line is not None)
+
+
+def test_cli_replay_default_and_shortcuts(tmp_path):
+    r = CliRunner().invoke(main, ["replay", "--out", str(tmp_path / "a")])
+    assert r.exit_code == 0, r.output
+    assert "passenger" in r.output and (tmp_path / "a" / "summary.json").is_file()
+    r = CliRunner().invoke(main, ["replay", "--route", str(SAMPLE_ROUTE), "--consist",
+                                  str(CONSISTS / "sample_freight.con"), "--path", "Siding.pat",
+                                  "--out", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    s = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert s["trains"]["sample_freight"]["finished"]
+    r = CliRunner().invoke(main, ["replay", "--route", str(SAMPLE_ROUTE)])
+    assert r.exit_code == 2
+
+
+@needs_dk24
+def test_sample_consist_over_a_dk24_path(tmp_path):
+    sc = scenario(tmp_path, f'''
+duration = 900
+[[train]]
+name = "freight"
+consist = "{CONSISTS / 'sample_freight.con'}"
+path = "1803.pat"
+beyond_path = 3000
+driver = "auto"
+''', route=DK24_ROUTE)
+    res = replay(sc)
+    s = res.summary["trains"]["freight"]
+    assert s["finished"] and not s["derailed"]
+    # DK24's paths are 10 m stubs at end nodes; 1803.pat has > 6 km of track beyond it.
+    # The front stops 2 m short of 3000 m past the path end.
+    assert 1000 < s["distance_m"] <= 3010 - 2 - s["length_m"] + 1
+    assert res.traces["freight"]["speed"].max() > 5.0
+
+
+@needs_dk24
+def test_dk24_consist_needs_stand_in(tmp_path):
+    con = DK24 / "TRAINS" / "CONSISTS" / "DSB MZ 1401 solo.con"
+    body = f'''
+duration = 120
+[[train]]
+name = "mz"
+consist = "{con}"
+path = "10.pat"
+'''
+    with pytest.raises(ReplayError, match="mz1401.eng"):
+        Replay(scenario(tmp_path, body, route=DK24_ROUTE))
+    res = replay(scenario(tmp_path, "stand_in = true\n" + body, route=DK24_ROUTE))
+    assert res.summary["trains"]["mz"]["cars"] == 1
