@@ -72,14 +72,20 @@ class Reader:
         if index >= len(items) or items[index].__class__ is Block:
             self.problem(block, f"{block.name}: missing value {index + 1}")
             return default
-        raw = str(items[index])
+        return self.quantity_of(block, str(items[index]), index, families, default)
+
+    def quantity_of(self, block: Block, raw: str, index: int | None, families: tuple[str, ...],
+                    default: T) -> float | T:
+        """``raw`` (a value of ``block``, at ``index``) in SI: an unknown unit is a
+        UnitError, or in lenient mode the number with factor 1 as Open Rails reads it; a
+        value that is no number is reported and gives ``default``."""
         try:
             return parse_quantity(raw, *families)
         except UnitError as exc:
             self.diags.problem(self.error(block, f"{block.name}: {exc.message}", index, UnitError))
             return split_quantity(raw)[0]
         except ValueError as exc:
-            self.problem(block, f"{block.name}: {exc}", index)
+            self.problem(block, f"{block.name or 'block'}: {exc}", index)
             return default
 
     def problem(self, block: Block, message: str, index: int | None = None) -> None:

@@ -41,10 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import Diagnostics, UnitError
+from ..errors import Diagnostics
 from ..stf import parse_file
 from ..stf.tree import Block, Document
-from ..stf.units import parse_quantity, split_quantity
 from ._read import Reader, to_float, to_int
 from ._records import fast_pickle
 
@@ -565,14 +564,7 @@ def _setter(attr: str, family: str | None, default: float = 0.0, conv=to_float):
 def _any(rd: Reader, blk: Block, raw: str, index: int | None) -> float | None:
     """A number in STFReader's ``UNITS.Any``; None (after reporting) if unreadable.
     ``index`` locates the value in ``blk`` (None: the block itself)."""
-    try:
-        return parse_quantity(raw, *ANY_UNITS)
-    except UnitError as exc:
-        rd.diags.problem(rd.error(blk, f"{blk.name}: {exc.message}", index, UnitError))
-        return split_quantity(raw)[0]
-    except ValueError as exc:
-        rd.problem(blk, f"{blk.name or 'block'}: {exc}", index)
-        return None
+    return rd.quantity_of(blk, raw, index, ANY_UNITS, None)
 
 
 def _h_curves(raw: _Raw, blk: Block, rd: Reader) -> bool:
