@@ -64,7 +64,12 @@ interactions and :attr:`Engine.truncated_steps` counts it; not seen in tests or 
 
 Cost: a step with no event is a fixed number of numpy operations over all cars (the joint
 force check is a cumulative sum); the pure-Python block solver runs only for a block that
-splits or for the cars of an impact.
+splits or for the cars of an impact. What changes only with the contacts is cached: the
+limit masks (updated where a gap changes), the block structure (rebuilt only when a joint
+between groups reaches or leaves a limit or its speeds become equal) and the offsets of the
+cars behind each line's first car (for ``x``). With at most :data:`_SMALL` groups (a train
+or a few) the per-group arithmetic, event times and moves run on Python floats: the same
+IEEE operations as the numpy path, so both give the same numbers bit for bit.
 
 State is kept as the x of the first car of each line plus the gaps, so a gap inside a group
 never drifts by rounding.
@@ -77,7 +82,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tdbtools.errors import TdbToolsError
-from tdbtools.physics.interaction import clash_times, stopping_times
+from tdbtools.physics.interaction import clash_time, clash_times, stopping_time, stopping_times
 
 __all__ = ["Bodies", "Engine", "Event", "EngineError", "EPS_V", "SNAP_GAP"]
 
@@ -91,6 +96,9 @@ V_REST = 1e-12
 REST_SPEED = 1e-3
 #: Events within this time (s) of the earliest are applied together.
 T_TOL = 1e-12
+# Up to this many blocks/groups the per-group arithmetic runs on Python floats (the same
+# IEEE operations as numpy's, without the fixed cost of a numpy call per operation).
+_SMALL = 16
 
 # joint types at a limit (the constraint on the values y of the car ahead / behind)
 _GE = 1   # buffers touching: y_front >= y_rear (the cars can only move apart)
@@ -352,6 +360,7 @@ class Engine:
         self._same = same
         hi = np.where(b.coupled[:-1], b.slack[:-1], np.inf)
         self._hi = np.where(same, hi, np.nan)      # nan across lines: never at a limit
+        self._hil = self._hi.tolist()
         gap = np.where(same, (x[:-1] - b.length[:-1]) - x[1:], np.nan)
         with np.errstate(invalid="ignore"):
             if np.any(gap < -SNAP_GAP):
@@ -364,7 +373,7 @@ class Engine:
                                   f"stretched to {gap[i]:.6g} m, beyond its slack "
                                   f"{self._hi[i]:.6g} m")
         self._gap = gap
-        self._snap_all()
+        self._snap_all()            # also sets the limit masks _atz, _att
         first = np.flatnonzero(np.concatenate(([True], ~same)))
         self._line_first = first
         self._line_ids = b.line[first]
@@ -375,13 +384,14 @@ class Engine:
         self._a = np.zeros(n)
         self._time = 0.0
         self._x_cache: np.ndarray | None = None
+        self._Pc = np.zeros(n + 1)          # running sums of the joint forces (Pc[0] = 0)
         self._contacts_dirty = True
         self._lock: np.ndarray | None = None
         self.truncated_steps = 0
         self.event_count = 0
         # zero-force grouping so that `groups` is meaningful before the first step
         z = np.zeros(n)
-        self._regroup(z, z)
+        self._regroup(z, z, 1e-300)
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -400,10 +410,14 @@ class Engine:
     @property
     def x(self) -> np.ndarray:
         if self._x_cache is None:
-            b = self.bodies
-            off = np.where(self._same, b.length[:-1] + self._gap, 0.0)
-            c = np.concatenate(([0.0], np.cumsum(off)))
-            x = self._xlead[self._line_index] - (c - c[self._first_of_car])
+            rel = self._xrel
+            if rel is None:
+                # offsets of each car behind its line's first car: change only with the gaps
+                b = self.bodies
+                off = np.where(self._same, b.length[:-1] + self._gap, 0.0)
+                c = np.concatenate(([0.0], np.cumsum(off)))
+                rel = self._xrel = c - c[self._first_of_car]
+            x = self._xlead[self._line_index] - rel
             x.flags.writeable = False
             self._x_cache = x
         return self._x_cache
@@ -411,8 +425,10 @@ class Engine:
     @property
     def gap(self) -> np.ndarray:
         """Gap of each joint (n - 1), ``inf`` between cars of different lines."""
-        g = np.where(self._same, self._gap, np.inf)
-        g.flags.writeable = False
+        g = self._gap_cache
+        if g is None:
+            g = self._gap_cache = np.where(self._same, self._gap, np.inf)
+            g.flags.writeable = False
         return g
 
     @property
@@ -438,6 +454,10 @@ class Engine:
             raise EngineError(f"Engine.step: {name} has shape {a.shape}, expected ({self.n},)")
         return a
 
+    def _gaps_changed(self) -> None:
+        self._xrel = None
+        self._gap_cache = None
+
     def _snap_all(self) -> None:
         g = self._gap
         hi = self._hi
@@ -446,13 +466,16 @@ class Engine:
             g[g < SNAP_GAP] = 0.0
             near = (hi - g) < SNAP_GAP
             g[near] = hi[near]
+            # the joints at a limit; kept up to date wherever a gap changes (nan: never)
+            self._atz = g <= 0.0
+            self._att = g >= hi
+        self._gaps_changed()
 
-    def _limits(self):
-        g = self._gap
-        with np.errstate(invalid="ignore"):
-            atz = g <= 0.0
-            att = g >= self._hi
-        return atz, att
+    def _set_limits(self, idx) -> None:
+        """Refresh the limit masks at the joints ``idx`` (same-line joints) after a gap change."""
+        g = self._gap[idx]
+        self._atz[idx] = g <= 0.0
+        self._att[idx] = g >= self._hi[idx]
 
     @staticmethod
     def _types(atz: np.ndarray, att: np.ndarray, s: int, e: int) -> list[int]:
@@ -473,9 +496,14 @@ class Engine:
             raise EngineError(f"Engine.step: dt must be finite and >= 0, got {dt}")
         drive = self._per_car(drive, "drive")
         resist = self._per_car(resist, "resist")
-        if not (resist.min() >= 0.0 and math.isfinite(resist.sum())
-                and math.isfinite(drive.sum())):
+        # argmin/argmax cost a fraction of min/max on small arrays and give the first nan
+        ad = np.abs(drive)
+        dmax = float(ad[ad.argmax()])
+        rmax = float(resist[resist.argmax()])
+        if not (resist[resist.argmin()] >= 0.0 and math.isfinite(rmax) and math.isfinite(dmax)):
             raise EngineError("Engine.step: resist must be finite and >= 0, drive finite")
+        # tolerance of the joint-force signs
+        tol = 1e-9 * (dmax + rmax) + 1e-300
         events: list[Event] = []
         t_end = self._time + dt
         remaining = dt
@@ -485,7 +513,7 @@ class Engine:
             if self._contacts_dirty:
                 self._impulses(events)
                 self._contacts_dirty = False
-            self._regroup(drive, resist)
+            self._regroup(drive, resist, tol)
             t_ev, hits = self._next_event(remaining)
             if t_ev >= remaining:
                 self._advance(remaining, events)
@@ -509,10 +537,10 @@ class Engine:
     # -- 1. impulses ------------------------------------------------------------------
     def _impulses(self, events: list[Event]) -> None:
         v = self._v
-        atz, att = self._limits()
+        atz, att = self._atz, self._att
         dv = v[:-1] - v[1:]                       # > 0: the car ahead is faster
         viol = (atz & (dv < -EPS_V)) | (att & (dv > EPS_V))
-        if not viol.any():
+        if not np.count_nonzero(viol):
             return
         lim = atz | att
         starts = np.concatenate(([0], np.flatnonzero(~lim) + 1))
@@ -561,46 +589,149 @@ class Engine:
         self._lock = None
 
     # -- 2. groups ----------------------------------------------------------------------
-    def _regroup(self, drive: np.ndarray, resist: np.ndarray) -> None:
-        m = self._m
+    #
+    # The blocks (runs of cars whose joints are at a limit with equal speeds) only change
+    # when a joint between two groups reaches or leaves a limit or the speeds across it
+    # become equal: a gap inside a group never changes, the speeds inside a group are equal
+    # (v = vg[gid]) and the limit masks are kept up to date where a gap changes. So the block
+    # structure (and everything derived from it) is rebuilt only when _lock_changed says so,
+    # which looks at the joints between groups only. With few groups, the per-group
+    # arithmetic runs on Python floats (the same IEEE operations as numpy's, fewer calls).
+
+    def _lock_changed(self) -> bool:
+        """Whether the joints at a limit with equal speeds (or the limit of a joint among
+        them that is a group boundary) differ from those the blocks were built from."""
+        jb = self._jb
+        if not jb.size:
+            return False
+        atz, att, lock, sig = self._atz, self._att, self._lock, self._sig
+        if self._small:
+            vg = self._vgl
+            for j, k in zip(self._jbl, self._jbk):
+                z, t = bool(atz[j]), bool(att[j])
+                new = (z or t) and abs(vg[k] - vg[k + 1]) <= EPS_V
+                if new != bool(lock[j]):
+                    return True
+                if new and (0.0 if z == t else (1.0 if z else -1.0)) != sig[j]:
+                    return True
+            return False
         v = self._v
+        z, t = atz[jb], att[jb]
+        new = (z | t) & (np.abs(v[jb] - v[jb + 1]) <= EPS_V)
+        if np.count_nonzero(new != lock[jb]):
+            return True
+        if np.count_nonzero(new):
+            s = np.where(z & ~t, 1.0, np.where(t & ~z, -1.0, 0.0))
+            return bool(np.count_nonzero(new & (s != sig[jb])))
+        return False
+
+    def _build_blocks(self) -> None:
         n = self.n
-        atz, att = self._limits()
-        lim = atz | att
-        lock = lim & (np.abs(v[:-1] - v[1:]) <= EPS_V)
-        if self._lock is None or not np.array_equal(lock, self._lock):
-            self._lock = lock
-            starts = np.concatenate(([0], np.flatnonzero(~lock) + 1))
-            sizes = np.diff(np.append(starts, n))
-            self._bstarts = starts
-            self._bid = np.repeat(np.arange(starts.size), sizes)
-            self._bM = np.add.reduceat(m, starts)
-            self._multi = bool(lock.any())
-            self._jb_block = np.flatnonzero(~lock & self._same)
+        v = self._v
+        atz, att = self._atz, self._att
+        lock = (atz | att) & (np.abs(v[:-1] - v[1:]) <= EPS_V)
+        self._lock = lock
+        starts = np.concatenate(([0], np.flatnonzero(~lock) + 1))
+        sizes = np.diff(np.append(starts, n))
+        self._bstarts = starts
+        self._bsizes = sizes
+        self._bid = bid = np.repeat(np.arange(starts.size), sizes)
+        self._bM = np.add.reduceat(self._m, starts)
+        self._nb = nb = int(starts.size)
+        self._multi = bool(lock.any())
+        self._jb_block = jbb = np.flatnonzero(~lock & self._same)
+        self._blf = bid[self._line_first]
+        # joint force P_j = Pc[j + 1] - Pc[pidx[j]]; it must satisfy sig_j·P_j <= tol
+        # (sig: +1 buffers locked, -1 taut coupler locked, 0 rigid or not locked)
+        self._pidx = starts[bid[:-1]]
+        self._sig = np.where(lock & atz & ~att, 1.0, np.where(lock & att & ~atz, -1.0, 0.0))
+        if nb <= _SMALL:
+            self._bMl = self._bM.tolist()
+            self._jbl_block = jbb.tolist()
+            self._jbk_block = bid[jbb].tolist()
+            self._blfl = self._blf.tolist()
+
+    def _regroup(self, drive: np.ndarray, resist: np.ndarray, tol: float) -> None:
+        m = self._m
+        n = self.n
+        if self._lock is None or self._lock_changed():
+            self._build_blocks()
         starts, bid, M = self._bstarts, self._bid, self._bM
+        nb = self._nb
         Db = np.add.reduceat(drive, starts)
         Rb = np.add.reduceat(resist, starts)
-        vb = np.add.reduceat(m * v, starts) / M
-        moving = np.abs(vb) > V_REST
-        sgn = np.where(moving, np.sign(vb), np.where(np.abs(Db) > Rb, np.sign(Db), 0.0))
-        ab = (Db - sgn * Rb) / M
-        ab[sgn == 0.0] = 0.0
-        vb[~moving] = 0.0
+        vb = np.add.reduceat(m * self._v, starts) / M
+        small = nb <= _SMALL
+        if small:
+            Dl, Rl, vl, Ml = Db.tolist(), Rb.tolist(), vb.tolist(), self._bMl
+            sl = [0.0] * nb
+            al = [0.0] * nb
+            moving = [True] * nb
+            allmov = True
+            for k in range(nb):
+                vk = vl[k]
+                if abs(vk) > V_REST:
+                    s = 1.0 if vk > 0.0 else -1.0
+                else:
+                    moving[k] = allmov = False
+                    vl[k] = 0.0
+                    d = Dl[k]
+                    s = (1.0 if d > 0.0 else -1.0) if abs(d) > Rl[k] else 0.0
+                if s != 0.0:
+                    sl[k] = s
+                    al[k] = (Dl[k] - s * Rl[k]) / Ml[k]
+            vb = np.array(vl)
+            ab = np.array(al)
+            sgn = sl
+        else:
+            moving = np.abs(vb) > V_REST
+            allmov = np.count_nonzero(moving) == nb
+            if allmov:
+                sgn = np.sign(vb)
+                ab = (Db - sgn * Rb) / M
+            else:
+                sgn = np.where(moving, np.sign(vb),
+                               np.where(np.abs(Db) > Rb, np.sign(Db), 0.0))
+                ab = (Db - sgn * Rb) / M
+                ab[sgn == 0.0] = 0.0
+                vb[~moving] = 0.0
         slow = None
+        a_car = None
         if self._multi:
-            tol = 1e-9 * (float(np.abs(drive).max()) + float(resist.max())) + 1e-300
-            sc = sgn[bid]
-            E = drive - sc * resist - m * ab[bid]
-            Pc = np.concatenate(([0.0], np.cumsum(E)))
-            P = Pc[1:-1] - Pc[starts][bid[:-1]]
-            ge = atz & ~att
-            le = att & ~atz
-            badj = lock & ((ge & (P > tol)) | (le & (P < -tol))) & (sc[:-1] != 0.0)
-            # a block at rest with |ΣD| <= ΣR: static unless some car could break free
-            badc = (sc == 0.0) & (np.abs(drive) > resist + tol)
-            if badj.any() or badc.any():
-                slow = np.unique(np.concatenate((bid[:-1][badj], bid[badc])))
-                slow = slow[np.diff(np.append(starts, n))[slow] > 1]
+            if nb == 1:
+                sc = None
+                s0 = sgn[0]
+                if s0 != 0.0:
+                    E = drive - s0 * resist - m * float(ab[0])
+                    np.add.accumulate(E, out=self._Pc[1:])
+                    badj = self._sig * self._Pc[1:-1] > tol
+                else:
+                    badj = None     # a block at rest: no joint force test, see badc
+            else:
+                sc = (np.array(sgn) if small else sgn)[bid]
+                a_car = ab[bid]
+                E = drive - sc * resist - m * a_car
+                Pc = self._Pc
+                np.add.accumulate(E, out=Pc[1:])
+                badj = self._sig * (Pc[1:-1] - Pc[self._pidx]) > tol
+                if not allmov:
+                    badj &= sc[:-1] != 0.0
+            nbad = np.count_nonzero(badj) if badj is not None else 0
+            badc = None
+            if not allmov:
+                # a block at rest with |ΣD| <= ΣR: static unless some car could break free
+                if sc is None:
+                    sc = np.full(n, sgn[0])
+                badc = (sc == 0.0) & (np.abs(drive) > resist + tol)
+                nbad += np.count_nonzero(badc)
+            if nbad:
+                parts = []
+                if badj is not None:
+                    parts.append(bid[:-1][badj])
+                if badc is not None:
+                    parts.append(bid[badc])
+                slow = np.unique(np.concatenate(parts))
+                slow = slow[self._bsizes[slow] > 1]
                 if slow.size == 0:
                     slow = None
         if slow is None:
@@ -608,41 +739,58 @@ class Engine:
             self._gid = bid
             self._Mg, self._Dg, self._Rg, self._vg, self._ag = M, Db, Rb, vb, ab
             self._jb = self._jb_block
-        else:
-            a_car = ab[bid]
-            brk = ~lock
-            ends = np.append(starts[1:], n)
-            for k in slow.tolist():
-                s, e = int(starts[k]), int(ends[k])
-                w = m[s:e].tolist()
-                d = drive[s:e].tolist()
-                r = resist[s:e].tolist()
-                types = self._types(atz, att, s, e)
-                tol_k = 1e-9 * (math.fsum(abs(z) for z in d) + math.fsum(r)) + 1e-300
-                if moving[k]:
-                    sg = float(sgn[k])
-                    y, cuts = _solve_chain(w, [di - sg * ri for di, ri in zip(d, r)], types,
-                                           tol_k)
-                else:
-                    y, cuts = _solve_static(w, d, r, types, tol_k)
-                a_car[s:e] = y
-                for c in cuts:
-                    brk[s + c] = True
-            gstarts = np.concatenate(([0], np.flatnonzero(brk) + 1))
-            sizes = np.diff(np.append(gstarts, n))
-            self._gstarts = gstarts
-            self._gid = np.repeat(np.arange(gstarts.size), sizes)
-            self._Mg = np.add.reduceat(m, gstarts)
-            self._Dg = np.add.reduceat(drive, gstarts)
-            self._Rg = np.add.reduceat(resist, gstarts)
-            self._vg = vb[bid[gstarts]]
-            self._ag = a_car[gstarts]
-            self._jb = np.flatnonzero(brk & self._same)
-        self._v = self._vg[self._gid]
-        self._a = self._ag[self._gid]
+            self._glf = self._blf
+            self._small = small
+            if small:
+                self._vgl, self._agl, self._Mgl, self._Dgl, self._Rgl = vl, al, Ml, Dl, Rl
+                self._jbl, self._jbk, self._glfl = self._jbl_block, self._jbk_block, self._blfl
+            self._v = vb[bid]
+            self._a = a_car if a_car is not None else ab[bid]
+            return
+        a_car = ab[bid]
+        brk = ~self._lock
+        atz, att = self._atz, self._att
+        ends = np.append(starts[1:], n)
+        for k in slow.tolist():
+            s, e = int(starts[k]), int(ends[k])
+            w = m[s:e].tolist()
+            d = drive[s:e].tolist()
+            r = resist[s:e].tolist()
+            types = self._types(atz, att, s, e)
+            tol_k = 1e-9 * (math.fsum(abs(z) for z in d) + math.fsum(r)) + 1e-300
+            if moving[k]:
+                sg = float(sgn[k])
+                y, cuts = _solve_chain(w, [di - sg * ri for di, ri in zip(d, r)], types,
+                                       tol_k)
+            else:
+                y, cuts = _solve_static(w, d, r, types, tol_k)
+            a_car[s:e] = y
+            for c in cuts:
+                brk[s + c] = True
+        gstarts = np.concatenate(([0], np.flatnonzero(brk) + 1))
+        sizes = np.diff(np.append(gstarts, n))
+        self._gstarts = gstarts
+        self._gid = gid = np.repeat(np.arange(gstarts.size), sizes)
+        self._Mg = np.add.reduceat(m, gstarts)
+        self._Dg = np.add.reduceat(drive, gstarts)
+        self._Rg = np.add.reduceat(resist, gstarts)
+        self._vg = vb[bid[gstarts]]
+        self._ag = a_car[gstarts]
+        self._jb = jb = np.flatnonzero(brk & self._same)
+        self._glf = gid[self._line_first]
+        self._small = small = gstarts.size <= _SMALL
+        if small:
+            self._vgl, self._agl = self._vg.tolist(), self._ag.tolist()
+            self._Mgl, self._Dgl, self._Rgl = (self._Mg.tolist(), self._Dg.tolist(),
+                                               self._Rg.tolist())
+            self._jbl, self._jbk, self._glfl = jb.tolist(), gid[jb].tolist(), self._glf.tolist()
+        self._v = self._vg[gid]
+        self._a = self._ag[gid]
 
     # -- 3. events ----------------------------------------------------------------------
     def _next_event(self, horizon: float):
+        if self._small:
+            return self._next_event_small(horizon)
         t_min = math.inf
         jb = self._jb
         tc = tt = ts = None
@@ -654,25 +802,29 @@ class Engine:
             af, ar = a[jb], a[jb + 1]
             tc = clash_times(S, vr, vf, ar, af)
             z = S <= 0.0
-            if z.any():
+            if np.count_nonzero(z):
                 tc[z] = _touch_times(vr[z] - vf[z], 0.5 * (ar[z] - af[z]))
             hi = self._hi[jb]
             cp = np.isfinite(hi)
             tt = np.full(jb.size, np.inf)
-            if cp.any():
+            if np.count_nonzero(cp):
                 St = hi[cp] - S[cp]
                 t2 = clash_times(St, vf[cp], vr[cp], af[cp], ar[cp])
                 z = St <= 0.0
-                if z.any():
+                if np.count_nonzero(z):
                     t2[z] = _touch_times((vf[cp] - vr[cp])[z], 0.5 * (af[cp] - ar[cp])[z])
                 tt[cp] = t2
-            t_min = min(float(tc.min()), float(tt.min()))
+            t_min = min(float(tc[tc.argmin()]), float(tt[tt.argmin()]))
         vg = self._vg
-        mv = np.flatnonzero(vg != 0.0)
-        if mv.size:
+        mv = (vg != 0.0).nonzero()[0]
+        if mv.size == vg.size:          # every group moves: no gathers
+            Mg = self._Mg
+            ts = stopping_times(self._Rg / Mg, self._Dg / Mg, vg)
+        elif mv.size:
             Mg = self._Mg[mv]
             ts = stopping_times(self._Rg[mv] / Mg, self._Dg[mv] / Mg, vg[mv])
-            t_min = min(t_min, float(ts.min()))
+        if ts is not None:
+            t_min = min(t_min, float(ts[ts.argmin()]))
         if t_min >= horizon:
             return t_min, None
         lim = t_min + T_TOL
@@ -683,15 +835,58 @@ class Engine:
         )
         return t_min, hits
 
+    def _next_event_small(self, horizon: float):
+        """:meth:`_next_event` on Python floats (the scalar clash/stopping times are the
+        vectorised ones element by element)."""
+        t_min = math.inf
+        vg, ag = self._vgl, self._agl
+        jt = []
+        if self._jbl:
+            gap, hil = self._gap, self._hil
+            for j, k in zip(self._jbl, self._jbk):
+                S = float(gap[j])
+                vf, vr, af, ar = vg[k], vg[k + 1], ag[k], ag[k + 1]
+                if S <= 0.0:
+                    tc = _touch_time(vr - vf, 0.5 * (ar - af))
+                else:
+                    tc = clash_time(S, vr, vf, ar, af)
+                hi = hil[j]
+                if hi < math.inf:
+                    St = hi - S
+                    if St <= 0.0:
+                        tt = _touch_time(vf - vr, 0.5 * (af - ar))
+                    else:
+                        tt = clash_time(St, vf, vr, af, ar)
+                else:
+                    tt = math.inf
+                jt.append((j, tc, tt))
+                t_min = min(t_min, tc, tt)
+        st = []
+        Mg, Dg, Rg = self._Mgl, self._Dgl, self._Rgl
+        for k, V in enumerate(vg):
+            if V != 0.0:
+                ts = stopping_time(Rg[k] / Mg[k], Dg[k] / Mg[k], V)
+                st.append((k, ts))
+                t_min = min(t_min, ts)
+        if t_min >= horizon:
+            return t_min, None
+        lim = t_min + T_TOL
+        return t_min, ([j for j, tc, _ in jt if tc <= lim], [j for j, _, tt in jt if tt <= lim],
+                       [k for k, ts in st if ts <= lim])
+
     # -- 4. moving and applying events --------------------------------------------------
     def _advance(self, t: float, events: list[Event]) -> None:
         if t <= 0.0:
             return
+        if self._small:
+            self._advance_small(t, events)
+            return
         vg, ag = self._vg, self._ag
         if events is not None:
-            st = np.flatnonzero((vg == 0.0) & (ag != 0.0))
-            for k in st.tolist():
-                events.append(self._group_event("started", k))
+            st = (vg == 0.0) & (ag != 0.0)
+            if np.count_nonzero(st):
+                for k in st.nonzero()[0].tolist():
+                    events.append(self._group_event("started", k))
         dg = vg * t + 0.5 * ag * (t * t)
         self._vg = vg + ag * t
         jb = self._jb
@@ -702,29 +897,78 @@ class Engine:
             g = np.minimum(np.maximum(g, 0.0), hi)
             z = g < SNAP_GAP
             near = (hi - g) < SNAP_GAP
-            if z.any() or near.any():
+            if np.count_nonzero(z) or np.count_nonzero(near):
                 g[z] = 0.0
                 g[near] = hi[near]
                 self._contacts_dirty = True
-            self._gap[jb] = g
-        self._xlead += dg[self._gid[self._line_first]]
+                self._gap[jb] = g
+                self._atz[jb] = g <= 0.0
+                self._att[jb] = g >= hi
+            else:
+                # SNAP_GAP <= g <= hi - SNAP_GAP: off both limits
+                self._gap[jb] = g
+                self._atz[jb] = False
+                self._att[jb] = False
+            self._gaps_changed()
+        self._xlead += dg[self._glf]
         self._x_cache = None
         self._v = self._vg[self._gid]
+        self._time += t
+
+    def _advance_small(self, t: float, events: list[Event]) -> None:
+        vg, ag = self._vgl, self._agl
+        if events is not None:
+            for k, (vk, ak) in enumerate(zip(vg, ag)):
+                if vk == 0.0 and ak != 0.0:
+                    events.append(self._group_event("started", k))
+        tt = t * t
+        dg = [vk * t + 0.5 * ak * tt for vk, ak in zip(vg, ag)]
+        vg = self._vgl = [vk + ak * t for vk, ak in zip(vg, ag)]
+        if self._jbl:
+            gap, hil, atz, att = self._gap, self._hil, self._atz, self._att
+            for j, k in zip(self._jbl, self._jbk):
+                hi = hil[j]
+                g = min(max(float(gap[j]) + (dg[k] - dg[k + 1]), 0.0), hi)
+                z = g < SNAP_GAP
+                near = (hi - g) < SNAP_GAP
+                if z or near:
+                    if z:
+                        g = 0.0
+                    if near:
+                        g = hi
+                    self._contacts_dirty = True
+                gap[j] = g
+                atz[j] = g <= 0.0
+                att[j] = g >= hi
+            self._gaps_changed()
+        xl = self._xlead
+        for i, k in enumerate(self._glfl):
+            xl[i] += dg[k]
+        self._x_cache = None
+        self._vg = vga = np.array(vg)
+        self._v = vga[self._gid]
         self._time += t
 
     def _apply(self, t_ev: float, hits, events: list[Event]) -> None:
         clash, taut, stops = hits
         self._x_cache = None
-        if clash.size:
+        if len(clash):
             self._gap[clash] = 0.0
+            self._set_limits(clash)
+            self._gaps_changed()
             self._contacts_dirty = True
-        if taut.size:
+        if len(taut):
             self._gap[taut] = self._hi[taut]
+            self._set_limits(taut)
+            self._gaps_changed()
             self._contacts_dirty = True
-        if stops.size:
+        if len(stops):
             self._vg[stops] = 0.0
+            if self._small:
+                for k in stops:
+                    self._vgl[k] = 0.0
             self._v = self._vg[self._gid]
-            for k in stops.tolist():
+            for k in (stops if self._small else stops.tolist()):
                 events.append(self._group_event("stopped", k))
 
     def _group_event(self, kind: str, k: int) -> Event:
@@ -744,3 +988,12 @@ def _touch_times(B: np.ndarray, A: np.ndarray) -> np.ndarray:
     back = (B < -EPS_V) & (A > 0.0)
     out[back] = -B[back] / A[back]
     return out
+
+
+def _touch_time(B: float, A: float) -> float:
+    """:func:`_touch_times` of one joint."""
+    if B > EPS_V:
+        return 0.0
+    if B < -EPS_V and A > 0.0:
+        return -B / A
+    return math.inf

@@ -69,34 +69,60 @@ def clash_time(s: float, v1: float, v2: float, a1: float, a2: float) -> float:
     return t2 + 0.0 if t2 >= 0.0 else math.inf
 
 
+def _arrays(*zs) -> list[np.ndarray]:
+    """The arguments as float64 arrays of one shape (broadcast only when they differ)."""
+    out = [np.asarray(z, dtype=np.float64) for z in zs]
+    shape = out[0].shape
+    for a in out:
+        if a.shape != shape:
+            return np.broadcast_arrays(*out)
+    return out
+
+
 def clash_times(s, v1, v2, a1, a2) -> np.ndarray:
     """:func:`clash_time` element by element over broadcast arrays (float64 result)."""
-    s, v1, v2, a1, a2 = np.broadcast_arrays(*(np.asarray(z, dtype=np.float64)
-                                              for z in (s, v1, v2, a1, a2)))
+    s, v1, v2, a1, a2 = _arrays(s, v1, v2, a1, a2)
     A = (a1 - a2) * 0.5
     B = v1 - v2
-    out = np.full(s.shape, np.inf)
     lin = np.abs(A) < LINEAR_EPS
-    # linear branch
-    m = lin & (np.abs(B) >= LINEAR_EPS)
-    if m.any():
-        t = s[m] / B[m]
-        out[m] = np.where(t >= 0.0, t + 0.0, np.inf)
-    # quadratic branch
-    quad = ~lin
-    if quad.any():
-        Aq, Bq, sq = A[quad], B[quad], s[quad]
+    n_lin = np.count_nonzero(lin)
+    if n_lin == lin.size:
+        out = np.full(s.shape, np.inf)
+    else:
+        # quadratic branch (on every element when none is linear: no gather/scatter)
+        quad = None if n_lin == 0 else ~lin
+        if quad is None:
+            Aq, Bq, sq = A, B, s
+        else:
+            Aq, Bq, sq = A[quad], B[quad], s[quad]
         D = Bq * Bq + 4.0 * Aq * sq
         ok = D >= 0.0
-        root = np.sqrt(np.where(ok, D, 0.0))
+        all_ok = np.count_nonzero(ok) == ok.size
+        root = np.sqrt(D if all_ok else np.where(ok, D, 0.0))
         q = -0.5 * (Bq + np.copysign(root, Bq))
         t1 = q / Aq
         qz = q == 0.0
-        t2 = -sq / np.where(qz, 1.0, q)
-        t2 = np.where(qz, t1, t2)
+        if np.count_nonzero(qz):
+            t2 = -sq / np.where(qz, 1.0, q)
+            t2 = np.where(qz, t1, t2)
+        else:
+            t2 = -sq / q
         p1, p2 = t1 >= 0.0, t2 >= 0.0
         t = np.where(p1, np.where(p2, np.minimum(t1, t2), t1), np.where(p2, t2, np.inf))
-        out[quad] = np.where(ok, t + 0.0, np.inf)
+        t += 0.0
+        if not all_ok:
+            t[~ok] = np.inf
+        if quad is None:
+            out = t
+        else:
+            out = np.full(s.shape, np.inf)
+            out[quad] = t
+    # linear branch
+    if n_lin:
+        m = lin & (np.abs(B) >= LINEAR_EPS)
+        if np.count_nonzero(m):
+            t = s[m] / B[m]
+            out[m] = np.where(t >= 0.0, t + 0.0, np.inf)
     return out
 
 
@@ -126,10 +152,12 @@ def stopping_time(friction_acc: float, other_acc: float, speed: float) -> float:
 
 def stopping_times(friction_acc, other_acc, speed) -> np.ndarray:
     """:func:`stopping_time` element by element over broadcast arrays (float64 result)."""
-    fr, oth, V = np.broadcast_arrays(*(np.asarray(z, dtype=np.float64)
-                                       for z in (friction_acc, other_acc, speed)))
+    fr, oth, V = _arrays(friction_acc, other_acc, speed)
     a = oth - np.sign(V) * np.abs(fr)
     never = (np.abs(a) < STOP_EPS) | (a * V > 0.0)
-    safe = np.where(never | (V == 0.0), 1.0, a)
-    t = np.where(never, np.inf, -V / safe)
-    return np.where(V == 0.0, 0.0, t)
+    stop = V == 0.0
+    safe = np.where(never | stop, 1.0, a)
+    t = np.asarray(-V / safe)      # 0-d input: an array, not a scalar
+    t[never] = np.inf
+    t[stop] = 0.0
+    return t
