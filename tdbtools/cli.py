@@ -55,6 +55,14 @@ def _handle_errors(func):
             ctx.exit(0)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except OSError as exc:
+            # The file system refused something (an output folder that does not exist,
+            # no permission, a full disk): bad input, not a bug.
+            if debug:
+                raise
+            where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+            click.echo(f"error: {exc.strerror or exc}{where}", err=True)
+            ctx.exit(EXIT_INPUT)
         except Exception as exc:  # noqa: BLE001 - a bug: say so plainly
             if debug:
                 raise
@@ -133,11 +141,50 @@ def parse(file: Path, as_json: bool, lenient: bool) -> None:
 
     doc = parse_file(file, strict=not lenient)
     if as_json:
-        click.echo(json.dumps(doc.to_json(), indent=1, ensure_ascii=False))
+        click.echo(dumps_deep(doc.to_json(), indent=1))
         return
     from .stf.writer import format_stf
 
     click.echo(format_stf(doc), nl=False)
+
+
+_END = object()
+
+
+def dumps_deep(obj, indent: int = 1) -> str:
+    """``json.dumps(obj, indent=indent, ensure_ascii=False)`` without recursion: a tree
+    nested 100,000 blocks deep is valid STF, and json.dumps would hit the recursion limit.
+    Indentation stops growing below depth 64 (else the text grows with the square of the
+    depth)."""
+    out: list[str] = []
+    stack: list[list] = []  # [iterator, is_dict, depth, first]
+
+    def start(v, depth: int) -> None:
+        if isinstance(v, dict) and v:
+            out.append("{")
+            stack.append([iter(v.items()), True, depth + 1, True])
+        elif isinstance(v, (list, tuple)) and v:
+            out.append("[")
+            stack.append([iter(v), False, depth + 1, True])
+        else:
+            out.append(json.dumps(v, ensure_ascii=False))
+
+    start(obj, 0)
+    while stack:
+        top = stack[-1]
+        nxt = next(top[0], _END)
+        depth = top[2]
+        if nxt is _END:
+            stack.pop()
+            out.append("\n" + " " * (indent * min(depth - 1, 64)) + ("}" if top[1] else "]"))
+            continue
+        out.append(("\n" if top[3] else ",\n") + " " * (indent * min(depth, 64)))
+        top[3] = False
+        if top[1]:
+            key, nxt = nxt
+            out.append(json.dumps(str(key), ensure_ascii=False) + ": ")
+        start(nxt, depth)
+    return "".join(out)
 
 
 def _load(route: Path | None, no_cache: bool = False, lenient: bool = False):
@@ -292,6 +339,45 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
 
         plot_profile(prof, plot_out)
         click.echo(f"wrote {plot_out}")
+
+
+@main.command("export")
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["geojson", "json", "csv", "vtk"]), required=True,
+              help="geojson: lon/lat features; json: the whole model; csv: sampled points; vtk: .vtp polylines.")
+@click.option("--out", type=click.Path(path_type=Path), help="Output file (default: standard output).")
+@click.option("--step", type=float, default=10.0, show_default=True, help="Sampling step for csv/vtk (m).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+@_handle_errors
+def export_cmd(route: Path, fmt: str, out: Path | None, step: float, overwrite: bool) -> None:
+    """Export a route for GIS and 3-D tools (GeoJSON needs pyproj: tdbtools[geo])."""
+    from .export import export_route
+
+    r = _load(route)
+    if out is None:
+        click.echo(export_route(r, fmt, None, step=step), nl=False)
+        return
+    export_route(r, fmt, out, overwrite=overwrite, step=step)
+    click.echo(f"wrote {out}")
+
+
+@main.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for the MSTS files.")
+@click.option("--overwrite", is_flag=True, help="Replace files that exist in --out.")
+@_handle_errors
+def convert(source: Path, out: Path, overwrite: bool) -> None:
+    """Write a route (a route folder, or a JSON export of one) as MSTS files: .trk, .tdb,
+    .rdb and tsection.dat (UTF-16LE with BOM, CRLF), each written atomically. Input
+    files are never overwritten unless --overwrite."""
+    from .export import convert_route, route_from_json
+
+    r = route_from_json(source) if source.suffix.lower() == ".json" else _load(source)
+    out.mkdir(parents=True, exist_ok=True)
+    if Path(r.folder).resolve() == out.resolve() and not overwrite:
+        raise click.UsageError("--out is the route's own folder: give another folder, or --overwrite")
+    for p in convert_route(r, out, overwrite=overwrite):
+        click.echo(f"wrote {p}")
 
 
 def bundled_scenario() -> Path:

@@ -1,7 +1,7 @@
 """The route file ``.trk`` (spec §7): ``Tr_RouteFile ( RouteID ( ) Name ( ) FileName ( ) ... )``."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Diagnostics
@@ -20,7 +20,7 @@ class RouteStart:
 
 @dataclass(frozen=True, slots=True)
 class RouteFile:
-    path: str
+    path: str = field(compare=False)  # where it was read from: not part of the model
     route_id: str
     name: str
     filename: str                   # base name of the .tdb / .rdb

@@ -1,0 +1,181 @@
+"""Longitude/latitude of MSTS world coordinates, and the GeoJSON export.
+
+MSTS tiles lie on the Interrupted Goode Homolosine (IGH) projection of a sphere of
+radius 6,370,997 m. Open Rails' ``Orts.Common/WorldLatLon.cs`` (``ConvertWTC``)
+turns a tile and a tile-relative position into IGH metres with::
+
+    ul_x = -20013965, ul_y = 8674008          # IGH corner (−180°, +90°)
+    wt_ew_offset = -16385, wt_ns_offset = 16385, tileSize = 2048
+    Gsamp = tileX − wt_ew_offset;  Gline = wt_ns_offset − tileZ
+    X = ul_x + (Gsamp − 1)·2048 + x;  Y = ul_y − (Gline − 1)·2048 + z
+
+which simplifies to ``X = 2048·tileX + x + 13,540,467`` and
+``Y = 2048·tileZ + z − 24,880,424`` (:data:`IGH_X0`, :data:`IGH_Y0`; x, z relative
+to the tile centre, as in the .tdb). The IGH inverse is pyproj's ``+proj=igh
++R=6370997`` (the same Steinwand/Snyder equations, lobe meridians and Mollweide
+offset 0.0528035 R that WorldLatLon.cs codes by hand). Latitude and longitude are on
+that sphere, as Open Rails gives them (a few hundred metres from WGS84 at most).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import fields, is_dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..formats.route import Route
+from ..formats.tdb import EndNode, JunctionNode, VectorNode
+from ..track.geometry import TILE_SIZE, sample_route
+from .msts import ExportError, check_target
+
+EARTH_RADIUS = 6370997.0
+#: Open Rails WorldLatLon.cs: ul_x + (16384)·2048 and ul_y − 16384·2048.
+IGH_UL_X = -20013965
+IGH_UL_Y = 8674008
+IGH_X0 = IGH_UL_X + 16384 * 2048          # 13,540,467
+IGH_Y0 = IGH_UL_Y - 16384 * 2048          # −24,880,424
+IGH_PROJ = f"+proj=igh +R={EARTH_RADIUS:.0f} +units=m +no_defs"
+
+__all__ = ["EARTH_RADIUS", "IGH_X0", "IGH_Y0", "IGH_PROJ", "igh_xy", "world_to_lonlat",
+           "tile_to_lonlat", "route_geojson", "geojson_text", "write_geojson"]
+
+
+@lru_cache(maxsize=1)
+def _proj():
+    try:
+        import pyproj
+    except ImportError:  # pragma: no cover - depends on the installation
+        raise ExportError("longitude/latitude need pyproj: pip install 'tdbtools[geo]'") from None
+    return pyproj.Proj(IGH_PROJ)
+
+
+def igh_xy(tile_x, tile_z, x, z) -> tuple[np.ndarray, np.ndarray]:
+    """IGH metres (easting, northing) of tile-relative MSTS positions."""
+    gx = np.asarray(tile_x, dtype=np.float64) * TILE_SIZE + np.asarray(x, dtype=np.float64) + IGH_X0
+    gy = np.asarray(tile_z, dtype=np.float64) * TILE_SIZE + np.asarray(z, dtype=np.float64) + IGH_Y0
+    return gx, gy
+
+
+def world_to_lonlat(X, Z) -> tuple[np.ndarray, np.ndarray]:
+    """(lon, lat) in degrees of absolute MSTS coordinates X = 2048·tileX + x, Z = …."""
+    gx = np.asarray(X, dtype=np.float64) + IGH_X0
+    gy = np.asarray(Z, dtype=np.float64) + IGH_Y0
+    if gx.size == 0:
+        return gx.copy(), gy.copy()
+    lon, lat = _proj()(gx, gy, inverse=True)
+    lon, lat = np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+    bad = ~np.isfinite(lon) | ~np.isfinite(lat) | (np.abs(lat) > 90) | (np.abs(lon) > 180)
+    if bad.any():
+        lon = np.where(bad, np.nan, lon)
+        lat = np.where(bad, np.nan, lat)
+    return lon, lat
+
+
+def tile_to_lonlat(tile_x, tile_z, x=0.0, z=0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(lon, lat) in degrees of tile-relative positions (NaN in the projection's gaps)."""
+    X = np.asarray(tile_x, dtype=np.float64) * TILE_SIZE + np.asarray(x, dtype=np.float64)
+    Z = np.asarray(tile_z, dtype=np.float64) * TILE_SIZE + np.asarray(z, dtype=np.float64)
+    return world_to_lonlat(X, Z)
+
+
+# -- GeoJSON ---------------------------------------------------------------------------
+
+
+def _props(obj) -> dict:
+    out = {}
+    for f in fields(obj):
+        v = getattr(obj, f.name)
+        out[f.name] = _jsonable(v)
+    return out
+
+
+def _jsonable(v):
+    if is_dataclass(v) and not isinstance(v, type):
+        return _props(v)
+    if isinstance(v, (tuple, list)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _coord(lon: float, lat: float, y: float, ndigits: int) -> list:
+    return [round(float(lon), ndigits), round(float(lat), ndigits), round(float(y), 3)]
+
+
+def route_geojson(route: Route, *, max_chord_error: float = 0.5, items: bool = True,
+                  ndigits: int = 7) -> dict:
+    """A GeoJSON FeatureCollection (RFC 7946: [lon, lat, elevation]) of the route:
+    a LineString per vector node (``node``, ``length`` m, ``kind`` "vector",
+    ``sections``), a Point per junction and end node at its UiD (``node``, ``kind``,
+    ``shape_index``), and a Point per track item at its TrItemRData (else PData)
+    position with all its typed fields (``kind`` = the item kind, ``type`` = token).
+    Points that fall in a gap of the projection are left out."""
+    features: list[dict] = []
+    poly = sample_route(route, max_chord_error)
+    pts = poly.points
+    lon, lat = world_to_lonlat(pts[:, 0], pts[:, 2]) if len(pts) else (np.zeros(0), np.zeros(0))
+    for k, node in enumerate(poly.nodes.tolist()):
+        a, b = int(poly.offsets[k]), int(poly.offsets[k + 1])
+        ok = np.isfinite(lon[a:b]) & np.isfinite(lat[a:b]) & np.isfinite(pts[a:b, 1])
+        coords = [_coord(lon[i], lat[i], pts[i, 1], ndigits) for i in range(a, b) if ok[i - a]]
+        if len(coords) < 2:
+            continue
+        n = route.tdb.nodes[node]
+        features.append({"type": "Feature", "geometry": {"type": "LineString", "coordinates": coords},
+                         "properties": {"kind": "vector", "node": node, "length": round(route.node_length(node), 3),
+                                        "sections": n.section_count if isinstance(n, VectorNode) else None,
+                                        "pins": [[p.link, p.direction] for p in n.pins] if n else []}})
+    for n in route.tdb.nodes[1:]:
+        if not isinstance(n, (JunctionNode, EndNode)) or n.uid is None:
+            continue
+        u = n.uid
+        lo, la = tile_to_lonlat(u.tile_x, u.tile_z, u.x, u.z)
+        if not (math.isfinite(lo) and math.isfinite(la)):
+            continue
+        props = {"kind": n.kind, "node": n.index, "pins": [[p.link, p.direction] for p in n.pins]}
+        if isinstance(n, JunctionNode):
+            props["shape_index"] = n.shape_index
+        props["uid"] = _props(u)
+        features.append({"type": "Feature", "geometry": {"type": "Point", "coordinates": _coord(lo, la, u.y, ndigits)},
+                         "properties": props})
+    if items:
+        refs: dict[int, list[int]] = {}
+        for n in route.tdb.nodes[1:]:
+            if isinstance(n, VectorNode):
+                for r in n.item_refs:
+                    refs.setdefault(r, []).append(n.index)
+        for it in route.tdb.items:
+            if it.r_data is not None:
+                tx, tz, x, y, z = it.r_data.tile_x, it.r_data.tile_z, it.r_data.x, it.r_data.y, it.r_data.z
+            elif it.p_data is not None:
+                tx, tz, x, y, z = it.p_data.tile_x, it.p_data.tile_z, it.p_data.x, math.nan, it.p_data.z
+            else:
+                continue
+            lo, la = tile_to_lonlat(tx, tz, x, z)
+            if not (math.isfinite(lo) and math.isfinite(la)):
+                continue
+            coords = _coord(lo, la, y, ndigits) if math.isfinite(y) else [round(float(lo), ndigits), round(float(la), ndigits)]
+            props = {"kind": it.kind, "type": type(it).token, "nodes": refs.get(it.index, [])}
+            props.update(_props(it))
+            features.append({"type": "Feature", "geometry": {"type": "Point", "coordinates": coords},
+                             "properties": props})
+    return {"type": "FeatureCollection", "name": route.name, "features": features}
+
+
+def geojson_text(route: Route, **kw) -> str:
+    return json.dumps(route_geojson(route, **kw), allow_nan=False, ensure_ascii=False)
+
+
+def write_geojson(route: Route, path: str | Path, *, overwrite: bool = False, **kw) -> Path:
+    """Write :func:`route_geojson` to ``path`` (UTF-8), atomically."""
+    from ..stf.writer import write_bytes_atomic
+
+    p = check_target(path, overwrite)
+    write_bytes_atomic(p, geojson_text(route, **kw).encode("utf-8"))
+    return p
