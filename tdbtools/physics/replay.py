@@ -548,7 +548,10 @@ class Replay:
                            int(node[0]), float(off[0]), loc.tile_x, loc.tile_z, loc.x, loc.y, loc.z,
                            float(t.line.grade_at(np.array([s_front]))[0])))
             if self.cars_trace:
-                gaps = np.append(self.engine.gap[sl][:-1], np.nan) if hasattr(self.engine, "gap") else np.full(len(x[sl]), np.nan)
+                # gap[i] is the joint behind car i (n − 1 of them): the last car of a
+                # train has none towards the next train.
+                gaps = np.append(self.engine.gap, np.nan)[sl].copy()
+                gaps[-1] = np.nan
                 for i in range(sl.stop - sl.start):
                     t.car_rows.append((self.time, i, float(x[sl][i]), float(v[sl][i]), float(gaps[i]),
                                        float(trac[sl][i] - brk[sl][i])))

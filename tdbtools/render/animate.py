@@ -1,0 +1,285 @@
+"""Animations of a replay over a route scene (GIF via imageio/pillow, MP4 via
+imageio-ffmpeg), and trains as oriented boxes placed by their bogies.
+
+Two ways to place the cars of a train at a time ``t``:
+
+* **exact** (a :class:`~tdbtools.physics.replay.Replay` is given, as
+  :func:`load_replay` returns for a scenario): each car's front along its train's
+  :class:`~tdbtools.physics.trackline.TrackLine` (from ``result.car_traces`` when the
+  replay ran with ``cars_trace``, else the front of the train minus the car lengths),
+  the bogies ``(length − bogie_spacing)/2`` behind the car front and ``bogie_spacing``
+  apart, their world positions from the line, the heading from the line between them;
+* **approximate** (only the traces, e.g. a folder of CSVs): the cars follow the path
+  the front of the train drew (``x, y, z`` against ``distance``), car length =
+  train length / cars from ``summary.json`` (20 m cars if absent); before the first
+  sample the path is extended straight back.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import TdbToolsError
+from ..formats.route import Route
+from .scene import Scene, _plotter, _pv, build_scene, check_renderer, to_scene, train_boxes
+
+CAR_WIDTH = 3.0
+CAR_HEIGHT = 3.8
+
+__all__ = ["TrainPlacer", "render_animation", "load_replay", "frame_times"]
+
+
+@dataclass(eq=False)
+class _Train:
+    name: str
+    length: np.ndarray           # per car (m)
+    spacing: np.ndarray          # bogie spacing per car (m)
+    times: np.ndarray
+    fronts: np.ndarray           # (n_times, n_cars) car-front measure at each time
+    world: object                # s (array) → absolute (X, Y, Z) arrays
+
+
+class TrainPlacer:
+    """Car boxes of every train of a replay at any time (scene coordinates)."""
+
+    def __init__(self, result, origin: tuple[float, float], *, replay=None) -> None:
+        self.origin = origin
+        self.trains: list[_Train] = []
+        by_name = {t.spec.name: t for t in replay.trains} if replay is not None else {}
+        for name, tr in result.traces.items():
+            times = np.asarray(tr["time"], dtype=np.float64)
+            if name in by_name:
+                self.trains.append(self._exact(name, tr, result.car_traces.get(name), by_name[name]))
+            else:
+                self.trains.append(self._approx(name, tr, result.summary.get("trains", {}).get(name, {})))
+            if len(times) == 0:
+                raise TdbToolsError(f"train {name!r}: empty trace")
+
+    @staticmethod
+    def _exact(name, tr, cars, t) -> _Train:
+        line = t.line
+        L = np.asarray(t.model.length, dtype=np.float64)
+        sp = np.asarray(t.model.bogie_spacing, dtype=np.float64)
+        if cars is not None and len(cars.get("time", ())):
+            ct = np.asarray(cars["time"], dtype=np.float64)
+            n = len(L)
+            times = ct[::n]
+            fronts = np.asarray(cars["front"], dtype=np.float64).reshape(-1, n)
+        else:
+            times = np.asarray(tr["time"], dtype=np.float64)
+            head = np.asarray(tr["distance"], dtype=np.float64) + t.front0
+            fronts = head[:, None] - np.concatenate([[0.0], np.cumsum(L[:-1])])[None, :]
+
+        def world(s, line=line):
+            s = np.clip(s, 0.0, line.length)
+            X, Z = line.world_xz(s)
+            return X, line.elevation(s), Z
+
+        return _Train(name, L, sp, times, fronts, world)
+
+    @staticmethod
+    def _approx(name, tr, summ) -> _Train:
+        times = np.asarray(tr["time"], dtype=np.float64)
+        d = np.maximum.accumulate(np.asarray(tr["distance"], dtype=np.float64))
+        X = np.asarray(tr["tile_x"], dtype=np.float64) * 2048.0 + np.asarray(tr["x"], dtype=np.float64)
+        Z = np.asarray(tr["tile_z"], dtype=np.float64) * 2048.0 + np.asarray(tr["z"], dtype=np.float64)
+        Y = np.asarray(tr["y"], dtype=np.float64)
+        n = int(summ.get("cars") or 0)
+        total = float(summ.get("length_m") or 0.0)
+        if n <= 0:
+            n = max(1, int(round(total / 20.0))) if total > 0 else 1
+        car = total / n if total > 0 else 20.0
+        L = np.full(n, car)
+        sp = 0.65 * L
+        keep = np.concatenate([[True], np.diff(d) > 1e-6])
+        dk, Xk, Yk, Zk = d[keep], X[keep], Y[keep], Z[keep]
+        if len(dk) >= 2:
+            j = min(int(np.searchsorted(dk, dk[0] + 5.0)), len(dk) - 1)
+            span = dk[j] - dk[0]
+            ux, uy, uz = ((Xk[j] - Xk[0]) / span, (Yk[j] - Yk[0]) / span, (Zk[j] - Zk[0]) / span)
+        else:
+            ux, uy, uz = 1.0, 0.0, 0.0
+
+        def world(s):
+            s = np.asarray(s, dtype=np.float64)
+            back = np.minimum(s - dk[0], 0.0)     # ≤ 0: behind the first sample, straight back
+            return (np.interp(s, dk, Xk) + back * ux, np.interp(s, dk, Yk) + back * uy,
+                    np.interp(s, dk, Zk) + back * uz)
+
+        fronts = d[:, None] - np.concatenate([[0.0], np.cumsum(L[:-1])])[None, :]
+        return _Train(name, L, sp, times, fronts, world)
+
+    @property
+    def time_range(self) -> tuple[float, float]:
+        return (min(float(t.times[0]) for t in self.trains), max(float(t.times[-1]) for t in self.trains))
+
+    @property
+    def n_cars(self) -> int:
+        return sum(len(t.length) for t in self.trains)
+
+    def bogies(self, time: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Front and rear bogie centres (n_cars, 3) in scene coordinates, car lengths."""
+        F, R, Ls = [], [], []
+        for t in self.trains:
+            fr = np.array([np.interp(time, t.times, t.fronts[:, k]) for k in range(t.fronts.shape[1])])
+            sf = fr - (t.length - t.spacing) / 2.0
+            sr = sf - t.spacing
+            F.append(to_scene(*t.world(sf), self.origin))
+            R.append(to_scene(*t.world(sr), self.origin))
+            Ls.append(t.length)
+        return np.concatenate(F), np.concatenate(R), np.concatenate(Ls)
+
+    def boxes(self, time: float) -> tuple[np.ndarray, np.ndarray]:
+        f, r, L = self.bogies(time)
+        return train_boxes(f, r, L, CAR_WIDTH, CAR_HEIGHT)
+
+    def mesh(self, time: float):
+        pv = _pv()
+        pts, faces = self.boxes(time)
+        return pv.PolyData(pts, faces)
+
+
+def frame_times(t0: float, t1: float, *, fps: float, speedup: float, max_frames: int,
+                frames: int | None = None) -> np.ndarray:
+    """The replay times shown: ``frames`` of them, or one per 1/fps s of video at
+    ``speedup`` × real time, at most ``max_frames``, always ≥ 2."""
+    if frames is None:
+        frames = int(math.floor((t1 - t0) / speedup * fps)) + 1
+        frames = min(max(frames, 2), max_frames)
+    if frames < 1:
+        raise TdbToolsError(f"an animation needs at least one frame, not {frames}")
+    return np.linspace(t0, t1, frames)
+
+
+def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: bool = False):
+    """A replay to animate: a scenario TOML (run here) → (result, replay); a folder of
+    ``tdbtools replay --out`` CSVs → (result, None). ``cars_trace``: record every car
+    (coupler slack shows) instead of placing the cars rigidly behind the front."""
+    from ..physics.replay import Replay, ReplayResult, TRACE_COLUMNS
+    from ..physics.scenario import read_scenario
+
+    p = Path(path)
+    if p.is_file():
+        rp = Replay(read_scenario(p), route=route, cars_trace=cars_trace)
+        return rp.run(), rp
+    if not p.is_dir():
+        raise TdbToolsError(f"{p}: no such scenario file or trace folder")
+    traces = {}
+    for csv in sorted(p.glob("*.csv")):
+        if csv.stem.endswith("_cars"):
+            continue
+        lines = csv.read_text(encoding="utf-8").splitlines()
+        if not lines or "time" not in lines[0].split(","):
+            continue
+        head = lines[0].split(",")
+        data = np.array([[float(v) for v in ln.split(",")] for ln in lines[1:] if ln.strip()],
+                        dtype=np.float64).reshape(-1, len(head))
+        cols = {k: data[:, i] for i, k in enumerate(head) if k in TRACE_COLUMNS}
+        if {"time", "distance", "x", "y", "z", "tile_x", "tile_z"} <= cols.keys():
+            traces[csv.stem] = cols
+    if not traces:
+        raise TdbToolsError(f"{p}: no train traces (<train>.csv from `tdbtools replay --out`)")
+    summary = {}
+    sj = p / "summary.json"
+    if sj.is_file():
+        summary = json.loads(sj.read_text(encoding="utf-8"))
+    # summary.json names trains as given; the CSV stems are safe names: map back.
+    from ..physics.replay import safe_name
+
+    trains = {safe_name(k): v for k, v in summary.get("trains", {}).items()}
+    summary = {**summary, "trains": trains}
+    return ReplayResult(str(p), traces, {}, (), summary, 0.0), None
+
+
+def _even(img: np.ndarray, block: int = 16) -> np.ndarray:
+    """Pad an image (white) to a multiple of ``block`` pixels (for H.264)."""
+    h, w = img.shape[:2]
+    H, W = -(-h // block) * block, -(-w // block) * block
+    if (H, W) == (h, w):
+        return img
+    out = np.full((H, W) + img.shape[2:], 255, dtype=img.dtype)
+    out[:h, :w] = img
+    return out
+
+
+def render_animation(route: Route, result, out: str | Path, *, replay=None, scene: Scene | None = None,
+                     color_by: str = "kind", fps: float = 10.0, speedup: float = 10.0,
+                     max_frames: int = 300, frames: int | None = None,
+                     window_size: tuple[int, int] = (800, 608), follow: bool | str = True,
+                     view_distance: float = 1500.0, labels: bool = True) -> Path:
+    """Animate a replay (``result`` from :func:`~tdbtools.physics.replay.replay` or
+    :func:`load_replay`) over the route's scene into ``out`` (.gif or .mp4).
+
+    ``follow``: keep the camera on the first train (True), on the named train, or
+    show the whole route (False). Frames: see :func:`frame_times`."""
+    out = Path(out)
+    ext = out.suffix.lower()
+    if ext not in (".gif", ".mp4"):
+        raise TdbToolsError(f"{out}: an animation is a .gif or an .mp4")
+    import imageio.v2 as iio2  # noqa: F401  (checked before any rendering)
+
+    if ext == ".mp4":
+        try:
+            import imageio_ffmpeg  # noqa: F401
+        except ImportError:
+            raise TdbToolsError("MP4 needs imageio-ffmpeg: pip install imageio-ffmpeg (or write a .gif)") from None
+    check_renderer()
+    if not result.traces:
+        raise TdbToolsError("the replay has no trains to animate")
+    scene = scene if scene is not None else build_scene(route, color_by=color_by)
+    placer = TrainPlacer(result, scene.origin, replay=replay)
+    t0, t1 = placer.time_range
+    times = frame_times(t0, t1, fps=fps, speedup=speedup, max_frames=max_frames, frames=frames)
+    pv = _pv()
+    pts, faces = placer.boxes(float(times[0]))
+    cars = pv.PolyData(pts, faces)
+    p = _plotter(scene, window_size, True, labels=labels)
+    p.add_mesh(cars, color="black", name="trains")
+    names = [t.name for t in placer.trains]
+    lead = 0
+    if isinstance(follow, str):
+        if follow not in names:
+            raise TdbToolsError(f"no train {follow!r} in the replay (trains: {', '.join(names)})")
+        lead = names.index(follow)
+    lead_rows = slice(sum(len(t.length) for t in placer.trains[:lead]) * 8,
+                      sum(len(t.length) for t in placer.trains[:lead + 1]) * 8)
+    tmp = out.with_name(f".{out.name}.tmp{ext}")
+    writer = (iio2.get_writer(tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264",
+                              macro_block_size=16, quality=7)
+              if ext == ".mp4" else None)
+    shots = []
+    try:
+        for t in times:
+            pts, _f = placer.boxes(float(t))
+            cars.points = pts
+            if follow:
+                c = pts[lead_rows].mean(axis=0)
+                p.camera.focal_point = tuple(c)
+                p.camera.position = (c[0], c[1] - 0.8 * view_distance, c[2] + 0.6 * view_distance)
+                p.camera.up = (0.0, 0.0, 1.0)
+                p.reset_camera_clipping_range()
+            p.add_text(f"{scene.route_name}   t = {t:7.1f} s", position="lower_left", font_size=10, name="clock")
+            p.render()
+            img = np.asarray(p.screenshot(return_img=True))
+            if writer is not None:
+                writer.append_data(_even(img))
+            else:
+                shots.append(img)
+        if writer is not None:
+            writer.close()
+            writer = None
+        else:
+            import imageio.v3 as iio3
+
+            iio3.imwrite(tmp, np.stack(shots), extension=".gif", duration=int(round(1000.0 / fps)), loop=0)
+        tmp.replace(out)
+    finally:
+        if writer is not None:
+            writer.close()
+        p.close()
+        tmp.unlink(missing_ok=True)
+    return out
