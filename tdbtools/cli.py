@@ -380,6 +380,41 @@ def convert(source: Path, out: Path, overwrite: bool) -> None:
         click.echo(f"wrote {p}")
 
 
+@main.command()
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path),
+              help="A picture (.png) or an animation of a replay (.gif, .mp4); without it, a window.")
+@click.option("--color-by", type=click.Choice(["kind", "grade", "speed"]), default="kind", show_default=True)
+@click.option("--replay", "replay_src", type=click.Path(path_type=Path),
+              help="Trains from a replay: a scenario .toml (run now) or a `replay --out` folder.")
+@_handle_errors
+def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None) -> None:
+    """Draw a route in 3-D with pyvista (needs tdbtools[render]); offscreen when there is no
+    display (libegl1 libgl1-mesa-dri on headless Debian)."""
+    from .render.animate import TrainPlacer, load_replay, render_animation
+    from .render.scene import build_scene, render_png, show
+
+    r = _load(route)
+    scene = build_scene(r, color_by=color_by)
+    result = rp = None
+    if replay_src is not None:
+        result, rp = load_replay(replay_src, route=r)
+    if out is not None and out.suffix.lower() in (".gif", ".mp4"):
+        if result is None:
+            raise click.UsageError("an animation (--out .gif/.mp4) needs --replay")
+        render_animation(r, result, out, replay=rp, scene=scene)
+        click.echo(f"wrote {out}")
+        return
+    if result is not None:
+        placer = TrainPlacer(result, scene.origin, replay=rp)
+        scene.trains = placer.mesh(placer.time_range[1])
+    if out is None:
+        show(scene)
+        return
+    render_png(scene, out)
+    click.echo(f"wrote {out}")
+
+
 def bundled_scenario() -> Path:
     return bundled_sample_route().parent.parent / "replay.toml"
 

@@ -342,3 +342,21 @@ def test_animation_from_trace_folder(route, renderer, replayed, tmp_path):
     result, _ = load_replay(tmp_path / "trace")
     out = render_animation(route, result, tmp_path / "t.gif", frames=3, window_size=(160, 128), labels=False)
     assert iio.imread(out, index=None).shape[0] == 3
+
+
+def test_cli_render_png_and_gif(tmp_path):
+    """`tdbtools render` draws a PNG, and animates a replay into a GIF (or says why not)."""
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    sample = REPO / "sample_routes" / "sample"
+    png = tmp_path / "route.png"
+    r = CliRunner().invoke(main, ["render", str(sample / "ROUTES" / "SAMPLE"), "--out", str(png),
+                                  "--replay", str(sample / "replay.toml")])
+    if r.exit_code == 2 and "renderer" in r.stderr:
+        pytest.skip(f"no renderer here: {r.stderr.strip()[:200]}")
+    assert r.exit_code == 0, r.output + r.stderr
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    r = CliRunner().invoke(main, ["render", str(sample / "ROUTES" / "SAMPLE"), "--out", str(tmp_path / "x.gif")])
+    assert r.exit_code == 2 and "needs --replay" in r.output
