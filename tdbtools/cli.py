@@ -415,6 +415,29 @@ def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None
     click.echo(f"wrote {out}")
 
 
+@main.command()
+@click.argument("spec", type=click.Path(path_type=Path))
+@click.option("--scheduler", metavar="ADDRESS",
+              help="An existing Dask scheduler (tcp://host:8786); default: a local cluster.")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="Local workers (default: one per core); with --scheduler, wait for this many.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("sweep-out"), show_default=True)
+@click.option("--traces/--no-traces", default=None, help="Also write each replay's traces (default: the spec's).")
+@click.option("--plot", is_flag=True, help="Draw running time per path to OUT/sweep.png.")
+@click.option("--parquet", is_flag=True, help="Also write OUT/sweep.parquet (needs pyarrow).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@_handle_errors
+def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path, traces: bool | None,
+          plot: bool, parquet: bool, as_json: bool) -> None:
+    """Run every path x consist x parameter combination of SPEC as a replay, on Dask
+    (needs tdbtools[sweep]); resumes in --out. Exit status 1 when a replay failed,
+    derailed or collided."""
+    from .sweep.command import sweep_command
+
+    raise click.exceptions.Exit(sweep_command(spec, scheduler=scheduler, workers=workers, out=out_dir,
+                                              traces=traces, plot=plot, parquet=parquet, as_json=as_json))
+
+
 def bundled_scenario() -> Path:
     return bundled_sample_route().parent.parent / "replay.toml"
 

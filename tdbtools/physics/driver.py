@@ -59,6 +59,9 @@ class AutoDriver:
     MARGIN = 0.5
     #: Where the front stops short of the end of the path (m).
     STOP_SHORT = 2.0
+    #: Standing this close to the stopping point counts as arrived (m): braking to a
+    #: stand may end a few millimetres short, where the permitted speed is not yet 0.
+    ARRIVED_WITHIN = 0.5
 
     def __init__(self, limit_s: np.ndarray, limit_v: np.ndarray, stop_at: float | None, *,
                  max_speed: float | None, deceleration: float) -> None:
@@ -100,7 +103,8 @@ class AutoDriver:
         k = min(range(len(cons)), key=allowed.__getitem__)
         target = allowed[k]
         v = st.speed
-        if self.stop_at is not None and target < 0.05 and v < 0.05:
+        if self.stop_at is not None and v < 0.05 and (
+                target < 0.05 or self.stop_at - self.STOP_SHORT - st.front < self.ARRIVED_WITHIN):
             self.finished = True
             return Controls(0.0, 1.0, 0.0)  # stopped at the end: hold the train
         if v > target - 0.1 * self.MARGIN:

@@ -1,0 +1,183 @@
+"""Reading sweep specifications and expanding them into combinations (one replay each).
+
+The validation reuses the scenario reader: every combination is turned into the
+``[[train]]`` table of a scenario and read by
+:func:`tdbtools.physics.scenario.scenario_from_dict`, so a bad value in the spec is the
+same located :class:`~tdbtools.physics.scenario.ScenarioError` a scenario file gives.
+"""
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import Location, caret_snippet
+from ..physics.scenario import (
+    _TRAIN,
+    Scenario,
+    ScenarioError,
+    _check_keys,
+    _Ctx,
+    scenario_from_dict,
+    tomllib,
+)
+
+#: Top-level keys of a sweep spec.
+SPEC_KEYS = {"route", "paths", "consists", "step", "duration", "stand_in", "collision_check_interval",
+             "traces", "train", "grid"}
+#: ``[train]`` / ``[grid]`` keys: a scenario's ``[[train]]`` keys but the ones the sweep sets.
+PARAM_KEYS = _TRAIN - {"name", "consist", "path", "start", "distance"}
+#: Scenario-level keys passed through to every replay.
+_SCENARIO_KEYS = ("step", "duration", "stand_in", "collision_check_interval")
+TRAIN_NAME = "train"
+
+
+@dataclass(frozen=True, slots=True)
+class Combination:
+    """One replay of a sweep: a path, a consist and one value per grid parameter."""
+
+    key: str                   # stable hash of everything that defines the replay
+    path: str                  # file name in the route's PATHS
+    consist: str               # as written in the spec
+    params: dict[str, Any]     # grid parameter -> value as written in the spec
+    scenario: Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSpec:
+    """A parsed sweep spec (see the :mod:`tdbtools.sweep` docstring for the format)."""
+
+    source: str
+    route: Path
+    paths: tuple[str, ...]             # file names found in PATHS, sorted, no duplicates
+    consists: tuple[str, ...]
+    grid: dict[str, tuple[Any, ...]]   # in spec order
+    fixed: dict[str, Any]              # the [train] table
+    settings: dict[str, Any]           # step, duration, stand_in, collision_check_interval (given ones)
+    traces: bool
+    combinations: tuple[Combination, ...]
+
+    @property
+    def grid_keys(self) -> tuple[str, ...]:
+        return tuple(self.grid)
+
+
+def read_sweep_spec(path: str | Path) -> SweepSpec:
+    """Read a sweep spec TOML file; every mistake is a located :class:`ScenarioError`."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise ScenarioError("sweep spec not found", Location(str(p), 1, 1)) from None
+    except OSError as exc:
+        raise ScenarioError(f"cannot read sweep spec: {exc}", Location(str(p), 1, 1)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        good = data[: exc.start].decode("utf-8", errors="replace")
+        line = good.count("\n") + 1
+        raise ScenarioError(f"sweep spec is not UTF-8 text ({exc.reason})",
+                            Location(str(p), line, len(good) - (good.rfind("\n") + 1) + 1)) from None
+    return sweep_spec_from_text(text, str(p.resolve()), base=p.resolve().parent)
+
+
+def sweep_spec_from_text(text: str, path: str = "<sweep>", base: Path | None = None) -> SweepSpec:
+    """Parse the text of a sweep spec (``path`` names it in errors; ``base`` is the folder
+    relative names are taken from)."""
+    ctx = _Ctx(path, text)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        line, col = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise ScenarioError(f"invalid TOML: {msg}", Location(path, line, col),
+                            caret_snippet(text, line, col)) from None
+    return sweep_spec_from_dict(data, ctx, base or Path("."))
+
+
+def _str_list(ctx: _Ctx, data: dict, key: str) -> list[str]:
+    v = data.get(key)
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
+        raise ctx.error(f"sweep: {key!r} must be a non-empty list of names", key)
+    return v
+
+
+def _paths_folder(route: Path) -> Path | None:
+    from ..stf import resolve_case_insensitive
+
+    p = resolve_case_insensitive(route / "PATHS")
+    return p if p.is_dir() else None
+
+
+def sweep_spec_from_dict(data: dict, ctx: _Ctx | None = None, base: Path | None = None) -> SweepSpec:
+    ctx = ctx or _Ctx("<sweep>", "")
+    base = base or Path(".")
+    _check_keys(ctx, data, SPEC_KEYS, "sweep")
+    if not isinstance(data.get("route"), str):
+        raise ctx.error("sweep: 'route' (the route folder …/ROUTES/NAME) is required", "route")
+    route = Path(data["route"])
+    route = route if route.is_absolute() else (base / route).resolve()
+    folder = _paths_folder(route)
+    if folder is None:
+        raise ctx.error(f"route: no PATHS folder in {route}", "route")
+    names = sorted(f.name for f in folder.iterdir() if f.is_file())
+    paths: list[str] = []
+    for pattern in _str_list(ctx, data, "paths"):
+        hits = [n for n in names if fnmatch.fnmatchcase(n.lower(), pattern.lower())]
+        if not hits:
+            raise ctx.error(f"paths: {pattern!r} matches no file in {folder}", "paths")
+        paths.extend(h for h in hits if h not in paths)
+    paths.sort()
+    consists = list(dict.fromkeys(_str_list(ctx, data, "consists")))
+    traces = data.get("traces", False)
+    if not isinstance(traces, bool):
+        raise ctx.error("traces: expected true or false", "traces")
+    fixed = data.get("train", {})
+    if not isinstance(fixed, dict):
+        raise ctx.error("train: expected a table of train options ([train])", "train")
+    _check_keys(ctx, fixed, PARAM_KEYS, "[train]")
+    grid_raw = data.get("grid", {})
+    if not isinstance(grid_raw, dict):
+        raise ctx.error("grid: expected a table of parameter = [values]", "grid")
+    _check_keys(ctx, grid_raw, PARAM_KEYS, "[grid]")
+    grid: dict[str, tuple[Any, ...]] = {}
+    for k, v in grid_raw.items():
+        if k in fixed:
+            raise ctx.error(f"grid: {k!r} is also fixed in [train]", k)
+        if k == "schedule":
+            # One schedule is a list of tables; a grid of schedules is a list of those.
+            values = [v] if isinstance(v, list) and v and all(isinstance(c, dict) for c in v) else v
+        else:
+            values = v if isinstance(v, list) else [v]
+        if not isinstance(values, list) or not values:
+            raise ctx.error(f"grid: {k!r} needs a non-empty list of values", k)
+        grid[k] = tuple(values)
+    settings = {k: data[k] for k in _SCENARIO_KEYS if k in data}
+    combos = []
+    seen = set()
+    for path, consist in itertools.product(paths, consists):
+        for values in itertools.product(*grid.values()):
+            params = dict(zip(grid, values))
+            train = {"name": TRAIN_NAME, "consist": consist, "path": path, **fixed, **params}
+            scenario = scenario_from_dict({"route": str(route), **settings, "train": [train]}, ctx, base)
+            ident = {"route": str(route), "path": path, "consist": consist, "train": {**fixed, **params},
+                     "settings": settings}
+            key = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:20]
+            if key in seen:  # the same replay twice (e.g. a value repeated in a grid)
+                continue
+            seen.add(key)
+            combos.append(Combination(key, path, consist, params, scenario))
+    return SweepSpec(ctx.path, route, tuple(paths), tuple(consists), grid, dict(fixed), settings, traces,
+                     tuple(combos))
+
+
+__all__ = ["Combination", "PARAM_KEYS", "SPEC_KEYS", "SweepSpec", "read_sweep_spec", "sweep_spec_from_dict",
+           "sweep_spec_from_text"]
