@@ -33,15 +33,25 @@ def caret_snippet(text: str, line: int, column: int, *, width: int = 100) -> str
     lines = text.split("\n")
     if not 1 <= line <= len(lines):
         return ""
-    src = lines[line - 1].rstrip("\r").replace("\t", " ")
+    src = lines[line - 1]
+    return caret_line(src, 0, len(src), column, width=width)
+
+
+def caret_line(text: str, start: int, end: int, column: int, *, width: int = 100) -> str:
+    """:func:`caret_snippet` for the line ``text[start:end]`` (without its LF), reading
+    only the ``width`` characters shown: a lenient read that reports thousands of
+    defects in a big file must not copy the file, or a long line, for each one."""
+    while end > start and text[end - 1] == "\r":
+        end -= 1
+    length = end - start
     col = max(column - 1, 0)
     # Long lines (a TrVectorSections run can be thousands of characters) are cut
     # around the caret so the message stays readable.
-    start = max(0, min(col - width // 2, len(src) - width))
-    cut = src[start : start + width]
-    prefix = "…" if start > 0 else ""
-    suffix = "…" if start + width < len(src) else ""
-    return f"    {prefix}{cut}{suffix}\n    {' ' * (len(prefix) + col - start)}^"
+    first = max(0, min(col - width // 2, length - width))
+    cut = text[start + first : start + min(first + width, length)].replace("\t", " ")
+    prefix = "…" if first > 0 else ""
+    suffix = "…" if first + width < length else ""
+    return f"    {prefix}{cut}{suffix}\n    {' ' * (len(prefix) + col - first)}^"
 
 
 class SourceError(TdbToolsError):

@@ -4,8 +4,9 @@
   (``<stem>.json``) and, for typed fixtures, its golden typed values
   (``<stem>.typed.json``). Fixture bytes: ``tests/data/make_fixtures.py``; goldens:
   ``tests/data/make_golden.py`` (checked by eye against the spec).
-* ``tests/data/invalid``: one defect per file; ``invalid/expected.json`` gives the reader,
-  the exact exception class, line, column and a message substring. Lenient readers
+* ``tests/data/invalid``: one defect per file; ``invalid/expected.json`` gives the reader
+  (an STF reader, or ``scenario`` for a TOML scenario), the exact exception class, line,
+  column and a message substring. Lenient readers
   must turn recoverable defects into warnings, and ``tdbtools parse`` must fail
   cleanly (exit 2, ``error:``, no traceback).
 """
@@ -24,7 +25,10 @@ from click.testing import CliRunner
 import tdbtools.errors as errors
 from tdbtools.cli import main as cli_main
 from tdbtools.errors import Diagnostics, SourceError, TdbToolsError
-from tdbtools.formats import read_tdb, read_trk, read_tsection, read_tsection_file
+from tdbtools.formats import (read_consist, read_pat, read_stock, read_tdb, read_trk, read_tsection,
+                              read_tsection_file)
+from tdbtools.physics import scenario as scenario_module
+from tdbtools.physics.scenario import read_scenario
 from tdbtools.stf import parse_file, parse_text
 from tdbtools.stf.writer import format_stf
 
@@ -254,6 +258,14 @@ def _strict(reader: str, path: Path):
         return read_tsection_file(path, local=True)
     if reader == "trk":
         return read_trk(path)
+    if reader == "pat":
+        return read_pat(path)
+    if reader == "con":
+        return read_consist(path)
+    if reader == "eng":
+        return read_stock(path)
+    if reader == "scenario":
+        return read_scenario(path)
     raise AssertionError(reader)
 
 
@@ -268,7 +280,24 @@ def _lenient(reader: str, path: Path, diags: Diagnostics):
         return read_tsection((), path, diagnostics=diags)
     if reader == "trk":
         return read_trk(path, diagnostics=diags)
+    if reader == "pat":
+        return read_pat(path, diagnostics=diags)
+    if reader == "con":
+        return read_consist(path, diagnostics=diags)
+    if reader == "eng":
+        return read_stock(path, diagnostics=diags)
+    if reader == "scenario":
+        return read_scenario(path)  # TOML: no lenient mode (every defect raises)
     raise AssertionError(reader)
+
+
+#: The readers of the corpus: STF readers, and the scenario TOML reader.
+READERS = ("stf", "tdb", "tsection", "tsection_local", "trk", "pat", "con", "eng", "scenario")
+
+
+def _error_class(name: str) -> type:
+    """An error class by name: tdbtools.errors, or ScenarioError of the scenario reader."""
+    return getattr(errors, name, None) or getattr(scenario_module, name)
 
 
 #: Invalid files whose check fails because of a known tdbtools bug (see the report):
@@ -293,8 +322,8 @@ def test_expected_json_is_complete():
     helpers = {"expected.json", "include_cycle_b.inc", "outside.inc", "install/GLOBAL/tsection.dat"}
     assert on_disk - helpers == set(EXPECTED)
     for name, exp in EXPECTED.items():
-        assert exp["reader"] in ("stf", "tdb", "tsection", "tsection_local", "trk"), name
-        assert issubclass(getattr(errors, exp["error"]), SourceError), name
+        assert exp["reader"] in READERS, name
+        assert issubclass(_error_class(exp["error"]), SourceError), name
         assert exp["lenient"] in ("warn", "raise"), name
 
 
@@ -351,7 +380,7 @@ def test_invalid_in_lenient_mode(name):
     path = INVALID / name
     diags = Diagnostics(strict=False)
     if exp["lenient"] == "raise":
-        with pytest.raises(getattr(errors, exp["error"])):
+        with pytest.raises(_error_class(exp["error"])):
             _lenient(exp["reader"], path, diags)
         return
     _lenient(exp["reader"], path, diags)
@@ -365,6 +394,12 @@ def test_invalid_in_lenient_mode(name):
         read_tdb(path, strict=False)
     elif reader == "trk":
         read_trk(path, strict=False)
+    elif reader == "pat":
+        read_pat(path, strict=False)
+    elif reader == "con":
+        read_consist(path, strict=False)
+    elif reader == "eng":
+        read_stock(path, strict=False)
     else:
         read_tsection_file(path, strict=False, local=(reader == "tsection_local"))
 
@@ -380,6 +415,8 @@ def _cli(*args: str):
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_cli_parse_on_invalid_file(name):
     exp = EXPECTED[name]
+    if exp["reader"] == "scenario":
+        pytest.skip("a TOML scenario, not an STF file")
     result = _cli("parse", str(INVALID / name))
     assert "Traceback" not in result.output and "Traceback" not in result.stderr
     if exp["reader"] == "stf":

@@ -28,6 +28,24 @@ def to_uint(text: str) -> int:
     return v
 
 
+def to_int32(text: str) -> int:
+    """A 32-bit integer, signed or unsigned (tiles, world-file ids): numpy tables of
+    int64 are made from these, so a 30-digit value must not get through."""
+    v = int(_clean(text))
+    if not -(1 << 31) <= v <= 0xFFFFFFFF:
+        raise ValueError("out of range for a 32-bit value")
+    return v
+
+
+def to_int53(text: str) -> int:
+    """An integer that a float64 holds exactly (|v| <= 2**53): integer columns that are
+    read through float arrays (TrVectorSections)."""
+    v = int(_clean(text))
+    if abs(v) > 1 << 53:
+        raise ValueError("out of range for an integer column")
+    return v
+
+
 def to_float(text: str) -> float:
     t = _clean(text)
     if "," in t:
@@ -45,7 +63,7 @@ def to_hex(text: str) -> int:
     return v
 
 
-_KIND = {to_int: "an integer", to_uint: "an unsigned integer", to_float: "a number",
+_KIND = {to_int: "an integer", to_int32: "an integer", to_int53: "an integer", to_uint: "an unsigned integer", to_float: "a number",
          to_hex: "a hexadecimal flag"}
 
 
@@ -123,6 +141,6 @@ class Reader:
             self.problem(parent, f"{parent.name or 'file'}: missing block {name!r}")
         return blk
 
-    def expect_count(self, block: Block, found: int, expected: int, what: str) -> None:
+    def expect_count(self, block: Block, found: int, expected: int, what: str, index: int = 0) -> None:
         if found != expected:
-            self.problem(block, f"{block.name}: the count says {expected} {what}, found {found}", 0)
+            self.problem(block, f"{block.name}: the count says {expected} {what}, found {found}", index)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..errors import Diagnostics, RouteError
 from ..stf import parse_file, resolve_case_insensitive
+from ..stf.parser import is_file
 from ..stf.tree import Block, Document
 from ._read import Reader, to_int
 from ._records import fast_pickle
@@ -149,7 +150,7 @@ def stock_path(install_root: str | Path, car: CarEntry) -> tuple[Path, Path | No
     name = car.file + car.extension
     for candidate in (folder / "OpenRails" / name, folder / name):
         found = resolve_case_insensitive(candidate)
-        if found.is_file():
+        if is_file(found):
             return folder / name, found
     return folder / name, None
 

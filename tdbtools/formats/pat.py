@@ -31,7 +31,7 @@ from pathlib import Path
 from ..errors import Diagnostics
 from ..stf import parse_file
 from ..stf.tree import Block, Document
-from ._read import Reader, to_float, to_hex, to_int, to_uint
+from ._read import Reader, to_float, to_hex, to_int, to_int32, to_uint
 from ._records import fast_pickle
 
 #: The "no next node" value of ``nextMain`` / ``nextSiding``.
@@ -322,7 +322,7 @@ def _pdps(rd: Reader, diags: Diagnostics, table: Block) -> list[TrackPDP]:
             continue
         if len(blk.items) > 7:
             diags.note(f"TrackPDP: {len(blk.items)} values, only the first 7 are used", blk.location)
-        out.append(TrackPDP(rd.value(blk, 0, to_int, 0, "tile x"), rd.value(blk, 1, to_int, 0, "tile z"),
+        out.append(TrackPDP(rd.value(blk, 0, to_int32, 0, "tile x"), rd.value(blk, 1, to_int32, 0, "tile z"),
                             rd.value(blk, 2, to_float, 0.0, "x"), rd.value(blk, 3, to_float, 0.0, "y"),
                             rd.value(blk, 4, to_float, 0.0, "z"),
                             rd.value(blk, 5, to_int, 1, "junction flag"),

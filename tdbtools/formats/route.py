@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import Diagnostics, Finding, FormatError, RouteError
 from ..stf import find_install_root, parse_file, resolve_case_insensitive
-from ..stf.parser import gc_paused
+from ..stf.parser import gc_paused, is_file
 from .tdb import TrackDB, VectorNode, tdb_from_document
 from .trk import RouteFile, trk_from_document
 from .tsection import TSection, _Builder
@@ -138,12 +138,12 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
     if not trk.filename:
         raise RouteError(f"{files.trk}: the route file names no FileName for the track database")
     tdb_path = resolve_case_insensitive(files.folder / f"{trk.filename}.tdb")
-    if not tdb_path.is_file():
+    if not is_file(tdb_path):
         raise RouteError(f"track database not found: {str(tdb_path)!r} (FileName in {files.trk.name})")
     rdb_path = resolve_case_insensitive(files.folder / f"{trk.filename}.rdb")
     tdb = tdb_from_document(parse_file(tdb_path, diagnostics=diags, root=root), diags)
     rdb = None
-    if rdb_path.is_file():
+    if is_file(rdb_path):
         rdb = tdb_from_document(parse_file(rdb_path, diagnostics=diags, root=root), diags)
     b = _Builder(diags)
     b.add_global(parse_file(files.tsection_global, diagnostics=diags, root=root))

@@ -44,7 +44,7 @@ import numpy as np
 from ..errors import Diagnostics
 from ..stf import parse_file
 from ..stf.tree import Block, Document
-from ._read import Reader, to_float, to_int
+from ._read import Reader, to_float, to_int, to_int32
 from ._records import fast_pickle
 
 __all__ = [
@@ -627,7 +627,7 @@ _HANDLERS = {
     "wagon(wheelradius": _setter("wheel_radius", "distance", DEFAULT_WHEEL_RADIUS_M),
     "engine(wheelradius": _setter("driver_wheel_radius", "distance", DEFAULT_DRIVER_WHEEL_RADIUS_M),
     "wagon(numwheels": _setter("wagon_num_wheels", None, 0.0),
-    "wagon(ortsnumberaxles": _setter("wagon_num_axles", None, 0, to_int),
+    "wagon(ortsnumberaxles": _setter("wagon_num_axles", None, 0, to_int32),
     "wagon(friction": _h_friction,
     "wagon(ortsdavis_a": _setter("davis_a", "force"),
     "wagon(ortsdavis_b": _setter("davis_b", "resistance"),
@@ -652,12 +652,18 @@ _HANDLERS = {
     "engine(maxcontinuousforce": _setter("max_cont_force", "force"),
     "engine(maxvelocity": _setter("max_velocity", "speed"),
     "engine(numwheels": _setter("engine_num_wheels", None, 4.0),
-    "engine(ortsnumberdriveaxles": _setter("drive_axles", None, 0, to_int),
+    "engine(ortsnumberdriveaxles": _setter("drive_axles", None, 0, to_int32),
     "engine(ortsdrivewheelweight": _setter("drive_wheel_weight", "mass"),
     "engine(ortsmaxtractiveforcecurves": _h_curves,
     # The spec's table names the MSTS spelling; Open Rails reads the ORTS one. Both accepted.
     "engine(maxtractiveforcecurves": _h_curves,
 }
+
+#: Block paths with a handler somewhere below them. Nothing else can match a handler, so
+#: the walk does not go into it: the recursion is at most as deep as the longest path
+#: (a file nested 100,000 blocks deep cannot exhaust the stack).
+_WALK_INTO = frozenset(k.rsplit("(", i)[0] for k in _HANDLERS for i in range(1, k.count("(") + 1))
+
 
 def _walk(block: Block, path: str, raw: _Raw, rd: Reader, kind: str) -> None:
     for it in block.items:
@@ -669,7 +675,8 @@ def _walk(block: Block, path: str, raw: _Raw, rd: Reader, kind: str) -> None:
             handler = None  # a .wag is read by MSTSWagon, which ignores engine(…) paths
         if handler is not None and not handler(raw, it, rd):
             continue
-        _walk(it, p, raw, rd, kind)
+        if p in _WALK_INTO:
+            _walk(it, p, raw, rd, kind)
 
 
 # -- resistance formulas (§14.3) -----------------------------------------------------------
@@ -740,6 +747,8 @@ def fcalc_davis(c1: float, e1: float, v2: float, c2: float, e2: float) -> tuple[
         y0 = c1 * a ** e1 + c2 * a
     except ZeroDivisionError:
         raise ValueError("V2 = 0 with E1 < 0 gives an infinite force") from None
+    except OverflowError:  # e.g. E1 = 1e300
+        raise ValueError("the Friction values give non-finite fit integrals") from None
 
     def mom(n: int) -> float:   # ∫_a^b v^n dv
         return (b ** (n + 1) - a ** (n + 1)) / (n + 1)
@@ -755,8 +764,14 @@ def fcalc_davis(c1: float, e1: float, v2: float, c2: float, e2: float) -> tuple[
         raise ValueError("the Friction values give non-finite fit integrals") from None
     if not (np.isfinite(m).all() and np.isfinite(r).all()):
         raise ValueError("the Friction values give non-finite fit integrals")
-    da, db, dc = (float(x) for x in np.linalg.solve(m, r))
-    f0 = c1 * FCALC_V_STANDSTILL ** e1 if e1 < 0 else c1
+    try:
+        with np.errstate(all="ignore"):  # huge but finite values: checked just below
+            da, db, dc = (float(x) for x in np.linalg.solve(m, r))
+        f0 = c1 * FCALC_V_STANDSTILL ** e1 if e1 < 0 else c1
+    except (np.linalg.LinAlgError, OverflowError, ZeroDivisionError):
+        raise ValueError("the Friction values give non-finite fit integrals") from None
+    if not all(map(math.isfinite, (da, db, dc, f0))):
+        raise ValueError("the Friction values give a non-finite Davis fit")
     return da, db, dc, f0
 
 

@@ -19,7 +19,7 @@ from ..errors import Diagnostics
 from ..stf import parse_file
 from ..stf.parser import gc_paused
 from ..stf.tree import Block, Document
-from ._read import Reader, to_float, to_int, to_uint
+from ._read import Reader, to_float, to_int, to_int32, to_int53, to_uint
 from ._records import fast_pickle
 
 # -- records ---------------------------------------------------------------------------
@@ -98,6 +98,11 @@ class EndNode(TrackNode):
 
 
 AnyNode = Union[VectorNode, JunctionNode, EndNode]
+
+#: Node indices and pin links are unsigned 32-bit (to_uint); section integers are read
+#: through float64 and must be exact there.
+_UINT_MAX = 0xFFFFFFFF
+_EXACT_INT = float(1 << 53)
 
 _SECTION_COLUMNS = (
     # name, dtype, meaning
@@ -418,19 +423,22 @@ class _TdbReader:
         items = blk.items
         try:
             index = int(items[0])
-            if index < 0:
+            if not 0 <= index <= _UINT_MAX:
                 raise ValueError
         except (ValueError, TypeError, IndexError):
             index = rd.value(blk, 0, to_uint, position, "node index")
         if index != position:
             rd.problem(blk, f"TrackNode {index} is at position {position} of TrackNodes", 0)
+            # Open Rails stores the node at its position (the index is only asserted), and
+            # pins link to positions: the model keeps nodes[i].index == i.
+            index = position
         body = None
         uid = None
         pins: tuple[TrPin, ...] = ()
         in_pins = out_pins = 0
-        for sub in items[1:]:
+        for pos, sub in enumerate(items[1:], start=1):
             if sub.__class__ is not Block:
-                rd.problem(blk, f"TrackNode {index}: unexpected value {sub!r}", items.index(sub))
+                rd.problem(blk, f"TrackNode {index}: unexpected value {sub!r}", pos)
                 continue
             k = sub.key
             if k in ("trvectornode", "trjunctionnode", "trendnode"):
@@ -492,7 +500,7 @@ class _TdbReader:
                 raise ValueError
             a = [int(x) for x in v[:6]]
             b = [float(x) for x in v[6:]]
-            if not all(map(math.isfinite, b)):
+            if not all(map(math.isfinite, b)) or not all(-(1 << 31) <= x <= _UINT_MAX for x in a):
                 raise ValueError
             return UiD(*a, *b)
         except (ValueError, TypeError):
@@ -500,7 +508,7 @@ class _TdbReader:
             if len(v) != 12:
                 rd.problem(blk, f"UiD: expected 12 values, found {len(v)}")
                 return None
-            a = [rd.value(blk, i, to_int, 0, "UiD") for i in range(6)]
+            a = [rd.value(blk, i, to_int32, 0, "UiD") for i in range(6)]
             b = [rd.value(blk, i, to_float, 0.0, "UiD") for i in range(6, 12)]
             return UiD(*a, *b)
 
@@ -513,8 +521,8 @@ class _TdbReader:
                 if key != "trpin":
                     raise ValueError
                 link, direction = map(int, text.split())
-                if link < 0 or direction < 0:
-                    raise ValueError
+                if not (0 <= link <= _UINT_MAX and 0 <= direction <= _UINT_MAX):
+                    raise ValueError  # the checked path reports it (as to_uint would)
                 pins.append(TrPin(link, direction))
             if ins < 0 or outs < 0 or len(pins) != ins + outs:
                 raise ValueError
@@ -535,7 +543,7 @@ class _TdbReader:
             v = p.items
             try:
                 link, direction = int(v[0]), int(v[1])
-                if len(v) != 2 or link < 0 or direction < 0:
+                if len(v) != 2 or not (0 <= link <= _UINT_MAX and 0 <= direction <= _UINT_MAX):
                     raise ValueError
             except (ValueError, TypeError, IndexError):
                 if len(v) != 2:
@@ -582,10 +590,13 @@ class _TdbReader:
             if dtype is object:
                 cols[name] = self._flag3(texts, counts, col)
             elif dtype is np.int64:
-                ints = col.astype(np.int64)
+                # Only values a float64 holds exactly are cast (a bigger one, e.g. 1e30,
+                # would be undefined behaviour in the cast): the rest are reported.
+                exact = np.abs(col) <= _EXACT_INT
+                ints = (col if exact.all() else np.where(exact, col, 0.0)).astype(np.int64)
                 if not np.array_equal(ints, col):
                     bad = int(np.flatnonzero(ints != col)[0])
-                    self._report_row(texts, counts, bad, j, f"{name}: expected an integer, found {col[bad]!r}")
+                    self._report_row(texts, counts, bad, j, f"{name}: expected an integer, found {col[bad].item()!r}")
                 cols[name] = ints
             else:
                 cols[name] = np.ascontiguousarray(col)
@@ -615,7 +626,7 @@ class _TdbReader:
         rd = self.rd
         items = blk.items
         n = rd.value(blk, 0, to_uint, 0, "section count")
-        have = len(items) - 1
+        have = max(len(items) - 1, 0)  # (an empty block has no count either)
         if have != 16 * n:
             rd.problem(blk, f"TrVectorSections: the count says {n} sections ({16 * n} values), "
                             f"found {have} values", 0)
@@ -626,7 +637,7 @@ class _TdbReader:
             col = i % 16
             if col == 7:
                 continue  # the 2-character text field
-            conv = to_float if col >= 10 else to_int
+            conv = to_float if col >= 10 else to_int53
             out[1 + i] = rd.value(blk, 1 + i, conv, 0, SECTION_FIELDS[col])
         return out
 
@@ -675,9 +686,9 @@ class _TdbReader:
         rd = self.rd
         common: dict = {"index": index}
         extra: dict = {}
-        for sub in blk.items:
+        for pos, sub in enumerate(blk.items):
             if sub.__class__ is not Block:
-                rd.problem(blk, f"{blk.name}: unexpected value {sub!r}", blk.items.index(sub))
+                rd.problem(blk, f"{blk.name}: unexpected value {sub!r}", pos)
                 continue
             k = sub.key
             if k == "tritemid":
@@ -687,11 +698,11 @@ class _TdbReader:
                                          rd.string(sub, 1, "00000000"))
             elif k == "tritemrdata":
                 common["r_data"] = RData(rd.value(sub, 0, to_float, 0.0, "x"), rd.value(sub, 1, to_float, 0.0, "y"),
-                                         rd.value(sub, 2, to_float, 0.0, "z"), rd.value(sub, 3, to_int, 0, "tile x"),
-                                         rd.value(sub, 4, to_int, 0, "tile z"))
+                                         rd.value(sub, 2, to_float, 0.0, "z"), rd.value(sub, 3, to_int32, 0, "tile x"),
+                                         rd.value(sub, 4, to_int32, 0, "tile z"))
             elif k == "tritempdata":
                 common["p_data"] = PData(rd.value(sub, 0, to_float, 0.0, "x"), rd.value(sub, 1, to_float, 0.0, "z"),
-                                         rd.value(sub, 2, to_int, 0, "tile x"), rd.value(sub, 3, to_int, 0, "tile z"))
+                                         rd.value(sub, 2, to_int32, 0, "tile x"), rd.value(sub, 3, to_int32, 0, "tile z"))
             elif k == "crossovertritemdata" and cls is CrossoverItem:
                 extra["track_node"] = rd.value(sub, 0, to_uint, 0, "track node")
                 extra["shape_index"] = rd.value(sub, 1, to_uint, 0, "shape index")

@@ -74,6 +74,9 @@ class TrackShape:
 
 
 _TUNNEL, _ROAD, _RACK = 1, 2, 4
+#: Ids and indices are unsigned 32-bit (as the slow path's to_uint checks); the fast
+#: paths must not let a larger int through to the int64 numpy tables.
+_UINT_MAX = 0xFFFFFFFF
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -214,10 +217,11 @@ class _Builder:
         if index >= len(items):
             return default
         raw = items[index]
-        try:
-            return to_float(raw)  # the common case: a plain number in metres
-        except (ValueError, TypeError):
-            pass
+        if raw.__class__ is not Block:
+            try:
+                return to_float(raw)  # the common case: a plain number in metres
+            except (ValueError, TypeError):
+                pass
         return rd.quantity(blk, index, "distance", default=default)
 
     def _global_sections(self, rd: Reader, table: Block) -> None:
@@ -245,7 +249,7 @@ class _Builder:
                     if not (math.isfinite(radius) and math.isfinite(angle)):
                         raise ValueError
                     row = (width, length, radius, angle)
-                if sid < 0 or not (math.isfinite(width) and math.isfinite(length)):
+                if not 0 <= sid <= _UINT_MAX or not (math.isfinite(width) and math.isfinite(length)):
                     raise ValueError
             except (ValueError, TypeError, AttributeError, IndexError):
                 row = self._global_section_checked(rd, blk)
@@ -269,9 +273,9 @@ class _Builder:
         if sid is None:
             return None
         width, length, radius, angle = 1.5, 0.0, math.nan, math.nan
-        for sub in items[1:]:
+        for pos, sub in enumerate(items[1:], start=1):
             if sub.__class__ is not Block:
-                rd.problem(blk, f"TrackSection {sid}: unexpected value {sub!r}", items.index(sub))
+                rd.problem(blk, f"TrackSection {sid}: unexpected value {sub!r}", pos)
                 continue
             if sub.key == "sectionsize":
                 width = self._distance(rd, sub, 0, 1.5)
@@ -325,7 +329,7 @@ class _Builder:
             if v is None or len(v) != 4 or v[0][0] != "sectioncurve":
                 raise ValueError
             sid, a, b = int(v[1]), float(v[2]), float(v[3])
-            if sid < 0 or not (math.isfinite(a) and math.isfinite(b)):
+            if not 0 <= sid <= _UINT_MAX or not (math.isfinite(a) and math.isfinite(b)):
                 raise ValueError
         except (ValueError, TypeError, IndexError):
             pass
@@ -361,7 +365,7 @@ class _Builder:
                         raise ValueError
                     secs = tuple(map(int, w[2:]))
                     pid = int(w[0])
-                    if pid < 0 or min(secs, default=0) < 0:
+                    if not 0 <= pid <= _UINT_MAX or not 0 <= min(secs, default=0) <= max(secs, default=0) <= _UINT_MAX:
                         raise ValueError
                     paths[pid] = secs
                 self.track_paths.update(paths)
@@ -373,8 +377,9 @@ class _Builder:
                 continue
             pid = rd.value(blk, 0, to_uint, None, "path id")
             n = rd.value(blk, 1, to_uint, 0, "section count")
-            secs = [rd.value(blk, 2 + k, to_uint, 0, "section id") for k in range(min(n, len(blk.items)))]
-            rd.expect_count(blk, len(blk.items) - 2, n, "sections")
+            have = max(len(blk.items) - 2, 0)
+            secs = [rd.value(blk, 2 + k, to_uint, 0, "section id") for k in range(min(n, have))]
+            rd.expect_count(blk, have, n, "sections", 1)
             if pid is not None:
                 self.track_paths[pid] = tuple(secs)
 
@@ -406,8 +411,10 @@ class _Builder:
                 n = int(w[0])
                 if len(w) != n + 5:
                     return None
-                paths.append(((float(w[1]), float(w[2]), float(w[3]), float(w[4])),
-                              tuple(map(int, w[5:]))))
+                secs = tuple(map(int, w[5:]))
+                if secs and not 0 <= min(secs) <= max(secs) <= _UINT_MAX:
+                    return None
+                paths.append(((float(w[1]), float(w[2]), float(w[3]), float(w[4])), secs))
             elif key == "filename":
                 (filename,) = text.split()
             elif key == "numpaths":
@@ -422,7 +429,7 @@ class _Builder:
                 flags |= _ROAD
             elif key == "ortsrackshape":
                 flags |= _RACK
-        if num_paths != len(paths) or sid < 0 or main_route < 0 or not math.isfinite(
+        if num_paths != len(paths) or not 0 <= sid <= _UINT_MAX or not 0 <= main_route <= _UINT_MAX or not math.isfinite(
                 clearance if clearance == clearance else 0.0):
             return None
         return (sid, filename, num_paths, main_route, clearance, flags, paths)

@@ -162,7 +162,11 @@ def _num(ctx: _Ctx, v: Any, key: str, family: str | None, *, lo: float | None = 
         except (ValueError, SourceError) as exc:
             raise ctx.error(f"{key}: {getattr(exc, 'message', exc)}", key) from None
     else:
-        x = float(v)
+        try:
+            x = float(v)
+        except OverflowError:  # a TOML integer beyond the float range
+            digits = str(v)
+            raise ctx.error(f"{key}: {digits[:12]}… ({len(digits)} digits) is too large", key) from None
     if not math.isfinite(x):
         raise ctx.error(f"{key}: must be finite, got {v!r}", key)
     if lo is not None and x < lo or hi is not None and x > hi:
@@ -174,11 +178,22 @@ def _num(ctx: _Ctx, v: Any, key: str, family: str | None, *, lo: float | None = 
 def read_scenario(path: str | Path) -> Scenario:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except FileNotFoundError:
         raise ScenarioError("scenario file not found", Location(str(p), 1, 1)) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ScenarioError(f"cannot read scenario: {exc}", Location(str(p), 1, 1)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Point at the offending byte (TOML files are UTF-8).
+        good = data[: exc.start].decode("utf-8", errors="replace")
+        line = good.count("\n") + 1
+        col = len(good) - (good.rfind("\n") + 1) + 1
+        shown = good + data[exc.start:].decode("cp1252", errors="replace")  # as typed in Windows
+        raise ScenarioError(f"scenario is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+                            f"({exc.reason})", Location(str(p), line, col),
+                            caret_snippet(shown, line, col)) from None
     return scenario_from_text(text, str(p), base=p.parent)
 
 
@@ -300,6 +315,7 @@ def resolve_file(name: Path, *folders: Path, suffix: str) -> Path | None:
     """``name`` as given (absolute or relative to the first folder), else looked up in
     the folders with ``suffix`` added, ignoring case."""
     from ..stf import resolve_case_insensitive
+    from ..stf.parser import is_file
 
     cands = [name] if name.is_absolute() else []
     for f in folders:
@@ -308,7 +324,7 @@ def resolve_file(name: Path, *folders: Path, suffix: str) -> Path | None:
             cands.append(f / (name.name + suffix))
     for c in cands:
         r = resolve_case_insensitive(c)
-        if r.is_file():
+        if is_file(r):
             return r
     return None
 

@@ -23,6 +23,9 @@ from .tree import Block, Document, QStr
 
 #: Include nesting deeper than this is refused (real content nests two or three).
 MAX_INCLUDE_DEPTH = 16
+#: At most this many includes are followed per parse (real files hold one or two): each
+#: costs file-system look-ups, so a file of 100,000 include lines must not take minutes.
+MAX_INCLUDES = 1000
 
 _COMMENT_WORDS = frozenset(("comment", "skip"))
 _ESCAPE = re.compile(r"\\(.)", re.S)
@@ -216,16 +219,28 @@ class _Builder(Transformer):
     def _data_escaped(self, tok: Token, out: list) -> None:
         # Rare: backslash escapes in plain words. Split as usual, then unescape.
         tmp: list = []
+        first_include = len(self.includes)
         self._data(Token("DATA", str(tok).replace("\\", "\x00"), start_pos=tok.start_pos), tmp)
+        # An include path is an item like any other: unescaped (`..\x` reads `..x`, as in
+        # Open Rails and the full grammar), never left holding the NUL placeholder.
+        for _parent, inc in self.includes[first_include:]:
+            if inc.target.__class__ is str and "\x00" in inc.target:
+                inc.target = _unescape(inc.target.replace("\x00", "\\"))
 
         def fix(items: list) -> None:
             for j, it in enumerate(items):
                 if it.__class__ is Block:
+                    if "\x00" in it.name:  # a name is kept as written (as by the grammar)
+                        it.name = it.name.replace("\x00", "\\")
+                        it.key = it.name.lower()
                     fix(it.items)
                 elif it.__class__ is str and "\x00" in it:
                     items[j] = _unescape(it.replace("\x00", "\\"))
         fix(tmp)
         out.extend(tmp)
+        for e in tmp:  # includes at the top of the run are in `out` now
+            if e.__class__ is _Include:
+                self.includes.append((out, e))
 
 
 _KEYS: dict[str, tuple[str, int]] = {}
@@ -258,6 +273,10 @@ def _split(text: str, start: int, src: Source | None, out: list, on_include, laz
     last = n - 1
     cur = out
     stack: list[list] = []
+    # How many comment blocks enclose `cur` (their content is dropped: an include in
+    # one is not followed, as with the full grammar), and which stack levels are those.
+    muted = 0
+    comment_levels: list[bool] = []
     off = start  # offset of parts[k] in the source text
     k = 0
     while k < last:
@@ -266,6 +285,8 @@ def _split(text: str, start: int, src: Source | None, out: list, on_include, laz
             if seg and not seg.isspace():
                 cur.extend(wsplit(seg))
             cur = stack.pop()
+            if comment_levels.pop():
+                muted -= 1
             off += len(seg) + 1
             k += 2
             continue
@@ -284,7 +305,7 @@ def _split(text: str, start: int, src: Source | None, out: list, on_include, laz
             inner = parts[k + 2]
             if kind == _NORMAL:
                 cur.append(Block(name, None, src, npos, inner, inner_pos, key))
-            elif kind == _INCLUDE_BLOCK:
+            elif kind == _INCLUDE_BLOCK and not muted:
                 on_include(cur, _IncludeBlock(Block(name, None, src, npos, inner, inner_pos, key)))
             off = inner_pos + len(inner) + 1
             k += 4
@@ -301,6 +322,7 @@ def _split(text: str, start: int, src: Source | None, out: list, on_include, laz
                     off = inner_pos + len(inner) + 1
                     k = j + 1
                     continue
+        comment_levels.append(kind == _COMMENT)
         if kind == _NORMAL:
             blk = Block(name, [], src, npos, None, -1, key)
             cur.append(blk)
@@ -308,12 +330,14 @@ def _split(text: str, start: int, src: Source | None, out: list, on_include, laz
             cur = blk._items
         elif kind == _INCLUDE_BLOCK:
             blk = Block(name, [], src, npos, None, -1, key)
-            on_include(cur, _IncludeBlock(blk))
+            if not muted:
+                on_include(cur, _IncludeBlock(blk))
             stack.append(cur)
             cur = blk._items
         else:
             stack.append(cur)
             cur = []  # a comment block: its content is dropped
+            muted += 1
         off = inner_pos
         k += 2
     seg = parts[last]
@@ -339,7 +363,7 @@ def leaf_view_of(raw: str) -> list:
     last = len(segs) - 1
     for k in range(0, last, 2):
         words = segs[k].split()
-        name = words.pop()
+        name = words.pop() if words else ""  # "" : an anonymous ( ... ) group
         if words:
             out.extend(words)
         key, kind = _key(name)
@@ -436,6 +460,18 @@ def needs_full_grammar(text: str) -> bool:
 
 _WORD_END = frozenset(_WORD_START | {'"'})
 
+#: A plain word this long (UTF-8 bytes) makes the fast grammar's DATA regex backtrack at a
+#: cost that grows with its square (a 40 kB word before a deep block took seconds; 127-byte
+#: words ~0.6 s per MB), while the full grammar stays linear. Real content has no word over
+#: ~100 characters, so a file with one is parsed with the full grammar (same tree).
+LONG_WORD = 128
+_WORD_BYTES = bytes(0 if c <= 0x20 or c in b'()"' else 0x78 for c in range(256))
+
+
+def has_long_word(text: str) -> bool:
+    """True if ``text`` holds a run of LONG_WORD word bytes (C speed: ~2 ms per MB)."""
+    return b"x" * LONG_WORD in text.encode("utf-8", "surrogatepass").translate(_WORD_BYTES)
+
 
 def _blank_first_line(text: str) -> str:
     # Line 1 is the SIMIS signature and is discarded. It is blanked, not cut, so that
@@ -452,7 +488,7 @@ def _parse_items(source: Source) -> tuple[list, list[tuple[list, _Include]], lis
     b.notes = []
     try:
         text = _prepare(source)
-        lark = pool.full if needs_full_grammar(text) else pool.plain
+        lark = pool.full if needs_full_grammar(text) or has_long_word(text) else pool.plain
         items = lark.parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(source, exc) from None
@@ -509,18 +545,49 @@ def parse_text(text: str, path: str = "<text>") -> Document:
 
 
 def _resolve(source: Source, diags: Diagnostics, confine: Path | None, stack: list[str],
-             seen: list[str]) -> list:
+             seen: list[str], budget: list[int] | None = None) -> list:
     items, includes, notes = _parse_items(source)
     for message, pos in notes:
         diags.note(message, source.location(pos))
+    if not includes:
+        return items
+    budget = budget if budget is not None else [MAX_INCLUDES]
+    # An include can be registered with more than one list (a DATA run is split into a
+    # temporary list first), and one that a comment marker dropped is in none: each is
+    # followed once, if it is still in the tree; then every list is spliced once (not
+    # one search per include: a file may hold thousands).
+    parents: dict[int, tuple[list, set[int]]] = {}
+    expansions: dict[int, list] = {}
     for parent, inc in includes:
-        idx = next(i for i, x in enumerate(parent) if x is inc)
-        parent[idx : idx + 1] = _follow(inc, diags, confine, stack, seen)
+        entry = parents.get(id(parent))
+        if entry is None:
+            entry = parents[id(parent)] = (parent, {id(x) for x in parent if x.__class__ is _Include})
+        if id(inc) not in entry[1] or id(inc) in expansions:
+            continue
+        if budget[0] <= 0:
+            if budget[0] == 0:
+                loc = source.location(inc.pos) if inc.pos >= 0 else Location(source.path, 1, 1)
+                diags.problem(IncludeError(f"more than {MAX_INCLUDES} includes; the rest are not followed",
+                                           loc, source.snippet(loc)))
+                budget[0] = -1
+            expansions[id(inc)] = []
+            continue
+        budget[0] -= 1
+        expansions[id(inc)] = _follow(inc, diags, confine, stack, seen, budget)
+    for parent, _ids in parents.values():
+        if _ids:
+            new: list = []
+            for x in parent:
+                if x.__class__ is _Include:
+                    new.extend(expansions.get(id(x), ()))
+                else:
+                    new.append(x)
+            parent[:] = new
     return items
 
 
 def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list[str],
-            seen: list[str]) -> list:
+            seen: list[str], budget: list[int]) -> list:
     src = inc.source
     loc = src.location(inc.pos) if inc.pos >= 0 else Location(src.path, 1, 1)
     if not inc.target:
@@ -535,7 +602,11 @@ def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list
         name = name[:at] + Path(src.path).name + name[at + len("[[samename]]"):]
     base = Path(src.path).parent
     target = resolve_case_insensitive(base / name.replace("\\", "/"))
-    resolved = target.resolve()
+    try:
+        resolved = target.resolve()
+    except (OSError, ValueError, RuntimeError) as exc:  # a NUL, a symlink loop, ...
+        diags.problem(IncludeError(f"include {name!r} cannot be resolved: {exc}", loc, src.snippet(loc)))
+        return []
     if confine is not None and not resolved.is_relative_to(confine):
         diags.problem(IncludeError(
             f"include {name!r} points outside the install root {str(confine)!r}", loc, src.snippet(loc)))
@@ -547,13 +618,13 @@ def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list
     if len(stack) > MAX_INCLUDE_DEPTH:
         diags.problem(IncludeError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", loc, src.snippet(loc)))
         return []
-    if not resolved.is_file():
+    if not is_file(resolved):
         diags.problem(IncludeError(f"included file not found: {name!r} (looked for {str(target)!r})",
                                    loc, src.snippet(loc)))
         return []
     seen.append(str(resolved))
     child = read_source(resolved)
-    return _resolve(child, diags, confine, [*stack, str(resolved)], seen)
+    return _resolve(child, diags, confine, [*stack, str(resolved)], seen, budget)
 
 
 # -- paths ------------------------------------------------------------------------------
@@ -561,6 +632,21 @@ def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list
 def resolve_case_insensitive(path: Path) -> Path:
     """``path`` itself if it exists, else the existing path whose components match it
     ignoring case (MSTS content comes from case-insensitive Windows file systems)."""
+    try:
+        return _resolve_case_insensitive(path)
+    except (OSError, ValueError):  # a name too long for the file system, a NUL, ...
+        return path
+
+
+def is_file(path: Path) -> bool:
+    """``path.is_file()``, False where the file system refuses the name (too long, ...)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _resolve_case_insensitive(path: Path) -> Path:
     if path.exists():
         return path
     parts = path.parts
@@ -663,31 +749,41 @@ _ITEM_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"(?:[\x00-\x20]*\+[\x00-\x20]*"(?:[^"
 def locate_item(text: str, block_pos: int, index: int) -> int | None:
     """Offset of item ``index`` of the block whose name starts at ``block_pos`` (counting
     values, strings and child blocks at depth one), or None if it cannot be found."""
+    offsets = _item_offsets(text, block_pos)
+    return offsets[index] if 0 <= index < len(offsets) else None
+
+
+#: The item offsets of the last block scanned (text, block_pos, offsets): a lenient read
+#: may report thousands of defects in one big block, which must not rescan it each time.
+_last_offsets: tuple = (None, -1, [])
+
+
+def _item_offsets(text: str, block_pos: int) -> list[int]:
+    global _last_offsets
+    last = _last_offsets  # one read of an immutable tuple: safe with threads
+    if last[0] is text and last[1] == block_pos:
+        return last[2]
+    out: list[int] = []
     depth = 0
-    count = -1
     prev_word = None
     for m in _ITEM_TOKEN.finditer(text, block_pos):
         tok = m.group()
         if tok == "(":
             depth += 1
-            if depth == 2 and prev_word is not None:
-                pass  # the child block was already counted at its name
-            elif depth == 2:
-                count += 1
-                if count == index:
-                    return m.start()
+            if depth == 2 and prev_word is None:
+                out.append(m.start())  # an anonymous ( ... ) group
+            # (a child block was already counted at its name)
             prev_word = None
             continue
         if tok == ")":
             depth -= 1
             if depth <= 0:
-                return None
+                break
             continue
         if depth == 1:
-            count += 1
+            out.append(m.start())
             prev_word = m.start()
-            if count == index:
-                return m.start()
         else:
             prev_word = None
-    return None
+    _last_offsets = (text, block_pos, out)
+    return out

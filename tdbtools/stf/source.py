@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DecodeError, Location, caret_snippet
+from ..errors import DecodeError, Location, caret_line, caret_snippet
 
 #: Inflated size above which a compressed file is refused (a zip bomb guard).
 #: The largest real .tdb files are a few hundred MB of UTF-16 text.
@@ -41,8 +41,7 @@ class Source:
         end = self.text.find("\n")
         return (self.text if end < 0 else self.text[:end]).strip()
 
-    def location(self, pos: int) -> Location:
-        """Line and column (1-based) of a character offset."""
+    def _starts(self) -> list[int]:
         if self._line_starts is None:
             starts = [0]
             find = self.text.find
@@ -51,11 +50,22 @@ class Source:
                 starts.append(i + 1)
                 i = find("\n", i + 1)
             self._line_starts = starts
-        line = bisect.bisect_right(self._line_starts, pos)
-        return Location(self.path, line, pos - self._line_starts[line - 1] + 1)
+        return self._line_starts
+
+    def location(self, pos: int) -> Location:
+        """Line and column (1-based) of a character offset."""
+        starts = self._starts()
+        line = bisect.bisect_right(starts, pos)
+        return Location(self.path, line, pos - starts[line - 1] + 1)
 
     def snippet(self, loc: Location) -> str:
-        return caret_snippet(self.text, loc.line, loc.column)
+        # As caret_snippet(self.text, ...), without splitting the whole text each time.
+        starts = self._starts()
+        if not 1 <= loc.line <= len(starts):
+            return ""
+        a = starts[loc.line - 1]
+        b = starts[loc.line] - 1 if loc.line < len(starts) else len(self.text)
+        return caret_line(self.text, a, b, loc.column)
 
 
 def _looks_utf16le(data: bytes) -> bool:
@@ -161,8 +171,9 @@ def _bad_utf16(data: bytes, exc: UnicodeDecodeError, path: str, bom: int = 2) ->
     good = data[bom : bom + exc.start].decode("utf-16-le", errors="replace")
     line = good.count("\n") + 1
     col = len(good) - (good.rfind("\n") + 1) + 1
+    shown = data[bom:].decode("utf-16-le", errors="replace")
     return DecodeError(f"invalid UTF-16 text ({exc.reason}) at byte {exc.start + bom}",
-                       Location(path, line, col))
+                       Location(path, line, col), caret_snippet(shown, line, col))
 
 
 def _decode_8bit(data: bytes) -> tuple[str, str]:

@@ -15,7 +15,13 @@ from pathlib import Path
 
 from .tree import Block, QStr
 
-_NEEDS_QUOTES = re.compile(r'[\x00-\x20()"\\]|^[#_]|^$|^(?:comment|skip|include)$', re.I)
+#: Lines are indented one step per level down to this depth, no further: the text of a
+#: tree nested 100,000 deep would otherwise grow with the square of the depth (~10 GB).
+MAX_INDENT_DEPTH = 32
+
+# A word starting with "+" is quoted too: after a quoted string the "+" would join it to
+# the next string, or be eaten ("ab" +4 reads as "ab" 4).
+_NEEDS_QUOTES = re.compile(r'[\x00-\x20()"\\]|^[#_+]|^$|^(?:comment|skip|include)$', re.I)
 
 
 def quote(value: str) -> str:
@@ -43,22 +49,24 @@ def format_stf(root: Block, *, signature: str | None = None, indent: str = "\t",
         if i >= len(items):
             if depth > 0:
                 if line:
-                    out.append(indent * line_depth + " ".join(line) + " )")
+                    out.append(indent * min(line_depth, MAX_INDENT_DEPTH) + " ".join(line) + " )")
                     line = []
                 else:
-                    out.append(indent * (depth - 1) + ")")
+                    out.append(indent * min(depth - 1, MAX_INDENT_DEPTH) + ")")
             continue
         item = items[i]
         stack.append((items, i + 1, depth))
         if item.__class__ is Block:
             if line:
-                out.append(indent * line_depth + " ".join(line))
+                out.append(indent * min(line_depth, MAX_INDENT_DEPTH) + " ".join(line))
                 line = []
             sub = item.items
             name = item.name
             if all(x.__class__ is not Block for x in sub):
                 vals = " ".join(format_value(v) for v in sub)
-                out.append(indent * depth + (f"{name} ( {vals} )" if vals else f"{name} ( )").lstrip())
+                body = f"( {vals} )" if vals else "( )"
+                # (not .lstrip(): a name may be a Unicode space, which is a word character in STF)
+                out.append(indent * min(depth, MAX_INDENT_DEPTH) + (f"{name} {body}" if name else body))
             else:
                 line = [f"{name} (" if name else "("]
                 line_depth = depth
@@ -66,9 +74,14 @@ def format_stf(root: Block, *, signature: str | None = None, indent: str = "\t",
         else:
             if not line:
                 line_depth = depth
-            line.append(format_value(item))
+            nxt = items[i + 1] if i + 1 < len(items) else None
+            if nxt.__class__ is Block and not nxt.name:
+                # A plain word before an anonymous ( ... ) would be read as its name.
+                line.append(quote(item))
+            else:
+                line.append(format_value(item))
     if line:
-        out.append(indent * line_depth + " ".join(line))
+        out.append(indent * min(line_depth, MAX_INDENT_DEPTH) + " ".join(line))
     return newline.join(out) + newline
 
 
@@ -86,7 +99,10 @@ def write_text_atomic(path: str | Path, text: str, *, encoding: str = "utf-16", 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:  # name the file asked for, not the temporary one
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -96,6 +96,10 @@ CODES: dict[str, str] = {
 _EXPECTED_PINS = {"vector": (1, 1), "junction": (1, 2), "end": (1, 0)}
 
 
+#: Offsets beyond this (metres) cannot be put in a tile: not a location.
+MAX_OFFSET = 1e12
+
+
 # -- result records --------------------------------------------------------------------
 
 
@@ -112,9 +116,10 @@ class WorldPoint:
 
     @classmethod
     def of(cls, tile_x, tile_z, x, y, z) -> WorldPoint | None:  # noqa: ANN001
-        """Normalised into the tile holding the point; None if not finite."""
+        """Normalised into the tile holding the point; None if not finite or so far out
+        that no tile number holds it (|offset| beyond 1e12 m)."""
         vals = (float(x), float(y), float(z))
-        if not all(math.isfinite(v) for v in vals):
+        if not all(math.isfinite(v) and abs(v) < MAX_OFFSET for v in vals):
             return None
         tx, tz, nx, nz = normalize_tile(int(tile_x), int(tile_z), vals[0], vals[2])
         return cls(int(tx), int(tz), float(nx), vals[1], float(nz))

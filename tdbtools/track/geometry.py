@@ -397,7 +397,7 @@ def _sample_rows(geom: SectionGeometry, rows: np.ndarray, max_chord_error: float
     sx, sz = absolute_xz(geom.tile_x[rows], geom.tile_z[rows], geom.x[rows], geom.z[rows])
     s_abs = np.stack([sx, geom.y[rows], sz], -1)
     gap = np.full(len(rows), np.inf)
-    gap[1:] = np.linalg.norm(s_abs[1:] - e_abs[:-1], axis=1)
+    gap[1:] = _norm3(s_abs[1:] - e_abs[:-1])
     skip_start = same & (gap <= join_tol)   # NaN (unknown previous end) never skips
     # Samples j = 0..n per known section (start, interior, end), just the start if unknown.
     m = n + 1
@@ -508,6 +508,11 @@ class Closure:
                  float(self.join_gap[i])) for i in idx]
 
 
+def _norm3(v: np.ndarray) -> np.ndarray:
+    """Lengths of 3-vectors (rows) without overflow for any finite input (hypot scales)."""
+    return np.hypot(np.hypot(v[:, 0], v[:, 1]), v[:, 2])
+
+
 def _abs_start(geom: SectionGeometry) -> np.ndarray:
     X, Z = absolute_xz(geom.tile_x, geom.tile_z, geom.x, geom.z)
     return np.stack([X, geom.y, Z], axis=-1)
@@ -525,7 +530,7 @@ def closure(route: Route, geom: SectionGeometry | None = None) -> Closure:
     same = node[1:] == node[:-1]
     i = np.flatnonzero(same)
     delta = start_xyz[i + 1] - end_xyz[i]
-    gap = np.linalg.norm(delta, axis=1)
+    gap = _norm3(delta)
     turn = wrap_angle(geom.ay[i + 1] - end.heading[i])
     # position of each row within its node
     first_row = np.ones(len(node), dtype=bool)
@@ -573,7 +578,7 @@ def closure(route: Route, geom: SectionGeometry | None = None) -> Closure:
         join_section=pos[i].astype(np.int64), join_delta=delta, join_gap=gap, join_turn=turn,
         end_node=np.array(e_node, dtype=np.int64), end_pin=np.array(e_pin, dtype=np.int64),
         end_link=np.array(e_link, dtype=np.int64), end_delta=e_delta,
-        end_gap=np.linalg.norm(e_delta, axis=1))
+        end_gap=_norm3(e_delta))
 
 
 # -- the node graph --------------------------------------------------------------------

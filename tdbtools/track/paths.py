@@ -132,6 +132,8 @@ def _junction_table(route: Route) -> tuple[np.ndarray, np.ndarray]:
 
 def locate_pdp(route: Route, pdp: TrackPDP, junctions=None) -> tuple[Place | None, str]:
     """The network place of a PDP, or None with the reason."""
+    if not all(math.isfinite(v) and abs(v) < 1e12 for v in (pdp.x, pdp.y, pdp.z)):
+        return None, f"PDP coordinates out of range (x {pdp.x:g}, y {pdp.y:g}, z {pdp.z:g})"
     if pdp.is_junction:
         ids, xyz = junctions if junctions is not None else _junction_table(route)
         if len(ids) == 0:

@@ -584,6 +584,138 @@ Tr_RouteFile (
 """))
     write(d / "tsection_unknown_unit.dat", utf16(_GOOD_GLOBAL.replace("SectionSize ( 1.5 50 )", "SectionSize ( 1.5 50furlong )")))
     write(d / "tsection_local_badsig.dat", utf16("SIMISA@@@@@@@@@@JINX0F0t______" + LOCAL_TSECTION[len(SIG_T0T):]))
+    make_invalid_issue6()
+
+
+# ---------------------------------------------------------------------------------------
+# invalid corpus, issue 6: huge counts and values, deep nesting, mixed encodings, and
+# the .pat, .con, .eng and scenario readers
+# ---------------------------------------------------------------------------------------
+
+#: Deep enough that anything recursive per level would fail (the stack holds ~1,000).
+DEEP = 100_000
+
+_GOOD_PAT = SIG_T0T.replace("0T0t", "0P0t") + """
+
+Serial ( 1 )
+TrackPDPs (
+	TrackPDP ( -5631 15116 100 42 -310 1 1 )
+	TrackPDP ( -5631 15116 200 42 -310 1 1 )
+)
+TrackPath (
+	TrPathName ( P1 )
+	Name ( "Fixture path" )
+	TrPathStart ( A )
+	TrPathEnd ( B )
+	TrPathNodes ( 2
+		TrPathNode ( 00000000 1 4294967295 0 )
+		TrPathNode ( 00000000 4294967295 4294967295 1 )
+	)
+)
+"""
+
+_GOOD_CON = SIG_T0T.replace("0T0t", "0D0t") + """
+
+Train (
+	TrainCfg ( "fixture"
+		Name ( "Fixture consist" )
+		Serial ( 1 )
+		MaxVelocity ( 40 0.001 )
+		Engine ( UiD ( 0 ) EngineData ( loco LOCOS ) )
+		Wagon ( UiD ( 1 ) WagonData ( coach COACHES ) )
+	)
+)
+"""
+
+_GOOD_ENG = SIG_T0T.replace("0T0t", "0D0t") + """
+
+Wagon ( FIXTURE
+	Type ( Engine )
+	Mass ( 80t )
+	Size ( 3m 4m 20m )
+	ORTSNumberAxles ( 2 )
+	Friction ( 100N/m/s -0.1 1m/s 10N/m/s 1.5 )
+)
+Engine ( FIXTURE
+	Type ( Electric )
+	MaxPower ( 5000kW )
+	MaxForce ( 300kN )
+)
+"""
+
+_GOOD_TOML = """route = "ROUTES/SAMPLE"
+step = 0.1
+duration = 60
+
+[[train]]
+name = "t1"
+consist = "sample_passenger"
+path = "MainWE.pat"
+"""
+
+
+def _replace(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+def make_invalid_issue6() -> None:
+    d = INVALID
+    # -- counts that would allocate: each must be reported, nothing allocated by it -------
+    write(d / "tdb_huge_node_count.tdb", utf16(_bad_tdb("TrackNodes ( 3", "TrackNodes ( 999999999999")))
+    write(d / "tdb_huge_section_count.tdb",
+          utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("( 1 1 2", "( 4000000000 1 2"))))
+    write(d / "tdb_huge_pin_count.tdb", utf16(_bad_tdb("TrPins ( 1 1 TrPin ( 1 1 ) TrPin ( 3 0 ) )",
+                                                       "TrPins ( 4294967295 1 TrPin ( 1 1 ) TrPin ( 3 0 ) )")))
+    write(d / "tdb_huge_item_count.tdb", utf16(_tdb(_GOOD_NODES, "\tTrItemTable ( 4294967295 )\n")))
+    write(d / "tsection_huge_sectionidx.dat",
+          utf16(_replace(_GOOD_GLOBAL, "SectionIdx ( 1 0 0 0 0 1 )", "SectionIdx ( 999999999 0 0 0 0 1 )")))
+    write(d / "tsection_huge_trackpath.dat", utf16(SIG_T0T + """
+
+TrackSections ( 1
+	TrackSection ( SectionCurve ( 0 ) 40000 60 0 )
+)
+SectionIdx ( 1
+	TrackPath ( 40000 4000000000 40000 )
+)
+"""))
+    write(d / "pat_huge_node_count.pat", utf16(_replace(_GOOD_PAT, "TrPathNodes ( 2", "TrPathNodes ( 4294967295")))
+    # -- huge and non-finite numbers ---------------------------------------------------------
+    write(d / "tdb_huge_pin_link.tdb",
+          utf16(_bad_tdb("TrPin ( 3 0 )", "TrPin ( 99999999999999999999999999 0 )")))
+    write(d / "tdb_huge_tile.tdb", utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("00 -1 1 0", "00 1e30 1 0"))))
+    write(d / "pat_nan.pat", utf16(_replace(_GOOD_PAT, "TrackPDP ( -5631 15116 200 42", "TrackPDP ( -5631 15116 NaN 42")))
+    write(d / "pat_bad_link.pat", utf16(_replace(_GOOD_PAT, "TrPathNode ( 00000000 1 4294967295 0 )",
+                                                 "TrPathNode ( 00000000 7 4294967295 0 )")))
+    write(d / "pat_bad_pdp.pat", utf16(_replace(_GOOD_PAT, "TrPathNode ( 00000000 4294967295 4294967295 1 )",
+                                                "TrPathNode ( 00000000 4294967295 4294967295 2 )")))
+    write(d / "eng_huge_axles.eng", utf16(_replace(_GOOD_ENG, "ORTSNumberAxles ( 2 )",
+                                                   "ORTSNumberAxles ( 99999999999999999999 )")))
+    write(d / "eng_friction_overflow.eng", utf16(_replace(_GOOD_ENG, "Friction ( 100N/m/s -0.1 1m/s 10N/m/s 1.5 )",
+                                                          "Friction ( 100N/m/s 1e300 4m/s 10N/m/s 1.5 )")))
+    write(d / "eng_inf_mass.eng", utf16(_replace(_GOOD_ENG, "Mass ( 80t )", "Mass ( inf )")))
+    write(d / "eng_unknown_unit.eng", utf16(_replace(_GOOD_ENG, "MaxForce ( 300kN )", "MaxForce ( 300furlong )")))
+    write(d / "con_enginedata.con", utf16(_replace(_GOOD_CON, "EngineData ( loco LOCOS )", "EngineData ( loco )")))
+    write(d / "con_no_traincfg.con", utf16(SIG_T0T.replace("0T0t", "0D0t") + "\n\nTrain ( Name ( x ) )\n"))
+    write(d / "con_huge_uid.con", utf16(_replace(_GOOD_CON, "UiD ( 1 )", "UiD ( 1e999 )")))
+    # -- deep nesting: no recursion anywhere, in the parser, the typed readers or the writer ---
+    write(d / "deep_nesting.tdb", utf8(SIG_T0T + "\nTrackDB ( TrackNodes ( 1\n TrackNode ( 1 Deep "
+                                       + "(" * DEEP + ")" * DEEP + " )\n) )\n"))
+    write(d / "deep_unclosed.dat", utf8(SIG_T0T + "\nA ( 1 )\n" + "(" * DEEP + "\n"))
+    # -- mixed encodings -------------------------------------------------------------------
+    # UTF-8 text with a UTF-16 part pasted in: its zero bytes are NULs in 8-bit text.
+    write(d / "mixed_utf8_utf16.dat", utf8(SIG_T0T + "\nA ( 1 )\n") + "B ( 2 )\n".encode("utf-16-le"))
+    # UTF-16 (BOM) text with a UTF-8 part appended: 'ø' makes the byte count odd.
+    write(d / "mixed_utf16_utf8.dat", utf16(SIG_T0T + "\nA ( 1 )\n", "\n") + "B ( ø )\n".encode("utf-8"))
+    # UTF-16 text with a lone (unpaired) high surrogate.
+    write(d / "utf16_lone_surrogate.dat",
+          b"\xff\xfe" + (SIG_T0T + "\nA ( x\ud800y )\n").encode("utf-16-le", "surrogatepass"))
+    # -- scenario TOML -----------------------------------------------------------------------
+    write(d / "scenario_bad_toml.toml", utf8(_replace(_GOOD_TOML, 'name = "t1"', 'name = "t1')))
+    write(d / "scenario_huge_int.toml", utf8(_replace(_GOOD_TOML, "duration = 60", "duration = 1" + "0" * 400)))
+    write(d / "scenario_nan.toml", utf8(_replace(_GOOD_TOML, "step = 0.1", "step = nan")))
+    write(d / "scenario_unknown_key.toml", utf8(_replace(_GOOD_TOML, "duration = 60", "duration = 60\nspeed = 3")))
+    write(d / "scenario_not_utf8.toml", _GOOD_TOML.replace("t1", "Køge").encode("cp1252"))
 
 
 if __name__ == "__main__":
