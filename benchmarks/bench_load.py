@@ -39,19 +39,22 @@ STRING: /"(?:[^"\\]|\\.)*"/
 """
 
 
-def best(fn, repeat: int) -> float:
-    times = []
+def best_of(fns: dict, repeat: int) -> dict:
+    """The best time of each function over ``repeat`` rounds, the functions taking turns
+    within each round so that a busy or slowing machine affects all of them alike."""
+    best = {k: float("inf") for k in fns}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return best
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("route", nargs="?", type=Path, default=DEFAULT)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--naive", action="store_true", help="also time a naive Lark LALR parse tree")
     args = ap.parse_args()
     if not args.route.is_dir():
@@ -67,13 +70,17 @@ def main() -> int:
     mb_all = sum(p.stat().st_size for p in sources) / 1e6
     r = args.repeat
 
-    base_tdb = best(lambda: baseline.parse(tdb), r)
-    base_all = best(lambda: [baseline.parse(p) for p in sources], r)
-    generic_tdb = best(lambda: parse_file(tdb), r)
-    typed_tdb = best(lambda: read_tdb(tdb), r)
-    cold = best(lambda: load_route(args.route, cache=False), r)
     load_route(args.route)  # fill the cache
-    warm = best(lambda: load_route(args.route), max(r, 10))
+    t = best_of({
+        "base_tdb": lambda: baseline.parse(tdb),
+        "generic_tdb": lambda: parse_file(tdb),
+        "typed_tdb": lambda: read_tdb(tdb),
+        "base_all": lambda: [baseline.parse(p) for p in sources],
+        "cold": lambda: load_route(args.route, cache=False),
+        "warm": lambda: load_route(args.route),
+    }, r)
+    base_tdb, generic_tdb, typed_tdb = t["base_tdb"], t["generic_tdb"], t["typed_tdb"]
+    base_all, cold, warm = t["base_all"], t["cold"], t["warm"]
 
     rows = [
         ("files", f"{tdb.name} {mb_tdb:.2f} MB; route {len(sources)} files {mb_all:.2f} MB", ""),
