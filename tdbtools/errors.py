@@ -7,7 +7,6 @@ column and a caret snippet, like tomli and lark do.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 
 class TdbToolsError(Exception):

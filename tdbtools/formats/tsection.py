@@ -21,7 +21,7 @@ from ..errors import Diagnostics, FormatError
 from ..stf import parse_file
 from ..stf.parser import gc_paused
 from ..stf.tree import Block, Document
-from ._read import Reader, to_float, to_int, to_uint
+from ._read import Reader, to_float, to_uint
 
 #: Open Rails ignores a route-local tsection.dat without exactly this header.
 ROUTE_LOCAL_SIGNATURE = "SIMISA@@@@@@@@@@JINX0T0t______"

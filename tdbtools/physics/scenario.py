@@ -175,26 +175,32 @@ def _num(ctx: _Ctx, v: Any, key: str, family: str | None, *, lo: float | None = 
     return x
 
 
-def read_scenario(path: str | Path) -> Scenario:
+def read_toml_text(path: str | Path, what: str = "scenario") -> str:
+    """The text of a UTF-8 TOML file; a missing file or a byte that is not UTF-8 is a
+    :class:`ScenarioError` pointing at it."""
     p = Path(path)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise ScenarioError("scenario file not found", Location(str(p), 1, 1)) from None
+        raise ScenarioError(f"{what} file not found", Location(str(p), 1, 1)) from None
     except OSError as exc:
-        raise ScenarioError(f"cannot read scenario: {exc}", Location(str(p), 1, 1)) from None
+        raise ScenarioError(f"cannot read {what}: {exc}", Location(str(p), 1, 1)) from None
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         # Point at the offending byte (TOML files are UTF-8).
         good = data[: exc.start].decode("utf-8", errors="replace")
         line = good.count("\n") + 1
         col = len(good) - (good.rfind("\n") + 1) + 1
         shown = good + data[exc.start:].decode("cp1252", errors="replace")  # as typed in Windows
-        raise ScenarioError(f"scenario is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+        raise ScenarioError(f"{what} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
                             f"({exc.reason})", Location(str(p), line, col),
                             caret_snippet(shown, line, col)) from None
-    return scenario_from_text(text, str(p), base=p.parent)
+
+
+def read_scenario(path: str | Path) -> Scenario:
+    p = Path(path)
+    return scenario_from_text(read_toml_text(p), str(p), base=p.parent)
 
 
 def scenario_from_text(text: str, path: str = "<scenario>", base: Path | None = None) -> Scenario:

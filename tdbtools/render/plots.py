@@ -18,6 +18,20 @@ def _pyplot():
     return plt
 
 
+def save_figure(fig, out: str | Path, *, dpi: int = 110) -> Path:  # noqa: ANN001
+    """Save a matplotlib figure atomically (never a half-written picture) and close it."""
+    plt = _pyplot()
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
+    try:
+        fig.savefig(tmp, dpi=dpi)
+        tmp.replace(out)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+    return out
+
+
 def plot_profile(profile: Profile, out: str | Path) -> Path:
     """Elevation, grade, curvature and speed limit against distance, as a PNG/SVG/PDF."""
     plt = _pyplot()
@@ -40,15 +54,7 @@ def plot_profile(profile: Profile, out: str | Path) -> Path:
     axes[2].set_xlabel("distance (km)")
     for a in axes:
         a.grid(alpha=0.3)
-    out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
-    try:
-        fig.savefig(tmp, dpi=110)
-        tmp.replace(out)  # atomic: never a half-written picture
-    finally:
-        plt.close(fig)
-        tmp.unlink(missing_ok=True)
-    return out
+    return save_figure(fig, out, dpi=110)
 
 
 def plot_speed_distance(trace: dict, name: str, events, out: str | Path) -> Path:
@@ -74,12 +80,4 @@ def plot_speed_distance(trace: dict, name: str, events, out: str | Path) -> Path
     ax2.set_ylim(-0.05, 1.05)
     ax2.legend(loc="upper right")
     ax2.grid(alpha=0.3)
-    out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
-    try:
-        fig.savefig(tmp, dpi=110)
-        tmp.replace(out)
-    finally:
-        plt.close(fig)
-        tmp.unlink(missing_ok=True)
-    return out
+    return save_figure(fig, out, dpi=110)

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import TdbToolsError
 from ..formats.route import Route
-from ..formats.tdb import EndNode, JunctionNode, PlatformItem, SidingItem, SignalItem, SpeedPostItem, VectorNode
+from ..formats.tdb import EndNode, JunctionNode, PlatformItem, SidingItem, SignalItem, SpeedPostItem
 
 TILE = 2048.0
 COLOR_BY = ("kind", "grade", "speed")

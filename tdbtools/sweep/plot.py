@@ -9,7 +9,7 @@ def plot_sweep(result, out: str | Path, *, value: str = "running_time_s") -> Pat
     """Draw ``value`` (a numeric column, running time by default) per path for every
     replay of a sweep (a :class:`~tdbtools.sweep.SweepResult` or the folder / table of
     one); failed replays are red crosses on the axis. PNG, SVG or PDF by suffix."""
-    from ..render.plots import _pyplot
+    from ..render.plots import _pyplot, save_figure
     from .run import SweepResult, read_sweep
 
     res = result if isinstance(result, SweepResult) else read_sweep(result)
@@ -37,15 +37,7 @@ def plot_sweep(result, out: str | Path, *, value: str = "running_time_s") -> Pat
     ax.set_title(f"sweep: {len(res.rows)} replays over {len(paths)} paths")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
-    try:
-        fig.savefig(tmp, dpi=100)
-        tmp.replace(out)
-    finally:
-        plt.close(fig)
-        tmp.unlink(missing_ok=True)
-    return out
+    return save_figure(fig, out, dpi=100)
 
 
 __all__ = ["plot_sweep"]

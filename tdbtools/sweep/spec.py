@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import Location, caret_snippet
 from ..physics.scenario import (
+    read_toml_text,
     _TRAIN,
     Scenario,
     ScenarioError,
@@ -70,19 +71,7 @@ class SweepSpec:
 def read_sweep_spec(path: str | Path) -> SweepSpec:
     """Read a sweep spec TOML file; every mistake is a located :class:`ScenarioError`."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise ScenarioError("sweep spec not found", Location(str(p), 1, 1)) from None
-    except OSError as exc:
-        raise ScenarioError(f"cannot read sweep spec: {exc}", Location(str(p), 1, 1)) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        good = data[: exc.start].decode("utf-8", errors="replace")
-        line = good.count("\n") + 1
-        raise ScenarioError(f"sweep spec is not UTF-8 text ({exc.reason})",
-                            Location(str(p), line, len(good) - (good.rfind("\n") + 1) + 1)) from None
+    text = read_toml_text(p, "sweep spec")
     return sweep_spec_from_text(text, str(p.resolve()), base=p.resolve().parent)
 
 
