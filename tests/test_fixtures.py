@@ -412,11 +412,10 @@ def _cli(*args: str):
     return runner.invoke(cli_main, list(args))
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+# `tdbtools parse` reads STF files: the TOML scenarios of the corpus are not for it.
+@pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e["reader"] != "scenario"))
 def test_cli_parse_on_invalid_file(name):
     exp = EXPECTED[name]
-    if exp["reader"] == "scenario":
-        pytest.skip("a TOML scenario, not an STF file")
     result = _cli("parse", str(INVALID / name))
     assert "Traceback" not in result.output and "Traceback" not in result.stderr
     if exp["reader"] == "stf":
