@@ -205,3 +205,19 @@ def test_worker_processes_give_the_same_table(install, tmp_path):
     loads = sum(r["route_loaded"] for r in _records(tmp_path / "procs"))
     assert 1 <= loads <= 2
     assert all(r["worker"].startswith("tcp://") for r in _records(tmp_path / "procs"))
+
+
+def test_an_existing_scheduler_gets_the_same_work(install, tmp_path):
+    """--scheduler: the sweep goes to a scheduler that is already running (here one this
+    test starts, with its own workers) and gives the table a local cluster gives."""
+    from dask.distributed import LocalCluster
+
+    spec = sweep_spec_from_text('route = "ROUTES/SAMPLE"\npaths = ["Siding.pat", "MainWE.pat"]\n'
+                                'consists = ["sample_passenger"]\nduration = 300\n',
+                                str(install / "s.toml"), base=install)
+    local = run_sweep(spec, out=tmp_path / "local", workers=1, processes=False, dashboard=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        remote = run_sweep(spec, out=tmp_path / "remote", scheduler=cluster.scheduler_address, workers=2,
+                           dashboard=False)
+    assert remote.ran == local.ran == 2
+    assert (tmp_path / "remote" / "sweep.csv").read_text() == (tmp_path / "local" / "sweep.csv").read_text()
