@@ -77,7 +77,8 @@ def _handle_errors(func):
 @click.version_option(__version__, "--version", prog_name="tdbtools")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of short error messages.")
 def main(debug: bool) -> None:
-    """Read, inspect and check Microsoft Train Simulator / Open Rails routes."""
+    """Read, check, travel, replay, draw and export Microsoft Train Simulator / Open Rails
+    routes."""
 
 
 @main.command()
