@@ -203,17 +203,20 @@ def read_scenario(path: str | Path) -> Scenario:
     return scenario_from_text(read_toml_text(p), str(p), base=p.parent)
 
 
-def scenario_from_text(text: str, path: str = "<scenario>", base: Path | None = None) -> Scenario:
-    ctx = _Ctx(path, text)
+def load_toml(text: str, path: str) -> dict:
+    """Parse TOML text; a syntax error is a :class:`ScenarioError` at its line and column."""
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         line, col = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
         raise ScenarioError(f"invalid TOML: {msg}", Location(path, line, col),
                             caret_snippet(text, line, col)) from None
-    return scenario_from_dict(data, ctx, base or Path("."))
+
+
+def scenario_from_text(text: str, path: str = "<scenario>", base: Path | None = None) -> Scenario:
+    return scenario_from_dict(load_toml(text, path), _Ctx(path, text), base or Path("."))
 
 
 def scenario_from_dict(data: dict, ctx: _Ctx | None = None, base: Path | None = None) -> Scenario:

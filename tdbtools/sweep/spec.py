@@ -11,21 +11,18 @@ import fnmatch
 import hashlib
 import itertools
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import Location, caret_snippet
 from ..physics.scenario import (
-    read_toml_text,
     _TRAIN,
     Scenario,
-    ScenarioError,
     _check_keys,
     _Ctx,
+    load_toml,
+    read_toml_text,
     scenario_from_dict,
-    tomllib,
 )
 
 #: Top-level keys of a sweep spec.
@@ -78,16 +75,7 @@ def read_sweep_spec(path: str | Path) -> SweepSpec:
 def sweep_spec_from_text(text: str, path: str = "<sweep>", base: Path | None = None) -> SweepSpec:
     """Parse the text of a sweep spec (``path`` names it in errors; ``base`` is the folder
     relative names are taken from)."""
-    ctx = _Ctx(path, text)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-        line, col = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        raise ScenarioError(f"invalid TOML: {msg}", Location(path, line, col),
-                            caret_snippet(text, line, col)) from None
-    return sweep_spec_from_dict(data, ctx, base or Path("."))
+    return sweep_spec_from_dict(load_toml(text, path), _Ctx(path, text), base or Path("."))
 
 
 def _str_list(ctx: _Ctx, data: dict, key: str) -> list[str]:
