@@ -1,7 +1,6 @@
 """Loading a whole route folder (``…/ROUTES/NAME``) into one typed :class:`Route`."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,10 +195,4 @@ def load_route(path: str | Path, *, cache: bool = True, strict: bool = True) -> 
     return _load(files, strict)
 
 
-def timed_load(path: str | Path, *, cache: bool = True, strict: bool = True) -> tuple[Route, float]:
-    t0 = time.perf_counter()
-    route = load_route(path, cache=cache, strict=strict)
-    return route, time.perf_counter() - t0
-
-
-__all__ = ["Route", "RouteFiles", "find_route_files", "load_route", "timed_load"]
+__all__ = ["Route", "RouteFiles", "find_route_files", "load_route"]

@@ -436,25 +436,19 @@ def _enum(rd: Reader, blk: Block, table: dict[str, str], what: str) -> str | Non
     return value
 
 
-def _h_wagon_type(raw: _Raw, blk: Block, rd: Reader) -> bool:
-    value = _enum(rd, blk, WAGON_TYPES, "wagon type")
-    if value is not None:
-        raw.wagon_type = value
-    return False
+def _enum_handler(table: dict[str, str], what: str, attr: str):
+    """A handler that stores the value of a named-choice block (``Type ( Freight )``)."""
+    def handler(raw: _Raw, blk: Block, rd: Reader) -> bool:
+        value = _enum(rd, blk, table, what)
+        if value is not None:
+            setattr(raw, attr, value)
+        return False
+    return handler
 
 
-def _h_engine_type(raw: _Raw, blk: Block, rd: Reader) -> bool:
-    value = _enum(rd, blk, ENGINE_TYPES, "engine type")
-    if value is not None:
-        raw.engine_type = value
-    return False
-
-
-def _h_bearing(raw: _Raw, blk: Block, rd: Reader) -> bool:
-    value = _enum(rd, blk, BEARING_TYPES, "bearing type")
-    if value is not None:
-        raw.bearing = value
-    return False
+_h_wagon_type = _enum_handler(WAGON_TYPES, "wagon type", "wagon_type")
+_h_engine_type = _enum_handler(ENGINE_TYPES, "engine type", "engine_type")
+_h_bearing = _enum_handler(BEARING_TYPES, "bearing type", "bearing")
 
 
 def _h_size(raw: _Raw, blk: Block, rd: Reader) -> bool:
