@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import DK24_ROUTE, REPO, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
+
 from tdbtools import load_route
 from tdbtools.errors import TdbToolsError
 from tdbtools.formats.tdb import EndNode, JunctionNode, VectorNode
 from tdbtools.render import scene as scene_mod
-from tdbtools.render.scene import train_boxes, to_scene
+from tdbtools.render.scene import to_scene, train_boxes
 
 IMAGES = Path(__file__).resolve().parent / "data" / "images"
 IMAGE_THRESHOLD = 500.0     # pytest-pyvista's default error threshold
@@ -73,7 +73,8 @@ def replayed(route):
 
 def test_import_is_light():
     code = ("import sys, tdbtools.render, tdbtools.render.scene, tdbtools.render.animate, tdbtools.render.plots\n"
-            "heavy = [m for m in ('pyvista', 'vtk', 'vtkmodules', 'imageio', 'matplotlib') if m in sys.modules]\n"
+            "import tdbtools.render.view, tdbtools.render.html\n"
+            "heavy = [m for m in ('pyvista', 'vtk', 'vtkmodules', 'imageio', 'matplotlib', 'plotly') if m in sys.modules]\n"
             "assert not heavy, heavy\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
@@ -168,8 +169,8 @@ def test_scene_contents(route, color_by):
     assert {k: len(m) for k, m in scene.markers.items()} == exp
     assert exp == {"junction": 1, "end": 3, "signal": 3, "speedpost": 3, "platform": 2, "siding": 2}
     assert scene.scalars in scene.track.array_names
-    for k, m in scene.markers.items():
-        assert m.glyphs.n_points % max(len(m), 1) == 0 and (m.glyphs.n_points > 0) == (len(m) > 0)
+    for m in scene.markers.values():
+        assert m.glyphs.n_points == len(m)       # one point per marker: drawn at a size in pixels
     assert scene.markers["platform"].labels == ("Sampleby", "")     # a station once, not per platform end
     # the scene frame: x east, y north (Z), z up (Y); near the origin
     b = scene.track.bounds

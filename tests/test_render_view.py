@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import DK24_ROUTE, REPO, SAMPLE_ROUTE, needs_dk24
+
 from tdbtools import load_route
 from tdbtools.errors import TdbToolsError
 from tdbtools.render import view as V
@@ -292,3 +292,29 @@ def test_frame_rejects_unknown_view():
     with pytest.raises(ValueError):
         V.frame(np.zeros((3, 3)), "side", (10, 10))
     assert math.isclose(V.Camera((0, 0, 10), (0, 0, 0), (0, 1, 0), True, 5.0).metres_per_pixel(100), 0.1)
+
+
+def test_cli_render_views_focus_audit_html(tmp_path, renderer):
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    run = CliRunner().invoke
+    png = tmp_path / "r.png"
+    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--view", "3d", "--exaggerate", "20",
+                   "--size", "400x300", "--focus", "Sampleby", "--audit", "--color-by", "grade"])
+    assert r.exit_code == 0, r.output + r.stderr
+    import imageio.v3 as iio
+
+    assert iio.imread(png).shape[:2] == (300, 400)
+    pytest.importorskip("plotly")
+    page = tmp_path / "r.html"
+    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(page)])
+    assert r.exit_code == 0 and "<title>tdbtools sample route" in page.read_text(encoding="utf-8")
+    for args, msg in ((["--focus", "nowhere"], "not a node"), (["--size", "12"], "WIDTHxHEIGHT"),
+                      (["--out", str(tmp_path / "x.svg")], ".png, .html"),
+                      (["--exaggerate", "-2"], "exaggerate")):
+        r = run(main, ["render", str(SAMPLE_ROUTE), *args] + ([] if "--out" in args else ["--out", str(png)]))
+        assert r.exit_code == 2 and msg in r.output + r.stderr, (args, r.output + r.stderr)
+        assert "Traceback" not in r.output + r.stderr
+    assert not list(tmp_path.glob(".*"))

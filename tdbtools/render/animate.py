@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,7 @@ class _Train:
     spacing: np.ndarray          # bogie spacing per car (m)
     times: np.ndarray
     fronts: np.ndarray           # (n_times, n_cars) car-front measure at each time
-    world: object                # s (array) → absolute (X, Y, Z) arrays
+    world: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]   # s → absolute X, Y, Z
 
 
 class TrainPlacer:
@@ -159,7 +160,7 @@ def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: boo
     """A replay to animate: a scenario TOML (run here) → (result, replay); a folder of
     ``tdbtools replay --out`` CSVs → (result, None). ``cars_trace``: record every car
     (coupler slack shows) instead of placing the cars rigidly behind the front."""
-    from ..physics.replay import Replay, ReplayResult, TRACE_COLUMNS
+    from ..physics.replay import TRACE_COLUMNS, Replay, ReplayResult
     from ..physics.scenario import read_scenario
 
     p = Path(path)
@@ -294,6 +295,7 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
     sv = SceneView(scene, window_size, view=view, exaggerate=exaggerate, labels=labels)
     sv.set_trains(pv.PolyData(pts, faces), _speeds(result, placer, float(times[0])), clim)
     p = sv.plotter
+    back = tuple(np.subtract(sv.camera.position, sv.camera.focal_point))
     lead_rows = slice(sum(len(t.length) for t in placer.trains[:lead]) * 8,
                       sum(len(t.length) for t in placer.trains[:lead + 1]) * 8)
     tmp = out.with_name(f".{out.name}.tmp{ext}")
@@ -312,10 +314,10 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
                 c = lifted[lead_rows].mean(axis=0)
                 r = 0.5 * view_distance
                 ring = c + np.array([[-r, -r, 0], [r, r, 0], [-r, r, 0], [r, -r, 0], [0, 0, 0]])
-                sv.apply_camera(V.frame(ring, view, sv.window_size))
+                sv.apply_camera(V.frame(ring, view, sv.window_size, direction=back))
             who = f"   {names[lead]}: {v[sum(len(x.length) for x in placer.trains[:lead])]:.0f} km/h" \
                 if follow and len(v) and np.isfinite(v).all() else ""
-            p.add_text(f"{scene.route_name}   {_clock(float(t))}{who}", position="upper_edge", font_size=11,
+            p.add_text(f"{_clock(float(t))}{who}", position=(8, sv.window_size[1] - 44), font_size=12,
                        name="clock")
             p.render()
             img = np.asarray(p.screenshot(return_img=True))

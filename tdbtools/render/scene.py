@@ -284,7 +284,7 @@ def _grid(pv, route: Route, origin: tuple[float, float], height: float):
         return pv.PolyData()
     xs = (np.arange(ext["tile_x_min"], ext["tile_x_max"] + 2) - 0.5) * TILE - origin[0]
     zs = (np.arange(ext["tile_z_min"], ext["tile_z_max"] + 2) - 0.5) * TILE - origin[1]
-    pts, lines = [], []
+    pts: list[tuple[float, float, float]] = []
     for x in xs:
         pts += [(x, zs[0], height), (x, zs[-1], height)]
     for z in zs:
@@ -384,7 +384,7 @@ def build_scene(route: Route, *, color_by: str = "kind", max_chord_error: float 
     if color_by not in COLOR_BY:
         raise TdbToolsError(f"color_by must be one of {', '.join(COLOR_BY)}, not {color_by!r}")
     pv = _pv()
-    from ..track.geometry import section_geometry, sample_route
+    from ..track.geometry import sample_route, section_geometry
 
     ext = route.tile_extent()
     origin = ((0.5 * (ext["tile_x_min"] + ext["tile_x_max"]) * TILE,
@@ -441,7 +441,7 @@ def build_scene(route: Route, *, color_by: str = "kind", max_chord_error: float 
                 g[1].append(it.index)
                 label = _item_label(it)
                 if k == "platform":     # a station's name once, not at each platform end
-                    label = it.station or it.platform_name
+                    label = getattr(it, "station", "") or getattr(it, "platform_name", "")
                     label = "" if label in seen_station else label
                     seen_station.add(label)
                 g[2].append(label)
@@ -935,7 +935,7 @@ class SceneView:
             return
         w, h = self.window_size
         px = self.project(P)
-        reserved = [(0, 0, w, 0.13 * h), (0, h * 0.93, 0.6 * w, h)]
+        reserved: list[tuple[float, float, float, float]] = [(0.0, 0.0, w, 0.13 * h), (0.0, h * 0.93, 0.6 * w, h)]
         if self._legend_box:
             x0, y0, x1, y1 = self._legend_box
             reserved.append((x0 * w, y0 * h, x1 * w, y1 * h))
@@ -959,14 +959,17 @@ class SceneView:
         self._place_labels()
         return on
 
-    def set_trains(self, mesh, scalars: np.ndarray | None = None, clim: tuple[float, float] | None = None):
+    def set_trains(self, mesh, scalars: np.ndarray | None = None, clim: tuple[float, float] | None = None,
+                   lift: float = 0.3):
         """Show car boxes (true heights: each box is raised with the exaggerated track,
-        not stretched); ``scalars`` per box colour them (e.g. speed)."""
+        not stretched; ``lift``: the floor's height above the rail as :func:`train_boxes`
+        made it); ``scalars`` per box colour them (e.g. speed)."""
         pts = np.asarray(mesh.points, dtype=np.float64).copy()
         if self.exaggeration != 1.0 and len(pts):
             boxes = pts.reshape(-1, 8, 3)
             floor = boxes[:, :4, 2].mean(axis=1)
-            boxes[:, :, 2] += ((self.base + (floor - self.base) * self.exaggeration) - floor)[:, None]
+            rail = floor - lift    # the rail is stretched with the track, the box is not
+            boxes[:, :, 2] += ((self.base + (rail - self.base) * self.exaggeration + lift) - floor)[:, None]
             pts = boxes.reshape(-1, 3)
         if getattr(self, "_trains", None) is None:
             m = mesh.copy(deep=True)
@@ -993,7 +996,8 @@ class SceneView:
         an audit finding, else an item or node marker, else the track (node, section,
         offset, grade, curvature); None if nothing is near."""
         best: tuple[float, str, int] | None = None
-        order = [k for k in ("finding", "platform", "signal", "speedpost", "siding", "junction", "end")
+        kinds: tuple[str, ...] = ("finding", "platform", "signal", "speedpost", "siding", "junction", "end")
+        order = [k for k in kinds
                  if k in self.marker_points and self.visible["audit" if k == "finding" else "markers"]]
         for k in order:
             px = self.project(self.marker_points[k])

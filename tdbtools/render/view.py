@@ -97,11 +97,14 @@ def _view_direction(points: np.ndarray, view: str) -> tuple[np.ndarray, np.ndarr
 
 
 def frame(points: np.ndarray, view: str, window_size: tuple[int, int], *,
-          margins: tuple[float, float, float, float] = MARGINS, min_extent: float = 50.0) -> Camera:
+          margins: tuple[float, float, float, float] = MARGINS, min_extent: float = 50.0,
+          direction: tuple[float, float, float] | None = None) -> Camera:
     """The camera of ``view`` ("map": top-down, north up, parallel; "3d": perspective from
     above one side) that shows every point of ``points`` (n, 3) inside the window less
     ``margins`` (left, right, bottom, top fractions), filling it in one direction.
-    ``min_extent`` metres: a single point or a tiny place is shown at least this wide."""
+    ``min_extent`` metres: a single point or a tiny place is shown at least this wide.
+    ``direction``: the 3-D view's direction from the focal point to the camera, instead
+    of the one chosen from the points (keeps a moving camera steady)."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, not {view!r}")
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
@@ -120,6 +123,8 @@ def frame(points: np.ndarray, view: str, window_size: tuple[int, int], *,
     # allowed NDC box
     x0, x1, y0, y1 = -1 + 2 * ml, 1 - 2 * mr, -1 + 2 * mb, 1 - 2 * mt
     back, up = _view_direction(pts, view)
+    if direction is not None and view == "3d":
+        back = np.asarray(direction, dtype=np.float64)
     right, tup, back = _basis(back, up)
     rel = pts - centre
     u, v, wd = rel @ right, rel @ tup, rel @ back
