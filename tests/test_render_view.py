@@ -219,7 +219,10 @@ def test_pick_track_item_and_nothing(route, renderer):
         assert info["kind"] == "platform" and info["item"] == int(m.ids[0])
         assert info["station"] == "Sampleby"
         assert sv.pick(2, 2) is None
-        assert sv.toggle("markers") is False
+        assert sv.click(x, y)["kind"] == "platform" and "station: Sampleby" in sv.info_text   # as a click shows it
+        assert sv.click(2, 2) is None and sv.info_text == "nothing here"
+        assert sv.key("3") is False and sv.key("3") is True and sv.key("x") is None   # audit layer off, on
+        assert sv.key("1") is False
         assert all(not a.GetVisibility() for a in sv.actors["markers"])
         assert (sv.pick(x, y) or {}).get("kind") != "platform"     # hidden markers are not picked
     finally:
@@ -263,14 +266,15 @@ def test_dk24_audit_markers_and_gap_focus(renderer):
     scene = build_scene(r, color_by="grade", audit=report, focus="GAP_IN_NODE")
     f = scene.markers["finding"]
     assert len(f) == len([x for x in report.findings if x.location is not None]) > 0
-    assert set(f.labels) == set(report.counts)
+    assert {lab.split(" ")[0] for lab in f.labels} == set(report.counts)
+    assert "GAP_IN_NODE (node 660, 100.0 m)" in f.labels
     assert scene.gaps.n_lines == len(report.by_code("GAP_IN_NODE")) == 2
     sv = _view(scene, "map", (800, 600))
     try:
         assert sv.current_camera().metres_per_pixel(600) < 2.0        # a place, not the whole route
         placed = [p for p in sv.placed_labels() if p[0] == "finding"]
-        assert placed and placed[0][1] == "GAP_IN_NODE"
-        gx, gy = sv.project(sv.marker_points["finding"])[list(f.labels).index("GAP_IN_NODE")]
+        assert placed and placed[0][1] == "GAP_IN_NODE (node 660, 100.0 m)"
+        gx, gy = sv.project(sv.marker_points["finding"])[list(f.labels).index("GAP_IN_NODE (node 660, 100.0 m)")]
         info = sv.pick(gx, gy)
         assert info["kind"] == "finding" and info["code"] == "GAP_IN_NODE" and 660 in info["nodes"]
     finally:

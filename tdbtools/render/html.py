@@ -14,7 +14,16 @@ import numpy as np
 
 from ..errors import TdbToolsError
 from . import view as V
-from .scene import KIND_COLORS, KIND_NAMES, MARKER_COLORS, MARKER_KINDS, SEVERITY_COLORS, Scene, _item_info
+from .scene import (
+    GAP_COLOR,
+    KIND_COLORS,
+    KIND_NAMES,
+    MARKER_COLORS,
+    MARKER_KINDS,
+    SEVERITY_COLORS,
+    Scene,
+    _item_info,
+)
 
 NO_PLOTLY = "an HTML page needs plotly: pip install 'tdbtools[render]' (plotly)"
 MARKER_NAMES = {"junction": "junctions", "end": "ends of track", "signal": "signals", "speedpost": "speed posts",
@@ -121,7 +130,7 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
         P = np.full((len(g) // 2 * 3, 3), np.nan)
         P[0::3], P[1::3] = g[0::2], g[1::2]
         traces.append(go.Scatter3d(x=P[:, 0], y=P[:, 1], z=P[:, 2], mode="lines", name="gaps in nodes",
-                                   line=dict(color=SEVERITY_COLORS["error"], width=8), hoverinfo="skip",
+                                   line=dict(color=GAP_COLOR, width=8), hoverinfo="skip",
                                    legendgroup="audit findings"))
     # scale bar and north arrow, as 3-D objects so that they stay true when turned
     frame_pts = pts if scene.focus is None else scene.focus

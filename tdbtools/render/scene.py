@@ -61,6 +61,7 @@ def GRADE_CMAP():  # noqa: N802
 
 
 SEVERITY_COLORS = {"error": "#e00000", "warning": "#ff8c00", "info": "#1e64ff"}
+GAP_COLOR = "#d400d4"
 LAYERS = ("track", "markers", "labels", "audit", "grid", "trains")
 #: Keys of the interactive window that show or hide a layer.
 LAYER_KEYS = {"1": "markers", "2": "labels", "3": "audit", "4": "grid", "5": "trains"}
@@ -346,7 +347,10 @@ def _finding_markers(pv, route: Route, report, origin, track_points, node_first)
         else:
             continue
         ids.append(i)
-        labels.append(f.code)
+        what = f"node {f.nodes[0]}" if f.nodes else (f"item {f.items[0]}" if f.items else "")
+        if f.value is not None and math.isfinite(f.value) and f.code.startswith("GAP"):
+            what += f", {f.value:.1f} m"
+        labels.append(f"{f.code} ({what})" if what else f.code)
     pts = np.array(xyz, dtype=np.float64).reshape(-1, 3)
     return Markers("finding", pts, np.array(ids, dtype=np.int64), tuple(labels), pv.PolyData(pts)), report.findings
 
@@ -720,7 +724,7 @@ class SceneView:
                                render_points_as_spheres=True, name=f"glyph-{k}", lighting=False)
                 self.actors["markers"].append(a)
         if scene.gaps is not None and scene.gaps.n_points:
-            self.actors["audit"].append(p.add_mesh(lifted(scene.gaps), color=SEVERITY_COLORS["error"],
+            self.actors["audit"].append(p.add_mesh(lifted(scene.gaps), color=GAP_COLOR,
                                                    line_width=5, lighting=False, name="gaps"))
         if scene.trains is not None and scene.trains.n_points:
             self.set_trains(scene.trains)
@@ -784,6 +788,8 @@ class SceneView:
         if "finding" in sc.markers and len(sc.markers["finding"]):
             sevs = {f.severity for f in sc.findings}
             entries += [[f"audit {s}", SEVERITY_COLORS[s]] for s in ("error", "warning", "info") if s in sevs]
+        if sc.gaps is not None and sc.gaps.n_points:
+            entries.append(["gap in a node", GAP_COLOR])
         self._legend_box = None
         if not entries:
             return
@@ -1045,15 +1051,26 @@ class SceneView:
     def close(self) -> None:
         self.plotter.close()
 
+    def click(self, x: float, y: float) -> dict | None:
+        """What a click at pixel (x, y) shows: :meth:`pick`, written in the lower right
+        corner of the window (and returned)."""
+        info = self.pick(x, y)
+        text = "nothing here" if info is None else "\n".join(f"{k}: {v}" for k, v in info.items())
+        self.info_text = text
+        self.plotter.add_text(text, position="lower_right", font_size=10, name="pick")
+        return info
+
+    def key(self, key: str) -> bool | None:
+        """A key press: 1–5 toggle a layer (``LAYER_KEYS``); returns the layer's new state."""
+        layer = LAYER_KEYS.get(key)
+        return None if layer is None else self.toggle(layer)
+
     def interact(self) -> None:
         """Open the window: click a track or marker for its data; keys 1–5 toggle layers."""
         p = self.plotter
 
         def on_click(*_a):
-            x, y = p.iren.get_event_position()
-            info = self.pick(x, y)
-            text = "nothing here" if info is None else "\n".join(f"{k}: {v}" for k, v in info.items())
-            p.add_text(text, position="lower_right", font_size=10, name="pick")
+            self.click(*p.iren.get_event_position())
             p.render()
 
         def after(*_a):
@@ -1064,8 +1081,8 @@ class SceneView:
         p.iren.add_observer("EndInteractionEvent", after)
         p.iren.add_observer("MouseWheelForwardEvent", after)
         p.iren.add_observer("MouseWheelBackwardEvent", after)
-        for key, layer in LAYER_KEYS.items():
-            p.add_key_event(key, lambda layer=layer: (self.toggle(layer), p.render()))
+        for k in LAYER_KEYS:
+            p.add_key_event(k, lambda k=k: (self.key(k), p.render()))
         p.add_text("click: what is this   keys: " + "  ".join(f"{k} {v}" for k, v in LAYER_KEYS.items()),
                    position="upper_edge", font_size=9, name="help")
         p.show()
