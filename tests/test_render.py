@@ -403,3 +403,14 @@ def test_animation_follows_a_train_with_clock_speed_colours_and_progress(route, 
     assert not np.array_equal(frames[0][:20], frames[-1][:20])   # the clock at the top changes
     with pytest.raises(TdbToolsError, match="no train 'nobody'"):
         render_animation(route, result, tmp_path / "g.gif", replay=rp, frames=2, follow="nobody")
+
+
+def test_probe_success_is_remembered(monkeypatch, tmp_path, renderer):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    ok, detail = scene_mod._probe(timeout=60)
+    assert ok and "remembered" not in detail
+    assert len(list((tmp_path / "tdbtools").glob("renderer-ok-*"))) == 1
+    ok, detail = scene_mod._probe(timeout=60)
+    assert ok and "remembered" in detail                       # no child process the second time
+    monkeypatch.setenv("DISPLAY", ":99")                       # another display: probe again
+    assert scene_mod._probe_marker() != next((tmp_path / "tdbtools").glob("renderer-ok-*"))

@@ -108,9 +108,30 @@ print("ok", img.shape)
 _probe_cache: tuple[bool, str] | None = None
 
 
+def _probe_marker() -> Path | None:
+    """Where a successful probe is remembered: keyed by the interpreter, VTK, the probe
+    and the display/GL settings, so that any change probes again."""
+    import hashlib
+
+    try:
+        from vtkmodules.vtkCommonCore import vtkVersion
+
+        from ..formats.cache import cache_dir
+    except ImportError:  # pragma: no cover - no VTK: the probe reports it
+        return None
+    env = [os.environ.get(k, "") for k in ("DISPLAY", "WAYLAND_DISPLAY", "VTK_DEFAULT_OPENGL_WINDOW",
+                                            "PYVISTA_OFF_SCREEN", "LIBGL_ALWAYS_SOFTWARE", "GALLIUM_DRIVER")]
+    key = "|".join([sys.executable, vtkVersion.GetVTKVersion(), _PROBE, *env])
+    return cache_dir() / f"renderer-ok-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
 def _probe(timeout: float = 60.0) -> tuple[bool, str]:
     """Render a 32×32 cube offscreen in a child process (a broken GL may crash it, not
-    us). Returns (works, detail)."""
+    us). Returns (works, detail). A success is remembered on disk (the child costs
+    seconds of start-up on every render otherwise); a failure is not."""
+    marker = _probe_marker()
+    if marker is not None and marker.is_file():
+        return True, f"remembered in {marker}"
     try:
         r = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
                            timeout=timeout, env={**os.environ, "PYVISTA_OFF_SCREEN": "true"})
@@ -119,6 +140,12 @@ def _probe(timeout: float = 60.0) -> tuple[bool, str]:
     except OSError as exc:
         return False, str(exc)
     if r.returncode == 0 and r.stdout.startswith("ok"):
+        if marker is not None:
+            try:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.write_text(r.stdout.strip() + "\n", encoding="utf-8")
+            except OSError:
+                pass     # a read-only cache only costs the probe next time
         return True, r.stdout.strip()
     tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
     how = f"exit status {r.returncode}" if r.returncode >= 0 else f"signal {-r.returncode}"
