@@ -64,8 +64,21 @@ def test_page_is_self_contained(sample_html):
 
     Tags().feed(text)
     assert external == []                                               # plotly.js is inside the file
+    assert "plotly.js (gl3d - minified) v" in text[:5000]               # the 3-D bundle, in the head
+    assert sample_html.stat().st_size < 2_500_000
     assert "Plotly.newPlot" in text and "tdbFit" in text
     assert not list(sample_html.parent.glob(".*tmp*"))
+
+
+def test_vendored_bundle_matches_plotly(monkeypatch):
+    pytest.importorskip("plotly")
+    from tdbtools.render import html as H
+
+    assert H._vendored_plotlyjs() is not None
+    import plotly.offline
+
+    monkeypatch.setattr(plotly.offline, "get_plotlyjs_version", lambda: "0.0.1")
+    assert H._vendored_plotlyjs() is None      # another plotly.js: embed plotly's own full bundle instead
 
 
 @pytest.mark.slow

@@ -68,6 +68,9 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
     if not (math.isfinite(e) and e > 0):
         raise TdbToolsError(f"exaggerate must be a positive number, not {exaggerate}")
     traces = []
+    # Text drawn inside WebGL costs seconds per label set in plotly; labels are SVG
+    # annotations pinned to 3-D points instead (they follow the camera as well).
+    notes: list[dict] = []
     if len(pts):
         pd = tr.point_data
         offsets = _offsets_from_nodes(np.asarray(pd["node"]))
@@ -109,22 +112,24 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
             text = [f"{k} node {int(i)}" for i in m.ids]
         else:
             text = [_hover_item(_item_info(scene.items[int(i)])) for i in m.ids]
-        labels = [t if k == "platform" else "" for t in m.labels]
+        if k == "platform":
+            notes += [_note(p, t, bold=True) for p, t in zip(m.points, m.labels) if t]
         traces.append(go.Scatter3d(
-            x=m.points[:, 0], y=m.points[:, 1], z=m.points[:, 2], mode="markers+text" if k == "platform" else "markers",
+            x=m.points[:, 0], y=m.points[:, 1], z=m.points[:, 2], mode="markers",
             name=MARKER_NAMES[k], marker=dict(size=5 if k != "platform" else 7, color=MARKER_COLORS[k]),
-            text=labels if k == "platform" else None, hovertext=text, hoverinfo="text",
-            textposition="top right", visible=True if k in ("platform", "signal", "end") else "legendonly"))
+            hovertext=text, hoverinfo="text",
+            visible=True if k in ("platform", "signal", "end") else "legendonly"))
     f = scene.markers.get("finding")
     if f is not None and len(f):
         sev = [scene.findings[int(i)].severity for i in f.ids]
         text = [_hover_item({"code": scene.findings[int(i)].code, "severity": s,
                              "message": scene.findings[int(i)].message}) for i, s in zip(f.ids, sev)]
         traces.append(go.Scatter3d(
-            x=f.points[:, 0], y=f.points[:, 1], z=f.points[:, 2], mode="markers+text", name="audit findings",
+            x=f.points[:, 0], y=f.points[:, 1], z=f.points[:, 2], mode="markers", name="audit findings",
             marker=dict(size=10, color=[SEVERITY_COLORS[s] for s in sev], symbol="diamond"),
-            text=_cluster_labels(f.points, list(f.labels), sev), hovertext=text, hoverinfo="text",
-            textposition="top center"))
+            hovertext=text, hoverinfo="text"))
+        notes += [_note(p, t, color=SEVERITY_COLORS[s]) for p, t, s in
+                  zip(f.points, _cluster_labels(f.points, list(f.labels), sev), sev) if t]
     if scene.gaps is not None and scene.gaps.n_points:
         g = np.asarray(scene.gaps.points)
         P = np.full((len(g) // 2 * 3, 3), np.nan)
@@ -141,15 +146,15 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
         y0 = lo[1] - 0.04 * span
         z0 = base
         label = f"{L / 1000:g} km" if L >= 1000 else f"{L:g} m"
-        traces.append(go.Scatter3d(x=[lo[0], lo[0] + L], y=[y0, y0], z=[z0, z0], mode="lines+text", name="scale bar",
-                                   line=dict(color="black", width=6), text=[label, ""], textposition="bottom right",
-                                   hoverinfo="skip"))
+        traces.append(go.Scatter3d(x=[lo[0], lo[0] + L], y=[y0, y0], z=[z0, z0], mode="lines", name="scale bar",
+                                   line=dict(color="black", width=6), hoverinfo="skip"))
+        notes.append(_note((lo[0] + L / 2, y0, z0), label, yanchor="top"))
         ax, ay = hi[0] + 0.04 * span, hi[1] - 0.1 * span
         traces.append(go.Scatter3d(x=[ax, ax, ax - 0.015 * span, ax, ax + 0.015 * span],
                                    y=[ay, ay + 0.1 * span, ay + 0.07 * span, ay + 0.1 * span, ay + 0.07 * span],
-                                   z=[z0] * 5, mode="lines+text", name="north arrow",
-                                   line=dict(color="black", width=5), text=["", "N", "", "", ""],
-                                   textposition="top center", hoverinfo="skip"))
+                                   z=[z0] * 5, mode="lines", name="north arrow",
+                                   line=dict(color="black", width=5), hoverinfo="skip"))
+        notes.append(_note((ax, ay + 0.1 * span, z0), "N", bold=True, yanchor="bottom"))
     fig = go.Figure(traces)
     ext = np.ptp(frame_pts, axis=0) if len(frame_pts) else np.ones(3)
     ext = np.maximum(ext, 1.0)
@@ -169,13 +174,19 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
         paper_bgcolor="white", margin=dict(l=0, r=0, t=40, b=40), hovermode="closest",
         legend=dict(orientation="h", x=0.0, y=0.0, yanchor="top", bgcolor="rgba(255,255,255,0.8)",
                     title=dict(text="layers (click to show/hide):")),
-        scene=dict(aspectmode="manual", aspectratio=ratio, camera=map_cam, dragmode="orbit",
+        scene=dict(aspectmode="manual", aspectratio=ratio, camera=map_cam, dragmode="orbit", annotations=notes,
                    xaxis={**axis, **rng.get("xaxis", {})}, yaxis={**axis, **rng.get("yaxis", {})},
                    zaxis=axis),
         updatemenus=[dict(type="buttons", direction="right", x=0.62, xanchor="left", y=1.0, yanchor="bottom",
                           buttons=[dict(label="map (top-down)", method="relayout", args=[{"scene.camera": map_cam}]),
                                    dict(label="3-D", method="relayout", args=[{"scene.camera": d3_cam}])])])
     return fig
+
+
+def _note(p, text: str, *, bold: bool = False, color: str = "black", yanchor: str = "bottom") -> dict:
+    return dict(x=float(p[0]), y=float(p[1]), z=float(p[2]), text=f"<b>{_html.escape(text)}</b>" if bold else
+                _html.escape(text), showarrow=False, xanchor="left", yanchor=yanchor, xshift=4,
+                font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.7)")
 
 
 def _cluster_labels(points: np.ndarray, labels: list[str], severity: list[str]) -> list[str]:
@@ -255,6 +266,23 @@ def _frame_points(scene: Scene, n: int = 1500) -> list:
     return np.round(np.asarray(pts)[::step], 2).tolist()
 
 
+def _vendored_plotlyjs() -> str | None:
+    """plotly.js's 3-D bundle shipped with tdbtools (vendor/README.md), if it matches the
+    plotly.js version of the installed plotly; else None (the full bundle is embedded)."""
+    from importlib.resources import files
+
+    try:
+        from plotly.offline import get_plotlyjs_version  # type: ignore[import-untyped]
+
+        text = (files(__package__) / "vendor" / "plotly-gl3d.min.js").read_text(encoding="utf-8")
+    except (ImportError, OSError):
+        return None
+    head = text[:200]
+    if f"v{get_plotlyjs_version()}" not in head:
+        return None
+    return text.replace("</script", "<\\/script")
+
+
 def write_html(scene: Scene, out: str | Path, *, exaggerate: float | None = None) -> Path:
     """Write the scene as one self-contained HTML page (plotly.js embedded; no network
     or Python needed to open it), atomically."""
@@ -263,11 +291,15 @@ def write_html(scene: Scene, out: str | Path, *, exaggerate: float | None = None
     fig = figure(scene, exaggerate=exaggerate)
     out = Path(out)
     tmp = out.with_name(f".{out.name}.tmp.html")
-    page = fig.to_html(include_plotlyjs=True, full_html=True, include_mathjax=False,
+    bundle = _vendored_plotlyjs()
+    page = fig.to_html(include_plotlyjs=bundle is None, full_html=True, include_mathjax=False,
                        config={"displaylogo": False, "scrollZoom": True, "responsive": True},
                        default_width="100%", default_height="96vh",
                        post_script=_FIT_JS % json.dumps(_frame_points(scene)))
-    page = page.replace("<head>", f"<head>\n    <title>{_html.escape(scene.title)}</title>", 1)
+    head = f"<head>\n    <title>{_html.escape(scene.title)}</title>"
+    if bundle is not None:
+        head += f'\n    <script type="text/javascript">{bundle}</script>'
+    page = page.replace("<head>", head, 1)
     try:
         tmp.write_text(page, encoding="utf-8")
         tmp.replace(out)
