@@ -178,8 +178,10 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
                    xaxis={**axis, **rng.get("xaxis", {})}, yaxis={**axis, **rng.get("yaxis", {})},
                    zaxis=axis),
         updatemenus=[dict(type="buttons", direction="right", x=0.62, xanchor="left", y=1.0, yanchor="bottom",
-                          buttons=[dict(label="map (top-down)", method="relayout", args=[{"scene.camera": map_cam}]),
-                                   dict(label="3-D", method="relayout", args=[{"scene.camera": d3_cam}])])])
+                          buttons=[dict(label="map (top-down)", method="relayout",
+                                        args=[{"scene.camera": map_cam, "scene.aspectratio": ratio}]),
+                                   dict(label="3-D", method="relayout",
+                                        args=[{"scene.camera": d3_cam, "scene.aspectratio": ratio}])])])
     return fig
 
 
@@ -226,14 +228,18 @@ _FIT_JS = """
     var v = [p[0] * ds[0], p[1] * ds[1], p[2] * ds[2], 1];
     v = mul(cp.projection, mul(cp.view, mul(cp.model, v)));
     var r = gd.querySelector('.gl-container canvas').getBoundingClientRect();
+    if (v[3] <= 0) return [NaN, NaN];
     return [r.left + (v[0] / v[3] + 1) / 2 * r.width, r.top + (1 - (v[1] / v[3] + 1) / 2) * r.height];
   };
   function extent() {
     var r = gd.querySelector('.gl-container canvas').getBoundingClientRect();
-    var x0 = 1e9, x1 = -1e9, y0 = 1e9, y1 = -1e9;
-    FRAME.forEach(function (p) { var q = window.tdbProject(p); x0 = Math.min(x0, q[0]); x1 = Math.max(x1, q[0]);
-      y0 = Math.min(y0, q[1]); y1 = Math.max(y1, q[1]); });
-    return Math.max((x1 - x0) / (0.86 * r.width), (y1 - y0) / (0.80 * (r.height - 40)));
+    var x0 = 1e9, x1 = -1e9, y0 = 1e9, y1 = -1e9, behind = false;
+    FRAME.forEach(function (p) { var q = window.tdbProject(p); if (!isFinite(q[0]) || !isFinite(q[1])) behind = true;
+      x0 = Math.min(x0, q[0]); x1 = Math.max(x1, q[0]); y0 = Math.min(y0, q[1]); y1 = Math.max(y1, q[1]); });
+    if (behind) return 2;   // part of the route is behind the camera: step back
+    // a perspective view is not re-centred, only zoomed: it keeps a wider margin
+    var k = gd._fullLayout.scene.camera.projection.type === 'orthographic' ? 1.0 : 0.85;
+    return Math.max((x1 - x0) / (0.86 * k * r.width), (y1 - y0) / (0.80 * k * (r.height - 40)));
   }
   function fit(n) {
     var sc = gd._fullLayout.scene._scene;
@@ -251,7 +257,7 @@ _FIT_JS = """
     Plotly.relayout(gd, upd)
       .then(function () { requestAnimationFrame(function () { fit(n - 1); }); });
   }
-  window.tdbFit = function () { gd.dataset.fitted = ''; requestAnimationFrame(function () { fit(3); }); };
+  window.tdbFit = function () { gd.dataset.fitted = ''; requestAnimationFrame(function () { fit(6); }); };
   gd.on('plotly_buttonclicked', window.tdbFit);
   window.tdbFit();
 })();
