@@ -37,6 +37,7 @@ Every mistake is a :class:`ScenarioError` with the file, line and column.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import sys
@@ -203,6 +204,25 @@ def read_scenario(path: str | Path) -> Scenario:
     return scenario_from_text(read_toml_text(p), str(p), base=p.parent)
 
 
+def one_train_scenario(route: str | Path, consist: str | Path, path: str | Path, *,
+                       stand_in: bool = False) -> Scenario:
+    """A scenario of one train (named after the consist, automatic driver) without a
+    file: what ``tdbtools replay --route R --consist C --path P`` runs. Relative consist
+    and path names resolve as in a scenario file in the working directory."""
+    return Scenario(Path(route).resolve(), (TrainSpec(name=Path(consist).stem, consist=Path(consist),
+                                                      path=Path(path), driver="auto"),),
+                    stand_in=stand_in, source=str(Path.cwd() / "<command line>"))
+
+
+def with_settings(scenario: Scenario, *, stand_in: bool | None = None, step: float | None = None,
+                  duration: float | None = None) -> Scenario:
+    """``scenario`` with the settings that are not None replaced (the replay command's
+    ``--stand-in``, ``--step`` and ``--duration``)."""
+    changes: dict[str, Any] = {k: v for k, v in (("stand_in", stand_in), ("step", step), ("duration", duration))
+               if v is not None}
+    return dataclasses.replace(scenario, **changes) if changes else scenario
+
+
 def load_toml(text: str, path: str) -> dict:
     """Parse TOML text; a syntax error is a :class:`ScenarioError` at its line and column."""
     try:
@@ -339,4 +359,5 @@ def resolve_file(name: Path, *folders: Path, suffix: str) -> Path | None:
 
 
 __all__ = ["Command", "Scenario", "ScenarioError", "StartPoint", "SwitchEvent", "TrainSpec",
-           "read_scenario", "resolve_file", "scenario_from_dict", "scenario_from_text"]
+           "one_train_scenario", "read_scenario", "resolve_file", "scenario_from_dict", "scenario_from_text",
+           "with_settings"]
