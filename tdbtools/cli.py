@@ -134,13 +134,16 @@ def info(route: Path | None, as_json: bool, no_cache: bool, lenient: bool) -> No
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the generic tree as JSON.")
 @click.option("--lenient", is_flag=True, help="Tolerate defects such as missing include files.")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder that includes may read from (default: the install holding ROUTES/ and "
+                   "GLOBAL/ above the file, else the file's own folder).")
 @_handle_errors
-def parse(file: Path, as_json: bool, lenient: bool) -> None:
+def parse(file: Path, as_json: bool, lenient: bool, root: Path | None) -> None:
     """Parse any STF file and print its generic tree: normalised STF text (comments
     dropped, includes expanded), or JSON with --json."""
     from .stf import dumps_deep, parse_file
 
-    doc = parse_file(file, strict=not lenient)
+    doc = parse_file(file, strict=not lenient, root=root)
     if as_json:
         click.echo(dumps_deep(doc.to_json(), indent=1))
         return
@@ -241,7 +244,7 @@ def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json
 def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: float | None,
             backward: bool, step: float, csv_out: Path | None, plot_out: Path | None) -> None:
     """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
-    from .stf.writer import write_text_atomic
+    from ._fs import write_text_atomic
     from .track.profile import profile_from, profile_path
 
     if path_file is None and not (from_tile and from_pos and distance is not None):

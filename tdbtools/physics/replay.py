@@ -90,7 +90,7 @@ class ReplayResult:
     def write(self, out: str | Path) -> list[Path]:
         """Write ``<train>.csv`` (and ``<train>_cars.csv``), ``events.json`` and
         ``summary.json`` into ``out``, each file atomically."""
-        from ..stf.writer import write_bytes_atomic
+        from .._fs import write_bytes_atomic
 
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)

@@ -349,7 +349,7 @@ def resolve_file(name: Path, *folders: Path, suffix: str) -> Path | None:
     """``name`` as given (absolute or relative to the first folder), else looked up in
     the folders with ``suffix`` added, ignoring case."""
     from ..stf import resolve_case_insensitive
-    from ..stf.parser import is_file
+    from .._fs import is_file
 
     cands = [name] if name.is_absolute() else []
     for f in folders:
