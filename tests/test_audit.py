@@ -14,8 +14,8 @@ import pytest
 from tdbtools.formats import load_route
 from tdbtools.formats.route import Route
 from tdbtools.formats.tdb import TrPin, VectorNode
-from tdbtools.track import point_at, section_geometry
-from tdbtools.track.audit import CODES, WorldPoint, audit_paths, audit_route, nearest_track
+from tdbtools.track import WorldPoint, audit_paths, audit_route, nearest_track, point_at, section_geometry
+from tdbtools.track.audit import CODES
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_routes" / "sample" / "ROUTES" / "SAMPLE"

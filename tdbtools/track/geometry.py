@@ -36,7 +36,7 @@ TILE_SIZE = 2048.0
 HALF_TILE = 1024.0
 
 __all__ = [
-    "TILE_SIZE", "SectionGeometry", "TrackPoint", "Polylines", "Closure", "Adjacency",
+    "MAX_OFFSET", "TILE_SIZE", "SectionGeometry", "TrackPoint", "WorldPoint", "Polylines", "Closure", "Adjacency",
     "section_geometry", "point_at", "section_end", "locate_in_section",
     "absolute_xz", "normalize_tile", "to_tile", "wrap_angle",
     "sample_node", "sample_route", "closure", "node_lengths", "adjacency",
@@ -77,6 +77,55 @@ def wrap_angle(a) -> np.ndarray:
     a = np.asarray(a, dtype=np.float64)
     w = np.mod(a + math.pi, 2 * math.pi) - math.pi        # [−π, π)
     return np.where(w == -math.pi, math.pi, w)
+
+
+#: Offsets beyond this (metres) cannot be put in a tile: not a location.
+MAX_OFFSET = 1e12
+
+
+@dataclass(frozen=True, slots=True)
+class WorldPoint:
+    """A world location: x, z relative to the centre of tile (tile_x, tile_z), usually
+    in [−1024, 1024) (:meth:`of` normalises); y absolute height. The one world-point
+    type of tdbtools (poses, audit findings, replay events)."""
+
+    tile_x: int
+    tile_z: int
+    x: float
+    y: float
+    z: float
+
+    @classmethod
+    def of(cls, tile_x, tile_z, x, y, z) -> WorldPoint | None:  # noqa: ANN001
+        """Normalised into the tile holding the point; None if not finite or so far out
+        that no tile number holds it (|offset| beyond 1e12 m)."""
+        vals = (float(x), float(y), float(z))
+        if not all(math.isfinite(v) and abs(v) < MAX_OFFSET for v in vals):
+            return None
+        tx, tz, nx, nz = normalize_tile(int(tile_x), int(tile_z), vals[0], vals[2])
+        return cls(int(tx), int(tz), float(nx), vals[1], float(nz))
+
+    @classmethod
+    def absolute(cls, X: float, Y: float, Z: float) -> WorldPoint | None:  # noqa: N803
+        return cls.of(0, 0, X, Y, Z)
+
+    @property
+    def X(self) -> float:  # noqa: N802 (world axis name)
+        """Absolute X (east), metres."""
+        return self.tile_x * TILE_SIZE + self.x
+
+    @property
+    def Z(self) -> float:  # noqa: N802
+        """Absolute Z (north), metres."""
+        return self.tile_z * TILE_SIZE + self.z
+
+    def as_tuple(self) -> tuple[int, int, float, float, float]:
+        """``(tile_x, tile_z, x, y, z)``."""
+        return (self.tile_x, self.tile_z, self.x, self.y, self.z)
+
+    def to_json(self) -> dict:
+        return {"tile_x": self.tile_x, "tile_z": self.tile_z, "x": round(self.x, 6),
+                "y": round(self.y, 6), "z": round(self.z, 6)}
 
 
 # -- the geometry table ----------------------------------------------------------------
