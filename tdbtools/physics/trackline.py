@@ -30,8 +30,8 @@ Lookups (all vectorised over arrays of line distances)
 :meth:`~TrackLine.curvature_at`, :meth:`~TrackLine.heading_at`,
 :meth:`~TrackLine.limit`, :meth:`~TrackLine.world_xz`, :meth:`~TrackLine.node_offset`,
 :meth:`~TrackLine.location` (one :class:`WorldPoint`), :meth:`~TrackLine.occupancy`
-(exact node intervals between two line distances), :meth:`~TrackLine.locate` (node
-offset → line distances) and :meth:`~TrackLine.route_through` (a junction's route).
+(exact node intervals between two line distances) and :meth:`~TrackLine.locate` (node
+offset → line distances).
 ``grade`` and ``curvature`` are the sample columns, hence the ``_at`` names of the
 look-up methods.
 
@@ -572,11 +572,6 @@ class TrackLine:
             if -tol <= d <= span + tol:
                 out.append(self.seg_s0[i] + min(max(d, 0.0), span))
         return np.array(out, dtype=np.float64)
-
-    def route_through(self, junction: int) -> int | None:
-        """The route the line takes through ``junction`` (first passage), or None."""
-        hit = np.flatnonzero(self.junction_node == int(junction))
-        return int(self.junction_route[hit[0]]) if len(hit) else None
 
 
 def _dedupe(nodes) -> list[int]:  # noqa: ANN001

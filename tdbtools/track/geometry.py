@@ -549,13 +549,6 @@ class Closure:
         p50, p99 = np.percentile(g, [50, 99])
         return {"count": int(len(g)), "p50": float(p50), "p99": float(p99), "max": float(g.max())}
 
-    def worst_joins(self, k: int = 10) -> list[tuple[int, int, int, float]]:
-        """The k largest joins: (node, section position, row, gap)."""
-        g = np.where(np.isnan(self.join_gap), -1.0, self.join_gap)
-        idx = np.argsort(-g, kind="stable")[:k]
-        return [(int(self.join_node[i]), int(self.join_section[i]), int(self.join_row[i]),
-                 float(self.join_gap[i])) for i in idx]
-
 
 def _norm3(v: np.ndarray) -> np.ndarray:
     """Lengths of 3-vectors (rows) without overflow for any finite input (hypot scales)."""
