@@ -635,7 +635,7 @@ def test_dk24_walk_through_every_junction(dk24):
     and stops at junctions whose exit pin links nowhere."""
     c = closure(dk24)
     end_gap: dict[int, float] = {}
-    for node, link, gap in zip(c.end_node, c.end_link, c.end_gap):
+    for link, gap in zip(c.end_link, c.end_gap):
         end_gap[int(link)] = end_gap.get(int(link), 0.0) + (0.0 if np.isnan(gap) else float(gap))
     nodes = dk24.tdb.nodes
     count = len(nodes)

@@ -163,19 +163,19 @@ class Bodies:
         return int(self.mass.shape[0])
 
     @classmethod
-    def trains(cls, masses, lengths, *, slack: float = 0.05, line: int = 0) -> "Bodies":
+    def trains(cls, masses, lengths, *, slack: float = 0.05, line: int = 0) -> Bodies:
         """One line of trains: ``masses``/``lengths`` are one sequence per train (front first),
         coupled inside each train with ``slack``, uncoupled between trains."""
-        m, l, cpl = [], [], []
+        m, lens, cpl = [], [], []
         for tm, tl in zip(masses, lengths, strict=True):
             tm, tl = list(tm), list(tl)
             if len(tm) != len(tl) or not tm:
                 raise EngineError("Bodies.trains: each train needs as many lengths as masses")
             m += tm
-            l += tl
+            lens += tl
             cpl += [True] * (len(tm) - 1) + [False]
         n = len(m)
-        return cls(np.array(m, float), np.array(l, float), np.full(n, line, np.int64),
+        return cls(np.array(m, float), np.array(lens, float), np.full(n, line, np.int64),
                    np.array(cpl, bool), np.full(n, float(slack)))
 
 

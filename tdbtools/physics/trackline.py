@@ -391,7 +391,7 @@ class TrackLine:
         base = float(route.trk.speed_limit)
         posts: list[tuple[float, int, float | None]] = []
         table = item_positions(route)
-        for k, (node, d, a, b, off0) in enumerate(zip(sn, sd, s0, s1, so)):
+        for node, d, a, b, off0 in zip(sn, sd, s0, s1, so):
             span = b - a
             lo, hi = (off0, off0 + span) if d == 1 else (off0 - span, off0)
             for ip in table.get(int(node), ()):

@@ -686,10 +686,10 @@ def audit_paths(route: Route, paths_folder: str | Path | None = None, *, pdp_tol
     geom = section_geometry(route)
     if pts:
         arr = np.array(pts, dtype=np.float64)
-        dist, row, off = nearest_track(route, arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64),
+        dist, row, _ = nearest_track(route, arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64),
                                        arr[:, 2], arr[:, 4], geom=geom)
     else:
-        dist = row = off = np.zeros(0)
+        dist = row = np.zeros(0)
     junctions = _junction_table(route)
     issues: dict[int, list[PdpIssue]] = defaultdict(list)
     for m, (k, j) in enumerate(owners):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 
@@ -292,9 +291,9 @@ def _frame_offsets(geom: SectionGeometry, rows: np.ndarray, off: np.ndarray, lat
     h = np.sin(theta / 2.0)
     l_curve = s * rr * 2.0 * h * h + lat * c
     f_curve = rr * sn - s * lat * sn
-    l = np.where(curved, l_curve, lat)
+    lt = np.where(curved, l_curve, lat)
     f = np.where(curved, f_curve, off)
-    return l, f, s * theta, curved, s, rr
+    return lt, f, s * theta, curved, s, rr
 
 
 def point_at(geom: SectionGeometry, rows, offset_m, lateral=0.0) -> TrackPoint:
@@ -312,15 +311,15 @@ def point_at(geom: SectionGeometry, rows, offset_m, lateral=0.0) -> TrackPoint:
     rows, off, lat = np.broadcast_arrays(np.asarray(rows, dtype=np.intp),
                                          np.asarray(offset_m, dtype=np.float64),
                                          np.asarray(lateral, dtype=np.float64))
-    l, f, dh, curved, s, rr = _frame_offsets(geom, rows, off, lat)
+    lt, f, dh, curved, s, rr = _frame_offsets(geom, rows, off, lat)
     ax, ay, az = geom.ax[rows], geom.ay[rows], geom.az[rows]
     sax, cax = np.sin(ax), np.cos(ax)
     say, cay = np.sin(ay), np.cos(ay)
     saz, caz = np.sin(az), np.cos(az)
-    g = l * saz * sax + f * cax
-    dx = l * caz * cay + g * say
-    dy = l * saz * cax - f * sax
-    dz = -l * caz * say + g * cay
+    g = lt * saz * sax + f * cax
+    dx = lt * caz * cay + g * say
+    dy = lt * saz * cax - f * sax
+    dz = -lt * caz * say + g * cay
     heading = wrap_angle(ay + dh)
     curvature = np.divide(s, rr, out=np.zeros(np.shape(s)), where=curved & (rr != 0))
     x = geom.x[rows] + dx
@@ -368,17 +367,17 @@ def locate_in_section(geom: SectionGeometry, rows, tile_x, tile_z, x, z) -> tupl
     u = dx * cay - dz * say          # to the right
     v = dx * say + dz * cay          # forward
     ax, az = geom.ax[rows], geom.az[rows]
-    l = u / np.cos(az)
-    f = (v - l * np.sin(az) * np.sin(ax)) / np.cos(ax)
+    lt = u / np.cos(az)
+    f = (v - lt * np.sin(az) * np.sin(ax)) / np.cos(ax)
     r = geom.radius[rows]
     curved = ~np.isnan(r)
     s = np.sign(np.where(curved, geom.angle[rows], 0.0))
     s = np.where(s == 0, 1.0, s)
     rr = np.where(curved, r, 1.0)
-    a = rr - s * l
+    a = rr - s * lt
     theta = np.arctan2(f, a)
     rho = np.hypot(a, f)
-    lat = np.where(curved, s * (rr - rho), l)
+    lat = np.where(curved, s * (rr - rho), lt)
     lon = np.where(curved, rr * theta, f)
     bad = ~geom.known[rows]
     if bad.any():
@@ -406,7 +405,7 @@ class Polylines:
         return self.points[self.offsets[k]:self.offsets[k + 1]]
 
 
-def _as_geom(obj: Union[Route, SectionGeometry]) -> SectionGeometry:
+def _as_geom(obj: Route | SectionGeometry) -> SectionGeometry:
     return obj if isinstance(obj, SectionGeometry) else section_geometry(obj)
 
 
@@ -463,7 +462,7 @@ def _sample_rows(geom: SectionGeometry, rows: np.ndarray, max_chord_error: float
     return pts, node[rep]
 
 
-def sample_node(route_or_geom: Union[Route, SectionGeometry], node: int,
+def sample_node(route_or_geom: Route | SectionGeometry, node: int,
                 max_chord_error: float = 0.05, *, join_tol: float = 1e-3) -> np.ndarray:
     """Polyline (N×3 absolute X, Y, Z) along vector node ``node``, start to end.
 
@@ -488,7 +487,7 @@ def sample_node(route_or_geom: Union[Route, SectionGeometry], node: int,
     return pts
 
 
-def sample_route(route_or_geom: Union[Route, SectionGeometry], max_chord_error: float = 0.05, *,
+def sample_route(route_or_geom: Route | SectionGeometry, max_chord_error: float = 0.05, *,
                  join_tol: float = 1e-3) -> Polylines:
     """:func:`sample_node` for every vector node at once (one vectorised pass).
 
