@@ -439,6 +439,35 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
                                               traces=traces, plot=plot, parquet=parquet, as_json=as_json))
 
 
+@main.command("path")
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--from", "start", required=True, metavar="PLACE",
+              help='Start (the rear of the train): "TX TZ X Z", a track node number, or a platform/station name.')
+@click.option("--to", "end", required=True, metavar="PLACE", help="End, as --from.")
+@click.option("--via", multiple=True, metavar="PLACE", help="A point to pass, as --from (repeatable).")
+@click.option("--reversals", is_flag=True, help="Allow the train to turn at a via point.")
+@click.option("--name", default="", help="Display name written into the file.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="The .pat file to write.")
+@click.option("--json", "as_json", is_flag=True, help="Print the built path as JSON.")
+@_handle_errors
+def path_cmd(route: Path, start: str, end: str, via: tuple[str, ...], reversals: bool, name: str,
+             out: Path, as_json: bool) -> None:
+    """Build the shortest path between places and write it as a .pat file Open Rails loads."""
+    from .track.pathbuild import build_path, write_path
+
+    r = _load(route)
+    built = build_path(r, start, end, list(via), reversals=reversals, name=name)
+    write_path(r, built, out)
+    d = {"file": str(out), "length_m": round(built.length, 3), "from": built.labels[0], "to": built.labels[-1],
+         "junctions": len(built.junctions), "reversals": list(built.reversals),
+         "nodes": [list(x) for x in built.node_sequence()]}
+    if as_json:
+        click.echo(json.dumps(d, indent=2))
+        return
+    click.echo(f"wrote {out}: {d['from']} -> {d['to']}, {built.length / 1000.0:.3f} km over "
+               f"{len(d['nodes'])} nodes, {d['junctions']} junctions, {len(built.reversals)} reversals")
+
+
 def bundled_scenario() -> Path:
     return bundled_sample_route().parent.parent / "replay.toml"
 
