@@ -465,7 +465,7 @@ def path_cmd(route: Path, start: str, end: str, via: tuple[str, ...], reversals:
         click.echo(json.dumps(d, indent=2))
         return
     click.echo(f"wrote {out}: {d['from']} -> {d['to']}, {built.length / 1000.0:.3f} km over "
-               f"{len(d['nodes'])} nodes, {d['junctions']} junctions, {len(built.reversals)} reversals")
+               f"{len(built.node_sequence())} nodes, {len(built.junctions)} junctions, {len(built.reversals)} reversals")
 
 
 def bundled_scenario() -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import TdbToolsError
 from ..formats.route import Route
 from ..formats.tdb import EndNode, JunctionNode, PlatformItem, VectorNode
-from ..stf.tree import Block, QStr
+from ..stf.tree import Block, Item, QStr
 from .paths import Place, Traversal, _net, _search
 from .traveller import Traveller, TravellerError, item_positions
 
@@ -279,7 +279,7 @@ def _fmt(v: float) -> str:
 
 def path_document(route: Route, built: BuiltPath, path_id: str) -> Block:
     """The STF tree (root block) of a ``.pat`` file for ``built``."""
-    pdps: list[Block] = []
+    pdps: list[Item] = []
     nodes: list[tuple[int, int]] = []  # (flags, pdp index)
 
     def add(point: tuple[int, int, float, float, float], junction: bool, flags: int) -> None:
