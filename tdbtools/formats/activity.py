@@ -303,7 +303,7 @@ def service_from_tree(doc: Block, diags: Diagnostics, path: str = "") -> Service
             elif k == "efficiency":
                 vals["efficiency"] = rd.value(b, 0, to_float, 0.0, "efficiency")
             elif k == "timetable":
-                ids = []
+                ids: list[int] = []
                 for t in b.blocks():
                     if t.key == "startingspeed":
                         vals["starting_speed"] = rd.quantity(t, 0, "speed", default=0.0)
