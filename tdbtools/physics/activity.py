@@ -51,10 +51,12 @@ from .scenario import Scenario, TrainSpec
 BLOCK_M = 250.0
 #: Metres a train stops short of a block another train holds.
 BLOCK_MARGIN_M = 20.0
-#: A junction block covers this many metres either side of the switch point: where the
-#: two branches are still too close for trains to pass (the sample route's 5° turnout
-#: with a parallel siding is 3.6 m apart only ~90 m from the switch point).
-JUNCTION_FOUL_M = 100.0
+#: A junction block covers the track either side of the switch point up to where its two
+#: branches are this far apart (centre lines; cars are about 3 m wide), found per
+#: junction by walking both branches; at least JUNCTION_MIN_M, at most JUNCTION_MAX_M.
+FOUL_SEPARATION_M = 4.0
+JUNCTION_MIN_M = 20.0
+JUNCTION_MAX_M = 200.0
 #: Metres of track reserved beyond the braking distance.
 RESERVE_EXTRA_M = 400.0
 #: Seconds between dispatcher runs.
@@ -380,6 +382,42 @@ class ServiceDriver:
 # -- the dispatcher -------------------------------------------------------------------------
 
 
+def fouling_length(route: Route, junction: int) -> float:
+    """Metres from the switch point of ``junction`` along its branches to where they are
+    FOUL_SEPARATION_M apart (the clearance point)."""
+    from ..formats.tdb import JunctionNode
+    from ..track.traveller import Traveller, TravellerError
+
+    j = route.tdb.nodes[junction]
+    if not isinstance(j, JunctionNode) or len(j.pins) < 3:
+        return JUNCTION_MIN_M
+    walkers = []
+    for pin in j.pins[1:3]:
+        node = route.tdb.nodes[pin.link]
+        if node is None or not hasattr(node, "pins") or not node.pins:
+            return JUNCTION_MIN_M
+        at_start = node.pins[0].link == junction
+        try:
+            walkers.append(
+                Traveller(
+                    route, pin.link, 0.0 if at_start else route.node_length(pin.link), 1 if at_start else 0
+                )
+            )
+        except TravellerError:
+            return JUNCTION_MIN_M
+    a, b = walkers
+    d = 0.0
+    step = 5.0
+    while d < JUNCTION_MAX_M:
+        la, lb = a.location, b.location
+        if math.hypot(la.X - lb.X, la.Z - lb.Z) >= FOUL_SEPARATION_M:
+            return max(d, JUNCTION_MIN_M)
+        if a.move(step) > 0.01 or b.move(step) > 0.01:  # (move returns what it could not travel)
+            return max(d + step, JUNCTION_MIN_M)  # a branch ends: a buffer stop inside the turnout
+        d += step
+    return JUNCTION_MAX_M
+
+
 def block_name(b: tuple[str, int]) -> str:
     if b[0] == "j":
         return f"junction {b[1]}"
@@ -393,6 +431,7 @@ class Dispatcher:
     def __init__(self, replay: ActivityReplay) -> None:
         self.rp = replay
         self.holder: dict[tuple[str, int], str] = {}
+        self.foul: dict[int, float] = {}
         self.reserved: dict[tuple[str, int], str] = {}  # last run's reservations
         self.cycle_since: dict[frozenset, float] = {}
         self.reported: set[frozenset] = set()
@@ -418,10 +457,16 @@ class Dispatcher:
                 edge = piece * BLOCK_M if sg > 0 else (piece + 1) * BLOCK_M
                 enter = min(max(s0 + sg * (edge - off0), s0), s1)
                 out.append(((("n", node * 100_000 + piece)), enter))
-        j0 = int(np.searchsorted(ln.junction_s, lo - JUNCTION_FOUL_M, side="left"))
-        j1 = int(np.searchsorted(ln.junction_s, hi + JUNCTION_FOUL_M, side="right"))
+        j0 = int(np.searchsorted(ln.junction_s, lo - JUNCTION_MAX_M, side="left"))
+        j1 = int(np.searchsorted(ln.junction_s, hi + JUNCTION_MAX_M, side="right"))
         for j in range(j0, j1):
-            out.append(((("j", int(ln.junction_node[j]))), float(ln.junction_s[j]) - JUNCTION_FOUL_M))
+            jn = int(ln.junction_node[j])
+            f = self.foul.get(jn)
+            if f is None:
+                f = self.foul[jn] = fouling_length(self.rp.route, jn)
+            js = float(ln.junction_s[j])
+            if js + f >= lo and js - f <= hi:
+                out.append(((("j", jn)), js - f))
         out.sort(key=lambda b: b[1])
         return out
 
@@ -494,6 +539,7 @@ class Dispatcher:
             hi = min(front + reach, float(t.line.path_length))
             own = {b for b, _ in occupied[name]}
             authority = math.inf
+            claims: list[tuple[tuple[str, int], float]] = []
             for b, s0 in self._blocks(t, front, hi):
                 if b in own:
                     # shared with a train in the same block: stop behind its rear
@@ -513,13 +559,26 @@ class Dispatcher:
                     authority = s0 - BLOCK_MARGIN_M
                     d.blocked_by.add(other)
                     d.blocked_blocks.add(b)
+                    # Do not wait inside a junction area: give back the junctions (and the
+                    # short links between them) claimed just before, so a train waiting
+                    # for a line ahead does not block the station throat behind it.
+                    while claims and (claims[-1][0][0] == "j" or self._short(claims[-1][0])):
+                        cb, cs = claims.pop()
+                        del holder[cb]
+                        del reserved[cb]
+                        authority = cs - BLOCK_MARGIN_M
                     break
                 holder[b] = name
                 reserved[b] = name
+                claims.append((b, s0))
             d.authority = authority
         self.holder = holder
         self.reserved = reserved
         self._deadlocks(now)
+
+    def _short(self, b: tuple[str, int]) -> bool:
+        """A vector piece of a node too short to wait on (a link inside a junction area)."""
+        return b[0] == "n" and self.rp.route.node_length(b[1] // 100_000) < 2 * JUNCTION_MAX_M
 
     def _behind(self, k: int, block: tuple[str, int], other: str, front: float) -> float | None:
         """Where train ``k`` must stop for ``other`` in a vector node both occupy, or None
