@@ -9,10 +9,12 @@ movement authority and the end of its path. Station stops are the booked items (
 train's path; the train stops with its middle at the middle of the platform, dwells
 and departs not before the booked time.
 
-Movement authority comes from plain occupancy: the track is cut into blocks, one per
-vector node and one per junction. Every second the dispatcher gives each train the
-blocks it occupies and the blocks ahead up to its braking distance plus a margin,
-first come first served; a train may run up to the first block another train holds.
+Movement authority comes from plain occupancy: the track is cut into blocks, pieces of
+vector nodes and junction areas (out to each junction's clearance point). Every second
+the dispatcher gives each train the blocks it occupies and the blocks ahead up to its
+braking distance plus a margin and then on to the next junction area, first come first
+served; a train may run up to the first block another train holds, and never waits
+inside a junction area.
 Trains standing still that wait on each other in a cycle are a deadlock; a train
 that does not move for ``stuck_after`` seconds while waiting for track is stuck.
 """
@@ -537,6 +539,18 @@ class Dispatcher:
             speed = abs(float(v[rp.train_start[k]]))
             reach = speed * speed / (2.0 * d.auto.decel) + RESERVE_EXTRA_M + 2.0 * speed * DISPATCH_EVERY_S
             hi = min(front + reach, float(t.line.path_length))
+            # Plain track is taken whole, up to the next junction area: on a single line
+            # that is the way to the next loop, so trains cross there, never head-on.
+            ln = t.line
+            j = int(np.searchsorted(ln.junction_s, hi, side="left"))
+            if j < len(ln.junction_s):
+                jn = int(ln.junction_node[j])
+                f = self.foul.get(jn)
+                if f is None:
+                    f = self.foul[jn] = fouling_length(rp.route, jn)
+                hi = min(max(hi, float(ln.junction_s[j]) - f), float(ln.path_length))
+            else:
+                hi = float(ln.path_length)
             own = {b for b, _ in occupied[name]}
             authority = math.inf
             claims: list[tuple[tuple[str, int], float]] = []

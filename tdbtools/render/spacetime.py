@@ -50,13 +50,16 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
         s = np.where((clock >= t_on) & (clock <= t_off), s, np.nan)  # not in the world before or after
         ax.plot(clock / 3600.0, s / 1000.0, color=c, lw=1.6, label=name)
         sched = []
+        first = np.flatnonzero(np.isfinite(s))
+        if len(first) and clock[first[0]] - t_on < 5.0:  # booked start, where the run begins
+            sched.append((t_on, float(s[first[0]])))
         for row in result.timetable:
             if row["train"] != name:
                 continue
             key = row["platform"]
             if key not in plats:
-                plats[key] = _platform_s(result, ref, row)
-            ps = plats[key]
+                plats[key] = (_platform_s(result, ref, row), row["station"])
+            ps = plats[key][0]
             if ps is None:
                 continue
             for t in (row["sched_arr"], row["sched_dep"]):
@@ -76,10 +79,9 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
             ax.plot(
                 np.array(t_s) / 3600.0, np.array(p_s) / 1000.0, color=c, ls="--", lw=1.0, marker="|", ms=10
             )
-    for key, ps in plats.items():
-        if ps is not None:
-            ax.axhline(ps / 1000.0, color="0.7", lw=0.6, zorder=0)
-            ax.text(ax.get_xlim()[0], ps / 1000.0, f" {key}", fontsize=7, va="bottom", color="0.4")
+    for ps, station in {v for v in plats.values() if v[0] is not None}:
+        ax.axhline(ps / 1000.0, color="0.7", lw=0.6, zorder=0)
+        ax.text(ax.get_xlim()[0], ps / 1000.0, f" {station}", fontsize=7, va="bottom", color="0.4")
     ticks = ax.get_xticks()
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"{int(h) % 24:02d}:{int(round((h % 1) * 60)) % 60:02d}" for h in ticks])
@@ -94,11 +96,16 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
 
 
 def _platform_s(result: ActivityResult, ref, row: dict) -> float | None:  # noqa: ANN001
-    for st in result.stops.get(row["train"], ()):
-        if st.platform.name == row["platform"]:
-            mid = (st.platform.near + st.platform.far) / 2.0
-            s = _on_reference(ref, np.array([st.platform.node]), np.array([mid]))[0]
-            return float(s) if np.isfinite(s) else None
+    """Where a platform is on the reference line; a platform beside it (another track of
+    the same station) is drawn at the station's platform that the reference passes."""
+    known = {st.platform.name: st.platform for stops in result.stops.values() for st in stops}
+    mine = known.get(row["platform"])
+    if mine is None:
+        return None
+    for p in [mine] + [p for p in known.values() if p.station == mine.station and p is not mine]:
+        s = _on_reference(ref, np.array([p.node]), np.array([(p.near + p.far) / 2.0]))[0]
+        if np.isfinite(s):
+            return float(s)
     return None
 
 
