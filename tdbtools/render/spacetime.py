@@ -79,7 +79,8 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
             ax.plot(
                 np.array(t_s) / 3600.0, np.array(p_s) / 1000.0, color=c, ls="--", lw=1.0, marker="|", ms=10
             )
-    for ps, station in {v for v in plats.values() if v[0] is not None}:
+    for ps_, station in {v for v in plats.values() if v[0] is not None}:
+        ps = float(ps_ or 0.0)
         ax.axhline(ps / 1000.0, color="0.7", lw=0.6, zorder=0)
         ax.text(ax.get_xlim()[0], ps / 1000.0, f" {station}", fontsize=7, va="bottom", color="0.4")
     ticks = ax.get_xticks()
