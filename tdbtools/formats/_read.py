@@ -135,6 +135,11 @@ class Reader:
             return default
         return str(items[index])
 
+    def require(self, parent: Block, name: str) -> Block | None:
+        blk = parent.find(name)
+        if blk is None:
+            self.problem(parent, f"{parent.name or 'file'}: missing block {name!r}")
+        return blk
 
     def expect_count(self, block: Block, found: int, expected: int, what: str, index: int = 0) -> None:
         if found != expected:
