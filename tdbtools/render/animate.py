@@ -242,6 +242,19 @@ def _speeds(result, placer: TrainPlacer, t: float) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0)
 
 
+def _write_gif(frames: list[np.ndarray], path: Path, fps: float) -> None:
+    """A GIF with one 255-colour palette for all frames, taken from a mosaic of a few of
+    them (the frames share the colour bar and legend, so every colour drawn is in it);
+    quantising each frame on its own took 10x longer."""
+    from PIL import Image
+
+    pick = [frames[i] for i in sorted({0, len(frames) // 3, 2 * len(frames) // 3, len(frames) - 1})]
+    palette = Image.fromarray(np.concatenate(pick, axis=0)).quantize(colors=255, method=Image.Quantize.MEDIANCUT)
+    imgs = [Image.fromarray(f).quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
+    imgs[0].save(path, format="GIF", save_all=True, append_images=imgs[1:], duration=int(round(1000.0 / fps)),
+                 loop=0, optimize=False)
+
+
 def _clock(t: float) -> str:
     s = int(round(t))
     return f"{s // 3600:d}:{s // 60 % 60:02d}:{s % 60:02d}"
@@ -251,7 +264,7 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
                      color_by: str = "kind", fps: float = 10.0, speedup: float = 10.0,
                      max_frames: int = 300, frames: int | None = None,
                      window_size: tuple[int, int] = (800, 608), follow: bool | str = True,
-                     view_distance: float = 1500.0, labels: bool = True, view: str = "3d",
+                     view_distance: float = 600.0, labels: bool = True, view: str = "3d",
                      exaggerate: float | None = None, progress: bool | None = None) -> Path:
     """Animate a replay (``result`` from :func:`~tdbtools.physics.replay.replay` or
     :func:`load_replay`) over the route's scene into ``out`` (.gif or .mp4): cars
@@ -331,9 +344,7 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
             writer.close()
             writer = None
         else:
-            import imageio.v3 as iio3
-
-            iio3.imwrite(tmp, np.stack(shots), extension=".gif", duration=int(round(1000.0 / fps)), loop=0)
+            _write_gif(shots, tmp, fps)
         tmp.replace(out)
     finally:
         if writer is not None:

@@ -972,6 +972,8 @@ class SceneView:
         if self._legend_box:
             x0, y0, x1, y1 = self._legend_box
             reserved.append((x0 * w, y0 * h, x1 * w, y1 * h))
+        if getattr(self, "_speed_bar", False):     # the trains' colour bar, right
+            reserved.append((0.84 * w, 0.26 * h, w, 0.7 * h))
         font = 11
         for i, x, y in V.place_labels(px, T, R, (w, h), font_px=font, reserved=reserved,
                                       max_labels=max(10, int(w * h / 9000))):
@@ -1008,6 +1010,7 @@ class SceneView:
             m = mesh.copy(deep=True)
             m.points = pts
             if scalars is not None:
+                self._speed_bar = True
                 m.cell_data["speed_kmh"] = np.repeat(np.asarray(scalars, dtype=np.float64), 6)
                 a = self.plotter.add_mesh(m, scalars="speed_kmh", cmap="plasma", clim=clim, name="trains",
                                           scalar_bar_args={"title": "train speed (km/h)", "vertical": True,
