@@ -724,7 +724,7 @@ class SceneView:
                 cmap = GRADE_CMAP() if scene.color_by == "grade" else "viridis"
                 a = p.add_mesh(track, scalars=scene.scalars, cmap=cmap, clim=scene.clim,
                                scalar_bar_args={"title": title, "n_labels": 5, "fmt": "%.0f", "vertical": False,
-                                                "position_x": 0.35, "position_y": 0.015, "width": 0.3,
+                                                "position_x": 0.5, "position_y": 0.015, "width": 0.3,
                                                 "height": 0.07, "title_font_size": 12, "label_font_size": 11},
                                **common)
             self.actors["track"].append(a)
@@ -886,7 +886,7 @@ class SceneView:
         d = ends[1] - ends[0]
         n = float(np.hypot(*d)) if np.isfinite(d).all() else 0.0
         d = d / n if n > 1e-6 else np.array([0.0, 1.0])
-        c = np.array([w - 0.045 * w, 0.07 * h])
+        c = np.array([w - 40.0, 50.0])
         tip, tail = c + d * 22, c - d * 22
         side = np.array([-d[1], d[0]])
         segs += [(tuple(tail), tuple(tip)), (tuple(tip), tuple(tip - d * 9 + side * 6)),
