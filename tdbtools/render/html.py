@@ -193,10 +193,10 @@ def _note(p, text: str, *, bold: bool = False, color: str = "black", yanchor: st
 
 def _cluster_labels(points: np.ndarray, labels: list[str], severity: list[str]) -> list[str]:
     """Text for finding markers without a pile of overlapping labels: the most severe
-    finding of each cluster (5 % of the extent) is labelled, with how many it stands for."""
+    finding of each cluster (8 % of the extent) is labelled, with how many it stands for."""
     rank = {"error": 0, "warning": 1, "info": 2}
     span = float(np.ptp(points[:, :2], axis=0).max()) if len(points) > 1 else 1.0
-    r = 0.05 * max(span, 1.0)
+    r = 0.08 * max(span, 1.0)
     order = sorted(range(len(labels)), key=lambda i: (rank.get(severity[i], 3), i))
     heads: list[int] = []
     count: dict[int, int] = {}
