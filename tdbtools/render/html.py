@@ -149,13 +149,16 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
         traces.append(go.Scatter3d(x=[lo[0], lo[0] + L], y=[y0, y0], z=[z0, z0], mode="lines", name="scale bar",
                                    line=dict(color="black", width=6), hoverinfo="skip"))
         notes.append(_note((lo[0] + L / 2, y0, z0), label, yanchor="top"))
-        ax, ay = hi[0] + 0.04 * span, hi[1] - 0.1 * span
-        traces.append(go.Scatter3d(x=[ax, ax, ax - 0.015 * span, ax, ax + 0.015 * span],
-                                   y=[ay, ay + 0.1 * span, ay + 0.07 * span, ay + 0.1 * span, ay + 0.07 * span],
+        # the arrow's tip at the scale bar's height: below the route, so it never covers track
+        ax, ay = lo[0] + L + 0.06 * span, y0 - 0.08 * span
+        traces.append(go.Scatter3d(x=[ax, ax, ax - 0.012 * span, ax, ax + 0.012 * span],
+                                   y=[ay, ay + 0.08 * span, ay + 0.055 * span, ay + 0.08 * span, ay + 0.055 * span],
                                    z=[z0] * 5, mode="lines", name="north arrow",
                                    line=dict(color="black", width=5), hoverinfo="skip"))
-        notes.append(_note((ax, ay + 0.1 * span, z0), "N", bold=True, yanchor="bottom"))
+        notes.append(_note((ax, ay + 0.08 * span, z0), "N", bold=True, yanchor="bottom"))
+        extra = [[lo[0], y0, z0], [lo[0] + L, y0, z0], [ax, ay, z0]]
     fig = go.Figure(traces)
+    fig.layout.meta = {"tdb_frame_extra": extra if len(frame_pts) else []}
     ext = np.ptp(frame_pts, axis=0) if len(frame_pts) else np.ones(3)
     ext = np.maximum(ext, 1.0)
     big = float(max(ext[0], ext[1]))
@@ -245,8 +248,10 @@ _FIT_JS = """
     var sc = gd._fullLayout.scene._scene;
     if (!sc || !sc.glplot || !sc.glplot.cameraParams) return;
     var f = extent();
-    if (window.TDB_DEBUG) console.log('tdb fit', n, f, JSON.stringify(gd._fullLayout.scene.aspectratio));
-    if (!(f > 0) || Math.abs(f - 1) < 0.03 || n <= 0) { gd.dataset.fitted = '1'; return; }
+    if (!(f > 0) || Math.abs(f - 1) < 0.03 || n <= 0) {   // drawn once more before it says so
+      requestAnimationFrame(function () { requestAnimationFrame(function () { gd.dataset.fitted = '1'; }); });
+      return;
+    }
     var cam = gd._fullLayout.scene.camera, upd = {};
     if (cam.projection.type === 'orthographic') {   // plotly zooms an orthographic view by the aspect ratio
       var ar = gd._fullLayout.scene.aspectratio;
@@ -301,7 +306,7 @@ def write_html(scene: Scene, out: str | Path, *, exaggerate: float | None = None
     page = fig.to_html(include_plotlyjs=bundle is None, full_html=True, include_mathjax=False,
                        config={"displaylogo": False, "scrollZoom": True, "responsive": True},
                        default_width="100%", default_height="96vh",
-                       post_script=_FIT_JS % json.dumps(_frame_points(scene)))
+                       post_script=_FIT_JS % json.dumps(_frame_points(scene) + fig.layout.meta["tdb_frame_extra"]))
     head = f"<head>\n    <title>{_html.escape(scene.title)}</title>"
     if bundle is not None:
         head += f'\n    <script type="text/javascript">{bundle}</script>'
