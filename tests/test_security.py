@@ -185,3 +185,139 @@ def test_cli_parse_root_option(tmp_path):
     assert r.exit_code == 2 and "SECRET" not in r.output
     r = CliRunner().invoke(main, ["parse", "--root", str(home), str(pat)])
     assert r.exit_code == 0 and "SECRET" in r.output
+
+
+# -- the route cache (docs/security.md §1) ----------------------------------------------
+
+
+@pytest.fixture
+def sample_copy(tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setenv("TDBTOOLS_CACHE_DIR", str(tmp_path / "cache"))
+    dst = tmp_path / "inst"
+    shutil.copytree(hostile.SAMPLE_INSTALL, dst)
+    return dst / "ROUTES" / "SAMPLE"
+
+
+class _Planted:
+    """Pickled, this runs ``touch marker`` when unpickled."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_planted_cache_entry_cannot_run_code(sample_copy, tmp_path):
+    import pickle
+    import zlib
+
+    from tdbtools.formats import cache, find_route_files, load_route
+
+    good = load_route(sample_copy, cache=False)
+    marker = tmp_path / "pwned"
+    store = cache.RouteCache()
+    files = find_route_files(sample_copy)
+    entry = store._entry(files, True)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    payload = pickle.dumps(_Planted(marker))
+    # Both the old layout (magic, pickled header) and a plain pickle, at the entry's name.
+    header = pickle.dumps(_Planted(marker))
+    old = b"TDBTOOLS-ROUTE-CACHE\n" + len(header).to_bytes(8, "little") + header + payload
+    for data in (old, payload, cache._MAGIC + b"\0" * 12 + payload):
+        entry.write_bytes(data)
+        entry.chmod(0o600)
+        assert store.get(files, True) is None
+        assert load_route(sample_copy) == good
+        assert not marker.exists()
+    assert zlib.crc32(b"") == 0
+
+
+def test_cache_round_trip_keeps_everything(sample_copy):
+    from tdbtools.formats import cache, find_route_files, load_route
+
+    (sample_copy / "tsection.dat").unlink()  # lenient findings must survive the cache
+    cold = load_route(sample_copy, strict=False)
+    warm = cache.RouteCache().get(find_route_files(sample_copy), False)
+    assert warm is not None and warm is not cold
+    assert warm == cold and warm.warnings == cold.warnings and warm.sources == cold.sources
+    assert warm.section_length.flags.writeable == cold.section_length.flags.writeable
+
+
+def test_cache_refuses_a_folder_others_can_write(sample_copy, tmp_path):
+    from tdbtools.formats import cache, find_route_files, load_route
+
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    folder.chmod(0o777)
+    load_route(sample_copy)
+    assert list(folder.iterdir()) == [], "nothing written into a folder others can write"
+    # An entry that was there is not read either.
+    folder.chmod(0o700)
+    load_route(sample_copy)
+    files = find_route_files(sample_copy)
+    assert cache.RouteCache().get(files, True) is not None
+    folder.chmod(0o777)
+    assert cache.RouteCache().get(files, True) is None
+    # Sticky (like /tmp): other users cannot replace this user's entries, so it is used.
+    folder.chmod(0o1777)
+    assert cache.RouteCache().get(files, True) is not None
+
+
+def test_cache_ignores_entries_others_own_or_can_write(sample_copy):
+    from tdbtools.formats import cache, find_route_files, load_route
+
+    load_route(sample_copy)
+    files = find_route_files(sample_copy)
+    store = cache.RouteCache()
+    entry = store._entry(files, True)
+    entry.chmod(0o666)
+    assert store.get(files, True) is None
+    entry.chmod(0o600)
+    assert store.get(files, True) is not None
+    if os.getuid() == 0:  # only root can give a file away
+        os.chown(entry, 54321, 54321)
+        assert store.get(files, True) is None
+
+
+def test_cache_removes_temporaries_of_killed_runs(sample_copy, tmp_path):
+    from tdbtools.formats import cache, load_route
+
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    stale = folder / ".tmp-abcd.route"
+    stale.write_bytes(b"x" * 1000)
+    old = time.time() - 2 * cache.STALE_TEMP_SECONDS
+    os.utime(stale, (old, old))
+    load_route(sample_copy)
+    assert not stale.exists()
+
+
+def test_damaged_cache_entries_are_ignored(sample_copy):
+    import json
+
+    from tdbtools.formats import cache, find_route_files, load_route
+
+    good = load_route(sample_copy)
+    files = find_route_files(sample_copy)
+    store = cache.RouteCache()
+    entry = store._entry(files, True)
+    data = entry.read_bytes()
+    pos = len(cache._MAGIC)
+    n = int.from_bytes(data[pos:pos + 8], "little")
+    header = json.loads(data[pos + 12:pos + 12 + n])
+    for bad in ([["os.system", 1, []]], [["Route", 10**9, []]], [["Route", 1, [["x"]]]]):
+        body = data[pos + 12 + n:]
+        doc = json.loads(body[:header["records"]])
+        doc["classes"] = bad
+        rec = json.dumps(doc).encode()
+        h = dict(header, records=len(rec))
+        hb = json.dumps(h).encode()
+        pad = b"\0" * (-(pos + 12 + len(hb) + len(rec)) % 8)
+        rest = rec + pad + body[header["records"]:].lstrip(b"\0")
+        crc = __import__("zlib").crc32(rest)
+        entry.write_bytes(cache._MAGIC + len(hb).to_bytes(8, "little") + crc.to_bytes(4, "little") + hb + rest)
+        assert store.get(files, True) is None
+    assert load_route(sample_copy) == good
