@@ -181,10 +181,10 @@ class _Encoder:
             items = a.ravel().tolist()
             sep = _separator(items) if items and all(x.__class__ is str for x in items) else None
             if sep is not None:
-                return {"o": [list(a.shape), [sep, sep.join(items)], bool(a.flags.writeable)]}
+                return {"o": [list(a.shape), bool(a.flags.writeable), sep, sep.join(items)]}
             if not all(x is None or x.__class__ in (str, int, float, bool) for x in items):
                 raise TypeError("object array with non-plain values")
-            return {"o": [list(a.shape), items, bool(a.flags.writeable)]}
+            return {"o": [list(a.shape), bool(a.flags.writeable), items]}
         if a.dtype.str not in _DTYPES:
             raise TypeError(f"cannot cache an array of dtype {a.dtype.str}")
         self.arrays.append(a)
@@ -397,14 +397,12 @@ class _Decoder:
         if k == "a":
             return self.arrays[x]
         if k == "o":
-            shape, items, writeable = x
-            if items.__class__ is list and len(items) == 2 and items[0].__class__ is str:
-                items = self.split(items[0], items[1], None)
-            out = np.empty(len(items), dtype=object)
-            out[:] = items
-            out = out.reshape(shape)
-            out.flags.writeable = bool(writeable)
-            return out
+            items = self.split(x[2], x[3], None) if len(x) == 4 else x[2]
+            obj = np.empty(len(items), dtype=object)
+            obj[:] = items
+            obj = obj.reshape(x[0])
+            obj.flags.writeable = bool(x[1])
+            return obj
         if k == "g":
             dt, y = x
             if dt not in _DTYPES:
