@@ -321,3 +321,78 @@ def test_damaged_cache_entries_are_ignored(sample_copy):
         entry.write_bytes(cache._MAGIC + len(hb).to_bytes(8, "little") + crc.to_bytes(4, "little") + hb + rest)
         assert store.get(files, True) is None
     assert load_route(sample_copy) == good
+
+
+# -- writes only inside --out, reads only inside the install (docs/security.md §3, §5) ---
+
+
+@pytest.mark.parametrize("filename", ["../../escaped", "/tmp/abs_escape_tdbtools", "..\\..\\win", "CON"])
+def test_convert_writes_only_inside_out(sample_copy, tmp_path, filename):
+    import dataclasses
+
+    from tdbtools.export import convert_route
+    from tdbtools.formats import load_route
+
+    r = load_route(sample_copy, cache=False)
+    evil = dataclasses.replace(r, trk=dataclasses.replace(r.trk, filename=filename))
+    out = tmp_path / "out" / "a"
+    out.mkdir(parents=True)
+    before = {p for p in tmp_path.rglob("*")}
+    written = convert_route(evil, out)
+    new = {p for p in tmp_path.rglob("*")} - before
+    assert new and all(p.resolve().is_relative_to(out.resolve()) for p in new), new
+    assert all(p.resolve().is_relative_to(out.resolve()) for p in written)
+    assert not Path("/tmp/abs_escape_tdbtools.tdb").exists()
+    # The route written is loadable and names the database it wrote.
+    route_dir = out
+    (route_dir.parent / "GLOBAL").mkdir(exist_ok=True)
+    trk = next(p for p in written if p.suffix == ".trk")
+    assert f'"{trk.stem}"' in trk.read_bytes().decode("utf-16")
+
+
+def test_trk_filename_cannot_leave_the_route(sample_copy, tmp_path):
+    from tdbtools.errors import RouteError
+    from tdbtools.formats import load_route
+
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    import shutil
+
+    shutil.copy(sample_copy / "SAMPLE.tdb", outside / "SAMPLE.tdb")
+    trk = sample_copy / "SAMPLE.trk"
+    text = trk.read_bytes().decode("utf-16")
+    import re
+
+    text = re.sub(r'FileName \( "?SAMPLE"? \)', 'FileName ( "../../../secret/SAMPLE" )', text, flags=re.I)
+    assert "secret" in text
+    trk.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+    with pytest.raises(RouteError, match="bare file name"):
+        load_route(sample_copy, cache=False)
+    r = load_route(sample_copy, cache=False, strict=False)  # the route's own SAMPLE.tdb
+    assert any("UNSAFE_FILENAME" in str(w) for w in r.warnings)
+    assert all("secret" not in s for s in r.sources)
+
+
+def test_trk_filename_symlink_out_of_the_install_is_refused(sample_copy, tmp_path):
+    from tdbtools.errors import RouteError
+    from tdbtools.formats import load_route
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (sample_copy / "SAMPLE.tdb").rename(outside / "SAMPLE.tdb")
+    (sample_copy / "SAMPLE.tdb").symlink_to(outside / "SAMPLE.tdb")
+    with pytest.raises(RouteError, match="outside the install"):
+        load_route(sample_copy, cache=False)
+
+
+def test_echoed_values_are_truncated():
+    from tdbtools.errors import truncate_value
+    from tdbtools.stf.units import split_quantity
+
+    assert truncate_value("abc") == "'abc'"
+    long = "9" * 5000 + "x"
+    cut = truncate_value(long)
+    assert len(cut) < 120 and "5001 characters" in cut
+    with pytest.raises(ValueError) as exc:
+        split_quantity(long)
+    assert len(str(exc.value)) < 200

@@ -15,7 +15,7 @@ from typing import ClassVar, Union
 
 import numpy as np
 
-from ..errors import Diagnostics
+from ..errors import Diagnostics, truncate_value
 from ..stf import parse_file
 from ..stf.parser import gc_paused
 from ..stf.tree import Block, Document
@@ -408,7 +408,7 @@ class _TdbReader:
         nodes: list = [None]
         for blk in table.items[1:]:
             if blk.__class__ is not Block:
-                rd.problem(table, f"TrackNodes: unexpected value {blk!r}")
+                rd.problem(table, f"TrackNodes: unexpected value {truncate_value(blk)}")
                 continue
             if blk.key != "tracknode":
                 continue
@@ -438,7 +438,7 @@ class _TdbReader:
         in_pins = out_pins = 0
         for pos, sub in enumerate(items[1:], start=1):
             if sub.__class__ is not Block:
-                rd.problem(blk, f"TrackNode {index}: unexpected value {sub!r}", pos)
+                rd.problem(blk, f"TrackNode {index}: unexpected value {truncate_value(sub)}", pos)
                 continue
             k = sub.key
             if k in ("trvectornode", "trjunctionnode", "trendnode"):
@@ -538,7 +538,7 @@ class _TdbReader:
         pins = []
         for pos, p in enumerate(items[2:], start=2):
             if p.__class__ is not Block or p.key != "trpin":
-                rd.problem(blk, f"TrPins: expected TrPin blocks, found {p!r}", pos)
+                rd.problem(blk, f"TrPins: expected TrPin blocks, found {truncate_value(p)}", pos)
                 continue
             v = p.items
             try:
@@ -596,7 +596,7 @@ class _TdbReader:
                 ints = (col if exact.all() else np.where(exact, col, 0.0)).astype(np.int64)
                 if not np.array_equal(ints, col):
                     bad = int(np.flatnonzero(ints != col)[0])
-                    self._report_row(texts, counts, bad, j, f"{name}: expected an integer, found {col[bad].item()!r}")
+                    self._report_row(texts, counts, bad, j, f"{name}: expected an integer, found {truncate_value(col[bad].item())}")
                 cols[name] = ints
             else:
                 cols[name] = np.ascontiguousarray(col)
@@ -670,11 +670,11 @@ class _TdbReader:
         out: list[TrItem] = []
         for blk in table.items[1:]:
             if blk.__class__ is not Block:
-                rd.problem(table, f"TrItemTable: unexpected value {blk!r}")
+                rd.problem(table, f"TrItemTable: unexpected value {truncate_value(blk)}")
                 continue
             cls = ITEM_TYPES.get(blk.key)
             if cls is None:
-                rd.problem(blk, f"TrItemTable: unknown item type {blk.name!r}")
+                rd.problem(blk, f"TrItemTable: unknown item type {truncate_value(blk.name)}")
                 continue
             item = self._item(cls, blk, len(out))
             out.append(item)
@@ -688,7 +688,7 @@ class _TdbReader:
         extra: dict = {}
         for pos, sub in enumerate(blk.items):
             if sub.__class__ is not Block:
-                rd.problem(blk, f"{blk.name}: unexpected value {sub!r}", pos)
+                rd.problem(blk, f"{blk.name}: unexpected value {truncate_value(sub)}", pos)
                 continue
             k = sub.key
             if k == "tritemid":

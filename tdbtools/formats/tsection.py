@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import Diagnostics, FormatError
+from ..errors import Diagnostics, FormatError, truncate_value
 from ..stf import parse_file
 from ..stf.parser import gc_paused
 from ..stf.tree import Block, Document
@@ -275,7 +275,7 @@ class _Builder:
         width, length, radius, angle = 1.5, 0.0, math.nan, math.nan
         for pos, sub in enumerate(items[1:], start=1):
             if sub.__class__ is not Block:
-                rd.problem(blk, f"TrackSection {sid}: unexpected value {sub!r}", pos)
+                rd.problem(blk, f"TrackSection {sid}: unexpected value {truncate_value(sub)}", pos)
                 continue
             if sub.key == "sectionsize":
                 width = self._distance(rd, sub, 0, 1.5)
