@@ -430,16 +430,19 @@ def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None
 @click.option("--plot", is_flag=True, help="Draw running time per path to OUT/sweep.png.")
 @click.option("--parquet", is_flag=True, help="Also write OUT/sweep.parquet (needs pyarrow).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--max-combinations", type=click.IntRange(min=1), metavar="N",
+              help="Allow a spec to expand to more than 10,000 replays.")
 @_handle_errors
 def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path, traces: bool | None,
-          plot: bool, parquet: bool, as_json: bool) -> None:
+          plot: bool, parquet: bool, as_json: bool, max_combinations: int | None) -> None:
     """Run every path x consist x parameter combination of SPEC as a replay, on Dask
     (needs tdbtools[sweep]); resumes in --out. Exit status 1 when a replay failed,
     derailed or collided."""
     from .sweep.command import sweep_command
 
     raise click.exceptions.Exit(sweep_command(spec, scheduler=scheduler, workers=workers, out=out_dir,
-                                              traces=traces, plot=plot, parquet=parquet, as_json=as_json))
+                                              traces=traces, plot=plot, parquet=parquet, as_json=as_json,
+                                              max_combinations=max_combinations))
 
 
 def bundled_scenario() -> Path:

@@ -396,3 +396,74 @@ def test_echoed_values_are_truncated():
     with pytest.raises(ValueError) as exc:
         split_quantity(long)
     assert len(str(exc.value)) < 200
+
+
+# -- limits on requested work (docs/security.md §2) -------------------------------------
+
+
+@pytest.mark.parametrize("step, duration", [
+    (0.0, 60.0), (-0.1, 60.0), (float("nan"), 60.0), (float("inf"), 60.0), (2.0, 60.0),
+    (0.1, 0.0), (0.1, float("inf")), (0.1, -5.0), (1e-4, 1e7), (0.001, 1e6),
+])
+def test_replay_step_and_duration_limits(step, duration):
+    from tdbtools.physics.scenario import Scenario, ScenarioError, TrainSpec
+
+    with pytest.raises(ScenarioError):
+        Scenario(Path("r"), (TrainSpec(name="a", consist=Path("c"), path=Path("p")),), step=step,
+                 duration=duration)
+
+
+def test_toml_allows_no_more_steps_than_the_limit(tmp_path):
+    from tdbtools.physics.scenario import ScenarioError, scenario_from_text
+
+    base = 'route = "R"\n[[train]]\nname = "a"\nconsist = "c"\npath = "p"\n'
+    # Accepted by the old limits (which allowed 1e11 steps): 1e10 steps.
+    with pytest.raises(ScenarioError, match="steps, over the limit") as exc:
+        scenario_from_text("step = 1e-4\nduration = 1e6\n" + base, "s.toml")
+    assert exc.value.line == 2
+    with pytest.raises(ScenarioError, match="step"):
+        scenario_from_text("step = 5\n" + base, "s.toml")
+    sc = scenario_from_text("step = 1.0\nduration = 86400\n" + base, "s.toml")
+    assert sc.step == 1.0
+
+
+@pytest.mark.parametrize("args", [["--step", "0"], ["--step", "nan"], ["--step", "-1"], ["--step", "2"],
+                                  ["--duration", "inf"], ["--duration", "0"], ["--step", "0.0001",
+                                                                               "--duration", "999999"]])
+def test_cli_replay_validates_step_and_duration(args, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    monkeypatch.setenv("TDBTOOLS_CACHE_DIR", str(tmp_path / "cache"))
+    t0 = time.perf_counter()
+    r = CliRunner().invoke(main, ["replay", "--out", str(tmp_path / "o"), *args])
+    assert r.exit_code == 2, r.output
+    assert "step" in r.output or "duration" in r.output
+    assert time.perf_counter() - t0 < 10
+    assert not (tmp_path / "o").exists()
+
+
+def test_sweep_counts_combinations_before_building_them(tmp_path):
+    import shutil
+
+    from tdbtools.sweep.spec import TooManyCombinations, read_sweep_spec
+
+    inst = tmp_path / "sample"
+    shutil.copytree(hostile.SAMPLE_INSTALL, inst)
+    grid = "\n".join(f"{k} = [{', '.join(str(i) for i in range(30))}]"
+                     for k in ("beyond_path", "start_speed", "deceleration", "start_offset"))
+    spec = inst / "big.toml"
+    spec.write_text('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["sample_passenger"]\n'
+                    f"[grid]\n{grid}\n", encoding="utf-8")
+    t0 = time.perf_counter()
+    with pytest.raises(TooManyCombinations, match="2,430,000 combinations") as exc:
+        read_sweep_spec(spec)
+    assert time.perf_counter() - t0 < 2
+    assert "--max-combinations" in str(exc.value)
+    small = inst / "small.toml"
+    small.write_text('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["sample_passenger"]\n'
+                     "[grid]\nbeyond_path = [0, 100]\n", encoding="utf-8")
+    with pytest.raises(TooManyCombinations):
+        read_sweep_spec(small, max_combinations=5)
+    assert len(read_sweep_spec(small, max_combinations=6).combinations) == 6

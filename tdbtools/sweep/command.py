@@ -10,7 +10,7 @@ import click
 
 def sweep_command(spec_file: Path, *, scheduler: str | None = None, workers: int | None = None,
                   out: Path = Path("sweep-out"), traces: bool | None = None, plot: bool = False,
-                  parquet: bool = False, as_json: bool = False) -> int:
+                  parquet: bool = False, as_json: bool = False, max_combinations: int | None = None) -> int:
     """Run a sweep with a progress bar on stderr, print its summary, optionally draw
     the plot; returns the exit status (1 when a replay failed, derailed or collided)."""
     import json
@@ -18,7 +18,8 @@ def sweep_command(spec_file: Path, *, scheduler: str | None = None, workers: int
     from .run import run_sweep
     from .spec import read_sweep_spec
 
-    spec = read_sweep_spec(spec_file)
+    spec = read_sweep_spec(spec_file) if max_combinations is None else \
+        read_sweep_spec(spec_file, max_combinations=max_combinations)
     show = sys.stderr.isatty()
     bar = None
 
