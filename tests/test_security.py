@@ -467,3 +467,81 @@ def test_sweep_counts_combinations_before_building_them(tmp_path):
     with pytest.raises(TooManyCombinations):
         read_sweep_spec(small, max_combinations=5)
     assert len(read_sweep_spec(small, max_combinations=6).combinations) == 6
+
+
+# -- geometry validated at load; the spatial index bounded (docs/security.md §2) --------
+
+
+@pytest.mark.parametrize("sid, size, curve, why", [
+    (2, "1.5 -100", None, "negative"),
+    (5, "1.5 0", "0 -5", "not positive"),
+    (5, "1.5 0", "-500 -5", "not positive"),
+    (5, "1.5 0", "500 1e30", "full turn"),
+    (8, "1.5 0", "500 -400", "full turn"),
+])
+def test_impossible_geometry_strict_and_lenient(sample_copy, sid, size, curve, why):
+    from tdbtools.errors import FormatError
+    from tdbtools.formats import load_route
+
+    hostile.set_section(sample_copy.parents[1], sid, size, curve)
+    with pytest.raises(FormatError, match=f"BAD_SECTION_GEOMETRY: TrackSection {sid}: .*{why}"):
+        load_route(sample_copy, cache=False)
+    r = load_route(sample_copy, cache=False, strict=False)
+    found = [str(w) for w in r.warnings if str(w.message).startswith("BAD_SECTION_GEOMETRY")]
+    assert any(f"TrackSection {sid}" in w and "node" in w for w in found), found
+    assert r.track_km < 1e3  # the bad section adds nothing (was 9.3e29 km for angle 1e30)
+
+
+def test_degenerate_real_world_curves_still_load(tmp_path):
+    from tdbtools.formats.tsection import geometry_problem
+
+    # DK24 holds route-local curves of radius 5.2e-43 and 30 rad; and zero-length straights.
+    assert geometry_problem(1.5, 0.0, 5.19882e-43, 1718.87) is None
+    assert geometry_problem(1.5, 0.0, float("nan"), float("nan")) is None
+    assert geometry_problem(1.5, float("inf"), float("nan"), float("nan")) is not None
+
+
+def test_tdb_positions_beyond_any_tile_are_refused(sample_copy):
+    import re
+
+    from tdbtools.errors import FormatError
+    from tdbtools.formats import load_route
+
+    tdb = sample_copy / "SAMPLE.tdb"
+    raw = tdb.read_bytes()
+    text = raw.decode("utf-16") if raw[:2] == b"\xff\xfe" else raw.decode("utf-8")
+    # The first vector section: 16 values; the 13th is X in its tile.
+    m = re.search(r"TrVectorSections \( \d+ ((?:\S+ ){12})(\S+)", text)
+    assert m
+    text = text[:m.start(2)] + "1e300" + text[m.end(2):]
+    tdb.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+    with pytest.raises(FormatError, match="BAD_SECTION_GEOMETRY"):
+        load_route(sample_copy, cache=False)
+    r = load_route(sample_copy, cache=False, strict=False)
+    assert any("BAD_SECTION_GEOMETRY" in str(w) for w in r.warnings)
+
+
+@pytest.mark.parametrize("length", [1e6, 1e7])
+def test_spatial_index_memory_is_bounded_for_long_sections(sample_copy, length):
+    from tdbtools.formats import load_route
+    from tdbtools.track import SectionGrid, track_geometry
+    from tdbtools.track.geometry import point_at
+
+    hostile.set_section(sample_copy.parents[1], 2, f"1.5 {length:g}")
+    r = load_route(sample_copy, cache=False)
+    geom = track_geometry(r)
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        grid = SectionGrid.build(geom)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - t0 < 10
+    assert peak < 300 << 20, f"{peak / 1e6:.0f} MB"
+    # Still exact: a point on the far end of the long section finds it.
+    row = int(next(i for i in range(len(geom.length)) if geom.length[i] == length))
+    p = point_at(geom, row, length * 0.999, 1.0)
+    X = float(p.tile_x) * 2048 + float(p.x)
+    Z = float(p.tile_z) * 2048 + float(p.z)
+    assert row in grid.candidates(X, Z).tolist()

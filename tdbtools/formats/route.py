@@ -151,7 +151,7 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
     if files.tsection_local is not None:
         b.add_local(parse_file(files.tsection_local, diagnostics=diags, root=root))
     tsection = b.build()
-    lengths = _section_lengths(tdb, tsection, diags)
+    lengths = _section_lengths(tdb, tsection, diags, b.bad_sections)
     sources = [str(files.trk), str(tdb_path), *tsection.files]
     if rdb is not None:
         sources.append(str(rdb_path))
@@ -185,13 +185,23 @@ def _inside(path: Path, files: RouteFiles) -> Path:
     return path
 
 
-def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics) -> np.ndarray:
+def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics,
+                     bad: dict[int, str] | None = None) -> np.ndarray:
     sec = tsection.sections
     rows, found = sec.rows(tdb.sections.section_index)
     length = np.where(found, sec.arc_length[rows], np.nan)
-    if not found.all():
-        missing = np.unique(tdb.sections.section_index[~found])
-        nodes = np.unique(tdb.sections.node[~found])
+    # Rows whose own geometry was refused (section id -1) and sections dropped for
+    # impossible geometry were reported already; name the nodes that use the latter.
+    ids = tdb.sections.section_index
+    known_bad = np.isin(ids, np.array(sorted(bad or {}), dtype=np.int64)) | (ids < 0)
+    for sid in sorted(set(ids[known_bad & (ids >= 0)].tolist()))[:20]:
+        nodes = np.unique(tdb.sections.node[ids == sid])
+        diags.problem(FormatError(
+            f"BAD_SECTION_GEOMETRY: TrackSection {sid} ({(bad or {})[sid]}) is used by vector node(s) "
+            f"{', '.join(map(str, nodes[:10].tolist()))}: those sections have no length or geometry", None))
+    if not (found | known_bad).all():
+        missing = np.unique(ids[~found & ~known_bad])
+        nodes = np.unique(tdb.sections.node[~found & ~known_bad])
         msg = (f"{len(missing)} track section id(s) used by {len(nodes)} vector node(s) are not in "
                f"tsection.dat (e.g. {', '.join(map(str, missing[:5]))}; nodes "
                f"{', '.join(map(str, nodes[:5]))}): those sections have no length or geometry")

@@ -99,6 +99,15 @@ class EndNode(TrackNode):
 
 AnyNode = Union[VectorNode, JunctionNode, EndNode]
 
+#: Limits of a plausible vector section row (docs/security.md §2): tile numbers (real
+#: ones are within ±20,000), the offset in its tile (±1024 m in real files, y is the
+#: altitude) and the angles in radians (a full turn, with rounding slack).
+MAX_TILE = 1 << 20
+MAX_SECTION_OFFSET = 1e5
+MAX_SECTION_ANGLE = 2 * math.pi + 1e-3
+#: A lenient read reports at most this many bad rows per column.
+MAX_GEOMETRY_REPORTS = 20
+
 #: Node indices and pin links are unsigned 32-bit (to_uint); section integers are read
 #: through float64 and must be exact there.
 _UINT_MAX = 0xFFFFFFFF
@@ -600,12 +609,37 @@ class _TdbReader:
                 cols[name] = ints
             else:
                 cols[name] = np.ascontiguousarray(col)
+        self._check_geometry(texts, counts, cols, node_ids)
         for c in cols.values():
             c.flags.writeable = False
         node_ids.flags.writeable = False
         # The nodes were made before their section counts were known.
         self._counts = counts
         return VectorSections(**cols, node=node_ids)
+
+    def _check_geometry(self, texts, counts, cols: dict[str, np.ndarray], node_ids: np.ndarray) -> None:
+        """Positions and angles no real route holds (docs/security.md §2): an error in
+        strict mode; in lenient mode a finding, and the row's section id is set to -1 so
+        that the row has no geometry (as an unknown section)."""
+        bad = np.zeros(len(node_ids), dtype=bool)
+        checks = [(name, MAX_TILE) for name in ("tile_x", "tile_z")]
+        checks += [(name, MAX_SECTION_OFFSET) for name in ("x", "y", "z")]
+        checks += [(name, MAX_SECTION_ANGLE) for name in ("ax", "ay", "az")]
+        for name, limit in checks:
+            col = cols[name]
+            out = ~(np.abs(col) <= limit)
+            if not out.any():
+                continue
+            for row in np.flatnonzero(out)[:MAX_GEOMETRY_REPORTS].tolist():
+                j = next(i for i, (n, _t) in enumerate(_SECTION_COLUMNS) if n == name)
+                self._report_row(texts, counts, row, j,
+                                 f"BAD_SECTION_GEOMETRY: node {int(node_ids[row])} section row {row}: "
+                                 f"{name} = {truncate_value(col[row].item())} is beyond ±{limit:g}")
+            bad |= out
+        if bad.any():
+            ids = cols["section_index"].copy()
+            ids[bad] = -1
+            cols["section_index"] = ids
 
     @staticmethod
     def _vs_block(owner: Block) -> Block:
