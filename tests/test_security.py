@@ -545,3 +545,51 @@ def test_spatial_index_memory_is_bounded_for_long_sections(sample_copy, length):
     X = float(p.tile_x) * 2048 + float(p.x)
     Z = float(p.tile_z) * 2048 + float(p.z)
     assert row in grid.candidates(X, Z).tolist()
+
+
+# -- one overwrite rule for every command that writes (docs/security.md §5) --------------
+
+
+def _cli(*args: str):
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def test_profile_refuses_to_overwrite_csv_and_plot(sample_copy, tmp_path):
+    pat = sample_copy / "PATHS" / "MainWE.pat"
+    for opt, name in (("--csv", "p.csv"), ("--plot", "p.png")):
+        target = tmp_path / name
+        target.write_text("keep")
+        r = _cli("profile", str(sample_copy), "--path", str(pat), opt, str(target))
+        assert r.exit_code == 2 and "exists" in r.output, r.output
+        assert target.read_text() == "keep"
+    target = tmp_path / "p.csv"
+    r = _cli("profile", str(sample_copy), "--path", str(pat), "--csv", str(target), "--overwrite")
+    assert r.exit_code == 0, r.output
+    assert target.read_text().startswith("distance")
+
+
+def test_render_refuses_to_overwrite(sample_copy, tmp_path):
+    target = tmp_path / "r.png"
+    target.write_text("keep")
+    r = _cli("render", str(sample_copy), "--out", str(target))
+    assert r.exit_code == 2 and "exists" in r.output, r.output
+    assert target.read_text() == "keep"
+
+
+def test_replay_out_folder_reuse_rule(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "summary.json").write_text("{}")
+    r = _cli("replay", "--out", str(out), "--duration", "5")
+    assert r.exit_code == 2 and "not empty" in r.output, r.output
+    assert (out / "summary.json").read_text() == "{}"
+    r = _cli("replay", "--out", str(out), "--duration", "5", "--overwrite")
+    assert r.exit_code == 0, r.output
+    assert (out / "summary.json").read_text() != "{}"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _cli("replay", "--out", str(empty), "--duration", "5").exit_code == 0
