@@ -189,7 +189,8 @@ def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics,
                      bad: dict[int, str] | None = None) -> np.ndarray:
     sec = tsection.sections
     rows, found = sec.rows(tdb.sections.section_index)
-    length = np.where(found, sec.arc_length[rows], np.nan)
+    length = np.full(len(rows), np.nan)
+    length[found] = sec.arc_length[rows[found]]  # (an empty table has no row 0 to index)
     # Rows whose own geometry was refused (section id -1) and sections dropped for
     # impossible geometry were reported already; name the nodes that use the latter.
     ids = tdb.sections.section_index

@@ -8,8 +8,8 @@ the whole centre line (the sagitta of curved pieces is added) grown by ``pad``
 metres, so **every section whose centre line passes within ``pad`` metres of a
 point is among the point's candidates**. Memory grows with the length of track,
 never with the area a long section spans, and the cell grows when a route claims
-more track than :data:`MAX_PIECES` cells can hold. Building and querying are vectorised with numpy; batch queries
-return (point, section row) pairs.
+more track than :data:`MAX_PIECES` cells can hold. Building and querying are
+vectorised with numpy; batch queries return (point, section row) pairs.
 
 The grid, and the cleaned section geometry the traveller works on
 (:func:`track_geometry`), are cached per route object on first use. Routes can
@@ -107,8 +107,9 @@ def track_geometry(route: Route) -> SectionGeometry:
 
 #: At most about this many pieces of centre line are indexed: the cell grows for routes
 #: whose total length would need more (docs/security.md §2), so that memory is bounded
-#: whatever lengths a file claims. DK24 (830 km) needs 26,000 at the default cell.
-MAX_PIECES = 500_000
+#: whatever lengths a file claims. DK24 (830 km) needs about 26,000
+#: at the default cell; 100,000 take about 0.3 s to index.
+MAX_PIECES = 100_000
 #: Curves are cut into pieces of at most this angle (π/32) for their sagitta bound ...
 _PIECE_ANGLE = math.pi / 32
 #: ... and into at most this many pieces by angle (a real curve turns less than 2π).
