@@ -593,3 +593,22 @@ def test_replay_out_folder_reuse_rule(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert _cli("replay", "--out", str(empty), "--duration", "5").exit_code == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["profile", "{R}", "--path", "{R}/PATHS/MainWE.pat", "--step", "1e-300"], "over the limit"),
+    (["profile", "{R}", "--path", "{R}/PATHS/MainWE.pat", "--step", "inf"], "finite"),
+    (["profile", "{R}", "--from-tile", "-5680", "15116", "--from-pos", "nan", "0", "--distance", "100"],
+     "finite"),
+    (["audit", "{R}", "--gap", "nan"], "finite"),
+    (["audit", "{R}", "--gap", "-1"], "finite"),
+    (["export", "{R}", "--format", "csv", "--step", "1e-300"], "over the limit"),
+    (["locate", "{R}", "--tile", "0", "0", "--pos", "1e308", "1e308"], "1e+308"),
+])
+def test_requested_work_is_bounded_and_echoes_are_short(sample_copy, args, message):
+    t0 = time.perf_counter()
+    r = _cli(*[a.replace("{R}", str(sample_copy)) for a in args])
+    assert r.exit_code == 2, r.output
+    assert message in r.output
+    assert max(len(line) for line in r.output.splitlines()) < 400
+    assert time.perf_counter() - t0 < 10

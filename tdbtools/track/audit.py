@@ -306,6 +306,10 @@ def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance:
                 unreferenced_items: bool = True) -> AuditReport:
     """Audit the topology, geometry and items of ``route`` (see the module docstring
     for the finding codes). Tolerances are metres, ``kink_tolerance`` radians."""
+    for name, v in (("gap_tolerance", gap_tolerance), ("node_end_tolerance", node_end_tolerance),
+                    ("item_tolerance", item_tolerance), ("kink_tolerance", kink_tolerance)):
+        if not 0 <= v < math.inf:
+            raise TdbToolsError(f"{name} must be a finite number >= 0, got {v!r}")
     geom = section_geometry(route)
     places = _Places(route, geom)
     findings: list[AuditFinding] = []

@@ -695,12 +695,13 @@ class Traveller:
         loc = _locate(route, [tile_x], [tile_z], [x], [z], max_lateral, margin)
         if not loc.found[0]:
             near = nearest_track(route, int(tile_x), int(tile_z), float(x), float(z))
-            where = f"tile ({tile_x}, {tile_z}) x={float(x):.3f} z={float(z):.3f}"
+            # (.3f of 1e308 is 300 digits: an echoed value must stay short)
+            where = f"tile ({tile_x}, {tile_z}) x={_short(float(x))} z={_short(float(z))}"
             if near is None:
                 raise TravellerError(f"no track near {where}: the route has no track sections")
             raise TravellerError(
                 f"no track within {max_lateral} m of {where}: the nearest track centre line "
-                f"is {near[0]:.2f} m away (node {near[1]})")
+                f"is {_short(near[0], 2)} m away (node {near[1]})")
         return cls._at_row(route, int(loc.row[0]), float(loc.section_offset[0]), FORWARD,
                            switches, align_trailing)
 
@@ -1185,3 +1186,7 @@ class Traveller:
             if t._kind == _END:
                 return None
         return None
+
+
+def _short(v: float, digits: int = 3) -> str:
+    return f"{v:.{digits}f}" if abs(v) < 1e9 else f"{v:.6g}"
