@@ -41,17 +41,6 @@ def route():
 
 
 @pytest.fixture(scope="module")
-def northsouth(tmp_path_factory):
-    """The sample route turned by 90°: runs from south to north (tests/data/northsouth.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
-    try:
-        from northsouth import make_northsouth
-    finally:
-        sys.path.pop(0)
-    return load_route(make_northsouth(tmp_path_factory.mktemp("ns")), cache=False)
-
-
-@pytest.fixture(scope="module")
 def renderer():
     if not HAVE_PYVISTA:
         pytest.skip("pyvista is not installed (pip install 'tdbtools[render]')")
@@ -170,7 +159,7 @@ def test_scene_contents(route, color_by):
     assert scene.scalars in scene.track.array_names
     for k, m in scene.markers.items():
         assert m.glyphs.n_points % max(len(m), 1) == 0 and (m.glyphs.n_points > 0) == (len(m) > 0)
-    assert scene.markers["platform"].labels == ("Sampleby", "")     # a station once, not per platform end
+    assert "Sampleby, Spor 1" in scene.markers["platform"].labels
     # the scene frame: x east, y north (Z), z up (Y); near the origin
     b = scene.track.bounds
     assert max(abs(v) for v in b[:4]) < 2 * 2048 and 0 < b[4] < 1000
@@ -288,17 +277,6 @@ def test_scene_image(route, renderer, color_by):
     assert img.shape == (WINDOW[1], WINDOW[0], 3)
     err = _compare(img, f"sample_{color_by}.png")
     assert err < IMAGE_THRESHOLD, f"image differs from tests/data/images/sample_{color_by}.png: error {err:.0f}"
-
-
-@pytest.mark.parametrize("which", ["sample", "northsouth"])
-@pytest.mark.parametrize("view", ["map", "3d"])
-def test_view_image(route, northsouth, renderer, which, view):
-    r = route if which == "sample" else northsouth
-    scene = scene_mod.build_scene(r, color_by="grade")
-    img = scene_mod.screenshot(scene, window_size=WINDOW, view=view)
-    name = f"{which}_{view}.png"
-    err = _compare(img, name)
-    assert err < IMAGE_THRESHOLD, f"image differs from tests/data/images/{name}: error {err:.0f}"
 
 
 def test_scene_image_with_train(route, renderer, replayed):
