@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import ClassVar, Union
+from typing import ClassVar
 
 import numpy as np
 
@@ -97,7 +97,7 @@ class EndNode(TrackNode):
     kind: ClassVar[str] = "end"
 
 
-AnyNode = Union[VectorNode, JunctionNode, EndNode]
+AnyNode = VectorNode | JunctionNode | EndNode
 
 #: Limits of a plausible vector section row (docs/security.md §2): tile numbers (real
 #: ones are within ±20,000), the offset in its tile (±1024 m in real files, y is the
@@ -113,7 +113,8 @@ MAX_GEOMETRY_REPORTS = 20
 _UINT_MAX = 0xFFFFFFFF
 _EXACT_INT = float(1 << 53)
 
-_SECTION_COLUMNS = (
+#: The columns of :class:`VectorSections` (name, numpy dtype), in file order.
+SECTION_COLUMNS = (
     # name, dtype, meaning
     ("section_index", np.int64),   # TrackSection id (tsection.dat)
     ("shape_index", np.int64),     # TrackShape id, or dynamic-track TrackPath id
@@ -132,7 +133,7 @@ _SECTION_COLUMNS = (
     ("ay", np.float64),            # heading from +Z towards +X, radians
     ("az", np.float64),            # roll, radians
 )
-SECTION_FIELDS = tuple(n for n, _ in _SECTION_COLUMNS)
+SECTION_FIELDS = tuple(n for n, _ in SECTION_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -168,7 +169,7 @@ class VectorSections:
 
     @classmethod
     def empty(cls) -> VectorSections:
-        cols = {n: np.zeros(0, dtype=t) for n, t in _SECTION_COLUMNS}
+        cols = {n: np.zeros(0, dtype=t) for n, t in SECTION_COLUMNS}
         return cls(**cols, node=np.zeros(0, dtype=np.int64))
 
 
@@ -594,7 +595,7 @@ class _TdbReader:
         table = flat.reshape(-1, 16)
         node_ids = np.repeat(np.array([t[2] for t in texts], dtype=np.int64), counts)
         cols: dict[str, np.ndarray] = {}
-        for j, (name, dtype) in enumerate(_SECTION_COLUMNS):
+        for j, (name, dtype) in enumerate(SECTION_COLUMNS):
             col = table[:, j]
             if dtype is object:
                 cols[name] = self._flag3(texts, counts, col)
@@ -631,7 +632,7 @@ class _TdbReader:
             if not out.any():
                 continue
             for row in np.flatnonzero(out)[:MAX_GEOMETRY_REPORTS].tolist():
-                j = next(i for i, (n, _t) in enumerate(_SECTION_COLUMNS) if n == name)
+                j = next(i for i, (n, _t) in enumerate(SECTION_COLUMNS) if n == name)
                 self._report_row(texts, counts, row, j,
                                  f"BAD_SECTION_GEOMETRY: node {int(node_ids[row])} section row {row}: "
                                  f"{name} = {truncate_value(col[row].item())} is beyond ±{limit:g}")

@@ -183,6 +183,13 @@ class SweepResult:
     def table_path(self) -> Path:
         return self.out / TABLE
 
+    @property
+    def has_problems(self) -> bool:
+        """A replay failed, derailed or collided, or a task was lost (``tdbtools sweep``
+        exits with status 1)."""
+        s = self.summary()
+        return bool(s["failed"] or s["derailed"] or s["collisions"] or self.lost)
+
     def column(self, name: str) -> list:
         return [r.get(name) for r in self.rows]
 
