@@ -519,9 +519,8 @@ class RouteCache:
         arrays = _arrays(header["arrays"], view[blob_start:])
         _registry()
         route = _Decoder(arrays).build(json.loads(bytes(view[head_end:head_end + rec_len])))
-        from .route import Route
-
-        return route if route.__class__ is Route else None
+        # (Route from the registry: importing formats.route here would be a cycle)
+        return route if route.__class__ is _CLASSES.get("Route") else None
 
     def put(self, files, strict: bool, route) -> None:
         try:
