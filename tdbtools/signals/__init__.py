@@ -1,0 +1,1 @@
+"""Signals: scripts, signal objects and the signalling runtime (docs/signals.md)."""
