@@ -344,7 +344,7 @@ class _Compiler:
 
     def term(self, t: Tree) -> tuple[str, bool]:
         """(expression, is a plain function call) of a term."""
-        nots = sum(1 for c in t.children if isinstance(c, Token) and c.type == "NOTOP")
+        nots = sum(1 for c in t.children if isinstance(c, Token) and c.type in ("NOTOP", "NOT"))
         core = t.children[-1]
         is_call = False
         if isinstance(core, Tree) and core.data == "call":
