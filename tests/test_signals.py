@@ -371,3 +371,127 @@ def test_dk24_signal_objects(dk24_signals):
     js = s.summary()
     assert {"signals", "heads", "scripts", "warnings"} <= set(js)
     assert js["scripts"]["parsed"] == 89 and js["scripts"]["errors"] == 0
+
+
+# -- the runtime ------------------------------------------------------------------------------
+
+
+class FakeLine:
+    """The TrackLine columns the interlocking reads: one node walked one way."""
+
+    def __init__(self, node: int, direction: int, length: float, start_offset: float):
+        import numpy as np
+        self.seg_node = np.array([node])
+        self.seg_dir = np.array([direction])
+        self.seg_s0 = np.array([0.0])
+        self.seg_s1 = np.array([length])
+        self.seg_off0 = np.array([start_offset])
+        self.junction_s = self.junction_node = self.junction_route = np.array([])
+        self.length = length
+
+
+@pytest.fixture(scope="module")
+def sample_route():
+    from helpers import SAMPLE_ROUTE
+
+    from tdbtools.formats.route import load_route
+    return load_route(SAMPLE_ROUTE)
+
+
+def b3_line(tmp_path, route, nca=2, script=True, offsets=(200.0, 400.0, 600.0, 800.0, 1000.0), dirs=None):
+    """S1..S5 of type B3 on the sample route's V_main (node 4), governing eastbound trains."""
+    import dataclasses
+
+    from tdbtools.signals.objects import Head, SignalObject
+    from tdbtools.signals.runtime import Interlocking
+
+    p = tmp_path / "sigcfg.dat"
+    p.write_text(B3_CFG, encoding="utf-8")
+    b3 = dataclasses.replace(read_sigcfg(p).types["b3"], nca_msts=nca)
+    sc = read_scripts("s.dat", text=B3_SCRIPT).scripts[0] if script else None
+    objs = []
+    for k, off in enumerate(offsets):
+        d = 0 if dirs is None else dirs[k]
+        h = Head(100 + k, "b3", b3, "NORMAL", 0, d, 4, off, None, sc)
+        objs.append(SignalObject(k, "signal", (h,), 4, off, d))
+    return Interlocking(route, objs)
+
+
+def names(ilk):
+    return [ASPECTS[ilk.aspect(k)] for k in range(len(ilk.objects))]
+
+
+def test_runtime_scripts_only_converge_in_two_cycles(tmp_path, sample_route):
+    ilk = b3_line(tmp_path, sample_route)
+    assert [len(ilk.node_secs[4])] == [6]           # V_main split at the five signals
+    ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=700.0)
+    ilk.time = 0.0
+    for s in ilk.sections:
+        s.occupants = {}
+    ilk.sections[ilk.node_secs[4][3]].occupants[0] = 1     # the train stands between S3 and S4
+    ilk.trains[0].speed = 0.0
+    ilk.update_blocks()
+    ilk.run_scripts(force_enabled=True)
+    assert names(ilk) == ["APPROACH_1", "APPROACH_1", "STOP", "APPROACH_1", "APPROACH_1"]
+    ilk.update_blocks()
+    ilk.run_scripts(force_enabled=True)
+    assert names(ilk) == ["CLEAR_2", "APPROACH_1", "STOP", "CLEAR_2", "APPROACH_1"]
+    assert [h.draw_state for h in ilk.heads] == [2, 1, 0, 2, 1]
+
+
+@pytest.mark.parametrize("nca,expected", [
+    (1, ["APPROACH_1", "STOP", "STOP"]),
+    (2, ["CLEAR_2", "APPROACH_1", "STOP", "STOP"]),
+    (3, ["CLEAR_2", "CLEAR_2", "APPROACH_1", "STOP"]),
+])
+def test_runtime_enabling_follows_numclearahead(tmp_path, sample_route, nca, expected):
+    ilk = b3_line(tmp_path, sample_route, nca=nca)
+    ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=150.0)
+    for k in range(4):
+        ilk.update(float(k), [150.0], [0.0])
+    assert names(ilk)[:len(expected)] == expected
+    assert [ilk.enabled_train[k] for k in range(5)] == [0] * nca + [-1] * (5 - nca)
+    stop, _creep, limits = ilk.targets(0)
+    assert stop == pytest.approx(ilk.trains[0].signals[nca][0] - 15.0)
+    if nca == 1:
+        assert limits and limits[0][2] == pytest.approx(40 / 3.6)   # APPROACH_1 carries 40 km/h
+
+
+def test_runtime_no_script_uses_block_state(tmp_path, sample_route):
+    ilk = b3_line(tmp_path, sample_route, script=False)
+    ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=700.0)
+    ilk.update(0.0, [700.0], [0.0])
+    a = names(ilk)
+    assert a[2] == "STOP" and a[0] == "CLEAR_2" and a[3] == "CLEAR_2"
+
+
+def test_runtime_following_train_held_and_released(tmp_path, sample_route):
+    ilk = b3_line(tmp_path, sample_route, nca=2)
+    line = FakeLine(4, 1, 1153.6, 0.0)
+    ilk.add_train("lead", line, 100.0, front=450.0)
+    ilk.add_train("follow", line, 100.0, front=150.0)
+    pos, v = [450.0, 150.0], [10.0, 0.0]
+    for k in range(5):
+        ilk.update(float(k), pos, v)
+    stop, _c, _l = ilk.targets(1)
+    assert stop == pytest.approx(200.0 - 15.0)        # S1 not cleared: the lead is in S1-S2 (... S2-S3)
+    t = 5.0
+    while pos[0] < 950.0:
+        pos[0] += 10.0
+        ilk.update(t, pos, v)
+        t += 1.0
+    assert ilk.enabled_train[0] == 1 and ilk.targets(1)[0] is not None and ilk.targets(1)[0] > 200.0
+    kinds = [e["kind"] for e in ilk.events]
+    assert "spad" not in kinds and "aspect" in kinds
+
+
+def test_runtime_deadlock_reported(tmp_path, sample_route):
+    ilk = b3_line(tmp_path, sample_route, offsets=(500.0, 700.0), dirs=(0, 1))
+    ilk.deadlock_after = 10.0
+    ilk.add_train("east", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=400.0)
+    ilk.add_train("west", FakeLine(4, 0, 1153.6, 1153.6), 50.0, front=353.6)
+    for k in range(30):
+        ilk.update(float(k), [400.0, 353.6], [0.0, 0.0])
+    dl = [e for e in ilk.events if e["kind"] == "deadlock"]
+    assert len(dl) == 1 and sorted(dl[0]["trains"]) == ["east", "west"]
+    assert dl[0]["sections"] and 10.0 <= dl[0]["time"] <= 12.0

@@ -404,7 +404,7 @@ class Interlocking:
         t = TrainState(k, name, elements, [e.s1 for e in elements], sigs, speed_heads, end, length, front)
         self.trains.append(t)
         # Auto Node: the train holds its track up to the first signal (§4.3).
-        for e in self._elements_between(t, front - length, sigs[0][0] if sigs else end):
+        for e in self._elements_between(t, front - length, (sigs[0][0] if sigs else end) - 1e-3):
             sec = self.sections[e.section]
             if sec.reserved < 0:
                 sec.reserved = k
@@ -666,7 +666,15 @@ class Interlocking:
                 sig = t.signals[t.next_signal][1]
                 if self.enabled_train[sig] in (-1, t.index):
                     self._request(sig, t, 0, False)
-        # Block states of signals no train has claimed.
+        self.update_blocks()
+        self.run_scripts()
+        for t in self.trains:
+            self._targets(t)
+        self._deadlocks()
+
+    def update_blocks(self) -> None:
+        """Block states: signals no train has claimed from their default route; claimed
+        ones re-check their route when it was not clear."""
         for k in range(len(self.objects)):
             if self.enabled_train[k] < 0:
                 self._free_block(k)
@@ -674,20 +682,20 @@ class Interlocking:
                 t = self.trains[self.enabled_train[k]]
                 if self.block[k] != BLOCK_CLEAR:
                     self._request(k, t, self.req[k] if self.req[k] > 0 else 0, False)
-        # Scripts: NORMAL heads first (§4.5).
+
+    def run_scripts(self, *, force_enabled: bool = False) -> None:
+        """One pass of every head's script, NORMAL heads first (§4.5). ``force_enabled``
+        makes every signal read ENABLED = 1 (for testing the scripts alone)."""
         for h in self.order:
             if h.type is None:
                 continue
-            h.enabled = int(self.enabled_train[h.sig] >= 0)
+            h.enabled = 1 if force_enabled else int(self.enabled_train[h.sig] >= 0)
             sc = h.head.script
             if sc is not None:
                 h.state, h.draw_state = sc.function(h)
             else:
                 h.state = h.type.least_restrictive() if self.block[h.sig] == BLOCK_CLEAR else h.type.most_restrictive()
                 h.draw_state = h.type.def_draw_state(h.state)
-        for t in self.trains:
-            self._targets(t)
-        self._deadlocks()
 
     # -- what trains may do (§4.7) ---------------------------------------------------------------
     def aspect(self, sig: int) -> int:
