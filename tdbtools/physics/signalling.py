@@ -96,7 +96,7 @@ class ReplaySignals:
             end = t.end_s if t.end_s is not None else (t.line.length if t.line.ends_at_track_end else None)
             self.ilk.add_train(t.spec.name, t.line, t.length, front=front, end_s=end)
             self.drivers.append(t.driver if isinstance(t.driver, SignalDriver) else None)
-        self._switch_events = 0
+        self._shown = {k: -1 for k, o in enumerate(self.ilk.objects) if o.is_normal}
 
     def _throw(self, junction: int, route: int) -> None:
         self.replay.throw_switch(junction, route)
@@ -117,6 +117,14 @@ class ReplaySignals:
         for e in ilk.events:
             self.replay._event(e)
         ilk.events.clear()
+        # Aspect changes of the NORMAL signals (for the space-time chart and render --replay).
+        for k, old in self._shown.items():
+            a = ilk.aspect(k)
+            if a != old:
+                self._shown[k] = a
+                self.replay._event({"kind": "signal", "time": time, "signal": k, "aspect": ASPECTS[a],
+                                    "enabled_for": (ilk.trains[ilk.enabled_train[k]].name
+                                                    if ilk.enabled_train[k] >= 0 else None)})
 
     def summary(self) -> dict:
         """Per train: the aspects it saw and how long it waited at each signal."""
@@ -144,6 +152,54 @@ class ReplaySignals:
         return {k: ASPECTS[self.ilk.aspect(k)] for k, o in enumerate(self.ilk.objects) if o.is_normal}
 
 
+def space_time(replay: Any, result: Any, reference: str | None = None) -> dict:
+    """What a space-time chart of a replay needs, along the line of ``reference`` (the first
+    train by default): per train its front and rear against time in that line's metres
+    (NaN where it is off the line), and the NORMAL signals on the line with their aspect
+    changes. Blocks are the stretches between consecutive signals."""
+    import numpy as np
+
+    trains = replay.trains
+    ref = next((t for t in trains if t.spec.name == reference), trains[0]) if reference else trains[0]
+    line = ref.line
+    out_trains = {}
+    for t in trains:
+        tr = result.traces.get(t.spec.name)
+        if tr is None or len(tr["time"]) == 0:
+            continue
+        s = np.full(len(tr["time"]), np.nan)
+        cache: dict[tuple[int, float], float] = {}
+        for i, (n, off) in enumerate(zip(tr["node"].tolist(), tr["offset"].tolist())):
+            key = (int(n), round(float(off), 1))
+            if key not in cache:
+                c = line.locate(int(n), float(off), tol=0.5)
+                cache[key] = float(c[0]) if len(c) else float("nan")
+            s[i] = cache[key]
+        # Direction along the reference line: from the first two distinct positions.
+        ok = np.flatnonzero(np.isfinite(s))
+        sign = 1.0
+        if len(ok) >= 2 and s[ok[-1]] < s[ok[0]]:
+            sign = -1.0
+        out_trains[t.spec.name] = {"time": tr["time"], "front": s,
+                                   "rear": s - sign * t.length, "direction": sign}
+    sigs = []
+    ilk = replay.signals.ilk if replay.signals is not None else None
+    if ilk is not None:
+        for k, o in enumerate(ilk.objects):
+            if not o.is_normal:
+                continue
+            c = line.locate(o.node, o.offset, tol=0.5)
+            if len(c) and 0.0 <= c[0] <= line.length:
+                segd = line.seg_dir[np.flatnonzero(line.seg_node == o.node)[0]]
+                changes = [(e["time"], e["aspect"]) for e in result.events
+                           if e.get("kind") == "signal" and e.get("signal") == k]
+                sigs.append({"signal": k, "s": float(c[0]), "facing": 1 if o.tc_direction == segd else -1,
+                             "aspects": changes})
+    sigs.sort(key=lambda d: d["s"])
+    return {"reference": ref.spec.name, "length": float(line.length), "trains": out_trains, "signals": sigs,
+            "duration": float(result.summary.get("simulated_seconds", 0.0))}
+
+
 def signals_for(route: Any, use: bool | SignalSet | None) -> SignalSet | None:
     """The signal set a replay uses: the given set, the route's own (when it has NORMAL
     signals and ``use`` is None or True), or None."""
@@ -165,4 +221,4 @@ def wrap_driver(driver: Any, depart: float, signalled: bool) -> Any:
     return driver
 
 
-__all__ = ["INTERVAL", "DepartDriver", "ReplaySignals", "SignalDriver", "signals_for", "wrap_driver"]
+__all__ = ["INTERVAL", "DepartDriver", "ReplaySignals", "SignalDriver", "signals_for", "space_time", "wrap_driver"]
