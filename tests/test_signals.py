@@ -495,3 +495,32 @@ def test_runtime_deadlock_reported(tmp_path, sample_route):
     dl = [e for e in ilk.events if e["kind"] == "deadlock"]
     assert len(dl) == 1 and sorted(dl[0]["trains"]) == ["east", "west"]
     assert dl[0]["sections"] and 10.0 <= dl[0]["time"] <= 12.0
+
+
+# -- command line -----------------------------------------------------------------------------
+
+
+@pytest.mark.dk24
+@needs_dk24
+def test_cli_signals_json():
+    import json
+
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    r = CliRunner().invoke(main, ["signals", str(DK24_ROUTE), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert len(d["signals"]) == 85 and len(d["heads"]) == 95
+    assert d["scripts"]["parsed"] == 89 and d["scripts"]["errors"] == 0
+    assert isinstance(d["warnings"], list) and d["mode"] == "MSTS"
+
+
+def test_cli_signals_bad_route_exits_2(tmp_path):
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    r = CliRunner().invoke(main, ["signals", str(tmp_path / "nope")])
+    assert r.exit_code == 2 and "Traceback" not in r.output

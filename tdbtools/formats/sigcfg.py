@@ -348,10 +348,10 @@ class _Cfg:
         if function is None or base is None:
             self.diags.problem(r.error(b, f"SignalType {name!r}: no SignalFnType"))
             function = base = "INFO"
-        for a in aspects:
-            if a.draw_state not in draw:
-                self.diags.problem(r.error(b, f"SignalType {name!r}: aspect {ASPECTS[a.aspect]} names "
-                                              f"the undefined draw state {a.draw_state!r}"))
+        for asp_ in aspects:
+            if asp_.draw_state not in draw:
+                self.diags.problem(r.error(b, f"SignalType {name!r}: aspect {ASPECTS[asp_.aspect]} names "
+                                              f"the undefined draw state {asp_.draw_state!r}"))
         nca_msts = nca_orts = NCA_UNSET
         if self.mode == "ORTS":
             nca_orts = nca_blocks[0] if nca_blocks else NCA_UNSET

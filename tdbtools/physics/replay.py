@@ -582,7 +582,8 @@ class Replay:
         return self._result(_time.perf_counter() - wall)
 
     def _result(self, wall: float) -> ReplayResult:
-        traces, cars, summary = {}, {}, {"scenario": self.scenario.source, "route": self.route.name,
+        traces, cars = {}, {}
+        summary: dict = {"scenario": self.scenario.source, "route": self.route.name,
                                          "simulated_seconds": round(self.time, 6),
                                          "wall_seconds": round(wall, 3), "trains": {}}
         summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None

@@ -166,23 +166,23 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
         return SignalSet(route.name, None, (), {}, (), (), 0, tuple(warnings))
     cfg = read_sigcfg(found[0], mode=found[1], diagnostics=diags)
     functions = {n: k for k, n in enumerate(FUNCTIONS)}
-    for k, n in enumerate(cfg.custom_functions):
-        functions[n] = len(FUNCTIONS) + k
+    for k, fname in enumerate(cfg.custom_functions):
+        functions[fname] = len(FUNCTIONS) + k
     subtypes = {n: k for k, n in enumerate(cfg.normal_subtypes)}
     files: list[ScriptFile] = []
-    for p in cfg.script_paths():
-        if not p.is_file():
-            warn(f"signal script file {p.name!r} not found", Location(cfg.path, 1, 1))
+    for sp in cfg.script_paths():
+        if not sp.is_file():
+            warn(f"signal script file {sp.name!r} not found", Location(cfg.path, 1, 1))
             continue
-        files.append(read_scripts(p, strict=strict, functions=functions, subtypes=subtypes))
+        files.append(read_scripts(sp, strict=strict, functions=functions, subtypes=subtypes))
     bound = _bind_scripts(cfg, files, warn)
 
     items = route.tdb.items
     nodes = route.tdb.nodes
     positions: dict[int, tuple[int, float]] = {}
     for node, plist in item_positions(route).items():
-        for p in plist:
-            positions.setdefault(p.item.index, (node, p.offset))
+        for ip in plist:
+            positions.setdefault(ip.item.index, (node, ip.offset))
 
     # World signals (§3.1).
     world_by_item: dict[int, WorldSignal] = {}
@@ -256,20 +256,20 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
     for k, heads in enumerate(objs):
         if not alive[k]:
             continue
-        ws = world_by_item.get(heads[0].item)
+        wsig = world_by_item.get(heads[0].item)
         h0 = heads[0]
-        if ws is not None and ws.back_facing and any(ws.head_reference.get(h.item) in ws.back_facing for h in heads):
-            front = [h for h in heads if ws.head_reference.get(h.item) not in ws.back_facing]
-            back = [h for h in heads if ws.head_reference.get(h.item) in ws.back_facing]
+        if wsig is not None and wsig.back_facing and any(wsig.head_reference.get(h.item) in wsig.back_facing for h in heads):
+            front = [h for h in heads if wsig.head_reference.get(h.item) not in wsig.back_facing]
+            back = [h for h in heads if wsig.head_reference.get(h.item) in wsig.back_facing]
             if front:
                 signals.append(SignalObject(len(signals), "signal", tuple(front), front[0].node, front[0].offset,
-                                            front[0].direction, ws))
-            bws = WorldSignal(ws.file, ws.uid, ws.shape, ws.mask, ws.flags_back, ws.flags_back,
-                              ws.head_reference, ws.back_facing)
+                                            front[0].direction, wsig))
+            bws = WorldSignal(wsig.file, wsig.uid, wsig.shape, wsig.mask, wsig.flags_back, wsig.flags_back,
+                              wsig.head_reference, wsig.back_facing)
             signals.append(SignalObject(len(signals), "signal", tuple(back), back[0].node, back[0].offset,
                                         back[0].direction, bws))
             continue
-        signals.append(SignalObject(len(signals), "signal", tuple(heads), h0.node, h0.offset, h0.direction, ws))
+        signals.append(SignalObject(len(signals), "signal", tuple(heads), h0.node, h0.offset, h0.direction, wsig))
     unsupported = tuple(sorted(t.name for t in cfg.types.values() if t.script and t.name not in bound))
     all_warn = tuple(cfg.warnings) + tuple(x for f in files for x in f.warnings) + tuple(warnings) \
         + tuple(f for f in diags.findings if f not in cfg.warnings)

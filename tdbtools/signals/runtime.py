@@ -18,7 +18,7 @@ from typing import Any
 
 from ..formats.route import Route
 from ..formats.sigcfg import ASPECTS, CLEAR_2, RESTRICTING, STOP, STOP_AND_PROCEED
-from ..formats.tdb import EndNode, JunctionNode, VectorNode
+from ..formats.tdb import JunctionNode, VectorNode
 from .objects import Head, SignalObject, SignalSet
 
 # Internal section states, ordered: a higher value is worse (§4.2).
@@ -309,11 +309,12 @@ class Interlocking:
                 if 0 <= j < len(ids):
                     cur = ids[j]
                 else:
-                    node = self.nodes[s.node]
+                    vn = self.nodes[s.node]
+                    assert vn is not None
                     if d == 1:
-                        pin = node.pins[node.in_pins] if len(node.pins) > node.in_pins else None
+                        pin = vn.pins[vn.in_pins] if len(vn.pins) > vn.in_pins else None
                     else:
-                        pin = node.pins[0] if node.pins else None
+                        pin = vn.pins[0] if vn.pins else None
                     if pin is None or not 0 < pin.link < len(self.nodes):
                         break
                     nxt = self.nodes[pin.link]
@@ -326,14 +327,14 @@ class Interlocking:
                     else:
                         break
             else:
-                j = self.nodes[s.node]
-                assert isinstance(j, JunctionNode)
+                jn = self.nodes[s.node]
+                assert isinstance(jn, JunctionNode)
                 if d == 1:   # from the trunk: the switch decides
-                    r = self.switches.get(j.index, 0)
-                    k = j.in_pins + r
-                    pin = j.pins[k] if k < len(j.pins) else None
+                    r = self.switches.get(jn.index, 0)
+                    k = jn.in_pins + r
+                    pin = jn.pins[k] if k < len(jn.pins) else None
                 else:
-                    pin = j.pins[0] if j.pins else None
+                    pin = jn.pins[0] if jn.pins else None
                 if pin is None or not 0 < pin.link < len(self.nodes):
                     break
                 nxt = self.nodes[pin.link]
@@ -405,11 +406,11 @@ class Interlocking:
         self.trains.append(t)
         # Auto Node: the train holds its track up to the first signal (§4.3).
         for e in self._elements_between(t, front - length, (sigs[0][0] if sigs else end) - 1e-3):
-            sec = self.sections[e.section]
-            if sec.reserved < 0:
-                sec.reserved = k
+            tcs = self.sections[e.section]
+            if tcs.reserved < 0:
+                tcs.reserved = k
                 if e.route >= 0:
-                    self._set_switch(sec.node, e.route, quiet=True)
+                    self._set_switch(tcs.node, e.route, quiet=True)
         return k
 
     def _elements_between(self, t: TrainState, a: float, b: float) -> list[Element]:
