@@ -16,7 +16,7 @@ from ..signals.runtime import CREEP, Interlocking
 from .driver import AutoDriver, Controls, DriveState
 
 #: Seconds between signalling cycles (Open Rails updates signals in time-boxed batches).
-INTERVAL = 0.5
+INTERVAL = 1.0
 
 
 class SignalDriver:

@@ -255,7 +255,13 @@ class Interlocking:
         # NORMAL heads first, then the others (§4.5).
         self.order = [h for h in self.heads if h.head.function == "NORMAL"] + \
                      [h for h in self.heads if h.head.function != "NORMAL"]
+        self._walks: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        self._occupied: set[int] = set()
         self._build_sections()
+        self.sec_pos = [0] * len(self.sections)
+        for ids in self.node_secs.values():
+            for i, k in enumerate(ids):
+                self.sec_pos[k] = i
 
     # -- track circuits (§4.1) -------------------------------------------------------------------
     def _build_sections(self) -> None:
@@ -297,14 +303,22 @@ class Interlocking:
 
     def walk_from(self, sec: int, direction: int, limit: int = MAX_WALK) -> list[tuple[int, int]]:
         """Sections after ``sec``, following the switches, up to and including the one that
-        ends at a NORMAL signal in the direction (or the end of the track)."""
+        ends at a NORMAL signal in the direction (or the end of the track). Cached until a
+        switch is thrown."""
+        key = (sec, direction, limit)
+        hit = self._walks.get(key)
+        if hit is None:
+            hit = self._walks[key] = self._walk_from(sec, direction, limit)
+        return hit
+
+    def _walk_from(self, sec: int, direction: int, limit: int) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
         cur, d = sec, direction
         for _ in range(limit):
             s = self.sections[cur]
             if s.kind == "normal":
                 ids = self.node_secs[s.node]
-                i = ids.index(cur)
+                i = self.sec_pos[cur]
                 j = i + (1 if d == 1 else -1)
                 if 0 <= j < len(ids):
                     cur = ids[j]
@@ -425,6 +439,7 @@ class Interlocking:
         if self.switches.get(junction, 0) != route or junction not in self.switches:
             changed = self.switches.get(junction) != route
             self.switches[junction] = route
+            self._walks.clear()
             if changed and not quiet and self.switch_setter is not None:
                 self.switch_setter(junction, route)
 
@@ -632,9 +647,9 @@ class Interlocking:
     def update(self, time: float, fronts: list[float], speeds: list[float]) -> None:
         """One signalling cycle: occupancy, passed signals, requests, scripts, train targets."""
         self.time = time
-        for s in self.sections:
-            if s.occupants:
-                s.occupants = {}
+        for k in self._occupied:
+            self.sections[k].occupants = {}
+        self._occupied = set()
         for t in self.trains:
             t.front, t.speed = fronts[t.index], speeds[t.index]
             rear = t.front - t.length
@@ -642,6 +657,7 @@ class Interlocking:
             for e in occ:
                 if e.s1 >= rear - 1e-6 and e.s0 <= t.front + 1e-6:
                     self.sections[e.section].occupants[t.index] = e.direction
+                    self._occupied.add(e.section)
             # Release what the rear has left behind.
             i = bisect.bisect_left(t.e_s1, rear) - 1
             while i >= 0:
