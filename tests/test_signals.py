@@ -524,3 +524,67 @@ def test_cli_signals_bad_route_exits_2(tmp_path):
 
     r = CliRunner().invoke(main, ["signals", str(tmp_path / "nope")])
     assert r.exit_code == 2 and "Traceback" not in r.output
+
+
+# -- signalled replays ------------------------------------------------------------------------
+
+FOLLOW = """route = "{route}"
+step = 0.2
+duration = 700
+stand_in = true
+
+[[train]]
+name = "leader"
+consist = "{consist}"
+path = "629.pat"
+start_offset = 700
+beyond_path = 9500
+
+[[train]]
+name = "follower"
+consist = "{consist}"
+path = "629.pat"
+beyond_path = 9500
+depart = 120
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.dk24
+@needs_dk24
+def test_dk24_follower_brakes_for_a_red_without_collision(tmp_path):
+    import numpy as np
+    from helpers import SAMPLE_INSTALL
+
+    from tdbtools.physics.replay import Replay
+    from tdbtools.physics.scenario import read_scenario
+    from tdbtools.physics.signalling import space_time
+
+    p = tmp_path / "follow.toml"
+    p.write_text(FOLLOW.format(route=DK24_ROUTE.as_posix(),
+                               consist=(SAMPLE_INSTALL / "TRAINS" / "CONSISTS" / "sample_freight.con").as_posix()),
+                 encoding="utf-8")
+    rp = Replay(read_scenario(p))
+    res = rp.run()
+    kinds = collections.Counter(e["kind"] for e in res.events)
+    assert kinds["collision"] == 0 and kinds["side_collision"] == 0 and kinds["spad"] == 0
+    assert kinds["deadlock"] == 0
+    seen = res.summary["signalling"]["trains"]["follower"]["aspects_seen"]
+    reds = [s for s in seen if s["aspect"] == "STOP" and s["time"] > 120.0]
+    assert reds, seen
+    # The follower brakes from line speed to a stand short of a signal at danger.
+    tr = res.traces["follower"]
+    v = tr["speed"]
+    st = space_time(rp, res)
+    red_sig = reds[-1]["signal"]
+    s_sig = next(s["s"] for s in st["signals"] if s["signal"] == red_sig)
+    stopped = np.flatnonzero((tr["time"] > reds[-1]["time"]) & (np.abs(v) < 0.05))
+    assert len(stopped), "the follower never stopped"
+    k = stopped[0]
+    assert v[:k].max() > 10.0
+    front = st["trains"]["follower"]["front"][k]
+    assert 5.0 < s_sig - front < 60.0, (s_sig, front)
+    # The leader was ahead of the follower the whole time (same line, no overtaking).
+    lead, fol = st["trains"]["leader"]["rear"], st["trains"]["follower"]["front"]
+    n = min(len(lead), len(fol))
+    assert np.all(lead[:n] > fol[:n])

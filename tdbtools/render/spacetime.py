@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plots import _pyplot, save_figure
+from .plots import pyplot, save_figure
 
 ASPECT_COLOURS = {"STOP": "#d62728", "STOP_AND_PROCEED": "#ff7f0e", "RESTRICTING": "#ff7f0e",
                   "APPROACH_1": "#e3c000", "APPROACH_2": "#e3c000", "APPROACH_3": "#bcbd22",
@@ -22,7 +22,7 @@ def _blocks(signals: list[dict], length: float) -> list[tuple[float, float]]:
 
 def plot_space_time(data: dict, out: str | Path, *, title: str | None = None) -> Path:
     """Draw the chart from :func:`tdbtools.physics.signalling.space_time` data."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(12, 7), constrained_layout=True)
     duration = max(data.get("duration", 0.0), 1.0)
     trains = data["trains"]
