@@ -588,3 +588,41 @@ def test_dk24_follower_brakes_for_a_red_without_collision(tmp_path):
     lead, fol = st["trains"]["leader"]["rear"], st["trains"]["follower"]["front"]
     n = min(len(lead), len(fol))
     assert np.all(lead[:n] > fol[:n])
+
+
+# -- the signalled sample route -----------------------------------------------------------------
+
+
+def test_sample_signals_route_loads():
+    from helpers import SAMPLE_INSTALL
+
+    from tdbtools.formats.route import load_route
+    from tdbtools.signals import signal_report
+
+    rep = signal_report(load_route(SAMPLE_INSTALL / "ROUTES" / "SIGNALS"))
+    assert rep["mode"] == "MSTS" and rep["types"] == 1
+    assert len(rep["signals"]) == 6 and all(h["function"] == "NORMAL" and h["script"] == "b3" for h in rep["heads"])
+    assert rep["scripts"] == {"files": ["sigscr.dat"], "parsed": 1, "errors": 0, "bound": 1}
+    # No world file holds the signals: they work from their TDB items alone (with a note).
+    assert all(s["world"] is None for s in rep["signals"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["follow", "crossing"])
+def test_sample_signals_scenarios_run_without_collision(name):
+    from helpers import SAMPLE_INSTALL
+
+    from tdbtools.physics.replay import replay
+
+    res = replay(SAMPLE_INSTALL / f"signals_{name}.toml")
+    kinds = collections.Counter(e["kind"] for e in res.events)
+    assert kinds["collision"] == kinds["side_collision"] == kinds["spad"] == kinds["derailment"] == 0
+    sig = res.summary["signalling"]["trains"]
+    if name == "follow":
+        waits = sig["follower"]["signal_waits_s"]
+        assert waits.get("0", 0.0) > 20.0                    # held at the home signal of J_W
+        assert any(s["aspect"] == "STOP" for s in sig["follower"]["aspects_seen"])
+        assert res.summary["trains"]["leader"]["finished"]
+    else:
+        assert all(t["finished"] for t in res.summary["trains"].values())
+        assert sum(sum(w.values()) for w in (sig[n]["signal_waits_s"] for n in sig)) > 5.0

@@ -162,6 +162,19 @@ def space_time(replay: Any, result: Any, reference: str | None = None) -> dict:
     trains = replay.trains
     ref = next((t for t in trains if t.spec.name == reference), trains[0]) if reference else trains[0]
     line = ref.line
+    ref_xz = np.stack([line.X, line.Z], axis=1)
+
+    def project(ax: np.ndarray, az: np.ndarray) -> np.ndarray:
+        """Line distance of the nearest reference sample, for points off the line (a loop
+        track beside it): NaN farther than 15 m."""
+        out = np.full(len(ax), np.nan)
+        for i in range(0, len(ax), 256):
+            d = np.hypot(ax[i:i + 256, None] - ref_xz[None, :, 0], az[i:i + 256, None] - ref_xz[None, :, 1])
+            k = d.argmin(axis=1)
+            ok = d[np.arange(len(k)), k] < 15.0
+            out[i:i + 256] = np.where(ok, line.s[k], np.nan)
+        return out
+
     out_trains = {}
     for t in trains:
         tr = result.traces.get(t.spec.name)
@@ -175,26 +188,44 @@ def space_time(replay: Any, result: Any, reference: str | None = None) -> dict:
                 c = line.locate(int(n), float(off), tol=0.5)
                 cache[key] = float(c[0]) if len(c) else float("nan")
             s[i] = cache[key]
-        # Direction along the reference line: from the first two distinct positions.
+        off_line = ~np.isfinite(s)
+        if off_line.any():
+            ax = tr["tile_x"][off_line] * 2048.0 + tr["x"][off_line]
+            az = tr["tile_z"][off_line] * 2048.0 + tr["z"][off_line]
+            s[off_line] = project(ax.astype(float), az.astype(float))
+        # Direction along the reference line: from the first and last known positions.
         ok = np.flatnonzero(np.isfinite(s))
         sign = 1.0
         if len(ok) >= 2 and s[ok[-1]] < s[ok[0]]:
             sign = -1.0
-        out_trains[t.spec.name] = {"time": tr["time"], "front": s,
-                                   "rear": s - sign * t.length, "direction": sign}
+        out_trains[t.spec.name] = {"time": tr["time"], "front": s, "rear": s - sign * t.length, "direction": sign}
     sigs = []
     ilk = replay.signals.ilk if replay.signals is not None else None
+    items = replay.route.tdb.items
     if ilk is not None:
         for k, o in enumerate(ilk.objects):
             if not o.is_normal:
                 continue
             c = line.locate(o.node, o.offset, tol=0.5)
-            if len(c) and 0.0 <= c[0] <= line.length:
+            facing = 1
+            if len(c):
+                at = float(c[0])
                 segd = line.seg_dir[np.flatnonzero(line.seg_node == o.node)[0]]
-                changes = [(e["time"], e["aspect"]) for e in result.events
-                           if e.get("kind") == "signal" and e.get("signal") == k]
-                sigs.append({"signal": k, "s": float(c[0]), "facing": 1 if o.tc_direction == segd else -1,
-                             "aspects": changes})
+                facing = 1 if o.tc_direction == segd else -1
+            else:
+                rd = items[o.heads[0].item].r_data
+                if rd is None:
+                    continue
+                at = float(project(np.array([rd.tile_x * 2048.0 + rd.x]), np.array([rd.tile_z * 2048.0 + rd.z]))[0])
+                if not np.isfinite(at):
+                    continue
+                # Off the line (a loop track): facing as the nearest on-line signal of its direction would.
+                facing = 1 if o.direction == 0 else -1
+            if not 0.0 <= at <= line.length:
+                continue
+            changes = [(e["time"], e["aspect"]) for e in result.events
+                       if e.get("kind") == "signal" and e.get("signal") == k]
+            sigs.append({"signal": k, "s": at, "facing": facing, "aspects": changes, "on_line": bool(len(c))})
     sigs.sort(key=lambda d: d["s"])
     return {"reference": ref.spec.name, "length": float(line.length), "trains": out_trains, "signals": sigs,
             "duration": float(result.summary.get("simulated_seconds", 0.0))}

@@ -36,7 +36,7 @@ def plot_space_time(data: dict, out: str | Path, *, title: str | None = None) ->
         c = colours[i % len(colours)]
         ax.fill_between(t, np.minimum(f, r), np.maximum(f, r), where=ok, color=c, alpha=0.55, lw=0,
                         label=name)
-        ax.plot(t[ok], f[ok], color=c, lw=1.0)
+        ax.plot(t, f, color=c, lw=1.0)
         lo, hi = min(lo, np.nanmin(np.minimum(f, r))), max(hi, np.nanmax(np.maximum(f, r)))
     # Block occupancy: a block is occupied while any train overlaps it.
     sigs = data["signals"]
@@ -51,13 +51,20 @@ def plot_space_time(data: dict, out: str | Path, *, title: str | None = None) ->
                 ax.add_patch(plt.Rectangle((times[s0], a), t1 - times[s0], b - a, color="0.5", alpha=0.18, lw=0))
     # Signals: a short horizontal bar per aspect period.
     for s in sigs:
+        beside = not s.get("on_line", True)
+        y = s["s"] + (25.0 if beside else 0.0)   # a signal on a loop track beside the line: drawn just above
         changes = s["aspects"] or [(0.0, "UNKNOWN")]
         for k, (t0, asp) in enumerate(changes):
             t1 = changes[k + 1][0] if k + 1 < len(changes) else duration
-            ax.plot([t0, t1], [s["s"], s["s"]], color=ASPECT_COLOURS.get(asp, "k"), lw=3.0,
-                    solid_capstyle="butt")
-        ax.annotate(f"S{s['signal']}{'▲' if s['facing'] > 0 else '▼'}", (0, s["s"]), xytext=(-4, 0),
-                    textcoords="offset points", ha="right", va="center", fontsize=7)
+            ax.plot([t0, t1], [y, y], color=ASPECT_COLOURS.get(asp, "k"), lw=3.0 if not beside else 2.0,
+                    solid_capstyle="butt", ls="-" if not beside else (0, (4, 2)))
+        label = f"S{s['signal']}{'▲' if s['facing'] > 0 else '▼'}"
+        if beside:
+            ax.annotate(label + " loop", (duration, y), xytext=(4, 0), textcoords="offset points", ha="left",
+                        va="center", fontsize=7, annotation_clip=False)
+        else:
+            ax.annotate(label, (0, y), xytext=(-4, 0), textcoords="offset points", ha="right", va="center",
+                        fontsize=7, annotation_clip=False)
     if np.isfinite(lo):
         pad = 200.0
         ax.set_ylim(max(lo - pad, 0.0), min(hi + pad, data["length"]))

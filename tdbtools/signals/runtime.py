@@ -12,6 +12,7 @@ collected in :attr:`Interlocking.events`.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,8 @@ BLOCK_CLEAR, BLOCK_OCCUPIED, BLOCK_JN_OBSTRUCTED = 0, 1, 2
 STANDING = 0.5
 #: Gap the driver keeps before a signal at danger (m; Open Rails' AI value).
 STOP_GAP = 15.0
+#: Gap kept behind another train on the same stretch without a signal between (m).
+FOLLOW_GAP = 50.0
 #: Passing speed for RESTRICTING / STOP_AND_PROCEED (m/s, creepSpeedMpS).
 CREEP = 2.5
 #: Longest default-route walk (sections) for signals no train has claimed.
@@ -78,6 +81,7 @@ class TrainState:
     stop_s: float | None = None
     limits: list[tuple[float, float, float]] = field(default_factory=list)   # (from s, to s, m/s)
     creep_at: float | None = None
+    extents: dict[int, tuple[float, float]] = field(default_factory=dict)   # section -> node offsets held
     done: bool = False
     deadlocked: bool = False
 
@@ -654,10 +658,17 @@ class Interlocking:
             t.front, t.speed = fronts[t.index], speeds[t.index]
             rear = t.front - t.length
             occ = self._elements_between(t, rear, t.front)
+            t.extents = {}
             for e in occ:
                 if e.s1 >= rear - 1e-6 and e.s0 <= t.front + 1e-6:
-                    self.sections[e.section].occupants[t.index] = e.direction
+                    sec = self.sections[e.section]
+                    sec.occupants[t.index] = e.direction
                     self._occupied.add(e.section)
+                    a, b = max(rear, e.s0) - e.s0, min(t.front, e.s1) - e.s0
+                    if e.direction == 1:
+                        t.extents[e.section] = (sec.start + a, sec.start + b)
+                    else:
+                        t.extents[e.section] = (sec.end - b, sec.end - a)
             # Release what the rear has left behind.
             i = bisect.bisect_left(t.e_s1, rear) - 1
             while i >= 0:
@@ -720,8 +731,40 @@ class Interlocking:
         a = self.sig_lr(sig, 0)
         return STOP if a < 0 else a
 
+    def _authority(self, t: TrainState) -> float | None:
+        """Auto Node (§4.3): the track up to the next signal is the train's if no other train
+        holds it; the first stretch another train holds (reserved or occupied) ends its
+        authority. Returns where the front must stop, or None."""
+        upto = t.signals[t.next_signal][0] if t.next_signal < len(t.signals) else t.end_s
+        i = bisect.bisect_left(t.e_s1, t.front)
+        while i < len(t.elements) and t.elements[i].s0 < upto - 1e-3:
+            e = t.elements[i]
+            sec = self.sections[e.section]
+            others = [k for k in sec.occupants if k != t.index]
+            if others:
+                # Following in the same stretch: stop short of the nearest train ahead.
+                near = math.inf
+                for k in others:
+                    lo, hi = self.trains[k].extents.get(e.section, (sec.start, sec.end))
+                    for off in (lo, hi):
+                        sm = e.s0 + (off - sec.start) if e.direction == 1 else e.s0 + (sec.end - off)
+                        if sm > t.front - 1.0:
+                            near = min(near, sm)
+                if near < math.inf:
+                    return near - FOLLOW_GAP
+                if e.s0 > t.front:
+                    return e.s0 - STOP_GAP
+            elif sec.reserved >= 0 and sec.reserved != t.index:
+                return e.s0 - STOP_GAP if e.s0 > t.front else None
+            if sec.reserved < 0:
+                sec.reserved = t.index
+                if e.route >= 0:
+                    self._set_switch(sec.node, e.route)
+            i += 1
+        return None
+
     def _targets(self, t: TrainState) -> None:
-        t.stop_s = None
+        t.stop_s = self._authority(t)
         t.creep_at = None
         t.limits = []
         prev_s = None
@@ -736,6 +779,8 @@ class Interlocking:
                     self.events.append({"kind": "aspect", "time": self.time, "train": t.name, "signal": sig,
                                         "aspect": ASPECTS[a] if mine else "STOP (not cleared)",
                                         "distance_to": round(s - t.front, 1)})
+            if t.stop_s is not None:
+                break
             if not mine or a == STOP:
                 t.stop_s = s - STOP_GAP
                 break
