@@ -1,80 +1,113 @@
-"""Space-time (time–distance) chart of a signalled replay, drawn as OSRD draws one: time
-across, distance along the line up; each train a band between its front and rear; the
-blocks between signals shaded while a train occupies them; every signal a tick coloured by
-its aspect over time (docs/signals.md §6)."""
+"""The space-time chart of a replayed activity: actual runs with the schedule drawn over
+them (docs/activities.md §6)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
+from ..physics.activity import ActivityResult
 from .plots import pyplot, save_figure
 
-ASPECT_COLOURS = {"STOP": "#d62728", "STOP_AND_PROCEED": "#ff7f0e", "RESTRICTING": "#ff7f0e",
-                  "APPROACH_1": "#e3c000", "APPROACH_2": "#e3c000", "APPROACH_3": "#bcbd22",
-                  "CLEAR_1": "#2ca02c", "CLEAR_2": "#2ca02c", "UNKNOWN": "#7f7f7f"}
 
-
-def _blocks(signals: list[dict], length: float) -> list[tuple[float, float]]:
-    cuts = sorted({0.0, length, *(s["s"] for s in signals)})
-    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b - a > 1.0]
-
-
-def plot_space_time(data: dict, out: str | Path, *, title: str | None = None) -> Path:
-    """Draw the chart from :func:`tdbtools.physics.signalling.space_time` data."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(12, 7), constrained_layout=True)
-    duration = max(data.get("duration", 0.0), 1.0)
-    trains = data["trains"]
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    lo, hi = np.inf, -np.inf
-    for i, (name, tr) in enumerate(trains.items()):
-        t, f, r = tr["time"], tr["front"], tr["rear"]
-        ok = np.isfinite(f)
-        if not ok.any():
+def _on_reference(ref, node: np.ndarray, offset: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    """Distance along the reference line of each (node, offset); NaN where the line
+    does not pass. One lookup per distinct node, the offsets mapped with numpy."""
+    out = np.full(len(node), np.nan)
+    for n in np.unique(node):
+        hit = np.flatnonzero(ref.seg_node == n)
+        if not len(hit):
             continue
-        c = colours[i % len(colours)]
-        ax.fill_between(t, np.minimum(f, r), np.maximum(f, r), where=ok, color=c, alpha=0.55, lw=0,
-                        label=name)
-        ax.plot(t, f, color=c, lw=1.0)
-        lo, hi = min(lo, np.nanmin(np.minimum(f, r))), max(hi, np.nanmax(np.maximum(f, r)))
-    # Block occupancy: a block is occupied while any train overlaps it.
-    sigs = data["signals"]
-    for a, b in _blocks(sigs, data["length"]):
-        for tr in trains.values():
-            times = tr["time"]
-            lo_t, hi_t = np.minimum(tr["front"], tr["rear"]), np.maximum(tr["front"], tr["rear"])
-            o = (np.isfinite(lo_t) & (hi_t > a) & (lo_t < b)).astype(int)
-            edges = np.flatnonzero(np.diff(np.r_[0, o, 0]))
-            for s0, s1 in zip(edges[::2], edges[1::2]):
-                t1 = times[min(s1, len(times) - 1)]
-                ax.add_patch(plt.Rectangle((times[s0], a), t1 - times[s0], b - a, color="0.5", alpha=0.18, lw=0))
-    # Signals: a short horizontal bar per aspect period.
-    for s in sigs:
-        beside = not s.get("on_line", True)
-        y = s["s"] + (25.0 if beside else 0.0)   # a signal on a loop track beside the line: drawn just above
-        changes = s["aspects"] or [(0.0, "UNKNOWN")]
-        for k, (t0, asp) in enumerate(changes):
-            t1 = changes[k + 1][0] if k + 1 < len(changes) else duration
-            ax.plot([t0, t1], [y, y], color=ASPECT_COLOURS.get(asp, "k"), lw=3.0 if not beside else 2.0,
-                    solid_capstyle="butt", ls="-" if not beside else (0, (4, 2)))
-        label = f"S{s['signal']}{'▲' if s['facing'] > 0 else '▼'}"
-        if beside:
-            ax.annotate(label + " loop", (duration, y), xytext=(4, 0), textcoords="offset points", ha="left",
-                        va="center", fontsize=7, annotation_clip=False)
-        else:
-            ax.annotate(label, (0, y), xytext=(-4, 0), textcoords="offset points", ha="right", va="center",
-                        fontsize=7, annotation_clip=False)
-    if np.isfinite(lo):
-        pad = 200.0
-        ax.set_ylim(max(lo - pad, 0.0), min(hi + pad, data["length"]))
-    ax.set_xlim(0, duration)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel(f"distance along {data['reference']}'s line (m)")
-    ax.set_title(title or "space-time chart: trains, blocks (grey = occupied) and signal aspects")
-    ax.legend(loc="upper left", fontsize=8)
-    ax.grid(alpha=0.3)
+        i = hit[0]
+        m = node == n
+        sg = 1.0 if ref.seg_dir[i] == 1 else -1.0
+        d = (offset[m] - ref.seg_off0[i]) * sg
+        span = ref.seg_s1[i] - ref.seg_s0[i]
+        out[m] = np.where((d >= -1.0) & (d <= span + 1.0), ref.seg_s0[i] + np.clip(d, 0.0, span), np.nan)
+    return out
+
+
+def reference_train(result: ActivityResult) -> str:
+    """The train whose path is the chart's distance axis: the longest path."""
+    return max(result.lines, key=lambda n: float(result.lines[n].path_length))
+
+
+def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str | None = None) -> Path:
+    """Clock time (x) against distance along the reference train's path (y): a solid line
+    per train's run, the booked stops (dashed, joined) over them."""
+    plt = pyplot()
+    ref_name = reference or reference_train(result)
+    ref = result.lines[ref_name]
+    fig, ax = plt.subplots(figsize=(12, 7))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    plats = {}
+    for k, (name, cols) in enumerate(result.replay.traces.items()):
+        c = colors[k % len(colors)]
+        clock = np.asarray(cols["clock"], dtype=float)
+        s = _on_reference(ref, np.asarray(cols["node"]), np.asarray(cols["offset"], dtype=float))
+        t_on, t_off = result.on_track.get(name, (-np.inf, np.inf))
+        s = np.where((clock >= t_on) & (clock <= t_off), s, np.nan)  # not in the world before or after
+        ax.plot(clock / 3600.0, s / 1000.0, color=c, lw=1.6, label=name)
+        sched = []
+        first = np.flatnonzero(np.isfinite(s))
+        if len(first) and clock[first[0]] - t_on < 5.0:  # booked start, where the run begins
+            sched.append((t_on, float(s[first[0]])))
+        for row in result.timetable:
+            if row["train"] != name:
+                continue
+            key = row["platform"]
+            if key not in plats:
+                plats[key] = (_platform_s(result, ref, row), row["station"])
+            ps = plats[key][0]
+            if ps is None:
+                continue
+            for t in (row["sched_arr"], row["sched_dep"]):
+                if t is not None:
+                    sched.append((t, ps))
+            if row["actual_arr"] is not None:
+                ax.plot(
+                    [row["actual_arr"] / 3600.0, (row["actual_dep"] or row["actual_arr"]) / 3600.0],
+                    [ps / 1000.0] * 2,
+                    color=c,
+                    lw=4,
+                    alpha=0.5,
+                    solid_capstyle="butt",
+                )
+        if sched:
+            t_s, p_s = zip(*sorted(sched))
+            ax.plot(
+                np.array(t_s) / 3600.0, np.array(p_s) / 1000.0, color=c, ls="--", lw=1.0, marker="|", ms=10
+            )
+    for ps_, station in {v for v in plats.values() if v[0] is not None}:
+        ps = float(ps_ or 0.0)
+        ax.axhline(ps / 1000.0, color="0.7", lw=0.6, zorder=0)
+        ax.text(ax.get_xlim()[0], ps / 1000.0, f" {station}", fontsize=7, va="bottom", color="0.4")
+    ticks = ax.get_xticks()
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"{int(h) % 24:02d}:{int(round((h % 1) * 60)) % 60:02d}" for h in ticks])
+    ax.set_xlabel("clock")
+    ax.set_ylabel(f"km along the path of {ref_name}")
+    name = result.replay.summary.get("activity", "")
+    ax.set_title(f"{name}: actual runs (solid, thick = standing at a platform), schedule (dashed)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
     return save_figure(fig, out)
 
 
-__all__ = ["plot_space_time"]
+def _platform_s(result: ActivityResult, ref, row: dict) -> float | None:  # noqa: ANN001
+    """Where a platform is on the reference line; a platform beside it (another track of
+    the same station) is drawn at the station's platform that the reference passes."""
+    known = {st.platform.name: st.platform for stops in result.stops.values() for st in stops}
+    mine = known.get(row["platform"])
+    if mine is None:
+        return None
+    for p in [mine] + [p for p in known.values() if p.station == mine.station and p is not mine]:
+        s = _on_reference(ref, np.array([p.node]), np.array([(p.near + p.far) / 2.0]))[0]
+        if np.isfinite(s):
+            return float(s)
+    return None
+
+
+__all__ = ["plot_space_time", "reference_train"]
