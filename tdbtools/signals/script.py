@@ -37,13 +37,32 @@ from ..stf.resources import grammar_text
 MAX_SCRIPT_BYTES = 16 << 20
 MAX_SCRIPTS = 10_000
 MAX_RECOVERIES = 200
-MAX_DEPTH = 200
+#: Nesting limits: recursion in the compiler, Python's own limits on nested blocks (100) and
+#: parentheses (200) in the generated code.
+MAX_NEST = 300
+MAX_BLOCKS = 60
+MAX_PARENS = 150
 
 BLOCK = {"BLOCK_CLEAR": 0, "BLOCK_OCCUPIED": 1, "BLOCK_JN_OBSTRUCTED": 2}
 
 
 class ScriptError(SourceError):
     """A signal script that cannot be read as Open Rails reads it."""
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _paren_depth(code: str) -> int:
+    depth = best = 0
+    for ch in code:
+        if ch == "(":
+            depth += 1
+            best = max(best, depth)
+        elif ch == ")":
+            depth -= 1
+    return best
 
 
 class ScriptRuntimeError(TdbToolsError):
@@ -172,11 +191,11 @@ class Script:
     name: str                       # upper-cased, as written
     path: str
     line: int
-    tree: Tree | None
-    source: str                     # the generated Python
-    function: Callable[[Any], tuple[int, int]]
-    calls: dict[str, int]           # built-in function -> number of calls
-    errors: int                     # syntax errors recovered from
+    tree: Tree | None = field(repr=False)
+    source: str = field(repr=False)          # the generated Python
+    function: Callable[[Any], tuple[int, int]] = field(repr=False)
+    calls: dict[str, int] = field(default_factory=dict)   # built-in function -> number of calls
+    errors: int = 0                 # syntax errors recovered from
 
     @property
     def key(self) -> str:
@@ -264,6 +283,7 @@ class _Compiler:
         self.calls: dict[str, int] = {}
         self.lines: list[str] = []
         self.decl_phase = 0    # 0: extern, 1: float, 2: statements
+        self.nest = 0
 
     def warn(self, message: str) -> None:
         self.ctx.warn(f"script {self.raw.name}: {message}", Location(self.ctx.path, self.raw.line, 1))
@@ -358,9 +378,24 @@ class _Compiler:
             e = f"(0 if {e} else 1)"
         return e, is_call and nots == 0
 
-    def expr(self, t: Tree, depth: int = 0) -> str:
-        if depth > MAX_DEPTH:
-            raise self.ctx.error("expression nested too deeply", Location(self.ctx.path, self.raw.line, 1))
+    def enter(self) -> None:
+        self.nest += 1
+        if self.nest > MAX_NEST:
+            raise _TooDeep
+
+    def checked(self, code: str) -> str:
+        if _paren_depth(code) > MAX_PARENS:
+            raise _TooDeep
+        return code
+
+    def expr(self, t: Tree) -> str:
+        self.enter()
+        try:
+            return self._expr(t)
+        finally:
+            self.nest -= 1
+
+    def _expr(self, t: Tree) -> str:
         ch = t.children
         i = 0
         lead = None
@@ -399,6 +434,13 @@ class _Compiler:
         return self.name(str(t))
 
     def cond_item(self, t: Tree) -> str:
+        self.enter()
+        try:
+            return self._cond_item(t)
+        finally:
+            self.nest -= 1
+
+    def _cond_item(self, t: Tree) -> str:
         if t.data == "negated":
             return f"(not {self.cond_item(t.children[1])})"
         if t.data == "paren_cond":
@@ -439,8 +481,15 @@ class _Compiler:
             self.emit(depth, "pass")
 
     def stmt(self, t: Tree, depth: int) -> None:
-        if depth > MAX_DEPTH:
-            raise self.ctx.error("statements nested too deeply", Location(self.ctx.path, self.raw.line, 1))
+        if depth > MAX_BLOCKS:
+            raise _TooDeep
+        self.enter()
+        try:
+            self._stmt(t, depth)
+        finally:
+            self.nest -= 1
+
+    def _stmt(self, t: Tree, depth: int) -> None:
         d = t.data
         if d == "extern_decl":
             if self.decl_phase > 0:
@@ -466,7 +515,7 @@ class _Compiler:
             self.if_chain(t, depth, "if")
         elif d == "assign":
             target = str(t.children[0]).lstrip("#")
-            value = self.expr(t.children[2])
+            value = self.checked(self.expr(t.children[2]))
             if target == "STATE":
                 self.emit(depth, f"state = {value}")
             elif target == "DRAW_STATE":
@@ -480,22 +529,30 @@ class _Compiler:
                     self.warn(f"local variable {target[:40]!r} not defined: assignment ignored")
                 self.emit(depth, value)   # the right-hand side still runs
         elif d == "expr_stmt":
-            self.emit(depth, self.expr(t.children[0]))
+            self.emit(depth, self.checked(self.expr(t.children[0])))
         elif d == "return_stmt":
             self.emit(depth, "return state, draw")
 
     def if_chain(self, t: Tree, depth: int, kw: str) -> None:
-        ch = [c for c in t.children if isinstance(c, Tree)]
-        cond, body = ch[0], ch[1]
-        self.emit(depth, f"{kw} {self.condition(cond)}:")
-        self.stmts([body], depth + 1)
-        if len(ch) > 2:
+        # Iterative over the chain: "else if" (also split over lines) and "elseif" become elif,
+        # so a long chain neither nests in Python nor recurses here.
+        while True:
+            ch = [c for c in t.children if isinstance(c, Tree)]
+            cond, body = ch[0], ch[1]
+            self.emit(depth, f"{kw} {self.checked(self.condition(cond))}:")
+            self.stmts([body], depth + 1)
+            if len(ch) <= 2:
+                return
             e = ch[2]
             if e.data == "else_":
+                inner = [c for c in e.children if isinstance(c, Tree)][0]
+                if inner.data == "if_stmt":
+                    t, kw = inner, "elif"
+                    continue
                 self.emit(depth, "else:")
-                self.stmts([e.children[1]] if isinstance(e.children[0], Token) else [e.children[0]], depth + 1)
-            else:
-                self.if_chain(e, depth, "elif")
+                self.stmts([inner], depth + 1)
+                return
+            t, kw = e, "elif"
 
     def compile(self, tree: Tree, index: int) -> str:
         self.lines = []
@@ -531,8 +588,14 @@ def compile_scripts(raws: list[RawScript], ctx: _Ctx, *, functions: dict[str, in
     for k, raw in enumerate(raws):
         tree, errors = parse_script(raw, ctx)
         comp = _Compiler(ctx, raw, fns, subs)
-        src = comp.compile(tree, k) if tree is not None else \
-            f"def _script{k}(h):\n    return h.state, h.draw_state\n"
+        src = f"def _script{k}(h):\n    return h.state, h.draw_state\n"
+        if tree is not None:
+            try:
+                src = comp.compile(tree, k)
+            except _TooDeep:
+                ctx.diags.problem(ctx.error(f"script {raw.name}: nested too deeply, script dropped",
+                                            Location(ctx.path, raw.line, 1)))
+                errors += 1
         parsed.append((raw, tree, errors, comp, src))
     source = "\n".join(p[4] for p in parsed)
     namespace: dict[str, Any] = {"_div": _div, "_mod": _mod, "__builtins__": {}}
