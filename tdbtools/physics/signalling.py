@@ -199,7 +199,7 @@ def space_time(replay: Any, result: Any, reference: str | None = None) -> dict:
         if len(ok) >= 2 and s[ok[-1]] < s[ok[0]]:
             sign = -1.0
         out_trains[t.spec.name] = {"time": tr["time"], "front": s, "rear": s - sign * t.length, "direction": sign}
-    sigs = []
+    sigs: list[dict[str, Any]] = []
     ilk = replay.signals.ilk if replay.signals is not None else None
     items = replay.route.tdb.items
     if ilk is not None:
