@@ -645,3 +645,25 @@ def test_hostile_nesting_is_an_error_not_a_crash():
         assert f.errors >= 1 and f.scripts[0].function(Fake()) == (0, 0)
     f = read_scripts("x.dat", text=chain)           # a long else-if chain is fine: it becomes elif
     assert f.errors == 0 and f.scripts[0].function(Fake()) == (4, 0)
+
+
+@pytest.mark.slow
+def test_cli_replay_plot_draws_the_signal_chart_and_no_signals_turns_them_off(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+    from helpers import SAMPLE_INSTALL
+
+    from tdbtools.cli import main
+
+    sc = str(SAMPLE_INSTALL / "signals_crossing.toml")
+    r = CliRunner().invoke(main, ["replay", sc, "--out", str(tmp_path / "a"), "--plot", "--duration", "60"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "a" / "signals_space_time.png").stat().st_size > 10_000
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["signalling"]["signals"] == 6
+    events = json.loads((tmp_path / "a" / "events.json").read_text(encoding="utf-8"))
+    assert any(e["kind"] == "aspect" for e in events) and any(e["kind"] == "signal" for e in events)
+    r = CliRunner().invoke(main, ["replay", sc, "--out", str(tmp_path / "b"), "--no-signals", "--duration", "20"])
+    assert r.exit_code == 0, r.output
+    assert "signalling" not in json.loads((tmp_path / "b" / "summary.json").read_text(encoding="utf-8"))
