@@ -667,3 +667,45 @@ def test_cli_replay_plot_draws_the_signal_chart_and_no_signals_turns_them_off(tm
     r = CliRunner().invoke(main, ["replay", sc, "--out", str(tmp_path / "b"), "--no-signals", "--duration", "20"])
     assert r.exit_code == 0, r.output
     assert "signalling" not in json.loads((tmp_path / "b" / "summary.json").read_text(encoding="utf-8"))
+
+
+def test_speed_heads_are_variable_speed_posts(tmp_path, sample_route):
+    import dataclasses
+
+    from tdbtools.signals.objects import Head, SignalObject
+
+    ilk0 = b3_line(tmp_path, sample_route, nca=3, offsets=(200.0, 800.0))
+    b3 = ilk0.objects[0].heads[0].type
+    speed_type = dataclasses.replace(b3, name="spd", function="SPEED", function_base="SPEED")
+    sc = read_scripts("s.dat", text="SCRIPT SPD\nstate = SIGASP_APPROACH_1;\n").scripts[0]
+    h = Head(200, "spd", speed_type, "SPEED", 5, 0, 4, 500.0, None, sc)
+    from tdbtools.signals.runtime import Interlocking
+    objs = list(ilk0.objects) + [SignalObject(2, "signal", (h,), 4, 500.0, 0)]
+    ilk = Interlocking(sample_route, objs)
+    assert len(ilk.node_secs[4]) == 3                  # a SPEED head does not split track circuits
+    ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=150.0)
+    for k in range(3):
+        ilk.update(float(k), [150.0], [0.0])
+    _stop, _creep, limits = ilk.targets(0)
+    assert (500.0, 800.0, pytest.approx(40 / 3.6)) in [(round(a, 3), round(b, 3), v) for a, b, v in limits]
+
+
+def test_route_set_follows_the_linked_junction():
+    from helpers import SAMPLE_INSTALL
+
+    from tdbtools.formats.route import load_route
+    from tdbtools.signals import load_signals
+    from tdbtools.signals.objects import Head, SignalObject
+    from tdbtools.signals.runtime import Interlocking
+
+    route = load_route(SAMPLE_INSTALL / "ROUTES" / "SIGNALS")
+    home = load_signals(route).signals[0]              # home signal of J_W, eastbound, on V_w
+    assert (home.node, round(home.offset), home.direction) == (2, 30, 1)
+    h = home.heads[0]
+    linked = Head(h.item, h.type_name, h.type, h.function, h.function_index, h.direction, h.node, h.offset,
+                  (3, 1, 5), h.script)               # linked to J_W route 1: the loop (node 5)
+    ilk = Interlocking(route, [SignalObject(0, "signal", (linked,), home.node, home.offset, home.direction)])
+    ilk.set_switch(3, 1)
+    assert ilk.heads[0].route_set() == 1
+    ilk.set_switch(3, 0)
+    assert ilk.heads[0].route_set() == 0

@@ -439,6 +439,10 @@ class Interlocking:
             i += 1
         return out
 
+    def set_switch(self, junction: int, route: int) -> None:
+        """Set a switch from outside (a scenario event): walks follow it from now on."""
+        self._set_switch(junction, route, quiet=True)
+
     def _set_switch(self, junction: int, route: int, quiet: bool = False) -> None:
         if self.switches.get(junction, 0) != route or junction not in self.switches:
             changed = self.switches.get(junction) != route
