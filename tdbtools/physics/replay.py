@@ -446,8 +446,9 @@ class Replay:
         """Throw a switch now: cars whose bogies straddle it on a line that takes the
         other route derail (their bogies would take different routes)."""
         self.switches.set(junction, route)
-        if getattr(self, "signals", None) is not None:
-            self.signals.ilk.set_switch(junction, route)   # the interlocking walks the switches as set
+        sig = getattr(self, "signals", None)
+        if sig is not None:
+            sig.ilk.set_switch(junction, route)   # the interlocking walks the switches as set
         self._event({"kind": "switch", "time": self.time, "junction": junction, "route": route})
         for ev in throw_switch([t.bogies for t in self.trains], junction, route, self.time):
             self._safety(ev)
