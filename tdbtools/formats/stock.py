@@ -38,6 +38,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -542,7 +543,7 @@ def _h_rigid(raw: _Raw, blk: Block, rd: Reader) -> bool:
     return False
 
 
-def _setter(attr: str, family: str | None, default: float = 0.0, conv=to_float):
+def _setter(attr: str, family: str | None, default: Any = 0.0, conv=to_float):
     """A handler that reads the first value of the block into ``raw.<attr>``."""
     if family is None:
         def handler(raw: _Raw, blk: Block, rd: Reader) -> bool:
@@ -574,10 +575,9 @@ def _h_curves(raw: _Raw, blk: Block, rd: Reader) -> bool:
             continue
         t = _any(rd, it, it.name, None)
         line = it.items
-        values = []
-        for j, v in enumerate(line):
-            values.append(None if v.__class__ is Block else _any(rd, it, str(v), j))
-        if t is None or any(v is None for v in values):
+        read = [None if v.__class__ is Block else _any(rd, it, str(v), j) for j, v in enumerate(line)]
+        values = [v for v in read if v is not None]
+        if t is None or len(values) != len(read):
             rd.problem(it, f"{blk.name}: unreadable line for throttle {it.name!r}")
             continue
         if len(values) % 2:
