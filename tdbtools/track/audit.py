@@ -56,6 +56,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -298,7 +299,7 @@ def _resolve_paths(route: Route) -> list[PathResolution]:
 
 
 def _audit_pins(route: Route, places: _Places, out: list[AuditFinding]) -> None:
-    nodes = route.tdb.nodes
+    nodes: tuple[Any, ...] = route.tdb.nodes  # node kinds are tested where it matters
     nv = len(nodes)
     for n in nodes[1:]:
         if n is None:
@@ -422,7 +423,7 @@ def _reversal_note(geom: SectionGeometry, places: _Places, row: int, pos: int, t
 
 
 def _audit_node_ends(route: Route, places: _Places, clo, out: list[AuditFinding], tol: float) -> None:
-    nodes = route.tdb.nodes
+    nodes: tuple[Any, ...] = route.tdb.nodes  # node kinds are tested where it matters
     seen: set = set()
     for k in np.flatnonzero(np.nan_to_num(clo.end_gap, nan=0.0) > tol):
         node, pin, link = int(clo.end_node[k]), int(clo.end_pin[k]), int(clo.end_link[k])
@@ -445,8 +446,8 @@ def _audit_node_ends(route: Route, places: _Places, clo, out: list[AuditFinding]
 
 def _audit_items(route: Route, geom: SectionGeometry, places: _Places, out: list[AuditFinding],
                  tol: float, unreferenced: bool) -> dict:
-    nodes = route.tdb.nodes
-    items = route.tdb.items
+    nodes: tuple[Any, ...] = route.tdb.nodes  # node kinds are tested where it matters
+    items: tuple[Any, ...] = route.tdb.items
     ni = len(items)
     nv = len(nodes)
     refs: dict[int, list[int]] = defaultdict(list)
@@ -522,7 +523,7 @@ def _audit_items(route: Route, geom: SectionGeometry, places: _Places, out: list
     if len(delta):
         stats.update({"sdata_offset_p99": float(np.percentile(delta, 99)),
                       "sdata_offset_max": float(delta.max())})
-    for k in np.flatnonzero(~(best <= tol)):
+    for k in np.flatnonzero(~(best <= tol)).tolist():
         nd, i = pos_pairs[k]
         dist = "no known section" if not np.isfinite(best[k]) else f"{best[k]:.3f} m"
         out.append(AuditFinding(
@@ -668,11 +669,11 @@ def audit_paths(route: Route, paths_folder: str | Path | None = None, *, pdp_tol
     for f in files:
         diags = Diagnostics(strict=False)
         try:
-            pf = read_pat(f, diagnostics=diags)
+            read = read_pat(f, diagnostics=diags)
         except (TdbToolsError, OSError) as exc:
             parsed.append((f, None, [str(x) for x in diags.findings], str(exc)))
             continue
-        parsed.append((f, pf, [str(x) for x in diags.findings], None))
+        parsed.append((f, read, [str(x) for x in diags.findings], None))
 
     # All PDPs of all files in one scan.
     owners: list[tuple[int, int]] = []

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -189,7 +190,7 @@ class SectionGeometry:
         """
         cols = np.broadcast_arrays(*(np.asarray(v) for v in (
             tile_x, tile_z, x, y, z, ax, ay, az, radius, angle, length, node, section_index)))
-        cols = [np.atleast_1d(c) for c in cols]
+        cols = tuple(np.atleast_1d(c) for c in cols)
         f = [np.array(c, dtype=np.float64) for c in cols[2:11]]
         x_, y_, z_, ax_, ay_, az_, r_, a_, l_ = f
         curved = ~np.isnan(r_)
@@ -579,7 +580,7 @@ def closure(route: Route, geom: SectionGeometry | None = None) -> Closure:
     grp_start = np.maximum.accumulate(np.where(first_row, np.arange(len(node)), 0))
     pos = np.arange(len(node)) - grp_start
 
-    nodes = route.tdb.nodes
+    nodes: tuple[Any, ...] = route.tdb.nodes  # kinds are tested where it matters
     nv = len(nodes)
     node_start = np.full((nv, 3), np.nan)
     node_end = np.full((nv, 3), np.nan)
@@ -666,7 +667,7 @@ class Adjacency:
 
 def adjacency(route: Route) -> Adjacency:
     """The node graph from the TrPins (spec §6.4)."""
-    nodes = route.tdb.nodes
+    nodes: tuple[Any, ...] = route.tdb.nodes  # kinds are tested where it matters
     nv = len(nodes)
     src, pin, dst, d = [], [], [], []
     for n in nodes[1:]:

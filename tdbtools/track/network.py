@@ -7,7 +7,7 @@ The rules the traveller follows are in :mod:`tdbtools.track.traveller`.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -91,7 +91,7 @@ class _Net:
 
     def __init__(self, route: Route) -> None:
         self.route = route
-        nodes = route.tdb.nodes
+        nodes: tuple[Any, ...] = route.tdb.nodes  # kinds are tested where it matters
         self.nodes = nodes
         n = len(nodes)
         self.n_nodes = n

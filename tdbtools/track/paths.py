@@ -383,7 +383,7 @@ def resolve_route_paths(route: Route, folder: str | Path | None = None) -> list[
     from ..stf import resolve_case_insensitive
 
     base = resolve_case_insensitive(base)
-    out = []
+    out: list[tuple[str, ResolvedPath | None, str]] = []
     for f in sorted(p for p in base.iterdir() if p.suffix.lower() == ".pat") if base.is_dir() else []:
         try:
             out.append((f.name, resolve_path(route, f), ""))

@@ -632,8 +632,9 @@ class Traveller:
             rest = self._run(d, sink)
         return rest, sink
 
-    def _flush(self, sink: list, table: _ItemTable, node: int, direction: int, a: float,
+    def _flush(self, sink: list, table: _ItemTable | None, node: int, direction: int, a: float,
                b: float, closed: bool, acc: float) -> None:
+        assert table is not None, "items are collected with their table"
         offs = table.offsets.get(node)
         if not offs:
             return
@@ -772,8 +773,8 @@ class Traveller:
                 s0 = t._soff
                 length = net.length[row]
                 if net.known[row]:
-                    lat, lon = locate_in_section(geom, row, tx, tz, x, z)
-                    lat, lon = float(lat), float(lon)
+                    lat_a, lon_a = locate_in_section(geom, row, tx, tz, x, z)
+                    lat, lon = float(lat_a), float(lon_a)
                     if (abs(lat) <= MAX_CENTERLINE_OFFSET
                             and -INIT_ERROR_MARGIN <= lon <= length + INIT_ERROR_MARGIN):
                         new = min(lon, length)
