@@ -9,6 +9,7 @@ not render or cli.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ..formats.route import Route
@@ -55,10 +56,11 @@ def convert_route(route: Route, folder: str | Path, *, overwrite: bool = False) 
 
     base = route.trk.filename or "route"
     glob, local = split_tsection(route.tsection)
-    jobs: list[tuple[Path, object]] = [(out / f"{base}.tdb", lambda p: write_tdb(route.tdb, p, overwrite=True)),
+    jobs: list[tuple[Path, Callable[[Path], Path]]] = [(out / f"{base}.tdb", lambda p: write_tdb(route.tdb, p, overwrite=True)),
                                        (out / f"{base}.trk", lambda p: write_trk(route.trk, p, overwrite=True))]
-    if route.rdb is not None:
-        jobs.append((out / f"{base}.rdb", lambda p: write_tdb(route.rdb, p, overwrite=True)))
+    rdb = route.rdb
+    if rdb is not None:
+        jobs.append((out / f"{base}.rdb", lambda p: write_tdb(rdb, p, overwrite=True)))
     (out / "OPENRAILS").mkdir(exist_ok=True)
     jobs.append((out / "OPENRAILS" / "tsection.dat",
                  lambda p: write_tsection(glob, p, layout="global", overwrite=True)))

@@ -75,7 +75,7 @@ def _arrays(*zs) -> list[np.ndarray]:
     shape = out[0].shape
     for a in out:
         if a.shape != shape:
-            return np.broadcast_arrays(*out)
+            return list(np.broadcast_arrays(*out))
     return out
 
 

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -343,19 +344,19 @@ def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent
                     best[key] = (overlap, node, mid, centre_i, centre_j)
     out: list[SafetyEvent] = []
     for (i, j), (_ov, node, mid, ci, cj) in sorted(best.items()):
-        a, b = trains[i], trains[j]
-        sa = a.line.locate(node, mid)
-        sb = b.line.locate(node, mid)
-        s_a = float(sa[0]) if len(sa) else a.front
-        s_b = float(sb[0]) if len(sb) else b.front
-        car_a, car_b = a.nearest_car(s_a), b.nearest_car(s_b)
-        va = a.car_speed(car_a) * (1.0 if _node_dir(a.line, node, mid) == 1 else -1.0)
-        vb = b.car_speed(car_b) * (1.0 if _node_dir(b.line, node, mid) == 1 else -1.0)
+        ta, tb = trains[i], trains[j]
+        sa = ta.line.locate(node, mid)
+        sb = tb.line.locate(node, mid)
+        s_a = float(sa[0]) if len(sa) else ta.front
+        s_b = float(sb[0]) if len(sb) else tb.front
+        car_a, car_b = ta.nearest_car(s_a), tb.nearest_car(s_b)
+        va = ta.car_speed(car_a) * (1.0 if _node_dir(ta.line, node, mid) == 1 else -1.0)
+        vb = tb.car_speed(car_b) * (1.0 if _node_dir(tb.line, node, mid) == 1 else -1.0)
         closing = (va - vb) if ci <= cj else (vb - va)
         out.append(SafetyEvent(
-            "collision", float(time), a.train, (car_a,), int(node), a.line.location(s_a),
+            "collision", float(time), ta.train, (car_a,), int(node), ta.line.location(s_a),
             cause=f"both trains occupy node {node} around offset {mid:.2f} m",
-            other_train=b.train, other_cars=(car_b,), closing_speed=float(closing), s=s_a))
+            other_train=tb.train, other_cars=(car_b,), closing_speed=float(closing), s=s_a))
     return out
 
 
@@ -386,7 +387,11 @@ def side_collisions(trains: Sequence[TrainPosition], time: float, *,
     """Cars of trains on different lines fouling each other where the tracks run close
     (module docstring): one ``"side_collision"`` event per pair of trains."""
     trains = list(trains)
-    owner, car, pts, heads, centres = [], [], [], [], []
+    owner: list[int] = []
+    car: list[int] = []
+    pts: list[np.ndarray] = []
+    heads: list[np.ndarray] = []
+    centres: list[np.ndarray] = []
     for k, tr in enumerate(trains):
         line = tr.line
         lo = np.clip(tr.car_front - tr.car_length, 0.0, line.length)
@@ -416,7 +421,7 @@ def side_collisions(trains: Sequence[TrainPosition], time: float, *,
     cz = np.floor(C[:, 1] / size).astype(np.int64)
     # Candidate pairs from the grid, all at once: for each of the 9 neighbouring cells,
     # the cars whose cell key matches (searchsorted over the sorted keys).
-    kid = {}
+    kid: dict[Any, int] = {}
     line_id = np.array([kid.setdefault(t._key, len(kid)) for t in trains], dtype=np.int64)[owner_a]
     span = int(cz.max() - cz.min()) + 3
     key = (cx - cx.min() + 1) * span + (cz - cz.min() + 1)

@@ -492,6 +492,7 @@ class TrackLine:
 
     def heading_at(self, s) -> np.ndarray:
         """Heading (rad, (−π, π]) at ``s`` (linear between samples, unwrapped)."""
+        assert self._heading_u is not None, "set by every constructor"
         return wrap_angle(np.interp(s, self.s, self._heading_u))
 
     def location(self, s: float) -> WorldPoint:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,7 @@ class _Train:
     spacing: np.ndarray          # bogie spacing per car (m)
     times: np.ndarray
     fronts: np.ndarray           # (n_times, n_cars) car-front measure at each time
-    world: object                # s (array) → absolute (X, Y, Z) arrays
+    world: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]  # s (array) → absolute X, Y, Z
 
 
 class TrainPlacer:
