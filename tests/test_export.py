@@ -29,13 +29,6 @@ def sample():
     return load_route(SAMPLE_ROUTE, cache=False)
 
 
-@pytest.fixture(scope="module")
-def dk24():
-    if not (DK24_ROUTE / "DK24.tdb").is_file():
-        pytest.skip("the real DK24 route is not at ../shared/routes/DK24")
-    return load_route(DK24_ROUTE, cache=False)
-
-
 def _km(lon1, lat1, lon2, lat2) -> float:
     p1, p2 = math.radians(lat1), math.radians(lat2)
     dl = math.radians(lon2 - lon1)

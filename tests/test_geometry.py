@@ -16,8 +16,6 @@ from tdbtools.track.geometry import (SectionGeometry, absolute_xz, adjacency, cl
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_routes" / "sample" / "ROUTES" / "SAMPLE"
-DK24_ROOT = ROOT.parent / "shared" / "routes" / "DK24"
-DK24 = DK24_ROOT / "ROUTES" / "OR_DK24"
 
 TOL = 1e-4
 D = math.radians
@@ -26,14 +24,6 @@ D = math.radians
 @pytest.fixture(scope="module")
 def sample():
     return load_route(SAMPLE, cache=False)
-
-
-@pytest.fixture(scope="module")
-def dk24():
-    if not DK24_ROOT.is_dir():
-        pytest.skip(f"the real DK24 route is not available at {DK24_ROOT} (../shared/routes/DK24 "
-                    "relative to the repository root)")
-    return load_route(DK24, cache=False)
 
 
 # -- the §11 worked example -----------------------------------------------------------------

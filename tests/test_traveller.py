@@ -22,8 +22,6 @@ from tdbtools.track.spatial import SectionGrid, clean_geometry, section_grid, tr
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_routes" / "sample" / "ROUTES" / "SAMPLE"
-DK24_ROOT = ROOT.parent / "shared" / "routes" / "DK24"
-DK24 = DK24_ROOT / "ROUTES" / "OR_DK24"
 
 #: Node lengths of the sample route (sample_routes/README.md).
 V_A, V_MAIN, V_SID = 2, 4, 6
@@ -33,14 +31,6 @@ E_WEST, J1, E_EAST, E_SID = 1, 3, 5, 7
 @pytest.fixture(scope="module")
 def sample():
     return load_route(SAMPLE, cache=False)
-
-
-@pytest.fixture(scope="module")
-def dk24():
-    if not (DK24 / "DK24.tdb").is_file():
-        pytest.skip(f"the real DK24 route is not available at {DK24_ROOT} (../shared/routes/DK24 "
-                    "relative to the repository root)")
-    return load_route(DK24, cache=False)
 
 
 def xyz(t: Traveller) -> np.ndarray:
