@@ -48,9 +48,19 @@ def needs_dk24(item: pytest.Item) -> bool:
             or _param_in_dk24(item))
 
 
+#: Fixtures that take more than 5 s to make (measured on an idle 2-core machine): a
+#: test using one is ``slow`` (run on its own it takes that long).
+SLOW_FIXTURES = {
+    "dk24_audit": "DK24's audit with all 313 paths resolved, ~8 s",
+    "full_sweep": "a 24-replay sweep on two workers, ~8 s",
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     have = dk24_available()
     for item in items:
+        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
         if needs_dk24(item):
             item.add_marker(pytest.mark.dk24)
             if not have:

@@ -387,15 +387,20 @@ _CHAIN = ["TrackDB", "TrackNodes", "TrackNode", "Wagon", "Coupling", "Spring", "
           "TrackPath", "TrPathNodes", "TrackSections", "TrackShapes", "TrackShape", "SectionIdx", "Tr_RouteFile"]
 
 
-@pytest.fixture(scope="module")
-def deep_file(tmp_path_factory):
-    names = [_CHAIN[i % len(_CHAIN)] for i in range(DEEP)]
-    text = SIG + "\n" + "".join(f"{n} ( 1 " for n in names) + '"s"' + " )" * DEEP + "\n"
-    path = tmp_path_factory.mktemp("deep") / "deep.dat"
+def _deep(folder: Path, depth: int) -> Path:
+    names = [_CHAIN[i % len(_CHAIN)] for i in range(depth)]
+    text = SIG + "\n" + "".join(f"{n} ( 1 " for n in names) + '"s"' + " )" * depth + "\n"
+    path = folder / "deep.dat"
     path.write_text(text, encoding="utf-8")
     return path
 
 
+@pytest.fixture(scope="module")
+def deep_file(tmp_path_factory):
+    return _deep(tmp_path_factory.mktemp("deep"), DEEP)
+
+
+@pytest.mark.slow   # 9.6 s on an idle 2-core machine
 def test_deep_nesting_in_every_typed_reader_and_the_writer(deep_file):
     doc = parse_file(deep_file)
     node, depth = doc, 0
@@ -419,10 +424,13 @@ def test_deep_nesting_in_every_typed_reader_and_the_writer(deep_file):
     assert dumps_deep(tree).count("{") == DEEP + 2  # the root, the blocks, the quoted "s"
 
 
-def test_deep_nesting_through_the_cli(deep_file):
-    r = _cli("parse", str(deep_file), "--json")  # (the text output is format_stf, above)
+def test_deep_nesting_through_the_cli(tmp_path):
+    # The command is a shell over parse_file, to_json and dumps_deep (checked 100,000
+    # deep above); ten times the recursion limit shows that it adds no recursion.
+    depth = 10 * sys.getrecursionlimit()
+    r = _cli("parse", str(_deep(tmp_path, depth)), "--json")  # (the text output is format_stf, above)
     assert r.exit_code == 0, (r.exit_code, r.stderr[-500:])
-    assert r.stdout.count("{") == DEEP + 2
+    assert r.stdout.count("{") == depth + 2
 
 
 @pytest.mark.parametrize("reader", ["tdb", "tsection", "trk", "pat", "con", "stock"])
