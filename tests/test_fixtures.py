@@ -430,7 +430,7 @@ def test_cli_parse_on_invalid_file(name):
 
 
 # ---------------------------------------------------------------------------------------
-# the spec's corner cases (§2.1 quotes and '+', §3 unknown units) and include errors
+# the corner cases of docs/formats.md (§2.1 quotes and '+', §3 unknown units) and include errors
 # ---------------------------------------------------------------------------------------
 
 def test_spec_quote_inside_plain_item_ends_it():

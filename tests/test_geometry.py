@@ -1,4 +1,4 @@
-"""Section geometry (spec §11): the worked example, the exact inverse, polylines and
+"""Section geometry (docs/formats.md §11): the worked example, the exact inverse, polylines and
 closure on the sample route and on DK24."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Path files ``.pat`` (spec §8): the sample route's paths, defects in strict and
+"""Path files ``.pat`` (docs/formats.md §8): the sample route's paths, defects in strict and
 lenient mode, chains, and every path of DK24."""
 from __future__ import annotations
 

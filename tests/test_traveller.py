@@ -1,4 +1,4 @@
-"""The TDB traveller (spec §12, seed 002): the pDirection table, moving, placing world
+"""The TDB traveller (docs/formats.md §12): the pDirection table, moving, placing world
 points (exact projection, spatial index), switches, items, distances; on the sample
 route, on tiny synthetic routes, and on the real DK24 route."""
 from __future__ import annotations
@@ -107,7 +107,7 @@ def worked(sample):
     return synthetic_route(sample, nodes, [sec], {90001: (np.nan, 300.0, 20.0)})
 
 
-# -- the pDirection table (seed 002, spec §12.4) ------------------------------------------
+# -- the pDirection table (docs/formats.md §12.4) ------------------------------------------
 
 
 def test_vector_forward_leaves_by_pin_1(sample):
@@ -673,7 +673,7 @@ def test_dk24_walk_through_every_junction(dk24):
 
 
 def _reference(route: Route, tx, tz, x, z, rows_all):
-    """Spec §12.2 by brute force over every section: per node the first accepting
+    """docs/formats.md §12.2 by brute force over every section: per node the first accepting
     section, then the smallest |lateral|, ties to the lowest node. Then (our exact
     offsets) the first later section of that node holding the point, if the point is
     past the first one's end. Returns node, row (−1: carried on) and its lateral."""

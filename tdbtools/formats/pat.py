@@ -1,4 +1,4 @@
-"""Path files ``.pat`` (spec §8): ``<route>/PATHS/<id>.pat``.
+"""Path files ``.pat`` (docs/formats.md §8): ``<route>/PATHS/<id>.pat``.
 
 ::
 

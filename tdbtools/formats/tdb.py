@@ -1,4 +1,4 @@
-"""Track database ``.tdb`` and road database ``.rdb`` (spec §6).
+"""Track database ``.tdb`` and road database ``.rdb`` (docs/formats.md §6).
 
 ``TrackDB ( TrackNodes ( N TrackNode ( i ... ) ×N ) TrItemTable ( M item ×M ) )``.
 Track nodes are 1-based (``nodes[0]`` is None); items are 0-based. The sixteen

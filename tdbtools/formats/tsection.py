@@ -1,4 +1,4 @@
-"""``tsection.dat``: track sections and track shapes (spec §5).
+"""``tsection.dat``: track sections and track shapes (docs/formats.md §5).
 
 The global file (``GLOBAL/tsection.dat``, or a route's ``OPENRAILS/tsection.dat``
 override that usually ``include``s it) lists ``TrackSection ( id SectionSize ( w l )

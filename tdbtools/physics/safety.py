@@ -1,6 +1,6 @@
-"""Derailments and collisions (seed 003 §4.2, §5; seed 000 "side collisions").
+"""Derailments and collisions (docs/physics.md §5).
 
-Bogies (seed 003)
+Bogies (docs/physics.md §5.1)
 -----------------
 A :class:`BogieSet` keeps every car's two bogies as measures (line distances) along its
 train's :class:`~tdbtools.physics.trackline.TrackLine`: the front bogie ``(L − b)/2``
@@ -8,7 +8,7 @@ behind the car front, the rear bogie ``b`` further back (``b`` the bogie spacing
 0.65·L when the file gives none). Each step every bogie is moved by its car's
 displacement (:meth:`BogieSet.move`); when all bogies of the train are on one track node
 they are re-synchronised from the car positions the integrator keeps
-(:meth:`BogieSet.resync`), which removes the rounding drift the seed mentions without
+(:meth:`BogieSet.resync`), which removes the rounding drift the article mentions without
 risk (no switch can lie between them).
 
 A car derails (:class:`SafetyEvent` ``kind="derailment"``) when
@@ -28,7 +28,7 @@ reported (the traveller runs trailing switches through whatever their position).
 A bogie beyond the end of a line that does *not* end at a track end is not a
 derailment: the line was just not sampled further (:meth:`BogieSet.beyond_line`).
 
-Occupancy (seed 003 §5.2) and collisions
+Occupancy (docs/physics.md §5.3) and collisions
 ----------------------------------------
 A :class:`TrainPosition` says where a train is on its line (car fronts, car lengths,
 speed). Its track occupancy is the exact list of node intervals between its rear and
@@ -39,7 +39,7 @@ overlap, with the nearest car of each train and the closing speed (the rate at w
 the two trains approach each other along that node, + = approaching). Trains on the
 same line are the 1-D engine's business and are skipped; so is mere touching.
 
-Side collisions (seed 000)
+Side collisions (docs/physics.md §5.3)
 --------------------------
 Where tracks run close, cars on different lines can foul each other.
 :func:`side_collisions` puts every car (its chord rear → middle → front, from
@@ -169,7 +169,7 @@ class BogieSet:
 
     def resync(self, car_front) -> bool:
         """Recompute the bogies from the car fronts if all bogies are on one node
-        (seed 003 §4.2); returns whether it did."""
+        (docs/physics.md §5.1); returns whether it did."""
         if not self.on_one_node():
             return False
         self.place(car_front)

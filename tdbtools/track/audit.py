@@ -13,7 +13,7 @@ code                       severity  meaning
                                      whose trunk pin is ``TrPin ( 0 0 )``)
 ``PIN_ASYMMETRIC``         error     A links to B but B has no pin back to A (nodes = [A, B])
 ``PIN_DIRECTION``          warning   the pin and its pin back disagree on which end/side they
-                                     join (spec §6.4 direction rules), or a direction not 0/1
+                                     join (docs/formats.md §6.4 direction rules), or a direction not 0/1
 ``PIN_COUNT``              error     in/out pin counts not vector 1+1, junction 1+2, end 1+0, or
                                      a number of TrPins that is not in + out
 ``NODE_NO_SECTIONS``       error     a vector node without sections
@@ -346,7 +346,7 @@ def _audit_pins(route: Route, places: _Places, out: list[AuditFinding]) -> None:
                 out.append(AuditFinding(
                     "PIN_DIRECTION", f"{n.kind} node {n.index} pin {p} ({link} {pin.direction}) and the "
                     f"pin back from {other.kind} node {link} ({backs}) do not describe the same join "
-                    f"(spec §6.4)", (n.index, link), location=where))
+                    f"(docs/formats.md §6.4)", (n.index, link), location=where))
 
 
 def _audit_nodes(route: Route, geom: SectionGeometry, places: _Places, out: list[AuditFinding]) -> None:

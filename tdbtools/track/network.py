@@ -19,7 +19,7 @@ from .spatial import cached, track_geometry
 
 __all__ = ["BACKWARD", "FORWARD", "INIT_ERROR_MARGIN", "MAX_CENTERLINE_OFFSET", "MIN_MOVE", "Pose", "TravellerError"]
 
-#: Directions (spec §12.1): walk a vector node first → last (1) or last → first (0).
+#: Directions (docs/formats.md §12.1): walk a vector node first → last (1) or last → first (0).
 FORWARD = 1
 BACKWARD = 0
 #: Open Rails' placing tolerances (modern Traveller.cs): lateral, and along the section.
