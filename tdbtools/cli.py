@@ -134,13 +134,16 @@ def info(route: Path | None, as_json: bool, no_cache: bool, lenient: bool) -> No
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the generic tree as JSON.")
 @click.option("--lenient", is_flag=True, help="Tolerate defects such as missing include files.")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder that includes may read from (default: the install holding ROUTES/ and "
+                   "GLOBAL/ above the file, else the file's own folder).")
 @_handle_errors
-def parse(file: Path, as_json: bool, lenient: bool) -> None:
+def parse(file: Path, as_json: bool, lenient: bool, root: Path | None) -> None:
     """Parse any STF file and print its generic tree: normalised STF text (comments
     dropped, includes expanded), or JSON with --json."""
     from .stf import dumps_deep, parse_file
 
-    doc = parse_file(file, strict=not lenient)
+    doc = parse_file(file, strict=not lenient, root=root)
     if as_json:
         click.echo(dumps_deep(doc.to_json(), indent=1))
         return
@@ -237,15 +240,20 @@ def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json
 @click.option("--step", type=float, default=10.0, show_default=True, help="Metres between samples.")
 @click.option("--csv", "csv_out", type=click.Path(path_type=Path), help="Write the samples as CSV.")
 @click.option("--plot", "plot_out", type=click.Path(path_type=Path), help="Draw the profile (PNG, SVG, PDF).")
+@click.option("--overwrite", is_flag=True, help="Replace existing --csv/--plot files.")
 @_handle_errors
 def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: float | None,
-            backward: bool, step: float, csv_out: Path | None, plot_out: Path | None) -> None:
+            backward: bool, step: float, csv_out: Path | None, plot_out: Path | None,
+            overwrite: bool) -> None:
     """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
-    from .stf.writer import write_text_atomic
+    from ._fs import check_target, write_text_atomic
     from .track.profile import profile_from, profile_path
 
     if path_file is None and not (from_tile and from_pos and distance is not None):
         raise click.UsageError("give --path FILE.pat, or --from-tile TX TZ --from-pos X Z --distance M")
+    for target in (csv_out, plot_out):
+        if target is not None:
+            check_target(target, overwrite)
     r = _load(route)
     if path_file is not None:
         prof = profile_path(r, path_file, step=step)
@@ -315,10 +323,15 @@ def convert(source: Path, out: Path, overwrite: bool) -> None:
 @click.option("--color-by", type=click.Choice(["kind", "grade", "speed"]), default="kind", show_default=True)
 @click.option("--replay", "replay_src", type=click.Path(path_type=Path),
               help="Trains from a replay: a scenario .toml (run now) or a `replay --out` folder.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @_handle_errors
-def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None) -> None:
+def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None, overwrite: bool) -> None:
     """Draw a route in 3-D with pyvista (needs tdbtools[render]); offscreen when there is no
     display (libegl1 libgl1-mesa-dri on headless Debian)."""
+    from ._fs import check_target
+
+    if out is not None:
+        check_target(out, overwrite)
     from .render.animate import TrainPlacer, load_replay, render_animation
     from .render.scene import build_scene, render_png, show
 
@@ -354,9 +367,11 @@ def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None
 @click.option("--plot", is_flag=True, help="Draw running time per path to OUT/sweep.png.")
 @click.option("--parquet", is_flag=True, help="Also write OUT/sweep.parquet (needs pyarrow).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--max-combinations", type=click.IntRange(min=1), metavar="N",
+              help="Allow a spec to expand to more than 10,000 replays.")
 @_handle_errors
 def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path, traces: bool | None,
-          plot: bool, parquet: bool, as_json: bool) -> None:
+          plot: bool, parquet: bool, as_json: bool, max_combinations: int | None) -> None:
     """Run every path x consist x parameter combination of SPEC as a replay, on Dask
     (needs tdbtools[sweep]); resumes in --out. Exit status 1 when a replay failed,
     derailed or collided."""
@@ -381,7 +396,9 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
         click.echo(message, err=True)
 
     try:
-        result = run_sweep(read_sweep_spec(spec), out=out_dir, scheduler=scheduler, workers=workers,
+        spec_ = read_sweep_spec(spec) if max_combinations is None else \
+            read_sweep_spec(spec, max_combinations=max_combinations)
+        result = run_sweep(spec_, out=out_dir, scheduler=scheduler, workers=workers,
                            progress=progress, traces=traces, parquet=parquet, log=log)
     finally:
         if bar is not None:
@@ -395,6 +412,35 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
         click.echo(f"plot: {plot_sweep(result, out_dir / 'sweep.png')}")
     if result.has_problems:
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+@main.command("path")
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--from", "start", required=True, metavar="PLACE",
+              help='Start (the rear of the train): "TX TZ X Z", a track node number, or a platform/station name.')
+@click.option("--to", "end", required=True, metavar="PLACE", help="End, as --from.")
+@click.option("--via", multiple=True, metavar="PLACE", help="A point to pass, as --from (repeatable).")
+@click.option("--reversals", is_flag=True, help="Allow the train to turn at a via point.")
+@click.option("--name", default="", help="Display name written into the file.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="The .pat file to write.")
+@click.option("--json", "as_json", is_flag=True, help="Print the built path as JSON.")
+@_handle_errors
+def path_cmd(route: Path, start: str, end: str, via: tuple[str, ...], reversals: bool, name: str,
+             out: Path, as_json: bool) -> None:
+    """Build the shortest path between places and write it as a .pat file Open Rails loads."""
+    from .track.pathbuild import build_path, write_path
+
+    r = _load(route)
+    built = build_path(r, start, end, list(via), reversals=reversals, name=name)
+    write_path(r, built, out)
+    d = {"file": str(out), "length_m": round(built.length, 3), "from": built.labels[0], "to": built.labels[-1],
+         "junctions": len(built.junctions), "reversals": list(built.reversals),
+         "nodes": [list(x) for x in built.node_sequence()]}
+    if as_json:
+        click.echo(json.dumps(d, indent=2))
+        return
+    click.echo(f"wrote {out}: {d['from']} -> {d['to']}, {built.length / 1000.0:.3f} km over "
+               f"{len(built.node_sequence())} nodes, {len(built.junctions)} junctions, {len(built.reversals)} reversals")
 
 
 def bundled_scenario() -> Path:
@@ -413,16 +459,31 @@ def bundled_scenario() -> Path:
 @click.option("--cars", is_flag=True, help="Also write a per-car trace.")
 @click.option("--step", type=float, help="Time step in seconds (overrides the scenario).")
 @click.option("--duration", type=float, help="Seconds to simulate at most (overrides the scenario).")
+@click.option("--overwrite", is_flag=True,
+              help="Write into a non-empty --out folder, replacing the files of the same names.")
 @_handle_errors
 def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | None, path_opt: str | None,
            stand_in: bool, out_dir: Path, plot: bool, cars: bool, step: float | None,
-           duration: float | None) -> None:
+           duration: float | None, overwrite: bool) -> None:
     """Replay consists over a route: physics, derailments and collisions.
 
     SCENARIO is a TOML file; or give --route, --consist and --path; with neither, the
     bundled sample scenario runs on the sample route. Writes <train>.csv traces,
-    events.json and summary.json into --out.
+    events.json and summary.json into --out (a new or empty folder; a folder that holds
+    anything only with --overwrite).
+
+    SCENARIO may be an activity (.act in <route>/ACTIVITIES): the player and every AI
+    service run from their start times with station stops; --out also gets
+    timetable.csv, and --plot draws the space-time chart. Exit status 1 when a train
+    derailed, collided, deadlocked or got stuck.
     """
+    from ._fs import check_output_folder
+
+    check_output_folder(out_dir, overwrite)
+    if scenario is not None and scenario.suffix.lower() == ".act":
+        if route_opt or consist_opt or path_opt or cars:
+            raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
+        raise click.exceptions.Exit(_replay_activity(scenario, stand_in, out_dir, plot, step, duration))
     from .physics.replay import Replay
     from .physics.scenario import one_train_scenario, read_scenario, with_settings
 
@@ -469,6 +530,34 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     if any(t["derailed"] for t in s["trains"].values()) or any(
             e["kind"] in ("collision", "side_collision") for e in result.events):
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step: float | None,
+                     duration: float | None) -> int:
+    from .physics.activity import clock, replay_activity
+
+    result = replay_activity(act, stand_in=stand_in, step=step if step is not None else 0.5, duration=duration)
+    files = result.write(out_dir)
+    if plot:
+        from .render.spacetime import plot_space_time
+
+        files.append(plot_space_time(result, out_dir / "spacetime.png"))
+    s = result.replay.summary
+    click.echo(f"{s['activity']} ({s['route']}): {s['clock_start']}-{s['clock_end']}, {s['simulated_seconds']:.0f} s "
+               f"simulated in {s['wall_seconds']:.2f} s ({s['realtime_factor']}x real time)")
+    for name, t in s["trains"].items():
+        state = ("derailed" if t["derailed"] else "stuck" if t["stuck"] else
+                 "reached its end" if t["reached_end"] else "did not reach its end")
+        click.echo(f"  {name}: start {t['start']}, {t['distance_m'] / 1000.0:.2f} km, "
+                   f"{t['stops']}/{t['booked_stops']} stops; {state}")
+    for r in result.timetable:
+        click.echo(f"  {r['train']} at {r['platform']}: booked {clock(r['sched_arr'])}-{clock(r['sched_dep'])}, "
+                   f"actual {clock(r['actual_arr'])}-{clock(r['actual_dep'])}")
+    for e in result.replay.events:
+        if e["kind"] in ("deadlock", "stuck", "derailment", "collision", "side_collision", "not_at_end"):
+            click.echo(f"  event {e.get('clock', '')} {e['kind']}: {e.get('message', '')}")
+    click.echo(f"wrote {len(files)} files to {out_dir}")
+    return EXIT_FINDINGS if result.failed else 0
 
 
 class _NullBar:

@@ -253,7 +253,7 @@ def route_from_json(source: str | bytes | Path | dict) -> Route:
 
 def write_json(route: Route, path: str | Path, *, overwrite: bool = False, indent: int | None = None) -> Path:
     """Write :func:`route_to_json` to ``path`` (UTF-8), atomically."""
-    from ..stf.writer import write_bytes_atomic
+    from .._fs import write_bytes_atomic
 
     p = check_target(path, overwrite)
     write_bytes_atomic(p, route_to_json(route, indent=indent).encode("utf-8"))

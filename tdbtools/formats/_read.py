@@ -5,7 +5,7 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..errors import Diagnostics, FormatError, Location, UnitError
+from ..errors import Diagnostics, FormatError, Location, UnitError, truncate_value
 from ..stf.tree import Block
 from ..stf.units import parse_quantity, split_quantity
 
@@ -118,14 +118,14 @@ class Reader:
         raw = items[index]
         if raw.__class__ is Block:
             self.problem(block, f"{block.name}: expected {_KIND.get(conv, 'a value')}"
-                         f"{' (' + what + ')' if what else ''}, found block {raw.name!r}", index)
+                         f"{' (' + what + ')' if what else ''}, found block {truncate_value(raw.name)}", index)
             return default
         try:
             return conv(raw)
         except (ValueError, OverflowError) as exc:
             detail = f": {exc}" if "range" in str(exc) or "finite" in str(exc) else ""
             self.problem(block, f"{block.name}: expected {_KIND.get(conv, 'a value')}"
-                         f"{' (' + what + ')' if what else ''}, found {raw!r}{detail}", index)
+                         f"{' (' + what + ')' if what else ''}, found {truncate_value(raw)}{detail}", index)
             return default
 
     def string(self, block: Block, index: int = 0, default: str = "") -> str:
@@ -135,6 +135,11 @@ class Reader:
             return default
         return str(items[index])
 
+    def require(self, parent: Block, name: str) -> Block | None:
+        blk = parent.find(name)
+        if blk is None:
+            self.problem(parent, f"{parent.name or 'file'}: missing block {name!r}")
+        return blk
 
     def expect_count(self, block: Block, found: int, expected: int, what: str, index: int = 0) -> None:
         if found != expected:

@@ -17,6 +17,7 @@ from typing import Any
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from .._fs import find_install_root, is_file, resolve_case_insensitive
 from ..errors import Diagnostics, IncludeError, Location, StfSyntaxError
 from .resources import grammar_path, grammar_text
 from .source import Source, read_source
@@ -380,8 +381,8 @@ def parse_file(path: str | Path, *, strict: bool = True, diagnostics: Diagnostic
     """Read, decode and parse one STF file into the generic tree.
 
     ``include`` paths are resolved relative to the including file and must stay
-    inside ``root`` (default: the install root holding ``ROUTES``/``GLOBAL``/``TRAINS``
-    above the file, else the file's own folder).
+    inside ``root`` (default: the install above the file, a folder holding both
+    ``ROUTES`` and ``GLOBAL``; else the file's own folder; docs/security.md §3).
     """
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
     return parse_source(read_source(path), diagnostics=diags, root=root)
@@ -474,60 +475,6 @@ def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list
     seen.append(str(resolved))
     child = read_source(resolved)
     return _resolve(child, diags, confine, [*stack, str(resolved)], seen, budget)
-
-
-# -- paths ------------------------------------------------------------------------------
-
-def resolve_case_insensitive(path: Path) -> Path:
-    """``path`` itself if it exists, else the existing path whose components match it
-    ignoring case (MSTS content comes from case-insensitive Windows file systems)."""
-    try:
-        return _resolve_case_insensitive(path)
-    except (OSError, ValueError):  # a name too long for the file system, a NUL, ...
-        return path
-
-
-def is_file(path: Path) -> bool:
-    """``path.is_file()``, False where the file system refuses the name (too long, ...)."""
-    try:
-        return path.is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def _resolve_case_insensitive(path: Path) -> Path:
-    if path.exists():
-        return path
-    parts = path.parts
-    cur = Path(parts[0]) if path.is_absolute() else Path(".")
-    rest = parts[1:] if path.is_absolute() else parts
-    for i, part in enumerate(rest):
-        nxt = cur / part
-        if part in (".", "..") or nxt.exists():
-            cur = nxt
-            continue
-        try:
-            low = part.lower()
-            match = next((c for c in cur.iterdir() if c.name.lower() == low), None)
-        except OSError:
-            match = None
-        if match is None:
-            return path
-        cur = match
-    return cur
-
-
-def find_install_root(path: Path) -> Path:
-    """The MSTS install root above ``path``: the nearest folder holding ROUTES, GLOBAL or
-    TRAINS (any case); else the folder of ``path``."""
-    names = {"routes", "global", "trains"}
-    for parent in path.parents:
-        try:
-            if any(c.name.lower() in names and c.is_dir() for c in parent.iterdir()):
-                return parent.resolve()
-        except OSError:
-            continue
-    return path.parent.resolve()
 
 
 # -- errors -----------------------------------------------------------------------------

@@ -115,7 +115,7 @@ def run_combination(combo: Combination, traces: bool = False) -> dict:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    from ..stf.writer import write_bytes_atomic
+    from .._fs import write_bytes_atomic
 
     write_bytes_atomic(path, data)
 
