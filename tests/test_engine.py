@@ -9,10 +9,18 @@ import numpy as np
 import pytest
 
 from tdbtools.errors import TdbToolsError
-from tdbtools.physics.engine import (_EQ, _GE, _LE, Bodies, Engine, EngineError, Event,
-                                     _solve_chain, _solve_static)
-from tdbtools.physics.interaction import (clash_time, clash_times, stopping_time,
-                                          stopping_times)
+from tdbtools.physics.engine import (
+    _EQ,
+    _GE,
+    _LE,
+    Bodies,
+    Engine,
+    EngineError,
+    Event,
+    _solve_chain,
+    _solve_static,
+)
+from tdbtools.physics.interaction import clash_time, clash_times, stopping_time, stopping_times
 
 INF = math.inf
 

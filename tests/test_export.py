@@ -13,9 +13,22 @@ import pytest
 from helpers import DK24_ROUTE, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
 
 from tdbtools.errors import TdbToolsError
-from tdbtools.export import (CSV_COLUMNS, IGH_X0, IGH_Y0, convert_route, csv_text, route_from_json,
-                             route_geojson, route_to_json, tdb_text, tile_to_lonlat, vtp_text,
-                             write_geojson, write_tdb, write_tsection)
+from tdbtools.export import (
+    CSV_COLUMNS,
+    IGH_X0,
+    IGH_Y0,
+    convert_route,
+    csv_text,
+    route_from_json,
+    route_geojson,
+    route_to_json,
+    tdb_text,
+    tile_to_lonlat,
+    vtp_text,
+    write_geojson,
+    write_tdb,
+    write_tsection,
+)
 from tdbtools.export import msts as msts_mod
 from tdbtools.formats.route import load_route
 from tdbtools.formats.tdb import read_tdb

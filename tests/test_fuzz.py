@@ -35,8 +35,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tdbtools.cli import main as cli_main
-from tdbtools.errors import (DecodeError, Diagnostics, FormatError, IncludeError, RouteError, StfSyntaxError,
-                             TdbToolsError)
+from tdbtools.errors import (
+    DecodeError,
+    Diagnostics,
+    FormatError,
+    IncludeError,
+    RouteError,
+    StfSyntaxError,
+    TdbToolsError,
+)
 from tdbtools.formats import load_route, read_consist, read_pat, read_tdb, resolve_stock
 from tdbtools.formats.consist import StandInWarning, consist_from_document
 from tdbtools.formats.pat import pat_from_document
@@ -908,8 +915,7 @@ def test_hostile_settings_are_refused_or_bounded(tmp_path, key):
 
 
 def test_spatial_index_of_absurd_lengths_is_bounded(sample_route):
-    from tdbtools.track.spatial import SectionGrid
-    from tdbtools.track.spatial import MAX_PIECES, track_geometry
+    from tdbtools.track.spatial import MAX_PIECES, SectionGrid, track_geometry
 
     geom = track_geometry(sample_route)
     for big in (1e9, 1e15, 1e300):

@@ -524,8 +524,8 @@ def test_tdb_positions_beyond_any_tile_are_refused(sample_copy):
 @pytest.mark.parametrize("length", [1e6, 1e7])
 def test_spatial_index_memory_is_bounded_for_long_sections(sample_copy, length):
     from tdbtools.formats import load_route
-    from tdbtools.track.spatial import SectionGrid, track_geometry
     from tdbtools.track.geometry import point_at
+    from tdbtools.track.spatial import SectionGrid, track_geometry
 
     hostile.set_section(sample_copy.parents[1], 2, f"1.5 {length:g}")
     r = load_route(sample_copy, cache=False)

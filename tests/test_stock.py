@@ -14,8 +14,7 @@ import pytest
 from helpers import DK24, REPO, SAMPLE_INSTALL, needs_dk24
 
 from tdbtools.errors import Diagnostics, FormatError, RouteError, UnitError
-from tdbtools.formats.consist import (CarEntry, StandInWarning, read_consist, resolve_stock,
-                                      stand_in_variant)
+from tdbtools.formats.consist import CarEntry, StandInWarning, read_consist, resolve_stock, stand_in_variant
 from tdbtools.formats.stock import DEFAULT_COUPLER, Stock, fcalc_davis, read_stock, stock_from_document
 from tdbtools.stf import parse_text
 

@@ -12,11 +12,18 @@ import pytest
 from tdbtools.errors import TdbToolsError
 from tdbtools.formats import load_route
 from tdbtools.formats.route import Route
-from tdbtools.formats.tdb import (EndNode, JunctionNode, TrackDB, TrPin, VectorNode,
-                                  VectorSections)
+from tdbtools.formats.tdb import EndNode, JunctionNode, TrackDB, TrPin, VectorNode, VectorSections
 from tdbtools.formats.tsection import SectionTable, TSection
-from tdbtools.track import (BACKWARD, FORWARD, SectionGeometry, Switches, Traveller, TravellerError,
-                            item_positions, point_at)
+from tdbtools.track import (
+    BACKWARD,
+    FORWARD,
+    SectionGeometry,
+    Switches,
+    Traveller,
+    TravellerError,
+    item_positions,
+    point_at,
+)
 from tdbtools.track.geometry import closure, locate_in_section
 from tdbtools.track.spatial import SectionGrid, clean_geometry, section_grid, track_geometry
 

@@ -15,12 +15,39 @@ from pathlib import Path
 
 from .._fs import safe_basename
 from ..formats.route import Route
-from .geo import (EARTH_RADIUS, IGH_PROJ, IGH_X0, IGH_Y0, geojson_text, igh_xy, route_geojson,
-                  tile_to_lonlat, world_to_lonlat, write_geojson)
-from .model_json import (route_from_dict, route_from_json, route_to_dict, route_to_json,
-                         tdb_from_dict, tdb_to_dict, tsection_from_dict, tsection_to_dict, write_json)
-from .msts import (GLOBAL_TSECTION_SIGNATURE, TDB_SIGNATURE, ExportError, split_tsection, tdb_text,
-                   tsection_text, write_tdb, write_tsection)
+from .geo import (
+    EARTH_RADIUS,
+    IGH_PROJ,
+    IGH_X0,
+    IGH_Y0,
+    geojson_text,
+    igh_xy,
+    route_geojson,
+    tile_to_lonlat,
+    world_to_lonlat,
+    write_geojson,
+)
+from .model_json import (
+    route_from_dict,
+    route_from_json,
+    route_to_dict,
+    route_to_json,
+    tdb_from_dict,
+    tdb_to_dict,
+    tsection_from_dict,
+    tsection_to_dict,
+    write_json,
+)
+from .msts import (
+    GLOBAL_TSECTION_SIGNATURE,
+    TDB_SIGNATURE,
+    ExportError,
+    split_tsection,
+    tdb_text,
+    tsection_text,
+    write_tdb,
+    write_tsection,
+)
 from .samples import CSV_COLUMNS, csv_text, sample_track, vtp_text, write_csv, write_vtp
 
 FORMATS = ("geojson", "json", "csv", "vtk")

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -160,7 +160,7 @@ def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: boo
     """A replay to animate: a scenario TOML (run here) → (result, replay); a folder of
     ``tdbtools replay --out`` CSVs → (result, None). ``cars_trace``: record every car
     (coupler slack shows) instead of placing the cars rigidly behind the front."""
-    from ..physics.replay import Replay, ReplayResult, TRACE_COLUMNS
+    from ..physics.replay import TRACE_COLUMNS, Replay, ReplayResult
     from ..physics.scenario import read_scenario
 
     p = Path(path)

@@ -63,11 +63,17 @@ import numpy as np
 from ..errors import Diagnostics, TdbToolsError
 from ..formats.pat import PathFile, read_pat
 from ..formats.route import Route
-from ..formats.tdb import (CrossoverItem, EndNode, JunctionNode, PlatformItem, SidingItem, SignalItem,
-                           VectorNode)
+from ..formats.tdb import (
+    CrossoverItem,
+    EndNode,
+    JunctionNode,
+    PlatformItem,
+    SidingItem,
+    SignalItem,
+    VectorNode,
+)
 from ..stf import resolve_case_insensitive
-from .geometry import (TILE_SIZE, SectionGeometry, WorldPoint, closure, point_at,
-                       section_end, section_geometry)
+from .geometry import TILE_SIZE, SectionGeometry, WorldPoint, closure, point_at, section_end, section_geometry
 from .paths import resolve_route_paths
 from .spatial import distance_to_sections, nearest_track
 
