@@ -258,6 +258,7 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
     if path_file is not None:
         prof = profile_path(r, path_file, step=step)
     else:
+        assert distance is not None  # checked above
         prof = profile_from(r, from_tile[0], from_tile[1], from_pos[0], from_pos[1], distance,
                             step=step, backward=backward)
     c = prof.columns

@@ -8,10 +8,10 @@ track beyond it), its cars a :class:`~tdbtools.physics.forces.CarModel`. Every s
    curve or MaxForce with the power limit, gravity from the elevations under the two
    bogies, Davis resistance, curve resistance (800/R equivalent grade), brakes;
 3. the 1-D engine moves the cars, with collisions and coupler snatches between cars
-   of one line resolved by momentum transfer at their exact times (seed 000);
+   of one line resolved by momentum transfer at their exact times (docs/physics.md §1);
 4. bogies move as measures along the line: running off a track end or a switch
    thrown under a car is a derailment; every ``collision_check_interval`` seconds the
-   trains' track occupancy and nearby cars on other lines are checked (seed 003).
+   trains' track occupancy and nearby cars on other lines are checked (docs/physics.md §5).
 
 Trains given the same path share one line, so they meet in the 1-D engine (a shunt
 into a standing train conserves momentum exactly). Scheme: forces are evaluated at the
@@ -304,7 +304,7 @@ class Replay:
         self._front_bogie = (self.model.length - self.model.bogie_spacing) / 2.0
         self._half_length = self.model.length / 2.0
         # The bogie measures of every train are views into two arrays updated in place
-        # each step: the bogies follow their cars along the line (seed 003).
+        # each step: the bogies follow their cars along the line (docs/physics.md §5).
         self._fb = np.asarray(self.engine.x) - self._front_bogie
         self._rb = self._fb - self.model.bogie_spacing
         for t in self.trains:
@@ -339,7 +339,7 @@ class Replay:
         flipped = [c.flipped for c in consist.cars]
         model = forces.CarModel.from_stock(stocks, flipped)
         # Coupler free play between buffers touching and coupler taut. Open Rails lets
-        # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
+        # a simple coupler's slack run from -slack2 to +slack2 (docs/formats.md §10.3, docs/physics.md §4), so the
         # whole play is 2·slack2 of the coupler each car uses.
         slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
         return consist, stocks, flipped, model, slack, tuple(str(w.message) for w in caught)
