@@ -215,7 +215,7 @@ def load_route(path: str | Path, *, cache: bool = True, strict: bool = True) -> 
 
         store = RouteCache()
         hit = store.get(files, strict)
-        if hit is not None:
+        if hit.__class__ is Route:
             return hit
         route = _load(files, strict)
         store.put(files, strict, route)
