@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 
-LAYERS = ["stf", "formats", "track", "physics", "render", "export", "sweep", "cli"]
+LAYERS = ["stf", "formats", "track", "signals", "physics", "render", "export", "sweep", "cli"]
 
 
 @pytest.mark.slow

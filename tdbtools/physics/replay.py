@@ -39,6 +39,7 @@ from .driver import AutoDriver, Controls, DriveState, ScheduleDriver
 from .engine import Bodies, Engine
 from .safety import BogieSet, Occupancy, TrainPosition, throw_switch
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
+from .signalling import ReplaySignals, signals_for, wrap_driver
 from .trackline import TrackLine
 
 TRACE_COLUMNS = ("time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
@@ -219,7 +220,7 @@ class Replay:
     """A running replay; :func:`replay` runs one to the end."""
 
     def __init__(self, scenario: Scenario, *, route: Route | None = None, cars_trace: bool = False,
-                 trace_every: float | None = None) -> None:
+                 trace_every: float | None = None, signals: object = None) -> None:
         self.scenario = scenario
         self.route = route if route is not None else load_route(scenario.route)
         self.cars_trace = cars_trace
@@ -228,6 +229,8 @@ class Replay:
         sdir = Path(scenario.source).parent if scenario.source and not scenario.source.startswith("<") else Path(".")
         self.switches = Switches(self.route)
         self.events: list[dict] = []
+        # The route's signals (None: the route's own if it has any; False: none).
+        self.signal_set = signals_for(self.route, signals)  # type: ignore[arg-type]
         lines: dict = {}
         specs = []
         # Trains of one scenario mostly share consists: each consist file is read, its
@@ -274,7 +277,8 @@ class Replay:
             v.append(np.full(n, spec.start_speed))
             sl = slice(start, start + n)
             start += n
-            t = _Train(spec, consist, model, line, lid, sl, _driver(spec, line, end_s, model),
+            drv = wrap_driver(_driver(spec, line, end_s, model), spec.depart, self.signal_set is not None)
+            t = _Train(spec, consist, model, line, lid, sl, drv,
                        BogieSet.from_model(spec.name, line, fronts, model), float(fronts[0]),
                        float(model.length.sum()), end_s, warnings=warns)
             self.trains.append(t)
@@ -317,6 +321,7 @@ class Replay:
         for t in self.trains:
             for w in t.warnings:
                 self._event({"kind": "stand_in", "time": 0.0, "train": t.spec.name, "message": w})
+        self.signals = ReplaySignals(self, self.signal_set) if self.signal_set is not None else None
 
     def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> tuple:
         """(consist, stocks, flipped, car model, coupler slack, stand-in warnings) of a train."""
@@ -422,6 +427,8 @@ class Replay:
                     t.done_at = self.time
                     self._event({"kind": "end_of_line", "time": self.time, "train": t.spec.name,
                                  "message": f"reached the end of the {t.line.length:.0f} m of track built for it"})
+        if self.signals is not None:
+            self.signals.update(self.time, x1[starts].tolist(), v1[starts].tolist())
         for t in self.trains:
             if t.done_at is None:
                 self._done(t, dt, float(speed[t.cars].max()))
@@ -439,6 +446,9 @@ class Replay:
         """Throw a switch now: cars whose bogies straddle it on a line that takes the
         other route derail (their bogies would take different routes)."""
         self.switches.set(junction, route)
+        sig = getattr(self, "signals", None)
+        if sig is not None:
+            sig.ilk.set_switch(junction, route)   # the interlocking walks the switches as set
         self._event({"kind": "switch", "time": self.time, "junction": junction, "route": route})
         for ev in throw_switch([t.bogies for t in self.trains], junction, route, self.time):
             self._safety(ev)
@@ -446,7 +456,8 @@ class Replay:
     def _done(self, t: _Train, dt: float, speed: float) -> None:
         if t.done_at is not None:
             return
-        if isinstance(t.driver, AutoDriver) and t.driver.finished:
+        drv = getattr(t.driver, "inner", t.driver)
+        if isinstance(drv, AutoDriver) and drv.finished:
             t.done_at = self.time
             self._event({"kind": "arrived", "time": self.time, "train": t.spec.name,
                          "distance": float(self.engine.x[t.cars][0] - t.front0)})
@@ -455,9 +466,9 @@ class Replay:
             if speed < 1e-3:
                 t.done_at = self.time
             return
-        if isinstance(t.driver, ScheduleDriver):
-            last = t.driver.at[-1] if t.driver.at else 0.0
-            key = self.time if t.driver.by == "time" else float(self.engine.x[t.cars][0] - t.front0)
+        if isinstance(drv, ScheduleDriver):
+            last = drv.at[-1] if drv.at else 0.0
+            key = self.time if drv.by == "time" else float(self.engine.x[t.cars][0] - t.front0)
             t.stopped_for = t.stopped_for + dt if speed < 1e-3 else 0.0
             if key >= last and t.stopped_for >= 10.0 and t.controls.throttle == 0.0:
                 t.done_at = self.time - t.stopped_for
@@ -592,10 +603,13 @@ class Replay:
         return self._result(_time.perf_counter() - wall)
 
     def _result(self, wall: float) -> ReplayResult:
-        traces, cars, summary = {}, {}, {"scenario": self.scenario.source, "route": self.route.name,
+        traces, cars = {}, {}
+        summary: dict = {"scenario": self.scenario.source, "route": self.route.name,
                                          "simulated_seconds": round(self.time, 6),
                                          "wall_seconds": round(wall, 3), "trains": {}}
         summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None
+        if self.signals is not None:
+            summary["signalling"] = self.signals.summary()
         for t in self.trains:
             sl = t.cars
             t.traction_j = float(self._trac_car[sl].sum())
@@ -623,10 +637,11 @@ class Replay:
 
 
 def replay(scenario: Scenario | str | Path, *, route: Route | None = None, cars_trace: bool = False,
-           progress: Callable[[float], None] | None = None) -> ReplayResult:
-    """Run a scenario (a :class:`Scenario` or a TOML file) to its end."""
+           progress: Callable[[float], None] | None = None, signals: object = None) -> ReplayResult:
+    """Run a scenario (a :class:`Scenario` or a TOML file) to its end; ``signals``: None
+    uses the route's signals when it has them, False runs without (docs/signals.md §5)."""
     sc = scenario if isinstance(scenario, Scenario) else read_scenario(scenario)
-    return Replay(sc, route=route, cars_trace=cars_trace).run(progress)
+    return Replay(sc, route=route, cars_trace=cars_trace, signals=signals).run(progress)
 
 
 __all__ = ["Replay", "ReplayError", "ReplayResult", "replay"]
