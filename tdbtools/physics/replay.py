@@ -64,7 +64,6 @@ class _Train:
     length: float
     end_s: float | None              # where the path ends on the line (auto driver stops there)
     controls: Controls = field(default_factory=Controls)
-    rows: list = field(default_factory=list)
     car_rows: list = field(default_factory=list)
     traction_j: float = 0.0
     braking_j: float = 0.0
@@ -73,6 +72,21 @@ class _Train:
     derailed: bool = False
     stopped_for: float = 0.0
     warnings: list = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _TraceRow:
+    """One trace instant of every train (arrays indexed by train)."""
+
+    time: float
+    distance: np.ndarray        # front's distance from its start
+    speed: np.ndarray
+    acceleration: np.ndarray    # mean since the previous row
+    throttle: np.ndarray
+    brake: np.ndarray
+    s_front: np.ndarray         # front's line distance, clipped onto the line
+
+    PER_TRAIN = ("distance", "speed", "acceleration", "throttle", "brake", "s_front")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -295,6 +309,10 @@ class Replay:
         self.car_far_end = np.repeat([t.line.ends_at_track_end for t in self.trains], counts)
         self.car_near_end = np.repeat([t.line.starts_at_track_end for t in self.trains], counts)
         self.car_train = np.repeat(np.arange(len(self.trains)), counts)
+        self._train_line_len = np.array([t.line.length for t in self.trains], dtype=np.float64)
+        self._train_front0 = np.array([t.front0 for t in self.trains], dtype=np.float64)
+        self._trace_rows: list[_TraceRow] = []
+        self._running = list(range(len(self.trains)))    # trains not done yet, in order
         self._len3 = np.tile(self.car_line_len, 3)
         self._base3 = np.tile(self.car_base, 3)
         self._front_bogie = (self.model.length - self.model.bogie_spacing) / 2.0
@@ -422,9 +440,11 @@ class Replay:
                     t.done_at = self.time
                     self._event({"kind": "end_of_line", "time": self.time, "train": t.spec.name,
                                  "message": f"reached the end of the {t.line.length:.0f} m of track built for it"})
-        for k, t in enumerate(self.trains):
-            if t.done_at is None:
-                self._done(t, dt, float(speed[t.cars].max()))
+        if self._running:
+            top = np.maximum.reduceat(speed, self.train_start).tolist()
+            for k in self._running:
+                self._done(self.trains[k], dt, top[k])
+            self._running = [k for k in self._running if self.trains[k].done_at is None]
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
             sw = self._pending_switches.pop(0)
             self.throw_switch(sw.junction, sw.route)
@@ -467,16 +487,15 @@ class Replay:
         cars = tuple(int(c) for c in e.cars)
         names = []
         for c in cars:
-            for t in self.trains:
-                if t.cars.start <= c < t.cars.stop:
-                    names.append((t.spec.name, c - t.cars.start))
+            t = self.trains[int(self.car_train[c])]
+            names.append((t.spec.name, c - t.cars.start))
         self._event({"kind": e.kind, "time": float(e.time), "cars": [list(n) for n in names],
                      "relative_speed": float(e.relative_speed), "impulse": float(e.impulse),
                      "energy_lost": float(e.energy_lost),
                      "location": self._where(cars[0]) if cars else None})
 
     def _where(self, car: int) -> dict:
-        for t in self.trains:
+        for t in (self.trains[int(self.car_train[car])],) if 0 <= car < len(self.car_train) else ():
             if t.cars.start <= car < t.cars.stop:
                 s = float(self.engine.x[car])
                 loc = t.line.location(min(max(s, 0.0), t.line.length))
@@ -529,8 +548,9 @@ class Replay:
                  & (lo_z[:, None] - pad <= hi_z[None, :]) & (lo_z[None, :] - pad <= hi_z[:, None]))
         np.fill_diagonal(close, False)
         near = np.flatnonzero(close.any(axis=1))
+        near_set = set(near.tolist())
         for k, t in enumerate(self.trains):
-            if k in near:
+            if k in near_set:
                 sl = t.cars
                 self.occupancy.update(TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl]))
             else:
@@ -543,28 +563,61 @@ class Replay:
             self._safety(ev)
 
     def _trace(self, trac: np.ndarray, brk: np.ndarray) -> None:
+        """Record one trace row of every train: the state columns now, in one go over all
+        trains; the columns that depend only on the position along the line (node,
+        offset, world location, grade) are looked up per train at the end (_columns)."""
         x, v = self.engine.x, self.engine.v
-        for t in self.trains:
-            sl = t.cars
-            s_front = float(min(max(x[sl][0], 0.0), t.line.length))
-            node, off, _d = t.line.node_offset(np.array([s_front]))
-            loc = t.line.location(s_front)
-            speed = float(v[sl][0])
-            prev = t.rows[-1] if t.rows else None
-            acc = (speed - prev[2]) / (self.time - prev[0]) if prev and self.time > prev[0] else 0.0
-            c = t.controls
-            brake_out = c.brake if not c.deceleration else min(1.0, float(brk[sl].sum() / max(t.model.max_brake.sum(), 1.0)))
-            t.rows.append((self.time, float(x[sl][0]) - t.front0, speed, acc, c.throttle, brake_out,
-                           int(node[0]), float(off[0]), loc.tile_x, loc.tile_z, loc.x, loc.y, loc.z,
-                           float(t.line.grade_at(np.array([s_front]))[0])))
-            if self.cars_trace:
-                # gap[i] is the joint behind car i (n − 1 of them): the last car of a
-                # train has none towards the next train.
-                gaps = np.append(self.engine.gap, np.nan)[sl].copy()
+        starts = self.train_start
+        xf = x[starts]
+        s_front = np.minimum(np.maximum(xf, 0.0), self._train_line_len)
+        speed = v[starts]
+        ctrl = [t.controls for t in self.trains]
+        throttle = np.array([c.throttle for c in ctrl], dtype=np.float64)
+        brake = np.array([c.brake for c in ctrl], dtype=np.float64)
+        for k, c in enumerate(ctrl):
+            if c.deceleration:
+                t = self.trains[k]
+                brake[k] = min(1.0, float(brk[t.cars].sum() / max(t.model.max_brake.sum(), 1.0)))
+        prev = self._trace_rows[-1] if self._trace_rows else None
+        if prev is not None and self.time > prev.time:
+            acc = (speed - prev.speed) / (self.time - prev.time)
+        else:
+            acc = np.zeros(len(starts))
+        self._trace_rows.append(_TraceRow(self.time, xf - self._train_front0, speed, acc, throttle,
+                                          brake, s_front))
+        if self.cars_trace:
+            # gap[i] is the joint behind car i (n − 1 of them): the last car of a
+            # train has none towards the next train.
+            gap_all = np.append(self.engine.gap, np.nan)
+            for t in self.trains:
+                sl = t.cars
+                gaps = gap_all[sl].copy()
                 gaps[-1] = np.nan
                 for i in range(sl.stop - sl.start):
                     t.car_rows.append((self.time, i, float(x[sl][i]), float(v[sl][i]), float(gaps[i]),
                                        float(trac[sl][i] - brk[sl][i])))
+
+    def _columns(self) -> dict[str, dict[str, np.ndarray]]:
+        """The trace columns of every train (TRACE_COLUMNS) from the recorded rows."""
+        rows = self._trace_rows
+        if not rows:
+            return {t.spec.name: {k: np.array([]) for k in TRACE_COLUMNS} for t in self.trains}
+        times = np.array([r.time for r in rows], dtype=np.float64)
+        stack = {f: np.stack([getattr(r, f) for r in rows]) for f in _TraceRow.PER_TRAIN}
+        out = {}
+        for k, t in enumerate(self.trains):
+            at = t.line.at(stack["s_front"][:, k])
+            out[t.spec.name] = {
+                "time": times, "distance": stack["distance"][:, k], "speed": stack["speed"][:, k],
+                "acceleration": stack["acceleration"][:, k], "throttle": stack["throttle"][:, k],
+                "brake": stack["brake"][:, k], "node": np.asarray(at["node"], dtype=np.int64),
+                "offset": np.asarray(at["offset"], dtype=np.float64),
+                "tile_x": np.asarray(at["tile_x"], dtype=np.int64),
+                "tile_z": np.asarray(at["tile_z"], dtype=np.int64),
+                "x": np.asarray(at["x"], dtype=np.float64), "y": np.asarray(at["y"], dtype=np.float64),
+                "z": np.asarray(at["z"], dtype=np.float64),
+                "grade": np.asarray(at["grade"], dtype=np.float64)}
+        return out
 
     def finished(self) -> bool:
         return all(t.done_at is not None for t in self.trains)
@@ -588,18 +641,25 @@ class Replay:
                                          "simulated_seconds": round(self.time, 6),
                                          "wall_seconds": round(wall, 3), "trains": {}}
         summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None
+        traces = self._columns()
+        # every event's kind under each train it names (one pass over the events)
+        kinds_of: dict[str, list[str]] = {}
+        for e in self.events:
+            named = dict.fromkeys([e["train"]] if e.get("train") is not None else [])
+            for c in e.get("cars", []):
+                if isinstance(c, list):
+                    named[c[0]] = None
+            for name in named:
+                kinds_of.setdefault(name, []).append(e["kind"])
         for t in self.trains:
             sl = t.cars
             t.traction_j = float(self._trac_car[sl].sum())
             t.braking_j = float(self._brake_car[sl].sum())
             t.max_speed = float(self._vmax_car[sl].max())
-            cols = list(zip(*t.rows))
-            traces[t.spec.name] = {k: np.array(c) for k, c in zip(TRACE_COLUMNS, cols)}
             if self.cars_trace and t.car_rows:
                 cc = list(zip(*t.car_rows))
                 cars[t.spec.name] = {k: np.array(c) for k, c in zip(CAR_COLUMNS, cc)}
-            kinds = [e["kind"] for e in self.events if e.get("train") == t.spec.name
-                     or any(c[0] == t.spec.name for c in e.get("cars", []) if isinstance(c, list))]
+            kinds = kinds_of.get(t.spec.name, [])
             summary["trains"][t.spec.name] = {
                 "consist": t.consist.name, "cars": t.cars.stop - t.cars.start,
                 "mass_t": round(float(t.model.mass.sum()) / 1000.0, 3), "length_m": round(t.length, 3),
