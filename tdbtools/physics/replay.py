@@ -413,8 +413,9 @@ class Replay:
         if braking_to:
             brk = brk + forces.brake_for_deceleration(m, decel, forces.opposing_resistance(v, dav, crv, grav))
         x0 = x.copy()
-        for e in eng.step(dt, trac + grav, dav + crv + brk):
-            self._engine_event(e)
+        evs = eng.step(dt, trac + grav, dav + crv + brk)
+        if evs:
+            self._engine_events(evs)
         self.time += dt
         x1, v1 = eng.x, eng.v
         self._xv = (x1, v1, eng.time)
@@ -483,26 +484,34 @@ class Replay:
                 t.done_at = self.time - t.stopped_for
                 self._event({"kind": "stopped", "time": t.done_at, "train": t.spec.name})
 
-    def _engine_event(self, e) -> None:  # noqa: ANN001
-        cars = tuple(int(c) for c in e.cars)
-        names = []
-        for c in cars:
-            t = self.trains[int(self.car_train[c])]
-            names.append((t.spec.name, c - t.cars.start))
-        self._event({"kind": e.kind, "time": float(e.time), "cars": [list(n) for n in names],
-                     "relative_speed": float(e.relative_speed), "impulse": float(e.impulse),
-                     "energy_lost": float(e.energy_lost),
-                     "location": self._where(cars[0]) if cars else None})
-
-    def _where(self, car: int) -> dict:
-        for t in (self.trains[int(self.car_train[car])],) if 0 <= car < len(self.car_train) else ():
-            if t.cars.start <= car < t.cars.stop:
-                s = float(self.engine.x[car])
-                loc = t.line.location(min(max(s, 0.0), t.line.length))
-                node, off, _d = t.line.node_offset(np.array([min(max(s, 0.0), t.line.length)]))
-                return {"node": int(node[0]), "tile_x": loc.tile_x, "tile_z": loc.tile_z,
-                        "x": loc.x, "y": loc.y, "z": loc.z}
-        return {}
+    def _engine_events(self, evs: list) -> None:
+        """The engine's events of one step as replay events; their locations are looked up
+        with one call per line (many trains' slack runs out in the same step)."""
+        x = self.engine.x
+        pending: dict[int, list[tuple[dict, int]]] = {}
+        for e in evs:
+            cars = tuple(int(c) for c in e.cars)
+            names = []
+            for c in cars:
+                t = self.trains[int(self.car_train[c])]
+                names.append((t.spec.name, c - t.cars.start))
+            d = {"kind": e.kind, "time": float(e.time), "cars": [list(n) for n in names],
+                 "relative_speed": float(e.relative_speed), "impulse": float(e.impulse),
+                 "energy_lost": float(e.energy_lost), "location": None}
+            self._event(d)
+            if cars:
+                pending.setdefault(int(self.car_train[cars[0]]), []).append((d, cars[0]))
+        by_line: dict[int, tuple[TrackLine, list[tuple[dict, int]]]] = {}
+        for k, items in pending.items():
+            line = self.trains[k].line
+            by_line.setdefault(id(line), (line, []))[1].extend(items)
+        for line, items in by_line.values():
+            s = np.array([min(max(float(x[car]), 0.0), line.length) for _d, car in items])
+            a = line.at(s)
+            for i, (d, _car) in enumerate(items):
+                d["location"] = {"node": int(a["node"][i]), "tile_x": int(a["tile_x"][i]),
+                                 "tile_z": int(a["tile_z"][i]), "x": float(a["x"][i]),
+                                 "y": float(a["y"][i]), "z": float(a["z"][i])}
 
     def _safety(self, ev) -> None:  # noqa: ANN001
         if isinstance(ev, dict):
