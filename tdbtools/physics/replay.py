@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import Diagnostics, RouteError, TdbToolsError
 from ..formats.consist import Consist, read_consist, resolve_stock
 from ..formats.route import Route, load_route
+from ..track.geometry import normalize_tile
 from ..track.paths import resolve_path
 from ..track.traveller import Switches
 from . import forces
@@ -507,11 +508,14 @@ class Replay:
             by_line.setdefault(id(line), (line, []))[1].extend(items)
         for line, items in by_line.values():
             s = np.array([min(max(float(x[car]), 0.0), line.length) for _d, car in items])
-            a = line.at(s)
+            # the columns of TrackLine.at that a location needs, by the same calls
+            node = line.node_offset(s)[0].tolist()
+            X, Z = line.world_xz(s)
+            tx, tz, lx, lz = (a.tolist() for a in normalize_tile(0, 0, X, Z))
+            y = line.elevation(s).tolist()
             for i, (d, _car) in enumerate(items):
-                d["location"] = {"node": int(a["node"][i]), "tile_x": int(a["tile_x"][i]),
-                                 "tile_z": int(a["tile_z"][i]), "x": float(a["x"][i]),
-                                 "y": float(a["y"][i]), "z": float(a["z"][i])}
+                d["location"] = {"node": int(node[i]), "tile_x": int(tx[i]), "tile_z": int(tz[i]),
+                                 "x": float(lx[i]), "y": float(y[i]), "z": float(lz[i])}
 
     def _safety(self, ev) -> None:  # noqa: ANN001
         if isinstance(ev, dict):
