@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import Diagnostics, RouteError, TdbToolsError
 from ..formats.consist import Consist, read_consist, resolve_stock
 from ..formats.route import Route, load_route
+from ..formats.stock import Stock
 from ..track.geometry import normalize_tile
 from ..track.paths import resolve_path
 from ..track.traveller import Switches
@@ -73,6 +74,30 @@ class _Train:
     derailed: bool = False
     stopped_for: float = 0.0
     warnings: list = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _ConsistStock:
+    """A consist as every train that uses it gets it (read once per replay)."""
+
+    consist: Consist
+    stocks: tuple[Stock, ...]
+    flipped: tuple[bool, ...]
+    model: forces.CarModel
+    slack: np.ndarray                # coupler free play per car (m)
+    warnings: tuple[str, ...]        # stand-in substitutions
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Placement:
+    """A train placed on its engine line, before the engine's arrays are built."""
+
+    line_id: int
+    front0: float                    # line distance of its front at the start
+    spec: TrainSpec
+    stock: _ConsistStock
+    line: TrackLine
+    end_s: float | None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -244,56 +269,53 @@ class Replay:
         self.switches = Switches(self.route)
         self.events: list[dict] = []
         lines: dict = {}
-        specs = []
         # Trains of one scenario mostly share consists: each consist file is read, its
         # stock resolved and its car model built once (the models are read-only).
-        consists: dict = {}
+        consists: dict[tuple[str, bool], _ConsistStock] = {}
+        line_ids: dict = {}         # trains on the same line object share an engine line
+        placed: list[_Placement] = []
         for spec in scenario.trains:
             stand_in = spec.stand_in if spec.stand_in is not None else scenario.stand_in
             ckey = (str(spec.consist), bool(stand_in))
             if ckey not in consists:
                 consists[ckey] = self._read_consist(spec, sdir, stand_in)
-            consist, stocks, flipped, model, slack, warns = consists[ckey]
+            stock = consists[ckey]
             line, end_s, key = _line_for(spec, self.route, sdir, lines)
-            specs.append((spec, consist, model, line, end_s, key, list(warns), stocks, flipped, slack))
-        # Engine lines: trains on the same line object share one; order the cars of a
-        # line front (largest distance) to back.
-        keys = list(dict.fromkeys(sp[5] for sp in specs))
-        self.trains: list[_Train] = []
-        placed = []
-        for spec, consist, model, line, end_s, key, warns, stocks, flipped, slack in specs:
-            length = float(model.length.sum())
+            length = float(stock.model.length.sum())
             front0 = spec.start_offset + length
             if front0 > line.length + 1e-6:
                 raise ReplayError(f"train {spec.name!r} ({length:.1f} m) does not fit on its line "
                                   f"({line.length:.1f} m) from {spec.start_offset:.1f} m")
-            placed.append((keys.index(key), -front0, spec, consist, model, line, end_s, warns,
-                           stocks, flipped, slack))
-        placed.sort(key=lambda p: (p[0], p[1]))
-        masses, lengths, line_ids, coupled, slack, x, v = [], [], [], [], [], [], []
+            placed.append(_Placement(line_ids.setdefault(key, len(line_ids)), front0, spec, stock,
+                                     line, end_s))
+        # the cars of a line front (largest distance) to back
+        placed.sort(key=lambda p: (p.line_id, -p.front0))
+        self.trains: list[_Train] = []
+        masses, lengths, car_line, coupled, slack, x, v = [], [], [], [], [], [], []
         all_stocks, all_flipped = [], []
         start = 0
-        for lid, negfront, spec, consist, model, line, end_s, warns, stocks, flipped, cs in placed:
+        for p in placed:
+            spec, st, line, model = p.spec, p.stock, p.line, p.stock.model
             n = len(model.mass)
-            fronts = -negfront - np.concatenate([[0.0], np.cumsum(model.length[:-1])])
-            all_stocks.extend(stocks)
-            all_flipped.extend(flipped)
+            fronts = p.front0 - np.concatenate([[0.0], np.cumsum(model.length[:-1])])
+            all_stocks.extend(st.stocks)
+            all_flipped.extend(st.flipped)
             masses.append(model.mass)
             lengths.append(model.length)
-            line_ids.append(np.full(n, lid))
+            car_line.append(np.full(n, p.line_id))
             cp = np.ones(n, dtype=bool)
             cp[-1] = False
             coupled.append(cp)
-            slack.append(cs)
+            slack.append(st.slack)
             x.append(fronts)
             v.append(np.full(n, spec.start_speed))
             sl = slice(start, start + n)
             start += n
-            t = _Train(spec, consist, model, line, lid, sl, _driver(spec, line, end_s, model),
+            t = _Train(spec, st.consist, model, line, p.line_id, sl, _driver(spec, line, p.end_s, model),
                        BogieSet.from_model(spec.name, line, fronts, model), float(fronts[0]),
-                       float(model.length.sum()), end_s, warnings=warns)
+                       float(model.length.sum()), p.end_s, warnings=list(st.warnings))
             self.trains.append(t)
-        self.bodies = Bodies(np.concatenate(masses), np.concatenate(lengths), np.concatenate(line_ids),
+        self.bodies = Bodies(np.concatenate(masses), np.concatenate(lengths), np.concatenate(car_line),
                              np.concatenate(coupled), np.concatenate(slack))
         self.engine = Engine(self.bodies, np.concatenate(x), np.concatenate(v))
         self.model = forces.CarModel.from_stock(all_stocks, all_flipped)
@@ -337,8 +359,8 @@ class Replay:
             for w in t.warnings:
                 self._event({"kind": "stand_in", "time": 0.0, "train": t.spec.name, "message": w})
 
-    def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> tuple:
-        """(consist, stocks, flipped, car model, coupler slack, stand-in warnings) of a train."""
+    def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> _ConsistStock:
+        """A train's consist with its stock, car model and coupler slack."""
         consist = _consist(spec, self.route, sdir)
         try:
             import warnings
@@ -356,7 +378,8 @@ class Replay:
         # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
         # whole play is 2·slack2 of the coupler each car uses.
         slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
-        return consist, stocks, flipped, model, slack, tuple(str(w.message) for w in caught)
+        return _ConsistStock(consist, tuple(stocks), tuple(flipped), model, slack,
+                             tuple(str(w.message) for w in caught))
 
     # -- the loop ---------------------------------------------------------------------------
     def _event(self, e: dict) -> None:
