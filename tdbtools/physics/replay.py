@@ -292,7 +292,8 @@ class Replay:
         placed.sort(key=lambda p: (p.line_id, -p.front0))
         self.trains: list[_Train] = []
         masses, lengths, car_line, coupled, slack, x, v = [], [], [], [], [], [], []
-        all_stocks, all_flipped = [], []
+        all_stocks: list[Stock] = []
+        all_flipped: list[bool] = []
         start = 0
         for p in placed:
             spec, st, line, model = p.spec, p.stock, p.line, p.stock.model
@@ -673,9 +674,11 @@ class Replay:
         return self._result(_time.perf_counter() - wall)
 
     def _result(self, wall: float) -> ReplayResult:
-        traces, cars, summary = {}, {}, {"scenario": self.scenario.source, "route": self.route.name,
-                                         "simulated_seconds": round(self.time, 6),
-                                         "wall_seconds": round(wall, 3), "trains": {}}
+        cars: dict[str, dict[str, np.ndarray]] = {}
+        trains_summary: dict[str, dict] = {}
+        summary: dict = {"scenario": self.scenario.source, "route": self.route.name,
+                         "simulated_seconds": round(self.time, 6),
+                         "wall_seconds": round(wall, 3), "trains": trains_summary}
         summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None
         traces = self._columns()
         # every event's kind under each train it names (one pass over the events)
