@@ -37,11 +37,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
-
-import numpy as np  # noqa: E402
+# BENCH_SRC: another checkout whose tdbtools to measure (old and new code side by side)
+sys.path.insert(0, os.environ.get("BENCH_SRC", str(HERE.parent)))
 
 import big_route  # noqa: E402
+import numpy as np  # noqa: E402
 
 CONSIST = HERE.parent / "sample_routes" / "sample" / "TRAINS" / "CONSISTS" / "sample_freight.con"
 WORK = Path(os.environ.get("TDBTOOLS_BENCH_DIR", Path(tempfile.gettempdir()) / "tdbtools-bench-scale"))
@@ -185,7 +185,8 @@ def route_size(copies: int) -> dict:
     env = dict(os.environ, TDBTOOLS_CACHE_DIR=str(WORK / "cache"))
     with tempfile.TemporaryDirectory() as tmp:
         def child(mode: str) -> dict:
-            p = subprocess.run([sys.executable, "-c", _ROUTE_CHILD, str(folder), str(HERE.parent), mode, tmp],
+            src = os.environ.get("BENCH_SRC", str(HERE.parent))
+            p = subprocess.run([sys.executable, "-c", _ROUTE_CHILD, str(folder), src, mode, tmp],
                                capture_output=True, text=True, env=env, check=False)
             if p.returncode:
                 raise RuntimeError(p.stderr[-2000:])
