@@ -4,6 +4,7 @@
     python benchmarks/bench_scale.py trains [--trains 50 200 1000] [--copies 16] [--seconds 60]
     python benchmarks/bench_scale.py route  [--copies 1 4 16 64 92]
     python benchmarks/bench_scale.py all --json out.json
+    python benchmarks/bench_scale.py plot --plot old=old.json new=new.json [--out benchmarks/img]
 
 * ``cars``: the 1-D engine alone, one train of N cars for ``--seconds`` at dt 0.1 s: a
   90 t locomotive every 15 cars (distributed power, 250 kN / 2.5 MW each) and wagons of
@@ -49,6 +50,8 @@ WORK = Path(os.environ.get("TDBTOOLS_BENCH_DIR", Path(tempfile.gettempdir()) / "
 
 def exponent(sizes: list[float], times: list[float]) -> float:
     """Slope of log(time) over log(size) (least squares)."""
+    if len(sizes) < 2:
+        return float("nan")
     x, y = np.log(sizes), np.log(times)
     return float(np.polyfit(x, y, 1)[0])
 
@@ -213,9 +216,46 @@ def bench_route(sizes: list[int]) -> dict:
     return {"rows": rows, "exponent": exp}
 
 
+def plot(results: dict[str, dict], out: Path) -> list[Path]:
+    """PNG plots (log-log) of one or more bench_scale JSON results, labelled by their keys
+    (e.g. {"old": ..., "new": ...})."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    panels = (("cars", "cars", "wall_s", "cars in one train", "wall time for 200 s simulated (s)"),
+              ("trains", "trains", "wall_s", "trains of 21 cars", "stepping wall time for 60 s (s)"),
+              ("route", "tdb_mb", "cold_s", ".tdb size (MB)", "cold load (s)"))
+    for key, xk, yk, xl, yl in panels:
+        series = {label: r[key] for label, r in results.items() if key in r}
+        if not series:
+            continue
+        fig, ax = plt.subplots(figsize=(5, 3.6), dpi=100)
+        for label, data in series.items():
+            xs = [row[xk] for row in data["rows"]]
+            ys = [row[yk] for row in data["rows"]]
+            ax.loglog(xs, ys, "o-", label=f"{label} (exponent {data['exponent']:.2f})")
+        ax.set_xlabel(xl)
+        ax.set_ylabel(yl)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = out / f"scale_{key}.png"
+        fig.savefig(path)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("cars", "trains", "route", "all"))
+    ap.add_argument("what", choices=("cars", "trains", "route", "all", "plot"))
+    ap.add_argument("--plot", nargs="+", metavar="LABEL=JSON", default=[],
+                    help="with 'plot': the JSON results to draw, e.g. old=old.json new=new.json")
+    ap.add_argument("--out", type=Path, default=HERE / "img")
     ap.add_argument("--cars", type=int, nargs="+", default=[100, 300, 1000])
     ap.add_argument("--trains", type=int, nargs="+", default=[50, 200, 1000])
     ap.add_argument("--copies", type=int, nargs="+", default=None)
@@ -223,6 +263,14 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    if args.what == "plot":
+        res = {}
+        for item in args.plot:
+            label, _, path = item.partition("=")
+            res[label] = json.loads(Path(path).read_text())
+        for p in plot(res, args.out):
+            print(p)
+        return 0
     if not (big_route.ROUTE / "DK24.tdb").is_file() and args.what != "cars":
         print(f"DK24 not found at {big_route.ROUTE}", file=sys.stderr)
         return 2
