@@ -318,7 +318,12 @@ def test_cli_render_views_focus_audit_html(tmp_path, renderer):
     for args, msg in ((["--focus", "nowhere"], "not a node"), (["--size", "12"], "WIDTHxHEIGHT"),
                       (["--out", str(tmp_path / "x.svg")], ".png, .html"),
                       (["--exaggerate", "-2"], "exaggerate")):
-        r = run(main, ["render", str(SAMPLE_ROUTE), *args] + ([] if "--out" in args else ["--out", str(png)]))
+        fresh = tmp_path / "fresh.png"       # never written: every case fails before writing
+        r = run(main, ["render", str(SAMPLE_ROUTE), *args] + ([] if "--out" in args else ["--out", str(fresh)]))
         assert r.exit_code == 2 and msg in r.output + r.stderr, (args, r.output + r.stderr)
         assert "Traceback" not in r.output + r.stderr
-    assert not list(tmp_path.glob(".*"))
+    assert not list(tmp_path.glob(".*")) and not (tmp_path / "fresh.png").exists()
+    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png)])
+    assert r.exit_code == 2 and "--overwrite" in r.output + r.stderr             # an existing picture is kept
+    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--overwrite", "--size", "200x100"])
+    assert r.exit_code == 0 and iio.imread(png).shape[:2] == (100, 200)

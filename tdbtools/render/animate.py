@@ -41,7 +41,7 @@ class _Train:
     spacing: np.ndarray          # bogie spacing per car (m)
     times: np.ndarray
     fronts: np.ndarray           # (n_times, n_cars) car-front measure at each time
-    world: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]   # s → absolute X, Y, Z
+    world: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]  # s (array) → absolute X, Y, Z
 
 
 class TrainPlacer:
