@@ -142,3 +142,27 @@ def test_cli_and_bad_input(sample_copy, tmp_path):
     shutil.copy(act, tmp_path / "loose.act")
     with pytest.raises(ActivityError, match="ACTIVITIES"):
         replay_activity(tmp_path / "loose.act")
+
+
+@pytest.mark.slow
+def test_sweep_over_activities(sample_copy, tmp_path):
+    from tdbtools.physics.scenario import ScenarioError
+    from tdbtools.sweep.run import run_combination, run_sweep
+    from tdbtools.sweep.spec import sweep_spec_from_text
+
+    write_activity_files(sample_copy, "Morning", services())
+    write_activity_files(sample_copy, "Clash", services(freight_west_start=0))
+    text = f'route = "{sample_copy.folder}"\nactivities = ["*.act"]\n[grid]\ndeceleration = [0.4, 0.6]\n'
+    spec = sweep_spec_from_text(text)
+    assert spec.paths == ("Clash.act", "Morning.act") and len(spec.combinations) == 4
+    rec = run_combination(spec.combinations[-1])                 # Morning, deceleration 0.6
+    assert rec["status"] == "ok" and rec["finished"] and rec["collisions"] == 0
+    res = run_sweep(spec, out=tmp_path / "sw", workers=1, processes=False, dashboard=False)
+    rows = {(r["path"], r["deceleration"]): r for r in res.rows}
+    assert len(rows) == 4 and all(r["status"] == "ok" for r in rows.values())
+    assert rows[("Morning.act", 0.4)]["finished"] is True and rows[("Clash.act", 0.4)]["finished"] is False
+    assert "deadlock" in str(rows[("Clash.act", 0.6)]["events"])
+    for bad in ('activities = ["*.act"]\npaths = ["*.pat"]', 'activities = ["none*.act"]',
+                'activities = ["*.act"]\n[grid]\nmax_speed = [1]'):
+        with pytest.raises(ScenarioError):
+            sweep_spec_from_text(f'route = "{sample_copy.folder}"\n{bad}\n')
