@@ -422,7 +422,7 @@ class Replay:
                     t.done_at = self.time
                     self._event({"kind": "end_of_line", "time": self.time, "train": t.spec.name,
                                  "message": f"reached the end of the {t.line.length:.0f} m of track built for it"})
-        for k, t in enumerate(self.trains):
+        for t in self.trains:
             if t.done_at is None:
                 self._done(t, dt, float(speed[t.cars].max()))
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
