@@ -166,3 +166,19 @@ def test_sweep_over_activities(sample_copy, tmp_path):
                 'activities = ["*.act"]\n[grid]\nmax_speed = [1]'):
         with pytest.raises(ScenarioError):
             sweep_spec_from_text(f'route = "{sample_copy.folder}"\n{bad}\n')
+
+
+def test_shipped_sample_activity():
+    """sample_routes/generate.py writes an activity on the sample's own paths: every train
+    reaches its end, stops where booked, leaves on time, and nothing deadlocks."""
+    act = SAMPLE_INSTALL / "ROUTES" / "SAMPLE" / "ACTIVITIES" / "Morning.act"
+    res = replay_activity(act)
+    s = res.replay.summary
+    assert len(s["trains"]) == 4 and not res.failed
+    assert all(t["reached_end"] and t["stops"] == t["booked_stops"] for t in s["trains"].values())
+    assert len(res.timetable) == 2
+    for row in res.timetable:
+        assert row["sched_arr"] - 300 <= row["actual_arr"] <= row["sched_arr"] + 60
+        assert row["actual_dep"] == row["sched_dep"]
+    delayed = {e["train"] for e in res.replay.events if e["kind"] == "start_delayed"}
+    assert delayed == {"Local to the siding", "Passenger east"}   # each follows the train ahead out

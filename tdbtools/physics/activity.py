@@ -693,17 +693,8 @@ class ActivityReplay(Replay):
         act_end = plan.activity.header.start_time + plan.activity.header.duration
         dur = duration if duration is not None else max(act_end, last) - self.t0 + 4 * 3600.0
         specs = []
-        paths: dict[str, str] = {}
         for pt in plan.trains:
             srv = pt.service
-            key = srv.path_id.lower()
-            if key in paths:
-                raise ActivityError(
-                    f"services {paths[key]!r} and {pt.name!r} use the same path {srv.path_id!r}: "
-                    "every train stands at its start from the beginning of the replay, so each "
-                    "service needs its own path"
-                )
-            paths[key] = pt.name
             specs.append(
                 TrainSpec(
                     name=pt.name,
@@ -786,6 +777,11 @@ class ActivityReplay(Replay):
                         "train": t.spec.name,
                     }
                 )
+
+    def engine_line_key(self, spec: TrainSpec, key: object) -> object:
+        # Services on one path run at different times: each has its own engine line
+        # (a train not yet started, or taken off, must not be met there).
+        return (key, spec.name)
 
     def on_track(self) -> np.ndarray:
         return np.array([d.on_track for d in self.drivers], dtype=bool)
