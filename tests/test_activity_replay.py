@@ -134,7 +134,13 @@ def test_cli_and_bad_input(sample_copy, tmp_path):
     r = CliRunner().invoke(main, ["replay", str(act), "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
     assert "Passenger at Sampleby, Spor 1" in r.output and (tmp_path / "o" / "timetable.csv").is_file()
-    (act.parent.parent / "SERVICES" / "Morning_Local.srv").unlink()
+    from tdbtools.formats.activity import make_service, write_stf_file
+
+    srv = act.parent.parent / "SERVICES" / "Morning_Local.srv"
+    write_stf_file(make_service("Local", "sample_double", "../../../x"), srv)
+    r = CliRunner().invoke(main, ["replay", str(act), "--out", str(tmp_path / "o2")])
+    assert r.exit_code == 2 and "plain file name" in r.output
+    srv.unlink()
     r = CliRunner().invoke(main, ["replay", str(act), "--out", str(tmp_path / "o2")])
     assert r.exit_code == 2 and "Morning_Local" in r.output
     with pytest.raises(TdbToolsError, match="Tr_Activity"):

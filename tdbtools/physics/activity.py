@@ -71,6 +71,9 @@ MIN_BOARDING_S = 20.0
 #: A booked AI stop with arrival == departure this far from the actual arrival is not credible.
 INCREDIBLE_S = 4 * 3600.0
 
+#: At most this many services in one activity (each is a train with its own line).
+MAX_TRAINS = 500
+
 TIMETABLE_COLUMNS = (
     "train",
     "station",
@@ -137,7 +140,14 @@ def plan_activity(path: str | Path, *, route_folder: str | Path | None = None) -
         f = find_activity_file(folder, "srv", name)
         if f is None:
             raise ActivityError(f"service {name!r} not found in {folder / 'SERVICES'}")
-        return read_service(f)
+        srv = read_service(f)
+        for what, v in (("Train_Config", srv.train_config), ("PathID", srv.path_id)):
+            if "/" in v or "\\" in v or v in (".", ".."):
+                raise ActivityError(f"{f}: {what} {v!r} must be a plain file name")
+        return srv
+
+    if len(act.services) + 1 > MAX_TRAINS:
+        raise ActivityError(f"{p}: {len(act.services) + 1} services, at most {MAX_TRAINS} are replayed")
 
     traffic: TrafficFile | None = None
     if act.traffic_name:
