@@ -804,9 +804,14 @@ class ActivityReplay(Replay):
             if t.done_at is not None:
                 continue
             moving = abs(float(v[self.train_start[k]])) > 0.05
+            # Waiting only for trains that will never move again (stuck, or the player's
+            # train at the end of its path) is hopeless at once.
+            hopeless = bool(d.blocked_by) and all(
+                n in self.stuck or self.drivers[self.index[n]].state == "done" for n in d.blocked_by
+            )
             if moving or d.state not in ("running", "ready"):
                 self._still_since[k] = self.time
-            elif self.time - self._still_since[k] >= self.stuck_after:
+            elif self.time - self._still_since[k] >= (DEADLOCK_AFTER_S if hopeless else self.stuck_after):
                 self.stuck.add(t.spec.name)
                 d.state = "stuck" if d.state == "running" else "not_started"
                 t.done_at = self.time
@@ -817,8 +822,9 @@ class ActivityReplay(Replay):
                         "clock": clock(self.t0 + self.time),
                         "train": t.spec.name,
                         "waiting_for": sorted(d.blocked_by),
-                        "message": f"stood {self.stuck_after:.0f} s waiting for track held by "
-                        f"{', '.join(sorted(d.blocked_by)) or 'nobody'}",
+                        "message": f"stood {self.time - self._still_since[k]:.0f} s waiting for track held by "
+                        f"{', '.join(sorted(d.blocked_by)) or 'nobody'}"
+                        + (", which will not move again" if hopeless else ""),
                     }
                 )
 
