@@ -151,6 +151,8 @@ def test_cli_and_bad_input(sample_copy, tmp_path):
 
 
 @pytest.mark.slow
+# another Dask cluster on this machine (other work) may hold the dashboard port
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
 def test_sweep_over_activities(sample_copy, tmp_path):
     from tdbtools.physics.scenario import ScenarioError
     from tdbtools.sweep.run import run_combination, run_sweep
