@@ -163,15 +163,18 @@ def test_sweep_over_activities(sample_copy, tmp_path):
     text = f'route = "{sample_copy.folder}"\nactivities = ["*.act"]\n[grid]\ndeceleration = [0.4, 0.6]\n'
     spec = sweep_spec_from_text(text)
     assert spec.paths == ("Clash.act", "Morning.act") and len(spec.combinations) == 4
-    rec = run_combination(spec.combinations[-1])                 # Morning, deceleration 0.6
+    rec = run_combination(spec.combinations[-1])  # Morning, deceleration 0.6
     assert rec["status"] == "ok" and rec["finished"] and rec["collisions"] == 0
     res = run_sweep(spec, out=tmp_path / "sw", workers=1, processes=False, dashboard=False)
     rows = {(r["path"], r["deceleration"]): r for r in res.rows}
     assert len(rows) == 4 and all(r["status"] == "ok" for r in rows.values())
     assert rows[("Morning.act", 0.4)]["finished"] is True and rows[("Clash.act", 0.4)]["finished"] is False
     assert "deadlock" in str(rows[("Clash.act", 0.6)]["events"])
-    for bad in ('activities = ["*.act"]\npaths = ["*.pat"]', 'activities = ["none*.act"]',
-                'activities = ["*.act"]\n[grid]\nmax_speed = [1]'):
+    for bad in (
+        'activities = ["*.act"]\npaths = ["*.pat"]',
+        'activities = ["none*.act"]',
+        'activities = ["*.act"]\n[grid]\nmax_speed = [1]',
+    ):
         with pytest.raises(ScenarioError):
             sweep_spec_from_text(f'route = "{sample_copy.folder}"\n{bad}\n')
 
@@ -189,4 +192,4 @@ def test_shipped_sample_activity():
         assert row["sched_arr"] - 300 <= row["actual_arr"] <= row["sched_arr"] + 60
         assert row["actual_dep"] == row["sched_dep"]
     delayed = {e["train"] for e in res.replay.events if e["kind"] == "start_delayed"}
-    assert delayed == {"Local to the siding", "Passenger east"}   # each follows the train ahead out
+    assert delayed == {"Local to the siding", "Passenger east"}  # each follows the train ahead out
