@@ -240,15 +240,20 @@ def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json
 @click.option("--step", type=float, default=10.0, show_default=True, help="Metres between samples.")
 @click.option("--csv", "csv_out", type=click.Path(path_type=Path), help="Write the samples as CSV.")
 @click.option("--plot", "plot_out", type=click.Path(path_type=Path), help="Draw the profile (PNG, SVG, PDF).")
+@click.option("--overwrite", is_flag=True, help="Replace existing --csv/--plot files.")
 @_handle_errors
 def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: float | None,
-            backward: bool, step: float, csv_out: Path | None, plot_out: Path | None) -> None:
+            backward: bool, step: float, csv_out: Path | None, plot_out: Path | None,
+            overwrite: bool) -> None:
     """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
-    from ._fs import write_text_atomic
+    from ._fs import check_target, write_text_atomic
     from .track.profile import profile_from, profile_path
 
     if path_file is None and not (from_tile and from_pos and distance is not None):
         raise click.UsageError("give --path FILE.pat, or --from-tile TX TZ --from-pos X Z --distance M")
+    for target in (csv_out, plot_out):
+        if target is not None:
+            check_target(target, overwrite)
     r = _load(route)
     if path_file is not None:
         prof = profile_path(r, path_file, step=step)
@@ -317,10 +322,15 @@ def convert(source: Path, out: Path, overwrite: bool) -> None:
 @click.option("--color-by", type=click.Choice(["kind", "grade", "speed"]), default="kind", show_default=True)
 @click.option("--replay", "replay_src", type=click.Path(path_type=Path),
               help="Trains from a replay: a scenario .toml (run now) or a `replay --out` folder.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @_handle_errors
-def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None) -> None:
+def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None, overwrite: bool) -> None:
     """Draw a route in 3-D with pyvista (needs tdbtools[render]); offscreen when there is no
     display (libegl1 libgl1-mesa-dri on headless Debian)."""
+    from ._fs import check_target
+
+    if out is not None:
+        check_target(out, overwrite)
     from .render.animate import TrainPlacer, load_replay, render_animation
     from .render.scene import build_scene, render_png, show
 
@@ -356,9 +366,11 @@ def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None
 @click.option("--plot", is_flag=True, help="Draw running time per path to OUT/sweep.png.")
 @click.option("--parquet", is_flag=True, help="Also write OUT/sweep.parquet (needs pyarrow).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--max-combinations", type=click.IntRange(min=1), metavar="N",
+              help="Allow a spec to expand to more than 10,000 replays.")
 @_handle_errors
 def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path, traces: bool | None,
-          plot: bool, parquet: bool, as_json: bool) -> None:
+          plot: bool, parquet: bool, as_json: bool, max_combinations: int | None) -> None:
     """Run every path x consist x parameter combination of SPEC as a replay, on Dask
     (needs tdbtools[sweep]); resumes in --out. Exit status 1 when a replay failed,
     derailed or collided."""
@@ -383,7 +395,9 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
         click.echo(message, err=True)
 
     try:
-        result = run_sweep(read_sweep_spec(spec), out=out_dir, scheduler=scheduler, workers=workers,
+        spec_ = read_sweep_spec(spec) if max_combinations is None else \
+            read_sweep_spec(spec, max_combinations=max_combinations)
+        result = run_sweep(spec_, out=out_dir, scheduler=scheduler, workers=workers,
                            progress=progress, traces=traces, parquet=parquet, log=log)
     finally:
         if bar is not None:
@@ -444,21 +458,27 @@ def bundled_scenario() -> Path:
 @click.option("--cars", is_flag=True, help="Also write a per-car trace.")
 @click.option("--step", type=float, help="Time step in seconds (overrides the scenario).")
 @click.option("--duration", type=float, help="Seconds to simulate at most (overrides the scenario).")
+@click.option("--overwrite", is_flag=True,
+              help="Write into a non-empty --out folder, replacing the files of the same names.")
 @_handle_errors
 def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | None, path_opt: str | None,
            stand_in: bool, out_dir: Path, plot: bool, cars: bool, step: float | None,
-           duration: float | None) -> None:
+           duration: float | None, overwrite: bool) -> None:
     """Replay consists over a route: physics, derailments and collisions.
 
     SCENARIO is a TOML file; or give --route, --consist and --path; with neither, the
     bundled sample scenario runs on the sample route. Writes <train>.csv traces,
-    events.json and summary.json into --out.
+    events.json and summary.json into --out (a new or empty folder; a folder that holds
+    anything only with --overwrite).
 
     SCENARIO may be an activity (.act in <route>/ACTIVITIES): the player and every AI
     service run from their start times with station stops; --out also gets
     timetable.csv, and --plot draws the space-time chart. Exit status 1 when a train
     derailed, collided, deadlocked or got stuck.
     """
+    from ._fs import check_output_folder
+
+    check_output_folder(out_dir, overwrite)
     if scenario is not None and scenario.suffix.lower() == ".act":
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")

@@ -854,3 +854,64 @@ def test_resolve_path_with_a_huge_pdp_coordinate(sample_route):
 
 def test_no_known_bugs_left_in_the_fuzz_table():
     assert not fuzz.KNOWN_BUGS
+
+
+# -- semantic mutations and hostile settings (issue 15) ----------------------------------
+
+
+@pytest.mark.parametrize("op", [fuzz.t_geometry, fuzz.t_links, fuzz.t_settings], ids=lambda f: f.__name__)
+def test_semantic_mutations_fail_cleanly(sample_fuzzer, op):
+    """Well-formed files that say impossible things (geometry, links, settings) give
+    clean errors or findings, never a crash, a warning or a slow read."""
+    import random
+
+    kinds = {"t_geometry": ("tsection", "tdb"), "t_links": ("tdb",), "t_settings": ("scenario", "sweep")}
+    seeds = [s for s in sample_fuzzer.seeds if s.reader in kinds[op.__name__]]
+    assert seeds
+    failed = []
+    changed = 0
+    for i in range(40):
+        rng = random.Random(f"semantic:{op.__name__}:{i}")
+        seed = seeds[i % len(seeds)]
+        text = op(rng, seed.text, seed)
+        changed += text != seed.text
+        path = sample_fuzzer.roots["sample"] / Path(seed.rel).parent / f"sem{i}_{Path(seed.rel).name}"
+        data = b"\xff\xfe" + text.encode("utf-16-le") if seed.encoding == "utf-16" else text.encode("utf-8")
+        path.write_bytes(data)
+        case = sample_fuzzer.run(fuzz.Case(i, f"sample:{seed.rel}", seed.reader, [op.__name__], path, data))
+        if case.failed:
+            failed.append(case.describe())
+    assert changed >= 30
+    assert not failed, "\n\n".join(failed)
+
+
+@pytest.mark.parametrize("key", sorted(fuzz.HOSTILE_SETTINGS))
+def test_hostile_settings_are_refused_or_bounded(tmp_path, key):
+    from tdbtools.physics.scenario import MAX_STEPS, ScenarioError, scenario_from_text
+
+    base = 'route = "R"\n[[train]]\nname = "a"\nconsist = "c"\npath = "p"\n'
+    for value in fuzz.HOSTILE_SETTINGS[key]:
+        text = (f"{key} = {value}\n" + base) if key in ("step", "duration", "collision_check_interval") \
+            else base + f"{key} = {value}\n"
+        try:
+            sc = scenario_from_text(text, "s.toml")
+        except ScenarioError as exc:
+            assert exc.line is not None and len(str(exc)) < 400
+            continue
+        assert 0 < sc.step <= 1.0 and 0 < sc.duration and sc.duration / sc.step <= MAX_STEPS
+
+
+def test_spatial_index_of_absurd_lengths_is_bounded(sample_route):
+    from tdbtools.track.spatial import SectionGrid
+    from tdbtools.track.spatial import MAX_PIECES, track_geometry
+
+    geom = track_geometry(sample_route)
+    for big in (1e9, 1e15, 1e300):
+        length = geom.length.copy()
+        length[0] = big
+        g = dataclasses.replace(geom, length=length)
+        t0 = time.perf_counter()
+        grid = SectionGrid.build(g)
+        assert time.perf_counter() - t0 < 5
+        assert len(grid) < 20 * (MAX_PIECES + 65 * len(length))
+        assert grid.cell >= 32.0

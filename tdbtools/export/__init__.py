@@ -9,8 +9,10 @@ not render or cli.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from .._fs import safe_basename
 from ..formats.route import Route
 from .geo import (EARTH_RADIUS, IGH_PROJ, IGH_X0, IGH_Y0, geojson_text, igh_xy, route_geojson,
                   tile_to_lonlat, world_to_lonlat, write_geojson)
@@ -53,10 +55,13 @@ def convert_route(route: Route, folder: str | Path, *, overwrite: bool = False) 
         raise ExportError(f"output folder {str(out)!r} does not exist")
     from .msts import write_trk
 
-    base = route.trk.filename or "route"
+    # Names derived from route data never leave --out (docs/security.md §5): the
+    # FileName is cut to a safe base name, and the .trk written names that file.
+    base = safe_basename(route.trk.filename or "route")
+    trk = route.trk if base == route.trk.filename else dataclasses.replace(route.trk, filename=base)
     glob, local = split_tsection(route.tsection)
     jobs: list[tuple[Path, object]] = [(out / f"{base}.tdb", lambda p: write_tdb(route.tdb, p, overwrite=True)),
-                                       (out / f"{base}.trk", lambda p: write_trk(route.trk, p, overwrite=True))]
+                                       (out / f"{base}.trk", lambda p: write_trk(trk, p, overwrite=True))]
     if route.rdb is not None:
         jobs.append((out / f"{base}.rdb", lambda p: write_tdb(route.rdb, p, overwrite=True)))
     (out / "OPENRAILS").mkdir(exist_ok=True)

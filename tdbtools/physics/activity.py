@@ -933,7 +933,7 @@ class ActivityResult:
         return buf.getvalue()
 
     def write(self, out: str | Path) -> list[Path]:
-        from ..stf.writer import write_bytes_atomic
+        from .._fs import write_bytes_atomic
 
         folder = Path(out)
         files = self.replay.write(folder)

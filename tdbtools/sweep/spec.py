@@ -18,6 +18,7 @@ from typing import Any
 from ..physics.scenario import (
     TRAIN_KEYS,
     Scenario,
+    ScenarioError,
     TomlSource,
     check_keys,
     load_toml,
@@ -35,6 +36,14 @@ PARAM_KEYS = TRAIN_KEYS - {"name", "consist", "path", "start", "distance"}
 #: Scenario-level keys passed through to every replay.
 _SCENARIO_KEYS = ("step", "duration", "stand_in", "collision_check_interval")
 TRAIN_NAME = "train"
+#: A spec may expand to at most this many replays unless the caller raises the limit
+#: (``max_combinations=``, ``sweep --max-combinations``): they are counted before any
+#: is built (docs/security.md §2).
+MAX_COMBINATIONS = 10_000
+
+
+class TooManyCombinations(ScenarioError):
+    """A sweep spec that expands to more replays than the limit allows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,17 +77,20 @@ class SweepSpec:
         return tuple(self.grid)
 
 
-def read_sweep_spec(path: str | Path) -> SweepSpec:
+def read_sweep_spec(path: str | Path, *, max_combinations: int = MAX_COMBINATIONS) -> SweepSpec:
     """Read a sweep spec TOML file; every mistake is a located :class:`ScenarioError`."""
     p = Path(path)
     text = read_toml_text(p, "sweep spec")
-    return sweep_spec_from_text(text, str(p.resolve()), base=p.resolve().parent)
+    return sweep_spec_from_text(text, str(p.resolve()), base=p.resolve().parent,
+                                max_combinations=max_combinations)
 
 
-def sweep_spec_from_text(text: str, path: str = "<sweep>", base: Path | None = None) -> SweepSpec:
+def sweep_spec_from_text(text: str, path: str = "<sweep>", base: Path | None = None, *,
+                         max_combinations: int = MAX_COMBINATIONS) -> SweepSpec:
     """Parse the text of a sweep spec (``path`` names it in errors; ``base`` is the folder
     relative names are taken from)."""
-    return sweep_spec_from_dict(load_toml(text, path), TomlSource(path, text), base or Path("."))
+    return sweep_spec_from_dict(load_toml(text, path), TomlSource(path, text), base or Path("."),
+                                max_combinations=max_combinations)
 
 
 def _str_list(ctx: TomlSource, data: dict, key: str) -> list[str]:
@@ -97,7 +109,8 @@ def _paths_folder(route: Path) -> Path | None:
     return p if p.is_dir() else None
 
 
-def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | None = None) -> SweepSpec:
+def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | None = None, *,
+                         max_combinations: int = MAX_COMBINATIONS) -> SweepSpec:
     ctx = ctx or TomlSource("<sweep>", "")
     base = base or Path(".")
     check_keys(ctx, data, SPEC_KEYS, "sweep")
@@ -106,7 +119,7 @@ def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path |
     route = Path(data["route"])
     route = route if route.is_absolute() else (base / route).resolve()
     if "activities" in data:
-        return _activity_spec(data, ctx, base, route)
+        return _activity_spec(data, ctx, route, max_combinations)
     folder = _paths_folder(route)
     if folder is None:
         raise ctx.error(f"route: no PATHS folder in {route}", "route")
@@ -143,6 +156,16 @@ def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path |
             raise ctx.error(f"grid: {k!r} needs a non-empty list of values", k)
         grid[k] = tuple(values)
     settings = {k: data[k] for k in _SCENARIO_KEYS if k in data}
+    count = len(paths) * len(consists)
+    for values in grid.values():
+        count *= len(values)
+    if count > max_combinations:
+        sizes = " x ".join([f"{len(paths)} paths", f"{len(consists)} consists",
+                            *(f"{len(v)} {k}" for k, v in grid.items())])
+        raise TooManyCombinations(
+            f"sweep: {sizes} = {count:,} combinations, over the limit of {max_combinations:,}; "
+            "narrow the spec or raise the limit (sweep --max-combinations N)",
+            ctx.error("", "grid" if grid else "paths").location)
     combos = []
     seen = set()
     for path, consist in itertools.product(paths, consists):
@@ -161,7 +184,7 @@ def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path |
                      tuple(combos))
 
 
-def _activity_spec(data: dict, ctx: TomlSource, base: Path, route: Path) -> SweepSpec:
+def _activity_spec(data: dict, ctx: TomlSource, route: Path, max_combinations: int) -> SweepSpec:
     """A sweep whose unit of work is a whole activity (docs/activities.md §8)."""
     from ..stf import resolve_case_insensitive
 
@@ -191,6 +214,14 @@ def _activity_spec(data: dict, ctx: TomlSource, base: Path, route: Path) -> Swee
         if not given or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in given):
             raise ctx.error(f"grid: {k!r} needs a non-empty list of positive numbers", k)
         grid[k] = tuple(given)
+    count = len(acts)
+    for given in grid.values():
+        count *= len(given)
+    if count > max_combinations:
+        raise TooManyCombinations(
+            f"sweep: {len(acts)} activities x {' x '.join(str(len(v)) for v in grid.values()) or '1'} = "
+            f"{count:,} combinations, over the limit of {max_combinations:,}",
+            ctx.error("", "grid" if grid else "activities").location)
     settings = {k: data[k] for k in ("step", "duration", "stand_in") if k in data}
     if "stand_in" in settings and not isinstance(settings["stand_in"], bool):
         raise ctx.error("stand_in: expected true or false", "stand_in")
@@ -208,5 +239,5 @@ def _activity_spec(data: dict, ctx: TomlSource, base: Path, route: Path) -> Swee
     return SweepSpec(ctx.path, route, tuple(sorted(acts)), (), grid, {}, settings, traces, tuple(combos))
 
 
-__all__ = ["Combination", "PARAM_KEYS", "SPEC_KEYS", "SweepSpec", "read_sweep_spec", "sweep_spec_from_dict",
+__all__ = ["Combination", "MAX_COMBINATIONS", "PARAM_KEYS", "TooManyCombinations", "SPEC_KEYS", "SweepSpec", "read_sweep_spec", "sweep_spec_from_dict",
            "sweep_spec_from_text"]

@@ -259,6 +259,10 @@ def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance:
 
     With ``paths=True`` the report also holds :func:`audit_paths` and every ``.pat``
     of the route resolved on the track (what ``tdbtools audit`` checks by default)."""
+    for name, v in (("gap_tolerance", gap_tolerance), ("node_end_tolerance", node_end_tolerance),
+                    ("item_tolerance", item_tolerance), ("kink_tolerance", kink_tolerance)):
+        if not 0 <= v < math.inf:
+            raise TdbToolsError(f"{name} must be a finite number >= 0, got {v!r}")
     geom = section_geometry(route)
     places = _Places(route, geom)
     findings: list[AuditFinding] = []

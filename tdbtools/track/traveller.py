@@ -308,12 +308,13 @@ class Traveller:
         if not loc.found[0]:
             net = _net(route)
             dist, row, _ = nearest_track(route, int(tile_x), int(tile_z), float(x), float(z), geom=net.geom)
-            where = f"tile ({tile_x}, {tile_z}) x={float(x):.3f} z={float(z):.3f}"
+            # (.3f of 1e308 is 300 digits: an echoed value must stay short)
+            where = f"tile ({tile_x}, {tile_z}) x={_short(float(x))} z={_short(float(z))}"
             if row[0] < 0:
                 raise TravellerError(f"no track near {where}: the route has no track sections")
             raise TravellerError(
                 f"no track within {max_lateral} m of {where}: the nearest track centre line "
-                f"is {dist[0]:.2f} m away (node {int(net.geom.node[row[0]])})")
+                f"is {_short(float(dist[0]), 2)} m away (node {int(net.geom.node[row[0]])})")
         return cls._at_row(route, int(loc.row[0]), float(loc.section_offset[0]), FORWARD,
                            switches, align_trailing)
 
@@ -798,3 +799,7 @@ class Traveller:
             if t._kind == _END:
                 return None
         return None
+
+
+def _short(v: float, digits: int = 3) -> str:
+    return f"{v:.{digits}f}" if abs(v) < 1e9 else f"{v:.6g}"
