@@ -193,3 +193,13 @@ def test_shipped_sample_activity():
         assert row["actual_dep"] == row["sched_dep"]
     delayed = {e["train"] for e in res.replay.events if e["kind"] == "start_delayed"}
     assert delayed == {"Local to the siding", "Passenger east"}  # each follows the train ahead out
+
+
+def test_activity_sweep_is_bounded(sample_copy):
+    from tdbtools.sweep.spec import TooManyCombinations, sweep_spec_from_text
+
+    write_activity_files(sample_copy, "Morning", services())
+    text = f'route = "{sample_copy.folder}"\nactivities = ["*.act"]\n[grid]\nstep = [0.1, 0.2, 0.5]\n'
+    assert len(sweep_spec_from_text(text).combinations) == 3
+    with pytest.raises(TooManyCombinations, match="3 combinations"):
+        sweep_spec_from_text(text, max_combinations=2)

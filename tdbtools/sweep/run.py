@@ -126,7 +126,7 @@ def _run_activity(combo: Combination, rec: dict, t0: float, traces: bool) -> dic
         sc = combo.scenario
         rp = ActivityReplay(plan, route=route, stand_in=sc.stand_in, step=sc.step,
                             stuck_after=float(p.get("stuck_after", 1800.0)),
-                            duration=sc.duration if sc.duration > 0 else None)
+                            duration=sc.duration)
         if "deceleration" in p:
             for d in rp.drivers:
                 d.auto.decel = float(p["deceleration"])

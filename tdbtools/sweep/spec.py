@@ -215,8 +215,8 @@ def _activity_spec(data: dict, ctx: TomlSource, route: Path, max_combinations: i
             raise ctx.error(f"grid: {k!r} needs a non-empty list of positive numbers", k)
         grid[k] = tuple(given)
     count = len(acts)
-    for given in grid.values():
-        count *= len(given)
+    for vals in grid.values():
+        count *= len(vals)
     if count > max_combinations:
         raise TooManyCombinations(
             f"sweep: {len(acts)} activities x {' x '.join(str(len(v)) for v in grid.values()) or '1'} = "
@@ -233,7 +233,7 @@ def _activity_spec(data: dict, ctx: TomlSource, route: Path, max_combinations: i
             key = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:20]
             merged = {**settings, **params}
             sc = Scenario(route, (), step=float(merged.get("step", 0.5)),
-                          duration=float(merged.get("duration", 0.0)), stand_in=bool(settings.get("stand_in")),
+                          duration=float(merged.get("duration", 86400.0)), stand_in=bool(settings.get("stand_in")),
                           source=ctx.path)
             combos.append(Combination(key, act, "", params, sc, folder / act))
     return SweepSpec(ctx.path, route, tuple(sorted(acts)), (), grid, {}, settings, traces, tuple(combos))
