@@ -869,6 +869,7 @@ class ActivityReplay(Replay):
         summary = dict(base.summary)
         summary["activity"] = self.plan.activity.header.name
         summary["clock_start"] = clock(self.t0)
+        summary["clock_start_s"] = self.t0  # a trace's time + this = seconds since midnight
         summary["clock_end"] = clock(self.t0 + self.time)
         for k, t in enumerate(self.trains):
             d = self.drivers[k]
