@@ -60,8 +60,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tdbtools.errors import DecodeError, Diagnostics, SourceError, StfSyntaxError, TdbToolsError  # noqa: E402
-from tdbtools.formats import (read_consist, read_pat, read_stock, read_tdb, read_trk,  # noqa: E402
-                              read_tsection_file)
+from tdbtools.formats import read_consist, read_pat, read_stock, read_tdb, read_trk, read_tsection_file  # noqa: E402
 from tdbtools.physics.scenario import read_scenario  # noqa: E402
 from tdbtools.stf import parse_file, parse_text  # noqa: E402
 from tdbtools.stf.writer import format_stf, write_text_atomic  # noqa: E402
@@ -900,8 +899,8 @@ class Fuzzer:
         from tdbtools.errors import Diagnostics as D
         from tdbtools.formats.route import _section_lengths
         from tdbtools.track import Traveller
-        from tdbtools.track.spatial import SectionGrid, track_geometry
         from tdbtools.track.geometry import point_at
+        from tdbtools.track.spatial import SectionGrid, track_geometry
 
         base = self.sample_route()
         lengths = _section_lengths(base.tdb, ts, D(strict=False))

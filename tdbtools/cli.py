@@ -258,6 +258,7 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
     if path_file is not None:
         prof = profile_path(r, path_file, step=step)
     else:
+        assert distance is not None  # checked above
         prof = profile_from(r, from_tile[0], from_tile[1], from_pos[0], from_pos[1], distance,
                             step=step, backward=backward)
     c = prof.columns
@@ -460,10 +461,11 @@ def bundled_scenario() -> Path:
 @click.option("--duration", type=float, help="Seconds to simulate at most (overrides the scenario).")
 @click.option("--overwrite", is_flag=True,
               help="Write into a non-empty --out folder, replacing the files of the same names.")
+@click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
 @_handle_errors
 def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | None, path_opt: str | None,
            stand_in: bool, out_dir: Path, plot: bool, cars: bool, step: float | None,
-           duration: float | None, overwrite: bool) -> None:
+           duration: float | None, overwrite: bool, no_signals: bool) -> None:
     """Replay consists over a route: physics, derailments and collisions.
 
     SCENARIO is a TOML file; or give --route, --consist and --path; with neither, the
@@ -495,7 +497,7 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     else:
         sc = read_scenario(scenario if scenario is not None else bundled_scenario())
     sc = with_settings(sc, stand_in=True if stand_in else None, step=step, duration=duration)
-    rep = Replay(sc, cars_trace=cars)
+    rep = Replay(sc, cars_trace=cars, signals=False if no_signals else None)
     total = max(int(sc.duration), 1)
     show = sys.stderr.isatty() and sc.duration >= 60
     with click.progressbar(length=total, label="replaying", file=sys.stderr, show_eta=True) if show \
@@ -514,6 +516,11 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
 
         for name, cols in result.traces.items():
             files.append(plot_speed_distance(cols, name, result.events, out_dir / f"{safe_name(name)}_speed.png"))
+        if rep.signals is not None:
+            from .physics.signalling import space_time
+            from .render.signal_chart import plot_signal_chart
+
+            files.append(plot_signal_chart(space_time(rep, result), out_dir / "signals_space_time.png"))
     s = result.summary
     click.echo(f"{s['route']}: {s['simulated_seconds']:.1f} s simulated in {s['wall_seconds']:.2f} s "
                f"({s['realtime_factor']}x real time)")
@@ -529,6 +536,31 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     if any(t["derailed"] for t in s["trains"].values()) or any(
             e["kind"] in ("collision", "side_collision") for e in result.events):
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+@main.command("signals")
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: signals, heads, scripts, warnings.")
+@_handle_errors
+def signals_cmd(route: Path, as_json: bool) -> None:
+    """List a route's signal objects, heads, types, scripts and warnings (sigcfg.dat, the
+    signal scripts, world-file Signal objects and TDB signal items)."""
+    from .signals import signal_report
+
+    rep = signal_report(_load(route))
+    if as_json:
+        click.echo(json.dumps(rep, indent=2, ensure_ascii=False))
+        return
+    sc = rep["scripts"]
+    click.echo(f"{rep['route']}: sigcfg {rep['mode'] or 'none'}, {rep['types']} signal types, "
+               f"{len(rep['signals'])} signal objects, {len(rep['heads'])} heads, "
+               f"{rep['speedposts']} speed posts; scripts: {sc['parsed']} parsed, {sc['errors']} errors, "
+               f"{sc['bound']} bound to types")
+    for h in rep["heads"][:200]:
+        click.echo(f"  item {h['item']:5d}  {h['type']:<16} {h['function']:<9} node {h['node']:5d} "
+                   f"{h['offset']:9.1f} m  dir {h['direction']}  script {h['script'] or '-'}")
+    for w in rep["warnings"][:50]:
+        click.echo(f"  warning: {w}")
 
 
 def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step: float | None,

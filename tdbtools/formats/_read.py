@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import Diagnostics, FormatError, Location, UnitError, truncate_value
 from ..stf.tree import Block
@@ -63,7 +63,7 @@ def to_hex(text: str) -> int:
     return v
 
 
-_KIND = {to_int: "an integer", to_int32: "an integer", to_int53: "an integer", to_uint: "an unsigned integer", to_float: "a number",
+_KIND: dict[Callable[[str], Any], str] = {to_int: "an integer", to_int32: "an integer", to_int53: "an integer", to_uint: "an unsigned integer", to_float: "a number",
          to_hex: "a hexadecimal flag"}
 
 
@@ -121,7 +121,7 @@ class Reader:
                          f"{' (' + what + ')' if what else ''}, found block {truncate_value(raw.name)}", index)
             return default
         try:
-            return conv(raw)  # type: ignore[arg-type]
+            return conv(raw)
         except (ValueError, OverflowError) as exc:
             detail = f": {exc}" if "range" in str(exc) or "finite" in str(exc) else ""
             self.problem(block, f"{block.name}: expected {_KIND.get(conv, 'a value')}"

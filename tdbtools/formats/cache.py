@@ -518,10 +518,8 @@ class RouteCache:
         blob_start = head_end + rec_len + (-(head_end + rec_len) % 8)
         arrays = _arrays(header["arrays"], view[blob_start:])
         _registry()
-        route = _Decoder(arrays).build(json.loads(bytes(view[head_end:head_end + rec_len])))
-        from .route import Route
-
-        return route if route.__class__ is Route else None
+        # The caller checks that this is a Route (importing route.py here would be a cycle).
+        return _Decoder(arrays).build(json.loads(bytes(view[head_end:head_end + rec_len])))
 
     def put(self, files, strict: bool, route) -> None:
         try:

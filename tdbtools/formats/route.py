@@ -138,10 +138,10 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
     if not trk.filename:
         raise RouteError(f"{files.trk}: the route file names no FileName for the track database")
     base = _database_name(trk.filename, files, diags)
-    tdb_path = _inside(resolve_case_insensitive(files.folder / f"{base}.tdb"), files)
+    tdb_path = resolve_case_insensitive(files.folder / f"{base}.tdb")
     if not is_file(tdb_path):
         raise RouteError(f"track database not found: {str(tdb_path)!r} (FileName in {files.trk.name})")
-    rdb_path = _inside(resolve_case_insensitive(files.folder / f"{base}.rdb"), files)
+    rdb_path = resolve_case_insensitive(files.folder / f"{base}.rdb")
     tdb = tdb_from_document(parse_file(tdb_path, diagnostics=diags, root=root), diags)
     rdb = None
     if is_file(rdb_path):
@@ -172,17 +172,6 @@ def _database_name(filename: str, files: RouteFiles, diags: Diagnostics) -> str:
         diags.problem(FormatError(f"UNSAFE_FILENAME: FileName {shown} is not a bare file name; "
                                   f"reading {base!r} in the route folder", None))
     return base
-
-
-def _inside(path: Path, files: RouteFiles) -> Path:
-    """``path`` if it resolves inside the install (a symbolic link may point anywhere)."""
-    try:
-        real = path.resolve()
-    except (OSError, RuntimeError, ValueError):
-        return path
-    if not (real.is_relative_to(files.install_root.resolve()) or real.is_relative_to(files.folder)):
-        raise RouteError(f"{str(path)!r} leads outside the install {str(files.install_root)!r}: refused")
-    return path
 
 
 def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics,
@@ -226,7 +215,7 @@ def load_route(path: str | Path, *, cache: bool = True, strict: bool = True) -> 
 
         store = RouteCache()
         hit = store.get(files, strict)
-        if hit is not None:
+        if hit.__class__ is Route:
             return hit
         route = _load(files, strict)
         store.put(files, strict, route)

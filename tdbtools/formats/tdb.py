@@ -1,4 +1,4 @@
-"""Track database ``.tdb`` and road database ``.rdb`` (spec §6).
+"""Track database ``.tdb`` and road database ``.rdb`` (docs/formats.md §6).
 
 ``TrackDB ( TrackNodes ( N TrackNode ( i ... ) ×N ) TrItemTable ( M item ×M ) )``.
 Track nodes are 1-based (``nodes[0]`` is None); items are 0-based. The sixteen
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -491,12 +492,12 @@ class _TdbReader:
         values = tuple(str(v) for v in body.items if v.__class__ is not Block)
         if k == "trjunctionnode":
             shape = rd.value(body, 1, to_uint, 0, "shape index")
-            node = JunctionNode(index, in_pins, out_pins, pins, uid, shape, values)
-            self._check_pins(blk, node, 1, 2)
-        else:
-            node = EndNode(index, in_pins, out_pins, pins, uid, values)
-            self._check_pins(blk, node, 1, 0)
-        return node
+            junction = JunctionNode(index, in_pins, out_pins, pins, uid, shape, values)
+            self._check_pins(blk, junction, 1, 2)
+            return junction
+        end = EndNode(index, in_pins, out_pins, pins, uid, values)
+        self._check_pins(blk, end, 1, 0)
+        return end
 
     def _check_pins(self, blk: Block, node: TrackNode, ins: int, outs: int) -> None:
         if (node.in_pins, node.out_pins) != (ins, outs):
@@ -523,7 +524,7 @@ class _TdbReader:
             return UiD(*a, *b)
 
     def _pins(self, blk: Block, index: int) -> tuple[int, int, tuple[TrPin, ...]]:
-        view = blk.leaf_view()
+        view: Any = blk.leaf_view()
         try:
             ins, outs = int(view[0]), int(view[1])
             pins = []
@@ -623,7 +624,7 @@ class _TdbReader:
         strict mode; in lenient mode a finding, and the row's section id is set to -1 so
         that the row has no geometry (as an unknown section)."""
         bad = np.zeros(len(node_ids), dtype=bool)
-        checks = [(name, MAX_TILE) for name in ("tile_x", "tile_z")]
+        checks: list[tuple[str, float]] = [(name, MAX_TILE) for name in ("tile_x", "tile_z")]
         checks += [(name, MAX_SECTION_OFFSET) for name in ("x", "y", "z")]
         checks += [(name, MAX_SECTION_ANGLE) for name in ("ax", "ay", "az")]
         for name, limit in checks:
@@ -672,8 +673,8 @@ class _TdbReader:
             col = i % 16
             if col == 7:
                 continue  # the 2-character text field
-            conv = to_float if col >= 10 else to_int53
-            out[1 + i] = rd.value(blk, 1 + i, conv, 0, SECTION_FIELDS[col])
+            conv: Callable[[str], float] = to_float if col >= 10 else to_int53
+            out[1 + i] = rd.value(blk, 1 + i, conv, 0.0, SECTION_FIELDS[col])
         return out
 
     def _flag3(self, texts, counts, col: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""``tsection.dat``: track sections and track shapes (spec §5).
+"""``tsection.dat``: track sections and track shapes (docs/formats.md §5).
 
 The global file (``GLOBAL/tsection.dat``, or a route's ``OPENRAILS/tsection.dat``
 override that usually ``include``s it) lists ``TrackSection ( id SectionSize ( w l )
@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -267,6 +268,8 @@ class _Builder:
 
     def _global_sections(self, rd: Reader, table: Block) -> None:
         sections = self.sections
+        sid: int
+        row: Any
         nan = math.nan
         for blk in table.items:
             if blk.__class__ is not Block or blk.key != "tracksection":
@@ -274,7 +277,7 @@ class _Builder:
             try:
                 # Fast path: plain numbers in the usual layout, read without making
                 # the child blocks (see Block.leaf_view).
-                v = blk.leaf_view()
+                v: Any = blk.leaf_view()  # None fails below: the checked path
                 sid = int(v[0])
                 key, text = v[1]
                 if key != "sectionsize":
@@ -383,8 +386,8 @@ class _Builder:
             row = (1.5, a, math.nan, math.nan) if b == 0 else (1.5, 0.0, b, math.degrees(a))
             self._put_section(rd, blk, sid, row)
             return
-        sid = rd.value(blk, 1, to_uint, None, "section id")
-        if sid is None:
+        checked_sid = rd.value(blk, 1, to_uint, None, "section id")
+        if checked_sid is None:
             return
         a = self._distance(rd, blk, 2, math.nan)
         b = rd.value(blk, 3, to_float, math.nan, "radius")
@@ -395,7 +398,7 @@ class _Builder:
             row = (1.5, a, math.nan, math.nan)
         else:
             row = (1.5, 0.0, b, math.degrees(a))
-        self._put_section(rd, blk, sid, row)
+        self._put_section(rd, blk, checked_sid, row)
 
     def _track_paths(self, rd: Reader, table: Block) -> None:
         view = table.leaf_view()
@@ -421,13 +424,13 @@ class _Builder:
         for blk in table.items:
             if blk.__class__ is not Block or blk.key != "trackpath":
                 continue
-            pid = rd.value(blk, 0, to_uint, None, "path id")
+            path_id = rd.value(blk, 0, to_uint, None, "path id")
             n = rd.value(blk, 1, to_uint, 0, "section count")
             have = max(len(blk.items) - 2, 0)
-            secs = [rd.value(blk, 2 + k, to_uint, 0, "section id") for k in range(min(n, have))]
+            checked = [rd.value(blk, 2 + k, to_uint, 0, "section id") for k in range(min(n, have))]
             rd.expect_count(blk, have, n, "sections", 1)
-            if pid is not None:
-                self.track_paths[pid] = tuple(secs)
+            if path_id is not None:
+                self.track_paths[path_id] = tuple(checked)
 
     # -- shapes ---------------------------------------------------------------------------
     def _shapes(self, rd: Reader, table: Block) -> None:
@@ -447,7 +450,7 @@ class _Builder:
 
     @staticmethod
     def _shape_fast(blk: Block) -> tuple | None:
-        v = blk.leaf_view()
+        v: Any = blk.leaf_view()
         sid = int(v[0])
         filename, num_paths, main_route, clearance, flags = "", -1, 0, math.nan, 0
         paths = []

@@ -723,7 +723,9 @@ class ActivityReplay(Replay):
             source=str(Path(plan.activity.path).resolve()),
         )
         try:
-            super().__init__(sc, route=route, trace_every=trace_every)
+            # The activity's own Dispatcher keeps the services apart; the route's signals
+            # (docs/signals.md §5) are not layered on top of it yet.
+            super().__init__(sc, route=route, trace_every=trace_every, signals=False)
         except ReplayError as exc:
             raise ActivityError(str(exc)) from None
         self.index = {t.spec.name: k for k, t in enumerate(self.trains)}

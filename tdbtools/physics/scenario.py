@@ -125,6 +125,7 @@ class TrainSpec:
     brake_mode: str = "force"                # "force" | "deceleration"
     deceleration: float = 0.5                # m/s², the automatic driver's planned braking
     stand_in: bool | None = None             # overrides the scenario's setting
+    depart: float = 0.0                      # s: the train stands (full brake) until then
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,7 @@ class Scenario:
 _TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval"}
 #: The keys of a ``[[train]]`` table.
 TRAIN_KEYS = {"name", "consist", "path", "start", "distance", "start_offset", "beyond_path", "driver", "schedule",
-          "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in"}
+          "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in", "depart"}
 _START = {"tile", "pos", "backward"}
 _COMMAND = {"at", "throttle", "brake"}
 _EVENT = {"at", "junction", "route"}
@@ -378,6 +379,7 @@ def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
         brake_mode=mode,
         deceleration=_num(ctx, t.get("deceleration", 0.5), "deceleration", None, lo=0.05, hi=3.0),
         stand_in=stand_in,
+        depart=_num(ctx, t.get("depart", 0.0), "depart", "time", lo=0.0, hi=1e7),
     )
 
 

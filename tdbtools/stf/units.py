@@ -1,5 +1,5 @@
 """Numbers with unit suffixes (``80t``, ``25m``, ``200kN``, ``160km/h``, ``1e6N/m/s``),
-converted to SI as Open Rails' STFReader does (spec §3).
+converted to SI as Open Rails' STFReader does (docs/formats.md §3).
 
 The number and its unit are one word: ``60 kph`` is the number 60 followed by another
 item. Without a suffix a family's default unit applies (m/s for Speed, mph for

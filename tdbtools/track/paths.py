@@ -1,5 +1,5 @@
 """Resolving a ``.pat`` path into the track nodes, directions and switch settings it
-needs (spec §8).
+needs (docs/formats.md §8).
 
 Each main-chain path node is a world point (its PDP). The first one is where the
 rear of the train starts. Between consecutive points the resolver searches the track
@@ -420,7 +420,7 @@ def resolve_route_paths(route: Route, folder: str | Path | None = None) -> list[
     from ..stf import resolve_case_insensitive
 
     base = resolve_case_insensitive(base)
-    out = []
+    out: list[tuple[str, ResolvedPath | None, str]] = []
     for f in sorted(p for p in base.iterdir() if p.suffix.lower() == ".pat") if base.is_dir() else []:
         try:
             out.append((f.name, resolve_path(route, f), ""))
