@@ -31,15 +31,17 @@ def hms(h: int, m: int, s: int = 0) -> int:
     return h * 3600 + m * 60 + s
 
 
-def dk24_install(route: Path, tmp: Path) -> Path:
+def dk24_install(route: Path, tmp: Path, *, world: bool = False) -> Path:
     """A throw-away copy of the DK24 install without its paths and world files (a few
-    MB; links would lead outside the install, which tdbtools refuses): returns the
-    route folder."""
+    MB; links would lead outside the install, which tdbtools refuses); ``world`` keeps
+    the world files (and so the signals). Returns the route folder."""
     install = tmp / "DK24"
     folder = install / "ROUTES" / route.name
     folder.mkdir(parents=True)
     for f in route.iterdir():
-        if f.name.upper() in ("PATHS", "ACTIVITIES", "SERVICES", "TRAFFIC", "WORLD"):
+        if f.name.upper() in ("PATHS", "ACTIVITIES", "SERVICES", "TRAFFIC") or (
+            f.name.upper() == "WORLD" and not world
+        ):
             continue
         if f.is_dir():
             shutil.copytree(f, folder / f.name)
