@@ -618,7 +618,8 @@ def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step:
                    f"actual {clock(r['actual_arr'])}-{clock(r['actual_dep'])}")
     for e in result.replay.events:
         if e["kind"] in ("deadlock", "stuck", "derailment", "collision", "side_collision", "not_at_end"):
-            click.echo(f"  event {e.get('clock', '')} {e['kind']}: {e.get('message', '')}")
+            who = f"{e['train']}: " if "train" in e else ""
+            click.echo(f"  event {e.get('clock', '')} {e['kind']}: {who}{e.get('message', '')}")
     click.echo(f"wrote {len(files)} files to {out_dir}")
     return EXIT_FINDINGS if result.failed else 0
 
