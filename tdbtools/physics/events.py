@@ -1,0 +1,340 @@
+"""Typed replay events: one frozen record per kind of thing that happened during a
+replay (docs/physics.md §"Replay events").
+
+Every class has a class-level ``kind`` (the ``"kind"`` of ``events.json``) and
+:meth:`ReplayEvent.to_dict`, which gives exactly the JSON object ``events.json``
+holds: ``kind`` first, then the fields in declared order; an optional field that is
+``None`` is left out (the older dict events did not carry it). Several classes may
+share a ``kind`` when one word meant two shapes (``"stopped"`` for a group of cars
+coming to rest and for a scheduled train ending its run).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+
+def _plain(v: Any) -> Any:
+    """A field value as JSON-ready Python (tuples become lists, records dicts)."""
+    if isinstance(v, tuple):
+        return [_plain(x) for x in v]
+    if isinstance(v, (ReplayEvent, EventLocation)):
+        return v.to_dict()
+    return v
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventLocation:
+    """Where an event happened: tile and local metres; ``node`` the track node (left
+    out of the JSON when the event carries its node beside the location)."""
+
+    node: int | None = None
+    tile_x: int
+    tile_z: int
+    x: float
+    y: float
+    z: float
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {} if self.node is None else {"node": self.node}
+        d.update(tile_x=self.tile_x, tile_z=self.tile_z, x=self.x, y=self.y, z=self.z)
+        return d
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplayEvent:
+    """Base of every replay event: ``time`` is simulated seconds since the start."""
+
+    kind: ClassVar[str] = ""
+    _optional: ClassVar[frozenset[str]] = frozenset()
+
+    time: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as the JSON object of ``events.json``."""
+        d: dict[str, Any] = {"kind": self.kind}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v is None and f.name in self._optional:
+                continue
+            d[f.name] = _plain(v)
+        return d
+
+
+# -- the engine's events (docs/physics.md §4): one joint or one group of cars -------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CarEvent(ReplayEvent):
+    """An event of the engine: ``cars`` as ``(train, index in train)`` pairs; speeds
+    m/s, ``impulse`` N·s, ``energy_lost`` J."""
+
+    cars: tuple[tuple[str, int], ...]
+    relative_speed: float
+    impulse: float
+    energy_lost: float
+    location: EventLocation | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Impact(CarEvent):
+    """Buffers of two cars closed."""
+
+    kind: ClassVar[str] = "impact"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CouplerSnatch(CarEvent):
+    """A coupler's slack ran out (snatched taut)."""
+
+    kind: ClassVar[str] = "coupler_taut"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CarsStarted(CarEvent):
+    """A group of cars at rest began to move (``cars``: first and last)."""
+
+    kind: ClassVar[str] = "started"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CarsStopped(CarEvent):
+    """A group of cars came to rest (``cars``: first and last)."""
+
+    kind: ClassVar[str] = "stopped"
+
+
+CAR_EVENTS: dict[str, type[CarEvent]] = {
+    c.kind: c for c in (Impact, CouplerSnatch, CarsStarted, CarsStopped)
+}
+
+
+# -- safety: derailments and collisions (docs/physics.md §6) ------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SafetyRecord(ReplayEvent):
+    """A derailment or collision: ``cars`` indices into ``train``'s cars, ``node`` the
+    track node, ``message`` the cause in words; ``closing_speed`` m/s."""
+
+    _optional: ClassVar[frozenset[str]] = frozenset({"other_train", "other_cars", "closing_speed"})
+
+    train: str
+    cars: tuple[int, ...]
+    node: int
+    message: str
+    location: EventLocation
+    other_train: str | None = None
+    other_cars: tuple[int, ...] | None = None
+    closing_speed: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Derailment(SafetyRecord):
+    kind: ClassVar[str] = "derailment"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathChanged(SafetyRecord):
+    kind: ClassVar[str] = "path_changed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Collision(SafetyRecord):
+    kind: ClassVar[str] = "collision"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SideCollision(SafetyRecord):
+    kind: ClassVar[str] = "side_collision"
+
+
+SAFETY_EVENTS: dict[str, type[SafetyRecord]] = {
+    c.kind: c for c in (Derailment, PathChanged, Collision, SideCollision)
+}
+
+
+# -- the replay's own events --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StandIn(ReplayEvent):
+    """Generic stock stood in for a missing file."""
+
+    kind: ClassVar[str] = "stand_in"
+    train: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetupWarning(ReplayEvent):
+    """A warning while setting up (``train`` when it concerns one)."""
+
+    kind: ClassVar[str] = "warning"
+    _optional: ClassVar[frozenset[str]] = frozenset({"train"})
+    train: str | None = None
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndOfLine(ReplayEvent):
+    """A train ran to the end of the track built for it."""
+
+    kind: ClassVar[str] = "end_of_line"
+    train: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwitchThrow(ReplayEvent):
+    """A switch was thrown: ``junction`` node, ``route`` its new route."""
+
+    kind: ClassVar[str] = "switch"
+    junction: int
+    route: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Arrived(ReplayEvent):
+    """A driven train reached its end: ``distance`` m run (replays), ``clock``
+    ``HH:MM:SS`` (activities)."""
+
+    kind: ClassVar[str] = "arrived"
+    _optional: ClassVar[frozenset[str]] = frozenset({"clock", "distance"})
+    clock: str | None = None
+    train: str
+    distance: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainStopped(ReplayEvent):
+    """A scheduled train has stood after its last command (its run is over)."""
+
+    kind: ClassVar[str] = "stopped"
+    train: str
+
+
+# -- signals (docs/signals.md) ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalAspect(ReplayEvent):
+    """A normal signal showed a new aspect; ``enabled_for`` the train it is cleared for."""
+
+    kind: ClassVar[str] = "signal"
+    signal: int
+    aspect: str
+    enabled_for: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AspectSeen(ReplayEvent):
+    """A train's driver saw a signal's aspect ``distance_to`` m ahead."""
+
+    kind: ClassVar[str] = "aspect"
+    train: str
+    signal: int
+    aspect: str
+    distance_to: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalWait(ReplayEvent):
+    """A train stood at a signal from ``time`` to ``until`` (``seconds``)."""
+
+    kind: ClassVar[str] = "signal_wait"
+    train: str
+    signal: int
+    until: float
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spad(ReplayEvent):
+    """A signal passed at danger: ``speed`` m/s, ``distance`` m along the train's line."""
+
+    kind: ClassVar[str] = "spad"
+    train: str
+    signal: int
+    speed: float
+    distance: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deadlock(ReplayEvent):
+    """Trains wait for each other: from the interlocking (``waiting_since``) or the
+    activity dispatcher (``clock``, ``message``)."""
+
+    kind: ClassVar[str] = "deadlock"
+    _optional: ClassVar[frozenset[str]] = frozenset({"clock", "message", "waiting_since"})
+    clock: str | None = None
+    trains: tuple[str, ...]
+    sections: tuple[str, ...]
+    message: str | None = None
+    waiting_since: float | None = None
+
+
+def interlocking_event(d: dict[str, Any]) -> ReplayEvent:
+    """The typed event of one of the interlocking's dict events (the signals layer sits
+    below physics, so it keeps plain dicts; they are typed here)."""
+    kind = d["kind"]
+    rest = {k: v for k, v in d.items() if k != "kind"}
+    if kind == "deadlock":
+        rest["trains"] = tuple(rest["trains"])
+        rest["sections"] = tuple(rest["sections"])
+    cls = {"aspect": AspectSeen, "signal_wait": SignalWait, "spad": Spad, "deadlock": Deadlock}.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown interlocking event kind {kind!r}")
+    return cls(**rest)
+
+
+# -- activities (docs/activities.md) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceStarted(ReplayEvent):
+    kind: ClassVar[str] = "service_started"
+    clock: str
+    train: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartDelayed(ReplayEvent):
+    """A service's start is occupied by ``waiting_for``."""
+
+    kind: ClassVar[str] = "start_delayed"
+    clock: str
+    train: str
+    waiting_for: tuple[str, ...]
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stuck(ReplayEvent):
+    """A train stood waiting far too long for track held by ``waiting_for``."""
+
+    kind: ClassVar[str] = "stuck"
+    clock: str
+    train: str
+    waiting_for: tuple[str, ...]
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NotAtEnd(ReplayEvent):
+    """A service never reached the end of its path (``state`` its driver's state)."""
+
+    kind: ClassVar[str] = "not_at_end"
+    clock: str
+    train: str
+    state: str
+    message: str
+
+
+__all__ = [
+    "CAR_EVENTS", "SAFETY_EVENTS", "Arrived", "AspectSeen", "CarEvent", "CarsStarted", "CarsStopped",
+    "Collision", "CouplerSnatch", "Deadlock", "Derailment", "EndOfLine", "EventLocation", "Impact",
+    "NotAtEnd", "PathChanged", "ReplayEvent", "SafetyRecord", "ServiceStarted", "SideCollision",
+    "SignalAspect", "SignalWait", "Spad", "StandIn", "StartDelayed", "Stuck", "SwitchThrow",
+    "TrainStopped", "SetupWarning", "interlocking_event",
+]
