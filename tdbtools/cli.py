@@ -561,12 +561,13 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
         click.echo(f"  {name}: {t['cars']} cars, {t['mass_t']:.0f} t; {t['distance_m']:.0f} m in "
                    f"{t['running_time_s']:.0f} s, max {t['max_speed_kmh']:.1f} km/h, traction "
                    f"{t['traction_energy_kwh']:.1f} kWh; {state}")
-    important = [e for e in result.events if e["kind"] in ("derailment", "collision", "side_collision", "impact")]
+    important = [e for e in result.events if e.kind in ("derailment", "collision", "side_collision", "impact")]
     for e in important[:20]:
-        click.echo(f"  event {e['time']:8.1f} s  {e['kind']}: {e.get('message') or e.get('cars')}")
+        what = getattr(e, "message", None) or [list(c) if isinstance(c, tuple) else c for c in getattr(e, "cars", ())]
+        click.echo(f"  event {e.time:8.1f} s  {e.kind}: {what}")
     click.echo(f"wrote {len(files)} files to {out_dir}")
     if any(t["derailed"] for t in s["trains"].values()) or any(
-            e["kind"] in ("collision", "side_collision") for e in result.events):
+            e.kind in ("collision", "side_collision") for e in result.events):
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
@@ -617,9 +618,10 @@ def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step:
         click.echo(f"  {r['train']} at {r['platform']}: booked {clock(r['sched_arr'])}-{clock(r['sched_dep'])}, "
                    f"actual {clock(r['actual_arr'])}-{clock(r['actual_dep'])}")
     for e in result.replay.events:
-        if e["kind"] in ("deadlock", "stuck", "derailment", "collision", "side_collision", "not_at_end"):
-            who = f"{e['train']}: " if "train" in e else ""
-            click.echo(f"  event {e.get('clock', '')} {e['kind']}: {who}{e.get('message', '')}")
+        if e.kind in ("deadlock", "stuck", "derailment", "collision", "side_collision", "not_at_end"):
+            train = getattr(e, "train", None)
+            who = f"{train}: " if train is not None else ""
+            click.echo(f"  event {getattr(e, 'clock', None) or ''} {e.kind}: {who}{getattr(e, 'message', None) or ''}")
     click.echo(f"wrote {len(files)} files to {out_dir}")
     return EXIT_FINDINGS if result.failed else 0
 

@@ -23,6 +23,7 @@ from tdbtools.physics.activity import (
     route_platforms,
 )
 from tdbtools.physics.activity_build import ServiceSpec, write_activity_files
+from tdbtools.physics.events import Arrived, Deadlock, StartDelayed
 from tdbtools.physics.trackline import TrackLine
 from tdbtools.track.pathbuild import build_path, write_path
 
@@ -100,14 +101,14 @@ def test_sample_activity_runs_to_schedule(sample_copy, tmp_path):
     s = res.replay.summary
     assert not res.failed and s["deadlocks"] == 0 and s["collisions"] == 0 and not s["stuck"]
     assert all(t["reached_end"] for t in s["trains"].values())
-    kinds = [e["kind"] for e in res.replay.events]
+    kinds = [e.kind for e in res.replay.events]
     assert "start_delayed" in kinds  # Freight west waits until Freight east is gone
     assert len(res.timetable) == 2
     for row in res.timetable:
         assert row["actual_arr"] is not None and row["actual_arr"] <= row["sched_arr"] + 60
         assert row["actual_dep"] >= row["sched_dep"]  # never before the booked time
     # the local waits at J1 for the freight: it reaches the junction after the freight's rear has passed
-    ev = {e["train"]: e["clock"] for e in res.replay.events if e["kind"] == "arrived"}
+    ev = {e.train: e.clock for e in res.replay.events if isinstance(e, Arrived)}
     assert ev["Freight east"] < ev["Freight west"] < ev["Passenger"]
     files = {p.name for p in res.write(tmp_path / "out")}
     assert {"timetable.csv", "events.json", "summary.json", "Passenger.csv"} <= files
@@ -121,9 +122,9 @@ def test_sample_activity_runs_to_schedule(sample_copy, tmp_path):
 def test_conflicting_variant_reports_deadlock(sample_copy, tmp_path):
     act = write_activity_files(sample_copy, "Clash", services(freight_west_start=0))
     res = replay_activity(act, route=sample_copy)
-    dl = [e for e in res.replay.events if e["kind"] == "deadlock"]
-    assert len(dl) == 1 and dl[0]["trains"] == ["Freight east", "Freight west"]
-    assert dl[0]["sections"] and all(x.startswith("node 4") for x in dl[0]["sections"])
+    dl = [e for e in res.replay.events if isinstance(e, Deadlock)]
+    assert len(dl) == 1 and dl[0].trains == ("Freight east", "Freight west")
+    assert dl[0].sections and all(x.startswith("node 4") for x in dl[0].sections)
     assert res.failed and "Freight west" in res.replay.summary["not_at_end"]
     r = CliRunner().invoke(main, ["replay", str(act), "--out", str(tmp_path / "o"), "--plot"])
     assert r.exit_code == 1 and "deadlock" in r.output and (tmp_path / "o" / "spacetime.png").is_file()
@@ -191,7 +192,7 @@ def test_shipped_sample_activity():
     for row in res.timetable:
         assert row["sched_arr"] - 300 <= row["actual_arr"] <= row["sched_arr"] + 60
         assert row["actual_dep"] == row["sched_dep"]
-    delayed = {e["train"] for e in res.replay.events if e["kind"] == "start_delayed"}
+    delayed = {e.train for e in res.replay.events if isinstance(e, StartDelayed)}
     assert delayed == {"Local to the siding", "Passenger east"}  # each follows the train ahead out
 
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from helpers import DK24, DK24_ROUTE, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
 
 from tdbtools.cli import main
+from tdbtools.physics.events import Collision, Derailment, Impact, StandIn
 from tdbtools.physics.replay import Replay, ReplayError, replay
 from tdbtools.physics.scenario import ScenarioError, read_scenario, scenario_from_text
 
@@ -60,18 +61,18 @@ def test_shunt_into_standing_train_conserves_momentum():
         p0 = float(np.sum(m * rep.engine.v))
         rep.step()
         for e in rep.events:
-            if e["kind"] == "impact" and {c[0] for c in e["cars"]} == {"engine", "standing"}:
+            if isinstance(e, Impact) and {c[0] for c in e.cars} == {"engine", "standing"}:
                 hit, before = e, p0
     assert hit is not None, "the engine never reached the standing train"
-    assert sorted(c[0] for c in hit["cars"]) == ["engine", "standing"]
-    assert hit["location"]["node"] in (2, 4)
+    assert sorted(c[0] for c in hit.cars) == ["engine", "standing"]
+    assert hit.location is not None and hit.location.node in (2, 4)
     # Forces act over the step too; over the impact step itself the change in momentum
     # is only what the forces gave (the impact itself moves none).
-    assert hit["relative_speed"] > 0 and hit["energy_lost"] > 0
+    assert hit.relative_speed > 0 and hit.energy_lost > 0
     # A lost or doubled impulse would move the total by about the lighter car's mass
     # times the closing speed; the forces of one step move it by far less.
     change = abs(float(np.sum(m * rep.engine.v)) - before)
-    assert change < 0.05 * hit["relative_speed"] * float(m.min())
+    assert change < 0.05 * hit.relative_speed * float(m.min())
 
 
 def test_running_off_a_track_end_derails(tmp_path):
@@ -84,9 +85,9 @@ driver = "schedule"
 schedule = [ { at = 0, throttle = 1.0 } ]
 ''')
     res = Replay(sc).run()
-    der = [e for e in res.events if e["kind"] == "derailment"]
-    assert der and der[0]["train"] == "runaway" and "track end" in der[0]["message"]
-    assert der[0]["node"] == 4 and {"tile_x", "tile_z", "x", "y", "z"} <= der[0]["location"].keys()
+    der = [e for e in res.events if isinstance(e, Derailment)]
+    assert der and der[0].train == "runaway" and "track end" in der[0].message
+    assert der[0].node == 4 and {"tile_x", "tile_z", "x", "y", "z"} <= der[0].to_dict()["location"].keys()
     assert res.summary["trains"]["runaway"]["derailed"]
 
 
@@ -109,14 +110,14 @@ driver = "auto"
         assert rep.time < 100
     car = int(train.bogies.straddling(j.s)[0])
     rep.throw_switch(3, 1)
-    der = [e for e in rep.events if e["kind"] == "derailment"]
-    assert len(der) == 1 and der[0]["cars"] == [car] and der[0]["node"] == 3
-    assert "different routes" in der[0]["message"]
+    der = [e for e in rep.events if isinstance(e, Derailment)]
+    assert len(der) == 1 and der[0].cars == (car,) and der[0].node == 3
+    assert "different routes" in der[0].message
     # Thrown back while no car straddles it: nothing more happens.
     while len(train.bogies.straddling(j.s)):
         rep.step()
     rep.throw_switch(3, 0)
-    assert len([e for e in rep.events if e["kind"] == "derailment"]) == 1
+    assert len([e for e in rep.events if isinstance(e, Derailment)]) == 1
 
 
 def test_head_on_collision_is_detected(tmp_path):
@@ -136,9 +137,9 @@ driver = "schedule"
 schedule = [ { at = 0, throttle = 0.5 } ]
 ''')
     res = Replay(sc).run()
-    col = [e for e in res.events if e["kind"] == "collision"]
-    assert col and {col[0]["train"], col[0]["other_train"]} == {"west", "east"}
-    assert col[0]["closing_speed"] > 0
+    col = [e for e in res.events if isinstance(e, Collision)]
+    assert col and {col[0].train, col[0].other_train} == {"west", "east"}
+    assert col[0].closing_speed is not None and col[0].closing_speed > 0
 
 
 def test_missing_stock_names_the_file_and_stand_in_runs(tmp_path):
@@ -158,7 +159,7 @@ path = "MainWE.pat"
     assert "stand_in" in str(ei.value)
     res = Replay(scenario(tmp_path, "stand_in = true\n" + body)).run()
     assert res.summary["trains"]["odd"]["cars"] == 2
-    assert any(e["kind"] == "stand_in" for e in res.events)
+    assert any(isinstance(e, StandIn) for e in res.events)
 
 
 @pytest.mark.parametrize("body, message, line", [

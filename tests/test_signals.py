@@ -570,7 +570,7 @@ def test_dk24_follower_brakes_for_a_red_without_collision(tmp_path):
                  encoding="utf-8")
     rp = Replay(read_scenario(p))
     res = rp.run()
-    kinds = collections.Counter(e["kind"] for e in res.events)
+    kinds = collections.Counter(e.kind for e in res.events)
     assert kinds["collision"] == 0 and kinds["side_collision"] == 0 and kinds["spad"] == 0
     assert kinds["deadlock"] == 0
     seen = res.summary["signalling"]["trains"]["follower"]["aspects_seen"]
@@ -619,7 +619,7 @@ def test_sample_signals_scenarios_run_without_collision(name):
     from tdbtools.physics.replay import replay
 
     res = replay(SAMPLE_INSTALL / f"signals_{name}.toml")
-    kinds = collections.Counter(e["kind"] for e in res.events)
+    kinds = collections.Counter(e.kind for e in res.events)
     assert kinds["collision"] == kinds["side_collision"] == kinds["spad"] == kinds["derailment"] == 0
     sig = res.summary["signalling"]["trains"]
     if name == "follow":

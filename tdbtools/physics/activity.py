@@ -46,6 +46,17 @@ from ..formats.activity import (
 from ..formats.route import Route, load_route
 from ..track.pathbuild import platforms
 from .driver import AutoDriver, Controls, DriveState
+from .events import (
+    Arrived,
+    Collision,
+    Deadlock,
+    NotAtEnd,
+    ServiceStarted,
+    SetupWarning,
+    SideCollision,
+    StartDelayed,
+    Stuck,
+)
 from .replay import Replay, ReplayError, ReplayResult
 from .scenario import Scenario, TrainSpec
 
@@ -513,21 +524,18 @@ class Dispatcher:
                 if not d.delayed:
                     d.delayed = True
                     rp._event(
-                        {
-                            "kind": "start_delayed",
-                            "time": rp.time,
-                            "clock": clock(rp.t0 + rp.time),
-                            "train": name,
-                            "waiting_for": sorted(taken),
-                            "message": f"its start is occupied by {', '.join(sorted(taken))}",
-                        }
+                        StartDelayed(
+                            time=rp.time,
+                            clock=clock(rp.t0 + rp.time),
+                            train=name,
+                            waiting_for=tuple(sorted(taken)),
+                            message=f"its start is occupied by {', '.join(sorted(taken))}",
+                        )
                     )
                 continue
             d.state = "running"
             rp.on_off[name] = (rp.t0 + rp.time, math.inf)
-            rp._event(
-                {"kind": "service_started", "time": rp.time, "clock": clock(rp.t0 + rp.time), "train": name}
-            )
+            rp._event(ServiceStarted(time=rp.time, clock=clock(rp.t0 + rp.time), train=name))
             for b, _s in occupied[name]:
                 holder[b] = name
         # 2. reservations ahead, in order of the trains' start times (first come first
@@ -663,14 +671,13 @@ class Dispatcher:
                     {block_name(b) for n in trains for b in rp.drivers[rp.index[n]].blocked_blocks}
                 )
                 rp._event(
-                    {
-                        "kind": "deadlock",
-                        "time": rp.time,
-                        "clock": clock(rp.t0 + rp.time),
-                        "trains": trains,
-                        "sections": blocks,
-                        "message": f"{', '.join(trains)} wait for each other at {', '.join(blocks)}",
-                    }
+                    Deadlock(
+                        time=rp.time,
+                        clock=clock(rp.t0 + rp.time),
+                        trains=tuple(trains),
+                        sections=tuple(blocks),
+                        message=f"{', '.join(trains)} wait for each other at {', '.join(blocks)}",
+                    )
                 )
                 for n in trains:
                     k = rp.index[n]
@@ -736,12 +743,12 @@ class ActivityReplay(Replay):
         by_name = {pt.name: pt for pt in plan.trains}
         self.drivers: list[ServiceDriver] = []
         for w in plan.warnings:
-            self._event({"kind": "warning", "time": 0.0, "message": w})
+            self._event(SetupWarning(time=0.0, message=w))
         for t in self.trains:
             pt = by_name[t.spec.name]
             stops, warns = place_stops(t.line, t.front0, t.length, pt.stops, plats)
             for w in warns:
-                self._event({"kind": "warning", "time": 0.0, "train": t.spec.name, "message": w})
+                self._event(SetupWarning(time=0.0, train=t.spec.name, message=w))
             auto = t.driver
             assert isinstance(auto, AutoDriver)
             vmax = t.consist.max_velocity if t.consist.max_velocity else None
@@ -781,14 +788,7 @@ class ActivityReplay(Replay):
                         self.on_off.get(t.spec.name, (self.t0, 0.0))[0],
                         self.t0 + self.time,
                     )
-                self._event(
-                    {
-                        "kind": "arrived",
-                        "time": self.time,
-                        "clock": clock(self.t0 + self.time),
-                        "train": t.spec.name,
-                    }
-                )
+                self._event(Arrived(time=self.time, clock=clock(self.t0 + self.time), train=t.spec.name))
 
     def engine_line_key(self, spec: TrainSpec, key: object) -> object:
         # Services on one path run at different times: each has its own engine line
@@ -818,16 +818,15 @@ class ActivityReplay(Replay):
                 d.state = "stuck" if d.state == "running" else "not_started"
                 t.done_at = self.time
                 self._event(
-                    {
-                        "kind": "stuck",
-                        "time": self.time,
-                        "clock": clock(self.t0 + self.time),
-                        "train": t.spec.name,
-                        "waiting_for": sorted(d.blocked_by),
-                        "message": f"stood {self.time - self._still_since[k]:.0f} s waiting for track held by "
+                    Stuck(
+                        time=self.time,
+                        clock=clock(self.t0 + self.time),
+                        train=t.spec.name,
+                        waiting_for=tuple(sorted(d.blocked_by)),
+                        message=f"stood {self.time - self._still_since[k]:.0f} s waiting for track held by "
                         f"{', '.join(sorted(d.blocked_by)) or 'nobody'}"
                         + (", which will not move again" if hopeless else ""),
-                    }
+                    )
                 )
 
     def run(self, progress: Callable[[float], None] | None = None) -> ActivityResult:  # type: ignore[override]
@@ -859,14 +858,13 @@ class ActivityReplay(Replay):
             d = self.drivers[k]
             if not d.finished:
                 events.append(
-                    {
-                        "kind": "not_at_end",
-                        "time": self.time,
-                        "clock": clock(self.t0 + self.time),
-                        "train": t.spec.name,
-                        "state": d.state,
-                        "message": f"never reached the end of its path ({d.state})",
-                    }
+                    NotAtEnd(
+                        time=self.time,
+                        clock=clock(self.t0 + self.time),
+                        train=t.spec.name,
+                        state=d.state,
+                        message=f"never reached the end of its path ({d.state})",
+                    )
                 )
         summary = dict(base.summary)
         summary["activity"] = self.plan.activity.header.name
@@ -881,8 +879,8 @@ class ActivityReplay(Replay):
             st["stuck"] = t.spec.name in self.stuck
             st["stops"] = sum(1 for s in d.stops if s.arrival is not None)
             st["booked_stops"] = len(d.stops)
-        summary["deadlocks"] = sum(1 for e in events if e["kind"] == "deadlock")
-        summary["collisions"] = sum(1 for e in events if e["kind"] in ("collision", "side_collision"))
+        summary["deadlocks"] = sum(1 for e in events if isinstance(e, Deadlock))
+        summary["collisions"] = sum(1 for e in events if isinstance(e, (Collision, SideCollision)))
         summary["derailed"] = sorted(t.spec.name for t in self.trains if t.derailed)
         summary["stuck"] = sorted(self.stuck)
         summary["not_at_end"] = sorted(

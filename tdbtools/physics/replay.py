@@ -39,7 +39,19 @@ from ..track.traveller import Switches
 from . import forces
 from .driver import AutoDriver, Controls, DriveState, ScheduleDriver
 from .engine import Bodies, Engine
-from .safety import BogieSet, Occupancy, TrainPosition, throw_switch
+from .events import (
+    CAR_EVENTS,
+    SAFETY_EVENTS,
+    Arrived,
+    CarEvent,
+    EndOfLine,
+    EventLocation,
+    ReplayEvent,
+    StandIn,
+    SwitchThrow,
+    TrainStopped,
+)
+from .safety import BogieSet, Occupancy, SafetyEvent, TrainPosition, throw_switch
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
 from .signalling import ReplaySignals, signals_for, wrap_driver
 from .trackline import TrackLine
@@ -124,7 +136,7 @@ class ReplayResult:
     scenario: str
     traces: dict[str, dict[str, np.ndarray]]
     car_traces: dict[str, dict[str, np.ndarray]]
-    events: tuple[dict, ...]
+    events: tuple[ReplayEvent, ...]
     summary: dict
     wall_seconds: float
 
@@ -144,7 +156,7 @@ class ReplayResult:
             p = folder / f"{safe_name(name)}_cars.csv"
             write_bytes_atomic(p, _csv(cols, CAR_COLUMNS).encode())
             written.append(p)
-        for fname, data in (("events.json", list(self.events)), ("summary.json", self.summary)):
+        for fname, data in (("events.json", [e.to_dict() for e in self.events]), ("summary.json", self.summary)):
             p = folder / fname
             write_bytes_atomic(p, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
             written.append(p)
@@ -268,7 +280,7 @@ class Replay:
         self.diags = Diagnostics(strict=False)
         sdir = Path(scenario.source).parent if scenario.source and not scenario.source.startswith("<") else Path(".")
         self.switches = Switches(self.route)
-        self.events: list[dict] = []
+        self.events: list[ReplayEvent] = []
         # The route's signals (None: the route's own if it has any; False: none).
         self.signal_set = signals_for(self.route, signals)  # type: ignore[arg-type]
         lines: dict = {}
@@ -363,7 +375,7 @@ class Replay:
         self._pending_switches = list(scenario.events)
         for t in self.trains:
             for w in t.warnings:
-                self._event({"kind": "stand_in", "time": 0.0, "train": t.spec.name, "message": w})
+                self._event(StandIn(time=0.0, train=t.spec.name, message=w))
         self.signals = ReplaySignals(self, self.signal_set) if self.signal_set is not None else None
 
     def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> _ConsistStock:
@@ -389,7 +401,7 @@ class Replay:
                              tuple(str(w.message) for w in caught))
 
     # -- the loop ---------------------------------------------------------------------------
-    def _event(self, e: dict) -> None:
+    def _event(self, e: ReplayEvent) -> None:
         self.events.append(e)
 
     def _g(self, s: np.ndarray) -> np.ndarray:
@@ -470,8 +482,8 @@ class Replay:
                 t = self.trains[k]
                 if not t.derailed and t.done_at is None:
                     t.done_at = self.time
-                    self._event({"kind": "end_of_line", "time": self.time, "train": t.spec.name,
-                                 "message": f"reached the end of the {t.line.length:.0f} m of track built for it"})
+                    self._event(EndOfLine(time=self.time, train=t.spec.name,
+                                          message=f"reached the end of the {t.line.length:.0f} m of track built for it"))
         if self.signals is not None:
             self.signals.update(self.time, x1[starts].tolist(), v1[starts].tolist())
         if self._running:
@@ -496,7 +508,7 @@ class Replay:
         sig = getattr(self, "signals", None)
         if sig is not None:
             sig.ilk.set_switch(junction, route)   # the interlocking walks the switches as set
-        self._event({"kind": "switch", "time": self.time, "junction": junction, "route": route})
+        self._event(SwitchThrow(time=self.time, junction=junction, route=route))
         for ev in throw_switch([t.bogies for t in self.trains], junction, route, self.time):
             self._safety(ev)
 
@@ -506,8 +518,8 @@ class Replay:
         drv = getattr(t.driver, "inner", t.driver)
         if isinstance(drv, AutoDriver) and drv.finished:
             t.done_at = self.time
-            self._event({"kind": "arrived", "time": self.time, "train": t.spec.name,
-                         "distance": float(self.engine.x[t.cars][0] - t.front0)})
+            self._event(Arrived(time=self.time, train=t.spec.name,
+                                distance=float(self.engine.x[t.cars][0] - t.front0)))
             return
         if t.derailed:
             if speed < 1e-3:
@@ -519,54 +531,50 @@ class Replay:
             t.stopped_for = t.stopped_for + dt if speed < 1e-3 else 0.0
             if key >= last and t.stopped_for >= 10.0 and t.controls.throttle == 0.0:
                 t.done_at = self.time - t.stopped_for
-                self._event({"kind": "stopped", "time": t.done_at, "train": t.spec.name})
+                self._event(TrainStopped(time=t.done_at, train=t.spec.name))
 
     def _engine_events(self, evs: list) -> None:
         """The engine's events of one step as replay events; their locations are looked up
         with one call per line (many trains' slack runs out in the same step)."""
         x = self.engine.x
-        pending: dict[int, list[tuple[dict, int]]] = {}
-        for e in evs:
-            cars = tuple(int(c) for c in e.cars)
-            names = []
-            for c in cars:
-                t = self.trains[int(self.car_train[c])]
-                names.append((t.spec.name, c - t.cars.start))
-            d = {"kind": e.kind, "time": float(e.time), "cars": [list(n) for n in names],
-                 "relative_speed": float(e.relative_speed), "impulse": float(e.impulse),
-                 "energy_lost": float(e.energy_lost), "location": None}
-            self._event(d)
-            if cars:
-                pending.setdefault(int(self.car_train[cars[0]]), []).append((d, cars[0]))
-        by_line: dict[int, tuple[TrackLine, list[tuple[dict, int]]]] = {}
+        # the events are frozen: their locations are looked up first, then they are made
+        pending: dict[int, list[tuple[int, int]]] = {}
+        for i, e in enumerate(evs):
+            if len(e.cars):
+                car = int(e.cars[0])
+                pending.setdefault(int(self.car_train[car]), []).append((i, car))
+        by_line: dict[int, tuple[TrackLine, list[tuple[int, int]]]] = {}
         for k, items in pending.items():
             line = self.trains[k].line
             by_line.setdefault(id(line), (line, []))[1].extend(items)
+        where: dict[int, EventLocation] = {}
         for line, items in by_line.values():
-            s = np.array([min(max(float(x[car]), 0.0), line.length) for _d, car in items])
+            s = np.array([min(max(float(x[car]), 0.0), line.length) for _i, car in items])
             # the columns of TrackLine.at that a location needs, by the same calls
             node = line.node_offset(s)[0].tolist()
             X, Z = line.world_xz(s)
             tx, tz, lx, lz = (a.tolist() for a in normalize_tile(0, 0, X, Z))
             y = line.elevation(s).tolist()
-            for i, (d, _car) in enumerate(items):
-                d["location"] = {"node": int(node[i]), "tile_x": int(tx[i]), "tile_z": int(tz[i]),
-                                 "x": float(lx[i]), "y": float(y[i]), "z": float(lz[i])}
+            for j, (i, _car) in enumerate(items):
+                where[i] = EventLocation(node=int(node[j]), tile_x=int(tx[j]), tile_z=int(tz[j]),
+                                         x=float(lx[j]), y=float(y[j]), z=float(lz[j]))
+        for i, e in enumerate(evs):
+            names = []
+            for c in (int(c) for c in e.cars):
+                t = self.trains[int(self.car_train[c])]
+                names.append((t.spec.name, c - t.cars.start))
+            self._event(CAR_EVENTS[e.kind](time=float(e.time), cars=tuple(names),
+                                           relative_speed=float(e.relative_speed), impulse=float(e.impulse),
+                                           energy_lost=float(e.energy_lost), location=where.get(i)))
 
-    def _safety(self, ev) -> None:  # noqa: ANN001
-        if isinstance(ev, dict):
-            self._event(ev)
-            return
+    def _safety(self, ev: SafetyEvent) -> None:
         loc = ev.location
-        d = {"kind": ev.kind, "time": float(ev.time), "train": ev.train, "cars": list(ev.cars),
-             "node": int(ev.node), "message": ev.cause,
-             "location": {"tile_x": loc.tile_x, "tile_z": loc.tile_z, "x": loc.x, "y": loc.y, "z": loc.z}}
-        if ev.other_train is not None:
-            d["other_train"] = ev.other_train
-            d["other_cars"] = list(ev.other_cars)
-        if ev.closing_speed is not None:
-            d["closing_speed"] = float(ev.closing_speed)
-        self._event(d)
+        self._event(SAFETY_EVENTS[ev.kind](
+            time=float(ev.time), train=str(ev.train), cars=tuple(ev.cars), node=int(ev.node), message=ev.cause,
+            location=EventLocation(tile_x=loc.tile_x, tile_z=loc.tile_z, x=loc.x, y=loc.y, z=loc.z),
+            other_train=str(ev.other_train) if ev.other_train is not None else None,
+            other_cars=tuple(ev.other_cars) if ev.other_train is not None else None,
+            closing_speed=float(ev.closing_speed) if ev.closing_speed is not None else None))
         if ev.kind == "derailment":
             for t in self.trains:
                 if t.spec.name == ev.train:
@@ -709,12 +717,13 @@ class Replay:
         # every event's kind under each train it names (one pass over the events)
         kinds_of: dict[str, list[str]] = {}
         for e in self.events:
-            named = dict.fromkeys([e["train"]] if e.get("train") is not None else [])
-            for c in e.get("cars", []):
-                if isinstance(c, list):
+            train = getattr(e, "train", None)
+            named = dict.fromkeys([train] if train is not None else [])
+            if isinstance(e, CarEvent):
+                for c in e.cars:
                     named[c[0]] = None
             for name in named:
-                kinds_of.setdefault(name, []).append(e["kind"])
+                kinds_of.setdefault(name, []).append(e.kind)
         if self.signals is not None:
             summary["signalling"] = self.signals.summary()
         for t in self.trains:

@@ -14,6 +14,7 @@ from ..formats.sigcfg import ASPECTS
 from ..signals.objects import SignalSet, load_signals
 from ..signals.runtime import CREEP, Interlocking
 from .driver import AutoDriver, Controls, DriveState
+from .events import AspectSeen, SignalAspect, SignalWait, interlocking_event
 
 #: Seconds between signalling cycles (Open Rails updates signals in time-boxed batches).
 INTERVAL = 1.0
@@ -115,28 +116,28 @@ class ReplaySignals:
             if t.deadlocked and rt.done_at is None:
                 rt.done_at = time
         for e in ilk.events:
-            self.replay._event(e)
+            self.replay._event(interlocking_event(e))
         ilk.events.clear()
         # Aspect changes of the NORMAL signals (for the space-time chart and render --replay).
         for k, old in self._shown.items():
             a = ilk.aspect(k)
             if a != old:
                 self._shown[k] = a
-                self.replay._event({"kind": "signal", "time": time, "signal": k, "aspect": ASPECTS[a],
-                                    "enabled_for": (ilk.trains[ilk.enabled_train[k]].name
-                                                    if ilk.enabled_train[k] >= 0 else None)})
+                self.replay._event(SignalAspect(time=time, signal=k, aspect=ASPECTS[a],
+                                                enabled_for=(ilk.trains[ilk.enabled_train[k]].name
+                                                             if ilk.enabled_train[k] >= 0 else None)))
 
     def summary(self) -> dict:
         """Per train: the aspects it saw and how long it waited at each signal."""
         out: dict[str, Any] = {}
         ev = self.replay.events
         for t in self.ilk.trains:
-            seen = [{"time": e["time"], "signal": e["signal"], "aspect": e["aspect"]}
-                    for e in ev if e.get("kind") == "aspect" and e.get("train") == t.name]
+            seen = [{"time": e.time, "signal": e.signal, "aspect": e.aspect}
+                    for e in ev if isinstance(e, AspectSeen) and e.train == t.name]
             waits: dict[str, float] = {}
             for e in ev:
-                if e.get("kind") == "signal_wait" and e.get("train") == t.name:
-                    waits[str(e["signal"])] = round(waits.get(str(e["signal"]), 0.0) + e["seconds"], 3)
+                if isinstance(e, SignalWait) and e.train == t.name:
+                    waits[str(e.signal)] = round(waits.get(str(e.signal), 0.0) + e.seconds, 3)
             if t.waiting_since is not None:
                 key = str(t.waiting_at)
                 waits[key] = round(waits.get(key, 0.0) + self.ilk.time - t.waiting_since, 3)
@@ -223,8 +224,8 @@ def space_time(replay: Any, result: Any, reference: str | None = None) -> dict:
                 facing = 1 if o.direction == 0 else -1
             if not 0.0 <= at <= line.length:
                 continue
-            changes = [(e["time"], e["aspect"]) for e in result.events
-                       if e.get("kind") == "signal" and e.get("signal") == k]
+            changes = [(e.time, e.aspect) for e in result.events
+                       if isinstance(e, SignalAspect) and e.signal == k]
             sigs.append({"signal": k, "s": at, "facing": facing, "aspects": changes, "on_line": bool(len(c))})
     sigs.sort(key=lambda d: d["s"])
     return {"reference": ref.spec.name, "length": float(line.length), "trains": out_trains, "signals": sigs,

@@ -1,10 +1,15 @@
 """matplotlib plots (imported only when a plot is asked for)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import TdbToolsError
 from ..track.profile import Profile
+
+if TYPE_CHECKING:
+    from ..physics.events import ReplayEvent
 
 
 def pyplot():
@@ -58,7 +63,7 @@ def plot_profile(profile: Profile, out: str | Path) -> Path:
     return save_figure(fig, out, dpi=110)
 
 
-def plot_speed_distance(trace: dict, name: str, events, out: str | Path) -> Path:
+def plot_speed_distance(trace: dict, name: str, events: Iterable[ReplayEvent], out: str | Path) -> Path:
     """Speed and speed limit against distance for one train of a replay, with events."""
     plt = pyplot()
     d = trace["distance"] / 1000.0
@@ -68,11 +73,11 @@ def plot_speed_distance(trace: dict, name: str, events, out: str | Path) -> Path
     ax.set_ylabel("speed (km/h)")
     ax.set_title(f"{name}: {trace['distance'][-1] / 1000:.2f} km in {trace['time'][-1]:.0f} s")
     for e in events:
-        if e.get("train") == name and e["kind"] in ("derailment", "collision", "side_collision", "arrived",
-                                                    "end_of_line"):
-            k = int(min(range(len(trace["time"])), key=lambda i: abs(trace["time"][i] - e["time"])))
-            ax.axvline(d[k], color="tab:red" if e["kind"] != "arrived" else "tab:green", lw=0.8)
-            ax.annotate(e["kind"], (d[k], ax.get_ylim()[1] * 0.95), rotation=90, fontsize=8, va="top")
+        if getattr(e, "train", None) == name and e.kind in ("derailment", "collision", "side_collision",
+                                                            "arrived", "end_of_line"):
+            k = int(min(range(len(trace["time"])), key=lambda i: abs(trace["time"][i] - e.time)))
+            ax.axvline(d[k], color="tab:red" if e.kind != "arrived" else "tab:green", lw=0.8)
+            ax.annotate(e.kind, (d[k], ax.get_ylim()[1] * 0.95), rotation=90, fontsize=8, va="top")
     ax.grid(alpha=0.3)
     ax2.plot(d, trace["throttle"], color="tab:green", label="throttle")
     ax2.plot(d, trace["brake"], color="tab:red", label="brake")

@@ -102,10 +102,10 @@ def run_combination(combo: Combination, traces: bool = False) -> dict:
     for k in _SUMMARY_FIELDS:
         rec[k] = s[k]
     rec["events"] = s["events"]
-    kinds = [e["kind"] for e in result.events]
+    kinds = [e.kind for e in result.events]
     rec["collisions"] = kinds.count("collision") + kinds.count("side_collision")
     rec["end_of_track"] = "end_of_line" in kinds or any(
-        e["kind"] == "derailment" and "track end" in str(e.get("message", "")) for e in result.events)
+        e.kind == "derailment" and "track end" in getattr(e, "message", "") for e in result.events)
     rec["simulated_s"] = result.summary["simulated_seconds"]
     rec["wall_s"] = round(time.perf_counter() - t0, 4)
     if traces:
@@ -148,7 +148,7 @@ def _run_activity(combo: Combination, rec: dict, t0: float, traces: bool) -> dic
     rec["derailed"] = bool(s["derailed"])
     rec["collisions"] = s["collisions"]
     rec["end_of_track"] = False
-    kinds = [e["kind"] for e in result.replay.events]
+    kinds = [e.kind for e in result.replay.events]
     rec["events"] = {k: kinds.count(k) for k in ("deadlock", "stuck", "not_at_end", "start_delayed") if k in kinds}
     rec["simulated_s"] = s["simulated_seconds"]
     rec["wall_s"] = round(time.perf_counter() - t0, 4)
