@@ -144,7 +144,7 @@ def main() -> int:
             )
         print(res.timetable_csv())
         for e in res.replay.events:
-            if e["kind"] in (
+            if e.kind in (
                 "deadlock",
                 "stuck",
                 "collision",
@@ -154,7 +154,7 @@ def main() -> int:
                 "not_at_end",
                 "warning",
             ):
-                print(f"  {e.get('clock', e['time'])} {e['kind']}: {e.get('message', '')}")
+                print(f"  {getattr(e, 'clock', None) or e.time} {e.kind}: {getattr(e, 'message', None) or ''}")
         if args.out:
             from tdbtools.render.spacetime import plot_space_time
 

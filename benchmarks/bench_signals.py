@@ -87,8 +87,8 @@ def main() -> int:
     factor = sim / cpu
     print(f"wall {wall:.2f} s ({sim / wall:.1f}x real time by the wall clock), CPU {cpu:.2f} s; "
           f"load average {os.getloadavg()[0]:.1f}")
-    kinds = [e["kind"] for e in res.events]
-    waits = sum(1 for e in res.events if e["kind"] == "signal_wait")
+    kinds = [e.kind for e in res.events]
+    waits = sum(1 for e in res.events if e.kind == "signal_wait")
     print(f"route {route.name}: {len(trains)} trains x {len(rep.engine.x) // max(len(trains), 1)} cars on "
           f"{len(paths)} lines; {sim:.0f} s simulated in {cpu:.2f} CPU s = {factor:.1f}x real time "
           f"(target >= 50x)")

@@ -48,3 +48,32 @@ def test_activity_events_json_unchanged(tmp_path, name, freight_west_start):
     res = replay_activity(act, route=route)
     res.write(tmp_path / "o")
     check(tmp_path / "o" / "events.json", name)
+
+
+def test_records_are_frozen_and_leave_out_unset_optionals():
+    import dataclasses
+
+    from tdbtools.physics.events import Arrived, Deadlock, interlocking_event
+
+    a = Arrived(time=1.5, train="a", distance=20.0)
+    assert list(a.to_dict().items()) == [("kind", "arrived"), ("time", 1.5), ("train", "a"), ("distance", 20.0)]
+    assert list(Arrived(time=2.0, clock="08:00:02", train="b").to_dict()) == ["kind", "time", "clock", "train"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.time = 3.0  # type: ignore[misc]
+    d = interlocking_event({"kind": "deadlock", "time": 4.0, "trains": ["x", "y"], "sections": ["s"],
+                            "waiting_since": 1.0})
+    assert isinstance(d, Deadlock) and d.trains == ("x", "y")
+    assert d.to_dict() == {"kind": "deadlock", "time": 4.0, "trains": ["x", "y"], "sections": ["s"],
+                           "waiting_since": 1.0}
+    with pytest.raises(ValueError, match="nope"):
+        interlocking_event({"kind": "nope", "time": 0.0})
+
+
+def test_every_event_class_is_exported():
+    import tdbtools.physics as physics
+    from tdbtools.physics import events
+
+    classes = {n for n, c in vars(events).items()
+               if isinstance(c, type) and issubclass(c, events.ReplayEvent)}
+    assert classes <= set(physics.__all__)
+    assert all(getattr(physics, n) is getattr(events, n) for n in classes)

@@ -10,11 +10,40 @@ From a notebook::
     from tdbtools.physics import replay, read_scenario
     result = replay("scenario.toml")            # or a Scenario built in Python
     result.traces["IC3"]["speed"]               # numpy columns per train
-    result.summary, result.events
+    result.summary, result.events              # typed records (docs/physics.md §6)
     result.write("out/")                        # the CSV/JSON files the CLI writes
 """
 from .driver import AutoDriver, Controls, ScheduleDriver
 from .engine import Bodies, Engine, Event
+from .events import (
+    Arrived,
+    AspectSeen,
+    CarEvent,
+    CarsStarted,
+    CarsStopped,
+    Collision,
+    CouplerSnatch,
+    Deadlock,
+    Derailment,
+    EndOfLine,
+    EventLocation,
+    Impact,
+    NotAtEnd,
+    PathChanged,
+    ReplayEvent,
+    SafetyRecord,
+    ServiceStarted,
+    SetupWarning,
+    SideCollision,
+    SignalAspect,
+    SignalWait,
+    Spad,
+    StandIn,
+    StartDelayed,
+    Stuck,
+    SwitchThrow,
+    TrainStopped,
+)
 from .forces import BrakeMode, CarModel
 from .interaction import clash_time, stopping_time
 from .replay import Replay, ReplayError, ReplayResult, replay
@@ -36,4 +65,9 @@ __all__ = [
     "ReplayError", "ReplayResult", "Scenario", "ScenarioError", "ScheduleDriver", "StartPoint",
     "SwitchEvent", "TrackLine", "TrainSpec", "clash_time", "one_train_scenario", "read_scenario", "replay",
     "stopping_time", "with_settings",
+    # typed replay events (docs/physics.md §6)
+    "Arrived", "AspectSeen", "CarEvent", "CarsStarted", "CarsStopped", "Collision", "CouplerSnatch",
+    "Deadlock", "Derailment", "EndOfLine", "EventLocation", "Impact", "NotAtEnd", "PathChanged",
+    "ReplayEvent", "SafetyRecord", "ServiceStarted", "SetupWarning", "SideCollision", "SignalAspect",
+    "SignalWait", "Spad", "StandIn", "StartDelayed", "Stuck", "SwitchThrow", "TrainStopped",
 ]

@@ -1,5 +1,5 @@
 """Typed replay events: one frozen record per kind of thing that happened during a
-replay (docs/physics.md §"Replay events").
+replay (docs/physics.md §6).
 
 Every class has a class-level ``kind`` (the ``"kind"`` of ``events.json``) and
 :meth:`ReplayEvent.to_dict`, which gives exactly the JSON object ``events.json``
@@ -109,7 +109,7 @@ CAR_EVENTS: dict[str, type[CarEvent]] = {
 }
 
 
-# -- safety: derailments and collisions (docs/physics.md §6) ------------------------------
+# -- safety: derailments and collisions (docs/physics.md §5) ------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -214,7 +214,7 @@ class TrainStopped(ReplayEvent):
     train: str
 
 
-# -- signals (docs/signals.md) ------------------------------------------------------------
+# -- signals (docs/signals.md §4) ---------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,7 +288,7 @@ def interlocking_event(d: dict[str, Any]) -> ReplayEvent:
     return cls(**rest)
 
 
-# -- activities (docs/activities.md) -------------------------------------------------------
+# -- activities (docs/activities.md §4) ----------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
