@@ -77,3 +77,12 @@ def test_every_event_class_is_exported():
                if isinstance(c, type) and issubclass(c, events.ReplayEvent)}
     assert classes <= set(physics.__all__)
     assert all(getattr(physics, n) is getattr(events, n) for n in classes)
+
+
+def test_driver_events_keep_the_key_order_of_the_dicts_they_replace():
+    from tdbtools.physics.events import DepartedPoint, driver_event
+
+    d = {"kind": "waiting", "time": 5.0, "at": 120.0, "wait": 30.0}
+    w = driver_event(d, "p")
+    assert w.to_dict() == {**d, "train": "p"} and list(w.to_dict()) == [*d, "train"]
+    assert isinstance(driver_event({"kind": "departed", "time": 35.0, "at": 120.0}, "p"), DepartedPoint)

@@ -24,6 +24,7 @@ from .events import (
     Collision,
     CouplerSnatch,
     Deadlock,
+    DepartedPoint,
     Derailment,
     EndOfLine,
     EventLocation,
@@ -43,6 +44,7 @@ from .events import (
     Stuck,
     SwitchThrow,
     TrainStopped,
+    WaitingAtPoint,
 )
 from .forces import BrakeMode, CarModel
 from .interaction import clash_time, stopping_time
@@ -67,7 +69,8 @@ __all__ = [
     "stopping_time", "with_settings",
     # typed replay events (docs/physics.md §6)
     "Arrived", "AspectSeen", "CarEvent", "CarsStarted", "CarsStopped", "Collision", "CouplerSnatch",
-    "Deadlock", "Derailment", "EndOfLine", "EventLocation", "Impact", "NotAtEnd", "PathChanged",
+    "Deadlock", "DepartedPoint", "Derailment", "EndOfLine", "EventLocation", "Impact", "NotAtEnd", "PathChanged",
     "ReplayEvent", "SafetyRecord", "ServiceStarted", "SetupWarning", "SideCollision", "SignalAspect",
     "SignalWait", "Spad", "StandIn", "StartDelayed", "Stuck", "SwitchThrow", "TrainStopped",
+    "WaitingAtPoint",
 ]

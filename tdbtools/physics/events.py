@@ -214,6 +214,34 @@ class TrainStopped(ReplayEvent):
     train: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitingAtPoint(ReplayEvent):
+    """The automatic driver stands at a waiting point ``at`` (line distance, m) for
+    ``wait`` s."""
+
+    kind: ClassVar[str] = "waiting"
+    at: float
+    wait: float
+    train: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DepartedPoint(ReplayEvent):
+    """The automatic driver left the waiting point ``at`` (line distance, m)."""
+
+    kind: ClassVar[str] = "departed"
+    at: float
+    train: str
+
+
+def driver_event(d: dict[str, Any], train: str) -> ReplayEvent:
+    """The typed event of one of a driver's dict events (``waiting``/``departed``)."""
+    cls = {"waiting": WaitingAtPoint, "departed": DepartedPoint}.get(d["kind"])
+    if cls is None:
+        raise ValueError(f"unknown driver event kind {d['kind']!r}")
+    return cls(**{k: v for k, v in d.items() if k != "kind"}, train=train)
+
+
 # -- signals (docs/signals.md §4) ---------------------------------------------------------
 
 
@@ -333,8 +361,8 @@ class NotAtEnd(ReplayEvent):
 
 __all__ = [
     "CAR_EVENTS", "SAFETY_EVENTS", "Arrived", "AspectSeen", "CarEvent", "CarsStarted", "CarsStopped",
-    "Collision", "CouplerSnatch", "Deadlock", "Derailment", "EndOfLine", "EventLocation", "Impact",
-    "NotAtEnd", "PathChanged", "ReplayEvent", "SafetyRecord", "ServiceStarted", "SideCollision",
-    "SignalAspect", "SignalWait", "Spad", "StandIn", "StartDelayed", "Stuck", "SwitchThrow",
-    "TrainStopped", "SetupWarning", "interlocking_event",
+    "Collision", "CouplerSnatch", "Deadlock", "DepartedPoint", "Derailment", "EndOfLine", "EventLocation",
+    "Impact", "NotAtEnd", "PathChanged", "ReplayEvent", "SafetyRecord", "ServiceStarted", "SetupWarning",
+    "SideCollision", "SignalAspect", "SignalWait", "Spad", "StandIn", "StartDelayed", "Stuck",
+    "SwitchThrow", "TrainStopped", "WaitingAtPoint", "driver_event", "interlocking_event",
 ]
