@@ -364,7 +364,7 @@ def test_lenient_read_of_a_big_broken_block_stays_linear(tmp_path):
         t0 = time.perf_counter()
         read_tdb(path, diagnostics=diags)
         elapsed = time.perf_counter() - t0
-        assert len(diags.findings) > 1000
+        assert sum(f.count for f in diags.findings) > 1000  # repeats are counted, not kept
         assert elapsed < fuzz.SLOW_S, f"{elapsed:.2f} s for {len(diags.findings)} findings"
 
 
@@ -378,7 +378,7 @@ def test_lenient_read_of_dk24_with_shifted_sections(tmp_path):
     diags = Diagnostics(strict=False)
     t0 = time.perf_counter()
     read_tdb(path, diagnostics=diags)
-    assert time.perf_counter() - t0 < fuzz.SLOW_S and len(diags.findings) > 1000
+    assert time.perf_counter() - t0 < fuzz.SLOW_S and sum(f.count for f in diags.findings) > 1000
 
 
 # ---------------------------------------------------------------------------------------

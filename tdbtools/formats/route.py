@@ -157,6 +157,10 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
                  tuple(diags.findings), tuple(dict.fromkeys(sources)))
 
 
+#: Unknown section ids reported one by one (a broken tsection.dat can miss thousands).
+MAX_SECTION_FINDINGS = 1000
+
+
 def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics) -> np.ndarray:
     sec = tsection.sections
     rows, found = sec.rows(tdb.sections.section_index)
@@ -167,7 +171,14 @@ def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics) -> np
         msg = (f"{len(missing)} track section id(s) used by {len(nodes)} vector node(s) are not in "
                f"tsection.dat (e.g. {', '.join(map(str, missing[:5]))}; nodes "
                f"{', '.join(map(str, nodes[:5]))}): those sections have no length or geometry")
-        diags.problem(FormatError(msg, None))
+        if diags.strict:
+            raise FormatError(msg, None)
+        secs, nodes_of = tdb.sections.section_index[~found], tdb.sections.node[~found]
+        for sid in missing[:MAX_SECTION_FINDINGS]:
+            node = int(nodes_of[np.argmax(secs == sid)])
+            diags.problem(FormatError(f"track section id {int(sid)} is not in tsection.dat: it has no "
+                                      "length or geometry (Open Rails skips it too)", None),
+                          code="SECTION_UNKNOWN", severity="error", node=node, section=int(sid))
     length.flags.writeable = False
     return length
 

@@ -130,10 +130,12 @@ def _csv(cols: dict[str, np.ndarray], order: tuple[str, ...]) -> str:
 
 def _consist(spec: TrainSpec, route: Route, scenario_dir: Path) -> Consist:
     root = Path(route.install_root)
-    found = resolve_file(spec.consist, scenario_dir, root / "TRAINS" / "CONSISTS", root, suffix=".con")
+    # Routes ship their own consists in ROUTE/Consists (any case), as Open Rails reads them.
+    folders = (scenario_dir, root / "TRAINS" / "CONSISTS", Path(route.folder) / "CONSISTS", root)
+    found = resolve_file(spec.consist, *folders, suffix=".con")
     if found is None:
         raise ReplayError(f"train {spec.name!r}: consist {str(spec.consist)!r} not found (looked in "
-                          f"{scenario_dir}, {root / 'TRAINS' / 'CONSISTS'})")
+                          + ", ".join(map(str, folders[:3])) + ")")
     return read_consist(found)
 
 
@@ -412,7 +414,7 @@ class Replay:
                     t.done_at = self.time
                     self._event({"kind": "end_of_line", "time": self.time, "train": t.spec.name,
                                  "message": f"reached the end of the {t.line.length:.0f} m of track built for it"})
-        for k, t in enumerate(self.trains):
+        for t in self.trains:
             if t.done_at is None:
                 self._done(t, dt, float(speed[t.cars].max()))
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
