@@ -74,3 +74,63 @@ def test_every_code_is_documented():
     doc = (Path(__file__).resolve().parent.parent / "docs" / "findings.md").read_text(encoding="utf-8")
     codes = {*CODES, *_CODE_OF_ERROR.values(), "STRAY_PAREN", "SECTION_UNKNOWN", "IGNORED"}
     assert not [c for c in codes if f"`{c}`" not in doc]
+
+
+# -- consists, stand-ins, path length ----------------------------------------------------
+
+
+def _replay(route: Path, tmp_path: Path, path: str = "line.pat", **extra):
+    from tdbtools.physics import replay
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(realworld.scenario(route, path, **extra), encoding="utf-8")
+    return replay(spec)
+
+
+def test_route_consists_folder_and_realistic_dmu_stand_ins(rw, tmp_path):
+    result = _replay(rw, tmp_path)  # rw_dmu is only in ROUTES/RW/Consists
+    t = result.summary["trains"]["dmu"]
+    assert t["finished"] and not t["derailed"] and t["mass_t"] == pytest.approx(125.0)
+    stand_ins = [e["message"] for e in result.events if e["kind"] == "stand_in"]
+    assert len(stand_ins) == 3 and sum("diesel multiple-unit power car" in m for m in stand_ins) == 2
+    tr = result.traces["dmu"]
+    reach = tr["time"][tr["speed"] >= 40 / 3.6]
+    # Real DMUs take 15-25 s to 40 km/h (the old 85 t, 300 kN electric stand-in: 3-4 s).
+    assert len(reach) and reach[0] > 10.0
+
+
+def test_consist_max_velocity_is_a_hard_limit(rw, tmp_path):
+    con = rw / "Consists" / "rw_dmu.con"
+    slow = rw / "Consists" / "rw_slow.con"
+    slow.write_bytes(realworld.utf16_crlf(con.read_bytes()[2:].decode("utf-16-le").replace("25.00000", "8.00000")))
+    from tdbtools.physics import replay
+
+    spec = tmp_path / "slow.toml"
+    spec.write_text(realworld.scenario(rw).replace('consist = "rw_dmu"', 'consist = "rw_slow"'), encoding="utf-8")
+    result = replay(spec)
+    assert result.summary["trains"]["dmu"]["max_speed_kmh"] <= 8.0 * 3.6 + 0.5
+
+
+def test_train_longer_than_its_path_is_a_clear_error(rw, tmp_path):
+    from tdbtools.physics.replay import ReplayError
+
+    with pytest.raises(ReplayError, match="beyond_path"):
+        _replay(rw, tmp_path, "short.pat")
+    result = _replay(rw, tmp_path, "short.pat", beyond_path=100)
+    assert result.summary["trains"]["dmu"]["distance_m"] > 50
+
+
+@pytest.mark.parametrize(("kind", "file", "folder", "others", "expected"), [
+    ("engine", "mfaVIA", "DSB IC3 VIA", [("wagon", "ffVIA", "DSB IC3 VIA")], "dmu"),
+    ("engine", "2030", "DSB IR4", [("wagon", "2230", "DSB IR4")], "emu"),
+    ("engine", "DSB_MX1001", "DSB MX 1001", [], "diesel"),
+    ("engine", "CFL185", "CFL185", [("wagon", "Eanos", "Goods")], "electric"),
+    ("engine", "class66_diesel", "x", [], "diesel"),
+])
+def test_stand_in_variant_follows_names_and_consist(kind, file, folder, others, expected):
+    from tdbtools.formats.consist import CarEntry, Consist, stand_in_variant
+
+    car = CarEntry(kind, 0, False, file, folder)
+    cars = (car, *(CarEntry(k, i + 1, False, f, d) for i, (k, f, d) in enumerate(others)))
+    consist = Consist("<t>", "t", "t", 1, None, cars)
+    assert stand_in_variant(car, consist) == expected

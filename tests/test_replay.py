@@ -214,8 +214,10 @@ duration = 120
 name = "mz"
 consist = "{con}"
 path = "10.pat"
+beyond_path = 2000                # DK24's paths are 10 m stubs: shorter than the engine
 '''
     with pytest.raises(ReplayError, match="mz1401.eng"):
         Replay(scenario(tmp_path, body, route=DK24_ROUTE))
     res = replay(scenario(tmp_path, "stand_in = true\n" + body, route=DK24_ROUTE))
     assert res.summary["trains"]["mz"]["cars"] == 1
+    assert any("diesel locomotive" in e["message"] for e in res.events if e["kind"] == "stand_in")

@@ -21,6 +21,8 @@ forces; see the convergence test).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import time as _time
 from collections.abc import Callable
@@ -243,10 +245,15 @@ class Replay:
                     stocks = resolve_stock(consist, _stock_root(consist, self.route), stand_in=stand_in,
                                            diagnostics=self.diags)
             except RouteError as exc:
-                raise ReplayError(f"train {spec.name!r}: {exc}\n(use stand_in = true to run with "
+                raise ReplayError(f"train {spec.name!r}: {exc}\n(use --stand-in, or stand_in = true in the scenario, to run with "
                                   "generic stock of the same kind)") from None
             flipped = [c.flipped for c in consist.cars]
             model = forces.CarModel.from_stock(stocks, flipped)
+            if consist.max_velocity:
+                # The consist's MaxVelocity is a hard limit: no engine pulls beyond it.
+                cap = np.where(model.is_engine, np.fmin(model.max_velocity, consist.max_velocity),
+                               model.max_velocity)
+                model = dataclasses.replace(model, max_velocity=cap)
             # Coupler free play between buffers touching and coupler taut. Open Rails lets
             # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
             # whole play is 2·slack2 of the coupler each car uses.
@@ -265,6 +272,13 @@ class Replay:
             if front0 > line.length + 1e-6:
                 raise ReplayError(f"train {spec.name!r} ({length:.1f} m) does not fit on its line "
                                   f"({line.length:.1f} m) from {spec.start_offset:.1f} m")
+            if end_s is not None and front0 > end_s + 1e-6:
+                # The stopping point would lie behind the train's front: it would "arrive" at once.
+                path_len = end_s - spec.beyond_path
+                raise ReplayError(
+                    f"train {spec.name!r} is {length:.1f} m long but its path ends {path_len - spec.start_offset:.1f} m "
+                    f"from where it starts (beyond_path {spec.beyond_path:g} m): it cannot run. Give "
+                    f"beyond_path (--beyond-path) of at least {front0 - path_len:.0f} m, or a longer path")
             placed.append((keys.index(key), -front0, spec, consist, model, line, end_s, warns,
                            stocks, flipped, slack))
         placed.sort(key=lambda p: (p[0], p[1]))
