@@ -22,7 +22,6 @@ forces; see the convergence test).
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import time as _time
 from collections.abc import Callable
