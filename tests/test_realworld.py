@@ -134,3 +134,19 @@ def test_stand_in_variant_follows_names_and_consist(kind, file, folder, others, 
     cars = (car, *(CarEntry(k, i + 1, False, f, d) for i, (k, f, d) in enumerate(others)))
     consist = Consist("<t>", "t", "t", 1, None, cars)
     assert stand_in_variant(car, consist) == expected
+
+
+def test_sample_shunt_does_what_its_comment_says():
+    """Walking pace (< 6 km/h), an impact at that speed, the braked freight stays put."""
+    from helpers import SAMPLE_INSTALL
+
+    from tdbtools.physics import replay
+
+    result = replay(SAMPLE_INSTALL / "shunt.toml")
+    s = result.summary["trains"]
+    assert s["engine"]["max_speed_kmh"] < 6.0
+    hits = [e for e in result.events if e["kind"] == "impact"
+            and {c[0] for c in e["cars"]} == {"engine", "standing"}]
+    assert hits and max(e["relative_speed"] for e in hits) < 6.0 / 3.6
+    tr = result.traces["standing"]["distance"]
+    assert abs(tr).max() < 0.5  # braked: it does not roll away
