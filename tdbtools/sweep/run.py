@@ -105,6 +105,11 @@ def run_combination(combo: Combination, traces: bool = False) -> dict:
     rec["end_of_track"] = "end_of_line" in kinds or any(
         e["kind"] == "derailment" and "track end" in str(e.get("message", "")) for e in result.events)
     rec["simulated_s"] = result.summary["simulated_seconds"]
+    if not s["finished"] and not s["derailed"]:
+        # Still running when `duration` ran out: its running time is not a result.
+        rec["status"] = "incomplete"
+        rec["error"] = (f"stopped by duration = {combo.scenario.duration:g} s before the train "
+                        f"finished ({s['distance_m']:.0f} m run)")
     rec["wall_s"] = round(time.perf_counter() - t0, 4)
     if traces:
         rec["result"] = result
@@ -193,6 +198,7 @@ class SweepResult:
             "combinations": len(rows), "ok": len(ok),
             "failed": sum(r["status"] == "error" for r in rows),
             "not_run": sum(r["status"] == "not run" for r in rows),
+            "incomplete": sum(r["status"] == "incomplete" for r in rows),
             "finished": sum(bool(r["finished"]) for r in ok),
             "derailed": sum(bool(r["derailed"]) for r in ok),
             "collisions": sum(int(r["collisions"] or 0) > 0 for r in ok),
@@ -205,6 +211,7 @@ class SweepResult:
     def summary_text(self, *, max_errors: int = 10) -> str:
         s = self.summary()
         lines = [f"{s['combinations']} combinations: {s['ok']} ok, {s['failed']} failed"
+                 + (f", {s['incomplete']} cut off by duration" if s["incomplete"] else "")
                  + (f", {s['not_run']} not run" if s["not_run"] else "")
                  + f"; {s['ran']} replayed now ({s['skipped']} already done)"
                  + (f" in {s['wall_seconds']:.1f} s, {s['replays_per_second']} replays/s on "
@@ -253,8 +260,11 @@ def _client(scheduler: str | None, workers: int | None, processes: bool, dashboa
             yield client, client.dashboard_link, n
         return
     n = workers or max(1, min(os.cpu_count() or 1, n_tasks))
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                      dashboard_address=":8787" if dashboard else None) as cluster, Client(cluster) as client:
+    # Dask's usual :8787 is often held by another cluster (and None means that default):
+    # a free port when wanted, else no dashboard at all.
+    board = {"dashboard_address": ":0"} if dashboard else {"scheduler_kwargs": {"dashboard": False}}
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, **board) as cluster, \
+            Client(cluster) as client:
         yield client, (client.dashboard_link if dashboard else None), n
 
 
