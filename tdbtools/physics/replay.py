@@ -91,7 +91,7 @@ class ReplayResult:
     def write(self, out: str | Path) -> list[Path]:
         """Write ``<train>.csv`` (and ``<train>_cars.csv``), ``events.json`` and
         ``summary.json`` into ``out``, each file atomically."""
-        from ..stf.writer import write_bytes_atomic
+        from .._fs import write_bytes_atomic
 
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
@@ -233,33 +233,17 @@ class Replay:
         self.events: list[dict] = []
         lines: dict = {}
         specs = []
+        # Trains of one scenario mostly share consists: each consist file is read, its
+        # stock resolved and its car model built once (the models are read-only).
+        consists: dict = {}
         for spec in scenario.trains:
-            consist = _consist(spec, self.route, sdir)
             stand_in = spec.stand_in if spec.stand_in is not None else scenario.stand_in
-            try:
-                import warnings
-
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    stocks = resolve_stock(consist, _stock_root(consist, self.route), stand_in=stand_in,
-                                           diagnostics=self.diags)
-            except RouteError as exc:
-                raise ReplayError(f"train {spec.name!r}: {exc}\n(use --stand-in, or stand_in = true in the scenario, to run with "
-                                  "generic stock of the same kind)") from None
-            flipped = [c.flipped for c in consist.cars]
-            model = forces.CarModel.from_stock(stocks, flipped)
-            if consist.max_velocity:
-                # The consist's MaxVelocity is a hard limit: no engine pulls beyond it.
-                cap = np.where(model.is_engine, np.fmin(model.max_velocity, consist.max_velocity),
-                               model.max_velocity)
-                model = dataclasses.replace(model, max_velocity=cap)
-            # Coupler free play between buffers touching and coupler taut. Open Rails lets
-            # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
-            # whole play is 2·slack2 of the coupler each car uses.
-            slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
+            ckey = (str(spec.consist), bool(stand_in))
+            if ckey not in consists:
+                consists[ckey] = self._read_consist(spec, sdir, stand_in)
+            consist, stocks, flipped, model, slack, warns = consists[ckey]
             line, end_s, key = _line_for(spec, self.route, sdir, lines)
-            specs.append((spec, consist, model, line, end_s, key, [str(w.message) for w in caught],
-                          stocks, flipped, slack))
+            specs.append((spec, consist, model, line, end_s, key, list(warns), stocks, flipped, slack))
         # Engine lines: trains on the same line object share one; order the cars of a
         # line front (largest distance) to back.
         keys = list(dict.fromkeys(sp[5] for sp in specs))
@@ -343,6 +327,32 @@ class Replay:
         for t in self.trains:
             for w in t.warnings:
                 self._event({"kind": "stand_in", "time": 0.0, "train": t.spec.name, "message": w})
+
+    def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> tuple:
+        """(consist, stocks, flipped, car model, coupler slack, stand-in warnings) of a train."""
+        consist = _consist(spec, self.route, sdir)
+        try:
+            import warnings
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                stocks = resolve_stock(consist, _stock_root(consist, self.route), stand_in=stand_in,
+                                       diagnostics=self.diags)
+        except RouteError as exc:
+            raise ReplayError(f"train {spec.name!r}: {exc}\n(use --stand-in, or stand_in = true in the "
+                              "scenario, to run with generic stock of the same kind)") from None
+        flipped = [c.flipped for c in consist.cars]
+        model = forces.CarModel.from_stock(stocks, flipped)
+        if consist.max_velocity:
+            # The consist's MaxVelocity is a hard limit: no engine pulls beyond it.
+            cap = np.where(model.is_engine, np.fmin(model.max_velocity, consist.max_velocity),
+                           model.max_velocity)
+            model = dataclasses.replace(model, max_velocity=cap)
+        # Coupler free play between buffers touching and coupler taut. Open Rails lets
+        # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
+        # whole play is 2·slack2 of the coupler each car uses.
+        slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
+        return consist, stocks, flipped, model, slack, tuple(str(w.message) for w in caught)
 
     # -- the loop ---------------------------------------------------------------------------
     def _event(self, e: dict) -> None:

@@ -67,9 +67,10 @@ from ..formats.tdb import (CrossoverItem, EndNode, JunctionNode, PlatformItem, S
 from ..stf import resolve_case_insensitive
 from .geometry import (TILE_SIZE, SectionGeometry, closure, locate_in_section, normalize_tile, point_at,
                        section_end, section_geometry)
+from .paths import resolve_route_paths
 
-__all__ = ["CODES", "AuditFinding", "AuditReport", "PathAudit", "PathsReport", "PdpIssue", "WorldPoint",
-           "audit_paths", "audit_route", "nearest_track"]
+__all__ = ["CODES", "AuditFinding", "AuditReport", "PathAudit", "PathResolution", "PathsReport", "PdpIssue",
+           "WorldPoint", "audit_paths", "audit_route", "nearest_track"]
 
 #: Every finding code and its severity.
 CODES: dict[str, str] = {
@@ -172,6 +173,16 @@ class AuditReport:
     node_ends: dict
     stats: dict = field(default_factory=dict)
     thresholds: dict = field(default_factory=dict)
+    #: With ``audit_route(..., paths=True)``: the .pat files' PDP check ...
+    paths: PathsReport | None = None
+    #: ... and each .pat file resolved through the network (else None).
+    path_resolution: tuple[PathResolution, ...] | None = None
+    #: The loader's findings when the route was loaded leniently.
+    load_warnings: tuple[str, ...] = ()
+
+    @property
+    def unresolved_paths(self) -> list[PathResolution]:
+        return [p for p in self.path_resolution or () if not p.ok]
 
     @property
     def counts(self) -> dict[str, int]:
@@ -189,9 +200,37 @@ class AuditReport:
         return [f for f in self.findings if rank[f.severity] >= rank[min_severity]]
 
     def to_json(self) -> dict:
-        return {"route": self.route, "findings": [f.to_json() for f in self.findings],
+        """The report ``tdbtools audit --json`` prints."""
+        data = {"route": self.route, "findings": [f.to_json() for f in self.findings],
                 "closure": self.closure, "node_ends": self.node_ends, "counts": self.counts,
                 "stats": self.stats, "thresholds": self.thresholds}
+        if self.paths is not None:
+            data["paths"] = self.paths.to_json()
+        if self.path_resolution is not None:
+            data["path_resolution"] = {
+                "files": len(self.path_resolution),
+                "resolved": sum(1 for p in self.path_resolution if p.ok),
+                "unresolved": [p.to_json() for p in self.unresolved_paths]}
+        if self.load_warnings:
+            data["load_warnings"] = list(self.load_warnings)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class PathResolution:
+    """One ``.pat`` file resolved through the track network: ``ok`` when it gives a
+    continuous route; else ``error`` (it could not be read or resolved) or
+    ``problems``."""
+
+    file: str
+    ok: bool
+    error: str | None = None
+    problems: tuple[str, ...] = ()
+    length_m: float | None = None
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "ok": self.ok, "error": self.error, "problems": list(self.problems),
+                "length_m": self.length_m}
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -303,9 +342,12 @@ def nearest_track(route: Route, tile_x, tile_z, x, z, *, geom: SectionGeometry |
 
 def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance: float = 0.5,
                 item_tolerance: float = 5.0, kink_tolerance: float = 0.01,
-                unreferenced_items: bool = True) -> AuditReport:
+                unreferenced_items: bool = True, paths: bool = False) -> AuditReport:
     """Audit the topology, geometry and items of ``route`` (see the module docstring
-    for the finding codes). Tolerances are metres, ``kink_tolerance`` radians."""
+    for the finding codes). Tolerances are metres, ``kink_tolerance`` radians.
+
+    With ``paths=True`` the report also holds :func:`audit_paths` and every ``.pat``
+    of the route resolved on the track (what ``tdbtools audit`` checks by default)."""
     geom = section_geometry(route)
     places = _Places(route, geom)
     findings: list[AuditFinding] = []
@@ -325,11 +367,23 @@ def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance:
     end_ok = clo.end_gap[~np.isnan(clo.end_gap)]
     node_ends = _stats(end_ok)
     node_ends["count"] = node_ends.pop("joins")
+    paths_report = resolution = None
+    if paths:
+        paths_report = audit_paths(route)
+        resolution = tuple(_resolve_paths(route))
     return AuditReport(
         route=route.name, findings=tuple(findings), closure=_stats(clo.join_gap), node_ends=node_ends,
         stats=stats,
         thresholds={"gap_tolerance": gap_tolerance, "node_end_tolerance": node_end_tolerance,
-                    "item_tolerance": item_tolerance, "kink_tolerance": kink_tolerance})
+                    "item_tolerance": item_tolerance, "kink_tolerance": kink_tolerance},
+        paths=paths_report, path_resolution=resolution,
+        load_warnings=tuple(str(w) for w in route.warnings))
+
+
+def _resolve_paths(route: Route) -> list[PathResolution]:
+    return [PathResolution(name, bool(res and res.ok), err or None, tuple(res.problems) if res else (),
+                           round(res.length, 3) if res else None)
+            for name, res, err in resolve_route_paths(route)]
 
 
 def _audit_pins(route: Route, places: _Places, out: list[AuditFinding]) -> None:
