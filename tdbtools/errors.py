@@ -15,14 +15,15 @@ class TdbToolsError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    """A place in a source file (1-based line and column)."""
+    """A place in a source file (1-based line and column; line 0: the file as a whole,
+    e.g. a file that is missing or cannot be read)."""
 
     path: str
     line: int
     column: int
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.column}"
+        return f"{self.path}:{self.line}:{self.column}" if self.line > 0 else self.path
 
 
 def caret_snippet(text: str, line: int, column: int, *, width: int = 100) -> str:
@@ -154,7 +155,8 @@ class Finding:
                 "node": self.node, "section": self.section, "item": self.item, "count": self.count}
 
 
-def summarize_findings(findings, *, first: int = 3, what: str = "tolerated") -> str:  # noqa: ANN001
+def summarize_findings(findings, *, first: int = 3, what: str = "tolerated",  # noqa: ANN001
+                       hint: str = "run `tdbtools audit` for all; --strict refuses such routes") -> str:
     """One short paragraph: counts by code, the first few, and where to see them all."""
     counts: dict[str, int] = {}
     for f in findings:
@@ -165,7 +167,8 @@ def summarize_findings(findings, *, first: int = 3, what: str = "tolerated") -> 
     head = ", ".join(f"{n} {code}" for code, n in sorted(counts.items()))
     lines = [f"warning: {what} {total} defect(s) Open Rails also tolerates: {head}"]
     lines.extend(f"  {f}" for f in list(findings)[:first])
-    lines.append("  run `tdbtools audit` for all; --strict refuses such routes")
+    if hint:
+        lines.append(f"  {hint}")
     return "\n".join(lines)
 
 

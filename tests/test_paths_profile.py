@@ -146,7 +146,7 @@ def test_cli_audit_sample_is_clean_and_json_has_closure():
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["findings"] == [] and d["closure"]["joins"] == 14 and d["closure"]["max"] < 0.001
-    assert d["path_resolution"]["resolved"] == 3
+    assert d["paths"]["counts"]["resolved"] == 3 and d["paths"]["counts"]["read_ok"] == 3
 
 
 @needs_dk24
@@ -162,8 +162,9 @@ def test_dk24_paths_and_audit():
         if res and res.ok:
             assert res.length > 0 and read_pat(DK24_ROUTE / "PATHS" / name).nodes
     r = CliRunner().invoke(main, ["audit", str(DK24_ROUTE), "--json", "--strict"])
-    assert r.exit_code == 1  # findings exist
-    d = json.loads(r.output)
+    assert r.exit_code == 1  # errors exist (58.pat does not resolve)
+    assert "resolving paths: 313" in r.stderr
+    d = json.loads(r.stdout)  # progress goes to stderr
     gaps = sorted(f["value"] for f in d["findings"] if f["code"] == "GAP_IN_NODE")
     assert len(gaps) == 2 and abs(gaps[0] - 25.73) < 0.5 and abs(gaps[1] - 100.0) < 0.5
     assert d["closure"]["p99"] < 0.01

@@ -46,7 +46,7 @@ def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     header = (tmp_path / "out" / "passenger.csv").read_text().splitlines()[0].split(",")
     assert header == ["time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
-                      "tile_x", "tile_z", "x", "y", "z", "grade"]
+                      "tile_x", "tile_z", "x", "y", "z", "grade_permille"]
     json.loads((tmp_path / "out" / "events.json").read_text())
 
 

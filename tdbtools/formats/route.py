@@ -97,8 +97,8 @@ class Route:
 def find_route_files(path: str | Path) -> RouteFiles:
     """Find the .trk, .tdb, .rdb and tsection files of the route folder ``path``."""
     folder = Path(path)
-    if folder.is_file() and folder.suffix.lower() == ".trk":
-        folder = folder.parent
+    if folder.is_file() and folder.suffix.lower() in (".trk", ".tdb", ".rdb"):
+        folder = folder.parent  # a route's own file stands for its folder
     if not folder.is_dir():
         raise RouteError(f"route folder not found: {str(folder)!r}")
     folder = folder.resolve()

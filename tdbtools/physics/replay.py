@@ -43,8 +43,14 @@ from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
 from .trackline import TrackLine
 
 TRACE_COLUMNS = ("time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
-                 "tile_x", "tile_z", "x", "y", "z", "grade")
+                 "tile_x", "tile_z", "x", "y", "z", "grade_permille")
 CAR_COLUMNS = ("time", "car", "front", "speed", "gap", "force")
+
+#: The units of the numbers in events.json (written with the events).
+EVENT_UNITS = {"time": "s", "relative_speed": "m/s", "impulse": "N·s", "energy_lost": "J",
+               "distance": "m", "speed": "m/s", "closing_speed": "m/s",
+               "location.x/y/z": "m in the tile (y: height)",
+               "cars": "[train, car index from the front]"}
 
 
 class ReplayError(TdbToolsError):
@@ -90,7 +96,8 @@ class ReplayResult:
 
     def write(self, out: str | Path) -> list[Path]:
         """Write ``<train>.csv`` (and ``<train>_cars.csv``), ``events.json`` and
-        ``summary.json`` into ``out``, each file atomically."""
+        ``summary.json`` into ``out``, each file atomically. events.json is ``{"units":
+        EVENT_UNITS, "events": [...]}``."""
         from .._fs import write_bytes_atomic
 
         folder = Path(out)
@@ -104,7 +111,8 @@ class ReplayResult:
             p = folder / f"{safe_name(name)}_cars.csv"
             write_bytes_atomic(p, _csv(cols, CAR_COLUMNS).encode())
             written.append(p)
-        for fname, data in (("events.json", list(self.events)), ("summary.json", self.summary)):
+        events = {"units": EVENT_UNITS, "events": list(self.events)}
+        for fname, data in (("events.json", events), ("summary.json", self.summary)):
             p = folder / fname
             write_bytes_atomic(p, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
             written.append(p)
@@ -571,7 +579,7 @@ class Replay:
             brake_out = c.brake if not c.deceleration else min(1.0, float(brk[sl].sum() / max(t.model.max_brake.sum(), 1.0)))
             t.rows.append((self.time, float(x[sl][0]) - t.front0, speed, acc, c.throttle, brake_out,
                            int(node[0]), float(off[0]), loc.tile_x, loc.tile_z, loc.x, loc.y, loc.z,
-                           float(t.line.grade_at(np.array([s_front]))[0])))
+                           1000.0 * float(t.line.grade_at(np.array([s_front]))[0])))
             if self.cars_trace:
                 # gap[i] is the joint behind car i (n − 1 of them): the last car of a
                 # train has none towards the next train.

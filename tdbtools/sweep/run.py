@@ -53,17 +53,18 @@ def _route_cache() -> dict:
     return cache
 
 
-def worker_route(folder: str | Path):
+def worker_route(folder: str | Path, strict: bool = True):
     """The route in ``folder``, loaded (from the on-disk cache) once per worker.
-    Returns ``(route, loaded_now)``."""
+    Returns ``(route, loaded_now)``. ``strict=False``: loaded as Open Rails does
+    (docs/findings.md §1)."""
     from ..formats.route import load_route
 
-    key = str(folder)
+    key = f"{folder}|{strict}"
     with _LOCK:
         cache = _route_cache()
         if key in cache:
             return cache[key], False
-        route = load_route(folder)
+        route = load_route(folder, strict=strict)
         cache[key] = route
         return route, True
 
@@ -77,7 +78,7 @@ def _worker_name() -> str:
         return "local"
 
 
-def run_combination(combo: Combination, traces: bool = False) -> dict:
+def run_combination(combo: Combination, traces: bool = False, strict: bool = True) -> dict:
     """Replay one combination; never raises: a replay that cannot start or fails is a
     record with ``status = "error"`` and the message. With ``traces`` the record also
     holds the :class:`~tdbtools.physics.replay.ReplayResult` under ``"result"``."""
@@ -88,7 +89,7 @@ def run_combination(combo: Combination, traces: bool = False) -> dict:
                            "params": combo.params, "status": "ok", "error": None,
                            "worker": _worker_name(), "route_loaded": False}
     try:
-        route, rec["route_loaded"] = worker_route(combo.scenario.route)
+        route, rec["route_loaded"] = worker_route(combo.scenario.route, strict)
         result = Replay(combo.scenario, route=route).run()
     except Exception as exc:  # noqa: BLE001 - a failing combination must not stop the sweep
         rec["status"] = "error"
@@ -287,7 +288,7 @@ def _accepts_n_workers(client) -> bool:
 def run_sweep(spec: SweepSpec | str | Path, *, out: str | Path, scheduler: str | None = None,
               workers: int | None = None, progress: Progress | None = None, traces: bool | None = None,
               processes: bool = True, dashboard: bool = True, parquet: bool = False,
-              log: Callable[[str], None] | None = None) -> SweepResult:
+              log: Callable[[str], None] | None = None, strict: bool = True) -> SweepResult:
     """Run every combination of ``spec`` not already done in ``out``.
 
     ``scheduler``: address of an existing Dask scheduler (``tcp://host:8786``); without
@@ -297,7 +298,8 @@ def run_sweep(spec: SweepSpec | str | Path, *, out: str | Path, scheduler: str |
     cluster is up, then after every finished combination. ``log`` receives messages
     (the dashboard address, how much is already done). Results go to
     ``out/results/<key>.json`` as each replay finishes, then to ``out/sweep.csv``
-    (and ``out/sweep.parquet`` with ``parquet``, which needs pyarrow).
+    (and ``out/sweep.parquet`` with ``parquet``, which needs pyarrow). ``strict=False``
+    loads the route as Open Rails does (defects it tolerates are tolerated).
     """
     spec = spec if isinstance(spec, SweepSpec) else read_sweep_spec(spec)
     want_traces = spec.traces if traces is None else traces
@@ -330,7 +332,7 @@ def run_sweep(spec: SweepSpec | str | Path, *, out: str | Path, scheduler: str |
             if progress:
                 progress(count, total, None)
             token = os.urandom(4).hex()
-            futures = {client.submit(run_combination, c, want_traces, key=f"replay-{c.key}-{token}",
+            futures = {client.submit(run_combination, c, want_traces, strict, key=f"replay-{c.key}-{token}",
                                      pure=False): c for c in todo}
             for fut in as_completed(futures):
                 c = futures[fut]

@@ -122,7 +122,7 @@ TrackDB (
 			TrVectorNode (
 				TrVectorSections ( {SECTIONS} {' '.join(rows)} )
 			)
-			TrPins ( 1 1 TrPin ( 1 1 ) TrPin ( 3 0 ) )
+			TrPins ( 1 1 TrPin ( 1 1 ) TrPin ( 3 1 ) )
 		)
 		TrackNode ( 3
 			TrEndNode ( 0 )
