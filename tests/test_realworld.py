@@ -150,3 +150,71 @@ def test_sample_shunt_does_what_its_comment_says():
     assert hits and max(e["relative_speed"] for e in hits) < 6.0 / 3.6
     tr = result.traces["standing"]["distance"]
     assert abs(tr).max() < 0.5  # braked: it does not roll away
+
+
+# -- convert keeps every block ----------------------------------------------------------
+
+
+def _convert_pairs(route, out):
+    from tdbtools.export import convert_route
+
+    convert_route(route, out)
+    base = route.trk.filename
+    folder = Path(route.folder)
+    local = folder / "tsection.dat"
+    pairs = [(folder / f"{base}.trk", out / f"{base}.trk"), (folder / f"{base}.tdb", out / f"{base}.tdb"),
+             (Path(route.tsection.files[0]), out / "OPENRAILS" / "tsection.dat")]
+    if (folder / f"{base}.rdb").is_file():
+        pairs.append((folder / f"{base}.rdb", out / f"{base}.rdb"))
+    if local.is_file():
+        pairs.append((local, out / "tsection.dat"))
+    return pairs
+
+
+def _assert_same_trees(pairs):
+    for orig, conv in pairs:
+        a, b = parse_file(orig, strict=False), parse_file(conv)
+        assert a == b and a.signature == b.signature, f"{conv.name} differs from {orig}"
+        assert conv.read_bytes()[:2] == b"\xff\xfe"
+
+
+def test_convert_is_lossless_file_by_file_on_the_sample(tmp_path):
+    from helpers import SAMPLE_ROUTE
+
+    route = load_route(SAMPLE_ROUTE, cache=False)
+    pairs = _convert_pairs(route, tmp_path)
+    assert len(pairs) == 5
+    _assert_same_trees(pairs)
+    trk = parse_file(tmp_path / "SAMPLE.trk").find("Tr_RouteFile")
+    assert trk.find("Environment") is not None and trk.find("Graphic") is not None
+
+
+def test_convert_of_a_changed_model_keeps_the_blocks_it_does_not_interpret(tmp_path):
+    import dataclasses
+
+    from helpers import SAMPLE_ROUTE
+
+    from tdbtools.export import convert_route
+    from tdbtools.formats.trk import read_trk
+
+    route = load_route(SAMPLE_ROUTE, cache=False)
+    changed = dataclasses.replace(route, trk=dataclasses.replace(route.trk, name="Renamed"))
+    convert_route(changed, tmp_path)
+    orig = parse_file(SAMPLE_ROUTE / "SAMPLE.trk").find("Tr_RouteFile")
+    conv = parse_file(tmp_path / "SAMPLE.trk").find("Tr_RouteFile")
+    assert read_trk(tmp_path / "SAMPLE.trk").name == "Renamed"
+    names = [b.name for b in orig.items if isinstance(b, type(orig))]
+    assert [b.name for b in conv.items if isinstance(b, type(conv))] == names  # every block, in place
+    assert conv.find("Environment") == orig.find("Environment")
+
+
+@pytest.mark.dk24
+@pytest.mark.slow
+def test_convert_is_lossless_file_by_file_on_dk24(tmp_path):
+    from helpers import DK24_ROUTE, needs_dk24
+
+    if needs_dk24.args[0]:
+        pytest.skip(needs_dk24.kwargs["reason"])
+    pairs = _convert_pairs(load_route(DK24_ROUTE), tmp_path)
+    assert len(pairs) == 5
+    _assert_same_trees(pairs)

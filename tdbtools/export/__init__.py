@@ -9,12 +9,40 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..formats.route import Route
-from .geo import (EARTH_RADIUS, IGH_PROJ, IGH_X0, IGH_Y0, geojson_text, igh_xy, route_geojson,
-                  tile_to_lonlat, world_to_lonlat, write_geojson)
-from .model_json import (route_from_dict, route_from_json, route_to_dict, route_to_json,
-                         tdb_from_dict, tdb_to_dict, tsection_from_dict, tsection_to_dict, write_json)
-from .msts import (GLOBAL_TSECTION_SIGNATURE, TDB_SIGNATURE, ExportError, split_tsection, tdb_text,
-                   tsection_text, write_tdb, write_tsection)
+from .convert import convert_route, merge_blocks
+from .geo import (
+    EARTH_RADIUS,
+    IGH_PROJ,
+    IGH_X0,
+    IGH_Y0,
+    geojson_text,
+    igh_xy,
+    route_geojson,
+    tile_to_lonlat,
+    world_to_lonlat,
+    write_geojson,
+)
+from .model_json import (
+    route_from_dict,
+    route_from_json,
+    route_to_dict,
+    route_to_json,
+    tdb_from_dict,
+    tdb_to_dict,
+    tsection_from_dict,
+    tsection_to_dict,
+    write_json,
+)
+from .msts import (
+    GLOBAL_TSECTION_SIGNATURE,
+    TDB_SIGNATURE,
+    ExportError,
+    split_tsection,
+    tdb_text,
+    tsection_text,
+    write_tdb,
+    write_tsection,
+)
 from .samples import CSV_COLUMNS, csv_text, sample_track, vtp_text, write_csv, write_vtp
 
 FORMATS = ("geojson", "json", "csv", "vtk")
@@ -36,38 +64,8 @@ def export_route(route: Route, fmt: str, path: str | Path | None = None, *, over
     raise ExportError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
 
 
-def convert_route(route: Route, folder: str | Path, *, overwrite: bool = False) -> list[Path]:
-    """Write the route's track and road databases and tsection tables as MSTS files
-    into ``folder`` (which must exist): ``<FileName>.trk``, ``<FileName>.tdb``, ``<FileName>.rdb`` (if
-    any), ``OPENRAILS/tsection.dat`` (global layout: sections and shapes) and
-    ``tsection.dat`` (route-local layout: the dynamic-track paths and their sections,
-    if any). Reading the global file and then the local one gives ``route.tsection``
-    again. Nothing is written if any target exists (unless ``overwrite``)."""
-    from .msts import check_target
-
-    out = Path(folder)
-    if not out.is_dir():
-        raise ExportError(f"output folder {str(out)!r} does not exist")
-    from .msts import write_trk
-
-    base = route.trk.filename or "route"
-    glob, local = split_tsection(route.tsection)
-    jobs: list[tuple[Path, object]] = [(out / f"{base}.tdb", lambda p: write_tdb(route.tdb, p, overwrite=True)),
-                                       (out / f"{base}.trk", lambda p: write_trk(route.trk, p, overwrite=True))]
-    if route.rdb is not None:
-        jobs.append((out / f"{base}.rdb", lambda p: write_tdb(route.rdb, p, overwrite=True)))
-    (out / "OPENRAILS").mkdir(exist_ok=True)
-    jobs.append((out / "OPENRAILS" / "tsection.dat",
-                 lambda p: write_tsection(glob, p, layout="global", overwrite=True)))
-    if local.track_paths or len(local.sections):
-        jobs.append((out / "tsection.dat", lambda p: write_tsection(local, p, layout="local", overwrite=True)))
-    for p, _ in jobs:
-        check_target(p, overwrite)
-    return [job(p) for p, job in jobs]
-
-
 __all__ = [
-    "FORMATS", "export_route", "convert_route", "ExportError",
+    "FORMATS", "export_route", "convert_route", "merge_blocks", "ExportError",
     "EARTH_RADIUS", "IGH_PROJ", "IGH_X0", "IGH_Y0", "igh_xy", "tile_to_lonlat", "world_to_lonlat",
     "route_geojson", "geojson_text", "write_geojson",
     "route_to_dict", "route_to_json", "route_from_dict", "route_from_json", "write_json",
