@@ -218,3 +218,110 @@ def test_convert_is_lossless_file_by_file_on_dk24(tmp_path):
     pairs = _convert_pairs(load_route(DK24_ROUTE), tmp_path)
     assert len(pairs) == 5
     _assert_same_trees(pairs)
+
+
+# -- the command line on a route as found ---------------------------------------------------
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_every_route_command_tolerates_and_strict_refuses(rw_missing, tmp_path):
+    runs = {
+        "info": ("info", rw_missing),
+        "locate": ("locate", rw_missing, "--tile", *realworld.TILE, "--pos", 0.5, -250),
+        "profile": ("profile", rw_missing, "--path", "line"),
+        "export": ("export", rw_missing, "--out", tmp_path / "x.csv"),
+        "convert": ("convert", rw_missing, "--out", tmp_path / "conv"),
+    }
+    for name, args in runs.items():
+        r = _cli(*args)
+        assert r.exit_code == 0, (name, r.output)
+        assert r.stderr.count("1 SECTION_UNKNOWN") == 1 and "tdbtools audit" in r.stderr, name
+        strict = _cli(*args, "--strict", *(("--overwrite",) if name in ("export", "convert") else ()))
+        assert strict.exit_code == 2 and "not in tsection.dat" in strict.stderr, name
+    assert (tmp_path / "x.csv").read_text().splitlines()[0].endswith("grade_permille,curvature")
+
+
+def test_audit_never_refuses_and_follows_linters_exit_codes(rw, rw_missing):
+    r = _cli("audit", rw_missing, "--json")
+    assert r.exit_code == 1  # an error: the unknown section
+    import json
+
+    d = json.loads(r.stdout)
+    assert [f["code"] for f in d["findings"]] == ["SECTION_UNKNOWN"]
+    assert d["paths"]["counts"]["files"] == 2 and d["paths"]["counts"]["resolved"] == 2
+    assert _cli("audit", rw).exit_code == 0
+
+
+def test_audit_strict_counts_warnings(tmp_path):
+    route = realworld.make_route(tmp_path)
+    tdb = route / "RW.tdb"
+    text = tdb.read_bytes()[2:].decode("utf-16-le").replace("TrPin ( 3 1 )", "TrPin ( 3 0 )")
+    tdb.write_bytes(realworld.utf16_crlf(text))  # a pin direction that disagrees: a warning
+    assert _cli("audit", route).exit_code == 0
+    r = _cli("audit", route, "--strict")
+    assert r.exit_code == 1 and "PIN_DIRECTION" in r.stdout
+
+
+def test_parse_tolerates_a_stray_paren_and_strict_refuses(rw):
+    r = _cli("parse", rw / "carspawn.dat")
+    assert r.exit_code == 0 and "CarSpawnerList" in r.stdout and "STRAY_PAREN" in r.stderr
+    r = _cli("parse", rw / "carspawn.dat", "--strict")
+    assert r.exit_code == 2 and ":7:1: unmatched ')'" in r.stderr
+
+
+def test_replay_prints_stand_ins_readable_events_and_units(rw, tmp_path):
+    import json
+
+    r = _cli("replay", "--route", rw, "--consist", "rw_dmu", "--path", "line.pat", "--out", tmp_path / "o")
+    assert r.exit_code == 2 and "--stand-in" in r.stderr
+    r = _cli("replay", "--route", rw, "--consist", "rw_dmu", "--path", "line.pat", "--stand-in",
+             "--max-speed", 30, "--out", tmp_path / "o")
+    assert r.exit_code == 0, r.output
+    assert r.stderr.count("diesel multiple-unit power car stand-in") == 2
+    assert "[[" not in r.stdout and "['" not in r.stdout  # no Python reprs
+    events = json.loads((tmp_path / "o" / "events.json").read_text())
+    assert events["units"]["time"] == "s" and events["events"]
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["trains"]["rw_dmu"]["max_speed_kmh"] <= 31.0
+    r = _cli("replay", "--route", rw, "--consist", "rw_dmu", "--path", "short.pat", "--stand-in",
+             "--out", tmp_path / "o2")
+    assert r.exit_code == 2 and "--beyond-path" in r.stderr
+    r = _cli("replay", "--route", rw, "--consist", "rw_dmu", "--path", "short.pat", "--stand-in",
+             "--beyond-path", 100, "--out", tmp_path / "o2")
+    assert r.exit_code == 0, r.output
+
+
+def test_smaller_cli_points(rw, tmp_path):
+    r = _cli("info", rw / "RW.tdb")  # a file of the route stands for its folder
+    assert r.exit_code == 0 and "Realworld defects line" in r.stdout
+    r = _cli("parse", tmp_path / "missing.dat")
+    assert r.exit_code == 2 and ":1:1" not in r.stderr and "file not found" in r.stderr
+    r = _cli("--debug", "parse", tmp_path / "missing.dat")
+    assert r.exit_code == 2 and "Traceback" in r.stderr  # --debug shows it, the status stays
+    far = _cli("locate", rw, "--tile", *realworld.TILE, "--pos", 4.0, -250)
+    assert far.exit_code == 2 and "2.5 m" in far.stderr
+    near = _cli("locate", rw, "--tile", *realworld.TILE, "--pos", 4.0, -250, "--tolerance", 5)
+    assert near.exit_code == 0 and "+4.000 m right" in near.stdout
+    r = _cli("export", rw, "--out", tmp_path / "x.json")
+    assert r.exit_code == 0 and (tmp_path / "x.json").read_text().startswith("{")
+    r = _cli("export", rw, "--out", tmp_path / "x.json")
+    assert r.exit_code == 2 and "--overwrite" in r.stderr
+    assert _cli("export", rw).exit_code == 2  # neither --format nor --out
+
+
+def test_gentle_buffer_impacts_are_not_listed_as_faults():
+    from tdbtools.cli import _event_lines
+
+    gentle = {"kind": "impact", "time": 50.0, "relative_speed": 0.3, "cars": [["t", 0], ["t", 1]]}
+    hard = {"kind": "impact", "time": 60.0, "relative_speed": 3.0, "cars": [["a", 2], ["b", 0]],
+            "location": {"node": 4}}
+    lines = _event_lines([gentle, gentle, hard])
+    assert lines[0] == "  impact at 60.0 s: 10.8 km/h between a car 2 and b car 0 (node 4)"
+    assert "2 gentle buffer impact(s)" in lines[1] and "normal" in lines[1]
