@@ -99,7 +99,8 @@ def _tolerated(findings, hint: str | None = None) -> None:  # noqa: ANN001
 
     shown = [f for f in findings if f.severity != "info"]
     if shown:
-        click.echo(summarize_findings(shown, **({"hint": hint} if hint else {})), err=True)
+        text = summarize_findings(shown, hint=hint) if hint else summarize_findings(shown)
+        click.echo(text, err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -186,13 +186,13 @@ class Diagnostics:
         self.findings: list[Finding] = []
         self._kept: dict[str, list[int]] = {}
 
-    def problem(self, error: SourceError, code: str | None = None, severity: str = "warning",
-                **ids: int | None) -> None:
+    def problem(self, error: SourceError, code: str | None = None, severity: str = "warning", *,
+                node: int | None = None, section: int | None = None, item: int | None = None) -> None:
         """A defect: raised when strict, else recorded (a warning unless told)."""
         if self.strict:
             raise error
-        self.add(Finding(error.message, error.location,
-                         code or _CODE_OF_ERROR.get(type(error).__name__, "FORMAT"), severity, **ids))
+        self.add(Finding(error.message, error.location, code or _CODE_OF_ERROR.get(type(error).__name__, "FORMAT"),
+                         severity, node, section, item))
 
     def note(self, message: str, location: Location | None = None, code: str = "IGNORED") -> None:
         """A remark that is never fatal (e.g. a legal but unusual construct)."""

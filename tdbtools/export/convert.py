@@ -155,6 +155,8 @@ def _route_file(route: Route, doc: Document | None, target: Path) -> Path:
 
 
 def _tsection_unchanged(route: Route, src: dict[str, str | None]) -> bool:
+    if src["tsection_global"] is None:
+        return False
     try:
         again = read_tsection([src["tsection_global"]], src["tsection_local"],
                               diagnostics=Diagnostics(strict=False), root=route.install_root)
