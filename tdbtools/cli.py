@@ -492,6 +492,35 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
+@main.command("path")
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--from", "start", required=True, metavar="PLACE",
+              help='Start (the rear of the train): "TX TZ X Z", a track node number, or a platform/station name.')
+@click.option("--to", "end", required=True, metavar="PLACE", help="End, as --from.")
+@click.option("--via", multiple=True, metavar="PLACE", help="A point to pass, as --from (repeatable).")
+@click.option("--reversals", is_flag=True, help="Allow the train to turn at a via point.")
+@click.option("--name", default="", help="Display name written into the file.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="The .pat file to write.")
+@click.option("--json", "as_json", is_flag=True, help="Print the built path as JSON.")
+@_handle_errors
+def path_cmd(route: Path, start: str, end: str, via: tuple[str, ...], reversals: bool, name: str,
+             out: Path, as_json: bool) -> None:
+    """Build the shortest path between places and write it as a .pat file Open Rails loads."""
+    from .track.pathbuild import build_path, write_path
+
+    r = _load(route)
+    built = build_path(r, start, end, list(via), reversals=reversals, name=name)
+    write_path(r, built, out)
+    d = {"file": str(out), "length_m": round(built.length, 3), "from": built.labels[0], "to": built.labels[-1],
+         "junctions": len(built.junctions), "reversals": list(built.reversals),
+         "nodes": [list(x) for x in built.node_sequence()]}
+    if as_json:
+        click.echo(json.dumps(d, indent=2))
+        return
+    click.echo(f"wrote {out}: {d['from']} -> {d['to']}, {built.length / 1000.0:.3f} km over "
+               f"{len(built.node_sequence())} nodes, {len(built.junctions)} junctions, {len(built.reversals)} reversals")
+
+
 def bundled_scenario() -> Path:
     return bundled_sample_route().parent.parent / "replay.toml"
 
@@ -522,7 +551,16 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     SCENARIO is a TOML file; or give --route, --consist and --path; with neither, the
     bundled sample scenario runs on the sample route. Writes <train>.csv traces,
     events.json and summary.json into --out.
+
+    SCENARIO may be an activity (.act in <route>/ACTIVITIES): the player and every AI
+    service run from their start times with station stops; --out also gets
+    timetable.csv, and --plot draws the space-time chart. Exit status 1 when a train
+    derailed, collided, deadlocked or got stuck.
     """
+    if scenario is not None and scenario.suffix.lower() == ".act":
+        if route_opt or consist_opt or path_opt or cars:
+            raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
+        raise click.exceptions.Exit(_replay_activity(scenario, stand_in, out_dir, plot, step, duration))
     from .physics.replay import Replay
     from .physics.scenario import one_train_scenario, read_scenario, with_settings
 
@@ -618,6 +656,34 @@ def _event_lines(events, limit: int = 20) -> list[str]:  # noqa: ANN001
         top = max(e["relative_speed"] for e in gentle) * 3.6
         out.append(f"  {len(gentle)} gentle buffer impact(s) (slack running in, at most {top:.1f} km/h): normal")
     return out
+
+
+def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step: float | None,
+                     duration: float | None) -> int:
+    from .physics.activity import clock, replay_activity
+
+    result = replay_activity(act, stand_in=stand_in, step=step if step is not None else 0.5, duration=duration)
+    files = result.write(out_dir)
+    if plot:
+        from .render.spacetime import plot_space_time
+
+        files.append(plot_space_time(result, out_dir / "spacetime.png"))
+    s = result.replay.summary
+    click.echo(f"{s['activity']} ({s['route']}): {s['clock_start']}-{s['clock_end']}, {s['simulated_seconds']:.0f} s "
+               f"simulated in {s['wall_seconds']:.2f} s ({s['realtime_factor']}x real time)")
+    for name, t in s["trains"].items():
+        state = ("derailed" if t["derailed"] else "stuck" if t["stuck"] else
+                 "reached its end" if t["reached_end"] else "did not reach its end")
+        click.echo(f"  {name}: start {t['start']}, {t['distance_m'] / 1000.0:.2f} km, "
+                   f"{t['stops']}/{t['booked_stops']} stops; {state}")
+    for r in result.timetable:
+        click.echo(f"  {r['train']} at {r['platform']}: booked {clock(r['sched_arr'])}-{clock(r['sched_dep'])}, "
+                   f"actual {clock(r['actual_arr'])}-{clock(r['actual_dep'])}")
+    for e in result.replay.events:
+        if e["kind"] in ("deadlock", "stuck", "derailment", "collision", "side_collision", "not_at_end"):
+            click.echo(f"  event {e.get('clock', '')} {e['kind']}: {e.get('message', '')}")
+    click.echo(f"wrote {len(files)} files to {out_dir}")
+    return EXIT_FINDINGS if result.failed else 0
 
 
 class _NullBar:

@@ -206,7 +206,7 @@ def _read_everything(path: Path, reader: str) -> list:
     bad = []
     for mode in (True, False):
         run, _ = fuzz.timed("strict" if mode else "lenient",
-                            lambda: fuzz.READERS[reader](path, Diagnostics(strict=mode)))
+                            lambda mode=mode: fuzz.READERS[reader](path, Diagnostics(strict=mode)))
         if run.failed:
             bad.append(run)
         elif not mode and run.outcome not in ("ok", "DecodeError", "StfSyntaxError"):

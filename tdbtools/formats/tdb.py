@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import ClassVar, Union
+from typing import ClassVar
 
 import numpy as np
 
@@ -97,7 +97,7 @@ class EndNode(TrackNode):
     kind: ClassVar[str] = "end"
 
 
-AnyNode = Union[VectorNode, JunctionNode, EndNode]
+AnyNode = VectorNode | JunctionNode | EndNode
 
 #: Node indices and pin links are unsigned 32-bit (to_uint); section integers are read
 #: through float64 and must be exact there.

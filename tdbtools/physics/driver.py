@@ -92,9 +92,6 @@ class AutoDriver:
             out.append((0.0, max(self.stop_at - self.STOP_SHORT - st.front, 0.0)))
         return out
 
-    def permitted(self, st: DriveState) -> float:
-        two_a = 2.0 * self.decel
-        return min(math.sqrt(vk * vk + two_a * d) for vk, d in self.constraints(st))
 
     def __call__(self, st: DriveState) -> Controls:
         cons = self.constraints(st)

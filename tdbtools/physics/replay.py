@@ -527,6 +527,11 @@ class Replay:
                 if t.spec.name == ev.train:
                     t.derailed = True
 
+    def on_track(self) -> np.ndarray | None:
+        """Which trains are on the track now (None: all). Subclasses that start trains
+        late or take them off at the end of their run say so here."""
+        return None
+
     def _check_collisions(self) -> None:
         """Track occupancy and side collisions, for trains whose boxes come close (a
         broad phase over all trains at once; the exact checks run only for those)."""
@@ -551,6 +556,9 @@ class Replay:
         close = ((lo_x[:, None] - pad <= hi_x[None, :]) & (lo_x[None, :] - pad <= hi_x[:, None])
                  & (lo_z[:, None] - pad <= hi_z[None, :]) & (lo_z[None, :] - pad <= hi_z[:, None]))
         np.fill_diagonal(close, False)
+        active = self.on_track()
+        if active is not None:  # trains not (or no longer) on the track meet nothing
+            close &= active[:, None] & active[None, :]
         near = np.flatnonzero(close.any(axis=1))
         for k, t in enumerate(self.trains):
             if k in near:

@@ -114,10 +114,6 @@ class Scenario:
     source: str = "<scenario>"
     collision_check_interval: float = 0.5    # s between occupancy/side-collision checks
 
-    @classmethod
-    def from_toml(cls, path: str | Path) -> Scenario:
-        return read_scenario(path)
-
 
 _TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval"}
 #: The keys of a ``[[train]]`` table.

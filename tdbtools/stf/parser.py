@@ -56,12 +56,6 @@ def _prepare(source: Source) -> str:
     return text
 
 
-def _words(text: str, source: Source | None = None) -> list[str]:
-    words = split_words(text, source)
-    if "\\" in text:
-        words = [_unescape(w) if "\\" in w else w for w in words]
-    return words
-
 
 class _Drop:
     """Placeholder for a comment block: removed from its parent's items."""
@@ -79,9 +73,6 @@ class _Include:
 _DROP = _Drop()
 _INCLUDE_TARGET: list = []  # marks an include block while splitting DATA
 
-
-def _is_comment_name(key: str) -> bool:
-    return key[:1] in ("#", "_") or key in COMMENT_WORDS
 
 
 class _Builder(Transformer):
