@@ -268,9 +268,11 @@ def _client(scheduler: str | None, workers: int | None, processes: bool, dashboa
             yield client, client.dashboard_link, n
         return
     n = workers or max(1, min(os.cpu_count() or 1, n_tasks))
-    # Dask's usual :8787 is often held by another cluster (and None means that default):
-    # a free port when wanted, else no dashboard at all.
-    board = {"dashboard_address": ":0"} if dashboard else {"scheduler_kwargs": {"dashboard": False}}
+    # Dask's usual :8787 is often held by another cluster, and None means that default
+    # (the scheduler's HTTP server binds it even without a dashboard): any free port.
+    board: dict[str, Any] = {"dashboard_address": ":0"}
+    if not dashboard:
+        board["scheduler_kwargs"] = {"dashboard": False}
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, **board) as cluster, \
             Client(cluster) as client:
         yield client, (client.dashboard_link if dashboard else None), n
