@@ -131,6 +131,7 @@ def info(route: Path | None, as_json: bool, no_cache: bool, strict: bool, lenien
     summary["load_seconds"] = round(elapsed, 4)
     if as_json:
         summary["warning_messages"] = [str(w) for w in r.warnings]
+        summary["tolerated"] = [w.to_json() for w in r.warnings]  # typed: docs/findings.md
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
         return
     n = summary["nodes"]
