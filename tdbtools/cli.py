@@ -561,7 +561,7 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     if scenario is not None and scenario.suffix.lower() == ".act":
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
-        raise click.exceptions.Exit(_replay_activity(scenario, stand_in, out_dir, plot, step, duration))
+        raise click.exceptions.Exit(_replay_activity(scenario, stand_in, out_dir, plot, step, duration, strict))
     from .physics.replay import Replay
     from .physics.scenario import one_train_scenario, read_scenario, with_settings
 
@@ -660,10 +660,14 @@ def _event_lines(events, limit: int = 20) -> list[str]:  # noqa: ANN001
 
 
 def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step: float | None,
-                     duration: float | None) -> int:
+                     duration: float | None, strict: bool = False) -> int:
     from .physics.activity import clock, replay_activity
 
-    result = replay_activity(act, stand_in=stand_in, step=step if step is not None else 0.5, duration=duration)
+    folder = act.resolve().parent
+    # An activity lives in <route>/ACTIVITIES: its route is read as every command reads one.
+    route = _load(folder.parent, strict=strict) if folder.name.lower() == "activities" else None
+    result = replay_activity(act, route=route, stand_in=stand_in, step=step if step is not None else 0.5,
+                             duration=duration)
     files = result.write(out_dir)
     if plot:
         from .render.spacetime import plot_space_time
