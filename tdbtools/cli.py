@@ -320,20 +320,26 @@ def _route_path_file(route, name: Path) -> Path:
 @click.option("--step", type=float, default=10.0, show_default=True, help="Metres between samples.")
 @click.option("--csv", "csv_out", type=click.Path(path_type=Path), help="Write the samples as CSV.")
 @click.option("--plot", "plot_out", type=click.Path(path_type=Path), help="Draw the profile (PNG, SVG, PDF).")
+@click.option("--overwrite", is_flag=True, help="Replace existing --csv/--plot files.")
 @_strict_option
 @_handle_errors
 def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: float | None,
-            backward: bool, step: float, csv_out: Path | None, plot_out: Path | None, strict: bool) -> None:
+            backward: bool, step: float, csv_out: Path | None, plot_out: Path | None,
+            overwrite: bool, strict: bool) -> None:
     """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
-    from ._fs import write_text_atomic
+    from ._fs import check_target, write_text_atomic
     from .track.profile import profile_from, profile_path
 
     if path_file is None and not (from_tile and from_pos and distance is not None):
         raise click.UsageError("give --path FILE.pat, or --from-tile TX TZ --from-pos X Z --distance M")
+    for target in (csv_out, plot_out):
+        if target is not None:
+            check_target(target, overwrite)
     r = _load(route, strict=strict)
     if path_file is not None:
         prof = profile_path(r, _route_path_file(r, path_file), step=step)
     else:
+        assert distance is not None  # checked above
         prof = profile_from(r, from_tile[0], from_tile[1], from_pos[0], from_pos[1], distance,
                             step=step, backward=backward)
     c = prof.columns
@@ -407,11 +413,17 @@ def convert(source: Path, out: Path, overwrite: bool, strict: bool) -> None:
 @click.option("--color-by", type=click.Choice(["kind", "grade", "speed"]), default="kind", show_default=True)
 @click.option("--replay", "replay_src", type=click.Path(path_type=Path),
               help="Trains from a replay: a scenario .toml (run now) or a `replay --out` folder.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @_strict_option
 @_handle_errors
-def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None, strict: bool) -> None:
+def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None, overwrite: bool,
+           strict: bool) -> None:
     """Draw a route in 3-D with pyvista (needs tdbtools[render]); offscreen when there is no
     display (libegl1 libgl1-mesa-dri on headless Debian)."""
+    from ._fs import check_target
+
+    if out is not None:
+        check_target(out, overwrite)
     from .render.animate import TrainPlacer, load_replay, render_animation
     from .render.scene import build_scene, render_png, show
 
@@ -447,10 +459,12 @@ def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None
 @click.option("--plot", is_flag=True, help="Draw running time per path to OUT/sweep.png.")
 @click.option("--parquet", is_flag=True, help="Also write OUT/sweep.parquet (needs pyarrow).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--max-combinations", type=click.IntRange(min=1), metavar="N",
+              help="Allow a spec to expand to more than 10,000 replays.")
 @_strict_option
 @_handle_errors
 def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path, traces: bool | None,
-          plot: bool, parquet: bool, as_json: bool, strict: bool) -> None:
+          plot: bool, parquet: bool, as_json: bool, max_combinations: int | None, strict: bool) -> None:
     """Run every path x consist x parameter combination of SPEC as a replay, on Dask
     (needs tdbtools[sweep]); resumes in --out. Exit status 1 when a replay failed,
     derailed or collided."""
@@ -474,7 +488,8 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
     def log(message: str) -> None:
         click.echo(message, err=True)
 
-    sweep_spec = read_sweep_spec(spec)
+    sweep_spec = read_sweep_spec(spec) if max_combinations is None else \
+        read_sweep_spec(spec, max_combinations=max_combinations)
     _load(Path(sweep_spec.route), strict=strict)  # the summary once, here, not once per worker
     try:
         result = run_sweep(sweep_spec, out=out_dir, scheduler=scheduler, workers=workers,
@@ -503,13 +518,14 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
 @click.option("--name", default="", help="Display name written into the file.")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="The .pat file to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print the built path as JSON.")
+@_strict_option
 @_handle_errors
 def path_cmd(route: Path, start: str, end: str, via: tuple[str, ...], reversals: bool, name: str,
-             out: Path, as_json: bool) -> None:
+             out: Path, as_json: bool, strict: bool) -> None:
     """Build the shortest path between places and write it as a .pat file Open Rails loads."""
     from .track.pathbuild import build_path, write_path
 
-    r = _load(route)
+    r = _load(route, strict=strict)
     built = build_path(r, start, end, list(via), reversals=reversals, name=name)
     write_path(r, built, out)
     d = {"file": str(out), "length_m": round(built.length, 3), "from": built.labels[0], "to": built.labels[-1],
@@ -542,22 +558,30 @@ def bundled_scenario() -> Path:
               help="Metres every train runs on past the end of its path (overrides the scenario).")
 @click.option("--max-speed", type=click.FloatRange(min=0.1, max=1000.0), metavar="KMH",
               help="Top speed of the automatic driver in km/h (overrides the scenario).")
+@click.option("--overwrite", is_flag=True,
+              help="Write into a non-empty --out folder, replacing the files of the same names.")
+@click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
 @_strict_option
 @_handle_errors
 def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | None, path_opt: str | None,
            stand_in: bool, out_dir: Path, plot: bool, cars: bool, step: float | None,
-           duration: float | None, beyond_path: float | None, max_speed: float | None, strict: bool) -> None:
+           duration: float | None, beyond_path: float | None, max_speed: float | None, overwrite: bool,
+           no_signals: bool, strict: bool) -> None:
     """Replay consists over a route: physics, derailments and collisions.
 
     SCENARIO is a TOML file; or give --route, --consist and --path; with neither, the
     bundled sample scenario runs on the sample route. Writes <train>.csv traces,
-    events.json and summary.json into --out.
+    events.json and summary.json into --out (a new or empty folder; a folder that holds
+    anything only with --overwrite).
 
     SCENARIO may be an activity (.act in <route>/ACTIVITIES): the player and every AI
     service run from their start times with station stops; --out also gets
     timetable.csv, and --plot draws the space-time chart. Exit status 1 when a train
     derailed, collided, deadlocked or got stuck.
     """
+    from ._fs import check_output_folder
+
+    check_output_folder(out_dir, overwrite)
     if scenario is not None and scenario.suffix.lower() == ".act":
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
@@ -581,7 +605,8 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
             t, beyond_path=t.beyond_path if beyond_path is None else beyond_path,
             max_speed=t.max_speed if max_speed is None else max_speed / 3.6) for t in sc.trains)
         sc = dataclasses.replace(sc, trains=trains)
-    rep = Replay(sc, route=_load(Path(sc.route), strict=strict), cars_trace=cars)
+    rep = Replay(sc, route=_load(Path(sc.route), strict=strict), cars_trace=cars,
+                 signals=False if no_signals else None)
     for e in rep.events:
         if e["kind"] == "stand_in":
             click.echo(f"warning: train {e['train']!r}: {e['message']}", err=True)
@@ -603,6 +628,11 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
 
         for name, cols in result.traces.items():
             files.append(plot_speed_distance(cols, name, result.events, out_dir / f"{safe_name(name)}_speed.png"))
+        if rep.signals is not None:
+            from .physics.signalling import space_time
+            from .render.signal_chart import plot_signal_chart
+
+            files.append(plot_signal_chart(space_time(rep, result), out_dir / "signals_space_time.png"))
     s = result.summary
     click.echo(f"{s['route']}: {s['simulated_seconds']:.1f} s simulated in {s['wall_seconds']:.2f} s "
                f"({s['realtime_factor']}x real time)")
@@ -657,6 +687,32 @@ def _event_lines(events, limit: int = 20) -> list[str]:  # noqa: ANN001
         top = max(e["relative_speed"] for e in gentle) * 3.6
         out.append(f"  {len(gentle)} gentle buffer impact(s) (slack running in, at most {top:.1f} km/h): normal")
     return out
+
+
+@main.command("signals")
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: signals, heads, scripts, warnings.")
+@_strict_option
+@_handle_errors
+def signals_cmd(route: Path, as_json: bool, strict: bool) -> None:
+    """List a route's signal objects, heads, types, scripts and warnings (sigcfg.dat, the
+    signal scripts, world-file Signal objects and TDB signal items)."""
+    from .signals import signal_report
+
+    rep = signal_report(_load(route, strict=strict))
+    if as_json:
+        click.echo(json.dumps(rep, indent=2, ensure_ascii=False))
+        return
+    sc = rep["scripts"]
+    click.echo(f"{rep['route']}: sigcfg {rep['mode'] or 'none'}, {rep['types']} signal types, "
+               f"{len(rep['signals'])} signal objects, {len(rep['heads'])} heads, "
+               f"{rep['speedposts']} speed posts; scripts: {sc['parsed']} parsed, {sc['errors']} errors, "
+               f"{sc['bound']} bound to types")
+    for h in rep["heads"][:200]:
+        click.echo(f"  item {h['item']:5d}  {h['type']:<16} {h['function']:<9} node {h['node']:5d} "
+                   f"{h['offset']:9.1f} m  dir {h['direction']}  script {h['script'] or '-'}")
+    for w in rep["warnings"][:50]:
+        click.echo(f"  warning: {w}")
 
 
 def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step: float | None,

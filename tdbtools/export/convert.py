@@ -11,9 +11,10 @@ route from a JSON export on another machine) the files are written from the mode
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from .._fs import write_text_atomic
+from .._fs import safe_basename, write_text_atomic
 from ..errors import Diagnostics, TdbToolsError
 from ..formats.route import Route
 from ..formats.tdb import tdb_from_document
@@ -104,14 +105,17 @@ def convert_route(route: Route, folder: str | Path, *, overwrite: bool = False) 
     out = Path(folder)
     if not out.is_dir():
         raise ExportError(f"output folder {str(out)!r} does not exist")
-    base = route.trk.filename or "route"
+    # Names derived from route data never leave --out (docs/security.md §5): the
+    # FileName is cut to a safe base name, and the .trk written names that file.
+    base = safe_basename(route.trk.filename or "route")
+    trk = route.trk if base == route.trk.filename else dataclasses.replace(route.trk, filename=base)
     src = _sources(route)
     root = route.install_root
     jobs: list[tuple[Path, object]] = []
 
     tdb_doc = _read(src["tdb"], root)
     jobs.append((out / f"{base}.tdb", lambda p: _database(route.tdb, tdb_doc, p)))
-    jobs.append((out / f"{base}.trk", lambda p: _route_file(route, _read(src["trk"], root), p)))
+    jobs.append((out / f"{base}.trk", lambda p: _route_file(trk, _read(src["trk"], root), p)))
     if route.rdb is not None:
         rdb_doc = _read(src["rdb"], root)
         jobs.append((out / f"{base}.rdb", lambda p: _database(route.rdb, rdb_doc, p)))
@@ -143,14 +147,14 @@ def _database(db, doc: Document | None, target: Path) -> Path:  # noqa: ANN001
     return _write_tree(merge_blocks(doc, Block("", [tdb_block(db)])), doc.signature, target)
 
 
-def _route_file(route: Route, doc: Document | None, target: Path) -> Path:
+def _route_file(trk, doc: Document | None, target: Path) -> Path:  # noqa: ANN001 - a formats.trk.RouteFile
     if doc is None:
-        return write_trk(route.trk, target, overwrite=True)
-    if trk_from_document(doc, Diagnostics(strict=False)) == route.trk:
+        return write_trk(trk, target, overwrite=True)
+    if trk_from_document(doc, Diagnostics(strict=False)) == trk:
         return _write_tree(doc, doc.signature, target)
     from ..stf import parse_text
 
-    model = parse_text(trk_text(route.trk))
+    model = parse_text(trk_text(trk))
     return _write_tree(merge_blocks(doc, model), doc.signature, target)
 
 

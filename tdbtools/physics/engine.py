@@ -1,8 +1,8 @@
-"""The 1-D multi-train engine: cars on the same line interact by momentum transfer (seed 000).
+"""The 1-D multi-train engine: cars on the same line interact by momentum transfer (docs/physics.md §1).
 
 Model
 -----
-Every car is a rigid body on a *line* (a route, seed 000: the cars on it interact in one
+Every car is a rigid body on a *line* (a route, docs/physics.md §1: the cars on it interact in one
 dimension only). Within a line the cars are numbered front to back: car ``i`` is ahead of
 car ``i + 1`` (larger x). Between two consecutive cars of a line there is a *joint* with a
 gap ``gap[i] = (x[i] - length[i]) - x[i+1]``:
@@ -14,22 +14,22 @@ gap ``gap[i] = (x[i] - length[i]) - x[i+1]``:
 * an uncoupled joint (the last car of one train and the first of the next on the same line)
   only has the lower limit.
 
-Forces are constant over a call of :meth:`Engine.step` (the seed's simplification).
+Forces are constant over a call of :meth:`Engine.step` (the article's simplification).
 ``drive[i]`` (N, + = towards +x) is every force that does not depend on the direction of
 motion (traction, gravity); ``resist[i] >= 0`` is the magnitude of the friction-type forces
 (running resistance, brakes, curve resistance) that always oppose the motion. A group at rest
 stays at rest unless the drive beats the friction (static friction).
 
-One step ``dt`` (the seed's algorithm, made exact between events):
+One step ``dt`` (the article's algorithm, made exact between events):
 
 1. **Impulses.** Every joint at a limit whose cars close into it (buffers at 0 and the rear
    car faster; a taut coupler and the front car faster) is resolved by a perfectly inelastic
    impulse. The velocities of the run of cars held together by joints at their limits are
    projected (least kinetic-energy change, Gauss) onto the velocities that the joints allow.
-   Where every joint can pass the impulse this is the seed's "merge into a group with the
+   Where every joint can pass the impulse this is the article's "merge into a group with the
    common momentum Σm·v/Σm"; a taut coupler cannot pass a push (and buffers cannot pass a
    pull), so a group with stretched couplers that hits something is split and its other cars
-   keep their speed and close the slack (the seed's "split the group again"). Momentum is
+   keep their speed and close the slack (the article's "split the group again"). Momentum is
    conserved exactly (pooled means); the energy lost is reported in the event.
 2. **Groups.** Consecutive cars whose joint is at a limit and whose speeds are equal form a
    block. In a block the accelerations are the solution of the same projection at force level
@@ -47,7 +47,7 @@ One step ``dt`` (the seed's algorithm, made exact between events):
    it (a stop sets the speed to 0; a contact is resolved by step 1 of the next round), regroup
    and repeat until ``dt`` is used up.
 
-For joint ``i`` the seed's "car 1" (behind) is car ``i + 1`` and "car 2" (ahead) is car ``i``:
+For joint ``i`` the article's "car 1" (behind) is car ``i + 1`` and "car 2" (ahead) is car ``i``:
 clash time ``clash_times(gap, v[i+1], v[i], a[i+1], a[i])``, coupler time
 ``clash_times(slack - gap, v[i], v[i+1], a[i], a[i+1])``.
 
@@ -998,7 +998,7 @@ class Engine:
 def _touch_times(B: np.ndarray, A: np.ndarray) -> np.ndarray:
     """Next contact of a joint that is at its limit now (distance 0): ``B`` closing speed,
     ``A`` half the closing acceleration. Closing → 0; opening with a closing acceleration →
-    the other root ``-B/A``; else never. (The seed's formula would answer 0 for the root at
+    the other root ``-B/A``; else never. (The article's formula would answer 0 for the root at
     the start.)"""
     out = np.full(B.shape, np.inf)
     out[B > EPS_V] = 0.0

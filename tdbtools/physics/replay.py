@@ -8,10 +8,10 @@ track beyond it), its cars a :class:`~tdbtools.physics.forces.CarModel`. Every s
    curve or MaxForce with the power limit, gravity from the elevations under the two
    bogies, Davis resistance, curve resistance (800/R equivalent grade), brakes;
 3. the 1-D engine moves the cars, with collisions and coupler snatches between cars
-   of one line resolved by momentum transfer at their exact times (seed 000);
+   of one line resolved by momentum transfer at their exact times (docs/physics.md §1);
 4. bogies move as measures along the line: running off a track end or a switch
    thrown under a car is a derailment; every ``collision_check_interval`` seconds the
-   trains' track occupancy and nearby cars on other lines are checked (seed 003).
+   trains' track occupancy and nearby cars on other lines are checked (docs/physics.md §5).
 
 Trains given the same path share one line, so they meet in the 1-D engine (a shunt
 into a standing train conserves momentum exactly). Scheme: forces are evaluated at the
@@ -40,6 +40,7 @@ from .driver import AutoDriver, Controls, DriveState, ScheduleDriver
 from .engine import Bodies, Engine
 from .safety import BogieSet, Occupancy, TrainPosition, throw_switch
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
+from .signalling import ReplaySignals, signals_for, wrap_driver
 from .trackline import TrackLine
 
 TRACE_COLUMNS = ("time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
@@ -230,7 +231,7 @@ class Replay:
     """A running replay; :func:`replay` runs one to the end."""
 
     def __init__(self, scenario: Scenario, *, route: Route | None = None, cars_trace: bool = False,
-                 trace_every: float | None = None) -> None:
+                 trace_every: float | None = None, signals: object = None) -> None:
         self.scenario = scenario
         self.route = route if route is not None else load_route(scenario.route)
         self.cars_trace = cars_trace
@@ -239,6 +240,8 @@ class Replay:
         sdir = Path(scenario.source).parent if scenario.source and not scenario.source.startswith("<") else Path(".")
         self.switches = Switches(self.route)
         self.events: list[dict] = []
+        # The route's signals (None: the route's own if it has any; False: none).
+        self.signal_set = signals_for(self.route, signals)  # type: ignore[arg-type]
         lines: dict = {}
         specs = []
         # Trains of one scenario mostly share consists: each consist file is read, its
@@ -292,7 +295,8 @@ class Replay:
             v.append(np.full(n, spec.start_speed))
             sl = slice(start, start + n)
             start += n
-            t = _Train(spec, consist, model, line, lid, sl, _driver(spec, line, end_s, model),
+            drv = wrap_driver(_driver(spec, line, end_s, model), spec.depart, self.signal_set is not None)
+            t = _Train(spec, consist, model, line, lid, sl, drv,
                        BogieSet.from_model(spec.name, line, fronts, model), float(fronts[0]),
                        float(model.length.sum()), end_s, warnings=warns)
             self.trains.append(t)
@@ -318,7 +322,7 @@ class Replay:
         self._front_bogie = (self.model.length - self.model.bogie_spacing) / 2.0
         self._half_length = self.model.length / 2.0
         # The bogie measures of every train are views into two arrays updated in place
-        # each step: the bogies follow their cars along the line (seed 003).
+        # each step: the bogies follow their cars along the line (docs/physics.md §5).
         self._fb = np.asarray(self.engine.x) - self._front_bogie
         self._rb = self._fb - self.model.bogie_spacing
         for t in self.trains:
@@ -335,6 +339,7 @@ class Replay:
         for t in self.trains:
             for w in t.warnings:
                 self._event({"kind": "stand_in", "time": 0.0, "train": t.spec.name, "message": w})
+        self.signals = ReplaySignals(self, self.signal_set) if self.signal_set is not None else None
 
     def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> tuple:
         """(consist, stocks, flipped, car model, coupler slack, stand-in warnings) of a train."""
@@ -357,7 +362,7 @@ class Replay:
                            model.max_velocity)
             model = dataclasses.replace(model, max_velocity=cap)
         # Coupler free play between buffers touching and coupler taut. Open Rails lets
-        # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
+        # a simple coupler's slack run from -slack2 to +slack2 (docs/formats.md §10.3, docs/physics.md §4), so the
         # whole play is 2·slack2 of the coupler each car uses.
         slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
         return consist, stocks, flipped, model, slack, tuple(str(w.message) for w in caught)
@@ -445,6 +450,8 @@ class Replay:
                     t.done_at = self.time
                     self._event({"kind": "end_of_line", "time": self.time, "train": t.spec.name,
                                  "message": f"reached the end of the {t.line.length:.0f} m of track built for it"})
+        if self.signals is not None:
+            self.signals.update(self.time, x1[starts].tolist(), v1[starts].tolist())
         for t in self.trains:
             if t.done_at is None:
                 self._done(t, dt, float(speed[t.cars].max()))
@@ -462,6 +469,9 @@ class Replay:
         """Throw a switch now: cars whose bogies straddle it on a line that takes the
         other route derail (their bogies would take different routes)."""
         self.switches.set(junction, route)
+        sig = getattr(self, "signals", None)
+        if sig is not None:
+            sig.ilk.set_switch(junction, route)   # the interlocking walks the switches as set
         self._event({"kind": "switch", "time": self.time, "junction": junction, "route": route})
         for ev in throw_switch([t.bogies for t in self.trains], junction, route, self.time):
             self._safety(ev)
@@ -469,7 +479,8 @@ class Replay:
     def _done(self, t: _Train, dt: float, speed: float) -> None:
         if t.done_at is not None:
             return
-        if isinstance(t.driver, AutoDriver) and t.driver.finished:
+        drv = getattr(t.driver, "inner", t.driver)
+        if isinstance(drv, AutoDriver) and drv.finished:
             t.done_at = self.time
             self._event({"kind": "arrived", "time": self.time, "train": t.spec.name,
                          "distance": float(self.engine.x[t.cars][0] - t.front0)})
@@ -478,9 +489,9 @@ class Replay:
             if speed < 1e-3:
                 t.done_at = self.time
             return
-        if isinstance(t.driver, ScheduleDriver):
-            last = t.driver.at[-1] if t.driver.at else 0.0
-            key = self.time if t.driver.by == "time" else float(self.engine.x[t.cars][0] - t.front0)
+        if isinstance(drv, ScheduleDriver):
+            last = drv.at[-1] if drv.at else 0.0
+            key = self.time if drv.by == "time" else float(self.engine.x[t.cars][0] - t.front0)
             t.stopped_for = t.stopped_for + dt if speed < 1e-3 else 0.0
             if key >= last and t.stopped_for >= 10.0 and t.controls.throttle == 0.0:
                 t.done_at = self.time - t.stopped_for
@@ -615,10 +626,13 @@ class Replay:
         return self._result(_time.perf_counter() - wall)
 
     def _result(self, wall: float) -> ReplayResult:
-        traces, cars, summary = {}, {}, {"scenario": self.scenario.source, "route": self.route.name,
+        traces, cars = {}, {}
+        summary: dict = {"scenario": self.scenario.source, "route": self.route.name,
                                          "simulated_seconds": round(self.time, 6),
                                          "wall_seconds": round(wall, 3), "trains": {}}
         summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None
+        if self.signals is not None:
+            summary["signalling"] = self.signals.summary()
         for t in self.trains:
             sl = t.cars
             t.traction_j = float(self._trac_car[sl].sum())
@@ -646,10 +660,11 @@ class Replay:
 
 
 def replay(scenario: Scenario | str | Path, *, route: Route | None = None, cars_trace: bool = False,
-           progress: Callable[[float], None] | None = None) -> ReplayResult:
-    """Run a scenario (a :class:`Scenario` or a TOML file) to its end."""
+           progress: Callable[[float], None] | None = None, signals: object = None) -> ReplayResult:
+    """Run a scenario (a :class:`Scenario` or a TOML file) to its end; ``signals``: None
+    uses the route's signals when it has them, False runs without (docs/signals.md §5)."""
     sc = scenario if isinstance(scenario, Scenario) else read_scenario(scenario)
-    return Replay(sc, route=route, cars_trace=cars_trace).run(progress)
+    return Replay(sc, route=route, cars_trace=cars_trace, signals=signals).run(progress)
 
 
 __all__ = ["Replay", "ReplayError", "ReplayResult", "replay"]

@@ -49,7 +49,7 @@ def _route_cache() -> dict:
     cache = getattr(worker, "_tdbtools_routes", None)
     if cache is None:
         cache = {}
-        worker._tdbtools_routes = cache
+        worker._tdbtools_routes = cache  # type: ignore[attr-defined]  # our own attribute
     return cache
 
 

@@ -7,7 +7,7 @@ The rules the traveller follows are in :mod:`tdbtools.track.traveller`.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from .spatial import cached, track_geometry
 
 __all__ = ["BACKWARD", "FORWARD", "INIT_ERROR_MARGIN", "MAX_CENTERLINE_OFFSET", "MIN_MOVE", "Pose", "TravellerError"]
 
-#: Directions (spec §12.1): walk a vector node first → last (1) or last → first (0).
+#: Directions (docs/formats.md §12.1): walk a vector node first → last (1) or last → first (0).
 FORWARD = 1
 BACKWARD = 0
 #: Open Rails' placing tolerances (modern Traveller.cs): lateral, and along the section.
@@ -91,7 +91,7 @@ class _Net:
 
     def __init__(self, route: Route) -> None:
         self.route = route
-        nodes = route.tdb.nodes
+        nodes: tuple[Any, ...] = route.tdb.nodes  # kinds are tested where it matters
         self.nodes = nodes
         n = len(nodes)
         self.n_nodes = n

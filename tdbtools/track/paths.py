@@ -1,5 +1,5 @@
 """Resolving a ``.pat`` path into the track nodes, directions and switch settings it
-needs (spec §8).
+needs (docs/formats.md §8).
 
 Each main-chain path node is a world point (its PDP). The first one is where the
 rear of the train starts. Between consecutive points the resolver searches the track
