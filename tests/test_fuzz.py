@@ -762,7 +762,8 @@ def test_cli_exit_codes(tmp_path):
     assert r.exit_code == 2 and r.stderr.startswith("error: ")
     r = _cli("profile", str(SAMPLE_ROUTE), "--path", str(SAMPLE_ROUTE / "PATHS" / "MainWE.pat"),
              "--csv", str(tmp_path / "no" / "such" / "folder" / "p.csv"))
-    assert r.exit_code == 2 and "No such file or directory" in r.stderr and "folder/p.csv" in r.stderr
+    # (refused before any work by the overwrite rule's parent-folder check)
+    assert r.exit_code == 2 and "does not exist" in r.stderr and "no/such/folder" in r.stderr
     # A route whose track has a pin to nowhere: the audit finds it (exit 1 with --strict).
     install = tmp_path / "install"
     shutil.copytree(SAMPLE_INSTALL, install)
@@ -793,7 +794,8 @@ def test_profile_csv_is_never_half_written(tmp_path, monkeypatch, exc, code):
     out = tmp_path / "out"
     out.mkdir()
     csv = out / "p.csv"
-    args = ("profile", str(SAMPLE_ROUTE), "--path", str(SAMPLE_ROUTE / "PATHS" / "MainWE.pat"), "--csv", str(csv))
+    args = ("profile", str(SAMPLE_ROUTE), "--path", str(SAMPLE_ROUTE / "PATHS" / "MainWE.pat"), "--csv", str(csv),
+            "--overwrite")  # (the second run replaces the file)
     _fail_at(monkeypatch, 1, exc)
     r = _cli(*args)
     assert r.exit_code == code, (r.exit_code, r.stderr)
