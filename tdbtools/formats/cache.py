@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import __version__
 from .._fs import clean_stale_temps
+from ..stf.parser import gc_paused
 
 #: Bump when the stored model changes shape.
 CACHE_FORMAT = 2
@@ -492,7 +493,10 @@ class RouteCache:
         if data is None:
             return None
         try:
-            return self._decode(data)
+            # no reference cycles in a route: the collector would only rescan the many
+            # objects being made
+            with gc_paused():
+                return self._decode(data)
         except Exception:  # noqa: BLE001 - any damage means "not cached"
             return None
 

@@ -33,6 +33,8 @@ import numpy as np
 from ..errors import Diagnostics, RouteError, TdbToolsError
 from ..formats.consist import Consist, read_consist, resolve_stock
 from ..formats.route import Route, load_route
+from ..formats.stock import Stock
+from ..track.geometry import normalize_tile
 from ..track.paths import resolve_path
 from ..track.traveller import Switches
 from . import forces
@@ -72,7 +74,6 @@ class _Train:
     length: float
     end_s: float | None              # where the path ends on the line (auto driver stops there)
     controls: Controls = field(default_factory=Controls)
-    rows: list = field(default_factory=list)
     car_rows: list = field(default_factory=list)
     traction_j: float = 0.0
     braking_j: float = 0.0
@@ -81,6 +82,45 @@ class _Train:
     derailed: bool = False
     stopped_for: float = 0.0
     warnings: list = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _ConsistStock:
+    """A consist as every train that uses it gets it (read once per replay)."""
+
+    consist: Consist
+    stocks: tuple[Stock, ...]
+    flipped: tuple[bool, ...]
+    model: forces.CarModel
+    slack: np.ndarray                # coupler free play per car (m)
+    warnings: tuple[str, ...]        # stand-in substitutions
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Placement:
+    """A train placed on its engine line, before the engine's arrays are built."""
+
+    line_id: int
+    front0: float                    # line distance of its front at the start
+    spec: TrainSpec
+    stock: _ConsistStock
+    line: TrackLine
+    end_s: float | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _TraceRow:
+    """One trace instant of every train (arrays indexed by train)."""
+
+    time: float
+    distance: np.ndarray        # front's distance from its start
+    speed: np.ndarray
+    acceleration: np.ndarray    # mean since the previous row
+    throttle: np.ndarray
+    brake: np.ndarray
+    s_front: np.ndarray         # front's line distance, clipped onto the line
+
+    PER_TRAIN = ("distance", "speed", "acceleration", "throttle", "brake", "s_front")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -243,25 +283,19 @@ class Replay:
         # The route's signals (None: the route's own if it has any; False: none).
         self.signal_set = signals_for(self.route, signals)  # type: ignore[arg-type]
         lines: dict = {}
-        specs = []
         # Trains of one scenario mostly share consists: each consist file is read, its
         # stock resolved and its car model built once (the models are read-only).
-        consists: dict = {}
+        consists: dict[tuple[str, bool], _ConsistStock] = {}
+        line_ids: dict = {}         # trains on the same line object share an engine line
+        placed: list[_Placement] = []
         for spec in scenario.trains:
             stand_in = spec.stand_in if spec.stand_in is not None else scenario.stand_in
             ckey = (str(spec.consist), bool(stand_in))
             if ckey not in consists:
                 consists[ckey] = self._read_consist(spec, sdir, stand_in)
-            consist, stocks, flipped, model, slack, warns = consists[ckey]
+            stock = consists[ckey]
             line, end_s, key = _line_for(spec, self.route, sdir, lines)
-            specs.append((spec, consist, model, line, end_s, key, list(warns), stocks, flipped, slack))
-        # Engine lines: trains on the same line object share one; order the cars of a
-        # line front (largest distance) to back.
-        keys = list(dict.fromkeys(sp[5] for sp in specs))
-        self.trains: list[_Train] = []
-        placed = []
-        for spec, consist, model, line, end_s, key, warns, stocks, flipped, slack in specs:
-            length = float(model.length.sum())
+            length = float(stock.model.length.sum())
             front0 = spec.start_offset + length
             if front0 > line.length + 1e-6:
                 raise ReplayError(f"train {spec.name!r} ({length:.1f} m) does not fit on its line "
@@ -273,34 +307,38 @@ class Replay:
                     f"train {spec.name!r} is {length:.1f} m long but its path ends {path_len - spec.start_offset:.1f} m "
                     f"from where it starts (beyond_path {spec.beyond_path:g} m): it cannot run. Give "
                     f"beyond_path (--beyond-path) of at least {front0 - path_len:.0f} m, or a longer path")
-            placed.append((keys.index(key), -front0, spec, consist, model, line, end_s, warns,
-                           stocks, flipped, slack))
-        placed.sort(key=lambda p: (p[0], p[1]))
-        masses, lengths, line_ids, coupled, slack, x, v = [], [], [], [], [], [], []
-        all_stocks, all_flipped = [], []
+            placed.append(_Placement(line_ids.setdefault(key, len(line_ids)), front0, spec, stock,
+                                     line, end_s))
+        # the cars of a line front (largest distance) to back
+        placed.sort(key=lambda p: (p.line_id, -p.front0))
+        self.trains: list[_Train] = []
+        masses, lengths, car_line, coupled, slack, x, v = [], [], [], [], [], [], []
+        all_stocks: list[Stock] = []
+        all_flipped: list[bool] = []
         start = 0
-        for lid, negfront, spec, consist, model, line, end_s, warns, stocks, flipped, cs in placed:
+        for p in placed:
+            spec, st, line, model = p.spec, p.stock, p.line, p.stock.model
             n = len(model.mass)
-            fronts = -negfront - np.concatenate([[0.0], np.cumsum(model.length[:-1])])
-            all_stocks.extend(stocks)
-            all_flipped.extend(flipped)
+            fronts = p.front0 - np.concatenate([[0.0], np.cumsum(model.length[:-1])])
+            all_stocks.extend(st.stocks)
+            all_flipped.extend(st.flipped)
             masses.append(model.mass)
             lengths.append(model.length)
-            line_ids.append(np.full(n, lid))
+            car_line.append(np.full(n, p.line_id))
             cp = np.ones(n, dtype=bool)
             cp[-1] = False
             coupled.append(cp)
-            slack.append(cs)
+            slack.append(st.slack)
             x.append(fronts)
             v.append(np.full(n, spec.start_speed))
             sl = slice(start, start + n)
             start += n
-            drv = wrap_driver(_driver(spec, line, end_s, model), spec.depart, self.signal_set is not None)
-            t = _Train(spec, consist, model, line, lid, sl, drv,
+            drv = wrap_driver(_driver(spec, line, p.end_s, model), spec.depart, self.signal_set is not None)
+            t = _Train(spec, st.consist, model, line, p.line_id, sl, drv,
                        BogieSet.from_model(spec.name, line, fronts, model), float(fronts[0]),
-                       float(model.length.sum()), end_s, warnings=warns)
+                       float(model.length.sum()), p.end_s, warnings=list(st.warnings))
             self.trains.append(t)
-        self.bodies = Bodies(np.concatenate(masses), np.concatenate(lengths), np.concatenate(line_ids),
+        self.bodies = Bodies(np.concatenate(masses), np.concatenate(lengths), np.concatenate(car_line),
                              np.concatenate(coupled), np.concatenate(slack))
         self.engine = Engine(self.bodies, np.concatenate(x), np.concatenate(v))
         self.model = forces.CarModel.from_stock(all_stocks, all_flipped)
@@ -317,6 +355,10 @@ class Replay:
         self.car_far_end = np.repeat([t.line.ends_at_track_end for t in self.trains], counts)
         self.car_near_end = np.repeat([t.line.starts_at_track_end for t in self.trains], counts)
         self.car_train = np.repeat(np.arange(len(self.trains)), counts)
+        self._train_line_len = np.array([t.line.length for t in self.trains], dtype=np.float64)
+        self._train_front0 = np.array([t.front0 for t in self.trains], dtype=np.float64)
+        self._trace_rows: list[_TraceRow] = []
+        self._running = list(range(len(self.trains)))    # trains not done yet, in order
         self._len3 = np.tile(self.car_line_len, 3)
         self._base3 = np.tile(self.car_base, 3)
         self._front_bogie = (self.model.length - self.model.bogie_spacing) / 2.0
@@ -341,8 +383,8 @@ class Replay:
                 self._event({"kind": "stand_in", "time": 0.0, "train": t.spec.name, "message": w})
         self.signals = ReplaySignals(self, self.signal_set) if self.signal_set is not None else None
 
-    def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> tuple:
-        """(consist, stocks, flipped, car model, coupler slack, stand-in warnings) of a train."""
+    def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> _ConsistStock:
+        """A train's consist with its stock, car model and coupler slack."""
         consist = _consist(spec, self.route, sdir)
         try:
             import warnings
@@ -365,7 +407,8 @@ class Replay:
         # a simple coupler's slack run from -slack2 to +slack2 (docs/formats.md §10.3, docs/physics.md §4), so the
         # whole play is 2·slack2 of the coupler each car uses.
         slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
-        return consist, stocks, flipped, model, slack, tuple(str(w.message) for w in caught)
+        return _ConsistStock(consist, tuple(stocks), tuple(flipped), model, slack,
+                             tuple(str(w.message) for w in caught))
 
     # -- the loop ---------------------------------------------------------------------------
     def _event(self, e: dict) -> None:
@@ -423,8 +466,9 @@ class Replay:
         if braking_to:
             brk = brk + forces.brake_for_deceleration(m, decel, forces.opposing_resistance(v, dav, crv, grav))
         x0 = x.copy()
-        for e in eng.step(dt, trac + grav, dav + crv + brk):
-            self._engine_event(e)
+        evs = eng.step(dt, trac + grav, dav + crv + brk)
+        if evs:
+            self._engine_events(evs)
         self.time += dt
         x1, v1 = eng.x, eng.v
         self._xv = (x1, v1, eng.time)
@@ -452,9 +496,11 @@ class Replay:
                                  "message": f"reached the end of the {t.line.length:.0f} m of track built for it"})
         if self.signals is not None:
             self.signals.update(self.time, x1[starts].tolist(), v1[starts].tolist())
-        for t in self.trains:
-            if t.done_at is None:
-                self._done(t, dt, float(speed[t.cars].max()))
+        if self._running:
+            top = np.maximum.reduceat(speed, self.train_start).tolist()
+            for k in self._running:
+                self._done(self.trains[k], dt, top[k])
+            self._running = [k for k in self._running if self.trains[k].done_at is None]
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
             sw = self._pending_switches.pop(0)
             self.throw_switch(sw.junction, sw.route)
@@ -497,27 +543,37 @@ class Replay:
                 t.done_at = self.time - t.stopped_for
                 self._event({"kind": "stopped", "time": t.done_at, "train": t.spec.name})
 
-    def _engine_event(self, e) -> None:  # noqa: ANN001
-        cars = tuple(int(c) for c in e.cars)
-        names = []
-        for c in cars:
-            for t in self.trains:
-                if t.cars.start <= c < t.cars.stop:
-                    names.append((t.spec.name, c - t.cars.start))
-        self._event({"kind": e.kind, "time": float(e.time), "cars": [list(n) for n in names],
-                     "relative_speed": float(e.relative_speed), "impulse": float(e.impulse),
-                     "energy_lost": float(e.energy_lost),
-                     "location": self._where(cars[0]) if cars else None})
-
-    def _where(self, car: int) -> dict:
-        for t in self.trains:
-            if t.cars.start <= car < t.cars.stop:
-                s = float(self.engine.x[car])
-                loc = t.line.location(min(max(s, 0.0), t.line.length))
-                node, off, _d = t.line.node_offset(np.array([min(max(s, 0.0), t.line.length)]))
-                return {"node": int(node[0]), "tile_x": loc.tile_x, "tile_z": loc.tile_z,
-                        "x": loc.x, "y": loc.y, "z": loc.z}
-        return {}
+    def _engine_events(self, evs: list) -> None:
+        """The engine's events of one step as replay events; their locations are looked up
+        with one call per line (many trains' slack runs out in the same step)."""
+        x = self.engine.x
+        pending: dict[int, list[tuple[dict, int]]] = {}
+        for e in evs:
+            cars = tuple(int(c) for c in e.cars)
+            names = []
+            for c in cars:
+                t = self.trains[int(self.car_train[c])]
+                names.append((t.spec.name, c - t.cars.start))
+            d = {"kind": e.kind, "time": float(e.time), "cars": [list(n) for n in names],
+                 "relative_speed": float(e.relative_speed), "impulse": float(e.impulse),
+                 "energy_lost": float(e.energy_lost), "location": None}
+            self._event(d)
+            if cars:
+                pending.setdefault(int(self.car_train[cars[0]]), []).append((d, cars[0]))
+        by_line: dict[int, tuple[TrackLine, list[tuple[dict, int]]]] = {}
+        for k, items in pending.items():
+            line = self.trains[k].line
+            by_line.setdefault(id(line), (line, []))[1].extend(items)
+        for line, items in by_line.values():
+            s = np.array([min(max(float(x[car]), 0.0), line.length) for _d, car in items])
+            # the columns of TrackLine.at that a location needs, by the same calls
+            node = line.node_offset(s)[0].tolist()
+            X, Z = line.world_xz(s)
+            tx, tz, lx, lz = (a.tolist() for a in normalize_tile(0, 0, X, Z))
+            y = line.elevation(s).tolist()
+            for i, (d, _car) in enumerate(items):
+                d["location"] = {"node": int(node[i]), "tile_x": int(tx[i]), "tile_z": int(tz[i]),
+                                 "x": float(lx[i]), "y": float(y[i]), "z": float(lz[i])}
 
     def _safety(self, ev) -> None:  # noqa: ANN001
         if isinstance(ev, dict):
@@ -571,8 +627,9 @@ class Replay:
         if active is not None:  # trains not (or no longer) on the track meet nothing
             close &= active[:, None] & active[None, :]
         near = np.flatnonzero(close.any(axis=1))
+        near_set = set(near.tolist())
         for k, t in enumerate(self.trains):
-            if k in near:
+            if k in near_set:
                 sl = t.cars
                 self.occupancy.update(TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl]))
             else:
@@ -585,28 +642,61 @@ class Replay:
             self._safety(ev)
 
     def _trace(self, trac: np.ndarray, brk: np.ndarray) -> None:
+        """Record one trace row of every train: the state columns now, in one go over all
+        trains; the columns that depend only on the position along the line (node,
+        offset, world location, grade) are looked up per train at the end (_columns)."""
         x, v = self.engine.x, self.engine.v
-        for t in self.trains:
-            sl = t.cars
-            s_front = float(min(max(x[sl][0], 0.0), t.line.length))
-            node, off, _d = t.line.node_offset(np.array([s_front]))
-            loc = t.line.location(s_front)
-            speed = float(v[sl][0])
-            prev = t.rows[-1] if t.rows else None
-            acc = (speed - prev[2]) / (self.time - prev[0]) if prev and self.time > prev[0] else 0.0
-            c = t.controls
-            brake_out = c.brake if not c.deceleration else min(1.0, float(brk[sl].sum() / max(t.model.max_brake.sum(), 1.0)))
-            t.rows.append((self.time, float(x[sl][0]) - t.front0, speed, acc, c.throttle, brake_out,
-                           int(node[0]), float(off[0]), loc.tile_x, loc.tile_z, loc.x, loc.y, loc.z,
-                           1000.0 * float(t.line.grade_at(np.array([s_front]))[0])))
-            if self.cars_trace:
-                # gap[i] is the joint behind car i (n − 1 of them): the last car of a
-                # train has none towards the next train.
-                gaps = np.append(self.engine.gap, np.nan)[sl].copy()
+        starts = self.train_start
+        xf = x[starts]
+        s_front = np.minimum(np.maximum(xf, 0.0), self._train_line_len)
+        speed = v[starts]
+        ctrl = [t.controls for t in self.trains]
+        throttle = np.array([c.throttle for c in ctrl], dtype=np.float64)
+        brake = np.array([c.brake for c in ctrl], dtype=np.float64)
+        for k, c in enumerate(ctrl):
+            if c.deceleration:
+                t = self.trains[k]
+                brake[k] = min(1.0, float(brk[t.cars].sum() / max(t.model.max_brake.sum(), 1.0)))
+        prev = self._trace_rows[-1] if self._trace_rows else None
+        if prev is not None and self.time > prev.time:
+            acc = (speed - prev.speed) / (self.time - prev.time)
+        else:
+            acc = np.zeros(len(starts))
+        self._trace_rows.append(_TraceRow(self.time, xf - self._train_front0, speed, acc, throttle,
+                                          brake, s_front))
+        if self.cars_trace:
+            # gap[i] is the joint behind car i (n − 1 of them): the last car of a
+            # train has none towards the next train.
+            gap_all = np.append(self.engine.gap, np.nan)
+            for t in self.trains:
+                sl = t.cars
+                gaps = gap_all[sl].copy()
                 gaps[-1] = np.nan
                 for i in range(sl.stop - sl.start):
                     t.car_rows.append((self.time, i, float(x[sl][i]), float(v[sl][i]), float(gaps[i]),
                                        float(trac[sl][i] - brk[sl][i])))
+
+    def _columns(self) -> dict[str, dict[str, np.ndarray]]:
+        """The trace columns of every train (TRACE_COLUMNS) from the recorded rows."""
+        rows = self._trace_rows
+        if not rows:
+            return {t.spec.name: {k: np.array([]) for k in TRACE_COLUMNS} for t in self.trains}
+        times = np.array([r.time for r in rows], dtype=np.float64)
+        stack = {f: np.stack([getattr(r, f) for r in rows]) for f in _TraceRow.PER_TRAIN}
+        out = {}
+        for k, t in enumerate(self.trains):
+            at = t.line.at(stack["s_front"][:, k])
+            out[t.spec.name] = {
+                "time": times, "distance": stack["distance"][:, k], "speed": stack["speed"][:, k],
+                "acceleration": stack["acceleration"][:, k], "throttle": stack["throttle"][:, k],
+                "brake": stack["brake"][:, k], "node": np.asarray(at["node"], dtype=np.int64),
+                "offset": np.asarray(at["offset"], dtype=np.float64),
+                "tile_x": np.asarray(at["tile_x"], dtype=np.int64),
+                "tile_z": np.asarray(at["tile_z"], dtype=np.int64),
+                "x": np.asarray(at["x"], dtype=np.float64), "y": np.asarray(at["y"], dtype=np.float64),
+                "z": np.asarray(at["z"], dtype=np.float64),
+                "grade_permille": 1000.0 * np.asarray(at["grade"], dtype=np.float64)}
+        return out
 
     def finished(self) -> bool:
         return all(t.done_at is not None for t in self.trains)
@@ -626,11 +716,22 @@ class Replay:
         return self._result(_time.perf_counter() - wall)
 
     def _result(self, wall: float) -> ReplayResult:
-        traces, cars = {}, {}
+        cars: dict[str, dict[str, np.ndarray]] = {}
+        trains_summary: dict[str, dict] = {}
         summary: dict = {"scenario": self.scenario.source, "route": self.route.name,
-                                         "simulated_seconds": round(self.time, 6),
-                                         "wall_seconds": round(wall, 3), "trains": {}}
+                         "simulated_seconds": round(self.time, 6),
+                         "wall_seconds": round(wall, 3), "trains": trains_summary}
         summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None
+        traces = self._columns()
+        # every event's kind under each train it names (one pass over the events)
+        kinds_of: dict[str, list[str]] = {}
+        for e in self.events:
+            named = dict.fromkeys([e["train"]] if e.get("train") is not None else [])
+            for c in e.get("cars", []):
+                if isinstance(c, list):
+                    named[c[0]] = None
+            for name in named:
+                kinds_of.setdefault(name, []).append(e["kind"])
         if self.signals is not None:
             summary["signalling"] = self.signals.summary()
         for t in self.trains:
@@ -638,13 +739,10 @@ class Replay:
             t.traction_j = float(self._trac_car[sl].sum())
             t.braking_j = float(self._brake_car[sl].sum())
             t.max_speed = float(self._vmax_car[sl].max())
-            cols = list(zip(*t.rows))
-            traces[t.spec.name] = {k: np.array(c) for k, c in zip(TRACE_COLUMNS, cols)}
             if self.cars_trace and t.car_rows:
                 cc = list(zip(*t.car_rows))
                 cars[t.spec.name] = {k: np.array(c) for k, c in zip(CAR_COLUMNS, cc)}
-            kinds = [e["kind"] for e in self.events if e.get("train") == t.spec.name
-                     or any(c[0] == t.spec.name for c in e.get("cars", []) if isinstance(c, list))]
+            kinds = kinds_of.get(t.spec.name, [])
             summary["trains"][t.spec.name] = {
                 "consist": t.consist.name, "cars": t.cars.stop - t.cars.start,
                 "mass_t": round(float(t.model.mass.sum()) / 1000.0, 3), "length_m": round(t.length, 3),

@@ -96,7 +96,7 @@ def _item_table(route: Route) -> _ItemTable:
             length = net.length_a[rows]
             excess = np.maximum(np.maximum(-lon, lon - length), 0.0)
             dist = np.hypot(lat, excess)
-            dist = np.where(np.isfinite(dist) & np.array(net.known)[rows], dist, np.inf)
+            dist = np.where(np.isfinite(dist) & net.known_a[rows], dist, np.inf)
             order = np.lexsort((rows, dist, rep))
             firsts = order[np.r_[True, rep[order][1:] != rep[order][:-1]]]
             for k in firsts:
