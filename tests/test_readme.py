@@ -80,7 +80,7 @@ def concrete(line: str, ctx: Ctx, tmp: Path) -> list[str]:
             out += [w, "100"]
             i += 2
         else:
-            out.append(subs.get(w, w))
+            out.append(str(REPO / w) if w.startswith("sample_routes/") else subs.get(w, w))
             i += 1
     assert not [w for w in out if re.fullmatch(r"[A-Z][A-Z_.]*", w)], out  # no placeholder left
     return out

@@ -12,6 +12,7 @@ from tdbtools.stf import parse_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
 import realworld  # noqa: E402
+from helpers import needs_dk24  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -208,13 +209,12 @@ def test_convert_of_a_changed_model_keeps_the_blocks_it_does_not_interpret(tmp_p
     assert conv.find("Environment") == orig.find("Environment")
 
 
+@needs_dk24
 @pytest.mark.dk24
 @pytest.mark.slow
 def test_convert_is_lossless_file_by_file_on_dk24(tmp_path):
-    from helpers import DK24_ROUTE, needs_dk24
+    from helpers import DK24_ROUTE
 
-    if needs_dk24.args[0]:
-        pytest.skip(needs_dk24.kwargs["reason"])
     pairs = _convert_pairs(load_route(DK24_ROUTE), tmp_path)
     assert len(pairs) == 5
     _assert_same_trees(pairs)
