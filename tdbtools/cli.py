@@ -418,17 +418,30 @@ def convert(source: Path, out: Path, overwrite: bool, strict: bool) -> None:
 @main.command()
 @click.argument("route", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path),
-              help="A picture (.png) or an animation of a replay (.gif, .mp4); without it, a window.")
+              help="A picture (.png), an interactive page (.html, opens in any browser) or an animation of "
+                   "a replay (.gif, .mp4); without it, a window (click: what is this; keys 1-5: layers).")
 @click.option("--color-by", type=click.Choice(["kind", "grade", "speed"]), default="kind", show_default=True)
+@click.option("--view", type=click.Choice(["map", "3d"]), default=None,
+              help="map: top-down, north up; 3d: perspective with exaggerated heights. "
+                   "Default: map for pictures, 3d for animations.")
+@click.option("--exaggerate", type=float, default=None,
+              help="Vertical exaggeration of the 3d view (default: automatic, so that grades show).")
+@click.option("--focus", default=None,
+              help="Frame one place: node:N (or N), item:N, an audit code (GAP_IN_NODE, GAP_IN_NODE:2), "
+                   "X,Z or TX,TZ,x,z, or a station/platform/siding name.")
+@click.option("--audit", "audit", is_flag=True, help="Draw every audit finding (coloured by severity, with its code).")
+@click.option("--size", default="1280x960", show_default=True, help="Picture or window size, WIDTHxHEIGHT pixels.")
 @click.option("--replay", "replay_src", type=click.Path(path_type=Path),
               help="Trains from a replay: a scenario .toml (run now) or a `replay --out` folder.")
+@click.option("--follow", default=None, help="Animations: keep the camera on this train (default: the first).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @_strict_option
 @_handle_errors
-def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None, overwrite: bool,
-           strict: bool) -> None:
-    """Draw a route in 3-D with pyvista (needs tdbtools[render]); offscreen when there is no
-    display (libegl1 libgl1-mesa-dri on headless Debian)."""
+def render(route: Path, out: Path | None, color_by: str, view: str | None, exaggerate: float | None,
+           focus: str | None, audit: bool, size: str, replay_src: Path | None, follow: str | None,
+           overwrite: bool, strict: bool) -> None:
+    """Draw a route: a map or a 3-D view (pyvista; needs tdbtools[render]), offscreen when
+    there is no display (libegl1 libgl1-mesa-dri on headless Debian), or an HTML page."""
     from ._fs import check_target
 
     if out is not None:
@@ -436,24 +449,42 @@ def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None
     from .render.animate import TrainPlacer, load_replay, render_animation
     from .render.scene import build_scene, render_png, show
 
+    try:
+        w, h = (int(v) for v in size.lower().split("x"))
+        if not (16 <= w <= 8192 and 16 <= h <= 8192):
+            raise ValueError
+    except ValueError:
+        raise click.BadParameter(f"{size!r}: WIDTHxHEIGHT, each 16-8192 pixels", param_hint="--size") from None
+    if exaggerate is not None and not (0 < exaggerate <= 10000):
+        raise click.BadParameter("must be in (0, 10000]", param_hint="--exaggerate")
+    suffix = out.suffix.lower() if out is not None else ""
+    if out is not None and suffix not in (".png", ".html", ".gif", ".mp4"):
+        raise click.UsageError(f"--out {out}: give a .png, .html, .gif or .mp4 file")
     r = _load(route, strict=strict)
-    scene = build_scene(r, color_by=color_by)
+    scene = build_scene(r, color_by=color_by, audit=True if audit else None, focus=focus)
+    if out is not None and suffix == ".html":
+        from .render.html import write_html
+
+        write_html(scene, out, exaggerate=exaggerate)
+        click.echo(f"wrote {out}")
+        return
     result = rp = None
     if replay_src is not None:
         result, rp = load_replay(replay_src, route=r)
-    if out is not None and out.suffix.lower() in (".gif", ".mp4"):
+    if out is not None and suffix in (".gif", ".mp4"):
         if result is None:
             raise click.UsageError("an animation (--out .gif/.mp4) needs --replay")
-        render_animation(r, result, out, replay=rp, scene=scene)
+        render_animation(r, result, out, replay=rp, scene=scene, view=view or "3d", exaggerate=exaggerate,
+                         follow=follow if follow else True, window_size=(w, h) if size != "1280x960" else (800, 608))
         click.echo(f"wrote {out}")
         return
     if result is not None:
         placer = TrainPlacer(result, scene.origin, replay=rp)
         scene.trains = placer.mesh(placer.time_range[1])
     if out is None:
-        show(scene)
+        show(scene, window_size=(w, h), view=view or "map", exaggerate=exaggerate)
         return
-    render_png(scene, out)
+    render_png(scene, out, window_size=(w, h), view=view or "map", exaggerate=exaggerate)
     click.echo(f"wrote {out}")
 
 
@@ -751,7 +782,8 @@ def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step:
                    f"actual {clock(r['actual_arr'])}-{clock(r['actual_dep'])}")
     for e in result.replay.events:
         if e["kind"] in ("deadlock", "stuck", "derailment", "collision", "side_collision", "not_at_end"):
-            click.echo(f"  event {e.get('clock', '')} {e['kind']}: {e.get('message', '')}")
+            who = f"{e['train']}: " if "train" in e else ""
+            click.echo(f"  event {e.get('clock', '')} {e['kind']}: {who}{e.get('message', '')}")
     click.echo(f"wrote {len(files)} files to {out_dir}")
     return EXIT_FINDINGS if result.failed else 0
 

@@ -32,7 +32,16 @@ def command_lines() -> list[str]:
     """The lines of the README's command list (comments cut off)."""
     block = README.split("## Command line", 1)[1]
     body = _blocks_in(block, "sh")[0]
-    return [line.split("  #")[0].strip() for line in body.splitlines() if line.strip()]
+    lines: list[str] = []
+    for raw in body.splitlines():
+        line = raw.split("  #")[0].strip()
+        if not line:
+            continue
+        if line.startswith("tdbtools") or not lines:
+            lines.append(line)
+        else:  # a continuation of the command above
+            lines[-1] += " " + line
+    return lines
 
 
 def _blocks_in(text: str, lang: str) -> list[str]:
@@ -48,6 +57,7 @@ class Ctx:
     spec: Path
     tile: tuple[str, str]
     pos: tuple[str, str]
+    places: tuple[str, str] = ("1", "3")  # two track nodes for `path --from --to`
     keep: set[str] = field(default_factory=set)  # optional groups to keep (e.g. --stand-in)
 
 
@@ -64,6 +74,18 @@ def concrete(line: str, ctx: Ctx, tmp: Path) -> list[str]:
         words += ["--out", str(tmp / "route.png")]
     if words and words[0] in ("replay", "sweep"):
         words += ["--out", str(tmp / f"{words[0]}-out")]
+    if words and words[0] == "path":
+        words = [w for w in words if w != "--out"] + ["--out", str(tmp / "built.pat")]
+        words = [w if w != "NAME.pat" else "" for w in words]
+        words = [w for w in words if w]
+    places = iter(ctx.places)
+    words = [next(places) if w == "PLACE" else w for w in words]
+    act = ctx.route / "ACTIVITIES"
+    acts = sorted(act.glob("*.act")) if act.is_dir() else []
+    if "ROUTE/ACTIVITIES/NAME.act" in words:
+        if not acts:
+            pytest.skip(f"{ctx.route.name} has no activity")
+        words = [str(acts[0]) if w == "ROUTE/ACTIVITIES/NAME.act" else w for w in words]
     subs = {"ROUTE": str(ctx.route), "NAME.con": ctx.consist, "NAME.pat": ctx.path, "FILE.pat": ctx.path,
             "FILE": str(ctx.stf_file), "FOLDER": str(tmp / "converted"), "SPEC.toml": str(ctx.spec)}
     out: list[str] = []
@@ -91,7 +113,7 @@ def _sample_ctx(tmp: Path) -> Ctx:
     spec.write_text(f'route = "{SAMPLE_ROUTE.as_posix()}"\npaths = ["MainWE.pat"]\n'
                     'consists = ["sample_passenger"]\nduration = 600\n', encoding="utf-8")
     return Ctx(SAMPLE_ROUTE, "sample_passenger", "MainWE.pat", SAMPLE_ROUTE / "SAMPLE.trk", spec,
-               ("-5631", "15116"), ("-212.95441", "-380.181"))
+               ("-5631", "15116"), ("-212.95441", "-380.181"), ("1", "5"))
 
 
 def _realworld_ctx(tmp: Path) -> Ctx:

@@ -295,6 +295,7 @@ class Replay:
                 consists[ckey] = self._read_consist(spec, sdir, stand_in)
             stock = consists[ckey]
             line, end_s, key = _line_for(spec, self.route, sdir, lines)
+            key = self.engine_line_key(spec, key)
             length = float(stock.model.length.sum())
             front0 = spec.start_offset + length
             if front0 > line.length + 1e-6:
@@ -593,6 +594,11 @@ class Replay:
             for t in self.trains:
                 if t.spec.name == ev.train:
                     t.derailed = True
+
+    def engine_line_key(self, spec: TrainSpec, key: object) -> object:
+        """Trains with equal keys share one line of the 1-D engine and meet there
+        (default: trains on the same path)."""
+        return key
 
     def on_track(self) -> np.ndarray | None:
         """Which trains are on the track now (None: all). Subclasses that start trains

@@ -88,6 +88,8 @@ def run_combination(combo: Combination, traces: bool = False, strict: bool = Tru
     rec: dict[str, Any] = {"key": combo.key, "path": combo.path, "consist": combo.consist,
                            "params": combo.params, "status": "ok", "error": None,
                            "worker": _worker_name(), "route_loaded": False}
+    if combo.activity is not None:
+        return _run_activity(combo, rec, t0, traces)
     try:
         route, rec["route_loaded"] = worker_route(combo.scenario.route, strict)
         result = Replay(combo.scenario, route=route).run()
@@ -111,6 +113,50 @@ def run_combination(combo: Combination, traces: bool = False, strict: bool = Tru
         rec["status"] = "incomplete"
         rec["error"] = (f"stopped by duration = {combo.scenario.duration:g} s before the train "
                         f"finished ({s['distance_m']:.0f} m run)")
+    rec["wall_s"] = round(time.perf_counter() - t0, 4)
+    if traces:
+        rec["result"] = result
+    return rec
+
+
+def _run_activity(combo: Combination, rec: dict, t0: float, traces: bool) -> dict:
+    """One activity replay as a sweep record: times and energies summed over its trains,
+    ``finished`` when every train reached the end of its path."""
+    from ..physics.activity import ActivityReplay, plan_activity
+
+    try:
+        assert combo.activity is not None
+        plan = plan_activity(combo.activity)
+        route, rec["route_loaded"] = worker_route(plan.route_folder)
+        p = combo.params
+        sc = combo.scenario
+        rp = ActivityReplay(plan, route=route, stand_in=sc.stand_in, step=sc.step,
+                            stuck_after=float(p.get("stuck_after", 1800.0)),
+                            duration=sc.duration)
+        if "deceleration" in p:
+            for d in rp.drivers:
+                d.auto.decel = float(p["deceleration"])
+        result = rp.run()
+    except Exception as exc:  # noqa: BLE001 - a failing activity must not stop the sweep
+        rec["status"] = "error"
+        kind = "" if isinstance(exc, TdbToolsError) else f"{type(exc).__name__}: "
+        rec["error"] = f"{kind}{exc}"
+        rec["wall_s"] = round(time.perf_counter() - t0, 4)
+        return rec
+    s = result.replay.summary
+    trains = s["trains"].values()
+    rec["running_time_s"] = s["simulated_seconds"]
+    rec["distance_m"] = round(sum(t["distance_m"] for t in trains), 3)
+    rec["max_speed_kmh"] = max((t["max_speed_kmh"] for t in trains), default=0.0)
+    rec["traction_energy_kwh"] = round(sum(t["traction_energy_kwh"] for t in trains), 4)
+    rec["braking_energy_kwh"] = round(sum(t["braking_energy_kwh"] for t in trains), 4)
+    rec["finished"] = not s["not_at_end"]
+    rec["derailed"] = bool(s["derailed"])
+    rec["collisions"] = s["collisions"]
+    rec["end_of_track"] = False
+    kinds = [e["kind"] for e in result.replay.events]
+    rec["events"] = {k: kinds.count(k) for k in ("deadlock", "stuck", "not_at_end", "start_delayed") if k in kinds}
+    rec["simulated_s"] = s["simulated_seconds"]
     rec["wall_s"] = round(time.perf_counter() - t0, 4)
     if traces:
         rec["result"] = result
