@@ -1,7 +1,7 @@
 """Typed replay events: events.json of the bundled scenarios and the sample activity
 stays byte-identical to the files in tests/data/events_golden (written by the dict
 events before they were typed; regenerate with TDBTOOLS_REGEN_EVENTS=1 only when a
-physics change is meant to change them)."""
+physics or format change is meant to change them, and say so in the commit)."""
 from __future__ import annotations
 
 import os

@@ -2,8 +2,8 @@
 replay (docs/physics.md §6).
 
 Every class has a class-level ``kind`` (the ``"kind"`` of ``events.json``) and
-:meth:`ReplayEvent.to_dict`, which gives exactly the JSON object ``events.json``
-holds: ``kind`` first, then the fields in declared order; an optional field that is
+:meth:`ReplayEvent.to_dict`, which gives exactly one entry of the ``events`` list
+of ``events.json``: ``kind`` first, then the fields in declared order; an optional field that is
 ``None`` is left out (the older dict events did not carry it). Several classes may
 share a ``kind`` when one word meant two shapes (``"stopped"`` for a group of cars
 coming to rest and for a scheduled train ending its run).
