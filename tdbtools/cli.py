@@ -311,9 +311,12 @@ def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json
 @click.option("--step", type=float, default=10.0, show_default=True, help="Metres between samples.")
 @click.option("--csv", "csv_out", type=click.Path(path_type=Path), help="Write the samples as CSV.")
 @click.option("--plot", "plot_out", type=click.Path(path_type=Path), help="Draw the profile (PNG, SVG, PDF).")
+@click.option("--category", type=click.Choice(["passenger", "freight"]), default="passenger", show_default=True,
+              help="Which speed-post values to show (limits are always those of the direction of travel).")
 @_handle_errors
 def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: float | None,
-            backward: bool, step: float, csv_out: Path | None, plot_out: Path | None) -> None:
+            backward: bool, step: float, csv_out: Path | None, plot_out: Path | None,
+            category: str = "passenger") -> None:
     """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
     from .stf.writer import write_text_atomic
     from .track.profile import profile_from, profile_path
@@ -322,10 +325,10 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
         raise click.UsageError("give --path FILE.pat, or --from-tile TX TZ --from-pos X Z --distance M")
     r = _load(route)
     if path_file is not None:
-        prof = profile_path(r, path_file, step=step)
+        prof = profile_path(r, path_file, step=step, category=category)
     else:
         prof = profile_from(r, from_tile[0], from_tile[1], from_pos[0], from_pos[1], distance,
-                            step=step, backward=backward)
+                            step=step, backward=backward, category=category)
     c = prof.columns
     click.echo(f"{prof.route}: {prof.source}: {prof.length:.1f} m, {len(prof)} samples, "
                f"elevation {c['elevation_m'].min():.1f}..{c['elevation_m'].max():.1f} m, "

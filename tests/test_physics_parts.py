@@ -123,8 +123,25 @@ def test_line_speed_limit(line_we, line_ew):
     assert list(line_we.limit_s) == pytest.approx([0.0, post])
     assert line_we.speed_limit[0] == pytest.approx(120 / 3.6, rel=1e-6)
     assert line_we.speed_limit[-1] == pytest.approx(80 / 3.6)
-    # Posts count in both directions (as in track/profile.py): westbound at 10 m from J1.
-    assert line_ew.limit(line_ew.junctions[0].s - 9.0) == pytest.approx(80 / 3.6)
+    # The post governs eastbound trains only (its angle, Open Rails' rule): westbound
+    # trains keep the route limit past it, and meet no limit change at all.
+    assert line_ew.limit(line_ew.junctions[0].s - 9.0) == pytest.approx(120 / 3.6, rel=1e-6)
+    assert list(line_ew.limit_s) == [0.0]
+    # Freight: the post carries a value for both categories (flags bit 7).
+    assert line_we.limit(post + 0.01, "freight") == pytest.approx(80 / 3.6, rel=1e-9)
+
+
+def test_post_direction_follows_the_angle(sample):
+    from tdbtools.track.speedposts import post_direction, speed_posts
+
+    posts = [p for ps in speed_posts(sample).values() for p in ps]
+    limit = next(p for p in posts if p.kind == "limit")
+    assert limit.governs == 1 and limit.passenger == limit.freight == pytest.approx(80 / 3.6)
+    it = sample.tdb.items[limit.item_index]
+    # Turning the sign round (angle + π) makes it govern the other direction.
+    assert post_direction(sample, limit.node, limit.offset, it.angle + math.pi) == 0
+    assert post_direction(sample, limit.node, limit.offset, it.angle + 0.4) == 1
+    assert post_direction(sample, limit.node, limit.offset, it.angle + math.pi - 0.4) == 0
 
 
 def test_line_occupancy_across_junction(line_we):

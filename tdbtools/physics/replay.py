@@ -73,6 +73,7 @@ class _Train:
     derailed: bool = False
     stopped_for: float = 0.0
     warnings: list = field(default_factory=list)
+    category: str = "passenger"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -170,7 +171,16 @@ def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) ->
     return line, None, ("point", id(line))
 
 
-def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces.CarModel):
+def train_category(spec: TrainSpec, stocks) -> str:  # noqa: ANN001
+    """The train's category for the speed posts: the scenario's, else "freight" if any
+    car is a freight wagon (as Open Rails decides), else "passenger"."""
+    if spec.category is not None:
+        return spec.category
+    return "freight" if any(getattr(s, "wagon_type", None) == "Freight" for s in stocks) else "passenger"
+
+
+def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces.CarModel,
+            category: str = "passenger"):
     if spec.driver == "schedule":
         return ScheduleDriver(spec.schedule, spec.schedule_by)
     vmax = np.nanmin(np.where(model.is_engine, model.max_velocity, np.nan)) if model.is_engine.any() else np.nan
@@ -178,7 +188,8 @@ def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces
     if np.isfinite(vmax):
         cap = min(cap, float(vmax)) if cap is not None else float(vmax)
     stop = end_s if end_s is not None else (line.length if line.ends_at_track_end else None)
-    return AutoDriver(line.limit_s, line.limit_v, stop, max_speed=cap, deceleration=spec.deceleration)
+    limit_s, limit_v = line.limits(category)
+    return AutoDriver(limit_s, limit_v, stop, max_speed=cap, deceleration=spec.deceleration)
 
 
 class _Lines:
@@ -285,9 +296,10 @@ class Replay:
             v.append(np.full(n, spec.start_speed))
             sl = slice(start, start + n)
             start += n
-            t = _Train(spec, consist, model, line, lid, sl, _driver(spec, line, end_s, model),
+            category = train_category(spec, stocks)
+            t = _Train(spec, consist, model, line, lid, sl, _driver(spec, line, end_s, model, category),
                        BogieSet.from_model(spec.name, line, fronts, model), float(fronts[0]),
-                       float(model.length.sum()), end_s, warnings=warns)
+                       float(model.length.sum()), end_s, warnings=warns, category=category)
             self.trains.append(t)
         self.bodies = Bodies(np.concatenate(masses), np.concatenate(lengths), np.concatenate(line_ids),
                              np.concatenate(coupled), np.concatenate(slack))
@@ -591,7 +603,7 @@ class Replay:
             kinds = [e["kind"] for e in self.events if e.get("train") == t.spec.name
                      or any(c[0] == t.spec.name for c in e.get("cars", []) if isinstance(c, list))]
             summary["trains"][t.spec.name] = {
-                "consist": t.consist.name, "cars": t.cars.stop - t.cars.start,
+                "consist": t.consist.name, "cars": t.cars.stop - t.cars.start, "category": t.category,
                 "mass_t": round(float(t.model.mass.sum()) / 1000.0, 3), "length_m": round(t.length, 3),
                 "running_time_s": round(t.done_at if t.done_at is not None else self.time, 3),
                 "finished": t.done_at is not None, "derailed": t.derailed,

@@ -14,6 +14,8 @@ A scenario is a TOML file (or the same structure built in Python)::
     beyond_path = 3000                  # run on this far past the end of the path
     driver = "auto"                     # keep to the limits, stop at the end of the path
     max_speed = "160km/h"               # optional cap for the automatic driver
+    category = "passenger"              # which speed-post values apply ("freight");
+                                        # default: freight if any car is a freight wagon
     # or a schedule, by time (s) or by distance (m) from the start:
     # [[train.schedule]]
     # at = 0
@@ -93,6 +95,7 @@ class TrainSpec:
     brake_mode: str = "force"                # "force" | "deceleration"
     deceleration: float = 0.5                # m/s², the automatic driver's planned braking
     stand_in: bool | None = None             # overrides the scenario's setting
+    category: str | None = None              # "passenger" | "freight"; None: from the consist
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,8 @@ class Scenario:
 
 _TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval"}
 _TRAIN = {"name", "consist", "path", "start", "distance", "start_offset", "beyond_path", "driver", "schedule",
-          "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in"}
+          "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in",
+          "category"}
 _START = {"tile", "pos", "backward"}
 _COMMAND = {"at", "throttle", "brake"}
 _EVENT = {"at", "junction", "route"}
@@ -302,6 +306,10 @@ def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
     mode = t.get("brake_mode", "force")
     if mode not in ("force", "deceleration"):
         raise ctx.error(f"train {name!r}: brake_mode must be \"force\" or \"deceleration\"", "brake_mode")
+    category = t.get("category")
+    if category is not None and category not in ("passenger", "freight"):
+        raise ctx.error(f"train {name!r}: category must be \"passenger\" or \"freight\", got {category!r}",
+                        "category")
     stand_in = t.get("stand_in")
     if stand_in is not None and not isinstance(stand_in, bool):
         raise ctx.error("stand_in: expected true or false", "stand_in")
@@ -316,7 +324,7 @@ def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
         start_speed=_num(ctx, t.get("start_speed", 0.0), "start_speed", "speed", lo=0.0, hi=300.0),
         brake_mode=mode,
         deceleration=_num(ctx, t.get("deceleration", 0.5), "deceleration", None, lo=0.05, hi=3.0),
-        stand_in=stand_in,
+        stand_in=stand_in, category=category,
     )
 
 
