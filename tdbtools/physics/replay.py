@@ -35,7 +35,7 @@ from ..formats.route import Route, load_route
 from ..track.paths import resolve_path
 from ..track.traveller import Switches
 from . import forces
-from .driver import AutoDriver, Controls, DriveState, ScheduleDriver
+from .driver import AutoDriver, Controls, DriveState, ScheduleDriver, Stop
 from .engine import Bodies, Engine
 from .safety import BogieSet, Occupancy, TrainPosition, throw_switch
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
@@ -74,6 +74,7 @@ class _Train:
     stopped_for: float = 0.0
     warnings: list = field(default_factory=list)
     category: str = "passenger"
+    waits: list = field(default_factory=list)      # (line distance, seconds): waiting points
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -162,6 +163,7 @@ def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) ->
             line = TrackLine.from_path(route, res, extend=spec.beyond_path + 2000.0)
             end = float(line.path_length) + spec.beyond_path
             cache[key] = (line, min(end, line.length) if line.ends_at_track_end else end)
+            cache[("waits",) + key] = path_waits(pat, res, line)
         line, end = cache[key]
         return line, end, key
     st = spec.start
@@ -179,6 +181,29 @@ def train_category(spec: TrainSpec, stocks) -> str:  # noqa: ANN001
     return "freight" if any(getattr(s, "wagon_type", None) == "Freight" for s in stocks) else "passenger"
 
 
+def path_waits(pat: Path, res, line: TrackLine) -> list[tuple[float, float]]:  # noqa: ANN001
+    """The waiting points of a path on its line: (line distance, seconds). A point is
+    where its leg starts; only the first part of a path with reversals is replayed, so
+    only points on it count. Open Rails' special values (≥ 30000: a clock time or
+    coupling orders) are waits of 0 s."""
+    from ..formats.pat import read_pat
+
+    pf = read_pat(pat, diagnostics=Diagnostics(strict=False))
+    chain = list(pf.main_chain())
+    out = []
+    s = 0.0
+    for leg in res.legs:
+        if leg.from_point in res.reversals and leg.from_point > 0:
+            break
+        if 0 < leg.from_point < len(chain):
+            node = pf.nodes[chain[leg.from_point]]
+            w = node.wait_seconds
+            if w is not None:
+                out.append((s, float(w) if w < 30000 else 0.0))
+        s += leg.length
+    return [(a, w) for a, w in out if a <= line.path_length + 1e-6]
+
+
 def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces.CarModel,
             category: str = "passenger"):
     if spec.driver == "schedule":
@@ -190,6 +215,42 @@ def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces
     stop = end_s if end_s is not None else (line.length if line.ends_at_track_end else None)
     limit_s, limit_v = line.limits(category)
     return AutoDriver(limit_s, limit_v, stop, max_speed=cap, deceleration=spec.deceleration)
+
+
+#: Brake build-up time (s, to the full application) by train category when the
+#: scenario gives none: UIC brake positions P (passenger) and G (freight), roughly.
+BUILD_UP_S = {"passenger": 4.0, "freight": 20.0}
+#: Releasing takes this many times the build-up time.
+RELEASE_OVER_BUILD_UP = 1.5
+
+
+def _build_up(t: _Train) -> float:
+    b = t.spec.brake_build_up
+    return float(b) if b is not None else BUILD_UP_S.get(t.category, 4.0)
+
+
+def _setup_driver(t: _Train, rep: Replay) -> None:
+    """Tell the automatic driver what the replay knows: the train length, the braking it
+    can count on in force mode, waiting points, the allowance."""
+    d = t.driver
+    if not isinstance(d, AutoDriver):
+        return
+    d.train_length = t.length
+    if t.spec.brake_mode == "force":
+        # Plan with what the brakes give on the level, with a margin, and start braking
+        # half a build-up time earlier (a linear build-up is a dead time of T/2).
+        m = t.model
+        level = (float(m.max_brake.sum()) + float(forces.davis(m, 0.0).sum())) / float(m.inertial_mass.sum())
+        d.decel = min(d.decel, 0.9 * level)
+        d.brake_delay = 0.5 * _build_up(t)
+    for s_at, wait in t.waits:
+        if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:   # not behind the front at the start
+            d.stops.append(Stop(s_at, wait, "waiting point"))
+    d.stops.sort(key=lambda p: p.s)
+    if t.spec.allowance or t.spec.allowance_min_per_100km:
+        from .runtime import apply_allowance
+
+        apply_allowance(t, rep)
 
 
 class _Lines:
@@ -230,7 +291,10 @@ class Replay:
     """A running replay; :func:`replay` runs one to the end."""
 
     def __init__(self, scenario: Scenario, *, route: Route | None = None, cars_trace: bool = False,
-                 trace_every: float | None = None) -> None:
+                 trace_every: float | None = None, lines: dict[str, TrackLine] | None = None) -> None:
+        """``lines``: a prepared line per train name (e.g. :meth:`TrackLine.synthetic`),
+        used instead of the train's path or start point; the auto driver stops at its
+        end when it ends at a track end."""
         self.scenario = scenario
         self.route = route if route is not None else load_route(scenario.route)
         self.cars_trace = cars_trace
@@ -239,7 +303,8 @@ class Replay:
         sdir = Path(scenario.source).parent if scenario.source and not scenario.source.startswith("<") else Path(".")
         self.switches = Switches(self.route)
         self.events: list[dict] = []
-        lines: dict = {}
+        given_lines = lines
+        cache: dict = {}
         specs = []
         for spec in scenario.trains:
             consist = _consist(spec, self.route, sdir)
@@ -255,12 +320,17 @@ class Replay:
                 raise ReplayError(f"train {spec.name!r}: {exc}\n(use stand_in = true to run with "
                                   "generic stock of the same kind)") from None
             flipped = [c.flipped for c in consist.cars]
-            model = forces.CarModel.from_stock(stocks, flipped)
+            model = forces.CarModel.from_stock(stocks, flipped, trailing_loco_factor=True,
+                                               rotating_mass=scenario.rotating_mass)
             # Coupler free play between buffers touching and coupler taut. Open Rails lets
             # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
             # whole play is 2·slack2 of the coupler each car uses.
             slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
-            line, end_s, key = _line_for(spec, self.route, sdir, lines)
+            if given_lines and spec.name in given_lines:
+                line = given_lines[spec.name]
+                end_s, key = None, ("given", id(line))
+            else:
+                line, end_s, key = _line_for(spec, self.route, sdir, cache)
             specs.append((spec, consist, model, line, end_s, key, [str(w.message) for w in caught],
                           stocks, flipped, slack))
         # Engine lines: trains on the same line object share one; order the cars of a
@@ -299,12 +369,40 @@ class Replay:
             category = train_category(spec, stocks)
             t = _Train(spec, consist, model, line, lid, sl, _driver(spec, line, end_s, model, category),
                        BogieSet.from_model(spec.name, line, fronts, model), float(fronts[0]),
-                       float(model.length.sum()), end_s, warnings=warns, category=category)
+                       float(model.length.sum()), end_s, warnings=warns, category=category,
+                       waits=list(cache.get(("waits",) + key, [])))
             self.trains.append(t)
-        self.bodies = Bodies(np.concatenate(masses), np.concatenate(lengths), np.concatenate(line_ids),
+        self.model = forces.CarModel.concat([t.model for t in self.trains])
+        # The engine moves inertial masses ρ·m (rotating parts included); gravity and
+        # the resistances use the mass itself (docs/running-time.md §5).
+        self._inertial = self.model.inertial_mass
+        self.bodies = Bodies(self._inertial, np.concatenate(lengths), np.concatenate(line_ids),
                              np.concatenate(coupled), np.concatenate(slack))
         self.engine = Engine(self.bodies, np.concatenate(x), np.concatenate(v))
-        self.model = forces.CarModel.from_stock(all_stocks, all_flipped)
+        self._adhesion = None if scenario.adhesion == "off" else scenario.adhesion
+        self._adhesive_g = (self.model.adhesive_mass if self.model.adhesive_mass is not None
+                            else np.zeros(len(self.model.mass))) * forces.G
+        T = len(self.trains)
+        self.train_inertia = np.array([float(t.model.inertial_mass.sum()) for t in self.trains])
+        self.train_maxbrake = np.array([max(float(t.model.max_brake.sum()), 1.0) for t in self.trains])
+        self.train_vmax = np.array([float(np.nanmin(np.where(t.model.is_engine, t.model.max_velocity, np.nan)))
+                                    if (t.model.is_engine & np.isfinite(t.model.max_velocity)).any() else np.nan
+                                    for t in self.trains])
+        self.train_decel_mode = np.array([t.spec.brake_mode == "deceleration" for t in self.trains])
+        self.train_build = np.array([max(_build_up(t), 1e-6) for t in self.trains])
+        self.train_release = np.array([max(_build_up(t) * RELEASE_OVER_BUILD_UP, 1e-6) for t in self.trains])
+        self.brake_applied = np.zeros(T)
+        # Plain lists for the per-train scalar loop of each step.
+        self.train_inertia_l = self.train_inertia.tolist()
+        self.train_maxbrake_l = self.train_maxbrake.tolist()
+        self.train_vmax_l = self.train_vmax.tolist()
+        self.train_decel_mode_l = self.train_decel_mode.tolist()
+        self.train_build_l = self.train_build.tolist()
+        self.train_release_l = self.train_release.tolist()
+        self._scale = np.zeros(T)
+        self._last_forces = (np.zeros(0),) * 3
+        for t in self.trains:
+            _setup_driver(t, self)
         self._forces = forces.Prepared(self.model)
         # Per-car views of the lines, for vectorised lookups and track-end checks.
         distinct = list({id(t.line): t.line for t in self.trains}.values())
@@ -374,12 +472,9 @@ class Replay:
             if t.derailed:
                 c = Controls(0.0, 1.0, 0.0)
             else:
-                c = t.driver(DriveState(now, fronts[k] - t.front0, speeds[k], fronts[k], rears[k]))
+                c = t.driver(DriveState(now, fronts[k] - t.front0, speeds[k], fronts[k], rears[k], dt))
             t.controls = c
-            ctrl.append((c.throttle, c.brake, c.deceleration))
-        per_car = np.array(ctrl)[self.car_train]
-        throttle, brake_frac, decel = per_car[:, 0], per_car[:, 1], per_car[:, 2]
-        braking_to = any(c[2] for c in ctrl)
+            ctrl.append(c)
         m = self.model
         lines = self.lines
         n = len(x)
@@ -389,13 +484,9 @@ class Replay:
         yf, yr = y[:n], y[n:]
         curv = lines.curvature(g[2 * n:])
         pre = self._forces
-        trac = forces.traction(m, throttle, v)
-        grav = pre.gravity(yf, yr)
-        dav = pre.davis(v)
-        crv = pre.curve(curv)
-        brk = pre.brake(brake_frac)
-        if braking_to:
-            brk = brk + forces.brake_for_deceleration(m, decel, forces.opposing_resistance(v, dav, crv, grav))
+        trac, brk, self._scale, _frac = self._traction_and_brakes(ctrl, x, v, speeds, pre.gravity(yf, yr),
+                                                                  pre.davis(v), pre.curve(curv), dt)
+        grav, dav, crv = self._last_forces
         x0 = x.copy()
         for e in eng.step(dt, trac + grav, dav + crv + brk):
             self._engine_event(e)
@@ -436,6 +527,80 @@ class Replay:
         if self.time + 1e-9 >= self._next_trace:
             self._next_trace += self.trace_every
             self._trace(trac, brk)
+
+    def _traction_and_brakes(self, ctrl: list[Controls], x: np.ndarray, v: np.ndarray, speeds: list,
+                             grav: np.ndarray, dav: np.ndarray, crv: np.ndarray, dt: float):
+        """Per-car traction and brake forces from the drivers' controls
+        (docs/running-time.md §2–§7): the automatic driver's speed target becomes the
+        traction fraction that reaches it by the end of the step (at most full power);
+        brakes by the train's brake mode (force: a fraction of the brake force with
+        build-up and release; deceleration: the hourly model); then the top-speed taper,
+        solved implicitly per train. Per-train work is scalar Python (a few trains, a
+        few numbers each: cheaper than numpy calls)."""
+        self._last_forces = (grav, dav, crv)
+        m = self.model
+        ct = self.car_train
+        thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
+        trac0 = forces.traction(m, np.array(thr)[ct], v, taper=False)
+        if self._adhesion is not None:
+            mu = forces.adhesion_coefficient(v, self._adhesion)
+            trac0 = np.minimum(trac0, mu * self._adhesive_g)
+        sums = np.add.reduceat(np.stack((trac0, grav, dav + crv)), self.train_start, axis=1).tolist()
+        Fs, Gs, Rs = sums
+        M = self.train_inertia_l
+        applied = self.brake_applied
+        scale = [0.0] * len(ctrl)
+        decel_car = None
+        any_decel = False
+        for k, c in enumerate(ctrl):
+            vk = speeds[k]
+            fwd = -1.0 if vk < 0.0 else 1.0
+            other = Gs[k] - fwd * Rs[k]
+            spec = self.trains[k].spec
+            b_force = 0.0
+            hold = 0.0
+            if c.speed_target is not None:
+                # Brakes to hold the target when even no traction would run over it
+                # (a falling grade).
+                hold = max(fwd * other - M[k] * (c.speed_target - vk) / dt, 0.0)
+            if self.train_decel_mode_l[k]:
+                a_b = c.deceleration if c.deceleration > 0 else c.brake * spec.deceleration
+                if hold > 0.0:
+                    a_b = hold / M[k] - fwd * other / M[k]
+                if a_b > 0:
+                    any_decel = True
+                    if decel_car is None:
+                        decel_car = [0.0] * len(ctrl)
+                    decel_car[k] = a_b
+                    b_force = max(M[k] * a_b + fwd * other, 0.0)   # what the hourly brake adds
+            else:
+                if c.emergency:
+                    demand = forces.EMERGENCY_FACTOR
+                elif hold > 0.0:
+                    demand = min(hold / self.train_maxbrake_l[k], 1.0)
+                elif c.brake > 0 or c.deceleration <= 0:
+                    demand = c.brake
+                else:
+                    demand = min(max((M[k] * c.deceleration + fwd * other) / self.train_maxbrake_l[k], 0.0), 1.0)
+                a = applied[k]
+                a += min(max(demand - a, -dt / self.train_release_l[k]), dt / self.train_build_l[k])
+                a = min(max(a, 0.0), forces.EMERGENCY_FACTOR)
+                applied[k] = a
+                b_force = a * self.train_maxbrake_l[k]
+            net = other - fwd * b_force
+            F = Fs[k]
+            q = 1.0
+            if c.speed_target is not None:
+                q = min(max((M[k] * (c.speed_target - vk) / dt - net) / F, 0.0), 1.0) if F > 0 else 0.0
+            scale[k] = q * forces.taper_factor(F * q, net, M[k], vk, self.train_vmax_l[k], dt) * thr[k]
+        sc = np.array(scale)
+        trac = trac0 * (sc / np.where(np.array(thr) > 0, np.array(thr), 1.0))[ct]
+        brk = m.max_brake * np.where(self.train_decel_mode, 0.0, applied)[ct]
+        if any_decel:
+            opp = forces.opposing_resistance(v, dav, crv, grav)
+            dc = np.array(decel_car)[ct]
+            brk = brk + np.maximum(self._inertial * dc - opp, 0.0) * (dc > 0)
+        return trac, brk, sc, applied
 
     def throw_switch(self, junction: int, route: int) -> None:
         """Throw a switch now: cars whose bogies straddle it on a line that takes the
@@ -546,7 +711,7 @@ class Replay:
 
     def _trace(self, trac: np.ndarray, brk: np.ndarray) -> None:
         x, v = self.engine.x, self.engine.v
-        for t in self.trains:
+        for k, t in enumerate(self.trains):
             sl = t.cars
             s_front = float(min(max(x[sl][0], 0.0), t.line.length))
             node, off, _d = t.line.node_offset(np.array([s_front]))
@@ -554,9 +719,8 @@ class Replay:
             speed = float(v[sl][0])
             prev = t.rows[-1] if t.rows else None
             acc = (speed - prev[2]) / (self.time - prev[0]) if prev and self.time > prev[0] else 0.0
-            c = t.controls
-            brake_out = c.brake if not c.deceleration else min(1.0, float(brk[sl].sum() / max(t.model.max_brake.sum(), 1.0)))
-            t.rows.append((self.time, float(x[sl][0]) - t.front0, speed, acc, c.throttle, brake_out,
+            brake_out = min(1.0, float(brk[sl].sum() / max(t.model.max_brake.sum(), 1.0)))
+            t.rows.append((self.time, float(x[sl][0]) - t.front0, speed, acc, float(self._scale[k]), brake_out,
                            int(node[0]), float(off[0]), loc.tile_x, loc.tile_z, loc.x, loc.y, loc.z,
                            float(t.line.grade_at(np.array([s_front]))[0])))
             if self.cars_trace:

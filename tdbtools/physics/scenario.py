@@ -6,6 +6,8 @@ A scenario is a TOML file (or the same structure built in Python)::
     step = 0.1                 # s
     duration = 3600            # s, at most
     stand_in = true            # missing .eng/.wag: generic stock of the same kind
+    rotating_mass = true       # rotating-mass factors 1.15 engines, 1.05 other cars
+    adhesion = "dry"           # traction limited by adhesion: "dry", "wet" or "off"
 
     [[train]]
     name = "IC3"
@@ -16,6 +18,11 @@ A scenario is a TOML file (or the same structure built in Python)::
     max_speed = "160km/h"               # optional cap for the automatic driver
     category = "passenger"              # which speed-post values apply ("freight");
                                         # default: freight if any car is a freight wagon
+    brake_mode = "force"                # or "deceleration" (the hourly model)
+    brake_build_up = 4                  # s; default 4 (passenger), 20 (freight)
+    allowance = 5                       # running-time allowance, % (and/or
+    allowance_min_per_100km = 3         # minutes per 100 km), met by
+    allowance_mode = "eco"              # coasting ("linear": lower speeds)
     # or a schedule, by time (s) or by distance (m) from the start:
     # [[train.schedule]]
     # at = 0
@@ -96,6 +103,10 @@ class TrainSpec:
     deceleration: float = 0.5                # m/s², the automatic driver's planned braking
     stand_in: bool | None = None             # overrides the scenario's setting
     category: str | None = None              # "passenger" | "freight"; None: from the consist
+    brake_build_up: float | None = None      # s to a full application; None: by category
+    allowance: float = 0.0                   # running-time allowance, % of the minimum
+    allowance_min_per_100km: float = 0.0     # and minutes per 100 km
+    allowance_mode: str = "linear"           # "linear" (lower speeds) | "eco" (coasting)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,16 +126,19 @@ class Scenario:
     events: tuple[SwitchEvent, ...] = ()
     source: str = "<scenario>"
     collision_check_interval: float = 0.5    # s between occupancy/side-collision checks
+    rotating_mass: bool = True               # default rotating-mass factors (running-time.md §5)
+    adhesion: str = "dry"                    # "dry" | "wet" | "off"
 
     @classmethod
     def from_toml(cls, path: str | Path) -> Scenario:
         return read_scenario(path)
 
 
-_TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval"}
+_TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval",
+        "rotating_mass", "adhesion"}
 _TRAIN = {"name", "consist", "path", "start", "distance", "start_offset", "beyond_path", "driver", "schedule",
           "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in",
-          "category"}
+          "category", "brake_build_up", "allowance", "allowance_min_per_100km", "allowance_mode"}
 _START = {"tile", "pos", "backward"}
 _COMMAND = {"at", "throttle", "brake"}
 _EVENT = {"at", "junction", "route"}
@@ -255,8 +269,14 @@ def scenario_from_dict(data: dict, ctx: _Ctx | None = None, base: Path | None = 
                                   int(_num(ctx, e["route"], "route", None, lo=0, hi=1))))
     cci = _num(ctx, data.get("collision_check_interval", 0.5), "collision_check_interval", "time",
                lo=step, hi=60.0)
+    rotating = data.get("rotating_mass", True)
+    if not isinstance(rotating, bool):
+        raise ctx.error("rotating_mass: expected true or false", "rotating_mass")
+    adhesion = data.get("adhesion", "dry")
+    if adhesion not in ("dry", "wet", "off"):
+        raise ctx.error(f"adhesion must be \"dry\", \"wet\" or \"off\", got {adhesion!r}", "adhesion")
     return Scenario(route, trains, step, duration, stand_in, tuple(sorted(events, key=lambda e: e.at)),
-                    ctx.path, cci)
+                    ctx.path, cci, rotating, adhesion)
 
 
 def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
@@ -310,6 +330,10 @@ def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
     if category is not None and category not in ("passenger", "freight"):
         raise ctx.error(f"train {name!r}: category must be \"passenger\" or \"freight\", got {category!r}",
                         "category")
+    amode = t.get("allowance_mode", "linear")
+    if amode not in ("linear", "eco"):
+        raise ctx.error(f"train {name!r}: allowance_mode must be \"linear\" or \"eco\", got {amode!r}",
+                        "allowance_mode")
     stand_in = t.get("stand_in")
     if stand_in is not None and not isinstance(stand_in, bool):
         raise ctx.error("stand_in: expected true or false", "stand_in")
@@ -325,6 +349,12 @@ def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
         brake_mode=mode,
         deceleration=_num(ctx, t.get("deceleration", 0.5), "deceleration", None, lo=0.05, hi=3.0),
         stand_in=stand_in, category=category,
+        brake_build_up=(_num(ctx, t["brake_build_up"], "brake_build_up", "time", lo=0.0, hi=120.0)
+                        if "brake_build_up" in t else None),
+        allowance=_num(ctx, t.get("allowance", 0.0), "allowance", None, lo=0.0, hi=100.0),
+        allowance_min_per_100km=_num(ctx, t.get("allowance_min_per_100km", 0.0), "allowance_min_per_100km",
+                                     None, lo=0.0, hi=60.0),
+        allowance_mode=amode,
     )
 
 

@@ -447,6 +447,50 @@ class TrackLine:
             object.__setattr__(line, k, v)
         return line
 
+    @classmethod
+    def synthetic(cls, length: float, *, grade: float = 0.0, curvature: float = 0.0,
+                  route_limit: float = 500.0, limits: tuple[tuple[float, float], ...] = (),
+                  freight_limits: tuple[tuple[float, float], ...] | None = None, step: float = 10.0,
+                  node: int = 1, source: str = "synthetic") -> TrackLine:
+        """A straight line of constant ``grade`` (rise per horizontal metre) and
+        ``curvature`` on no route, with limit posts ``(s, v)`` (m, m/s): for tests and
+        running-time studies. Its node is ``node`` with offset = line distance; it ends
+        at a track end."""
+        n = max(int(math.ceil(length / step)), 1)
+        pts = np.linspace(0.0, float(length), n + 1)
+        sin = math.sin(math.atan(grade))
+        cos = math.cos(math.atan(grade))
+        posts = sorted(limits)
+        ls = np.array([0.0] + [float(a) for a, _v in posts])
+        lv = np.array([route_limit] + [min(float(v), route_limit) for _a, v in posts])
+        fposts = sorted(freight_limits) if freight_limits is not None else posts
+        lvf = np.array([route_limit] + [min(float(v), route_limit) for _a, v in fposts])
+        if len(lvf) != len(lv):
+            raise TrackLineError("freight limits must be given at the same posts")
+        z = pts * cos
+        ones = np.ones_like(pts)
+        one = np.array([0.0])
+        line = cls(
+            route_name="synthetic", source=source, step=float(step), length=float(length),
+            path_length=float(length), ends_at_track_end=True, starts_at_track_end=True,
+            s=pts, node=np.full(len(pts), node, dtype=np.int64), offset=pts.copy(),
+            direction=np.ones(len(pts), dtype=np.int8), tile_x=np.zeros(len(pts), np.int64),
+            tile_z=np.zeros(len(pts), np.int64), x=np.zeros_like(pts), y=pts * sin, z=z,
+            X=np.zeros_like(pts), Z=z, heading=np.zeros_like(pts), grade=grade * ones,
+            curvature=curvature * ones, speed_limit=np.zeros(0),
+            seg_node=np.array([node], np.int64), seg_dir=np.array([1], np.int8), seg_s0=one.copy(),
+            seg_s1=np.array([float(length)]), seg_off0=one.copy(),
+            piece_row=np.array([-1], np.int64), piece_dir=np.array([1], np.int8), piece_s0=one.copy(),
+            piece_s1=np.array([float(length)]), piece_soff0=one.copy(),
+            piece_grade=np.array([float(grade)]), piece_curvature=np.array([float(curvature)]),
+            piece_geom=None,  # type: ignore[arg-type]  # no section geometry: at(exact=True) fails
+            junction_s=np.zeros(0), junction_node=np.zeros(0, np.int64),
+            junction_route=np.zeros(0, np.int64), junction_facing=np.zeros(0, bool),
+            limit_s=ls, limit_v=lv, limit_v_freight=lvf, post_s=ls[1:].copy(),
+            post_kind=tuple("limit" for _ in posts), _heading_u=np.zeros_like(pts))
+        object.__setattr__(line, "speed_limit", line.limit(pts))
+        return line
+
     # -- lookups -----------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.s)
