@@ -292,3 +292,47 @@ def test_brake_build_up_lengthens_the_stop():
     slow, _ = brake_run("force", 80 * KMH, build_up=10.0)
     # a linear build-up over T loses about v0·T/2 of distance
     assert slow - quick == pytest.approx(80 * KMH * 10.0 / 2, rel=0.15)
+
+
+# -- allowances, waiting points ---------------------------------------------------------------
+
+
+ALLOWANCE_LINE = dict(route_limit=110 * KMH, limits=((2000.0, 60 * KMH), (3000.0, 100 * KMH)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["linear", "eco"])
+def test_allowance_is_met_and_eco_saves_energy(mode):
+    line = TrackLine.synthetic(5000.0, **ALLOWANCE_LINE)
+    base, _ = run_replay("sample_freight", line)
+    s, _ = run_replay("sample_freight", line, allowance=6.0, allowance_min_per_100km=3.0, allowance_mode=mode)
+    target = base["running_time_s"] * 1.06 + 3.0 * 60 * (5000.0 - 2.0 - base["length_m"]) / 100_000
+    assert s["running_time_s"] == pytest.approx(target, rel=0.01)
+    assert s["allowance"]["mode"] == mode
+    if mode == "eco":
+        # coasting before the braking points: a fifth less traction energy at least
+        assert s["traction_energy_kwh"] < 0.8 * base["traction_energy_kwh"]
+
+
+def test_waiting_point_stops_the_train_and_waits(tmp_path):
+    """A copy of MainWE.pat whose middle point is a waiting point of 30 s."""
+    src = (SAMPLE_ROUTE / "PATHS" / "MainWE.pat").read_bytes().decode("utf-16")
+    nodes = src.split("TrPathNode (")
+    nodes[2] = nodes[2].replace("00000000", "001e0002", 1)          # wait 30 s (0x1e << 16 | 2)
+    pat = tmp_path / "Wait.pat"
+    pat.write_bytes("TrPathNode (".join(nodes).encode("utf-16"))
+    sc = Scenario(SAMPLE_ROUTE, (TrainSpec(name="t", consist=CONSISTS / "sample_passenger.con", path=pat,
+                                           driver="auto", max_speed=80 * KMH),), step=0.1, duration=600)
+    rep = Replay(sc, trace_every=0.5)
+    res = rep.run()
+    waits = [e for e in res.events if e["kind"] == "waiting"]
+    departs = [e for e in res.events if e["kind"] == "departed"]
+    assert len(waits) == 1 and len(departs) == 1
+    assert departs[0]["time"] - waits[0]["time"] == pytest.approx(30.0, abs=0.11)
+    tr = res.traces["t"]
+    front = tr["distance"] + rep.trains[0].front0
+    at = waits[0]["at"]
+    standing = (tr["time"] > waits[0]["time"] + 0.5) & (tr["time"] < departs[0]["time"] - 0.5)
+    assert standing.sum() > 50 and np.all(tr["speed"][standing] == 0.0)
+    assert np.all(np.abs(front[standing] - at) < 0.6)
+    assert res.summary["trains"]["t"]["finished"]

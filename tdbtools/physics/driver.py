@@ -144,7 +144,8 @@ class AutoDriver:
         stop, extra targets ahead."""
         cap = min(self.max_speed, self._limit_over(st.rear, st.front))
         out = [(cap, 0.0)]
-        reach = max(st.speed, cap) ** 2 / (2.0 * self.decel) + 50.0 + st.speed * st.dt
+        reach = (max(st.speed, cap) ** 2 / (2.0 * self.decel) + 50.0
+                 + st.speed * (st.dt + self.brake_delay + self.coast_before))
         s, v = self.limit_s, self.limit_v
         for k in range(max(bisect.bisect_right(s, st.front), 0), len(s)):
             ahead = s[k] - st.front

@@ -75,6 +75,7 @@ class _Train:
     warnings: list = field(default_factory=list)
     category: str = "passenger"
     waits: list = field(default_factory=list)      # (line distance, seconds): waiting points
+    allowance: dict | None = None                  # what the running-time allowance did
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -216,6 +217,9 @@ def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces
     limit_s, limit_v = line.limits(category)
     return AutoDriver(limit_s, limit_v, stop, max_speed=cap, deceleration=spec.deceleration)
 
+
+#: Coupler snatches and buffer impacts slower than this (m/s) are not reported.
+MIN_EVENT_SPEED = 0.05
 
 #: Brake build-up time (s, to the full application) by train category when the
 #: scenario gives none: UIC brake positions P (passenger) and G (freight), roughly.
@@ -473,6 +477,11 @@ class Replay:
                 c = Controls(0.0, 1.0, 0.0)
             else:
                 c = t.driver(DriveState(now, fronts[k] - t.front0, speeds[k], fronts[k], rears[k], dt))
+                evs = getattr(t.driver, "events", None)
+                if evs:   # waiting points: arrived and waiting, departed
+                    for e in evs:
+                        self._event({**e, "train": t.spec.name})
+                    evs.clear()
             t.controls = c
             ctrl.append(c)
         m = self.model
@@ -515,7 +524,7 @@ class Replay:
                     t.done_at = self.time
                     self._event({"kind": "end_of_line", "time": self.time, "train": t.spec.name,
                                  "message": f"reached the end of the {t.line.length:.0f} m of track built for it"})
-        for k, t in enumerate(self.trains):
+        for t in self.trains:
             if t.done_at is None:
                 self._done(t, dt, float(speed[t.cars].max()))
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
@@ -631,6 +640,11 @@ class Replay:
                 self._event({"kind": "stopped", "time": t.done_at, "train": t.spec.name})
 
     def _engine_event(self, e) -> None:  # noqa: ANN001
+        if e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED:
+            # A slack closing at a walking pace (brakes or traction changing by a few
+            # per cent per step) is a contact change, not a snatch or an impact; their
+            # number would only follow the step (docs/running-time.md §7).
+            return
         cars = tuple(int(c) for c in e.cars)
         names = []
         for c in cars:
@@ -777,6 +791,8 @@ class Replay:
                 "braking_energy_kwh": round(t.braking_j / 3.6e6, 4),
                 "events": {k: kinds.count(k) for k in sorted(set(kinds))},
             }
+            if t.allowance is not None:
+                summary["trains"][t.spec.name]["allowance"] = t.allowance
         return ReplayResult(self.scenario.source, traces, cars, tuple(self.events), summary, wall)
 
 

@@ -152,7 +152,8 @@ class _Ctx:
     def error(self, message: str, key: str | None = None) -> ScenarioError:
         loc = Location(self.path, 1, 1)
         if key:
-            m = re.search(rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=", self.text, re.M)
+            m = (re.search(rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=", self.text, re.M)
+                 or re.search(rf"^\s*\[\[?\s*{re.escape(key)}\s*\]", self.text, re.M))
             if m:
                 before = self.text[: m.start() + len(m.group()) - len(m.group().lstrip())]
                 line = before.count("\n") + 1
@@ -303,7 +304,8 @@ def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
                            _num(ctx, pos[0], "pos", None), _num(ctx, pos[1], "pos", None),
                            bool(s.get("backward", False)))
     if (path is None) == (start is None):
-        raise ctx.error(f"train {name!r}: give either 'path' or 'start'", "path" if path else "start")
+        raise ctx.error(f"train {name!r}: give either 'path' or 'start'",
+                        "path" if path else "start" if start else "train")
     sched_raw = t.get("schedule", [])
     if not isinstance(sched_raw, list):
         raise ctx.error(f"train {name!r}: 'schedule' must be a list of tables", "schedule")
