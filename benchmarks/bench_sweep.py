@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tdbtools.formats.route import load_route  # noqa: E402
-from tdbtools.sweep import run_sweep, sweep_spec_from_text  # noqa: E402
+from tdbtools.sweep import run_sweep  # noqa: E402
 
 DK24 = (REPO / ".." / "shared" / "routes" / "DK24" / "ROUTES" / "OR_DK24").resolve()
 CONSISTS = REPO / "sample_routes" / "sample" / "TRAINS" / "CONSISTS"

@@ -25,7 +25,8 @@ import numpy as np  # noqa: E402
 
 from tdbtools.formats import load_route  # noqa: E402
 from tdbtools.formats.tdb import VectorNode  # noqa: E402
-from tdbtools.track import Traveller, clear_route_cache, point_at, track_geometry  # noqa: E402
+from tdbtools.track import Traveller, point_at  # noqa: E402
+from tdbtools.track.spatial import clear_route_cache, track_geometry  # noqa: E402
 
 DEFAULT = HERE.parent.parent / "shared" / "routes" / "DK24" / "ROUTES" / "OR_DK24"
 

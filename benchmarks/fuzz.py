@@ -166,7 +166,7 @@ def load_seeds(use_dk24: bool = True, dk24_files: int | None = None, rng: random
             elif kind in ("tdb", "tsection") and size > 64_000:
                 text, enc = _decode(p.read_bytes())
                 seeds.append(Seed(rel, "dk24", text, enc, 2.0, window=True))
-        for kind, files in small.items():
+        for files in small.values():
             if dk24_files is not None and len(files) > dk24_files:
                 files = sorted(rng.sample(files, dk24_files))
             for p in files:

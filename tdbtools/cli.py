@@ -134,58 +134,22 @@ def info(route: Path | None, as_json: bool, no_cache: bool, lenient: bool) -> No
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the generic tree as JSON.")
 @click.option("--lenient", is_flag=True, help="Tolerate defects such as missing include files.")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False),
+              help="Folder that includes may read from (default: the install holding ROUTES/ and "
+                   "GLOBAL/ above the file, else the file's own folder).")
 @_handle_errors
-def parse(file: Path, as_json: bool, lenient: bool) -> None:
+def parse(file: Path, as_json: bool, lenient: bool, root: Path | None) -> None:
     """Parse any STF file and print its generic tree: normalised STF text (comments
     dropped, includes expanded), or JSON with --json."""
-    from .stf import parse_file
+    from .stf import dumps_deep, parse_file
 
-    doc = parse_file(file, strict=not lenient)
+    doc = parse_file(file, strict=not lenient, root=root)
     if as_json:
         click.echo(dumps_deep(doc.to_json(), indent=1))
         return
     from .stf.writer import format_stf
 
     click.echo(format_stf(doc), nl=False)
-
-
-_END = object()
-
-
-def dumps_deep(obj, indent: int = 1) -> str:
-    """``json.dumps(obj, indent=indent, ensure_ascii=False)`` without recursion: a tree
-    nested 100,000 blocks deep is valid STF, and json.dumps would hit the recursion limit.
-    Indentation stops growing below depth 64 (else the text grows with the square of the
-    depth)."""
-    out: list[str] = []
-    stack: list[list] = []  # [iterator, is_dict, depth, first]
-
-    def start(v, depth: int) -> None:
-        if isinstance(v, dict) and v:
-            out.append("{")
-            stack.append([iter(v.items()), True, depth + 1, True])
-        elif isinstance(v, (list, tuple)) and v:
-            out.append("[")
-            stack.append([iter(v), False, depth + 1, True])
-        else:
-            out.append(json.dumps(v, ensure_ascii=False))
-
-    start(obj, 0)
-    while stack:
-        top = stack[-1]
-        nxt = next(top[0], _END)
-        depth = top[2]
-        if nxt is _END:
-            stack.pop()
-            out.append("\n" + " " * (indent * min(depth - 1, 64)) + ("}" if top[1] else "]"))
-            continue
-        out.append(("\n" if top[3] else ",\n") + " " * (indent * min(depth, 64)))
-        top[3] = False
-        if top[1]:
-            key, nxt = nxt
-            out.append(json.dumps(str(key), ensure_ascii=False) + ": ")
-        start(nxt, depth)
-    return "".join(out)
 
 
 def _load(route: Path | None, no_cache: bool = False, lenient: bool = False):
@@ -212,30 +176,15 @@ def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient:
 
     Every finding has a code, a message, node/item ids and a world location.
     """
-    from .track.audit import audit_paths, audit_route
-    from .track.paths import resolve_route_paths
+    from .track.audit import audit_route
 
     r = _load(route, lenient=lenient)
-    report = audit_route(r, gap_tolerance=gap, node_end_tolerance=gap)
-    data = report.to_json()
-    findings = list(report.findings)
-    path_rows = []
-    if paths:
-        preport = audit_paths(r)
-        data["paths"] = preport.to_json()
-        for name, res, err in resolve_route_paths(r):
-            path_rows.append({"file": name, "ok": bool(res and res.ok), "error": err or None,
-                              "problems": list(res.problems) if res else [],
-                              "length_m": round(res.length, 3) if res else None})
-        data["path_resolution"] = {
-            "files": len(path_rows), "resolved": sum(1 for p in path_rows if p["ok"]),
-            "unresolved": [p for p in path_rows if not p["ok"]]}
-    for w in r.warnings:
-        data.setdefault("load_warnings", []).append(str(w))
-    problems = [f for f in findings if f.severity != "info"]
-    unresolved = [p for p in path_rows if not p["ok"]]
+    report = audit_route(r, gap_tolerance=gap, node_end_tolerance=gap, paths=paths)
+    findings = report.findings
+    problems = report.problems()
+    unresolved = report.unresolved_paths
     if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
         c = report.closure
         click.echo(f"route       {r.name}")
@@ -247,12 +196,11 @@ def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient:
             click.echo(f"  [{f.severity}] {f}")
         if len(findings) > 50:
             click.echo(f"  … {len(findings) - 50} more (use --json for all)")
-        if paths:
-            pr = data["path_resolution"]
-            click.echo(f"paths       {pr['resolved']} of {pr['files']} resolve to a continuous route")
+        if report.path_resolution is not None:
+            files = len(report.path_resolution)
+            click.echo(f"paths       {files - len(unresolved)} of {files} resolve to a continuous route")
             for p in unresolved[:30]:
-                why = p["error"] or "; ".join(p["problems"])
-                click.echo(f"  {p['file']}: {why}")
+                click.echo(f"  {p.file}: {p.error or '; '.join(p.problems)}")
             if len(unresolved) > 30:
                 click.echo(f"  … {len(unresolved) - 30} more (use --json for all)")
     if strict and (problems or unresolved):
@@ -268,37 +216,18 @@ def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient:
 @_handle_errors
 def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json: bool) -> None:
     """Find the track at a world point: node, section, offset, heading, grade, curvature."""
-    import math
+    from .track.locate import locate_point
 
-    from .track.traveller import Traveller
-
-    r = _load(route)
-    found = Traveller.locate_many(r, [tile[0]], [tile[1]], [pos[0]], [pos[1]])
-    if not found.found[0]:
-        Traveller.at(r, tile[0], tile[1], pos[0], pos[1])  # raises with the nearest distance
-    t = found.traveller(0)
-    p = t.pose()
-    row = t.section_row
-    d = {
-        "node": t.node_index, "node_kind": type(t.node).__name__, "section": t.section_index,
-        "section_id": int(r.tdb.sections.section_index[row]), "offset": t.offset,
-        "node_length": t.track_node_length, "direction": t.direction,
-        "lateral": float(found.lateral[0]),
-        "location": {"tile_x": p.tile_x, "tile_z": p.tile_z, "x": p.x, "y": p.y, "z": p.z},
-        "heading_deg": math.degrees(p.heading), "pitch": p.pitch,
-        "grade_permille": p.grade * 1000.0, "curvature": p.curvature,
-        "radius": 1.0 / abs(p.curvature) if p.curvature else None,
-    }
+    loc = locate_point(_load(route), tile[0], tile[1], pos[0], pos[1])
     if as_json:
-        click.echo(json.dumps(d, indent=2))
+        click.echo(json.dumps(loc.to_json(), indent=2))
         return
-    loc = d["location"]
-    click.echo(f"node {d['node']} ({d['node_kind']}), section {d['section']} (id {d['section_id']}), "
-               f"offset {d['offset']:.3f} m of {d['node_length']:.3f} m")
-    click.echo(f"at tile ({loc['tile_x']}, {loc['tile_z']}) x {loc['x']:.3f} y {loc['y']:.3f} "
-               f"z {loc['z']:.3f}, {d['lateral']:+.3f} m right of the centre line")
-    click.echo(f"heading {d['heading_deg']:.3f}°, grade {d['grade_permille']:+.2f} ‰, curvature "
-               f"{d['curvature']:+.6f} 1/m" + (f" (R {d['radius']:.1f} m)" if d["radius"] else ""))
+    click.echo(f"node {loc.node} ({loc.node_kind}), section {loc.section} (id {loc.section_id}), "
+               f"offset {loc.offset:.3f} m of {loc.node_length:.3f} m")
+    click.echo(f"at tile ({loc.tile_x}, {loc.tile_z}) x {loc.x:.3f} y {loc.y:.3f} "
+               f"z {loc.z:.3f}, {loc.lateral:+.3f} m right of the centre line")
+    click.echo(f"heading {loc.heading_deg:.3f}°, grade {loc.grade_permille:+.2f} ‰, curvature "
+               f"{loc.curvature:+.6f} 1/m" + (f" (R {loc.radius:.1f} m)" if loc.radius else ""))
 
 
 @main.command()
@@ -318,7 +247,7 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
             backward: bool, step: float, csv_out: Path | None, plot_out: Path | None,
             category: str = "passenger") -> None:
     """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
-    from .stf.writer import write_text_atomic
+    from ._fs import write_text_atomic
     from .track.profile import profile_from, profile_path
 
     if path_file is None and not (from_tile and from_pos and distance is not None):
@@ -436,10 +365,70 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
     """Run every path x consist x parameter combination of SPEC as a replay, on Dask
     (needs tdbtools[sweep]); resumes in --out. Exit status 1 when a replay failed,
     derailed or collided."""
-    from .sweep.command import sweep_command
+    from .sweep import plot_sweep, read_sweep_spec, run_sweep
 
-    raise click.exceptions.Exit(sweep_command(spec, scheduler=scheduler, workers=workers, out=out_dir,
-                                              traces=traces, plot=plot, parquet=parquet, as_json=as_json))
+    show = sys.stderr.isatty()
+    bar = None
+
+    def progress(done: int, total: int, record: dict | None) -> None:
+        nonlocal bar
+        if not show:
+            return
+        if bar is None:
+            bar = click.progressbar(length=total, label="sweeping", file=sys.stderr, show_eta=True,
+                                    show_pos=True)
+            bar.__enter__()
+            bar.update(done)
+        else:
+            bar.update(1)
+
+    def log(message: str) -> None:
+        click.echo(message, err=True)
+
+    try:
+        result = run_sweep(read_sweep_spec(spec), out=out_dir, scheduler=scheduler, workers=workers,
+                           progress=progress, traces=traces, parquet=parquet, log=log)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if as_json:
+        click.echo(json.dumps(result.summary(), indent=2))
+    else:
+        click.echo(result.summary_text())
+    click.echo(f"table: {result.table_path}")
+    if plot:
+        click.echo(f"plot: {plot_sweep(result, out_dir / 'sweep.png')}")
+    if result.has_problems:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+@main.command("path")
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--from", "start", required=True, metavar="PLACE",
+              help='Start (the rear of the train): "TX TZ X Z", a track node number, or a platform/station name.')
+@click.option("--to", "end", required=True, metavar="PLACE", help="End, as --from.")
+@click.option("--via", multiple=True, metavar="PLACE", help="A point to pass, as --from (repeatable).")
+@click.option("--reversals", is_flag=True, help="Allow the train to turn at a via point.")
+@click.option("--name", default="", help="Display name written into the file.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="The .pat file to write.")
+@click.option("--json", "as_json", is_flag=True, help="Print the built path as JSON.")
+@_handle_errors
+def path_cmd(route: Path, start: str, end: str, via: tuple[str, ...], reversals: bool, name: str,
+             out: Path, as_json: bool) -> None:
+    """Build the shortest path between places and write it as a .pat file Open Rails loads."""
+    from .track.pathbuild import build_path, write_path
+
+    r = _load(route)
+    built = build_path(r, start, end, list(via), reversals=reversals, name=name)
+    write_path(r, built, out)
+    d = {"file": str(out), "length_m": round(built.length, 3), "from": built.labels[0], "to": built.labels[-1],
+         "junctions": len(built.junctions), "reversals": list(built.reversals),
+         "nodes": [list(x) for x in built.node_sequence()]}
+    if as_json:
+        click.echo(json.dumps(d, indent=2))
+        return
+    click.echo(f"wrote {out}: {d['from']} -> {d['to']}, {built.length / 1000.0:.3f} km over "
+               f"{len(built.node_sequence())} nodes, {len(built.junctions)} junctions, {len(built.reversals)} reversals")
 
 
 def bundled_scenario() -> Path:
@@ -467,28 +456,28 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     SCENARIO is a TOML file; or give --route, --consist and --path; with neither, the
     bundled sample scenario runs on the sample route. Writes <train>.csv traces,
     events.json and summary.json into --out.
-    """
-    import dataclasses
 
+    SCENARIO may be an activity (.act in <route>/ACTIVITIES): the player and every AI
+    service run from their start times with station stops; --out also gets
+    timetable.csv, and --plot draws the space-time chart. Exit status 1 when a train
+    derailed, collided, deadlocked or got stuck.
+    """
+    if scenario is not None and scenario.suffix.lower() == ".act":
+        if route_opt or consist_opt or path_opt or cars:
+            raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
+        raise click.exceptions.Exit(_replay_activity(scenario, stand_in, out_dir, plot, step, duration))
     from .physics.replay import Replay
-    from .physics.scenario import Scenario, TrainSpec, read_scenario
+    from .physics.scenario import one_train_scenario, read_scenario, with_settings
 
     if scenario is not None and (route_opt or consist_opt or path_opt):
         raise click.UsageError("give a scenario file or --route/--consist/--path, not both")
     if scenario is None and (route_opt or consist_opt or path_opt):
         if not (route_opt and consist_opt and path_opt):
             raise click.UsageError("--route, --consist and --path go together")
-        sc = Scenario(route_opt.resolve(), (TrainSpec(name=Path(consist_opt).stem, consist=Path(consist_opt),
-                                                      path=Path(path_opt), driver="auto"),),
-                      stand_in=stand_in, source=str(Path.cwd() / "<command line>"))
+        sc = one_train_scenario(route_opt, consist_opt, path_opt, stand_in=stand_in)
     else:
         sc = read_scenario(scenario if scenario is not None else bundled_scenario())
-        if stand_in:
-            sc = dataclasses.replace(sc, stand_in=True)
-    if step is not None:
-        sc = dataclasses.replace(sc, step=step)
-    if duration is not None:
-        sc = dataclasses.replace(sc, duration=duration)
+    sc = with_settings(sc, stand_in=True if stand_in else None, step=step, duration=duration)
     rep = Replay(sc, cars_trace=cars)
     total = max(int(sc.duration), 1)
     show = sys.stderr.isatty() and sc.duration >= 60
@@ -523,6 +512,34 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     if any(t["derailed"] for t in s["trains"].values()) or any(
             e["kind"] in ("collision", "side_collision") for e in result.events):
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step: float | None,
+                     duration: float | None) -> int:
+    from .physics.activity import clock, replay_activity
+
+    result = replay_activity(act, stand_in=stand_in, step=step if step is not None else 0.5, duration=duration)
+    files = result.write(out_dir)
+    if plot:
+        from .render.spacetime import plot_space_time
+
+        files.append(plot_space_time(result, out_dir / "spacetime.png"))
+    s = result.replay.summary
+    click.echo(f"{s['activity']} ({s['route']}): {s['clock_start']}-{s['clock_end']}, {s['simulated_seconds']:.0f} s "
+               f"simulated in {s['wall_seconds']:.2f} s ({s['realtime_factor']}x real time)")
+    for name, t in s["trains"].items():
+        state = ("derailed" if t["derailed"] else "stuck" if t["stuck"] else
+                 "reached its end" if t["reached_end"] else "did not reach its end")
+        click.echo(f"  {name}: start {t['start']}, {t['distance_m'] / 1000.0:.2f} km, "
+                   f"{t['stops']}/{t['booked_stops']} stops; {state}")
+    for r in result.timetable:
+        click.echo(f"  {r['train']} at {r['platform']}: booked {clock(r['sched_arr'])}-{clock(r['sched_dep'])}, "
+                   f"actual {clock(r['actual_arr'])}-{clock(r['actual_dep'])}")
+    for e in result.replay.events:
+        if e["kind"] in ("deadlock", "stuck", "derailment", "collision", "side_collision", "not_at_end"):
+            click.echo(f"  event {e.get('clock', '')} {e['kind']}: {e.get('message', '')}")
+    click.echo(f"wrote {len(files)} files to {out_dir}")
+    return EXIT_FINDINGS if result.failed else 0
 
 
 class _NullBar:

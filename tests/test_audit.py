@@ -14,8 +14,8 @@ import pytest
 from tdbtools.formats import load_route
 from tdbtools.formats.route import Route
 from tdbtools.formats.tdb import TrPin, VectorNode
-from tdbtools.track import point_at, section_geometry
-from tdbtools.track.audit import CODES, WorldPoint, audit_paths, audit_route, nearest_track
+from tdbtools.track import WorldPoint, audit_paths, audit_route, nearest_track, point_at, section_geometry
+from tdbtools.track.audit import CODES
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_routes" / "sample" / "ROUTES" / "SAMPLE"
@@ -327,10 +327,9 @@ def test_paths_with_defects(sample, tmp_path):
     geom = section_geometry(sample)
     _, row, along = nearest_track(sample, -5631, 15116, -212.95441, -380.181, geom=geom)
     moved = point_at(geom, row[0], along[0], 20.0)
-    off = ("\tTrackPDP ( -5631 15116 {x} 41.321771 {z} 1 1 )\n"
-           "\tTrackPDP ( -5631 15116 {jx} 42 {jz} 2 0 )\n"
-           "\tTrackPDP ( -5630 15116 -760.357921 43.467883 -5.12029 1 1 )\n").format(
-        x=float(moved.x), z=float(moved.z), jx=200 + 3 * math.sin(1.35), jz=-310 + 3 * math.cos(1.35))
+    off = (f"\tTrackPDP ( -5631 15116 {float(moved.x)} 41.321771 {float(moved.z)} 1 1 )\n"
+           f"\tTrackPDP ( -5631 15116 {200 + 3 * math.sin(1.35)} 42 {-310 + 3 * math.cos(1.35)} 2 0 )\n"
+           "\tTrackPDP ( -5630 15116 -760.357921 43.467883 -5.12029 1 1 )\n")
     (tmp_path / "a_good.pat").write_text(PAT.format(pdps=good, name="good", last=4294967295))
     (tmp_path / "b_off.pat").write_text(PAT.format(pdps=off, name="off", last=4294967295))
     (tmp_path / "c_badlink.PAT").write_text(PAT.format(pdps=good, name="badlink", last=9))

@@ -459,7 +459,7 @@ def test_energy_never_rises_without_drive():
         resist = rng.uniform(0.0, 3e4, eng.n) * (rng.random(eng.n) < 0.7)
         ke = [eng.kinetic_energy()]
 
-        def check(e, ev):
+        def check(e, ev, ke=ke):
             gaps_ok(e)
             ke.append(e.kinetic_energy())
             assert ke[-1] <= ke[-2] * (1 + 1e-12) + 1e-9

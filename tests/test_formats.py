@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from helpers import DK24, DK24_ROUTE, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
+from helpers import DK24_ROUTE, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
 
 from tdbtools.errors import Diagnostics, FormatError
 from tdbtools.formats import (EndNode, JunctionNode, PlatformItem, SidingItem, SignalItem, SpeedPostItem,

@@ -34,7 +34,6 @@ from helpers import DK24_ROUTE, REPO, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tdbtools.cli import dumps_deep
 from tdbtools.cli import main as cli_main
 from tdbtools.errors import (DecodeError, Diagnostics, FormatError, IncludeError, RouteError, StfSyntaxError,
                              TdbToolsError)
@@ -46,7 +45,7 @@ from tdbtools.formats.stock import stock_from_document
 from tdbtools.formats.tdb import TrackDB, TrPin, VectorNode, tdb_from_document
 from tdbtools.formats.trk import trk_from_document
 from tdbtools.formats.tsection import _Builder
-from tdbtools.stf import Block, parse_file, parse_text
+from tdbtools.stf import Block, dumps_deep, parse_file, parse_text
 from tdbtools.stf import parser as stf_parser
 from tdbtools.stf import source as stf_source
 from tdbtools.stf.source import Source
@@ -207,7 +206,7 @@ def _read_everything(path: Path, reader: str) -> list:
     bad = []
     for mode in (True, False):
         run, _ = fuzz.timed("strict" if mode else "lenient",
-                            lambda: fuzz.READERS[reader](path, Diagnostics(strict=mode)))
+                            lambda mode=mode: fuzz.READERS[reader](path, Diagnostics(strict=mode)))
         if run.failed:
             bad.append(run)
         elif not mode and run.outcome not in ("ok", "DecodeError", "StfSyntaxError"):

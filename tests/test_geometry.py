@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tdbtools.formats import load_route
-from tdbtools.track import (SectionGeometry, absolute_xz, adjacency, closure, connected_components,
+from tdbtools.track.geometry import (SectionGeometry, absolute_xz, adjacency, closure, connected_components,
                             locate_in_section, node_lengths, normalize_tile, point_at, sample_node,
                             sample_route, section_end, section_geometry, to_tile, wrap_angle)
 

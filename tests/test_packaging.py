@@ -99,3 +99,82 @@ def test_import_is_light():
             "print(heavy)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert p.stdout.strip() == "[]", p.stderr
+
+
+def _package(module: str) -> str:
+    """The package a module belongs to (``track`` for ``track.audit``); a module directly
+    in tdbtools is its own package (``cli``, ``errors``, ``_fs``)."""
+    return module.split(".")[0]
+
+
+def _imported_names(path: Path) -> list[tuple[str, str]]:
+    """(module, name) for each ``from tdbtools... import name`` in a file (any depth)."""
+    parts = path.relative_to(REPO / "tdbtools").with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1] + ("__init__",)
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = list(parts[:-1])[: len(parts) - node.level]
+            mod = ".".join([*base, *(node.module or "").split(".")]).strip(".")
+        elif node.module and node.module.split(".")[0] == "tdbtools":
+            mod = node.module.removeprefix("tdbtools").strip(".")
+        else:
+            continue
+        out.extend((mod, a.name) for a in node.names)
+    return out
+
+
+def test_no_package_imports_another_packages_private_names():
+    """Private names (a leading underscore, in the module path or the name) stay inside
+    their package; helpers shared on purpose live in public names or in private modules
+    directly under tdbtools (``tdbtools/_fs.py``) that say so."""
+    bad = []
+    for path in sorted((REPO / "tdbtools").rglob("*.py")):
+        rel = path.relative_to(REPO / "tdbtools")
+        own = _package(rel.with_suffix("").as_posix().replace("/", "."))
+        for mod, name in _imported_names(path):
+            if not mod or _package(mod) == own:
+                continue
+            private_module = any(p.startswith("_") for p in mod.split(".")[1:])
+            if private_module or (name.startswith("_") and not name.startswith("__")):
+                bad.append(f"{rel}: from {mod} import {name}")
+    assert bad == []
+
+
+def test_no_import_cycles_between_modules():
+    """Imports inside functions count too: a cycle put off until call time is still a cycle."""
+    graph: dict[str, set[str]] = {}
+    for path in (REPO / "tdbtools").rglob("*.py"):
+        rel = path.relative_to(REPO / "tdbtools").with_suffix("").as_posix().replace("/", ".")
+        me = rel.removesuffix(".__init__")
+        targets = set()
+        for mod, name in _imported_names(path):
+            # `from . import x` / `from .pkg import module` name a module, not an attribute.
+            sub = f"{mod}.{name}".strip(".")
+            is_module = (REPO / "tdbtools" / (sub.replace(".", "/") + ".py")).is_file()
+            targets.add(sub if is_module else mod)
+        # A package's __init__ re-exports its modules: importing them from it is not a cycle.
+        graph[me] = {t for t in targets if t and t != me and not me.startswith(t + ".")
+                     and not (rel.endswith("__init__") and t.startswith(me + "."))}
+    cycles = []
+
+    def visit(node: str, stack: list[str], on_stack: set[str], done: set[str]) -> None:
+        on_stack.add(node)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in on_stack:
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in done:
+                visit(nxt, stack, on_stack, done)
+        stack.pop()
+        on_stack.discard(node)
+        done.add(node)
+
+    done: set[str] = set()
+    for node in sorted(graph):
+        if node not in done:
+            visit(node, [], set(), done)
+    assert cycles == []

@@ -85,7 +85,7 @@ def test_line_length_and_track_end(sample, main_we, line_we):
     assert line_we.ends_at_track_end and not line_we.starts_at_track_end
     node, off, d = line_we.node_offset([line_we.length])
     assert (node[0], d[0]) == (V_MAIN, 1) and off[0] == pytest.approx(node_len, abs=1e-6)
-    assert line_we.location(line_we.length) == pytest.approx(E_EAST_XYZ, abs=1e-3)
+    assert line_we.location(line_we.length).as_tuple() == pytest.approx(E_EAST_XYZ, abs=1e-3)
     # Without the track end the extension would run the full 2000 m.
     short = TrackLine.from_path(sample, main_we, extend=10.0)
     assert short.length == pytest.approx(main_we.length + 10.0, abs=1e-6)
@@ -345,7 +345,7 @@ def test_derailment_at_track_end(sample, line_we, main_we):
     assert len(ev) == 1
     e = ev[0]
     assert (e.kind, e.time, e.train, e.cars, e.node) == ("derailment", 2.0, "A", (0,), V_MAIN)
-    assert tuple(e.location) == pytest.approx(E_EAST_XYZ, abs=1e-3)
+    assert e.location.as_tuple() == pytest.approx(E_EAST_XYZ, abs=1e-3)
     assert derailments([bs], 3.0) == []               # reported once
     # The same on a line that just stops sampling there is not a derailment.
     short = TrackLine.from_path(sample, main_we, extend=10.0)
@@ -368,7 +368,7 @@ def test_switch_thrown_under_car(line_we, el64, coach):
     assert kinds == {("A", "derailment"), ("B", "path_changed")}
     d = next(e for e in ev if e.kind == "derailment")
     assert d.cars == (1,) and d.node == J1 and d.time == 5.0
-    assert tuple(d.location) == pytest.approx(J1_XYZ, abs=1e-3)
+    assert d.location.as_tuple() == pytest.approx(J1_XYZ, abs=1e-3)
     # Re-synchronising only when all bogies are on one node.
     assert not straddle.on_one_node()
     assert straddle.resync([j + 40.0, j + 21.0]) is False
@@ -389,7 +389,7 @@ def test_collision_between_lines(line_we, line_ew):
     assert (e.kind, e.train, e.other_train, e.cars, e.other_cars, e.node) == (
         "collision", "A", "B", (0,), (0,), V_MAIN)
     assert e.closing_speed == pytest.approx(15.0)
-    assert tuple(e.location) == pytest.approx(tuple(line_we.location(j_we + 465.0)), abs=1e-6)
+    assert e.location.as_tuple() == pytest.approx(line_we.location(j_we + 465.0).as_tuple(), abs=1e-6)
     apart = TrainPosition("B", line_ew, [j_ew - 500.0], [100.0], speed=5.0)
     assert collisions([a, apart], 7.0) == []
     same = TrainPosition("B", line_we, [j_we + 560.0], [100.0], speed=5.0)

@@ -157,7 +157,7 @@ def test_scene_contents(route, color_by):
     assert {k: len(m) for k, m in scene.markers.items()} == exp
     assert exp == {"junction": 1, "end": 3, "signal": 3, "speedpost": 3, "platform": 2, "siding": 2}
     assert scene.scalars in scene.track.array_names
-    for k, m in scene.markers.items():
+    for m in scene.markers.values():
         assert m.glyphs.n_points % max(len(m), 1) == 0 and (m.glyphs.n_points > 0) == (len(m) > 0)
     assert "Sampleby, Spor 1" in scene.markers["platform"].labels
     # the scene frame: x east, y north (Z), z up (Y); near the origin

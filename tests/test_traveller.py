@@ -15,10 +15,10 @@ from tdbtools.formats.route import Route
 from tdbtools.formats.tdb import (EndNode, JunctionNode, TrackDB, TrPin, VectorNode,
                                   VectorSections)
 from tdbtools.formats.tsection import SectionTable, TSection
-from tdbtools.track import (BACKWARD, FORWARD, SectionGeometry, Switches, Traveller,
-                            TravellerError, closure, item_positions, locate_in_section, point_at,
-                            section_grid, track_geometry)
-from tdbtools.track.spatial import SectionGrid, clean_geometry
+from tdbtools.track import (BACKWARD, FORWARD, SectionGeometry, Switches, Traveller, TravellerError,
+                            item_positions, point_at)
+from tdbtools.track.geometry import closure, locate_in_section
+from tdbtools.track.spatial import SectionGrid, clean_geometry, section_grid, track_geometry
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_routes" / "sample" / "ROUTES" / "SAMPLE"
@@ -312,7 +312,7 @@ def test_location_heading_grade_curvature(sample):
     t.reverse()
     q = t.pose()
     assert q.curvature == pytest.approx(1 / 500.0) and q.grade == pytest.approx(-math.tan(0.005))
-    assert t.location[:2] == (-5631, 15116) and t.location.X == pytest.approx(p.xyz[0])
+    assert t.location.as_tuple()[:2] == (-5631, 15116) and t.location.X == pytest.approx(p.xyz[0])
     # Positions are normalised into their tile: V_main's last section starts in tile −5630.
     e = Traveller(sample, V_MAIN, node_length(sample, V_MAIN))
     loc = e.location
@@ -635,7 +635,7 @@ def test_dk24_walk_through_every_junction(dk24):
     and stops at junctions whose exit pin links nowhere."""
     c = closure(dk24)
     end_gap: dict[int, float] = {}
-    for node, link, gap in zip(c.end_node, c.end_link, c.end_gap):
+    for link, gap in zip(c.end_link, c.end_gap):
         end_gap[int(link)] = end_gap.get(int(link), 0.0) + (0.0 if np.isnan(gap) else float(gap))
     nodes = dk24.tdb.nodes
     count = len(nodes)

@@ -1,6 +1,9 @@
 """Exports of a loaded route (GeoJSON, lossless JSON, CSV, VTK) and conversion back to
 MSTS files (.tdb/.rdb, tsection.dat).
 
+What belongs here: writing a loaded route in other formats and reading those back
+(the lossless JSON); each writer is atomic and refuses to overwrite unless told.
+
 May import numpy, pyproj (longitude/latitude only), tdbtools.stf/formats/track/errors;
 not render or cli.
 """

@@ -174,7 +174,7 @@ def geojson_text(route: Route, **kw) -> str:
 
 def write_geojson(route: Route, path: str | Path, *, overwrite: bool = False, **kw) -> Path:
     """Write :func:`route_geojson` to ``path`` (UTF-8), atomically."""
-    from ..stf.writer import write_bytes_atomic
+    from .._fs import write_bytes_atomic
 
     p = check_target(path, overwrite)
     write_bytes_atomic(p, geojson_text(route, **kw).encode("utf-8"))

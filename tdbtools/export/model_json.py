@@ -23,8 +23,8 @@ import numpy as np
 from ..errors import Finding, Location
 from ..formats.route import Route
 from ..formats.tdb import (
-    _SECTION_COLUMNS,
     ITEM_TYPES,
+    SECTION_COLUMNS,
     EndNode,
     JunctionNode,
     PData,
@@ -84,7 +84,7 @@ def tdb_to_dict(db: TrackDB) -> dict:
         d.update(_plain(n))
         nodes.append(d)
     s = db.sections
-    sections = {name: getattr(s, name).tolist() for name, _ in _SECTION_COLUMNS}
+    sections = {name: getattr(s, name).tolist() for name, _ in SECTION_COLUMNS}
     sections["flag3"] = [str(v) for v in s.flag3]
     sections["node"] = s.node.tolist()
     items = []
@@ -132,7 +132,7 @@ def _item_from(d: dict):
 def tdb_from_dict(d: dict) -> TrackDB:
     s = d["sections"]
     cols = {}
-    for name, dtype in _SECTION_COLUMNS:
+    for name, dtype in SECTION_COLUMNS:
         if dtype is object:
             arr = np.empty(len(s[name]), dtype=object)
             arr[:] = s[name]
@@ -253,7 +253,7 @@ def route_from_json(source: str | bytes | Path | dict) -> Route:
 
 def write_json(route: Route, path: str | Path, *, overwrite: bool = False, indent: int | None = None) -> Path:
     """Write :func:`route_to_json` to ``path`` (UTF-8), atomically."""
-    from ..stf.writer import write_bytes_atomic
+    from .._fs import write_bytes_atomic
 
     p = check_target(path, overwrite)
     write_bytes_atomic(p, route_to_json(route, indent=indent).encode("utf-8"))

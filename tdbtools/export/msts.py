@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._fs import check_target as _check_target
+from .._fs import write_text_atomic
 from ..errors import TdbToolsError
 from ..formats.tdb import (
     SECTION_FIELDS,
@@ -34,7 +36,7 @@ from ..formats.tdb import (
 )
 from ..formats.tsection import ROUTE_LOCAL_SIGNATURE, TSection
 from ..stf.tree import Block, QStr
-from ..stf.writer import format_stf, write_text_atomic
+from ..stf.writer import format_stf
 
 #: The signature line of .tdb, .rdb and route-local tsection.dat files.
 TDB_SIGNATURE = "SIMISA@@@@@@@@@@JINX0T0t______"
@@ -78,15 +80,9 @@ def _q(v: str) -> QStr:
 
 
 def check_target(path: str | Path, overwrite: bool) -> Path:
-    """Refuse to replace an existing file unless ``overwrite``."""
-    p = Path(path)
-    if p.exists() and not overwrite:
-        raise ExportError(f"{str(p)!r} exists: not overwritten (pass overwrite=True to replace it)")
-    if p.exists() and p.is_dir():
-        raise ExportError(f"{str(p)!r} is a folder, not a file")
-    if not p.parent.is_dir():
-        raise ExportError(f"folder {str(p.parent)!r} does not exist")
-    return p
+    """Refuse to replace an existing file unless ``overwrite`` (the one rule of
+    :func:`tdbtools._fs.check_target`, raising :class:`ExportError`)."""
+    return _check_target(path, overwrite, ExportError)
 
 
 # -- track database --------------------------------------------------------------------

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .._fs import write_bytes_atomic
 from ..formats.route import Route
 from ..formats.tdb import VectorNode
-from ..stf.writer import write_bytes_atomic
 from ..track.geometry import point_at, section_geometry
 from .msts import ExportError, check_target
 

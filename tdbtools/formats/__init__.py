@@ -1,4 +1,10 @@
-"""Typed readers for the route files: tdb/rdb, tsection.dat, trk; route loading."""
+"""Typed readers for the route files: tdb/rdb, tsection.dat, trk, .pat, consists and
+rolling stock; route loading.
+
+What belongs here: turning one file type's generic STF tree into typed, frozen
+records and numpy columns (and finding the files of a route), with located errors;
+no geometry or topology beyond what the file says (that is :mod:`tdbtools.track`).
+"""
 from .consist import CarEntry, Consist, read_consist, resolve_stock
 from .pat import PathFile, TrackPDP, TrPathNode, read_pat
 from .route import Route, RouteFiles, find_route_files, load_route

@@ -26,9 +26,9 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._fs import is_file
 from ..errors import Diagnostics, RouteError
 from ..stf import parse_file, resolve_case_insensitive
-from ..stf.parser import is_file
 from ..stf.tree import Block, Document
 from ._read import Reader, to_int
 from ._records import fast_pickle

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .._fs import is_file
 from ..errors import Diagnostics, Finding, FormatError, RouteError
 from ..stf import find_install_root, parse_file, resolve_case_insensitive
-from ..stf.parser import gc_paused, is_file
+from ..stf.parser import gc_paused
 from .tdb import TrackDB, VectorNode, tdb_from_document
 from .trk import RouteFile, trk_from_document
 from .tsection import TSection, _Builder

@@ -452,9 +452,9 @@ _h_bearing = _enum_handler(BEARING_TYPES, "bearing type", "bearing")
 
 
 def _h_size(raw: _Raw, blk: Block, rd: Reader) -> bool:
-    w, h, l = DEFAULT_SIZE_M if raw.size is None else raw.size
+    w, h, length = DEFAULT_SIZE_M if raw.size is None else raw.size
     raw.size = (_q(rd, blk, "distance", w, 0), _q(rd, blk, "distance", h, 1),
-                _q(rd, blk, "distance", l, 2))
+                _q(rd, blk, "distance", length, 2))
     return False
 
 

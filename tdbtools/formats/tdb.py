@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import ClassVar, Union
+from typing import ClassVar
 
 import numpy as np
 
@@ -97,14 +97,15 @@ class EndNode(TrackNode):
     kind: ClassVar[str] = "end"
 
 
-AnyNode = Union[VectorNode, JunctionNode, EndNode]
+AnyNode = VectorNode | JunctionNode | EndNode
 
 #: Node indices and pin links are unsigned 32-bit (to_uint); section integers are read
 #: through float64 and must be exact there.
 _UINT_MAX = 0xFFFFFFFF
 _EXACT_INT = float(1 << 53)
 
-_SECTION_COLUMNS = (
+#: The columns of :class:`VectorSections` (name, numpy dtype), in file order.
+SECTION_COLUMNS = (
     # name, dtype, meaning
     ("section_index", np.int64),   # TrackSection id (tsection.dat)
     ("shape_index", np.int64),     # TrackShape id, or dynamic-track TrackPath id
@@ -123,7 +124,7 @@ _SECTION_COLUMNS = (
     ("ay", np.float64),            # heading from +Z towards +X, radians
     ("az", np.float64),            # roll, radians
 )
-SECTION_FIELDS = tuple(n for n, _ in _SECTION_COLUMNS)
+SECTION_FIELDS = tuple(n for n, _ in SECTION_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -159,7 +160,7 @@ class VectorSections:
 
     @classmethod
     def empty(cls) -> VectorSections:
-        cols = {n: np.zeros(0, dtype=t) for n, t in _SECTION_COLUMNS}
+        cols = {n: np.zeros(0, dtype=t) for n, t in SECTION_COLUMNS}
         return cls(**cols, node=np.zeros(0, dtype=np.int64))
 
 
@@ -585,7 +586,7 @@ class _TdbReader:
         table = flat.reshape(-1, 16)
         node_ids = np.repeat(np.array([t[2] for t in texts], dtype=np.int64), counts)
         cols: dict[str, np.ndarray] = {}
-        for j, (name, dtype) in enumerate(_SECTION_COLUMNS):
+        for j, (name, dtype) in enumerate(SECTION_COLUMNS):
             col = table[:, j]
             if dtype is object:
                 cols[name] = self._flag3(texts, counts, col)

@@ -1,5 +1,9 @@
 """Train physics: forces per car, car-to-car interaction by momentum transfer, and
-replays of consists over imported routes (seeds 000, 003, 004; spec §14).
+replays of consists over imported routes (``docs/physics.md``).
+
+What belongs here: anything that moves trains over a route's track in time
+(scenarios, drivers, forces, the engine, derailment and collision checks, replay
+results); nothing that draws or writes other formats.
 
 From a notebook::
 
@@ -14,11 +18,13 @@ from .engine import Bodies, Engine, Event
 from .forces import BrakeMode, CarModel
 from .interaction import clash_time, stopping_time
 from .replay import Replay, ReplayError, ReplayResult, replay
-from .scenario import Command, Scenario, ScenarioError, StartPoint, SwitchEvent, TrainSpec, read_scenario
+from .scenario import (Command, Scenario, ScenarioError, StartPoint, SwitchEvent, TrainSpec, one_train_scenario,
+                       read_scenario, with_settings)
 from .trackline import TrackLine
 
 __all__ = [
     "AutoDriver", "Bodies", "BrakeMode", "CarModel", "Command", "Controls", "Engine", "Event", "Replay",
     "ReplayError", "ReplayResult", "Scenario", "ScenarioError", "ScheduleDriver", "StartPoint",
-    "SwitchEvent", "TrackLine", "TrainSpec", "clash_time", "read_scenario", "replay", "stopping_time",
+    "SwitchEvent", "TrackLine", "TrainSpec", "clash_time", "one_train_scenario", "read_scenario", "replay",
+    "stopping_time", "with_settings",
 ]

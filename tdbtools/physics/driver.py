@@ -115,9 +115,9 @@ class AutoDriver:
         #: Energy saving: cut traction when the braking point of a lower target is less
         #: than this many seconds ahead at the current speed (0 = never coast).
         self.coast_before = float(coast_before)
+        self.stops: list[Stop] = sorted(stops, key=lambda p: p.s)
+        self._stop_at: float | None = None
         self.stop_at = stop_at
-        end = [] if stop_at is None else [Stop(stop_at - self.STOP_SHORT, math.inf, "end")]
-        self.stops: list[Stop] = sorted([*stops, *end], key=lambda p: p.s)
         #: Extra targets (signals, …): kept sorted by s.
         self.targets: list[Target] = []
         #: Force-mode brakes build up: braking starts this many seconds earlier (s).
@@ -125,6 +125,22 @@ class AutoDriver:
         self._braking = False
         self.finished = False
         self.events: list[dict] = []
+
+    @property
+    def stop_at(self) -> float | None:
+        """Where the run ends (front line distance; the front stops
+        :attr:`STOP_SHORT` before it), None for no end. Setting it moves the final stop
+        (a caller driving from stop to stop, such as an activity's service)."""
+        return self._stop_at
+
+    @stop_at.setter
+    def stop_at(self, value: float | None) -> None:
+        if value == self._stop_at and value is not None:
+            return
+        self._stop_at = value
+        self.stops = [p for p in self.stops if p.kind != "end"]
+        if value is not None:
+            bisect.insort(self.stops, Stop(value - self.STOP_SHORT, math.inf, "end"), key=lambda p: p.s)
 
     # -- what must be respected ---------------------------------------------------------
     def add_target(self, target: Target) -> None:
@@ -167,11 +183,6 @@ class AutoDriver:
     def _next_stop(self) -> Stop | None:
         return self.stops[0] if self.stops else None
 
-    def permitted(self, st: DriveState) -> float:
-        """The highest speed allowed now: the braking curves of every constraint."""
-        two_a = 2.0 * self.decel
-        return min(math.sqrt(vk * vk + two_a * d) for vk, d in self.constraints(st))
-
     # -- driving ------------------------------------------------------------------------
     def __call__(self, st: DriveState) -> Controls:
         v = st.speed
@@ -183,6 +194,8 @@ class AutoDriver:
                 self.events.append({"kind": "departed", "time": st.time, "at": stop.s})
                 stop = self._next_stop()
             else:
+                if stop.wait == math.inf:
+                    self.finished = True      # (a caller may have reset it)
                 return Controls(0.0, 1.0, self.decel)
         if stop is not None and abs(v) < self.STANDING and stop.s - st.front < self.ARRIVED_WITHIN:
             stop.arrived_at = st.time

@@ -163,19 +163,19 @@ class Bodies:
         return int(self.mass.shape[0])
 
     @classmethod
-    def trains(cls, masses, lengths, *, slack: float = 0.05, line: int = 0) -> "Bodies":
+    def trains(cls, masses, lengths, *, slack: float = 0.05, line: int = 0) -> Bodies:
         """One line of trains: ``masses``/``lengths`` are one sequence per train (front first),
         coupled inside each train with ``slack``, uncoupled between trains."""
-        m, l, cpl = [], [], []
+        m, lens, cpl = [], [], []
         for tm, tl in zip(masses, lengths, strict=True):
             tm, tl = list(tm), list(tl)
             if len(tm) != len(tl) or not tm:
                 raise EngineError("Bodies.trains: each train needs as many lengths as masses")
             m += tm
-            l += tl
+            lens += tl
             cpl += [True] * (len(tm) - 1) + [False]
         n = len(m)
-        return cls(np.array(m, float), np.array(l, float), np.full(n, line, np.int64),
+        return cls(np.array(m, float), np.array(lens, float), np.full(n, line, np.int64),
                    np.array(cpl, bool), np.full(n, float(slack)))
 
 
@@ -244,35 +244,55 @@ def _max_upper_set(g: list[float], types: list[int]) -> tuple[float, list[bool]]
     return best, member
 
 
-def _solve_chain(w: list[float], f: list[float], types: list[int], tol: float
-                 ) -> tuple[list[float], list[int]]:
+# Runs of up to this many elements are checked on Python floats, longer ones with numpy
+# (the same IEEE operations in the same order: np.add.accumulate sums left to right).
+_CHAIN_NUMPY = 48
+
+
+def _solve_chain(w, f, types, tol: float) -> tuple[list[float], list[int]]:
     """Minimise Σ ½w·y² - f·y under the chain constraints. Returns the values and the local
     joints (``j``: between elements ``j`` and ``j + 1``) where the groups separate.
 
+    ``w``, ``f`` (k floats) and ``types`` (k - 1 joint types) are sequences or arrays.
     Recursive partitioning (the threshold theorem of isotonic regression): with the pooled
     mean ``ȳ`` of a run, the maximum-weight upper set of ``g = f - w·ȳ`` holds exactly the
     elements above ``ȳ`` in the solution, and the constraints between it and the rest are
     then slack, so each piece is solved on its own. A run whose joint forces already have the
-    right signs is one group."""
-    k = len(w)
+    right signs is one group (checked with one cumulative sum for a long run: the cost of a
+    long train's events stays linear in its cars)."""
+    wa = np.asarray(w, dtype=np.float64)
+    fa = np.asarray(f, dtype=np.float64)
+    ta = np.asarray(types, dtype=np.int64)
+    wl, fl, tl = wa.tolist(), fa.tolist(), ta.tolist()
+    k = len(wl)
     y = [0.0] * k
     cuts: list[int] = []
     stack = [(0, k)]
     while stack:
         s, e = stack.pop()
-        W = math.fsum(w[s:e])
-        ybar = math.fsum(f[s:e]) / W
+        W = math.fsum(wl[s:e])
+        ybar = math.fsum(fl[s:e]) / W
         ok = True
-        P = 0.0
-        for j in range(s, e - 1):
-            P += f[j] - w[j] * ybar
-            t = types[j]
-            if (t == _GE and P > tol) or (t == _LE and P < -tol):
+        g: list[float] | None = None
+        if e - s > _CHAIN_NUMPY:
+            ga = fa[s:e] - wa[s:e] * ybar
+            P = np.add.accumulate(ga[:-1])
+            t = ta[s:e - 1]
+            if np.any(((t == _GE) & (P > tol)) | ((t == _LE) & (P < -tol))):
                 ok = False
-                break
+                g = ga.tolist()
+        else:
+            P = 0.0
+            for j in range(s, e - 1):
+                P += fl[j] - wl[j] * ybar
+                tj = tl[j]
+                if (tj == _GE and P > tol) or (tj == _LE and P < -tol):
+                    ok = False
+                    break
         if not ok:
-            best, member = _max_upper_set([f[i] - w[i] * ybar for i in range(s, e)],
-                                          types[s:e - 1])
+            if g is None:
+                g = [fl[i] - wl[i] * ybar for i in range(s, e)]
+            best, member = _max_upper_set(g, tl[s:e - 1])
             ok = best <= tol or all(member) or not any(member)
         if ok:
             y[s:e] = [ybar] * (e - s)
@@ -478,10 +498,11 @@ class Engine:
         self._att[idx] = g >= self._hi[idx]
 
     @staticmethod
-    def _types(atz: np.ndarray, att: np.ndarray, s: int, e: int) -> list[int]:
+    def _types(atz: np.ndarray, att: np.ndarray, s: int, e: int) -> np.ndarray:
+        """The joint types (_GE/_LE/_EQ) of the locked joints of cars ``s..e-1``."""
         z = atz[s:e - 1]
         t = att[s:e - 1]
-        return (np.where(z & t, _EQ, np.where(z, _GE, _LE))).tolist()
+        return np.where(z & t, _EQ, np.where(z, _GE, _LE))
 
     # ------------------------------------------------------------------ step
     def step(self, dt: float, drive, resist) -> list[Event]:
@@ -550,32 +571,30 @@ class Engine:
         blocks = np.unique(np.searchsorted(starts, bad, side="right") - 1)
         m = self._m
         line = self.bodies.line
+        rest = self.rest_speed
         for k in blocks.tolist():
             s, e = int(starts[k]), int(ends[k])
-            w = m[s:e].tolist()
-            v0 = v[s:e].tolist()
-            f = [wi * vi for wi, vi in zip(w, v0)]
-            tol = 1e-12 * math.fsum(abs(z) for z in f) + 1e-300
+            w = m[s:e]
+            v0 = v[s:e].copy()
+            f = w * v0
+            tol = 1e-12 * math.fsum(np.abs(f).tolist()) + 1e-300
             types = self._types(atz, att, s, e)
             while True:
-                y, _ = _solve_chain(w, f, types, tol)
+                y = np.array(_solve_chain(w, f, types, tol)[0])
                 # resting contact: a joint the impulse leaves slower than rest_speed is held
                 # at its limit (else a car between a buffer and a taut coupler bounces between
                 # them with ever smaller speeds: a Zeno sequence whose limit is this)
-                again = False
-                for j in range(e - s - 1):
-                    d = y[j] - y[j + 1]
-                    t = types[j]
-                    if t != _EQ and 0.0 < (d if t == _GE else -d) < self.rest_speed:
-                        types[j] = _EQ
-                        again = True
-                if not again:
+                d = y[:-1] - y[1:]
+                opening = np.where(types == _GE, d, -d)
+                hold = (types != _EQ) & (opening > 0.0) & (opening < rest)
+                if not hold.any():
                     break
-            ke0 = 0.5 * math.fsum(wi * vi * vi for wi, vi in zip(w, v0))
-            ke1 = 0.5 * math.fsum(wi * yi * yi for wi, yi in zip(w, y))
+                types = np.where(hold, _EQ, types)
+            ke0 = 0.5 * math.fsum((w * v0 * v0).tolist())
+            ke1 = 0.5 * math.fsum((w * y * y).tolist())
             v[s:e] = y
             # impulse through joint j = momentum gained by the cars ahead of it
-            dp = np.cumsum(np.asarray(w) * (np.asarray(y) - np.asarray(v0)))
+            dp = np.cumsum(w * (y - v0))
             js = bad[(bad >= s) & (bad < e - 1)].tolist()
             imp = [abs(float(dp[j - s])) for j in js]
             rel = [abs(float(dv[j])) for j in js]
@@ -753,17 +772,15 @@ class Engine:
         ends = np.append(starts[1:], n)
         for k in slow.tolist():
             s, e = int(starts[k]), int(ends[k])
-            w = m[s:e].tolist()
-            d = drive[s:e].tolist()
-            r = resist[s:e].tolist()
+            w, d, r = m[s:e], drive[s:e], resist[s:e]
             types = self._types(atz, att, s, e)
-            tol_k = 1e-9 * (math.fsum(abs(z) for z in d) + math.fsum(r)) + 1e-300
+            tol_k = 1e-9 * (math.fsum(np.abs(d).tolist()) + math.fsum(r.tolist())) + 1e-300
             if moving[k]:
                 sg = float(sgn[k])
-                y, cuts = _solve_chain(w, [di - sg * ri for di, ri in zip(d, r)], types,
-                                       tol_k)
+                y, cuts = _solve_chain(w, d - sg * r, types, tol_k)
             else:
-                y, cuts = _solve_static(w, d, r, types, tol_k)
+                y, cuts = _solve_static(w.tolist(), d.tolist(), r.tolist(), types.tolist(),
+                                        tol_k)
             a_car[s:e] = y
             for c in cuts:
                 brk[s + c] = True

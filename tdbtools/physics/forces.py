@@ -217,12 +217,6 @@ class CarModel:
         """Sum of the car lengths (no coupler gaps)."""
         return float(self.length.sum())
 
-    def bogie_offsets(self) -> tuple[np.ndarray, np.ndarray]:
-        """Distances (m) from each car's front back to its front and rear bogies:
-        ``(L − b)/2`` and ``(L + b)/2``."""
-        a = (self.length - self.bogie_spacing) / 2.0
-        return a, a + self.bogie_spacing
-
 
 def _adhesive(s: Stock) -> float:
     """Mass on the driven axles: the share of drive axles when the file says, else all."""

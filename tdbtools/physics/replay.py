@@ -93,7 +93,7 @@ class ReplayResult:
     def write(self, out: str | Path) -> list[Path]:
         """Write ``<train>.csv`` (and ``<train>_cars.csv``), ``events.json`` and
         ``summary.json`` into ``out``, each file atomically."""
-        from ..stf.writer import write_bytes_atomic
+        from .._fs import write_bytes_atomic
 
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
@@ -310,33 +310,21 @@ class Replay:
         given_lines = lines
         cache: dict = {}
         specs = []
+        # Trains of one scenario mostly share consists: each consist file is read, its
+        # stock resolved and its car model built once (the models are read-only).
+        consists: dict = {}
         for spec in scenario.trains:
-            consist = _consist(spec, self.route, sdir)
             stand_in = spec.stand_in if spec.stand_in is not None else scenario.stand_in
-            try:
-                import warnings
-
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    stocks = resolve_stock(consist, _stock_root(consist, self.route), stand_in=stand_in,
-                                           diagnostics=self.diags)
-            except RouteError as exc:
-                raise ReplayError(f"train {spec.name!r}: {exc}\n(use stand_in = true to run with "
-                                  "generic stock of the same kind)") from None
-            flipped = [c.flipped for c in consist.cars]
-            model = forces.CarModel.from_stock(stocks, flipped, trailing_loco_factor=True,
-                                               rotating_mass=scenario.rotating_mass)
-            # Coupler free play between buffers touching and coupler taut. Open Rails lets
-            # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
-            # whole play is 2·slack2 of the coupler each car uses.
-            slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
+            ckey = (str(spec.consist), bool(stand_in))
+            if ckey not in consists:
+                consists[ckey] = self._read_consist(spec, sdir, stand_in)
+            consist, stocks, flipped, model, slack, warns = consists[ckey]
             if given_lines and spec.name in given_lines:
                 line = given_lines[spec.name]
                 end_s, key = None, ("given", id(line))
             else:
                 line, end_s, key = _line_for(spec, self.route, sdir, cache)
-            specs.append((spec, consist, model, line, end_s, key, [str(w.message) for w in caught],
-                          stocks, flipped, slack))
+            specs.append((spec, consist, model, line, end_s, key, list(warns), stocks, flipped, slack))
         # Engine lines: trains on the same line object share one; order the cars of a
         # line front (largest distance) to back.
         keys = list(dict.fromkeys(sp[5] for sp in specs))
@@ -442,6 +430,28 @@ class Replay:
         for t in self.trains:
             for w in t.warnings:
                 self._event({"kind": "stand_in", "time": 0.0, "train": t.spec.name, "message": w})
+
+    def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> tuple:
+        """(consist, stocks, flipped, car model, coupler slack, stand-in warnings) of a train."""
+        consist = _consist(spec, self.route, sdir)
+        try:
+            import warnings
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                stocks = resolve_stock(consist, _stock_root(consist, self.route), stand_in=stand_in,
+                                       diagnostics=self.diags)
+        except RouteError as exc:
+            raise ReplayError(f"train {spec.name!r}: {exc}\n(use stand_in = true to run with "
+                              "generic stock of the same kind)") from None
+        flipped = [c.flipped for c in consist.cars]
+        model = forces.CarModel.from_stock(stocks, flipped, trailing_loco_factor=True,
+                                           rotating_mass=self.scenario.rotating_mass)
+        # Coupler free play between buffers touching and coupler taut. Open Rails lets
+        # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
+        # whole play is 2·slack2 of the coupler each car uses.
+        slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
+        return consist, stocks, flipped, model, slack, tuple(str(w.message) for w in caught)
 
     # -- the loop ---------------------------------------------------------------------------
     def _event(self, e: dict) -> None:
@@ -685,6 +695,11 @@ class Replay:
                 if t.spec.name == ev.train:
                     t.derailed = True
 
+    def on_track(self) -> np.ndarray | None:
+        """Which trains are on the track now (None: all). Subclasses that start trains
+        late or take them off at the end of their run say so here."""
+        return None
+
     def _check_collisions(self) -> None:
         """Track occupancy and side collisions, for trains whose boxes come close (a
         broad phase over all trains at once; the exact checks run only for those)."""
@@ -709,6 +724,9 @@ class Replay:
         close = ((lo_x[:, None] - pad <= hi_x[None, :]) & (lo_x[None, :] - pad <= hi_x[:, None])
                  & (lo_z[:, None] - pad <= hi_z[None, :]) & (lo_z[None, :] - pad <= hi_z[:, None]))
         np.fill_diagonal(close, False)
+        active = self.on_track()
+        if active is not None:  # trains not (or no longer) on the track meet nothing
+            close &= active[:, None] & active[None, :]
         near = np.flatnonzero(close.any(axis=1))
         for k, t in enumerate(self.trains):
             if k in near:

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..track.traveller import WorldLocation
+from ..track.geometry import WorldPoint
 from .forces import CarModel
 from .trackline import TrackLine
 
@@ -94,7 +94,7 @@ class SafetyEvent:
     train: Hashable
     cars: tuple[int, ...]
     node: int
-    location: WorldLocation
+    location: WorldPoint
     cause: str = ""
     other_train: Hashable | None = None
     other_cars: tuple[int, ...] = ()

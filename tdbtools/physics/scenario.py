@@ -46,6 +46,7 @@ Every mistake is a :class:`ScenarioError` with the file, line and column.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import sys
@@ -129,22 +130,22 @@ class Scenario:
     rotating_mass: bool = True               # default rotating-mass factors (running-time.md §5)
     adhesion: str = "dry"                    # "dry" | "wet" | "off"
 
-    @classmethod
-    def from_toml(cls, path: str | Path) -> Scenario:
-        return read_scenario(path)
-
 
 _TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval",
         "rotating_mass", "adhesion"}
-_TRAIN = {"name", "consist", "path", "start", "distance", "start_offset", "beyond_path", "driver", "schedule",
-          "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in",
-          "category", "brake_build_up", "allowance", "allowance_min_per_100km", "allowance_mode"}
+#: The keys of a ``[[train]]`` table.
+TRAIN_KEYS = {"name", "consist", "path", "start", "distance", "start_offset", "beyond_path", "driver", "schedule",
+              "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in",
+              "category", "brake_build_up", "allowance", "allowance_min_per_100km", "allowance_mode"}
 _START = {"tile", "pos", "backward"}
 _COMMAND = {"at", "throttle", "brake"}
 _EVENT = {"at", "junction", "route"}
 
 
-class _Ctx:
+class TomlSource:
+    """The text of a TOML file (scenario or sweep spec) and its name: makes
+    :class:`ScenarioError` s located at the line of a key."""
+
     def __init__(self, path: str, text: str) -> None:
         self.path = path
         self.text = text
@@ -162,13 +163,14 @@ class _Ctx:
         return ScenarioError(message, loc, caret_snippet(self.text, loc.line, loc.column))
 
 
-def _check_keys(ctx: _Ctx, d: dict, allowed: set[str], where: str) -> None:
+def check_keys(ctx: TomlSource, d: dict, allowed: set[str], where: str) -> None:
+    """Raise a located :class:`ScenarioError` for the first key of ``d`` not in ``allowed``."""
     for k in d:
         if k not in allowed:
             raise ctx.error(f"{where}: unknown key {k!r} (known: {', '.join(sorted(allowed))})", k)
 
 
-def _num(ctx: _Ctx, v: Any, key: str, family: str | None, *, lo: float | None = None,
+def _num(ctx: TomlSource, v: Any, key: str, family: str | None, *, lo: float | None = None,
          hi: float | None = None) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         what = "a number or a quantity like '160km/h'" if family else "a number"
@@ -222,6 +224,25 @@ def read_scenario(path: str | Path) -> Scenario:
     return scenario_from_text(read_toml_text(p), str(p), base=p.parent)
 
 
+def one_train_scenario(route: str | Path, consist: str | Path, path: str | Path, *,
+                       stand_in: bool = False) -> Scenario:
+    """A scenario of one train (named after the consist, automatic driver) without a
+    file: what ``tdbtools replay --route R --consist C --path P`` runs. Relative consist
+    and path names resolve as in a scenario file in the working directory."""
+    return Scenario(Path(route).resolve(), (TrainSpec(name=Path(consist).stem, consist=Path(consist),
+                                                      path=Path(path), driver="auto"),),
+                    stand_in=stand_in, source=str(Path.cwd() / "<command line>"))
+
+
+def with_settings(scenario: Scenario, *, stand_in: bool | None = None, step: float | None = None,
+                  duration: float | None = None) -> Scenario:
+    """``scenario`` with the settings that are not None replaced (the replay command's
+    ``--stand-in``, ``--step`` and ``--duration``)."""
+    changes: dict[str, Any] = {k: v for k, v in (("stand_in", stand_in), ("step", step), ("duration", duration))
+               if v is not None}
+    return dataclasses.replace(scenario, **changes) if changes else scenario
+
+
 def load_toml(text: str, path: str) -> dict:
     """Parse TOML text; a syntax error is a :class:`ScenarioError` at its line and column."""
     try:
@@ -235,13 +256,13 @@ def load_toml(text: str, path: str) -> dict:
 
 
 def scenario_from_text(text: str, path: str = "<scenario>", base: Path | None = None) -> Scenario:
-    return scenario_from_dict(load_toml(text, path), _Ctx(path, text), base or Path("."))
+    return scenario_from_dict(load_toml(text, path), TomlSource(path, text), base or Path("."))
 
 
-def scenario_from_dict(data: dict, ctx: _Ctx | None = None, base: Path | None = None) -> Scenario:
-    ctx = ctx or _Ctx("<scenario>", "")
+def scenario_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | None = None) -> Scenario:
+    ctx = ctx or TomlSource("<scenario>", "")
     base = base or Path(".")
-    _check_keys(ctx, data, _TOP, "scenario")
+    check_keys(ctx, data, _TOP, "scenario")
     if "route" not in data or not isinstance(data["route"], str):
         raise ctx.error("scenario: 'route' (the route folder …/ROUTES/NAME) is required", "route")
     route = (base / data["route"]).resolve() if not Path(data["route"]).is_absolute() else Path(data["route"])
@@ -261,7 +282,7 @@ def scenario_from_dict(data: dict, ctx: _Ctx | None = None, base: Path | None = 
     for e in data.get("event", []):
         if not isinstance(e, dict):
             raise ctx.error("[[event]] entries must be tables", "event")
-        _check_keys(ctx, e, _EVENT, "event")
+        check_keys(ctx, e, _EVENT, "event")
         for k in ("at", "junction", "route"):
             if k not in e:
                 raise ctx.error(f"event: '{k}' is required", "event")
@@ -280,10 +301,10 @@ def scenario_from_dict(data: dict, ctx: _Ctx | None = None, base: Path | None = 
                     ctx.path, cci, rotating, adhesion)
 
 
-def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
+def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
     if not isinstance(t, dict):
         raise ctx.error("[[train]] entries must be tables", "train")
-    _check_keys(ctx, t, _TRAIN, f"train {i + 1}")
+    check_keys(ctx, t, TRAIN_KEYS, f"train {i + 1}")
     name = str(t.get("name", f"train{i + 1}"))
     if "consist" not in t or not isinstance(t["consist"], str):
         raise ctx.error(f"train {name!r}: 'consist' is required", "consist")
@@ -296,7 +317,7 @@ def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
         s = t["start"]
         if not isinstance(s, dict):
             raise ctx.error(f"train {name!r}: 'start' must be a table {{ tile = [TX, TZ], pos = [X, Z] }}", "start")
-        _check_keys(ctx, s, _START, f"train {name!r} start")
+        check_keys(ctx, s, _START, f"train {name!r} start")
         tile, pos = s.get("tile"), s.get("pos")
         if not (isinstance(tile, list) and len(tile) == 2 and isinstance(pos, list) and len(pos) == 2):
             raise ctx.error(f"train {name!r}: start needs tile = [TX, TZ] and pos = [X, Z]", "tile")
@@ -313,7 +334,7 @@ def _train(ctx: _Ctx, t: Any, i: int, base: Path) -> TrainSpec:
     for c in sched_raw:
         if not isinstance(c, dict):
             raise ctx.error(f"train {name!r}: schedule entries must be tables", "schedule")
-        _check_keys(ctx, c, _COMMAND, f"train {name!r} schedule")
+        check_keys(ctx, c, _COMMAND, f"train {name!r} schedule")
         cmds.append(Command(_num(ctx, c.get("at", 0.0), "at", None, lo=0.0),
                             _num(ctx, c.get("throttle", 0.0), "throttle", None, lo=0.0, hi=1.0),
                             _num(ctx, c.get("brake", 0.0), "brake", None, lo=0.0, hi=1.0)))
@@ -364,7 +385,7 @@ def resolve_file(name: Path, *folders: Path, suffix: str) -> Path | None:
     """``name`` as given (absolute or relative to the first folder), else looked up in
     the folders with ``suffix`` added, ignoring case."""
     from ..stf import resolve_case_insensitive
-    from ..stf.parser import is_file
+    from .._fs import is_file
 
     cands = [name] if name.is_absolute() else []
     for f in folders:
@@ -378,5 +399,7 @@ def resolve_file(name: Path, *folders: Path, suffix: str) -> Path | None:
     return None
 
 
-__all__ = ["Command", "Scenario", "ScenarioError", "StartPoint", "SwitchEvent", "TrainSpec",
-           "read_scenario", "resolve_file", "scenario_from_dict", "scenario_from_text"]
+__all__ = ["TRAIN_KEYS", "Command", "Scenario", "ScenarioError", "StartPoint", "SwitchEvent", "TomlSource",
+           "TrainSpec", "check_keys", "load_toml", "read_toml_text",
+           "one_train_scenario", "read_scenario", "resolve_file", "scenario_from_dict", "scenario_from_text",
+           "with_settings"]

@@ -29,9 +29,9 @@ Lookups (all vectorised over arrays of line distances)
 :meth:`~TrackLine.elevation`, :meth:`~TrackLine.grade_at`,
 :meth:`~TrackLine.curvature_at`, :meth:`~TrackLine.heading_at`,
 :meth:`~TrackLine.limit`, :meth:`~TrackLine.world_xz`, :meth:`~TrackLine.node_offset`,
-:meth:`~TrackLine.location` (one :class:`WorldLocation`), :meth:`~TrackLine.occupancy`
-(exact node intervals between two line distances), :meth:`~TrackLine.locate` (node
-offset → line distances) and :meth:`~TrackLine.route_through` (a junction's route).
+:meth:`~TrackLine.location` (one :class:`WorldPoint`), :meth:`~TrackLine.occupancy`
+(exact node intervals between two line distances) and :meth:`~TrackLine.locate` (node
+offset → line distances).
 ``grade`` and ``curvature`` are the sample columns, hence the ``_at`` names of the
 look-up methods.
 
@@ -79,11 +79,11 @@ import numpy as np
 from ..errors import TdbToolsError
 from ..formats.pat import PathFile
 from ..formats.route import Route
-from ..track.geometry import TILE_SIZE, SectionGeometry, normalize_tile, point_at, wrap_angle
+from ..track.geometry import TILE_SIZE, SectionGeometry, WorldPoint, normalize_tile, point_at, wrap_angle
 from ..track.paths import ResolvedPath, resolve_path
 from ..track.spatial import cached, track_geometry
 from ..track.speedposts import CATEGORIES, SpeedPost, limit_after, speed_posts
-from ..track.traveller import Switches, Traveller, WorldLocation
+from ..track.traveller import Switches, Traveller
 
 __all__ = ["LineJunction", "TrackLine", "TrackLineError"]
 
@@ -562,10 +562,10 @@ class TrackLine:
         """Heading (rad, (−π, π]) at ``s`` (linear between samples, unwrapped)."""
         return wrap_angle(np.interp(s, self.s, self._heading_u))
 
-    def location(self, s: float) -> WorldLocation:
+    def location(self, s: float) -> WorldPoint:
         """World location (tile_x, tile_z, x, y, z) of one line distance."""
         a = self.at(np.array([float(s)]))
-        return WorldLocation(int(a["tile_x"][0]), int(a["tile_z"][0]), float(a["x"][0]),
+        return WorldPoint(int(a["tile_x"][0]), int(a["tile_z"][0]), float(a["x"][0]),
                              float(a["y"][0]), float(a["z"][0]))
 
     def at(self, s, *, exact: bool = False) -> dict[str, np.ndarray]:
@@ -640,11 +640,6 @@ class TrackLine:
             if -tol <= d <= span + tol:
                 out.append(self.seg_s0[i] + min(max(d, 0.0), span))
         return np.array(out, dtype=np.float64)
-
-    def route_through(self, junction: int) -> int | None:
-        """The route the line takes through ``junction`` (first passage), or None."""
-        hit = np.flatnonzero(self.junction_node == int(junction))
-        return int(self.junction_route[hit[0]]) if len(hit) else None
 
 
 def _dedupe(nodes) -> list[int]:  # noqa: ANN001

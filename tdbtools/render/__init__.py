@@ -1,1 +1,12 @@
-"""Pictures: matplotlib plots, and pyvista 3-D scenes (heavy imports stay inside functions)."""
+"""Pictures: matplotlib plots, and pyvista 3-D scenes (heavy imports stay inside functions).
+
+What belongs here: drawing routes, profiles and replays (plots, 3-D scenes,
+animations); the data drawn comes from :mod:`tdbtools.track` and
+:mod:`tdbtools.physics`. Importing this package imports neither matplotlib nor pyvista.
+"""
+from .animate import TrainPlacer, load_replay, render_animation
+from .plots import plot_profile, plot_speed_distance, pyplot, save_figure
+from .scene import Scene, build_scene, render_png, show
+
+__all__ = ["Scene", "TrainPlacer", "build_scene", "load_replay", "plot_profile", "plot_speed_distance",
+           "pyplot", "render_animation", "render_png", "save_figure", "show"]

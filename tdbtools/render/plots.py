@@ -7,7 +7,8 @@ from ..errors import TdbToolsError
 from ..track.profile import Profile
 
 
-def _pyplot():
+def pyplot():
+    """``matplotlib.pyplot`` on the file-only Agg backend; a clear error without matplotlib."""
     try:
         import matplotlib
     except ImportError:
@@ -20,7 +21,7 @@ def _pyplot():
 
 def save_figure(fig, out: str | Path, *, dpi: int = 110) -> Path:  # noqa: ANN001
     """Save a matplotlib figure atomically (never a half-written picture) and close it."""
-    plt = _pyplot()
+    plt = pyplot()
     out = Path(out)
     tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
     try:
@@ -34,7 +35,7 @@ def save_figure(fig, out: str | Path, *, dpi: int = 110) -> Path:  # noqa: ANN00
 
 def plot_profile(profile: Profile, out: str | Path) -> Path:
     """Elevation, grade, curvature and speed limit against distance, as a PNG/SVG/PDF."""
-    plt = _pyplot()
+    plt = pyplot()
     c = profile.columns
     d = c["distance_m"] / 1000.0
     fig, axes = plt.subplots(3, 1, figsize=(11, 8), sharex=True, constrained_layout=True)
@@ -59,7 +60,7 @@ def plot_profile(profile: Profile, out: str | Path) -> Path:
 
 def plot_speed_distance(trace: dict, name: str, events, out: str | Path) -> Path:
     """Speed and speed limit against distance for one train of a replay, with events."""
-    plt = _pyplot()
+    plt = pyplot()
     d = trace["distance"] / 1000.0
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, constrained_layout=True,
                                   gridspec_kw={"height_ratios": [3, 1]})

@@ -40,7 +40,6 @@ from ..formats.tdb import EndNode, JunctionNode, PlatformItem, SidingItem, Signa
 
 TILE = 2048.0
 COLOR_BY = ("kind", "grade", "speed")
-KIND_NAMES = ("link", "spur", "isolated")
 MARKER_KINDS = ("junction", "end", "signal", "speedpost", "platform", "siding")
 MARKER_COLORS = {"junction": "gold", "end": "red", "signal": "limegreen", "speedpost": "orange",
                  "platform": "deepskyblue", "siding": "violet"}

@@ -16,10 +16,11 @@ from pathlib import Path
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from .._fs import find_install_root, is_file, resolve_case_insensitive
 from ..errors import Diagnostics, IncludeError, Location, StfSyntaxError
 from .resources import grammar_path, grammar_text
 from .source import Source, read_source
-from .tree import Block, Document, QStr
+from .tree import COMMENT_WORDS, Block, Document, QStr, split_items, split_words
 
 #: Include nesting deeper than this is refused (real content nests two or three).
 MAX_INCLUDE_DEPTH = 16
@@ -27,11 +28,9 @@ MAX_INCLUDE_DEPTH = 16
 #: costs file-system look-ups, so a file of 100,000 include lines must not take minutes.
 MAX_INCLUDES = 1000
 
-_COMMENT_WORDS = frozenset(("comment", "skip"))
 _ESCAPE = re.compile(r"\\(.)", re.S)
 _STRING_PART = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
 _ESCAPES = {"n": "\n", "t": "\t"}
-_PAREN_SPLIT = re.compile(r"([()])").split
 
 
 def _unescape(s: str) -> str:
@@ -50,30 +49,12 @@ def _has_control(text: str) -> bool:
         return bool(text.encode("ascii").translate(None, _NOT_CONTROL))
     return _CONTROL.search(text) is not None
 _UNICODE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-_STF_SPACE = re.compile("[\x00-\x20]+")
-
-
-def exact_split(text: str) -> list[str]:
-    """Split on STF white space only (codes 0..32)."""
-    return [w for w in _STF_SPACE.split(text) if w]
-
-
-def split_words(text: str, source: Source | None) -> list[str]:
-    return exact_split(text) if source is not None and source.exact_split else text.split()
-
-
 def _prepare(source: Source) -> str:
     text = _blank_first_line(source.text)
     source.exact_split = _has_control(text) or (
         not text.isascii() and _UNICODE_SPACE.search(text) is not None)
     return text
 
-
-def _words(text: str, source: Source | None = None) -> list[str]:
-    words = split_words(text, source)
-    if "\\" in text:
-        words = [_unescape(w) if "\\" in w else w for w in words]
-    return words
 
 
 class _Drop:
@@ -93,9 +74,6 @@ _DROP = _Drop()
 _INCLUDE_TARGET: list = []  # marks an include block while splitting DATA
 
 
-def _is_comment_name(key: str) -> bool:
-    return key[:1] in ("#", "_") or key in _COMMENT_WORDS
-
 
 class _Builder(Transformer):
     """Lark callbacks that build :class:`Block` objects as rules are reduced."""
@@ -113,7 +91,7 @@ class _Builder(Transformer):
     def block(self, children: list):
         tok = children[0]
         key = tok.lower()
-        if key[:1] in ("#", "_") or key in _COMMENT_WORDS:
+        if key[:1] in ("#", "_") or key in COMMENT_WORDS:
             return _DROP
         if key == "include":
             inner = self._items(children, 1)
@@ -214,7 +192,8 @@ class _Builder(Transformer):
         if "(" not in text:
             out.extend(split_words(text, self.source))
             return
-        _split(text, tok.start_pos, self.source, out, self._add_include, lazy=True)
+        split_items(text, tok.start_pos, self.source, out,
+                    lambda cur, blk: self._add_include(cur, _IncludeBlock(blk)), lazy=True)
 
     def _data_escaped(self, tok: Token, out: list) -> None:
         # Rare: backslash escapes in plain words. Split as usual, then unescape.
@@ -241,137 +220,6 @@ class _Builder(Transformer):
         for e in tmp:  # includes at the top of the run are in `out` now
             if e.__class__ is _Include:
                 self.includes.append((out, e))
-
-
-_KEYS: dict[str, tuple[str, int]] = {}
-_NORMAL, _COMMENT, _INCLUDE_BLOCK = 0, 1, 2
-
-
-def _key(name: str) -> tuple[str, int]:
-    """(lower-cased name, kind) of a block name; cached: names repeat by the thousand."""
-    hit = _KEYS.get(name)
-    if hit is None:
-        low = name.lower()
-        kind = (_COMMENT if name[:1] in ("#", "_") or low in _COMMENT_WORDS
-                else _INCLUDE_BLOCK if low == "include" else _NORMAL)
-        hit = (low, kind)
-        if len(_KEYS) < 50_000:  # bounded: hostile input could have endless names
-            _KEYS[name] = hit
-    return hit
-
-
-def _split(text: str, start: int, src: Source | None, out: list, on_include, lazy: bool) -> None:
-    """Split plain words and nested blocks (no strings, no escapes) into ``out``.
-
-    ``start`` is the offset of ``text`` in the source. Comment blocks are dropped and
-    include blocks handed to ``on_include`` at any depth. With ``lazy``, a block that
-    holds only plain words and leaf blocks keeps its raw text (see Block.items).
-    """
-    wsplit = exact_split if src is not None and src.exact_split else str.split
-    parts = _PAREN_SPLIT(text)  # [text, "(" or ")", text, ..., text]
-    n = len(parts)
-    last = n - 1
-    cur = out
-    stack: list[list] = []
-    # How many comment blocks enclose `cur` (their content is dropped: an include in
-    # one is not followed, as with the full grammar), and which stack levels are those.
-    muted = 0
-    comment_levels: list[bool] = []
-    off = start  # offset of parts[k] in the source text
-    k = 0
-    while k < last:
-        seg = parts[k]
-        if parts[k + 1] == ")":
-            if seg and not seg.isspace():
-                cur.extend(wsplit(seg))
-            cur = stack.pop()
-            if comment_levels.pop():
-                muted -= 1
-            off += len(seg) + 1
-            k += 2
-            continue
-        words = wsplit(seg)
-        if words:
-            name = words.pop()
-            if words:
-                cur.extend(words)
-            npos = off + seg.rfind(name)
-        else:  # an anonymous ( ... ) right after another block
-            name = ""
-            npos = off + len(seg)
-        key, kind = _key(name)
-        inner_pos = off + len(seg) + 1
-        if parts[k + 3] == ")":  # a leaf: Name ( plain words )
-            inner = parts[k + 2]
-            if kind == _NORMAL:
-                cur.append(Block(name, None, src, npos, inner, inner_pos, key))
-            elif kind == _INCLUDE_BLOCK and not muted:
-                on_include(cur, _IncludeBlock(Block(name, None, src, npos, inner, inner_pos, key)))
-            off = inner_pos + len(inner) + 1
-            k += 4
-            continue
-        if lazy and kind == _NORMAL:
-            # Name ( words Leaf ( words ) words Leaf ( words ) ... ): only leaves inside?
-            j = k + 3
-            while j + 2 < n and parts[j] == "(" and parts[j + 2] == ")":
-                j += 4
-            if j - 2 < n and parts[j - 2] == ")" and parts[j] == ")" and j > k + 3:
-                inner = "".join(parts[k + 2 : j])
-                if "nclude" not in inner and "NCLUDE" not in inner:
-                    cur.append(Block(name, None, src, npos, inner, inner_pos, key))
-                    off = inner_pos + len(inner) + 1
-                    k = j + 1
-                    continue
-        comment_levels.append(kind == _COMMENT)
-        if kind == _NORMAL:
-            blk = Block(name, [], src, npos, None, -1, key)
-            cur.append(blk)
-            stack.append(cur)
-            cur = blk._items
-        elif kind == _INCLUDE_BLOCK:
-            blk = Block(name, [], src, npos, None, -1, key)
-            if not muted:
-                on_include(cur, _IncludeBlock(blk))
-            stack.append(cur)
-            cur = blk._items
-        else:
-            stack.append(cur)
-            cur = []  # a comment block: its content is dropped
-            muted += 1
-        off = inner_pos
-        k += 2
-    seg = parts[last]
-    if seg and not seg.isspace():
-        cur.extend(wsplit(seg))
-
-
-def split_shallow(raw: str, rawpos: int, src: Source | None) -> list:
-    """Items of a lazily built block (see Block.items)."""
-    out: list = []
-
-    def no_include(_cur, inc):  # lazy blocks never hold include blocks
-        raise AssertionError("include inside a lazily built block")
-
-    _split(raw, rawpos, src, out, no_include, lazy=False)
-    return out
-
-
-def leaf_view_of(raw: str) -> list:
-    """``Name ( a b ) c D ( e )`` → ``[("name", " a b "), "c", ("d", " e ")]`` (see Block.leaf_view)."""
-    segs = raw.replace(")", "(").split("(")
-    out: list = []
-    last = len(segs) - 1
-    for k in range(0, last, 2):
-        words = segs[k].split()
-        name = words.pop() if words else ""  # "" : an anonymous ( ... ) group
-        if words:
-            out.extend(words)
-        key, kind = _key(name)
-        if kind == _NORMAL:
-            out.append((key, segs[k + 1]))
-    if segs[last] and not segs[last].isspace():
-        out.extend(segs[last].split())
-    return out
 
 
 def _IncludeBlock(blk: Block) -> _Include:
@@ -532,8 +380,8 @@ def parse_file(path: str | Path, *, strict: bool = True, diagnostics: Diagnostic
     """Read, decode and parse one STF file into the generic tree.
 
     ``include`` paths are resolved relative to the including file and must stay
-    inside ``root`` (default: the install root holding ``ROUTES``/``GLOBAL``/``TRAINS``
-    above the file, else the file's own folder).
+    inside ``root`` (default: the install above the file, a folder holding both
+    ``ROUTES`` and ``GLOBAL``; else the file's own folder; docs/security.md §3).
     """
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
     return parse_source(read_source(path), diagnostics=diags, root=root)
@@ -627,60 +475,6 @@ def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list
     return _resolve(child, diags, confine, [*stack, str(resolved)], seen, budget)
 
 
-# -- paths ------------------------------------------------------------------------------
-
-def resolve_case_insensitive(path: Path) -> Path:
-    """``path`` itself if it exists, else the existing path whose components match it
-    ignoring case (MSTS content comes from case-insensitive Windows file systems)."""
-    try:
-        return _resolve_case_insensitive(path)
-    except (OSError, ValueError):  # a name too long for the file system, a NUL, ...
-        return path
-
-
-def is_file(path: Path) -> bool:
-    """``path.is_file()``, False where the file system refuses the name (too long, ...)."""
-    try:
-        return path.is_file()
-    except (OSError, ValueError):
-        return False
-
-
-def _resolve_case_insensitive(path: Path) -> Path:
-    if path.exists():
-        return path
-    parts = path.parts
-    cur = Path(parts[0]) if path.is_absolute() else Path(".")
-    rest = parts[1:] if path.is_absolute() else parts
-    for i, part in enumerate(rest):
-        nxt = cur / part
-        if part in (".", "..") or nxt.exists():
-            cur = nxt
-            continue
-        try:
-            low = part.lower()
-            match = next((c for c in cur.iterdir() if c.name.lower() == low), None)
-        except OSError:
-            match = None
-        if match is None:
-            return path
-        cur = match
-    return cur
-
-
-def find_install_root(path: Path) -> Path:
-    """The MSTS install root above ``path``: the nearest folder holding ROUTES, GLOBAL or
-    TRAINS (any case); else the folder of ``path``."""
-    names = {"routes", "global", "trains"}
-    for parent in path.parents:
-        try:
-            if any(c.name.lower() in names and c.is_dir() for c in parent.iterdir()):
-                return parent.resolve()
-        except OSError:
-            continue
-    return path.parent.resolve()
-
-
 # -- errors -----------------------------------------------------------------------------
 
 _TERMINAL_NAMES = {
@@ -743,47 +537,3 @@ def _syntax_error(source: Source, exc: UnexpectedInput) -> StfSyntaxError:
     return StfSyntaxError(msg, loc, source.snippet(loc), expected)
 
 
-_ITEM_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"(?:[\x00-\x20]*\+[\x00-\x20]*"(?:[^"\\]|\\.)*")*|[()]|[^\x00-\x20()"]+')
-
-
-def locate_item(text: str, block_pos: int, index: int) -> int | None:
-    """Offset of item ``index`` of the block whose name starts at ``block_pos`` (counting
-    values, strings and child blocks at depth one), or None if it cannot be found."""
-    offsets = _item_offsets(text, block_pos)
-    return offsets[index] if 0 <= index < len(offsets) else None
-
-
-#: The item offsets of the last block scanned (text, block_pos, offsets): a lenient read
-#: may report thousands of defects in one big block, which must not rescan it each time.
-_last_offsets: tuple = (None, -1, [])
-
-
-def _item_offsets(text: str, block_pos: int) -> list[int]:
-    global _last_offsets
-    last = _last_offsets  # one read of an immutable tuple: safe with threads
-    if last[0] is text and last[1] == block_pos:
-        return last[2]
-    out: list[int] = []
-    depth = 0
-    prev_word = None
-    for m in _ITEM_TOKEN.finditer(text, block_pos):
-        tok = m.group()
-        if tok == "(":
-            depth += 1
-            if depth == 2 and prev_word is None:
-                out.append(m.start())  # an anonymous ( ... ) group
-            # (a child block was already counted at its name)
-            prev_word = None
-            continue
-        if tok == ")":
-            depth -= 1
-            if depth <= 0:
-                break
-            continue
-        if depth == 1:
-            out.append(m.start())
-            prev_word = m.start()
-        else:
-            prev_word = None
-    _last_offsets = (text, block_pos, out)
-    return out

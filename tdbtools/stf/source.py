@@ -14,9 +14,16 @@ from pathlib import Path
 
 from ..errors import DecodeError, Location, caret_line, caret_snippet
 
-#: Inflated size above which a compressed file is refused (a zip bomb guard).
-#: The largest real .tdb files are a few hundred MB of UTF-16 text.
-MAX_INFLATED_BYTES = 1 << 30
+#: A compressed body is refused when it inflates to more than BOTH this many bytes and
+#: :data:`MAX_INFLATE_RATIO` times its compressed size (a zip-bomb guard; the numbers
+#: and why are in docs/security.md §4). Real MSTS text deflates 4.7x (.tdb) to 12.3x
+#: (tsection.dat); deflate itself cannot exceed about 1032x.
+MAX_INFLATED_BYTES = 64 << 20
+MAX_INFLATE_RATIO = 64
+
+#: Inflation works in slices of this size, so a refusal costs at most one slice more
+#: than the limit.
+_INFLATE_CHUNK = 1 << 20
 
 #: Plain files larger than this are refused before they are read into memory.
 MAX_FILE_BYTES = 2 << 30
@@ -101,17 +108,31 @@ def _inflate(data: bytes, path: str, unicode_header: bool) -> bytes:
     # 16 header characters (ASCII bytes, or UTF-16 after the BOM), then a zlib stream
     # whose inflated data starts with the 16-character sub-header.
     start = 2 + 32 if unicode_header else 16
+    compressed = memoryview(data)[start:]
+    limit = max(MAX_INFLATED_BYTES, MAX_INFLATE_RATIO * len(compressed))
     inflater = zlib.decompressobj()
+    parts: list[bytes] = []
+    total = 0
+    pending: bytes | memoryview = compressed
     try:
-        body = inflater.decompress(data[start:], MAX_INFLATED_BYTES)
+        while True:
+            chunk = inflater.decompress(pending, _INFLATE_CHUNK)
+            total += len(chunk)
+            if total > limit:
+                raise DecodeError(
+                    f"compressed body inflates to more than {limit} bytes ({MAX_INFLATE_RATIO}x its "
+                    f"{len(compressed)} compressed bytes and over {MAX_INFLATED_BYTES} bytes): "
+                    "refused as a likely zip bomb", Location(path, 1, 1))
+            parts.append(chunk)
+            pending = inflater.unconsumed_tail
+            if inflater.eof or (not pending and not chunk):
+                break
     except zlib.error as exc:
         raise DecodeError(f"corrupt compressed STF file (SIMISA@F): {exc}", Location(path, 1, 1)) from None
-    if inflater.unconsumed_tail:
-        raise DecodeError(
-            f"compressed file inflates to more than {MAX_INFLATED_BYTES} bytes; refused",
-            Location(path, 1, 1))
     if not inflater.eof:
         raise DecodeError("truncated compressed STF file (zlib stream ends early)", Location(path, 1, 1))
+    body = b"".join(parts)
+    del parts
     if body[:2] == b"\xff\xfe":
         text_sub = body[2:34].decode("utf-16-le", errors="replace")
         kind = text_sub[7:8]

@@ -1,6 +1,11 @@
-"""The generic STF tree: blocks holding plain values, quoted strings and blocks."""
+"""The generic STF tree: blocks holding plain values, quoted strings and blocks.
+
+A block the parser left as raw text (plain words and leaf blocks only) is split here,
+when its items are first asked for; the parser uses the same splitting for such runs.
+"""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Union
 
@@ -43,10 +48,8 @@ class Block:
         if items is None:
             raw = self._raw
             if "(" in raw:  # type: ignore[operator]
-                from .parser import split_shallow
                 items = split_shallow(raw, self._rawpos, self.source)
             elif self.source is not None and self.source.exact_split:
-                from .parser import exact_split
                 items = exact_split(raw)  # type: ignore[arg-type]
             else:
                 items = raw.split()  # type: ignore[union-attr]
@@ -63,7 +66,6 @@ class Block:
         if raw is not None and self._items is None and "\\" not in raw and not exact:
             if "(" not in raw:
                 return raw.split()
-            from .parser import leaf_view_of
             return leaf_view_of(raw)
         out: list = []
         for it in self.items:
@@ -120,7 +122,6 @@ class Block:
         """Best-effort location of ``items[index]``, found by re-scanning the block text."""
         if self.source is None or self.pos < 0:
             return None
-        from .parser import locate_item  # only needed on the error path
         pos = locate_item(self.source.text, self.pos, index)
         return self.source.location(self.pos if pos is None else pos)
 
@@ -193,3 +194,202 @@ class Document(Block):
         d["signature"] = self.signature
         d["path"] = self.path
         return d
+
+
+# -- splitting raw text -------------------------------------------------------------
+
+#: Block names whose block is a comment (as are names starting with "#" or "_").
+COMMENT_WORDS = frozenset(("comment", "skip"))
+
+_PAREN_SPLIT = re.compile(r"([()])").split
+
+_STF_SPACE = re.compile("[\x00-\x20]+")
+
+
+def exact_split(text: str) -> list[str]:
+    """Split on STF white space only (codes 0..32)."""
+    return [w for w in _STF_SPACE.split(text) if w]
+
+
+def split_words(text: str, source: Source | None) -> list[str]:
+    """Plain words of ``text`` (:func:`exact_split` when the source needs it)."""
+    return exact_split(text) if source is not None and source.exact_split else text.split()
+
+
+_KEYS: dict[str, tuple[str, int]] = {}
+_NORMAL, _COMMENT, _INCLUDE_BLOCK = 0, 1, 2
+
+
+def _key(name: str) -> tuple[str, int]:
+    """(lower-cased name, kind) of a block name; cached: names repeat by the thousand."""
+    hit = _KEYS.get(name)
+    if hit is None:
+        low = name.lower()
+        kind = (_COMMENT if name[:1] in ("#", "_") or low in COMMENT_WORDS
+                else _INCLUDE_BLOCK if low == "include" else _NORMAL)
+        hit = (low, kind)
+        if len(_KEYS) < 50_000:  # bounded: hostile input could have endless names
+            _KEYS[name] = hit
+    return hit
+
+
+def split_items(text: str, start: int, src: Source | None, out: list, on_include, lazy: bool) -> None:
+    """Split plain words and nested blocks (no strings, no escapes) into ``out``.
+
+    ``start`` is the offset of ``text`` in the source. Comment blocks are dropped and
+    include blocks handed to ``on_include(parent_items, block)`` at any depth. With ``lazy``, a block that
+    holds only plain words and leaf blocks keeps its raw text (see Block.items).
+    """
+    wsplit = exact_split if src is not None and src.exact_split else str.split
+    parts = _PAREN_SPLIT(text)  # [text, "(" or ")", text, ..., text]
+    n = len(parts)
+    last = n - 1
+    cur = out
+    stack: list[list] = []
+    # How many comment blocks enclose `cur` (their content is dropped: an include in
+    # one is not followed, as with the full grammar), and which stack levels are those.
+    muted = 0
+    comment_levels: list[bool] = []
+    off = start  # offset of parts[k] in the source text
+    k = 0
+    while k < last:
+        seg = parts[k]
+        if parts[k + 1] == ")":
+            if seg and not seg.isspace():
+                cur.extend(wsplit(seg))
+            cur = stack.pop()
+            if comment_levels.pop():
+                muted -= 1
+            off += len(seg) + 1
+            k += 2
+            continue
+        words = wsplit(seg)
+        if words:
+            name = words.pop()
+            if words:
+                cur.extend(words)
+            npos = off + seg.rfind(name)
+        else:  # an anonymous ( ... ) right after another block
+            name = ""
+            npos = off + len(seg)
+        key, kind = _key(name)
+        inner_pos = off + len(seg) + 1
+        if parts[k + 3] == ")":  # a leaf: Name ( plain words )
+            inner = parts[k + 2]
+            if kind == _NORMAL:
+                cur.append(Block(name, None, src, npos, inner, inner_pos, key))
+            elif kind == _INCLUDE_BLOCK and not muted:
+                on_include(cur, Block(name, None, src, npos, inner, inner_pos, key))
+            off = inner_pos + len(inner) + 1
+            k += 4
+            continue
+        if lazy and kind == _NORMAL:
+            # Name ( words Leaf ( words ) words Leaf ( words ) ... ): only leaves inside?
+            j = k + 3
+            while j + 2 < n and parts[j] == "(" and parts[j + 2] == ")":
+                j += 4
+            if j - 2 < n and parts[j - 2] == ")" and parts[j] == ")" and j > k + 3:
+                inner = "".join(parts[k + 2 : j])
+                if "nclude" not in inner and "NCLUDE" not in inner:
+                    cur.append(Block(name, None, src, npos, inner, inner_pos, key))
+                    off = inner_pos + len(inner) + 1
+                    k = j + 1
+                    continue
+        comment_levels.append(kind == _COMMENT)
+        if kind == _NORMAL:
+            blk = Block(name, [], src, npos, None, -1, key)
+            cur.append(blk)
+            stack.append(cur)
+            cur = blk._items
+        elif kind == _INCLUDE_BLOCK:
+            blk = Block(name, [], src, npos, None, -1, key)
+            if not muted:
+                on_include(cur, blk)
+            stack.append(cur)
+            cur = blk._items
+        else:
+            stack.append(cur)
+            cur = []  # a comment block: its content is dropped
+            muted += 1
+        off = inner_pos
+        k += 2
+    seg = parts[last]
+    if seg and not seg.isspace():
+        cur.extend(wsplit(seg))
+
+
+def split_shallow(raw: str, rawpos: int, src: Source | None) -> list:
+    """Items of a lazily built block (see Block.items)."""
+    out: list = []
+
+    def no_include(_cur, inc):  # lazy blocks never hold include blocks
+        raise AssertionError("include inside a lazily built block")
+
+    split_items(raw, rawpos, src, out, no_include, lazy=False)
+    return out
+
+
+def leaf_view_of(raw: str) -> list:
+    """``Name ( a b ) c D ( e )`` → ``[("name", " a b "), "c", ("d", " e ")]`` (see Block.leaf_view)."""
+    segs = raw.replace(")", "(").split("(")
+    out: list = []
+    last = len(segs) - 1
+    for k in range(0, last, 2):
+        words = segs[k].split()
+        name = words.pop() if words else ""  # "" : an anonymous ( ... ) group
+        if words:
+            out.extend(words)
+        key, kind = _key(name)
+        if kind == _NORMAL:
+            out.append((key, segs[k + 1]))
+    if segs[last] and not segs[last].isspace():
+        out.extend(segs[last].split())
+    return out
+
+
+# -- locating items in the source text ---------------------------------------------
+
+_ITEM_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"(?:[\x00-\x20]*\+[\x00-\x20]*"(?:[^"\\]|\\.)*")*|[()]|[^\x00-\x20()"]+')
+
+
+def locate_item(text: str, block_pos: int, index: int) -> int | None:
+    """Offset of item ``index`` of the block whose name starts at ``block_pos`` (counting
+    values, strings and child blocks at depth one), or None if it cannot be found."""
+    offsets = _item_offsets(text, block_pos)
+    return offsets[index] if 0 <= index < len(offsets) else None
+
+
+#: The item offsets of the last block scanned (text, block_pos, offsets): a lenient read
+#: may report thousands of defects in one big block, which must not rescan it each time.
+_last_offsets: tuple = (None, -1, [])
+
+
+def _item_offsets(text: str, block_pos: int) -> list[int]:
+    global _last_offsets
+    last = _last_offsets  # one read of an immutable tuple: safe with threads
+    if last[0] is text and last[1] == block_pos:
+        return last[2]
+    out: list[int] = []
+    depth = 0
+    prev_word = None
+    for m in _ITEM_TOKEN.finditer(text, block_pos):
+        tok = m.group()
+        if tok == "(":
+            depth += 1
+            if depth == 2 and prev_word is None:
+                out.append(m.start())  # an anonymous ( ... ) group
+            # (a child block was already counted at its name)
+            prev_word = None
+            continue
+        if tok == ")":
+            depth -= 1
+            if depth <= 0:
+                break
+            continue
+        if depth == 1:
+            out.append(m.start())
+            prev_word = m.start()
+        else:
+            prev_word = None
+    _last_offsets = (text, block_pos, out)
+    return out

@@ -8,12 +8,12 @@ signature line) into a temporary file that replaces the target only when complet
 """
 from __future__ import annotations
 
-import os
 import re
-import tempfile
-from pathlib import Path
 
+from .._fs import write_bytes_atomic, write_text_atomic
 from .tree import Block, QStr
+
+__all__ = ["format_stf", "format_value", "quote", "write_bytes_atomic", "write_text_atomic"]
 
 #: Lines are indented one step per level down to this depth, no further: the text of a
 #: tree nested 100,000 deep would otherwise grow with the square of the depth (~10 GB).
@@ -83,32 +83,3 @@ def format_stf(root: Block, *, signature: str | None = None, indent: str = "\t",
     if line:
         out.append(indent * min(line_depth, MAX_INDENT_DEPTH) + " ".join(line))
     return newline.join(out) + newline
-
-
-def write_text_atomic(path: str | Path, text: str, *, encoding: str = "utf-16", newline: str = "\r\n") -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic
-    rename: the target is either the old file or the complete new one, never half."""
-    target = Path(path)
-    data = text.replace("\r\n", "\n").replace("\n", newline)
-    if encoding.lower() in ("utf-16", "utf-16-le", "utf16"):
-        raw = b"\xff\xfe" + data.encode("utf-16-le")
-    else:
-        raw = data.encode(encoding)
-    write_bytes_atomic(target, raw)
-
-
-def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:  # name the file asked for, not the temporary one
-        raise OSError(exc.errno, exc.strerror, str(target)) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -1,5 +1,9 @@
 """Parameter sweeps: many replays over one route, on a Dask cluster.
 
+What belongs here: expanding a sweep spec into one-train scenarios, running them
+(Dask), the result table and its plot; the replays themselves are
+:mod:`tdbtools.physics`, the command line is :mod:`tdbtools.cli`.
+
 A sweep spec is a TOML file::
 
     route = "ROUTES/SAMPLE"            # the route folder, relative to this file

@@ -9,11 +9,11 @@ def plot_sweep(result, out: str | Path, *, value: str = "running_time_s") -> Pat
     """Draw ``value`` (a numeric column, running time by default) per path for every
     replay of a sweep (a :class:`~tdbtools.sweep.SweepResult` or the folder / table of
     one); failed replays are red crosses on the axis. PNG, SVG or PDF by suffix."""
-    from ..render.plots import _pyplot, save_figure
+    from ..render.plots import pyplot, save_figure
     from .run import SweepResult, read_sweep
 
     res = result if isinstance(result, SweepResult) else read_sweep(result)
-    plt = _pyplot()
+    plt = pyplot()
     paths = list(dict.fromkeys(r["path"] for r in res.rows))
     consists = list(dict.fromkeys(r["consist"] for r in res.rows))
     xi = {p: i for i, p in enumerate(paths)}

@@ -115,7 +115,7 @@ def run_combination(combo: Combination, traces: bool = False) -> dict:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    from ..stf.writer import write_bytes_atomic
+    from .._fs import write_bytes_atomic
 
     write_bytes_atomic(path, data)
 
@@ -182,6 +182,13 @@ class SweepResult:
     @property
     def table_path(self) -> Path:
         return self.out / TABLE
+
+    @property
+    def has_problems(self) -> bool:
+        """A replay failed, derailed or collided, or a task was lost (``tdbtools sweep``
+        exits with status 1)."""
+        s = self.summary()
+        return bool(s["failed"] or s["derailed"] or s["collisions"] or self.lost)
 
     def column(self, name: str) -> list:
         return [r.get(name) for r in self.rows]

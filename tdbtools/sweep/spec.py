@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ..physics.scenario import (
-    _TRAIN,
+    TRAIN_KEYS,
     Scenario,
-    _check_keys,
-    _Ctx,
+    TomlSource,
+    check_keys,
     load_toml,
     read_toml_text,
     scenario_from_dict,
@@ -29,7 +29,7 @@ from ..physics.scenario import (
 SPEC_KEYS = {"route", "paths", "consists", "step", "duration", "stand_in", "collision_check_interval",
              "traces", "train", "grid"}
 #: ``[train]`` / ``[grid]`` keys: a scenario's ``[[train]]`` keys but the ones the sweep sets.
-PARAM_KEYS = _TRAIN - {"name", "consist", "path", "start", "distance"}
+PARAM_KEYS = TRAIN_KEYS - {"name", "consist", "path", "start", "distance"}
 #: Scenario-level keys passed through to every replay.
 _SCENARIO_KEYS = ("step", "duration", "stand_in", "collision_check_interval")
 TRAIN_NAME = "train"
@@ -75,10 +75,10 @@ def read_sweep_spec(path: str | Path) -> SweepSpec:
 def sweep_spec_from_text(text: str, path: str = "<sweep>", base: Path | None = None) -> SweepSpec:
     """Parse the text of a sweep spec (``path`` names it in errors; ``base`` is the folder
     relative names are taken from)."""
-    return sweep_spec_from_dict(load_toml(text, path), _Ctx(path, text), base or Path("."))
+    return sweep_spec_from_dict(load_toml(text, path), TomlSource(path, text), base or Path("."))
 
 
-def _str_list(ctx: _Ctx, data: dict, key: str) -> list[str]:
+def _str_list(ctx: TomlSource, data: dict, key: str) -> list[str]:
     v = data.get(key)
     if isinstance(v, str):
         v = [v]
@@ -94,10 +94,10 @@ def _paths_folder(route: Path) -> Path | None:
     return p if p.is_dir() else None
 
 
-def sweep_spec_from_dict(data: dict, ctx: _Ctx | None = None, base: Path | None = None) -> SweepSpec:
-    ctx = ctx or _Ctx("<sweep>", "")
+def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | None = None) -> SweepSpec:
+    ctx = ctx or TomlSource("<sweep>", "")
     base = base or Path(".")
-    _check_keys(ctx, data, SPEC_KEYS, "sweep")
+    check_keys(ctx, data, SPEC_KEYS, "sweep")
     if not isinstance(data.get("route"), str):
         raise ctx.error("sweep: 'route' (the route folder …/ROUTES/NAME) is required", "route")
     route = Path(data["route"])
@@ -120,11 +120,11 @@ def sweep_spec_from_dict(data: dict, ctx: _Ctx | None = None, base: Path | None 
     fixed = data.get("train", {})
     if not isinstance(fixed, dict):
         raise ctx.error("train: expected a table of train options ([train])", "train")
-    _check_keys(ctx, fixed, PARAM_KEYS, "[train]")
+    check_keys(ctx, fixed, PARAM_KEYS, "[train]")
     grid_raw = data.get("grid", {})
     if not isinstance(grid_raw, dict):
         raise ctx.error("grid: expected a table of parameter = [values]", "grid")
-    _check_keys(ctx, grid_raw, PARAM_KEYS, "[grid]")
+    check_keys(ctx, grid_raw, PARAM_KEYS, "[grid]")
     grid: dict[str, tuple[Any, ...]] = {}
     for k, v in grid_raw.items():
         if k in fixed:

@@ -1,36 +1,31 @@
-"""Track geometry and topology built on the typed route readers (spec §11, §6.4)."""
-from .geometry import (TILE_SIZE, Adjacency, Closure, Polylines, SectionGeometry, TrackPoint,
-                       absolute_xz, adjacency, closure, connected_components, locate_in_section,
-                       node_lengths, normalize_tile, point_at, sample_node, sample_route,
-                       section_end, section_geometry, to_tile, wrap_angle)
+"""Track geometry and topology built on the typed route readers.
+
+What belongs here: where things are on the track of a loaded route (section
+geometry, world points, the traveller that walks the network, switch positions,
+track items along nodes), paths resolved through the network, profiles along them,
+and the route's consistency audit. Nothing here moves trains (that is
+:mod:`tdbtools.physics`) or draws (:mod:`tdbtools.render`).
+
+The names below are the public API; the modules hold more for specialised use
+(:mod:`~tdbtools.track.geometry`'s vectorised helpers, :mod:`~tdbtools.track.spatial`'s
+index and caches, the finding tables of :mod:`~tdbtools.track.audit`).
+Coordinates and conventions: ``docs/formats.md``.
+"""
+from .audit import AuditFinding, AuditReport, audit_paths, audit_route
+from .geometry import TILE_SIZE, SectionGeometry, WorldPoint, point_at, sample_route, section_geometry
+from .items import ItemPosition, PassedItem, item_positions
+from .locate import TrackLocation, locate_point
+from .network import BACKWARD, FORWARD, Pose, TravellerError
+from .paths import PathError, ResolvedPath, resolve_path, resolve_route_paths
+from .profile import Profile, profile_from, profile_path
+from .spatial import nearest_track
+from .switches import Switches
+from .traveller import Located, Traveller
 
 __all__ = [
-    "TILE_SIZE", "Adjacency", "Closure", "Polylines", "SectionGeometry", "TrackPoint",
-    "absolute_xz", "adjacency", "closure", "connected_components", "locate_in_section",
-    "node_lengths", "normalize_tile", "point_at", "sample_node", "sample_route",
-    "section_end", "section_geometry", "to_tile", "wrap_angle",
-]
-
-# The traveller (spec §12) and the spatial index of sections.
-from .spatial import SectionGrid, clear_route_cache, section_grid, track_geometry  # noqa: E402
-from .traveller import (BACKWARD, FORWARD, INIT_ERROR_MARGIN, MAX_CENTERLINE_OFFSET,  # noqa: E402
-                        MIN_MOVE, ItemPosition, Located, PassedItem, Pose, Switches, Traveller,
-                        TravellerError, WorldLocation, item_positions, nearest_track)
-
-__all__ += [
-    "SectionGrid", "clear_route_cache", "section_grid", "track_geometry",
-    "BACKWARD", "FORWARD", "INIT_ERROR_MARGIN", "MAX_CENTERLINE_OFFSET", "MIN_MOVE",
-    "ItemPosition", "Located", "PassedItem", "Pose", "Switches", "Traveller", "TravellerError",
-    "WorldLocation", "item_positions", "nearest_track",
-]
-
-# Paths, profiles and the route audit.
-from .audit import AuditFinding, AuditReport, audit_paths, audit_route  # noqa: E402
-from .paths import Leg, PathError, Place, ResolvedPath, Traversal, resolve_path, resolve_route_paths  # noqa: E402
-from .profile import Profile, profile_from, profile_path  # noqa: E402
-
-__all__ += [
-    "AuditFinding", "AuditReport", "audit_paths", "audit_route", "Leg", "PathError", "Place",
-    "ResolvedPath", "Traversal", "resolve_path", "resolve_route_paths", "Profile", "profile_from",
-    "profile_path",
+    "BACKWARD", "FORWARD", "TILE_SIZE", "AuditFinding", "AuditReport", "ItemPosition", "Located",
+    "PassedItem", "PathError", "Pose", "Profile", "ResolvedPath", "SectionGeometry", "Switches",
+    "TrackLocation", "Traveller", "TravellerError", "WorldPoint", "audit_paths", "audit_route",
+    "item_positions", "locate_point", "nearest_track", "point_at", "profile_from", "profile_path",
+    "resolve_path", "resolve_route_paths", "sample_route", "section_geometry",
 ]

@@ -65,11 +65,13 @@ from ..formats.route import Route
 from ..formats.tdb import (CrossoverItem, EndNode, JunctionNode, PlatformItem, SidingItem, SignalItem,
                            VectorNode)
 from ..stf import resolve_case_insensitive
-from .geometry import (TILE_SIZE, SectionGeometry, closure, locate_in_section, normalize_tile, point_at,
+from .geometry import (TILE_SIZE, SectionGeometry, WorldPoint, closure, point_at,
                        section_end, section_geometry)
+from .paths import resolve_route_paths
+from .spatial import distance_to_sections, nearest_track
 
-__all__ = ["CODES", "AuditFinding", "AuditReport", "PathAudit", "PathsReport", "PdpIssue", "WorldPoint",
-           "audit_paths", "audit_route", "nearest_track"]
+__all__ = ["CODES", "AuditFinding", "AuditReport", "PathAudit", "PathResolution", "PathsReport", "PdpIssue",
+           "audit_paths", "audit_route"]
 
 #: Every finding code and its severity.
 CODES: dict[str, str] = {
@@ -96,41 +98,7 @@ CODES: dict[str, str] = {
 _EXPECTED_PINS = {"vector": (1, 1), "junction": (1, 2), "end": (1, 0)}
 
 
-#: Offsets beyond this (metres) cannot be put in a tile: not a location.
-MAX_OFFSET = 1e12
-
-
 # -- result records --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class WorldPoint:
-    """A world location: x, z relative to the centre of tile (tile_x, tile_z), in
-    [−1024, 1024); y absolute height."""
-
-    tile_x: int
-    tile_z: int
-    x: float
-    y: float
-    z: float
-
-    @classmethod
-    def of(cls, tile_x, tile_z, x, y, z) -> WorldPoint | None:  # noqa: ANN001
-        """Normalised into the tile holding the point; None if not finite or so far out
-        that no tile number holds it (|offset| beyond 1e12 m)."""
-        vals = (float(x), float(y), float(z))
-        if not all(math.isfinite(v) and abs(v) < MAX_OFFSET for v in vals):
-            return None
-        tx, tz, nx, nz = normalize_tile(int(tile_x), int(tile_z), vals[0], vals[2])
-        return cls(int(tx), int(tz), float(nx), vals[1], float(nz))
-
-    @classmethod
-    def absolute(cls, X: float, Y: float, Z: float) -> WorldPoint | None:  # noqa: N803
-        return cls.of(0, 0, X, Y, Z)
-
-    def to_json(self) -> dict:
-        return {"tile_x": self.tile_x, "tile_z": self.tile_z, "x": round(self.x, 6),
-                "y": round(self.y, 6), "z": round(self.z, 6)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +140,16 @@ class AuditReport:
     node_ends: dict
     stats: dict = field(default_factory=dict)
     thresholds: dict = field(default_factory=dict)
+    #: With ``audit_route(..., paths=True)``: the .pat files' PDP check ...
+    paths: PathsReport | None = None
+    #: ... and each .pat file resolved through the network (else None).
+    path_resolution: tuple[PathResolution, ...] | None = None
+    #: The loader's findings when the route was loaded leniently.
+    load_warnings: tuple[str, ...] = ()
+
+    @property
+    def unresolved_paths(self) -> list[PathResolution]:
+        return [p for p in self.path_resolution or () if not p.ok]
 
     @property
     def counts(self) -> dict[str, int]:
@@ -189,9 +167,37 @@ class AuditReport:
         return [f for f in self.findings if rank[f.severity] >= rank[min_severity]]
 
     def to_json(self) -> dict:
-        return {"route": self.route, "findings": [f.to_json() for f in self.findings],
+        """The report ``tdbtools audit --json`` prints."""
+        data = {"route": self.route, "findings": [f.to_json() for f in self.findings],
                 "closure": self.closure, "node_ends": self.node_ends, "counts": self.counts,
                 "stats": self.stats, "thresholds": self.thresholds}
+        if self.paths is not None:
+            data["paths"] = self.paths.to_json()
+        if self.path_resolution is not None:
+            data["path_resolution"] = {
+                "files": len(self.path_resolution),
+                "resolved": sum(1 for p in self.path_resolution if p.ok),
+                "unresolved": [p.to_json() for p in self.unresolved_paths]}
+        if self.load_warnings:
+            data["load_warnings"] = list(self.load_warnings)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class PathResolution:
+    """One ``.pat`` file resolved through the track network: ``ok`` when it gives a
+    continuous route; else ``error`` (it could not be read or resolved) or
+    ``problems``."""
+
+    file: str
+    ok: bool
+    error: str | None = None
+    problems: tuple[str, ...] = ()
+    length_m: float | None = None
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "ok": self.ok, "error": self.error, "problems": list(self.problems),
+                "length_m": self.length_m}
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -242,70 +248,17 @@ class _Places:
         return WorldPoint.of(uid.tile_x, uid.tile_z, uid.x, uid.y, uid.z)
 
 
-def _distance_to_sections(geom: SectionGeometry, start_xz: np.ndarray, end_xz: np.ndarray, rows,
-                          tile_x, tile_z, x, z) -> tuple[np.ndarray, np.ndarray]:
-    """Horizontal distance from points to sections (broadcast), and the offset along
-    each section of the nearest point of it (metres, clamped to [0, length]).
-
-    Inside the section's extent (0 ≤ lon ≤ length) the distance is |lat| from the exact
-    inverse (:func:`locate_in_section`); outside, the distance to the nearer end point.
-    Unknown sections count from their start point only."""
-    rows = np.asarray(rows, dtype=np.intp)
-    lat, lon = locate_in_section(geom, rows, tile_x, tile_z, x, z)
-    length = geom.length[rows]
-    PX = np.asarray(tile_x, dtype=np.float64) * TILE_SIZE + np.asarray(x, dtype=np.float64)
-    PZ = np.asarray(tile_z, dtype=np.float64) * TILE_SIZE + np.asarray(z, dtype=np.float64)
-    d_start = np.hypot(PX - start_xz[rows, 0], PZ - start_xz[rows, 1])
-    d_end = np.hypot(PX - end_xz[rows, 0], PZ - end_xz[rows, 1])
-    d_end = np.where(np.isnan(d_end), np.inf, d_end)
-    inside = (lon >= 0) & (lon <= length)          # False where NaN
-    d = np.where(inside, np.abs(lat), np.minimum(d_start, d_end))
-    off = np.where(inside, lon, np.where(d_start <= d_end, 0.0, length))
-    return d, np.nan_to_num(off, nan=0.0)
-
-
-def nearest_track(route: Route, tile_x, tile_z, x, z, *, geom: SectionGeometry | None = None,
-                  chunk: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each world point, the nearest section of any vector node by horizontal
-    distance (an exhaustive, vectorised scan over all sections — no spatial index).
-
-    Returns ``(distance m, section row, offset m along that row)``; row −1 and
-    distance inf when the route has no sections."""
-    geom = section_geometry(route) if geom is None else geom
-    tx, tz, px, pz = (np.atleast_1d(np.asarray(a)) for a in np.broadcast_arrays(tile_x, tile_z, x, z))
-    n = len(px)
-    dist = np.full(n, np.inf)
-    row = np.full(n, -1, dtype=np.int64)
-    off = np.zeros(n)
-    S = len(geom)
-    if S == 0 or n == 0:
-        return dist, row, off
-    end = section_end(geom)
-    start_xz = np.stack([geom.tile_x * TILE_SIZE + geom.x, geom.tile_z * TILE_SIZE + geom.z], -1)
-    end_xz = np.stack([end.X, end.Z], -1)
-    rows = np.arange(S)[None, :]
-    step = max(1, int(chunk))
-    for a in range(0, n, step):
-        b = min(n, a + step)
-        d, o = _distance_to_sections(geom, start_xz, end_xz, rows, tx[a:b, None], tz[a:b, None],
-                                     px[a:b, None], pz[a:b, None])
-        d = np.where(np.isnan(d), np.inf, d)
-        k = np.argmin(d, axis=1)
-        r = np.arange(b - a)
-        dist[a:b] = d[r, k]
-        row[a:b] = k
-        off[a:b] = o[r, k]
-    return dist, row, off
-
-
 # -- the route audit -------------------------------------------------------------------
 
 
 def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance: float = 0.5,
                 item_tolerance: float = 5.0, kink_tolerance: float = 0.01,
-                unreferenced_items: bool = True) -> AuditReport:
+                unreferenced_items: bool = True, paths: bool = False) -> AuditReport:
     """Audit the topology, geometry and items of ``route`` (see the module docstring
-    for the finding codes). Tolerances are metres, ``kink_tolerance`` radians."""
+    for the finding codes). Tolerances are metres, ``kink_tolerance`` radians.
+
+    With ``paths=True`` the report also holds :func:`audit_paths` and every ``.pat``
+    of the route resolved on the track (what ``tdbtools audit`` checks by default)."""
     geom = section_geometry(route)
     places = _Places(route, geom)
     findings: list[AuditFinding] = []
@@ -325,11 +278,23 @@ def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance:
     end_ok = clo.end_gap[~np.isnan(clo.end_gap)]
     node_ends = _stats(end_ok)
     node_ends["count"] = node_ends.pop("joins")
+    paths_report = resolution = None
+    if paths:
+        paths_report = audit_paths(route)
+        resolution = tuple(_resolve_paths(route))
     return AuditReport(
         route=route.name, findings=tuple(findings), closure=_stats(clo.join_gap), node_ends=node_ends,
         stats=stats,
         thresholds={"gap_tolerance": gap_tolerance, "node_end_tolerance": node_end_tolerance,
-                    "item_tolerance": item_tolerance, "kink_tolerance": kink_tolerance})
+                    "item_tolerance": item_tolerance, "kink_tolerance": kink_tolerance},
+        paths=paths_report, path_resolution=resolution,
+        load_warnings=tuple(str(w) for w in route.warnings))
+
+
+def _resolve_paths(route: Route) -> list[PathResolution]:
+    return [PathResolution(name, bool(res and res.ok), err or None, tuple(res.problems) if res else (),
+                           round(res.length, 3) if res else None)
+            for name, res, err in resolve_route_paths(route)]
 
 
 def _audit_pins(route: Route, places: _Places, out: list[AuditFinding]) -> None:
@@ -534,7 +499,7 @@ def _audit_items(route: Route, geom: SectionGeometry, places: _Places, out: list
     pz = np.array([r.z for r in rd])[pair_of]
     start_xz = places.start_xyz[:, [0, 2]]
     end_xz = places.end_xyz[:, [0, 2]]
-    d, off = _distance_to_sections(geom, start_xz, end_xz, rows, tx, tz, px, pz)
+    d, off = distance_to_sections(geom, start_xz, end_xz, rows, tx, tz, px, pz)
     d = np.where(np.isnan(d), np.inf, d)
     best = np.minimum.reduceat(d, starts)
     # The along-node offset of the nearest point, for the TrItemSData comparison.
@@ -721,10 +686,10 @@ def audit_paths(route: Route, paths_folder: str | Path | None = None, *, pdp_tol
     geom = section_geometry(route)
     if pts:
         arr = np.array(pts, dtype=np.float64)
-        dist, row, off = nearest_track(route, arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64),
+        dist, row, _ = nearest_track(route, arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64),
                                        arr[:, 2], arr[:, 4], geom=geom)
     else:
-        dist = row = off = np.zeros(0)
+        dist = row = np.zeros(0)
     junctions = _junction_table(route)
     issues: dict[int, list[PdpIssue]] = defaultdict(list)
     for m, (k, j) in enumerate(owners):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 
@@ -36,7 +35,7 @@ TILE_SIZE = 2048.0
 HALF_TILE = 1024.0
 
 __all__ = [
-    "TILE_SIZE", "SectionGeometry", "TrackPoint", "Polylines", "Closure", "Adjacency",
+    "MAX_OFFSET", "TILE_SIZE", "SectionGeometry", "TrackPoint", "WorldPoint", "Polylines", "Closure", "Adjacency",
     "section_geometry", "point_at", "section_end", "locate_in_section",
     "absolute_xz", "normalize_tile", "to_tile", "wrap_angle",
     "sample_node", "sample_route", "closure", "node_lengths", "adjacency",
@@ -77,6 +76,55 @@ def wrap_angle(a) -> np.ndarray:
     a = np.asarray(a, dtype=np.float64)
     w = np.mod(a + math.pi, 2 * math.pi) - math.pi        # [−π, π)
     return np.where(w == -math.pi, math.pi, w)
+
+
+#: Offsets beyond this (metres) cannot be put in a tile: not a location.
+MAX_OFFSET = 1e12
+
+
+@dataclass(frozen=True, slots=True)
+class WorldPoint:
+    """A world location: x, z relative to the centre of tile (tile_x, tile_z), usually
+    in [−1024, 1024) (:meth:`of` normalises); y absolute height. The one world-point
+    type of tdbtools (poses, audit findings, replay events)."""
+
+    tile_x: int
+    tile_z: int
+    x: float
+    y: float
+    z: float
+
+    @classmethod
+    def of(cls, tile_x, tile_z, x, y, z) -> WorldPoint | None:  # noqa: ANN001
+        """Normalised into the tile holding the point; None if not finite or so far out
+        that no tile number holds it (|offset| beyond 1e12 m)."""
+        vals = (float(x), float(y), float(z))
+        if not all(math.isfinite(v) and abs(v) < MAX_OFFSET for v in vals):
+            return None
+        tx, tz, nx, nz = normalize_tile(int(tile_x), int(tile_z), vals[0], vals[2])
+        return cls(int(tx), int(tz), float(nx), vals[1], float(nz))
+
+    @classmethod
+    def absolute(cls, X: float, Y: float, Z: float) -> WorldPoint | None:  # noqa: N803
+        return cls.of(0, 0, X, Y, Z)
+
+    @property
+    def X(self) -> float:  # noqa: N802 (world axis name)
+        """Absolute X (east), metres."""
+        return self.tile_x * TILE_SIZE + self.x
+
+    @property
+    def Z(self) -> float:  # noqa: N802
+        """Absolute Z (north), metres."""
+        return self.tile_z * TILE_SIZE + self.z
+
+    def as_tuple(self) -> tuple[int, int, float, float, float]:
+        """``(tile_x, tile_z, x, y, z)``."""
+        return (self.tile_x, self.tile_z, self.x, self.y, self.z)
+
+    def to_json(self) -> dict:
+        return {"tile_x": self.tile_x, "tile_z": self.tile_z, "x": round(self.x, 6),
+                "y": round(self.y, 6), "z": round(self.z, 6)}
 
 
 # -- the geometry table ----------------------------------------------------------------
@@ -243,9 +291,9 @@ def _frame_offsets(geom: SectionGeometry, rows: np.ndarray, off: np.ndarray, lat
     h = np.sin(theta / 2.0)
     l_curve = s * rr * 2.0 * h * h + lat * c
     f_curve = rr * sn - s * lat * sn
-    l = np.where(curved, l_curve, lat)
+    lt = np.where(curved, l_curve, lat)
     f = np.where(curved, f_curve, off)
-    return l, f, s * theta, curved, s, rr
+    return lt, f, s * theta, curved, s, rr
 
 
 def point_at(geom: SectionGeometry, rows, offset_m, lateral=0.0) -> TrackPoint:
@@ -263,15 +311,15 @@ def point_at(geom: SectionGeometry, rows, offset_m, lateral=0.0) -> TrackPoint:
     rows, off, lat = np.broadcast_arrays(np.asarray(rows, dtype=np.intp),
                                          np.asarray(offset_m, dtype=np.float64),
                                          np.asarray(lateral, dtype=np.float64))
-    l, f, dh, curved, s, rr = _frame_offsets(geom, rows, off, lat)
+    lt, f, dh, curved, s, rr = _frame_offsets(geom, rows, off, lat)
     ax, ay, az = geom.ax[rows], geom.ay[rows], geom.az[rows]
     sax, cax = np.sin(ax), np.cos(ax)
     say, cay = np.sin(ay), np.cos(ay)
     saz, caz = np.sin(az), np.cos(az)
-    g = l * saz * sax + f * cax
-    dx = l * caz * cay + g * say
-    dy = l * saz * cax - f * sax
-    dz = -l * caz * say + g * cay
+    g = lt * saz * sax + f * cax
+    dx = lt * caz * cay + g * say
+    dy = lt * saz * cax - f * sax
+    dz = -lt * caz * say + g * cay
     heading = wrap_angle(ay + dh)
     curvature = np.divide(s, rr, out=np.zeros(np.shape(s)), where=curved & (rr != 0))
     x = geom.x[rows] + dx
@@ -319,17 +367,17 @@ def locate_in_section(geom: SectionGeometry, rows, tile_x, tile_z, x, z) -> tupl
     u = dx * cay - dz * say          # to the right
     v = dx * say + dz * cay          # forward
     ax, az = geom.ax[rows], geom.az[rows]
-    l = u / np.cos(az)
-    f = (v - l * np.sin(az) * np.sin(ax)) / np.cos(ax)
+    lt = u / np.cos(az)
+    f = (v - lt * np.sin(az) * np.sin(ax)) / np.cos(ax)
     r = geom.radius[rows]
     curved = ~np.isnan(r)
     s = np.sign(np.where(curved, geom.angle[rows], 0.0))
     s = np.where(s == 0, 1.0, s)
     rr = np.where(curved, r, 1.0)
-    a = rr - s * l
+    a = rr - s * lt
     theta = np.arctan2(f, a)
     rho = np.hypot(a, f)
-    lat = np.where(curved, s * (rr - rho), l)
+    lat = np.where(curved, s * (rr - rho), lt)
     lon = np.where(curved, rr * theta, f)
     bad = ~geom.known[rows]
     if bad.any():
@@ -357,7 +405,7 @@ class Polylines:
         return self.points[self.offsets[k]:self.offsets[k + 1]]
 
 
-def _as_geom(obj: Union[Route, SectionGeometry]) -> SectionGeometry:
+def _as_geom(obj: Route | SectionGeometry) -> SectionGeometry:
     return obj if isinstance(obj, SectionGeometry) else section_geometry(obj)
 
 
@@ -414,7 +462,7 @@ def _sample_rows(geom: SectionGeometry, rows: np.ndarray, max_chord_error: float
     return pts, node[rep]
 
 
-def sample_node(route_or_geom: Union[Route, SectionGeometry], node: int,
+def sample_node(route_or_geom: Route | SectionGeometry, node: int,
                 max_chord_error: float = 0.05, *, join_tol: float = 1e-3) -> np.ndarray:
     """Polyline (N×3 absolute X, Y, Z) along vector node ``node``, start to end.
 
@@ -439,7 +487,7 @@ def sample_node(route_or_geom: Union[Route, SectionGeometry], node: int,
     return pts
 
 
-def sample_route(route_or_geom: Union[Route, SectionGeometry], max_chord_error: float = 0.05, *,
+def sample_route(route_or_geom: Route | SectionGeometry, max_chord_error: float = 0.05, *,
                  join_tol: float = 1e-3) -> Polylines:
     """:func:`sample_node` for every vector node at once (one vectorised pass).
 
@@ -499,13 +547,6 @@ class Closure:
             return {"count": 0}
         p50, p99 = np.percentile(g, [50, 99])
         return {"count": int(len(g)), "p50": float(p50), "p99": float(p99), "max": float(g.max())}
-
-    def worst_joins(self, k: int = 10) -> list[tuple[int, int, int, float]]:
-        """The k largest joins: (node, section position, row, gap)."""
-        g = np.where(np.isnan(self.join_gap), -1.0, self.join_gap)
-        idx = np.argsort(-g, kind="stable")[:k]
-        return [(int(self.join_node[i]), int(self.join_section[i]), int(self.join_row[i]),
-                 float(self.join_gap[i])) for i in idx]
 
 
 def _norm3(v: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,7 +120,33 @@ def _abs(tile_x: float, tile_z: float, x: float, z: float) -> tuple[float, float
     return tile_x * 2048.0 + x, tile_z * 2048.0 + z
 
 
+# Per-route tables (junction positions, node lengths) are built once per route: a scenario
+# of many trains resolves many paths on one route. Entries are keyed by id(route) and hold
+# no reference to the route (a weak reference to its section_length array tells whether
+# the id still belongs to the same route), so a dropped route frees its tables.
+_TABLES: dict[tuple[str, int], tuple[weakref.ref, object]] = {}
+_TABLES_MAX = 16
+
+
+def _route_cached(route: Route, kind: str, build):  # noqa: ANN001, ANN202
+    key = (kind, id(route))
+    hit = _TABLES.get(key)
+    if hit is not None and hit[0]() is route.section_length:
+        return hit[1]
+    value = build(route)
+    if len(_TABLES) >= _TABLES_MAX:
+        for k in [k for k, (ref, _) in _TABLES.items() if ref() is None] or [next(iter(_TABLES))]:
+            del _TABLES[k]
+    _TABLES[key] = (weakref.ref(route.section_length), value)
+    return value
+
+
 def _junction_table(route: Route) -> tuple[np.ndarray, np.ndarray]:
+    """(junction node ids, their world x/y/z), built once per route."""
+    return _route_cached(route, "junctions", _build_junction_table)
+
+
+def _build_junction_table(route: Route) -> tuple[np.ndarray, np.ndarray]:
     ids, xyz = [], []
     for n in route.tdb.nodes[1:]:
         if isinstance(n, JunctionNode) and n.uid is not None:
@@ -127,7 +154,11 @@ def _junction_table(route: Route) -> tuple[np.ndarray, np.ndarray]:
             X, Z = _abs(u.tile_x, u.tile_z, u.x, u.z)
             ids.append(n.index)
             xyz.append((X, u.y, Z))
-    return np.array(ids, dtype=np.int64), np.array(xyz, dtype=np.float64).reshape(-1, 3)
+    ids_a = np.array(ids, dtype=np.int64)
+    xyz_a = np.array(xyz, dtype=np.float64).reshape(-1, 3)
+    ids_a.flags.writeable = False
+    xyz_a.flags.writeable = False
+    return ids_a, xyz_a
 
 
 def locate_pdp(route: Route, pdp: TrackPDP, junctions=None) -> tuple[Place | None, str]:
@@ -167,12 +198,18 @@ class _Net:
 
 
 def _net(route: Route) -> _Net:
+    """The search network of ``route`` (its node-length table is built once per route)."""
+    return _Net(route, _route_cached(route, "lengths", _node_lengths))
+
+
+def _node_lengths(route: Route) -> np.ndarray:
     n = len(route.tdb.nodes)
     lengths = np.zeros(n)
     for node in route.tdb.nodes[1:]:
         if isinstance(node, VectorNode):
             lengths[node.index] = route.node_length(node.index)
-    return _Net(route, lengths)
+    lengths.flags.writeable = False
+    return lengths
 
 
 def _exits(net: _Net, node: int, direction: int):

@@ -20,15 +20,16 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
 from ..formats.route import Route
-from .geometry import TILE_SIZE, SectionGeometry, point_at, section_geometry
+from .geometry import TILE_SIZE, SectionGeometry, locate_in_section, point_at, section_end, section_geometry
 
-__all__ = ["CACHE_SIZE", "SectionGrid", "clear_route_cache", "route_cache", "section_grid",
-           "track_geometry"]
+__all__ = ["CACHE_SIZE", "SectionGrid", "clear_route_cache", "distance_to_sections", "nearest_track",
+           "route_cache", "section_grid", "track_geometry"]
 
 #: How many routes keep their derived data (geometry, grid, item positions).
 CACHE_SIZE = 4
@@ -227,3 +228,62 @@ def section_grid(route: Route, pad: float = 3.0, cell: float = 32.0) -> SectionG
     route, pad and cell)."""
     return cached(route, f"grid:{float(pad)!r}:{float(cell)!r}",
                   lambda: SectionGrid.build(track_geometry(route), pad=pad, cell=cell))
+
+
+# -- the nearest section, by exhaustive scan -------------------------------------------
+
+
+def distance_to_sections(geom: SectionGeometry, start_xz: np.ndarray, end_xz: np.ndarray, rows,
+                          tile_x, tile_z, x, z) -> tuple[np.ndarray, np.ndarray]:
+    """Horizontal distance from points to sections (broadcast), and the offset along
+    each section of the nearest point of it (metres, clamped to [0, length]).
+
+    Inside the section's extent (0 ≤ lon ≤ length) the distance is |lat| from the exact
+    inverse (:func:`locate_in_section`); outside, the distance to the nearer end point.
+    Unknown sections count from their start point only."""
+    rows = np.asarray(rows, dtype=np.intp)
+    lat, lon = locate_in_section(geom, rows, tile_x, tile_z, x, z)
+    length = geom.length[rows]
+    PX = np.asarray(tile_x, dtype=np.float64) * TILE_SIZE + np.asarray(x, dtype=np.float64)
+    PZ = np.asarray(tile_z, dtype=np.float64) * TILE_SIZE + np.asarray(z, dtype=np.float64)
+    d_start = np.hypot(PX - start_xz[rows, 0], PZ - start_xz[rows, 1])
+    d_end = np.hypot(PX - end_xz[rows, 0], PZ - end_xz[rows, 1])
+    d_end = np.where(np.isnan(d_end), np.inf, d_end)
+    inside = (lon >= 0) & (lon <= length)          # False where NaN
+    d = np.where(inside, np.abs(lat), np.minimum(d_start, d_end))
+    off = np.where(inside, lon, np.where(d_start <= d_end, 0.0, length))
+    return d, np.nan_to_num(off, nan=0.0)
+
+
+def nearest_track(route: Route, tile_x, tile_z, x, z, *, geom: SectionGeometry | None = None,
+                  chunk: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each world point, the nearest section of any vector node by horizontal
+    distance (an exhaustive, vectorised scan over all sections — no spatial index).
+
+    Returns ``(distance m, section row, offset m along that row)``; row −1 and
+    distance inf when the route has no sections."""
+    geom = section_geometry(route) if geom is None else geom
+    tx, tz, px, pz = (np.atleast_1d(np.asarray(a)) for a in np.broadcast_arrays(tile_x, tile_z, x, z))
+    n = len(px)
+    dist = np.full(n, np.inf)
+    row = np.full(n, -1, dtype=np.int64)
+    off = np.zeros(n)
+    S = len(geom)
+    if S == 0 or n == 0:
+        return dist, row, off
+    end = section_end(geom)
+    start_xz = np.stack([geom.tile_x * TILE_SIZE + geom.x, geom.tile_z * TILE_SIZE + geom.z], -1)
+    end_xz = np.stack([end.X, end.Z], -1)
+    rows = np.arange(S)[None, :]
+    step = max(1, int(chunk))
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        d, o = distance_to_sections(geom, start_xz, end_xz, rows, tx[a:b, None], tz[a:b, None],
+                                     px[a:b, None], pz[a:b, None])
+        d = np.where(np.isnan(d), np.inf, d)
+        k = np.argmin(d, axis=1)
+        r = np.arange(b - a)
+        dist[a:b] = d[r, k]
+        row[a:b] = k
+        off[a:b] = o[r, k]
+    return dist, row, off

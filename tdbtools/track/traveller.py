@@ -57,405 +57,40 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 
-from ..errors import TdbToolsError
 from ..formats.route import Route
-from ..formats.tdb import EndNode, JunctionNode, TrItem, VectorNode
-from .geometry import TILE_SIZE, locate_in_section, point_at
-from .spatial import cached, section_grid, track_geometry
+from .geometry import TILE_SIZE, WorldPoint, locate_in_section
+from .items import ItemPosition, PassedItem, _item_table, _ItemTable, item_positions
+from .network import (
+    _END,
+    _EPS,
+    _JUNCTION,
+    _NONE,
+    _VECTOR,
+    BACKWARD,
+    FORWARD,
+    INIT_ERROR_MARGIN,
+    MAX_CENTERLINE_OFFSET,
+    MIN_MOVE,
+    Pose,
+    TravellerError,
+    _Net,
+    _net,
+    _normalise,
+    _wrap,
+)
+from .spatial import nearest_track, section_grid
+from .switches import Switches
 
 __all__ = [
     "BACKWARD", "FORWARD", "INIT_ERROR_MARGIN", "MAX_CENTERLINE_OFFSET", "MIN_MOVE",
     "ItemPosition", "Located", "PassedItem", "Pose", "Switches", "Traveller", "TravellerError",
-    "WorldLocation", "item_positions", "nearest_track",
+    "item_positions",
 ]
-
-#: Directions (spec §12.1): walk a vector node first → last (1) or last → first (0).
-FORWARD = 1
-BACKWARD = 0
-#: Open Rails' placing tolerances (modern Traveller.cs): lateral, and along the section.
-MAX_CENTERLINE_OFFSET = 2.5
-INIT_ERROR_MARGIN = 0.5
-#: A move stops when less than this (metres) is left to travel.
-MIN_MOVE = 0.001
-
-_NONE, _VECTOR, _JUNCTION, _END = 0, 1, 2, 3
-_TWO_PI = 2.0 * math.pi
-_EPS = 1e-9
-
-
-class TravellerError(TdbToolsError):
-    """A traveller cannot be placed or set up (no track near a point, a bad node,
-    offset or switch)."""
-
-
-class WorldLocation(NamedTuple):
-    """A world position: tile numbers, x and z relative to the tile centre (normalised
-    into [−1024, 1024)), y the absolute height."""
-
-    tile_x: int
-    tile_z: int
-    x: float
-    y: float
-    z: float
-
-    @property
-    def X(self) -> float:  # noqa: N802 (world axis name)
-        """Absolute X (east), metres."""
-        return self.tile_x * TILE_SIZE + self.x
-
-    @property
-    def Z(self) -> float:  # noqa: N802
-        """Absolute Z (north), metres."""
-        return self.tile_z * TILE_SIZE + self.z
-
-
-class Pose(NamedTuple):
-    """Everything about where a traveller is and which way it faces (one call).
-
-    ``heading`` (rad, wrapped into (−π, π]), ``pitch`` (AX: + = descending),
-    ``grade`` (rise per horizontal metre, −tan pitch) and ``curvature`` (signed 1/R,
-    + = turning right) are all in the direction of travel.
-    """
-
-    tile_x: int
-    tile_z: int
-    x: float
-    y: float
-    z: float
-    heading: float
-    pitch: float
-    grade: float
-    curvature: float
-
-    @property
-    def location(self) -> WorldLocation:
-        return WorldLocation(self.tile_x, self.tile_z, self.x, self.y, self.z)
-
-    @property
-    def xyz(self) -> tuple[float, float, float]:
-        """Absolute (X, Y, Z) in metres."""
-        return (self.tile_x * TILE_SIZE + self.x, self.y, self.tile_z * TILE_SIZE + self.z)
-
-
-def _wrap(a: float) -> float:
-    """Wrap an angle into (−π, π] (unchanged if it is already there)."""
-    if -math.pi < a <= math.pi:
-        return a
-    w = math.fmod(a + math.pi, _TWO_PI)
-    if w < 0:
-        w += _TWO_PI
-    w -= math.pi
-    return math.pi if w == -math.pi else w
-
-
-def _normalise(tile_x: int, tile_z: int, x: float, z: float) -> tuple[int, int, float, float]:
-    kx = math.floor((x + 1024.0) / TILE_SIZE)
-    kz = math.floor((z + 1024.0) / TILE_SIZE)
-    return tile_x + kx, tile_z + kz, x - kx * TILE_SIZE, z - kz * TILE_SIZE
-
-
-# -- the network the travellers of one route share ---------------------------------------
-
-
-class _Net:
-    """Plain-Python tables of one route for fast scalar stepping (cached per route)."""
-
-    def __init__(self, route: Route) -> None:
-        self.route = route
-        nodes = route.tdb.nodes
-        self.nodes = nodes
-        n = len(nodes)
-        self.n_nodes = n
-        geom = track_geometry(route)
-        self.geom = geom
-        kind = [_NONE] * n
-        pins: list[tuple[tuple[int, int], ...]] = [()] * n
-        first = [0] * n
-        count = [0] * n
-        for node in nodes[1:]:
-            if node is None:
-                continue
-            i = node.index
-            if not 0 < i < n:
-                continue
-            pins[i] = tuple((p.link, p.direction) for p in node.pins)
-            if isinstance(node, VectorNode):
-                kind[i] = _VECTOR
-                first[i] = node.first_section
-                count[i] = node.section_count
-            elif isinstance(node, JunctionNode):
-                kind[i] = _JUNCTION
-            elif isinstance(node, EndNode):
-                kind[i] = _END
-        self.kind, self.pins, self.first, self.count = kind, pins, first, count
-        self.first_a = np.array(first, dtype=np.int64)
-
-        known = geom.known & np.isfinite(geom.length)
-        length = np.where(known, geom.length, 0.0)
-        curved = known & ~np.isnan(geom.radius)
-        self.length_a = length
-        self.length = length.tolist()
-        self.curved = curved.tolist()
-        self.radius = np.where(curved, geom.radius, 0.0).tolist()
-        sign = np.sign(np.where(curved, geom.angle, 0.0))
-        self.sign = np.where(sign == 0, 1.0, sign).tolist()
-        self.curv_a = np.where(curved, np.divide(sign, np.where(curved, geom.radius, 1.0)), 0.0)
-        self.curv = self.curv_a.tolist()
-        self.tile_x = geom.tile_x.tolist()
-        self.tile_z = geom.tile_z.tolist()
-        self.x, self.y, self.z = geom.x.tolist(), geom.y.tolist(), geom.z.tolist()
-        self.ax, self.ay, self.az = geom.ax.tolist(), geom.ay.tolist(), geom.az.tolist()
-        self.sax, self.cax = np.sin(geom.ax).tolist(), np.cos(geom.ax).tolist()
-        self.say, self.cay = np.sin(geom.ay).tolist(), np.cos(geom.ay).tolist()
-        self.saz, self.caz = np.sin(geom.az).tolist(), np.cos(geom.az).tolist()
-        self.tan_ax = np.tan(geom.ax).tolist()
-        self.known = known.tolist()
-
-        # Offsets of every section start from its node start (metres), per row and node.
-        nrows = len(length)
-        row_start = np.zeros(nrows)
-        node_len = [0.0] * n
-        cum: list[list[float]] = [[0.0]] * n
-        for i in range(1, n):
-            if kind[i] == _VECTOR and count[i]:
-                a, c = first[i], count[i]
-                cs = np.concatenate([[0.0], np.cumsum(length[a:a + c])])
-                row_start[a:a + c] = cs[:-1]
-                cum[i] = cs.tolist()
-                node_len[i] = float(cs[-1])
-        self.row_start_a = row_start
-        self.row_start = row_start.tolist()
-        self.cum = cum
-        self.node_len = node_len
-
-        # Default switch positions: the shape's MainRoute (0 if the shape is unknown).
-        main = [0] * n
-        for i in range(1, n):
-            if kind[i] == _JUNCTION:
-                shape = route.tsection.shape(nodes[i].shape_index)
-                main[i] = int(shape.main_route) if shape is not None else 0
-        self.main_route = main
-        # A walk that makes no progress for this many steps is in a loop of zero-length
-        # nodes and sections: it stops there.
-        self.stall_limit = 2 * (n + nrows) + 16
-
-    def valid_link(self, link: int) -> bool:
-        return 0 < link < self.n_nodes and self.kind[link] != _NONE
-
-
-def _net(route: Route) -> _Net:
-    return cached(route, "traveller-net", lambda: _Net(route))
-
-
-# -- switches ------------------------------------------------------------------------
-
-
-class Switches:
-    """The selected route of every junction of a route, shared by the travellers of
-    one network (spec §6.2, §12.7).
-
-    A junction's route ``k`` leaves by its TrPins[1 + k]. Junctions not set explicitly
-    use their TrackShape's MainRoute (0 if the shape is not in tsection.dat).
-    Index with a junction node index: ``switches[j]``, ``switches[j] = 1``.
-    """
-
-    __slots__ = ("_net", "_set")
-
-    def __init__(self, route: Route, settings: dict[int, int] | None = None) -> None:
-        self._net = _net(route)
-        self._set: dict[int, int] = {}
-        for j, r in (settings or {}).items():
-            self.set(j, r)
-
-    @property
-    def route(self) -> Route:
-        return self._net.route
-
-    def _check(self, junction: int) -> int:
-        j = int(junction)
-        if not (0 < j < self._net.n_nodes and self._net.kind[j] == _JUNCTION):
-            raise TravellerError(f"node {junction!r} is not a junction node")
-        return j
-
-    def main_route(self, junction: int) -> int:
-        """The default route of ``junction`` (its shape's MainRoute)."""
-        return self._net.main_route[self._check(junction)]
-
-    def get(self, junction: int) -> int:
-        """The selected route of ``junction`` (0 → TrPins[1], 1 → TrPins[2])."""
-        j = self._check(junction)
-        return self._set.get(j, self._net.main_route[j])
-
-    __getitem__ = get
-
-    def set(self, junction: int, route: int) -> None:
-        """Select ``route`` (0 or 1; any route with a branch pin) at ``junction``."""
-        j = self._check(junction)
-        r = int(route)
-        branches = len(self._net.pins[j]) - 1
-        if not 0 <= r < max(branches, 1):
-            raise TravellerError(f"junction {j} has {branches} branch pin(s): no route {route!r}")
-        self._set[j] = r
-
-    __setitem__ = set
-
-    def reset(self, junction: int | None = None) -> None:
-        """Back to the default (MainRoute) position: one junction, or all."""
-        if junction is None:
-            self._set.clear()
-        else:
-            self._set.pop(self._check(junction), None)
-
-    def align_trailing(self, junction: int, from_node: int, pin: int | None = None) -> bool:
-        """Run a trailing switch through (spec §12.7): a train that enters ``junction``
-        from ``from_node`` on branch pin i (1 or 2) sets the selected route to i − 1.
-        Coming from the trunk (pin 0) changes nothing. ``pin`` (the entry pin, if
-        known) settles a node linked on several pins; otherwise the last branch pin
-        linking to ``from_node`` counts, as Open Rails finds the entry pin. Returns
-        whether the switch is now aligned for that branch."""
-        j = self._check(junction)
-        pins = self._net.pins[j]
-        if pin is None:
-            hits = [i for i, (link, _d) in enumerate(pins) if link == from_node]
-            if not hits or hits[-1] == 0:
-                return False
-            pin = hits[-1]
-        if not (1 <= pin < len(pins)) or pins[pin][0] != from_node:
-            return False
-        self._set[j] = pin - 1
-        return True
-
-    def items(self) -> Iterator[tuple[int, int]]:
-        """(junction, route) for the junctions set explicitly."""
-        return iter(sorted(self._set.items()))
-
-    def copy(self) -> Switches:
-        s = Switches.__new__(Switches)
-        s._net = self._net
-        s._set = dict(self._set)
-        return s
-
-    def __len__(self) -> int:
-        return len(self._set)
-
-    def __repr__(self) -> str:
-        return f"Switches({dict(self.items())!r})"
-
-
-# -- track items along their nodes -----------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ItemPosition:
-    """Where a track item is on a vector node that references it.
-
-    ``offset`` is metres from the node start, from the item's TrItemRData position
-    projected onto the node (``source`` "rdata"; ``lateral`` its distance to the right
-    of the centre line) or, without RData, its TrItemSData distance ("sdata").
-    """
-
-    item: TrItem
-    node_index: int
-    offset: float
-    lateral: float
-    source: str
-
-
-@dataclass(frozen=True, slots=True)
-class PassedItem:
-    """A track item passed during a move.
-
-    ``distance`` is the distance travelled (≥ 0) from the start of the move to the
-    item; ``direction`` the direction of motion through the node (1 = along the
-    node's forward direction): compare it with a signal's ``direction``.
-    """
-
-    item: TrItem
-    distance: float
-    node_index: int
-    offset: float
-    direction: int
-
-
-class _ItemTable:
-    def __init__(self, by_node: dict[int, tuple[ItemPosition, ...]]) -> None:
-        self.by_node = by_node
-        self.offsets = {n: [p.offset for p in v] for n, v in by_node.items()}
-
-
-def _item_table(route: Route) -> _ItemTable:
-    def build() -> _ItemTable:
-        net = _net(route)
-        geom = net.geom
-        items = route.tdb.items
-        pair_node: list[int] = []
-        pair_item: list[int] = []
-        fallback: list[ItemPosition] = []
-        for i in range(1, net.n_nodes):
-            if net.kind[i] != _VECTOR:
-                continue
-            for ref in net.nodes[i].item_refs:
-                if not 0 <= ref < len(items):
-                    continue
-                it = items[ref]
-                if it.r_data is not None and net.count[i]:
-                    pair_node.append(i)
-                    pair_item.append(ref)
-                elif it.s_data is not None:
-                    off = min(max(float(it.s_data.distance), 0.0), net.node_len[i])
-                    fallback.append(ItemPosition(it, i, off, math.nan, "sdata"))
-        found: list[ItemPosition] = list(fallback)
-        if pair_node:
-            pn = np.array(pair_node, dtype=np.int64)
-            cnt = np.array([net.count[i] for i in pair_node], dtype=np.int64)
-            fst = np.array([net.first[i] for i in pair_node], dtype=np.int64)
-            rep = np.repeat(np.arange(len(pn)), cnt)
-            start = np.cumsum(cnt) - cnt
-            rows = fst[rep] + (np.arange(len(rep)) - np.repeat(start, cnt))
-            rd = [items[k].r_data for k in pair_item]
-            tx = np.array([r.tile_x for r in rd], dtype=np.int64)[rep]
-            tz = np.array([r.tile_z for r in rd], dtype=np.int64)[rep]
-            px = np.array([r.x for r in rd])[rep]
-            pz = np.array([r.z for r in rd])[rep]
-            lat, lon = locate_in_section(geom, rows, tx, tz, px, pz)
-            length = net.length_a[rows]
-            excess = np.maximum(np.maximum(-lon, lon - length), 0.0)
-            dist = np.hypot(lat, excess)
-            dist = np.where(np.isfinite(dist) & np.array(net.known)[rows], dist, np.inf)
-            order = np.lexsort((rows, dist, rep))
-            firsts = order[np.r_[True, rep[order][1:] != rep[order][:-1]]]
-            for k in firsts:
-                p = int(rep[k])
-                node = pair_node[p]
-                if not np.isfinite(dist[k]):
-                    it = items[pair_item[p]]
-                    if it.s_data is not None:
-                        off = min(max(float(it.s_data.distance), 0.0), net.node_len[node])
-                        found.append(ItemPosition(it, node, off, math.nan, "sdata"))
-                    continue
-                r = int(rows[k])
-                soff = min(max(float(lon[k]), 0.0), net.length[r])
-                off = min(max(net.row_start[r] + soff, 0.0), net.node_len[node])
-                found.append(ItemPosition(items[pair_item[p]], node, off, float(lat[k]), "rdata"))
-        by_node: dict[int, list[ItemPosition]] = {}
-        for p in found:
-            by_node.setdefault(p.node_index, []).append(p)
-        return _ItemTable({n: tuple(sorted(v, key=lambda p: (p.offset, p.item.index)))
-                           for n, v in sorted(by_node.items())})
-
-    return cached(route, "traveller-items", build)
-
-
-def item_positions(route: Route) -> dict[int, tuple[ItemPosition, ...]]:
-    """Every referenced track item's position along its vector node(s): node index →
-    positions sorted by offset (cached per route)."""
-    return dict(_item_table(route).by_node)
-
 
 # -- locating points -------------------------------------------------------------------
 
@@ -591,29 +226,6 @@ def _locate(route: Route, tile_x, tile_z, x, z, max_lateral: float, margin: floa
     return Located(route, found, node, sec, row, off, soff, lat_out)
 
 
-def nearest_track(route: Route, tile_x: int, tile_z: int, x: float, z: float) -> tuple[float, int] | None:
-    """Horizontal distance (m) from a world point to the nearest track centre line,
-    and that track's node index (a scan of every section: for messages and checks,
-    not for speed). None if the route has no track."""
-    net = _net(route)
-    geom = net.geom
-    rows = np.flatnonzero(np.array(net.known, dtype=bool))
-    if len(rows) == 0:
-        return None
-    lat, lon = locate_in_section(geom, rows, tile_x, tile_z, x, z)
-    length = net.length_a[rows]
-    X = tile_x * TILE_SIZE + x
-    Z = tile_z * TILE_SIZE + z
-    s = point_at(geom, rows, 0.0)
-    e = point_at(geom, rows, length)
-    ds = np.hypot(s.X - X, s.Z - Z)
-    de = np.hypot(e.X - X, e.Z - Z)
-    inside = (lon >= 0) & (lon <= length)
-    d = np.where(inside, np.minimum(np.abs(lat), np.minimum(ds, de)), np.minimum(ds, de))
-    k = int(np.nanargmin(d))
-    return float(d[k]), int(geom.node[rows[k]])
-
-
 # -- the traveller ---------------------------------------------------------------------
 
 
@@ -694,13 +306,14 @@ class Traveller:
         the point, giving the distance to the nearest track."""
         loc = _locate(route, [tile_x], [tile_z], [x], [z], max_lateral, margin)
         if not loc.found[0]:
-            near = nearest_track(route, int(tile_x), int(tile_z), float(x), float(z))
+            net = _net(route)
+            dist, row, _ = nearest_track(route, int(tile_x), int(tile_z), float(x), float(z), geom=net.geom)
             where = f"tile ({tile_x}, {tile_z}) x={float(x):.3f} z={float(z):.3f}"
-            if near is None:
+            if row[0] < 0:
                 raise TravellerError(f"no track near {where}: the route has no track sections")
             raise TravellerError(
                 f"no track within {max_lateral} m of {where}: the nearest track centre line "
-                f"is {near[0]:.2f} m away (node {near[1]})")
+                f"is {dist[0]:.2f} m away (node {int(net.geom.node[row[0]])})")
         return cls._at_row(route, int(loc.row[0]), float(loc.section_offset[0]), FORWARD,
                            switches, align_trailing)
 
@@ -871,10 +484,10 @@ class Traveller:
         return Pose(tx, tz, x, y, z, _wrap(heading), _wrap(pitch), grade, curv)
 
     @property
-    def location(self) -> WorldLocation:
+    def location(self) -> WorldPoint:
         """World position (tile_x, tile_z, x, y, z), x and z normalised to their tile."""
         p = self.pose()
-        return WorldLocation(p.tile_x, p.tile_z, p.x, p.y, p.z)
+        return WorldPoint(p.tile_x, p.tile_z, p.x, p.y, p.z)
 
     @property
     def heading(self) -> float:

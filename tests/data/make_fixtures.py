@@ -706,7 +706,7 @@ SectionIdx ( 1
     # UTF-8 text with a UTF-16 part pasted in: its zero bytes are NULs in 8-bit text.
     write(d / "mixed_utf8_utf16.dat", utf8(SIG_T0T + "\nA ( 1 )\n") + "B ( 2 )\n".encode("utf-16-le"))
     # UTF-16 (BOM) text with a UTF-8 part appended: 'ø' makes the byte count odd.
-    write(d / "mixed_utf16_utf8.dat", utf16(SIG_T0T + "\nA ( 1 )\n", "\n") + "B ( ø )\n".encode("utf-8"))
+    write(d / "mixed_utf16_utf8.dat", utf16(SIG_T0T + "\nA ( 1 )\n", "\n") + "B ( ø )\n".encode())
     # UTF-16 text with a lone (unpaired) high surrogate.
     write(d / "utf16_lone_surrogate.dat",
           b"\xff\xfe" + (SIG_T0T + "\nA ( x\ud800y )\n").encode("utf-16-le", "surrogatepass"))

@@ -60,7 +60,7 @@ def _plain(value):
     import numpy as np
 
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {"kind": getattr(value, "kind")} if hasattr(type(value), "kind") else {}
+        out = {"kind": value.kind} if hasattr(type(value), "kind") else {}
         for f in dataclasses.fields(value):
             out[f.name] = _plain(getattr(value, f.name))
         return out

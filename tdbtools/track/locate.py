@@ -1,0 +1,69 @@
+"""The track at one world point, as one record (what ``tdbtools locate`` prints)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..formats.route import Route
+from .traveller import Traveller
+
+__all__ = ["TrackLocation", "locate_point"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrackLocation:
+    """Where a world point lies on the track, facing the node's own direction.
+
+    ``section`` is the section's position in its node, ``section_id`` its tsection.dat
+    id; ``offset`` metres from the node start; ``lateral`` metres right of the centre
+    line; ``tile_x`` … ``z`` the point on the centre line; ``pitch`` and ``curvature``
+    as in :class:`~tdbtools.track.Pose`; ``radius`` None on straight track."""
+
+    node: int
+    node_kind: str
+    section: int
+    section_id: int
+    offset: float
+    node_length: float
+    direction: int
+    lateral: float
+    tile_x: int
+    tile_z: int
+    x: float
+    y: float
+    z: float
+    heading_deg: float
+    pitch: float
+    grade_permille: float
+    curvature: float
+    radius: float | None
+
+    def to_json(self) -> dict:
+        """The record ``tdbtools locate --json`` prints."""
+        return {
+            "node": self.node, "node_kind": self.node_kind, "section": self.section,
+            "section_id": self.section_id, "offset": self.offset, "node_length": self.node_length,
+            "direction": self.direction, "lateral": self.lateral,
+            "location": {"tile_x": self.tile_x, "tile_z": self.tile_z, "x": self.x, "y": self.y, "z": self.z},
+            "heading_deg": self.heading_deg, "pitch": self.pitch, "grade_permille": self.grade_permille,
+            "curvature": self.curvature, "radius": self.radius,
+        }
+
+
+def locate_point(route: Route, tile_x: int, tile_z: int, x: float, z: float) -> TrackLocation:
+    """The track at the world point (tile_x, tile_z, x, z) by the rule of
+    :meth:`Traveller.at`; raises :class:`~tdbtools.track.TravellerError` (with the
+    distance to the nearest track) when no track is close enough."""
+    found = Traveller.locate_many(route, [tile_x], [tile_z], [x], [z])
+    if not found.found[0]:
+        Traveller.at(route, tile_x, tile_z, x, z)  # raises with the nearest distance
+    t = found.traveller(0)
+    p = t.pose()
+    return TrackLocation(
+        node=t.node_index, node_kind=type(t.node).__name__, section=t.section_index,
+        section_id=int(route.tdb.sections.section_index[t.section_row]), offset=t.offset,
+        node_length=t.track_node_length, direction=t.direction, lateral=float(found.lateral[0]),
+        tile_x=p.tile_x, tile_z=p.tile_z, x=p.x, y=p.y, z=p.z,
+        heading_deg=math.degrees(p.heading), pitch=p.pitch, grade_permille=p.grade * 1000.0,
+        curvature=p.curvature, radius=1.0 / abs(p.curvature) if p.curvature else None)

@@ -1,0 +1,144 @@
+"""Replaying activities: start times, station stops and dwell, occupancy, deadlocks."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from helpers import SAMPLE_INSTALL
+
+from tdbtools.cli import main
+from tdbtools.errors import TdbToolsError
+from tdbtools.formats.activity import StopItem
+from tdbtools.formats.route import load_route
+from tdbtools.physics.activity import (
+    ActivityError,
+    boarding_time,
+    departure,
+    place_stops,
+    replay_activity,
+    route_platforms,
+)
+from tdbtools.physics.activity_build import ServiceSpec, write_activity_files
+from tdbtools.physics.trackline import TrackLine
+from tdbtools.track.pathbuild import build_path, write_path
+
+H = 8 * 3600
+
+
+def services(freight_west_start: int = 60) -> list[ServiceSpec]:
+    """Four trains on the sample route's Y: a freight leaves eastwards, a local from the
+    siding crosses its route at J1 behind it and stops at Sampleby, a second freight
+    enters from the east once the first is gone and follows the local west, and the
+    player follows them all west with a stop at Sampleby."""
+    return [
+        ServiceSpec("Freight east", "sample_freight", H, ("2@420", "5")),
+        ServiceSpec("Local", "sample_double", H + 30, ("7", "1"), stops=(("Sampleby", H + 180, H + 210),)),
+        ServiceSpec("Freight west", "sample_freight", H + freight_west_start, ("4@900", "1")),
+        ServiceSpec(
+            "Passenger",
+            "sample_passenger",
+            H + 360,
+            ("5", "1"),
+            stops=(("Sampleby", H + 720, H + 780),),
+            player=True,
+        ),
+    ]
+
+
+@pytest.fixture
+def sample_copy(tmp_path):
+    dst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, dst)
+    return load_route(dst / "ROUTES" / "SAMPLE", cache=False)
+
+
+def test_boarding_and_departure():
+    # docs/activities.md §5: 7 passengers over 3 cars -> 23 s; freight 20 s
+    assert boarding_time(7, 3) == 23 and boarding_time(7, 0) == 20 and boarding_time(1, 6) == 20
+
+    class P:
+        passengers, min_wait = 7, 180
+
+    class S:
+        platform = P()
+        booked = StopItem(1, 36600, 36630)
+
+    assert departure(S(), 36620, 3, ai=True) == 36643
+    assert departure(S(), 36620, 0, ai=True) == 36640
+    S.booked = StopItem(1, None, None)
+    assert departure(S(), 36620, 3, ai=False) == 36620 + 180  # no times: the minimum waiting time
+    S.booked = StopItem(1, 1000, 1000)  # AI, arr == dep, 10 h away: not credible
+    assert departure(S(), 37000, 3, ai=True) == 37023
+
+
+def test_stop_placement(sample_copy, tmp_path):
+    route = sample_copy
+    built = build_path(route, "5", "1")
+    pat = write_path(route, built, tmp_path / "p.pat")
+    line = TrackLine.from_path(route, pat)
+    plats = route_platforms(route)
+    p = plats[1]
+    assert p.name == "Sampleby, Spor 1" and p.length == pytest.approx(160.0, abs=0.5) and plats[2] is p
+    (stop,), warns = place_stops(line, 38.0, 120.0, (StopItem(2, 100, 200),), plats)
+    far = max(line.locate(p.node, p.near)[0], line.locate(p.node, p.far)[0])
+    assert not warns and stop.stop_s == pytest.approx(far - 20.0)  # middle of train at middle of platform
+    stops, warns = place_stops(line, 38.0, 120.0, (StopItem(99), StopItem(1, 5, 6)), plats)
+    assert len(stops) == 1 and "99" in warns[0]
+    # a path that does not pass the platform
+    other = TrackLine.from_path(route, write_path(route, build_path(route, "4@100", "5"), tmp_path / "q.pat"))
+    stops, warns = place_stops(other, 0.0, 120.0, (StopItem(1),), plats)
+    assert not stops and "not on the path" in warns[0]
+
+
+def test_sample_activity_runs_to_schedule(sample_copy, tmp_path):
+    act = write_activity_files(sample_copy, "Morning", services())
+    res = replay_activity(act, route=sample_copy)
+    s = res.replay.summary
+    assert not res.failed and s["deadlocks"] == 0 and s["collisions"] == 0 and not s["stuck"]
+    assert all(t["reached_end"] for t in s["trains"].values())
+    kinds = [e["kind"] for e in res.replay.events]
+    assert "start_delayed" in kinds  # Freight west waits until Freight east is gone
+    assert len(res.timetable) == 2
+    for row in res.timetable:
+        assert row["actual_arr"] is not None and row["actual_arr"] <= row["sched_arr"] + 60
+        assert row["actual_dep"] >= row["sched_dep"]  # never before the booked time
+    # the local waits at J1 for the freight: it reaches the junction after the freight's rear has passed
+    ev = {e["train"]: e["clock"] for e in res.replay.events if e["kind"] == "arrived"}
+    assert ev["Freight east"] < ev["Freight west"] < ev["Passenger"]
+    files = {p.name for p in res.write(tmp_path / "out")}
+    assert {"timetable.csv", "events.json", "summary.json", "Passenger.csv"} <= files
+    rows = list(csv.DictReader((tmp_path / "out" / "timetable.csv").read_text().splitlines()))
+    assert rows[0]["train"] == "Passenger" and rows[0]["station"] == "Sampleby"
+    assert rows[0]["sched_dep"] == "08:13:00" and rows[0]["actual_dep"] == "08:13:00"
+    tr = res.replay.traces["Passenger"]
+    assert np.all(tr["clock"] >= H)
+
+
+def test_conflicting_variant_reports_deadlock(sample_copy, tmp_path):
+    act = write_activity_files(sample_copy, "Clash", services(freight_west_start=0))
+    res = replay_activity(act, route=sample_copy)
+    dl = [e for e in res.replay.events if e["kind"] == "deadlock"]
+    assert len(dl) == 1 and dl[0]["trains"] == ["Freight east", "Freight west"]
+    assert dl[0]["sections"] and all(x.startswith("node 4") for x in dl[0]["sections"])
+    assert res.failed and "Freight west" in res.replay.summary["not_at_end"]
+    r = CliRunner().invoke(main, ["replay", str(act), "--out", str(tmp_path / "o"), "--plot"])
+    assert r.exit_code == 1 and "deadlock" in r.output and (tmp_path / "o" / "spacetime.png").is_file()
+
+
+def test_cli_and_bad_input(sample_copy, tmp_path):
+    act = write_activity_files(sample_copy, "Morning", services())
+    r = CliRunner().invoke(main, ["replay", str(act), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    assert "Passenger at Sampleby, Spor 1" in r.output and (tmp_path / "o" / "timetable.csv").is_file()
+    (act.parent.parent / "SERVICES" / "Morning_Local.srv").unlink()
+    r = CliRunner().invoke(main, ["replay", str(act), "--out", str(tmp_path / "o2")])
+    assert r.exit_code == 2 and "Morning_Local" in r.output
+    with pytest.raises(TdbToolsError, match="Tr_Activity"):
+        replay_activity(tmp_path / "o" / "timetable.csv")
+    shutil.copy(act, tmp_path / "loose.act")
+    with pytest.raises(ActivityError, match="ACTIVITIES"):
+        replay_activity(tmp_path / "loose.act")
