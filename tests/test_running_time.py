@@ -336,3 +336,23 @@ def test_waiting_point_stops_the_train_and_waits(tmp_path):
     assert standing.sum() > 50 and np.all(tr["speed"][standing] == 0.0)
     assert np.all(np.abs(front[standing] - at) < 0.6)
     assert res.summary["trains"]["t"]["finished"]
+
+
+def test_emergency_braking_is_stronger_than_full_service():
+    from tdbtools.physics.driver import Controls
+
+    def stop_distance(emergency: bool) -> float:
+        line = TrackLine.synthetic(8000.0, route_limit=200 * KMH)
+        sc = Scenario(SAMPLE_ROUTE, (TrainSpec(name="t", consist=CONSISTS / "sample_passenger.con", path=Path("x"),
+                                               driver="schedule", schedule=(Command(0.0, 0.0, 1.0),),
+                                               start_speed=30.0, brake_build_up=2.0),), step=0.1, duration=200)
+        rep = Replay(sc, lines={"t": line})
+        rep.trains[0].driver = lambda st: Controls(brake=1.0, emergency=emergency)
+        x0 = float(rep.engine.x[0])
+        while rep.engine.v[0] > 0 and rep.time < 150:
+            rep.step()
+        return float(rep.engine.x[0]) - x0
+
+    service, emergency = stop_distance(False), stop_distance(True)
+    # about 1/1.15 of the braking part of the distance (build-up and resistance aside)
+    assert 0.80 * service < emergency < 0.95 * service

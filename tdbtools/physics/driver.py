@@ -27,6 +27,10 @@ from .scenario import Command
 
 __all__ = ["AutoDriver", "Controls", "DriveState", "ScheduleDriver", "Stop", "Target"]
 
+#: The automatic driver uses the emergency brake when a target needs more than this
+#: many times its planned deceleration.
+EMERGENCY_OVER = 2.0
+
 
 @dataclass(slots=True)
 class Controls:
@@ -226,7 +230,9 @@ class AutoDriver:
             # On (or over) the braking curve of a lower target: brake with what it needs.
             need = (v * v - vk * vk) / (2.0 * d) if d > 1e-3 else 3.0 * self.decel
             self._braking = True
-            return Controls(deceleration=min(need, 3.0 * self.decel))
+            # Far over the curve (a target appeared late, e.g. a signal): emergency.
+            return Controls(deceleration=min(need, 3.0 * self.decel),
+                            emergency=d > 1e-3 and need > EMERGENCY_OVER * self.decel)
         if v > best + 1e-6:
             # Over the limit that holds now (a lower one has reached the train).
             self._braking = True

@@ -149,7 +149,7 @@ def _stock_root(consist: Consist, route: Route) -> Path:
     return Path(route.install_root)
 
 
-def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) -> tuple[TrackLine, float | None, object]:
+def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) -> tuple[TrackLine, float | None, tuple]:
     if spec.path is not None:
         pat = resolve_file(spec.path, scenario_dir, Path(route.folder) / "PATHS", Path(route.folder),
                            suffix=".pat")
@@ -319,6 +319,7 @@ class Replay:
             if ckey not in consists:
                 consists[ckey] = self._read_consist(spec, sdir, stand_in)
             consist, stocks, flipped, model, slack, warns = consists[ckey]
+            key: tuple
             if given_lines and spec.name in given_lines:
                 line = given_lines[spec.name]
                 end_s, key = None, ("given", id(line))
@@ -782,9 +783,10 @@ class Replay:
         return self._result(_time.perf_counter() - wall)
 
     def _result(self, wall: float) -> ReplayResult:
+        trains_out: dict[str, dict] = {}
         traces, cars, summary = {}, {}, {"scenario": self.scenario.source, "route": self.route.name,
                                          "simulated_seconds": round(self.time, 6),
-                                         "wall_seconds": round(wall, 3), "trains": {}}
+                                         "wall_seconds": round(wall, 3), "trains": trains_out}
         summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None
         for t in self.trains:
             sl = t.cars
@@ -798,7 +800,7 @@ class Replay:
                 cars[t.spec.name] = {k: np.array(c) for k, c in zip(CAR_COLUMNS, cc)}
             kinds = [e["kind"] for e in self.events if e.get("train") == t.spec.name
                      or any(c[0] == t.spec.name for c in e.get("cars", []) if isinstance(c, list))]
-            summary["trains"][t.spec.name] = {
+            trains_out[t.spec.name] = {
                 "consist": t.consist.name, "cars": t.cars.stop - t.cars.start, "category": t.category,
                 "mass_t": round(float(t.model.mass.sum()) / 1000.0, 3), "length_m": round(t.length, 3),
                 "running_time_s": round(t.done_at if t.done_at is not None else self.time, 3),
@@ -810,7 +812,7 @@ class Replay:
                 "events": {k: kinds.count(k) for k in sorted(set(kinds))},
             }
             if t.allowance is not None:
-                summary["trains"][t.spec.name]["allowance"] = t.allowance
+                trains_out[t.spec.name]["allowance"] = t.allowance
         return ReplayResult(self.scenario.source, traces, cars, tuple(self.events), summary, wall)
 
 

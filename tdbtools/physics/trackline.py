@@ -560,7 +560,8 @@ class TrackLine:
 
     def heading_at(self, s) -> np.ndarray:
         """Heading (rad, (−π, π]) at ``s`` (linear between samples, unwrapped)."""
-        return wrap_angle(np.interp(s, self.s, self._heading_u))
+        hu = self._heading_u if self._heading_u is not None else self.heading
+        return wrap_angle(np.interp(s, self.s, hu))
 
     def location(self, s: float) -> WorldPoint:
         """World location (tile_x, tile_z, x, y, z) of one line distance."""
