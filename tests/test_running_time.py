@@ -356,3 +356,11 @@ def test_emergency_braking_is_stronger_than_full_service():
     service, emergency = stop_distance(False), stop_distance(True)
     # about 1/1.15 of the braking part of the distance (build-up and resistance aside)
     assert 0.80 * service < emergency < 0.95 * service
+
+
+@pytest.mark.parametrize("dt", [0.4, 1.0])
+def test_large_steps_keep_the_running_time_and_add_no_events(dt):
+    ref, got, s = min_time_case("multi-limit", dt=dt)
+    assert abs(got - ref) / ref < 0.01
+    assert s["events"].get("coupler_taut", 0) <= 20 and "impact" not in s["events"]
+    assert s["max_speed_kmh"] <= 110.0 + 1e-6
