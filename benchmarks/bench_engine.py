@@ -15,7 +15,7 @@ level track with every buffer compressed, so the slack runs in (one coupler snat
 in the first seconds), then the train accelerates towards the balancing speed. For the last
 third the traction is off and every car brakes with 2–6 % of its weight (random per car),
 so the slack runs in again (buffer impacts) and the trains stop. Running resistance per
-car: Davis ``A + B·|v| + C·v²`` (the 50 t freight values of spec §14.3), recomputed every
+car: Davis ``A + B·|v| + C·v²`` (the 50 t freight values of docs/physics.md §3.2), recomputed every
 step from the current speeds.
 
 The timed loop includes computing the forces (a few numpy operations per step, as a replay
@@ -39,7 +39,7 @@ from tdbtools.physics.engine import Bodies, Engine  # noqa: E402
 N_CARS = 20
 LOCO_MASS, CAR_LENGTH, SLACK = 90e3, 20.0, 0.05
 MAX_FORCE, MAX_POWER = 250e3, 2.5e6
-DAVIS_A, DAVIS_B, DAVIS_C = 834.71, 24.679, 1.4375     # spec §14.3 worked example
+DAVIS_A, DAVIS_B, DAVIS_C = 834.71, 24.679, 1.4375     # docs/physics.md §3.2 worked example
 
 
 def make(lines: int, seed: int = 1) -> tuple[Engine, np.ndarray, np.ndarray]:

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+# BENCH_SRC: another checkout whose tdbtools to measure (old and new code side by side)
+sys.path.insert(0, os.environ.get("BENCH_SRC", str(HERE.parent)))
 
 from tdbtools.formats import load_route  # noqa: E402
 from tdbtools.physics.replay import Replay  # noqa: E402

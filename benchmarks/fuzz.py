@@ -60,8 +60,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tdbtools.errors import DecodeError, Diagnostics, SourceError, StfSyntaxError, TdbToolsError  # noqa: E402
-from tdbtools.formats import (read_consist, read_pat, read_stock, read_tdb, read_trk,  # noqa: E402
-                              read_tsection_file)
+from tdbtools.formats import read_consist, read_pat, read_stock, read_tdb, read_trk, read_tsection_file  # noqa: E402
 from tdbtools.physics.scenario import read_scenario  # noqa: E402
 from tdbtools.stf import parse_file, parse_text  # noqa: E402
 from tdbtools.stf.writer import format_stf, write_text_atomic  # noqa: E402
@@ -85,6 +84,13 @@ def _scenario(path: Path, diags: Diagnostics):
     return read_scenario(path)  # TOML: no lenient mode, every defect is a ScenarioError
 
 
+def _sweep(path: Path, diags: Diagnostics):
+    from tdbtools.sweep.spec import read_sweep_spec
+
+    # A lower limit than the default 10,000: building that many takes about a second.
+    return read_sweep_spec(path, max_combinations=500)
+
+
 READERS = {
     "stf": lambda p, d: parse_file(p, diagnostics=d),
     "tdb": lambda p, d: read_tdb(p, diagnostics=d),
@@ -94,6 +100,7 @@ READERS = {
     "con": lambda p, d: read_consist(p, diagnostics=d),
     "stock": lambda p, d: read_stock(p, diagnostics=d),
     "scenario": _scenario,
+    "sweep": _sweep,
 }
 
 def reader_for(name: str) -> str:
@@ -101,9 +108,14 @@ def reader_for(name: str) -> str:
     low = name.lower()
     if low == "tsection.dat":
         return "tsection"
+    if low.endswith("sweep.toml"):
+        return "sweep"
     return {".tdb": "tdb", ".rdb": "tdb", ".trk": "trk", ".pat": "pat", ".con": "con", ".eng": "stock",
             ".wag": "stock", ".toml": "scenario"}.get(Path(low).suffix, "stf")
 
+
+#: Readers of TOML settings: no lenient mode, no STF round trip.
+TOML_READERS = ("scenario", "sweep")
 
 #: Errors lenient mode may raise: it cannot go on after them (Open Rails cannot either).
 LENIENT_FATAL = (DecodeError, StfSyntaxError)
@@ -192,7 +204,7 @@ NASTY_NUMBERS = [
     "3" * 400,
 ]
 HUGE_COUNTS = ["4294967295", "4000000000", "999999999", "999999999999", "18446744073709551617",
-               "2147483647", "-1", "65536"]
+               "2147483647", "-1", "65536", "100000000", "1e9", "0"]
 COUNT_BLOCKS = re.compile(
     r"\b(TrackNodes|TrVectorSections|TrItemTable|TrPins|TrItemRefs|TrPathNodes|SectionIdx|"
     r"TrackSections|TrackShapes|NumPaths|TrackPath|TrSignalDirs|TrPin|TrItemRef|TrackNode|"
@@ -392,9 +404,97 @@ def t_long(rng, text, seed):
     return text[:i] + " " + run + tail + " " + text[i:]
 
 
+# -- semantic mutations (issue 15): well-formed files that say impossible things ----------
+
+BAD_LENGTHS = ["-1", "-100", "0", "1e6", "1e7", "1e9", "1e30", "1e300", "5e-324", "-0"]
+BAD_RADII = ["0", "-500", "-1e-9", "1e-300", "1e300", "1e30", "5e-43"]
+BAD_ANGLES = ["1e30", "-1e30", "360.0001", "720", "-400", "1e300", "3600"]
+SECTION_SIZE = re.compile(r"(SectionSize\s*\(\s*\S+\s+)(\S+)", re.I)
+SECTION_CURVE = re.compile(r"(SectionCurve\s*\(\s*)(\S+)(\s+)(\S+)", re.I)
+LOCAL_SECTION = re.compile(r"(SectionCurve\s*\(\s*\d+\s*\)\s*\d+\s+)(\S+)(\s+)(\S+)", re.I)
+PIN = re.compile(r"(TrPin\s*\(\s*)(\d+)(\s+)(\d+)", re.I)
+ITEM_REF = re.compile(r"(TrItemRef\s*\(\s*)(\d+)", re.I)
+VECTOR_ROW = re.compile(r"(TrVectorSections\s*\(\s*\d+\s+)((?:\S+\s+){15}\S+)", re.I)
+
+
+def t_geometry(rng, text, seed):
+    """Impossible track geometry: negative, zero or huge lengths; zero, negative or
+    huge radii; angles of many turns (tsection.dat); positions far outside any tile
+    and headings of many turns (.tdb vector sections)."""
+    spots = [("size", m) for m in SECTION_SIZE.finditer(text)]
+    spots += [("curve", m) for m in SECTION_CURVE.finditer(text)]
+    spots += [("local", m) for m in LOCAL_SECTION.finditer(text)]
+    spots += [("row", m) for m in VECTOR_ROW.finditer(text)]
+    if not spots:
+        return t_numbers(rng, text, seed)
+    out = text
+    for kind, m in sorted(rng.sample(spots, min(len(spots), rng.randint(1, 3))), key=lambda x: -x[1].start()):
+        if kind == "size":
+            out = out[:m.start(2)] + rng.choice(BAD_LENGTHS) + out[m.end(2):]
+        elif kind in ("curve", "local"):
+            if rng.random() < 0.5:
+                out = out[:m.start(2)] + rng.choice(BAD_RADII if kind == "curve" else BAD_ANGLES) + out[m.end(2):]
+            else:
+                out = out[:m.start(4)] + rng.choice(BAD_ANGLES if kind == "curve" else BAD_RADII) + out[m.end(4):]
+        else:
+            vals = m.group(2).split()
+            col = rng.choice([8, 9, 10, 11, 12, 13, 14, 15])  # tiles, x y z, ax ay az
+            vals[col] = rng.choice(["1e300", "-1e300", "1e9", "4294967295", "1e30", "62.83", "-1e6"])
+            out = out[:m.start(2)] + " ".join(vals) + out[m.end(2):]
+    return out
+
+
+def t_links(rng, text, seed):
+    """Links that point nowhere: TrPin node numbers and TrItemRef indices out of range,
+    pointing at the node itself, or at node 0."""
+    spots = [("pin", m) for m in PIN.finditer(text)] + [("ref", m) for m in ITEM_REF.finditer(text)]
+    if not spots:
+        return t_count(rng, text, seed)
+    out = text
+    for kind, m in sorted(rng.sample(spots, min(len(spots), rng.randint(1, 4))), key=lambda x: -x[1].start()):
+        value = rng.choice(["0", "1", "99999", "4294967295", "2147483648", "65536", str(rng.randint(0, 200))])
+        if kind == "pin" and rng.random() < 0.3:
+            out = out[:m.start(4)] + rng.choice(["2", "7", "4294967295"]) + out[m.end(4):]  # direction
+        else:
+            out = out[:m.start(2)] + value + out[m.end(2):]
+    return out
+
+
+HOSTILE_SETTINGS = {
+    "step": ["0", "-0.1", "nan", "inf", "1e-9", "1e-4", "1.0", "1.0001", "10", "1e308", '"0s"', '"1e9s"',
+             '"nan s"', "true", "[]"],
+    "duration": ["0", "-1", "inf", "nan", "1e6", "1e7", "1e12", "1e308", '"1000000h"', '"-5min"'],
+    "collision_check_interval": ["0", "1e-9", "nan", "1e9"],
+    "beyond_path": ["1e12", "-1", "nan"],
+    "distance": ["1e12", "1e308", "-5"],
+}
+
+
+def t_settings(rng, text, seed):
+    """Hostile settings in a scenario or sweep spec: steps of 0, NaN or a year,
+    durations of centuries, grids of thousands of values."""
+    if not seed.rel.endswith(".toml"):
+        return t_numbers(rng, text, seed)
+    key = rng.choice(sorted(HOSTILE_SETTINGS))
+    value = rng.choice(HOSTILE_SETTINGS[key])
+    m = re.search(rf"^(\s*{key}\s*=\s*)(.*)$", text, re.M)
+    if m:
+        return text[:m.start(2)] + value + text[m.end(2):]
+    if rng.random() < 0.5 or "[grid]" not in text:
+        # a top-level key goes before the first table
+        first = re.search(r"^\[", text, re.M)
+        at = first.start() if first else len(text)
+        return text[:at] + f"{key} = {value}\n" + text[at:]
+    n = rng.choice([50, 200, 5000])
+    grid_key = rng.choice(["beyond_path", "start_speed", "deceleration", "start_offset"])
+    values = ", ".join(str(i) for i in range(n))
+    return re.sub(r"^\[grid\]\s*$", f"[grid]\n{grid_key} = [{values}]", text, count=1, flags=re.M)
+
+
 TEXT_OPS = [(t_numbers, 5), (t_count, 4), (t_del_paren, 2), (t_add_paren, 2), (t_dup_block, 2),
             (t_del_block, 2), (t_swap_blocks, 2), (t_deep, 1), (t_directive, 2), (t_odd_char, 2),
-            (t_truncate, 1), (t_word, 2), (t_lines, 2), (t_signature, 1), (t_long, 1)]
+            (t_truncate, 1), (t_word, 2), (t_lines, 2), (t_signature, 1), (t_long, 1),
+            (t_geometry, 3), (t_links, 3), (t_settings, 2)]
 
 
 def encode(rng: random.Random, text: str, seed: Seed) -> tuple[bytes, str]:
@@ -413,7 +513,7 @@ def encode(rng: random.Random, text: str, seed: Seed) -> tuple[bytes, str]:
             return b"\xef\xbb\xbf" + t.encode("utf-8", "surrogatepass")
         return t.encode("cp1252", "replace")
 
-    if seed.reader == "scenario":
+    if seed.reader in TOML_READERS:
         if r < 0.85:
             return as_("utf-8", text), "utf-8"
         enc = rng.choice(["utf-16", "cp1252", "utf-8-bom"])
@@ -719,7 +819,7 @@ class Fuzzer:
                                         and err.line >= 1 and err.column >= 1 and err.message):
                 run.failed = True
                 run.detail = f"a file error without a place (path, line, column): {run.detail}"
-        if case.reader != "scenario" and not lenient.failed:
+        if case.reader not in TOML_READERS and not lenient.failed:
             fatal = lenient.outcome in ("ok",) or lenient.outcome in {c.__name__ for c in LENIENT_FATAL}
             if not fatal:
                 lenient.failed = True
@@ -727,7 +827,7 @@ class Fuzzer:
             elif strict.outcome == "ok" and lenient.outcome != "ok":
                 lenient.failed = True
                 lenient.detail = f"strict mode read the file, lenient raised: {lenient.detail}"
-        if strict.outcome == "ok" and case.reader != "scenario":
+        if strict.outcome == "ok" and case.reader not in TOML_READERS:
             run, _ = timed("roundtrip", lambda: self._roundtrip(case, strict_value))
             case.runs.append(run)
             if run.outcome != "ok":
@@ -790,6 +890,32 @@ class Fuzzer:
             yield "resolve_stock", lambda c=value: resolve_stock(c, root, stand_in=True, strict=False)
         elif isinstance(value, TrackDB) and case.seed.startswith("sample:") and "rdb" not in case.seed.lower():
             yield "walk_audit", lambda db=value: self._walk_and_audit(db)
+        elif type(value).__name__ == "TSection" and case.seed.startswith("sample:"):
+            yield "spatial", lambda ts=value: self._spatial(ts)
+
+    def _spatial(self, ts) -> None:
+        """The sample route with fuzzed section tables: the spatial index is built (bounded
+        memory whatever lengths the file claims) and every node is located and walked."""
+        from tdbtools.errors import Diagnostics as D
+        from tdbtools.formats.route import _section_lengths
+        from tdbtools.track import Traveller
+        from tdbtools.track.geometry import point_at
+        from tdbtools.track.spatial import SectionGrid, track_geometry
+
+        base = self.sample_route()
+        lengths = _section_lengths(base.tdb, ts, D(strict=False))
+        route = dataclasses.replace(base, tsection=ts, section_length=lengths)
+        geom = track_geometry(route)
+        grid = SectionGrid.build(geom)
+        p = point_at(geom, list(range(len(geom.length))), 0.0)
+        grid.pairs(p.tile_x * 2048.0 + p.x, p.tile_z * 2048.0 + p.z)
+        for i in range(1, len(route.tdb.nodes)):
+            try:
+                t = Traveller(route, i, 0.0, 0)
+            except TdbToolsError:
+                continue
+            t.move(5000.0)
+            t.pose()
 
     def sample_route(self):
         if self._sample_route is None:

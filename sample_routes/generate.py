@@ -13,7 +13,7 @@ Layout written (all files UTF-16LE with BOM, CRLF, SIMIS signature on line 1):
     sample/ROUTES/SAMPLE/tsection.dat     route-local dynamic-track sections
     sample/ROUTES/SAMPLE/PATHS/*.pat      three paths
 
-Conventions (see shared/docs/msts-formats.md §4, §6, §11, §12.4): X east, Z north, Y up;
+Conventions (see docs/formats.md §4, §6, §11, §12.4): X east, Z north, Y up;
 AY = heading clockwise from north; +AX = descending forward; +curve angle = right turn.
 Every number written is computed here from the section geometry, and the script asserts
 (on the values *as rounded for writing*) that sections chain within 1 mm, headings continue,
@@ -172,7 +172,7 @@ def wrap(a: float) -> float:
 
 
 def advance(p: Pose, sec: Section, o: float) -> Pose:
-    """Pose at offset o (m on straights, rad on curves) from the section start, msts-formats §11."""
+    """Pose at offset o (m on straights, rad on curves) from the section start, docs/formats.md §11."""
     if sec.radius is None:
         return p.replace(X=p.X + o * math.cos(p.AX) * math.sin(p.AY),
                          Y=p.Y - o * math.sin(p.AX),
@@ -220,7 +220,7 @@ def dist3(a: Pose, b: Pose) -> float:
     return math.dist((a.X, a.Y, a.Z), (b.X, b.Y, b.Z))
 
 
-# Self-test against the worked example of msts-formats.md §11 (R 300, 20 deg, AY 30 deg).
+# Self-test against the worked example of docs/formats.md §11 (R 300, 20 deg, AY 30 deg).
 _ex = Section(0, 0.0, 300.0, math.radians(20))
 _e = advance(Pose(-512.25, 104.0, 731.5, 0, math.radians(30)), _ex, _ex.extent)
 assert abs(_e.X - -445.2787) < 1e-4 and abs(_e.Z - 811.3133) < 1e-4
@@ -360,7 +360,7 @@ V_sid = lay(J1_POSE, [
     Piece(3, 3, o_s[2]),
 ])
 
-# Node table (1-based). Pins follow msts-formats §6.4: direction = direction in the node
+# Node table (1-based). Pins follow docs/formats.md §6.4: direction = direction in the node
 # stepped INTO (1 = enter a vector node at its first section; into a junction 1 = from the
 # trunk, 0 = from a branch; into an end node always 1, as in every DK24 pin).
 N = {}

@@ -1,7 +1,8 @@
 """tdbtools: read, model, travel and replay Microsoft Train Simulator / Open Rails routes."""
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 from .errors import TdbToolsError
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from .errors import TdbToolsError
 
 __all__ = [
-    "OutputExistsError", "check_target", "clean_stale_temps", "find_install_root", "is_file",
+    "OutputExistsError", "check_output_folder", "check_target", "clean_stale_temps", "find_install_root", "is_file",
     "install_above", "is_install_root", "new_file_mode", "resolve_case_insensitive", "safe_basename",
     "write_bytes_atomic", "write_text_atomic",
 ]
@@ -147,6 +147,25 @@ def check_target(path: str | Path, overwrite: bool, error: type[TdbToolsError] =
         raise error(f"{str(p)!r} exists: not overwritten (use --overwrite / overwrite=True to replace it)")
     if not p.parent.is_dir():
         raise error(f"folder {str(p.parent)!r} does not exist")
+    return p
+
+
+def check_output_folder(folder: str | Path, overwrite: bool,
+                        error: type[TdbToolsError] = OutputExistsError) -> Path:
+    """The rule for commands that write a folder of files (``replay --out``): a new or
+    empty folder is used; a folder that holds anything is refused unless ``overwrite``,
+    and then only the files of the same names are replaced (docs/security.md §5)."""
+    p = Path(folder)
+    if p.exists() and not p.is_dir():
+        raise error(f"{str(p)!r} exists and is not a folder")
+    if p.is_dir() and not overwrite:
+        try:
+            used = any(True for _ in p.iterdir())
+        except OSError as exc:
+            raise error(f"cannot read folder {str(p)!r}: {exc.strerror or exc}") from None
+        if used:
+            raise error(f"output folder {str(p)!r} is not empty: not overwritten (use --overwrite to "
+                        "replace the files of the same names, or give a new folder)")
     return p
 
 

@@ -240,22 +240,27 @@ def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json
 @click.option("--step", type=float, default=10.0, show_default=True, help="Metres between samples.")
 @click.option("--csv", "csv_out", type=click.Path(path_type=Path), help="Write the samples as CSV.")
 @click.option("--plot", "plot_out", type=click.Path(path_type=Path), help="Draw the profile (PNG, SVG, PDF).")
+@click.option("--overwrite", is_flag=True, help="Replace existing --csv/--plot files.")
 @click.option("--category", type=click.Choice(["passenger", "freight"]), default="passenger", show_default=True,
               help="Which speed-post values to show (limits are always those of the direction of travel).")
 @_handle_errors
 def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: float | None,
             backward: bool, step: float, csv_out: Path | None, plot_out: Path | None,
-            category: str = "passenger") -> None:
+            overwrite: bool, category: str = "passenger") -> None:
     """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
-    from ._fs import write_text_atomic
+    from ._fs import check_target, write_text_atomic
     from .track.profile import profile_from, profile_path
 
     if path_file is None and not (from_tile and from_pos and distance is not None):
         raise click.UsageError("give --path FILE.pat, or --from-tile TX TZ --from-pos X Z --distance M")
+    for target in (csv_out, plot_out):
+        if target is not None:
+            check_target(target, overwrite)
     r = _load(route)
     if path_file is not None:
         prof = profile_path(r, path_file, step=step, category=category)
     else:
+        assert distance is not None  # checked above
         prof = profile_from(r, from_tile[0], from_tile[1], from_pos[0], from_pos[1], distance,
                             step=step, backward=backward, category=category)
     c = prof.columns
@@ -320,10 +325,15 @@ def convert(source: Path, out: Path, overwrite: bool) -> None:
 @click.option("--color-by", type=click.Choice(["kind", "grade", "speed"]), default="kind", show_default=True)
 @click.option("--replay", "replay_src", type=click.Path(path_type=Path),
               help="Trains from a replay: a scenario .toml (run now) or a `replay --out` folder.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @_handle_errors
-def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None) -> None:
+def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None, overwrite: bool) -> None:
     """Draw a route in 3-D with pyvista (needs tdbtools[render]); offscreen when there is no
     display (libegl1 libgl1-mesa-dri on headless Debian)."""
+    from ._fs import check_target
+
+    if out is not None:
+        check_target(out, overwrite)
     from .render.animate import TrainPlacer, load_replay, render_animation
     from .render.scene import build_scene, render_png, show
 
@@ -359,9 +369,11 @@ def render(route: Path, out: Path | None, color_by: str, replay_src: Path | None
 @click.option("--plot", is_flag=True, help="Draw running time per path to OUT/sweep.png.")
 @click.option("--parquet", is_flag=True, help="Also write OUT/sweep.parquet (needs pyarrow).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--max-combinations", type=click.IntRange(min=1), metavar="N",
+              help="Allow a spec to expand to more than 10,000 replays.")
 @_handle_errors
 def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path, traces: bool | None,
-          plot: bool, parquet: bool, as_json: bool) -> None:
+          plot: bool, parquet: bool, as_json: bool, max_combinations: int | None) -> None:
     """Run every path x consist x parameter combination of SPEC as a replay, on Dask
     (needs tdbtools[sweep]); resumes in --out. Exit status 1 when a replay failed,
     derailed or collided."""
@@ -386,7 +398,9 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
         click.echo(message, err=True)
 
     try:
-        result = run_sweep(read_sweep_spec(spec), out=out_dir, scheduler=scheduler, workers=workers,
+        spec_ = read_sweep_spec(spec) if max_combinations is None else \
+            read_sweep_spec(spec, max_combinations=max_combinations)
+        result = run_sweep(spec_, out=out_dir, scheduler=scheduler, workers=workers,
                            progress=progress, traces=traces, parquet=parquet, log=log)
     finally:
         if bar is not None:
@@ -447,21 +461,28 @@ def bundled_scenario() -> Path:
 @click.option("--cars", is_flag=True, help="Also write a per-car trace.")
 @click.option("--step", type=float, help="Time step in seconds (overrides the scenario).")
 @click.option("--duration", type=float, help="Seconds to simulate at most (overrides the scenario).")
+@click.option("--overwrite", is_flag=True,
+              help="Write into a non-empty --out folder, replacing the files of the same names.")
+@click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
 @_handle_errors
 def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | None, path_opt: str | None,
            stand_in: bool, out_dir: Path, plot: bool, cars: bool, step: float | None,
-           duration: float | None) -> None:
+           duration: float | None, overwrite: bool, no_signals: bool) -> None:
     """Replay consists over a route: physics, derailments and collisions.
 
     SCENARIO is a TOML file; or give --route, --consist and --path; with neither, the
     bundled sample scenario runs on the sample route. Writes <train>.csv traces,
-    events.json and summary.json into --out.
+    events.json and summary.json into --out (a new or empty folder; a folder that holds
+    anything only with --overwrite).
 
     SCENARIO may be an activity (.act in <route>/ACTIVITIES): the player and every AI
     service run from their start times with station stops; --out also gets
     timetable.csv, and --plot draws the space-time chart. Exit status 1 when a train
     derailed, collided, deadlocked or got stuck.
     """
+    from ._fs import check_output_folder
+
+    check_output_folder(out_dir, overwrite)
     if scenario is not None and scenario.suffix.lower() == ".act":
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
@@ -478,7 +499,7 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     else:
         sc = read_scenario(scenario if scenario is not None else bundled_scenario())
     sc = with_settings(sc, stand_in=True if stand_in else None, step=step, duration=duration)
-    rep = Replay(sc, cars_trace=cars)
+    rep = Replay(sc, cars_trace=cars, signals=False if no_signals else None)
     total = max(int(sc.duration), 1)
     show = sys.stderr.isatty() and sc.duration >= 60
     with click.progressbar(length=total, label="replaying", file=sys.stderr, show_eta=True) if show \
@@ -497,6 +518,11 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
 
         for name, cols in result.traces.items():
             files.append(plot_speed_distance(cols, name, result.events, out_dir / f"{safe_name(name)}_speed.png"))
+        if rep.signals is not None:
+            from .physics.signalling import space_time
+            from .render.signal_chart import plot_signal_chart
+
+            files.append(plot_signal_chart(space_time(rep, result), out_dir / "signals_space_time.png"))
     s = result.summary
     click.echo(f"{s['route']}: {s['simulated_seconds']:.1f} s simulated in {s['wall_seconds']:.2f} s "
                f"({s['realtime_factor']}x real time)")
@@ -512,6 +538,31 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     if any(t["derailed"] for t in s["trains"].values()) or any(
             e["kind"] in ("collision", "side_collision") for e in result.events):
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+@main.command("signals")
+@click.argument("route", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: signals, heads, scripts, warnings.")
+@_handle_errors
+def signals_cmd(route: Path, as_json: bool) -> None:
+    """List a route's signal objects, heads, types, scripts and warnings (sigcfg.dat, the
+    signal scripts, world-file Signal objects and TDB signal items)."""
+    from .signals import signal_report
+
+    rep = signal_report(_load(route))
+    if as_json:
+        click.echo(json.dumps(rep, indent=2, ensure_ascii=False))
+        return
+    sc = rep["scripts"]
+    click.echo(f"{rep['route']}: sigcfg {rep['mode'] or 'none'}, {rep['types']} signal types, "
+               f"{len(rep['signals'])} signal objects, {len(rep['heads'])} heads, "
+               f"{rep['speedposts']} speed posts; scripts: {sc['parsed']} parsed, {sc['errors']} errors, "
+               f"{sc['bound']} bound to types")
+    for h in rep["heads"][:200]:
+        click.echo(f"  item {h['item']:5d}  {h['type']:<16} {h['function']:<9} node {h['node']:5d} "
+                   f"{h['offset']:9.1f} m  dir {h['direction']}  script {h['script'] or '-'}")
+    for w in rep["warnings"][:50]:
+        click.echo(f"  warning: {w}")
 
 
 def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step: float | None,

@@ -8,6 +8,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: Echoed input values longer than this are cut in messages (a hostile file can hold a
+#: value of megabytes; one error line must stay readable).
+MAX_ECHO_CHARS = 80
+
+
+def truncate_value(value: object, limit: int = MAX_ECHO_CHARS) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters with the
+    full length named when it is longer."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(value) if isinstance(value, str) else text
+    head = text[:limit]
+    return f"{head!r}… ({len(text)} characters)" if isinstance(value, str) else f"{head}… ({len(text)} characters)"
+
 
 class TdbToolsError(Exception):
     """Root of every error tdbtools raises for bad input or a failed operation."""

@@ -12,7 +12,12 @@ DK24 = (REPO / ".." / "shared" / "routes" / "DK24").resolve()
 DK24_ROUTE = DK24 / "ROUTES" / "OR_DK24"
 DK24_TEST_ROUTE = DK24 / "ROUTES" / "OR_DK24TEST"
 
-needs_dk24 = pytest.mark.skipif(
-    not (DK24_ROUTE / "DK24.tdb").is_file(),
-    reason=f"the real DK24 route is not at {DK24} (../shared/routes/DK24 beside the repository)",
-)
+
+
+def dk24_available() -> bool:
+    return (DK24_ROUTE / "DK24.tdb").is_file()
+
+
+#: Marks a test as needing DK24 (conftest.py skips it, with one reason, when DK24 is
+#: absent). Tests that use a ``dk24*`` fixture or a DK24 path are marked automatically.
+needs_dk24 = pytest.mark.dk24

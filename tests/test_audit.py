@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import DK24_ROUTE
 
 from tdbtools.formats import load_route
 from tdbtools.formats.route import Route
@@ -19,8 +20,7 @@ from tdbtools.track.audit import CODES
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_routes" / "sample" / "ROUTES" / "SAMPLE"
-DK24_ROOT = ROOT.parent / "shared" / "routes" / "DK24"
-DK24 = DK24_ROOT / "ROUTES" / "OR_DK24"
+DK24 = DK24_ROUTE
 
 
 @pytest.fixture(scope="module")
@@ -29,16 +29,8 @@ def sample() -> Route:
 
 
 @pytest.fixture(scope="module")
-def dk24() -> Route:
-    if not DK24_ROOT.is_dir():
-        pytest.skip(f"the real DK24 route is not available at {DK24_ROOT} (../shared/routes/DK24 "
-                    "relative to the repository root)")
-    return load_route(DK24, cache=False)
-
-
-@pytest.fixture(scope="module")
-def dk24_report(dk24):
-    return audit_route(dk24)
+def dk24_report(dk24_audit):
+    return dk24_audit  # the audit made once for the run (conftest.py)
 
 
 # -- building defective copies ---------------------------------------------------------
@@ -402,8 +394,9 @@ def test_dk24_counts(dk24_report):
     assert dk24_report.stats["items"]["distance_max"] < 0.01
 
 
-def test_dk24_paths(dk24):
-    rep = audit_paths(dk24)
+def test_dk24_paths(dk24_audit):
+    rep = dk24_audit.paths
+    assert rep is not None
     n = len([p for p in (DK24 / "PATHS").iterdir() if p.suffix.lower() == ".pat"])
     c = rep.counts
     assert c["files"] == n and c["ok"] == n

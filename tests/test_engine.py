@@ -1,4 +1,4 @@
-"""The 1-D interaction engine (seed 000): ClashTime/StoppingTime and Engine, against closed
+"""The 1-D interaction engine (docs/physics.md §1): ClashTime/StoppingTime and Engine, against closed
 forms and invariants (momentum, energy, gaps within [0, slack])."""
 from __future__ import annotations
 
@@ -9,10 +9,18 @@ import numpy as np
 import pytest
 
 from tdbtools.errors import TdbToolsError
-from tdbtools.physics.engine import (_EQ, _GE, _LE, Bodies, Engine, EngineError, Event,
-                                     _solve_chain, _solve_static)
-from tdbtools.physics.interaction import (clash_time, clash_times, stopping_time,
-                                          stopping_times)
+from tdbtools.physics.engine import (
+    _EQ,
+    _GE,
+    _LE,
+    Bodies,
+    Engine,
+    EngineError,
+    Event,
+    _solve_chain,
+    _solve_static,
+)
+from tdbtools.physics.interaction import clash_time, clash_times, stopping_time, stopping_times
 
 INF = math.inf
 
@@ -27,7 +35,7 @@ INF = math.inf
     ((10.0, 3.0, 1.0, 0.0, 0.0), 5.0),
     ((10.0, 3.0, 1.0, 1.5e-6, 0.0), 5.0),          # A = 7.5e-7 < 1e-6: still linear
     ((-4.0, -1.0, 1.0, 0.0, 0.0), 2.0),            # car 1 moving left, car 2 right, s < 0
-    # linear, negative time (moving apart): never (the seed would return -5)
+    # linear, negative time (moving apart): never (the article's ClashTime would return -5)
     ((10.0, 1.0, 3.0, 0.0, 0.0), INF),
     # quadratic, D < 0: decelerates before reaching
     ((10.0, 1.0, 0.0, -1.0, 0.0), INF),            # A=-0.5, B=1, D=1-20
@@ -53,7 +61,7 @@ def test_clash_time_branches(args, expected):
 
 
 def test_clash_time_is_the_seed_quadratic_where_that_is_accurate():
-    # the seed's own expressions (pB ± pD) give the same root on a well-conditioned case
+    # the article's own expressions (pB ± pD) give the same root on a well-conditioned case
     s, v1, v2, a1, a2 = 7.0, 2.0, 0.5, 0.8, -0.3
     A, B = (a1 - a2) / 2, v1 - v2
     pD, pB = math.sqrt(B * B + 4 * A * s) / (2 * A), -B / (2 * A)
@@ -79,7 +87,7 @@ def test_clash_times_equals_scalar_on_random_inputs():
     scal = np.array([clash_time(*map(float, row)) for row in zip(*cols)])
     np.testing.assert_array_equal(vec, scal)
     assert np.all((vec >= 0) | np.isinf(vec))
-    # the roots solve the equation of motion (except where the seed drops a tiny A term)
+    # the roots solve the equation of motion (except where the article drops a tiny A term)
     A = (cols[3] - cols[4]) / 2
     fin = np.isfinite(vec) & ((np.abs(A) >= 1e-6) | (A == 0))
     s, v1, v2, a1, a2 = (c[fin] for c in cols)

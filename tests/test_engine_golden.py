@@ -31,3 +31,10 @@ def test_traces_match_the_golden_engine(name):
 def test_scalar_and_numpy_paths_give_the_same_traces(name, small, monkeypatch):
     monkeypatch.setattr(engine_mod, "_SMALL", small)
     _check(name)
+
+
+@pytest.mark.parametrize("name", ["train_21", "shunting"])
+def test_long_run_check_gives_the_same_traces(name, monkeypatch):
+    # every run checked with the cumulative-sum path of _solve_chain, not only long ones
+    monkeypatch.setattr(engine_mod, "_CHAIN_NUMPY", 0)
+    _check(name)

@@ -13,9 +13,22 @@ import pytest
 from helpers import DK24_ROUTE, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
 
 from tdbtools.errors import TdbToolsError
-from tdbtools.export import (CSV_COLUMNS, IGH_X0, IGH_Y0, convert_route, csv_text, route_from_json,
-                             route_geojson, route_to_json, tdb_text, tile_to_lonlat, vtp_text,
-                             write_geojson, write_tdb, write_tsection)
+from tdbtools.export import (
+    CSV_COLUMNS,
+    IGH_X0,
+    IGH_Y0,
+    convert_route,
+    csv_text,
+    route_from_json,
+    route_geojson,
+    route_to_json,
+    tdb_text,
+    tile_to_lonlat,
+    vtp_text,
+    write_geojson,
+    write_tdb,
+    write_tsection,
+)
 from tdbtools.export import msts as msts_mod
 from tdbtools.formats.route import load_route
 from tdbtools.formats.tdb import read_tdb
@@ -27,13 +40,6 @@ pytest.importorskip("pyproj")
 @pytest.fixture(scope="module")
 def sample():
     return load_route(SAMPLE_ROUTE, cache=False)
-
-
-@pytest.fixture(scope="module")
-def dk24():
-    if not (DK24_ROUTE / "DK24.tdb").is_file():
-        pytest.skip("the real DK24 route is not at ../shared/routes/DK24")
-    return load_route(DK24_ROUTE, cache=False)
 
 
 def _km(lon1, lat1, lon2, lat2) -> float:

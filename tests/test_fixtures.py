@@ -25,8 +25,15 @@ from click.testing import CliRunner
 import tdbtools.errors as errors
 from tdbtools.cli import main as cli_main
 from tdbtools.errors import Diagnostics, SourceError, TdbToolsError
-from tdbtools.formats import (read_consist, read_pat, read_stock, read_tdb, read_trk, read_tsection,
-                              read_tsection_file)
+from tdbtools.formats import (
+    read_consist,
+    read_pat,
+    read_stock,
+    read_tdb,
+    read_trk,
+    read_tsection,
+    read_tsection_file,
+)
 from tdbtools.physics import scenario as scenario_module
 from tdbtools.physics.scenario import read_scenario
 from tdbtools.stf import parse_file, parse_text
@@ -430,7 +437,7 @@ def test_cli_parse_on_invalid_file(name):
 
 
 # ---------------------------------------------------------------------------------------
-# the spec's corner cases (§2.1 quotes and '+', §3 unknown units) and include errors
+# the corner cases of docs/formats.md (§2.1 quotes and '+', §3 unknown units) and include errors
 # ---------------------------------------------------------------------------------------
 
 def test_spec_quote_inside_plain_item_ends_it():

@@ -9,10 +9,21 @@ import pytest
 from helpers import DK24_ROUTE, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
 
 from tdbtools.errors import Diagnostics, FormatError
-from tdbtools.formats import (EndNode, JunctionNode, PlatformItem, SidingItem, SignalItem, SpeedPostItem,
-                              VectorNode, read_tdb, read_trk, read_tsection, read_tsection_file)
-from tdbtools.stf import parse_text
+from tdbtools.formats import (
+    EndNode,
+    JunctionNode,
+    PlatformItem,
+    SidingItem,
+    SignalItem,
+    SpeedPostItem,
+    VectorNode,
+    read_tdb,
+    read_trk,
+    read_tsection,
+    read_tsection_file,
+)
 from tdbtools.formats.tdb import tdb_from_document
+from tdbtools.stf import parse_text
 
 
 def test_sample_tdb_nodes_pins_and_sections():

@@ -1,4 +1,4 @@
-"""Section geometry (spec §11): the worked example, the exact inverse, polylines and
+"""Section geometry (docs/formats.md §11): the worked example, the exact inverse, polylines and
 closure on the sample route and on DK24."""
 from __future__ import annotations
 
@@ -10,14 +10,26 @@ import numpy as np
 import pytest
 
 from tdbtools.formats import load_route
-from tdbtools.track.geometry import (SectionGeometry, absolute_xz, adjacency, closure, connected_components,
-                            locate_in_section, node_lengths, normalize_tile, point_at, sample_node,
-                            sample_route, section_end, section_geometry, to_tile, wrap_angle)
+from tdbtools.track.geometry import (
+    SectionGeometry,
+    absolute_xz,
+    adjacency,
+    closure,
+    connected_components,
+    locate_in_section,
+    node_lengths,
+    normalize_tile,
+    point_at,
+    sample_node,
+    sample_route,
+    section_end,
+    section_geometry,
+    to_tile,
+    wrap_angle,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_routes" / "sample" / "ROUTES" / "SAMPLE"
-DK24_ROOT = ROOT.parent / "shared" / "routes" / "DK24"
-DK24 = DK24_ROOT / "ROUTES" / "OR_DK24"
 
 TOL = 1e-4
 D = math.radians
@@ -26,14 +38,6 @@ D = math.radians
 @pytest.fixture(scope="module")
 def sample():
     return load_route(SAMPLE, cache=False)
-
-
-@pytest.fixture(scope="module")
-def dk24():
-    if not DK24_ROOT.is_dir():
-        pytest.skip(f"the real DK24 route is not available at {DK24_ROOT} (../shared/routes/DK24 "
-                    "relative to the repository root)")
-    return load_route(DK24, cache=False)
 
 
 # -- the §11 worked example -----------------------------------------------------------------

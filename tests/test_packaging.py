@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 
-LAYERS = ["stf", "formats", "track", "physics", "render", "export", "sweep", "cli"]
+LAYERS = ["stf", "formats", "track", "signals", "physics", "render", "export", "sweep", "cli"]
 
 
 @pytest.mark.slow
@@ -178,3 +178,34 @@ def test_no_import_cycles_between_modules():
         if node not in done:
             visit(node, [], set(), done)
     assert cycles == []
+
+
+# Documents outside the repository: the specification and seed notes it was written
+# from, or anything under ../shared except the DK24 route data that tests may use.
+_OUTSIDE = re.compile(r"shared/(?!routes/DK24)|msts-formats|signals-and-activities|/work/"
+                      r"|\b[Ss]pec §|\bseeds? 0\d\d\b|\bseed note\b")
+
+
+def test_nothing_refers_to_documents_outside_the_repository():
+    skip = {".git", ".venv", "venv", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+            "__pycache__", "build", "dist"}
+    bad = []
+    for path in sorted(REPO.rglob("*")):
+        rel = path.relative_to(REPO)
+        if any(p in skip or p.endswith(".egg-info") for p in rel.parts):
+            continue  # version control, environments, caches
+        name = rel.as_posix()
+        if name == "tests/test_packaging.py":
+            continue  # this test spells the patterns out
+        if not path.is_file() or path.suffix not in (".py", ".md", ".toml", ".lark", ".txt", "") \
+                or path.stat().st_size > 1_000_000:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        bad += [f"{name}:{i}: {line.strip()}" for i, line in enumerate(text.splitlines(), 1)
+                if _OUTSIDE.search(line)]
+    assert bad == [], "\n".join(bad)
+    docs = {p.name for p in (REPO / "docs").glob("*.md")}
+    assert {"formats.md", "physics.md"} <= docs

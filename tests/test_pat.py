@@ -1,4 +1,4 @@
-"""Path files ``.pat`` (spec §8): the sample route's paths, defects in strict and
+"""Path files ``.pat`` (docs/formats.md §8): the sample route's paths, defects in strict and
 lenient mode, chains, and every path of DK24."""
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import pickle
 from pathlib import Path
 
 import pytest
+from helpers import DK24_ROUTE
 
 from tdbtools.errors import Diagnostics, FormatError
 from tdbtools.formats.pat import NO_NODE, Chain, PathFile, TrackPDP, TrPathNode, read_pat
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_PATHS = ROOT / "sample_routes" / "sample" / "ROUTES" / "SAMPLE" / "PATHS"
-DK24_ROOT = ROOT.parent / "shared" / "routes" / "DK24"
-DK24_PATHS = DK24_ROOT / "ROUTES" / "OR_DK24" / "PATHS"
+DK24_PATHS = DK24_ROUTE / "PATHS"
 
 HEADER = "SIMISA@@@@@@@@@@JINX0P0t______\n\n"
 
@@ -301,9 +301,6 @@ def test_unreached_nodes_are_noted(tmp_path):
 
 
 def test_every_dk24_path_parses():
-    if not DK24_PATHS.is_dir():
-        pytest.skip(f"the real DK24 route is not available at {DK24_ROOT} (../shared/routes/DK24 "
-                    "relative to the repository root)")
     files = sorted(p for p in DK24_PATHS.iterdir() if p.suffix.lower() == ".pat")
     assert len(files) == len(list(DK24_PATHS.glob("*.pat")))
     parsed = 0

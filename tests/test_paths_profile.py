@@ -7,13 +7,13 @@ import math
 
 import pytest
 from click.testing import CliRunner
-from helpers import DK24_ROUTE, SAMPLE_ROUTE, needs_dk24
+from helpers import DK24_ROUTE, SAMPLE_ROUTE
 
 from tdbtools.cli import main
 from tdbtools.formats import load_route, read_pat
 from tdbtools.stf import parse_text
 from tdbtools.stf.writer import format_stf, write_text_atomic
-from tdbtools.track import Traveller, profile_from, profile_path, resolve_path, resolve_route_paths
+from tdbtools.track import Traveller, profile_from, profile_path, resolve_path
 
 
 @pytest.fixture(autouse=True)
@@ -159,21 +159,24 @@ def test_cli_audit_sample_is_clean_and_json_has_closure():
     assert d["path_resolution"]["resolved"] == 3
 
 
-@needs_dk24
-def test_dk24_paths_and_audit():
-    route = load_route(DK24_ROUTE)
-    results = resolve_route_paths(route)
+def test_dk24_paths_and_audit(dk24_audit):
+    # Every path resolved once for the run (conftest.py), as `tdbtools audit` does.
+    results = dk24_audit.path_resolution
+    assert results is not None
     pats = sorted(p.name for p in (DK24_ROUTE / "PATHS").glob("*.pat"))
-    assert [name for name, _, _ in results] == pats and len(pats) == 313
-    bad = {name: (res.problems if res else err) for name, res, err in results if not (res and res.ok)}
+    assert [p.file for p in results] == pats and len(pats) == 313
+    bad = {p.file: (list(p.problems) or [p.error]) for p in results if not p.ok}
     # 58.pat's two points lie 4.1 m beside the track, beyond Open Rails' 2.5 m.
     assert list(bad) == ["58.pat"] and "4.08 m away" in bad["58.pat"][0]
-    for name, res, _ in results:
-        if res and res.ok:
-            assert res.length > 0 and read_pat(DK24_ROUTE / "PATHS" / name).nodes
-    r = CliRunner().invoke(main, ["audit", str(DK24_ROUTE), "--json", "--strict"])
+    for p in results:
+        if p.ok:
+            assert p.length_m > 0 and read_pat(DK24_ROUTE / "PATHS" / p.file).nodes
+    # The command prints the same report (its path part is checked on the sample route).
+    r = CliRunner().invoke(main, ["audit", str(DK24_ROUTE), "--json", "--strict", "--no-paths"])
     assert r.exit_code == 1  # findings exist
     d = json.loads(r.output)
+    want = {k: v for k, v in dk24_audit.to_json().items() if k not in ("paths", "path_resolution")}
+    assert d == json.loads(json.dumps(want))
     gaps = sorted(f["value"] for f in d["findings"] if f["code"] == "GAP_IN_NODE")
     assert len(gaps) == 2 and abs(gaps[0] - 25.73) < 0.5 and abs(gaps[1] - 100.0) < 0.5
     assert d["closure"]["p99"] < 0.01

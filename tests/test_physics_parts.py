@@ -12,11 +12,29 @@ from helpers import DK24_ROUTE, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
 
 from tdbtools.formats import load_route
 from tdbtools.formats.stock import Stock, TractiveForceCurve, read_stock
-from tdbtools.physics.forces import (G, BrakeMode, CarModel, brake, brake_for_deceleration,
-                                     braking, curve_resistance, davis, gravity,
-                                     gravity_from_grade, opposing_resistance, traction)
-from tdbtools.physics.safety import (BogieSet, Occupancy, TrainPosition, collisions,
-                                     derailments, side_collisions, throw_switch)
+from tdbtools.physics.forces import (
+    BrakeMode,
+    CarModel,
+    G,
+    brake,
+    brake_for_deceleration,
+    braking,
+    curve_resistance,
+    davis,
+    gravity,
+    gravity_from_grade,
+    opposing_resistance,
+    traction,
+)
+from tdbtools.physics.safety import (
+    BogieSet,
+    Occupancy,
+    TrainPosition,
+    collisions,
+    derailments,
+    side_collisions,
+    throw_switch,
+)
 from tdbtools.physics.trackline import LineJunction, TrackLine, TrackLineError
 from tdbtools.track import Switches, Traveller, resolve_path
 from tdbtools.track.paths import Leg, Place, ResolvedPath, Traversal

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import DK24_ROUTE, REPO, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
+
 from tdbtools import load_route
 from tdbtools.errors import TdbToolsError
 from tdbtools.formats.tdb import EndNode, JunctionNode, VectorNode
 from tdbtools.render import scene as scene_mod
-from tdbtools.render.scene import train_boxes, to_scene
+from tdbtools.render.scene import to_scene, train_boxes
 
 IMAGES = Path(__file__).resolve().parent / "data" / "images"
 IMAGE_THRESHOLD = 500.0     # pytest-pyvista's default error threshold

@@ -90,7 +90,7 @@ def test_cache_hits_and_is_rebuilt_when_stale(tmp_path):
 def test_corrupt_cache_is_never_used(tmp_path):
     route = copy_sample(tmp_path)
     good = load_route(route)
-    entries = list((tmp_path / "cache").glob("*.pickle"))
+    entries = list((tmp_path / "cache").glob("*.route"))
     assert len(entries) == 1
     data = bytearray(entries[0].read_bytes())
     data[-20] ^= 0xFF  # flip a byte in the payload

@@ -168,6 +168,7 @@ def run_replay(consist: str, line: TrackLine, *, dt: float = 0.1, mode: str = "d
                   step=dt, duration=3000)
     rep = Replay(sc, lines={"t": line}, trace_every=1.0)
     res = rep.run()
+    rep.trace = res.traces["t"]  # type: ignore[attr-defined]
     return res.summary["trains"]["t"], rep
 
 
@@ -205,8 +206,8 @@ def test_the_driver_holds_the_limit_not_below_it():
     line = TrackLine.synthetic(6000.0, route_limit=70 * KMH)
     s, rep = run_replay("sample_freight", line)
     tr = rep.trains[0]
-    speed = np.array([r[2] for r in tr.rows])
-    dist = np.array([r[1] for r in tr.rows]) + tr.front0
+    speed = rep.trace["speed"]
+    dist = rep.trace["distance"] + tr.front0
     first = int(np.argmax(speed >= 70 * KMH - 0.01))
     assert 0 < first and dist[first] < 4500
     cruise = speed[first:][dist[first:] < 5400]    # braking for the end starts after 5600 m
@@ -219,7 +220,7 @@ def test_a_limit_holds_until_the_rear_has_passed():
     line = TrackLine.synthetic(5000.0, route_limit=100 * KMH, limits=((1000.0, 50 * KMH), (2000.0, 100 * KMH)))
     s, rep = run_replay("sample_freight", line)
     tr = rep.trains[0]
-    rows = np.array([(r[1] + tr.front0, r[2]) for r in tr.rows])
+    rows = np.stack([rep.trace["distance"] + tr.front0, rep.trace["speed"]], axis=1)
     length = tr.length
     # Between the front passing 1000 m and the rear passing 2000 m: at most 50 km/h.
     inside = rows[(rows[:, 0] >= 1000.0) & (rows[:, 0] - length <= 2000.0)]
@@ -239,8 +240,8 @@ def brake_run(mode: str, v0: float, *, build_up: float | None = None, decel: flo
         spec["brake_build_up"] = build_up
     s, rep = run_replay("sample_passenger", line, dt=dt, mode=mode, decel=decel, **spec)
     tr = rep.trains[0]
-    speed = np.array([r[2] for r in tr.rows])
-    dist = np.array([r[1] for r in tr.rows])
+    speed = rep.trace["speed"]
+    dist = rep.trace["distance"]
     stop = int(np.argmax(speed <= 1e-9))
     return dist[stop], rep
 

@@ -185,3 +185,418 @@ def test_cli_parse_root_option(tmp_path):
     assert r.exit_code == 2 and "SECRET" not in r.output
     r = CliRunner().invoke(main, ["parse", "--root", str(home), str(pat)])
     assert r.exit_code == 0 and "SECRET" in r.output
+
+
+# -- the route cache (docs/security.md §1) ----------------------------------------------
+
+
+@pytest.fixture
+def sample_copy(tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setenv("TDBTOOLS_CACHE_DIR", str(tmp_path / "cache"))
+    dst = tmp_path / "inst"
+    shutil.copytree(hostile.SAMPLE_INSTALL, dst)
+    return dst / "ROUTES" / "SAMPLE"
+
+
+class _Planted:
+    """Pickled, this runs ``touch marker`` when unpickled."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_planted_cache_entry_cannot_run_code(sample_copy, tmp_path):
+    import pickle
+    import zlib
+
+    from tdbtools.formats import cache, find_route_files, load_route
+
+    good = load_route(sample_copy, cache=False)
+    marker = tmp_path / "pwned"
+    store = cache.RouteCache()
+    files = find_route_files(sample_copy)
+    entry = store._entry(files, True)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    payload = pickle.dumps(_Planted(marker))
+    # Both the old layout (magic, pickled header) and a plain pickle, at the entry's name.
+    header = pickle.dumps(_Planted(marker))
+    old = b"TDBTOOLS-ROUTE-CACHE\n" + len(header).to_bytes(8, "little") + header + payload
+    for data in (old, payload, cache._MAGIC + b"\0" * 12 + payload):
+        entry.write_bytes(data)
+        entry.chmod(0o600)
+        assert store.get(files, True) is None
+        assert load_route(sample_copy) == good
+        assert not marker.exists()
+    assert zlib.crc32(b"") == 0
+
+
+def test_cache_round_trip_keeps_everything(sample_copy):
+    from tdbtools.formats import cache, find_route_files, load_route
+
+    (sample_copy / "tsection.dat").unlink()  # lenient findings must survive the cache
+    cold = load_route(sample_copy, strict=False)
+    warm = cache.RouteCache().get(find_route_files(sample_copy), False)
+    assert warm is not None and warm is not cold
+    assert warm == cold and warm.warnings == cold.warnings and warm.sources == cold.sources
+    assert warm.section_length.flags.writeable == cold.section_length.flags.writeable
+
+
+def test_cache_refuses_a_folder_others_can_write(sample_copy, tmp_path):
+    from tdbtools.formats import cache, find_route_files, load_route
+
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    folder.chmod(0o777)
+    load_route(sample_copy)
+    assert list(folder.iterdir()) == [], "nothing written into a folder others can write"
+    # An entry that was there is not read either.
+    folder.chmod(0o700)
+    load_route(sample_copy)
+    files = find_route_files(sample_copy)
+    assert cache.RouteCache().get(files, True) is not None
+    folder.chmod(0o777)
+    assert cache.RouteCache().get(files, True) is None
+    # Sticky (like /tmp): other users cannot replace this user's entries, so it is used.
+    folder.chmod(0o1777)
+    assert cache.RouteCache().get(files, True) is not None
+
+
+def test_cache_ignores_entries_others_own_or_can_write(sample_copy):
+    from tdbtools.formats import cache, find_route_files, load_route
+
+    load_route(sample_copy)
+    files = find_route_files(sample_copy)
+    store = cache.RouteCache()
+    entry = store._entry(files, True)
+    entry.chmod(0o666)
+    assert store.get(files, True) is None
+    entry.chmod(0o600)
+    assert store.get(files, True) is not None
+    if os.getuid() == 0:  # only root can give a file away
+        os.chown(entry, 54321, 54321)
+        assert store.get(files, True) is None
+
+
+def test_cache_removes_temporaries_of_killed_runs(sample_copy, tmp_path):
+    from tdbtools.formats import cache, load_route
+
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    stale = folder / ".tmp-abcd.route"
+    stale.write_bytes(b"x" * 1000)
+    old = time.time() - 2 * cache.STALE_TEMP_SECONDS
+    os.utime(stale, (old, old))
+    load_route(sample_copy)
+    assert not stale.exists()
+
+
+def test_damaged_cache_entries_are_ignored(sample_copy):
+    import json
+
+    from tdbtools.formats import cache, find_route_files, load_route
+
+    good = load_route(sample_copy)
+    files = find_route_files(sample_copy)
+    store = cache.RouteCache()
+    entry = store._entry(files, True)
+    data = entry.read_bytes()
+    pos = len(cache._MAGIC)
+    n = int.from_bytes(data[pos:pos + 8], "little")
+    header = json.loads(data[pos + 12:pos + 12 + n])
+    for bad in ([["os.system", 1, []]], [["Route", 10**9, []]], [["Route", 1, [["x"]]]]):
+        body = data[pos + 12 + n:]
+        doc = json.loads(body[:header["records"]])
+        doc["classes"] = bad
+        rec = json.dumps(doc).encode()
+        h = dict(header, records=len(rec))
+        hb = json.dumps(h).encode()
+        pad = b"\0" * (-(pos + 12 + len(hb) + len(rec)) % 8)
+        rest = rec + pad + body[header["records"]:].lstrip(b"\0")
+        crc = __import__("zlib").crc32(rest)
+        entry.write_bytes(cache._MAGIC + len(hb).to_bytes(8, "little") + crc.to_bytes(4, "little") + hb + rest)
+        assert store.get(files, True) is None
+    assert load_route(sample_copy) == good
+
+
+# -- writes only inside --out, reads only inside the install (docs/security.md §3, §5) ---
+
+
+@pytest.mark.parametrize("filename", ["../../escaped", "/tmp/abs_escape_tdbtools", "..\\..\\win", "CON"])
+def test_convert_writes_only_inside_out(sample_copy, tmp_path, filename):
+    import dataclasses
+
+    from tdbtools.export import convert_route
+    from tdbtools.formats import load_route
+
+    r = load_route(sample_copy, cache=False)
+    evil = dataclasses.replace(r, trk=dataclasses.replace(r.trk, filename=filename))
+    out = tmp_path / "out" / "a"
+    out.mkdir(parents=True)
+    before = {p for p in tmp_path.rglob("*")}
+    written = convert_route(evil, out)
+    new = {p for p in tmp_path.rglob("*")} - before
+    assert new and all(p.resolve().is_relative_to(out.resolve()) for p in new), new
+    assert all(p.resolve().is_relative_to(out.resolve()) for p in written)
+    assert not Path("/tmp/abs_escape_tdbtools.tdb").exists()
+    # The route written is loadable and names the database it wrote.
+    route_dir = out
+    (route_dir.parent / "GLOBAL").mkdir(exist_ok=True)
+    trk = next(p for p in written if p.suffix == ".trk")
+    assert f'"{trk.stem}"' in trk.read_bytes().decode("utf-16")
+
+
+def test_trk_filename_cannot_leave_the_route(sample_copy, tmp_path):
+    from tdbtools.errors import RouteError
+    from tdbtools.formats import load_route
+
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    import shutil
+
+    shutil.copy(sample_copy / "SAMPLE.tdb", outside / "SAMPLE.tdb")
+    trk = sample_copy / "SAMPLE.trk"
+    text = trk.read_bytes().decode("utf-16")
+    import re
+
+    text = re.sub(r'FileName \( "?SAMPLE"? \)', 'FileName ( "../../../secret/SAMPLE" )', text, flags=re.I)
+    assert "secret" in text
+    trk.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+    with pytest.raises(RouteError, match="bare file name"):
+        load_route(sample_copy, cache=False)
+    r = load_route(sample_copy, cache=False, strict=False)  # the route's own SAMPLE.tdb
+    assert any("UNSAFE_FILENAME" in str(w) for w in r.warnings)
+    assert all("secret" not in s for s in r.sources)
+
+
+def test_echoed_values_are_truncated():
+    from tdbtools.errors import truncate_value
+    from tdbtools.stf.units import split_quantity
+
+    assert truncate_value("abc") == "'abc'"
+    long = "9" * 5000 + "x"
+    cut = truncate_value(long)
+    assert len(cut) < 120 and "5001 characters" in cut
+    with pytest.raises(ValueError) as exc:
+        split_quantity(long)
+    assert len(str(exc.value)) < 200
+
+
+# -- limits on requested work (docs/security.md §2) -------------------------------------
+
+
+@pytest.mark.parametrize("step, duration", [
+    (0.0, 60.0), (-0.1, 60.0), (float("nan"), 60.0), (float("inf"), 60.0), (2.0, 60.0),
+    (0.1, 0.0), (0.1, float("inf")), (0.1, -5.0), (1e-4, 1e7), (0.001, 1e6),
+])
+def test_replay_step_and_duration_limits(step, duration):
+    from tdbtools.physics.scenario import Scenario, ScenarioError, TrainSpec
+
+    with pytest.raises(ScenarioError):
+        Scenario(Path("r"), (TrainSpec(name="a", consist=Path("c"), path=Path("p")),), step=step,
+                 duration=duration)
+
+
+def test_toml_allows_no_more_steps_than_the_limit(tmp_path):
+    from tdbtools.physics.scenario import ScenarioError, scenario_from_text
+
+    base = 'route = "R"\n[[train]]\nname = "a"\nconsist = "c"\npath = "p"\n'
+    # Accepted by the old limits (which allowed 1e11 steps): 1e10 steps.
+    with pytest.raises(ScenarioError, match="steps, over the limit") as exc:
+        scenario_from_text("step = 1e-4\nduration = 1e6\n" + base, "s.toml")
+    assert exc.value.line == 2
+    with pytest.raises(ScenarioError, match="step"):
+        scenario_from_text("step = 5\n" + base, "s.toml")
+    sc = scenario_from_text("step = 1.0\nduration = 86400\n" + base, "s.toml")
+    assert sc.step == 1.0
+
+
+@pytest.mark.parametrize("args", [["--step", "0"], ["--step", "nan"], ["--step", "-1"], ["--step", "2"],
+                                  ["--duration", "inf"], ["--duration", "0"], ["--step", "0.0001",
+                                                                               "--duration", "999999"]])
+def test_cli_replay_validates_step_and_duration(args, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    monkeypatch.setenv("TDBTOOLS_CACHE_DIR", str(tmp_path / "cache"))
+    t0 = time.perf_counter()
+    r = CliRunner().invoke(main, ["replay", "--out", str(tmp_path / "o"), *args])
+    assert r.exit_code == 2, r.output
+    assert "step" in r.output or "duration" in r.output
+    assert time.perf_counter() - t0 < 10
+    assert not (tmp_path / "o").exists()
+
+
+def test_sweep_counts_combinations_before_building_them(tmp_path):
+    import shutil
+
+    from tdbtools.sweep.spec import TooManyCombinations, read_sweep_spec
+
+    inst = tmp_path / "sample"
+    shutil.copytree(hostile.SAMPLE_INSTALL, inst)
+    grid = "\n".join(f"{k} = [{', '.join(str(i) for i in range(30))}]"
+                     for k in ("beyond_path", "start_speed", "deceleration", "start_offset"))
+    spec = inst / "big.toml"
+    spec.write_text('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["sample_passenger"]\n'
+                    f"[grid]\n{grid}\n", encoding="utf-8")
+    t0 = time.perf_counter()
+    with pytest.raises(TooManyCombinations, match="2,430,000 combinations") as exc:
+        read_sweep_spec(spec)
+    assert time.perf_counter() - t0 < 2
+    assert "--max-combinations" in str(exc.value)
+    small = inst / "small.toml"
+    small.write_text('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["sample_passenger"]\n'
+                     "[grid]\nbeyond_path = [0, 100]\n", encoding="utf-8")
+    with pytest.raises(TooManyCombinations):
+        read_sweep_spec(small, max_combinations=5)
+    assert len(read_sweep_spec(small, max_combinations=6).combinations) == 6
+
+
+# -- geometry validated at load; the spatial index bounded (docs/security.md §2) --------
+
+
+@pytest.mark.parametrize("sid, size, curve, why", [
+    (2, "1.5 -100", None, "negative"),
+    (5, "1.5 0", "0 -5", "not positive"),
+    (5, "1.5 0", "-500 -5", "not positive"),
+    (5, "1.5 0", "500 1e30", "full turn"),
+    (8, "1.5 0", "500 -400", "full turn"),
+])
+def test_impossible_geometry_strict_and_lenient(sample_copy, sid, size, curve, why):
+    from tdbtools.errors import FormatError
+    from tdbtools.formats import load_route
+
+    hostile.set_section(sample_copy.parents[1], sid, size, curve)
+    with pytest.raises(FormatError, match=f"BAD_SECTION_GEOMETRY: TrackSection {sid}: .*{why}"):
+        load_route(sample_copy, cache=False)
+    r = load_route(sample_copy, cache=False, strict=False)
+    found = [str(w) for w in r.warnings if str(w.message).startswith("BAD_SECTION_GEOMETRY")]
+    assert any(f"TrackSection {sid}" in w and "node" in w for w in found), found
+    assert r.track_km < 1e3  # the bad section adds nothing (was 9.3e29 km for angle 1e30)
+
+
+def test_degenerate_real_world_curves_still_load(tmp_path):
+    from tdbtools.formats.tsection import geometry_problem
+
+    # DK24 holds route-local curves of radius 5.2e-43 and 30 rad; and zero-length straights.
+    assert geometry_problem(1.5, 0.0, 5.19882e-43, 1718.87) is None
+    assert geometry_problem(1.5, 0.0, float("nan"), float("nan")) is None
+    assert geometry_problem(1.5, float("inf"), float("nan"), float("nan")) is not None
+
+
+def test_tdb_positions_beyond_any_tile_are_refused(sample_copy):
+    import re
+
+    from tdbtools.errors import FormatError
+    from tdbtools.formats import load_route
+
+    tdb = sample_copy / "SAMPLE.tdb"
+    raw = tdb.read_bytes()
+    text = raw.decode("utf-16") if raw[:2] == b"\xff\xfe" else raw.decode("utf-8")
+    # The first vector section: 16 values; the 13th is X in its tile.
+    m = re.search(r"TrVectorSections \( \d+ ((?:\S+ ){12})(\S+)", text)
+    assert m
+    text = text[:m.start(2)] + "1e300" + text[m.end(2):]
+    tdb.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+    with pytest.raises(FormatError, match="BAD_SECTION_GEOMETRY"):
+        load_route(sample_copy, cache=False)
+    r = load_route(sample_copy, cache=False, strict=False)
+    assert any("BAD_SECTION_GEOMETRY" in str(w) for w in r.warnings)
+
+
+@pytest.mark.parametrize("length", [1e6, 1e7])
+def test_spatial_index_memory_is_bounded_for_long_sections(sample_copy, length):
+    from tdbtools.formats import load_route
+    from tdbtools.track.geometry import point_at
+    from tdbtools.track.spatial import SectionGrid, track_geometry
+
+    hostile.set_section(sample_copy.parents[1], 2, f"1.5 {length:g}")
+    r = load_route(sample_copy, cache=False)
+    geom = track_geometry(r)
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        grid = SectionGrid.build(geom)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - t0 < 10
+    assert peak < 300 << 20, f"{peak / 1e6:.0f} MB"
+    # Still exact: a point on the far end of the long section finds it.
+    row = int(next(i for i in range(len(geom.length)) if geom.length[i] == length))
+    p = point_at(geom, row, length * 0.999, 1.0)
+    X = float(p.tile_x) * 2048 + float(p.x)
+    Z = float(p.tile_z) * 2048 + float(p.z)
+    assert row in grid.candidates(X, Z).tolist()
+
+
+# -- one overwrite rule for every command that writes (docs/security.md §5) --------------
+
+
+def _cli(*args: str):
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def test_profile_refuses_to_overwrite_csv_and_plot(sample_copy, tmp_path):
+    pat = sample_copy / "PATHS" / "MainWE.pat"
+    for opt, name in (("--csv", "p.csv"), ("--plot", "p.png")):
+        target = tmp_path / name
+        target.write_text("keep")
+        r = _cli("profile", str(sample_copy), "--path", str(pat), opt, str(target))
+        assert r.exit_code == 2 and "exists" in r.output, r.output
+        assert target.read_text() == "keep"
+    target = tmp_path / "p.csv"
+    r = _cli("profile", str(sample_copy), "--path", str(pat), "--csv", str(target), "--overwrite")
+    assert r.exit_code == 0, r.output
+    assert target.read_text().startswith("distance")
+
+
+def test_render_refuses_to_overwrite(sample_copy, tmp_path):
+    target = tmp_path / "r.png"
+    target.write_text("keep")
+    r = _cli("render", str(sample_copy), "--out", str(target))
+    assert r.exit_code == 2 and "exists" in r.output, r.output
+    assert target.read_text() == "keep"
+
+
+def test_replay_out_folder_reuse_rule(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "summary.json").write_text("{}")
+    r = _cli("replay", "--out", str(out), "--duration", "5")
+    assert r.exit_code == 2 and "not empty" in r.output, r.output
+    assert (out / "summary.json").read_text() == "{}"
+    r = _cli("replay", "--out", str(out), "--duration", "5", "--overwrite")
+    assert r.exit_code == 0, r.output
+    assert (out / "summary.json").read_text() != "{}"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _cli("replay", "--out", str(empty), "--duration", "5").exit_code == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["profile", "{R}", "--path", "{R}/PATHS/MainWE.pat", "--step", "1e-300"], "over the limit"),
+    (["profile", "{R}", "--path", "{R}/PATHS/MainWE.pat", "--step", "inf"], "finite"),
+    (["profile", "{R}", "--from-tile", "-5680", "15116", "--from-pos", "nan", "0", "--distance", "100"],
+     "finite"),
+    (["audit", "{R}", "--gap", "nan"], "finite"),
+    (["audit", "{R}", "--gap", "-1"], "finite"),
+    (["export", "{R}", "--format", "csv", "--step", "1e-300"], "over the limit"),
+    (["locate", "{R}", "--tile", "0", "0", "--pos", "1e308", "1e308"], "1e+308"),
+])
+def test_requested_work_is_bounded_and_echoes_are_short(sample_copy, args, message):
+    t0 = time.perf_counter()
+    r = _cli(*[a.replace("{R}", str(sample_copy)) for a in args])
+    assert r.exit_code == 2, r.output
+    assert message in r.output
+    assert max(len(line) for line in r.output.splitlines()) < 400
+    assert time.perf_counter() - t0 < 10

@@ -294,8 +294,8 @@ def _to_block(name: str, spec) -> Block:
 @settings(max_examples=150, deadline=None)
 @given(_tree)
 def test_any_tree_written_parses_back_equal(spec):
-    from tdbtools.stf.tree import Document
     from tdbtools.stf.source import Source
+    from tdbtools.stf.tree import Document
 
     doc = Document(_to_block("", spec).items, Source("<gen>", SIG + "\n", "str"))
     text = format_stf(doc)

@@ -1,5 +1,5 @@
 """Rolling stock (.eng/.wag) and consists (.con): the sample stock, units, Davis filling
-(§14.3), the MSTS Friction fallback, couplers (§10.3), Flip, and finding the stock of DK24's
+(docs/physics.md §3.2), the MSTS Friction fallback, couplers (docs/formats.md §10.3), Flip, and finding the stock of DK24's
 consists (which is not installed)."""
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import pytest
 from helpers import DK24, REPO, SAMPLE_INSTALL, needs_dk24
 
 from tdbtools.errors import Diagnostics, FormatError, RouteError, UnitError
-from tdbtools.formats.consist import (CarEntry, StandInWarning, read_consist, resolve_stock,
-                                      stand_in_variant)
+from tdbtools.formats.consist import CarEntry, StandInWarning, read_consist, resolve_stock, stand_in_variant
 from tdbtools.formats.stock import DEFAULT_COUPLER, Stock, fcalc_davis, read_stock, stock_from_document
 from tdbtools.stf import parse_text
 
@@ -24,7 +23,7 @@ TRAINSET = TRAINS / "TRAINSET"
 CONSISTS = TRAINS / "CONSISTS"
 HEADER = "SIMISA@@@@@@@@@@JINX0D0t______\n\n"
 
-# Independent constants (spec §3, §14.3).
+# Independent constants (docs/formats.md §3, docs/physics.md §3.2).
 LBF = 4.44822162
 LBF_MPH = 4.44822162 / 0.44704       # 9.950388
 LBF_MPH2 = 4.44822162 / 0.44704 ** 2  # 22.258385
@@ -188,7 +187,7 @@ def test_bad_enum_values_are_format_errors(tmp_path):
     assert read_stock(p, diagnostics=d).bearing_type == "Default" and d.findings
 
 
-# -- Davis filling (§14.3) ------------------------------------------------------------------
+# -- Davis filling (docs/physics.md §3.2) ------------------------------------------------------------------
 
 
 def test_davis_worked_example_50t_freight():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ pytest.importorskip("distributed")
 from tdbtools.physics.replay import replay  # noqa: E402
 from tdbtools.physics.scenario import ScenarioError, read_scenario  # noqa: E402
 from tdbtools.sweep import (  # noqa: E402
+    SweepResult,
     plot_sweep,
     read_sweep,
     read_sweep_spec,
@@ -37,15 +39,41 @@ beyond_path = [0, 100]
 N = 3 * 3 * 2
 
 
-@pytest.fixture
-def install(tmp_path: Path) -> Path:
+def _make_install(folder: Path) -> Path:
     """A copy of the sample install with a broken path and a sweep spec."""
-    inst = tmp_path / "sample"
+    inst = folder / "sample"
     shutil.copytree(SAMPLE_INSTALL, inst)
     (inst / "ROUTES" / "SAMPLE" / "PATHS" / "Broken.pat").write_text("SIMISA@@@@@@@@@@JINX0P0t______\r\nnonsense (\r\n",
                                                                      encoding="utf-8")
     (inst / "sweep.toml").write_text(SPEC, encoding="utf-8")
     return inst
+
+
+@pytest.fixture
+def install(tmp_path: Path) -> Path:
+    return _make_install(tmp_path)
+
+
+@dataclass
+class FullSweep:
+    install: Path
+    out: Path
+    result: SweepResult
+    progress: list[tuple[int, int]]
+    log: list[str]
+
+
+@pytest.fixture(scope="module")
+def full_sweep(tmp_path_factory) -> FullSweep:
+    """The whole spec swept once on two threaded workers, for the tests that compare
+    other runs (resumed, on processes) with it."""
+    base = tmp_path_factory.mktemp("full-sweep")
+    inst = _make_install(base)
+    seen: list[tuple[int, int]] = []
+    messages: list[str] = []
+    res = run_sweep(inst / "sweep.toml", out=base / "out", workers=2, processes=False, dashboard=False,
+                    progress=lambda done, total, rec: seen.append((done, total)), log=messages.append)
+    return FullSweep(inst, base / "out", res, seen, messages)
 
 
 def _records(out: Path) -> list[dict]:
@@ -100,12 +128,8 @@ def test_spec_errors_are_located(install, text, message, line):
 # -- running --------------------------------------------------------------------------------
 
 
-def test_sweep_on_two_workers_matches_single_replays(install, tmp_path):
-    out = tmp_path / "out"
-    seen = []
-    messages = []
-    res = run_sweep(install / "sweep.toml", out=out, workers=2, processes=False, dashboard=False,
-                    progress=lambda done, total, rec: seen.append((done, total)), log=messages.append)
+def test_sweep_on_two_workers_matches_single_replays(full_sweep, tmp_path):
+    install, out, res, seen = full_sweep.install, full_sweep.out, full_sweep.result, full_sweep.progress
     assert seen[0] == (0, N + 6) and seen[-1] == (N + 6, N + 6)
     assert res.ran == N + 6 and res.skipped == 0 and res.workers == 2
     rows = res.rows
@@ -145,10 +169,10 @@ def test_sweep_on_two_workers_matches_single_replays(install, tmp_path):
     assert png.stat().st_size > 1000
 
 
-def test_resume_after_interruption(install, tmp_path):
-    spec = read_sweep_spec(install / "sweep.toml")
+def test_resume_after_interruption(full_sweep, tmp_path):
+    spec = read_sweep_spec(full_sweep.install / "sweep.toml")
     total = len(spec.combinations)
-    full = run_sweep(spec, out=tmp_path / "full", workers=2, processes=False, dashboard=False)
+    full = full_sweep.result
 
     out = tmp_path / "resumed"
 
@@ -166,21 +190,24 @@ def test_resume_after_interruption(install, tmp_path):
                     progress=lambda d, t, rec: rec and ran.append(rec["key"]))
     assert res.skipped == total // 2 and res.ran == total - total // 2
     assert set(ran) == {c.key for c in spec.combinations} - first
-    assert (out / "sweep.csv").read_bytes() == (tmp_path / "full" / "sweep.csv").read_bytes()
+    assert (out / "sweep.csv").read_bytes() == (full_sweep.out / "sweep.csv").read_bytes()
     assert res.rows == full.rows
     # Nothing left to do: no cluster is started at all.
     again = run_sweep(spec, out=out, workers=2, processes=False, dashboard=False)
     assert again.ran == 0 and again.skipped == total and again.workers == 0
 
 
-def test_a_smaller_sweep_reuses_the_results_of_a_larger_one(install, tmp_path):
+def test_a_smaller_sweep_reuses_the_results_of_a_larger_one(full_sweep, tmp_path):
+    # Results are keyed by combination, not by spec: a smaller spec over the folder of
+    # the full sweep finds all its 6 combinations done and starts no cluster.
     out = tmp_path / "out"
-    small = (install / "small.toml")
+    shutil.copytree(full_sweep.out / "results", out / "results")
+    small = full_sweep.install / "small.toml"
     small.write_text(SPEC.replace('["Main*.pat", "Siding.pat", "broken.pat"]', '["Siding.pat"]'), encoding="utf-8")
     a = run_sweep(small, out=out, workers=1, processes=False, dashboard=False)
-    assert a.ran == 6
-    b = run_sweep(install / "sweep.toml", out=out, workers=2, processes=False, dashboard=False)
-    assert b.skipped == 6 and b.ran == N + 6 - 6
+    assert a.ran == 0 and a.skipped == 6 and a.workers == 0
+    want = [r for r in full_sweep.result.rows if r["path"] == "Siding.pat"]
+    assert a.rows == want
 
 
 def test_traces_on_request(install, tmp_path):
@@ -195,12 +222,12 @@ def test_traces_on_request(install, tmp_path):
 
 
 @pytest.mark.slow
-def test_worker_processes_give_the_same_table(install, tmp_path):
-    spec = read_sweep_spec(install / "sweep.toml")
-    threads = run_sweep(spec, out=tmp_path / "threads", workers=2, processes=False, dashboard=False)
+def test_worker_processes_give_the_same_table(full_sweep, tmp_path):
+    spec = read_sweep_spec(full_sweep.install / "sweep.toml")
+    threads = full_sweep.result
     procs = run_sweep(spec, out=tmp_path / "procs", workers=2, processes=True, dashboard=False)
     assert procs.workers == 2
-    assert (tmp_path / "procs" / "sweep.csv").read_bytes() == (tmp_path / "threads" / "sweep.csv").read_bytes()
+    assert (tmp_path / "procs" / "sweep.csv").read_bytes() == (full_sweep.out / "sweep.csv").read_bytes()
     assert threads.rows == procs.rows
     loads = sum(r["route_loaded"] for r in _records(tmp_path / "procs"))
     assert 1 <= loads <= 2
@@ -216,7 +243,7 @@ def test_an_existing_scheduler_gets_the_same_work(install, tmp_path):
                                 'consists = ["sample_passenger"]\nduration = 300\n',
                                 str(install / "s.toml"), base=install)
     local = run_sweep(spec, out=tmp_path / "local", workers=1, processes=False, dashboard=False)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         remote = run_sweep(spec, out=tmp_path / "remote", scheduler=cluster.scheduler_address, workers=2,
                            dashboard=False)
     assert remote.ran == local.ran == 2

@@ -1,4 +1,4 @@
-"""The TDB traveller (spec §12, seed 002): the pDirection table, moving, placing world
+"""The TDB traveller (docs/formats.md §12): the pDirection table, moving, placing world
 points (exact projection, spatial index), switches, items, distances; on the sample
 route, on tiny synthetic routes, and on the real DK24 route."""
 from __future__ import annotations
@@ -12,18 +12,23 @@ import pytest
 from tdbtools.errors import TdbToolsError
 from tdbtools.formats import load_route
 from tdbtools.formats.route import Route
-from tdbtools.formats.tdb import (EndNode, JunctionNode, TrackDB, TrPin, VectorNode,
-                                  VectorSections)
+from tdbtools.formats.tdb import EndNode, JunctionNode, TrackDB, TrPin, VectorNode, VectorSections
 from tdbtools.formats.tsection import SectionTable, TSection
-from tdbtools.track import (BACKWARD, FORWARD, SectionGeometry, Switches, Traveller, TravellerError,
-                            item_positions, point_at)
+from tdbtools.track import (
+    BACKWARD,
+    FORWARD,
+    SectionGeometry,
+    Switches,
+    Traveller,
+    TravellerError,
+    item_positions,
+    point_at,
+)
 from tdbtools.track.geometry import closure, locate_in_section
 from tdbtools.track.spatial import SectionGrid, clean_geometry, section_grid, track_geometry
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_routes" / "sample" / "ROUTES" / "SAMPLE"
-DK24_ROOT = ROOT.parent / "shared" / "routes" / "DK24"
-DK24 = DK24_ROOT / "ROUTES" / "OR_DK24"
 
 #: Node lengths of the sample route (sample_routes/README.md).
 V_A, V_MAIN, V_SID = 2, 4, 6
@@ -33,14 +38,6 @@ E_WEST, J1, E_EAST, E_SID = 1, 3, 5, 7
 @pytest.fixture(scope="module")
 def sample():
     return load_route(SAMPLE, cache=False)
-
-
-@pytest.fixture(scope="module")
-def dk24():
-    if not (DK24 / "DK24.tdb").is_file():
-        pytest.skip(f"the real DK24 route is not available at {DK24_ROOT} (../shared/routes/DK24 "
-                    "relative to the repository root)")
-    return load_route(DK24, cache=False)
 
 
 def xyz(t: Traveller) -> np.ndarray:
@@ -117,7 +114,7 @@ def worked(sample):
     return synthetic_route(sample, nodes, [sec], {90001: (np.nan, 300.0, 20.0)})
 
 
-# -- the pDirection table (seed 002, spec §12.4) ------------------------------------------
+# -- the pDirection table (docs/formats.md §12.4) ------------------------------------------
 
 
 def test_vector_forward_leaves_by_pin_1(sample):
@@ -683,7 +680,7 @@ def test_dk24_walk_through_every_junction(dk24):
 
 
 def _reference(route: Route, tx, tz, x, z, rows_all):
-    """Spec §12.2 by brute force over every section: per node the first accepting
+    """docs/formats.md §12.2 by brute force over every section: per node the first accepting
     section, then the smallest |lateral|, ties to the lowest node. Then (our exact
     offsets) the first later section of that node holding the point, if the point is
     past the first one's end. Returns node, row (−1: carried on) and its lateral."""

@@ -1,4 +1,4 @@
-"""Unit suffixes (spec §3): numbers and units as one word, converted to SI."""
+"""Unit suffixes (docs/formats.md §3): numbers and units as one word, converted to SI."""
 from __future__ import annotations
 
 import math

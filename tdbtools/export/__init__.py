@@ -9,15 +9,45 @@ not render or cli.
 """
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
+from .._fs import safe_basename
 from ..formats.route import Route
-from .geo import (EARTH_RADIUS, IGH_PROJ, IGH_X0, IGH_Y0, geojson_text, igh_xy, route_geojson,
-                  tile_to_lonlat, world_to_lonlat, write_geojson)
-from .model_json import (route_from_dict, route_from_json, route_to_dict, route_to_json,
-                         tdb_from_dict, tdb_to_dict, tsection_from_dict, tsection_to_dict, write_json)
-from .msts import (GLOBAL_TSECTION_SIGNATURE, TDB_SIGNATURE, ExportError, split_tsection, tdb_text,
-                   tsection_text, write_tdb, write_tsection)
+from .geo import (
+    EARTH_RADIUS,
+    IGH_PROJ,
+    IGH_X0,
+    IGH_Y0,
+    geojson_text,
+    igh_xy,
+    route_geojson,
+    tile_to_lonlat,
+    world_to_lonlat,
+    write_geojson,
+)
+from .model_json import (
+    route_from_dict,
+    route_from_json,
+    route_to_dict,
+    route_to_json,
+    tdb_from_dict,
+    tdb_to_dict,
+    tsection_from_dict,
+    tsection_to_dict,
+    write_json,
+)
+from .msts import (
+    GLOBAL_TSECTION_SIGNATURE,
+    TDB_SIGNATURE,
+    ExportError,
+    split_tsection,
+    tdb_text,
+    tsection_text,
+    write_tdb,
+    write_tsection,
+)
 from .samples import CSV_COLUMNS, csv_text, sample_track, vtp_text, write_csv, write_vtp
 
 FORMATS = ("geojson", "json", "csv", "vtk")
@@ -53,12 +83,17 @@ def convert_route(route: Route, folder: str | Path, *, overwrite: bool = False) 
         raise ExportError(f"output folder {str(out)!r} does not exist")
     from .msts import write_trk
 
-    base = route.trk.filename or "route"
+    # Names derived from route data never leave --out (docs/security.md §5): the
+    # FileName is cut to a safe base name, and the .trk written names that file.
+    base = safe_basename(route.trk.filename or "route")
+    trk = route.trk if base == route.trk.filename else dataclasses.replace(route.trk, filename=base)
     glob, local = split_tsection(route.tsection)
-    jobs: list[tuple[Path, object]] = [(out / f"{base}.tdb", lambda p: write_tdb(route.tdb, p, overwrite=True)),
-                                       (out / f"{base}.trk", lambda p: write_trk(route.trk, p, overwrite=True))]
-    if route.rdb is not None:
-        jobs.append((out / f"{base}.rdb", lambda p: write_tdb(route.rdb, p, overwrite=True)))
+    jobs: list[tuple[Path, Callable[[Path], Path]]] = [
+        (out / f"{base}.tdb", lambda p: write_tdb(route.tdb, p, overwrite=True)),
+        (out / f"{base}.trk", lambda p: write_trk(trk, p, overwrite=True))]
+    rdb = route.rdb
+    if rdb is not None:
+        jobs.append((out / f"{base}.rdb", lambda p: write_tdb(rdb, p, overwrite=True)))
     (out / "OPENRAILS").mkdir(exist_ok=True)
     jobs.append((out / "OPENRAILS" / "tsection.dat",
                  lambda p: write_tsection(glob, p, layout="global", overwrite=True)))

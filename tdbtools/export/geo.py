@@ -23,6 +23,7 @@ import math
 from dataclasses import fields, is_dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +105,7 @@ def _jsonable(v):
     return v
 
 
-def _coord(lon: float, lat: float, y: float, ndigits: int) -> list:
+def _coord(lon: Any, lat: Any, y: Any, ndigits: int) -> list:
     return [round(float(lon), ndigits), round(float(lat), ndigits), round(float(y), 3)]
 
 
@@ -123,7 +124,7 @@ def route_geojson(route: Route, *, max_chord_error: float = 0.5, items: bool = T
     for k, node in enumerate(poly.nodes.tolist()):
         a, b = int(poly.offsets[k]), int(poly.offsets[k + 1])
         ok = np.isfinite(lon[a:b]) & np.isfinite(lat[a:b]) & np.isfinite(pts[a:b, 1])
-        coords = [_coord(lon[i], lat[i], pts[i, 1], ndigits) for i in range(a, b) if ok[i - a]]
+        coords: list = [_coord(lon[i], lat[i], pts[i, 1], ndigits) for i in range(a, b) if ok[i - a]]
         if len(coords) < 2:
             continue
         n = route.tdb.nodes[node]
@@ -160,7 +161,8 @@ def route_geojson(route: Route, *, max_chord_error: float = 0.5, items: bool = T
             lo, la = tile_to_lonlat(tx, tz, x, z)
             if not (math.isfinite(lo) and math.isfinite(la)):
                 continue
-            coords = _coord(lo, la, y, ndigits) if math.isfinite(y) else [round(float(lo), ndigits), round(float(la), ndigits)]
+            coords = (_coord(lo, la, y, ndigits) if math.isfinite(y)
+                      else [round(float(lo), ndigits), round(float(la), ndigits)])
             props = {"kind": it.kind, "type": type(it).token, "nodes": refs.get(it.index, [])}
             props.update(_props(it))
             features.append({"type": "Feature", "geometry": {"type": "Point", "coordinates": coords},

@@ -1,4 +1,4 @@
-"""Conversion back to MSTS files: ``.tdb``/``.rdb`` and ``tsection.dat`` (spec §5, §6).
+"""Conversion back to MSTS files: ``.tdb``/``.rdb`` and ``tsection.dat`` (docs/formats.md §5, §6).
 
 The typed model is turned into a generic STF tree (:class:`~tdbtools.stf.tree.Block`)
 and written with :func:`~tdbtools.stf.writer.format_stf` and

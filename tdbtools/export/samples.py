@@ -23,6 +23,9 @@ from ..formats.tdb import VectorNode
 from ..track.geometry import point_at, section_geometry
 from .msts import ExportError, check_target
 
+#: At most this many sample points per export (DK24 at 10 m: about 85,000).
+MAX_SAMPLES = 20_000_000
+
 CSV_COLUMNS = ("node", "offset", "tile_x", "tile_z", "x", "y", "z", "lon", "lat", "grade", "curvature")
 
 __all__ = ["CSV_COLUMNS", "sample_track", "csv_text", "write_csv", "vtp_text", "write_vtp"]
@@ -35,6 +38,12 @@ def sample_track(route: Route, step: float = 10.0, *, lonlat: bool = True) -> di
         raise ExportError(f"step must be > 0, got {step!r}")
     geom = section_geometry(route)
     length = np.where(geom.known, geom.length, np.nan)
+    # Counted before any sample is made: a route may claim sections of 1e300 m.
+    with np.errstate(all="ignore"):
+        planned = float(np.nansum(length)) / step + len(length)
+    if not planned <= MAX_SAMPLES:
+        raise ExportError(f"sampling every {step:g} m would make {planned:.3g} points, over the limit of "
+                          f"{MAX_SAMPLES:,}: use a larger step")
     rows_all: list[np.ndarray] = []
     off_all: list[np.ndarray] = []
     node_all: list[np.ndarray] = []

@@ -9,9 +9,28 @@ from .consist import CarEntry, Consist, read_consist, resolve_stock
 from .pat import PathFile, TrackPDP, TrPathNode, read_pat
 from .route import Route, RouteFiles, find_route_files, load_route
 from .stock import Coupler, Stock, read_stock
-from .tdb import (CarSpawnerItem, CrossoverItem, EmptyItem, EndNode, HazzardItem, JunctionNode,
-                  LevelCrItem, PickupItem, PlatformItem, SidingItem, SignalItem, SoundRegionItem,
-                  SpeedPostItem, TrackDB, TrItem, TrPin, UiD, VectorNode, VectorSections, read_tdb)
+from .tdb import (
+                  CarSpawnerItem,
+                  CrossoverItem,
+                  EmptyItem,
+                  EndNode,
+                  HazzardItem,
+                  JunctionNode,
+                  LevelCrItem,
+                  PickupItem,
+                  PlatformItem,
+                  SidingItem,
+                  SignalItem,
+                  SoundRegionItem,
+                  SpeedPostItem,
+                  TrackDB,
+                  TrItem,
+                  TrPin,
+                  UiD,
+                  VectorNode,
+                  VectorSections,
+                  read_tdb,
+)
 from .trk import RouteFile, read_trk
 from .tsection import ShapePath, TrackSection, TrackShape, TSection, read_tsection, read_tsection_file
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from ..errors import Diagnostics, FormatError, Location, UnitError
+from ..errors import Diagnostics, FormatError, Location, UnitError, truncate_value
 from ..stf.tree import Block
 from ..stf.units import parse_quantity, split_quantity
 
@@ -63,7 +63,7 @@ def to_hex(text: str) -> int:
     return v
 
 
-_KIND = {to_int: "an integer", to_int32: "an integer", to_int53: "an integer", to_uint: "an unsigned integer", to_float: "a number",
+_KIND: dict[Callable[[str], Any], str] = {to_int: "an integer", to_int32: "an integer", to_int53: "an integer", to_uint: "an unsigned integer", to_float: "a number",
          to_hex: "a hexadecimal flag"}
 
 
@@ -118,14 +118,14 @@ class Reader:
         raw = items[index]
         if raw.__class__ is Block:
             self.problem(block, f"{block.name}: expected {_KIND.get(conv, 'a value')}"
-                         f"{' (' + what + ')' if what else ''}, found block {raw.name!r}", index)
+                         f"{' (' + what + ')' if what else ''}, found block {truncate_value(raw.name)}", index)
             return default
         try:
-            return conv(raw)  # type: ignore[arg-type]
+            return conv(raw)
         except (ValueError, OverflowError) as exc:
             detail = f": {exc}" if "range" in str(exc) or "finite" in str(exc) else ""
             self.problem(block, f"{block.name}: expected {_KIND.get(conv, 'a value')}"
-                         f"{' (' + what + ')' if what else ''}, found {raw!r}{detail}", index)
+                         f"{' (' + what + ')' if what else ''}, found {truncate_value(raw)}{detail}", index)
             return default
 
     def string(self, block: Block, index: int = 0, default: str = "") -> str:

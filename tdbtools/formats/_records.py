@@ -20,4 +20,4 @@ def fast_pickle(*classes: type) -> None:
         else:
             def reduce(self, _get=get):  # noqa: ANN001
                 return (self.__class__, _get(self))
-        cls.__reduce__ = reduce  # type: ignore[method-assign]
+        cls.__reduce__ = reduce  # type: ignore[method-assign,assignment]

@@ -1,27 +1,50 @@
-"""On-disk cache of loaded routes.
+"""On-disk cache of loaded routes, in a format that cannot run code.
 
-A route is pickled under the user's cache folder (``$TDBTOOLS_CACHE_DIR``, else
-``$XDG_CACHE_HOME/tdbtools``, else ``~/.cache/tdbtools``), keyed by its folder and
-the reading mode. It is used only while every source file has the size, mtime, ctime
-and inode it had when the entry was written (as Python's .pyc and ccache do), no
-candidate file that was absent has appeared, the tdbtools version is the same, and
-the payload's CRC matches. Anything else -- stale, truncated, corrupt, another
-version -- is ignored and rebuilt; the cache never raises.
+An entry lives under the user's cache folder (``$TDBTOOLS_CACHE_DIR``, else
+``$XDG_CACHE_HOME/tdbtools``, else ``~/.cache/tdbtools``), keyed by the route folder
+and the reading mode. It holds JSON for the records (frozen dataclasses of the
+modules in :data:`_RECORD_MODULES` only, named by class) and the raw bytes of the
+numpy columns (plain numeric dtypes, read with ``np.frombuffer``): nothing in it is
+ever unpickled or evaluated, so whoever wrote it, loading it can at worst give a
+wrong route -- which the ownership rules below prevent (docs/security.md §1).
+
+An entry is used only if: the folder is not writable by other users (or is sticky),
+the entry is a regular file owned by the user and writable by no one else, every
+source file has the size, mtime, ctime and inode it had when the entry was written,
+no candidate file that was absent has appeared, the tdbtools version and the format
+are the same, and the CRC matches. Anything else is ignored (and rebuilt when the
+folder is safe); the cache never raises.
 """
 from __future__ import annotations
 
+import dataclasses
+import enum
 import hashlib
+import json
 import os
-import pickle
+import stat
 import tempfile
 import zlib
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from .. import __version__
+from .._fs import clean_stale_temps
+from ..stf.parser import gc_paused
 
-#: Bump when the pickled model changes shape.
-CACHE_FORMAT = 1
-_MAGIC = b"TDBTOOLS-ROUTE-CACHE\n"
+#: Bump when the stored model changes shape.
+CACHE_FORMAT = 2
+_MAGIC = b"TDBTOOLS-ROUTE-CACHE-JSON\n"
+_SUFFIX = ".route"
+#: A temporary entry older than this was left by a killed run (writing one takes well
+#: under a second) and is removed when the cache is next written.
+STALE_TEMP_SECONDS = 60.0
+#: Numeric dtypes that may be stored as raw bytes (object arrays are stored as JSON).
+_DTYPES = frozenset({"<i8", "<i4", "<i2", "|i1", "<u8", "<u4", "<u2", "|u1", "<f8", "<f4", "|b1"})
+_RECORD_MODULES = ("tdbtools.errors", "tdbtools.formats.trk", "tdbtools.formats.tdb",
+                   "tdbtools.formats.tsection", "tdbtools.formats.route")
 
 
 def cache_dir() -> Path:
@@ -32,12 +55,426 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "tdbtools"
 
 
-def _stamp(path: str | Path) -> tuple | None:
+def _stamp(path: str | Path) -> list | None:
     try:
         st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+# -- the record registry ----------------------------------------------------------------
+
+_CLASSES: dict[str, type] = {}
+_TAGS: dict[type, str] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _registry() -> None:
+    if _CLASSES:
+        return
+    import importlib
+
+    for name in _RECORD_MODULES:
+        mod = importlib.import_module(name)
+        for obj in vars(mod).values():
+            if not isinstance(obj, type) or obj.__module__ != mod.__name__:
+                continue
+            if dataclasses.is_dataclass(obj) or issubclass(obj, enum.Enum):
+                # Class names start with a capital: they never clash with the one-letter
+                # lower-case markers of the encoding.
+                tag = obj.__name__ if obj.__name__ not in _CLASSES else f"{name}.{obj.__name__}"
+                _CLASSES[tag] = obj
+                _TAGS[obj] = tag
+                if dataclasses.is_dataclass(obj):
+                    _FIELDS[obj] = tuple(f.name for f in dataclasses.fields(obj) if f.init)
+
+
+# -- encoding ---------------------------------------------------------------------------
+#
+# Records are stored by class, column by column (docs/security.md §1): a column of
+# ints or floats is a numpy array, a column of references to records of one class is
+# an array of row numbers, tuples of ints/references/strings are a flat array plus
+# offsets, strings are one separator-joined string; any other column is generic JSON.
+# Decoding builds each class's rows with one ``map(cls, *columns)``, classes in an
+# order where every record's parts are built before it. Generic JSON values use
+# one-key objects as markers: ``t`` tuple, ``s`` joined strings, ``d`` dict (pairs),
+# ``D`` dict of int -> tuple of ints, ``a`` array, ``o`` object array, ``g`` numpy
+# scalar, ``e`` enum member, ``r`` record, ``M`` sequence of records (or None).
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_SEPARATORS = ("|", "\t", "^", "~", "`", "\u00a6", "\u2063")
+
+
+def _separator(strings: list[str]) -> str | None:
+    for sep in _SEPARATORS:
+        if not any(sep in x for x in strings):
+            return sep
+    return None
+
+
+def _all_ints(values) -> bool:
+    lo, hi = _INT64
+    return all(v.__class__ is int and lo <= v <= hi for v in values)
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.arrays: list[np.ndarray] = []
+        self.index: dict[int, tuple[type, int]] = {}
+        self.rows: dict[type, list[list]] = {}
+        self.deps: dict[type, set[type]] = {}
+        self.keep: list[Any] = []  # keeps ids stable while encoding
+
+    # -- registering records
+    def record(self, o: Any) -> tuple[type, int]:
+        hit = self.index.get(id(o))
+        if hit is not None:
+            return hit
+        cls = o.__class__
+        vals = [getattr(o, n) for n in _FIELDS[cls]]
+        deps = self.deps.setdefault(cls, set())
+        for v in vals:
+            self.scan(v, deps)
+        rows = self.rows.setdefault(cls, [])
+        hit = (cls, len(rows))
+        rows.append(vals)
+        self.index[id(o)] = hit
+        self.keep.append(o)
+        return hit
+
+    def scan(self, v: Any, deps: set[type]) -> None:
+        t = v.__class__
+        if t in _FIELDS:
+            self.record(v)
+            deps.add(t)
+        elif t is tuple or t is list:
+            for x in v:
+                if x.__class__ not in (int, float, str):
+                    self.scan(x, deps)
+        elif t is dict:
+            for k, x in v.items():
+                self.scan(k, deps)
+                self.scan(x, deps)
+
+    def order(self) -> list[type]:
+        done: list[type] = []
+        state: dict[type, int] = {}
+
+        def visit(c: type) -> None:
+            if state.get(c) == 2:
+                return
+            if state.get(c) == 1:
+                raise TypeError(f"records of {c.__name__} contain themselves")
+            state[c] = 1
+            for d in sorted(self.deps.get(c, ()), key=lambda k: k.__name__):
+                visit(d)
+            state[c] = 2
+            done.append(c)
+
+        for c in self.rows:
+            visit(c)
+        return done
+
+    # -- arrays and columns
+    def array(self, a: np.ndarray) -> dict:
+        if a.dtype.hasobject:
+            items = a.ravel().tolist()
+            sep = _separator(items) if items and all(x.__class__ is str for x in items) else None
+            if sep is not None:
+                return {"o": [list(a.shape), bool(a.flags.writeable), sep, sep.join(items)]}
+            if not all(x is None or x.__class__ in (str, int, float, bool) for x in items):
+                raise TypeError("object array with non-plain values")
+            return {"o": [list(a.shape), bool(a.flags.writeable), items]}
+        if a.dtype.str not in _DTYPES:
+            raise TypeError(f"cannot cache an array of dtype {a.dtype.str}")
+        self.arrays.append(a)
+        return {"a": len(self.arrays) - 1}
+
+    def _add(self, a: np.ndarray) -> int:
+        self.arrays.append(a)
+        return len(self.arrays) - 1
+
+    def _flat(self, tuples: list[tuple]) -> tuple[list, int]:
+        flat = [x for t in tuples for x in t]
+        off = np.zeros(len(tuples) + 1, dtype=np.int64)
+        np.cumsum([len(t) for t in tuples], out=off[1:])
+        return flat, self._add(off)
+
+    def column(self, values: list) -> list:
+        if _all_ints(values):
+            return ["i", self._add(np.array(values, dtype=np.int64))]
+        if all(v.__class__ is float for v in values):
+            return ["f", self._add(np.array(values, dtype=np.float64))]
+        classes = {v.__class__ for v in values if v is not None}
+        if len(classes) == 1 and next(iter(classes)) in _FIELDS:
+            idx = [-1 if v is None else self.index[id(v)][1] for v in values]
+            return ["r", _TAGS[next(iter(classes))], self._add(np.array(idx, dtype=np.int64))]
+        if all(v.__class__ is str for v in values):
+            sep = _separator(values)
+            if sep is not None:
+                return ["S", sep, sep.join(values)]
+        if all(v.__class__ is tuple for v in values):
+            flat, off = self._flat(values)
+            if _all_ints(flat):
+                return ["I", self._add(np.array(flat, dtype=np.int64)), off]
+            inner = {x.__class__ for x in flat}
+            if len(inner) == 1 and next(iter(inner)) in _FIELDS:
+                idx = [self.index[id(x)][1] for x in flat]
+                return ["R", _TAGS[next(iter(inner))], self._add(np.array(idx, dtype=np.int64)), off]
+            if inner == {str}:
+                sep = _separator(flat)
+                if sep is not None:
+                    return ["T", sep, sep.join(flat), off]
+            self.arrays.pop()  # the unused offsets
+        return ["j", [self.value(v) for v in values]]
+
+    # -- generic values
+    def value(self, o: Any) -> Any:
+        t = o.__class__
+        if t is int or t is float or t is str or t is bool or o is None:
+            return o
+        if t in _FIELDS:
+            c, i = self.index[id(o)]
+            return {"r": [_TAGS[c], i]}
+        if t is tuple or t is list:
+            if o and all(x is None or x.__class__ in _FIELDS for x in o) and any(x is not None for x in o):
+                tags: list[str] = []
+                codes, idx = [], []
+                for x in o:
+                    if x is None:
+                        codes.append(-1)
+                        idx.append(-1)
+                        continue
+                    c, i = self.index[id(x)]
+                    tag = _TAGS[c]
+                    if tag not in tags:
+                        tags.append(tag)
+                    codes.append(tags.index(tag))
+                    idx.append(i)
+                return {"M": [t is tuple, tags, codes, idx]}
+            if t is list:
+                return [self.value(x) for x in o]
+            if len(o) > 8 and all(x.__class__ is str for x in o):
+                sep = _separator(list(o))
+                if sep is not None:
+                    return {"s": [sep, sep.join(o)]}
+            return {"t": [self.value(x) for x in o]}
+        if t is dict:
+            if o and all(k.__class__ is int for k in o) and all(v.__class__ is tuple for v in o.values()):
+                flat, off = self._flat(list(o.values()))
+                if _all_ints(flat) and _all_ints(o):
+                    return {"D": [self._add(np.array(list(o), dtype=np.int64)),
+                                  self._add(np.array(flat, dtype=np.int64)), off]}
+                self.arrays.pop()
+            return {"d": [[self.value(k), self.value(v)] for k, v in o.items()]}
+        if t is np.ndarray:
+            return self.array(o)
+        if isinstance(o, np.generic) and o.dtype.str in _DTYPES:
+            return {"g": [o.dtype.str, o.item()]}
+        if t in _TAGS and isinstance(o, enum.Enum):
+            return {"e": [_TAGS[t], self.value(o.value)]}
+        raise TypeError(f"cannot cache a {t.__module__}.{t.__qualname__}")
+
+
+def _encode(route: Any) -> tuple[bytes, list[list], bytes]:
+    _registry()
+    enc = _Encoder()
+    if route.__class__ not in _FIELDS:
+        raise TypeError("not a record")
+    enc.record(route)
+    classes = []
+    for cls in enc.order():
+        rows = enc.rows[cls]
+        cols = [enc.column(list(c)) for c in zip(*rows)] if _FIELDS[cls] else []
+        classes.append([_TAGS[cls], len(rows), cols])
+    doc = {"classes": classes, "root": enc.value(route)}
+    records = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    table: list[list] = []
+    blob = bytearray()
+    for a in enc.arrays:
+        blob.extend(b"\0" * (-len(blob) % 8))  # aligned, so that frombuffer is fast
+        data = np.ascontiguousarray(a).tobytes()
+        table.append([a.dtype.str, list(a.shape), len(blob), len(data), bool(a.flags.writeable)])
+        blob.extend(data)
+    return records, table, bytes(blob)
+
+
+# -- decoding ---------------------------------------------------------------------------
+
+
+class _Decoder:
+    def __init__(self, arrays: list[np.ndarray]) -> None:
+        self.arrays = arrays
+        self.tables: dict[str, list] = {}
+
+    def ints(self, i: int, n: int | None = None, dtype: str = "<i8") -> list:
+        a = self.arrays[i]
+        if a.ndim != 1 or a.dtype.str != dtype or (n is not None and len(a) != n):
+            raise ValueError("bad column")
+        return a.tolist()
+
+    def offsets(self, i: int, n: int, total: int) -> list[int]:
+        a = self.arrays[i]
+        if a.ndim != 1 or a.dtype.str != "<i8" or len(a) != n + 1 or a[0] != 0 or a[-1] != total \
+                or (np.diff(a) < 0).any():
+            raise ValueError("bad offsets")
+        return a.tolist()
+
+    def split(self, sep: str, joined: str, count: int | None) -> list[str]:
+        if sep not in _SEPARATORS:
+            raise ValueError("bad separator")
+        parts = joined.split(sep) if count != 0 else []
+        if count is not None and len(parts) != count:
+            raise ValueError("bad joined strings")
+        return parts
+
+    def column(self, spec: list, n: int) -> list:
+        kind = spec[0]
+        if kind == "i":
+            return self.ints(spec[1], n)
+        if kind == "f":
+            return self.ints(spec[1], n, "<f8")
+        if kind == "r":
+            tbl = self.tables[spec[1]]
+            return [None if i < 0 else tbl[i] for i in self.ints(spec[2], n)]
+        if kind == "S":
+            return self.split(spec[1], spec[2], n)
+        if kind in ("I", "R", "T"):
+            if kind == "T":
+                off_i = spec[3]
+                total = self.arrays[off_i][-1] if len(self.arrays[off_i]) else 0
+                flat: list = self.split(spec[1], spec[2], int(total))
+            else:
+                flat = self.ints(spec[-2])
+            off = self.offsets(spec[-1], n, len(flat))
+            if kind == "R":
+                tbl = self.tables[spec[1]]
+                flat = [tbl[i] for i in flat]
+            return [tuple(flat[a:b]) for a, b in zip(off, off[1:])]
+        if kind == "j":
+            vals = spec[1]
+            if len(vals) != n:
+                raise ValueError("bad column length")
+            return [self.revive(v) for v in vals]
+        raise ValueError("unknown column kind")
+
+    def build(self, doc: dict) -> Any:
+        for tag, n, cols in doc["classes"]:
+            cls = _CLASSES[tag]
+            if cls not in _FIELDS or len(cols) != len(_FIELDS[cls]) or tag in self.tables:
+                raise ValueError("bad class table")
+            columns = [self.column(c, n) for c in cols]
+            self.tables[tag] = list(map(cls, *columns)) if columns else [cls() for _ in range(n)]
+        return self.revive(doc["root"])
+
+    def revive(self, v: Any) -> Any:
+        t = v.__class__
+        if t is list:
+            return [self.revive(x) for x in v]
+        if t is not dict:
+            return v
+        if len(v) != 1:
+            raise ValueError("not a cache value")
+        ((k, x),) = v.items()
+        if k == "t":
+            return tuple([self.revive(y) for y in x])
+        if k == "r":
+            return self.tables[x[0]][x[1]]
+        if k == "M":
+            is_tuple, tags, codes, idx = x
+            tbls = [self.tables[g] for g in tags]
+            out = [None if c < 0 else tbls[c][i] for c, i in zip(codes, idx)]
+            return tuple(out) if is_tuple else out
+        if k == "s":
+            return tuple(self.split(x[0], x[1], None))
+        if k == "D":
+            keys = self.ints(x[0])
+            flat = self.ints(x[1])
+            off = self.offsets(x[2], len(keys), len(flat))
+            return {key: tuple(flat[a:b]) for key, a, b in zip(keys, off, off[1:])}
+        if k == "d":
+            return {self.revive(a): self.revive(b) for a, b in x}
+        if k == "a":
+            return self.arrays[x]
+        if k == "o":
+            items = self.split(x[2], x[3], None) if len(x) == 4 else x[2]
+            obj = np.empty(len(items), dtype=object)
+            obj[:] = items
+            obj = obj.reshape(x[0])
+            obj.flags.writeable = bool(x[1])
+            return obj
+        if k == "g":
+            dt, y = x
+            if dt not in _DTYPES:
+                raise ValueError("bad scalar dtype")
+            return np.dtype(dt).type(y)
+        if k == "e":
+            enum_cls = _CLASSES[x[0]]
+            if not issubclass(enum_cls, enum.Enum):
+                raise ValueError("not an enum")
+            return enum_cls(self.revive(x[1]))
+        raise ValueError(f"unknown cache marker {k[:20]!r}")
+
+
+def _arrays(table: Any, blob: memoryview) -> list[np.ndarray]:
+    out = []
+    for dt, shape, offset, nbytes, writeable in table:
+        if dt not in _DTYPES:
+            raise ValueError("bad dtype")
+        dtype = np.dtype(dt)
+        shape = tuple(int(s) for s in shape)
+        count = 1
+        for s in shape:
+            if s < 0:
+                raise ValueError("bad shape")
+            count *= s
+        if count * dtype.itemsize != nbytes or not 0 <= offset <= len(blob) - nbytes:
+            raise ValueError("bad array extent")
+        a = np.frombuffer(blob, dtype=dtype, count=count, offset=offset).reshape(shape)
+        out.append(a.copy() if writeable else a)
+    return out
+
+
+# -- the store --------------------------------------------------------------------------
+
+
+def _folder_safe(folder: Path) -> bool:
+    """False if users other than the owner may plant or swap entries in ``folder``:
+    writable by group or others without the sticky bit (docs/security.md §1)."""
+    try:
+        st = folder.stat()
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return False
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+        return False
+    if hasattr(os, "getuid") and st.st_uid not in (os.getuid(), 0) and not st.st_mode & stat.S_ISVTX:
+        return False
+    return True
+
+
+def _read_own_file(path: Path) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (not a link) owned by this user
+    and writable by no one else; else None."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
     except OSError:
         return None
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return None
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class RouteCache:
@@ -47,59 +484,89 @@ class RouteCache:
     def _entry(self, files, strict: bool) -> Path:
         key = f"{files.folder}|{'strict' if strict else 'lenient'}|{__version__}|{CACHE_FORMAT}"
         digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-        return self.folder / f"{files.folder.name}-{digest}.pickle"
+        return self.folder / f"{files.folder.name}-{digest}{_SUFFIX}"
 
     def get(self, files, strict: bool):
-        path = self._entry(files, strict)
-        try:
-            data = path.read_bytes()
-        except OSError:
+        if not _folder_safe(self.folder):
+            return None
+        data = _read_own_file(self._entry(files, strict))
+        if data is None:
             return None
         try:
-            if not data.startswith(_MAGIC):
-                return None
-            head_len = int.from_bytes(data[len(_MAGIC):len(_MAGIC) + 8], "little")
-            head_end = len(_MAGIC) + 8 + head_len
-            header = pickle.loads(data[len(_MAGIC) + 8:head_end])
-            if header["version"] != (__version__, CACHE_FORMAT):
-                return None
-            for p, stamp in header["stamps"]:
-                if _stamp(p) != stamp:
-                    return None
-            payload = memoryview(data)[head_end:]
-            if zlib.crc32(payload) != header["crc"]:
-                return None
-            return pickle.loads(payload)
+            # no reference cycles in a route: the collector would only rescan the many
+            # objects being made
+            with gc_paused():
+                return self._decode(data)
         except Exception:  # noqa: BLE001 - any damage means "not cached"
             return None
 
+    def _decode(self, data: bytes):
+        if not data.startswith(_MAGIC):
+            return None
+        view = memoryview(data)
+        pos = len(_MAGIC)
+        head_len = int.from_bytes(view[pos:pos + 8], "little")
+        crc = int.from_bytes(view[pos + 8:pos + 12], "little")
+        head_end = pos + 12 + head_len
+        if head_end > len(data):
+            return None
+        header = json.loads(bytes(view[pos + 12:head_end]))
+        if header["version"] != [__version__, CACHE_FORMAT]:
+            return None
+        for p, st in header["stamps"]:
+            if _stamp(p) != st:
+                return None
+        if zlib.crc32(view[head_end:]) != crc:
+            return None
+        rec_len = header["records"]
+        blob_start = head_end + rec_len + (-(head_end + rec_len) % 8)
+        arrays = _arrays(header["arrays"], view[blob_start:])
+        _registry()
+        # The caller checks that this is a Route (importing route.py here would be a cycle).
+        return _Decoder(arrays).build(json.loads(bytes(view[head_end:head_end + rec_len])))
+
     def put(self, files, strict: bool, route) -> None:
-        stamps = [(p, _stamp(p)) for p in route.sources]
-        stamps += [(str(p), None) for p in files.absent]
-        stamps += [(str(files.folder), _stamp(files.folder))]
-        payload = pickle.dumps(route, protocol=pickle.HIGHEST_PROTOCOL)
-        header = pickle.dumps({"version": (__version__, CACHE_FORMAT), "stamps": stamps,
-                               "crc": zlib.crc32(payload)}, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=".pickle")
+            records, table, blob = _encode(route)
+        except (TypeError, ValueError, RecursionError):
+            return  # a model the format cannot hold is simply not cached
+        stamps = [[p, _stamp(p)] for p in route.sources]
+        stamps += [[str(p), None] for p in files.absent]
+        stamps += [[str(files.folder), _stamp(files.folder)]]
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not _folder_safe(self.folder):
+                return
+            clean_stale_temps(self.folder, ".tmp-*" + _SUFFIX, STALE_TEMP_SECONDS)
+            header = json.dumps({"version": [__version__, CACHE_FORMAT], "stamps": stamps,
+                                 "records": len(records), "arrays": table},
+                                separators=(",", ":")).encode("utf-8")
+            head_end = len(_MAGIC) + 12 + len(header)
+            pad = b"\0" * (-(head_end + len(records)) % 8)  # the blob starts 8-aligned
+            crc = zlib.crc32(blob, zlib.crc32(pad, zlib.crc32(records)))
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=_SUFFIX)
             try:
                 with os.fdopen(fd, "wb") as fh:
-                    fh.write(_MAGIC)
-                    fh.write(len(header).to_bytes(8, "little"))
-                    fh.write(header)
-                    fh.write(payload)
+                    fh.write(_MAGIC + len(header).to_bytes(8, "little") + crc.to_bytes(4, "little"))
+                    for part in (header, records, pad, blob):
+                        fh.write(part)
                 os.replace(tmp, self._entry(files, strict))
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
-        except OSError:
+        except (OSError, ValueError):
             pass  # a cache that cannot be written only costs time
 
     def clear(self) -> int:
         n = 0
         if self.folder.is_dir():
-            for p in self.folder.glob("*.pickle"):
-                p.unlink(missing_ok=True)
-                n += 1
+            # *.pickle: entries of the old, unsafe format (never read any more).
+            for pattern in ("*" + _SUFFIX, "*.pickle", ".tmp-*"):
+                for p in self.folder.glob(pattern):
+                    try:
+                        p.unlink()
+                        n += 1
+                    except OSError:
+                        continue
         return n
+

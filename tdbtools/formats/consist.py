@@ -1,4 +1,4 @@
-"""Consist files ``.con`` (spec §9) and finding the rolling stock they name.
+"""Consist files ``.con`` (docs/formats.md §9) and finding the rolling stock they name.
 
 ::
 

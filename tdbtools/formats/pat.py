@@ -1,4 +1,4 @@
-"""Path files ``.pat`` (spec §8): ``<route>/PATHS/<id>.pat``.
+"""Path files ``.pat`` (docs/formats.md §8): ``<route>/PATHS/<id>.pat``.
 
 ::
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import Diagnostics
 from ..stf import parse_file
@@ -257,7 +258,7 @@ def pat_from_document(doc: Document, diags: Diagnostics) -> PathFile:
     rd = Reader(diags)
     serial = None
     pdps: list[TrackPDP] = []
-    fields = {"name": "", "path_id": "", "start": "", "end": "", "flags": None}
+    fields: dict[str, Any] = {"name": "", "path_id": "", "start": "", "end": "", "flags": None}
     nodes: list[TrPathNode] = []
     node_blocks: list[Block] = []
     have_pdps = have_path = have_nodes = False
@@ -379,12 +380,12 @@ def _check_links(rd: Reader, diags: Diagnostics, pf: PathFile, blocks: list[Bloc
             rd.problem(nodes_block, "TrPathNodes: the path has no nodes")
         return
     main = pf.main_chain()
-    if main.stop == "cycle":
+    if main.stop == "cycle" and main.at is not None:
         rd.problem(blocks[main.at], main.problem or "cycle", 1)
     reached = set(main.nodes)
     for ch in pf.siding_chains():
         reached.update(ch.nodes)
-        if ch.stop == "cycle":
+        if ch.stop == "cycle" and ch.at is not None:
             rd.problem(blocks[ch.at], ch.problem or "cycle", 2)
         elif ch.stop == "end":
             diags.note(ch.problem or "siding does not rejoin", blocks[ch.nodes[-1]].location)

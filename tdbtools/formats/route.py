@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .._fs import is_file
-from ..errors import Diagnostics, Finding, FormatError, RouteError
+from .._fs import is_file, safe_basename
+from ..errors import Diagnostics, Finding, FormatError, RouteError, truncate_value
 from ..stf import find_install_root, parse_file, resolve_case_insensitive
 from ..stf.parser import gc_paused
 from .tdb import TrackDB, VectorNode, tdb_from_document
@@ -137,10 +137,11 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
     trk = trk_from_document(parse_file(files.trk, diagnostics=diags, root=root), diags)
     if not trk.filename:
         raise RouteError(f"{files.trk}: the route file names no FileName for the track database")
-    tdb_path = resolve_case_insensitive(files.folder / f"{trk.filename}.tdb")
+    base = _database_name(trk.filename, files, diags)
+    tdb_path = resolve_case_insensitive(files.folder / f"{base}.tdb")
     if not is_file(tdb_path):
         raise RouteError(f"track database not found: {str(tdb_path)!r} (FileName in {files.trk.name})")
-    rdb_path = resolve_case_insensitive(files.folder / f"{trk.filename}.rdb")
+    rdb_path = resolve_case_insensitive(files.folder / f"{base}.rdb")
     tdb = tdb_from_document(parse_file(tdb_path, diagnostics=diags, root=root), diags)
     rdb = None
     if is_file(rdb_path):
@@ -150,7 +151,7 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
     if files.tsection_local is not None:
         b.add_local(parse_file(files.tsection_local, diagnostics=diags, root=root))
     tsection = b.build()
-    lengths = _section_lengths(tdb, tsection, diags)
+    lengths = _section_lengths(tdb, tsection, diags, b.bad_sections)
     sources = [str(files.trk), str(tdb_path), *tsection.files]
     if rdb is not None:
         sources.append(str(rdb_path))
@@ -158,13 +159,39 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
                  tuple(diags.findings), tuple(dict.fromkeys(sources)))
 
 
-def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics) -> np.ndarray:
+def _database_name(filename: str, files: RouteFiles, diags: Diagnostics) -> str:
+    """The .tdb/.rdb base name from the route file's FileName: a bare name in the route
+    folder (docs/security.md §3). A path is an error in strict mode; lenient mode
+    keeps its last component and records a finding."""
+    base = safe_basename(filename, default="")
+    if base != filename or not base:
+        shown = truncate_value(filename)
+        if diags.strict or not base:
+            raise RouteError(f"{files.trk}: FileName {shown} is not a bare file name: the track "
+                             "database must be in the route folder")
+        diags.problem(FormatError(f"UNSAFE_FILENAME: FileName {shown} is not a bare file name; "
+                                  f"reading {base!r} in the route folder", None))
+    return base
+
+
+def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics,
+                     bad: dict[int, str] | None = None) -> np.ndarray:
     sec = tsection.sections
     rows, found = sec.rows(tdb.sections.section_index)
-    length = np.where(found, sec.arc_length[rows], np.nan)
-    if not found.all():
-        missing = np.unique(tdb.sections.section_index[~found])
-        nodes = np.unique(tdb.sections.node[~found])
+    length = np.full(len(rows), np.nan)
+    length[found] = sec.arc_length[rows[found]]  # (an empty table has no row 0 to index)
+    # Rows whose own geometry was refused (section id -1) and sections dropped for
+    # impossible geometry were reported already; name the nodes that use the latter.
+    ids = tdb.sections.section_index
+    known_bad = np.isin(ids, np.array(sorted(bad or {}), dtype=np.int64)) | (ids < 0)
+    for sid in sorted(set(ids[known_bad & (ids >= 0)].tolist()))[:20]:
+        nodes = np.unique(tdb.sections.node[ids == sid])
+        diags.problem(FormatError(
+            f"BAD_SECTION_GEOMETRY: TrackSection {sid} ({(bad or {})[sid]}) is used by vector node(s) "
+            f"{', '.join(map(str, nodes[:10].tolist()))}: those sections have no length or geometry", None))
+    if not (found | known_bad).all():
+        missing = np.unique(ids[~found & ~known_bad])
+        nodes = np.unique(tdb.sections.node[~found & ~known_bad])
         msg = (f"{len(missing)} track section id(s) used by {len(nodes)} vector node(s) are not in "
                f"tsection.dat (e.g. {', '.join(map(str, missing[:5]))}; nodes "
                f"{', '.join(map(str, nodes[:5]))}): those sections have no length or geometry")
@@ -188,7 +215,7 @@ def load_route(path: str | Path, *, cache: bool = True, strict: bool = True) -> 
 
         store = RouteCache()
         hit = store.get(files, strict)
-        if hit is not None:
+        if hit.__class__ is Route:
             return hit
         route = _load(files, strict)
         store.put(files, strict, route)

@@ -1,5 +1,5 @@
-"""Rolling stock ``.eng`` / ``.wag`` (spec §10), with the load-time resistance and coupler
-processing Open Rails does (§10.3, §14.3).
+"""Rolling stock ``.eng`` / ``.wag`` (docs/formats.md §10), with the load-time resistance and coupler
+processing Open Rails does (docs/formats.md §10.3, docs/physics.md §3.2).
 
 Parsing model (§10.1): every block is known by its *block path*, the lower-cased names of
 the enclosing blocks joined by ``(`` (``wagon(mass``, ``engine(maxforce``,
@@ -15,7 +15,7 @@ to SI. A value that does not parse, or an unknown unit, is a
 :class:`~tdbtools.errors.FormatError` / :class:`~tdbtools.errors.UnitError` in strict mode
 and a recorded finding (Open Rails' default or factor 1) in lenient mode.
 
-Running resistance (§14.3), done once here so that :class:`Stock` carries the Davis
+Running resistance (docs/physics.md §3.2), done once here so that :class:`Stock` carries the Davis
 coefficients the physics uses:
 
 1. With an ``ORTSBearingType`` other than ``Default``, a missing (≤ 0) ``ORTSDavis_A`` /
@@ -38,6 +38,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ __all__ = [
     "davis_b_estimate", "davis_c_estimate", "fcalc_davis", "read_stock", "stock_from_document",
 ]
 
-# -- constants (spec §3, §10, §14.3) --------------------------------------------------------
+# -- constants (docs/formats.md §3, §10; docs/physics.md §3.2) --------------------------------------------------------
 
 LBF_N = 4.44822162                     # 1 lbf in N
 MPH_MS = 0.44704                       # 1 mph in m/s
@@ -160,7 +161,7 @@ class TractiveForceCurve:
     def __call__(self, throttle: float, speed: float) -> float:
         """Force at a throttle fraction and speed, interpolated as Open Rails'
         InterpolatorDiesel2D does (linear in both, linear extrapolation at the ends).
-        Not clamped: the physics clamps to ≥ 0 (§14.5)."""
+        Not clamped: the physics clamps to ≥ 0 (docs/physics.md §3.4)."""
         t = self.throttle
         i = _segment(t, throttle)
         if len(t) == 1:
@@ -268,7 +269,7 @@ class Stock:
 
     @property
     def bogie_spacing_or_default_m(self) -> float:
-        """``bogie_spacing_m`` if the file gives it, else 0.65·length (§14.2)."""
+        """``bogie_spacing_m`` if the file gives it, else 0.65·length (docs/physics.md §3.1)."""
         return self.bogie_spacing_m if self.bogie_spacing_m is not None else 0.65 * self.length_m
 
     @classmethod
@@ -542,7 +543,7 @@ def _h_rigid(raw: _Raw, blk: Block, rd: Reader) -> bool:
     return False
 
 
-def _setter(attr: str, family: str | None, default: float = 0.0, conv=to_float):
+def _setter(attr: str, family: str | None, default: Any = 0.0, conv=to_float):
     """A handler that reads the first value of the block into ``raw.<attr>``."""
     if family is None:
         def handler(raw: _Raw, blk: Block, rd: Reader) -> bool:
@@ -574,10 +575,9 @@ def _h_curves(raw: _Raw, blk: Block, rd: Reader) -> bool:
             continue
         t = _any(rd, it, it.name, None)
         line = it.items
-        values = []
-        for j, v in enumerate(line):
-            values.append(None if v.__class__ is Block else _any(rd, it, str(v), j))
-        if t is None or any(v is None for v in values):
+        read = [None if v.__class__ is Block else _any(rd, it, str(v), j) for j, v in enumerate(line)]
+        values = [v for v in read if v is not None]
+        if t is None or len(values) != len(read):
             rd.problem(it, f"{blk.name}: unreadable line for throttle {it.name!r}")
             continue
         if len(values) % 2:
@@ -673,7 +673,7 @@ def _walk(block: Block, path: str, raw: _Raw, rd: Reader, kind: str) -> None:
             _walk(it, p, raw, rd, kind)
 
 
-# -- resistance formulas (§14.3) -----------------------------------------------------------
+# -- resistance formulas (docs/physics.md §3.2) -----------------------------------------------------------
 
 
 def davis_a_estimate(bearing: str, mass_kg: float, axles: int) -> float:

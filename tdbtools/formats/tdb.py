@@ -1,4 +1,4 @@
-"""Track database ``.tdb`` and road database ``.rdb`` (spec §6).
+"""Track database ``.tdb`` and road database ``.rdb`` (docs/formats.md §6).
 
 ``TrackDB ( TrackNodes ( N TrackNode ( i ... ) ×N ) TrItemTable ( M item ×M ) )``.
 Track nodes are 1-based (``nodes[0]`` is None); items are 0-based. The sixteen
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import Diagnostics
+from ..errors import Diagnostics, truncate_value
 from ..stf import parse_file
 from ..stf.parser import gc_paused
 from ..stf.tree import Block, Document
@@ -98,6 +99,15 @@ class EndNode(TrackNode):
 
 
 AnyNode = VectorNode | JunctionNode | EndNode
+
+#: Limits of a plausible vector section row (docs/security.md §2): tile numbers (real
+#: ones are within ±20,000), the offset in its tile (±1024 m in real files, y is the
+#: altitude) and the angles in radians (a full turn, with rounding slack).
+MAX_TILE = 1 << 20
+MAX_SECTION_OFFSET = 1e5
+MAX_SECTION_ANGLE = 2 * math.pi + 1e-3
+#: A lenient read reports at most this many bad rows per column.
+MAX_GEOMETRY_REPORTS = 20
 
 #: Node indices and pin links are unsigned 32-bit (to_uint); section integers are read
 #: through float64 and must be exact there.
@@ -409,7 +419,7 @@ class _TdbReader:
         nodes: list = [None]
         for blk in table.items[1:]:
             if blk.__class__ is not Block:
-                rd.problem(table, f"TrackNodes: unexpected value {blk!r}")
+                rd.problem(table, f"TrackNodes: unexpected value {truncate_value(blk)}")
                 continue
             if blk.key != "tracknode":
                 continue
@@ -439,7 +449,7 @@ class _TdbReader:
         in_pins = out_pins = 0
         for pos, sub in enumerate(items[1:], start=1):
             if sub.__class__ is not Block:
-                rd.problem(blk, f"TrackNode {index}: unexpected value {sub!r}", pos)
+                rd.problem(blk, f"TrackNode {index}: unexpected value {truncate_value(sub)}", pos)
                 continue
             k = sub.key
             if k in ("trvectornode", "trjunctionnode", "trendnode"):
@@ -482,12 +492,12 @@ class _TdbReader:
         values = tuple(str(v) for v in body.items if v.__class__ is not Block)
         if k == "trjunctionnode":
             shape = rd.value(body, 1, to_uint, 0, "shape index")
-            node = JunctionNode(index, in_pins, out_pins, pins, uid, shape, values)
-            self._check_pins(blk, node, 1, 2)
-        else:
-            node = EndNode(index, in_pins, out_pins, pins, uid, values)
-            self._check_pins(blk, node, 1, 0)
-        return node
+            junction = JunctionNode(index, in_pins, out_pins, pins, uid, shape, values)
+            self._check_pins(blk, junction, 1, 2)
+            return junction
+        end = EndNode(index, in_pins, out_pins, pins, uid, values)
+        self._check_pins(blk, end, 1, 0)
+        return end
 
     def _check_pins(self, blk: Block, node: TrackNode, ins: int, outs: int) -> None:
         if (node.in_pins, node.out_pins) != (ins, outs):
@@ -514,7 +524,7 @@ class _TdbReader:
             return UiD(*a, *b)
 
     def _pins(self, blk: Block, index: int) -> tuple[int, int, tuple[TrPin, ...]]:
-        view = blk.leaf_view()
+        view: Any = blk.leaf_view()
         try:
             ins, outs = int(view[0]), int(view[1])
             pins = []
@@ -539,7 +549,7 @@ class _TdbReader:
         pins = []
         for pos, p in enumerate(items[2:], start=2):
             if p.__class__ is not Block or p.key != "trpin":
-                rd.problem(blk, f"TrPins: expected TrPin blocks, found {p!r}", pos)
+                rd.problem(blk, f"TrPins: expected TrPin blocks, found {truncate_value(p)}", pos)
                 continue
             v = p.items
             try:
@@ -597,16 +607,41 @@ class _TdbReader:
                 ints = (col if exact.all() else np.where(exact, col, 0.0)).astype(np.int64)
                 if not np.array_equal(ints, col):
                     bad = int(np.flatnonzero(ints != col)[0])
-                    self._report_row(texts, counts, bad, j, f"{name}: expected an integer, found {col[bad].item()!r}")
+                    self._report_row(texts, counts, bad, j, f"{name}: expected an integer, found {truncate_value(col[bad].item())}")
                 cols[name] = ints
             else:
                 cols[name] = np.ascontiguousarray(col)
+        self._check_geometry(texts, counts, cols, node_ids)
         for c in cols.values():
             c.flags.writeable = False
         node_ids.flags.writeable = False
         # The nodes were made before their section counts were known.
         self._counts = counts
         return VectorSections(**cols, node=node_ids)
+
+    def _check_geometry(self, texts, counts, cols: dict[str, np.ndarray], node_ids: np.ndarray) -> None:
+        """Positions and angles no real route holds (docs/security.md §2): an error in
+        strict mode; in lenient mode a finding, and the row's section id is set to -1 so
+        that the row has no geometry (as an unknown section)."""
+        bad = np.zeros(len(node_ids), dtype=bool)
+        checks: list[tuple[str, float]] = [(name, MAX_TILE) for name in ("tile_x", "tile_z")]
+        checks += [(name, MAX_SECTION_OFFSET) for name in ("x", "y", "z")]
+        checks += [(name, MAX_SECTION_ANGLE) for name in ("ax", "ay", "az")]
+        for name, limit in checks:
+            col = cols[name]
+            out = ~(np.abs(col) <= limit)
+            if not out.any():
+                continue
+            for row in np.flatnonzero(out)[:MAX_GEOMETRY_REPORTS].tolist():
+                j = next(i for i, (n, _t) in enumerate(SECTION_COLUMNS) if n == name)
+                self._report_row(texts, counts, row, j,
+                                 f"BAD_SECTION_GEOMETRY: node {int(node_ids[row])} section row {row}: "
+                                 f"{name} = {truncate_value(col[row].item())} is beyond ±{limit:g}")
+            bad |= out
+        if bad.any():
+            ids = cols["section_index"].copy()
+            ids[bad] = -1
+            cols["section_index"] = ids
 
     @staticmethod
     def _vs_block(owner: Block) -> Block:
@@ -638,8 +673,8 @@ class _TdbReader:
             col = i % 16
             if col == 7:
                 continue  # the 2-character text field
-            conv = to_float if col >= 10 else to_int53
-            out[1 + i] = rd.value(blk, 1 + i, conv, 0, SECTION_FIELDS[col])
+            conv: Callable[[str], float] = to_float if col >= 10 else to_int53
+            out[1 + i] = rd.value(blk, 1 + i, conv, 0.0, SECTION_FIELDS[col])
         return out
 
     def _flag3(self, texts, counts, col: np.ndarray) -> np.ndarray:
@@ -671,11 +706,11 @@ class _TdbReader:
         out: list[TrItem] = []
         for blk in table.items[1:]:
             if blk.__class__ is not Block:
-                rd.problem(table, f"TrItemTable: unexpected value {blk!r}")
+                rd.problem(table, f"TrItemTable: unexpected value {truncate_value(blk)}")
                 continue
             cls = ITEM_TYPES.get(blk.key)
             if cls is None:
-                rd.problem(blk, f"TrItemTable: unknown item type {blk.name!r}")
+                rd.problem(blk, f"TrItemTable: unknown item type {truncate_value(blk.name)}")
                 continue
             item = self._item(cls, blk, len(out))
             out.append(item)
@@ -689,7 +724,7 @@ class _TdbReader:
         extra: dict = {}
         for pos, sub in enumerate(blk.items):
             if sub.__class__ is not Block:
-                rd.problem(blk, f"{blk.name}: unexpected value {sub!r}", pos)
+                rd.problem(blk, f"{blk.name}: unexpected value {truncate_value(sub)}", pos)
                 continue
             k = sub.key
             if k == "tritemid":

@@ -1,4 +1,4 @@
-"""The route file ``.trk`` (spec §7): ``Tr_RouteFile ( RouteID ( ) Name ( ) FileName ( ) ... )``."""
+"""The route file ``.trk`` (docs/formats.md §7): ``Tr_RouteFile ( RouteID ( ) Name ( ) FileName ( ) ... )``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

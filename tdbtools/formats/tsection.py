@@ -1,4 +1,4 @@
-"""``tsection.dat``: track sections and track shapes (spec §5).
+"""``tsection.dat``: track sections and track shapes (docs/formats.md §5).
 
 The global file (``GLOBAL/tsection.dat``, or a route's ``OPENRAILS/tsection.dat``
 override that usually ``include``s it) lists ``TrackSection ( id SectionSize ( w l )
@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ..errors import Diagnostics, FormatError
+from ..errors import Diagnostics, FormatError, truncate_value
 from ..stf import parse_file
 from ..stf.parser import gc_paused
 from ..stf.tree import Block, Document
@@ -186,6 +187,34 @@ class TSection:
                 and self.track_paths == other.track_paths)
 
 
+#: A curve whose radius is at most this is a point (real routes hold such sections,
+#: e.g. DK24's route-local ids with radius 5e-43 and angles up to 30 rad): its angle
+#: is not checked. See docs/security.md §2.
+DEGENERATE_RADIUS = 1e-6
+
+
+def length_ok(length: float) -> bool:
+    """A straight's length is finite and not negative (0 occurs in real routes)."""
+    return 0.0 <= length < math.inf
+
+
+def geometry_problem(width: float, length: float, radius: float, angle: float) -> str | None:
+    """Why a section row (NaN radius and angle: a straight) is impossible, or None."""
+    if not math.isfinite(width) or not math.isfinite(length):
+        return f"width {width!r} / length {length!r} must be finite"
+    if math.isnan(radius) and math.isnan(angle):
+        if length < 0:
+            return f"length {length:g} m is negative"
+        return None
+    if not (math.isfinite(radius) and math.isfinite(angle)):
+        return f"curve radius {radius!r} / angle {angle!r} must be finite"
+    if radius <= 0:
+        return f"curve radius {radius:g} m is not positive"
+    if radius > DEGENERATE_RADIUS and abs(angle) > 360.0:
+        return f"curve angle {angle:g}° is beyond a full turn"
+    return None
+
+
 class _Builder:
     """Collects sections and shapes from one or more files, later entries replacing
     earlier ones with the same id (Open Rails' dictionary semantics)."""
@@ -196,6 +225,19 @@ class _Builder:
         self.shapes: dict[int, tuple] = {}
         self.track_paths: dict[int, tuple[int, ...]] = {}
         self.files: list[str] = []
+        #: Sections dropped for impossible geometry (lenient mode): id -> reason.
+        self.bad_sections: dict[int, str] = {}
+
+    def _valid(self, rd: Reader, blk: Block, sid: int, row: tuple) -> bool:
+        """False (after an error or a finding) if ``row`` is geometry no track has."""
+        why = geometry_problem(*row)
+        if why is None:
+            self.bad_sections.pop(sid, None)
+            return True
+        rd.problem(blk, f"BAD_SECTION_GEOMETRY: TrackSection {sid}: {why}")
+        self.bad_sections[sid] = why
+        self.sections.pop(sid, None)
+        return False
 
     # -- global layout ------------------------------------------------------------------
     def add_global(self, doc: Document) -> None:
@@ -226,6 +268,8 @@ class _Builder:
 
     def _global_sections(self, rd: Reader, table: Block) -> None:
         sections = self.sections
+        sid: int
+        row: Any
         nan = math.nan
         for blk in table.items:
             if blk.__class__ is not Block or blk.key != "tracksection":
@@ -233,7 +277,7 @@ class _Builder:
             try:
                 # Fast path: plain numbers in the usual layout, read without making
                 # the child blocks (see Block.leaf_view).
-                v = blk.leaf_view()
+                v: Any = blk.leaf_view()  # None fails below: the checked path
                 sid = int(v[0])
                 key, text = v[1]
                 if key != "sectionsize":
@@ -257,6 +301,9 @@ class _Builder:
                     continue
                 sid = row[0]
                 row = row[1:]
+            # (Straights of a sane length, nearly every row, skip the full check.)
+            if not (math.isnan(row[2]) and length_ok(row[1])) and not self._valid(rd, blk, sid, row):
+                continue
             if sid in sections and sections[sid] != row:
                 self.diags.note(f"TrackSection {sid} redefined; the later definition replaces "
                                 "the earlier", blk.location)
@@ -275,7 +322,7 @@ class _Builder:
         width, length, radius, angle = 1.5, 0.0, math.nan, math.nan
         for pos, sub in enumerate(items[1:], start=1):
             if sub.__class__ is not Block:
-                rd.problem(blk, f"TrackSection {sid}: unexpected value {sub!r}", pos)
+                rd.problem(blk, f"TrackSection {sid}: unexpected value {truncate_value(sub)}", pos)
                 continue
             if sub.key == "sectionsize":
                 width = self._distance(rd, sub, 0, 1.5)
@@ -287,6 +334,8 @@ class _Builder:
         return (sid, width, length, radius, angle)
 
     def _put_section(self, rd: Reader, blk: Block, sid: int, row: tuple) -> None:
+        if not self._valid(rd, blk, sid, row):
+            return
         if sid in self.sections and self.sections[sid] != row:
             loc = blk.location
             self.diags.note(f"TrackSection {sid} redefined; the later definition replaces the earlier", loc)
@@ -337,8 +386,8 @@ class _Builder:
             row = (1.5, a, math.nan, math.nan) if b == 0 else (1.5, 0.0, b, math.degrees(a))
             self._put_section(rd, blk, sid, row)
             return
-        sid = rd.value(blk, 1, to_uint, None, "section id")
-        if sid is None:
+        checked_sid = rd.value(blk, 1, to_uint, None, "section id")
+        if checked_sid is None:
             return
         a = self._distance(rd, blk, 2, math.nan)
         b = rd.value(blk, 3, to_float, math.nan, "radius")
@@ -349,7 +398,7 @@ class _Builder:
             row = (1.5, a, math.nan, math.nan)
         else:
             row = (1.5, 0.0, b, math.degrees(a))
-        self._put_section(rd, blk, sid, row)
+        self._put_section(rd, blk, checked_sid, row)
 
     def _track_paths(self, rd: Reader, table: Block) -> None:
         view = table.leaf_view()
@@ -375,13 +424,13 @@ class _Builder:
         for blk in table.items:
             if blk.__class__ is not Block or blk.key != "trackpath":
                 continue
-            pid = rd.value(blk, 0, to_uint, None, "path id")
+            path_id = rd.value(blk, 0, to_uint, None, "path id")
             n = rd.value(blk, 1, to_uint, 0, "section count")
             have = max(len(blk.items) - 2, 0)
-            secs = [rd.value(blk, 2 + k, to_uint, 0, "section id") for k in range(min(n, have))]
+            checked = [rd.value(blk, 2 + k, to_uint, 0, "section id") for k in range(min(n, have))]
             rd.expect_count(blk, have, n, "sections", 1)
-            if pid is not None:
-                self.track_paths[pid] = tuple(secs)
+            if path_id is not None:
+                self.track_paths[path_id] = tuple(checked)
 
     # -- shapes ---------------------------------------------------------------------------
     def _shapes(self, rd: Reader, table: Block) -> None:
@@ -401,7 +450,7 @@ class _Builder:
 
     @staticmethod
     def _shape_fast(blk: Block) -> tuple | None:
-        v = blk.leaf_view()
+        v: Any = blk.leaf_view()
         sid = int(v[0])
         filename, num_paths, main_route, clearance, flags = "", -1, 0, math.nan, 0
         paths = []

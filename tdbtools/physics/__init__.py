@@ -18,8 +18,17 @@ from .engine import Bodies, Engine, Event
 from .forces import BrakeMode, CarModel
 from .interaction import clash_time, stopping_time
 from .replay import Replay, ReplayError, ReplayResult, replay
-from .scenario import (Command, Scenario, ScenarioError, StartPoint, SwitchEvent, TrainSpec, one_train_scenario,
-                       read_scenario, with_settings)
+from .scenario import (
+                       Command,
+                       Scenario,
+                       ScenarioError,
+                       StartPoint,
+                       SwitchEvent,
+                       TrainSpec,
+                       one_train_scenario,
+                       read_scenario,
+                       with_settings,
+)
 from .trackline import TrackLine
 
 __all__ = [

@@ -722,7 +722,9 @@ class ActivityReplay(Replay):
             source=str(Path(plan.activity.path).resolve()),
         )
         try:
-            super().__init__(sc, route=route, trace_every=trace_every)
+            # The activity's own Dispatcher keeps the services apart; the route's signals
+            # (docs/signals.md §5) are not layered on top of it yet.
+            super().__init__(sc, route=route, trace_every=trace_every, signals=False)
         except ReplayError as exc:
             raise ActivityError(str(exc)) from None
         self.index = {t.spec.name: k for k, t in enumerate(self.trains)}
@@ -921,7 +923,7 @@ class ActivityResult:
         return buf.getvalue()
 
     def write(self, out: str | Path) -> list[Path]:
-        from ..stf.writer import write_bytes_atomic
+        from .._fs import write_bytes_atomic
 
         folder = Path(out)
         files = self.replay.write(folder)

@@ -1,8 +1,8 @@
-"""The 1-D multi-train engine: cars on the same line interact by momentum transfer (seed 000).
+"""The 1-D multi-train engine: cars on the same line interact by momentum transfer (docs/physics.md §1).
 
 Model
 -----
-Every car is a rigid body on a *line* (a route, seed 000: the cars on it interact in one
+Every car is a rigid body on a *line* (a route, docs/physics.md §1: the cars on it interact in one
 dimension only). Within a line the cars are numbered front to back: car ``i`` is ahead of
 car ``i + 1`` (larger x). Between two consecutive cars of a line there is a *joint* with a
 gap ``gap[i] = (x[i] - length[i]) - x[i+1]``:
@@ -14,22 +14,22 @@ gap ``gap[i] = (x[i] - length[i]) - x[i+1]``:
 * an uncoupled joint (the last car of one train and the first of the next on the same line)
   only has the lower limit.
 
-Forces are constant over a call of :meth:`Engine.step` (the seed's simplification).
+Forces are constant over a call of :meth:`Engine.step` (the article's simplification).
 ``drive[i]`` (N, + = towards +x) is every force that does not depend on the direction of
 motion (traction, gravity); ``resist[i] >= 0`` is the magnitude of the friction-type forces
 (running resistance, brakes, curve resistance) that always oppose the motion. A group at rest
 stays at rest unless the drive beats the friction (static friction).
 
-One step ``dt`` (the seed's algorithm, made exact between events):
+One step ``dt`` (the article's algorithm, made exact between events):
 
 1. **Impulses.** Every joint at a limit whose cars close into it (buffers at 0 and the rear
    car faster; a taut coupler and the front car faster) is resolved by a perfectly inelastic
    impulse. The velocities of the run of cars held together by joints at their limits are
    projected (least kinetic-energy change, Gauss) onto the velocities that the joints allow.
-   Where every joint can pass the impulse this is the seed's "merge into a group with the
+   Where every joint can pass the impulse this is the article's "merge into a group with the
    common momentum Σm·v/Σm"; a taut coupler cannot pass a push (and buffers cannot pass a
    pull), so a group with stretched couplers that hits something is split and its other cars
-   keep their speed and close the slack (the seed's "split the group again"). Momentum is
+   keep their speed and close the slack (the article's "split the group again"). Momentum is
    conserved exactly (pooled means); the energy lost is reported in the event.
 2. **Groups.** Consecutive cars whose joint is at a limit and whose speeds are equal form a
    block. In a block the accelerations are the solution of the same projection at force level
@@ -47,7 +47,7 @@ One step ``dt`` (the seed's algorithm, made exact between events):
    it (a stop sets the speed to 0; a contact is resolved by step 1 of the next round), regroup
    and repeat until ``dt`` is used up.
 
-For joint ``i`` the seed's "car 1" (behind) is car ``i + 1`` and "car 2" (ahead) is car ``i``:
+For joint ``i`` the article's "car 1" (behind) is car ``i + 1`` and "car 2" (ahead) is car ``i``:
 clash time ``clash_times(gap, v[i+1], v[i], a[i+1], a[i])``, coupler time
 ``clash_times(slack - gap, v[i], v[i+1], a[i], a[i+1])``.
 
@@ -276,9 +276,9 @@ def _solve_chain(w, f, types, tol: float) -> tuple[list[float], list[int]]:
         g: list[float] | None = None
         if e - s > _CHAIN_NUMPY:
             ga = fa[s:e] - wa[s:e] * ybar
-            P = np.add.accumulate(ga[:-1])
+            Pa = np.add.accumulate(ga[:-1])
             t = ta[s:e - 1]
-            if np.any(((t == _GE) & (P > tol)) | ((t == _LE) & (P < -tol))):
+            if np.any(((t == _GE) & (Pa > tol)) | ((t == _LE) & (Pa < -tol))):
                 ok = False
                 g = ga.tolist()
         else:
@@ -345,6 +345,91 @@ def _solve_static(w: list[float], d: list[float], r: list[float], types: list[in
     return y, cuts
 
 
+# --------------------------------------------------------------------------- engine state
+#
+# Blocks: runs of cars held together (every joint inside at a limit, equal speeds); they
+# change only when a joint between groups reaches or leaves a limit. Groups: the blocks of
+# one round, cut where a joint cannot hold; each moves with one speed and acceleration until
+# the next event. Per-group values also exist as Python lists when there are at most
+# _SMALL groups (one train or a few): the same IEEE operations without a numpy call each.
+
+
+@dataclass(slots=True, eq=False)
+class _BlockLists:
+    """Per-block values of a :class:`_Blocks` on Python numbers (few blocks)."""
+
+    mass: list[float]
+    joints: list[int]           # the same-line joints between blocks
+    joint_block: list[int]      # the block ahead of each of those joints
+    lead: list[int]             # the block of each line's first car
+
+
+@dataclass(slots=True, eq=False)
+class _Blocks:
+    """The block structure of the cars (see above)."""
+
+    lock: np.ndarray            # (n - 1) bool: joint at a limit with equal speeds
+    starts: np.ndarray          # first car of each block
+    sizes: np.ndarray           # cars per block
+    of_car: np.ndarray          # block of each car
+    mass: np.ndarray            # total mass of each block
+    joints: np.ndarray          # same-line joints between blocks
+    lead: np.ndarray            # block of each line's first car
+    force_from: np.ndarray      # (n - 1) first car of the block of the car ahead of each joint
+    sign: np.ndarray            # (n - 1) +1 buffers locked, -1 taut coupler locked, else 0
+    multi: bool                 # some block has two cars or more
+    lists: _BlockLists | None   # set when there are at most _SMALL blocks
+
+    @property
+    def count(self) -> int:
+        return int(self.starts.size)
+
+
+@dataclass(slots=True, eq=False)
+class _BlockMotion:
+    """Each block's motion if it moved as one (the first guess of a round)."""
+
+    drive: np.ndarray           # Σ drive per block
+    resist: np.ndarray          # Σ resist per block
+    v: np.ndarray               # speed (0 for a block at rest)
+    a: np.ndarray               # acceleration
+    sign: list | np.ndarray     # direction the friction opposes (0: held by static friction)
+    moving: list | np.ndarray
+    all_moving: bool
+    lists: tuple[list[float], list[float], list[float], list[float]] | None  # v, a, D, R
+    a_car: np.ndarray | None = None     # per-car acceleration, when already gathered
+
+
+@dataclass(slots=True, eq=False)
+class _GroupLists:
+    """Per-group values of a :class:`_Groups` on Python numbers (few groups)."""
+
+    v: list[float]
+    a: list[float]
+    mass: list[float]
+    drive: list[float]
+    resist: list[float]
+    joints: list[int]           # the same-line joints between groups
+    joint_group: list[int]      # the group ahead of each of those joints
+    lead: list[int]             # the group of each line's first car
+
+
+@dataclass(slots=True, eq=False)
+class _Groups:
+    """The groups of the current round (see above); ``v`` changes as they advance."""
+
+    starts: np.ndarray          # first car of each group
+    of_car: np.ndarray          # group of each car
+    mass: np.ndarray
+    drive: np.ndarray
+    resist: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    joints: np.ndarray          # same-line joints between groups: the only gaps that move
+    lead: np.ndarray            # group of each line's first car
+    lists: _GroupLists | None   # set when there are at most _SMALL groups
+
+
 # --------------------------------------------------------------------------- engine
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -404,9 +489,12 @@ class Engine:
         self._a = np.zeros(n)
         self._time = 0.0
         self._x_cache: np.ndarray | None = None
+        self._xrel: np.ndarray | None = None        # x of each car behind its line's first
+        self._gap_cache: np.ndarray | None = None
         self._Pc = np.zeros(n + 1)          # running sums of the joint forces (Pc[0] = 0)
         self._contacts_dirty = True
-        self._lock: np.ndarray | None = None
+        self._blocks: _Blocks | None = None     # None: rebuild before the next round
+        self._groups: _Groups
         self.truncated_steps = 0
         self.event_count = 0
         # zero-force grouping so that `groups` is meaningful before the first step
@@ -454,7 +542,7 @@ class Engine:
     @property
     def groups(self) -> np.ndarray:
         """Group id of each car (cars moving together as one body), numbered from 0."""
-        return _ro(self._gid)
+        return _ro(self._groups.of_car)
 
     def kinetic_energy(self) -> float:
         return 0.5 * float(np.dot(self._m, self._v * self._v))
@@ -549,7 +637,7 @@ class Engine:
                 self._advance(remaining, events)
                 self._snap_all()
                 self._contacts_dirty = True
-                self._lock = None
+                self._blocks = None
                 break
         self._time = t_end
         self.event_count += len(events)
@@ -605,7 +693,7 @@ class Engine:
                 kind = "impact" if (atz[j] and (dv[j] < 0 or not att[j])) else "coupler_taut"
                 events.append(Event(kind, self._time, (j, j + 1), int(line[j]), r_, i_,
                                     lost * (sh / tot) if tot > 0 else lost / len(js)))
-        self._lock = None
+        self._blocks = None
 
     # -- 2. groups ----------------------------------------------------------------------
     #
@@ -620,13 +708,16 @@ class Engine:
     def _lock_changed(self) -> bool:
         """Whether the joints at a limit with equal speeds (or the limit of a joint among
         them that is a group boundary) differ from those the blocks were built from."""
-        jb = self._jb
+        grp, blk = self._groups, self._blocks
+        assert blk is not None
+        jb = grp.joints
         if not jb.size:
             return False
-        atz, att, lock, sig = self._atz, self._att, self._lock, self._sig
-        if self._small:
-            vg = self._vgl
-            for j, k in zip(self._jbl, self._jbk):
+        atz, att, lock, sig = self._atz, self._att, blk.lock, blk.sign
+        gl = grp.lists
+        if gl is not None:
+            vg = gl.v
+            for j, k in zip(gl.joints, gl.joint_group):
                 z, t = bool(atz[j]), bool(att[j])
                 new = (z or t) and abs(vg[k] - vg[k + 1]) <= EPS_V
                 if new != bool(lock[j]):
@@ -644,130 +735,143 @@ class Engine:
             return bool(np.count_nonzero(new & (s != sig[jb])))
         return False
 
-    def _build_blocks(self) -> None:
+    def _build_blocks(self) -> _Blocks:
         n = self.n
         v = self._v
         atz, att = self._atz, self._att
         lock = (atz | att) & (np.abs(v[:-1] - v[1:]) <= EPS_V)
-        self._lock = lock
         starts = np.concatenate(([0], np.flatnonzero(~lock) + 1))
         sizes = np.diff(np.append(starts, n))
-        self._bstarts = starts
-        self._bsizes = sizes
-        self._bid = bid = np.repeat(np.arange(starts.size), sizes)
-        self._bM = np.add.reduceat(self._m, starts)
-        self._nb = nb = int(starts.size)
-        self._multi = bool(lock.any())
-        self._jb_block = jbb = np.flatnonzero(~lock & self._same)
-        self._blf = bid[self._line_first]
-        # joint force P_j = Pc[j + 1] - Pc[pidx[j]]; it must satisfy sig_j·P_j <= tol
-        # (sig: +1 buffers locked, -1 taut coupler locked, 0 rigid or not locked)
-        self._pidx = starts[bid[:-1]]
-        self._sig = np.where(lock & atz & ~att, 1.0, np.where(lock & att & ~atz, -1.0, 0.0))
-        if nb <= _SMALL:
-            self._bMl = self._bM.tolist()
-            self._jbl_block = jbb.tolist()
-            self._jbk_block = bid[jbb].tolist()
-            self._blfl = self._blf.tolist()
+        bid = np.repeat(np.arange(starts.size), sizes)
+        mass = np.add.reduceat(self._m, starts)
+        joints = np.flatnonzero(~lock & self._same)
+        lead = bid[self._line_first]
+        lists = None
+        if starts.size <= _SMALL:
+            lists = _BlockLists(mass.tolist(), joints.tolist(), bid[joints].tolist(), lead.tolist())
+        # joint force P_j = Pc[j + 1] - Pc[force_from[j]]; it must satisfy sign_j·P_j <= tol
+        return _Blocks(
+            lock=lock, starts=starts, sizes=sizes, of_car=bid, mass=mass, joints=joints, lead=lead,
+            force_from=starts[bid[:-1]],
+            sign=np.where(lock & atz & ~att, 1.0, np.where(lock & att & ~atz, -1.0, 0.0)),
+            multi=bool(lock.any()), lists=lists)
 
     def _regroup(self, drive: np.ndarray, resist: np.ndarray, tol: float) -> None:
+        """The groups of this round: the blocks, split where a joint cannot hold (2.)."""
+        if self._blocks is None or self._lock_changed():
+            self._blocks = self._build_blocks()
+        blk = self._blocks
+        mo = self._block_motion(blk, drive, resist)
+        slow = self._blocks_that_split(blk, mo, drive, resist, tol) if blk.multi else None
+        if slow is None:
+            gl = None
+            if mo.lists is not None:
+                bl = blk.lists
+                assert bl is not None
+                vl, al, Dl, Rl = mo.lists
+                gl = _GroupLists(vl, al, bl.mass, Dl, Rl, bl.joints, bl.joint_block, bl.lead)
+            self._groups = _Groups(blk.starts, blk.of_car, blk.mass, mo.drive, mo.resist, mo.v,
+                                   mo.a, blk.joints, blk.lead, gl)
+            self._v = mo.v[blk.of_car]
+            self._a = mo.a_car if mo.a_car is not None else mo.a[blk.of_car]
+            return
+        self._split_blocks(blk, mo, slow, drive, resist)
+
+    def _block_motion(self, blk: _Blocks, drive: np.ndarray, resist: np.ndarray) -> _BlockMotion:
+        """Each block's speed and acceleration if it moves as one."""
         m = self._m
-        n = self.n
-        if self._lock is None or self._lock_changed():
-            self._build_blocks()
-        starts, bid, M = self._bstarts, self._bid, self._bM
-        nb = self._nb
+        starts, M = blk.starts, blk.mass
+        nb = blk.count
         Db = np.add.reduceat(drive, starts)
         Rb = np.add.reduceat(resist, starts)
         vb = np.add.reduceat(m * self._v, starts) / M
-        small = nb <= _SMALL
-        if small:
-            Dl, Rl, vl, Ml = Db.tolist(), Rb.tolist(), vb.tolist(), self._bMl
+        if blk.lists is not None:
+            Dl, Rl, vl, Ml = Db.tolist(), Rb.tolist(), vb.tolist(), blk.lists.mass
             sl = [0.0] * nb
             al = [0.0] * nb
-            moving = [True] * nb
+            moving_l = [True] * nb
             allmov = True
             for k in range(nb):
                 vk = vl[k]
                 if abs(vk) > V_REST:
                     s = 1.0 if vk > 0.0 else -1.0
                 else:
-                    moving[k] = allmov = False
+                    moving_l[k] = allmov = False
                     vl[k] = 0.0
                     d = Dl[k]
                     s = (1.0 if d > 0.0 else -1.0) if abs(d) > Rl[k] else 0.0
                 if s != 0.0:
                     sl[k] = s
                     al[k] = (Dl[k] - s * Rl[k]) / Ml[k]
-            vb = np.array(vl)
-            ab = np.array(al)
-            sgn = sl
+            return _BlockMotion(Db, Rb, np.array(vl), np.array(al), sl, moving_l, allmov,
+                                (vl, al, Dl, Rl))
+        moving = np.abs(vb) > V_REST
+        allmov = np.count_nonzero(moving) == nb
+        if allmov:
+            sgn = np.sign(vb)
+            ab = (Db - sgn * Rb) / M
         else:
-            moving = np.abs(vb) > V_REST
-            allmov = np.count_nonzero(moving) == nb
-            if allmov:
-                sgn = np.sign(vb)
-                ab = (Db - sgn * Rb) / M
+            sgn = np.where(moving, np.sign(vb), np.where(np.abs(Db) > Rb, np.sign(Db), 0.0))
+            ab = (Db - sgn * Rb) / M
+            ab[sgn == 0.0] = 0.0
+            vb[~moving] = 0.0
+        return _BlockMotion(Db, Rb, vb, ab, sgn, moving, bool(allmov), None)
+
+    def _blocks_that_split(self, blk: _Blocks, mo: _BlockMotion, drive: np.ndarray,
+                           resist: np.ndarray, tol: float) -> np.ndarray | None:
+        """The blocks (of two cars or more) where a joint force has the wrong sign or a car
+        at rest could break free; None if every block holds. Sets ``mo.a_car`` on the way
+        when it computes the per-car accelerations."""
+        m = self._m
+        n = self.n
+        bid = blk.of_car
+        sgn = mo.sign
+        if blk.count == 1:
+            sc = None
+            s0 = sgn[0]
+            if s0 != 0.0:
+                E = drive - s0 * resist - m * float(mo.a[0])
+                np.add.accumulate(E, out=self._Pc[1:])
+                badj = blk.sign * self._Pc[1:-1] > tol
             else:
-                sgn = np.where(moving, np.sign(vb),
-                               np.where(np.abs(Db) > Rb, np.sign(Db), 0.0))
-                ab = (Db - sgn * Rb) / M
-                ab[sgn == 0.0] = 0.0
-                vb[~moving] = 0.0
-        slow = None
-        a_car = None
-        if self._multi:
-            if nb == 1:
-                sc = None
-                s0 = sgn[0]
-                if s0 != 0.0:
-                    E = drive - s0 * resist - m * float(ab[0])
-                    np.add.accumulate(E, out=self._Pc[1:])
-                    badj = self._sig * self._Pc[1:-1] > tol
-                else:
-                    badj = None     # a block at rest: no joint force test, see badc
-            else:
-                sc = (np.array(sgn) if small else sgn)[bid]
-                a_car = ab[bid]
-                E = drive - sc * resist - m * a_car
-                Pc = self._Pc
-                np.add.accumulate(E, out=Pc[1:])
-                badj = self._sig * (Pc[1:-1] - Pc[self._pidx]) > tol
-                if not allmov:
-                    badj &= sc[:-1] != 0.0
-            nbad = np.count_nonzero(badj) if badj is not None else 0
-            badc = None
-            if not allmov:
-                # a block at rest with |ΣD| <= ΣR: static unless some car could break free
-                if sc is None:
-                    sc = np.full(n, sgn[0])
-                badc = (sc == 0.0) & (np.abs(drive) > resist + tol)
-                nbad += np.count_nonzero(badc)
-            if nbad:
-                parts = []
-                if badj is not None:
-                    parts.append(bid[:-1][badj])
-                if badc is not None:
-                    parts.append(bid[badc])
-                slow = np.unique(np.concatenate(parts))
-                slow = slow[self._bsizes[slow] > 1]
-                if slow.size == 0:
-                    slow = None
-        if slow is None:
-            self._gstarts = starts
-            self._gid = bid
-            self._Mg, self._Dg, self._Rg, self._vg, self._ag = M, Db, Rb, vb, ab
-            self._jb = self._jb_block
-            self._glf = self._blf
-            self._small = small
-            if small:
-                self._vgl, self._agl, self._Mgl, self._Dgl, self._Rgl = vl, al, Ml, Dl, Rl
-                self._jbl, self._jbk, self._glfl = self._jbl_block, self._jbk_block, self._blfl
-            self._v = vb[bid]
-            self._a = a_car if a_car is not None else ab[bid]
-            return
-        a_car = ab[bid]
-        brk = ~self._lock
+                badj = None     # a block at rest: no joint force test, see badc
+        else:
+            sc = (np.array(sgn) if mo.lists is not None else sgn)[bid]
+            a_car = mo.a_car = mo.a[bid]
+            E = drive - sc * resist - m * a_car
+            Pc = self._Pc
+            np.add.accumulate(E, out=Pc[1:])
+            badj = blk.sign * (Pc[1:-1] - Pc[blk.force_from]) > tol
+            if not mo.all_moving:
+                badj &= sc[:-1] != 0.0
+        nbad = np.count_nonzero(badj) if badj is not None else 0
+        badc = None
+        if not mo.all_moving:
+            # a block at rest with |ΣD| <= ΣR: static unless some car could break free
+            if sc is None:
+                sc = np.full(n, sgn[0])
+            badc = (sc == 0.0) & (np.abs(drive) > resist + tol)
+            nbad += np.count_nonzero(badc)
+        if not nbad:
+            return None
+        parts = []
+        if badj is not None:
+            parts.append(bid[:-1][badj])
+        if badc is not None:
+            parts.append(bid[badc])
+        slow = np.unique(np.concatenate(parts))
+        slow = slow[blk.sizes[slow] > 1]
+        return slow if slow.size else None
+
+    def _split_blocks(self, blk: _Blocks, mo: _BlockMotion, slow: np.ndarray, drive: np.ndarray,
+                      resist: np.ndarray) -> None:
+        """Solve the blocks ``slow`` car by car (:func:`_solve_chain`, :func:`_solve_static`)
+        and make the groups: the blocks, cut where those solutions separate."""
+        m = self._m
+        n = self.n
+        starts = blk.starts
+        a_car = mo.a[blk.of_car]
+        brk = ~blk.lock
         atz, att = self._atz, self._att
         ends = np.append(starts[1:], n)
         for k in slow.tolist():
@@ -775,8 +879,8 @@ class Engine:
             w, d, r = m[s:e], drive[s:e], resist[s:e]
             types = self._types(atz, att, s, e)
             tol_k = 1e-9 * (math.fsum(np.abs(d).tolist()) + math.fsum(r.tolist())) + 1e-300
-            if moving[k]:
-                sg = float(sgn[k])
+            if mo.moving[k]:
+                sg = float(mo.sign[k])
                 y, cuts = _solve_chain(w, d - sg * r, types, tol_k)
             else:
                 y, cuts = _solve_static(w.tolist(), d.tolist(), r.tolist(), types.tolist(),
@@ -786,30 +890,29 @@ class Engine:
                 brk[s + c] = True
         gstarts = np.concatenate(([0], np.flatnonzero(brk) + 1))
         sizes = np.diff(np.append(gstarts, n))
-        self._gstarts = gstarts
-        self._gid = gid = np.repeat(np.arange(gstarts.size), sizes)
-        self._Mg = np.add.reduceat(m, gstarts)
-        self._Dg = np.add.reduceat(drive, gstarts)
-        self._Rg = np.add.reduceat(resist, gstarts)
-        self._vg = vb[bid[gstarts]]
-        self._ag = a_car[gstarts]
-        self._jb = jb = np.flatnonzero(brk & self._same)
-        self._glf = gid[self._line_first]
-        self._small = small = gstarts.size <= _SMALL
-        if small:
-            self._vgl, self._agl = self._vg.tolist(), self._ag.tolist()
-            self._Mgl, self._Dgl, self._Rgl = (self._Mg.tolist(), self._Dg.tolist(),
-                                               self._Rg.tolist())
-            self._jbl, self._jbk, self._glfl = jb.tolist(), gid[jb].tolist(), self._glf.tolist()
-        self._v = self._vg[gid]
-        self._a = self._ag[gid]
+        gid = np.repeat(np.arange(gstarts.size), sizes)
+        Mg = np.add.reduceat(m, gstarts)
+        Dg = np.add.reduceat(drive, gstarts)
+        Rg = np.add.reduceat(resist, gstarts)
+        vg = mo.v[blk.of_car[gstarts]]
+        ag = a_car[gstarts]
+        jb = np.flatnonzero(brk & self._same)
+        lead = gid[self._line_first]
+        gl = None
+        if gstarts.size <= _SMALL:
+            gl = _GroupLists(vg.tolist(), ag.tolist(), Mg.tolist(), Dg.tolist(), Rg.tolist(),
+                             jb.tolist(), gid[jb].tolist(), lead.tolist())
+        self._groups = _Groups(gstarts, gid, Mg, Dg, Rg, vg, ag, jb, lead, gl)
+        self._v = vg[gid]
+        self._a = ag[gid]
 
     # -- 3. events ----------------------------------------------------------------------
     def _next_event(self, horizon: float):
-        if self._small:
+        grp = self._groups
+        if grp.lists is not None:
             return self._next_event_small(horizon)
         t_min = math.inf
-        jb = self._jb
+        jb = grp.joints
         tc = tt = ts = None
         mv = None
         if jb.size:
@@ -832,14 +935,14 @@ class Engine:
                     t2[z] = _touch_times((vf[cp] - vr[cp])[z], 0.5 * (af[cp] - ar[cp])[z])
                 tt[cp] = t2
             t_min = min(float(tc[tc.argmin()]), float(tt[tt.argmin()]))
-        vg = self._vg
+        vg = grp.v
         mv = (vg != 0.0).nonzero()[0]
         if mv.size == vg.size:          # every group moves: no gathers
-            Mg = self._Mg
-            ts = stopping_times(self._Rg / Mg, self._Dg / Mg, vg)
+            Mg = grp.mass
+            ts = stopping_times(grp.resist / Mg, grp.drive / Mg, vg)
         elif mv.size:
-            Mg = self._Mg[mv]
-            ts = stopping_times(self._Rg[mv] / Mg, self._Dg[mv] / Mg, vg[mv])
+            Mg = grp.mass[mv]
+            ts = stopping_times(grp.resist[mv] / Mg, grp.drive[mv] / Mg, vg[mv])
         if ts is not None:
             t_min = min(t_min, float(ts[ts.argmin()]))
         if t_min >= horizon:
@@ -855,12 +958,14 @@ class Engine:
     def _next_event_small(self, horizon: float):
         """:meth:`_next_event` on Python floats (the scalar clash/stopping times are the
         vectorised ones element by element)."""
+        gl = self._groups.lists
+        assert gl is not None
         t_min = math.inf
-        vg, ag = self._vgl, self._agl
+        vg, ag = gl.v, gl.a
         jt = []
-        if self._jbl:
+        if gl.joints:
             gap, hil = self._gap, self._hil
-            for j, k in zip(self._jbl, self._jbk):
+            for j, k in zip(gl.joints, gl.joint_group):
                 S = float(gap[j])
                 vf, vr, af, ar = vg[k], vg[k + 1], ag[k], ag[k + 1]
                 if S <= 0.0:
@@ -879,7 +984,7 @@ class Engine:
                 jt.append((j, tc, tt))
                 t_min = min(t_min, tc, tt)
         st = []
-        Mg, Dg, Rg = self._Mgl, self._Dgl, self._Rgl
+        Mg, Dg, Rg = gl.mass, gl.drive, gl.resist
         for k, V in enumerate(vg):
             if V != 0.0:
                 ts = stopping_time(Rg[k] / Mg[k], Dg[k] / Mg[k], V)
@@ -895,20 +1000,21 @@ class Engine:
     def _advance(self, t: float, events: list[Event]) -> None:
         if t <= 0.0:
             return
-        if self._small:
+        grp = self._groups
+        if grp.lists is not None:
             self._advance_small(t, events)
             return
-        vg, ag = self._vg, self._ag
+        vg, ag = grp.v, grp.a
         if events is not None:
             st = (vg == 0.0) & (ag != 0.0)
             if np.count_nonzero(st):
                 for k in st.nonzero()[0].tolist():
                     events.append(self._group_event("started", k))
         dg = vg * t + 0.5 * ag * (t * t)
-        self._vg = vg + ag * t
-        jb = self._jb
+        grp.v = vg + ag * t
+        jb = grp.joints
         if jb.size:
-            gid = self._gid
+            gid = grp.of_car
             g = self._gap[jb] + (dg[gid[jb]] - dg[gid[jb + 1]])
             hi = self._hi[jb]
             g = np.minimum(np.maximum(g, 0.0), hi)
@@ -927,23 +1033,26 @@ class Engine:
                 self._atz[jb] = False
                 self._att[jb] = False
             self._gaps_changed()
-        self._xlead += dg[self._glf]
+        self._xlead += dg[grp.lead]
         self._x_cache = None
-        self._v = self._vg[self._gid]
+        self._v = grp.v[grp.of_car]
         self._time += t
 
     def _advance_small(self, t: float, events: list[Event]) -> None:
-        vg, ag = self._vgl, self._agl
+        grp = self._groups
+        gl = grp.lists
+        assert gl is not None
+        vg, ag = gl.v, gl.a
         if events is not None:
             for k, (vk, ak) in enumerate(zip(vg, ag)):
                 if vk == 0.0 and ak != 0.0:
                     events.append(self._group_event("started", k))
         tt = t * t
         dg = [vk * t + 0.5 * ak * tt for vk, ak in zip(vg, ag)]
-        vg = self._vgl = [vk + ak * t for vk, ak in zip(vg, ag)]
-        if self._jbl:
+        vg = gl.v = [vk + ak * t for vk, ak in zip(vg, ag)]
+        if gl.joints:
             gap, hil, atz, att = self._gap, self._hil, self._atz, self._att
-            for j, k in zip(self._jbl, self._jbk):
+            for j, k in zip(gl.joints, gl.joint_group):
                 hi = hil[j]
                 g = min(max(float(gap[j]) + (dg[k] - dg[k + 1]), 0.0), hi)
                 z = g < SNAP_GAP
@@ -959,15 +1068,16 @@ class Engine:
                 att[j] = g >= hi
             self._gaps_changed()
         xl = self._xlead
-        for i, k in enumerate(self._glfl):
+        for i, k in enumerate(gl.lead):
             xl[i] += dg[k]
         self._x_cache = None
-        self._vg = vga = np.array(vg)
-        self._v = vga[self._gid]
+        grp.v = vga = np.array(vg)
+        self._v = vga[grp.of_car]
         self._time += t
 
     def _apply(self, t_ev: float, hits, events: list[Event]) -> None:
         clash, taut, stops = hits
+        grp = self._groups
         self._x_cache = None
         if len(clash):
             self._gap[clash] = 0.0
@@ -980,17 +1090,18 @@ class Engine:
             self._gaps_changed()
             self._contacts_dirty = True
         if len(stops):
-            self._vg[stops] = 0.0
-            if self._small:
+            grp.v[stops] = 0.0
+            if grp.lists is not None:
                 for k in stops:
-                    self._vgl[k] = 0.0
-            self._v = self._vg[self._gid]
-            for k in (stops if self._small else stops.tolist()):
+                    grp.lists.v[k] = 0.0
+            self._v = grp.v[grp.of_car]
+            for k in (stops if grp.lists is not None else stops.tolist()):
                 events.append(self._group_event("stopped", k))
 
     def _group_event(self, kind: str, k: int) -> Event:
-        s = int(self._gstarts[k])
-        e = int(self._gstarts[k + 1]) - 1 if k + 1 < self._gstarts.size else self.n - 1
+        starts = self._groups.starts
+        s = int(starts[k])
+        e = int(starts[k + 1]) - 1 if k + 1 < starts.size else self.n - 1
         cars = (s,) if s == e else (s, e)
         return Event(kind, self._time, cars, int(self.bodies.line[s]))
 
@@ -998,7 +1109,7 @@ class Engine:
 def _touch_times(B: np.ndarray, A: np.ndarray) -> np.ndarray:
     """Next contact of a joint that is at its limit now (distance 0): ``B`` closing speed,
     ``A`` half the closing acceleration. Closing → 0; opening with a closing acceleration →
-    the other root ``-B/A``; else never. (The seed's formula would answer 0 for the root at
+    the other root ``-B/A``; else never. (The article's formula would answer 0 for the root at
     the start.)"""
     out = np.full(B.shape, np.inf)
     out[B > EPS_V] = 0.0

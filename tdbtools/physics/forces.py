@@ -1,5 +1,4 @@
-"""Per-car forces, vectorised over all the cars of a train (seed 004; spec §14.2-§14.5,
-§14.9).
+"""Per-car forces, vectorised over all the cars of a train (docs/physics.md §3).
 
 A :class:`CarModel` holds one numpy array per quantity, cars front → back. Every force
 function takes the model and per-car (or broadcast) inputs and returns one force per
@@ -13,38 +12,38 @@ Sign conventions
   the train).
 * :func:`davis`, :func:`curve_resistance` and :func:`brake` are **magnitudes** (≥ 0) of
   forces that oppose the motion; the integrator applies them against the speed (and at
-  standstill only up to the force that would start the car — spec §14.1 step 4).
+  standstill only up to the force that would start the car — docs/physics.md §4).
 * Speeds are m/s; only ``|v|`` matters to traction, Davis and the curve formula.
 
 Formulas and the choices made where the sources leave room
 ----------------------------------------------------------
-* **Traction** (§14.5): with an effort–speed curve (``ORTSMaxTractiveForceCurves``)
+* **Traction** (docs/physics.md §3.4): with an effort–speed curve (``ORTSMaxTractiveForceCurves``)
   ``F = max(curve(t, |v|), 0)``. Otherwise ``F = MaxForce·t``; the power limit
   ``P = MaxPower·t²`` caps it at ``P/|v|`` when ``F·|v| > P``; within 0.05 m/s of
   MaxVelocity it is multiplied by ``20·(MaxVelocity − |v|)`` and it is 0 above
   MaxVelocity. ``t`` is clipped to [0, 1]. Engines without MaxForce give 0, without
   MaxPower no power limit, without MaxVelocity no taper. Wagons give 0.
-* **Davis** (§14.3): ``A + B·|v| + C·v²`` with the load-time coefficients of
+* **Davis** (docs/physics.md §3.2): ``A + B·|v| + C·v²`` with the load-time coefficients of
   :class:`~tdbtools.formats.stock.Stock` (no low-speed blending). Optionally
   (``trailing_loco_factor=True``) C is multiplied by ``TrailLocoResistanceFactor`` for
   every engine after the first (lead) engine and for tenders not directly behind it.
-* **Gravity** (§14.2, seed 004): ``−m·g·sinθ`` with ``sinθ = (y_front − y_rear)/b``,
+* **Gravity** (docs/physics.md §3.1): ``−m·g·sinθ`` with ``sinθ = (y_front − y_rear)/b``,
   the height difference of the two bogie points over the bogie spacing ``b`` measured
   along the track (on a straight that is the chord Open Rails divides by; on curves
-  the chord is shorter by < 2 cm in 25 m, seed 003 §4.1). Track offsets are metres
+  the chord is shorter by < 2 cm in 25 m, docs/physics.md §5.1). Track offsets are metres
   along the inclined track, so a grade of 1 % (rise per *horizontal* metre, tan) gives
   ``sinθ = sin(atan 0.01) = 0.0099995``. :func:`gravity_from_grade` is the same from a
   grade: ``−m·g·sin(atan(grade))``.
-* **Curves**: ``"osrd"`` (default, seed 004): the curve adds ``800 m / r`` to the grade
+* **Curves**: ``"osrd"`` (default, docs/physics.md §3.3): the curve adds ``800 m / r`` to the grade
   ``i`` in ‰, i.e. an extra *fraction* ``0.8/R``; the force is ``m·g·0.8/R`` (the
   small-angle form of ``m·g·sin(0.8/R)``, which differs by < 1e-7 relative for R ≥
   100 m). R = 800 m → 0.1 % → ``m·g·0.001``. ``"openrails"``: the older Open Rails
-  formula of §14.4, ``m·μ·(gauge + wheelbase)/(2R) · |(Veq − v)/Veq| · 2.0 · 0.5 · g``
+  formula of docs/physics.md §3.3, ``m·μ·(gauge + wheelbase)/(2R) · |(Veq − v)/Veq| · 2.0 · 0.5 · g``
   with μ = 0.5, gauge 1.435 m, the rigid wheelbase (default 2.4384 m for passenger
   stock, else 1.6764 m) and the balanced speed ``Veq = √(g·R·e/gauge)`` for the
   superelevation ``e``; with no superelevation (Veq = 0) the speed factor is taken as
   1 (its value at standstill).
-* **Braking** (§14.9, seed 004): :attr:`BrakeMode.FORCE` — ``fraction × MaxBrakeForce``
+* **Braking** (docs/physics.md §3.5): :attr:`BrakeMode.FORCE` — ``fraction × MaxBrakeForce``
   per car. :attr:`BrakeMode.DECELERATION` — the "hourly" model: the train decelerates
   at a fixed ``a_b`` (typically 0.4…0.7 m/s²) whatever the other forces; per car the
   brake supplies ``m·a_b·fraction`` minus what the other resistances already give
@@ -71,13 +70,13 @@ __all__ = [
 
 #: Standard gravity (m/s²).
 G = 9.80665
-#: Seed 004: the curve adds 800 m / r (‰) to the grade, i.e. 0.8/R as a fraction.
+#: docs/physics.md §3.3: the curve adds 800 m / r (‰) to the grade, i.e. 0.8/R as a fraction.
 OSRD_CURVE_FACTOR = 0.8
-#: A typical "hourly" braking deceleration (m/s²; seed 004 gives 0.4…0.7).
+#: A typical "hourly" braking deceleration (m/s²; docs/physics.md §3.5: typically 0.4…0.7).
 DEFAULT_DECELERATION = 0.5
-#: Open Rails' simple-traction taper starts this far (m/s) below MaxVelocity (§14.5).
+#: Open Rails' simple-traction taper starts this far (m/s) below MaxVelocity (docs/physics.md §3.4).
 TAPER_MS = 0.05
-#: Older Open Rails curve-resistance constants (§14.4).
+#: Older Open Rails curve-resistance constants (docs/physics.md §3.3).
 OR_CURVE_MU = 0.5
 OR_START_FACTOR = 2.0
 OR_ZERO_SPEED_FACTOR = 0.5
@@ -96,7 +95,7 @@ WHEELBASE_OTHER_M = 1.6764
 
 
 class BrakeMode(str, Enum):
-    """How braking is modelled (seed 004): a force (``fraction × MaxBrakeForce``) or a
+    """How braking is modelled (docs/physics.md §3.5): a force (``fraction × MaxBrakeForce``) or a
     constant deceleration (the "hourly" approach)."""
 
     FORCE = "force"
@@ -109,7 +108,7 @@ class CarModel:
 
     Units: kg, m, N, N/(m/s), N/(m/s)², W, m/s. ``max_force``, ``max_power`` and
     ``max_velocity`` are NaN where a car has none (wagons, or absent in the file).
-    ``bogie_spacing`` is the file's value or 0.65·length (§14.2).
+    ``bogie_spacing`` is the file's value or 0.65·length (docs/physics.md §3.1).
     """
 
     mass: np.ndarray
@@ -280,8 +279,9 @@ def _traction_data(model: CarModel) -> _Traction:
 def traction(model: CarModel, throttle, v, *, reverser: float = 1.0, taper: bool = True) -> np.ndarray:
     """Tractive force per car (N, train frame) at throttle fraction(s) ``throttle`` and
     speed(s) ``v`` (m/s): the effort–speed curve if the engine has one, else the simple
-    model of §14.5 (module docstring). Wagons give 0. ``taper=False`` leaves out the
-    top-speed taper (the replay applies it implicitly, :func:`implicit_taper`)."""
+    model of docs/physics.md §3.4 (module docstring). Wagons give 0. ``taper=False``
+    leaves out the top-speed taper (the replay applies it implicitly,
+    :func:`implicit_taper`)."""
     d = _traction_data(model)
     t = np.minimum(np.maximum(_per_car(model, throttle, "throttle"), 0.0), 1.0)
     speed = np.abs(_per_car(model, v, "v"))
@@ -399,7 +399,7 @@ def curve_resistance(model: CarModel, curvature, *, formula: str = "osrd", v=0.0
                      wheelbase=None) -> np.ndarray:
     """Curve resistance per car (N, ≥ 0) on track of signed ``curvature`` (1/R).
 
-    ``formula="osrd"`` (default): ``m·g·0.8·|curvature|`` (seed 004's 800/r ‰).
+    ``formula="osrd"`` (default): ``m·g·0.8·|curvature|`` (the 800/r ‰ of docs/physics.md §3.3).
     ``formula="openrails"``: the older Open Rails formula (module docstring), using the
     speed ``v``, ``superelevation`` (m), ``gauge``, ``mu`` and ``wheelbase`` (m, per car;
     default by wagon type).
@@ -468,7 +468,7 @@ def braking(model: CarModel, mode: BrakeMode | str, *, fraction=1.0,
 class Prepared:
     """The per-car forces of one model with everything that does not change per step
     worked out once (a replay's hot loop). Same results as the module functions
-    (:func:`gravity`, :func:`davis`, seed 004's :func:`curve_resistance`,
+    (:func:`gravity`, :func:`davis`, the :func:`curve_resistance` of docs/physics.md §3.3,
     :func:`brake`); ``tests/test_physics_parts.py`` checks that."""
 
     __slots__ = ("model", "_mg_curve", "_a", "_b", "_c", "_brake", "_start", "_f0", "_vm", "_slope")

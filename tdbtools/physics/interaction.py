@@ -1,6 +1,6 @@
-"""Time to the next interaction of two cars on one route (seed 000): ClashTime and StoppingTime.
+"""Time to the next interaction of two cars on one route (docs/physics.md §2): ClashTime and StoppingTime.
 
-Sign convention (the seed's): positions grow "to the right". **Car 2 is ahead of car 1**
+Sign convention (the article's): positions grow "to the right". **Car 2 is ahead of car 1**
 (its x is larger); ``s`` is the distance between the two facing ends (car 1's front and
 car 2's rear), ``v1, v2, a1, a2`` are the speeds and accelerations of car 1 and car 2,
 positive to the right (towards larger x). Over the time ``t`` the gap shrinks by
@@ -24,9 +24,9 @@ __all__ = ["clash_time", "clash_times", "stopping_time", "stopping_times",
            "LINEAR_EPS", "STOP_EPS"]
 
 #: |A| (half the relative acceleration, m/s²) and |B| (relative speed, m/s) below which the
-#: seed treats the term as zero (``0.000001`` in ClashTime).
+#: article treats the term as zero (``0.000001`` in ClashTime).
 LINEAR_EPS = 1e-6
-#: |acceleration| below which StoppingTime says "never" (``0.0000001`` in the seed).
+#: |acceleration| below which StoppingTime says "never" (``0.0000001`` in the article).
 STOP_EPS = 1e-7
 
 
@@ -36,20 +36,20 @@ def clash_time(s: float, v1: float, v2: float, a1: float, a2: float) -> float:
     Car 2 is ahead (larger x) of car 1; ``s`` is the distance between them; speeds
     ``v1, v2`` and accelerations ``a1, a2`` are positive towards +x ("moving right").
 
-    The seed's ClashTime: solve ``s = B·t + A·t²`` with ``A = (a1 - a2)/2`` and
+    The article's ClashTime: solve ``s = B·t + A·t²`` with ``A = (a1 - a2)/2`` and
     ``B = v1 - v2``.
 
     * ``|A| < 1e-6``: linear. ``|B| < 1e-6`` → ``inf`` (they keep their distance);
       otherwise ``t = s/B``. A negative ``t`` (they move apart) is returned as ``inf`` —
-      the seed returns the negative number here, which no caller can use as a time.
+      the article's code returns the negative number here, which no caller can use as a time.
     * otherwise ``D = B² + 4·A·s``; ``D < 0`` → ``inf`` (never that close);
       roots ``t1, t2 = (-B ± √D)/(2A)``: both ``≥ 0`` → the smaller, one ``≥ 0`` → that
       one, none → ``inf``.
 
     The roots are computed in the cancellation-free form (``q = -(B + sign(B)·√D)/2``,
-    roots ``q/A`` and ``-s/q``), which is the seed's pair of roots without the loss of digits
+    roots ``q/A`` and ``-s/q``), which is the article's pair of roots without the loss of digits
     of ``-B + √D`` when ``4·A·s`` is small against ``B²``; the branches and the root
-    selection are the seed's.
+    selection are the article's.
     """
     A = (a1 - a2) / 2.0
     B = v1 - v2
@@ -75,7 +75,7 @@ def _arrays(*zs) -> list[np.ndarray]:
     shape = out[0].shape
     for a in out:
         if a.shape != shape:
-            return np.broadcast_arrays(*out)
+            return list(np.broadcast_arrays(*out))
     return out
 
 

@@ -8,10 +8,10 @@ track beyond it), its cars a :class:`~tdbtools.physics.forces.CarModel`. Every s
    curve or MaxForce with the power limit, gravity from the elevations under the two
    bogies, Davis resistance, curve resistance (800/R equivalent grade), brakes;
 3. the 1-D engine moves the cars, with collisions and coupler snatches between cars
-   of one line resolved by momentum transfer at their exact times (seed 000);
+   of one line resolved by momentum transfer at their exact times (docs/physics.md §1);
 4. bogies move as measures along the line: running off a track end or a switch
    thrown under a car is a derailment; every ``collision_check_interval`` seconds the
-   trains' track occupancy and nearby cars on other lines are checked (seed 003).
+   trains' track occupancy and nearby cars on other lines are checked (docs/physics.md §5).
 
 Trains given the same path share one line, so they meet in the 1-D engine (a shunt
 into a standing train conserves momentum exactly). Scheme: forces are evaluated at the
@@ -32,6 +32,8 @@ import numpy as np
 from ..errors import Diagnostics, RouteError, TdbToolsError
 from ..formats.consist import Consist, read_consist, resolve_stock
 from ..formats.route import Route, load_route
+from ..formats.stock import Stock
+from ..track.geometry import normalize_tile
 from ..track.paths import resolve_path
 from ..track.traveller import Switches
 from . import forces
@@ -39,6 +41,7 @@ from .driver import AutoDriver, Controls, DriveState, ScheduleDriver, Stop
 from .engine import Bodies, Engine
 from .safety import BogieSet, Occupancy, TrainPosition, throw_switch
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
+from .signalling import ReplaySignals, signals_for, wrap_driver
 from .trackline import TrackLine
 
 TRACE_COLUMNS = ("time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
@@ -64,7 +67,6 @@ class _Train:
     length: float
     end_s: float | None              # where the path ends on the line (auto driver stops there)
     controls: Controls = field(default_factory=Controls)
-    rows: list = field(default_factory=list)
     car_rows: list = field(default_factory=list)
     traction_j: float = 0.0
     braking_j: float = 0.0
@@ -76,6 +78,45 @@ class _Train:
     category: str = "passenger"
     waits: list = field(default_factory=list)      # (line distance, seconds): waiting points
     allowance: dict | None = None                  # what the running-time allowance did
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _ConsistStock:
+    """A consist as every train that uses it gets it (read once per replay)."""
+
+    consist: Consist
+    stocks: tuple[Stock, ...]
+    flipped: tuple[bool, ...]
+    model: forces.CarModel
+    slack: np.ndarray                # coupler free play per car (m)
+    warnings: tuple[str, ...]        # stand-in substitutions
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Placement:
+    """A train placed on its engine line, before the engine's arrays are built."""
+
+    line_id: int
+    front0: float                    # line distance of its front at the start
+    spec: TrainSpec
+    stock: _ConsistStock
+    line: TrackLine
+    end_s: float | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _TraceRow:
+    """One trace instant of every train (arrays indexed by train)."""
+
+    time: float
+    distance: np.ndarray        # front's distance from its start
+    speed: np.ndarray
+    acceleration: np.ndarray    # mean since the previous row
+    throttle: np.ndarray
+    brake: np.ndarray
+    s_front: np.ndarray         # front's line distance, clipped onto the line
+
+    PER_TRAIN = ("distance", "speed", "acceleration", "throttle", "brake", "s_front")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -236,7 +277,7 @@ def _build_up(t: _Train) -> float:
 def _setup_driver(t: _Train, rep: Replay) -> None:
     """Tell the automatic driver what the replay knows: the train length, the braking it
     can count on in force mode, waiting points, the allowance."""
-    d = t.driver
+    d = getattr(t.driver, "inner", t.driver)   # signalled or held trains wrap it
     if not isinstance(d, AutoDriver):
         return
     d.train_length = t.length
@@ -295,7 +336,8 @@ class Replay:
     """A running replay; :func:`replay` runs one to the end."""
 
     def __init__(self, scenario: Scenario, *, route: Route | None = None, cars_trace: bool = False,
-                 trace_every: float | None = None, lines: dict[str, TrackLine] | None = None) -> None:
+                 trace_every: float | None = None, signals: object = None,
+                 lines: dict[str, TrackLine] | None = None) -> None:
         """``lines``: a prepared line per train name (e.g. :meth:`TrackLine.synthetic`),
         used instead of the train's path or start point; the auto driver stops at its
         end when it ends at a track end."""
@@ -307,71 +349,76 @@ class Replay:
         sdir = Path(scenario.source).parent if scenario.source and not scenario.source.startswith("<") else Path(".")
         self.switches = Switches(self.route)
         self.events: list[dict] = []
+        # The route's signals (None: the route's own if it has any; False: none).
+        self.signal_set = signals_for(self.route, signals)  # type: ignore[arg-type]
         given_lines = lines
         cache: dict = {}
-        specs = []
+        waits_by_name: dict[str, list] = {}
         # Trains of one scenario mostly share consists: each consist file is read, its
         # stock resolved and its car model built once (the models are read-only).
-        consists: dict = {}
+        consists: dict[tuple[str, bool], _ConsistStock] = {}
+        line_ids: dict = {}         # trains on the same line object share an engine line
+        placed: list[_Placement] = []
         for spec in scenario.trains:
             stand_in = spec.stand_in if spec.stand_in is not None else scenario.stand_in
             ckey = (str(spec.consist), bool(stand_in))
             if ckey not in consists:
                 consists[ckey] = self._read_consist(spec, sdir, stand_in)
-            consist, stocks, flipped, model, slack, warns = consists[ckey]
+            stock = consists[ckey]
             key: tuple
             if given_lines and spec.name in given_lines:
                 line = given_lines[spec.name]
                 end_s, key = None, ("given", id(line))
             else:
                 line, end_s, key = _line_for(spec, self.route, sdir, cache)
-            specs.append((spec, consist, model, line, end_s, key, list(warns), stocks, flipped, slack))
-        # Engine lines: trains on the same line object share one; order the cars of a
-        # line front (largest distance) to back.
-        keys = list(dict.fromkeys(sp[5] for sp in specs))
-        self.trains: list[_Train] = []
-        placed = []
-        for spec, consist, model, line, end_s, key, warns, stocks, flipped, slack in specs:
-            length = float(model.length.sum())
+            waits_by_name[spec.name] = list(cache.get(("waits",) + key, []))
+            length = float(stock.model.length.sum())
             front0 = spec.start_offset + length
             if front0 > line.length + 1e-6:
                 raise ReplayError(f"train {spec.name!r} ({length:.1f} m) does not fit on its line "
                                   f"({line.length:.1f} m) from {spec.start_offset:.1f} m")
-            placed.append((keys.index(key), -front0, spec, consist, model, line, end_s, warns,
-                           stocks, flipped, slack))
-        placed.sort(key=lambda p: (p[0], p[1]))
-        masses, lengths, line_ids, coupled, slack, x, v = [], [], [], [], [], [], []
-        all_stocks, all_flipped = [], []
+            placed.append(_Placement(line_ids.setdefault(key, len(line_ids)), front0, spec, stock,
+                                     line, end_s))
+        # the cars of a line front (largest distance) to back
+        placed.sort(key=lambda p: (p.line_id, -p.front0))
+        self.trains: list[_Train] = []
+        masses, lengths, car_line, coupled, slack, x, v = [], [], [], [], [], [], []
+        all_stocks: list[Stock] = []
+        all_flipped: list[bool] = []
         start = 0
-        for lid, negfront, spec, consist, model, line, end_s, warns, stocks, flipped, cs in placed:
+        for p in placed:
+            spec, st, line, model = p.spec, p.stock, p.line, p.stock.model
             n = len(model.mass)
-            fronts = -negfront - np.concatenate([[0.0], np.cumsum(model.length[:-1])])
-            all_stocks.extend(stocks)
-            all_flipped.extend(flipped)
+            fronts = p.front0 - np.concatenate([[0.0], np.cumsum(model.length[:-1])])
+            all_stocks.extend(st.stocks)
+            all_flipped.extend(st.flipped)
             masses.append(model.mass)
             lengths.append(model.length)
-            line_ids.append(np.full(n, lid))
+            car_line.append(np.full(n, p.line_id))
             cp = np.ones(n, dtype=bool)
             cp[-1] = False
             coupled.append(cp)
-            slack.append(cs)
+            slack.append(st.slack)
             x.append(fronts)
             v.append(np.full(n, spec.start_speed))
             sl = slice(start, start + n)
             start += n
-            category = train_category(spec, stocks)
-            t = _Train(spec, consist, model, line, lid, sl, _driver(spec, line, end_s, model, category),
+            category = train_category(spec, st.stocks)
+            drv = wrap_driver(_driver(spec, line, p.end_s, model, category), spec.depart,
+                              self.signal_set is not None)
+            t = _Train(spec, st.consist, model, line, p.line_id, sl, drv,
                        BogieSet.from_model(spec.name, line, fronts, model), float(fronts[0]),
-                       float(model.length.sum()), end_s, warnings=warns, category=category,
-                       waits=list(cache.get(("waits",) + key, [])))
+                       float(model.length.sum()), p.end_s, warnings=list(st.warnings), category=category,
+                       waits=waits_by_name.get(spec.name, []))
             self.trains.append(t)
         self.model = forces.CarModel.concat([t.model for t in self.trains])
         # The engine moves inertial masses ρ·m (rotating parts included); gravity and
         # the resistances use the mass itself (docs/running-time.md §5).
         self._inertial = self.model.inertial_mass
-        self.bodies = Bodies(self._inertial, np.concatenate(lengths), np.concatenate(line_ids),
+        self.bodies = Bodies(self._inertial, np.concatenate(lengths), np.concatenate(car_line),
                              np.concatenate(coupled), np.concatenate(slack))
         self.engine = Engine(self.bodies, np.concatenate(x), np.concatenate(v))
+        self._forces = forces.Prepared(self.model)
         self._adhesion = None if scenario.adhesion == "off" else scenario.adhesion
         self._adhesive_g = (self.model.adhesive_mass if self.model.adhesive_mass is not None
                             else np.zeros(len(self.model.mass))) * forces.G
@@ -396,7 +443,6 @@ class Replay:
         self._last_forces = (np.zeros(0),) * 3
         for t in self.trains:
             _setup_driver(t, self)
-        self._forces = forces.Prepared(self.model)
         # Per-car views of the lines, for vectorised lookups and track-end checks.
         distinct = list({id(t.line): t.line for t in self.trains}.values())
         self.lines = _Lines(distinct)
@@ -409,12 +455,16 @@ class Replay:
         self.car_far_end = np.repeat([t.line.ends_at_track_end for t in self.trains], counts)
         self.car_near_end = np.repeat([t.line.starts_at_track_end for t in self.trains], counts)
         self.car_train = np.repeat(np.arange(len(self.trains)), counts)
+        self._train_line_len = np.array([t.line.length for t in self.trains], dtype=np.float64)
+        self._train_front0 = np.array([t.front0 for t in self.trains], dtype=np.float64)
+        self._trace_rows: list[_TraceRow] = []
+        self._running = list(range(len(self.trains)))    # trains not done yet, in order
         self._len3 = np.tile(self.car_line_len, 3)
         self._base3 = np.tile(self.car_base, 3)
         self._front_bogie = (self.model.length - self.model.bogie_spacing) / 2.0
         self._half_length = self.model.length / 2.0
         # The bogie measures of every train are views into two arrays updated in place
-        # each step: the bogies follow their cars along the line (seed 003).
+        # each step: the bogies follow their cars along the line (docs/physics.md §5).
         self._fb = np.asarray(self.engine.x) - self._front_bogie
         self._rb = self._fb - self.model.bogie_spacing
         for t in self.trains:
@@ -431,9 +481,10 @@ class Replay:
         for t in self.trains:
             for w in t.warnings:
                 self._event({"kind": "stand_in", "time": 0.0, "train": t.spec.name, "message": w})
+        self.signals = ReplaySignals(self, self.signal_set) if self.signal_set is not None else None
 
-    def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> tuple:
-        """(consist, stocks, flipped, car model, coupler slack, stand-in warnings) of a train."""
+    def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> _ConsistStock:
+        """A train's consist with its stock, car model and coupler slack."""
         consist = _consist(spec, self.route, sdir)
         try:
             import warnings
@@ -449,10 +500,11 @@ class Replay:
         model = forces.CarModel.from_stock(stocks, flipped, trailing_loco_factor=True,
                                            rotating_mass=self.scenario.rotating_mass)
         # Coupler free play between buffers touching and coupler taut. Open Rails lets
-        # a simple coupler's slack run from -slack2 to +slack2 (§10.3, §14.8), so the
+        # a simple coupler's slack run from -slack2 to +slack2 (docs/formats.md §10.3, docs/physics.md §4), so the
         # whole play is 2·slack2 of the coupler each car uses.
         slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
-        return consist, stocks, flipped, model, slack, tuple(str(w.message) for w in caught)
+        return _ConsistStock(consist, tuple(stocks), tuple(flipped), model, slack,
+                             tuple(str(w.message) for w in caught))
 
     # -- the loop ---------------------------------------------------------------------------
     def _event(self, e: dict) -> None:
@@ -488,7 +540,7 @@ class Replay:
                 c = Controls(0.0, 1.0, 0.0)
             else:
                 c = t.driver(DriveState(now, fronts[k] - t.front0, speeds[k], fronts[k], rears[k], dt))
-                evs = getattr(t.driver, "events", None)
+                evs = getattr(getattr(t.driver, "inner", t.driver), "events", None)
                 if evs:   # waiting points: arrived and waiting, departed
                     for e in evs:
                         self._event({**e, "train": t.spec.name})
@@ -508,8 +560,9 @@ class Replay:
                                                                   pre.davis(v), pre.curve(curv), dt)
         grav, dav, crv = self._last_forces
         x0 = x.copy()
-        for e in eng.step(dt, trac + grav, dav + crv + brk):
-            self._engine_event(e)
+        evs = eng.step(dt, trac + grav, dav + crv + brk)
+        if evs:
+            self._engine_events(evs)
         self.time += dt
         x1, v1 = eng.x, eng.v
         self._xv = (x1, v1, eng.time)
@@ -535,9 +588,13 @@ class Replay:
                     t.done_at = self.time
                     self._event({"kind": "end_of_line", "time": self.time, "train": t.spec.name,
                                  "message": f"reached the end of the {t.line.length:.0f} m of track built for it"})
-        for t in self.trains:
-            if t.done_at is None:
-                self._done(t, dt, float(speed[t.cars].max()))
+        if self.signals is not None:
+            self.signals.update(self.time, x1[starts].tolist(), v1[starts].tolist())
+        if self._running:
+            top = np.maximum.reduceat(speed, self.train_start).tolist()
+            for k in self._running:
+                self._done(self.trains[k], dt, top[k])
+            self._running = [k for k in self._running if self.trains[k].done_at is None]
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
             sw = self._pending_switches.pop(0)
             self.throw_switch(sw.junction, sw.route)
@@ -626,6 +683,9 @@ class Replay:
         """Throw a switch now: cars whose bogies straddle it on a line that takes the
         other route derail (their bogies would take different routes)."""
         self.switches.set(junction, route)
+        sig = getattr(self, "signals", None)
+        if sig is not None:
+            sig.ilk.set_switch(junction, route)   # the interlocking walks the switches as set
         self._event({"kind": "switch", "time": self.time, "junction": junction, "route": route})
         for ev in throw_switch([t.bogies for t in self.trains], junction, route, self.time):
             self._safety(ev)
@@ -633,7 +693,8 @@ class Replay:
     def _done(self, t: _Train, dt: float, speed: float) -> None:
         if t.done_at is not None:
             return
-        if isinstance(t.driver, AutoDriver) and t.driver.finished:
+        drv = getattr(t.driver, "inner", t.driver)
+        if isinstance(drv, AutoDriver) and drv.finished:
             t.done_at = self.time
             self._event({"kind": "arrived", "time": self.time, "train": t.spec.name,
                          "distance": float(self.engine.x[t.cars][0] - t.front0)})
@@ -642,40 +703,50 @@ class Replay:
             if speed < 1e-3:
                 t.done_at = self.time
             return
-        if isinstance(t.driver, ScheduleDriver):
-            last = t.driver.at[-1] if t.driver.at else 0.0
-            key = self.time if t.driver.by == "time" else float(self.engine.x[t.cars][0] - t.front0)
+        if isinstance(drv, ScheduleDriver):
+            last = drv.at[-1] if drv.at else 0.0
+            key = self.time if drv.by == "time" else float(self.engine.x[t.cars][0] - t.front0)
             t.stopped_for = t.stopped_for + dt if speed < 1e-3 else 0.0
             if key >= last and t.stopped_for >= 10.0 and t.controls.throttle == 0.0:
                 t.done_at = self.time - t.stopped_for
                 self._event({"kind": "stopped", "time": t.done_at, "train": t.spec.name})
 
-    def _engine_event(self, e) -> None:  # noqa: ANN001
-        if e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED:
-            # A slack closing at a walking pace (brakes or traction changing by a few
-            # per cent per step) is a contact change, not a snatch or an impact; their
-            # number would only follow the step (docs/running-time.md §7).
-            return
-        cars = tuple(int(c) for c in e.cars)
-        names = []
-        for c in cars:
-            for t in self.trains:
-                if t.cars.start <= c < t.cars.stop:
-                    names.append((t.spec.name, c - t.cars.start))
-        self._event({"kind": e.kind, "time": float(e.time), "cars": [list(n) for n in names],
-                     "relative_speed": float(e.relative_speed), "impulse": float(e.impulse),
-                     "energy_lost": float(e.energy_lost),
-                     "location": self._where(cars[0]) if cars else None})
-
-    def _where(self, car: int) -> dict:
-        for t in self.trains:
-            if t.cars.start <= car < t.cars.stop:
-                s = float(self.engine.x[car])
-                loc = t.line.location(min(max(s, 0.0), t.line.length))
-                node, off, _d = t.line.node_offset(np.array([min(max(s, 0.0), t.line.length)]))
-                return {"node": int(node[0]), "tile_x": loc.tile_x, "tile_z": loc.tile_z,
-                        "x": loc.x, "y": loc.y, "z": loc.z}
-        return {}
+    def _engine_events(self, evs: list) -> None:
+        """The engine's events of one step as replay events; their locations are looked up
+        with one call per line (many trains' slack runs out in the same step)."""
+        x = self.engine.x
+        pending: dict[int, list[tuple[dict, int]]] = {}
+        for e in evs:
+            if e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED:
+                # A slack closing at a walking pace (brakes or traction changing by a few
+                # per cent per step) is a contact change, not a snatch or an impact; their
+                # number would only follow the step (docs/running-time.md §7).
+                continue
+            cars = tuple(int(c) for c in e.cars)
+            names = []
+            for c in cars:
+                t = self.trains[int(self.car_train[c])]
+                names.append((t.spec.name, c - t.cars.start))
+            d = {"kind": e.kind, "time": float(e.time), "cars": [list(n) for n in names],
+                 "relative_speed": float(e.relative_speed), "impulse": float(e.impulse),
+                 "energy_lost": float(e.energy_lost), "location": None}
+            self._event(d)
+            if cars:
+                pending.setdefault(int(self.car_train[cars[0]]), []).append((d, cars[0]))
+        by_line: dict[int, tuple[TrackLine, list[tuple[dict, int]]]] = {}
+        for k, items in pending.items():
+            line = self.trains[k].line
+            by_line.setdefault(id(line), (line, []))[1].extend(items)
+        for line, items in by_line.values():
+            s = np.array([min(max(float(x[car]), 0.0), line.length) for _d, car in items])
+            # the columns of TrackLine.at that a location needs, by the same calls
+            node = line.node_offset(s)[0].tolist()
+            X, Z = line.world_xz(s)
+            tx, tz, lx, lz = (a.tolist() for a in normalize_tile(0, 0, X, Z))
+            y = line.elevation(s).tolist()
+            for i, (d, _car) in enumerate(items):
+                d["location"] = {"node": int(node[i]), "tile_x": int(tx[i]), "tile_z": int(tz[i]),
+                                 "x": float(lx[i]), "y": float(y[i]), "z": float(lz[i])}
 
     def _safety(self, ev) -> None:  # noqa: ANN001
         if isinstance(ev, dict):
@@ -729,8 +800,9 @@ class Replay:
         if active is not None:  # trains not (or no longer) on the track meet nothing
             close &= active[:, None] & active[None, :]
         near = np.flatnonzero(close.any(axis=1))
+        near_set = set(near.tolist())
         for k, t in enumerate(self.trains):
-            if k in near:
+            if k in near_set:
                 sl = t.cars
                 self.occupancy.update(TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl]))
             else:
@@ -743,27 +815,59 @@ class Replay:
             self._safety(ev)
 
     def _trace(self, trac: np.ndarray, brk: np.ndarray) -> None:
+        """Record one trace row of every train: the state columns now, in one go over all
+        trains; the columns that depend only on the position along the line (node,
+        offset, world location, grade) are looked up per train at the end (_columns)."""
         x, v = self.engine.x, self.engine.v
-        for k, t in enumerate(self.trains):
-            sl = t.cars
-            s_front = float(min(max(x[sl][0], 0.0), t.line.length))
-            node, off, _d = t.line.node_offset(np.array([s_front]))
-            loc = t.line.location(s_front)
-            speed = float(v[sl][0])
-            prev = t.rows[-1] if t.rows else None
-            acc = (speed - prev[2]) / (self.time - prev[0]) if prev and self.time > prev[0] else 0.0
-            brake_out = min(1.0, float(brk[sl].sum() / max(t.model.max_brake.sum(), 1.0)))
-            t.rows.append((self.time, float(x[sl][0]) - t.front0, speed, acc, float(self._scale[k]), brake_out,
-                           int(node[0]), float(off[0]), loc.tile_x, loc.tile_z, loc.x, loc.y, loc.z,
-                           float(t.line.grade_at(np.array([s_front]))[0])))
-            if self.cars_trace:
-                # gap[i] is the joint behind car i (n − 1 of them): the last car of a
-                # train has none towards the next train.
-                gaps = np.append(self.engine.gap, np.nan)[sl].copy()
+        starts = self.train_start
+        xf = x[starts]
+        s_front = np.minimum(np.maximum(xf, 0.0), self._train_line_len)
+        speed = v[starts]
+        # what the traction and the brakes gave: a fraction of full traction and of the
+        # train's brake force
+        throttle = np.array(self._scale, dtype=np.float64)
+        brake = np.minimum(np.add.reduceat(brk, starts) / self.train_maxbrake, 1.0) if len(brk) else \
+            np.zeros(len(starts))
+        prev = self._trace_rows[-1] if self._trace_rows else None
+        if prev is not None and self.time > prev.time:
+            acc = (speed - prev.speed) / (self.time - prev.time)
+        else:
+            acc = np.zeros(len(starts))
+        self._trace_rows.append(_TraceRow(self.time, xf - self._train_front0, speed, acc, throttle,
+                                          brake, s_front))
+        if self.cars_trace:
+            # gap[i] is the joint behind car i (n − 1 of them): the last car of a
+            # train has none towards the next train.
+            gap_all = np.append(self.engine.gap, np.nan)
+            for t in self.trains:
+                sl = t.cars
+                gaps = gap_all[sl].copy()
                 gaps[-1] = np.nan
                 for i in range(sl.stop - sl.start):
                     t.car_rows.append((self.time, i, float(x[sl][i]), float(v[sl][i]), float(gaps[i]),
                                        float(trac[sl][i] - brk[sl][i])))
+
+    def _columns(self) -> dict[str, dict[str, np.ndarray]]:
+        """The trace columns of every train (TRACE_COLUMNS) from the recorded rows."""
+        rows = self._trace_rows
+        if not rows:
+            return {t.spec.name: {k: np.array([]) for k in TRACE_COLUMNS} for t in self.trains}
+        times = np.array([r.time for r in rows], dtype=np.float64)
+        stack = {f: np.stack([getattr(r, f) for r in rows]) for f in _TraceRow.PER_TRAIN}
+        out = {}
+        for k, t in enumerate(self.trains):
+            at = t.line.at(stack["s_front"][:, k])
+            out[t.spec.name] = {
+                "time": times, "distance": stack["distance"][:, k], "speed": stack["speed"][:, k],
+                "acceleration": stack["acceleration"][:, k], "throttle": stack["throttle"][:, k],
+                "brake": stack["brake"][:, k], "node": np.asarray(at["node"], dtype=np.int64),
+                "offset": np.asarray(at["offset"], dtype=np.float64),
+                "tile_x": np.asarray(at["tile_x"], dtype=np.int64),
+                "tile_z": np.asarray(at["tile_z"], dtype=np.int64),
+                "x": np.asarray(at["x"], dtype=np.float64), "y": np.asarray(at["y"], dtype=np.float64),
+                "z": np.asarray(at["z"], dtype=np.float64),
+                "grade": np.asarray(at["grade"], dtype=np.float64)}
+        return out
 
     def finished(self) -> bool:
         return all(t.done_at is not None for t in self.trains)
@@ -783,24 +887,34 @@ class Replay:
         return self._result(_time.perf_counter() - wall)
 
     def _result(self, wall: float) -> ReplayResult:
-        trains_out: dict[str, dict] = {}
-        traces, cars, summary = {}, {}, {"scenario": self.scenario.source, "route": self.route.name,
-                                         "simulated_seconds": round(self.time, 6),
-                                         "wall_seconds": round(wall, 3), "trains": trains_out}
+        cars: dict[str, dict[str, np.ndarray]] = {}
+        trains_summary: dict[str, dict] = {}
+        summary: dict = {"scenario": self.scenario.source, "route": self.route.name,
+                         "simulated_seconds": round(self.time, 6),
+                         "wall_seconds": round(wall, 3), "trains": trains_summary}
         summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None
+        traces = self._columns()
+        # every event's kind under each train it names (one pass over the events)
+        kinds_of: dict[str, list[str]] = {}
+        for e in self.events:
+            named = dict.fromkeys([e["train"]] if e.get("train") is not None else [])
+            for c in e.get("cars", []):
+                if isinstance(c, list):
+                    named[c[0]] = None
+            for name in named:
+                kinds_of.setdefault(name, []).append(e["kind"])
+        if self.signals is not None:
+            summary["signalling"] = self.signals.summary()
         for t in self.trains:
             sl = t.cars
             t.traction_j = float(self._trac_car[sl].sum())
             t.braking_j = float(self._brake_car[sl].sum())
             t.max_speed = float(self._vmax_car[sl].max())
-            cols = list(zip(*t.rows))
-            traces[t.spec.name] = {k: np.array(c) for k, c in zip(TRACE_COLUMNS, cols)}
             if self.cars_trace and t.car_rows:
                 cc = list(zip(*t.car_rows))
                 cars[t.spec.name] = {k: np.array(c) for k, c in zip(CAR_COLUMNS, cc)}
-            kinds = [e["kind"] for e in self.events if e.get("train") == t.spec.name
-                     or any(c[0] == t.spec.name for c in e.get("cars", []) if isinstance(c, list))]
-            trains_out[t.spec.name] = {
+            kinds = kinds_of.get(t.spec.name, [])
+            summary["trains"][t.spec.name] = {
                 "consist": t.consist.name, "cars": t.cars.stop - t.cars.start, "category": t.category,
                 "mass_t": round(float(t.model.mass.sum()) / 1000.0, 3), "length_m": round(t.length, 3),
                 "running_time_s": round(t.done_at if t.done_at is not None else self.time, 3),
@@ -812,15 +926,16 @@ class Replay:
                 "events": {k: kinds.count(k) for k in sorted(set(kinds))},
             }
             if t.allowance is not None:
-                trains_out[t.spec.name]["allowance"] = t.allowance
+                trains_summary[t.spec.name]["allowance"] = t.allowance
         return ReplayResult(self.scenario.source, traces, cars, tuple(self.events), summary, wall)
 
 
 def replay(scenario: Scenario | str | Path, *, route: Route | None = None, cars_trace: bool = False,
-           progress: Callable[[float], None] | None = None) -> ReplayResult:
-    """Run a scenario (a :class:`Scenario` or a TOML file) to its end."""
+           progress: Callable[[float], None] | None = None, signals: object = None) -> ReplayResult:
+    """Run a scenario (a :class:`Scenario` or a TOML file) to its end; ``signals``: None
+    uses the route's signals when it has them, False runs without (docs/signals.md §5)."""
     sc = scenario if isinstance(scenario, Scenario) else read_scenario(scenario)
-    return Replay(sc, route=route, cars_trace=cars_trace).run(progress)
+    return Replay(sc, route=route, cars_trace=cars_trace, signals=signals).run(progress)
 
 
 __all__ = ["Replay", "ReplayError", "ReplayResult", "replay"]

@@ -1,6 +1,6 @@
-"""Derailments and collisions (seed 003 §4.2, §5; seed 000 "side collisions").
+"""Derailments and collisions (docs/physics.md §5).
 
-Bogies (seed 003)
+Bogies (docs/physics.md §5.1)
 -----------------
 A :class:`BogieSet` keeps every car's two bogies as measures (line distances) along its
 train's :class:`~tdbtools.physics.trackline.TrackLine`: the front bogie ``(L − b)/2``
@@ -8,7 +8,7 @@ behind the car front, the rear bogie ``b`` further back (``b`` the bogie spacing
 0.65·L when the file gives none). Each step every bogie is moved by its car's
 displacement (:meth:`BogieSet.move`); when all bogies of the train are on one track node
 they are re-synchronised from the car positions the integrator keeps
-(:meth:`BogieSet.resync`), which removes the rounding drift the seed mentions without
+(:meth:`BogieSet.resync`), which removes the rounding drift the article mentions without
 risk (no switch can lie between them).
 
 A car derails (:class:`SafetyEvent` ``kind="derailment"``) when
@@ -28,7 +28,7 @@ reported (the traveller runs trailing switches through whatever their position).
 A bogie beyond the end of a line that does *not* end at a track end is not a
 derailment: the line was just not sampled further (:meth:`BogieSet.beyond_line`).
 
-Occupancy (seed 003 §5.2) and collisions
+Occupancy (docs/physics.md §5.3) and collisions
 ----------------------------------------
 A :class:`TrainPosition` says where a train is on its line (car fronts, car lengths,
 speed). Its track occupancy is the exact list of node intervals between its rear and
@@ -39,7 +39,7 @@ overlap, with the nearest car of each train and the closing speed (the rate at w
 the two trains approach each other along that node, + = approaching). Trains on the
 same line are the 1-D engine's business and are skipped; so is mere touching.
 
-Side collisions (seed 000)
+Side collisions (docs/physics.md §5.3)
 --------------------------
 Where tracks run close, cars on different lines can foul each other.
 :func:`side_collisions` puts every car (its chord rear → middle → front, from
@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -168,7 +169,7 @@ class BogieSet:
 
     def resync(self, car_front) -> bool:
         """Recompute the bogies from the car fronts if all bogies are on one node
-        (seed 003 §4.2); returns whether it did."""
+        (docs/physics.md §5.1); returns whether it did."""
         if not self.on_one_node():
             return False
         self.place(car_front)
@@ -343,19 +344,19 @@ def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent
                     best[key] = (overlap, node, mid, centre_i, centre_j)
     out: list[SafetyEvent] = []
     for (i, j), (_ov, node, mid, ci, cj) in sorted(best.items()):
-        a, b = trains[i], trains[j]
-        sa = a.line.locate(node, mid)
-        sb = b.line.locate(node, mid)
-        s_a = float(sa[0]) if len(sa) else a.front
-        s_b = float(sb[0]) if len(sb) else b.front
-        car_a, car_b = a.nearest_car(s_a), b.nearest_car(s_b)
-        va = a.car_speed(car_a) * (1.0 if _node_dir(a.line, node, mid) == 1 else -1.0)
-        vb = b.car_speed(car_b) * (1.0 if _node_dir(b.line, node, mid) == 1 else -1.0)
+        ta, tb = trains[i], trains[j]
+        sa = ta.line.locate(node, mid)
+        sb = tb.line.locate(node, mid)
+        s_a = float(sa[0]) if len(sa) else ta.front
+        s_b = float(sb[0]) if len(sb) else tb.front
+        car_a, car_b = ta.nearest_car(s_a), tb.nearest_car(s_b)
+        va = ta.car_speed(car_a) * (1.0 if _node_dir(ta.line, node, mid) == 1 else -1.0)
+        vb = tb.car_speed(car_b) * (1.0 if _node_dir(tb.line, node, mid) == 1 else -1.0)
         closing = (va - vb) if ci <= cj else (vb - va)
         out.append(SafetyEvent(
-            "collision", float(time), a.train, (car_a,), int(node), a.line.location(s_a),
+            "collision", float(time), ta.train, (car_a,), int(node), ta.line.location(s_a),
             cause=f"both trains occupy node {node} around offset {mid:.2f} m",
-            other_train=b.train, other_cars=(car_b,), closing_speed=float(closing), s=s_a))
+            other_train=tb.train, other_cars=(car_b,), closing_speed=float(closing), s=s_a))
     return out
 
 
@@ -386,7 +387,11 @@ def side_collisions(trains: Sequence[TrainPosition], time: float, *,
     """Cars of trains on different lines fouling each other where the tracks run close
     (module docstring): one ``"side_collision"`` event per pair of trains."""
     trains = list(trains)
-    owner, car, pts, heads, centres = [], [], [], [], []
+    owner: list[int] = []
+    car: list[int] = []
+    pts: list[np.ndarray] = []
+    heads: list[np.ndarray] = []
+    centres: list[np.ndarray] = []
     for k, tr in enumerate(trains):
         line = tr.line
         lo = np.clip(tr.car_front - tr.car_length, 0.0, line.length)
@@ -416,7 +421,7 @@ def side_collisions(trains: Sequence[TrainPosition], time: float, *,
     cz = np.floor(C[:, 1] / size).astype(np.int64)
     # Candidate pairs from the grid, all at once: for each of the 9 neighbouring cells,
     # the cars whose cell key matches (searchsorted over the sorted keys).
-    kid = {}
+    kid: dict[Any, int] = {}
     line_id = np.array([kid.setdefault(t._key, len(kid)) for t in trains], dtype=np.int64)[owner_a]
     span = int(cz.max() - cz.min()) + 3
     key = (cx - cx.min() + 1) * span + (cz - cz.min() + 1)

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import Location, SourceError, caret_snippet
+from ..errors import Location, SourceError, caret_snippet, truncate_value
 from ..stf.units import parse_quantity
 
 if sys.version_info >= (3, 11):
@@ -65,6 +65,37 @@ else:  # pragma: no cover - Python 3.10
 
 class ScenarioError(SourceError):
     """A scenario file that cannot be used: bad TOML, unknown keys, bad values."""
+
+
+#: Limits on the work a replay may ask for (docs/security.md §2). The physics is
+#: integrated at one step per ``step`` (larger steps are not stable without sub-steps).
+MIN_STEP = 1e-4
+MAX_STEP = 1.0
+#: About 11.6 days of simulated time.
+MAX_DURATION = 1e6
+#: At most this many steps per replay (``duration / step``): a day at 0.01 s.
+MAX_STEPS = 10_000_000
+
+
+def run_limits_problem(step: object, duration: object) -> tuple[str, str] | None:
+    """``(key, message)`` if ``step`` or ``duration`` (seconds) is outside the limits,
+    else None. The one check for TOML keys, ``replay --step/--duration`` and Python."""
+    for key, v in (("step", step), ("duration", duration)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return key, f"{key}: expected a number of seconds, got {truncate_value(v)}"
+        if not math.isfinite(v):
+            return key, f"{key}: must be finite, got {v!r}"
+    assert isinstance(step, (int, float)) and isinstance(duration, (int, float))
+    if not MIN_STEP <= step <= MAX_STEP:
+        return "step", (f"step: {step:g} s is outside [{MIN_STEP:g}, {MAX_STEP:g}] s (the physics "
+                        "takes one step at a time and is not stable beyond 1 s)")
+    if not 0 < duration <= MAX_DURATION:
+        return "duration", f"duration: {duration:g} s is outside (0, {MAX_DURATION:g}] s"
+    steps = duration / step
+    if steps > MAX_STEPS:
+        return "duration", (f"duration {duration:g} s at step {step:g} s is {steps:.3g} steps, over the "
+                            f"limit of {MAX_STEPS:,}: use a shorter duration or a larger step")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +139,7 @@ class TrainSpec:
     allowance: float = 0.0                   # running-time allowance, % of the minimum
     allowance_min_per_100km: float = 0.0     # and minutes per 100 km
     allowance_mode: str = "linear"           # "linear" (lower speeds) | "eco" (coasting)
+    depart: float = 0.0                      # s: the train stands (full brake) until then
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +162,18 @@ class Scenario:
     rotating_mass: bool = True               # default rotating-mass factors (running-time.md §5)
     adhesion: str = "dry"                    # "dry" | "wet" | "off"
 
+    def __post_init__(self) -> None:
+        # Also when built in Python or changed with dataclasses.replace (replay --step).
+        bad = run_limits_problem(self.step, self.duration)
+        if bad is not None:
+            raise ScenarioError(bad[1], Location(self.source, 1, 1))
+
 
 _TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval",
         "rotating_mass", "adhesion"}
 #: The keys of a ``[[train]]`` table.
 TRAIN_KEYS = {"name", "consist", "path", "start", "distance", "start_offset", "beyond_path", "driver", "schedule",
-              "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in",
+              "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in", "depart",
               "category", "brake_build_up", "allowance", "allowance_min_per_100km", "allowance_mode"}
 _START = {"tile", "pos", "backward"}
 _COMMAND = {"at", "throttle", "brake"}
@@ -177,7 +215,7 @@ def _num(ctx: TomlSource, v: Any, key: str, family: str | None, *, lo: float | N
         raise ctx.error(f"{key}: expected {what}, got {type(v).__name__}", key)
     if isinstance(v, str):
         if family is None:
-            raise ctx.error(f"{key}: expected a number, got {v!r}", key)
+            raise ctx.error(f"{key}: expected a number, got {truncate_value(v)}", key)
         try:
             x = parse_quantity(v.replace(" ", ""), family)
         except (ValueError, SourceError) as exc:
@@ -189,7 +227,7 @@ def _num(ctx: TomlSource, v: Any, key: str, family: str | None, *, lo: float | N
             digits = str(v)
             raise ctx.error(f"{key}: {digits[:12]}… ({len(digits)} digits) is too large", key) from None
     if not math.isfinite(x):
-        raise ctx.error(f"{key}: must be finite, got {v!r}", key)
+        raise ctx.error(f"{key}: must be finite, got {truncate_value(v)}", key)
     if lo is not None and x < lo or hi is not None and x > hi:
         raise ctx.error(f"{key}: {x:g} is outside [{lo if lo is not None else '-inf'}, "
                         f"{hi if hi is not None else 'inf'}]", key)
@@ -266,8 +304,11 @@ def scenario_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | N
     if "route" not in data or not isinstance(data["route"], str):
         raise ctx.error("scenario: 'route' (the route folder …/ROUTES/NAME) is required", "route")
     route = (base / data["route"]).resolve() if not Path(data["route"]).is_absolute() else Path(data["route"])
-    step = _num(ctx, data.get("step", 0.1), "step", "time", lo=1e-4, hi=10.0)
-    duration = _num(ctx, data.get("duration", 3600.0), "duration", "time", lo=0.0, hi=1e7)
+    step = _num(ctx, data.get("step", 0.1), "step", "time")
+    duration = _num(ctx, data.get("duration", 3600.0), "duration", "time")
+    bad = run_limits_problem(step, duration)
+    if bad is not None:
+        raise ctx.error(bad[1], bad[0])
     stand_in = data.get("stand_in", False)
     if not isinstance(stand_in, bool):
         raise ctx.error("stand_in: expected true or false", "stand_in")
@@ -289,7 +330,7 @@ def scenario_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | N
         events.append(SwitchEvent(_num(ctx, e["at"], "at", "time", lo=0.0),
                                   int(_num(ctx, e["junction"], "junction", None, lo=1)),
                                   int(_num(ctx, e["route"], "route", None, lo=0, hi=1))))
-    cci = _num(ctx, data.get("collision_check_interval", 0.5), "collision_check_interval", "time",
+    cci = _num(ctx, data.get("collision_check_interval", max(0.5, step)), "collision_check_interval", "time",
                lo=step, hi=60.0)
     rotating = data.get("rotating_mass", True)
     if not isinstance(rotating, bool):
@@ -372,6 +413,7 @@ def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
         brake_mode=mode,
         deceleration=_num(ctx, t.get("deceleration", 0.5), "deceleration", None, lo=0.05, hi=3.0),
         stand_in=stand_in, category=category,
+        depart=_num(ctx, t.get("depart", 0.0), "depart", "time", lo=0.0, hi=1e7),
         brake_build_up=(_num(ctx, t["brake_build_up"], "brake_build_up", "time", lo=0.0, hi=120.0)
                         if "brake_build_up" in t else None),
         allowance=_num(ctx, t.get("allowance", 0.0), "allowance", None, lo=0.0, hi=100.0),
@@ -384,8 +426,8 @@ def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
 def resolve_file(name: Path, *folders: Path, suffix: str) -> Path | None:
     """``name`` as given (absolute or relative to the first folder), else looked up in
     the folders with ``suffix`` added, ignoring case."""
-    from ..stf import resolve_case_insensitive
     from .._fs import is_file
+    from ..stf import resolve_case_insensitive
 
     cands = [name] if name.is_absolute() else []
     for f in folders:

@@ -1,6 +1,6 @@
 """A train's line of track: one 1-D run along the network, sampled once so that the
-physics can look everything up with numpy (seed 003: positions are *measures*, metres
-along the line; spec §11, §12).
+physics can look everything up with numpy (docs/physics.md §5: positions are *measures*, metres
+along the line; docs/formats.md §11, §12).
 
 A :class:`TrackLine` is built by walking a :class:`~tdbtools.track.traveller.Traveller`
 section by section, so it knows exactly
@@ -560,8 +560,8 @@ class TrackLine:
 
     def heading_at(self, s) -> np.ndarray:
         """Heading (rad, (−π, π]) at ``s`` (linear between samples, unwrapped)."""
-        hu = self._heading_u if self._heading_u is not None else self.heading
-        return wrap_angle(np.interp(s, self.s, hu))
+        assert self._heading_u is not None, "set by every constructor"
+        return wrap_angle(np.interp(s, self.s, self._heading_u))
 
     def location(self, s: float) -> WorldPoint:
         """World location (tile_x, tile_z, x, y, z) of one line distance."""

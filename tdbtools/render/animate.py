@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,7 @@ class _Train:
     spacing: np.ndarray          # bogie spacing per car (m)
     times: np.ndarray
     fronts: np.ndarray           # (n_times, n_cars) car-front measure at each time
-    world: object                # s (array) → absolute (X, Y, Z) arrays
+    world: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]  # s (array) → absolute X, Y, Z
 
 
 class TrainPlacer:
@@ -159,7 +160,7 @@ def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: boo
     """A replay to animate: a scenario TOML (run here) → (result, replay); a folder of
     ``tdbtools replay --out`` CSVs → (result, None). ``cars_trace``: record every car
     (coupler slack shows) instead of placing the cars rigidly behind the front."""
-    from ..physics.replay import Replay, ReplayResult, TRACE_COLUMNS
+    from ..physics.replay import TRACE_COLUMNS, Replay, ReplayResult
     from ..physics.scenario import read_scenario
 
     p = Path(path)

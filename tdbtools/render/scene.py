@@ -267,7 +267,7 @@ def _grid(pv, route: Route, origin: tuple[float, float], height: float):
         return pv.PolyData()
     xs = (np.arange(ext["tile_x_min"], ext["tile_x_max"] + 2) - 0.5) * TILE - origin[0]
     zs = (np.arange(ext["tile_z_min"], ext["tile_z_max"] + 2) - 0.5) * TILE - origin[1]
-    pts, lines = [], []
+    pts: list[tuple[float, float, float]] = []
     for x in xs:
         pts += [(x, zs[0], height), (x, zs[-1], height)]
     for z in zs:
@@ -406,7 +406,7 @@ def _plotter(scene: Scene, window_size: tuple[int, int], off_screen: bool, *, la
     if scene.track.n_points:
         if scene.color_by == "kind":
             bar = {"title": "node kind: 0 link, 1 spur, 2 isolated", "n_labels": 3, "fmt": "%.0f"}
-            cmap = ["#1f4e9c", "#2ca02c", "#d62728"]
+            cmap: str | list[str] = ["#1f4e9c", "#2ca02c", "#d62728"]
         elif scene.color_by == "grade":
             bar = {"title": "grade (permille)", "n_labels": 5, "fmt": "%.0f"}
             cmap = "coolwarm"

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 __all__ = ["dumps_deep"]
 
 _END = object()
 
 
-def dumps_deep(obj, indent: int = 1) -> str:
+def dumps_deep(obj: Any, indent: int = 1) -> str:
     """``json.dumps(obj, indent=indent, ensure_ascii=False)`` without recursion: a tree
     nested 100,000 blocks deep is valid STF, and json.dumps would hit the recursion limit.
     Indentation stops growing below depth 64 (else the text grows with the square of the
     depth)."""
     out: list[str] = []
-    stack: list[list] = []  # [iterator, is_dict, depth, first]
+    stack: list[list[Any]] = []  # [iterator, is_dict, depth, first]
 
     def start(v, depth: int) -> None:
         if isinstance(v, dict) and v:
@@ -30,7 +31,7 @@ def dumps_deep(obj, indent: int = 1) -> str:
     start(obj, 0)
     while stack:
         top = stack[-1]
-        nxt = next(top[0], _END)
+        nxt: Any = next(top[0], _END)
         depth = top[2]
         if nxt is _END:
             stack.pop()

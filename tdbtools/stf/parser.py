@@ -12,6 +12,7 @@ import re
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -64,7 +65,7 @@ class _Drop:
 class _Include:
     __slots__ = ("target", "source", "pos")
 
-    def __init__(self, target: str | None, source: Source, pos: int) -> None:
+    def __init__(self, target: str | None, source: Source | None, pos: int) -> None:
         self.target = target
         self.source = source
         self.pos = pos
@@ -177,7 +178,7 @@ class _Builder(Transformer):
     def _string(self, tok: Token) -> QStr:
         if tok[-1] == "+":
             self.notes.append(("'+' after a quoted string is not followed by another quoted "
-                               "string; ignored", tok.start_pos + len(tok) - 1))
+                               "string; ignored", (tok.start_pos or 0) + len(tok) - 1))
         parts = _STRING_PART.findall(tok)
         s = "".join(parts)
         if "\\" in s:
@@ -192,7 +193,7 @@ class _Builder(Transformer):
         if "(" not in text:
             out.extend(split_words(text, self.source))
             return
-        split_items(text, tok.start_pos, self.source, out,
+        split_items(text, tok.start_pos or 0, self.source, out,
                     lambda cur, blk: self._add_include(cur, _IncludeBlock(blk)), lazy=True)
 
     def _data_escaped(self, tok: Token, out: list) -> None:
@@ -337,7 +338,7 @@ def _parse_items(source: Source) -> tuple[list, list[tuple[list, _Include]], lis
     try:
         text = _prepare(source)
         lark = pool.full if needs_full_grammar(text) or has_long_word(text) else pool.plain
-        items = lark.parse(text)
+        items: Any = lark.parse(text)  # the transformer builds a list, not a Tree
     except UnexpectedInput as exc:
         raise _syntax_error(source, exc) from None
     finally:
@@ -437,6 +438,7 @@ def _resolve(source: Source, diags: Diagnostics, confine: Path | None, stack: li
 def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list[str],
             seen: list[str], budget: list[int]) -> list:
     src = inc.source
+    assert src is not None, "an include block always comes from a parsed source"
     loc = src.location(inc.pos) if inc.pos >= 0 else Location(src.path, 1, 1)
     if not inc.target:
         diags.problem(IncludeError("'include' without a file name", loc, src.snippet(loc)))
@@ -504,7 +506,7 @@ def _syntax_error(source: Source, exc: UnexpectedInput) -> StfSyntaxError:
     text = _blank_first_line(source.text)
     offset = 0
     if isinstance(exc, UnexpectedCharacters):
-        pos = offset + exc.pos_in_stream
+        pos = offset + (exc.pos_in_stream or 0)
         ch = source.text[pos : pos + 1]
         if ch == '"':
             msg = "unterminated quoted string"

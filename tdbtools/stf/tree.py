@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Union
+from typing import Any, Union
 
 from ..errors import Location
 from .source import Source
@@ -28,8 +28,11 @@ class Block:
     through :attr:`key`. The root of a file is a block with an empty name."""
 
     __slots__ = ("name", "key", "_items", "_raw", "_rawpos", "source", "pos")
+    # Raw text (``_raw``) is kept exactly while ``_items`` is None.
+    _items: list[Any] | None
+    _raw: Any
 
-    def __init__(self, name: str, items: list[Item] | None, source: Source | None = None,
+    def __init__(self, name: str, items: list[Any] | None, source: Source | None = None,
                  pos: int = -1, raw: str | None = None, rawpos: int = -1, key: str | None = None) -> None:
         self.name = name
         self.key = name.lower() if key is None else key
@@ -43,16 +46,17 @@ class Block:
         self.pos = pos
 
     @property
-    def items(self) -> list[Item]:
+    def items(self) -> list[Any]:
+        """Plain values (``str``), quoted strings (:class:`QStr`) and child blocks."""
         items = self._items
         if items is None:
             raw = self._raw
-            if "(" in raw:  # type: ignore[operator]
+            if "(" in raw:
                 items = split_shallow(raw, self._rawpos, self.source)
             elif self.source is not None and self.source.exact_split:
-                items = exact_split(raw)  # type: ignore[arg-type]
+                items = exact_split(raw)
             else:
-                items = raw.split()  # type: ignore[union-attr]
+                items = raw.split()
             self._items = items
             self._raw = None
         return items
@@ -87,7 +91,7 @@ class Block:
             return raw if "(" not in raw else None
         items = self.items
         if items and all(i.__class__ is str for i in items):
-            return " ".join(items)  # type: ignore[arg-type]
+            return " ".join(items)
         return None
 
     # -- navigation -----------------------------------------------------------------
@@ -135,7 +139,7 @@ class Block:
         if not isinstance(other, Block):
             return NotImplemented
         # Iterative, so that deeply nested trees compare without recursion.
-        stack = [(self, other)]
+        stack: list[tuple[Any, Any]] = [(self, other)]
         while stack:
             a, b = stack.pop()
             if a.key != b.key or len(a.items) != len(b.items):
@@ -297,16 +301,18 @@ def split_items(text: str, start: int, src: Source | None, out: list, on_include
                     continue
         comment_levels.append(kind == _COMMENT)
         if kind == _NORMAL:
-            blk = Block(name, [], src, npos, None, -1, key)
+            kids: list[Any] = []
+            blk = Block(name, kids, src, npos, None, -1, key)
             cur.append(blk)
             stack.append(cur)
-            cur = blk._items
+            cur = kids
         elif kind == _INCLUDE_BLOCK:
-            blk = Block(name, [], src, npos, None, -1, key)
+            kids = []
+            blk = Block(name, kids, src, npos, None, -1, key)
             if not muted:
                 on_include(cur, blk)
             stack.append(cur)
-            cur = blk._items
+            cur = kids
         else:
             stack.append(cur)
             cur = []  # a comment block: its content is dropped

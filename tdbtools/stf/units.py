@@ -1,5 +1,5 @@
 """Numbers with unit suffixes (``80t``, ``25m``, ``200kN``, ``160km/h``, ``1e6N/m/s``),
-converted to SI as Open Rails' STFReader does (spec §3).
+converted to SI as Open Rails' STFReader does (docs/formats.md §3).
 
 The number and its unit are one word: ``60 kph`` is the number 60 followed by another
 item. Without a suffix a family's default unit applies (m/s for Speed, mph for
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..errors import UnitError
+from ..errors import UnitError, truncate_value
 
 # Factors to SI (kg, m, m², s, m/s, N, W, N/m, N/(m/s), N/(m/s)², Hz, A, V, psi, rad).
 # Pressure stays in psi, as in Open Rails' internal unit.
@@ -57,11 +57,11 @@ def split_quantity(text: str) -> tuple[float, str]:
     """``'200kN'`` → ``(200.0, 'kn')``: the number and the lower-cased suffix."""
     m = _NUMBER.match(text)
     if m is None:
-        raise ValueError(f"not a number: {text!r}")
+        raise ValueError(f"not a number: {truncate_value(text)}")
     num = m.group().replace(",", "")
     value = float(num)
     if not math.isfinite(value):
-        raise ValueError(f"not a finite number: {text!r}")
+        raise ValueError(f"not a finite number: {truncate_value(text)}")
     suffix = text[m.end():]
     hash_at = suffix.find("#")
     if hash_at >= 0:
@@ -88,7 +88,7 @@ def parse_quantity(text: str, *families: str) -> float:
     if suffix == "degf" and "temperature" in families:
         return (value - 32.0) * 5.0 / 9.0
     known = sorted({s for fam, _ in resolved for s in FAMILIES[fam]})
-    raise UnitError(f"unknown unit {suffix!r} in {text!r} for {'/'.join(families)}; "
+    raise UnitError(f"unknown unit {truncate_value(suffix)} in {truncate_value(text)} for {'/'.join(families)}; "
                     f"known: {', '.join(known)}")
 
 

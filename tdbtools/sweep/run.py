@@ -49,7 +49,7 @@ def _route_cache() -> dict:
     cache = getattr(worker, "_tdbtools_routes", None)
     if cache is None:
         cache = {}
-        worker._tdbtools_routes = cache
+        worker._tdbtools_routes = cache  # type: ignore[attr-defined]  # our own attribute
     return cache
 
 
@@ -261,7 +261,9 @@ def _client(scheduler: str | None, workers: int | None, processes: bool, dashboa
         return
     n = workers or max(1, min(os.cpu_count() or 1, n_tasks))
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                      dashboard_address=":8787" if dashboard else None) as cluster, Client(cluster) as client:
+                      # Without a dashboard, still any free port: the scheduler's HTTP server
+                      # would take 8787 and warn when another cluster holds it.
+                      dashboard_address=":8787" if dashboard else ":0") as cluster, Client(cluster) as client:
         yield client, (client.dashboard_link if dashboard else None), n
 
 

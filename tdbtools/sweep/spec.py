@@ -18,6 +18,7 @@ from typing import Any
 from ..physics.scenario import (
     TRAIN_KEYS,
     Scenario,
+    ScenarioError,
     TomlSource,
     check_keys,
     load_toml,
@@ -33,6 +34,14 @@ PARAM_KEYS = TRAIN_KEYS - {"name", "consist", "path", "start", "distance"}
 #: Scenario-level keys passed through to every replay.
 _SCENARIO_KEYS = ("step", "duration", "stand_in", "collision_check_interval")
 TRAIN_NAME = "train"
+#: A spec may expand to at most this many replays unless the caller raises the limit
+#: (``max_combinations=``, ``sweep --max-combinations``): they are counted before any
+#: is built (docs/security.md §2).
+MAX_COMBINATIONS = 10_000
+
+
+class TooManyCombinations(ScenarioError):
+    """A sweep spec that expands to more replays than the limit allows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,17 +74,20 @@ class SweepSpec:
         return tuple(self.grid)
 
 
-def read_sweep_spec(path: str | Path) -> SweepSpec:
+def read_sweep_spec(path: str | Path, *, max_combinations: int = MAX_COMBINATIONS) -> SweepSpec:
     """Read a sweep spec TOML file; every mistake is a located :class:`ScenarioError`."""
     p = Path(path)
     text = read_toml_text(p, "sweep spec")
-    return sweep_spec_from_text(text, str(p.resolve()), base=p.resolve().parent)
+    return sweep_spec_from_text(text, str(p.resolve()), base=p.resolve().parent,
+                                max_combinations=max_combinations)
 
 
-def sweep_spec_from_text(text: str, path: str = "<sweep>", base: Path | None = None) -> SweepSpec:
+def sweep_spec_from_text(text: str, path: str = "<sweep>", base: Path | None = None, *,
+                         max_combinations: int = MAX_COMBINATIONS) -> SweepSpec:
     """Parse the text of a sweep spec (``path`` names it in errors; ``base`` is the folder
     relative names are taken from)."""
-    return sweep_spec_from_dict(load_toml(text, path), TomlSource(path, text), base or Path("."))
+    return sweep_spec_from_dict(load_toml(text, path), TomlSource(path, text), base or Path("."),
+                                max_combinations=max_combinations)
 
 
 def _str_list(ctx: TomlSource, data: dict, key: str) -> list[str]:
@@ -94,7 +106,8 @@ def _paths_folder(route: Path) -> Path | None:
     return p if p.is_dir() else None
 
 
-def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | None = None) -> SweepSpec:
+def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | None = None, *,
+                         max_combinations: int = MAX_COMBINATIONS) -> SweepSpec:
     ctx = ctx or TomlSource("<sweep>", "")
     base = base or Path(".")
     check_keys(ctx, data, SPEC_KEYS, "sweep")
@@ -138,6 +151,16 @@ def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path |
             raise ctx.error(f"grid: {k!r} needs a non-empty list of values", k)
         grid[k] = tuple(values)
     settings = {k: data[k] for k in _SCENARIO_KEYS if k in data}
+    count = len(paths) * len(consists)
+    for values in grid.values():
+        count *= len(values)
+    if count > max_combinations:
+        sizes = " x ".join([f"{len(paths)} paths", f"{len(consists)} consists",
+                            *(f"{len(v)} {k}" for k, v in grid.items())])
+        raise TooManyCombinations(
+            f"sweep: {sizes} = {count:,} combinations, over the limit of {max_combinations:,}; "
+            "narrow the spec or raise the limit (sweep --max-combinations N)",
+            ctx.error("", "grid" if grid else "paths").location)
     combos = []
     seen = set()
     for path, consist in itertools.product(paths, consists):
@@ -156,5 +179,5 @@ def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path |
                      tuple(combos))
 
 
-__all__ = ["Combination", "PARAM_KEYS", "SPEC_KEYS", "SweepSpec", "read_sweep_spec", "sweep_spec_from_dict",
+__all__ = ["Combination", "MAX_COMBINATIONS", "PARAM_KEYS", "TooManyCombinations", "SPEC_KEYS", "SweepSpec", "read_sweep_spec", "sweep_spec_from_dict",
            "sweep_spec_from_text"]

@@ -13,7 +13,7 @@ code                       severity  meaning
                                      whose trunk pin is ``TrPin ( 0 0 )``)
 ``PIN_ASYMMETRIC``         error     A links to B but B has no pin back to A (nodes = [A, B])
 ``PIN_DIRECTION``          warning   the pin and its pin back disagree on which end/side they
-                                     join (spec §6.4 direction rules), or a direction not 0/1
+                                     join (docs/formats.md §6.4 direction rules), or a direction not 0/1
 ``PIN_COUNT``              error     in/out pin counts not vector 1+1, junction 1+2, end 1+0, or
                                      a number of TrPins that is not in + out
 ``NODE_NO_SECTIONS``       error     a vector node without sections
@@ -56,17 +56,24 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..errors import Diagnostics, TdbToolsError
 from ..formats.pat import PathFile, read_pat
 from ..formats.route import Route
-from ..formats.tdb import (CrossoverItem, EndNode, JunctionNode, PlatformItem, SidingItem, SignalItem,
-                           VectorNode)
+from ..formats.tdb import (
+    CrossoverItem,
+    EndNode,
+    JunctionNode,
+    PlatformItem,
+    SidingItem,
+    SignalItem,
+    VectorNode,
+)
 from ..stf import resolve_case_insensitive
-from .geometry import (TILE_SIZE, SectionGeometry, WorldPoint, closure, point_at,
-                       section_end, section_geometry)
+from .geometry import TILE_SIZE, SectionGeometry, WorldPoint, closure, point_at, section_end, section_geometry
 from .paths import resolve_route_paths
 from .spatial import distance_to_sections, nearest_track
 
@@ -259,6 +266,10 @@ def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance:
 
     With ``paths=True`` the report also holds :func:`audit_paths` and every ``.pat``
     of the route resolved on the track (what ``tdbtools audit`` checks by default)."""
+    for name, v in (("gap_tolerance", gap_tolerance), ("node_end_tolerance", node_end_tolerance),
+                    ("item_tolerance", item_tolerance), ("kink_tolerance", kink_tolerance)):
+        if not 0 <= v < math.inf:
+            raise TdbToolsError(f"{name} must be a finite number >= 0, got {v!r}")
     geom = section_geometry(route)
     places = _Places(route, geom)
     findings: list[AuditFinding] = []
@@ -298,7 +309,7 @@ def _resolve_paths(route: Route) -> list[PathResolution]:
 
 
 def _audit_pins(route: Route, places: _Places, out: list[AuditFinding]) -> None:
-    nodes = route.tdb.nodes
+    nodes: tuple[Any, ...] = route.tdb.nodes  # node kinds are tested where it matters
     nv = len(nodes)
     for n in nodes[1:]:
         if n is None:
@@ -345,7 +356,7 @@ def _audit_pins(route: Route, places: _Places, out: list[AuditFinding]) -> None:
                 out.append(AuditFinding(
                     "PIN_DIRECTION", f"{n.kind} node {n.index} pin {p} ({link} {pin.direction}) and the "
                     f"pin back from {other.kind} node {link} ({backs}) do not describe the same join "
-                    f"(spec §6.4)", (n.index, link), location=where))
+                    f"(docs/formats.md §6.4)", (n.index, link), location=where))
 
 
 def _audit_nodes(route: Route, geom: SectionGeometry, places: _Places, out: list[AuditFinding]) -> None:
@@ -422,7 +433,7 @@ def _reversal_note(geom: SectionGeometry, places: _Places, row: int, pos: int, t
 
 
 def _audit_node_ends(route: Route, places: _Places, clo, out: list[AuditFinding], tol: float) -> None:
-    nodes = route.tdb.nodes
+    nodes: tuple[Any, ...] = route.tdb.nodes  # node kinds are tested where it matters
     seen: set = set()
     for k in np.flatnonzero(np.nan_to_num(clo.end_gap, nan=0.0) > tol):
         node, pin, link = int(clo.end_node[k]), int(clo.end_pin[k]), int(clo.end_link[k])
@@ -445,8 +456,8 @@ def _audit_node_ends(route: Route, places: _Places, clo, out: list[AuditFinding]
 
 def _audit_items(route: Route, geom: SectionGeometry, places: _Places, out: list[AuditFinding],
                  tol: float, unreferenced: bool) -> dict:
-    nodes = route.tdb.nodes
-    items = route.tdb.items
+    nodes: tuple[Any, ...] = route.tdb.nodes  # node kinds are tested where it matters
+    items: tuple[Any, ...] = route.tdb.items
     ni = len(items)
     nv = len(nodes)
     refs: dict[int, list[int]] = defaultdict(list)
@@ -522,7 +533,7 @@ def _audit_items(route: Route, geom: SectionGeometry, places: _Places, out: list
     if len(delta):
         stats.update({"sdata_offset_p99": float(np.percentile(delta, 99)),
                       "sdata_offset_max": float(delta.max())})
-    for k in np.flatnonzero(~(best <= tol)):
+    for k in np.flatnonzero(~(best <= tol)).tolist():
         nd, i = pos_pairs[k]
         dist = "no known section" if not np.isfinite(best[k]) else f"{best[k]:.3f} m"
         out.append(AuditFinding(
@@ -668,11 +679,11 @@ def audit_paths(route: Route, paths_folder: str | Path | None = None, *, pdp_tol
     for f in files:
         diags = Diagnostics(strict=False)
         try:
-            pf = read_pat(f, diagnostics=diags)
+            read = read_pat(f, diagnostics=diags)
         except (TdbToolsError, OSError) as exc:
             parsed.append((f, None, [str(x) for x in diags.findings], str(exc)))
             continue
-        parsed.append((f, pf, [str(x) for x in diags.findings], None))
+        parsed.append((f, read, [str(x) for x in diags.findings], None))
 
     # All PDPs of all files in one scan.
     owners: list[tuple[int, int]] = []

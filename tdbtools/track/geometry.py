@@ -1,8 +1,8 @@
-"""Section geometry (spec §4, §11): positions along track sections, the inverse
+"""Section geometry (docs/formats.md §4, §11): positions along track sections, the inverse
 ("where is this point in that section"), polylines, closure checks and the
 node graph. Everything is numpy float64 and vectorised over sections.
 
-Conventions (spec §4):
+Conventions (docs/formats.md §4):
 
 * MSTS world frame: X east, Y up, Z north. A location is (tile_x, tile_z, x, y, z)
   with x, z relative to the centre of a 2048 m tile and y absolute. Absolute
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -189,7 +190,7 @@ class SectionGeometry:
         """
         cols = np.broadcast_arrays(*(np.asarray(v) for v in (
             tile_x, tile_z, x, y, z, ax, ay, az, radius, angle, length, node, section_index)))
-        cols = [np.atleast_1d(c) for c in cols]
+        cols = tuple(np.atleast_1d(c) for c in cols)
         f = [np.array(c, dtype=np.float64) for c in cols[2:11]]
         x_, y_, z_, ax_, ay_, az_, r_, a_, l_ = f
         curved = ~np.isnan(r_)
@@ -297,7 +298,7 @@ def _frame_offsets(geom: SectionGeometry, rows: np.ndarray, off: np.ndarray, lat
 
 
 def point_at(geom: SectionGeometry, rows, offset_m, lateral=0.0) -> TrackPoint:
-    """Pose at ``offset_m`` metres from the start of section ``rows`` (spec §11).
+    """Pose at ``offset_m`` metres from the start of section ``rows`` (docs/formats.md §11).
     The arrays of the result have the broadcast shape of the inputs (0-d for scalars).
 
     ``rows``, ``offset_m`` and ``lateral`` broadcast together. Straight:
@@ -348,7 +349,7 @@ def locate_in_section(geom: SectionGeometry, rows, tile_x, tile_z, x, z) -> tupl
     sections: ``(lat, lon)`` in metres, ``lon`` measured along the arc.
 
     Height is ignored. The point is put into the section's start tile and rotated
-    into the section frame (spec §11 ``Survey``); the section's pitch and roll
+    into the section frame (docs/formats.md §11 ``Survey``); the section's pitch and roll
     terms of §11 are then undone, so that ``point_at(geom, row, lon, lat)`` gives
     back the same ground point for any AX/AZ (with AX = AZ = 0 this is exactly the
     spec's rotation). Curves use the exact circle projection: with the centre at
@@ -579,7 +580,7 @@ def closure(route: Route, geom: SectionGeometry | None = None) -> Closure:
     grp_start = np.maximum.accumulate(np.where(first_row, np.arange(len(node)), 0))
     pos = np.arange(len(node)) - grp_start
 
-    nodes = route.tdb.nodes
+    nodes: tuple[Any, ...] = route.tdb.nodes  # kinds are tested where it matters
     nv = len(nodes)
     node_start = np.full((nv, 3), np.nan)
     node_end = np.full((nv, 3), np.nan)
@@ -665,8 +666,8 @@ class Adjacency:
 
 
 def adjacency(route: Route) -> Adjacency:
-    """The node graph from the TrPins (spec §6.4)."""
-    nodes = route.tdb.nodes
+    """The node graph from the TrPins (docs/formats.md §6.4)."""
+    nodes: tuple[Any, ...] = route.tdb.nodes  # kinds are tested where it matters
     nv = len(nodes)
     src, pin, dst, d = [], [], [], []
     for n in nodes[1:]:

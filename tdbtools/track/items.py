@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def _item_table(route: Route) -> _ItemTable:
     def build() -> _ItemTable:
         net = _net(route)
         geom = net.geom
-        items = route.tdb.items
+        items: tuple[Any, ...] = route.tdb.items
         pair_node: list[int] = []
         pair_item: list[int] = []
         fallback: list[ItemPosition] = []
@@ -95,7 +96,7 @@ def _item_table(route: Route) -> _ItemTable:
             length = net.length_a[rows]
             excess = np.maximum(np.maximum(-lon, lon - length), 0.0)
             dist = np.hypot(lat, excess)
-            dist = np.where(np.isfinite(dist) & np.array(net.known)[rows], dist, np.inf)
+            dist = np.where(np.isfinite(dist) & net.known_a[rows], dist, np.inf)
             order = np.lexsort((rows, dist, rep))
             firsts = order[np.r_[True, rep[order][1:] != rep[order][:-1]]]
             for k in firsts:
@@ -112,9 +113,9 @@ def _item_table(route: Route) -> _ItemTable:
                 off = min(max(net.row_start[r] + soff, 0.0), net.node_len[node])
                 found.append(ItemPosition(items[pair_item[p]], node, off, float(lat[k]), "rdata"))
         by_node: dict[int, list[ItemPosition]] = {}
-        for p in found:
-            by_node.setdefault(p.node_index, []).append(p)
-        return _ItemTable({n: tuple(sorted(v, key=lambda p: (p.offset, p.item.index)))
+        for pos in found:
+            by_node.setdefault(pos.node_index, []).append(pos)
+        return _ItemTable({n: tuple(sorted(v, key=lambda q: (q.offset, q.item.index)))
                            for n, v in sorted(by_node.items())})
 
     return cached(route, "traveller-items", build)

@@ -1,5 +1,5 @@
 """Resolving a ``.pat`` path into the track nodes, directions and switch settings it
-needs (spec §8).
+needs (docs/formats.md §8).
 
 Each main-chain path node is a world point (its PDP). The first one is where the
 rear of the train starts. Between consecutive points the resolver searches the track
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from ..errors import Diagnostics, TdbToolsError
 from ..formats.pat import PathFile, TrackPDP, read_pat
 from ..formats.route import Route
 from ..formats.tdb import EndNode, JunctionNode, VectorNode
+from .spatial import cached
 
 #: A junction PDP further than this from every junction node on its tile is an error.
 JUNCTION_SNAP_M = 30.0
@@ -120,30 +120,10 @@ def _abs(tile_x: float, tile_z: float, x: float, z: float) -> tuple[float, float
     return tile_x * 2048.0 + x, tile_z * 2048.0 + z
 
 
-# Per-route tables (junction positions, node lengths) are built once per route: a scenario
-# of many trains resolves many paths on one route. Entries are keyed by id(route) and hold
-# no reference to the route (a weak reference to its section_length array tells whether
-# the id still belongs to the same route), so a dropped route frees its tables.
-_TABLES: dict[tuple[str, int], tuple[weakref.ref, object]] = {}
-_TABLES_MAX = 16
-
-
-def _route_cached(route: Route, kind: str, build):  # noqa: ANN001, ANN202
-    key = (kind, id(route))
-    hit = _TABLES.get(key)
-    if hit is not None and hit[0]() is route.section_length:
-        return hit[1]
-    value = build(route)
-    if len(_TABLES) >= _TABLES_MAX:
-        for k in [k for k, (ref, _) in _TABLES.items() if ref() is None] or [next(iter(_TABLES))]:
-            del _TABLES[k]
-    _TABLES[key] = (weakref.ref(route.section_length), value)
-    return value
-
-
 def _junction_table(route: Route) -> tuple[np.ndarray, np.ndarray]:
-    """(junction node ids, their world x/y/z), built once per route."""
-    return _route_cached(route, "junctions", _build_junction_table)
+    """(junction node ids, their world x/y/z), built once per route (a scenario of many
+    trains resolves many paths on one route)."""
+    return cached(route, "paths-junctions", lambda: _build_junction_table(route))
 
 
 def _build_junction_table(route: Route) -> tuple[np.ndarray, np.ndarray]:
@@ -199,7 +179,7 @@ class _Net:
 
 def _net(route: Route) -> _Net:
     """The search network of ``route`` (its node-length table is built once per route)."""
-    return _Net(route, _route_cached(route, "lengths", _node_lengths))
+    return _Net(route, cached(route, "paths-node-lengths", lambda: _node_lengths(route)))
 
 
 def _node_lengths(route: Route) -> np.ndarray:
@@ -420,7 +400,7 @@ def resolve_route_paths(route: Route, folder: str | Path | None = None) -> list[
     from ..stf import resolve_case_insensitive
 
     base = resolve_case_insensitive(base)
-    out = []
+    out: list[tuple[str, ResolvedPath | None, str]] = []
     for f in sorted(p for p in base.iterdir() if p.suffix.lower() == ".pat") if base.is_dir() else []:
         try:
             out.append((f.name, resolve_path(route, f), ""))

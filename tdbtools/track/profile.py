@@ -57,15 +57,20 @@ def _fmt(v) -> str:  # noqa: ANN001
     return str(v)
 
 
+#: At most this many samples per profile (DK24's longest path at 10 m: a few thousand).
+MAX_PROFILE_SAMPLES = 5_000_000
+
+
 class _Sampler:
     def __init__(self, route: Route, step: float, category: str = "passenger") -> None:
-        if not step > 0:
-            raise TdbToolsError(f"the profile step must be positive, got {step}")
+        if not 0 < step < math.inf:
+            raise TdbToolsError(f"the profile step must be positive and finite, got {step}")
         if category not in CATEGORIES:
             raise TdbToolsError(f"the train category must be one of {', '.join(CATEGORIES)}, got {category!r}")
         self.category = category
         self.posts = {p.item_index: p for ps in speed_posts(route).values() for p in ps}
         self.route = route
+        self.budget = MAX_PROFILE_SAMPLES
         self.step = float(step)
         self.rows: list[tuple] = []
         self.events: list[tuple[float, str]] = []
@@ -81,6 +86,13 @@ class _Sampler:
     def run(self, t: Traveller, length: float) -> float:
         """Walk ``length`` metres sampling every step; returns the distance not travelled."""
         left = float(length)
+        # Counted before walking (docs/security.md §2): a tiny step or a huge distance
+        # would otherwise sample for ever.
+        planned = left / self.step if left > 0 else 0.0
+        if not planned <= self.budget:
+            raise TdbToolsError(f"a profile of {left:.6g} m every {self.step:.6g} m is {planned:.3g} samples, "
+                                f"over the limit of {MAX_PROFILE_SAMPLES:,}: use a larger step")
+        self.budget -= int(planned) + 1
         while left > 1e-9:
             d = min(self.step, left)
             rest, passed = t.move_collect(d)
@@ -146,6 +158,8 @@ def profile_from(route: Route, tile_x: int, tile_z: int, x: float, z: float, dis
                  step: float = 10.0, backward: bool = False, category: str = "passenger") -> Profile:
     """The profile from a world point, ``distance`` metres along the track (switches in
     their default positions)."""
+    if not (math.isfinite(x) and math.isfinite(z)):
+        raise TdbToolsError(f"the start position must be finite, got x={x} z={z}")
     t = Traveller.at(route, tile_x, tile_z, x, z)
     if backward:
         t.reverse()

@@ -1,13 +1,15 @@
 """A spatial index of track sections: which sections can be near a world point.
 
 A :class:`SectionGrid` is a uniform grid over absolute world X/Z (metres, across
-tiles). Every section is entered in each cell that its padded bounding box
-touches; a query returns the sections entered in the cell of a point. The box of
-a section covers its whole centre line (curves are sampled finely enough, and the
-sagitta between samples is added) grown by ``pad`` metres, so **every section
-whose centre line passes within ``pad`` metres of a point is among the point's
-candidates**. Building and querying are vectorised with numpy; batch queries
-return (point, section row) pairs.
+tiles). Every section is cut into pieces no longer than a cell (curves also into
+pieces of at most π/32); each piece is entered in the cells its padded box touches,
+and a query returns the sections entered in the cell of a point. The boxes cover
+the whole centre line (the sagitta of curved pieces is added) grown by ``pad``
+metres, so **every section whose centre line passes within ``pad`` metres of a
+point is among the point's candidates**. Memory grows with the length of track,
+never with the area a long section spans, and the cell grows when a route claims
+more track than :data:`MAX_PIECES` cells can hold. Building and querying are
+vectorised with numpy; batch queries return (point, section row) pairs.
 
 The grid, and the cleaned section geometry the traveller works on
 (:func:`track_geometry`), are cached per route object on first use. Routes can
@@ -19,17 +21,17 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Callable
 
 import numpy as np
 
 from ..formats.route import Route
 from .geometry import TILE_SIZE, SectionGeometry, locate_in_section, point_at, section_end, section_geometry
 
-__all__ = ["CACHE_SIZE", "SectionGrid", "clear_route_cache", "distance_to_sections", "nearest_track",
-           "route_cache", "section_grid", "track_geometry"]
+__all__ = ["CACHE_SIZE", "MAX_PIECES", "SectionGrid", "clear_route_cache", "distance_to_sections",
+           "nearest_track", "route_cache", "section_grid", "track_geometry"]
 
 #: How many routes keep their derived data (geometry, grid, item positions).
 CACHE_SIZE = 4
@@ -103,14 +105,27 @@ def track_geometry(route: Route) -> SectionGeometry:
 # -- the grid ----------------------------------------------------------------------------
 
 
-def _section_boxes(geom: SectionGeometry, rows: np.ndarray) -> np.ndarray:
-    """(n, 4) boxes Xmin, Zmin, Xmax, Zmax (absolute) of the centre line of ``rows``."""
+#: At most about this many pieces of centre line are indexed: the cell grows for routes
+#: whose total length would need more (docs/security.md §2), so that memory is bounded
+#: whatever lengths a file claims. DK24 (830 km) needs about 26,000
+#: at the default cell; 100,000 take about 0.3 s to index.
+MAX_PIECES = 100_000
+#: Curves are cut into pieces of at most this angle (π/32) for their sagitta bound ...
+_PIECE_ANGLE = math.pi / 32
+#: ... and into at most this many pieces by angle (a real curve turns less than 2π).
+_MAX_ANGLE_PIECES = 64
+
+
+def _piece_boxes(geom: SectionGeometry, rows: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes Xmin, Zmin, Xmax, Zmax (absolute) of the centre line of ``rows`` cut into
+    pieces no longer than ``cell`` (and no more than π/32 of a curve), with the row of
+    each piece. A long section is many small boxes, never one box of its whole extent."""
     length = geom.length[rows]
     angle = np.abs(geom.angle[rows])
     curved = ~np.isnan(geom.radius[rows])
-    # Curves: chords of at most π/32 rad; the sagitta R(1 − cos(Δθ/2)) is added below.
-    k = np.where(curved, np.ceil(angle / (math.pi / 32)), 1).astype(np.int64)
-    k = np.maximum(k, 1)
+    k_len = np.ceil(length / cell)
+    k_ang = np.where(curved, np.minimum(np.ceil(angle / _PIECE_ANGLE), _MAX_ANGLE_PIECES), 1.0)
+    k = np.maximum(np.maximum(k_len, k_ang), 1.0).astype(np.int64)
     m = k + 1
     rep = np.repeat(np.arange(len(rows)), m)
     first = np.cumsum(m) - m
@@ -119,16 +134,25 @@ def _section_boxes(geom: SectionGeometry, rows: np.ndarray) -> np.ndarray:
     p = point_at(geom, rows[rep], length[rep] * frac)
     X = p.tile_x * TILE_SIZE + p.x
     Z = p.tile_z * TILE_SIZE + p.z
-    out = np.empty((len(rows), 4))
-    starts = first
-    out[:, 0] = np.minimum.reduceat(X, starts)
-    out[:, 1] = np.minimum.reduceat(Z, starts)
-    out[:, 2] = np.maximum.reduceat(X, starts)
-    out[:, 3] = np.maximum.reduceat(Z, starts)
-    sag = np.where(curved, geom.radius[rows] * (1 - np.cos(angle / k / 2)), 0.0)
-    out[:, :2] -= sag[:, None]
-    out[:, 2:] += sag[:, None]
-    return out
+    # Piece i of a row runs from sample i to sample i + 1 (the last sample ends a row).
+    last = np.zeros(len(rep), dtype=bool)
+    last[first + k] = True
+    a = np.flatnonzero(~last)
+    piece_row = rep[a]
+    box = np.empty((len(a), 4))
+    box[:, 0] = np.minimum(X[a], X[a + 1])
+    box[:, 1] = np.minimum(Z[a], Z[a + 1])
+    box[:, 2] = np.maximum(X[a], X[a + 1])
+    box[:, 3] = np.maximum(Z[a], Z[a + 1])
+    # A curved piece bulges by its sagitta R(1 − cos(Δθ/2)) from its chord; a piece of
+    # more than a half turn (only a capped, implausible curve) by up to 2R.
+    r = geom.radius[rows]
+    dtheta = angle / k
+    sag = np.where(curved, np.where(dtheta <= math.pi, r * (1 - np.cos(dtheta / 2)), 2 * r), 0.0)
+    sag_p = sag[piece_row]
+    box[:, :2] -= sag_p[:, None]
+    box[:, 2:] += sag_p[:, None]
+    return box, rows[piece_row]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -156,30 +180,50 @@ class SectionGrid:
         have no geometry and are never candidates)."""
         if not (pad >= 0 and cell > 0):
             raise ValueError(f"pad must be >= 0 and cell > 0, got pad={pad!r} cell={cell!r}")
-        rows = np.flatnonzero(geom.known & np.isfinite(geom.length))
+        rows = np.flatnonzero(geom.known & np.isfinite(geom.length) & (geom.length >= 0))
         if len(rows) == 0:
             e = np.zeros(0, dtype=np.int64)
             return cls(float(cell), float(pad), 0, 0, 1, 1, e, np.zeros(1, dtype=np.int64), e)
-        box = _section_boxes(geom, rows)
-        box[:, :2] -= pad
-        box[:, 2:] += pad
-        lo = np.floor(box[:, :2] / cell).astype(np.int64)
-        hi = np.floor(box[:, 2:] / cell).astype(np.int64)
+        with np.errstate(all="ignore"):  # absurd geometry gives inf/NaN, dropped below
+            total = float(np.sum(geom.length[rows]))
+            # Bounded by construction: the cell grows until the pieces fit the budget,
+            # and is never smaller than the padding (a piece then spans ≤ 3 x 3 cells).
+            cell = max(float(cell), 2.0 * float(pad), total / MAX_PIECES if math.isfinite(total) else 0.0)
+            box, piece_rows = _piece_boxes(geom, rows, cell)
+            box[:, :2] -= pad
+            box[:, 2:] += pad
+            lo_f = np.floor(box[:, :2] / cell)
+            hi_f = np.floor(box[:, 2:] / cell)
+        ok = np.isfinite(lo_f).all(axis=1) & np.isfinite(hi_f).all(axis=1) & \
+            (np.abs(lo_f) < 2.0**40).all(axis=1) & (np.abs(hi_f) < 2.0**40).all(axis=1)
+        if not ok.all():
+            lo_f, hi_f, piece_rows = lo_f[ok], hi_f[ok], piece_rows[ok]
+        if len(piece_rows) == 0:
+            e = np.zeros(0, dtype=np.int64)
+            return cls(float(cell), float(pad), 0, 0, 1, 1, e, np.zeros(1, dtype=np.int64), e)
+        lo = lo_f.astype(np.int64)
+        hi = hi_f.astype(np.int64)
         ix0, iz0 = int(lo[:, 0].min()), int(lo[:, 1].min())
         nx = int(hi[:, 0].max()) - ix0 + 1
         nz = int(hi[:, 1].max()) - iz0 + 1
         wx = hi[:, 0] - lo[:, 0] + 1
         wz = hi[:, 1] - lo[:, 1] + 1
         n = wx * wz
-        rep = np.repeat(np.arange(len(rows)), n)
+        rep = np.repeat(np.arange(len(piece_rows)), n)
         first = np.cumsum(n) - n
         k = np.arange(len(rep)) - np.repeat(first, n)
         cx = lo[rep, 0] + k // wz[rep] - ix0
         cz = lo[rep, 1] + k % wz[rep] - iz0
         key = cx * nz + cz
-        order = np.lexsort((rows[rep], key))
+        entry_rows = piece_rows[rep]
+        # A section's neighbouring pieces share cells: keep each (cell, section) once.
+        order = np.lexsort((entry_rows, key))
         key = key[order]
-        cell_rows = rows[rep][order]
+        entry_rows = entry_rows[order]
+        keep = np.ones(len(key), dtype=bool)
+        keep[1:] = (key[1:] != key[:-1]) | (entry_rows[1:] != entry_rows[:-1])
+        key = key[keep]
+        cell_rows = entry_rows[keep]
         keys, starts = np.unique(key, return_index=True)
         starts = np.append(starts, len(key)).astype(np.int64)
         return cls(float(cell), float(pad), ix0, iz0, nx, nz, keys, starts, cell_rows)

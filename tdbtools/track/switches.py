@@ -13,7 +13,7 @@ __all__ = ["Switches"]
 
 class Switches:
     """The selected route of every junction of a route, shared by the travellers of
-    one network (spec §6.2, §12.7).
+    one network (docs/formats.md §6.2, §12.7).
 
     A junction's route ``k`` leaves by its TrPins[1 + k]. Junctions not set explicitly
     use their TrackShape's MainRoute (0 if the shape is not in tsection.dat).
@@ -68,7 +68,7 @@ class Switches:
             self._set.pop(self._check(junction), None)
 
     def align_trailing(self, junction: int, from_node: int, pin: int | None = None) -> bool:
-        """Run a trailing switch through (spec §12.7): a train that enters ``junction``
+        """Run a trailing switch through (docs/formats.md §12.7): a train that enters ``junction``
         from ``from_node`` on branch pin i (1 or 2) sets the selected route to i − 1.
         Coming from the trunk (pin 0) changes nothing. ``pin`` (the entry pin, if
         known) settles a node linked on several pins; otherwise the last branch pin

@@ -1,7 +1,7 @@
-"""A track-database traveller (spec §12): a position on the track network that is
+"""A track-database traveller (docs/formats.md §12): a position on the track network that is
 placed from a world point and walks along the track, like Open Rails' Traveller.cs.
 
-State (spec §12.1): a track node, a section of it, an offset in that section and a
+State (docs/formats.md §12.1): a track node, a section of it, an offset in that section and a
 direction (:data:`FORWARD` = 1, walking the node's sections first → last, or
 :data:`BACKWARD` = 0). Junction and end nodes have no sections and zero length.
 
@@ -31,7 +31,7 @@ Conventions and differences from Open Rails (all deliberate):
   :func:`~tdbtools.track.spatial.clean_geometry`).
 * **Sections whose id is not in tsection.dat** have length 0 and are never
   candidates; a walk passes over them (Open Rails stops there).
-* **End nodes have zero length** (the seed note, §12.4 table): a traveller that
+* **End nodes have zero length** (docs/formats.md §12.4 table): a traveller that
   walks into an end node stops there and :meth:`Traveller.move` returns the distance
   it could not travel. (Open Rails' modern code lets a traveller run on "infinitely"
   past an end node, extrapolating the last section.)
@@ -43,7 +43,7 @@ Conventions and differences from Open Rails (all deliberate):
 * Links ≤ 0 or ≥ the node count (DK24 has 16 junctions whose trunk pin links to
   node 0) end the track: the traveller stops, it never raises IndexError.
 
-Topology (spec §12.4, seed 002): leaving a vector node backward uses TrPins[0],
+Topology (docs/formats.md §6.4, §12.4): leaving a vector node backward uses TrPins[0],
 forward TrPins[1]; a junction entered from a branch (direction 0) leaves by the trunk
 TrPins[0], entered from the trunk (direction 1) by TrPins[1 + selected route]; an end
 node leaves by TrPins[0] with direction 0 and has no exit with direction 1. The new
@@ -230,7 +230,7 @@ def _locate(route: Route, tile_x, tile_z, x, z, max_lateral: float, margin: floa
 
 
 class Traveller:
-    """A position and direction on the track network of a route (spec §12).
+    """A position and direction on the track network of a route (docs/formats.md §12).
 
     ``Traveller(route, node_index, offset=0.0, direction=FORWARD, switches=None)``
     places a traveller ``offset`` metres from the start of a vector node (or on a
@@ -308,12 +308,13 @@ class Traveller:
         if not loc.found[0]:
             net = _net(route)
             dist, row, _ = nearest_track(route, int(tile_x), int(tile_z), float(x), float(z), geom=net.geom)
-            where = f"tile ({tile_x}, {tile_z}) x={float(x):.3f} z={float(z):.3f}"
+            # (.3f of 1e308 is 300 digits: an echoed value must stay short)
+            where = f"tile ({tile_x}, {tile_z}) x={_short(float(x))} z={_short(float(z))}"
             if row[0] < 0:
                 raise TravellerError(f"no track near {where}: the route has no track sections")
             raise TravellerError(
                 f"no track within {max_lateral} m of {where}: the nearest track centre line "
-                f"is {dist[0]:.2f} m away (node {int(net.geom.node[row[0]])})")
+                f"is {_short(float(dist[0]), 2)} m away (node {int(net.geom.node[row[0]])})")
         return cls._at_row(route, int(loc.row[0]), float(loc.section_offset[0]), FORWARD,
                            switches, align_trailing)
 
@@ -445,7 +446,7 @@ class Traveller:
         return None
 
     def pose(self) -> Pose:
-        """Location, heading, pitch, grade and curvature in one go (spec §11, §12.5)."""
+        """Location, heading, pitch, grade and curvature in one go (docs/formats.md §11, §12.5)."""
         a = self._anchor()
         if a is None:
             nan = math.nan
@@ -529,7 +530,7 @@ class Traveller:
 
     __copy__ = copy
 
-    # -- stepping (spec §12.4) -----------------------------------------------------
+    # -- stepping (docs/formats.md §12.4) -----------------------------------------------------
     def next_section(self) -> bool:
         """Step to the next section of this node in the direction of travel (offset 0
         forward, the section's length backward), or else to the next node
@@ -593,7 +594,7 @@ class Traveller:
             self._switches.align_trailing(link, node, entry)
         return True
 
-    # -- moving (spec §12.3) -------------------------------------------------------
+    # -- moving (docs/formats.md §12.3) -------------------------------------------------------
     def move(self, distance: float) -> float:
         """Move ``distance`` metres along the track (negative: backwards, the
         direction is kept). Returns the distance *not* travelled, with the sign of
@@ -632,8 +633,9 @@ class Traveller:
             rest = self._run(d, sink)
         return rest, sink
 
-    def _flush(self, sink: list, table: _ItemTable, node: int, direction: int, a: float,
+    def _flush(self, sink: list, table: _ItemTable | None, node: int, direction: int, a: float,
                b: float, closed: bool, acc: float) -> None:
+        assert table is not None, "items are collected with their table"
         offs = table.offsets.get(node)
         if not offs:
             return
@@ -706,7 +708,7 @@ class Traveller:
             self._flush(sink, table, seg_node, seg_dir, seg_a, self.offset, seg_closed, seg_acc)
         return d
 
-    # -- distances along the track (spec §12.6) ------------------------------------
+    # -- distances along the track (docs/formats.md §12.6) ------------------------------------
     def distance_to(self, target: Traveller | Sequence[float], max_distance: float = math.inf,
                     ) -> float | None:
         """Distance along the track, ahead in the direction of travel and through the
@@ -772,8 +774,8 @@ class Traveller:
                 s0 = t._soff
                 length = net.length[row]
                 if net.known[row]:
-                    lat, lon = locate_in_section(geom, row, tx, tz, x, z)
-                    lat, lon = float(lat), float(lon)
+                    lat_a, lon_a = locate_in_section(geom, row, tx, tz, x, z)
+                    lat, lon = float(lat_a), float(lon_a)
                     if (abs(lat) <= MAX_CENTERLINE_OFFSET
                             and -INIT_ERROR_MARGIN <= lon <= length + INIT_ERROR_MARGIN):
                         new = min(lon, length)
@@ -798,3 +800,7 @@ class Traveller:
             if t._kind == _END:
                 return None
         return None
+
+
+def _short(v: float, digits: int = 3) -> str:
+    return f"{v:.{digits}f}" if abs(v) < 1e9 else f"{v:.6g}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 
-__all__ = ["bomb_bytes", "write_bomb", "tsection_with_section", "SAMPLE_INSTALL"]
+__all__ = ["SAMPLE_INSTALL", "bomb_bytes", "set_section", "tsection_with_section", "write_bomb"]
 
 SAMPLE_INSTALL = Path(__file__).resolve().parents[2] / "sample_routes" / "sample"
 
@@ -45,3 +45,20 @@ def tsection_with_section(sid: int, size: str, curve: str | None = None) -> str:
         body += f"\t\tSectionCurve ( {curve} )\n"
     return ("SIMISA@@@@@@@@@@JINX0T0t______\n\n"
             f"TrackSections ( {sid}\n{body}\t)\n)\n")
+
+
+def set_section(install: Path, sid: int, size: str, curve: str | None = None) -> None:
+    """Rewrite TrackSection ``sid`` of ``install``/GLOBAL/tsection.dat (UTF-16) with
+    ``SectionSize ( size )`` and, if given, ``SectionCurve ( curve )``."""
+    import re
+
+    path = install / "GLOBAL" / "tsection.dat"
+    text = path.read_bytes().decode("utf-16")
+    body = f"TrackSection ( {sid}\r\n SectionSize ( {size} )\r\n"
+    if curve is not None:
+        body += f" SectionCurve ( {curve} )\r\n"
+    body += ")\r\n"
+    new, n = re.subn(rf"TrackSection \( {sid}\r\n(?: Section\w+ \([^)]*\)\r\n)+\)\r\n", body, text, count=1)
+    if n != 1:
+        raise ValueError(f"TrackSection {sid} not found")
+    path.write_bytes(b"\xff\xfe" + new.encode("utf-16-le"))

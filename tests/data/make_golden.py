@@ -8,7 +8,7 @@
   result (see :func:`typed_summary`).
 
 The goldens are committed and were checked by eye against the spec
-(/work/shared/docs/msts-formats.md §1-3, 5-7), not just copied from the code:
+(docs/formats.md §1-3, §5-7), not just copied from the code:
 re-run this script only when a fixture changes, and review the diff.
 ``tests/test_fixtures.py`` imports :data:`FIXTURES` and :func:`typed_summary` from here.
 """

@@ -1,0 +1,878 @@
+"""The signalling runtime: track circuits, section states, route reservation, aspects from the
+scripts, and what each train may do (docs/signals.md §4).
+
+:class:`Interlocking` is independent of the physics: a train is given as a *line* (any object
+with the :class:`TrackLine` columns ``seg_node``, ``seg_dir``, ``seg_s0``, ``seg_s1``,
+``seg_off0``, ``junction_s``, ``junction_node``, ``junction_route``), its length and where its
+path ends. Each :meth:`Interlocking.update` takes the trains' fronts and speeds; afterwards
+:meth:`Interlocking.targets` tells the driver where it must stop and which speeds the
+signals impose. Events (aspects seen, waits, passing a signal at danger, deadlocks) are
+collected in :attr:`Interlocking.events`.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..formats.route import Route
+from ..formats.sigcfg import ASPECTS, CLEAR_2, RESTRICTING, STOP, STOP_AND_PROCEED
+from ..formats.tdb import JunctionNode, VectorNode
+from .objects import Head, SignalObject, SignalSet
+
+# Internal section states, ordered: a higher value is worse (§4.2).
+RESERVED, RESERVABLE, OCC_SAME, RESERVED_OTHER, FORCED_WAIT, OCC_OPPOSITE, OPEN, BLOCKED = range(8)
+BLOCK_CLEAR, BLOCK_OCCUPIED, BLOCK_JN_OBSTRUCTED = 0, 1, 2
+#: Speed below which a train counts as standing (m/s), as in Open Rails.
+STANDING = 0.5
+#: Gap the driver keeps before a signal at danger (m; Open Rails' AI value).
+STOP_GAP = 15.0
+#: Gap kept behind another train on the same stretch without a signal between (m).
+FOLLOW_GAP = 50.0
+#: Passing speed for RESTRICTING / STOP_AND_PROCEED (m/s, creepSpeedMpS).
+CREEP = 2.5
+#: Longest default-route walk (sections) for signals no train has claimed.
+MAX_WALK = 64
+NOT_SET = -1
+
+
+@dataclass(slots=True)
+class Section:
+    index: int
+    node: int
+    start: float            # node offsets (0, 0 for a junction)
+    end: float
+    kind: str               # "normal" | "junction"
+    end_signal: list[int] = field(default_factory=lambda: [-1, -1])   # per TC direction
+    reserved: int = -1      # train index
+    occupants: dict[int, int] = field(default_factory=dict)            # train -> direction
+
+
+@dataclass(slots=True)
+class Element:
+    """One section of a train's route: line distances s0..s1, walked in ``direction``."""
+
+    section: int
+    direction: int
+    s0: float
+    s1: float
+    route: int = -1         # junctions: the route taken
+
+
+@dataclass(slots=True)
+class TrainState:
+    index: int
+    name: str
+    elements: list[Element]
+    e_s1: list[float]
+    signals: list[tuple[float, int]]          # (line distance, signal) of NORMAL signals in its direction
+    speed_heads: list[tuple[float, int]]      # (line distance, head id) of SPEED heads in its direction
+    end_s: float
+    length: float
+    front: float = 0.0
+    speed: float = 0.0
+    next_signal: int = 0                      # index into signals of the first not yet passed
+    waiting_since: float | None = None
+    waiting_at: int = -1
+    seen: dict[int, int] = field(default_factory=dict)
+    last_seen: tuple[int, int] | None = None
+    stop_s: float | None = None
+    limits: list[tuple[float, float, float]] = field(default_factory=list)   # (from s, to s, m/s)
+    creep_at: float | None = None
+    extents: dict[int, tuple[float, float]] = field(default_factory=dict)   # section -> node offsets held
+    done: bool = False
+    deadlocked: bool = False
+
+
+class HeadRuntime:
+    """A head while the runtime runs it: what its script reads (docs/signals.md §2.6)."""
+
+    __slots__ = ("ilk", "sig", "head", "hid", "state", "draw_state", "enabled", "approach_position",
+                 "approach_speed", "type")
+
+    def __init__(self, ilk: Interlocking, sig: int, head: Head, hid: int) -> None:
+        self.ilk, self.sig, self.head, self.hid = ilk, sig, head, hid
+        self.type = head.type
+        self.state = STOP
+        self.draw_state = 0
+        self.enabled = 0
+        t = head.type
+        self.approach_position = int(t.approach_position) if t and t.approach_position is not None else -1
+        self.approach_speed = int(t.approach_speed) if t and t.approach_speed is not None else -1
+
+    # MSTS set ---------------------------------------------------------------------------------
+    def block_state(self) -> int:
+        return self.ilk.block[self.sig]
+
+    def route_set(self) -> int:
+        return self.ilk.route_set(self.sig, self.head)
+
+    def next_sig_lr(self, fn: int) -> int:
+        nxt = self.ilk.next_signal(self.sig, fn)
+        if nxt < 0:
+            return STOP
+        a = self.ilk.sig_lr(nxt, fn)
+        return CLEAR_2 if a < 0 and fn == 0 else (STOP if a < 0 else a)
+
+    def next_sig_mr(self, fn: int) -> int:
+        nxt = self.ilk.next_signal(self.sig, fn)
+        if nxt < 0:
+            return STOP
+        a = self.ilk.sig_mr(nxt, fn)
+        return STOP if a < 0 else a
+
+    def this_sig_lr(self, fn: int) -> int:
+        return self.ilk.sig_lr(self.sig, fn)
+
+    def this_sig_mr(self, fn: int) -> int:
+        return self.ilk.sig_mr(self.sig, fn)
+
+    def opp_sig_lr(self, fn: int) -> int:
+        return STOP
+
+    opp_sig_mr = opp_sig_lr
+
+    def dist_multi_sig_mr(self, fn1: int, fn2: int) -> int:
+        return self.ilk.dist_multi(self.sig, fn1, fn2, use_route_set=True)
+
+    def dist_multi_sig_mr_of_lr(self, fn1: int, fn2: int) -> int:
+        return self.ilk.dist_multi(self.sig, fn1, fn2, use_route_set=False)
+
+    def sig_feature(self, feature: int) -> int:
+        return self.ilk.objects[self.sig].sig_feature(feature)
+
+    def hashead(self, n: int) -> int:
+        return self.ilk.objects[self.sig].hashead(n)
+
+    def def_draw_state(self, aspect: int) -> int:
+        return self.type.def_draw_state(aspect) if self.type is not None else -1
+
+    # OR additions (the common ones; the rest read 0) ------------------------------------------
+    def next_nsig_lr(self, fn: int, n: int) -> int:
+        sig = self.sig
+        a = STOP
+        for _ in range(max(n, 1)):
+            sig = self.ilk.next_signal(sig, fn)
+            if sig < 0:
+                return STOP
+            a = self.ilk.sig_lr(sig, fn)
+            if a <= STOP:
+                return STOP
+        return a
+
+    def next_sig_id(self, fn: int) -> int:
+        return self.ilk.next_signal(self.sig, fn)
+
+    def next_nsig_id(self, fn: int, n: int) -> int:
+        sig = self.sig
+        for _ in range(max(n, 1)):
+            sig = self.ilk.next_signal(sig, fn)
+            if sig < 0:
+                return -1
+        return sig
+
+    def opp_sig_id(self, fn: int) -> int:
+        return -1
+
+    def id_sig_enabled(self, sid: int) -> int:
+        return int(0 <= sid < len(self.ilk.objects) and self.ilk.enabled_train[sid] >= 0)
+
+    def id_sig_lr(self, sid: int, fn: int) -> int:
+        if not 0 <= sid < len(self.ilk.objects):
+            return STOP
+        a = self.ilk.sig_lr(sid, fn)
+        return STOP if a < 0 else a
+
+    def store_lvar(self, i: int, v: int) -> int:
+        self.ilk.lvars[self.sig][i] = v
+        return 0
+
+    def this_sig_lvar(self, i: int) -> int:
+        return self.ilk.lvars[self.sig].get(i, 0)
+
+    def next_sig_lvar(self, fn: int, i: int) -> int:
+        nxt = self.ilk.next_signal(self.sig, fn)
+        return self.ilk.lvars[nxt].get(i, 0) if nxt >= 0 else 0
+
+    def id_sig_lvar(self, sid: int, i: int) -> int:
+        return self.ilk.lvars[sid].get(i, 0) if 0 <= sid < len(self.ilk.objects) else 0
+
+    def approach_control_position(self, d: int) -> int:
+        return 1
+
+    approach_control_position_forced = approach_control_position
+
+    def approach_control_speed(self, d: int, v: int) -> int:
+        return 1
+
+    approach_control_next_stop = approach_control_speed
+
+    def this_sig_noupdate(self) -> int:
+        return 0
+
+    def switchstand(self, a0: int, a1: int) -> int:
+        return a0
+
+    def __getattr__(self, name: str) -> Callable[..., int]:
+        # Built-ins the runtime does not model (call-on, timing triggers, debug output) read 0.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _zero
+
+
+def _zero(*_args: Any) -> int:
+    return 0
+
+
+class Interlocking:
+    """Track circuits, reservations and aspects for one replay (docs/signals.md §4)."""
+
+    def __init__(self, route: Route, signals: SignalSet | list[SignalObject], *,
+                 switch_setter: Callable[[int, int], None] | None = None, deadlock_after: float = 300.0,
+                 initial_switches: dict[int, int] | None = None) -> None:
+        self.route = route
+        objects = list(signals.signals if isinstance(signals, SignalSet) else signals)
+        self.objects: list[SignalObject] = objects
+        self.nodes = route.tdb.nodes
+        self.switch_setter = switch_setter
+        self.switches: dict[int, int] = dict(initial_switches or {})
+        self.deadlock_after = deadlock_after
+        self.events: list[dict] = []
+        self.trains: list[TrainState] = []
+        self.time = 0.0
+        n = len(objects)
+        self.block = [BLOCK_JN_OBSTRUCTED] * n
+        self.enabled_train = [-1] * n
+        self.req = [0] * n
+        self.route_of: list[list[Element] | None] = [None] * n
+        self.next_normal: list[int] = [-1] * n
+        self.lvars: list[dict[int, int]] = [{} for _ in range(n)]
+        self.heads: list[HeadRuntime] = []
+        self.heads_of: list[list[HeadRuntime]] = [[] for _ in range(n)]
+        for k, o in enumerate(objects):
+            for h in o.heads:
+                hr = HeadRuntime(self, k, h, len(self.heads))
+                self.heads.append(hr)
+                self.heads_of[k].append(hr)
+        # NORMAL heads first, then the others (§4.5).
+        self.order = [h for h in self.heads if h.head.function == "NORMAL"] + \
+                     [h for h in self.heads if h.head.function != "NORMAL"]
+        self._walks: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        self._occupied: set[int] = set()
+        self._build_sections()
+        self.sec_pos = [0] * len(self.sections)
+        for ids in self.node_secs.values():
+            for i, k in enumerate(ids):
+                self.sec_pos[k] = i
+
+    # -- track circuits (§4.1) -------------------------------------------------------------------
+    def _build_sections(self) -> None:
+        cuts: dict[int, set[float]] = {}
+        for o in self.objects:
+            if o.is_normal:
+                cuts.setdefault(o.node, set()).add(o.offset)
+        self.sections: list[Section] = []
+        self.node_cuts: dict[int, list[float]] = {}
+        self.node_secs: dict[int, list[int]] = {}
+        for n in self.nodes[1:]:
+            if isinstance(n, VectorNode):
+                length = self.route.node_length(n.index)
+                cs = sorted(c for c in cuts.get(n.index, ()) if 0.0 < c < length)
+                bounds = [0.0] + cs + [length]
+                ids = []
+                for a, b in zip(bounds[:-1], bounds[1:]):
+                    ids.append(len(self.sections))
+                    self.sections.append(Section(len(self.sections), n.index, a, b, "normal"))
+                self.node_cuts[n.index] = bounds
+                self.node_secs[n.index] = ids
+            elif isinstance(n, JunctionNode):
+                self.node_cuts[n.index] = [0.0, 0.0]
+                self.node_secs[n.index] = [len(self.sections)]
+                self.sections.append(Section(len(self.sections), n.index, 0.0, 0.0, "junction"))
+        self.sig_section = [-1] * len(self.objects)
+        for k, o in enumerate(self.objects):
+            if not o.is_normal or o.node not in self.node_secs:
+                continue
+            bounds = self.node_cuts[o.node]
+            ids = self.node_secs[o.node]
+            if o.tc_direction == 1:   # the section that ends at the signal, walking forward
+                i = max(bisect.bisect_left(bounds, o.offset - 1e-6) - 1, 0)
+            else:                     # the section that starts there, walking backward
+                i = min(bisect.bisect_right(bounds, o.offset + 1e-6) - 1, len(ids) - 1)
+            sec = ids[min(i, len(ids) - 1)]
+            self.sections[sec].end_signal[o.tc_direction] = k
+            self.sig_section[k] = sec
+
+    def walk_from(self, sec: int, direction: int, limit: int = MAX_WALK) -> list[tuple[int, int]]:
+        """Sections after ``sec``, following the switches, up to and including the one that
+        ends at a NORMAL signal in the direction (or the end of the track). Cached until a
+        switch is thrown."""
+        key = (sec, direction, limit)
+        hit = self._walks.get(key)
+        if hit is None:
+            hit = self._walks[key] = self._walk_from(sec, direction, limit)
+        return hit
+
+    def _walk_from(self, sec: int, direction: int, limit: int) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        cur, d = sec, direction
+        for _ in range(limit):
+            s = self.sections[cur]
+            if s.kind == "normal":
+                ids = self.node_secs[s.node]
+                i = self.sec_pos[cur]
+                j = i + (1 if d == 1 else -1)
+                if 0 <= j < len(ids):
+                    cur = ids[j]
+                else:
+                    vn = self.nodes[s.node]
+                    assert vn is not None
+                    if d == 1:
+                        pin = vn.pins[vn.in_pins] if len(vn.pins) > vn.in_pins else None
+                    else:
+                        pin = vn.pins[0] if vn.pins else None
+                    if pin is None or not 0 < pin.link < len(self.nodes):
+                        break
+                    nxt = self.nodes[pin.link]
+                    if isinstance(nxt, JunctionNode):
+                        cur = self.node_secs[nxt.index][0]
+                        d = pin.direction
+                    elif isinstance(nxt, VectorNode):
+                        ids2 = self.node_secs[nxt.index]
+                        cur, d = (ids2[0], 1) if pin.direction == 1 else (ids2[-1], 0)
+                    else:
+                        break
+            else:
+                jn = self.nodes[s.node]
+                assert isinstance(jn, JunctionNode)
+                if d == 1:   # from the trunk: the switch decides
+                    r = self.switches.get(jn.index, 0)
+                    k = jn.in_pins + r
+                    pin = jn.pins[k] if k < len(jn.pins) else None
+                else:
+                    pin = jn.pins[0] if jn.pins else None
+                if pin is None or not 0 < pin.link < len(self.nodes):
+                    break
+                nxt = self.nodes[pin.link]
+                if not isinstance(nxt, VectorNode):
+                    break
+                ids2 = self.node_secs[nxt.index]
+                cur, d = (ids2[0], 1) if pin.direction == 1 else (ids2[-1], 0)
+            out.append((cur, d))
+            if self.sections[cur].kind == "normal" and self.sections[cur].end_signal[d] >= 0:
+                break
+        return out
+
+    # -- trains ----------------------------------------------------------------------------------
+    def add_train(self, name: str, line: Any, length: float, *, front: float, end_s: float | None = None) -> int:
+        """Register a train on its line (``front``: line distance of its front now). Returns its index."""
+        k = len(self.trains)
+        elements: list[Element] = []
+        segs = zip(line.seg_node.tolist(), line.seg_dir.tolist(), line.seg_s0.tolist(),
+                   line.seg_s1.tolist(), line.seg_off0.tolist())
+        junctions = list(zip(line.junction_s.tolist(), line.junction_node.tolist(),
+                             line.junction_route.tolist()))
+        ji = 0
+        for node, d, s0, s1, off0 in segs:
+            while ji < len(junctions) and junctions[ji][0] <= s0 + 1e-6:
+                js, jn, jr = junctions[ji]
+                if jn in self.node_secs:
+                    elements.append(Element(self.node_secs[jn][0], 1, js, js, int(jr)))
+                ji += 1
+            if node not in self.node_secs or s1 <= s0:
+                continue
+            bounds, ids = self.node_cuts[node], self.node_secs[node]
+            lo, hi = (off0, off0 + (s1 - s0)) if d == 1 else (off0 - (s1 - s0), off0)
+            parts = []
+            for i, sec in enumerate(ids):
+                a, b = max(bounds[i], lo), min(bounds[i + 1], hi)
+                if b - a > 1e-6:
+                    sa = s0 + (a - off0) if d == 1 else s0 + (off0 - b)
+                    sb = s0 + (b - off0) if d == 1 else s0 + (off0 - a)
+                    parts.append(Element(sec, d, sa, sb))
+            parts.sort(key=lambda e: e.s0)
+            elements.extend(parts)
+        while ji < len(junctions):
+            js, jn, jr = junctions[ji]
+            if jn in self.node_secs:
+                elements.append(Element(self.node_secs[jn][0], 1, js, js, int(jr)))
+            ji += 1
+        end = float(end_s) if end_s is not None else float(line.length)
+        sigs: list[tuple[float, int]] = []
+        speed_heads: list[tuple[float, int]] = []
+        by_node: dict[int, list[int]] = {}
+        for i, o in enumerate(self.objects):
+            by_node.setdefault(o.node, []).append(i)
+        for node, d, s0, s1, off0 in zip(line.seg_node.tolist(), line.seg_dir.tolist(), line.seg_s0.tolist(),
+                                         line.seg_s1.tolist(), line.seg_off0.tolist()):
+            for i in by_node.get(node, ()):
+                o = self.objects[i]
+                if o.tc_direction != d:
+                    continue
+                s = s0 + (o.offset - off0) if d == 1 else s0 + (off0 - o.offset)
+                if s0 - 1e-6 <= s <= s1 + 1e-6 and s > front - 1e-6:
+                    if o.is_normal and s <= end + 1e-6:
+                        sigs.append((s, i))
+                    for h in self.heads_of[i]:
+                        if h.head.function == "SPEED":
+                            speed_heads.append((s, h.hid))
+        sigs.sort()
+        speed_heads.sort()
+        t = TrainState(k, name, elements, [e.s1 for e in elements], sigs, speed_heads, end, length, front)
+        self.trains.append(t)
+        # Auto Node: the train holds its track up to the first signal (§4.3).
+        for e in self._elements_between(t, front - length, (sigs[0][0] if sigs else end) - 1e-3):
+            tcs = self.sections[e.section]
+            if tcs.reserved < 0:
+                tcs.reserved = k
+                if e.route >= 0:
+                    self._set_switch(tcs.node, e.route, quiet=True)
+        return k
+
+    def _elements_between(self, t: TrainState, a: float, b: float) -> list[Element]:
+        i = bisect.bisect_left(t.e_s1, a)
+        out = []
+        while i < len(t.elements) and t.elements[i].s0 <= b + 1e-6:
+            out.append(t.elements[i])
+            i += 1
+        return out
+
+    def set_switch(self, junction: int, route: int) -> None:
+        """Set a switch from outside (a scenario event): walks follow it from now on."""
+        self._set_switch(junction, route, quiet=True)
+
+    def _set_switch(self, junction: int, route: int, quiet: bool = False) -> None:
+        if self.switches.get(junction, 0) != route or junction not in self.switches:
+            changed = self.switches.get(junction) != route
+            self.switches[junction] = route
+            self._walks.clear()
+            if changed and not quiet and self.switch_setter is not None:
+                self.switch_setter(junction, route)
+
+    # -- states (§4.2) ---------------------------------------------------------------------------
+    def _section_state(self, sec: Section, train: int, direction: int, route: int = -1) -> int:
+        state = RESERVED if sec.reserved == train else RESERVABLE
+        if sec.reserved >= 0 and sec.reserved != train:
+            state = RESERVED_OTHER
+        for other, odir in sec.occupants.items():
+            if other == train:
+                continue
+            ot = self.trains[other]
+            if sec.kind == "junction" and route >= 0 and self.switches.get(sec.node, 0) != route:
+                return BLOCKED
+            if abs(ot.speed) <= STANDING or odir == direction:
+                state = max(state, OCC_SAME)
+            else:
+                state = max(state, OCC_OPPOSITE)
+        return state
+
+    def _signal_route(self, sig: int, t: TrainState) -> list[Element]:
+        """The train's elements from just beyond the signal up to the next NORMAL signal."""
+        pos = next((i for i, (_s, x) in enumerate(t.signals) if x == sig), -1)
+        if pos < 0:
+            return []
+        s_sig = t.signals[pos][0]
+        s_next = t.signals[pos + 1][0] if pos + 1 < len(t.signals) else t.end_s
+        self.next_normal[sig] = t.signals[pos + 1][1] if pos + 1 < len(t.signals) else -1
+        return [e for e in self._elements_between(t, s_sig + 1e-3, s_next - 1e-3) if e.s1 > s_sig + 1e-3
+                or e.s0 > s_sig]
+
+    def _route_state(self, elems: list[Element], train: int) -> tuple[int, int]:
+        worst, blocker = RESERVABLE, -1
+        for e in elems:
+            st = self._section_state(self.sections[e.section], train, e.direction, e.route)
+            if st > worst:
+                worst, blocker = st, e.section
+            if st > RESERVABLE:
+                break
+        return worst, blocker
+
+    def _request(self, sig: int, t: TrainState, clear_next: int, propagated: bool) -> None:
+        """Enable ``sig`` for train ``t`` and check its route (§4.3)."""
+        if self.enabled_train[sig] not in (-1, t.index):
+            return
+        self.enabled_train[sig] = t.index
+        elems = self._signal_route(sig, t)
+        self.route_of[sig] = elems
+        o = self.objects[sig]
+        msts, orts = o.nca()
+        if msts > -2:
+            req = (clear_next if clear_next > 0 else msts) - o.normal_heads
+        elif orts == -1:
+            req = clear_next if clear_next > 0 else 1
+        elif orts == 0:
+            req = 0
+        else:
+            req = (clear_next - 1) if clear_next > 0 else orts - 1
+        self.req[sig] = req
+        state, _ = self._route_state(elems, t.index)
+        if state <= RESERVABLE:
+            for e in elems:
+                sec = self.sections[e.section]
+                sec.reserved = t.index
+                if e.route >= 0:
+                    self._set_switch(sec.node, e.route)
+            self.block[sig] = BLOCK_CLEAR
+            nxt = self.next_normal[sig]
+            if req > 0 and nxt >= 0:
+                self._request(nxt, t, req, True)
+        else:
+            self.block[sig] = BLOCK_OCCUPIED if state == OCC_SAME else BLOCK_JN_OBSTRUCTED
+
+    def _free_block(self, sig: int) -> None:
+        """Block state of a signal no train has claimed: its default route (§4.2)."""
+        sec = self.sig_section[sig]
+        o = self.objects[sig]
+        if sec < 0:
+            self.block[sig] = BLOCK_JN_OBSTRUCTED
+            return
+        d = o.tc_direction
+        worst = BLOCK_CLEAR
+        walk = self.walk_from(sec, d)
+        self.next_normal[sig] = -1
+        for s_id, sd in walk:
+            s = self.sections[s_id]
+            if s.occupants:
+                moving_opp = any(abs(self.trains[x].speed) > STANDING and od != sd for x, od in s.occupants.items())
+                worst = max(worst, BLOCK_JN_OBSTRUCTED if moving_opp else BLOCK_OCCUPIED)
+            if s.reserved >= 0:
+                worst = max(worst, BLOCK_JN_OBSTRUCTED)
+            if s.kind == "normal" and s.end_signal[sd] >= 0:
+                self.next_normal[sig] = s.end_signal[sd]
+        if not walk:
+            worst = BLOCK_JN_OBSTRUCTED
+        self.block[sig] = worst
+
+    # -- signal look-ups for the scripts (§2.6, §2.7) -------------------------------------------
+    def sig_lr(self, sig: int, fn: int) -> int:
+        best = -1
+        for h in self.heads_of[sig]:
+            if h.head.function_index == fn and h.state > best:
+                best = h.state
+        return best
+
+    def sig_mr(self, sig: int, fn: int) -> int:
+        worst = 99
+        for h in self.heads_of[sig]:
+            if h.head.function_index == fn and h.state < worst:
+                worst = h.state
+        return -1 if worst == 99 else worst
+
+    def next_signal(self, sig: int, fn: int) -> int:
+        """The next signal with a head of function ``fn`` (§2.7, simplified): along the
+        enabled train's route, else along the switches as set."""
+        t_idx = self.enabled_train[sig]
+        if fn == 0:
+            return self.next_normal[sig]
+        o = self.objects[sig]
+        if t_idx >= 0:
+            t = self.trains[t_idx]
+            lst = self._all_signals(t)
+            pos = next((i for i, (_s, x) in enumerate(lst) if x == sig), -1)
+            if pos >= 0:
+                for _s, x in lst[pos + 1:]:
+                    if any(h.head.function_index == fn for h in self.heads_of[x]):
+                        return x
+                    if o.is_normal and self.objects[x].is_normal:
+                        return -1
+                return -1
+        sec = self.sig_section[sig]
+        if sec < 0:
+            return -1
+        for s_id, sd in self.walk_from(sec, o.tc_direction):
+            s = self.sections[s_id]
+            for x in self._signals_in(s_id, sd):
+                if any(h.head.function_index == fn for h in self.heads_of[x]):
+                    return x
+                if o.is_normal and self.objects[x].is_normal:
+                    return -1
+            del s
+        return -1
+
+    def _signals_in(self, sec: int, d: int) -> list[int]:
+        s = self.sections[sec]
+        cache = self.__dict__.setdefault("_sig_in", {})
+        key = (sec, d)
+        if key not in cache:
+            found = [(o.offset, i) for i, o in enumerate(self.objects)
+                     if o.node == s.node and o.tc_direction == d and s.start - 1e-6 <= o.offset <= s.end + 1e-6]
+            found.sort(reverse=(d == 0))
+            cache[key] = [i for _o, i in found]
+        return cache[key]
+
+    def _all_signals(self, t: TrainState) -> list[tuple[float, int]]:
+        cache = self.__dict__.setdefault("_all_sig", {})
+        if t.index not in cache:
+            out = []
+            for e in t.elements:
+                for x in self._signals_in(e.section, e.direction):
+                    o = self.objects[x]
+                    s = e.s0 + (o.offset - self.sections[e.section].start) if e.direction == 1 else \
+                        e.s0 + (self.sections[e.section].end - o.offset)
+                    out.append((s, x))
+            cache[t.index] = sorted(set(out))
+        return cache[t.index]
+
+    def dist_multi(self, sig: int, fn1: int, fn2: int, *, use_route_set: bool) -> int:
+        result = CLEAR_2
+        found = False
+        cur = sig
+        for _ in range(32):
+            cur = self.next_signal(cur, fn1)
+            if cur < 0:
+                break
+            heads = [h for h in self.heads_of[cur] if h.head.function_index == fn1
+                     and (not use_route_set or self.route_set(cur, h.head))]
+            if heads:
+                found = True
+                result = min(result, min(h.state for h in heads) if use_route_set else max(h.state for h in heads))
+            if any(h.head.function_index == fn2 for h in self.heads_of[cur]):
+                break
+        return result if found else STOP
+
+    def route_set(self, sig: int, head: Head) -> int:
+        if head.junction is None:
+            return 1
+        main = head.junction[2]
+        t_idx = self.enabled_train[sig]
+        if t_idx >= 0:
+            elems = self.route_of[sig] or []
+            if any(self.sections[e.section].node == main for e in elems):
+                return 1
+        sec = self.sig_section[sig]
+        if sec < 0:
+            sec = next((i for i, s in enumerate(self.sections) if s.node == head.node), -1)
+            if sec < 0:
+                return 0
+        for s_id, _d in self.walk_from(sec, 1 - head.direction, limit=MAX_WALK):
+            if self.sections[s_id].node == main:
+                return 1
+        return 0
+
+    # -- the update (§4.5) ------------------------------------------------------------------------
+    def update(self, time: float, fronts: list[float], speeds: list[float]) -> None:
+        """One signalling cycle: occupancy, passed signals, requests, scripts, train targets."""
+        self.time = time
+        for k in self._occupied:
+            self.sections[k].occupants = {}
+        self._occupied = set()
+        for t in self.trains:
+            t.front, t.speed = fronts[t.index], speeds[t.index]
+            rear = t.front - t.length
+            occ = self._elements_between(t, rear, t.front)
+            t.extents = {}
+            for e in occ:
+                if e.s1 >= rear - 1e-6 and e.s0 <= t.front + 1e-6:
+                    sec = self.sections[e.section]
+                    sec.occupants[t.index] = e.direction
+                    self._occupied.add(e.section)
+                    a, b = max(rear, e.s0) - e.s0, min(t.front, e.s1) - e.s0
+                    if e.direction == 1:
+                        t.extents[e.section] = (sec.start + a, sec.start + b)
+                    else:
+                        t.extents[e.section] = (sec.end - b, sec.end - a)
+            # Release what the rear has left behind.
+            i = bisect.bisect_left(t.e_s1, rear) - 1
+            while i >= 0:
+                sec = self.sections[t.elements[i].section]
+                if sec.reserved == t.index and t.index not in sec.occupants:
+                    sec.reserved = -1
+                elif sec.reserved != t.index:
+                    break
+                i -= 1
+            # Signals passed: reset them; a signal passed at danger is recorded.
+            while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= t.front:
+                s_sig, sig = t.signals[t.next_signal]
+                if self.enabled_train[sig] != t.index or self.sig_lr(sig, 0) <= STOP:
+                    self.events.append({"kind": "spad", "time": time, "train": t.name, "signal": sig,
+                                        "speed": round(t.speed, 3), "distance": round(s_sig, 3)})
+                self.enabled_train[sig] = -1
+                self.route_of[sig] = None
+                self.block[sig] = BLOCK_JN_OBSTRUCTED
+                t.next_signal += 1
+        # Requests (the first signal ahead of every train), then propagation.
+        for t in self.trains:
+            if t.next_signal < len(t.signals) and not t.done:
+                sig = t.signals[t.next_signal][1]
+                if self.enabled_train[sig] in (-1, t.index):
+                    self._request(sig, t, 0, False)
+        self.update_blocks()
+        self.run_scripts()
+        for t in self.trains:
+            self._targets(t)
+        self._deadlocks()
+
+    def update_blocks(self) -> None:
+        """Block states: signals no train has claimed from their default route; claimed
+        ones re-check their route when it was not clear."""
+        for k in range(len(self.objects)):
+            if self.enabled_train[k] < 0:
+                self._free_block(k)
+            else:
+                t = self.trains[self.enabled_train[k]]
+                if self.block[k] != BLOCK_CLEAR:
+                    self._request(k, t, self.req[k] if self.req[k] > 0 else 0, False)
+
+    def run_scripts(self, *, force_enabled: bool = False) -> None:
+        """One pass of every head's script, NORMAL heads first (§4.5). ``force_enabled``
+        makes every signal read ENABLED = 1 (for testing the scripts alone)."""
+        for h in self.order:
+            if h.type is None:
+                continue
+            h.enabled = 1 if force_enabled else int(self.enabled_train[h.sig] >= 0)
+            sc = h.head.script
+            if sc is not None:
+                h.state, h.draw_state = sc.function(h)
+            else:
+                h.state = h.type.least_restrictive() if self.block[h.sig] == BLOCK_CLEAR else h.type.most_restrictive()
+                h.draw_state = h.type.def_draw_state(h.state)
+
+    # -- what trains may do (§4.7) ---------------------------------------------------------------
+    def aspect(self, sig: int) -> int:
+        """The aspect a train reads: the least restrictive of the NORMAL heads."""
+        a = self.sig_lr(sig, 0)
+        return STOP if a < 0 else a
+
+    def _authority(self, t: TrainState) -> float | None:
+        """Auto Node (§4.3): the track up to the next signal is the train's if no other train
+        holds it; the first stretch another train holds (reserved or occupied) ends its
+        authority. Returns where the front must stop, or None."""
+        upto = t.signals[t.next_signal][0] if t.next_signal < len(t.signals) else t.end_s
+        i = bisect.bisect_left(t.e_s1, t.front)
+        while i < len(t.elements) and t.elements[i].s0 < upto - 1e-3:
+            e = t.elements[i]
+            sec = self.sections[e.section]
+            others = [k for k in sec.occupants if k != t.index]
+            if others:
+                # Following in the same stretch: stop short of the nearest train ahead.
+                near = math.inf
+                for k in others:
+                    lo, hi = self.trains[k].extents.get(e.section, (sec.start, sec.end))
+                    for off in (lo, hi):
+                        sm = e.s0 + (off - sec.start) if e.direction == 1 else e.s0 + (sec.end - off)
+                        if sm > t.front - 1.0:
+                            near = min(near, sm)
+                if near < math.inf:
+                    return near - FOLLOW_GAP
+                if e.s0 > t.front:
+                    return e.s0 - STOP_GAP
+            elif sec.reserved >= 0 and sec.reserved != t.index:
+                return e.s0 - STOP_GAP if e.s0 > t.front else None
+            if sec.reserved < 0:
+                sec.reserved = t.index
+                if e.route >= 0:
+                    self._set_switch(sec.node, e.route)
+            i += 1
+        return None
+
+    def _targets(self, t: TrainState) -> None:
+        t.stop_s = self._authority(t)
+        t.creep_at = None
+        t.limits = []
+        prev_s = None
+        for j in range(t.next_signal, len(t.signals)):
+            s, sig = t.signals[j]
+            a = self.aspect(sig)
+            mine = self.enabled_train[sig] == t.index
+            if j == t.next_signal:
+                seen = (sig, a if mine else -1)
+                if seen != t.last_seen:
+                    t.last_seen = seen
+                    self.events.append({"kind": "aspect", "time": self.time, "train": t.name, "signal": sig,
+                                        "aspect": ASPECTS[a] if mine else "STOP (not cleared)",
+                                        "distance_to": round(s - t.front, 1)})
+            if t.stop_s is not None:
+                break
+            if not mine or a == STOP:
+                t.stop_s = s - STOP_GAP
+                break
+            if a in (STOP_AND_PROCEED, RESTRICTING):
+                t.creep_at = s if t.creep_at is None else t.creep_at
+            head_speed = max((h.type.speed(h.state) for h in self.heads_of[sig]
+                              if h.head.function == "NORMAL" and h.type is not None), default=-1.0)
+            nxt = t.signals[j + 1][0] if j + 1 < len(t.signals) else t.end_s
+            if head_speed > 0:
+                t.limits.append((s, nxt, head_speed))
+            prev_s = s
+            if s - t.front > 6000.0:
+                break
+        del prev_s
+        for s, hid in t.speed_heads:
+            h = self.heads[hid]
+            if s < t.front - t.length - 1.0 or h.type is None:
+                continue
+            v = h.type.speed(h.state)
+            if v > 0:
+                nxt = next((x for x, _ in t.signals if x > s), t.end_s)
+                t.limits.append((s, nxt, v))
+        # Waiting at a signal: measured while standing within 200 m of the stop target.
+        standing = abs(t.speed) < 0.1
+        at_signal = t.stop_s is not None and t.stop_s - t.front < 200.0 and t.next_signal < len(t.signals)
+        if standing and at_signal:
+            sig = t.signals[t.next_signal][1]
+            if t.waiting_since is None:
+                t.waiting_since, t.waiting_at = self.time, sig
+        elif t.waiting_since is not None and not standing:
+            self.events.append({"kind": "signal_wait", "time": t.waiting_since, "train": t.name,
+                                "signal": t.waiting_at, "until": self.time,
+                                "seconds": round(self.time - t.waiting_since, 3)})
+            t.waiting_since, t.waiting_at = None, -1
+
+    def targets(self, train: int) -> tuple[float | None, float | None, list[tuple[float, float, float]]]:
+        """(stop before this line distance or None, creep at this line distance or None,
+        [(from s, to s, limit m/s)]) for a train, as of the last update."""
+        t = self.trains[train]
+        return t.stop_s, t.creep_at, t.limits
+
+    # -- deadlocks (§4.8) -------------------------------------------------------------------------
+    def _blockers(self, t: TrainState) -> tuple[set[int], list[int]]:
+        if t.next_signal >= len(t.signals):
+            return set(), []
+        sig = t.signals[t.next_signal][1]
+        elems = self._signal_route(sig, t) if self.enabled_train[sig] == t.index else []
+        others: set[int] = set()
+        secs: list[int] = []
+        if self.enabled_train[sig] not in (-1, t.index):
+            others.add(self.enabled_train[sig])
+        for e in elems:
+            sec = self.sections[e.section]
+            who = set(sec.occupants) - {t.index}
+            if sec.reserved >= 0 and sec.reserved != t.index:
+                who.add(sec.reserved)
+            if who:
+                others |= who
+                secs.append(e.section)
+        return others, secs
+
+    def _deadlocks(self) -> None:
+        waiting = {t.index: t for t in self.trains if t.waiting_since is not None and not t.deadlocked
+                   and self.time - t.waiting_since >= self.deadlock_after}
+        if len(waiting) < 2:
+            return
+        graph = {k: self._blockers(t) for k, t in waiting.items()}
+        for start in graph:
+            path = [start]
+            seen = {start}
+            cur = start
+            while True:
+                nxt = [o for o in graph.get(cur, (set(), []))[0] if o in graph]
+                if not nxt:
+                    break
+                cur = nxt[0]
+                if cur in seen:
+                    cycle = path[path.index(cur):]
+                    self.events.append({
+                        "kind": "deadlock", "time": self.time,
+                        "trains": [self.trains[k].name for k in cycle],
+                        "sections": sorted({s for k in cycle for s in graph[k][1]}),
+                        "waiting_since": min(self.trains[k].waiting_since or self.time for k in cycle)})
+                    for k in cycle:
+                        self.trains[k].deadlocked = True
+                    return
+                seen.add(cur)
+                path.append(cur)
+
+
+__all__ = ["CREEP", "STOP_GAP", "Element", "HeadRuntime", "Interlocking", "Section", "TrainState"]
