@@ -239,7 +239,6 @@ def brake_run(mode: str, v0: float, *, build_up: float | None = None, decel: flo
     if build_up is not None:
         spec["brake_build_up"] = build_up
     s, rep = run_replay("sample_passenger", line, dt=dt, mode=mode, decel=decel, **spec)
-    tr = rep.trains[0]
     speed = rep.trace["speed"]
     dist = rep.trace["distance"]
     stop = int(np.argmax(speed <= 1e-9))
