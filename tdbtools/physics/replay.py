@@ -429,6 +429,10 @@ class Replay:
                                     if (t.model.is_engine & np.isfinite(t.model.max_velocity)).any() else np.nan
                                     for t in self.trains])
         self.train_decel_mode = np.array([t.spec.brake_mode == "deceleration" for t in self.trains])
+        self._any_decel_mode = bool(self.train_decel_mode.any())
+        self._engines = np.flatnonzero(self.model.is_engine)
+        self._adhesive_g_eng = self._adhesive_g[self._engines] * (1.0 if self._adhesion != "wet"
+                                                                  else forces.WET_RAIL_FACTOR)
         self.train_build = np.array([max(_build_up(t), 1e-6) for t in self.trains])
         self.train_release = np.array([max(_build_up(t) * RELEASE_OVER_BUILD_UP, 1e-6) for t in self.trains])
         self.brake_applied = np.zeros(T)
@@ -618,10 +622,14 @@ class Replay:
         m = self.model
         ct = self.car_train
         thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
-        trac0 = forces.traction(m, np.array(thr)[ct], v, taper=False)
+        thr_a = np.array(thr)
+        trac0 = forces.traction(m, thr_a[ct], v, taper=False)
         if self._adhesion is not None:
-            mu = forces.adhesion_coefficient(v, self._adhesion)
-            trac0 = np.minimum(trac0, mu * self._adhesive_g)
+            # only the engines: Curtius–Kniffler μ(v) (docs/running-time.md §6)
+            eng = self._engines
+            ve = np.abs(v[eng])
+            mu = 0.161 + 7.5 / (3.6 * ve + 44.0)
+            trac0[eng] = np.minimum(trac0[eng], mu * self._adhesive_g_eng)
         sums = np.add.reduceat(np.stack((trac0, grav, dav + crv)), self.train_start, axis=1).tolist()
         Fs, Gs, Rs = sums
         M = self.train_inertia_l
@@ -671,8 +679,8 @@ class Replay:
                 q = min(max((M[k] * (c.speed_target - vk) / dt - net) / F, 0.0), 1.0) if F > 0 else 0.0
             scale[k] = q * forces.taper_factor(F * q, net, M[k], vk, self.train_vmax_l[k], dt) * thr[k]
         sc = np.array(scale)
-        trac = trac0 * (sc / np.where(np.array(thr) > 0, np.array(thr), 1.0))[ct]
-        brk = m.max_brake * np.where(self.train_decel_mode, 0.0, applied)[ct]
+        trac = trac0 * (sc / np.where(thr_a > 0, thr_a, 1.0))[ct]
+        brk = m.max_brake * (applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied))[ct]
         if any_decel:
             opp = forces.opposing_resistance(v, dav, crv, grav)
             dc = np.array(decel_car)[ct]
