@@ -1,7 +1,7 @@
 """A DK24 activity on paths made with `tdbtools path`, replayed whole.
 
 DK24 is CC BY-NC-SA and lives outside the repository, and it has no activities: this
-script links the route's files into a temporary install, writes paths, services,
+script copies the route's files into a temporary install, writes paths, services,
 traffic and an activity there, and replays it (stand-in stock: DK24 ships consists
 without their .eng/.wag files).
 
@@ -17,7 +17,6 @@ follows them all to another line end.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -32,25 +31,26 @@ def hms(h: int, m: int, s: int = 0) -> int:
     return h * 3600 + m * 60 + s
 
 
-def dk24_install(route: Path, tmp: Path) -> Path:
-    """A throw-away install whose route folder links DK24's files: returns the route folder."""
+def dk24_install(route: Path, tmp: Path, *, world: bool = False) -> Path:
+    """A throw-away copy of the DK24 install without its paths and world files (a few
+    MB; links would lead outside the install, which tdbtools refuses); ``world`` keeps
+    the world files (and so the signals). Returns the route folder."""
     install = tmp / "DK24"
     folder = install / "ROUTES" / route.name
     folder.mkdir(parents=True)
-    # Folders are copied (includes must stay inside the install, symlinks resolved),
-    # the big files linked.
     for f in route.iterdir():
-        if f.name.upper() in ("PATHS", "ACTIVITIES", "SERVICES", "TRAFFIC", "WORLD"):
+        if f.name.upper() in ("PATHS", "ACTIVITIES", "SERVICES", "TRAFFIC") or (
+            f.name.upper() == "WORLD" and not world
+        ):
             continue
         if f.is_dir():
             shutil.copytree(f, folder / f.name)
         else:
-            os.symlink(f, folder / f.name)
+            shutil.copy2(f, folder / f.name)
     src = route.parent.parent
-    if (src / "GLOBAL").exists():
-        shutil.copytree(src / "GLOBAL", install / "GLOBAL")
-    if (src / "TRAINS").exists():
-        os.symlink(src / "TRAINS", install / "TRAINS")
+    for sub in ("GLOBAL", "TRAINS"):
+        if (src / sub).is_dir():
+            shutil.copytree(src / sub, install / sub)
     return folder
 
 

@@ -723,6 +723,68 @@ def write_paths() -> None:
         save(f"ROUTES/{ROUTE}/PATHS/{stem}.pat", L, final_newline=True)
 
 
+# --------------------------------------------------------------------------- activity
+# One activity on the paths above (docs/activities.md in the repository): the player and
+# three AI services. Times are seconds since midnight; platform id 1 is Sampleby's first
+# PlatformItem. A service's path is a file name in PATHS, its consist one in TRAINS/CONSISTS.
+H = 8 * 3600
+SERVICES = [
+    # (file, display name, consist, path, start, [(platform id, arrival, departure)])
+    ("FreightEast", "Freight east", "sample_freight", "MainWE", H, []),
+    ("Local", "Local to the siding", "sample_double", "Siding", H + 30, []),
+    ("RegionalWest", "Regional west", "sample_passenger", "MainEW", H + 150, [(1, H + 330, H + 390)]),
+    ("Passenger", "Passenger east", "sample_passenger", "MainWE", H + 420, [(1, H + 600, H + 660)]),
+]
+PLAYER = "Passenger"
+
+
+def stop_lines(stops, times: bool) -> list[str]:
+    out = []
+    for pid, arr, dep in stops:
+        if not times:
+            out.append("Efficiency ( 0.9 )")
+        else:
+            out += [f"ArrivalTime ( {arr} )", f"DepartTime ( {dep} )"]
+        out += ["SkipCount ( 0 )", "DistanceDownPath ( 0 )", f"PlatformStartID ( {pid} )"]
+    return out
+
+
+def write_activity() -> None:
+    for stem, name, consist, path, _t, stops in SERVICES:
+        tt = (["StartingSpeed ( 0 )", "EndingSpeed ( 0 )", "StartInWorld ( 0 )", "EndInWorld ( 0 )"]
+              + [x for pid, _a, _d in stops for x in block("StationStop", [f"PlatformStartID ( {pid} )",
+                                                                          "DistanceDownPath ( 0 )",
+                                                                          "SkipCount ( 0 )"])])
+        body = ["Serial ( 1 )", f'Name ( "{name}" )', f"Train_Config ( {consist} )", f"PathID ( {path} )",
+                "MaxWheelAcceleration ( 1 )", "Efficiency ( 0.9 )"] + block("TimeTable", tt)
+        save(f"ROUTES/{ROUTE}/SERVICES/{stem}.srv",
+             ["SIMISA@@@@@@@@@@JINX0v0t______", ""] + block("Service_Definition", body), final_newline=True)
+    ai = [sv for sv in SERVICES if sv[0] != PLAYER]
+    trf = ["Serial ( 1 )"]
+    for stem, _n, _c, _p, t, stops in ai:
+        trf += block("Service_Definition", stop_lines(stops, True), f"{stem} {t}")
+    save(f"ROUTES/{ROUTE}/TRAFFIC/Morning.trf",
+         ["SIMISA@@@@@@@@@@JINX0f0t______", ""] + block("Traffic_Definition", trf, "Morning"), final_newline=True)
+    player = next(sv for sv in SERVICES if sv[0] == PLAYER)
+    t0 = player[4]
+    header = [f"RouteID ( {ROUTE} )", 'Name ( "Morning" )',
+              'Description ( "Four trains on the Y at Sampleby: follow at the west end, cross at J1" )',
+              'Briefing ( "" )', "CompleteActivity ( 1 )", "Type ( 0 )", "Mode ( 2 )",
+              f"StartTime ( {t0 // 3600} {t0 // 60 % 60} {t0 % 60} )", "Season ( 1 )", "Weather ( 0 )",
+              f"PathID ( {player[3]} )", "StartingSpeed ( 0 )", "Duration ( 1 0 )", "Difficulty ( 0 )",
+              "Animals ( 100 )", "Workers ( 0 )", "FuelWater ( 100 )", "FuelCoal ( 100 )", "FuelDiesel ( 100 )"]
+    psd = block("Player_Service_Definition",
+                block("Player_Traffic_Definition", stop_lines(player[5], True), str(t0)) + ["UiD ( 0 )"], PLAYER)
+    traffic = []
+    for uid, (stem, _n, _c, _p, t, stops) in enumerate(ai, start=1):
+        traffic += block("Service_Definition", [f"UiD ( {uid} )"] + stop_lines(stops, False), f"{stem} {t}")
+    body = (psd + [f"NextServiceUID ( {len(ai) + 1} )", "NextActivityObjectUID ( 1 )"]
+            + block("Traffic_Definition", traffic, "Morning") + ["Events ( )"])
+    act = ["Serial ( 1 )"] + block("Tr_Activity_Header", header) + block("Tr_Activity_File", body)
+    save(f"ROUTES/{ROUTE}/ACTIVITIES/Morning.act",
+         ["SIMISA@@@@@@@@@@JINX0a0t______", ""] + block("Tr_Activity", act), final_newline=True)
+
+
 def main() -> None:
     check()
     write_global_tsection()
@@ -731,6 +793,7 @@ def main() -> None:
     save(f"ROUTES/{ROUTE}/{ROUTE}.tdb", trackdb(N, ITEMS, 1), final_newline=False)
     save(f"ROUTES/{ROUTE}/{ROUTE}.rdb", trackdb(RN, RITEMS, 1), final_newline=False)
     write_paths()
+    write_activity()
     # Summary for the README (lengths in metres).
     for n in N.values():
         print(f"tdb node {n.index} {n.label:7s} {n.kind:8s} len {n.length:9.3f} pins {n.pins} items {n.items}")

@@ -11,6 +11,7 @@ from helpers import DK24_ROUTE, REPO, needs_dk24
 from tdbtools.formats.activity import read_activity, read_traffic
 from tdbtools.formats.route import load_route
 from tdbtools.physics.activity import replay_activity
+from tdbtools.physics.signalling import signals_for
 from tdbtools.track.paths import resolve_path
 
 
@@ -26,13 +27,14 @@ def _bench():
 @needs_dk24
 def test_dk24_activity(tmp_path):
     bench = _bench()
-    folder = bench.dk24_install(DK24_ROUTE, tmp_path)
+    folder = bench.dk24_install(DK24_ROUTE, tmp_path, world=True)
     act = bench.make_dk24_activity(folder)
     a = read_activity(act)
     assert a.player.name == "Fyn_morning_IC_821" and len(a.services) == 4
     trf = read_traffic(folder / "TRAFFIC" / "Fyn_morning.trf")
     assert trf.entry("Fyn_morning_IR_4520", bench.hms(9, 52)) is not None
     route = load_route(folder)
+    assert signals_for(route, None) is not None  # a signalled route: the activity still runs on occupancy
     for pat in sorted((folder / "PATHS").glob("*.pat")):
         res = resolve_path(route, pat)
         assert res.ok and res.length > 40_000, pat.name

@@ -134,7 +134,13 @@ def test_cli_and_bad_input(sample_copy, tmp_path):
     r = CliRunner().invoke(main, ["replay", str(act), "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output
     assert "Passenger at Sampleby, Spor 1" in r.output and (tmp_path / "o" / "timetable.csv").is_file()
-    (act.parent.parent / "SERVICES" / "Morning_Local.srv").unlink()
+    from tdbtools.formats.activity import make_service, write_stf_file
+
+    srv = act.parent.parent / "SERVICES" / "Morning_Local.srv"
+    write_stf_file(make_service("Local", "sample_double", "../../../x"), srv)
+    r = CliRunner().invoke(main, ["replay", str(act), "--out", str(tmp_path / "o2")])
+    assert r.exit_code == 2 and "plain file name" in r.output
+    srv.unlink()
     r = CliRunner().invoke(main, ["replay", str(act), "--out", str(tmp_path / "o2")])
     assert r.exit_code == 2 and "Morning_Local" in r.output
     with pytest.raises(TdbToolsError, match="Tr_Activity"):
@@ -142,3 +148,58 @@ def test_cli_and_bad_input(sample_copy, tmp_path):
     shutil.copy(act, tmp_path / "loose.act")
     with pytest.raises(ActivityError, match="ACTIVITIES"):
         replay_activity(tmp_path / "loose.act")
+
+
+@pytest.mark.slow
+# another Dask cluster on this machine (other work) may hold the dashboard port
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
+def test_sweep_over_activities(sample_copy, tmp_path):
+    from tdbtools.physics.scenario import ScenarioError
+    from tdbtools.sweep.run import run_combination, run_sweep
+    from tdbtools.sweep.spec import sweep_spec_from_text
+
+    write_activity_files(sample_copy, "Morning", services())
+    write_activity_files(sample_copy, "Clash", services(freight_west_start=0))
+    text = f'route = "{sample_copy.folder}"\nactivities = ["*.act"]\n[grid]\ndeceleration = [0.4, 0.6]\n'
+    spec = sweep_spec_from_text(text)
+    assert spec.paths == ("Clash.act", "Morning.act") and len(spec.combinations) == 4
+    rec = run_combination(spec.combinations[-1])  # Morning, deceleration 0.6
+    assert rec["status"] == "ok" and rec["finished"] and rec["collisions"] == 0
+    res = run_sweep(spec, out=tmp_path / "sw", workers=1, processes=False, dashboard=False)
+    rows = {(r["path"], r["deceleration"]): r for r in res.rows}
+    assert len(rows) == 4 and all(r["status"] == "ok" for r in rows.values())
+    assert rows[("Morning.act", 0.4)]["finished"] is True and rows[("Clash.act", 0.4)]["finished"] is False
+    assert "deadlock" in str(rows[("Clash.act", 0.6)]["events"])
+    for bad in (
+        'activities = ["*.act"]\npaths = ["*.pat"]',
+        'activities = ["none*.act"]',
+        'activities = ["*.act"]\n[grid]\nmax_speed = [1]',
+    ):
+        with pytest.raises(ScenarioError):
+            sweep_spec_from_text(f'route = "{sample_copy.folder}"\n{bad}\n')
+
+
+def test_shipped_sample_activity():
+    """sample_routes/generate.py writes an activity on the sample's own paths: every train
+    reaches its end, stops where booked, leaves on time, and nothing deadlocks."""
+    act = SAMPLE_INSTALL / "ROUTES" / "SAMPLE" / "ACTIVITIES" / "Morning.act"
+    res = replay_activity(act)
+    s = res.replay.summary
+    assert len(s["trains"]) == 4 and not res.failed
+    assert all(t["reached_end"] and t["stops"] == t["booked_stops"] for t in s["trains"].values())
+    assert len(res.timetable) == 2
+    for row in res.timetable:
+        assert row["sched_arr"] - 300 <= row["actual_arr"] <= row["sched_arr"] + 60
+        assert row["actual_dep"] == row["sched_dep"]
+    delayed = {e["train"] for e in res.replay.events if e["kind"] == "start_delayed"}
+    assert delayed == {"Local to the siding", "Passenger east"}  # each follows the train ahead out
+
+
+def test_activity_sweep_is_bounded(sample_copy):
+    from tdbtools.sweep.spec import TooManyCombinations, sweep_spec_from_text
+
+    write_activity_files(sample_copy, "Morning", services())
+    text = f'route = "{sample_copy.folder}"\nactivities = ["*.act"]\n[grid]\nstep = [0.1, 0.2, 0.5]\n'
+    assert len(sweep_spec_from_text(text).combinations) == 3
+    with pytest.raises(TooManyCombinations, match="3 combinations"):
+        sweep_spec_from_text(text, max_combinations=2)

@@ -26,6 +26,7 @@ def test_wheel_contains_grammars_and_sample_route(tmp_path):
     for g in (REPO / "grammars").glob("*.lark"):
         assert f"tdbtools/grammars/{g.name}" in names
     assert "tdbtools/sample_routes/sample/ROUTES/SAMPLE/SAMPLE.tdb" in names
+    assert "tdbtools/render/vendor/plotly-gl3d.min.js" in names     # the HTML pages' viewer
     assert any(n.endswith("entry_points.txt") for n in names)
     # The unpacked wheel works on its own: grammars are found inside the package.
     site = tmp_path / "site"

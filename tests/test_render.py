@@ -41,6 +41,17 @@ def route():
 
 
 @pytest.fixture(scope="module")
+def northsouth(tmp_path_factory):
+    """The sample route turned by 90°: runs from south to north (tests/data/northsouth.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+    try:
+        from northsouth import make_northsouth
+    finally:
+        sys.path.pop(0)
+    return load_route(make_northsouth(tmp_path_factory.mktemp("ns")), cache=False)
+
+
+@pytest.fixture(scope="module")
 def renderer():
     if not HAVE_PYVISTA:
         pytest.skip("pyvista is not installed (pip install 'tdbtools[render]')")
@@ -62,7 +73,8 @@ def replayed(route):
 
 def test_import_is_light():
     code = ("import sys, tdbtools.render, tdbtools.render.scene, tdbtools.render.animate, tdbtools.render.plots\n"
-            "heavy = [m for m in ('pyvista', 'vtk', 'vtkmodules', 'imageio', 'matplotlib') if m in sys.modules]\n"
+            "import tdbtools.render.view, tdbtools.render.html\n"
+            "heavy = [m for m in ('pyvista', 'vtk', 'vtkmodules', 'imageio', 'matplotlib', 'plotly') if m in sys.modules]\n"
             "assert not heavy, heavy\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
@@ -158,8 +170,8 @@ def test_scene_contents(route, color_by):
     assert exp == {"junction": 1, "end": 3, "signal": 3, "speedpost": 3, "platform": 2, "siding": 2}
     assert scene.scalars in scene.track.array_names
     for m in scene.markers.values():
-        assert m.glyphs.n_points % max(len(m), 1) == 0 and (m.glyphs.n_points > 0) == (len(m) > 0)
-    assert "Sampleby, Spor 1" in scene.markers["platform"].labels
+        assert m.glyphs.n_points == len(m)       # one point per marker: drawn at a size in pixels
+    assert scene.markers["platform"].labels == ("Sampleby", "")     # a station once, not per platform end
     # the scene frame: x east, y north (Z), z up (Y); near the origin
     b = scene.track.bounds
     assert max(abs(v) for v in b[:4]) < 2 * 2048 and 0 < b[4] < 1000
@@ -279,6 +291,17 @@ def test_scene_image(route, renderer, color_by):
     assert err < IMAGE_THRESHOLD, f"image differs from tests/data/images/sample_{color_by}.png: error {err:.0f}"
 
 
+@pytest.mark.parametrize("which", ["sample", "northsouth"])
+@pytest.mark.parametrize("view", ["map", "3d"])
+def test_view_image(route, northsouth, renderer, which, view):
+    r = route if which == "sample" else northsouth
+    scene = scene_mod.build_scene(r, color_by="grade")
+    img = scene_mod.screenshot(scene, window_size=WINDOW, view=view)
+    name = f"{which}_{view}.png"
+    err = _compare(img, name)
+    assert err < IMAGE_THRESHOLD, f"image differs from tests/data/images/{name}: error {err:.0f}"
+
+
 def test_scene_image_with_train(route, renderer, replayed):
     from tdbtools.render.animate import TrainPlacer
 
@@ -360,3 +383,34 @@ def test_cli_render_png_and_gif(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     r = CliRunner().invoke(main, ["render", str(sample / "ROUTES" / "SAMPLE"), "--out", str(tmp_path / "x.gif")])
     assert r.exit_code == 2 and "needs --replay" in r.output
+
+
+def test_animation_follows_a_train_with_clock_speed_colours_and_progress(route, renderer, replayed, tmp_path,
+                                                                          capsys):
+    import imageio.v3 as iio
+
+    from tdbtools.render.animate import render_animation
+
+    result, rp = replayed
+    out = render_animation(route, result, tmp_path / "f.gif", replay=rp, frames=4, window_size=(320, 240),
+                           follow="passenger", view_distance=400.0, progress=True, labels=False)
+    err = capsys.readouterr().err
+    assert "4/4 frames" in err and "[" in err
+    frames = iio.imread(out, index=None)
+    mid = frames[:, 60:180, 100:220].astype(int)            # the followed train stays in the middle
+    colourful = (np.ptp(mid, axis=3) > 60).sum(axis=(1, 2))   # cars coloured by speed, not black
+    assert (colourful > 20).all(), colourful
+    assert not np.array_equal(frames[0][:20], frames[-1][:20])   # the clock at the top changes
+    with pytest.raises(TdbToolsError, match="no train 'nobody'"):
+        render_animation(route, result, tmp_path / "g.gif", replay=rp, frames=2, follow="nobody")
+
+
+def test_probe_success_is_remembered(monkeypatch, tmp_path, renderer):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    ok, detail = scene_mod._probe(timeout=60)
+    assert ok and "remembered" not in detail
+    assert len(list((tmp_path / "tdbtools").glob("renderer-ok-*"))) == 1
+    ok, detail = scene_mod._probe(timeout=60)
+    assert ok and "remembered" in detail                       # no child process the second time
+    monkeypatch.setenv("DISPLAY", ":99")                       # another display: probe again
+    assert scene_mod._probe_marker() != next((tmp_path / "tdbtools").glob("renderer-ok-*"))

@@ -47,7 +47,7 @@ def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     header = (tmp_path / "out" / "passenger.csv").read_text().splitlines()[0].split(",")
     assert header == ["time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
-                      "tile_x", "tile_z", "x", "y", "z", "grade"]
+                      "tile_x", "tile_z", "x", "y", "z", "grade_permille"]
     json.loads((tmp_path / "out" / "events.json").read_text())
 
 
@@ -233,8 +233,10 @@ duration = 120
 name = "mz"
 consist = "{con}"
 path = "10.pat"
+beyond_path = 2000                # DK24's paths are 10 m stubs: shorter than the engine
 '''
     with pytest.raises(ReplayError, match="mz1401.eng"):
         Replay(scenario(tmp_path, body, route=DK24_ROUTE))
     res = replay(scenario(tmp_path, "stand_in = true\n" + body, route=DK24_ROUTE))
     assert res.summary["trains"]["mz"]["cars"] == 1
+    assert any("diesel locomotive" in e["message"] for e in res.events if e["kind"] == "stand_in")

@@ -71,6 +71,9 @@ MIN_BOARDING_S = 20.0
 #: A booked AI stop with arrival == departure this far from the actual arrival is not credible.
 INCREDIBLE_S = 4 * 3600.0
 
+#: At most this many services in one activity (each is a train with its own line).
+MAX_TRAINS = 500
+
 TIMETABLE_COLUMNS = (
     "train",
     "station",
@@ -137,7 +140,14 @@ def plan_activity(path: str | Path, *, route_folder: str | Path | None = None) -
         f = find_activity_file(folder, "srv", name)
         if f is None:
             raise ActivityError(f"service {name!r} not found in {folder / 'SERVICES'}")
-        return read_service(f)
+        srv = read_service(f)
+        for what, v in (("Train_Config", srv.train_config), ("PathID", srv.path_id)):
+            if "/" in v or "\\" in v or v in (".", ".."):
+                raise ActivityError(f"{f}: {what} {v!r} must be a plain file name")
+        return srv
+
+    if len(act.services) + 1 > MAX_TRAINS:
+        raise ActivityError(f"{p}: {len(act.services) + 1} services, at most {MAX_TRAINS} are replayed")
 
     traffic: TrafficFile | None = None
     if act.traffic_name:
@@ -693,17 +703,8 @@ class ActivityReplay(Replay):
         act_end = plan.activity.header.start_time + plan.activity.header.duration
         dur = duration if duration is not None else max(act_end, last) - self.t0 + 4 * 3600.0
         specs = []
-        paths: dict[str, str] = {}
         for pt in plan.trains:
             srv = pt.service
-            key = srv.path_id.lower()
-            if key in paths:
-                raise ActivityError(
-                    f"services {paths[key]!r} and {pt.name!r} use the same path {srv.path_id!r}: "
-                    "every train stands at its start from the beginning of the replay, so each "
-                    "service needs its own path"
-                )
-            paths[key] = pt.name
             specs.append(
                 TrainSpec(
                     name=pt.name,
@@ -789,6 +790,11 @@ class ActivityReplay(Replay):
                     }
                 )
 
+    def engine_line_key(self, spec: TrainSpec, key: object) -> object:
+        # Services on one path run at different times: each has its own engine line
+        # (a train not yet started, or taken off, must not be met there).
+        return (key, spec.name)
+
     def on_track(self) -> np.ndarray:
         return np.array([d.on_track for d in self.drivers], dtype=bool)
 
@@ -800,9 +806,14 @@ class ActivityReplay(Replay):
             if t.done_at is not None:
                 continue
             moving = abs(float(v[self.train_start[k]])) > 0.05
+            # Waiting only for trains that will never move again (stuck, or the player's
+            # train at the end of its path) is hopeless at once.
+            hopeless = bool(d.blocked_by) and all(
+                n in self.stuck or self.drivers[self.index[n]].state == "done" for n in d.blocked_by
+            )
             if moving or d.state not in ("running", "ready"):
                 self._still_since[k] = self.time
-            elif self.time - self._still_since[k] >= self.stuck_after:
+            elif self.time - self._still_since[k] >= (DEADLOCK_AFTER_S if hopeless else self.stuck_after):
                 self.stuck.add(t.spec.name)
                 d.state = "stuck" if d.state == "running" else "not_started"
                 t.done_at = self.time
@@ -813,8 +824,9 @@ class ActivityReplay(Replay):
                         "clock": clock(self.t0 + self.time),
                         "train": t.spec.name,
                         "waiting_for": sorted(d.blocked_by),
-                        "message": f"stood {self.stuck_after:.0f} s waiting for track held by "
-                        f"{', '.join(sorted(d.blocked_by)) or 'nobody'}",
+                        "message": f"stood {self.time - self._still_since[k]:.0f} s waiting for track held by "
+                        f"{', '.join(sorted(d.blocked_by)) or 'nobody'}"
+                        + (", which will not move again" if hopeless else ""),
                     }
                 )
 
@@ -859,6 +871,7 @@ class ActivityReplay(Replay):
         summary = dict(base.summary)
         summary["activity"] = self.plan.activity.header.name
         summary["clock_start"] = clock(self.t0)
+        summary["clock_start_s"] = self.t0  # a trace's time + this = seconds since midnight
         summary["clock_end"] = clock(self.t0 + self.time)
         for k, t in enumerate(self.trains):
             d = self.drivers[k]

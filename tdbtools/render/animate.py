@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import TdbToolsError
 from ..formats.route import Route
-from .scene import Scene, _plotter, _pv, build_scene, check_renderer, to_scene, train_boxes
+from .scene import Scene, SceneView, _pv, build_scene, check_renderer, to_scene, train_boxes
 
 CAR_WIDTH = 3.0
 CAR_HEIGHT = 3.8
@@ -207,16 +207,73 @@ def _even(img: np.ndarray, block: int = 16) -> np.ndarray:
     return out
 
 
+class _Progress:
+    """A progress bar on stderr: frames done, elapsed and remaining time."""
+
+    def __init__(self, total: int, label: str, stream=None) -> None:
+        import sys
+        import time
+
+        self.total, self.label = total, label
+        self.stream = stream if stream is not None else sys.stderr
+        self.t0 = time.perf_counter()
+        self._clock = time.perf_counter
+
+    def update(self, done: int) -> None:
+        el = self._clock() - self.t0
+        left = el / done * (self.total - done) if done else 0.0
+        n = int(30 * done / max(self.total, 1))
+        end = "\n" if done >= self.total else ""
+        self.stream.write(f"\r{self.label} [{'#' * n}{'.' * (30 - n)}] {done}/{self.total} frames, "
+                          f"{el:.1f} s, ~{left:.0f} s left{end}")
+        self.stream.flush()
+
+
+def _speeds(result, placer: TrainPlacer, t: float) -> np.ndarray:
+    """Speed (km/h) of each car's train at time ``t`` (NaN without a speed trace)."""
+    out = []
+    for tr in placer.trains:
+        trace = result.traces.get(tr.name, {})
+        if "speed" in trace and len(trace["time"]):
+            v = abs(float(np.interp(t, np.asarray(trace["time"]), np.asarray(trace["speed"])))) * 3.6
+        else:
+            v = math.nan
+        out.append(np.full(len(tr.length), v))
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def _write_gif(frames: list[np.ndarray], path: Path, fps: float) -> None:
+    """A GIF with one 255-colour palette for all frames, taken from a mosaic of a few of
+    them (the frames share the colour bar and legend, so every colour drawn is in it);
+    quantising each frame on its own took 10x longer."""
+    from PIL import Image
+
+    pick = [frames[i] for i in sorted({0, len(frames) // 3, 2 * len(frames) // 3, len(frames) - 1})]
+    palette = Image.fromarray(np.concatenate(pick, axis=0)).quantize(colors=255, method=Image.Quantize.MEDIANCUT)
+    imgs = [Image.fromarray(f).quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
+    imgs[0].save(path, format="GIF", save_all=True, append_images=imgs[1:], duration=int(round(1000.0 / fps)),
+                 loop=0, optimize=False)
+
+
+def _clock(t: float) -> str:
+    s = int(round(t))
+    return f"{s // 3600:d}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
 def render_animation(route: Route, result, out: str | Path, *, replay=None, scene: Scene | None = None,
                      color_by: str = "kind", fps: float = 10.0, speedup: float = 10.0,
                      max_frames: int = 300, frames: int | None = None,
                      window_size: tuple[int, int] = (800, 608), follow: bool | str = True,
-                     view_distance: float = 1500.0, labels: bool = True) -> Path:
+                     view_distance: float = 600.0, labels: bool = True, view: str = "3d",
+                     exaggerate: float | None = None, progress: bool | None = None) -> Path:
     """Animate a replay (``result`` from :func:`~tdbtools.physics.replay.replay` or
-    :func:`load_replay`) over the route's scene into ``out`` (.gif or .mp4).
+    :func:`load_replay`) over the route's scene into ``out`` (.gif or .mp4): cars
+    coloured by their train's speed, the replay clock on every frame.
 
-    ``follow``: keep the camera on the first train (True), on the named train, or
-    show the whole route (False). Frames: see :func:`frame_times`."""
+    ``follow``: keep the camera on the first train (True), on the named train, or show
+    the whole route (False); a followed train is framed ``view_distance`` metres wide.
+    ``progress``: a progress bar on stderr (None: when there are more than 30 frames).
+    Frames: see :func:`frame_times`."""
     out = Path(out)
     ext = out.suffix.lower()
     if ext not in (".gif", ".mp4"):
@@ -233,54 +290,65 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
         raise TdbToolsError("the replay has no trains to animate")
     scene = scene if scene is not None else build_scene(route, color_by=color_by)
     placer = TrainPlacer(result, scene.origin, replay=replay)
-    t0, t1 = placer.time_range
-    times = frame_times(t0, t1, fps=fps, speedup=speedup, max_frames=max_frames, frames=frames)
-    pv = _pv()
-    pts, faces = placer.boxes(float(times[0]))
-    cars = pv.PolyData(pts, faces)
-    p = _plotter(scene, window_size, True, labels=labels)
-    p.add_mesh(cars, color="black", name="trains")
     names = [t.name for t in placer.trains]
     lead = 0
     if isinstance(follow, str):
         if follow not in names:
             raise TdbToolsError(f"no train {follow!r} in the replay (trains: {', '.join(names)})")
         lead = names.index(follow)
+    t0, t1 = placer.time_range
+    times = frame_times(t0, t1, fps=fps, speedup=speedup, max_frames=max_frames, frames=frames)
+    pv = _pv()
+    from . import view as V
+
+    vmax = max((float(np.nanmax(np.abs(np.asarray(tr["speed"])))) * 3.6 for tr in result.traces.values()
+                if "speed" in tr and len(tr["speed"])), default=0.0)
+    clim = (0.0, max(10.0, float(np.ceil(vmax / 10.0) * 10.0)))
+    pts, faces = placer.boxes(float(times[0]))
+    sv = SceneView(scene, window_size, view=view, exaggerate=exaggerate, labels=labels)
+    sv.set_trains(pv.PolyData(pts, faces), _speeds(result, placer, float(times[0])), clim)
+    p = sv.plotter
+    back = tuple(np.subtract(sv.camera.position, sv.camera.focal_point))
     lead_rows = slice(sum(len(t.length) for t in placer.trains[:lead]) * 8,
                       sum(len(t.length) for t in placer.trains[:lead + 1]) * 8)
     tmp = out.with_name(f".{out.name}.tmp{ext}")
     writer = (iio2.get_writer(tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264",
                               macro_block_size=16, quality=7)
               if ext == ".mp4" else None)
+    bar = _Progress(len(times), f"rendering {out.name}") if (progress or (progress is None and len(times) > 30)) \
+        else None
     shots = []
     try:
-        for t in times:
+        for k, t in enumerate(times):
             pts, _f = placer.boxes(float(t))
-            cars.points = pts
+            v = _speeds(result, placer, float(t))
+            lifted = sv.set_trains(pv.PolyData(pts, _f), v, clim)
             if follow:
-                c = pts[lead_rows].mean(axis=0)
-                p.camera.focal_point = tuple(c)
-                p.camera.position = (c[0], c[1] - 0.8 * view_distance, c[2] + 0.6 * view_distance)
-                p.camera.up = (0.0, 0.0, 1.0)
-                p.reset_camera_clipping_range()
-            p.add_text(f"{scene.route_name}   t = {t:7.1f} s", position="lower_left", font_size=10, name="clock")
+                c = lifted[lead_rows].mean(axis=0)
+                r = 0.5 * view_distance
+                ring = c + np.array([[-r, -r, 0], [r, r, 0], [-r, r, 0], [r, -r, 0], [0, 0, 0]])
+                sv.apply_camera(V.frame(ring, view, sv.window_size, direction=back))
+            who = f"   {names[lead]}: {v[sum(len(x.length) for x in placer.trains[:lead])]:.0f} km/h" \
+                if follow and len(v) and np.isfinite(v).all() else ""
+            p.add_text(f"{_clock(float(t))}{who}", position=(8, sv.window_size[1] - 44), font_size=12,
+                       name="clock")
             p.render()
             img = np.asarray(p.screenshot(return_img=True))
             if writer is not None:
                 writer.append_data(_even(img))
             else:
                 shots.append(img)
+            if bar is not None:
+                bar.update(k + 1)
         if writer is not None:
             writer.close()
             writer = None
         else:
-            import imageio.v3 as iio3
-
-            iio3.imwrite(tmp, np.stack(shots), extension=".gif", duration=int(round(1000.0 / fps)), loop=0)
+            _write_gif(shots, tmp, fps)
         tmp.replace(out)
     finally:
         if writer is not None:
             writer.close()
-        p.close()
+        sv.close()
         tmp.unlink(missing_ok=True)
     return out

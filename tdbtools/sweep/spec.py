@@ -28,7 +28,9 @@ from ..physics.scenario import (
 
 #: Top-level keys of a sweep spec.
 SPEC_KEYS = {"route", "paths", "consists", "step", "duration", "stand_in", "collision_check_interval",
-             "traces", "train", "grid"}
+             "traces", "train", "grid", "activities"}
+#: ``[grid]`` keys of an activity sweep (ActivityReplay's settings).
+ACTIVITY_PARAMS = {"step", "stuck_after", "deceleration", "duration"}
 #: ``[train]`` / ``[grid]`` keys: a scenario's ``[[train]]`` keys but the ones the sweep sets.
 PARAM_KEYS = TRAIN_KEYS - {"name", "consist", "path", "start", "distance"}
 #: Scenario-level keys passed through to every replay.
@@ -53,6 +55,7 @@ class Combination:
     consist: str               # as written in the spec
     params: dict[str, Any]     # grid parameter -> value as written in the spec
     scenario: Scenario
+    activity: Path | None = None   # an activity sweep: the .act file (path = its name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +118,8 @@ def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path |
         raise ctx.error("sweep: 'route' (the route folder …/ROUTES/NAME) is required", "route")
     route = Path(data["route"])
     route = route if route.is_absolute() else (base / route).resolve()
+    if "activities" in data:
+        return _activity_spec(data, ctx, route, max_combinations)
     folder = _paths_folder(route)
     if folder is None:
         raise ctx.error(f"route: no PATHS folder in {route}", "route")
@@ -177,6 +182,61 @@ def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path |
             combos.append(Combination(key, path, consist, params, scenario))
     return SweepSpec(ctx.path, route, tuple(paths), tuple(consists), grid, dict(fixed), settings, traces,
                      tuple(combos))
+
+
+def _activity_spec(data: dict, ctx: TomlSource, route: Path, max_combinations: int) -> SweepSpec:
+    """A sweep whose unit of work is a whole activity (docs/activities.md §8)."""
+    from ..stf import resolve_case_insensitive
+
+    for k in ("paths", "consists", "train"):
+        if k in data:
+            raise ctx.error(f"sweep: {k!r} does not go with 'activities' (an activity names its own trains)", k)
+    folder = resolve_case_insensitive(route / "ACTIVITIES")
+    if not folder.is_dir():
+        raise ctx.error(f"route: no ACTIVITIES folder in {route}", "route")
+    names = sorted(f.name for f in folder.iterdir() if f.is_file() and f.suffix.lower() == ".act")
+    acts: list[str] = []
+    for pattern in _str_list(ctx, data, "activities"):
+        hits = [n for n in names if fnmatch.fnmatchcase(n.lower(), pattern.lower())]
+        if not hits:
+            raise ctx.error(f"activities: {pattern!r} matches no .act file in {folder}", "activities")
+        acts.extend(h for h in hits if h not in acts)
+    traces = data.get("traces", False)
+    if not isinstance(traces, bool):
+        raise ctx.error("traces: expected true or false", "traces")
+    grid_raw = data.get("grid", {})
+    if not isinstance(grid_raw, dict):
+        raise ctx.error("grid: expected a table of parameter = [values]", "grid")
+    check_keys(ctx, grid_raw, ACTIVITY_PARAMS, "[grid] of an activity sweep")
+    grid: dict[str, tuple[Any, ...]] = {}
+    for k, v in grid_raw.items():
+        given = v if isinstance(v, list) else [v]
+        if not given or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in given):
+            raise ctx.error(f"grid: {k!r} needs a non-empty list of positive numbers", k)
+        grid[k] = tuple(given)
+    count = len(acts)
+    for vals in grid.values():
+        count *= len(vals)
+    if count > max_combinations:
+        raise TooManyCombinations(
+            f"sweep: {len(acts)} activities x {' x '.join(str(len(v)) for v in grid.values()) or '1'} = "
+            f"{count:,} combinations, over the limit of {max_combinations:,}",
+            ctx.error("", "grid" if grid else "activities").location)
+    settings = {k: data[k] for k in ("step", "duration", "stand_in") if k in data}
+    if "stand_in" in settings and not isinstance(settings["stand_in"], bool):
+        raise ctx.error("stand_in: expected true or false", "stand_in")
+    combos = []
+    for act in sorted(acts):
+        for values in itertools.product(*grid.values()):
+            params = dict(zip(grid, values))
+            ident = {"route": str(route), "activity": act, "params": params, "settings": settings}
+            key = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:20]
+            merged = {**settings, **params}
+            sc = Scenario(route, (), step=float(merged.get("step", 0.5)),
+                          duration=float(merged.get("duration", 86400.0)), stand_in=bool(settings.get("stand_in")),
+                          source=ctx.path)
+            combos.append(Combination(key, act, "", params, sc, folder / act))
+    return SweepSpec(ctx.path, route, tuple(sorted(acts)), (), grid, {}, settings, traces, tuple(combos))
 
 
 __all__ = ["Combination", "MAX_COMBINATIONS", "PARAM_KEYS", "TooManyCombinations", "SPEC_KEYS", "SweepSpec", "read_sweep_spec", "sweep_spec_from_dict",
