@@ -312,6 +312,7 @@ def _setup_driver(t: _Train, rep: Replay) -> None:
         level = (float(m.max_brake.sum()) + float(forces.davis(m, 0.0).sum())) / float(m.inertial_mass.sum())
         d.decel = min(d.decel, 0.9 * level)
         d.brake_delay = 0.5 * _build_up(t)
+        d.brake_level = level
     for s_at, wait in t.waits:
         if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:   # not behind the front at the start
             d.stops.append(Stop(s_at, wait, "waiting point"))
