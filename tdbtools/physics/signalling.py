@@ -91,10 +91,13 @@ class ReplaySignals:
                                 initial_switches=initial)
         self.drivers: list[SignalDriver | None] = []
         x = replay.engine.x
+        # A replay whose trains enter later (an activity) registers them off the track:
+        # it calls ilk.enter / ilk.leave itself (docs/signals.md §4.9).
+        on = bool(getattr(replay, "SIGNALS_ON_TRACK_AT_START", True))
         for t in replay.trains:
             front = float(x[t.cars][0])
             end = t.end_s if t.end_s is not None else (t.line.length if t.line.ends_at_track_end else None)
-            self.ilk.add_train(t.spec.name, t.line, t.length, front=front, end_s=end)
+            self.ilk.add_train(t.spec.name, t.line, t.length, front=front, end_s=end, on_track=on)
             self.drivers.append(t.driver if isinstance(t.driver, SignalDriver) else None)
         self._shown = {k: -1 for k, o in enumerate(self.ilk.objects) if o.is_normal}
 

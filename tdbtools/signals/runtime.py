@@ -84,6 +84,9 @@ class TrainState:
     extents: dict[int, tuple[float, float]] = field(default_factory=dict)   # section -> node offsets held
     done: bool = False
     deadlocked: bool = False
+    #: False while the train is not in the world (before it enters, after it left): it
+    #: occupies, reserves and requests nothing (docs/signals.md §4.9).
+    on_track: bool = True
 
 
 class HeadRuntime:
@@ -366,8 +369,10 @@ class Interlocking:
         return out
 
     # -- trains ----------------------------------------------------------------------------------
-    def add_train(self, name: str, line: Any, length: float, *, front: float, end_s: float | None = None) -> int:
-        """Register a train on its line (``front``: line distance of its front now). Returns its index."""
+    def add_train(self, name: str, line: Any, length: float, *, front: float, end_s: float | None = None,
+                  on_track: bool = True) -> int:
+        """Register a train on its line (``front``: line distance of its front now). Returns its index.
+        ``on_track=False``: it enters later (:meth:`enter`)."""
         k = len(self.trains)
         elements: list[Element] = []
         segs = zip(line.seg_node.tolist(), line.seg_dir.tolist(), line.seg_s0.tolist(),
@@ -420,16 +425,69 @@ class Interlocking:
                             speed_heads.append((s, h.hid))
         sigs.sort()
         speed_heads.sort()
-        t = TrainState(k, name, elements, [e.s1 for e in elements], sigs, speed_heads, end, length, front)
+        t = TrainState(k, name, elements, [e.s1 for e in elements], sigs, speed_heads, end, length, front,
+                       on_track=on_track)
         self.trains.append(t)
-        # Auto Node: the train holds its track up to the first signal (§4.3).
-        for e in self._elements_between(t, front - length, (sigs[0][0] if sigs else end) - 1e-3):
+        if on_track:
+            self._hold_start(t, quiet=True)
+        return k
+
+    def _hold_start(self, t: TrainState, *, quiet: bool) -> None:
+        """Auto Node: the train holds its track up to the first signal (§4.3)."""
+        upto = t.signals[t.next_signal][0] if t.next_signal < len(t.signals) else t.end_s
+        for e in self._elements_between(t, t.front - t.length, upto - 1e-3):
             tcs = self.sections[e.section]
             if tcs.reserved < 0:
-                tcs.reserved = k
+                tcs.reserved = t.index
                 if e.route >= 0:
-                    self._set_switch(tcs.node, e.route, quiet=True)
-        return k
+                    self._set_switch(tcs.node, e.route, quiet=quiet)
+
+    def _under(self, t: TrainState, front: float) -> list[Element]:
+        return [e for e in self._elements_between(t, front - t.length, front)
+                if e.s1 >= front - t.length - 1e-6 and e.s0 <= front + 1e-6]
+
+    def can_enter(self, train: int, front: float) -> set[str]:
+        """Names of the trains in the world that occupy or hold a section under ``train``
+        were it to stand with its front at ``front`` (empty: it may enter)."""
+        t = self.trains[train]
+        who: set[int] = set()
+        for e in self._under(t, front):
+            sec = self.sections[e.section]
+            who |= {k for k in sec.occupants if k != train and self.trains[k].on_track}
+            if sec.reserved >= 0 and sec.reserved != train and self.trains[sec.reserved].on_track:
+                who.add(sec.reserved)
+        return {self.trains[k].name for k in who}
+
+    def enter(self, train: int, front: float) -> None:
+        """Put a registered train into the world with its front at ``front``: it holds its
+        track up to its first signal and requests routes from the next cycle on (§4.9)."""
+        t = self.trains[train]
+        t.on_track, t.done, t.front = True, False, front
+        while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= front:
+            t.next_signal += 1
+        self._hold_start(t, quiet=False)
+
+    def leave(self, train: int) -> None:
+        """Take a train out of the world (at the end of its path, or before it enters):
+        its sections, reservations and the signals cleared for it are released (§4.9)."""
+        t = self.trains[train]
+        t.on_track, t.done = False, True
+        for sec in self.sections:
+            if sec.reserved == train:
+                sec.reserved = -1
+            sec.occupants.pop(train, None)
+        for sig, k in enumerate(self.enabled_train):
+            if k == train:
+                self.enabled_train[sig] = -1
+                self.route_of[sig] = None
+                self.block[sig] = BLOCK_JN_OBSTRUCTED
+        t.extents = {}
+        t.stop_s, t.creep_at, t.limits = None, None, []
+        if t.waiting_since is not None:
+            self.events.append({"kind": "signal_wait", "time": t.waiting_since, "train": t.name,
+                                "signal": t.waiting_at, "until": self.time,
+                                "seconds": round(self.time - t.waiting_since, 3)})
+            t.waiting_since, t.waiting_at = None, -1
 
     def _elements_between(self, t: TrainState, a: float, b: float) -> list[Element]:
         i = bisect.bisect_left(t.e_s1, a)
@@ -659,6 +717,8 @@ class Interlocking:
             self.sections[k].occupants = {}
         self._occupied = set()
         for t in self.trains:
+            if not t.on_track:
+                continue
             t.front, t.speed = fronts[t.index], speeds[t.index]
             rear = t.front - t.length
             occ = self._elements_between(t, rear, t.front)
@@ -694,14 +754,15 @@ class Interlocking:
                 t.next_signal += 1
         # Requests (the first signal ahead of every train), then propagation.
         for t in self.trains:
-            if t.next_signal < len(t.signals) and not t.done:
+            if t.next_signal < len(t.signals) and not t.done and t.on_track:
                 sig = t.signals[t.next_signal][1]
                 if self.enabled_train[sig] in (-1, t.index):
                     self._request(sig, t, 0, False)
         self.update_blocks()
         self.run_scripts()
         for t in self.trains:
-            self._targets(t)
+            if t.on_track:
+                self._targets(t)
         self._deadlocks()
 
     def update_blocks(self) -> None:
