@@ -519,8 +519,7 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     if scenario is not None and scenario.suffix.lower() == ".act":
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
-        raise click.exceptions.Exit(_replay_activity(scenario, stand_in, out_dir, plot, step, duration,
-                                                     signals=False if no_signals else None))
+        raise click.exceptions.Exit(_replay_activity(scenario, stand_in, out_dir, plot, step, duration))
     from .physics.replay import Replay
     from .physics.scenario import one_train_scenario, read_scenario, with_settings
 
@@ -600,11 +599,10 @@ def signals_cmd(route: Path, as_json: bool) -> None:
 
 
 def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step: float | None,
-                     duration: float | None, signals: bool | None = None) -> int:
+                     duration: float | None) -> int:
     from .physics.activity import clock, replay_activity
 
-    result = replay_activity(act, stand_in=stand_in, step=step if step is not None else 0.5, duration=duration,
-                             signals=signals)
+    result = replay_activity(act, stand_in=stand_in, step=step if step is not None else 0.5, duration=duration)
     files = result.write(out_dir)
     if plot:
         from .render.spacetime import plot_space_time

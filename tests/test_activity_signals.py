@@ -1,5 +1,6 @@
-"""Activities on the signalled sample route: trains enter the interlocking at their start
-time and leave it at the end of their path (docs/activities.md §4.1, docs/signals.md §4.8)."""
+"""Activities on the signalled sample route with ``signals=True``: trains enter the
+interlocking at their start time and leave it at the end of their path
+(docs/activities.md §4.3, docs/signals.md §4.8)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def _events(res, kind):
 
 def test_signalled_activity_crosses_and_follows(signalled):
     route, act = signalled
-    res = replay_activity(act, route=route)
+    res = replay_activity(act, route=route, signals=True)
     s = res.replay.summary
     assert "signalling" in s                       # the route's signals ran
     assert not res.failed and all(t["reached_end"] for t in s["trains"].values()), s
@@ -65,7 +66,7 @@ def test_signalled_activity_crosses_and_follows(signalled):
 
 def test_ai_train_leaves_the_interlocking(signalled):
     route, act = signalled
-    rp = ActivityReplay(plan_activity(act), route=route)
+    rp = ActivityReplay(plan_activity(act), route=route, signals=True)
     ilk = rp.signals.ilk
     assert not any(t.on_track for t in ilk.trains)            # nobody before the start
     assert all(s.reserved < 0 for s in ilk.sections)
@@ -78,13 +79,13 @@ def test_ai_train_leaves_the_interlocking(signalled):
     assert ilk.trains[player].on_track                          # the player's train stays
 
 
-def test_no_signals_keeps_plain_occupancy(signalled):
+def test_plain_occupancy_by_default(signalled):
     route, act = signalled
-    res = replay_activity(act, route=route, signals=False)
+    res = replay_activity(act, route=route)
     s = res.replay.summary
     assert "signalling" not in s and not res.failed
     assert not _events(res, "start_delayed")                   # blocks, not signal sections
     out = act.parent.parent / "out"
-    r = CliRunner().invoke(main, ["replay", str(act), "--out", str(out), "--no-signals"])
+    r = CliRunner().invoke(main, ["replay", str(act), "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert '"signalling"' not in (out / "summary.json").read_text()

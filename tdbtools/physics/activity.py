@@ -322,7 +322,7 @@ class ServiceDriver:
     ) -> None:
         self.name = name
         # With signals the automatic driver also stops for a red: standing there is not
-        # arriving at the target (docs/activities.md §4.1).
+        # arriving at the target (docs/activities.md §4.3).
         self.signalled = signalled
         self.auto = auto
         self.t0 = t0  # clock time of replay time 0
@@ -613,9 +613,10 @@ class Dispatcher:
 
     def _run_signalled(self) -> None:
         """With the route's signals the interlocking is the authority (docs/activities.md
-        §4.1): trains due to start enter where the interlocking has their track free, in
+        §4.3): trains due to start enter where the interlocking has their track free, in
         order of start time; their movement authority is the signals'."""
         rp = self.rp
+        assert rp.signals is not None
         ilk = rp.signals.ilk
         x = rp.engine.x
         for k in sorted(range(len(rp.trains)), key=lambda k: (rp.drivers[k].start, k)):
@@ -726,8 +727,9 @@ class Dispatcher:
 
 class ActivityReplay(Replay):
     """A :class:`Replay` of an activity's trains, with their service drivers. ``signals``:
-    None runs with the route's signals when it has them (the interlocking is then the
-    movement authority), False on plain occupancy (docs/activities.md §4.1)."""
+    False (default) keeps them apart by plain occupancy; True runs the route's signals
+    (when it has them) and makes the interlocking the movement authority, an experimental
+    mode that is not yet reliable on DK24 (docs/activities.md §4.3)."""
 
     #: Trains enter the interlocking at their start time, not at time 0 (signalling.py).
     SIGNALS_ON_TRACK_AT_START = False
@@ -742,7 +744,7 @@ class ActivityReplay(Replay):
         stuck_after: float = 1800.0,
         duration: float | None = None,
         trace_every: float = 2.0,
-        signals: bool | None = None,
+        signals: bool = False,
     ) -> None:
         self.plan = plan
         route = route if route is not None else load_route(plan.route_folder)
@@ -771,7 +773,7 @@ class ActivityReplay(Replay):
             source=str(Path(plan.activity.path).resolve()),
         )
         try:
-            super().__init__(sc, route=route, trace_every=trace_every, signals=False if signals is False else None)
+            super().__init__(sc, route=route, trace_every=trace_every, signals=None if signals else False)
         except ReplayError as exc:
             raise ActivityError(str(exc)) from None
         self.index = {t.spec.name: k for k, t in enumerate(self.trains)}
@@ -1006,10 +1008,10 @@ def replay_activity(
     step: float = 0.5,
     duration: float | None = None,
     progress: Callable[[float], None] | None = None,
-    signals: bool | None = None,
+    signals: bool = False,
 ) -> ActivityResult:
-    """Replay an activity file to its end (see the module docstring); ``signals=False``
-    keeps plain occupancy on a signalled route."""
+    """Replay an activity file to its end (see the module docstring); ``signals=True``:
+    with the route's signals (experimental, docs/activities.md §4.3)."""
     plan = plan_activity(path)
     return ActivityReplay(plan, route=route, stand_in=stand_in, step=step, duration=duration,
                           signals=signals).run(progress)

@@ -92,7 +92,7 @@ class ReplaySignals:
         self.drivers: list[SignalDriver | None] = []
         x = replay.engine.x
         # A replay whose trains enter later (an activity) registers them off the track:
-        # it calls ilk.enter / ilk.leave itself (docs/signals.md §4.9).
+        # it calls ilk.enter / ilk.leave itself (docs/signals.md §4.8).
         on = bool(getattr(replay, "SIGNALS_ON_TRACK_AT_START", True))
         for t in replay.trains:
             front = float(x[t.cars][0])

@@ -85,7 +85,7 @@ class TrainState:
     done: bool = False
     deadlocked: bool = False
     #: False while the train is not in the world (before it enters, after it left): it
-    #: occupies, reserves and requests nothing (docs/signals.md §4.9).
+    #: occupies, reserves and requests nothing (docs/signals.md §4.8).
     on_track: bool = True
 
 
@@ -460,7 +460,7 @@ class Interlocking:
 
     def enter(self, train: int, front: float) -> None:
         """Put a registered train into the world with its front at ``front``: it holds its
-        track up to its first signal and requests routes from the next cycle on (§4.9)."""
+        track up to its first signal and requests routes from the next cycle on (§4.8)."""
         t = self.trains[train]
         t.on_track, t.done, t.front = True, False, front
         while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= front:
@@ -469,7 +469,7 @@ class Interlocking:
 
     def leave(self, train: int) -> None:
         """Take a train out of the world (at the end of its path, or before it enters):
-        its sections, reservations and the signals cleared for it are released (§4.9)."""
+        its sections, reservations and the signals cleared for it are released (§4.8)."""
         t = self.trains[train]
         t.on_track, t.done = False, True
         for sec in self.sections:
