@@ -733,6 +733,13 @@ class ActivityReplay(Replay):
 
     #: Trains enter the interlocking at their start time, not at time 0 (signalling.py).
     SIGNALS_ON_TRACK_AT_START = False
+    #: With signals: Auto Node reserves this far ahead and on to the next junction, as the
+    #: dispatcher does (§4.1), not the whole way to a signal tens of kilometres on.
+    SIGNALS_AHEAD_M = RESERVE_EXTRA_M + 2000.0
+
+    def signal_clearance(self, junction: int) -> float:
+        """Metres to a junction's clearance point (the interlocking stops trains outside it)."""
+        return fouling_length(self.route, junction)
 
     def __init__(
         self,

@@ -88,7 +88,8 @@ class ReplaySignals:
         initial = {j: sw.get(j) for j in range(1, len(replay.route.tdb.nodes))
                    if replay.route.tdb.nodes[j] is not None and replay.route.tdb.nodes[j].kind == "junction"}
         self.ilk = Interlocking(replay.route, signals, switch_setter=self._throw, deadlock_after=deadlock_after,
-                                initial_switches=initial)
+                                initial_switches=initial, ahead=getattr(replay, "SIGNALS_AHEAD_M", None),
+                                clearance=getattr(replay, "signal_clearance", None))
         self.drivers: list[SignalDriver | None] = []
         x = replay.engine.x
         # A replay whose trains enter later (an activity) registers them off the track:
