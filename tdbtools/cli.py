@@ -43,7 +43,7 @@ def _handle_errors(func):
             return func(*args, **kwargs)
         except TdbToolsError as exc:
             if debug:
-                raise
+                _traceback()
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_INPUT)
         except KeyboardInterrupt:
@@ -59,18 +59,48 @@ def _handle_errors(func):
             # The file system refused something (an output folder that does not exist,
             # no permission, a full disk): bad input, not a bug.
             if debug:
-                raise
+                _traceback()
             where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
             click.echo(f"error: {exc.strerror or exc}{where}", err=True)
             ctx.exit(EXIT_INPUT)
         except Exception as exc:  # noqa: BLE001 - a bug: say so plainly
             if debug:
-                raise
+                _traceback()
             click.echo(f"internal error: {type(exc).__name__}: {exc}\n"
                        "This is a bug in tdbtools; run again with --debug for the traceback.", err=True)
             ctx.exit(EXIT_INTERNAL)
 
     return wrapper
+
+
+def _traceback() -> None:
+    """--debug: the traceback on stderr; the exit status stays what it would be without."""
+    import traceback
+
+    traceback.print_exc(file=sys.stderr)
+
+
+def _strict_option(func):
+    return click.option(
+        "--strict", is_flag=True,
+        help="Refuse input with defects Open Rails tolerates (default: read it as Open Rails does "
+             "and summarise what was tolerated on stderr).")(func)
+
+
+def _lenient_option(func):
+    # Reading leniently is the default now; the flag stays so that old scripts run.
+    return click.option("--lenient", is_flag=True, hidden=True)(func)
+
+
+def _tolerated(findings, hint: str | None = None) -> None:  # noqa: ANN001
+    """One short summary on stderr of the defects a lenient read tolerated (warnings and
+    errors; remarks stay for `audit`)."""
+    from .errors import summarize_findings
+
+    shown = [f for f in findings if f.severity != "info"]
+    if shown:
+        text = summarize_findings(shown, hint=hint) if hint else summarize_findings(shown)
+        click.echo(text, err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -85,23 +115,23 @@ def main(debug: bool) -> None:
 @click.argument("route", required=False, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-cache", is_flag=True, help="Parse the files even if a cached copy is valid.")
-@click.option("--lenient", is_flag=True, help="Tolerate defects (listed as warnings) instead of failing.")
+@_strict_option
+@_lenient_option
 @_handle_errors
-def info(route: Path | None, as_json: bool, no_cache: bool, lenient: bool) -> None:
+def info(route: Path | None, as_json: bool, no_cache: bool, strict: bool, lenient: bool) -> None:
     """Summarise a route: nodes, sections, items, track length, tile extent.
 
-    ROUTE is a route folder (…/ROUTES/NAME); without it, the bundled sample route.
+    ROUTE is a route folder (…/ROUTES/NAME, or a file in it); without it, the bundled
+    sample route.
     """
-    from .formats.route import load_route
-
-    folder = route if route is not None else bundled_sample_route()
     t0 = time.perf_counter()
-    r = load_route(folder, cache=not no_cache, strict=not lenient)
+    r = _load(route, no_cache=no_cache, strict=strict)
     elapsed = time.perf_counter() - t0
     summary = r.summary()
     summary["load_seconds"] = round(elapsed, 4)
     if as_json:
         summary["warning_messages"] = [str(w) for w in r.warnings]
+        summary["tolerated"] = [w.to_json() for w in r.warnings]  # typed: docs/findings.md
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
         return
     n = summary["nodes"]
@@ -123,27 +153,28 @@ def info(route: Path | None, as_json: bool, no_cache: bool, lenient: bool) -> No
         lines.append(f"roads       {summary['road_nodes']['total']} nodes")
     lines.append(f"loaded in   {elapsed * 1000:.1f} ms{'' if no_cache else ' (cache enabled)'}")
     if r.warnings:
-        lines.append(f"warnings    {len(r.warnings)}")
-        lines.extend(f"  {w}" for w in r.warnings[:20])
-        if len(r.warnings) > 20:
-            lines.append(f"  … {len(r.warnings) - 20} more (use --json for all)")
+        lines.append(f"tolerated   {sum(w.count for w in r.warnings)} defect(s) (`tdbtools audit` lists them)")
     click.echo("\n".join(lines))
 
 
 @main.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the generic tree as JSON.")
-@click.option("--lenient", is_flag=True, help="Tolerate defects such as missing include files.")
+@_strict_option
+@_lenient_option
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False),
               help="Folder that includes may read from (default: the install holding ROUTES/ and "
                    "GLOBAL/ above the file, else the file's own folder).")
 @_handle_errors
-def parse(file: Path, as_json: bool, lenient: bool, root: Path | None) -> None:
+def parse(file: Path, as_json: bool, strict: bool, lenient: bool, root: Path | None) -> None:
     """Parse any STF file and print its generic tree: normalised STF text (comments
     dropped, includes expanded), or JSON with --json."""
+    from .errors import Diagnostics
     from .stf import dumps_deep, parse_file
 
-    doc = parse_file(file, strict=not lenient, root=root)
+    diags = Diagnostics(strict=strict)
+    doc = parse_file(file, diagnostics=diags, root=root)
+    _tolerated(diags.findings, "--json shows the tree as read; --strict refuses such files")
     if as_json:
         click.echo(dumps_deep(doc.to_json(), indent=1))
         return
@@ -152,20 +183,33 @@ def parse(file: Path, as_json: bool, lenient: bool, root: Path | None) -> None:
     click.echo(format_stf(doc), nl=False)
 
 
-def _load(route: Path | None, no_cache: bool = False, lenient: bool = False):
+def _load(route: Path | None, *, no_cache: bool = False, strict: bool = False, quiet: bool = False):
+    """Load a route as the command line does (docs/findings.md §1): as Open Rails would,
+    with one summary of what was tolerated on stderr; ``strict`` refuses instead."""
+    from .errors import SourceError
     from .formats.route import load_route
 
-    return load_route(route if route is not None else bundled_sample_route(),
-                      cache=not no_cache, strict=not lenient)
+    folder = route if route is not None else bundled_sample_route()
+    try:
+        # A clean route reads the same either way: the strict read shares its cache entry
+        # with the Python API's default.
+        r = load_route(folder, cache=not no_cache, strict=True)
+    except SourceError:
+        if strict:
+            raise
+        r = load_route(folder, cache=not no_cache, strict=False)
+    if not quiet:
+        _tolerated(r.warnings)
+    return r
 
 
 @main.command()
 @click.argument("route", required=False, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--strict", is_flag=True, help="Exit with status 1 when anything is found.")
+@click.option("--strict", is_flag=True, help="Warnings count too: exit 1 when any warning or error is found.")
 @click.option("--paths/--no-paths", default=True, show_default=True,
               help="Also check the route's .pat files and resolve each path on the track.")
-@click.option("--lenient", is_flag=True, help="Load the route leniently (defects become findings).")
+@_lenient_option
 @click.option("--gap", type=float, default=0.5, show_default=True,
               help="Metres above which a join between sections is a gap.")
 @_handle_errors
@@ -174,14 +218,17 @@ def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient:
     sections, gaps between sections and at node ends, broken item references, items off
     their track, and paths that do not resolve.
 
-    Every finding has a code, a message, node/item ids and a world location.
+    Every finding has a code (docs/findings.md), a severity, a message, node/item ids and
+    a world location. The route is always read (what the reader tolerated are findings
+    too). Exit status 1 when an error is found; with --strict, also a warning.
     """
     from .track.audit import audit_route
 
-    r = _load(route, lenient=lenient)
-    report = audit_route(r, gap_tolerance=gap, node_end_tolerance=gap, paths=paths)
+    r = _load(route, quiet=True)
+    say = _stderr_progress("resolving paths")
+    report = audit_route(r, gap_tolerance=gap, node_end_tolerance=gap, paths=paths, progress=say)
     findings = report.findings
-    problems = report.problems()
+    problems = report.problems("warning" if strict else "error")
     unresolved = report.unresolved_paths
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
@@ -198,13 +245,39 @@ def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient:
             click.echo(f"  … {len(findings) - 50} more (use --json for all)")
         if report.path_resolution is not None:
             files = len(report.path_resolution)
-            click.echo(f"paths       {files - len(unresolved)} of {files} resolve to a continuous route")
-            for p in unresolved[:30]:
-                click.echo(f"  {p.file}: {p.error or '; '.join(p.problems)}")
-            if len(unresolved) > 30:
-                click.echo(f"  … {len(unresolved) - 30} more (use --json for all)")
-    if strict and (problems or unresolved):
+            click.echo(f"paths       {files - len(unresolved)} of {files} resolve to a continuous route"
+                       + (" (the others are PATH_UNRESOLVED findings)" if unresolved else ""))
+    if problems:
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _stderr_progress(label: str):
+    """A ``progress(done, total)`` that tells on stderr what a long step is doing: a
+    bar on a terminal, else a line at the start and one at the end."""
+    state: dict = {}
+
+    def progress(done: int, total: int) -> None:
+        if not total:
+            return
+        if sys.stderr.isatty():
+            if "bar" not in state:
+                state["bar"] = click.progressbar(length=total, label=label, file=sys.stderr)
+                state["bar"].__enter__()
+                state["at"] = 0
+            state["bar"].update(done - state["at"])
+            state["at"] = done
+            if done >= total:
+                state["bar"].__exit__(None, None, None)
+            return
+        if total < 20:
+            return  # quick: no need to say
+        if done == 0:
+            state["t0"] = time.perf_counter()
+            click.echo(f"{label}: {total} …", err=True)
+        elif done >= total:
+            click.echo(f"{label}: {total} done in {time.perf_counter() - state.get('t0', 0):.1f} s", err=True)
+
+    return progress
 
 
 @main.command()
@@ -213,12 +286,17 @@ def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient:
 @click.option("--pos", nargs=2, type=float, required=True, metavar="X Z",
               help="Position in the tile (metres from its centre).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--tolerance", type=click.FloatRange(min=0.0, max=1e6), default=2.5, show_default=True,
+              help="Metres from the track centre line within which a point is on the track "
+                   "(2.5: Open Rails' MaximumCenterlineOffset).")
+@_strict_option
 @_handle_errors
-def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json: bool) -> None:
+def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json: bool, tolerance: float,
+           strict: bool) -> None:
     """Find the track at a world point: node, section, offset, heading, grade, curvature."""
     from .track.locate import locate_point
 
-    loc = locate_point(_load(route), tile[0], tile[1], pos[0], pos[1])
+    loc = locate_point(_load(route, strict=strict), tile[0], tile[1], pos[0], pos[1], tolerance=tolerance)
     if as_json:
         click.echo(json.dumps(loc.to_json(), indent=2))
         return
@@ -228,6 +306,17 @@ def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json
                f"z {loc.z:.3f}, {loc.lateral:+.3f} m right of the centre line")
     click.echo(f"heading {loc.heading_deg:.3f}°, grade {loc.grade_permille:+.2f} ‰, curvature "
                f"{loc.curvature:+.6f} 1/m" + (f" (R {loc.radius:.1f} m)" if loc.radius else ""))
+
+
+def _route_path_file(route, name: Path) -> Path:
+    """A .pat given as a file, or by name in the route's PATHS folder (as `replay --path`)."""
+    from .physics.scenario import resolve_file
+
+    found = resolve_file(Path(name), Path.cwd(), Path(route.folder) / "PATHS", suffix=".pat")
+    if found is None:
+        raise click.BadParameter(f"{str(name)!r} is neither a file nor a path in {Path(route.folder) / 'PATHS'}",
+                                 param_hint="--path")
+    return found
 
 
 @main.command()
@@ -241,10 +330,11 @@ def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json
 @click.option("--csv", "csv_out", type=click.Path(path_type=Path), help="Write the samples as CSV.")
 @click.option("--plot", "plot_out", type=click.Path(path_type=Path), help="Draw the profile (PNG, SVG, PDF).")
 @click.option("--overwrite", is_flag=True, help="Replace existing --csv/--plot files.")
+@_strict_option
 @_handle_errors
 def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: float | None,
             backward: bool, step: float, csv_out: Path | None, plot_out: Path | None,
-            overwrite: bool) -> None:
+            overwrite: bool, strict: bool) -> None:
     """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
     from ._fs import check_target, write_text_atomic
     from .track.profile import profile_from, profile_path
@@ -254,9 +344,9 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
     for target in (csv_out, plot_out):
         if target is not None:
             check_target(target, overwrite)
-    r = _load(route)
+    r = _load(route, strict=strict)
     if path_file is not None:
-        prof = profile_path(r, path_file, step=step)
+        prof = profile_path(r, _route_path_file(r, path_file), step=step)
     else:
         assert distance is not None  # checked above
         prof = profile_from(r, from_tile[0], from_tile[1], from_pos[0], from_pos[1], distance,
@@ -279,17 +369,25 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
 
 @main.command("export")
 @click.argument("route", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["geojson", "json", "csv", "vtk"]), required=True,
-              help="geojson: lon/lat features; json: the whole model; csv: sampled points; vtk: .vtp polylines.")
+@click.option("--format", "fmt", type=click.Choice(["geojson", "json", "csv", "vtk"]),
+              help="geojson: lon/lat features; json: the whole model; csv: sampled points; vtk: .vtp "
+                   "polylines. Default: from the --out suffix (.geojson, .json, .csv, .vtp/.vtk).")
 @click.option("--out", type=click.Path(path_type=Path), help="Output file (default: standard output).")
 @click.option("--step", type=float, default=10.0, show_default=True, help="Sampling step for csv/vtk (m).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
+@_strict_option
 @_handle_errors
-def export_cmd(route: Path, fmt: str, out: Path | None, step: float, overwrite: bool) -> None:
+def export_cmd(route: Path, fmt: str | None, out: Path | None, step: float, overwrite: bool, strict: bool) -> None:
     """Export a route for GIS and 3-D tools (GeoJSON needs pyproj: tdbtools[geo])."""
     from .export import export_route
 
-    r = _load(route)
+    if fmt is None:
+        by_suffix = {".geojson": "geojson", ".json": "json", ".csv": "csv", ".vtp": "vtk", ".vtk": "vtk"}
+        fmt = by_suffix.get(out.suffix.lower()) if out is not None else None
+        if fmt is None:
+            raise click.UsageError("give --format geojson|json|csv|vtk (or an --out file ending in "
+                                   ".geojson, .json, .csv or .vtp)")
+    r = _load(route, strict=strict)
     if out is None:
         click.echo(export_route(r, fmt, None, step=step), nl=False)
         return
@@ -301,14 +399,15 @@ def export_cmd(route: Path, fmt: str, out: Path | None, step: float, overwrite: 
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Folder for the MSTS files.")
 @click.option("--overwrite", is_flag=True, help="Replace files that exist in --out.")
+@_strict_option
 @_handle_errors
-def convert(source: Path, out: Path, overwrite: bool) -> None:
+def convert(source: Path, out: Path, overwrite: bool, strict: bool) -> None:
     """Write a route (a route folder, or a JSON export of one) as MSTS files: .trk, .tdb,
     .rdb and tsection.dat (UTF-16LE with BOM, CRLF), each written atomically. Input
     files are never overwritten unless --overwrite."""
     from .export import convert_route, route_from_json
 
-    r = route_from_json(source) if source.suffix.lower() == ".json" else _load(source)
+    r = route_from_json(source) if source.suffix.lower() == ".json" else _load(source, strict=strict)
     out.mkdir(parents=True, exist_ok=True)
     if Path(r.folder).resolve() == out.resolve() and not overwrite:
         raise click.UsageError("--out is the route's own folder: give another folder, or --overwrite")
@@ -336,10 +435,11 @@ def convert(source: Path, out: Path, overwrite: bool) -> None:
               help="Trains from a replay: a scenario .toml (run now) or a `replay --out` folder.")
 @click.option("--follow", default=None, help="Animations: keep the camera on this train (default: the first).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
+@_strict_option
 @_handle_errors
 def render(route: Path, out: Path | None, color_by: str, view: str | None, exaggerate: float | None,
            focus: str | None, audit: bool, size: str, replay_src: Path | None, follow: str | None,
-           overwrite: bool) -> None:
+           overwrite: bool, strict: bool) -> None:
     """Draw a route: a map or a 3-D view (pyvista; needs tdbtools[render]), offscreen when
     there is no display (libegl1 libgl1-mesa-dri on headless Debian), or an HTML page."""
     from ._fs import check_target
@@ -360,7 +460,7 @@ def render(route: Path, out: Path | None, color_by: str, view: str | None, exagg
     suffix = out.suffix.lower() if out is not None else ""
     if out is not None and suffix not in (".png", ".html", ".gif", ".mp4"):
         raise click.UsageError(f"--out {out}: give a .png, .html, .gif or .mp4 file")
-    r = _load(route)
+    r = _load(route, strict=strict)
     scene = build_scene(r, color_by=color_by, audit=True if audit else None, focus=focus)
     if out is not None and suffix == ".html":
         from .render.html import write_html
@@ -404,9 +504,10 @@ def render(route: Path, out: Path | None, color_by: str, view: str | None, exagg
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--max-combinations", type=click.IntRange(min=1), metavar="N",
               help="Allow a spec to expand to more than 10,000 replays.")
+@_strict_option
 @_handle_errors
 def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path, traces: bool | None,
-          plot: bool, parquet: bool, as_json: bool, max_combinations: int | None) -> None:
+          plot: bool, parquet: bool, as_json: bool, max_combinations: int | None, strict: bool) -> None:
     """Run every path x consist x parameter combination of SPEC as a replay, on Dask
     (needs tdbtools[sweep]); resumes in --out. Exit status 1 when a replay failed,
     derailed or collided."""
@@ -430,11 +531,12 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
     def log(message: str) -> None:
         click.echo(message, err=True)
 
+    sweep_spec = read_sweep_spec(spec) if max_combinations is None else \
+        read_sweep_spec(spec, max_combinations=max_combinations)
+    _load(Path(sweep_spec.route), strict=strict)  # the summary once, here, not once per worker
     try:
-        spec_ = read_sweep_spec(spec) if max_combinations is None else \
-            read_sweep_spec(spec, max_combinations=max_combinations)
-        result = run_sweep(spec_, out=out_dir, scheduler=scheduler, workers=workers,
-                           progress=progress, traces=traces, parquet=parquet, log=log)
+        result = run_sweep(sweep_spec, out=out_dir, scheduler=scheduler, workers=workers,
+                           progress=progress, traces=traces, parquet=parquet, log=log, strict=strict)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -459,13 +561,14 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
 @click.option("--name", default="", help="Display name written into the file.")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="The .pat file to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print the built path as JSON.")
+@_strict_option
 @_handle_errors
 def path_cmd(route: Path, start: str, end: str, via: tuple[str, ...], reversals: bool, name: str,
-             out: Path, as_json: bool) -> None:
+             out: Path, as_json: bool, strict: bool) -> None:
     """Build the shortest path between places and write it as a .pat file Open Rails loads."""
     from .track.pathbuild import build_path, write_path
 
-    r = _load(route)
+    r = _load(route, strict=strict)
     built = build_path(r, start, end, list(via), reversals=reversals, name=name)
     write_path(r, built, out)
     d = {"file": str(out), "length_m": round(built.length, 3), "from": built.labels[0], "to": built.labels[-1],
@@ -494,13 +597,19 @@ def bundled_scenario() -> Path:
 @click.option("--cars", is_flag=True, help="Also write a per-car trace.")
 @click.option("--step", type=float, help="Time step in seconds (overrides the scenario).")
 @click.option("--duration", type=float, help="Seconds to simulate at most (overrides the scenario).")
+@click.option("--beyond-path", type=click.FloatRange(min=0.0, max=1e6), metavar="M",
+              help="Metres every train runs on past the end of its path (overrides the scenario).")
+@click.option("--max-speed", type=click.FloatRange(min=0.1, max=1000.0), metavar="KMH",
+              help="Top speed of the automatic driver in km/h (overrides the scenario).")
 @click.option("--overwrite", is_flag=True,
               help="Write into a non-empty --out folder, replacing the files of the same names.")
 @click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
+@_strict_option
 @_handle_errors
 def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | None, path_opt: str | None,
            stand_in: bool, out_dir: Path, plot: bool, cars: bool, step: float | None,
-           duration: float | None, overwrite: bool, no_signals: bool) -> None:
+           duration: float | None, beyond_path: float | None, max_speed: float | None, overwrite: bool,
+           no_signals: bool, strict: bool) -> None:
     """Replay consists over a route: physics, derailments and collisions.
 
     SCENARIO is a TOML file; or give --route, --consist and --path; with neither, the
@@ -519,7 +628,7 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     if scenario is not None and scenario.suffix.lower() == ".act":
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
-        raise click.exceptions.Exit(_replay_activity(scenario, stand_in, out_dir, plot, step, duration))
+        raise click.exceptions.Exit(_replay_activity(scenario, stand_in, out_dir, plot, step, duration, strict))
     from .physics.replay import Replay
     from .physics.scenario import one_train_scenario, read_scenario, with_settings
 
@@ -532,7 +641,18 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     else:
         sc = read_scenario(scenario if scenario is not None else bundled_scenario())
     sc = with_settings(sc, stand_in=True if stand_in else None, step=step, duration=duration)
-    rep = Replay(sc, cars_trace=cars, signals=False if no_signals else None)
+    if beyond_path is not None or max_speed is not None:
+        import dataclasses
+
+        trains = tuple(dataclasses.replace(
+            t, beyond_path=t.beyond_path if beyond_path is None else beyond_path,
+            max_speed=t.max_speed if max_speed is None else max_speed / 3.6) for t in sc.trains)
+        sc = dataclasses.replace(sc, trains=trains)
+    rep = Replay(sc, route=_load(Path(sc.route), strict=strict), cars_trace=cars,
+                 signals=False if no_signals else None)
+    for e in rep.events:
+        if e["kind"] == "stand_in":
+            click.echo(f"warning: train {e['train']!r}: {e['message']}", err=True)
     total = max(int(sc.duration), 1)
     show = sys.stderr.isatty() and sc.duration >= 60
     with click.progressbar(length=total, label="replaying", file=sys.stderr, show_eta=True) if show \
@@ -564,25 +684,65 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
         click.echo(f"  {name}: {t['cars']} cars, {t['mass_t']:.0f} t; {t['distance_m']:.0f} m in "
                    f"{t['running_time_s']:.0f} s, max {t['max_speed_kmh']:.1f} km/h, traction "
                    f"{t['traction_energy_kwh']:.1f} kWh; {state}")
-    important = [e for e in result.events if e["kind"] in ("derailment", "collision", "side_collision", "impact")]
-    for e in important[:20]:
-        click.echo(f"  event {e['time']:8.1f} s  {e['kind']}: {e.get('message') or e.get('cars')}")
+    for line in _event_lines(result.events):
+        click.echo(line)
     click.echo(f"wrote {len(files)} files to {out_dir}")
     if any(t["derailed"] for t in s["trains"].values()) or any(
             e["kind"] in ("collision", "side_collision") for e in result.events):
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
+#: Buffer impacts up to this relative speed are the ordinary slack action of a train
+#: starting and stopping (m/s; 5 km/h, the usual limit for coupling).
+GENTLE_IMPACT_MS = 5.0 / 3.6
+
+
+def _cars_text(cars) -> str:  # noqa: ANN001
+    """[['passenger', 0], ['passenger', 1]] → passenger car 0 and car 1; two trains by name."""
+    if not cars:
+        return ""
+    if isinstance(cars[0], (list, tuple)):
+        trains = list(dict.fromkeys(c[0] for c in cars))
+        if len(trains) == 1:
+            return f"{trains[0]} " + " and ".join(f"car {c[1]}" for c in cars)
+        return " and ".join(f"{c[0]} car {c[1]}" for c in cars)
+    return " and ".join(f"car {c}" for c in cars)
+
+
+def _event_lines(events, limit: int = 20) -> list[str]:  # noqa: ANN001
+    """The events a reader of the console needs: derailments, collisions and hard
+    impacts one by one; gentle buffer impacts (slack running in at a stop) as one count."""
+    out: list[str] = []
+    gentle = [e for e in events if e["kind"] == "impact" and e.get("relative_speed", 0.0) <= GENTLE_IMPACT_MS]
+    serious = [e for e in events if e["kind"] in ("derailment", "collision", "side_collision")
+               or (e["kind"] == "impact" and e.get("relative_speed", 0.0) > GENTLE_IMPACT_MS)]
+    for e in serious[:limit]:
+        what = e.get("message") or ""
+        if e["kind"] == "impact":
+            what = f"{e['relative_speed'] * 3.6:.1f} km/h between {_cars_text(e.get('cars'))}"
+        elif not what:
+            what = _cars_text(e.get("cars"))
+        node = (e.get("location") or {}).get("node", e.get("node"))
+        out.append(f"  {e['kind']} at {e['time']:.1f} s: {what}" + (f" (node {node})" if node is not None else ""))
+    if len(serious) > limit:
+        out.append(f"  … {len(serious) - limit} more events in events.json")
+    if gentle:
+        top = max(e["relative_speed"] for e in gentle) * 3.6
+        out.append(f"  {len(gentle)} gentle buffer impact(s) (slack running in, at most {top:.1f} km/h): normal")
+    return out
+
+
 @main.command("signals")
 @click.argument("route", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: signals, heads, scripts, warnings.")
+@_strict_option
 @_handle_errors
-def signals_cmd(route: Path, as_json: bool) -> None:
+def signals_cmd(route: Path, as_json: bool, strict: bool) -> None:
     """List a route's signal objects, heads, types, scripts and warnings (sigcfg.dat, the
     signal scripts, world-file Signal objects and TDB signal items)."""
     from .signals import signal_report
 
-    rep = signal_report(_load(route))
+    rep = signal_report(_load(route, strict=strict))
     if as_json:
         click.echo(json.dumps(rep, indent=2, ensure_ascii=False))
         return
@@ -599,10 +759,14 @@ def signals_cmd(route: Path, as_json: bool) -> None:
 
 
 def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step: float | None,
-                     duration: float | None) -> int:
+                     duration: float | None, strict: bool = False) -> int:
     from .physics.activity import clock, replay_activity
 
-    result = replay_activity(act, stand_in=stand_in, step=step if step is not None else 0.5, duration=duration)
+    folder = act.resolve().parent
+    # An activity lives in <route>/ACTIVITIES: its route is read as every command reads one.
+    route = _load(folder.parent, strict=strict) if folder.name.lower() == "activities" else None
+    result = replay_activity(act, route=route, stand_in=stand_in, step=step if step is not None else 0.5,
+                             duration=duration)
     files = result.write(out_dir)
     if plot:
         from .render.spacetime import plot_space_time

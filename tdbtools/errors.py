@@ -29,14 +29,15 @@ class TdbToolsError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    """A place in a source file (1-based line and column)."""
+    """A place in a source file (1-based line and column; line 0: the file as a whole,
+    e.g. a file that is missing or cannot be read)."""
 
     path: str
     line: int
     column: int
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.column}"
+        return f"{self.path}:{self.line}:{self.column}" if self.line > 0 else self.path
 
 
 def caret_snippet(text: str, line: int, column: int, *, width: int = 100) -> str:
@@ -124,15 +125,65 @@ class RouteError(TdbToolsError):
     """A route folder that cannot be loaded: missing files, no .trk, wrong layout."""
 
 
+#: Severities of findings, lowest first.
+SEVERITIES = ("info", "warning", "error")
+
+#: Codes of the defects readers tolerate (see docs/findings.md), by error class.
+_CODE_OF_ERROR = {
+    "DecodeError": "DECODE", "StfSyntaxError": "STF_SYNTAX", "IncludeError": "INCLUDE_BROKEN",
+    "UnitError": "UNIT_BAD", "FormatError": "FORMAT",
+}
+
+#: How many findings of one code a :class:`Diagnostics` keeps; the rest are counted on
+#: the last one kept (a broken 100 MB file must not yield a million records).
+MAX_PER_CODE = 50
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """A defect that a lenient reader tolerated (strict readers raise instead)."""
+    """A defect or remark: a stable ``code`` (docs/findings.md), a ``severity``
+    (info, warning, error), where it is (file ``location`` and/or ``node``,
+    ``section``, ``item`` ids) and a message. ``count`` > 1: this record stands for
+    that many findings of its code (the repeats beyond :data:`MAX_PER_CODE`)."""
 
     message: str
     location: Location | None = None
+    code: str = "FORMAT"
+    severity: str = "warning"
+    node: int | None = None
+    section: int | None = None
+    item: int | None = None
+    count: int = 1
 
     def __str__(self) -> str:
-        return f"{self.location}: {self.message}" if self.location else self.message
+        where = f"{self.location}: " if self.location else ""
+        ids = ", ".join(f"{k} {v}" for k, v in (("node", self.node), ("section", self.section),
+                                                 ("item", self.item)) if v is not None)
+        more = f" (and {self.count - 1} more like it)" if self.count > 1 else ""
+        return f"{where}{self.code}: {self.message}{f' [{ids}]' if ids else ''}{more}"
+
+    def to_json(self) -> dict:
+        loc = self.location
+        return {"code": self.code, "severity": self.severity, "message": self.message,
+                "location": None if loc is None else {"path": loc.path, "line": loc.line, "column": loc.column},
+                "node": self.node, "section": self.section, "item": self.item, "count": self.count}
+
+
+def summarize_findings(findings, *, first: int = 3, what: str = "tolerated",  # noqa: ANN001
+                       hint: str = "run `tdbtools audit` for all; --strict refuses such routes") -> str:
+    """One short paragraph: counts by code, the first few, and where to see them all."""
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.code] = counts.get(f.code, 0) + getattr(f, "count", 1)
+    total = sum(counts.values())
+    if not total:
+        return ""
+    head = ", ".join(f"{n} {code}" for code, n in sorted(counts.items()))
+    lines = [f"warning: {what} {total} defect(s) Open Rails also tolerates: {head}"]
+    lines.extend(f"  {f}" for f in list(findings)[:first])
+    if hint:
+        lines.append(f"  {hint}")
+    return "\n".join(lines)
 
 
 class Diagnostics:
@@ -142,18 +193,32 @@ class Diagnostics:
     :class:`Finding` and lets the reader go on with what Open Rails would do.
     """
 
-    __slots__ = ("strict", "findings")
+    __slots__ = ("strict", "findings", "_kept")
 
     def __init__(self, strict: bool = True) -> None:
         self.strict = strict
         self.findings: list[Finding] = []
+        self._kept: dict[str, list[int]] = {}
 
-    def problem(self, error: SourceError) -> None:
+    def problem(self, error: SourceError, code: str | None = None, severity: str = "warning", *,
+                node: int | None = None, section: int | None = None, item: int | None = None) -> None:
+        """A defect: raised when strict, else recorded (a warning unless told)."""
         if self.strict:
             raise error
-        self.findings.append(Finding(error.message, error.location))
+        self.add(Finding(error.message, error.location, code or _CODE_OF_ERROR.get(type(error).__name__, "FORMAT"),
+                         severity, node, section, item))
 
-    def note(self, message: str, location: Location | None = None) -> None:
+    def note(self, message: str, location: Location | None = None, code: str = "IGNORED") -> None:
         """A remark that is never fatal (e.g. a legal but unusual construct)."""
-        self.findings.append(Finding(message, location))
+        self.add(Finding(message, location, code, "info"))
 
+    def add(self, finding: Finding) -> None:
+        """Record ``finding``; repeats of a code beyond :data:`MAX_PER_CODE` only count."""
+        kept = self._kept.setdefault(finding.code, [0, 0])  # [index of the last kept, how many]
+        if kept[1] >= MAX_PER_CODE:
+            last = self.findings[kept[0]]
+            self.findings[kept[0]] = Finding(last.message, last.location, last.code, last.severity, last.node,
+                                             last.section, last.item, last.count + finding.count)
+            return
+        kept[0], kept[1] = len(self.findings), kept[1] + 1
+        self.findings.append(finding)

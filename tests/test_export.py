@@ -212,7 +212,7 @@ def test_vtp(sample, binary):
     rows = csv_text(sample, step=10.0, lonlat=False).count("\n") - 1
     assert npts == rows
     names = {a.get("Name") for a in piece.find("PointData")}
-    assert {"node", "grade", "curvature"} <= names
+    assert {"node", "grade_permille", "curvature"} <= names
     if not binary:
         pts = piece.find("Points/DataArray").text.split()
         assert len(pts) == 3 * npts

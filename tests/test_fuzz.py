@@ -368,7 +368,7 @@ def test_lenient_read_of_a_big_broken_block_stays_linear(tmp_path):
         t0 = time.perf_counter()
         read_tdb(path, diagnostics=diags)
         elapsed = time.perf_counter() - t0
-        assert len(diags.findings) > 1000
+        assert sum(f.count for f in diags.findings) > 1000  # repeats are counted, not kept
         assert elapsed < fuzz.SLOW_S, f"{elapsed:.2f} s for {len(diags.findings)} findings"
 
 
@@ -382,7 +382,7 @@ def test_lenient_read_of_dk24_with_shifted_sections(tmp_path):
     diags = Diagnostics(strict=False)
     t0 = time.perf_counter()
     read_tdb(path, diagnostics=diags)
-    assert time.perf_counter() - t0 < fuzz.SLOW_S and len(diags.findings) > 1000
+    assert time.perf_counter() - t0 < fuzz.SLOW_S and sum(f.count for f in diags.findings) > 1000
 
 
 # ---------------------------------------------------------------------------------------
@@ -748,7 +748,8 @@ def test_cli_debug_shows_the_exception(tmp_path):
     r = _cli("parse", str(bad))
     assert r.exit_code == 2 and "not closed" in r.stderr and "Traceback" not in r.stderr
     r = _cli("--debug", "parse", str(bad))
-    assert isinstance(r.exception, StfSyntaxError)
+    # The traceback on stderr, and the same exit status as without --debug.
+    assert r.exit_code == 2 and "Traceback" in r.stderr and "StfSyntaxError" in r.stderr
 
 
 def test_cli_exit_codes(tmp_path):

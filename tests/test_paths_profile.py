@@ -146,7 +146,7 @@ def test_cli_audit_sample_is_clean_and_json_has_closure():
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["findings"] == [] and d["closure"]["joins"] == 14 and d["closure"]["max"] < 0.001
-    assert d["path_resolution"]["resolved"] == 3
+    assert d["paths"]["counts"]["resolved"] == 3 and d["paths"]["counts"]["read_ok"] == 3
 
 
 def test_dk24_paths_and_audit(dk24_audit):
@@ -166,6 +166,10 @@ def test_dk24_paths_and_audit(dk24_audit):
     assert r.exit_code == 1  # findings exist
     d = json.loads(r.output)
     want = {k: v for k, v in dk24_audit.to_json().items() if k not in ("paths", "path_resolution")}
+    # Paths that do not resolve are findings of the audit with paths only.
+    assert [f["message"][:7] for f in want["findings"] if f["code"] == "PATH_UNRESOLVED"] == ["58.pat:"]
+    want["findings"] = [f for f in want["findings"] if f["code"] != "PATH_UNRESOLVED"]
+    want["counts"] = {k: n for k, n in want["counts"].items() if k != "PATH_UNRESOLVED"}
     assert d == json.loads(json.dumps(want))
     gaps = sorted(f["value"] for f in d["findings"] if f["code"] == "GAP_IN_NODE")
     assert len(gaps) == 2 and abs(gaps[0] - 25.73) < 0.5 and abs(gaps[1] - 100.0) < 0.5

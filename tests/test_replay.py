@@ -47,7 +47,7 @@ def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     header = (tmp_path / "out" / "passenger.csv").read_text().splitlines()[0].split(",")
     assert header == ["time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
-                      "tile_x", "tile_z", "x", "y", "z", "grade"]
+                      "tile_x", "tile_z", "x", "y", "z", "grade_permille"]
     json.loads((tmp_path / "out" / "events.json").read_text())
 
 
@@ -69,9 +69,10 @@ def test_shunt_into_standing_train_conserves_momentum():
     # is only what the forces gave (the impact itself moves none).
     assert hit["relative_speed"] > 0 and hit["energy_lost"] > 0
     # A lost or doubled impulse would move the total by about the lighter car's mass
-    # times the closing speed; the forces of one step move it by far less.
+    # times the closing speed; the forces of one step (the engine pushing under power,
+    # the standing train braked: 6.2 kN·s of 71 kN·s measured) move it by far less.
     change = abs(float(np.sum(m * rep.engine.v)) - before)
-    assert change < 0.05 * hit["relative_speed"] * float(m.min())
+    assert change < 0.15 * hit["relative_speed"] * float(m.min())
 
 
 def test_running_off_a_track_end_derails(tmp_path):
@@ -218,8 +219,10 @@ duration = 120
 name = "mz"
 consist = "{con}"
 path = "10.pat"
+beyond_path = 2000                # DK24's paths are 10 m stubs: shorter than the engine
 '''
     with pytest.raises(ReplayError, match="mz1401.eng"):
         Replay(scenario(tmp_path, body, route=DK24_ROUTE))
     res = replay(scenario(tmp_path, "stand_in = true\n" + body, route=DK24_ROUTE))
     assert res.summary["trains"]["mz"]["cars"] == 1
+    assert any("diesel locomotive" in e["message"] for e in res.events if e["kind"] == "stand_in")

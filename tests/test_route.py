@@ -63,7 +63,8 @@ def test_strict_raises_and_lenient_warns_on_unknown_sections(tmp_path):
     with pytest.raises(FormatError, match="not in tsection.dat"):
         load_route(route, cache=False)
     r = load_route(route, cache=False, strict=False)
-    assert len(r.warnings) == 1 and "not in tsection.dat" in r.warnings[0].message
+    assert len(r.warnings) == 4 and all("not in tsection.dat" in w.message for w in r.warnings)
+    assert {w.section for w in r.warnings} == {40000, 40001, 40002, 40003}
     assert r.track_km < load_route(SAMPLE_ROUTE, cache=False).track_km
 
 

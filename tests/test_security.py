@@ -181,8 +181,10 @@ def test_cli_parse_root_option(tmp_path):
     _write(home / ".ssh" / "id_rsa", SIG + "Key ( SECRET )\n")
     pat = _write(home / "Downloads" / "evil.pat",
                  "SIMISA@@@@@@@@@@JINX0P0t______\n\ninclude ( ../.ssh/id_rsa )\n")
-    r = CliRunner().invoke(main, ["parse", str(pat)])
+    r = CliRunner().invoke(main, ["parse", "--strict", str(pat)])
     assert r.exit_code == 2 and "SECRET" not in r.output
+    r = CliRunner().invoke(main, ["parse", str(pat)])  # tolerated: the include is skipped, not read
+    assert r.exit_code == 0 and "SECRET" not in r.output and "INCLUDE_BROKEN" in r.stderr
     r = CliRunner().invoke(main, ["parse", "--root", str(home), str(pat)])
     assert r.exit_code == 0 and "SECRET" in r.output
 

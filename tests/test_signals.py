@@ -662,7 +662,7 @@ def test_cli_replay_plot_draws_the_signal_chart_and_no_signals_turns_them_off(tm
     assert (tmp_path / "a" / "signals_space_time.png").stat().st_size > 10_000
     summary = json.loads((tmp_path / "a" / "summary.json").read_text(encoding="utf-8"))
     assert summary["signalling"]["signals"] == 6
-    events = json.loads((tmp_path / "a" / "events.json").read_text(encoding="utf-8"))
+    events = json.loads((tmp_path / "a" / "events.json").read_text(encoding="utf-8"))["events"]
     assert any(e["kind"] == "aspect" for e in events) and any(e["kind"] == "signal" for e in events)
     r = CliRunner().invoke(main, ["replay", sc, "--out", str(tmp_path / "b"), "--no-signals", "--duration", "20"])
     assert r.exit_code == 0, r.output

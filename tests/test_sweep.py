@@ -248,3 +248,15 @@ def test_an_existing_scheduler_gets_the_same_work(install, tmp_path):
                            dashboard=False)
     assert remote.ran == local.ran == 2
     assert (tmp_path / "remote" / "sweep.csv").read_text() == (tmp_path / "local" / "sweep.csv").read_text()
+
+
+def test_a_replay_cut_off_by_duration_is_not_ok(install, tmp_path):
+    spec = sweep_spec_from_text('route = "ROUTES/SAMPLE"\npaths = ["MainWE.pat"]\n'
+                                'consists = ["sample_passenger"]\nduration = 20\n',
+                                str(install / "s.toml"), base=install)
+    res = run_sweep(spec, out=tmp_path / "out", workers=1, processes=False, dashboard=True)
+    (row,) = res.rows
+    assert row["status"] == "incomplete" and "duration" in row["error"]
+    s = res.summary()
+    assert (s["ok"], s["incomplete"]) == (0, 1)
+    assert "1 cut off by duration" in res.summary_text() and "running time per path" not in res.summary_text()

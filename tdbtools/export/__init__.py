@@ -9,12 +9,10 @@ not render or cli.
 """
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 
-from .._fs import safe_basename
 from ..formats.route import Route
+from .convert import convert_route, merge_blocks
 from .geo import (
     EARTH_RADIUS,
     IGH_PROJ,
@@ -69,43 +67,8 @@ def export_route(route: Route, fmt: str, path: str | Path | None = None, *, over
     raise ExportError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
 
 
-def convert_route(route: Route, folder: str | Path, *, overwrite: bool = False) -> list[Path]:
-    """Write the route's track and road databases and tsection tables as MSTS files
-    into ``folder`` (which must exist): ``<FileName>.trk``, ``<FileName>.tdb``, ``<FileName>.rdb`` (if
-    any), ``OPENRAILS/tsection.dat`` (global layout: sections and shapes) and
-    ``tsection.dat`` (route-local layout: the dynamic-track paths and their sections,
-    if any). Reading the global file and then the local one gives ``route.tsection``
-    again. Nothing is written if any target exists (unless ``overwrite``)."""
-    from .msts import check_target
-
-    out = Path(folder)
-    if not out.is_dir():
-        raise ExportError(f"output folder {str(out)!r} does not exist")
-    from .msts import write_trk
-
-    # Names derived from route data never leave --out (docs/security.md §5): the
-    # FileName is cut to a safe base name, and the .trk written names that file.
-    base = safe_basename(route.trk.filename or "route")
-    trk = route.trk if base == route.trk.filename else dataclasses.replace(route.trk, filename=base)
-    glob, local = split_tsection(route.tsection)
-    jobs: list[tuple[Path, Callable[[Path], Path]]] = [
-        (out / f"{base}.tdb", lambda p: write_tdb(route.tdb, p, overwrite=True)),
-        (out / f"{base}.trk", lambda p: write_trk(trk, p, overwrite=True))]
-    rdb = route.rdb
-    if rdb is not None:
-        jobs.append((out / f"{base}.rdb", lambda p: write_tdb(rdb, p, overwrite=True)))
-    (out / "OPENRAILS").mkdir(exist_ok=True)
-    jobs.append((out / "OPENRAILS" / "tsection.dat",
-                 lambda p: write_tsection(glob, p, layout="global", overwrite=True)))
-    if local.track_paths or len(local.sections):
-        jobs.append((out / "tsection.dat", lambda p: write_tsection(local, p, layout="local", overwrite=True)))
-    for p, _ in jobs:
-        check_target(p, overwrite)
-    return [job(p) for p, job in jobs]
-
-
 __all__ = [
-    "FORMATS", "export_route", "convert_route", "ExportError",
+    "FORMATS", "export_route", "convert_route", "merge_blocks", "ExportError",
     "EARTH_RADIUS", "IGH_PROJ", "IGH_X0", "IGH_Y0", "igh_xy", "tile_to_lonlat", "world_to_lonlat",
     "route_geojson", "geojson_text", "write_geojson",
     "route_to_dict", "route_to_json", "route_from_dict", "route_from_json", "write_json",

@@ -224,8 +224,8 @@ def route_from_dict(d: dict) -> Route:
     try:
         lengths = _from_nan_list(d["section_length"])
         lengths.flags.writeable = False
-        warnings = tuple(Finding(w["message"], None if w.get("location") is None else Location(**w["location"]))
-                         for w in d.get("warnings", ()))
+        warnings = tuple(Finding(**{**w, "location": None if w.get("location") is None
+                                    else Location(**w["location"])}) for w in d.get("warnings", ()))
         return Route(d["folder"], d["install_root"], _trk_from(d["trk"]), tdb_from_dict(d["tdb"]),
                      None if d["rdb"] is None else tdb_from_dict(d["rdb"]), tsection_from_dict(d["tsection"]),
                      lengths, warnings, tuple(d.get("sources", ())))

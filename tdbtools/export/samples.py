@@ -26,7 +26,8 @@ from .msts import ExportError, check_target
 #: At most this many sample points per export (DK24 at 10 m: about 85,000).
 MAX_SAMPLES = 20_000_000
 
-CSV_COLUMNS = ("node", "offset", "tile_x", "tile_z", "x", "y", "z", "lon", "lat", "grade", "curvature")
+#: ``grade_permille``: rise per 1000 m (‰), as in profiles and replay traces.
+CSV_COLUMNS = ("node", "offset", "tile_x", "tile_z", "x", "y", "z", "lon", "lat", "grade_permille", "curvature")
 
 __all__ = ["CSV_COLUMNS", "sample_track", "csv_text", "write_csv", "vtp_text", "write_vtp"]
 
@@ -83,7 +84,7 @@ def sample_track(route: Route, step: float = 10.0, *, lonlat: bool = True) -> di
     return {"node": np.concatenate(node_all), "offset": np.concatenate(noff_all),
             "tile_x": np.asarray(p.tile_x, dtype=np.int64), "tile_z": np.asarray(p.tile_z, dtype=np.int64),
             "x": p.x, "y": p.y, "z": p.z, "lon": lon, "lat": lat,
-            "grade": -np.tan(geom.ax[rows]), "curvature": np.asarray(p.curvature, dtype=np.float64)}
+            "grade_permille": -1000.0 * np.tan(geom.ax[rows]), "curvature": np.asarray(p.curvature, dtype=np.float64)}
 
 
 def _fmt(v: float, digits: int) -> str:
@@ -99,7 +100,7 @@ def csv_text(route: Route, step: float = 10.0, *, lonlat: bool = True) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
-    digits = {"offset": 3, "x": 4, "y": 4, "z": 4, "lon": 8, "lat": 8, "grade": 6, "curvature": 8}
+    digits = {"offset": 3, "x": 4, "y": 4, "z": 4, "lon": 8, "lat": 8, "grade_permille": 3, "curvature": 8}
     text_cols = []
     for c in CSV_COLUMNS:
         a = cols[c]
@@ -145,7 +146,7 @@ def _data_array(name: str | None, a: np.ndarray, ncomp: int, binary: bool) -> st
 def vtp_text(route: Route, step: float = 10.0, *, binary: bool = False, origin: str = "first") -> str:
     """The track as VTK XML PolyData: one polyline (``Lines`` cell) per vector node
     through the :func:`sample_track` points, with point data ``node`` (Int64),
-    ``offset``, ``grade`` and ``curvature`` (Float64) and cell data ``node``.
+    ``offset``, ``grade_permille`` (‰) and ``curvature`` (Float64) and cell data ``node``.
 
     Points are (east, north, up) = (X, Z, Y) in metres: MSTS's left-handed frame
     (X east, Y up, Z north) turned into ParaView's right-handed one. ``origin="first"``
@@ -175,9 +176,9 @@ def vtp_text(route: Route, step: float = 10.0, *, binary: bool = False, origin: 
         "<FieldData>" + da("origin_tile", np.array([ox, oz], dtype=np.int64)) + "</FieldData>",
         f'<Piece NumberOfPoints="{len(node)}" NumberOfVerts="0" NumberOfLines="{len(ends)}" '
         'NumberOfStrips="0" NumberOfPolys="0">',
-        '<PointData Scalars="grade">',
+        '<PointData Scalars="grade_permille">',
         da("node", node.astype(np.int64)), da("offset", cols["offset"].astype(np.float64)),
-        da("grade", cols["grade"].astype(np.float64)), da("curvature", cols["curvature"].astype(np.float64)),
+        da("grade_permille", cols["grade_permille"].astype(np.float64)), da("curvature", cols["curvature"].astype(np.float64)),
         "</PointData>",
         "<CellData>", da("node", cell_nodes.astype(np.int64)), "</CellData>",
         "<Points>", da("Points", pts, 3), "</Points>",

@@ -159,17 +159,35 @@ _FREIGHT = re.compile(r"freight|goods|wagon|cargo|hopper|tanker|container|gondol
 _COACH = re.compile(r"coach|carriage|passenger|sleeper|couchette|diner|restaurant|bistro", re.I)
 
 
-def stand_in_variant(car: CarEntry) -> str:
+#: Names that say diesel: the word, DMU, and classes named on real routes (DSB MX/MY/MZ/ME,
+#: IC3 = DSB MF, EMD Class 66, Coradia LINT, Desiro, Sprinter).
+_DIESEL = re.compile(r"diesel|\bdsl|dmu|railcar|\bic ?3\b|\bm[efrqxyz]\b|class ?66|\blint|desiro|sprinter",
+                     re.I)
+#: Names that say electric: the word, EMU, overhead voltages and common electric families.
+_ELECTRIC = re.compile(r"electric|\bemu\b|\bel\b|\d+ ?kv|traxx|vectron|\bir ?4\b|\bea\b|\beg\b|\bet\b|"
+                       r"tgv|\bice\b|flirt|talent|pendolino", re.I)
+
+
+def stand_in_variant(car: CarEntry, consist: Consist | None = None) -> str:
     """The generic stand-in for a missing car.
 
-    Engines get a generic electric locomotive. Wagons get a freight wagon when the file or
-    folder name says so (freight, goods, wagon, cargo, hopper, tanker, container, gondola,
-    boxcar — any case, anywhere in the name) and no coach word (coach, carriage, passenger,
-    sleeper, couchette, diner, restaurant, bistro) is present; otherwise a passenger coach,
-    as unnamed trailers in real consists are mostly coaches.
+    Engines: a multiple unit (``"dmu"``/``"emu"``) when a wagon of the consist comes from
+    the engine's own folder (its stock is one unit), else a locomotive
+    (``"diesel"``/``"electric"``); diesel when the file, folder or consist name says so
+    (``_DIESEL``) and nothing says electric, otherwise electric. Wagons get a freight
+    wagon when the file or folder name says so (freight, goods, wagon, cargo, hopper,
+    tanker, container, gondola, boxcar — any case, anywhere in the name) and no coach word
+    (coach, carriage, passenger, sleeper, couchette, diner, restaurant, bistro) is present;
+    otherwise a passenger coach, as unnamed trailers in real consists are mostly coaches.
     """
     if car.kind == "engine":
-        return "electric"
+        text = f"{car.file} {car.folder} {consist.name if consist is not None else ''}"
+        diesel = bool(_DIESEL.search(text)) and not _ELECTRIC.search(text)
+        unit = consist is not None and any(
+            c.kind == "wagon" and c.folder.lower() == car.folder.lower() for c in consist.cars)
+        if unit:
+            return "dmu" if diesel else "emu"
+        return "diesel" if diesel else "electric"
     text = f"{car.file} {car.folder}"
     if _FREIGHT.search(text) and not _COACH.search(text):
         return "freight"
@@ -204,12 +222,13 @@ def resolve_stock(consist: Consist, install_root: str | Path, *, stand_in: bool 
     out: list[Stock] = []
     for car, (expected, found) in zip(consist.cars, located):
         if found is None:
-            variant = stand_in_variant(car)
+            variant = stand_in_variant(car, consist)
             key = Path(f"<generic:{car.kind}/{variant}>")
             if key not in cache:
                 cache[key] = Stock.generic(car.kind, variant)
-            message = (f"consist {consist.name!r}: {expected} is missing; using a generic "
-                       f"{variant} {'locomotive' if car.kind == 'engine' else car.kind} stand-in")
+            what = {"dmu": "diesel multiple-unit power car", "emu": "electric multiple-unit power car",
+                    "diesel": "diesel locomotive", "electric": "electric locomotive"}.get(variant, f"{variant} wagon")
+            message = f"consist {consist.name!r}: {expected} is missing; using a generic {what} stand-in"
             warnings.warn(StandInWarning(message), stacklevel=2)
             if diagnostics is not None:
                 diagnostics.note(message)

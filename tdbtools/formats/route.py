@@ -97,8 +97,8 @@ class Route:
 def find_route_files(path: str | Path) -> RouteFiles:
     """Find the .trk, .tdb, .rdb and tsection files of the route folder ``path``."""
     folder = Path(path)
-    if folder.is_file() and folder.suffix.lower() == ".trk":
-        folder = folder.parent
+    if folder.is_file() and folder.suffix.lower() in (".trk", ".tdb", ".rdb"):
+        folder = folder.parent  # a route's own file stands for its folder
     if not folder.is_dir():
         raise RouteError(f"route folder not found: {str(folder)!r}")
     folder = folder.resolve()
@@ -159,6 +159,10 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
                  tuple(diags.findings), tuple(dict.fromkeys(sources)))
 
 
+#: Unknown section ids reported one by one (a broken tsection.dat can miss thousands).
+MAX_SECTION_FINDINGS = 1000
+
+
 def _database_name(filename: str, files: RouteFiles, diags: Diagnostics) -> str:
     """The .tdb/.rdb base name from the route file's FileName: a bare name in the route
     folder (docs/security.md §3). A path is an error in strict mode; lenient mode
@@ -170,7 +174,7 @@ def _database_name(filename: str, files: RouteFiles, diags: Diagnostics) -> str:
             raise RouteError(f"{files.trk}: FileName {shown} is not a bare file name: the track "
                              "database must be in the route folder")
         diags.problem(FormatError(f"UNSAFE_FILENAME: FileName {shown} is not a bare file name; "
-                                  f"reading {base!r} in the route folder", None))
+                                  f"reading {base!r} in the route folder", None), code="UNSAFE_FILENAME")
     return base
 
 
@@ -188,14 +192,23 @@ def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics,
         nodes = np.unique(tdb.sections.node[ids == sid])
         diags.problem(FormatError(
             f"BAD_SECTION_GEOMETRY: TrackSection {sid} ({(bad or {})[sid]}) is used by vector node(s) "
-            f"{', '.join(map(str, nodes[:10].tolist()))}: those sections have no length or geometry", None))
+            f"{', '.join(map(str, nodes[:10].tolist()))}: those sections have no length or geometry", None),
+            code="BAD_SECTION_GEOMETRY", section=int(sid), node=int(nodes[0]))
     if not (found | known_bad).all():
         missing = np.unique(ids[~found & ~known_bad])
         nodes = np.unique(tdb.sections.node[~found & ~known_bad])
         msg = (f"{len(missing)} track section id(s) used by {len(nodes)} vector node(s) are not in "
                f"tsection.dat (e.g. {', '.join(map(str, missing[:5]))}; nodes "
                f"{', '.join(map(str, nodes[:5]))}): those sections have no length or geometry")
-        diags.problem(FormatError(msg, None))
+        if diags.strict:
+            raise FormatError(msg, None)
+        unknown = ~found & ~known_bad
+        secs, nodes_of = ids[unknown], tdb.sections.node[unknown]
+        for sid in missing[:MAX_SECTION_FINDINGS]:
+            node = int(nodes_of[np.argmax(secs == sid)])
+            diags.problem(FormatError(f"track section id {int(sid)} is not in tsection.dat: it has no "
+                                      "length or geometry (Open Rails skips it too)", None),
+                          code="SECTION_UNKNOWN", severity="error", node=node, section=int(sid))
     length.flags.writeable = False
     return length
 

@@ -284,6 +284,13 @@ class Stock:
         * ``("engine", "diesel")``: a six-axle Co'Co' freight diesel like the EMD Class 66:
           126 t, 21.35 m × 2.65 m × 3.91 m, 2.4 MW, 409 kN starting, 260 kN continuous,
           120 km/h, roller bearings, 1067 mm wheels.
+        * ``("engine", "dmu")``: a power car of a diesel multiple unit like one car of an
+          Alstom Coradia LINT 41 or an IC3 end car: 40 t, 24.5 m × 2.9 m × 3.9 m, 400 kW,
+          50 kN starting force, 140 km/h, 2 driven axles, 840 mm wheels (a three-car unit
+          with a trailer reaches 40 km/h in about 20 s, as real DMUs do).
+        * ``("engine", "emu")``: a power car of an electric multiple unit like a Stadler
+          FLIRT or Bombardier Talent 2 car: 45 t, 24 m × 2.9 m × 4.1 m, 1 MW, 100 kN
+          starting force, 160 km/h, 4 driven axles, 850 mm wheels.
         * ``("wagon", "passenger")`` (the default wagon; also ``"coach"``): a UIC-Z type
           corridor coach: 45 t, 26.4 m × 2.825 m × 4.05 m, four axles, roller bearings,
           920 mm wheels.
@@ -906,6 +913,16 @@ _GENERIC: dict[tuple[str, str], dict] = {
         wheel_radius=0.5335, driver_wheel_radius=0.5335, drive_axles=6, bearing="Roller",
         max_power=2.4e6, max_force=409e3, max_cont_force=260e3, max_velocity=120 / 3.6,
         has_wagon=True, has_engine=True),
+    ("engine", "dmu"): dict(
+        wagon_label="GENERIC_DMU", wagon_name="Generic diesel multiple-unit power car (stand-in)",
+        wagon_type="Engine", engine_type="Diesel", size=(2.9, 3.9, 24.5), mass=40e3,
+        wheel_radius=0.42, driver_wheel_radius=0.42, drive_axles=2, wagon_num_axles=2, bearing="Roller",
+        max_power=400e3, max_force=50e3, max_velocity=140 / 3.6, has_wagon=True, has_engine=True),
+    ("engine", "emu"): dict(
+        wagon_label="GENERIC_EMU", wagon_name="Generic electric multiple-unit power car (stand-in)",
+        wagon_type="Engine", engine_type="Electric", size=(2.9, 4.1, 24.0), mass=45e3,
+        wheel_radius=0.425, driver_wheel_radius=0.425, drive_axles=4, bearing="Roller",
+        max_power=1.0e6, max_force=100e3, max_velocity=160 / 3.6, has_wagon=True, has_engine=True),
     ("wagon", "passenger"): dict(
         wagon_label="GENERIC_COACH", wagon_name="Generic passenger coach (stand-in)",
         wagon_type="Passenger", size=(2.825, 4.05, 26.4), mass=45e3, wheel_radius=0.46,

@@ -21,6 +21,7 @@ forces; see the convergence test).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time as _time
 from collections.abc import Callable
@@ -45,8 +46,14 @@ from .signalling import ReplaySignals, signals_for, wrap_driver
 from .trackline import TrackLine
 
 TRACE_COLUMNS = ("time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
-                 "tile_x", "tile_z", "x", "y", "z", "grade")
+                 "tile_x", "tile_z", "x", "y", "z", "grade_permille")
 CAR_COLUMNS = ("time", "car", "front", "speed", "gap", "force")
+
+#: The units of the numbers in events.json (written with the events).
+EVENT_UNITS = {"time": "s", "relative_speed": "m/s", "impulse": "N·s", "energy_lost": "J",
+               "distance": "m", "speed": "m/s", "closing_speed": "m/s",
+               "location.x/y/z": "m in the tile (y: height)",
+               "cars": "[train, car index from the front]"}
 
 
 class ReplayError(TdbToolsError):
@@ -130,7 +137,8 @@ class ReplayResult:
 
     def write(self, out: str | Path) -> list[Path]:
         """Write ``<train>.csv`` (and ``<train>_cars.csv``), ``events.json`` and
-        ``summary.json`` into ``out``, each file atomically."""
+        ``summary.json`` into ``out``, each file atomically. events.json is ``{"units":
+        EVENT_UNITS, "events": [...]}``."""
         from .._fs import write_bytes_atomic
 
         folder = Path(out)
@@ -144,7 +152,8 @@ class ReplayResult:
             p = folder / f"{safe_name(name)}_cars.csv"
             write_bytes_atomic(p, _csv(cols, CAR_COLUMNS).encode())
             written.append(p)
-        for fname, data in (("events.json", list(self.events)), ("summary.json", self.summary)):
+        events = {"units": EVENT_UNITS, "events": list(self.events)}
+        for fname, data in (("events.json", events), ("summary.json", self.summary)):
             p = folder / fname
             write_bytes_atomic(p, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
             written.append(p)
@@ -171,10 +180,12 @@ def _csv(cols: dict[str, np.ndarray], order: tuple[str, ...]) -> str:
 
 def _consist(spec: TrainSpec, route: Route, scenario_dir: Path) -> Consist:
     root = Path(route.install_root)
-    found = resolve_file(spec.consist, scenario_dir, root / "TRAINS" / "CONSISTS", root, suffix=".con")
+    # Routes ship their own consists in ROUTE/Consists (any case), as Open Rails reads them.
+    folders = (scenario_dir, root / "TRAINS" / "CONSISTS", Path(route.folder) / "CONSISTS", root)
+    found = resolve_file(spec.consist, *folders, suffix=".con")
     if found is None:
         raise ReplayError(f"train {spec.name!r}: consist {str(spec.consist)!r} not found (looked in "
-                          f"{scenario_dir}, {root / 'TRAINS' / 'CONSISTS'})")
+                          + ", ".join(map(str, folders[:3])) + ")")
     return read_consist(found)
 
 
@@ -290,6 +301,13 @@ class Replay:
             if front0 > line.length + 1e-6:
                 raise ReplayError(f"train {spec.name!r} ({length:.1f} m) does not fit on its line "
                                   f"({line.length:.1f} m) from {spec.start_offset:.1f} m")
+            if end_s is not None and front0 > end_s + 1e-6:
+                # The stopping point would lie behind the train's front: it would "arrive" at once.
+                path_len = end_s - spec.beyond_path
+                raise ReplayError(
+                    f"train {spec.name!r} is {length:.1f} m long but its path ends {path_len - spec.start_offset:.1f} m "
+                    f"from where it starts (beyond_path {spec.beyond_path:g} m): it cannot run. Give "
+                    f"beyond_path (--beyond-path) of at least {front0 - path_len:.0f} m, or a longer path")
             placed.append(_Placement(line_ids.setdefault(key, len(line_ids)), front0, spec, stock,
                                      line, end_s))
         # the cars of a line front (largest distance) to back
@@ -377,10 +395,15 @@ class Replay:
                 stocks = resolve_stock(consist, _stock_root(consist, self.route), stand_in=stand_in,
                                        diagnostics=self.diags)
         except RouteError as exc:
-            raise ReplayError(f"train {spec.name!r}: {exc}\n(use stand_in = true to run with "
-                              "generic stock of the same kind)") from None
+            raise ReplayError(f"train {spec.name!r}: {exc}\n(use --stand-in, or stand_in = true in the "
+                              "scenario, to run with generic stock of the same kind)") from None
         flipped = [c.flipped for c in consist.cars]
         model = forces.CarModel.from_stock(stocks, flipped)
+        if consist.max_velocity:
+            # The consist's MaxVelocity is a hard limit: no engine pulls beyond it.
+            cap = np.where(model.is_engine, np.fmin(model.max_velocity, consist.max_velocity),
+                           model.max_velocity)
+            model = dataclasses.replace(model, max_velocity=cap)
         # Coupler free play between buffers touching and coupler taut. Open Rails lets
         # a simple coupler's slack run from -slack2 to +slack2 (docs/formats.md §10.3, docs/physics.md §4), so the
         # whole play is 2·slack2 of the coupler each car uses.
@@ -678,7 +701,7 @@ class Replay:
                 "tile_z": np.asarray(at["tile_z"], dtype=np.int64),
                 "x": np.asarray(at["x"], dtype=np.float64), "y": np.asarray(at["y"], dtype=np.float64),
                 "z": np.asarray(at["z"], dtype=np.float64),
-                "grade": np.asarray(at["grade"], dtype=np.float64)}
+                "grade_permille": 1000.0 * np.asarray(at["grade"], dtype=np.float64)}
         return out
 
     def finished(self) -> bool:

@@ -222,9 +222,9 @@ def read_toml_text(path: str | Path, what: str = "scenario") -> str:
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise ScenarioError(f"{what} file not found", Location(str(p), 1, 1)) from None
+        raise ScenarioError(f"{what} file not found", Location(str(p), 0, 0)) from None
     except OSError as exc:
-        raise ScenarioError(f"cannot read {what}: {exc}", Location(str(p), 1, 1)) from None
+        raise ScenarioError(f"cannot read {what}: {exc}", Location(str(p), 0, 0)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

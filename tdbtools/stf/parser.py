@@ -347,6 +347,43 @@ def _parse_items(source: Source) -> tuple[list, list[tuple[list, _Include]], lis
     return items, includes, notes
 
 
+def _parse_items_tolerant(source: Source, diags: Diagnostics):  # noqa: ANN202
+    """:func:`_parse_items`; a lenient read skips every ``)`` that closes no block (Open
+    Rails' reader ignores them: real ``carspawn.dat`` files end with one), docs/findings.md."""
+    try:
+        return _parse_items(source)
+    except StfSyntaxError as exc:
+        if diags.strict or not exc.message.startswith("unmatched ')'") or exc.location is None:
+            raise
+        text = _blank_first_line(source.text)
+        stray = _stray_closers(text)
+        if source._starts()[exc.location.line - 1] + exc.location.column - 1 not in stray:
+            raise  # the scan disagrees with the grammar: report what the grammar saw
+        chars = list(source.text)
+        for pos in stray:
+            loc = source.location(pos)
+            diags.problem(StfSyntaxError("unmatched ')' ignored: no block is open here", loc), code="STRAY_PAREN")
+            chars[pos] = " "  # same length: every later offset, line and column holds
+        fixed = Source(source.path, "".join(chars), source.encoding, source.compressed, source.exact_split)
+    return _parse_items(fixed)
+
+
+def _stray_closers(text: str) -> set[int]:
+    """Positions of the ')' that close no block (strings skipped)."""
+    depth = 0
+    out: set[int] = set()
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[()]', text):
+        ch = m.group()
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            if depth:
+                depth -= 1
+            else:
+                out.add(m.start())
+    return out
+
+
 @contextmanager
 def gc_paused():
     """Pause the cyclic garbage collector while building many objects: its passes over
@@ -395,7 +432,7 @@ def parse_text(text: str, path: str = "<text>") -> Document:
 
 def _resolve(source: Source, diags: Diagnostics, confine: Path | None, stack: list[str],
              seen: list[str], budget: list[int] | None = None) -> list:
-    items, includes, notes = _parse_items(source)
+    items, includes, notes = _parse_items_tolerant(source, diags)
     for message, pos in notes:
         diags.note(message, source.location(pos))
     if not includes:

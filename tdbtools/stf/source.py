@@ -211,12 +211,12 @@ def read_source(path: str | Path) -> Source:
     try:
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise DecodeError(f"file too large ({size} bytes)", Location(str(p), 1, 1))
+            raise DecodeError(f"file too large ({size} bytes)", Location(str(p), 0, 0))
         data = p.read_bytes()
     except IsADirectoryError:
-        raise DecodeError("is a directory, not a file", Location(str(p), 1, 1)) from None
+        raise DecodeError("is a directory, not a file", Location(str(p), 0, 0)) from None
     except FileNotFoundError:
-        raise DecodeError("file not found", Location(str(p), 1, 1)) from None
+        raise DecodeError("file not found", Location(str(p), 0, 0)) from None
     except OSError as exc:
-        raise DecodeError(f"cannot read file: {exc.strerror or exc}", Location(str(p), 1, 1)) from None
+        raise DecodeError(f"cannot read file: {exc.strerror or exc}", Location(str(p), 0, 0)) from None
     return decode_bytes(data, str(p))

@@ -53,17 +53,18 @@ def _route_cache() -> dict:
     return cache
 
 
-def worker_route(folder: str | Path):
+def worker_route(folder: str | Path, strict: bool = True):
     """The route in ``folder``, loaded (from the on-disk cache) once per worker.
-    Returns ``(route, loaded_now)``."""
+    Returns ``(route, loaded_now)``. ``strict=False``: loaded as Open Rails does
+    (docs/findings.md §1)."""
     from ..formats.route import load_route
 
-    key = str(folder)
+    key = f"{folder}|{strict}"
     with _LOCK:
         cache = _route_cache()
         if key in cache:
             return cache[key], False
-        route = load_route(folder)
+        route = load_route(folder, strict=strict)
         cache[key] = route
         return route, True
 
@@ -77,7 +78,7 @@ def _worker_name() -> str:
         return "local"
 
 
-def run_combination(combo: Combination, traces: bool = False) -> dict:
+def run_combination(combo: Combination, traces: bool = False, strict: bool = True) -> dict:
     """Replay one combination; never raises: a replay that cannot start or fails is a
     record with ``status = "error"`` and the message. With ``traces`` the record also
     holds the :class:`~tdbtools.physics.replay.ReplayResult` under ``"result"``."""
@@ -90,7 +91,7 @@ def run_combination(combo: Combination, traces: bool = False) -> dict:
     if combo.activity is not None:
         return _run_activity(combo, rec, t0, traces)
     try:
-        route, rec["route_loaded"] = worker_route(combo.scenario.route)
+        route, rec["route_loaded"] = worker_route(combo.scenario.route, strict)
         result = Replay(combo.scenario, route=route).run()
     except Exception as exc:  # noqa: BLE001 - a failing combination must not stop the sweep
         rec["status"] = "error"
@@ -107,6 +108,11 @@ def run_combination(combo: Combination, traces: bool = False) -> dict:
     rec["end_of_track"] = "end_of_line" in kinds or any(
         e["kind"] == "derailment" and "track end" in str(e.get("message", "")) for e in result.events)
     rec["simulated_s"] = result.summary["simulated_seconds"]
+    if not s["finished"] and not s["derailed"]:
+        # Still running when `duration` ran out: its running time is not a result.
+        rec["status"] = "incomplete"
+        rec["error"] = (f"stopped by duration = {combo.scenario.duration:g} s before the train "
+                        f"finished ({s['distance_m']:.0f} m run)")
     rec["wall_s"] = round(time.perf_counter() - t0, 4)
     if traces:
         rec["result"] = result
@@ -246,6 +252,7 @@ class SweepResult:
             "combinations": len(rows), "ok": len(ok),
             "failed": sum(r["status"] == "error" for r in rows),
             "not_run": sum(r["status"] == "not run" for r in rows),
+            "incomplete": sum(r["status"] == "incomplete" for r in rows),
             "finished": sum(bool(r["finished"]) for r in ok),
             "derailed": sum(bool(r["derailed"]) for r in ok),
             "collisions": sum(int(r["collisions"] or 0) > 0 for r in ok),
@@ -258,6 +265,7 @@ class SweepResult:
     def summary_text(self, *, max_errors: int = 10) -> str:
         s = self.summary()
         lines = [f"{s['combinations']} combinations: {s['ok']} ok, {s['failed']} failed"
+                 + (f", {s['incomplete']} cut off by duration" if s["incomplete"] else "")
                  + (f", {s['not_run']} not run" if s["not_run"] else "")
                  + f"; {s['ran']} replayed now ({s['skipped']} already done)"
                  + (f" in {s['wall_seconds']:.1f} s, {s['replays_per_second']} replays/s on "
@@ -306,10 +314,13 @@ def _client(scheduler: str | None, workers: int | None, processes: bool, dashboa
             yield client, client.dashboard_link, n
         return
     n = workers or max(1, min(os.cpu_count() or 1, n_tasks))
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=processes,
-                      # Without a dashboard, still any free port: the scheduler's HTTP server
-                      # would take 8787 and warn when another cluster holds it.
-                      dashboard_address=":8787" if dashboard else ":0") as cluster, Client(cluster) as client:
+    # Dask's usual :8787 is often held by another cluster, and None means that default
+    # (the scheduler's HTTP server binds it even without a dashboard): any free port.
+    board: dict[str, Any] = {"dashboard_address": ":0"}
+    if not dashboard:
+        board["scheduler_kwargs"] = {"dashboard": False}
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, **board) as cluster, \
+            Client(cluster) as client:
         yield client, (client.dashboard_link if dashboard else None), n
 
 
@@ -325,7 +336,7 @@ def _accepts_n_workers(client) -> bool:
 def run_sweep(spec: SweepSpec | str | Path, *, out: str | Path, scheduler: str | None = None,
               workers: int | None = None, progress: Progress | None = None, traces: bool | None = None,
               processes: bool = True, dashboard: bool = True, parquet: bool = False,
-              log: Callable[[str], None] | None = None) -> SweepResult:
+              log: Callable[[str], None] | None = None, strict: bool = True) -> SweepResult:
     """Run every combination of ``spec`` not already done in ``out``.
 
     ``scheduler``: address of an existing Dask scheduler (``tcp://host:8786``); without
@@ -335,7 +346,8 @@ def run_sweep(spec: SweepSpec | str | Path, *, out: str | Path, scheduler: str |
     cluster is up, then after every finished combination. ``log`` receives messages
     (the dashboard address, how much is already done). Results go to
     ``out/results/<key>.json`` as each replay finishes, then to ``out/sweep.csv``
-    (and ``out/sweep.parquet`` with ``parquet``, which needs pyarrow).
+    (and ``out/sweep.parquet`` with ``parquet``, which needs pyarrow). ``strict=False``
+    loads the route as Open Rails does (defects it tolerates are tolerated).
     """
     spec = spec if isinstance(spec, SweepSpec) else read_sweep_spec(spec)
     want_traces = spec.traces if traces is None else traces
@@ -368,7 +380,7 @@ def run_sweep(spec: SweepSpec | str | Path, *, out: str | Path, scheduler: str |
             if progress:
                 progress(count, total, None)
             token = os.urandom(4).hex()
-            futures = {client.submit(run_combination, c, want_traces, key=f"replay-{c.key}-{token}",
+            futures = {client.submit(run_combination, c, want_traces, strict, key=f"replay-{c.key}-{token}",
                                      pure=False): c for c in todo}
             for fut in as_completed(futures):
                 c = futures[fut]

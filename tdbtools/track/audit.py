@@ -54,6 +54,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,7 @@ CODES: dict[str, str] = {
     "ITEM_ID_MISMATCH": "warning",
     "ITEM_LINK_BROKEN": "warning",
     "ITEM_OFF_TRACK": "warning",
+    "PATH_UNRESOLVED": "error",
 }
 
 _EXPECTED_PINS = {"vector": (1, 1), "junction": (1, 2), "end": (1, 0)}
@@ -118,10 +120,12 @@ class AuditFinding:
     #: The measured quantity for geometric findings (gap or distance in metres, heading
     #: jump in radians), else None.
     value: float | None = None
+    #: The severity of a code that is not the audit's own (a loader finding).
+    level: str | None = None
 
     @property
     def severity(self) -> str:
-        return CODES.get(self.code, "warning")
+        return self.level or CODES.get(self.code, "warning")
 
     def to_json(self) -> dict:
         return {"code": self.code, "severity": self.severity, "message": self.message,
@@ -151,8 +155,6 @@ class AuditReport:
     paths: PathsReport | None = None
     #: ... and each .pat file resolved through the network (else None).
     path_resolution: tuple[PathResolution, ...] | None = None
-    #: The loader's findings when the route was loaded leniently.
-    load_warnings: tuple[str, ...] = ()
 
     @property
     def unresolved_paths(self) -> list[PathResolution]:
@@ -178,16 +180,36 @@ class AuditReport:
         data = {"route": self.route, "findings": [f.to_json() for f in self.findings],
                 "closure": self.closure, "node_ends": self.node_ends, "counts": self.counts,
                 "stats": self.stats, "thresholds": self.thresholds}
-        if self.paths is not None:
-            data["paths"] = self.paths.to_json()
-        if self.path_resolution is not None:
-            data["path_resolution"] = {
-                "files": len(self.path_resolution),
-                "resolved": sum(1 for p in self.path_resolution if p.ok),
-                "unresolved": [p.to_json() for p in self.unresolved_paths]}
-        if self.load_warnings:
-            data["load_warnings"] = list(self.load_warnings)
+        if self.paths is not None or self.path_resolution is not None:
+            data["paths"] = self.paths_json()
         return data
+
+    def paths_json(self) -> dict:
+        """One block for the ``.pat`` files: per file, how it reads (``status``: ok,
+        findings, error), its PDP issues and whether it resolves on the track; the
+        counts of all of them."""
+        read = {p.file: p for p in self.paths.paths} if self.paths is not None else {}
+        res = {p.file: p for p in self.path_resolution or ()}
+        files = []
+        for name in sorted({*read, *res}, key=str.lower):
+            entry = read[name].to_json() if name in read else {"file": name}
+            r = res.get(name)
+            entry["resolved"] = None if r is None else r.ok
+            entry["length_m"] = None if r is None else r.length_m
+            entry["problems"] = [] if r is None else list(r.problems)
+            if r is not None and r.error and not entry.get("error"):
+                entry["error"] = r.error
+            files.append(entry)
+        counts = dict(self.paths.counts) if self.paths is not None else {"files": len(files)}
+        counts["files"] = len(files)
+        counts["read_ok"] = counts.pop("ok", 0)
+        counts["read_with_findings"] = counts.pop("findings", 0)
+        counts["unreadable"] = counts.pop("error", 0)
+        if self.path_resolution is not None:
+            counts["resolved"] = sum(1 for p in self.path_resolution if p.ok)
+            counts["unresolved"] = len(self.path_resolution) - counts["resolved"]
+        return {"folder": self.paths.folder if self.paths is not None else None, "counts": counts,
+                "files": files}
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,19 +282,30 @@ class _Places:
 
 def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance: float = 0.5,
                 item_tolerance: float = 5.0, kink_tolerance: float = 0.01,
-                unreferenced_items: bool = True, paths: bool = False) -> AuditReport:
+                unreferenced_items: bool = True, paths: bool = False,
+                progress: Callable[[int, int], None] | None = None) -> AuditReport:
     """Audit the topology, geometry and items of ``route`` (see the module docstring
     for the finding codes). Tolerances are metres, ``kink_tolerance`` radians.
 
     With ``paths=True`` the report also holds :func:`audit_paths` and every ``.pat``
-    of the route resolved on the track (what ``tdbtools audit`` checks by default)."""
+    of the route resolved on the track (what ``tdbtools audit`` checks by default); a
+    path that does not resolve is a ``PATH_UNRESOLVED`` finding, and ``progress(done,
+    total)`` is called as the paths are resolved (seconds on a big route). The defects
+    the loader tolerated (``route.warnings``) are findings with their own codes
+    (docs/findings.md §2), except its ``SECTION_UNKNOWN``, which the audit reports per
+    node."""
     for name, v in (("gap_tolerance", gap_tolerance), ("node_end_tolerance", node_end_tolerance),
                     ("item_tolerance", item_tolerance), ("kink_tolerance", kink_tolerance)):
         if not 0 <= v < math.inf:
             raise TdbToolsError(f"{name} must be a finite number >= 0, got {v!r}")
+    findings: list[AuditFinding] = [
+        AuditFinding(w.code, (f"{w.location}: " if w.location else "") + w.message
+                     + (f" (and {w.count - 1} more like it)" if w.count > 1 else ""),
+                     nodes=() if w.node is None else (w.node,), items=() if w.item is None else (w.item,),
+                     level=w.severity)
+        for w in route.warnings if w.code != "SECTION_UNKNOWN"]
     geom = section_geometry(route)
     places = _Places(route, geom)
-    findings: list[AuditFinding] = []
     _audit_pins(route, places, findings)
     _audit_nodes(route, geom, places, findings)
     clo = closure(route, geom)
@@ -292,20 +325,22 @@ def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance:
     paths_report = resolution = None
     if paths:
         paths_report = audit_paths(route)
-        resolution = tuple(_resolve_paths(route))
+        resolution = tuple(_resolve_paths(route, progress))
+        for p in resolution:
+            if not p.ok:
+                findings.append(AuditFinding("PATH_UNRESOLVED", f"{p.file}: " + (p.error or "; ".join(p.problems))))
     return AuditReport(
         route=route.name, findings=tuple(findings), closure=_stats(clo.join_gap), node_ends=node_ends,
         stats=stats,
         thresholds={"gap_tolerance": gap_tolerance, "node_end_tolerance": node_end_tolerance,
                     "item_tolerance": item_tolerance, "kink_tolerance": kink_tolerance},
-        paths=paths_report, path_resolution=resolution,
-        load_warnings=tuple(str(w) for w in route.warnings))
+        paths=paths_report, path_resolution=resolution)
 
 
-def _resolve_paths(route: Route) -> list[PathResolution]:
+def _resolve_paths(route: Route, progress: Callable[[int, int], None] | None) -> list[PathResolution]:
     return [PathResolution(name, bool(res and res.ok), err or None, tuple(res.problems) if res else (),
                            round(res.length, 3) if res else None)
-            for name, res, err in resolve_route_paths(route)]
+            for name, res, err in resolve_route_paths(route, progress=progress)]
 
 
 def _audit_pins(route: Route, places: _Places, out: list[AuditFinding]) -> None:

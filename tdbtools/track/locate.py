@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from ..formats.route import Route
-from .traveller import Traveller
+from .traveller import MAX_CENTERLINE_OFFSET, Traveller
 
 __all__ = ["TrackLocation", "locate_point"]
 
@@ -51,13 +51,15 @@ class TrackLocation:
         }
 
 
-def locate_point(route: Route, tile_x: int, tile_z: int, x: float, z: float) -> TrackLocation:
+def locate_point(route: Route, tile_x: int, tile_z: int, x: float, z: float, *,
+                 tolerance: float = MAX_CENTERLINE_OFFSET) -> TrackLocation:
     """The track at the world point (tile_x, tile_z, x, z) by the rule of
-    :meth:`Traveller.at`; raises :class:`~tdbtools.track.TravellerError` (with the
+    :meth:`Traveller.at`, within ``tolerance`` metres of the centre line (Open Rails'
+    2.5 m by default); raises :class:`~tdbtools.track.TravellerError` (with the
     distance to the nearest track) when no track is close enough."""
-    found = Traveller.locate_many(route, [tile_x], [tile_z], [x], [z])
+    found = Traveller.locate_many(route, [tile_x], [tile_z], [x], [z], max_lateral=tolerance)
     if not found.found[0]:
-        Traveller.at(route, tile_x, tile_z, x, z)  # raises with the nearest distance
+        Traveller.at(route, tile_x, tile_z, x, z, max_lateral=tolerance)  # raises with the nearest distance
     t = found.traveller(0)
     p = t.pose()
     return TrackLocation(

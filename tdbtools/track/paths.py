@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -394,16 +395,24 @@ def _leave_junction(net: _Net, at: Place) -> Place:
     return at
 
 
-def resolve_route_paths(route: Route, folder: str | Path | None = None) -> list[tuple[str, ResolvedPath | None, str]]:
-    """Resolve every .pat in the route's PATHS folder: (file name, result or None, error)."""
+def resolve_route_paths(route: Route, folder: str | Path | None = None, *,
+                        progress: Callable[[int, int], None] | None = None
+                        ) -> list[tuple[str, ResolvedPath | None, str]]:
+    """Resolve every .pat in the route's PATHS folder: (file name, result or None, error).
+    ``progress(done, total)`` is called before the first and after each file."""
     base = Path(folder) if folder is not None else Path(route.folder) / "PATHS"
     from ..stf import resolve_case_insensitive
 
     base = resolve_case_insensitive(base)
     out: list[tuple[str, ResolvedPath | None, str]] = []
-    for f in sorted(p for p in base.iterdir() if p.suffix.lower() == ".pat") if base.is_dir() else []:
+    files = sorted(p for p in base.iterdir() if p.suffix.lower() == ".pat") if base.is_dir() else []
+    for k, f in enumerate(files):
+        if progress is not None:
+            progress(k, len(files))
         try:
             out.append((f.name, resolve_path(route, f), ""))
         except TdbToolsError as exc:
             out.append((f.name, None, str(exc).splitlines()[0]))
+    if progress is not None:
+        progress(len(files), len(files))
     return out
