@@ -85,6 +85,12 @@ def test_trace_folder_reads_the_aspects(route, follow, tmp_path):
     assert a is not None and b is not None
     for t in (10.0, 100.0, 250.0):
         assert a.at(t).tolist() == b.at(t).tolist()
+    # A folder written before events.json had its units: the bare list of events.
+    ej = tmp_path / "out" / "events.json"
+    ej.write_text(json.dumps(json.loads(ej.read_text())["events"]))
+    old, _ = load_replay(tmp_path / "out", route=route)
+    c = signal_aspects(route, old, scene)
+    assert c is not None and c.at(100.0).tolist() == a.at(100.0).tolist()
 
 
 def test_replay_without_signals_keeps_plain_markers(route, follow):
@@ -132,7 +138,7 @@ def test_render_cli_png_and_gif(tmp_path, renderer):
     out = tmp_path / "rep"
     subprocess.run(run + ["replay", str(SAMPLE_INSTALL / "signals_crossing.toml"), "--out", str(out)],
                    check=True, capture_output=True)
-    assert any(e.get("kind") == "signal" for e in json.loads((out / "events.json").read_text()))
+    assert any(e.get("kind") == "signal" for e in json.loads((out / "events.json").read_text())["events"])
     png = tmp_path / "x.png"
     p = subprocess.run(run + ["render", str(SIGNALS_ROUTE), "--replay", str(out), "--out", str(png),
                               "--size", "640x480"], capture_output=True, text=True)

@@ -270,6 +270,8 @@ def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: boo
             ev = json.loads(ej.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise TdbToolsError(f"{ej}: not JSON ({exc})") from None
+        if isinstance(ev, dict):     # {"units": ..., "events": [...]}; older folders: the bare list
+            ev = ev.get("events")
         events = tuple(e for e in ev if isinstance(e, dict)) if isinstance(ev, list) else ()
     return ReplayResult(str(p), traces, {}, events, summary, 0.0), None
 
