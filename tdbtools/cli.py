@@ -330,11 +330,13 @@ def _route_path_file(route, name: Path) -> Path:
 @click.option("--csv", "csv_out", type=click.Path(path_type=Path), help="Write the samples as CSV.")
 @click.option("--plot", "plot_out", type=click.Path(path_type=Path), help="Draw the profile (PNG, SVG, PDF).")
 @click.option("--overwrite", is_flag=True, help="Replace existing --csv/--plot files.")
+@click.option("--category", type=click.Choice(["passenger", "freight"]), default="passenger", show_default=True,
+              help="Which speed-post values to show (limits are always those of the direction of travel).")
 @_strict_option
 @_handle_errors
 def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: float | None,
             backward: bool, step: float, csv_out: Path | None, plot_out: Path | None,
-            overwrite: bool, strict: bool) -> None:
+            overwrite: bool, strict: bool, category: str = "passenger") -> None:
     """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
     from ._fs import check_target, write_text_atomic
     from .track.profile import profile_from, profile_path
@@ -346,11 +348,11 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
             check_target(target, overwrite)
     r = _load(route, strict=strict)
     if path_file is not None:
-        prof = profile_path(r, _route_path_file(r, path_file), step=step)
+        prof = profile_path(r, _route_path_file(r, path_file), step=step, category=category)
     else:
         assert distance is not None  # checked above
         prof = profile_from(r, from_tile[0], from_tile[1], from_pos[0], from_pos[1], distance,
-                            step=step, backward=backward)
+                            step=step, backward=backward, category=category)
     c = prof.columns
     click.echo(f"{prof.route}: {prof.source}: {prof.length:.1f} m, {len(prof)} samples, "
                f"elevation {c['elevation_m'].min():.1f}..{c['elevation_m'].max():.1f} m, "

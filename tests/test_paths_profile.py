@@ -104,6 +104,16 @@ def test_profile_follows_the_track(sample):
     assert (np.diff(c["distance_m"]) > 0).all()
 
 
+def test_profile_limits_follow_the_direction_of_travel(sample):
+    # The 80 km/h post governs eastbound trains only; westbound it is passed from behind.
+    east = profile_path(sample, PATHS / "MainWE.pat", step=10.0, category="freight")
+    west = profile_path(sample, PATHS / "MainEW.pat", step=10.0)
+    assert set(east.columns["speed_limit_kmh"].round()) == {120.0, 80.0}
+    assert set(west.columns["speed_limit_kmh"].round()) == {120.0}
+    assert any("other direction" in text for _at, text in west.events)
+    assert any(text == "speed limit 80 km/h" for _at, text in east.events)
+
+
 def test_profile_from_a_point_stops_at_a_track_end(sample):
     p = Traveller(sample, 4, 1000.0).pose()
     prof = profile_from(sample, p.tile_x, p.tile_z, p.x, p.z, 5000.0)

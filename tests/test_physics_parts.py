@@ -141,8 +141,25 @@ def test_line_speed_limit(line_we, line_ew):
     assert list(line_we.limit_s) == pytest.approx([0.0, post])
     assert line_we.speed_limit[0] == pytest.approx(120 / 3.6, rel=1e-6)
     assert line_we.speed_limit[-1] == pytest.approx(80 / 3.6)
-    # Posts count in both directions (as in track/profile.py): westbound at 10 m from J1.
-    assert line_ew.limit(line_ew.junctions[0].s - 9.0) == pytest.approx(80 / 3.6)
+    # The post governs eastbound trains only (its angle, Open Rails' rule): westbound
+    # trains keep the route limit past it, and meet no limit change at all.
+    assert line_ew.limit(line_ew.junctions[0].s - 9.0) == pytest.approx(120 / 3.6, rel=1e-6)
+    assert list(line_ew.limit_s) == [0.0]
+    # Freight: the post carries a value for both categories (flags bit 7).
+    assert line_we.limit(post + 0.01, "freight") == pytest.approx(80 / 3.6, rel=1e-9)
+
+
+def test_post_direction_follows_the_angle(sample):
+    from tdbtools.track.speedposts import post_direction, speed_posts
+
+    posts = [p for ps in speed_posts(sample).values() for p in ps]
+    limit = next(p for p in posts if p.kind == "limit")
+    assert limit.governs == 1 and limit.passenger == limit.freight == pytest.approx(80 / 3.6)
+    it = sample.tdb.items[limit.item_index]
+    # Turning the sign round (angle + π) makes it govern the other direction.
+    assert post_direction(sample, limit.node, limit.offset, it.angle + math.pi) == 0
+    assert post_direction(sample, limit.node, limit.offset, it.angle + 0.4) == 1
+    assert post_direction(sample, limit.node, limit.offset, it.angle + math.pi - 0.4) == 0
 
 
 def test_line_occupancy_across_junction(line_we):
@@ -227,13 +244,67 @@ def test_traction_effort_curve(el64):
 def test_davis_and_defaults(el64, coach):
     diesel = Stock.generic("engine", "diesel")
     m = CarModel.from_stock([el64, coach, diesel])
+    # Values worked out by hand, not by the code under test: SAMPLE_EL64.eng gives
+    # ORTSDavis A 940 N, B 18.4 N/(m/s), C 5.6 N/(m/s)²; the coach has roller bearings
+    # and no Davis values, so (spec §14.3) with T = 45 t = 49.6040 short tons and 4
+    # axles: A = (1.5·T + 18·4) lbf, B = 0.02·T lbf/mph.
+    T = 45000.0 / 907.18474
+    a_coach = (1.5 * T + 18 * 4) * 4.4482216152605
+    b_coach = 0.02 * T * 4.4482216152605 / 0.44704
+    assert a_coach == pytest.approx(651.2464, rel=1e-6) and b_coach == pytest.approx(9.87158, rel=1e-5)
     for v in (0.0, 3.0, -12.5, 40.0):
-        expect = [s.davis_force_n(v) for s in (el64, coach, diesel)]
-        assert davis(m, v) == pytest.approx(expect, rel=1e-12)
+        f = davis(m, v)
+        assert f[0] == pytest.approx(940.0 + 18.4 * abs(v) + 5.6 * v * v, rel=1e-9)
+        assert f[1] == pytest.approx(a_coach + b_coach * abs(v) + coach.davis_c * v * v, rel=1e-6)
+    assert 0.5 < coach.davis_c < 2.0     # drag × frontal area, a coach-sized value
     assert m.bogie_spacing == pytest.approx([9.9, 19.0, 0.65 * diesel.length_m])
     trail = CarModel.from_stock([el64, coach, diesel], trailing_loco_factor=True)
     assert trail.davis_c == pytest.approx(
-        [el64.davis_c, coach.davis_c, diesel.davis_c * diesel.trail_loco_resistance_factor])
+        [5.6, coach.davis_c, diesel.davis_c * diesel.trail_loco_resistance_factor])
+    assert diesel.trail_loco_resistance_factor != 1.0 or trail.davis_c[2] == m.davis_c[2]
+
+
+def test_starting_resistance_blends_into_davis():
+    from tdbtools.physics.forces import running_resistance
+
+    diesel = dataclasses.replace(Stock.generic("engine", "diesel"), friction0_n=5000.0, merge_speed_ms=2.0)
+    m = CarModel.from_stock([diesel])
+    at2 = diesel.davis_a + 2.0 * diesel.davis_b + 4.0 * diesel.davis_c
+    assert running_resistance(m, 0.0)[0] == pytest.approx(5000.0)
+    assert running_resistance(m, 1.0)[0] == pytest.approx(5000.0 + (at2 - 5000.0) / 2)
+    assert running_resistance(m, 3.0)[0] == pytest.approx(davis(m, 3.0)[0])
+    from tdbtools.physics.forces import Prepared
+
+    for v in (0.0, 0.7, 1.9, 2.5):
+        assert Prepared(m).davis(np.array([v]))[0] == pytest.approx(running_resistance(m, v)[0])
+
+
+def test_adhesion_rotating_mass_and_taper():
+    from tdbtools.physics import forces as F
+
+    assert F.adhesion_coefficient(0.0) == pytest.approx(0.161 + 7.5 / 44)
+    assert F.adhesion_coefficient(100 / 3.6) == pytest.approx(0.161 + 7.5 / 144)
+    assert F.adhesion_coefficient(10.0, "wet") == pytest.approx(0.7 * (0.161 + 7.5 / 80))
+    with pytest.raises(ValueError):
+        F.adhesion_coefficient(1.0, "icy")
+    el = Stock.generic("engine", "electric")
+    coach = Stock.generic("wagon", "passenger")
+    m = CarModel.from_stock([el, coach], rotating_mass=True)
+    assert list(m.rho) == [1.15, 1.05]
+    assert m.inertial_mass == pytest.approx([1.15 * el.mass_kg, 1.05 * coach.mass_kg])
+    assert list(CarModel.from_stock([el, coach]).rho) == [1.0, 1.0]
+    lim = F.adhesion_limit(m, 0.0)
+    assert lim[1] == 0.0 and lim[0] == pytest.approx((0.161 + 7.5 / 44) * el.mass_kg * G)
+    # The implicit taper never lets a train pass its top speed, whatever the step.
+    for dt in (0.01, 0.1, 0.4, 1.0, 5.0):
+        for v in (10.0, 19.9, 19.97, 19.999, 20.0):
+            k = F.taper_factor(300e3, -5e3, 90e3, v, 20.0, dt)
+            assert 0.0 <= k <= 1.0
+            assert v + dt * (k * 300e3 - 5e3) / 90e3 <= 20.0 + 1e-9
+            assert F.implicit_taper(np.array([300e3]), np.array([-5e3]), np.array([90e3]), np.array([v]),
+                                    np.array([20.0]), dt)[0] == pytest.approx(k)
+    assert F.taper_factor(300e3, -5e3, 90e3, 5.0, 20.0, 0.1) == 1.0     # far below: no taper
+    assert F.taper_factor(300e3, -5e3, 90e3, 19.99, math.nan, 0.1) == 1.0   # no top speed
 
 
 def test_gravity_and_curves(el64, coach):

@@ -1,12 +1,19 @@
-"""Drivers: who sets throttle and brakes.
+"""Drivers: who sets throttle and brakes (docs/running-time.md §2).
 
 * :class:`ScheduleDriver` plays a fixed schedule of throttle/brake settings by time or
   by distance travelled.
-* :class:`AutoDriver` drives like a careful driver: it keeps to the speed limit over the
-  whole train (a limit holds until the rear has passed the post), slows in time for a
-  lower limit ahead and for the end of the path, where it stops, all with a planned
-  braking deceleration. It accelerates with throttle proportional to the speed deficit
-  and brakes in the "deceleration" mode (the brakes give what the plan needs).
+* :class:`AutoDriver` drives for the minimum running time: flat out up to the permitted
+  speed, holds it exactly (the replay works out the traction that reaches the speed it
+  asks for, :attr:`Controls.speed_target`), and brakes just in time along a braking
+  curve of the planned deceleration for every lower limit ahead and every stop. A limit
+  holds over the whole train: a lower one from the moment the front reaches its post, a
+  higher one once the rear has passed it. Optionally it runs slower to meet a running
+  time allowance (a speed ceiling) or coasts before braking points (energy saving).
+
+What the automatic driver must respect is a plain list of :class:`Target` (a speed the
+front must not exceed from a line distance on) and :class:`Stop` (stand with the front
+at a line distance, then wait). Speed posts, the end of the path and waiting points are
+the ones built here; signals can add their own.
 """
 from __future__ import annotations
 
@@ -18,12 +25,22 @@ import numpy as np
 
 from .scenario import Command
 
+__all__ = ["AutoDriver", "Controls", "DriveState", "ScheduleDriver", "Stop", "Target"]
+
+#: The automatic driver uses the emergency brake when a target needs more than this
+#: many times its planned deceleration.
+EMERGENCY_OVER = 2.0
+
 
 @dataclass(slots=True)
 class Controls:
-    throttle: float = 0.0       # 0..1
-    brake: float = 0.0          # 0..1 of the maximum brake force ("force" mode)
-    deceleration: float = 0.0   # m/s² the brakes must give ("deceleration" mode), 0 = none
+    throttle: float = 0.0       # 0..1 (schedule driver)
+    brake: float = 0.0          # 0..1 of the service brake (schedule driver)
+    deceleration: float = 0.0   # m/s² the brakes must give (automatic driver), 0 = none
+    #: Automatic driver: the speed (m/s) to reach by the end of the step with traction
+    #: (at most full power); None = use ``throttle``.
+    speed_target: float | None = None
+    emergency: bool = False
 
 
 @dataclass(slots=True)
@@ -33,6 +50,27 @@ class DriveState:
     speed: float                # m/s, + = forward along the line
     front: float                # line distance of the front of the train
     rear: float                 # line distance of the rear
+    dt: float = 0.1             # the replay's step (s)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """From line distance ``s`` on (front of the train), the speed must be ≤ ``v``."""
+
+    s: float
+    v: float
+    kind: str = "limit"
+
+
+@dataclass(slots=True)
+class Stop:
+    """Stand with the front at line distance ``s`` (within :attr:`AutoDriver.ARRIVED_WITHIN`),
+    then wait ``wait`` seconds (``math.inf``: the end of the run)."""
+
+    s: float
+    wait: float = math.inf
+    kind: str = "stop"
+    arrived_at: float | None = None
 
 
 class ScheduleDriver:
@@ -51,71 +89,155 @@ class ScheduleDriver:
 
 
 class AutoDriver:
-    """Keep to the limits and stop at ``stop_at`` (a line distance for the front)."""
+    """Minimum-time driving under the limits ``limit_v[k]`` (from ``limit_s[k]`` on) and
+    the stops; the end of the run is the stop ``stop_at`` (front line distance)."""
 
-    #: Speed below the permitted speed at which full throttle is used (m/s).
-    FULL_THROTTLE_BELOW = 3.0
-    #: Margin kept under the permitted speed (m/s).
-    MARGIN = 0.5
     #: Where the front stops short of the end of the path (m).
     STOP_SHORT = 2.0
-    #: Standing this close to the stopping point counts as arrived (m): braking to a
-    #: stand may end a few millimetres short, where the permitted speed is not yet 0.
+    #: Standing this close to a stopping point counts as arrived (m).
     ARRIVED_WITHIN = 0.5
+    #: Speed under which the train counts as standing (m/s).
+    STANDING = 0.05
+    #: Below the permitted speed by less than this (m/s), the train is "at" it: the
+    #: speed target then follows the braking curve instead of the limit.
+    ON_CURVE = 0.02
+    #: Final approach to a stop: creep speed (m/s) kept until the braking curve to the
+    #: stop asks for less, so that a stop is reached in finite time.
+    CREEP = 0.3
 
-    def __init__(self, limit_s: np.ndarray, limit_v: np.ndarray, stop_at: float | None, *,
-                 max_speed: float | None, deceleration: float) -> None:
-        # The line's speed limit as steps: limit_v[k] holds from limit_s[k] on. Plain
-        # lists: a handful of entries, read every step (bisect beats numpy here).
+    def __init__(self, limit_s, limit_v, stop_at: float | None, *,  # noqa: ANN001
+                 max_speed: float | None, deceleration: float,
+                 stops: list[Stop] | tuple[Stop, ...] = (), train_length: float = 0.0,
+                 speed_factor: float = 1.0, coast_before: float = 0.0) -> None:
         self.limit_s = [float(x) for x in np.asarray(limit_s, dtype=np.float64)]
         self.limit_v = [float(x) for x in np.asarray(limit_v, dtype=np.float64)]
-        self.stop_at = stop_at
         self.max_speed = max_speed if max_speed is not None else math.inf
-        self.decel = deceleration
+        self.decel = float(deceleration)
+        self.train_length = float(train_length)
+        #: Allowance by speed ceiling: every limit is multiplied by this (≤ 1).
+        self.speed_factor = float(speed_factor)
+        #: Energy saving: cut traction when the braking point of a lower target is less
+        #: than this many seconds ahead at the current speed (0 = never coast).
+        self.coast_before = float(coast_before)
+        self.stops: list[Stop] = sorted(stops, key=lambda p: p.s)
+        self._stop_at: float | None = None
+        self.stop_at = stop_at
+        #: Extra targets (signals, …): kept sorted by s.
+        self.targets: list[Target] = []
+        #: Force-mode brakes build up: braking starts this many seconds earlier (s).
+        self.brake_delay = 0.0
+        self._braking = False
         self.finished = False
+        self.events: list[dict] = []
+
+    @property
+    def stop_at(self) -> float | None:
+        """Where the run ends (front line distance; the front stops
+        :attr:`STOP_SHORT` before it), None for no end. Setting it moves the final stop
+        (a caller driving from stop to stop, such as an activity's service)."""
+        return self._stop_at
+
+    @stop_at.setter
+    def stop_at(self, value: float | None) -> None:
+        if value == self._stop_at and value is not None:
+            return
+        self._stop_at = value
+        self.stops = [p for p in self.stops if p.kind != "end"]
+        if value is not None:
+            bisect.insort(self.stops, Stop(value - self.STOP_SHORT, math.inf, "end"), key=lambda p: p.s)
+
+    # -- what must be respected ---------------------------------------------------------
+    def add_target(self, target: Target) -> None:
+        """A further speed target (e.g. a signal's); kept until the front passes it."""
+        bisect.insort(self.targets, target, key=lambda t: t.s)
+
+    def _limit_over(self, rear: float, front: float) -> float:
+        """The lowest line limit over [rear, front] (a limit holds over the whole train)."""
+        s, v = self.limit_s, self.limit_v
+        a = max(bisect.bisect_right(s, rear) - 1, 0)
+        b = max(bisect.bisect_right(s, front) - 1, 0)
+        return min(v[a:b + 1]) * self.speed_factor
 
     def constraints(self, st: DriveState) -> list[tuple[float, float]]:
-        """(speed, metres ahead of the front where it must hold) for every limit that
-        matters now: the lowest limit over the train, lower limits ahead, the stop."""
+        """(speed, metres ahead of the front where it must hold) for everything that
+        matters now: the limit over the train (0 m ahead), lower limits ahead, the next
+        stop, extra targets ahead."""
+        cap = min(self.max_speed, self._limit_over(st.rear, st.front))
+        out = [(cap, 0.0)]
+        reach = (max(st.speed, cap) ** 2 / (2.0 * self.decel) + 50.0
+                 + st.speed * (st.dt + self.brake_delay + self.coast_before))
         s, v = self.limit_s, self.limit_v
-        a = max(bisect.bisect_right(s, st.rear) - 1, 0)
-        b = max(bisect.bisect_right(s, st.front) - 1, 0)
-        out = [(min(min(v[a:b + 1]), self.max_speed), 0.0)]
-        two_a = 2.0 * self.decel
-        reach = (max(st.speed, out[0][0]) ** 2) / two_a + 50.0
-        for k in range(b + 1, len(s)):
+        for k in range(max(bisect.bisect_right(s, st.front), 0), len(s)):
             ahead = s[k] - st.front
             if ahead > reach:
                 break
-            out.append((v[k], max(ahead, 0.0)))
-        if self.stop_at is not None:
-            out.append((0.0, max(self.stop_at - self.STOP_SHORT - st.front, 0.0)))
+            if v[k] * self.speed_factor < cap:
+                out.append((v[k] * self.speed_factor, ahead))
+        for t in self.targets:
+            ahead = t.s - st.front
+            if ahead > reach:
+                break
+            if ahead >= 0.0:
+                out.append((t.v, ahead))
+        stop = self._next_stop()
+        if stop is not None:
+            out.append((0.0, max(stop.s - st.front, 0.0)))
         return out
 
+    def _next_stop(self) -> Stop | None:
+        return self.stops[0] if self.stops else None
 
+    # -- driving ------------------------------------------------------------------------
     def __call__(self, st: DriveState) -> Controls:
+        v = st.speed
+        stop = self._next_stop()
+        if stop is not None and stop.arrived_at is not None:
+            # Standing at a stop: hold the brakes until the wait is over.
+            if stop.wait != math.inf and st.time - stop.arrived_at >= stop.wait - 1e-9:
+                self.stops.pop(0)
+                self.events.append({"kind": "departed", "time": st.time, "at": stop.s})
+                stop = self._next_stop()
+            else:
+                if stop.wait == math.inf:
+                    self.finished = True      # (a caller may have reset it)
+                return Controls(0.0, 1.0, self.decel)
+        if stop is not None and abs(v) < self.STANDING and stop.s - st.front < self.ARRIVED_WITHIN:
+            stop.arrived_at = st.time
+            if stop.wait == math.inf:
+                self.finished = True
+            else:
+                self.events.append({"kind": "waiting", "time": st.time, "at": stop.s, "wait": stop.wait})
+            return Controls(0.0, 1.0, self.decel)
+        # Targets passed by the front are done with.
+        while self.targets and self.targets[0].s < st.front - 1e-6:
+            self.targets.pop(0)
         cons = self.constraints(st)
         two_a = 2.0 * self.decel
-        allowed = [math.sqrt(vk * vk + two_a * d) for vk, d in cons]
-        k = min(range(len(cons)), key=allowed.__getitem__)
-        target = allowed[k]
-        v = st.speed
-        if self.stop_at is not None and v < 0.05 and (
-                target < 0.05 or self.stop_at - self.STOP_SHORT - st.front < self.ARRIVED_WITHIN):
-            self.finished = True
-            return Controls(0.0, 1.0, 0.0)  # stopped at the end: hold the train
-        if v > target - 0.1 * self.MARGIN:
-            # Brake with what the binding limit needs: (v² − v_k²) / 2d, at least the
-            # planned rate once over the curve, so a late start is caught up.
-            vk, d = cons[k]
-            if d > 0.5:
-                need = max(v * v - vk * vk, 0.0) / (2.0 * d)
-            else:
-                need = 2.0 * self.decel
-            if v <= target:
-                need = min(need, self.decel * (v - target + 0.1 * self.MARGIN) / (0.1 * self.MARGIN))
-            return Controls(0.0, 0.0, min(max(need, 0.0), 3.0 * self.decel))
-        deficit = target - self.MARGIN - v
-        if deficit <= 0:
+        # The braking curves are checked where the front will be at the end of this
+        # step, so that braking starts in time rather than a step late.
+        ahead = max(v, 0.0) * (st.dt + (0.0 if self._braking else self.brake_delay))
+        best, k_best = math.inf, 0
+        coast = False
+        for k, (vk, d) in enumerate(cons):
+            p = math.sqrt(vk * vk + two_a * max(d - ahead, 0.0)) if d > 0.0 else vk
+            if p < best:
+                best, k_best = p, k
+            if self.coast_before > 0.0 and d > 0.0 and vk < v:
+                # Energy saving: coast once the braking point is this close.
+                coast |= d - (v * v - vk * vk) / two_a < v * self.coast_before
+        vk, d = cons[k_best]
+        if d > 0.0 and vk < v and v > best - self.ON_CURVE:
+            # On (or over) the braking curve of a lower target: brake with what it needs.
+            need = (v * v - vk * vk) / (2.0 * d) if d > 1e-3 else 3.0 * self.decel
+            self._braking = True
+            # Far over the curve (a target appeared late, e.g. a signal): emergency.
+            return Controls(deceleration=min(need, 3.0 * self.decel),
+                            emergency=d > 1e-3 and need > EMERGENCY_OVER * self.decel)
+        if v > best + 1e-6:
+            # Over the limit that holds now (a lower one has reached the train).
+            self._braking = True
+            return Controls(deceleration=min((v - best) / max(st.dt, 1e-3), 3.0 * self.decel))
+        self._braking = False
+        if coast:
             return Controls()
-        return Controls(min(1.0, deficit / self.FULL_THROTTLE_BELOW + 0.05), 0.0, 0.0)
+        return Controls(speed_target=best)

@@ -63,7 +63,9 @@ from ..formats.stock import Stock, TractiveForceCurve
 __all__ = [
     "BrakeMode", "CarModel", "DEFAULT_DECELERATION", "G", "OSRD_CURVE_FACTOR", "brake",
     "brake_for_deceleration", "braking", "curve_resistance", "davis", "gravity",
-    "gravity_from_grade", "opposing_resistance", "traction",
+    "gravity_from_grade", "opposing_resistance", "traction", "adhesion_coefficient", "adhesion_limit",
+    "implicit_taper", "running_resistance", "taper_factor", "EMERGENCY_FACTOR", "ROTATING_MASS_CAR", "ROTATING_MASS_ENGINE",
+    "WET_RAIL_FACTOR",
 ]
 
 #: Standard gravity (m/s²).
@@ -79,6 +81,15 @@ OR_CURVE_MU = 0.5
 OR_START_FACTOR = 2.0
 OR_ZERO_SPEED_FACTOR = 0.5
 STANDARD_GAUGE_M = 1.435
+#: Rotating-mass factors (docs/running-time.md §5): the inertia of wheelsets, gears and
+#: motors as a fraction of the mass, for engines and for the other cars.
+ROTATING_MASS_ENGINE = 1.15
+ROTATING_MASS_CAR = 1.05
+#: Adhesion (docs/running-time.md §6): Curtius and Kniffler's dry-rail formula
+#: μ = 0.161 + 7.5 / (v[km/h] + 44); wet rail takes this fraction of it.
+WET_RAIL_FACTOR = 0.7
+#: The emergency brake gives this much more than a full service application.
+EMERGENCY_FACTOR = 1.15
 WHEELBASE_PASSENGER_M = 2.4384
 WHEELBASE_OTHER_M = 1.6764
 
@@ -115,11 +126,48 @@ class CarModel:
     is_passenger: np.ndarray
     curves: tuple[TractiveForceCurve | None, ...]
     names: tuple[str, ...] = ()
+    #: Rotating-mass factor ρ per car (≥ 1): the cars accelerate as if of mass ρ·m.
+    rotating_mass: np.ndarray | None = None
+    #: Mass on driven axles (kg; 0 for wagons), for the adhesion limit.
+    adhesive_mass: np.ndarray | None = None
+    #: Starting resistance (N) at standstill, blended linearly into Davis at
+    #: ``merge_speed`` (m/s); NaN: none beyond Davis.
+    starting_resistance: np.ndarray | None = None
+    merge_speed: np.ndarray | None = None
+
+    @property
+    def rho(self) -> np.ndarray:
+        """ρ per car (1 where not given)."""
+        return np.ones(len(self.mass)) if self.rotating_mass is None else self.rotating_mass
+
+    @property
+    def inertial_mass(self) -> np.ndarray:
+        """ρ·m per car (kg): what resists acceleration."""
+        return self.mass * self.rho
+
+    @classmethod
+    def concat(cls, models: Sequence[CarModel]) -> CarModel:
+        """The models of several trains, one after the other."""
+        def cat(name: str):  # noqa: ANN202
+            vals = [getattr(m, name) for m in models]
+            if any(v is None for v in vals):
+                return None
+            return np.concatenate(vals)
+
+        kw = {f: cat(f) for f in ("mass", "length", "bogie_spacing", "davis_a", "davis_b", "davis_c",
+                                  "max_force", "max_power", "max_velocity", "max_brake", "is_engine",
+                                  "flipped", "is_passenger", "rotating_mass", "adhesive_mass",
+                                  "starting_resistance", "merge_speed")}
+        return cls(curves=tuple(c for m in models for c in m.curves),
+                   names=tuple(n for m in models for n in m.names), **kw)
 
     @classmethod
     def from_stock(cls, stocks: Sequence[Stock], flipped: Sequence[bool] | None = None, *,
-                   trailing_loco_factor: bool = False) -> CarModel:
-        """The model of cars made of ``stocks`` (front → back), with their Flip flags."""
+                   trailing_loco_factor: bool = False, rotating_mass: bool = False) -> CarModel:
+        """The model of cars made of ``stocks`` (front → back), with their Flip flags.
+
+        ``rotating_mass``: the default factors (:data:`ROTATING_MASS_ENGINE`,
+        :data:`ROTATING_MASS_CAR`) instead of 1."""
         stocks = list(stocks)
         n = len(stocks)
         if not n:
@@ -149,7 +197,12 @@ class CarModel:
             max_brake=col(lambda s: s.max_brake_force_n), is_engine=engine, flipped=flips,
             is_passenger=np.array([s.wagon_type == "Passenger" for s in stocks], dtype=bool),
             curves=tuple(s.tractive_force_curve if s.kind == "engine" else None for s in stocks),
-            names=tuple(s.name for s in stocks))
+            names=tuple(s.name for s in stocks),
+            rotating_mass=(np.where(engine, ROTATING_MASS_ENGINE, ROTATING_MASS_CAR) if rotating_mass
+                           else np.ones(n)),
+            adhesive_mass=np.array([_adhesive(s) for s in stocks]),
+            starting_resistance=col(_starting),
+            merge_speed=np.array([max(float(s.merge_speed_ms), 1e-3) for s in stocks]))
 
     def __len__(self) -> int:
         return len(self.mass)
@@ -162,6 +215,25 @@ class CarModel:
     def total_length(self) -> float:
         """Sum of the car lengths (no coupler gaps)."""
         return float(self.length.sum())
+
+
+def _adhesive(s: Stock) -> float:
+    """Mass on the driven axles: the share of drive axles when the file says, else all."""
+    if s.kind != "engine":
+        return 0.0
+    if s.num_drive_axles > 0 and s.num_axles > 0:
+        return float(s.mass_kg) * min(s.num_drive_axles / s.num_axles, 1.0)
+    return float(s.mass_kg)
+
+
+def _starting(s: Stock) -> float | None:
+    """The standstill resistance the file gives (ORTSStandstillFriction, or the MSTS
+    Friction block's zero-speed force), else None."""
+    if s.standstill_friction_n > 0:
+        return float(s.standstill_friction_n)
+    if s.friction0_n is not None and s.friction0_n > 0:
+        return float(s.friction0_n)
+    return None
 
 
 def _per_car(model: CarModel, value, name: str) -> np.ndarray:
@@ -204,12 +276,14 @@ def _traction_data(model: CarModel) -> _Traction:
 # -- traction ---------------------------------------------------------------------------
 
 
-def traction(model: CarModel, throttle, v, *, reverser: float = 1.0) -> np.ndarray:
+def traction(model: CarModel, throttle, v, *, reverser: float = 1.0, taper: bool = True) -> np.ndarray:
     """Tractive force per car (N, train frame) at throttle fraction(s) ``throttle`` and
     speed(s) ``v`` (m/s): the effort–speed curve if the engine has one, else the simple
-    model of docs/physics.md §3.4 (module docstring). Wagons give 0."""
+    model of docs/physics.md §3.4 (module docstring). Wagons give 0. ``taper=False``
+    leaves out the top-speed taper (the replay applies it implicitly,
+    :func:`implicit_taper`)."""
     d = _traction_data(model)
-    t = np.clip(_per_car(model, throttle, "throttle"), 0.0, 1.0)
+    t = np.minimum(np.maximum(_per_car(model, throttle, "throttle"), 0.0), 1.0)
     speed = np.abs(_per_car(model, v, "v"))
     f = d.force * t
     # The power limit P = MaxPower·t² caps F at P/v (no MaxPower: no limit).
@@ -217,11 +291,67 @@ def traction(model: CarModel, throttle, v, *, reverser: float = 1.0) -> np.ndarr
         cap = np.where(d.has_power & (speed > 0), d.power * t * t / speed, np.inf)
     f = np.minimum(f, cap)
     # Near top speed the force tapers to 0 over the last 0.05 m/s, and is 0 above it.
-    over = d.vmax - speed
-    f = np.where(d.has_vmax & (over < TAPER_MS), np.where(over > 0, f * 20.0 * over, 0.0), f)
+    if taper:
+        over = d.vmax - speed
+        f = np.where(d.has_vmax & (over < TAPER_MS), np.where(over > 0, f * 20.0 * over, 0.0), f)
     for i, curve in d.curves:
         f[i] = max(float(curve(float(t[i]), float(speed[i]))), 0.0)
     return f * (1.0 if reverser >= 0 else -1.0) + 0.0
+
+
+def adhesion_coefficient(v, rail: str = "dry") -> np.ndarray:
+    """Curtius and Kniffler's adhesion coefficient at speed ``v`` (m/s):
+    ``0.161 + 7.5 / (3.6·|v| + 44)`` on dry rail, × :data:`WET_RAIL_FACTOR` on wet."""
+    mu = 0.161 + 7.5 / (3.6 * np.abs(np.asarray(v, dtype=np.float64)) + 44.0)
+    if rail == "dry":
+        return mu
+    if rail == "wet":
+        return mu * WET_RAIL_FACTOR
+    raise ValueError(f"rail must be 'dry' or 'wet', not {rail!r}")
+
+
+def adhesion_limit(model: CarModel, v, rail: str = "dry") -> np.ndarray:
+    """The most tractive (or braking-at-the-wheel) force per car the rails transmit:
+    ``μ(v)·m_adhesive·g`` (N; 0 for cars without driven axles)."""
+    m = model.adhesive_mass if model.adhesive_mass is not None else np.where(model.is_engine, model.mass, 0.0)
+    return adhesion_coefficient(_per_car(model, v, "v"), rail) * m * G
+
+
+def implicit_taper(force, other, inertia, v, vmax, dt: float) -> np.ndarray:
+    """The top-speed taper factor for whole trains, solved implicitly (stable at any step).
+
+    Per train: ``force`` the traction before the taper (N, > 0 forward), ``other`` every
+    other force along the motion (N), ``inertia`` ρ·m (kg), speed ``v``, top speed
+    ``vmax`` (NaN: none). The taper ``k(v) = clip(20·(vmax − v), 0, 1)`` is evaluated at
+    the end-of-step speed ``v'`` solving ``inertia·(v' − v)/dt = k(v')·force + other``
+    (one root: the left side rises, the right side falls with ``v'``); returns ``k(v')``.
+    An explicit taper is stiff: it makes a light engine oscillate above its top speed
+    at the default step (docs/running-time.md §7).
+    """
+    force = np.asarray(force, dtype=np.float64)
+    other = np.asarray(other, dtype=np.float64)
+    inertia = np.asarray(inertia, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    vmax = np.asarray(vmax, dtype=np.float64)
+    k = np.ones_like(force)
+    full = v + dt * (force + other) / inertia          # speed with the whole force
+    has = (full > vmax - TAPER_MS) & (force > 0)        # False where vmax is NaN
+    if not has.any():
+        return k
+    slope = 1.0 / TAPER_MS
+    # Inside the taper: inertia·dv/dt = slope·force·(vmax − v − dv) + other.
+    dv = (other + slope * force * (vmax - v)) / (inertia / dt + slope * force)
+    kt = np.minimum(np.maximum(slope * (vmax - v - dv), 0.0), 1.0)
+    return np.where(has, kt, k)
+
+
+def taper_factor(force: float, other: float, inertia: float, v: float, vmax: float, dt: float) -> float:
+    """:func:`implicit_taper` for one train, in scalars (the replay's hot loop)."""
+    if not force > 0.0 or not v + dt * (force + other) / inertia > vmax - TAPER_MS:
+        return 1.0   # also when vmax is NaN (no top speed): the comparison is False
+    slope = 1.0 / TAPER_MS
+    dv = (other + slope * force * (vmax - v)) / (inertia / dt + slope * force)
+    return min(max(slope * (vmax - v - dv), 0.0), 1.0)
 
 
 # -- resistances --------------------------------------------------------------------------
@@ -231,6 +361,21 @@ def davis(model: CarModel, v) -> np.ndarray:
     """Running resistance ``A + B·|v| + C·v²`` per car (N, ≥ 0 for sane coefficients)."""
     speed = np.abs(_per_car(model, v, "v"))
     return model.davis_a + speed * (model.davis_b + speed * model.davis_c)
+
+
+def running_resistance(model: CarModel, v) -> np.ndarray:
+    """Davis with the starting resistance (N, ≥ 0): below the merge speed ``v_m`` the
+    force runs linearly from the standstill value ``F0`` to Davis at ``v_m``,
+    ``F0 + (davis(v_m) − F0)·|v|/v_m``; cars without ``F0`` keep plain Davis."""
+    speed = np.abs(_per_car(model, v, "v"))
+    f = davis(model, speed)
+    f0 = model.starting_resistance
+    if f0 is None or model.merge_speed is None or not np.isfinite(f0).any():
+        return f
+    vm = model.merge_speed
+    at_merge = model.davis_a + vm * (model.davis_b + vm * model.davis_c)
+    low = np.isfinite(f0) & (speed < vm)
+    return np.where(low, np.nan_to_num(f0) + (at_merge - np.nan_to_num(f0)) * speed / vm, f)
 
 
 def gravity(model: CarModel, elev_front_bogie, elev_rear_bogie) -> np.ndarray:
@@ -326,13 +471,23 @@ class Prepared:
     (:func:`gravity`, :func:`davis`, the :func:`curve_resistance` of docs/physics.md §3.3,
     :func:`brake`); ``tests/test_physics_parts.py`` checks that."""
 
-    __slots__ = ("model", "_mg_curve", "_a", "_b", "_c", "_brake")
+    __slots__ = ("model", "_mg_curve", "_a", "_b", "_c", "_brake", "_start", "_f0", "_vm", "_slope")
 
     def __init__(self, model: CarModel) -> None:
         self.model = model
         self._mg_curve = model.mass * G * OSRD_CURVE_FACTOR
         self._a, self._b, self._c = model.davis_a, model.davis_b, model.davis_c
         self._brake = model.max_brake
+        f0 = model.starting_resistance
+        self._start = f0 is not None and model.merge_speed is not None and bool(np.isfinite(f0).any())
+        if self._start:
+            assert f0 is not None and model.merge_speed is not None
+            vm = model.merge_speed
+            at_merge = self._a + vm * (self._b + vm * self._c)
+            has = np.isfinite(f0)
+            self._f0 = np.where(has, f0, 0.0)
+            self._vm = np.where(has, vm, 0.0)     # no blend where there is no F0
+            self._slope = np.where(has, (at_merge - self._f0) / vm, 0.0)
 
     def gravity(self, elev_front_bogie: np.ndarray, elev_rear_bogie: np.ndarray) -> np.ndarray:
         # −m·g·sinθ, sinθ = Δy / spacing clipped to [−1, 1] (only a car standing on its
@@ -341,8 +496,12 @@ class Prepared:
                                               -1.0, 1.0)
 
     def davis(self, v: np.ndarray) -> np.ndarray:
+        """:func:`running_resistance` (Davis, with the starting resistance if any)."""
         speed = np.abs(v)
-        return self._a + speed * (self._b + speed * self._c)
+        f = self._a + speed * (self._b + speed * self._c)
+        if self._start:
+            return np.where(speed < self._vm, self._f0 + self._slope * speed, f)
+        return f
 
     def curve(self, curvature: np.ndarray) -> np.ndarray:
         return self._mg_curve * np.abs(curvature)

@@ -38,7 +38,7 @@ from ..track.geometry import normalize_tile
 from ..track.paths import resolve_path
 from ..track.traveller import Switches
 from . import forces
-from .driver import AutoDriver, Controls, DriveState, ScheduleDriver
+from .driver import AutoDriver, Controls, DriveState, ScheduleDriver, Stop
 from .engine import Bodies, Engine
 from .safety import BogieSet, Occupancy, TrainPosition, throw_switch
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
@@ -82,6 +82,9 @@ class _Train:
     derailed: bool = False
     stopped_for: float = 0.0
     warnings: list = field(default_factory=list)
+    category: str = "passenger"
+    waits: list = field(default_factory=list)      # (line distance, seconds): waiting points
+    allowance: dict | None = None                  # what the running-time allowance did
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -198,7 +201,7 @@ def _stock_root(consist: Consist, route: Route) -> Path:
     return Path(route.install_root)
 
 
-def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) -> tuple[TrackLine, float | None, object]:
+def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) -> tuple[TrackLine, float | None, tuple]:
     if spec.path is not None:
         pat = resolve_file(spec.path, scenario_dir, Path(route.folder) / "PATHS", Path(route.folder),
                            suffix=".pat")
@@ -213,6 +216,7 @@ def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) ->
             line = TrackLine.from_path(route, res, extend=spec.beyond_path + 2000.0)
             end = float(line.path_length) + spec.beyond_path
             cache[key] = (line, min(end, line.length) if line.ends_at_track_end else end)
+            cache[("waits",) + key] = path_waits(pat, res, line)
         line, end = cache[key]
         return line, end, key
     st = spec.start
@@ -222,7 +226,39 @@ def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) ->
     return line, None, ("point", id(line))
 
 
-def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces.CarModel):
+def train_category(spec: TrainSpec, stocks) -> str:  # noqa: ANN001
+    """The train's category for the speed posts: the scenario's, else "freight" if any
+    car is a freight wagon (as Open Rails decides), else "passenger"."""
+    if spec.category is not None:
+        return spec.category
+    return "freight" if any(getattr(s, "wagon_type", None) == "Freight" for s in stocks) else "passenger"
+
+
+def path_waits(pat: Path, res, line: TrackLine) -> list[tuple[float, float]]:  # noqa: ANN001
+    """The waiting points of a path on its line: (line distance, seconds). A point is
+    where its leg starts; only the first part of a path with reversals is replayed, so
+    only points on it count. Open Rails' special values (≥ 30000: a clock time or
+    coupling orders) are waits of 0 s."""
+    from ..formats.pat import read_pat
+
+    pf = read_pat(pat, diagnostics=Diagnostics(strict=False))
+    chain = list(pf.main_chain())
+    out = []
+    s = 0.0
+    for leg in res.legs:
+        if leg.from_point in res.reversals and leg.from_point > 0:
+            break
+        if 0 < leg.from_point < len(chain):
+            node = pf.nodes[chain[leg.from_point]]
+            w = node.wait_seconds
+            if w is not None:
+                out.append((s, float(w) if w < 30000 else 0.0))
+        s += leg.length
+    return [(a, w) for a, w in out if a <= line.path_length + 1e-6]
+
+
+def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces.CarModel,
+            category: str = "passenger"):
     if spec.driver == "schedule":
         return ScheduleDriver(spec.schedule, spec.schedule_by)
     vmax = np.nanmin(np.where(model.is_engine, model.max_velocity, np.nan)) if model.is_engine.any() else np.nan
@@ -230,7 +266,47 @@ def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces
     if np.isfinite(vmax):
         cap = min(cap, float(vmax)) if cap is not None else float(vmax)
     stop = end_s if end_s is not None else (line.length if line.ends_at_track_end else None)
-    return AutoDriver(line.limit_s, line.limit_v, stop, max_speed=cap, deceleration=spec.deceleration)
+    limit_s, limit_v = line.limits(category)
+    return AutoDriver(limit_s, limit_v, stop, max_speed=cap, deceleration=spec.deceleration)
+
+
+#: Coupler snatches and buffer impacts slower than this (m/s) are not reported.
+MIN_EVENT_SPEED = 0.05
+
+#: Brake build-up time (s, to the full application) by train category when the
+#: scenario gives none: UIC brake positions P (passenger) and G (freight), roughly.
+BUILD_UP_S = {"passenger": 4.0, "freight": 20.0}
+#: Releasing takes this many times the build-up time.
+RELEASE_OVER_BUILD_UP = 1.5
+
+
+def _build_up(t: _Train) -> float:
+    b = t.spec.brake_build_up
+    return float(b) if b is not None else BUILD_UP_S.get(t.category, 4.0)
+
+
+def _setup_driver(t: _Train, rep: Replay) -> None:
+    """Tell the automatic driver what the replay knows: the train length, the braking it
+    can count on in force mode, waiting points, the allowance."""
+    d = getattr(t.driver, "inner", t.driver)   # signalled or held trains wrap it
+    if not isinstance(d, AutoDriver):
+        return
+    d.train_length = t.length
+    if t.spec.brake_mode == "force":
+        # Plan with what the brakes give on the level, with a margin, and start braking
+        # half a build-up time earlier (a linear build-up is a dead time of T/2).
+        m = t.model
+        level = (float(m.max_brake.sum()) + float(forces.davis(m, 0.0).sum())) / float(m.inertial_mass.sum())
+        d.decel = min(d.decel, 0.9 * level)
+        d.brake_delay = 0.5 * _build_up(t)
+    for s_at, wait in t.waits:
+        if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:   # not behind the front at the start
+            d.stops.append(Stop(s_at, wait, "waiting point"))
+    d.stops.sort(key=lambda p: p.s)
+    if t.spec.allowance or t.spec.allowance_min_per_100km:
+        from .runtime import apply_allowance
+
+        apply_allowance(t, rep)
 
 
 class _Lines:
@@ -271,7 +347,11 @@ class Replay:
     """A running replay; :func:`replay` runs one to the end."""
 
     def __init__(self, scenario: Scenario, *, route: Route | None = None, cars_trace: bool = False,
-                 trace_every: float | None = None, signals: object = None) -> None:
+                 trace_every: float | None = None, signals: object = None,
+                 lines: dict[str, TrackLine] | None = None) -> None:
+        """``lines``: a prepared line per train name (e.g. :meth:`TrackLine.synthetic`),
+        used instead of the train's path or start point; the auto driver stops at its
+        end when it ends at a track end."""
         self.scenario = scenario
         self.route = route if route is not None else load_route(scenario.route)
         self.cars_trace = cars_trace
@@ -282,7 +362,9 @@ class Replay:
         self.events: list[dict] = []
         # The route's signals (None: the route's own if it has any; False: none).
         self.signal_set = signals_for(self.route, signals)  # type: ignore[arg-type]
-        lines: dict = {}
+        given_lines = lines
+        cache: dict = {}
+        waits_by_name: dict[str, list] = {}
         # Trains of one scenario mostly share consists: each consist file is read, its
         # stock resolved and its car model built once (the models are read-only).
         consists: dict[tuple[str, bool], _ConsistStock] = {}
@@ -294,8 +376,14 @@ class Replay:
             if ckey not in consists:
                 consists[ckey] = self._read_consist(spec, sdir, stand_in)
             stock = consists[ckey]
-            line, end_s, key = _line_for(spec, self.route, sdir, lines)
-            key = self.engine_line_key(spec, key)
+            key: tuple
+            if given_lines and spec.name in given_lines:
+                line = given_lines[spec.name]
+                end_s, key = None, ("given", id(line))
+            else:
+                line, end_s, key = _line_for(spec, self.route, sdir, cache)
+            waits_by_name[spec.name] = list(cache.get(("waits",) + key, []))
+            ekey = self.engine_line_key(spec, key)
             length = float(stock.model.length.sum())
             front0 = spec.start_offset + length
             if front0 > line.length + 1e-6:
@@ -308,7 +396,7 @@ class Replay:
                     f"train {spec.name!r} is {length:.1f} m long but its path ends {path_len - spec.start_offset:.1f} m "
                     f"from where it starts (beyond_path {spec.beyond_path:g} m): it cannot run. Give "
                     f"beyond_path (--beyond-path) of at least {front0 - path_len:.0f} m, or a longer path")
-            placed.append(_Placement(line_ids.setdefault(key, len(line_ids)), front0, spec, stock,
+            placed.append(_Placement(line_ids.setdefault(ekey, len(line_ids)), front0, spec, stock,
                                      line, end_s))
         # the cars of a line front (largest distance) to back
         placed.sort(key=lambda p: (p.line_id, -p.front0))
@@ -334,16 +422,50 @@ class Replay:
             v.append(np.full(n, spec.start_speed))
             sl = slice(start, start + n)
             start += n
-            drv = wrap_driver(_driver(spec, line, p.end_s, model), spec.depart, self.signal_set is not None)
+            category = train_category(spec, st.stocks)
+            drv = wrap_driver(_driver(spec, line, p.end_s, model, category), spec.depart,
+                              self.signal_set is not None)
             t = _Train(spec, st.consist, model, line, p.line_id, sl, drv,
                        BogieSet.from_model(spec.name, line, fronts, model), float(fronts[0]),
-                       float(model.length.sum()), p.end_s, warnings=list(st.warnings))
+                       float(model.length.sum()), p.end_s, warnings=list(st.warnings), category=category,
+                       waits=waits_by_name.get(spec.name, []))
             self.trains.append(t)
-        self.bodies = Bodies(np.concatenate(masses), np.concatenate(lengths), np.concatenate(car_line),
+        self.model = forces.CarModel.concat([t.model for t in self.trains])
+        # The engine moves inertial masses ρ·m (rotating parts included); gravity and
+        # the resistances use the mass itself (docs/running-time.md §5).
+        self._inertial = self.model.inertial_mass
+        self.bodies = Bodies(self._inertial, np.concatenate(lengths), np.concatenate(car_line),
                              np.concatenate(coupled), np.concatenate(slack))
         self.engine = Engine(self.bodies, np.concatenate(x), np.concatenate(v))
-        self.model = forces.CarModel.from_stock(all_stocks, all_flipped)
         self._forces = forces.Prepared(self.model)
+        self._adhesion = None if scenario.adhesion == "off" else scenario.adhesion
+        self._adhesive_g = (self.model.adhesive_mass if self.model.adhesive_mass is not None
+                            else np.zeros(len(self.model.mass))) * forces.G
+        T = len(self.trains)
+        self.train_inertia = np.array([float(t.model.inertial_mass.sum()) for t in self.trains])
+        self.train_maxbrake = np.array([max(float(t.model.max_brake.sum()), 1.0) for t in self.trains])
+        self.train_vmax = np.array([float(np.nanmin(np.where(t.model.is_engine, t.model.max_velocity, np.nan)))
+                                    if (t.model.is_engine & np.isfinite(t.model.max_velocity)).any() else np.nan
+                                    for t in self.trains])
+        self.train_decel_mode = np.array([t.spec.brake_mode == "deceleration" for t in self.trains])
+        self._any_decel_mode = bool(self.train_decel_mode.any())
+        self._engines = np.flatnonzero(self.model.is_engine)
+        self._adhesive_g_eng = self._adhesive_g[self._engines] * (1.0 if self._adhesion != "wet"
+                                                                  else forces.WET_RAIL_FACTOR)
+        self.train_build = np.array([max(_build_up(t), 1e-6) for t in self.trains])
+        self.train_release = np.array([max(_build_up(t) * RELEASE_OVER_BUILD_UP, 1e-6) for t in self.trains])
+        self.brake_applied = np.zeros(T)
+        # Plain lists for the per-train scalar loop of each step.
+        self.train_inertia_l = self.train_inertia.tolist()
+        self.train_maxbrake_l = self.train_maxbrake.tolist()
+        self.train_vmax_l = self.train_vmax.tolist()
+        self.train_decel_mode_l = self.train_decel_mode.tolist()
+        self.train_build_l = self.train_build.tolist()
+        self.train_release_l = self.train_release.tolist()
+        self._scale = np.zeros(T)
+        self._last_forces = (np.zeros(0),) * 3
+        for t in self.trains:
+            _setup_driver(t, self)
         # Per-car views of the lines, for vectorised lookups and track-end checks.
         distinct = list({id(t.line): t.line for t in self.trains}.values())
         self.lines = _Lines(distinct)
@@ -398,7 +520,8 @@ class Replay:
             raise ReplayError(f"train {spec.name!r}: {exc}\n(use --stand-in, or stand_in = true in the "
                               "scenario, to run with generic stock of the same kind)") from None
         flipped = [c.flipped for c in consist.cars]
-        model = forces.CarModel.from_stock(stocks, flipped)
+        model = forces.CarModel.from_stock(stocks, flipped, trailing_loco_factor=True,
+                                           rotating_mass=self.scenario.rotating_mass)
         if consist.max_velocity:
             # The consist's MaxVelocity is a hard limit: no engine pulls beyond it.
             cap = np.where(model.is_engine, np.fmin(model.max_velocity, consist.max_velocity),
@@ -444,12 +567,14 @@ class Replay:
             if t.derailed:
                 c = Controls(0.0, 1.0, 0.0)
             else:
-                c = t.driver(DriveState(now, fronts[k] - t.front0, speeds[k], fronts[k], rears[k]))
+                c = t.driver(DriveState(now, fronts[k] - t.front0, speeds[k], fronts[k], rears[k], dt))
+                evs = getattr(getattr(t.driver, "inner", t.driver), "events", None)
+                if evs:   # waiting points: arrived and waiting, departed
+                    for e in evs:
+                        self._event({**e, "train": t.spec.name})
+                    evs.clear()
             t.controls = c
-            ctrl.append((c.throttle, c.brake, c.deceleration))
-        per_car = np.array(ctrl)[self.car_train]
-        throttle, brake_frac, decel = per_car[:, 0], per_car[:, 1], per_car[:, 2]
-        braking_to = any(c[2] for c in ctrl)
+            ctrl.append(c)
         m = self.model
         lines = self.lines
         n = len(x)
@@ -459,13 +584,9 @@ class Replay:
         yf, yr = y[:n], y[n:]
         curv = lines.curvature(g[2 * n:])
         pre = self._forces
-        trac = forces.traction(m, throttle, v)
-        grav = pre.gravity(yf, yr)
-        dav = pre.davis(v)
-        crv = pre.curve(curv)
-        brk = pre.brake(brake_frac)
-        if braking_to:
-            brk = brk + forces.brake_for_deceleration(m, decel, forces.opposing_resistance(v, dav, crv, grav))
+        trac, brk, self._scale, _frac = self._traction_and_brakes(ctrl, x, v, speeds, pre.gravity(yf, yr),
+                                                                  pre.davis(v), pre.curve(curv), dt)
+        grav, dav, crv = self._last_forces
         x0 = x.copy()
         evs = eng.step(dt, trac + grav, dav + crv + brk)
         if evs:
@@ -512,6 +633,84 @@ class Replay:
             self._next_trace += self.trace_every
             self._trace(trac, brk)
 
+    def _traction_and_brakes(self, ctrl: list[Controls], x: np.ndarray, v: np.ndarray, speeds: list,
+                             grav: np.ndarray, dav: np.ndarray, crv: np.ndarray, dt: float):
+        """Per-car traction and brake forces from the drivers' controls
+        (docs/running-time.md §2–§7): the automatic driver's speed target becomes the
+        traction fraction that reaches it by the end of the step (at most full power);
+        brakes by the train's brake mode (force: a fraction of the brake force with
+        build-up and release; deceleration: the hourly model); then the top-speed taper,
+        solved implicitly per train. Per-train work is scalar Python (a few trains, a
+        few numbers each: cheaper than numpy calls)."""
+        self._last_forces = (grav, dav, crv)
+        m = self.model
+        ct = self.car_train
+        thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
+        thr_a = np.array(thr)
+        trac0 = forces.traction(m, thr_a[ct], v, taper=False)
+        if self._adhesion is not None:
+            # only the engines: Curtius–Kniffler μ(v) (docs/running-time.md §6)
+            eng = self._engines
+            ve = np.abs(v[eng])
+            mu = 0.161 + 7.5 / (3.6 * ve + 44.0)
+            trac0[eng] = np.minimum(trac0[eng], mu * self._adhesive_g_eng)
+        sums = np.add.reduceat(np.stack((trac0, grav, dav + crv)), self.train_start, axis=1).tolist()
+        Fs, Gs, Rs = sums
+        M = self.train_inertia_l
+        applied = self.brake_applied
+        scale = [0.0] * len(ctrl)
+        decel_car = None
+        any_decel = False
+        for k, c in enumerate(ctrl):
+            vk = speeds[k]
+            fwd = -1.0 if vk < 0.0 else 1.0
+            other = Gs[k] - fwd * Rs[k]
+            spec = self.trains[k].spec
+            b_force = 0.0
+            hold = 0.0
+            if c.speed_target is not None:
+                # Brakes to hold the target when even no traction would run over it
+                # (a falling grade).
+                hold = max(fwd * other - M[k] * (c.speed_target - vk) / dt, 0.0)
+            if self.train_decel_mode_l[k]:
+                a_b = c.deceleration if c.deceleration > 0 else c.brake * spec.deceleration
+                if hold > 0.0:
+                    a_b = hold / M[k] - fwd * other / M[k]
+                if a_b > 0:
+                    any_decel = True
+                    if decel_car is None:
+                        decel_car = [0.0] * len(ctrl)
+                    decel_car[k] = a_b
+                    b_force = max(M[k] * a_b + fwd * other, 0.0)   # what the hourly brake adds
+            else:
+                if c.emergency:
+                    demand = forces.EMERGENCY_FACTOR
+                elif hold > 0.0:
+                    demand = min(hold / self.train_maxbrake_l[k], 1.0)
+                elif c.brake > 0 or c.deceleration <= 0:
+                    demand = c.brake
+                else:
+                    demand = min(max((M[k] * c.deceleration + fwd * other) / self.train_maxbrake_l[k], 0.0), 1.0)
+                a = applied[k]
+                a += min(max(demand - a, -dt / self.train_release_l[k]), dt / self.train_build_l[k])
+                a = min(max(a, 0.0), forces.EMERGENCY_FACTOR)
+                applied[k] = a
+                b_force = a * self.train_maxbrake_l[k]
+            net = other - fwd * b_force
+            F = Fs[k]
+            q = 1.0
+            if c.speed_target is not None:
+                q = min(max((M[k] * (c.speed_target - vk) / dt - net) / F, 0.0), 1.0) if F > 0 else 0.0
+            scale[k] = q * forces.taper_factor(F * q, net, M[k], vk, self.train_vmax_l[k], dt) * thr[k]
+        sc = np.array(scale)
+        trac = trac0 * (sc / np.where(thr_a > 0, thr_a, 1.0))[ct]
+        brk = m.max_brake * (applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied))[ct]
+        if any_decel:
+            opp = forces.opposing_resistance(v, dav, crv, grav)
+            dc = np.array(decel_car)[ct]
+            brk = brk + np.maximum(self._inertial * dc - opp, 0.0) * (dc > 0)
+        return trac, brk, sc, applied
+
     def throw_switch(self, junction: int, route: int) -> None:
         """Throw a switch now: cars whose bogies straddle it on a line that takes the
         other route derail (their bogies would take different routes)."""
@@ -550,6 +749,11 @@ class Replay:
         x = self.engine.x
         pending: dict[int, list[tuple[dict, int]]] = {}
         for e in evs:
+            if e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED:
+                # A slack closing at a walking pace (brakes or traction changing by a few
+                # per cent per step) is a contact change, not a snatch or an impact; their
+                # number would only follow the step (docs/running-time.md §7).
+                continue
             cars = tuple(int(c) for c in e.cars)
             names = []
             for c in cars:
@@ -656,13 +860,11 @@ class Replay:
         xf = x[starts]
         s_front = np.minimum(np.maximum(xf, 0.0), self._train_line_len)
         speed = v[starts]
-        ctrl = [t.controls for t in self.trains]
-        throttle = np.array([c.throttle for c in ctrl], dtype=np.float64)
-        brake = np.array([c.brake for c in ctrl], dtype=np.float64)
-        for k, c in enumerate(ctrl):
-            if c.deceleration:
-                t = self.trains[k]
-                brake[k] = min(1.0, float(brk[t.cars].sum() / max(t.model.max_brake.sum(), 1.0)))
+        # what the traction and the brakes gave: a fraction of full traction and of the
+        # train's brake force
+        throttle = np.array(self._scale, dtype=np.float64)
+        brake = np.minimum(np.add.reduceat(brk, starts) / self.train_maxbrake, 1.0) if len(brk) else \
+            np.zeros(len(starts))
         prev = self._trace_rows[-1] if self._trace_rows else None
         if prev is not None and self.time > prev.time:
             acc = (speed - prev.speed) / (self.time - prev.time)
@@ -750,7 +952,7 @@ class Replay:
                 cars[t.spec.name] = {k: np.array(c) for k, c in zip(CAR_COLUMNS, cc)}
             kinds = kinds_of.get(t.spec.name, [])
             summary["trains"][t.spec.name] = {
-                "consist": t.consist.name, "cars": t.cars.stop - t.cars.start,
+                "consist": t.consist.name, "cars": t.cars.stop - t.cars.start, "category": t.category,
                 "mass_t": round(float(t.model.mass.sum()) / 1000.0, 3), "length_m": round(t.length, 3),
                 "running_time_s": round(t.done_at if t.done_at is not None else self.time, 3),
                 "finished": t.done_at is not None, "derailed": t.derailed,
@@ -760,6 +962,8 @@ class Replay:
                 "braking_energy_kwh": round(t.braking_j / 3.6e6, 4),
                 "events": {k: kinds.count(k) for k in sorted(set(kinds))},
             }
+            if t.allowance is not None:
+                trains_summary[t.spec.name]["allowance"] = t.allowance
         return ReplayResult(self.scenario.source, traces, cars, tuple(self.events), summary, wall)
 
 

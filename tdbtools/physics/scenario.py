@@ -6,6 +6,8 @@ A scenario is a TOML file (or the same structure built in Python)::
     step = 0.1                 # s
     duration = 3600            # s, at most
     stand_in = true            # missing .eng/.wag: generic stock of the same kind
+    rotating_mass = true       # rotating-mass factors 1.15 engines, 1.05 other cars
+    adhesion = "dry"           # traction limited by adhesion: "dry", "wet" or "off"
 
     [[train]]
     name = "IC3"
@@ -14,6 +16,13 @@ A scenario is a TOML file (or the same structure built in Python)::
     beyond_path = 3000                  # run on this far past the end of the path
     driver = "auto"                     # keep to the limits, stop at the end of the path
     max_speed = "160km/h"               # optional cap for the automatic driver
+    category = "passenger"              # which speed-post values apply ("freight");
+                                        # default: freight if any car is a freight wagon
+    brake_mode = "force"                # or "deceleration" (the hourly model)
+    brake_build_up = 4                  # s; default 4 (passenger), 20 (freight)
+    allowance = 5                       # running-time allowance, % (and/or
+    allowance_min_per_100km = 3         # minutes per 100 km), met by
+    allowance_mode = "eco"              # coasting ("linear": lower speeds)
     # or a schedule, by time (s) or by distance (m) from the start:
     # [[train.schedule]]
     # at = 0
@@ -125,6 +134,11 @@ class TrainSpec:
     brake_mode: str = "force"                # "force" | "deceleration"
     deceleration: float = 0.5                # m/s², the automatic driver's planned braking
     stand_in: bool | None = None             # overrides the scenario's setting
+    category: str | None = None              # "passenger" | "freight"; None: from the consist
+    brake_build_up: float | None = None      # s to a full application; None: by category
+    allowance: float = 0.0                   # running-time allowance, % of the minimum
+    allowance_min_per_100km: float = 0.0     # and minutes per 100 km
+    allowance_mode: str = "linear"           # "linear" (lower speeds) | "eco" (coasting)
     depart: float = 0.0                      # s: the train stands (full brake) until then
 
 
@@ -145,6 +159,8 @@ class Scenario:
     events: tuple[SwitchEvent, ...] = ()
     source: str = "<scenario>"
     collision_check_interval: float = 0.5    # s between occupancy/side-collision checks
+    rotating_mass: bool = True               # default rotating-mass factors (running-time.md §5)
+    adhesion: str = "dry"                    # "dry" | "wet" | "off"
 
     def __post_init__(self) -> None:
         # Also when built in Python or changed with dataclasses.replace (replay --step).
@@ -153,10 +169,12 @@ class Scenario:
             raise ScenarioError(bad[1], Location(self.source, 1, 1))
 
 
-_TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval"}
+_TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval",
+        "rotating_mass", "adhesion"}
 #: The keys of a ``[[train]]`` table.
 TRAIN_KEYS = {"name", "consist", "path", "start", "distance", "start_offset", "beyond_path", "driver", "schedule",
-          "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in", "depart"}
+              "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in", "depart",
+              "category", "brake_build_up", "allowance", "allowance_min_per_100km", "allowance_mode"}
 _START = {"tile", "pos", "backward"}
 _COMMAND = {"at", "throttle", "brake"}
 _EVENT = {"at", "junction", "route"}
@@ -173,7 +191,8 @@ class TomlSource:
     def error(self, message: str, key: str | None = None) -> ScenarioError:
         loc = Location(self.path, 1, 1)
         if key:
-            m = re.search(rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=", self.text, re.M)
+            m = (re.search(rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=", self.text, re.M)
+                 or re.search(rf"^\s*\[\[?\s*{re.escape(key)}\s*\]", self.text, re.M))
             if m:
                 before = self.text[: m.start() + len(m.group()) - len(m.group().lstrip())]
                 line = before.count("\n") + 1
@@ -313,8 +332,14 @@ def scenario_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | N
                                   int(_num(ctx, e["route"], "route", None, lo=0, hi=1))))
     cci = _num(ctx, data.get("collision_check_interval", max(0.5, step)), "collision_check_interval", "time",
                lo=step, hi=60.0)
+    rotating = data.get("rotating_mass", True)
+    if not isinstance(rotating, bool):
+        raise ctx.error("rotating_mass: expected true or false", "rotating_mass")
+    adhesion = data.get("adhesion", "dry")
+    if adhesion not in ("dry", "wet", "off"):
+        raise ctx.error(f"adhesion must be \"dry\", \"wet\" or \"off\", got {adhesion!r}", "adhesion")
     return Scenario(route, trains, step, duration, stand_in, tuple(sorted(events, key=lambda e: e.at)),
-                    ctx.path, cci)
+                    ctx.path, cci, rotating, adhesion)
 
 
 def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
@@ -341,7 +366,8 @@ def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
                            _num(ctx, pos[0], "pos", None), _num(ctx, pos[1], "pos", None),
                            bool(s.get("backward", False)))
     if (path is None) == (start is None):
-        raise ctx.error(f"train {name!r}: give either 'path' or 'start'", "path" if path else "start")
+        raise ctx.error(f"train {name!r}: give either 'path' or 'start'",
+                        "path" if path else "start" if start else "train")
     sched_raw = t.get("schedule", [])
     if not isinstance(sched_raw, list):
         raise ctx.error(f"train {name!r}: 'schedule' must be a list of tables", "schedule")
@@ -364,6 +390,14 @@ def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
     mode = t.get("brake_mode", "force")
     if mode not in ("force", "deceleration"):
         raise ctx.error(f"train {name!r}: brake_mode must be \"force\" or \"deceleration\"", "brake_mode")
+    category = t.get("category")
+    if category is not None and category not in ("passenger", "freight"):
+        raise ctx.error(f"train {name!r}: category must be \"passenger\" or \"freight\", got {category!r}",
+                        "category")
+    amode = t.get("allowance_mode", "linear")
+    if amode not in ("linear", "eco"):
+        raise ctx.error(f"train {name!r}: allowance_mode must be \"linear\" or \"eco\", got {amode!r}",
+                        "allowance_mode")
     stand_in = t.get("stand_in")
     if stand_in is not None and not isinstance(stand_in, bool):
         raise ctx.error("stand_in: expected true or false", "stand_in")
@@ -378,8 +412,14 @@ def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
         start_speed=_num(ctx, t.get("start_speed", 0.0), "start_speed", "speed", lo=0.0, hi=300.0),
         brake_mode=mode,
         deceleration=_num(ctx, t.get("deceleration", 0.5), "deceleration", None, lo=0.05, hi=3.0),
-        stand_in=stand_in,
+        stand_in=stand_in, category=category,
         depart=_num(ctx, t.get("depart", 0.0), "depart", "time", lo=0.0, hi=1e7),
+        brake_build_up=(_num(ctx, t["brake_build_up"], "brake_build_up", "time", lo=0.0, hi=120.0)
+                        if "brake_build_up" in t else None),
+        allowance=_num(ctx, t.get("allowance", 0.0), "allowance", None, lo=0.0, hi=100.0),
+        allowance_min_per_100km=_num(ctx, t.get("allowance_min_per_100km", 0.0), "allowance_min_per_100km",
+                                     None, lo=0.0, hi=60.0),
+        allowance_mode=amode,
     )
 
 

@@ -47,10 +47,12 @@ Conventions
 * At a section (or node) boundary a sample belongs to the piece that *ends* there,
   exactly as a traveller that moved up to the boundary reports it.
 * ``heading`` is radians from +Z towards +X, wrapped into (−π, π].
-* ``speed_limit`` (m/s) follows :mod:`tdbtools.track.profile`: the route limit at the
-  start; a limit post passed sets its (passenger) value, a "resume" post restores the
-  route limit, warnings and mileposts change nothing; posts count in both directions of
-  travel. A post exactly at the line start counts (the train stands at it).
+* ``speed_limit`` (m/s, passenger values; :meth:`TrackLine.limits` for freight) follows
+  :mod:`tdbtools.track.speedposts`: the route limit at the start; a limit post met in
+  the direction it governs sets its value for the category (capped at the route
+  limit), a "resume" post restores the route limit, warnings and mileposts change
+  nothing; posts facing the other way are ignored (docs/running-time.md §1). A post
+  exactly at the line start counts (the train stands at it).
 * ``ends_at_track_end``: the walk stopped because the track ran out (an end node, a pin
   linking nowhere) within 1 mm of the far end, not because the requested distance was
   reached. ``starts_at_track_end`` is the same for the start, looking backward.
@@ -77,11 +79,11 @@ import numpy as np
 from ..errors import TdbToolsError
 from ..formats.pat import PathFile
 from ..formats.route import Route
-from ..formats.tdb import SpeedPostItem
 from ..track.geometry import TILE_SIZE, SectionGeometry, WorldPoint, normalize_tile, point_at, wrap_angle
 from ..track.paths import ResolvedPath, resolve_path
 from ..track.spatial import cached, track_geometry
-from ..track.traveller import Switches, Traveller, item_positions
+from ..track.speedposts import CATEGORIES, SpeedPost, limit_after, speed_posts
+from ..track.traveller import Switches, Traveller
 
 __all__ = ["LineJunction", "TrackLine", "TrackLineError"]
 
@@ -249,7 +251,10 @@ class TrackLine:
     junction_route: np.ndarray
     junction_facing: np.ndarray
     limit_s: np.ndarray              # speed-limit changes: from limit_s[k] on, limit_v[k]
-    limit_v: np.ndarray
+    limit_v: np.ndarray              # passenger values
+    limit_v_freight: np.ndarray      # freight values (same limit_s)
+    post_s: np.ndarray               # every post met in its direction (limit, warning, resume)
+    post_kind: tuple[str, ...]
     part: int = 0
     parts: int = 1
     _heading_u: np.ndarray | None = None
@@ -387,25 +392,31 @@ class TrackLine:
         pts = pts[keep]
         pts[-1] = length
 
-        # Speed-limit changes from the posts on the node traversals.
+        # Speed-limit changes from the posts met in their governed direction
+        # (docs/running-time.md §1), one column per train category.
         base = float(route.trk.speed_limit)
-        posts: list[tuple[float, int, float | None]] = []
-        table = item_positions(route)
+        met: list[tuple[float, int, SpeedPost]] = []
+        table = speed_posts(route)
         for node, d, a, b, off0 in zip(sn, sd, s0, s1, so):
             span = b - a
             lo, hi = (off0, off0 + span) if d == 1 else (off0 - span, off0)
-            for ip in table.get(int(node), ()):
-                it = ip.item
-                if not isinstance(it, SpeedPostItem) or not (lo - _EPS <= ip.offset <= hi + _EPS):
+            for post in table.get(int(node), ()):
+                if not post.applies_to(int(d)) or not (lo - _EPS <= post.offset <= hi + _EPS):
                     continue
-                at = a + (ip.offset - off0 if d == 1 else off0 - ip.offset)
-                if it.is_resume:
-                    posts.append((max(at, 0.0), len(posts), base))
-                elif it.is_limit and it.speed_ms is not None:
-                    posts.append((max(at, 0.0), len(posts), float(it.speed_ms)))
-        posts.sort()
-        ls = np.array([0.0] + [p[0] for p in posts])
-        lv = np.array([base] + [p[2] for p in posts])
+                at = a + (post.offset - off0 if d == 1 else off0 - post.offset)
+                met.append((max(float(at), 0.0), len(met), post))
+        met.sort(key=lambda m: (m[0], m[1]))
+        steps = [m for m in met if m[2].kind != "warning"]   # trains ignore warnings
+        ls = np.array([0.0] + [m[0] for m in steps])
+        cols = {}
+        for cat in CATEGORIES:
+            cur, vals = base, [base]
+            for _at, _k, post in steps:
+                cur = min(limit_after(post, cat, cur, base), base)
+                vals.append(cur)
+            cols[cat] = np.array(vals)
+        lv, lvf = cols["passenger"], cols["freight"]
+        post_kind = tuple(m[2].kind for m in met)
 
         js = walk.junctions
         line = cls(
@@ -423,7 +434,9 @@ class TrackLine:
             junction_node=np.array([j.node for j in js], dtype=np.int64),
             junction_route=np.array([j.route for j in js], dtype=np.int64),
             junction_facing=np.array([j.facing for j in js], dtype=bool),
-            limit_s=ls, limit_v=lv, part=part, parts=parts)
+            limit_s=ls, limit_v=lv, limit_v_freight=lvf, post_s=np.array([m[0] for m in met], dtype=np.float64),
+            post_kind=post_kind,
+            part=part, parts=parts)
         ex = line._exact(pts)
         hu = np.unwrap(ex["heading"]) if len(pts) else ex["heading"]
         cols = dict(node=ex["node"], offset=ex["offset"], direction=ex["direction"],
@@ -432,6 +445,50 @@ class TrackLine:
                     curvature=ex["curvature"], speed_limit=ex["speed_limit"], _heading_u=hu)
         for k, v in cols.items():
             object.__setattr__(line, k, v)
+        return line
+
+    @classmethod
+    def synthetic(cls, length: float, *, grade: float = 0.0, curvature: float = 0.0,
+                  route_limit: float = 500.0, limits: tuple[tuple[float, float], ...] = (),
+                  freight_limits: tuple[tuple[float, float], ...] | None = None, step: float = 10.0,
+                  node: int = 1, source: str = "synthetic") -> TrackLine:
+        """A straight line of constant ``grade`` (rise per horizontal metre) and
+        ``curvature`` on no route, with limit posts ``(s, v)`` (m, m/s): for tests and
+        running-time studies. Its node is ``node`` with offset = line distance; it ends
+        at a track end."""
+        n = max(int(math.ceil(length / step)), 1)
+        pts = np.linspace(0.0, float(length), n + 1)
+        sin = math.sin(math.atan(grade))
+        cos = math.cos(math.atan(grade))
+        posts = sorted(limits)
+        ls = np.array([0.0] + [float(a) for a, _v in posts])
+        lv = np.array([route_limit] + [min(float(v), route_limit) for _a, v in posts])
+        fposts = sorted(freight_limits) if freight_limits is not None else posts
+        lvf = np.array([route_limit] + [min(float(v), route_limit) for _a, v in fposts])
+        if len(lvf) != len(lv):
+            raise TrackLineError("freight limits must be given at the same posts")
+        z = pts * cos
+        ones = np.ones_like(pts)
+        one = np.array([0.0])
+        line = cls(
+            route_name="synthetic", source=source, step=float(step), length=float(length),
+            path_length=float(length), ends_at_track_end=True, starts_at_track_end=True,
+            s=pts, node=np.full(len(pts), node, dtype=np.int64), offset=pts.copy(),
+            direction=np.ones(len(pts), dtype=np.int8), tile_x=np.zeros(len(pts), np.int64),
+            tile_z=np.zeros(len(pts), np.int64), x=np.zeros_like(pts), y=pts * sin, z=z,
+            X=np.zeros_like(pts), Z=z, heading=np.zeros_like(pts), grade=grade * ones,
+            curvature=curvature * ones, speed_limit=np.zeros(0),
+            seg_node=np.array([node], np.int64), seg_dir=np.array([1], np.int8), seg_s0=one.copy(),
+            seg_s1=np.array([float(length)]), seg_off0=one.copy(),
+            piece_row=np.array([-1], np.int64), piece_dir=np.array([1], np.int8), piece_s0=one.copy(),
+            piece_s1=np.array([float(length)]), piece_soff0=one.copy(),
+            piece_grade=np.array([float(grade)]), piece_curvature=np.array([float(curvature)]),
+            piece_geom=None,  # type: ignore[arg-type]  # no section geometry: at(exact=True) fails
+            junction_s=np.zeros(0), junction_node=np.zeros(0, np.int64),
+            junction_route=np.zeros(0, np.int64), junction_facing=np.zeros(0, bool),
+            limit_s=ls, limit_v=lv, limit_v_freight=lvf, post_s=ls[1:].copy(),
+            post_kind=tuple("limit" for _ in posts), _heading_u=np.zeros_like(pts))
+        object.__setattr__(line, "speed_limit", line.limit(pts))
         return line
 
     # -- lookups -----------------------------------------------------------------------
@@ -481,10 +538,21 @@ class TrackLine:
         """Signed 1/R at ``s`` (exact: the section's)."""
         return self.piece_curvature[self._piece_index(np.asarray(s, dtype=np.float64))]
 
-    def limit(self, s) -> np.ndarray:
-        """Speed limit (m/s) in force at ``s`` (a change applies from its post on)."""
+    def limit(self, s, category: str = "passenger") -> np.ndarray:
+        """Speed limit (m/s) for ``category`` in force at ``s`` (a change applies from
+        its post on)."""
+        _s, v = self.limits(category)
         i = np.searchsorted(self.limit_s, np.asarray(s, dtype=np.float64), side="right") - 1
-        return self.limit_v[np.clip(i, 0, len(self.limit_v) - 1)]
+        return v[np.clip(i, 0, len(v) - 1)]
+
+    def limits(self, category: str = "passenger") -> tuple[np.ndarray, np.ndarray]:
+        """The limit steps ``(limit_s, v)`` for a train category: ``v[k]`` holds from
+        ``limit_s[k]`` on (steps that change nothing are kept)."""
+        if category == "passenger":
+            return self.limit_s, self.limit_v
+        if category == "freight":
+            return self.limit_s, self.limit_v_freight
+        raise ValueError(f"category must be one of {CATEGORIES}, not {category!r}")
 
     def world_xz(self, s) -> tuple[np.ndarray, np.ndarray]:
         """Absolute world (X, Z) in metres at ``s`` (linear between samples)."""

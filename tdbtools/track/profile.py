@@ -3,9 +3,10 @@
 A profile samples a traveller every ``step`` metres along a resolved ``.pat`` path
 (switches set as the path needs, turning at reversal points) or from a world point
 for a distance. The speed limit starts at the route's limit and follows the
-speed-limit posts passed (passenger values; a "resume" post restores the route
-limit). Posts apply in both directions of travel: MSTS gives no reliable facing for
-them (DK24's post angles follow no pattern relative to the track).
+speed-limit posts passed for the train ``category`` ("passenger" or "freight"); a "resume" post restores the
+route limit). A post applies only to the direction of travel it governs, by Open
+Rails' rule on its angle (:mod:`tdbtools.track.speedposts`, docs/running-time.md §1);
+posts met from behind and warning posts are listed as events but change nothing.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ..errors import TdbToolsError
 from ..formats.route import Route
 from ..formats.tdb import SpeedPostItem
 from .paths import ResolvedPath, resolve_path
+from .speedposts import CATEGORIES, limit_after, speed_posts
 from .traveller import Switches, Traveller
 
 COLUMNS = ("distance_m", "node", "offset_m", "direction", "tile_x", "tile_z", "x", "y", "z",
@@ -60,9 +62,13 @@ MAX_PROFILE_SAMPLES = 5_000_000
 
 
 class _Sampler:
-    def __init__(self, route: Route, step: float) -> None:
+    def __init__(self, route: Route, step: float, category: str = "passenger") -> None:
         if not 0 < step < math.inf:
             raise TdbToolsError(f"the profile step must be positive and finite, got {step}")
+        if category not in CATEGORIES:
+            raise TdbToolsError(f"the train category must be one of {', '.join(CATEGORIES)}, got {category!r}")
+        self.category = category
+        self.posts = {p.item_index: p for ps in speed_posts(route).values() for p in ps}
         self.route = route
         self.budget = MAX_PROFILE_SAMPLES
         self.step = float(step)
@@ -91,7 +97,7 @@ class _Sampler:
             d = min(self.step, left)
             rest, passed = t.move_collect(d)
             for pi in passed:
-                self._item(pi.item, self.distance + pi.distance)
+                self._item(pi.item, self.distance + pi.distance, pi.direction)
             moved = d - rest
             self.distance += moved
             left -= moved
@@ -101,14 +107,22 @@ class _Sampler:
                 return left
         return 0.0
 
-    def _item(self, item, at: float) -> None:  # noqa: ANN001
-        if isinstance(item, SpeedPostItem):
-            if item.is_resume:
-                self.limit = self.route.trk.speed_limit * 3.6
-                self.events.append((at, "speed limit resumes"))
-            elif item.is_limit and item.speed_ms is not None:
-                self.limit = item.speed_ms * 3.6
-                self.events.append((at, f"speed limit {self.limit:.0f} km/h"))
+    def _item(self, item, at: float, direction: int) -> None:  # noqa: ANN001
+        post = self.posts.get(item.index) if isinstance(item, SpeedPostItem) else None
+        if post is None:
+            return
+        if not post.applies_to(direction):
+            self.events.append((at, f"{post.kind} post for the other direction"))
+            return
+        line_max = self.route.trk.speed_limit
+        before = self.limit
+        self.limit = min(limit_after(post, self.category, self.limit / 3.6, line_max), line_max) * 3.6
+        if post.kind == "resume":
+            self.events.append((at, "speed limit resumes"))
+        elif post.kind == "warning":
+            self.events.append((at, f"warning {(post.value(self.category) or 0.0) * 3.6:.0f} km/h"))
+        elif self.limit != before or post.value(self.category) is not None:
+            self.events.append((at, f"speed limit {self.limit:.0f} km/h"))
 
     def result(self, source: str) -> Profile:
         cols = list(zip(*self.rows)) if self.rows else [()] * len(COLUMNS)
@@ -117,15 +131,17 @@ class _Sampler:
         return Profile(self.route.name, source, data, tuple(self.events))
 
 
-def profile_path(route: Route, path, *, step: float = 10.0) -> Profile:  # noqa: ANN001
-    """The profile along a ``.pat`` path (a file, a PathFile or a ResolvedPath)."""
+def profile_path(route: Route, path, *, step: float = 10.0,  # noqa: ANN001
+                 category: str = "passenger") -> Profile:
+    """The profile along a ``.pat`` path (a file, a PathFile or a ResolvedPath), with
+    the limits a train of ``category`` meets in its direction of travel."""
     res = path if isinstance(path, ResolvedPath) else resolve_path(route, path)
     if not res.ok:
         raise TdbToolsError(f"path {res.path} does not resolve: {'; '.join(res.problems)}")
     switches = Switches(route)
     first = res.legs[0].traversals[0]
     t = Traveller(route, first.node, first.start, first.direction, switches=switches)
-    s = _Sampler(route, step)
+    s = _Sampler(route, step, category)
     s.sample(t)
     for k, leg in enumerate(res.legs):
         if k > 0 and k in res.reversals:
@@ -139,7 +155,7 @@ def profile_path(route: Route, path, *, step: float = 10.0) -> Profile:  # noqa:
 
 
 def profile_from(route: Route, tile_x: int, tile_z: int, x: float, z: float, distance: float, *,
-                 step: float = 10.0, backward: bool = False) -> Profile:
+                 step: float = 10.0, backward: bool = False, category: str = "passenger") -> Profile:
     """The profile from a world point, ``distance`` metres along the track (switches in
     their default positions)."""
     if not (math.isfinite(x) and math.isfinite(z)):
@@ -147,7 +163,7 @@ def profile_from(route: Route, tile_x: int, tile_z: int, x: float, z: float, dis
     t = Traveller.at(route, tile_x, tile_z, x, z)
     if backward:
         t.reverse()
-    s = _Sampler(route, step)
+    s = _Sampler(route, step, category)
     s.sample(t)
     s.run(t, distance)
     return s.result(f"tile ({tile_x}, {tile_z}) x {x} z {z}")

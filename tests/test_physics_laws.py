@@ -1,0 +1,169 @@
+"""The force laws and the speed-post values, case by case, with values worked out by
+hand (docs/running-time.md): what the mutation run showed the other tests leave open."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tdbtools.formats.stock import Stock
+from tdbtools.formats.tdb import SpeedPostItem
+from tdbtools.physics import forces as F
+from tdbtools.physics.driver import DriveState, ScheduleDriver
+from tdbtools.physics.scenario import Command
+from tdbtools.track.speedposts import SpeedPost, _values, limit_after
+
+G = 9.80665
+
+
+@pytest.fixture(scope="module")
+def model():
+    return F.CarModel.from_stock([Stock.generic("engine", "electric"), Stock.generic("wagon", "passenger")])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda m: F.gravity(m, [1.0, 2.0, 3.0], 0.0), "elev_front_bogie"),
+    (lambda m: F.gravity(m, 0.0, [1.0, 2.0, 3.0]), "elev_rear_bogie"),
+    (lambda m: F.gravity_from_grade(m, [0.1, 0.2, 0.3]), "grade"),
+    (lambda m: F.davis(m, [1.0, 2.0, 3.0]), "v"),
+    (lambda m: F.running_resistance(m, [1.0, 2.0, 3.0]), "v"),
+    (lambda m: F.adhesion_limit(m, [1.0, 2.0, 3.0]), "v"),
+    (lambda m: F.brake(m, [0.1, 0.2, 0.3]), "fraction"),
+    (lambda m: F.brake_for_deceleration(m, [0.1, 0.2, 0.3]), "deceleration"),
+    (lambda m: F.brake_for_deceleration(m, 0.5, [1.0, 2.0, 3.0]), "resistance"),
+    (lambda m: F.traction(m, [0.1, 0.2, 0.3], 0.0), "throttle"),
+    (lambda m: F.traction(m, 1.0, [1.0, 2.0, 3.0]), "v"),
+    (lambda m: F.curve_resistance(m, [0.1, 0.2, 0.3]), "curvature"),
+    (lambda m: F.braking(m, "deceleration", fraction=[0.1, 0.2, 0.3]), "fraction"),
+])
+def test_a_wrong_shape_names_the_argument(model, call, name):
+    with pytest.raises(ValueError, match=rf"^{name}: expected one value or 2"):
+        call(model)
+
+
+def test_gravity_of_a_car_standing_on_its_end(model):
+    b = model.bogie_spacing
+    assert F.gravity(model, b * 3.0, 0.0) == pytest.approx(-model.mass * G)
+    assert F.gravity(model, 0.0, b * 3.0) == pytest.approx(model.mass * G)
+    assert F.gravity_from_grade(model, -0.02) == pytest.approx(model.mass * G * math.sin(math.atan(0.02)))
+
+
+def test_adhesion_limit_without_driven_axle_data():
+    el = Stock.generic("engine", "electric")
+    m = F.CarModel.from_stock([el, Stock.generic("wagon", "freight")])
+    bare = F.CarModel(**{f: getattr(m, f) for f in (
+        "mass", "length", "bogie_spacing", "davis_a", "davis_b", "davis_c", "max_force", "max_power",
+        "max_velocity", "max_brake", "is_engine", "flipped", "is_passenger", "curves")})
+    mu = 0.161 + 7.5 / (3.6 * 10.0 + 44.0)
+    assert F.adhesion_limit(bare, 10.0) == pytest.approx([mu * el.mass_kg * G, 0.0])
+    assert F.adhesion_limit(bare, 10.0, "wet") == pytest.approx([0.7 * mu * el.mass_kg * G, 0.0])
+    assert list(bare.rho) == [1.0, 1.0]
+    six = Stock.generic("engine", "diesel")
+    part = F.CarModel.from_stock([type(six)(**{**{s: getattr(six, s) for s in six.__slots__},
+                                               "num_axles": 6, "num_drive_axles": 4})])
+    assert part.adhesive_mass == pytest.approx([six.mass_kg * 4 / 6])
+
+
+def test_implicit_taper_for_many_trains_agrees_with_the_scalar_form():
+    force = np.array([300e3, 300e3, 0.0, 300e3, 300e3, 300e3, 200e3])
+    other = np.array([-5e3, -5e3, -5e3, 50e3, -5e3, -200e3, 0.0])
+    inertia = np.full(7, 90e3)
+    v = np.array([10.0, 19.99, 19.99, 19.96, 20.5, 19.99, 19.97])
+    vmax = np.array([20.0, 20.0, 20.0, 20.0, 20.0, math.nan, 20.0])
+    for dt in (0.1, 1.0):
+        k = F.implicit_taper(force, other, inertia, v, vmax, dt)
+        want = [F.taper_factor(*a, dt) for a in zip(force, other, inertia, v, vmax)]
+        assert k == pytest.approx(want, abs=1e-12)
+        assert k[0] == 1.0 and k[2] == 1.0 and k[4] == 0.0 and k[5] == 1.0
+        assert 0.0 < k[1] < 1.0
+    # inside the taper, by hand: inertia·dv/dt = 20·F·(vmax − v − dv) + other
+    dv = (-5e3 + 20 * 300e3 * 0.01) / (90e3 / 0.1 + 20 * 300e3)
+    assert F.taper_factor(300e3, -5e3, 90e3, 19.99, 20.0, 0.1) == pytest.approx(20 * (0.01 - dv))
+
+
+def test_braking_modes(model):
+    mb = model.max_brake
+    assert F.braking(model, "force", fraction=0.4) == pytest.approx(0.4 * mb)
+    assert F.brake(model, 1.7) == pytest.approx(mb)
+    assert F.brake(model, -1.0) == pytest.approx([0.0, 0.0])
+    res = np.array([1000.0, 2000.0])
+    got = F.braking(model, "deceleration", fraction=0.5, deceleration=0.8, resistance=res)
+    assert got == pytest.approx(model.mass * 0.4 - res)
+    assert F.braking(model, "deceleration", fraction=0.0, deceleration=0.8) == pytest.approx([0.0, 0.0])
+    assert F.brake_for_deceleration(model, 0.5, 1e9) == pytest.approx([0.0, 0.0])
+    assert F.brake_for_deceleration(model, -0.5) == pytest.approx([0.0, 0.0])
+    with pytest.raises(ValueError):
+        F.braking(model, "sand")
+    # what the other forces already do: Davis + curve − gravity along the motion
+    opp = F.opposing_resistance(np.array([2.0, -2.0]), [10.0, 10.0], [1.0, 1.0], [5.0, 5.0])
+    assert opp == pytest.approx([6.0, 16.0])
+    assert F.opposing_resistance(0.0, 10.0, 0.0, -3.0) == pytest.approx(13.0)
+
+
+def test_running_resistance_without_a_starting_value(model):
+    assert F.running_resistance(model, 1.0) == pytest.approx(F.davis(model, 1.0))
+    diesel = Stock.generic("engine", "diesel")
+    with_f0 = type(diesel)(**{**{s: getattr(diesel, s) for s in diesel.__slots__}, "friction0_n": 4000.0})
+    m = F.CarModel.from_stock([with_f0, Stock.generic("wagon", "freight")])
+    r = F.running_resistance(m, np.array([0.5, 0.5]))
+    vm = with_f0.merge_speed_ms
+    dm = with_f0.davis_a + vm * with_f0.davis_b + vm * vm * with_f0.davis_c
+    assert r[0] == pytest.approx(4000.0 + (dm - 4000.0) * 0.5 / vm)
+    assert r[1] == pytest.approx(F.davis(m, 0.5)[1])          # the wagon has no F0
+    assert F.running_resistance(m, -0.5)[0] == pytest.approx(r[0])
+
+
+def test_openrails_curve_formula_by_hand(model):
+    R, e, v = 500.0, 0.1, 15.0
+    veq = math.sqrt(G * R * e / 1.435)
+    wb = np.array([1.6764, 2.4384])   # the coach is a passenger car
+    want = model.mass * 0.5 * (1.435 + wb) / (2 * R) * abs((veq - v) / veq) * 2.0 * 0.5 * G
+    got = F.curve_resistance(model, -1 / R, formula="openrails", v=v, superelevation=e)
+    assert got == pytest.approx(want)
+    flat = F.curve_resistance(model, 1 / R, formula="openrails", v=v)       # no cant: factor 1
+    assert flat == pytest.approx(model.mass * 0.5 * (1.435 + wb) / (2 * R) * G)
+    wide = F.curve_resistance(model, 1 / R, formula="openrails", wheelbase=3.0, gauge=1.0, mu=0.2)
+    assert wide == pytest.approx(model.mass * 0.2 * 4.0 / (2 * R) * G)
+    assert F.curve_resistance(model, 0.0, formula="openrails") == pytest.approx([0.0, 0.0])
+    assert F.curve_resistance(model, np.nan) == pytest.approx([0.0, 0.0])
+    with pytest.raises(ValueError):
+        F.curve_resistance(model, 0.01, formula="uic")
+
+
+def test_speed_post_values_per_category():
+    def item(flags, value=80.0):
+        return SpeedPostItem(index=0, flags=flags, value=value, angle=0.0)
+
+    assert _values(item(2 | 1 << 7)) == pytest.approx((80 / 3.6, 80 / 3.6))
+    assert _values(item(2 | 1 << 5)) == (pytest.approx(80 / 3.6), None)
+    assert _values(item(2 | 1 << 6)) == (None, pytest.approx(80 / 3.6))
+    assert _values(item(2)) == (None, None)
+    assert _values(item(2 | 1 << 5 | 1 << 8, 50.0)) == (pytest.approx(50 * 0.44704), None)
+    assert _values(item(3, None)) == (None, None)
+
+    def post(kind, p, f):
+        return SpeedPost(1, 10.0, 1, kind, p, f, 0)
+
+    assert post("limit", 10.0, 20.0).value("passenger") == 10.0
+    assert post("limit", 10.0, 20.0).value("freight") == 20.0
+    assert limit_after(post("limit", 10.0, None), "passenger", 30.0, 50.0) == 10.0
+    assert limit_after(post("limit", 10.0, None), "freight", 30.0, 50.0) == 30.0
+    assert limit_after(post("resume", None, None), "freight", 30.0, 50.0) == 50.0
+    assert limit_after(post("warning", 10.0, 10.0), "passenger", 30.0, 50.0) == 30.0
+    assert post("limit", 1.0, 1.0).applies_to(1) and not post("limit", 1.0, 1.0).applies_to(0)
+
+
+def test_schedule_driver_by_time_and_by_distance():
+    cmds = (Command(10.0, 0.5, 0.0), Command(20.0, 0.0, 0.7))
+    by_time = ScheduleDriver(cmds, "time")
+    by_dist = ScheduleDriver(cmds, "distance")
+
+    def st(t, d):
+        return DriveState(t, d, 1.0, d, d - 10.0)
+
+    assert by_time(st(5.0, 15.0)).throttle == 0.0 and by_time(st(5.0, 15.0)).brake == 0.0
+    assert by_dist(st(5.0, 15.0)).throttle == 0.5
+    c = by_time(st(25.0, 0.0))
+    assert (c.throttle, c.brake, c.deceleration, c.speed_target) == (0.0, 0.7, 0.0, None)
+    assert by_dist(st(25.0, 0.0)).throttle == 0.0 and by_dist(st(25.0, 0.0)).brake == 0.0

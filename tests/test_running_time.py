@@ -1,0 +1,366 @@
+"""Running times a running-time engineer can trust: the replay against an independent
+minimum-time computation (RK4 on a single mass with a braking envelope), braking
+distances against closed forms, and the physics behaviours the replay must show.
+
+The reference below shares no code with tdbtools.physics: it reads the stock values
+and restates the force laws of docs/running-time.md.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
+
+from tdbtools.formats.consist import read_consist, resolve_stock
+from tdbtools.physics.replay import Replay
+from tdbtools.physics.scenario import Command, Scenario, TrainSpec
+from tdbtools.physics.trackline import TrackLine
+
+CONSISTS = SAMPLE_INSTALL / "TRAINS" / "CONSISTS"
+g = 9.80665
+KMH = 1 / 3.6
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TDBTOOLS_CACHE_DIR", str(tmp_path / "cache"))
+
+
+# -- the independent reference ------------------------------------------------------------
+
+
+@dataclass
+class Train:
+    """Whole-train sums of the stock values, worked out here from the stock files."""
+
+    mass: float
+    inertia: float
+    length: float
+    davis: tuple[float, float, float]
+    engines: list[tuple[float, float, float, float]]   # max force, power, vmax, adhesive mass
+    max_brake: float
+
+    @classmethod
+    def of(cls, consist: str) -> Train:
+        con = read_consist(CONSISTS / f"{consist}.con")
+        cars = resolve_stock(con, SAMPLE_INSTALL)
+        engines = [(c.max_force_n, c.max_power_w, c.max_velocity_ms,
+                    c.mass_kg * (c.num_drive_axles / c.num_axles if c.num_drive_axles else 1.0))
+                   for c in cars if c.kind == "engine"]
+        # documented rotating-mass factors: 1.15 engines, 1.05 other cars
+        inertia = sum(c.mass_kg * (1.15 if c.kind == "engine" else 1.05) for c in cars)
+        davis_at = [(c.davis_a, c.davis_b, c.davis_c) for c in cars]
+        return cls(sum(c.mass_kg for c in cars), inertia, sum(c.length_m for c in cars),
+                   tuple(sum(d[i] for d in davis_at) for i in range(3)), engines,
+                   sum(c.max_brake_force_n for c in cars))
+
+    def traction(self, v: float) -> float:
+        total = 0.0
+        for fmax, power, vmax, m_adh in self.engines:
+            f = fmax if v <= 0 else min(fmax, power / v)
+            mu = 0.161 + 7.5 / (v * 3.6 + 44.0)
+            f = min(f, mu * m_adh * g)
+            if v > vmax - 0.05:
+                f *= max(20 * (vmax - v), 0.0)
+            total += f
+        return total
+
+
+_CARS: dict[str, list] = {}
+
+
+def resistance(consist: str, v: float) -> float:
+    """Davis summed over the cars, each car's replaced below its merge speed by the
+    line from its standstill force F0 to its Davis value at the merge speed."""
+    if consist not in _CARS:
+        cars = resolve_stock(read_consist(CONSISTS / f"{consist}.con"), SAMPLE_INSTALL)
+        _CARS[consist] = [(c.davis_a, c.davis_b, c.davis_c, c.friction0_n, c.merge_speed_ms) for c in cars]
+    tot = 0.0
+    for a, b, c, f0, vm in _CARS[consist]:
+        d = a + b * v + c * v * v
+        if f0 and v < vm:
+            dm = a + b * vm + c * vm * vm
+            d = f0 + (dm - f0) * v / vm
+        tot += d
+    return tot
+
+
+def reference_min_time(consist: str, length: float, grade: float, curvature: float,
+                       limits: list[tuple[float, float]], route_limit: float, decel: float,
+                       vcap: float, ds: float = 0.25) -> tuple[float, float]:
+    """Minimum running time (s) and traction energy (kWh) of ``consist`` from standing
+    with its rear at 0 to standing with its front 2 m short of ``length``: full
+    traction up to the permitted speed (limits over the whole train length, ``vcap``),
+    held there, braking at ``decel`` along the braking envelope of every lower limit
+    ahead and of the stop. RK4 in distance on w = v²."""
+    tr = Train.of(consist)
+
+    def resist(v: float) -> float:
+        return resistance(consist, v)
+
+    sin = math.sin(math.atan(grade))
+    fixed = tr.mass * g * sin + tr.mass * g * 0.8 * abs(curvature)   # gravity + curve (OSRD)
+    steps = sorted(limits)
+
+    def line_limit(s: float) -> float:
+        v = route_limit
+        for a, lim in steps:
+            if s >= a:
+                v = min(lim, route_limit)
+        return v
+
+    def window(front: float) -> float:
+        rear = front - tr.length
+        pts = [rear, front] + [a for a, _ in steps if rear < a <= front]
+        return min(line_limit(p) for p in pts)
+
+    stop = length - 2.0
+    targets = [(a, min(v, route_limit)) for a, v in steps] + [(stop, 0.0)]
+
+    def cap(front: float) -> float:
+        c = min(window(front), vcap)
+        for a, v in targets:
+            if a >= front:
+                c = min(c, math.sqrt(v * v + 2 * decel * (a - front)))
+        return c
+
+    def accel(v: float) -> float:
+        return (tr.traction(v) - resist(v) - fixed) / tr.inertia
+
+    s = tr.length
+    w = 0.0
+    t = 0.0
+    energy = 0.0
+    while s < stop - 1e-9:
+        h = min(ds, stop - s)
+        v0 = math.sqrt(max(w, 0.0))
+        c_next = cap(s + h)
+
+        def f(w_: float) -> float:
+            return 2.0 * accel(math.sqrt(max(w_, 0.0)))
+        k1 = f(w)
+        k2 = f(w + h / 2 * k1)
+        k3 = f(w + h / 2 * k2)
+        k4 = f(w + h * k3)
+        w1 = w + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        v1 = min(math.sqrt(max(w1, 0.0)), c_next)
+        # traction work: what full traction did, or what holding the cap took
+        if v1 < math.sqrt(max(w1, 0.0)) - 1e-12:
+            need = tr.inertia * (v1 * v1 - v0 * v0) / (2 * h) + resist(0.5 * (v0 + v1)) + fixed
+            energy += max(min(need, tr.traction(0.5 * (v0 + v1))), 0.0) * h
+        else:
+            energy += tr.traction(0.5 * (v0 + v1)) * h
+        if v0 + v1 > 0:
+            t += 2 * h / (v0 + v1)
+        w = v1 * v1
+        s += h
+    return t, energy / 3.6e6
+
+
+def run_replay(consist: str, line: TrackLine, *, dt: float = 0.1, mode: str = "deceleration",
+               decel: float = 0.5, **spec) -> tuple[dict, Replay]:
+    sc = Scenario(SAMPLE_ROUTE, (TrainSpec(name="t", consist=CONSISTS / f"{consist}.con", path=Path("x"),
+                                           brake_mode=mode, deceleration=decel, **spec),),
+                  step=dt, duration=3000)
+    rep = Replay(sc, lines={"t": line}, trace_every=1.0)
+    res = rep.run()
+    rep.trace = res.traces["t"]  # type: ignore[attr-defined]
+    return res.summary["trains"]["t"], rep
+
+
+CASES = {
+    # name: consist, length, grade, curvature, limits (m, km/h), route limit km/h, cap km/h
+    "flat": ("sample_freight", 6000.0, 0.0, 0.0, [], 100.0, 120.0),
+    "uphill 1 %": ("sample_freight", 5000.0, 0.01, 0.0, [], 80.0, 120.0),
+    "downhill 1 %": ("sample_freight", 5000.0, -0.01, 0.0, [], 80.0, 120.0),
+    "curve R 600": ("sample_freight", 5000.0, 0.0, 1 / 600, [], 100.0, 120.0),
+    "multi-limit": ("sample_freight", 7000.0, 0.0, 0.0, [(2000.0, 60.0), (3000.0, 100.0), (5200.0, 40.0),
+                                                       (5600.0, 90.0)], 110.0, 120.0),
+    "passenger multi-limit": ("sample_passenger", 8000.0, 0.004, 0.0,
+                              [(1500.0, 160.0), (4000.0, 80.0), (4600.0, 140.0)], 120.0, 200.0),
+}
+
+
+def min_time_case(name: str, dt: float = 0.1) -> tuple[float, float, dict]:
+    consist, length, grade, curv, limits, route, cap = CASES[name]
+    lim = [(a, v * KMH) for a, v in limits]
+    line = TrackLine.synthetic(length, grade=grade, curvature=curv, route_limit=route * KMH, limits=tuple(lim))
+    s, rep = run_replay(consist, line, dt=dt)
+    assert s["finished"] and not s["derailed"]
+    vcap = float(np.nanmin(np.where(rep.model.is_engine, rep.model.max_velocity, np.nan)))
+    ref, energy = reference_min_time(consist, length, grade, curv, lim, route * KMH, 0.5, min(vcap, cap * KMH))
+    return ref, s["running_time_s"], s
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_minimum_running_time_matches_an_independent_computation(name):
+    ref, got, s = min_time_case(name)
+    assert abs(got - ref) / ref < 0.005, (name, ref, got)
+
+
+def test_the_driver_holds_the_limit_not_below_it():
+    line = TrackLine.synthetic(6000.0, route_limit=70 * KMH)
+    s, rep = run_replay("sample_freight", line)
+    tr = rep.trains[0]
+    speed = rep.trace["speed"]
+    dist = rep.trace["distance"] + tr.front0
+    first = int(np.argmax(speed >= 70 * KMH - 0.01))
+    assert 0 < first and dist[first] < 4500
+    cruise = speed[first:][dist[first:] < 5400]    # braking for the end starts after 5600 m
+    assert len(cruise) > 30
+    assert cruise.min() > 70 * KMH - 0.05 and cruise.max() <= 70 * KMH + 1e-6
+    assert s["max_speed_kmh"] <= 70.0 + 1e-6
+
+
+def test_a_limit_holds_until_the_rear_has_passed():
+    line = TrackLine.synthetic(5000.0, route_limit=100 * KMH, limits=((1000.0, 50 * KMH), (2000.0, 100 * KMH)))
+    s, rep = run_replay("sample_freight", line)
+    tr = rep.trains[0]
+    rows = np.stack([rep.trace["distance"] + tr.front0, rep.trace["speed"]], axis=1)
+    length = tr.length
+    # Between the front passing 1000 m and the rear passing 2000 m: at most 50 km/h.
+    inside = rows[(rows[:, 0] >= 1000.0) & (rows[:, 0] - length <= 2000.0)]
+    assert len(inside) > 10 and inside[:, 1].max() <= 50 * KMH + 1e-6
+    # and the train does get faster once the rear is past
+    after = rows[rows[:, 0] - length > 2300.0]
+    assert after[:, 1].max() > 60 * KMH
+
+
+# -- braking --------------------------------------------------------------------------------
+
+
+def brake_run(mode: str, v0: float, *, build_up: float | None = None, decel: float = 0.5, dt: float = 0.1):
+    line = TrackLine.synthetic(8000.0, route_limit=200 * KMH)
+    spec = dict(driver="schedule", schedule=(Command(0.0, 0.0, 1.0),), start_speed=v0)
+    if build_up is not None:
+        spec["brake_build_up"] = build_up
+    s, rep = run_replay("sample_passenger", line, dt=dt, mode=mode, decel=decel, **spec)
+    speed = rep.trace["speed"]
+    dist = rep.trace["distance"]
+    stop = int(np.argmax(speed <= 1e-9))
+    return dist[stop], rep
+
+
+def test_braking_distance_in_deceleration_mode_is_v2_over_2a():
+    v0 = 100 * KMH
+    d, _rep = brake_run("deceleration", v0, decel=0.7)
+    assert d == pytest.approx(v0 * v0 / (2 * 0.7), rel=0.005)
+
+
+def test_braking_distance_in_force_mode_with_build_up():
+    """Force mode: brake force = fraction × MaxBrakeForce, built up linearly over T.
+    Reference: RK4 in time of  M·dv/dt = −(B·min(t/T, 1) + R(v))."""
+    v0, T = 100 * KMH, 4.0
+    d, rep = brake_run("force", v0, build_up=T)
+    tr = Train.of("sample_passenger")
+
+    def acc(t, v):
+        return -(tr.max_brake * min(t / T, 1.0) + resistance("sample_passenger", v)) / tr.inertia
+
+    t, v, x, h = 0.0, v0, 0.0, 0.01
+    while v > 0:
+        k1 = acc(t, v)
+        k2 = acc(t + h / 2, v + h / 2 * k1)
+        k3 = acc(t + h / 2, v + h / 2 * k2)
+        k4 = acc(t + h, v + h * k3)
+        dv = h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        if v + dv <= 0:
+            x += v * v / (-2 * k1)
+            break
+        x += h * (v + 0.5 * dv)
+        v += dv
+        t += h
+    assert d == pytest.approx(x, rel=0.01)
+    # Closed form without resistance, as a bound: a build-up of T adds about v0·T/2.
+    a = tr.max_brake / tr.inertia
+    closed = v0 * T / 2 + v0 * v0 / (2 * a) - a * T * T / 24
+    assert d < closed and d > 0.8 * closed
+
+
+def test_brake_mode_changes_the_result():
+    d_force, _ = brake_run("force", 80 * KMH, build_up=4.0)
+    d_decel, _ = brake_run("deceleration", 80 * KMH)
+    assert abs(d_force - d_decel) > 10.0
+
+
+def test_brake_build_up_lengthens_the_stop():
+    quick, _ = brake_run("force", 80 * KMH, build_up=0.0)
+    slow, _ = brake_run("force", 80 * KMH, build_up=10.0)
+    # a linear build-up over T loses about v0·T/2 of distance
+    assert slow - quick == pytest.approx(80 * KMH * 10.0 / 2, rel=0.15)
+
+
+# -- allowances, waiting points ---------------------------------------------------------------
+
+
+ALLOWANCE_LINE = dict(route_limit=110 * KMH, limits=((2000.0, 60 * KMH), (3000.0, 100 * KMH)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["linear", "eco"])
+def test_allowance_is_met_and_eco_saves_energy(mode):
+    line = TrackLine.synthetic(5000.0, **ALLOWANCE_LINE)
+    base, _ = run_replay("sample_freight", line)
+    s, _ = run_replay("sample_freight", line, allowance=6.0, allowance_min_per_100km=3.0, allowance_mode=mode)
+    target = base["running_time_s"] * 1.06 + 3.0 * 60 * (5000.0 - 2.0 - base["length_m"]) / 100_000
+    assert s["running_time_s"] == pytest.approx(target, rel=0.01)
+    assert s["allowance"]["mode"] == mode
+    if mode == "eco":
+        # coasting before the braking points: a fifth less traction energy at least
+        assert s["traction_energy_kwh"] < 0.8 * base["traction_energy_kwh"]
+
+
+def test_waiting_point_stops_the_train_and_waits(tmp_path):
+    """A copy of MainWE.pat whose middle point is a waiting point of 30 s."""
+    src = (SAMPLE_ROUTE / "PATHS" / "MainWE.pat").read_bytes().decode("utf-16")
+    nodes = src.split("TrPathNode (")
+    nodes[2] = nodes[2].replace("00000000", "001e0002", 1)          # wait 30 s (0x1e << 16 | 2)
+    pat = tmp_path / "Wait.pat"
+    pat.write_bytes("TrPathNode (".join(nodes).encode("utf-16"))
+    sc = Scenario(SAMPLE_ROUTE, (TrainSpec(name="t", consist=CONSISTS / "sample_passenger.con", path=pat,
+                                           driver="auto", max_speed=80 * KMH),), step=0.1, duration=600)
+    rep = Replay(sc, trace_every=0.5)
+    res = rep.run()
+    waits = [e for e in res.events if e["kind"] == "waiting"]
+    departs = [e for e in res.events if e["kind"] == "departed"]
+    assert len(waits) == 1 and len(departs) == 1
+    assert departs[0]["time"] - waits[0]["time"] == pytest.approx(30.0, abs=0.11)
+    tr = res.traces["t"]
+    front = tr["distance"] + rep.trains[0].front0
+    at = waits[0]["at"]
+    standing = (tr["time"] > waits[0]["time"] + 0.5) & (tr["time"] < departs[0]["time"] - 0.5)
+    assert standing.sum() > 50 and np.all(tr["speed"][standing] == 0.0)
+    assert np.all(np.abs(front[standing] - at) < 0.6)
+    assert res.summary["trains"]["t"]["finished"]
+
+
+def test_emergency_braking_is_stronger_than_full_service():
+    from tdbtools.physics.driver import Controls
+
+    def stop_distance(emergency: bool) -> float:
+        line = TrackLine.synthetic(8000.0, route_limit=200 * KMH)
+        sc = Scenario(SAMPLE_ROUTE, (TrainSpec(name="t", consist=CONSISTS / "sample_passenger.con", path=Path("x"),
+                                               driver="schedule", schedule=(Command(0.0, 0.0, 1.0),),
+                                               start_speed=30.0, brake_build_up=2.0),), step=0.1, duration=200)
+        rep = Replay(sc, lines={"t": line})
+        rep.trains[0].driver = lambda st: Controls(brake=1.0, emergency=emergency)
+        x0 = float(rep.engine.x[0])
+        while rep.engine.v[0] > 0 and rep.time < 150:
+            rep.step()
+        return float(rep.engine.x[0]) - x0
+
+    service, emergency = stop_distance(False), stop_distance(True)
+    # about 1/1.15 of the braking part of the distance (build-up and resistance aside)
+    assert 0.80 * service < emergency < 0.95 * service
+
+
+@pytest.mark.parametrize("dt", [0.4, 1.0])
+def test_large_steps_keep_the_running_time_and_add_no_events(dt):
+    ref, got, s = min_time_case("multi-limit", dt=dt)
+    assert abs(got - ref) / ref < 0.01
+    assert s["events"].get("coupler_taut", 0) <= 20 and "impact" not in s["events"]
+    assert s["max_speed_kmh"] <= 110.0 + 1e-6
