@@ -318,9 +318,15 @@ def _setup_driver(t: _Train, rep: Replay) -> None:
             d.stops.append(Stop(s_at, wait, "waiting point"))
     d.stops.sort(key=lambda p: p.s)
     if t.spec.allowance or t.spec.allowance_min_per_100km:
-        from .runtime import apply_allowance
+        from .runtime import fit_allowance
 
-        apply_allowance(t, rep)
+        spec = t.spec
+        figures, warns = fit_allowance(d, t.model, t.line, t.front0, adhesion=rep._adhesion,
+                                       percent=spec.allowance, min_per_100km=spec.allowance_min_per_100km,
+                                       mode=spec.allowance_mode)
+        t.warnings.extend(warns)
+        if figures is not None:
+            t.allowance = figures
 
 
 class _Lines:
