@@ -34,7 +34,7 @@ def signalled(tmp_path):
 
 
 def _events(res, kind):
-    return [e for e in res.replay.events if e["kind"] == kind]
+    return [e for e in res.replay.events if e.kind == kind]
 
 
 def test_signalled_activity_crosses_and_follows(signalled):
@@ -45,17 +45,17 @@ def test_signalled_activity_crosses_and_follows(signalled):
     assert not res.failed and all(t["reached_end"] for t in s["trains"].values()), s
     assert s["collisions"] == 0 and s["deadlocks"] == 0
     assert not _events(res, "spad")
-    started = {e["train"]: e["time"] for e in _events(res, "service_started")}
+    started = {e.train: e.time for e in _events(res, "service_started")}
     # Nobody is in the interlocking before its start time: the follower's start is
     # held by the eastbound's route, so it enters later than booked.
     assert started["Eastbound"] <= 1.0 and started["Westbound"] <= 1.0
-    delayed = {e["train"] for e in _events(res, "start_delayed")}
+    delayed = {e.train for e in _events(res, "start_delayed")}
     assert delayed == {"Follower"}
     assert started["Follower"] > 60.0
-    arrived = {e["train"]: e["time"] for e in _events(res, "arrived")}
+    arrived = {e.train: e.time for e in _events(res, "arrived")}
     # The crossing: the westbound waits at a red on the loop while the eastbound passes.
-    waits = {e["train"]: e for e in _events(res, "signal_wait") if e["seconds"] > 10}
-    assert "Westbound" in waits and waits["Westbound"]["until"] <= arrived["Eastbound"]
+    waits = {e.train: e for e in _events(res, "signal_wait") if e.seconds > 10}
+    assert "Westbound" in waits and waits["Westbound"].until <= arrived["Eastbound"]
     # The follower runs behind the eastbound on its line and never passes it.
     assert arrived["Follower"] > arrived["Eastbound"]
     assert set(s["signalling"]["trains"]) == {"Eastbound", "Westbound", "Follower"}

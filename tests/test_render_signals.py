@@ -56,19 +56,19 @@ def test_marker_codes_follow_the_aspect_events(route, follow):
     sa = signal_aspects(route, result, scene)
     assert sa is not None and (sa.rows >= 0).all()
     # The follower waits at a red: its signal shows stop (code 1) while it waits.
-    waits = [e for e in result.events if e.get("kind") == "signal_wait"]
+    waits = [e for e in result.events if e.kind == "signal_wait"]
     assert waits, "the follower is held at a signal in signals_follow"
-    w = max(waits, key=lambda e: e["seconds"])     # the hold at the red (the first: before departure)
-    mid = 0.5 * (w["time"] + w["until"])
+    w = max(waits, key=lambda e: e.seconds)     # the hold at the red (the first: before departure)
+    mid = 0.5 * (w.time + w.until)
     codes = sa.at(mid)
-    rows = np.flatnonzero(sa.rows == w["signal"])
+    rows = np.flatnonzero(sa.rows == w.signal)
     assert len(rows) and (codes[rows] == 1).all()
     # Every marker's code is the category of its signal's last event at or before the time.
     code = {"STOP": 1, "CLEAR_1": 3, "CLEAR_2": 3}
     for j, k in enumerate(sa.rows.tolist()):
-        last = [e for e in result.events if e.get("kind") == "signal" and e["signal"] == k and e["time"] <= mid]
+        last = [e for e in result.events if e.kind == "signal" and e.signal == k and e.time <= mid]
         assert last
-        assert codes[j] == code.get(last[-1]["aspect"], 2)
+        assert codes[j] == code.get(last[-1].aspect, 2)
     # The signals change over the replay: not one colour all along.
     assert len({tuple(sa.at(t).tolist()) for t in np.linspace(0, 400, 41)}) > 2
     assert set(sa.used) >= {1, 3}
@@ -98,7 +98,7 @@ def test_replay_without_signals_keeps_plain_markers(route, follow):
 
     result, _rp, scene = follow
     plain = type(result)(result.scenario, result.traces, {}, tuple(e for e in result.events
-                                                                 if e.get("kind") != "signal"),
+                                                                 if e.kind != "signal"),
                          result.summary, 0.0)
     assert signal_aspects(route, plain, scene) is None
 

@@ -640,16 +640,16 @@ class Dispatcher:
                 d.blocked_by = taken
                 if not d.delayed:
                     d.delayed = True
-                    rp._event({"kind": "start_delayed", "time": rp.time, "clock": clock(rp.t0 + rp.time),
-                               "train": name, "waiting_for": sorted(taken),
-                               "message": f"its start is occupied by {', '.join(sorted(taken))}"})
+                    rp._event(StartDelayed(time=rp.time, clock=clock(rp.t0 + rp.time),
+                                           train=name, waiting_for=tuple(sorted(taken)),
+                                           message=f"its start is occupied by {', '.join(sorted(taken))}"))
                 continue
             d.blocked_by = set()
             d.state = "running"
             d.authority = math.inf
             ilk.enter(k, front)
             rp.on_off[name] = (rp.t0 + rp.time, math.inf)
-            rp._event({"kind": "service_started", "time": rp.time, "clock": clock(rp.t0 + rp.time), "train": name})
+            rp._event(ServiceStarted(time=rp.time, clock=clock(rp.t0 + rp.time), train=name))
 
     def _short(self, b: tuple[str, int]) -> bool:
         """A vector piece of a node too short to wait on (a link inside a junction area)."""

@@ -164,9 +164,8 @@ class SignalAspects:
         objs = load_signals(route).signals
         changes: dict[int, list[tuple[float, int]]] = {}
         for e in events:
-            if isinstance(e, dict) and e.get("kind") == "signal" and isinstance(e.get("signal"), int):
-                changes.setdefault(e["signal"], []).append((float(e.get("time", 0.0)),
-                                                            _ASPECT_CODE.get(str(e.get("aspect")), 0)))
+            if e.kind == "signal":
+                changes.setdefault(e.signal, []).append((float(e.time), _ASPECT_CODE.get(str(e.aspect), 0)))
         item_sig = {h.item: k for k, o in enumerate(objs) for h in o.heads if h.function == "NORMAL"}
         self.rows = np.array([item_sig.get(int(i), -1) for i in marker_items], dtype=np.int64)
         self._t: dict[int, np.ndarray] = {}
@@ -207,8 +206,7 @@ def signal_aspects(route: Route, result, scene: Scene) -> SignalAspects | None:
     """The :class:`SignalAspects` of a replay over a scene, or None when the replay has no
     signal events or the scene no signal markers."""
     m = scene.markers.get("signal")
-    if m is None or not len(m) or not any(e.get("kind") == "signal" for e in result.events
-                                          if isinstance(e, dict)):
+    if m is None or not len(m) or not any(e.kind == "signal" for e in result.events):
         return None
     sa = SignalAspects(route, result.events, m.ids)
     return sa if sa and (sa.rows >= 0).any() else None
@@ -272,8 +270,25 @@ def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: boo
             raise TdbToolsError(f"{ej}: not JSON ({exc})") from None
         if isinstance(ev, dict):     # {"units": ..., "events": [...]}; older folders: the bare list
             ev = ev.get("events")
-        events = tuple(e for e in ev if isinstance(e, dict)) if isinstance(ev, list) else ()
+        events = _signal_events(ev)
     return ReplayResult(str(p), traces, {}, events, summary, 0.0), None
+
+
+def _signal_events(ev: object) -> tuple:
+    """The signal aspect changes of a loaded events.json list as typed events (the rest
+    is not needed to render); malformed entries are skipped."""
+    from ..physics.events import SignalAspect
+
+    if not isinstance(ev, list):
+        return ()
+    out = []
+    for e in ev:
+        if (isinstance(e, dict) and e.get("kind") == "signal" and type(e.get("signal")) is int
+                and isinstance(e.get("time", 0.0), (int, float))):
+            enabled = e.get("enabled_for")
+            out.append(SignalAspect(time=float(e.get("time", 0.0)), signal=e["signal"], aspect=str(e.get("aspect")),
+                                    enabled_for=enabled if isinstance(enabled, str) else None))
+    return tuple(out)
 
 
 def _even(img: np.ndarray, block: int = 16) -> np.ndarray:
