@@ -448,7 +448,7 @@ def render(route: Path, out: Path | None, color_by: str, view: str | None, exagg
 
     if out is not None:
         check_target(out, overwrite)
-    from .render.animate import TrainPlacer, load_replay, render_animation
+    from .render.animate import TrainPlacer, load_replay, render_animation, signal_aspects
     from .render.scene import build_scene, render_png, show
 
     try:
@@ -483,6 +483,9 @@ def render(route: Path, out: Path | None, color_by: str, view: str | None, exagg
     if result is not None:
         placer = TrainPlacer(result, scene.origin, replay=rp)
         scene.trains = placer.mesh(placer.time_range[1])
+        aspects = signal_aspects(r, result, scene)
+        if aspects is not None:     # signals as they show at the picture's time (the end)
+            aspects.apply(scene, placer.time_range[1])
     if out is None:
         show(scene, window_size=(w, h), view=view or "map", exaggerate=exaggerate)
         return

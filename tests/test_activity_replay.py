@@ -203,3 +203,19 @@ def test_activity_sweep_is_bounded(sample_copy):
     assert len(sweep_spec_from_text(text).combinations) == 3
     with pytest.raises(TooManyCombinations, match="3 combinations"):
         sweep_spec_from_text(text, max_combinations=2)
+
+
+def test_freight_stops_at_path_end_with_firmer_planned_braking(sample_copy):
+    """Regression: at a planned 0.6 m/s² the freight's driver released and re-applied its
+    slowly building brakes every step, ran off the end of its path and left the trains
+    behind it stuck (the Morning row of the deceleration sweep)."""
+    from tdbtools.physics.activity import ActivityReplay, plan_activity
+
+    act = write_activity_files(sample_copy, "Morning", services())
+    rp = ActivityReplay(plan_activity(act), route=sample_copy)
+    for d in rp.drivers:
+        d.auto.decel = 0.6
+    s = rp.run().replay.summary
+    assert not s["derailed"] and not s["stuck"] and not s["not_at_end"]
+    k = rp.index["Freight east"]
+    assert float(rp.engine.x[rp.train_start[k]]) == pytest.approx(rp.drivers[k].path_end, abs=0.5)

@@ -246,7 +246,7 @@ def test_davis_and_defaults(el64, coach):
     m = CarModel.from_stock([el64, coach, diesel])
     # Values worked out by hand, not by the code under test: SAMPLE_EL64.eng gives
     # ORTSDavis A 940 N, B 18.4 N/(m/s), C 5.6 N/(m/s)²; the coach has roller bearings
-    # and no Davis values, so (spec §14.3) with T = 45 t = 49.6040 short tons and 4
+    # and no Davis values, so (docs/physics.md §3.2) with T = 45 t = 49.6040 short tons and 4
     # axles: A = (1.5·T + 18·4) lbf, B = 0.02·T lbf/mph.
     T = 45000.0 / 907.18474
     a_coach = (1.5 * T + 18 * 4) * 4.4482216152605

@@ -48,6 +48,7 @@ from ..track.pathbuild import platforms
 from .driver import AutoDriver, Controls, DriveState
 from .replay import Replay, ReplayError, ReplayResult
 from .scenario import Scenario, TrainSpec
+from .signalling import SignalDriver
 
 #: Blocks are vector nodes cut into pieces of this length (metres of node offset), and junctions.
 BLOCK_M = 250.0
@@ -317,8 +318,12 @@ class ServiceDriver:
         ai: bool,
         vmax: float | None,
         final_efficiency: float | None,
+        signalled: bool = False,
     ) -> None:
         self.name = name
+        # With signals the automatic driver also stops for a red: standing there is not
+        # arriving at the target (docs/activities.md §4.3).
+        self.signalled = signalled
         self.auto = auto
         self.t0 = t0  # clock time of replay time 0
         self.start = start
@@ -379,6 +384,9 @@ class ServiceDriver:
         self.auto.stop_at = s + AutoDriver.STOP_SHORT
         self.auto.finished = False
         c = self.auto(st)
+        if self.auto.finished and self.signalled and \
+                s - st.front >= AutoDriver.ARRIVED_WITHIN:   # held at a signal short of the target
+            self.auto.finished = False
         if self.auto.finished:
             if kind == "stop":
                 stop = self.stops[self.next_stop]
@@ -483,6 +491,9 @@ class Dispatcher:
         return out
 
     def run(self, now: float) -> None:
+        if self.rp.signals is not None:
+            self._run_signalled()
+            return
         rp = self.rp
         x, v = rp.engine.x, rp.engine.v
         holder: dict[tuple[str, int], str] = {}
@@ -600,6 +611,38 @@ class Dispatcher:
         self.reserved = reserved
         self._deadlocks(now)
 
+    def _run_signalled(self) -> None:
+        """With the route's signals the interlocking is the authority (docs/activities.md
+        §4.3): trains due to start enter where the interlocking has their track free, in
+        order of start time; their movement authority is the signals'."""
+        rp = self.rp
+        assert rp.signals is not None
+        ilk = rp.signals.ilk
+        x = rp.engine.x
+        for k in sorted(range(len(rp.trains)), key=lambda k: (rp.drivers[k].start, k)):
+            d = rp.drivers[k]
+            if d.state == "running":
+                d.authority = math.inf
+            if d.state != "ready":
+                continue
+            name = rp.trains[k].spec.name
+            front = float(x[rp.train_start[k]])
+            taken = ilk.can_enter(k, front)
+            if taken:
+                d.blocked_by = taken
+                if not d.delayed:
+                    d.delayed = True
+                    rp._event({"kind": "start_delayed", "time": rp.time, "clock": clock(rp.t0 + rp.time),
+                               "train": name, "waiting_for": sorted(taken),
+                               "message": f"its start is occupied by {', '.join(sorted(taken))}"})
+                continue
+            d.blocked_by = set()
+            d.state = "running"
+            d.authority = math.inf
+            ilk.enter(k, front)
+            rp.on_off[name] = (rp.t0 + rp.time, math.inf)
+            rp._event({"kind": "service_started", "time": rp.time, "clock": clock(rp.t0 + rp.time), "train": name})
+
     def _short(self, b: tuple[str, int]) -> bool:
         """A vector piece of a node too short to wait on (a link inside a junction area)."""
         return b[0] == "n" and self.rp.route.node_length(b[1] // 100_000) < 2 * JUNCTION_MAX_M
@@ -683,7 +726,20 @@ class Dispatcher:
 
 
 class ActivityReplay(Replay):
-    """A :class:`Replay` of an activity's trains, with their service drivers."""
+    """A :class:`Replay` of an activity's trains, with their service drivers. ``signals``:
+    False (default) keeps them apart by plain occupancy; True runs the route's signals
+    (when it has them) and makes the interlocking the movement authority, an experimental
+    mode that is not yet reliable on DK24 (docs/activities.md §4.3)."""
+
+    #: Trains enter the interlocking at their start time, not at time 0 (signalling.py).
+    SIGNALS_ON_TRACK_AT_START = False
+    #: With signals: Auto Node reserves this far ahead and on to the next junction, as the
+    #: dispatcher does (§4.1), not the whole way to a signal tens of kilometres on.
+    SIGNALS_AHEAD_M = RESERVE_EXTRA_M + 2000.0
+
+    def signal_clearance(self, junction: int) -> float:
+        """Metres to a junction's clearance point (the interlocking stops trains outside it)."""
+        return fouling_length(self.route, junction)
 
     def __init__(
         self,
@@ -695,6 +751,7 @@ class ActivityReplay(Replay):
         stuck_after: float = 1800.0,
         duration: float | None = None,
         trace_every: float = 2.0,
+        signals: bool = False,
     ) -> None:
         self.plan = plan
         route = route if route is not None else load_route(plan.route_folder)
@@ -723,9 +780,7 @@ class ActivityReplay(Replay):
             source=str(Path(plan.activity.path).resolve()),
         )
         try:
-            # The activity's own Dispatcher keeps the services apart; the route's signals
-            # (docs/signals.md §5) are not layered on top of it yet.
-            super().__init__(sc, route=route, trace_every=trace_every, signals=False)
+            super().__init__(sc, route=route, trace_every=trace_every, signals=None if signals else False)
         except ReplayError as exc:
             raise ActivityError(str(exc)) from None
         self.index = {t.spec.name: k for k, t in enumerate(self.trains)}
@@ -743,6 +798,9 @@ class ActivityReplay(Replay):
             for w in warns:
                 self._event({"kind": "warning", "time": 0.0, "train": t.spec.name, "message": w})
             auto = t.driver
+            if isinstance(auto, SignalDriver):
+                # Its constraints obey the signals; the ServiceDriver drives the AutoDriver inside.
+                auto = auto.inner
             assert isinstance(auto, AutoDriver)
             vmax = t.consist.max_velocity if t.consist.max_velocity else None
             eng = t.model.max_velocity[t.model.is_engine]
@@ -759,6 +817,7 @@ class ActivityReplay(Replay):
                 not pt.player,
                 vmax,
                 pt.service.efficiency,
+                self.signals is not None,
             )
             t.driver = d
             self.drivers.append(d)
@@ -776,6 +835,8 @@ class ActivityReplay(Replay):
             t = self.trains[k]
             if d.finished and t.done_at is None:
                 t.done_at = self.time
+                if d.ai and self.signals is not None:
+                    self.signals.ilk.leave(k)  # off the track: its sections are free again
                 if d.ai:
                     self.on_off[t.spec.name] = (
                         self.on_off.get(t.spec.name, (self.t0, 0.0))[0],
@@ -954,10 +1015,13 @@ def replay_activity(
     step: float = 0.5,
     duration: float | None = None,
     progress: Callable[[float], None] | None = None,
+    signals: bool = False,
 ) -> ActivityResult:
-    """Replay an activity file to its end (see the module docstring)."""
+    """Replay an activity file to its end (see the module docstring); ``signals=True``:
+    with the route's signals (experimental, docs/activities.md §4.3)."""
     plan = plan_activity(path)
-    return ActivityReplay(plan, route=route, stand_in=stand_in, step=step, duration=duration).run(progress)
+    return ActivityReplay(plan, route=route, stand_in=stand_in, step=step, duration=duration,
+                          signals=signals).run(progress)
 
 
 def summary_json(result: ActivityResult) -> str:

@@ -27,6 +27,9 @@ from .scenario import Command
 
 __all__ = ["AutoDriver", "Controls", "DriveState", "ScheduleDriver", "Stop", "Target"]
 
+#: Force-mode brakes release this many times slower than they build up (as the replay's).
+RELEASE_OVER_BUILD_UP = 1.5
+
 #: The automatic driver uses the emergency brake when a target needs more than this
 #: many times its planned deceleration.
 EMERGENCY_OVER = 2.0
@@ -126,7 +129,11 @@ class AutoDriver:
         self.targets: list[Target] = []
         #: Force-mode brakes build up: braking starts this many seconds earlier (s).
         self.brake_delay = 0.0
-        self._braking = False
+        #: Force mode: the deceleration (m/s²) a full service application gives on the
+        #: level; the brakes build up at this over 2·brake_delay per second.
+        self.brake_level: float | None = None
+        #: What the brakes give now, as far as the driver can tell (m/s²).
+        self._applied = 0.0
         self.finished = False
         self.events: list[dict] = []
 
@@ -188,6 +195,29 @@ class AutoDriver:
         return self.stops[0] if self.stops else None
 
     # -- driving ------------------------------------------------------------------------
+    def _delay_left(self) -> float:
+        """The lag (s) of the brake build-up still to come: building up linearly from
+        what the brakes give now, b, to the planned deceleration a at the rate r of
+        :meth:`_follow_brakes` lags (a − b)²/(2·a·r) (docs/running-time.md §2). From
+        nothing to a full application that is :attr:`brake_delay`."""
+        if self.brake_delay <= 0.0 or self.decel <= 0.0:
+            return 0.0
+        short = max(self.decel - self._applied, 0.0)
+        return short * short / (2.0 * self.decel * self._build_rate())
+
+    def _build_rate(self) -> float:
+        """m/s³: a full application (:attr:`brake_level`) in 2·brake_delay seconds."""
+        return max(self.brake_level or self.decel, self.decel) / (2.0 * self.brake_delay)
+
+    def _follow_brakes(self, asked: float, dt: float) -> None:
+        """Track the brake application the way the replay builds it up and releases it."""
+        if self.brake_delay <= 0.0:
+            self._applied = asked
+            return
+        rate = self._build_rate()
+        step = asked - self._applied
+        self._applied += min(max(step, -dt * rate / RELEASE_OVER_BUILD_UP), dt * rate)
+
     def __call__(self, st: DriveState) -> Controls:
         v = st.speed
         stop = self._next_stop()
@@ -200,6 +230,7 @@ class AutoDriver:
             else:
                 if stop.wait == math.inf:
                     self.finished = True      # (a caller may have reset it)
+                self._applied = self.decel
                 return Controls(0.0, 1.0, self.decel)
         if stop is not None and abs(v) < self.STANDING and stop.s - st.front < self.ARRIVED_WITHIN:
             stop.arrived_at = st.time
@@ -214,8 +245,12 @@ class AutoDriver:
         cons = self.constraints(st)
         two_a = 2.0 * self.decel
         # The braking curves are checked where the front will be at the end of this
-        # step, so that braking starts in time rather than a step late.
-        ahead = max(v, 0.0) * (st.dt + (0.0 if self._braking else self.brake_delay))
+        # step, so that braking starts in time rather than a step late, plus the lag of
+        # the brake build-up still to come. Dropping that lag at once when braking begins
+        # put the train back under its curve the next step: the driver released, braked,
+        # released ... and the brakes never built up (an overrun of the stop).
+        delay = self._delay_left()
+        ahead = max(v, 0.0) * (st.dt + delay)
         best, k_best = math.inf, 0
         coast = False
         for k, (vk, d) in enumerate(cons):
@@ -228,16 +263,19 @@ class AutoDriver:
         vk, d = cons[k_best]
         if d > 0.0 and vk < v and v > best - self.ON_CURVE:
             # On (or over) the braking curve of a lower target: brake with what it needs.
-            need = (v * v - vk * vk) / (2.0 * d) if d > 1e-3 else 3.0 * self.decel
-            self._braking = True
+            # (the distance left once the brakes are built up)
+            room = d - max(v, 0.0) * delay
+            need = (v * v - vk * vk) / (2.0 * room) if room > 1e-3 else 3.0 * self.decel
+            asked = min(need, 3.0 * self.decel)
+            self._follow_brakes(asked, st.dt)
             # Far over the curve (a target appeared late, e.g. a signal): emergency.
-            return Controls(deceleration=min(need, 3.0 * self.decel),
-                            emergency=d > 1e-3 and need > EMERGENCY_OVER * self.decel)
+            return Controls(deceleration=asked, emergency=d > 1e-3 and need > EMERGENCY_OVER * self.decel)
         if v > best + 1e-6:
             # Over the limit that holds now (a lower one has reached the train).
-            self._braking = True
-            return Controls(deceleration=min((v - best) / max(st.dt, 1e-3), 3.0 * self.decel))
-        self._braking = False
+            asked = min((v - best) / max(st.dt, 1e-3), 3.0 * self.decel)
+            self._follow_brakes(asked, st.dt)
+            return Controls(deceleration=asked)
+        self._follow_brakes(0.0, st.dt)
         if coast:
             return Controls()
         return Controls(speed_target=best)

@@ -299,14 +299,21 @@ def _setup_driver(t: _Train, rep: Replay) -> None:
         level = (float(m.max_brake.sum()) + float(forces.davis(m, 0.0).sum())) / float(m.inertial_mass.sum())
         d.decel = min(d.decel, 0.9 * level)
         d.brake_delay = 0.5 * _build_up(t)
+        d.brake_level = level
     for s_at, wait in t.waits:
         if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:   # not behind the front at the start
             d.stops.append(Stop(s_at, wait, "waiting point"))
     d.stops.sort(key=lambda p: p.s)
     if t.spec.allowance or t.spec.allowance_min_per_100km:
-        from .runtime import apply_allowance
+        from .runtime import fit_allowance
 
-        apply_allowance(t, rep)
+        spec = t.spec
+        figures, warns = fit_allowance(d, t.model, t.line, t.front0, adhesion=rep._adhesion,
+                                       percent=spec.allowance, min_per_100km=spec.allowance_min_per_100km,
+                                       mode=spec.allowance_mode)
+        t.warnings.extend(warns)
+        if figures is not None:
+            t.allowance = figures
 
 
 class _Lines:

@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from . import forces
 from .driver import AutoDriver, DriveState
 
-if TYPE_CHECKING:
-    from .replay import Replay, _Train
-
-__all__ = ["PlanResult", "allowance_target", "apply_allowance", "plan"]
+__all__ = ["PlanResult", "allowance_target", "fit_allowance", "plan"]
 
 #: The planner's step (s).
 PLAN_STEP = 0.5
@@ -98,25 +95,21 @@ def allowance_target(minimum_s: float, distance_m: float, percent: float, min_pe
     return minimum_s * (1.0 + percent / 100.0) + min_per_100km * 60.0 * distance_m / 100_000.0
 
 
-def apply_allowance(t: _Train, rep: Replay) -> None:
-    """Set the train's automatic driver so that its planned running time meets the
-    allowance of its scenario entry; the figures go to ``t.allowance``."""
-    d = t.driver
-    assert isinstance(d, AutoDriver)
-    spec = t.spec
-    adhesion = rep._adhesion
-    base = plan(d, t.model, t.line, t.front0, adhesion=adhesion)
+def fit_allowance(d: AutoDriver, model: forces.CarModel, line: Any, front0: float, *, adhesion: str | None,
+                  percent: float, min_per_100km: float, mode: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """Set ``d`` (the train's automatic driver) so that its planned running time meets
+    the allowance; returns the figures (``None`` when none could be applied) and warnings."""
+    base = plan(d, model, line, front0, adhesion=adhesion)
     if not base.finished or base.time <= 0:
-        t.warnings.append("allowance: the train does not reach its stop in the plan; no allowance applied")
-        return
-    target = allowance_target(base.time, base.distance, spec.allowance, spec.allowance_min_per_100km)
-    knob = "coast_before" if spec.allowance_mode == "eco" else "speed_factor"
+        return None, ["allowance: the train does not reach its stop in the plan; no allowance applied"]
+    target = allowance_target(base.time, base.distance, percent, min_per_100km)
+    knob = "coast_before" if mode == "eco" else "speed_factor"
     lo, hi = (0.0, 3600.0) if knob == "coast_before" else (0.2, 1.0)
 
     def time_with(x: float) -> PlanResult:
         trial = copy.deepcopy(d)
         setattr(trial, knob, x)
-        return plan(trial, t.model, t.line, t.front0, adhesion=adhesion)
+        return plan(trial, model, line, front0, adhesion=adhesion)
 
     # Slower with more coasting / a lower factor: bisect on the planned time.
     for _ in range(ITERATIONS):
@@ -130,9 +123,11 @@ def apply_allowance(t: _Train, rep: Replay) -> None:
     x = 0.5 * (lo + hi)
     setattr(d, knob, x)
     got = time_with(x)
-    t.allowance = {"minimum_s": round(base.time, 3), "target_s": round(target, 3), "mode": spec.allowance_mode,
-                   knob: round(x, 4), "planned_s": round(got.time, 3),
-                   "planned_traction_kwh": round(got.traction_j / 3.6e6, 4),
-                   "minimum_traction_kwh": round(base.traction_j / 3.6e6, 4)}
+    figures = {"minimum_s": round(base.time, 3), "target_s": round(target, 3), "mode": mode,
+               knob: round(x, 4), "planned_s": round(got.time, 3),
+               "planned_traction_kwh": round(got.traction_j / 3.6e6, 4),
+               "minimum_traction_kwh": round(base.traction_j / 3.6e6, 4)}
+    warnings = []
     if got.time < target * 0.99:
-        t.warnings.append(f"allowance: coasting alone gives {got.time:.0f} s of the {target:.0f} s asked for")
+        warnings.append(f"allowance: coasting alone gives {got.time:.0f} s of the {target:.0f} s asked for")
+    return figures, warnings

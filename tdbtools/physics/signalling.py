@@ -88,13 +88,17 @@ class ReplaySignals:
         initial = {j: sw.get(j) for j in range(1, len(replay.route.tdb.nodes))
                    if replay.route.tdb.nodes[j] is not None and replay.route.tdb.nodes[j].kind == "junction"}
         self.ilk = Interlocking(replay.route, signals, switch_setter=self._throw, deadlock_after=deadlock_after,
-                                initial_switches=initial)
+                                initial_switches=initial, ahead=getattr(replay, "SIGNALS_AHEAD_M", None),
+                                clearance=getattr(replay, "signal_clearance", None))
         self.drivers: list[SignalDriver | None] = []
         x = replay.engine.x
+        # A replay whose trains enter later (an activity) registers them off the track:
+        # it calls ilk.enter / ilk.leave itself (docs/signals.md §4.8).
+        on = bool(getattr(replay, "SIGNALS_ON_TRACK_AT_START", True))
         for t in replay.trains:
             front = float(x[t.cars][0])
             end = t.end_s if t.end_s is not None else (t.line.length if t.line.ends_at_track_end else None)
-            self.ilk.add_train(t.spec.name, t.line, t.length, front=front, end_s=end)
+            self.ilk.add_train(t.spec.name, t.line, t.length, front=front, end_s=end, on_track=on)
             self.drivers.append(t.driver if isinstance(t.driver, SignalDriver) else None)
         self._shown = {k: -1 for k, o in enumerate(self.ilk.objects) if o.is_normal}
 

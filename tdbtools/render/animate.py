@@ -30,8 +30,10 @@ from .scene import Scene, SceneView, _pv, build_scene, check_renderer, to_scene,
 
 CAR_WIDTH = 3.0
 CAR_HEIGHT = 3.8
+MAX_EVENTS_BYTES = 256 * 2**20
 
-__all__ = ["TrainPlacer", "render_animation", "load_replay", "frame_times"]
+__all__ = ["SignalAspects", "TrainPlacer", "render_animation", "load_replay", "frame_times",
+           "signal_aspects"]
 
 
 @dataclass(eq=False)
@@ -144,6 +146,74 @@ class TrainPlacer:
         return pv.PolyData(pts, faces)
 
 
+#: Aspect name (sigcfg) -> colour category of ``scene.ASPECT_NAMES``: stop, caution, clear.
+_ASPECT_CODE = {"STOP": 1, "STOP_AND_PROCEED": 2, "RESTRICTING": 2, "APPROACH_1": 2, "APPROACH_2": 2,
+                "APPROACH_3": 2, "CLEAR_1": 3, "CLEAR_2": 3}
+
+
+class SignalAspects:
+    """What each signal marker of a scene shows at any time of a replay, from the replay's
+    ``signal`` events (one per aspect change of a NORMAL signal, docs/signals.md). The
+    events number signals as :func:`~tdbtools.signals.objects.load_signals` orders them;
+    each NORMAL head's TDB item is a marker. Heads of other functions and signals without
+    events show no aspect (code 0)."""
+
+    def __init__(self, route: Route, events, marker_items: np.ndarray) -> None:
+        from ..signals.objects import load_signals
+
+        objs = load_signals(route).signals
+        changes: dict[int, list[tuple[float, int]]] = {}
+        for e in events:
+            if isinstance(e, dict) and e.get("kind") == "signal" and isinstance(e.get("signal"), int):
+                changes.setdefault(e["signal"], []).append((float(e.get("time", 0.0)),
+                                                            _ASPECT_CODE.get(str(e.get("aspect")), 0)))
+        item_sig = {h.item: k for k, o in enumerate(objs) for h in o.heads if h.function == "NORMAL"}
+        self.rows = np.array([item_sig.get(int(i), -1) for i in marker_items], dtype=np.int64)
+        self._t: dict[int, np.ndarray] = {}
+        self._c: dict[int, np.ndarray] = {}
+        for k, ch in changes.items():
+            ch.sort(key=lambda x: x[0])
+            self._t[k] = np.array([c[0] for c in ch])
+            self._c[k] = np.array([c[1] for c in ch], dtype=np.int64)
+        used = {0} if (self.rows < 0).any() or any(k not in self._t for k in self.rows if k >= 0) else set()
+        for k in set(self.rows.tolist()) & self._t.keys():
+            used |= set(self._c[k].tolist())
+        #: Every code shown at some time (for a legend that does not change between frames).
+        self.used = sorted(used)
+
+    def __bool__(self) -> bool:
+        return bool(self._t)
+
+    def at(self, time: float) -> np.ndarray:
+        """Code per marker at ``time`` (0 none, 1 stop, 2 caution, 3 clear)."""
+        out = np.zeros(len(self.rows), dtype=np.int64)
+        for j, k in enumerate(self.rows.tolist()):
+            t = self._t.get(k)
+            if t is not None:
+                # The first event is the first signalling cycle's (one step in): it holds from the start.
+                i = max(int(np.searchsorted(t, time, side="right")) - 1, 0)
+                out[j] = self._c[k][i]
+        return out
+
+    def apply(self, scene: Scene, time: float) -> np.ndarray:
+        """Put the codes at ``time`` into ``scene.extra`` (before a :class:`SceneView` is made)."""
+        codes = self.at(time)
+        scene.extra["signal_aspect"] = codes
+        scene.extra["signal_aspect_used"] = self.used
+        return codes
+
+
+def signal_aspects(route: Route, result, scene: Scene) -> SignalAspects | None:
+    """The :class:`SignalAspects` of a replay over a scene, or None when the replay has no
+    signal events or the scene no signal markers."""
+    m = scene.markers.get("signal")
+    if m is None or not len(m) or not any(e.get("kind") == "signal" for e in result.events
+                                          if isinstance(e, dict)):
+        return None
+    sa = SignalAspects(route, result.events, m.ids)
+    return sa if sa and (sa.rows >= 0).any() else None
+
+
 def frame_times(t0: float, t1: float, *, fps: float, speedup: float, max_frames: int,
                 frames: int | None = None) -> np.ndarray:
     """The replay times shown: ``frames`` of them, or one per 1/fps s of video at
@@ -193,7 +263,17 @@ def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: boo
 
     trains = {safe_name(k): v for k, v in summary.get("trains", {}).items()}
     summary = {**summary, "trains": trains}
-    return ReplayResult(str(p), traces, {}, (), summary, 0.0), None
+    events: tuple = ()
+    ej = p / "events.json"
+    if ej.is_file() and ej.stat().st_size <= MAX_EVENTS_BYTES:   # for signal aspects; bounded
+        try:
+            ev = json.loads(ej.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise TdbToolsError(f"{ej}: not JSON ({exc})") from None
+        if isinstance(ev, dict):     # {"units": ..., "events": [...]}; older folders: the bare list
+            ev = ev.get("events")
+        events = tuple(e for e in ev if isinstance(e, dict)) if isinstance(ev, list) else ()
+    return ReplayResult(str(p), traces, {}, events, summary, 0.0), None
 
 
 def _even(img: np.ndarray, block: int = 16) -> np.ndarray:
@@ -268,7 +348,8 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
                      exaggerate: float | None = None, progress: bool | None = None) -> Path:
     """Animate a replay (``result`` from :func:`~tdbtools.physics.replay.replay` or
     :func:`load_replay`) over the route's scene into ``out`` (.gif or .mp4): cars
-    coloured by their train's speed, the replay clock on every frame.
+    coloured by their train's speed, signals by their aspect (when the replay ran with
+    signals), the replay clock on every frame.
 
     ``follow``: keep the camera on the first train (True), on the named train, or show
     the whole route (False); a followed train is framed ``view_distance`` metres wide.
@@ -305,6 +386,9 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
                 if "speed" in tr and len(tr["speed"])), default=0.0)
     clim = (0.0, max(10.0, float(np.ceil(vmax / 10.0) * 10.0)))
     pts, faces = placer.boxes(float(times[0]))
+    aspects = signal_aspects(route, result, scene)
+    if aspects is not None:
+        aspects.apply(scene, float(times[0]))
     sv = SceneView(scene, window_size, view=view, exaggerate=exaggerate, labels=labels)
     sv.set_trains(pv.PolyData(pts, faces), _speeds(result, placer, float(times[0])), clim)
     p = sv.plotter
@@ -323,6 +407,8 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
             pts, _f = placer.boxes(float(t))
             v = _speeds(result, placer, float(t))
             lifted = sv.set_trains(pv.PolyData(pts, _f), v, clim)
+            if aspects is not None:
+                sv.set_signal_aspects(aspects.at(float(t)))
             if follow:
                 c = lifted[lead_rows].mean(axis=0)
                 r = 0.5 * view_distance

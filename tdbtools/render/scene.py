@@ -63,6 +63,10 @@ def GRADE_CMAP():  # noqa: N802
 SEVERITY_COLORS = {"error": "#e00000", "warning": "#ff8c00", "info": "#1e64ff"}
 GAP_COLOR = "#d400d4"
 LAYERS = ("track", "markers", "labels", "audit", "grid", "trains")
+#: Signal glyph colours by aspect category in a replay (docs/render.md §8): the codes of
+#: ``scene.extra["signal_aspect"]``, one per signal marker.
+ASPECT_NAMES = ("signal: no aspect", "signal: stop", "signal: caution", "signal: clear")
+ASPECT_COLORS = ("#9a9a9a", "#e00000", "#f2c200", "#00b050")
 #: Keys of the interactive window that show or hide a layer.
 LAYER_KEYS = {"1": "markers", "2": "labels", "3": "audit", "4": "grid", "5": "trains"}
 NO_RENDERER = ("no renderer: 3-D pictures need a working OpenGL. On Debian/Ubuntu: "
@@ -746,6 +750,16 @@ class SceneView:
                                point_size=16 * scene.glyph_size, render_points_as_spheres=True,
                                name="glyph-finding", lighting=False)
                 self.actors["audit"].append(a)
+            elif k == "signal" and scene.extra.get("signal_aspect") is not None:
+                from matplotlib.colors import ListedColormap
+
+                pts.point_data["aspect"] = np.asarray(scene.extra["signal_aspect"], dtype=np.int64)
+                a = p.add_mesh(pts, scalars="aspect", cmap=ListedColormap(list(ASPECT_COLORS)),
+                               clim=(-0.5, len(ASPECT_COLORS) - 0.5), show_scalar_bar=False,
+                               point_size=(MARKER_PX[k] + 4) * scene.glyph_size, render_points_as_spheres=True,
+                               name=f"glyph-{k}", lighting=False)
+                self._aspect_glyphs = pts
+                self.actors["markers"].append(a)
             else:
                 a = p.add_mesh(pts, color=MARKER_COLORS[k], point_size=MARKER_PX[k] * scene.glyph_size,
                                render_points_as_spheres=True, name=f"glyph-{k}", lighting=False)
@@ -811,7 +825,16 @@ class SceneView:
             entries += [[f"track: {KIND_NAMES[i]}", KIND_COLORS[i]] for i in range(3) if i in present]
         names = {"junction": "junction", "end": "end of track", "signal": "signal", "speedpost": "speed post",
                  "platform": "platform", "siding": "siding"}
-        entries += [[names[k], MARKER_COLORS[k]] for k in MARKER_KINDS if len(sc.markers.get(k, ()))]
+        aspects = sc.extra.get("signal_aspect")
+        for k in MARKER_KINDS:
+            if not len(sc.markers.get(k, ())):
+                continue
+            if k == "signal" and aspects is not None:
+                # Every category the replay shows at any time, so that the legend stays put.
+                shown = set(sc.extra.get("signal_aspect_used", np.unique(aspects).tolist()))
+                entries += [[ASPECT_NAMES[i], ASPECT_COLORS[i]] for i in range(len(ASPECT_NAMES)) if i in shown]
+            else:
+                entries.append([names[k], MARKER_COLORS[k]])
         if "finding" in sc.markers and len(sc.markers["finding"]):
             sevs = {f.severity for f in sc.findings}
             entries += [[f"audit {s}", SEVERITY_COLORS[s]] for s in ("error", "warning", "info") if s in sevs]
@@ -1026,6 +1049,15 @@ class SceneView:
             if scalars is not None:
                 self._trains.cell_data["speed_kmh"] = np.repeat(np.asarray(scalars, dtype=np.float64), 6)
         return pts
+
+    def set_signal_aspects(self, codes: np.ndarray) -> None:
+        """Recolour the signal glyphs (codes as ``scene.extra["signal_aspect"]``); the scene
+        must have been built with aspects."""
+        g = getattr(self, "_aspect_glyphs", None)
+        if g is None:
+            raise TdbToolsError("this view was built without signal aspects")
+        g.point_data["aspect"] = np.asarray(codes, dtype=np.int64)
+        g.Modified()
 
     def pick(self, x: float, y: float, radius: float = 8.0) -> dict | None:
         """What is drawn at pixel (x, y) (from the bottom left), within ``radius`` pixels:

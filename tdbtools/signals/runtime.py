@@ -35,6 +35,10 @@ FOLLOW_GAP = 50.0
 CREEP = 2.5
 #: Longest default-route walk (sections) for signals no train has claimed.
 MAX_WALK = 64
+#: Metres beyond a stop target searched for a junction whose clearance zone it is in.
+JUNCTION_LOOK = 200.0
+#: A stretch shorter than this between junctions is part of a junction area (not to wait on).
+SHORT_LINK_M = 400.0
 NOT_SET = -1
 
 
@@ -84,6 +88,9 @@ class TrainState:
     extents: dict[int, tuple[float, float]] = field(default_factory=dict)   # section -> node offsets held
     done: bool = False
     deadlocked: bool = False
+    #: False while the train is not in the world (before it enters, after it left): it
+    #: occupies, reserves and requests nothing (docs/signals.md §4.8).
+    on_track: bool = True
 
 
 class HeadRuntime:
@@ -231,8 +238,15 @@ class Interlocking:
 
     def __init__(self, route: Route, signals: SignalSet | list[SignalObject], *,
                  switch_setter: Callable[[int, int], None] | None = None, deadlock_after: float = 300.0,
-                 initial_switches: dict[int, int] | None = None) -> None:
+                 initial_switches: dict[int, int] | None = None, ahead: float | None = None,
+                 clearance: Callable[[int], float] | None = None) -> None:
         self.route = route
+        # ahead: metres beyond which Auto Node and a last signal's route reserve no more
+        # (then on to the next junction); clearance: metres from a junction's switch point
+        # to its clearance point (a train standing closer fouls it). None: unbounded / 0.
+        self.ahead = ahead
+        self.clearance = clearance
+        self._clear_cache: dict[int, float] = {}
         objects = list(signals.signals if isinstance(signals, SignalSet) else signals)
         self.objects: list[SignalObject] = objects
         self.nodes = route.tdb.nodes
@@ -366,8 +380,10 @@ class Interlocking:
         return out
 
     # -- trains ----------------------------------------------------------------------------------
-    def add_train(self, name: str, line: Any, length: float, *, front: float, end_s: float | None = None) -> int:
-        """Register a train on its line (``front``: line distance of its front now). Returns its index."""
+    def add_train(self, name: str, line: Any, length: float, *, front: float, end_s: float | None = None,
+                  on_track: bool = True) -> int:
+        """Register a train on its line (``front``: line distance of its front now). Returns its index.
+        ``on_track=False``: it enters later (:meth:`enter`)."""
         k = len(self.trains)
         elements: list[Element] = []
         segs = zip(line.seg_node.tolist(), line.seg_dir.tolist(), line.seg_s0.tolist(),
@@ -420,16 +436,107 @@ class Interlocking:
                             speed_heads.append((s, h.hid))
         sigs.sort()
         speed_heads.sort()
-        t = TrainState(k, name, elements, [e.s1 for e in elements], sigs, speed_heads, end, length, front)
+        t = TrainState(k, name, elements, [e.s1 for e in elements], sigs, speed_heads, end, length, front,
+                       on_track=on_track)
         self.trains.append(t)
-        # Auto Node: the train holds its track up to the first signal (§4.3).
-        for e in self._elements_between(t, front - length, (sigs[0][0] if sigs else end) - 1e-3):
+        if on_track:
+            self._hold_start(t, quiet=True)
+        return k
+
+    def _hold_start(self, t: TrainState, *, quiet: bool) -> None:
+        """Auto Node: the train holds its track up to the first signal (§4.3)."""
+        upto = t.signals[t.next_signal][0] if t.next_signal < len(t.signals) else t.end_s
+        upto = self._horizon(t, t.front, upto)
+        for e in self._elements_between(t, t.front - t.length, upto - 1e-3):
             tcs = self.sections[e.section]
             if tcs.reserved < 0:
-                tcs.reserved = k
+                tcs.reserved = t.index
                 if e.route >= 0:
-                    self._set_switch(tcs.node, e.route, quiet=True)
-        return k
+                    self._set_switch(tcs.node, e.route, quiet=quiet)
+
+    def _clear(self, junction: int) -> float:
+        if self.clearance is None:
+            return 0.0
+        c = self._clear_cache.get(junction)
+        if c is None:
+            c = self._clear_cache[junction] = float(self.clearance(junction))
+        return c
+
+    def _horizon(self, t: TrainState, s: float, upto: float) -> float:
+        """Where reservations from ``s`` stop: ``upto``, or with ``ahead`` set, the first
+        junction at least ``ahead`` metres on (reserved up to just before it)."""
+        if self.ahead is None or upto <= s + self.ahead:
+            return upto
+        i = bisect.bisect_left(t.e_s1, s + self.ahead)
+        while i < len(t.elements):
+            e = t.elements[i]
+            if e.s0 >= upto:
+                break
+            if self.sections[e.section].kind == "junction" and e.s0 >= s + self.ahead:
+                return e.s0
+            i += 1
+        return upto
+
+    def _clear_stop(self, t: TrainState, stop: float) -> float:
+        """A stop target moved back out of the clearance zone of a junction just ahead."""
+        if self.clearance is None:
+            return stop
+        i = bisect.bisect_left(t.e_s1, stop - 1.0)
+        while i < len(t.elements) and t.elements[i].s0 <= stop + JUNCTION_LOOK:
+            e = t.elements[i]
+            if self.sections[e.section].kind == "junction":
+                c = self._clear(self.sections[e.section].node)
+                if e.s0 - c < stop <= e.s0 + 1e-6:
+                    stop = max(e.s0 - c - 1.0, t.front)
+            i += 1
+        return stop
+
+    def _under(self, t: TrainState, front: float) -> list[Element]:
+        return [e for e in self._elements_between(t, front - t.length, front)
+                if e.s1 >= front - t.length - 1e-6 and e.s0 <= front + 1e-6]
+
+    def can_enter(self, train: int, front: float) -> set[str]:
+        """Names of the trains in the world that occupy or hold a section under ``train``
+        were it to stand with its front at ``front`` (empty: it may enter)."""
+        t = self.trains[train]
+        who: set[int] = set()
+        for e in self._under(t, front):
+            sec = self.sections[e.section]
+            who |= {k for k in sec.occupants if k != train and self.trains[k].on_track}
+            if sec.reserved >= 0 and sec.reserved != train and self.trains[sec.reserved].on_track:
+                who.add(sec.reserved)
+        return {self.trains[k].name for k in who}
+
+    def enter(self, train: int, front: float) -> None:
+        """Put a registered train into the world with its front at ``front``: it holds its
+        track up to its first signal and requests routes from the next cycle on (§4.8)."""
+        t = self.trains[train]
+        t.on_track, t.done, t.front = True, False, front
+        while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= front:
+            t.next_signal += 1
+        self._hold_start(t, quiet=False)
+
+    def leave(self, train: int) -> None:
+        """Take a train out of the world (at the end of its path, or before it enters):
+        its sections, reservations and the signals cleared for it are released (§4.8)."""
+        t = self.trains[train]
+        t.on_track, t.done = False, True
+        for sec in self.sections:
+            if sec.reserved == train:
+                sec.reserved = -1
+            sec.occupants.pop(train, None)
+        for sig, k in enumerate(self.enabled_train):
+            if k == train:
+                self.enabled_train[sig] = -1
+                self.route_of[sig] = None
+                self.block[sig] = BLOCK_JN_OBSTRUCTED
+        t.extents = {}
+        t.stop_s, t.creep_at, t.limits = None, None, []
+        if t.waiting_since is not None:
+            self.events.append({"kind": "signal_wait", "time": t.waiting_since, "train": t.name,
+                                "signal": t.waiting_at, "until": self.time,
+                                "seconds": round(self.time - t.waiting_since, 3)})
+            t.waiting_since, t.waiting_at = None, -1
 
     def _elements_between(self, t: TrainState, a: float, b: float) -> list[Element]:
         i = bisect.bisect_left(t.e_s1, a)
@@ -474,7 +581,7 @@ class Interlocking:
         if pos < 0:
             return []
         s_sig = t.signals[pos][0]
-        s_next = t.signals[pos + 1][0] if pos + 1 < len(t.signals) else t.end_s
+        s_next = t.signals[pos + 1][0] if pos + 1 < len(t.signals) else self._horizon(t, s_sig, t.end_s)
         self.next_normal[sig] = t.signals[pos + 1][1] if pos + 1 < len(t.signals) else -1
         return [e for e in self._elements_between(t, s_sig + 1e-3, s_next - 1e-3) if e.s1 > s_sig + 1e-3
                 or e.s0 > s_sig]
@@ -659,6 +766,8 @@ class Interlocking:
             self.sections[k].occupants = {}
         self._occupied = set()
         for t in self.trains:
+            if not t.on_track:
+                continue
             t.front, t.speed = fronts[t.index], speeds[t.index]
             rear = t.front - t.length
             occ = self._elements_between(t, rear, t.front)
@@ -694,14 +803,16 @@ class Interlocking:
                 t.next_signal += 1
         # Requests (the first signal ahead of every train), then propagation.
         for t in self.trains:
-            if t.next_signal < len(t.signals) and not t.done:
+            if t.next_signal < len(t.signals) and not t.done and t.on_track and \
+                    (self.ahead is None or t.signals[t.next_signal][0] - t.front <= self.ahead):
                 sig = t.signals[t.next_signal][1]
                 if self.enabled_train[sig] in (-1, t.index):
                     self._request(sig, t, 0, False)
         self.update_blocks()
         self.run_scripts()
         for t in self.trains:
-            self._targets(t)
+            if t.on_track:
+                self._targets(t)
         self._deadlocks()
 
     def update_blocks(self) -> None:
@@ -740,11 +851,36 @@ class Interlocking:
         holds it; the first stretch another train holds (reserved or occupied) ends its
         authority. Returns where the front must stop, or None."""
         upto = t.signals[t.next_signal][0] if t.next_signal < len(t.signals) else t.end_s
+        bound = self._horizon(t, t.front, upto)
         i = bisect.bisect_left(t.e_s1, t.front)
+        held: list[Element] = []     # ahead of the front, held by this train, in order
+
+        def give_back(stop: float) -> float:
+            # Do not wait inside a junction area (§4.8): junctions and short links held
+            # just before the blocked stretch go back, the train stops before them.
+            if self.ahead is None:
+                return stop
+            while held:
+                e = held[-1]
+                sec = self.sections[e.section]
+                if not (sec.kind == "junction" or e.s1 - e.s0 < SHORT_LINK_M) or t.index in sec.occupants \
+                        or e.s0 <= t.front:
+                    break
+                sec.reserved = -1
+                held.pop()
+                stop = e.s0 - STOP_GAP
+            return self._clear_stop(t, stop)
+
         while i < len(t.elements) and t.elements[i].s0 < upto - 1e-3:
+            if t.elements[i].s0 >= bound - 1e-3:
+                # Not reserved yet (beyond the horizon): stop before it, clear of the junction.
+                return self._clear_stop(t, t.elements[i].s0 - STOP_GAP)
             e = t.elements[i]
             sec = self.sections[e.section]
             others = [k for k in sec.occupants if k != t.index]
+            if others and self.ahead is not None and e.s0 > t.front and \
+                    any(sec.occupants[k] != e.direction for k in others):
+                return give_back(e.s0 - STOP_GAP)      # a train coming the other way
             if others:
                 # Following in the same stretch: stop short of the nearest train ahead.
                 near = math.inf
@@ -757,13 +893,15 @@ class Interlocking:
                 if near < math.inf:
                     return near - FOLLOW_GAP
                 if e.s0 > t.front:
-                    return e.s0 - STOP_GAP
+                    return give_back(e.s0 - STOP_GAP)
             elif sec.reserved >= 0 and sec.reserved != t.index:
-                return e.s0 - STOP_GAP if e.s0 > t.front else None
+                return give_back(e.s0 - STOP_GAP) if e.s0 > t.front else None
             if sec.reserved < 0:
                 sec.reserved = t.index
                 if e.route >= 0:
                     self._set_switch(sec.node, e.route)
+            if e.s0 > t.front:
+                held.append(e)
             i += 1
         return None
 
@@ -786,7 +924,7 @@ class Interlocking:
             if t.stop_s is not None:
                 break
             if not mine or a == STOP:
-                t.stop_s = s - STOP_GAP
+                t.stop_s = self._clear_stop(t, s - STOP_GAP)
                 break
             if a in (STOP_AND_PROCEED, RESTRICTING):
                 t.creep_at = s if t.creep_at is None else t.creep_at

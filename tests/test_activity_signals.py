@@ -1,0 +1,88 @@
+"""Activities on the signalled sample route with ``signals=True``: trains enter the
+interlocking at their start time and leave it at the end of their path
+(docs/activities.md §4.3, docs/signals.md §4.8)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from helpers import SAMPLE_INSTALL
+
+from tdbtools.cli import main
+from tdbtools.formats.route import load_route
+from tdbtools.physics.activity import ActivityReplay, plan_activity, replay_activity
+from tdbtools.physics.activity_build import ServiceSpec, write_activity_files
+
+H = 8 * 3600
+
+
+@pytest.fixture
+def signalled(tmp_path):
+    """Eastbound and westbound enter together and cross at the loop; the player enters
+    on the eastbound's line a minute later, when its start is still held."""
+    dst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, dst)
+    route = load_route(dst / "ROUTES" / "SIGNALS", cache=False)
+    act = write_activity_files(route, "Signalled", [
+        ServiceSpec("Eastbound", "sample_freight", H, "East_main"),
+        ServiceSpec("Westbound", "sample_passenger", H, "West_loop"),
+        ServiceSpec("Follower", "sample_passenger", H + 60, "East_main", player=True),
+    ], duration=3600)
+    return route, act
+
+
+def _events(res, kind):
+    return [e for e in res.replay.events if e["kind"] == kind]
+
+
+def test_signalled_activity_crosses_and_follows(signalled):
+    route, act = signalled
+    res = replay_activity(act, route=route, signals=True)
+    s = res.replay.summary
+    assert "signalling" in s                       # the route's signals ran
+    assert not res.failed and all(t["reached_end"] for t in s["trains"].values()), s
+    assert s["collisions"] == 0 and s["deadlocks"] == 0
+    assert not _events(res, "spad")
+    started = {e["train"]: e["time"] for e in _events(res, "service_started")}
+    # Nobody is in the interlocking before its start time: the follower's start is
+    # held by the eastbound's route, so it enters later than booked.
+    assert started["Eastbound"] <= 1.0 and started["Westbound"] <= 1.0
+    delayed = {e["train"] for e in _events(res, "start_delayed")}
+    assert delayed == {"Follower"}
+    assert started["Follower"] > 60.0
+    arrived = {e["train"]: e["time"] for e in _events(res, "arrived")}
+    # The crossing: the westbound waits at a red on the loop while the eastbound passes.
+    waits = {e["train"]: e for e in _events(res, "signal_wait") if e["seconds"] > 10}
+    assert "Westbound" in waits and waits["Westbound"]["until"] <= arrived["Eastbound"]
+    # The follower runs behind the eastbound on its line and never passes it.
+    assert arrived["Follower"] > arrived["Eastbound"]
+    assert set(s["signalling"]["trains"]) == {"Eastbound", "Westbound", "Follower"}
+
+
+def test_ai_train_leaves_the_interlocking(signalled):
+    route, act = signalled
+    rp = ActivityReplay(plan_activity(act), route=route, signals=True)
+    ilk = rp.signals.ilk
+    assert not any(t.on_track for t in ilk.trains)            # nobody before the start
+    assert all(s.reserved < 0 for s in ilk.sections)
+    rp.run()
+    east = rp.index["Eastbound"]
+    player = rp.index["Follower"]
+    assert not ilk.trains[east].on_track
+    assert all(s.reserved != east and east not in s.occupants for s in ilk.sections)
+    assert east not in ilk.enabled_train
+    assert ilk.trains[player].on_track                          # the player's train stays
+
+
+def test_plain_occupancy_by_default(signalled):
+    route, act = signalled
+    res = replay_activity(act, route=route)
+    s = res.replay.summary
+    assert "signalling" not in s and not res.failed
+    assert not _events(res, "start_delayed")                   # blocks, not signal sections
+    out = act.parent.parent / "out"
+    r = CliRunner().invoke(main, ["replay", str(act), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert '"signalling"' not in (out / "summary.json").read_text()
