@@ -4,6 +4,7 @@ a tree of named nodes (no Lark, no comments, no includes, no errors, no typing).
 The issue's targets are ratios to this: parsing DK24.tdb into the typed model at
 most 1.5x its time, a cold route load at most 2x.
 """
+
 from __future__ import annotations
 
 import re

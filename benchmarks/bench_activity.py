@@ -154,7 +154,9 @@ def main() -> int:
                 "not_at_end",
                 "warning",
             ):
-                print(f"  {getattr(e, 'clock', None) or e.time} {e.kind}: {getattr(e, 'message', None) or ''}")
+                print(
+                    f"  {getattr(e, 'clock', None) or e.time} {e.kind}: {getattr(e, 'message', None) or ''}"
+                )
         if args.out:
             from tdbtools.render.spacetime import plot_space_time
 

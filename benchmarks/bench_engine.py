@@ -22,6 +22,7 @@ The timed loop includes computing the forces (a few numpy operations per step, a
 would); the ``engine.step alone`` figure counts only the time spent inside
 ``Engine.step``. Each figure is the best of ``--repeat`` runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,7 @@ from tdbtools.physics.engine import Bodies, Engine  # noqa: E402
 N_CARS = 20
 LOCO_MASS, CAR_LENGTH, SLACK = 90e3, 20.0, 0.05
 MAX_FORCE, MAX_POWER = 250e3, 2.5e6
-DAVIS_A, DAVIS_B, DAVIS_C = 834.71, 24.679, 1.4375     # docs/physics.md §3.2 worked example
+DAVIS_A, DAVIS_B, DAVIS_C = 834.71, 24.679, 1.4375  # docs/physics.md §3.2 worked example
 
 
 def make(lines: int, seed: int = 1) -> tuple[Engine, np.ndarray, np.ndarray]:
@@ -52,7 +53,7 @@ def make(lines: int, seed: int = 1) -> tuple[Engine, np.ndarray, np.ndarray]:
     line = np.repeat(np.arange(lines), N_CARS)
     coupled = np.tile([True] * (N_CARS - 1) + [False], lines)
     bodies = Bodies(mass, np.full(n, CAR_LENGTH), line, coupled, np.full(n, SLACK))
-    x = -np.tile(np.arange(N_CARS) * CAR_LENGTH, lines)        # buffers compressed
+    x = -np.tile(np.arange(N_CARS) * CAR_LENGTH, lines)  # buffers compressed
     lead = np.zeros(n, dtype=bool)
     lead[::N_CARS] = True
     return Engine(bodies, x, np.zeros(n)), lead, brake
@@ -84,10 +85,17 @@ def run(lines: int, seconds: float, dt: float) -> dict:
         for e in events:
             counts[e.kind] = counts.get(e.kind, 0) + 1
     wall = clock() - t0
-    return {"wall": wall, "in_step": in_step, "steps": steps, "events": n_events, "kinds": counts,
-            "speed": float(eng.v.mean()), "sim": steps * dt, "truncated": eng.truncated_steps,
-            "gap_ok": bool(np.all(eng.gap[eng.bodies.coupled[:-1]]
-                                                                   <= SLACK))}
+    return {
+        "wall": wall,
+        "in_step": in_step,
+        "steps": steps,
+        "events": n_events,
+        "kinds": counts,
+        "speed": float(eng.v.mean()),
+        "sim": steps * dt,
+        "truncated": eng.truncated_steps,
+        "gap_ok": bool(np.all(eng.gap[eng.bodies.coupled[:-1]] <= SLACK)),
+    }
 
 
 def main() -> int:
@@ -96,20 +104,25 @@ def main() -> int:
     ap.add_argument("--dt", type=float, default=0.1)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    print(f"engine benchmark: {args.seconds:g} s simulated at dt = {args.dt:g} s, "
-          f"best of {args.repeat}; numpy {np.__version__}, Python {sys.version.split()[0]}")
+    print(
+        f"engine benchmark: {args.seconds:g} s simulated at dt = {args.dt:g} s, "
+        f"best of {args.repeat}; numpy {np.__version__}, Python {sys.version.split()[0]}"
+    )
     for lines, target in ((1, 1000.0), (50, 50.0)):
-        best = min((run(lines, args.seconds, args.dt) for _ in range(args.repeat)),
-                   key=lambda r: r["wall"])
+        best = min((run(lines, args.seconds, args.dt) for _ in range(args.repeat)), key=lambda r: r["wall"])
         rt = best["sim"] / best["wall"]
-        print(f"  {lines:>2} line(s) x {N_CARS} cars = {lines * N_CARS:>4} cars: "
-              f"{best['steps'] / best['wall']:7.0f} steps/s, {rt:6.0f}x real time "
-              f"(target >= {target:g}x: {'met' if rt >= target else 'NOT met'}); "
-              f"engine.step alone {best['steps'] / best['in_step']:7.0f} steps/s, "
-              f"{best['sim'] / best['in_step']:6.0f}x")
+        print(
+            f"  {lines:>2} line(s) x {N_CARS} cars = {lines * N_CARS:>4} cars: "
+            f"{best['steps'] / best['wall']:7.0f} steps/s, {rt:6.0f}x real time "
+            f"(target >= {target:g}x: {'met' if rt >= target else 'NOT met'}); "
+            f"engine.step alone {best['steps'] / best['in_step']:7.0f} steps/s, "
+            f"{best['sim'] / best['in_step']:6.0f}x"
+        )
         kinds = ", ".join(f"{v} {k}" for k, v in sorted(best["kinds"].items()))
-        print(f"      {best['events']} events ({kinds}); final mean speed "
-              f"{best['speed']:.3g} m/s; couplers within slack: {best['gap_ok']}")
+        print(
+            f"      {best['events']} events ({kinds}); final mean speed "
+            f"{best['speed']:.3g} m/s; couplers within slack: {best['gap_ok']}"
+        )
         if best["truncated"]:
             print(f"      warning: {best['truncated']} step(s) hit the event cap")
     return 0

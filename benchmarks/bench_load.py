@@ -9,6 +9,7 @@ warm, cached load (≥ 30x faster than cold). ``--naive`` also times a textbook 
 LALR grammar (one token per word, a Lark parse tree) for reference. Each figure is
 the best of N runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,28 +72,48 @@ def main() -> int:
     r = args.repeat
 
     load_route(args.route)  # fill the cache
-    t = best_of({
-        "base_tdb": lambda: baseline.parse(tdb),
-        "generic_tdb": lambda: parse_file(tdb),
-        "typed_tdb": lambda: read_tdb(tdb),
-        "base_all": lambda: [baseline.parse(p) for p in sources],
-        "cold": lambda: load_route(args.route, cache=False),
-        "warm": lambda: load_route(args.route),
-    }, r)
+    t = best_of(
+        {
+            "base_tdb": lambda: baseline.parse(tdb),
+            "generic_tdb": lambda: parse_file(tdb),
+            "typed_tdb": lambda: read_tdb(tdb),
+            "base_all": lambda: [baseline.parse(p) for p in sources],
+            "cold": lambda: load_route(args.route, cache=False),
+            "warm": lambda: load_route(args.route),
+        },
+        r,
+    )
     base_tdb, generic_tdb, typed_tdb = t["base_tdb"], t["generic_tdb"], t["typed_tdb"]
     base_all, cold, warm = t["base_all"], t["cold"], t["warm"]
 
     rows = [
         ("files", f"{tdb.name} {mb_tdb:.2f} MB; route {len(sources)} files {mb_all:.2f} MB", ""),
         ("baseline: re tokenizer tree, tdb", f"{base_tdb * 1000:8.1f} ms", f"{mb_tdb / base_tdb:6.1f} MB/s"),
-        ("baseline: re tokenizer tree, route files", f"{base_all * 1000:8.1f} ms", f"{mb_all / base_all:6.1f} MB/s"),
-        ("tdbtools: generic tree, tdb", f"{generic_tdb * 1000:8.1f} ms", f"{generic_tdb / base_tdb:5.2f}x baseline"),
-        ("tdbtools: typed model, tdb", f"{typed_tdb * 1000:8.1f} ms",
-         f"{typed_tdb / base_tdb:5.2f}x baseline (target <= 1.5x)"),
-        ("tdbtools: load_route cold", f"{cold * 1000:8.1f} ms",
-         f"{cold / base_all:5.2f}x baseline (target <= 2x)"),
-        ("tdbtools: load_route warm (cache)", f"{warm * 1000:8.1f} ms",
-         f"{cold / warm:5.1f}x faster than cold (target >= 30x)"),
+        (
+            "baseline: re tokenizer tree, route files",
+            f"{base_all * 1000:8.1f} ms",
+            f"{mb_all / base_all:6.1f} MB/s",
+        ),
+        (
+            "tdbtools: generic tree, tdb",
+            f"{generic_tdb * 1000:8.1f} ms",
+            f"{generic_tdb / base_tdb:5.2f}x baseline",
+        ),
+        (
+            "tdbtools: typed model, tdb",
+            f"{typed_tdb * 1000:8.1f} ms",
+            f"{typed_tdb / base_tdb:5.2f}x baseline (target <= 1.5x)",
+        ),
+        (
+            "tdbtools: load_route cold",
+            f"{cold * 1000:8.1f} ms",
+            f"{cold / base_all:5.2f}x baseline (target <= 2x)",
+        ),
+        (
+            "tdbtools: load_route warm (cache)",
+            f"{warm * 1000:8.1f} ms",
+            f"{cold / warm:5.1f}x faster than cold (target >= 30x)",
+        ),
     ]
     if args.naive:
         from lark import Lark
@@ -101,8 +122,13 @@ def main() -> int:
         text = baseline.read_text(tdb)
         text = text[text.find("\n") + 1 :]
         naive = best_of({"naive": lambda: parser.parse(text)}, 1)["naive"]
-        rows.append(("naive Lark LALR parse tree, tdb", f"{naive * 1000:8.1f} ms",
-                     f"{mb_tdb / naive:6.2f} MB/s, {naive / base_tdb:5.2f}x baseline"))
+        rows.append(
+            (
+                "naive Lark LALR parse tree, tdb",
+                f"{naive * 1000:8.1f} ms",
+                f"{mb_tdb / naive:6.2f} MB/s, {naive / base_tdb:5.2f}x baseline",
+            )
+        )
     print(f"route {route.name} ({files.folder}); best of {r} runs; Python {sys.version.split()[0]}")
     w = max(len(a) for a, _, _ in rows)
     for a, b, c in rows:

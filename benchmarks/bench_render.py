@@ -4,6 +4,7 @@
 
 Prints the route load time (cached), the scene build time and the screenshot time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,10 @@ def main() -> int:
     t = time.perf_counter()
     scene = build_scene(route, color_by=a.color_by)
     build = time.perf_counter() - t
-    print(f"scene build      {build:6.2f} s  (limit 5 s)   {scene.track.n_cells} line cells, "
-          f"{scene.track.n_points} points, " + ", ".join(f"{k} {len(m)}" for k, m in scene.markers.items()))
+    print(
+        f"scene build      {build:6.2f} s  (limit 5 s)   {scene.track.n_cells} line cells, "
+        f"{scene.track.n_points} points, " + ", ".join(f"{k} {len(m)}" for k, m in scene.markers.items())
+    )
     t = time.perf_counter()
     render_png(scene, a.out, window_size=(1280, 960))
     shot = time.perf_counter() - t

@@ -10,6 +10,7 @@ lines of several km (its paths are 10 m stubs at end nodes), so the 50 trains ru
 per line, 2.3 km apart, each driving 2.6 km, on 25 lines that share no track node: no
 train runs into another. Collision checks still run every interval.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,13 +52,23 @@ def long_paths(route, n: int, need: float) -> list[str]:
     return out
 
 
-def run(route, paths: list[str], seconds: float, per_line: int = 1,
-        drive: float = 2600.0) -> tuple[float, float, int, int]:
+def run(
+    route, paths: list[str], seconds: float, per_line: int = 1, drive: float = 2600.0
+) -> tuple[float, float, int, int]:
     """``per_line`` trains follow each other on every path, 2.3 km apart, each driving
     ``drive`` metres: no train reaches the one ahead."""
-    trains = tuple(TrainSpec(name=f"t{i}-{k}", consist=CONSIST, path=Path(p), start_offset=2300.0 * k,
-                             beyond_path=2300.0 * k + drive, driver="auto")
-                   for i, p in enumerate(paths) for k in range(per_line))
+    trains = tuple(
+        TrainSpec(
+            name=f"t{i}-{k}",
+            consist=CONSIST,
+            path=Path(p),
+            start_offset=2300.0 * k,
+            beyond_path=2300.0 * k + drive,
+            driver="auto",
+        )
+        for i, p in enumerate(paths)
+        for k in range(per_line)
+    )
     sc = Scenario(Path(route.folder), trains, step=0.1, duration=seconds)
     rep = Replay(sc, route=route, trace_every=1.0)
     t0 = time.perf_counter()
@@ -78,15 +89,19 @@ def main() -> int:
     route = load_route(args.route)
     paths = long_paths(route, 25, 5300.0)
     long = long_paths(route, 1, 14000.0)
-    print(f"route {route.name}; {len(paths)} paths with 5.3 km of track beyond, on lines that share "
-          f"no track; at most {args.seconds:.0f} s simulated")
+    print(
+        f"route {route.name}; {len(paths)} paths with 5.3 km of track beyond, on lines that share "
+        f"no track; at most {args.seconds:.0f} s simulated"
+    )
     ok = True
     for lines, per_line, drive, target in ((long, 1, 12000.0, 1000.0), (paths, 2, 2600.0, 50.0)):
         sim, wall, cars, n = run(route, lines, args.seconds, per_line, drive)
         factor = sim / wall
         ok &= factor >= target
-        print(f"  {n:3d} train(s), {cars:5d} cars: {sim:6.0f} s in {wall:6.2f} s = {factor:7.1f}x real time "
-              f"(target >= {target:.0f}x)")
+        print(
+            f"  {n:3d} train(s), {cars:5d} cars: {sim:6.0f} s in {wall:6.2f} s = {factor:7.1f}x real time "
+            f"(target >= {target:.0f}x)"
+        )
     print("targets met" if ok else "TARGETS NOT MET")
     return 0 if ok else 1
 

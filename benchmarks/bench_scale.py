@@ -23,6 +23,7 @@
 Each figure is the best of ``--repeat`` runs; run with the machine's ``uptime`` beside it.
 Exponents are least-squares slopes of log(time) against log(size).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,6 +59,7 @@ def exponent(sizes: list[float], times: list[float]) -> float:
 
 # -- cars -------------------------------------------------------------------------------
 
+
 def long_train(cars: int, seconds: float, dt: float = 0.1, seed: int = 5) -> dict:
     from tdbtools.physics.engine import Bodies, Engine
 
@@ -69,8 +71,11 @@ def long_train(cars: int, seconds: float, dt: float = 0.1, seed: int = 5) -> dic
     brake = mass * 9.81 * rng.uniform(0.06, 0.18, cars)
     coupled = np.ones(cars, dtype=bool)
     coupled[-1] = False
-    eng = Engine(Bodies(mass, np.full(cars, 20.0), np.zeros(cars, np.int64), coupled,
-                        np.full(cars, 0.05)), -np.arange(cars) * 20.0, np.zeros(cars))
+    eng = Engine(
+        Bodies(mass, np.full(cars, 20.0), np.zeros(cars, np.int64), coupled, np.full(cars, 0.05)),
+        -np.arange(cars) * 20.0,
+        np.zeros(cars),
+    )
     steps = int(round(seconds / dt))
     events = 0
     t0 = time.perf_counter()
@@ -85,8 +90,13 @@ def long_train(cars: int, seconds: float, dt: float = 0.1, seed: int = 5) -> dic
             resist = resist + brake
         events += len(eng.step(dt, drive, resist))
     wall = time.perf_counter() - t0
-    return {"cars": cars, "wall_s": wall, "realtime": steps * dt / wall, "events": events,
-            "us_per_car_step": wall / steps / cars * 1e6}
+    return {
+        "cars": cars,
+        "wall_s": wall,
+        "realtime": steps * dt / wall,
+        "events": events,
+        "us_per_car_step": wall / steps / cars * 1e6,
+    }
 
 
 def bench_cars(sizes: list[int], seconds: float, repeat: int) -> dict:
@@ -94,14 +104,18 @@ def bench_cars(sizes: list[int], seconds: float, repeat: int) -> dict:
     for n in sizes:
         best = min((long_train(n, seconds) for _ in range(repeat)), key=lambda r: r["wall_s"])
         rows.append(best)
-        print(f"  {n:5d} cars: {best['wall_s']:7.2f} s for {seconds:g} s = {best['realtime']:7.1f}x real "
-              f"time, {best['events']} events, {best['us_per_car_step']:.2f} us per car-step", flush=True)
+        print(
+            f"  {n:5d} cars: {best['wall_s']:7.2f} s for {seconds:g} s = {best['realtime']:7.1f}x real "
+            f"time, {best['events']} events, {best['us_per_car_step']:.2f} us per car-step",
+            flush=True,
+        )
     exp = exponent([r["cars"] for r in rows], [r["wall_s"] for r in rows])
     print(f"  exponent {exp:.2f}", flush=True)
     return {"rows": rows, "exponent": exp}
 
 
 # -- trains -----------------------------------------------------------------------------
+
 
 def _lines_of(route, n: int = 25, need: float = 5300.0) -> list[str]:
     sys.path.insert(0, str(HERE))
@@ -124,9 +138,16 @@ def many_trains(n: int, copies: int, seconds: float) -> dict:
     specs = []
     for i in range(n):
         line, slot = lines[i % len(lines)], i // len(lines)
-        specs.append(TrainSpec(name=f"t{i}", consist=CONSIST, path=Path(line),
-                               start_offset=800.0 * (per_line - 1 - slot), beyond_path=800.0 * per_line + 600.0,
-                               driver="auto"))
+        specs.append(
+            TrainSpec(
+                name=f"t{i}",
+                consist=CONSIST,
+                path=Path(line),
+                start_offset=800.0 * (per_line - 1 - slot),
+                beyond_path=800.0 * per_line + 600.0,
+                driver="auto",
+            )
+        )
     sc = Scenario(Path(route.folder), tuple(specs), step=0.1, duration=seconds)
     t0 = time.perf_counter()
     rep = Replay(sc, route=route, trace_every=1.0)
@@ -135,8 +156,15 @@ def many_trains(n: int, copies: int, seconds: float) -> dict:
     res = rep.run()
     wall = time.perf_counter() - t0
     sim = res.summary["simulated_seconds"]
-    return {"trains": n, "cars": len(rep.engine.x), "setup_s": setup, "wall_s": wall,
-            "realtime": sim / wall, "events": len(res.events), "engine_events": rep.engine.event_count}
+    return {
+        "trains": n,
+        "cars": len(rep.engine.x),
+        "setup_s": setup,
+        "wall_s": wall,
+        "realtime": sim / wall,
+        "events": len(res.events),
+        "engine_events": rep.engine.event_count,
+    }
 
 
 def bench_trains(sizes: list[int], copies: int, seconds: float, repeat: int) -> dict:
@@ -144,9 +172,12 @@ def bench_trains(sizes: list[int], copies: int, seconds: float, repeat: int) -> 
     for n in sizes:
         best = min((many_trains(n, copies, seconds) for _ in range(repeat)), key=lambda r: r["wall_s"])
         rows.append(best)
-        print(f"  {n:5d} trains ({best['cars']} cars) on {copies}x DK24: setup {best['setup_s']:6.2f} s, "
-              f"{seconds:g} s in {best['wall_s']:7.2f} s = {best['realtime']:7.1f}x real time, "
-              f"{best['engine_events']} engine events", flush=True)
+        print(
+            f"  {n:5d} trains ({best['cars']} cars) on {copies}x DK24: setup {best['setup_s']:6.2f} s, "
+            f"{seconds:g} s in {best['wall_s']:7.2f} s = {best['realtime']:7.1f}x real time, "
+            f"{best['engine_events']} engine events",
+            flush=True,
+        )
     exp = exponent([r["trains"] for r in rows], [r["wall_s"] for r in rows])
     print(f"  stepping exponent {exp:.2f}", flush=True)
     return {"rows": rows, "exponent": exp, "copies": copies}
@@ -187,20 +218,34 @@ def route_size(copies: int) -> dict:
     mb = (folder / "DK24.tdb").stat().st_size / 1e6
     env = dict(os.environ, TDBTOOLS_CACHE_DIR=str(WORK / "cache"))
     with tempfile.TemporaryDirectory() as tmp:
+
         def child(mode: str) -> dict:
             src = os.environ.get("BENCH_SRC", str(HERE.parent))
-            p = subprocess.run([sys.executable, "-c", _ROUTE_CHILD, str(folder), src, mode, tmp],
-                               capture_output=True, text=True, env=env, check=False)
+            p = subprocess.run(
+                [sys.executable, "-c", _ROUTE_CHILD, str(folder), src, mode, tmp],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=False,
+            )
             if p.returncode:
                 raise RuntimeError(p.stderr[-2000:])
             return json.loads(p.stdout.strip().splitlines()[-1])
 
         cold = child("cold")
-        child("warm")                 # write the cache
+        child("warm")  # write the cache
         warm = min((child("warm") for _ in range(3)), key=lambda r: r["load_s"])
-    return {"copies": copies, "tdb_mb": mb, "cold_s": cold["load_s"], "warm_s": warm["load_s"],
-            "cold_peak_mb": cold["load_peak_mb"], "audit_s": cold["audit_s"], "locate_s": cold["locate_s"],
-            "geojson_s": cold["geojson_s"], "peak_mb": cold["peak_mb"]}
+    return {
+        "copies": copies,
+        "tdb_mb": mb,
+        "cold_s": cold["load_s"],
+        "warm_s": warm["load_s"],
+        "cold_peak_mb": cold["load_peak_mb"],
+        "audit_s": cold["audit_s"],
+        "locate_s": cold["locate_s"],
+        "geojson_s": cold["geojson_s"],
+        "peak_mb": cold["peak_mb"],
+    }
 
 
 def bench_route(sizes: list[int]) -> dict:
@@ -208,10 +253,15 @@ def bench_route(sizes: list[int]) -> dict:
     for c in sizes:
         r = route_size(c)
         rows.append(r)
-        print(f"  {c:3d}x DK24 ({r['tdb_mb']:6.1f} MB .tdb): cold {r['cold_s']:6.2f} s, warm {r['warm_s']:5.2f} s, "
-              f"audit {r['audit_s']:5.2f} s, locate 10k {r['locate_s']:5.2f} s, GeoJSON {r['geojson_s']:5.2f} s, "
-              f"peak +{r['peak_mb']:.0f} MB", flush=True)
-    exp = exponent([r["tdb_mb"] for r in rows], [r["cold_s"] for r in rows]) if len(rows) > 1 else float("nan")
+        print(
+            f"  {c:3d}x DK24 ({r['tdb_mb']:6.1f} MB .tdb): cold {r['cold_s']:6.2f} s, warm {r['warm_s']:5.2f} s, "
+            f"audit {r['audit_s']:5.2f} s, locate 10k {r['locate_s']:5.2f} s, GeoJSON {r['geojson_s']:5.2f} s, "
+            f"peak +{r['peak_mb']:.0f} MB",
+            flush=True,
+        )
+    exp = (
+        exponent([r["tdb_mb"] for r in rows], [r["cold_s"] for r in rows]) if len(rows) > 1 else float("nan")
+    )
     print(f"  cold-load exponent {exp:.2f}", flush=True)
     return {"rows": rows, "exponent": exp}
 
@@ -226,9 +276,11 @@ def plot(results: dict[str, dict], out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    panels = (("cars", "cars", "wall_s", "cars in one train", "wall time for 200 s simulated (s)"),
-              ("trains", "trains", "wall_s", "trains of 21 cars", "stepping wall time for 60 s (s)"),
-              ("route", "tdb_mb", "cold_s", ".tdb size (MB)", "cold load (s)"))
+    panels = (
+        ("cars", "cars", "wall_s", "cars in one train", "wall time for 200 s simulated (s)"),
+        ("trains", "trains", "wall_s", "trains of 21 cars", "stepping wall time for 60 s (s)"),
+        ("route", "tdb_mb", "cold_s", ".tdb size (MB)", "cold load (s)"),
+    )
     for key, xk, yk, xl, yl in panels:
         series = {label: r[key] for label, r in results.items() if key in r}
         if not series:
@@ -253,8 +305,13 @@ def plot(results: dict[str, dict], out: Path) -> list[Path]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=("cars", "trains", "route", "all", "plot"))
-    ap.add_argument("--plot", nargs="+", metavar="LABEL=JSON", default=[],
-                    help="with 'plot': the JSON results to draw, e.g. old=old.json new=new.json")
+    ap.add_argument(
+        "--plot",
+        nargs="+",
+        metavar="LABEL=JSON",
+        default=[],
+        help="with 'plot': the JSON results to draw, e.g. old=old.json new=new.json",
+    )
     ap.add_argument("--out", type=Path, default=HERE / "img")
     ap.add_argument("--cars", type=int, nargs="+", default=[100, 300, 1000])
     ap.add_argument("--trains", type=int, nargs="+", default=[50, 200, 1000])

@@ -9,6 +9,7 @@ only the signals keep the follower off the leader. Everything is timed: the phys
 the interlocking (track circuits, reservations, 89 compiled scripts every 0.5 s), the
 drivers and the collision checks. Target: >= 50x real time. Reports collisions and SPADs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,10 +74,19 @@ def main() -> int:
     route = load_route(args.route)
     paths = signalled_paths(route, (args.trains + 1) // 2)
     per_line = -(-args.trains // max(len(paths), 1))
-    trains = tuple(TrainSpec(name=f"{Path(p).stem}-{k}", consist=CONSIST, path=Path(p),
-                             start_offset=SPACING * (per_line - 1 - k), beyond_path=SPACING + DRIVE,
-                             driver="auto", depart=60.0 * k)
-                   for k in range(per_line) for p in paths)[:args.trains]
+    trains = tuple(
+        TrainSpec(
+            name=f"{Path(p).stem}-{k}",
+            consist=CONSIST,
+            path=Path(p),
+            start_offset=SPACING * (per_line - 1 - k),
+            beyond_path=SPACING + DRIVE,
+            driver="auto",
+            depart=60.0 * k,
+        )
+        for k in range(per_line)
+        for p in paths
+    )[: args.trains]
     sc = Scenario(Path(route.folder), trains, step=0.1, duration=args.seconds)
     rep = Replay(sc, route=route, trace_every=1.0, signals=False if args.no_signals else None)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -85,17 +95,23 @@ def main() -> int:
     sim = res.summary["simulated_seconds"]
     # The machine is shared: CPU seconds of this process measure the code, wall seconds the machine.
     factor = sim / cpu
-    print(f"wall {wall:.2f} s ({sim / wall:.1f}x real time by the wall clock), CPU {cpu:.2f} s; "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"wall {wall:.2f} s ({sim / wall:.1f}x real time by the wall clock), CPU {cpu:.2f} s; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     kinds = [e.kind for e in res.events]
     waits = sum(1 for e in res.events if e.kind == "signal_wait")
-    print(f"route {route.name}: {len(trains)} trains x {len(rep.engine.x) // max(len(trains), 1)} cars on "
-          f"{len(paths)} lines; {sim:.0f} s simulated in {cpu:.2f} CPU s = {factor:.1f}x real time "
-          f"(target >= 50x)")
-    print(f"  signals {len(rep.signal_set.signals) if rep.signal_set else 0}; aspect events "
-          f"{kinds.count('aspect')}; completed signal waits {waits}; collisions "
-          f"{kinds.count('collision') + kinds.count('side_collision')}; SPADs {kinds.count('spad')}; "
-          f"deadlocks {kinds.count('deadlock')}")
+    print(
+        f"route {route.name}: {len(trains)} trains x {len(rep.engine.x) // max(len(trains), 1)} cars on "
+        f"{len(paths)} lines; {sim:.0f} s simulated in {cpu:.2f} CPU s = {factor:.1f}x real time "
+        f"(target >= 50x)"
+    )
+    print(
+        f"  signals {len(rep.signal_set.signals) if rep.signal_set else 0}; aspect events "
+        f"{kinds.count('aspect')}; completed signal waits {waits}; collisions "
+        f"{kinds.count('collision') + kinds.count('side_collision')}; SPADs {kinds.count('spad')}; "
+        f"deadlocks {kinds.count('deadlock')}"
+    )
     return 0 if factor >= 50.0 else 1
 
 

@@ -7,6 +7,7 @@ scaling ratio.
 The rate counts from the moment the cluster is up (``progress`` is first called) to
 the last replay, so cluster start-up (about a second) is reported separately.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,10 +28,12 @@ CONSISTS = REPO / "sample_routes" / "sample" / "TRAINS" / "CONSISTS"
 
 
 def spec_text(route: Path, pattern: str, duration: float) -> str:
-    return (f'route = "{route.as_posix()}"\npaths = ["{pattern}"]\n'
-            f'consists = ["{(CONSISTS / "sample_passenger.con").as_posix()}", '
-            f'"{(CONSISTS / "sample_freight.con").as_posix()}"]\n'
-            f"step = 0.1\nduration = {duration}\n[grid]\nbeyond_path = [1000]\n")
+    return (
+        f'route = "{route.as_posix()}"\npaths = ["{pattern}"]\n'
+        f'consists = ["{(CONSISTS / "sample_passenger.con").as_posix()}", '
+        f'"{(CONSISTS / "sample_freight.con").as_posix()}"]\n'
+        f"step = 0.1\nduration = {duration}\n[grid]\nbeyond_path = [1000]\n"
+    )
 
 
 def run(spec, workers: int) -> dict:
@@ -42,16 +45,25 @@ def run(spec, workers: int) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        res = run_sweep(spec, out=Path(tmp) / "out", workers=workers, processes=True, dashboard=False,
-                        progress=progress)
+        res = run_sweep(
+            spec, out=Path(tmp) / "out", workers=workers, processes=True, dashboard=False, progress=progress
+        )
         wall = time.perf_counter() - t0
     s = res.summary()
     busy = marks["last"] - marks["up"]
     # A combination that fails in its setup (a path that does not resolve, a train that does
     # not fit) is no replay: replays/s counts only the ones that ran (status ok).
-    return {"workers": workers, "attempted": res.ran, "replays": s["ok"], "failed": s["failed"],
-            "wall_s": round(wall, 2), "startup_s": round(marks["up"] - t0, 2), "run_s": round(busy, 2),
-            "replays_per_s": round(s["ok"] / busy, 2), "attempts_per_s": round(res.ran / busy, 2)}
+    return {
+        "workers": workers,
+        "attempted": res.ran,
+        "replays": s["ok"],
+        "failed": s["failed"],
+        "wall_s": round(wall, 2),
+        "startup_s": round(marks["up"] - t0, 2),
+        "run_s": round(busy, 2),
+        "replays_per_s": round(s["ok"] / busy, 2),
+        "attempts_per_s": round(res.ran / busy, 2),
+    }
 
 
 def main() -> None:
@@ -68,8 +80,11 @@ def main() -> None:
         from tdbtools.sweep import read_sweep_spec
 
         spec = read_sweep_spec(f)
-    print(f"{len(spec.paths)} paths × {len(spec.consists)} consists = {len(spec.combinations)} replays "
-          f"on {args.route.name}", flush=True)
+    print(
+        f"{len(spec.paths)} paths × {len(spec.consists)} consists = {len(spec.combinations)} replays "
+        f"on {args.route.name}",
+        flush=True,
+    )
     results = []
     for w in args.workers:
         r = run(spec, w)
@@ -78,8 +93,11 @@ def main() -> None:
     if len(results) >= 2:
         base = results[0]["replays_per_s"]
         for r in results[1:]:
-            print(f"scaling {results[0]['workers']} -> {r['workers']} workers: "
-                  f"{r['replays_per_s'] / base:.2f}x", flush=True)
+            print(
+                f"scaling {results[0]['workers']} -> {r['workers']} workers: "
+                f"{r['replays_per_s'] / base:.2f}x",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 
 Each timed figure is the best of ``--repeat`` runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,11 @@ def best(fn, repeat: int):
 def random_points(route, n: int, seed: int):
     """(tile_x, tile_z, x, z, node, offset) of n random track points with lateral noise."""
     rng = np.random.default_rng(seed)
-    nodes = [v for v in route.tdb.nodes[1:] if isinstance(v, VectorNode) and v.section_count
-             and route.node_length(v.index) > 0]
+    nodes = [
+        v
+        for v in route.tdb.nodes[1:]
+        if isinstance(v, VectorNode) and v.section_count and route.node_length(v.index) > 0
+    ]
     geom = track_geometry(route)
     pick = rng.integers(0, len(nodes), n)
     node = np.array([nodes[k].index for k in pick])
@@ -100,26 +104,41 @@ def main() -> int:
     same = loc.node == node
     exact = same & (np.abs(loc.offset - offset) <= 0.01)
     k = min(n, 1000)
-    single, _ = best(lambda: [Traveller.at(route, int(tx[i]), int(tz[i]), float(x[i]), float(z[i]))
-                              for i in range(k)], max(1, args.repeat // 2))
+    single, _ = best(
+        lambda: [Traveller.at(route, int(tx[i]), int(tz[i]), float(x[i]), float(z[i])) for i in range(k)],
+        max(1, args.repeat // 2),
+    )
     walk_t, (metres, steps) = best(lambda: walk(route), max(1, args.repeat // 2))
 
     rows = [
         ("route load (no cache)", f"{load * 1000:9.1f} ms", ""),
-        (f"locate_many {n} points, cold (builds the grid)", f"{cold * 1000:9.1f} ms",
-         f"{n / cold:12,.0f} points/s"),
-        (f"locate_many {n} points, warm", f"{warm * 1000:9.1f} ms",
-         f"{n / warm:12,.0f} points/s (target >= 10,000)"),
+        (
+            f"locate_many {n} points, cold (builds the grid)",
+            f"{cold * 1000:9.1f} ms",
+            f"{n / cold:12,.0f} points/s",
+        ),
+        (
+            f"locate_many {n} points, warm",
+            f"{warm * 1000:9.1f} ms",
+            f"{n / warm:12,.0f} points/s (target >= 10,000)",
+        ),
         ("  found", f"{100 * found:9.2f} %", "(target 100 %)"),
-        ("  same node / same node and offset within 1 cm", f"{100 * same.mean():9.2f} %",
-         f"{100 * exact.mean():.2f} % (others: a coincident or nearer track)"),
-        (f"Traveller.at one by one, {k} points", f"{single * 1000:9.1f} ms",
-         f"{k / single:12,.0f} points/s"),
-        (f"walk every vector node both ways, 10 m steps ({steps} steps)", f"{walk_t:9.3f} s",
-         f"{metres / walk_t:12,.0f} m/s ({metres / 1000:.1f} km walked)"),
+        (
+            "  same node / same node and offset within 1 cm",
+            f"{100 * same.mean():9.2f} %",
+            f"{100 * exact.mean():.2f} % (others: a coincident or nearer track)",
+        ),
+        (f"Traveller.at one by one, {k} points", f"{single * 1000:9.1f} ms", f"{k / single:12,.0f} points/s"),
+        (
+            f"walk every vector node both ways, 10 m steps ({steps} steps)",
+            f"{walk_t:9.3f} s",
+            f"{metres / walk_t:12,.0f} m/s ({metres / 1000:.1f} km walked)",
+        ),
     ]
-    print(f"route {route.name} ({route.folder}); best of {args.repeat} runs; "
-          f"Python {sys.version.split()[0]}, numpy {np.__version__}")
+    print(
+        f"route {route.name} ({route.folder}); best of {args.repeat} runs; "
+        f"Python {sys.version.split()[0]}, numpy {np.__version__}"
+    )
     w = max(len(a) for a, _, _ in rows)
     for a, b, c in rows:
         print(f"  {a:<{w}}  {b:>12}  {c}")

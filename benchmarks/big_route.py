@@ -10,6 +10,7 @@ install around it (GLOBAL, TRAINS, the route's tsection.dat/OPENRAILS/.rdb) is l
 DK24's, so only the .tdb and the copied .pat files are written. Used by bench_scale.py;
 the routes go to a temporary folder, never into the repository.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,10 @@ ROUTE = DK24 / "ROUTES" / "OR_DK24"
 #: tile extent of DK24 (x: -5680..-5575, z: 15114..15133) plus a margin
 STEP_X, STEP_Z, ROW = 110, 24, 8
 
-_ITEM = re.compile(r"(TrVectorSections|UiD|TrPin|TrItemRef|TrItemId|TrItemPData|TrItemRData"
-                   r"|TrSignalDir|CrossoverTrItemData) \(([^()]*)\)")
+_ITEM = re.compile(
+    r"(TrVectorSections|UiD|TrPin|TrItemRef|TrItemId|TrItemPData|TrItemRData"
+    r"|TrSignalDir|CrossoverTrItemData) \(([^()]*)\)"
+)
 _NODE = re.compile(r"TrackNode \( (\d+)")
 # which fields hold (a track node, an item id, a tile x, a tile z)
 _FIELDS = {
@@ -78,16 +81,16 @@ def make_tdb(copies: int, out: Path, source: Path = ROUTE / "DK24.tdb") -> int:
     m_items = re.search(r"\n\tTrItemTable \( (\d+)", text)
     assert m_nodes and m_items, "not a DK24-like .tdb"
     n_nodes, n_items = int(m_nodes.group(1)), int(m_items.group(1))
-    nodes = text[m_nodes.end():m_items.start()].rstrip()
+    nodes = text[m_nodes.end() : m_items.start()].rstrip()
     assert nodes.endswith(")")
-    nodes = nodes[:-1]                                   # the TrackNodes block's ")"
-    items = text[m_items.end():].rstrip()
+    nodes = nodes[:-1]  # the TrackNodes block's ")"
+    items = text[m_items.end() :].rstrip()
     assert items.endswith(")")
-    items = items[:-1].rstrip()                          # the TrackDB block's ")"
+    items = items[:-1].rstrip()  # the TrackDB block's ")"
     assert items.endswith(")")
-    items = items[:-1]                                   # the TrItemTable block's ")"
+    items = items[:-1]  # the TrItemTable block's ")"
     with open(out, "w", encoding="ascii", newline="\n") as f:
-        f.write(text[:m_nodes.start()])
+        f.write(text[: m_nodes.start()])
         f.write(f"TrackNodes ( {n_nodes * copies}")
         for k in range(copies):
             f.write(_copy(nodes, k, n_nodes, n_items))
@@ -101,8 +104,7 @@ def make_tdb(copies: int, out: Path, source: Path = ROUTE / "DK24.tdb") -> int:
 def copy_pat(src: Path, out: Path, k: int) -> None:
     """``src`` moved onto copy ``k`` (its TrackPDP tiles shifted)."""
     dx, dz = shift_of(k)
-    text = src.read_text(encoding="utf-16" if src.read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff")
-                         else "ascii")
+    text = src.read_text(encoding="utf-16" if src.read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff") else "ascii")
 
     def pdp(m: re.Match) -> str:
         vals = m.group(1).split()

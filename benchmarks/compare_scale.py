@@ -9,6 +9,7 @@ run one after the other in fresh processes, ``--repeat`` times, so a busy machin
 both alike; the best of each goes to ``DIR/old.json`` / ``DIR/new.json`` in bench_scale's
 format (then ``bench_scale.py plot --plot old=DIR/old.json new=DIR/new.json``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,8 +62,14 @@ def main() -> int:
                 print(f"{label} {size}: {row[time_key]:.2f} s (load {os.getloadavg()[0]:.1f})", flush=True)
     for label, rows_by in best.items():
         rows = [rows_by[s] for s in sorted(rows_by)]
-        exp = (exponent([r[size_key] if args.what != "route" else r["tdb_mb"] for r in rows],
-                        [r[time_key] for r in rows]) if len(rows) > 1 else float("nan"))
+        exp = (
+            exponent(
+                [r[size_key] if args.what != "route" else r["tdb_mb"] for r in rows],
+                [r[time_key] for r in rows],
+            )
+            if len(rows) > 1
+            else float("nan")
+        )
         path = args.out / f"{label}.json"
         data = json.loads(path.read_text()) if path.exists() else {}
         data[args.what] = {"rows": rows, "exponent": exp}

@@ -32,6 +32,7 @@ the input that caused them (saved with ``--save``), and the slowest case. Exit s
 1 if any case failed. Default: 2,000 cases, seed 0. ``tests/test_fuzz.py`` runs a
 smaller fixed-seed set of the same cases.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,6 +81,7 @@ SIG = "SIMISA@@@@@@@@@@JINX0T0t______"
 # readers
 # ---------------------------------------------------------------------------------------
 
+
 def _scenario(path: Path, diags: Diagnostics):
     return read_scenario(path)  # TOML: no lenient mode, every defect is a ScenarioError
 
@@ -103,6 +105,7 @@ READERS = {
     "sweep": _sweep,
 }
 
+
 def reader_for(name: str) -> str:
     """The reader for a file name (by its suffix; tsection.dat by name)."""
     low = name.lower()
@@ -110,8 +113,16 @@ def reader_for(name: str) -> str:
         return "tsection"
     if low.endswith("sweep.toml"):
         return "sweep"
-    return {".tdb": "tdb", ".rdb": "tdb", ".trk": "trk", ".pat": "pat", ".con": "con", ".eng": "stock",
-            ".wag": "stock", ".toml": "scenario"}.get(Path(low).suffix, "stf")
+    return {
+        ".tdb": "tdb",
+        ".rdb": "tdb",
+        ".trk": "trk",
+        ".pat": "pat",
+        ".con": "con",
+        ".eng": "stock",
+        ".wag": "stock",
+        ".toml": "scenario",
+    }.get(Path(low).suffix, "stf")
 
 
 #: Readers of TOML settings: no lenient mode, no STF round trip.
@@ -125,14 +136,15 @@ LENIENT_FATAL = (DecodeError, StfSyntaxError)
 # seeds
 # ---------------------------------------------------------------------------------------
 
+
 @dataclass
 class Seed:
     """A file to mutate: where it goes in the scratch install, and its text."""
 
-    rel: str            # path relative to the install root ("ROUTES/SAMPLE/SAMPLE.tdb")
-    install: str        # "sample" | "dk24"
-    text: str           # decoded text (signature line included)
-    encoding: str       # "utf-16" | "utf-8" | "cp1252"
+    rel: str  # path relative to the install root ("ROUTES/SAMPLE/SAMPLE.tdb")
+    install: str  # "sample" | "dk24"
+    text: str  # decoded text (signature line included)
+    encoding: str  # "utf-16" | "utf-8" | "cp1252"
     weight: float = 1.0
     window: bool = False  # a big file: each case mutates a window of it
 
@@ -152,7 +164,9 @@ def _decode(data: bytes) -> tuple[str, str]:
         return data.decode("cp1252", errors="replace"), "cp1252"
 
 
-def load_seeds(use_dk24: bool = True, dk24_files: int | None = None, rng: random.Random | None = None) -> list[Seed]:
+def load_seeds(
+    use_dk24: bool = True, dk24_files: int | None = None, rng: random.Random | None = None
+) -> list[Seed]:
     """The seed files: the whole sample install, and DK24's small files if present.
     ``dk24_files`` caps how many DK24 .pat and .con files are used (a random choice)."""
     seeds: list[Seed] = []
@@ -197,41 +211,177 @@ def dk24_available() -> bool:
 # ---------------------------------------------------------------------------------------
 
 NASTY_NUMBERS = [
-    "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "1e309", "-1e309", "1e308", "1e-400", "-0",
-    "99999999999999999999999999", "4294967295", "4294967296", "2147483648", "-2147483649",
-    "9223372036854775808", "-1", "0", "1e6", "0x1F", "1,5", "1,000,000", "12abc", "abc", "",
-    "1.2.3", "+-1", "1e", ".", "-", "00000000", "ffffffff", "1e400t", "10furlong", "5km/h/h",
+    "nan",
+    "NaN",
+    "-nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1e309",
+    "-1e309",
+    "1e308",
+    "1e-400",
+    "-0",
+    "99999999999999999999999999",
+    "4294967295",
+    "4294967296",
+    "2147483648",
+    "-2147483649",
+    "9223372036854775808",
+    "-1",
+    "0",
+    "1e6",
+    "0x1F",
+    "1,5",
+    "1,000,000",
+    "12abc",
+    "abc",
+    "",
+    "1.2.3",
+    "+-1",
+    "1e",
+    ".",
+    "-",
+    "00000000",
+    "ffffffff",
+    "1e400t",
+    "10furlong",
+    "5km/h/h",
     "3" * 400,
 ]
-HUGE_COUNTS = ["4294967295", "4000000000", "999999999", "999999999999", "18446744073709551617",
-               "2147483647", "-1", "65536", "100000000", "1e9", "0"]
+HUGE_COUNTS = [
+    "4294967295",
+    "4000000000",
+    "999999999",
+    "999999999999",
+    "18446744073709551617",
+    "2147483647",
+    "-1",
+    "65536",
+    "100000000",
+    "1e9",
+    "0",
+]
 COUNT_BLOCKS = re.compile(
     r"\b(TrackNodes|TrVectorSections|TrItemTable|TrPins|TrItemRefs|TrPathNodes|SectionIdx|"
     r"TrackSections|TrackShapes|NumPaths|TrackPath|TrSignalDirs|TrPin|TrItemRef|TrackNode|"
-    r"TrackSection|TrackShape|ORTSNumberAxles|NumWheels)(\s*\(\s*)(-?\d+)", re.I)
+    r"TrackSection|TrackShape|ORTSNumberAxles|NumWheels)(\s*\(\s*)(-?\d+)",
+    re.I,
+)
 NUMBER = re.compile(r"(?<![\w.+-])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 BLOCK_NAMES = [
-    "TrackDB", "TrackNodes", "TrackNode", "TrVectorNode", "TrJunctionNode", "TrEndNode",
-    "TrVectorSections", "TrPins", "TrPin", "UiD", "TrItemRefs", "TrItemRef", "TrItemTable",
-    "SpeedPostItem", "SignalItem", "PlatformItem", "SidingItem", "CrossoverItem", "TrSignalDirs",
-    "TrackSections", "TrackSection", "SectionSize", "SectionCurve", "TrackShapes", "TrackShape",
-    "SectionIdx", "NumPaths", "TrackPath", "TrackPDPs", "TrackPDP", "TrPathNodes", "TrPathNode",
-    "Train", "TrainCfg", "Engine", "Wagon", "EngineData", "WagonData", "Flip", "Mass", "Coupling",
-    "Spring", "r0", "Stiffness", "Break", "Friction", "ORTSMaxTractiveForceCurves",
-    "Tr_RouteFile", "RouteID", "FileName", "SpeedLimit", "include", "comment", "skip", "_x", "#",
+    "TrackDB",
+    "TrackNodes",
+    "TrackNode",
+    "TrVectorNode",
+    "TrJunctionNode",
+    "TrEndNode",
+    "TrVectorSections",
+    "TrPins",
+    "TrPin",
+    "UiD",
+    "TrItemRefs",
+    "TrItemRef",
+    "TrItemTable",
+    "SpeedPostItem",
+    "SignalItem",
+    "PlatformItem",
+    "SidingItem",
+    "CrossoverItem",
+    "TrSignalDirs",
+    "TrackSections",
+    "TrackSection",
+    "SectionSize",
+    "SectionCurve",
+    "TrackShapes",
+    "TrackShape",
+    "SectionIdx",
+    "NumPaths",
+    "TrackPath",
+    "TrackPDPs",
+    "TrackPDP",
+    "TrPathNodes",
+    "TrPathNode",
+    "Train",
+    "TrainCfg",
+    "Engine",
+    "Wagon",
+    "EngineData",
+    "WagonData",
+    "Flip",
+    "Mass",
+    "Coupling",
+    "Spring",
+    "r0",
+    "Stiffness",
+    "Break",
+    "Friction",
+    "ORTSMaxTractiveForceCurves",
+    "Tr_RouteFile",
+    "RouteID",
+    "FileName",
+    "SpeedLimit",
+    "include",
+    "comment",
+    "skip",
+    "_x",
+    "#",
 ]
 DIRECTIVES = [
-    'include ( "../../../../../../../../../../etc/passwd" )', 'include ( "/etc/passwd" )',
-    "include ( {self} )", 'include ( "{self}" )', "include ( )", "include", "include ( ../{self} )",
-    "include ( nothere.inc )", "#", "#x", "_skip", "comment (", "comment ( a ( b ) )", "skip ( x )",
-    '"unterminated', '" + ', '"a" +', "\\", "\\\\\"", "( )", ")(", "((((", "))))", 'x"', "SIMISA@F",
-    "SIMISA@@@@@@@@@@JINX0T0b______", "[[samename]]", "include ( [[samename]] )",
+    'include ( "../../../../../../../../../../etc/passwd" )',
+    'include ( "/etc/passwd" )',
+    "include ( {self} )",
+    'include ( "{self}" )',
+    "include ( )",
+    "include",
+    "include ( ../{self} )",
+    "include ( nothere.inc )",
+    "#",
+    "#x",
+    "_skip",
+    "comment (",
+    "comment ( a ( b ) )",
+    "skip ( x )",
+    '"unterminated',
+    '" + ',
+    '"a" +',
+    "\\",
+    '\\\\"',
+    "( )",
+    ")(",
+    "((((",
+    "))))",
+    'x"',
+    "SIMISA@F",
+    "SIMISA@@@@@@@@@@JINX0T0b______",
+    "[[samename]]",
+    "include ( [[samename]] )",
     "Name ( " + "x" * 5000 + " )",
 ]
-ODD_CHARS = ["\x00", "\x01", "\x1b", "\x7f", "\x85", "\xa0", "\u2028", "\u2029", "\ufeff", "\ufffe",
-             "\ud800", "\udfff", "é", "€", "\U0001f600", "\r", "\t", "\x0b", "\x0c", "\u3000",
-             "\u202e"]
+ODD_CHARS = [
+    "\x00",
+    "\x01",
+    "\x1b",
+    "\x7f",
+    "\x85",
+    "\xa0",
+    "\u2028",
+    "\u2029",
+    "\ufeff",
+    "\ufffe",
+    "\ud800",
+    "\udfff",
+    "é",
+    "€",
+    "\U0001f600",
+    "\r",
+    "\t",
+    "\x0b",
+    "\x0c",
+    "\u3000",
+    "\u202e",
+]
 
 
 def _match_close(text: str, open_at: int) -> int | None:
@@ -288,7 +438,7 @@ def t_numbers(rng, text, seed):
         return text
     out = text
     for m in sorted(rng.sample(spots, min(len(spots), rng.randint(1, 3))), key=lambda m: -m.start()):
-        out = out[: m.start()] + rng.choice(NASTY_NUMBERS) + out[m.end():]
+        out = out[: m.start()] + rng.choice(NASTY_NUMBERS) + out[m.end() :]
     return out
 
 
@@ -297,7 +447,7 @@ def t_count(rng, text, seed):
     if not spots:
         return t_numbers(rng, text, seed)
     m = rng.choice(spots)
-    return text[: m.start(3)] + rng.choice(HUGE_COUNTS) + text[m.end(3):]
+    return text[: m.start(3)] + rng.choice(HUGE_COUNTS) + text[m.end(3) :]
 
 
 def t_del_paren(rng, text, seed):
@@ -305,7 +455,7 @@ def t_del_paren(rng, text, seed):
     if not spots:
         return text
     i = rng.choice(spots)
-    return text[:i] + text[i + 1:]
+    return text[:i] + text[i + 1 :]
 
 
 def t_add_paren(rng, text, seed):
@@ -323,7 +473,7 @@ def t_dup_block(rng, text, seed):
 
 def t_del_block(rng, text, seed):
     b = _random_block(rng, text)
-    return text if b is None else text[: b[0]] + text[b[1]:]
+    return text if b is None else text[: b[0]] + text[b[1] :]
 
 
 def t_swap_blocks(rng, text, seed):
@@ -333,8 +483,8 @@ def t_swap_blocks(rng, text, seed):
     if a > b:
         a, b = b, a
     if a[1] > b[0]:  # nested or overlapping: move the inner one out instead
-        return text[: a[0]] + text[b[0]:b[1]] + text[a[0]:]
-    return text[: a[0]] + text[b[0]:b[1]] + text[a[1]:b[0]] + text[a[0]:a[1]] + text[b[1]:]
+        return text[: a[0]] + text[b[0] : b[1]] + text[a[0] :]
+    return text[: a[0]] + text[b[0] : b[1]] + text[a[1] : b[0]] + text[a[0] : a[1]] + text[b[1] :]
 
 
 def t_deep(rng, text, seed):
@@ -369,7 +519,7 @@ def t_word(rng, text, seed):
     if not spots:
         return text
     m = rng.choice(spots)
-    return text[: m.start()] + rng.choice(BLOCK_NAMES) + text[m.end():]
+    return text[: m.start()] + rng.choice(BLOCK_NAMES) + text[m.end() :]
 
 
 def t_lines(rng, text, seed):
@@ -390,8 +540,17 @@ def t_lines(rng, text, seed):
 def t_signature(rng, text, seed):
     nl = text.find("\n")
     rest = text[nl:] if nl >= 0 else ""
-    sig = rng.choice(["", "SIMISA@@@@@@@@@@JINX0T0t______", "SIMISA@@@@@@@@@@JINX0F0t______",
-                      "SIMISA@@@@@@@@@@JINX0T0b______", "SIMISA@F", "garbage", "SIMISA@@@@@@@@@@JINX0"])
+    sig = rng.choice(
+        [
+            "",
+            "SIMISA@@@@@@@@@@JINX0T0t______",
+            "SIMISA@@@@@@@@@@JINX0F0t______",
+            "SIMISA@@@@@@@@@@JINX0T0b______",
+            "SIMISA@F",
+            "garbage",
+            "SIMISA@@@@@@@@@@JINX0",
+        ]
+    )
     return sig + rest
 
 
@@ -430,17 +589,25 @@ def t_geometry(rng, text, seed):
     out = text
     for kind, m in sorted(rng.sample(spots, min(len(spots), rng.randint(1, 3))), key=lambda x: -x[1].start()):
         if kind == "size":
-            out = out[:m.start(2)] + rng.choice(BAD_LENGTHS) + out[m.end(2):]
+            out = out[: m.start(2)] + rng.choice(BAD_LENGTHS) + out[m.end(2) :]
         elif kind in ("curve", "local"):
             if rng.random() < 0.5:
-                out = out[:m.start(2)] + rng.choice(BAD_RADII if kind == "curve" else BAD_ANGLES) + out[m.end(2):]
+                out = (
+                    out[: m.start(2)]
+                    + rng.choice(BAD_RADII if kind == "curve" else BAD_ANGLES)
+                    + out[m.end(2) :]
+                )
             else:
-                out = out[:m.start(4)] + rng.choice(BAD_ANGLES if kind == "curve" else BAD_RADII) + out[m.end(4):]
+                out = (
+                    out[: m.start(4)]
+                    + rng.choice(BAD_ANGLES if kind == "curve" else BAD_RADII)
+                    + out[m.end(4) :]
+                )
         else:
             vals = m.group(2).split()
             col = rng.choice([8, 9, 10, 11, 12, 13, 14, 15])  # tiles, x y z, ax ay az
             vals[col] = rng.choice(["1e300", "-1e300", "1e9", "4294967295", "1e30", "62.83", "-1e6"])
-            out = out[:m.start(2)] + " ".join(vals) + out[m.end(2):]
+            out = out[: m.start(2)] + " ".join(vals) + out[m.end(2) :]
     return out
 
 
@@ -454,15 +621,30 @@ def t_links(rng, text, seed):
     for kind, m in sorted(rng.sample(spots, min(len(spots), rng.randint(1, 4))), key=lambda x: -x[1].start()):
         value = rng.choice(["0", "1", "99999", "4294967295", "2147483648", "65536", str(rng.randint(0, 200))])
         if kind == "pin" and rng.random() < 0.3:
-            out = out[:m.start(4)] + rng.choice(["2", "7", "4294967295"]) + out[m.end(4):]  # direction
+            out = out[: m.start(4)] + rng.choice(["2", "7", "4294967295"]) + out[m.end(4) :]  # direction
         else:
-            out = out[:m.start(2)] + value + out[m.end(2):]
+            out = out[: m.start(2)] + value + out[m.end(2) :]
     return out
 
 
 HOSTILE_SETTINGS = {
-    "step": ["0", "-0.1", "nan", "inf", "1e-9", "1e-4", "1.0", "1.0001", "10", "1e308", '"0s"', '"1e9s"',
-             '"nan s"', "true", "[]"],
+    "step": [
+        "0",
+        "-0.1",
+        "nan",
+        "inf",
+        "1e-9",
+        "1e-4",
+        "1.0",
+        "1.0001",
+        "10",
+        "1e308",
+        '"0s"',
+        '"1e9s"',
+        '"nan s"',
+        "true",
+        "[]",
+    ],
     "duration": ["0", "-1", "inf", "nan", "1e6", "1e7", "1e12", "1e308", '"1000000h"', '"-5min"'],
     "collision_check_interval": ["0", "1e-9", "nan", "1e9"],
     "beyond_path": ["1e12", "-1", "nan"],
@@ -479,7 +661,7 @@ def t_settings(rng, text, seed):
     value = rng.choice(HOSTILE_SETTINGS[key])
     m = re.search(rf"^(\s*{key}\s*=\s*)(.*)$", text, re.M)
     if m:
-        return text[:m.start(2)] + value + text[m.end(2):]
+        return text[: m.start(2)] + value + text[m.end(2) :]
     if rng.random() < 0.5 or "[grid]" not in text:
         # a top-level key goes before the first table
         first = re.search(r"^\[", text, re.M)
@@ -491,10 +673,26 @@ def t_settings(rng, text, seed):
     return re.sub(r"^\[grid\]\s*$", f"[grid]\n{grid_key} = [{values}]", text, count=1, flags=re.M)
 
 
-TEXT_OPS = [(t_numbers, 5), (t_count, 4), (t_del_paren, 2), (t_add_paren, 2), (t_dup_block, 2),
-            (t_del_block, 2), (t_swap_blocks, 2), (t_deep, 1), (t_directive, 2), (t_odd_char, 2),
-            (t_truncate, 1), (t_word, 2), (t_lines, 2), (t_signature, 1), (t_long, 1),
-            (t_geometry, 3), (t_links, 3), (t_settings, 2)]
+TEXT_OPS = [
+    (t_numbers, 5),
+    (t_count, 4),
+    (t_del_paren, 2),
+    (t_add_paren, 2),
+    (t_dup_block, 2),
+    (t_del_block, 2),
+    (t_swap_blocks, 2),
+    (t_deep, 1),
+    (t_directive, 2),
+    (t_odd_char, 2),
+    (t_truncate, 1),
+    (t_word, 2),
+    (t_lines, 2),
+    (t_signature, 1),
+    (t_long, 1),
+    (t_geometry, 3),
+    (t_links, 3),
+    (t_settings, 2),
+]
 
 
 def encode(rng: random.Random, text: str, seed: Seed) -> tuple[bytes, str]:
@@ -529,7 +727,7 @@ def encode(rng: random.Random, text: str, seed: Seed) -> tuple[bytes, str]:
         return as_(a, text[:cut]) + as_(b, text[cut:]), f"mixed {a}+{b}"
     # A SIMISA@F file: 16-byte header, then a zlib stream of sub-header + body.
     nl = text.find("\n")
-    body = text[nl + 1:] if nl >= 0 else text
+    body = text[nl + 1 :] if nl >= 0 else text
     enc = rng.choice(["utf-16", "utf-8"])
     sub = "JINX0T0t______\r\n"
     inflated = as_(enc, sub + body)
@@ -557,13 +755,25 @@ def b_delete(rng, data):
     if not data:
         return data
     i = rng.randrange(len(data))
-    return data[:i] + data[i + rng.randint(1, 64):]
+    return data[:i] + data[i + rng.randint(1, 64) :]
 
 
 def b_insert(rng, data):
     i = rng.randrange(len(data) + 1)
-    ins = rng.choice([bytes(rng.randrange(256) for _ in range(rng.randint(1, 16))), b"\x00", b"\xff\xfe",
-                      b"\xef\xbb\xbf", b"(", b")", b'"', b"\xd8\x00", b"\x00\xd8", b"\x80\x81\x82"])
+    ins = rng.choice(
+        [
+            bytes(rng.randrange(256) for _ in range(rng.randint(1, 16))),
+            b"\x00",
+            b"\xff\xfe",
+            b"\xef\xbb\xbf",
+            b"(",
+            b")",
+            b'"',
+            b"\xd8\x00",
+            b"\x00\xd8",
+            b"\x80\x81\x82",
+        ]
+    )
     return data[:i] + ins + data[i:]
 
 
@@ -584,15 +794,22 @@ def b_swap(rng, data):
         return data
     a, b = sorted(rng.sample(range(len(data)), 2))
     n = min(rng.randint(1, 64), b - a)
-    return data[:a] + data[b:b + n] + data[a + n:b] + data[a:a + n] + data[b + n:]
+    return data[:a] + data[b : b + n] + data[a + n : b] + data[a : a + n] + data[b + n :]
 
 
 def b_random(rng, data):
     return bytes(rng.randrange(256) for _ in range(rng.randint(0, 600)))
 
 
-BYTE_OPS = [(b_flip, 4), (b_delete, 2), (b_insert, 2), (b_truncate, 2), (b_duplicate, 1), (b_swap, 1),
-            (b_random, 0.3)]
+BYTE_OPS = [
+    (b_flip, 4),
+    (b_delete, 2),
+    (b_insert, 2),
+    (b_truncate, 2),
+    (b_duplicate, 1),
+    (b_swap, 1),
+    (b_random, 0.3),
+]
 
 
 def _pick(rng: random.Random, ops):
@@ -612,12 +829,13 @@ def window(rng: random.Random, text: str) -> tuple[str, str]:
             depth += {"(": 1, ")": -1}.get(m.group(), 0)
         return head + "\n" + " )" * max(depth, 0) + "\n", f"head {k} lines"
     a = rng.randrange(1, max(2, len(lines) - k))
-    return lines[0] + "\n" + "\n".join(lines[a:a + k]) + "\n", f"lines {a}..{a + k}"
+    return lines[0] + "\n" + "\n".join(lines[a : a + k]) + "\n", f"lines {a}..{a + k}"
 
 
 # ---------------------------------------------------------------------------------------
 # running a case
 # ---------------------------------------------------------------------------------------
+
 
 class CaseTimeout(BaseException):
     """Raised by the timer in a read that runs past HANG_S (a BaseException, so that no
@@ -654,8 +872,8 @@ def threading_main() -> bool:
 class Run:
     """One read of one input in one mode."""
 
-    step: str           # "strict", "lenient", or a follow-up ("walk", "roundtrip", ...)
-    outcome: str        # "ok", an error class name, or "CRASH <type>", "SLOW", "HANG"
+    step: str  # "strict", "lenient", or a follow-up ("walk", "roundtrip", ...)
+    outcome: str  # "ok", an error class name, or "CRASH <type>", "SLOW", "HANG"
     seconds: float
     detail: str = ""
     failed: bool = False
@@ -682,8 +900,10 @@ class Case:
 
     def describe(self) -> str:
         bad = [r for r in self.runs if r.failed]
-        head = (f"case {self.index}: {self.reader} reader on {self.seed} mutated by "
-                f"[{', '.join(self.recipe)}] ({len(self.data)} bytes, written to {self.path})")
+        head = (
+            f"case {self.index}: {self.reader} reader on {self.seed} mutated by "
+            f"[{', '.join(self.recipe)}] ({len(self.data)} bytes, written to {self.path})"
+        )
         lines = [head] + [f"  {r.step}: {r.outcome} after {r.seconds * 1000:.0f} ms: {r.detail}" for r in bad]
         lines.append(f"  first bytes: {self.data[:120]!r}")
         return "\n".join(lines)
@@ -731,8 +951,9 @@ KNOWN_BUGS: list[tuple[str, str, str, str]] = []
 
 def _known(step: str, exc: BaseException) -> bool:
     where = _where(exc)
-    return any(step == s and type(exc).__name__ == t and f in where and fn in where
-               for s, t, f, fn in KNOWN_BUGS)
+    return any(
+        step == s and type(exc).__name__ == t and f in where and fn in where for s, t, f, fn in KNOWN_BUGS
+    )
 
 
 def _where(exc: BaseException) -> str:
@@ -754,11 +975,19 @@ class Fuzzer:
     """Makes and runs cases. ``workdir`` holds a scratch copy of the sample install
     (so that includes resolve and stay inside it) and of the DK24 layout."""
 
-    def __init__(self, workdir: Path, *, use_dk24: bool = True, dk24_files: int | None = None,
-                 follow_up: bool = True, installs: tuple[str, ...] = ("sample", "dk24")) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        use_dk24: bool = True,
+        dk24_files: int | None = None,
+        follow_up: bool = True,
+        installs: tuple[str, ...] = ("sample", "dk24"),
+    ) -> None:
         self.workdir = Path(workdir)
-        self.seeds = [s for s in load_seeds(use_dk24 and "dk24" in installs, dk24_files)
-                      if s.install in installs]
+        self.seeds = [
+            s for s in load_seeds(use_dk24 and "dk24" in installs, dk24_files) if s.install in installs
+        ]
         if not self.seeds:
             raise ValueError(f"no seed files for {installs}")
         self.weights = [s.weight for s in self.seeds]
@@ -815,8 +1044,13 @@ class Fuzzer:
         case.runs.append(lenient)
         for run in (strict, lenient):
             err = run.error
-            if err is not None and not (isinstance(err, SourceError) and err.location is not None
-                                        and err.line >= 1 and err.column >= 1 and err.message):
+            if err is not None and not (
+                isinstance(err, SourceError)
+                and err.location is not None
+                and err.line >= 1
+                and err.column >= 1
+                and err.message
+            ):
                 run.failed = True
                 run.detail = f"a file error without a place (path, line, column): {run.detail}"
         if case.reader not in TOML_READERS and not lenient.failed:
@@ -846,7 +1080,9 @@ class Fuzzer:
         back from the written text is equal too."""
         doc = parse_file(case.path)
         sig = doc.signature
-        if sig.startswith("SIMISA@F") or (sig.startswith("SIMISA@@") and sig[16:20] == "JINX" and sig[23:24] == "b"):
+        if sig.startswith("SIMISA@F") or (
+            sig.startswith("SIMISA@@") and sig[16:20] == "JINX" and sig[23:24] == "b"
+        ):
             # A signature line that says "compressed" or "binary": written as it is, the
             # text would not be read as text (any other signature is kept).
             sig = "SIMISA@@@@@@@@@@JINX0x0t______"
@@ -875,11 +1111,13 @@ class Fuzzer:
         from tdbtools.formats.tdb import TrackDB
 
         if isinstance(value, PathFile):
+
             def chains(pf=value):
                 pf.main_chain()
                 pf.siding_chains()
                 for i in range(len(pf.nodes)):
                     pf.pdp(i)
+
             yield "chains", chains
             if case.seed.startswith("sample:"):
                 from tdbtools.track import resolve_path
@@ -888,7 +1126,9 @@ class Fuzzer:
         elif isinstance(value, Consist):
             root = self.roots["sample"] if case.seed.startswith("sample:") else self.roots["dk24"]
             yield "resolve_stock", lambda c=value: resolve_stock(c, root, stand_in=True, strict=False)
-        elif isinstance(value, TrackDB) and case.seed.startswith("sample:") and "rdb" not in case.seed.lower():
+        elif (
+            isinstance(value, TrackDB) and case.seed.startswith("sample:") and "rdb" not in case.seed.lower()
+        ):
             yield "walk_audit", lambda db=value: self._walk_and_audit(db)
         elif type(value).__name__ == "TSection" and case.seed.startswith("sample:"):
             yield "spatial", lambda ts=value: self._spatial(ts)
@@ -946,7 +1186,9 @@ class Fuzzer:
                 Traveller(route, i, 0.0, d).distance_to(t, 5000.0)
         audit_route(route).to_json()
         if self._sample_pats is None:
-            self._sample_pats = [read_pat(p) for p in sorted((SAMPLE / "ROUTES" / "SAMPLE" / "PATHS").glob("*.pat"))]
+            self._sample_pats = [
+                read_pat(p) for p in sorted((SAMPLE / "ROUTES" / "SAMPLE" / "PATHS").glob("*.pat"))
+            ]
         for pf in self._sample_pats:
             try:
                 resolve_path(route, pf).to_json()
@@ -984,6 +1226,7 @@ def _eq_nan(a, b) -> bool:
 # the command line
 # ---------------------------------------------------------------------------------------
 
+
 def run_many(fuzzer: Fuzzer, cases: int, seed: int, *, start: int = 0, on_case=None) -> list[Case]:
     done = []
     for i in range(start, start + cases):
@@ -1002,9 +1245,16 @@ def summarise(done: list[Case], elapsed: float) -> list[str]:
         for r in c.runs:
             by_step.setdefault(r.step, Counter())[r.outcome] += 1
     readers = Counter(c.reader for c in done)
-    lines = [f"{len(done)} cases in {elapsed:.1f} s ({len(done) / max(elapsed, 1e-9):.0f} cases/s); "
-             f"readers: " + ", ".join(f"{k} {v}" for k, v in sorted(readers.items()))]
-    for step in ("strict", "lenient", "roundtrip", *sorted(set(by_step) - {"strict", "lenient", "roundtrip"})):
+    lines = [
+        f"{len(done)} cases in {elapsed:.1f} s ({len(done) / max(elapsed, 1e-9):.0f} cases/s); "
+        f"readers: " + ", ".join(f"{k} {v}" for k, v in sorted(readers.items()))
+    ]
+    for step in (
+        "strict",
+        "lenient",
+        "roundtrip",
+        *sorted(set(by_step) - {"strict", "lenient", "roundtrip"}),
+    ):
         if step in by_step:
             cnt = by_step[step]
             lines.append(f"  {step:14s} " + ", ".join(f"{k} {v}" for k, v in cnt.most_common()))
@@ -1012,8 +1262,10 @@ def summarise(done: list[Case], elapsed: float) -> list[str]:
     slow = max(done, key=lambda c: c.seconds) if done else None
     if slow is not None:
         step = max(slow.runs, key=lambda r: r.seconds)
-        lines.append(f"slowest case: {slow.index} ({slow.reader} on {slow.seed}, [{', '.join(slow.recipe)}], "
-                     f"{step.step}): {step.seconds * 1000:.1f} ms")
+        lines.append(
+            f"slowest case: {slow.index} ({slow.reader} on {slow.seed}, [{', '.join(slow.recipe)}], "
+            f"{step.step}): {step.seconds * 1000:.1f} ms"
+        )
     lines.append(f"failures: {len(failed)}")
     return lines
 
@@ -1035,8 +1287,10 @@ def main(argv: list[str] | None = None) -> int:
 
         def report(case: Case) -> None:
             if args.verbose:
-                print(f"{case.index:6d} {case.reader:9s} {case.seconds * 1000:8.1f} ms "
-                      f"{' / '.join(r.outcome for r in case.runs)}  {case.seed} [{', '.join(case.recipe)}]")
+                print(
+                    f"{case.index:6d} {case.reader:9s} {case.seconds * 1000:8.1f} ms "
+                    f"{' / '.join(r.outcome for r in case.runs)}  {case.seed} [{', '.join(case.recipe)}]"
+                )
             if case.failed:
                 print(case.describe())
                 if args.save:

@@ -1,4 +1,5 @@
 """tdbtools: read, model, travel and replay Microsoft Train Simulator / Open Rails routes."""
+
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError
@@ -18,8 +19,10 @@ def __getattr__(name: str):
     # Imported on first use so that `import tdbtools` stays cheap.
     if name == "load_route":
         from .formats.route import load_route
+
         return load_route
     if name == "stf":
         from . import stf
+
         return stf
     raise AttributeError(f"module 'tdbtools' has no attribute {name!r}")

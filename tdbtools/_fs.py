@@ -3,6 +3,7 @@ that follow the umask, the one overwrite rule, and cleaning of stale temporary f
 
 The rules are described in ``docs/security.md`` (outputs).
 """
+
 from __future__ import annotations
 
 import os
@@ -14,9 +15,19 @@ from pathlib import Path
 from .errors import TdbToolsError
 
 __all__ = [
-    "OutputExistsError", "check_output_folder", "check_target", "clean_stale_temps", "find_install_root", "is_file",
-    "install_above", "is_install_root", "new_file_mode", "resolve_case_insensitive", "safe_basename",
-    "write_bytes_atomic", "write_text_atomic",
+    "OutputExistsError",
+    "check_output_folder",
+    "check_target",
+    "clean_stale_temps",
+    "find_install_root",
+    "is_file",
+    "install_above",
+    "is_install_root",
+    "new_file_mode",
+    "resolve_case_insensitive",
+    "safe_basename",
+    "write_bytes_atomic",
+    "write_text_atomic",
 ]
 
 #: A temporary file older than this is left over from a killed run (a live writer
@@ -150,8 +161,9 @@ def check_target(path: str | Path, overwrite: bool, error: type[TdbToolsError] =
     return p
 
 
-def check_output_folder(folder: str | Path, overwrite: bool,
-                        error: type[TdbToolsError] = OutputExistsError) -> Path:
+def check_output_folder(
+    folder: str | Path, overwrite: bool, error: type[TdbToolsError] = OutputExistsError
+) -> Path:
     """The rule for commands that write a folder of files (``replay --out``): a new or
     empty folder is used; a folder that holds anything is refused unless ``overwrite``,
     and then only the files of the same names are replaced (docs/security.md §5)."""
@@ -164,8 +176,10 @@ def check_output_folder(folder: str | Path, overwrite: bool,
         except OSError as exc:
             raise error(f"cannot read folder {str(p)!r}: {exc.strerror or exc}") from None
         if used:
-            raise error(f"output folder {str(p)!r} is not empty: not overwritten (use --overwrite to "
-                        "replace the files of the same names, or give a new folder)")
+            raise error(
+                f"output folder {str(p)!r} is not empty: not overwritten (use --overwrite to "
+                "replace the files of the same names, or give a new folder)"
+            )
     return p
 
 
@@ -225,7 +239,9 @@ def write_bytes_atomic(path: str | Path, data: bytes, *, mode: int | None = None
         raise
 
 
-def write_text_atomic(path: str | Path, text: str, *, encoding: str = "utf-16", newline: str = "\r\n") -> None:
+def write_text_atomic(
+    path: str | Path, text: str, *, encoding: str = "utf-16", newline: str = "\r\n"
+) -> None:
     """:func:`write_bytes_atomic` of ``text`` with ``newline`` line ends; ``utf-16``
     means UTF-16LE with a BOM, as MSTS writes."""
     data = text.replace("\r\n", "\n").replace("\n", newline)

@@ -4,6 +4,7 @@ Exit status: 0 success; 1 the command ran and found problems; 2 bad usage or bad
 input (a clear message on stderr, no traceback unless ``--debug``); 3 an internal
 error (a bug in tdbtools).
 """
+
 from __future__ import annotations
 
 import functools
@@ -66,8 +67,11 @@ def _handle_errors(func):
         except Exception as exc:  # noqa: BLE001 - a bug: say so plainly
             if debug:
                 _traceback()
-            click.echo(f"internal error: {type(exc).__name__}: {exc}\n"
-                       "This is a bug in tdbtools; run again with --debug for the traceback.", err=True)
+            click.echo(
+                f"internal error: {type(exc).__name__}: {exc}\n"
+                "This is a bug in tdbtools; run again with --debug for the traceback.",
+                err=True,
+            )
             ctx.exit(EXIT_INTERNAL)
 
     return wrapper
@@ -82,9 +86,11 @@ def _traceback() -> None:
 
 def _strict_option(func):
     return click.option(
-        "--strict", is_flag=True,
+        "--strict",
+        is_flag=True,
         help="Refuse input with defects Open Rails tolerates (default: read it as Open Rails does "
-             "and summarise what was tolerated on stderr).")(func)
+        "and summarise what was tolerated on stderr).",
+    )(func)
 
 
 def _lenient_option(func):
@@ -144,16 +150,22 @@ def info(route: Path | None, as_json: bool, no_cache: bool, strict: bool, lenien
         "items       " + (", ".join(f"{v} {k}" for k, v in summary["items"].items()) or "none"),
     ]
     if ext:
-        lines.append(f"tiles       x {ext['tile_x_min']}..{ext['tile_x_max']}, "
-                     f"z {ext['tile_z_min']}..{ext['tile_z_max']}")
+        lines.append(
+            f"tiles       x {ext['tile_x_min']}..{ext['tile_x_max']}, "
+            f"z {ext['tile_z_min']}..{ext['tile_z_max']}"
+        )
     ts = summary["tsection"]
-    lines.append(f"tsection    {ts['sections']} sections, {ts['shapes']} shapes, "
-                 f"{ts['dynamic_paths']} dynamic-track paths")
+    lines.append(
+        f"tsection    {ts['sections']} sections, {ts['shapes']} shapes, "
+        f"{ts['dynamic_paths']} dynamic-track paths"
+    )
     if summary["road_nodes"]:
         lines.append(f"roads       {summary['road_nodes']['total']} nodes")
     lines.append(f"loaded in   {elapsed * 1000:.1f} ms{'' if no_cache else ' (cache enabled)'}")
     if r.warnings:
-        lines.append(f"tolerated   {sum(w.count for w in r.warnings)} defect(s) (`tdbtools audit` lists them)")
+        lines.append(
+            f"tolerated   {sum(w.count for w in r.warnings)} defect(s) (`tdbtools audit` lists them)"
+        )
     click.echo("\n".join(lines))
 
 
@@ -162,9 +174,12 @@ def info(route: Path | None, as_json: bool, no_cache: bool, strict: bool, lenien
 @click.option("--json", "as_json", is_flag=True, help="Print the generic tree as JSON.")
 @_strict_option
 @_lenient_option
-@click.option("--root", type=click.Path(path_type=Path, file_okay=False),
-              help="Folder that includes may read from (default: the install holding ROUTES/ and "
-                   "GLOBAL/ above the file, else the file's own folder).")
+@click.option(
+    "--root",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder that includes may read from (default: the install holding ROUTES/ and "
+    "GLOBAL/ above the file, else the file's own folder).",
+)
 @_handle_errors
 def parse(file: Path, as_json: bool, strict: bool, lenient: bool, root: Path | None) -> None:
     """Parse any STF file and print its generic tree: normalised STF text (comments
@@ -207,11 +222,20 @@ def _load(route: Path | None, *, no_cache: bool = False, strict: bool = False, q
 @click.argument("route", required=False, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--strict", is_flag=True, help="Warnings count too: exit 1 when any warning or error is found.")
-@click.option("--paths/--no-paths", default=True, show_default=True,
-              help="Also check the route's .pat files and resolve each path on the track.")
+@click.option(
+    "--paths/--no-paths",
+    default=True,
+    show_default=True,
+    help="Also check the route's .pat files and resolve each path on the track.",
+)
 @_lenient_option
-@click.option("--gap", type=float, default=0.5, show_default=True,
-              help="Metres above which a join between sections is a gap.")
+@click.option(
+    "--gap",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Metres above which a join between sections is a gap.",
+)
 @_handle_errors
 def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient: bool, gap: float) -> None:
     """Check a route for defects: broken or one-way pin links, wrong pin counts, unknown
@@ -235,8 +259,12 @@ def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient:
     else:
         c = report.closure
         click.echo(f"route       {r.name}")
-        click.echo(f"closure     {c['joins']} joins: p50 {c['p50'] * 1000:.2f} mm, p99 "
-                   f"{c['p99'] * 1000:.2f} mm, max {c['max']:.3f} m" if c["joins"] else "closure     no joins")
+        click.echo(
+            f"closure     {c['joins']} joins: p50 {c['p50'] * 1000:.2f} mm, p99 "
+            f"{c['p99'] * 1000:.2f} mm, max {c['max']:.3f} m"
+            if c["joins"]
+            else "closure     no joins"
+        )
         counts = report.counts
         click.echo("findings    " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "none"))
         for f in findings[:50]:
@@ -245,8 +273,10 @@ def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient:
             click.echo(f"  … {len(findings) - 50} more (use --json for all)")
         if report.path_resolution is not None:
             files = len(report.path_resolution)
-            click.echo(f"paths       {files - len(unresolved)} of {files} resolve to a continuous route"
-                       + (" (the others are PATH_UNRESOLVED findings)" if unresolved else ""))
+            click.echo(
+                f"paths       {files - len(unresolved)} of {files} resolve to a continuous route"
+                + (" (the others are PATH_UNRESOLVED findings)" if unresolved else "")
+            )
     if problems:
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
@@ -283,16 +313,33 @@ def _stderr_progress(label: str):
 @main.command()
 @click.argument("route", type=click.Path(path_type=Path))
 @click.option("--tile", nargs=2, type=int, required=True, metavar="TX TZ", help="Tile of the point.")
-@click.option("--pos", nargs=2, type=float, required=True, metavar="X Z",
-              help="Position in the tile (metres from its centre).")
+@click.option(
+    "--pos",
+    nargs=2,
+    type=float,
+    required=True,
+    metavar="X Z",
+    help="Position in the tile (metres from its centre).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--tolerance", type=click.FloatRange(min=0.0, max=1e6), default=2.5, show_default=True,
-              help="Metres from the track centre line within which a point is on the track "
-                   "(2.5: Open Rails' MaximumCenterlineOffset).")
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0.0, max=1e6),
+    default=2.5,
+    show_default=True,
+    help="Metres from the track centre line within which a point is on the track "
+    "(2.5: Open Rails' MaximumCenterlineOffset).",
+)
 @_strict_option
 @_handle_errors
-def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json: bool, tolerance: float,
-           strict: bool) -> None:
+def locate(
+    route: Path,
+    tile: tuple[int, int],
+    pos: tuple[float, float],
+    as_json: bool,
+    tolerance: float,
+    strict: bool,
+) -> None:
     """Find the track at a world point: node, section, offset, heading, grade, curvature."""
     from .track.locate import locate_point
 
@@ -300,12 +347,18 @@ def locate(route: Path, tile: tuple[int, int], pos: tuple[float, float], as_json
     if as_json:
         click.echo(json.dumps(loc.to_json(), indent=2))
         return
-    click.echo(f"node {loc.node} ({loc.node_kind}), section {loc.section} (id {loc.section_id}), "
-               f"offset {loc.offset:.3f} m of {loc.node_length:.3f} m")
-    click.echo(f"at tile ({loc.tile_x}, {loc.tile_z}) x {loc.x:.3f} y {loc.y:.3f} "
-               f"z {loc.z:.3f}, {loc.lateral:+.3f} m right of the centre line")
-    click.echo(f"heading {loc.heading_deg:.3f}°, grade {loc.grade_permille:+.2f} ‰, curvature "
-               f"{loc.curvature:+.6f} 1/m" + (f" (R {loc.radius:.1f} m)" if loc.radius else ""))
+    click.echo(
+        f"node {loc.node} ({loc.node_kind}), section {loc.section} (id {loc.section_id}), "
+        f"offset {loc.offset:.3f} m of {loc.node_length:.3f} m"
+    )
+    click.echo(
+        f"at tile ({loc.tile_x}, {loc.tile_z}) x {loc.x:.3f} y {loc.y:.3f} "
+        f"z {loc.z:.3f}, {loc.lateral:+.3f} m right of the centre line"
+    )
+    click.echo(
+        f"heading {loc.heading_deg:.3f}°, grade {loc.grade_permille:+.2f} ‰, curvature "
+        f"{loc.curvature:+.6f} 1/m" + (f" (R {loc.radius:.1f} m)" if loc.radius else "")
+    )
 
 
 def _route_path_file(route, name: Path) -> Path:
@@ -314,8 +367,10 @@ def _route_path_file(route, name: Path) -> Path:
 
     found = resolve_file(Path(name), Path.cwd(), Path(route.folder) / "PATHS", suffix=".pat")
     if found is None:
-        raise click.BadParameter(f"{str(name)!r} is neither a file nor a path in {Path(route.folder) / 'PATHS'}",
-                                 param_hint="--path")
+        raise click.BadParameter(
+            f"{str(name)!r} is neither a file nor a path in {Path(route.folder) / 'PATHS'}",
+            param_hint="--path",
+        )
     return found
 
 
@@ -330,13 +385,29 @@ def _route_path_file(route, name: Path) -> Path:
 @click.option("--csv", "csv_out", type=click.Path(path_type=Path), help="Write the samples as CSV.")
 @click.option("--plot", "plot_out", type=click.Path(path_type=Path), help="Draw the profile (PNG, SVG, PDF).")
 @click.option("--overwrite", is_flag=True, help="Replace existing --csv/--plot files.")
-@click.option("--category", type=click.Choice(["passenger", "freight"]), default="passenger", show_default=True,
-              help="Which speed-post values to show (limits are always those of the direction of travel).")
+@click.option(
+    "--category",
+    type=click.Choice(["passenger", "freight"]),
+    default="passenger",
+    show_default=True,
+    help="Which speed-post values to show (limits are always those of the direction of travel).",
+)
 @_strict_option
 @_handle_errors
-def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: float | None,
-            backward: bool, step: float, csv_out: Path | None, plot_out: Path | None,
-            overwrite: bool, strict: bool, category: str = "passenger") -> None:
+def profile(
+    route: Path,
+    path_file: Path | None,
+    from_tile,
+    from_pos,
+    distance: float | None,
+    backward: bool,
+    step: float,
+    csv_out: Path | None,
+    plot_out: Path | None,
+    overwrite: bool,
+    strict: bool,
+    category: str = "passenger",
+) -> None:
     """Elevation, grade (‰), curvature and speed limit along a path or from a point."""
     from ._fs import check_target, write_text_atomic
     from .track.profile import profile_from, profile_path
@@ -351,12 +422,23 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
         prof = profile_path(r, _route_path_file(r, path_file), step=step, category=category)
     else:
         assert distance is not None  # checked above
-        prof = profile_from(r, from_tile[0], from_tile[1], from_pos[0], from_pos[1], distance,
-                            step=step, backward=backward, category=category)
+        prof = profile_from(
+            r,
+            from_tile[0],
+            from_tile[1],
+            from_pos[0],
+            from_pos[1],
+            distance,
+            step=step,
+            backward=backward,
+            category=category,
+        )
     c = prof.columns
-    click.echo(f"{prof.route}: {prof.source}: {prof.length:.1f} m, {len(prof)} samples, "
-               f"elevation {c['elevation_m'].min():.1f}..{c['elevation_m'].max():.1f} m, "
-               f"grade {c['grade_permille'].min():+.1f}..{c['grade_permille'].max():+.1f} ‰")
+    click.echo(
+        f"{prof.route}: {prof.source}: {prof.length:.1f} m, {len(prof)} samples, "
+        f"elevation {c['elevation_m'].min():.1f}..{c['elevation_m'].max():.1f} m, "
+        f"grade {c['grade_permille'].min():+.1f}..{c['grade_permille'].max():+.1f} ‰"
+    )
     for at, text in prof.events[:40]:
         click.echo(f"  {at:10.1f} m  {text}")
     if csv_out is not None:
@@ -371,15 +453,21 @@ def profile(route: Path, path_file: Path | None, from_tile, from_pos, distance: 
 
 @main.command("export")
 @click.argument("route", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["geojson", "json", "csv", "vtk"]),
-              help="geojson: lon/lat features; json: the whole model; csv: sampled points; vtk: .vtp "
-                   "polylines. Default: from the --out suffix (.geojson, .json, .csv, .vtp/.vtk).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["geojson", "json", "csv", "vtk"]),
+    help="geojson: lon/lat features; json: the whole model; csv: sampled points; vtk: .vtp "
+    "polylines. Default: from the --out suffix (.geojson, .json, .csv, .vtp/.vtk).",
+)
 @click.option("--out", type=click.Path(path_type=Path), help="Output file (default: standard output).")
 @click.option("--step", type=float, default=10.0, show_default=True, help="Sampling step for csv/vtk (m).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 @_strict_option
 @_handle_errors
-def export_cmd(route: Path, fmt: str | None, out: Path | None, step: float, overwrite: bool, strict: bool) -> None:
+def export_cmd(
+    route: Path, fmt: str | None, out: Path | None, step: float, overwrite: bool, strict: bool
+) -> None:
     """Export a route for GIS and 3-D tools (GeoJSON needs pyproj: tdbtools[geo])."""
     from .export import export_route
 
@@ -387,8 +475,10 @@ def export_cmd(route: Path, fmt: str | None, out: Path | None, step: float, over
         by_suffix = {".geojson": "geojson", ".json": "json", ".csv": "csv", ".vtp": "vtk", ".vtk": "vtk"}
         fmt = by_suffix.get(out.suffix.lower()) if out is not None else None
         if fmt is None:
-            raise click.UsageError("give --format geojson|json|csv|vtk (or an --out file ending in "
-                                   ".geojson, .json, .csv or .vtp)")
+            raise click.UsageError(
+                "give --format geojson|json|csv|vtk (or an --out file ending in "
+                ".geojson, .json, .csv or .vtp)"
+            )
     r = _load(route, strict=strict)
     if out is None:
         click.echo(export_route(r, fmt, None, step=step), nl=False)
@@ -419,29 +509,64 @@ def convert(source: Path, out: Path, overwrite: bool, strict: bool) -> None:
 
 @main.command()
 @click.argument("route", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path),
-              help="A picture (.png), an interactive page (.html, opens in any browser) or an animation of "
-                   "a replay (.gif, .mp4); without it, a window (click: what is this; keys 1-5: layers).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="A picture (.png), an interactive page (.html, opens in any browser) or an animation of "
+    "a replay (.gif, .mp4); without it, a window (click: what is this; keys 1-5: layers).",
+)
 @click.option("--color-by", type=click.Choice(["kind", "grade", "speed"]), default="kind", show_default=True)
-@click.option("--view", type=click.Choice(["map", "3d"]), default=None,
-              help="map: top-down, north up; 3d: perspective with exaggerated heights. "
-                   "Default: map for pictures, 3d for animations.")
-@click.option("--exaggerate", type=float, default=None,
-              help="Vertical exaggeration of the 3d view (default: automatic, so that grades show).")
-@click.option("--focus", default=None,
-              help="Frame one place: node:N (or N), item:N, an audit code (GAP_IN_NODE, GAP_IN_NODE:2), "
-                   "X,Z or TX,TZ,x,z, or a station/platform/siding name.")
-@click.option("--audit", "audit", is_flag=True, help="Draw every audit finding (coloured by severity, with its code).")
-@click.option("--size", default="1280x960", show_default=True, help="Picture or window size, WIDTHxHEIGHT pixels.")
-@click.option("--replay", "replay_src", type=click.Path(path_type=Path),
-              help="Trains from a replay: a scenario .toml (run now) or a `replay --out` folder.")
-@click.option("--follow", default=None, help="Animations: keep the camera on this train (default: the first).")
+@click.option(
+    "--view",
+    type=click.Choice(["map", "3d"]),
+    default=None,
+    help="map: top-down, north up; 3d: perspective with exaggerated heights. "
+    "Default: map for pictures, 3d for animations.",
+)
+@click.option(
+    "--exaggerate",
+    type=float,
+    default=None,
+    help="Vertical exaggeration of the 3d view (default: automatic, so that grades show).",
+)
+@click.option(
+    "--focus",
+    default=None,
+    help="Frame one place: node:N (or N), item:N, an audit code (GAP_IN_NODE, GAP_IN_NODE:2), "
+    "X,Z or TX,TZ,x,z, or a station/platform/siding name.",
+)
+@click.option(
+    "--audit", "audit", is_flag=True, help="Draw every audit finding (coloured by severity, with its code)."
+)
+@click.option(
+    "--size", default="1280x960", show_default=True, help="Picture or window size, WIDTHxHEIGHT pixels."
+)
+@click.option(
+    "--replay",
+    "replay_src",
+    type=click.Path(path_type=Path),
+    help="Trains from a replay: a scenario .toml (run now) or a `replay --out` folder.",
+)
+@click.option(
+    "--follow", default=None, help="Animations: keep the camera on this train (default: the first)."
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @_strict_option
 @_handle_errors
-def render(route: Path, out: Path | None, color_by: str, view: str | None, exaggerate: float | None,
-           focus: str | None, audit: bool, size: str, replay_src: Path | None, follow: str | None,
-           overwrite: bool, strict: bool) -> None:
+def render(
+    route: Path,
+    out: Path | None,
+    color_by: str,
+    view: str | None,
+    exaggerate: float | None,
+    focus: str | None,
+    audit: bool,
+    size: str,
+    replay_src: Path | None,
+    follow: str | None,
+    overwrite: bool,
+    strict: bool,
+) -> None:
     """Draw a route: a map or a 3-D view (pyvista; needs tdbtools[render]), offscreen when
     there is no display (libegl1 libgl1-mesa-dri on headless Debian), or an HTML page."""
     from ._fs import check_target
@@ -456,7 +581,9 @@ def render(route: Path, out: Path | None, color_by: str, view: str | None, exagg
         if not (16 <= w <= 8192 and 16 <= h <= 8192):
             raise ValueError
     except ValueError:
-        raise click.BadParameter(f"{size!r}: WIDTHxHEIGHT, each 16-8192 pixels", param_hint="--size") from None
+        raise click.BadParameter(
+            f"{size!r}: WIDTHxHEIGHT, each 16-8192 pixels", param_hint="--size"
+        ) from None
     if exaggerate is not None and not (0 < exaggerate <= 10000):
         raise click.BadParameter("must be in (0, 10000]", param_hint="--exaggerate")
     suffix = out.suffix.lower() if out is not None else ""
@@ -476,15 +603,24 @@ def render(route: Path, out: Path | None, color_by: str, view: str | None, exagg
     if out is not None and suffix in (".gif", ".mp4"):
         if result is None:
             raise click.UsageError("an animation (--out .gif/.mp4) needs --replay")
-        render_animation(r, result, out, replay=rp, scene=scene, view=view or "3d", exaggerate=exaggerate,
-                         follow=follow if follow else True, window_size=(w, h) if size != "1280x960" else (800, 608))
+        render_animation(
+            r,
+            result,
+            out,
+            replay=rp,
+            scene=scene,
+            view=view or "3d",
+            exaggerate=exaggerate,
+            follow=follow if follow else True,
+            window_size=(w, h) if size != "1280x960" else (800, 608),
+        )
         click.echo(f"wrote {out}")
         return
     if result is not None:
         placer = TrainPlacer(result, scene.origin, replay=rp)
         scene.trains = placer.mesh(placer.time_range[1])
         aspects = signal_aspects(r, result, scene)
-        if aspects is not None:     # signals as they show at the picture's time (the end)
+        if aspects is not None:  # signals as they show at the picture's time (the end)
             aspects.apply(scene, placer.time_range[1])
     if out is None:
         show(scene, window_size=(w, h), view=view or "map", exaggerate=exaggerate)
@@ -495,21 +631,45 @@ def render(route: Path, out: Path | None, color_by: str, view: str | None, exagg
 
 @main.command()
 @click.argument("spec", type=click.Path(path_type=Path))
-@click.option("--scheduler", metavar="ADDRESS",
-              help="An existing Dask scheduler (tcp://host:8786); default: a local cluster.")
-@click.option("--workers", type=click.IntRange(min=1),
-              help="Local workers (default: one per core); with --scheduler, wait for this many.")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("sweep-out"), show_default=True)
-@click.option("--traces/--no-traces", default=None, help="Also write each replay's traces (default: the spec's).")
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="An existing Dask scheduler (tcp://host:8786); default: a local cluster.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Local workers (default: one per core); with --scheduler, wait for this many.",
+)
+@click.option(
+    "--out", "out_dir", type=click.Path(path_type=Path), default=Path("sweep-out"), show_default=True
+)
+@click.option(
+    "--traces/--no-traces", default=None, help="Also write each replay's traces (default: the spec's)."
+)
 @click.option("--plot", is_flag=True, help="Draw running time per path to OUT/sweep.png.")
 @click.option("--parquet", is_flag=True, help="Also write OUT/sweep.parquet (needs pyarrow).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--max-combinations", type=click.IntRange(min=1), metavar="N",
-              help="Allow a spec to expand to more than 10,000 replays.")
+@click.option(
+    "--max-combinations",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Allow a spec to expand to more than 10,000 replays.",
+)
 @_strict_option
 @_handle_errors
-def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path, traces: bool | None,
-          plot: bool, parquet: bool, as_json: bool, max_combinations: int | None, strict: bool) -> None:
+def sweep(
+    spec: Path,
+    scheduler: str | None,
+    workers: int | None,
+    out_dir: Path,
+    traces: bool | None,
+    plot: bool,
+    parquet: bool,
+    as_json: bool,
+    max_combinations: int | None,
+    strict: bool,
+) -> None:
     """Run every path x consist x parameter combination of SPEC as a replay, on Dask
     (needs tdbtools[sweep]); resumes in --out. Exit status 1 when a replay failed,
     derailed or collided."""
@@ -523,8 +683,9 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
         if not show:
             return
         if bar is None:
-            bar = click.progressbar(length=total, label="sweeping", file=sys.stderr, show_eta=True,
-                                    show_pos=True)
+            bar = click.progressbar(
+                length=total, label="sweeping", file=sys.stderr, show_eta=True, show_pos=True
+            )
             bar.__enter__()
             bar.update(done)
         else:
@@ -533,12 +694,24 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
     def log(message: str) -> None:
         click.echo(message, err=True)
 
-    sweep_spec = read_sweep_spec(spec) if max_combinations is None else \
-        read_sweep_spec(spec, max_combinations=max_combinations)
+    sweep_spec = (
+        read_sweep_spec(spec)
+        if max_combinations is None
+        else read_sweep_spec(spec, max_combinations=max_combinations)
+    )
     _load(Path(sweep_spec.route), strict=strict)  # the summary once, here, not once per worker
     try:
-        result = run_sweep(sweep_spec, out=out_dir, scheduler=scheduler, workers=workers,
-                           progress=progress, traces=traces, parquet=parquet, log=log, strict=strict)
+        result = run_sweep(
+            sweep_spec,
+            out=out_dir,
+            scheduler=scheduler,
+            workers=workers,
+            progress=progress,
+            traces=traces,
+            parquet=parquet,
+            log=log,
+            strict=strict,
+        )
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -555,8 +728,13 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
 
 @main.command("path")
 @click.argument("route", type=click.Path(path_type=Path))
-@click.option("--from", "start", required=True, metavar="PLACE",
-              help='Start (the rear of the train): "TX TZ X Z", a track node number, or a platform/station name.')
+@click.option(
+    "--from",
+    "start",
+    required=True,
+    metavar="PLACE",
+    help='Start (the rear of the train): "TX TZ X Z", a track node number, or a platform/station name.',
+)
 @click.option("--to", "end", required=True, metavar="PLACE", help="End, as --from.")
 @click.option("--via", multiple=True, metavar="PLACE", help="A point to pass, as --from (repeatable).")
 @click.option("--reversals", is_flag=True, help="Allow the train to turn at a via point.")
@@ -565,22 +743,39 @@ def sweep(spec: Path, scheduler: str | None, workers: int | None, out_dir: Path,
 @click.option("--json", "as_json", is_flag=True, help="Print the built path as JSON.")
 @_strict_option
 @_handle_errors
-def path_cmd(route: Path, start: str, end: str, via: tuple[str, ...], reversals: bool, name: str,
-             out: Path, as_json: bool, strict: bool) -> None:
+def path_cmd(
+    route: Path,
+    start: str,
+    end: str,
+    via: tuple[str, ...],
+    reversals: bool,
+    name: str,
+    out: Path,
+    as_json: bool,
+    strict: bool,
+) -> None:
     """Build the shortest path between places and write it as a .pat file Open Rails loads."""
     from .track.pathbuild import build_path, write_path
 
     r = _load(route, strict=strict)
     built = build_path(r, start, end, list(via), reversals=reversals, name=name)
     write_path(r, built, out)
-    d = {"file": str(out), "length_m": round(built.length, 3), "from": built.labels[0], "to": built.labels[-1],
-         "junctions": len(built.junctions), "reversals": list(built.reversals),
-         "nodes": [list(x) for x in built.node_sequence()]}
+    d = {
+        "file": str(out),
+        "length_m": round(built.length, 3),
+        "from": built.labels[0],
+        "to": built.labels[-1],
+        "junctions": len(built.junctions),
+        "reversals": list(built.reversals),
+        "nodes": [list(x) for x in built.node_sequence()],
+    }
     if as_json:
         click.echo(json.dumps(d, indent=2))
         return
-    click.echo(f"wrote {out}: {d['from']} -> {d['to']}, {built.length / 1000.0:.3f} km over "
-               f"{len(built.node_sequence())} nodes, {len(built.junctions)} junctions, {len(built.reversals)} reversals")
+    click.echo(
+        f"wrote {out}: {d['from']} -> {d['to']}, {built.length / 1000.0:.3f} km over "
+        f"{len(built.node_sequence())} nodes, {len(built.junctions)} junctions, {len(built.reversals)} reversals"
+    )
 
 
 def bundled_scenario() -> Path:
@@ -589,29 +784,61 @@ def bundled_scenario() -> Path:
 
 @main.command()
 @click.argument("scenario", required=False, type=click.Path(path_type=Path))
-@click.option("--route", "route_opt", type=click.Path(path_type=Path), help="Route folder (without a scenario file).")
+@click.option(
+    "--route", "route_opt", type=click.Path(path_type=Path), help="Route folder (without a scenario file)."
+)
 @click.option("--consist", "consist_opt", help="Consist (.con name or file) (without a scenario file).")
 @click.option("--path", "path_opt", help="Path (.pat name or file) (without a scenario file).")
 @click.option("--stand-in", is_flag=True, help="Use generic stock for missing .eng/.wag files.")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("replay-out"),
-              show_default=True, help="Folder for traces, events and summary.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("replay-out"),
+    show_default=True,
+    help="Folder for traces, events and summary.",
+)
 @click.option("--plot", is_flag=True, help="Also draw a speed-distance plot per train.")
 @click.option("--cars", is_flag=True, help="Also write a per-car trace.")
 @click.option("--step", type=float, help="Time step in seconds (overrides the scenario).")
 @click.option("--duration", type=float, help="Seconds to simulate at most (overrides the scenario).")
-@click.option("--beyond-path", type=click.FloatRange(min=0.0, max=1e6), metavar="M",
-              help="Metres every train runs on past the end of its path (overrides the scenario).")
-@click.option("--max-speed", type=click.FloatRange(min=0.1, max=1000.0), metavar="KMH",
-              help="Top speed of the automatic driver in km/h (overrides the scenario).")
-@click.option("--overwrite", is_flag=True,
-              help="Write into a non-empty --out folder, replacing the files of the same names.")
+@click.option(
+    "--beyond-path",
+    type=click.FloatRange(min=0.0, max=1e6),
+    metavar="M",
+    help="Metres every train runs on past the end of its path (overrides the scenario).",
+)
+@click.option(
+    "--max-speed",
+    type=click.FloatRange(min=0.1, max=1000.0),
+    metavar="KMH",
+    help="Top speed of the automatic driver in km/h (overrides the scenario).",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Write into a non-empty --out folder, replacing the files of the same names.",
+)
 @click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
 @_strict_option
 @_handle_errors
-def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | None, path_opt: str | None,
-           stand_in: bool, out_dir: Path, plot: bool, cars: bool, step: float | None,
-           duration: float | None, beyond_path: float | None, max_speed: float | None, overwrite: bool,
-           no_signals: bool, strict: bool) -> None:
+def replay(
+    scenario: Path | None,
+    route_opt: Path | None,
+    consist_opt: str | None,
+    path_opt: str | None,
+    stand_in: bool,
+    out_dir: Path,
+    plot: bool,
+    cars: bool,
+    step: float | None,
+    duration: float | None,
+    beyond_path: float | None,
+    max_speed: float | None,
+    overwrite: bool,
+    no_signals: bool,
+    strict: bool,
+) -> None:
     """Replay consists over a route: physics, derailments and collisions.
 
     SCENARIO is a TOML file; or give --route, --consist and --path; with neither, the
@@ -630,7 +857,9 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     if scenario is not None and scenario.suffix.lower() == ".act":
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
-        raise click.exceptions.Exit(_replay_activity(scenario, stand_in, out_dir, plot, step, duration, strict))
+        raise click.exceptions.Exit(
+            _replay_activity(scenario, stand_in, out_dir, plot, step, duration, strict)
+        )
     from .physics.events import StandIn
     from .physics.replay import Replay
     from .physics.scenario import one_train_scenario, read_scenario, with_settings
@@ -647,19 +876,28 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
     if beyond_path is not None or max_speed is not None:
         import dataclasses
 
-        trains = tuple(dataclasses.replace(
-            t, beyond_path=t.beyond_path if beyond_path is None else beyond_path,
-            max_speed=t.max_speed if max_speed is None else max_speed / 3.6) for t in sc.trains)
+        trains = tuple(
+            dataclasses.replace(
+                t,
+                beyond_path=t.beyond_path if beyond_path is None else beyond_path,
+                max_speed=t.max_speed if max_speed is None else max_speed / 3.6,
+            )
+            for t in sc.trains
+        )
         sc = dataclasses.replace(sc, trains=trains)
-    rep = Replay(sc, route=_load(Path(sc.route), strict=strict), cars_trace=cars,
-                 signals=False if no_signals else None)
+    rep = Replay(
+        sc, route=_load(Path(sc.route), strict=strict), cars_trace=cars, signals=False if no_signals else None
+    )
     for e in rep.events:
         if isinstance(e, StandIn):
             click.echo(f"warning: train {e.train!r}: {e.message}", err=True)
     total = max(int(sc.duration), 1)
     show = sys.stderr.isatty() and sc.duration >= 60
-    with click.progressbar(length=total, label="replaying", file=sys.stderr, show_eta=True) if show \
-            else _NullBar() as bar:
+    with (
+        click.progressbar(length=total, label="replaying", file=sys.stderr, show_eta=True)
+        if show
+        else _NullBar() as bar
+    ):
         done = [0]
 
         def progress(t: float) -> None:
@@ -673,25 +911,32 @@ def replay(scenario: Path | None, route_opt: Path | None, consist_opt: str | Non
         from .render.plots import plot_speed_distance
 
         for name, cols in result.traces.items():
-            files.append(plot_speed_distance(cols, name, result.events, out_dir / f"{safe_name(name)}_speed.png"))
+            files.append(
+                plot_speed_distance(cols, name, result.events, out_dir / f"{safe_name(name)}_speed.png")
+            )
         if rep.signals is not None:
             from .physics.signalling import space_time
             from .render.signal_chart import plot_signal_chart
 
             files.append(plot_signal_chart(space_time(rep, result), out_dir / "signals_space_time.png"))
     s = result.summary
-    click.echo(f"{s['route']}: {s['simulated_seconds']:.1f} s simulated in {s['wall_seconds']:.2f} s "
-               f"({s['realtime_factor']}x real time)")
+    click.echo(
+        f"{s['route']}: {s['simulated_seconds']:.1f} s simulated in {s['wall_seconds']:.2f} s "
+        f"({s['realtime_factor']}x real time)"
+    )
     for name, t in s["trains"].items():
         state = "derailed" if t["derailed"] else "finished" if t["finished"] else "running at the end"
-        click.echo(f"  {name}: {t['cars']} cars, {t['mass_t']:.0f} t; {t['distance_m']:.0f} m in "
-                   f"{t['running_time_s']:.0f} s, max {t['max_speed_kmh']:.1f} km/h, traction "
-                   f"{t['traction_energy_kwh']:.1f} kWh; {state}")
+        click.echo(
+            f"  {name}: {t['cars']} cars, {t['mass_t']:.0f} t; {t['distance_m']:.0f} m in "
+            f"{t['running_time_s']:.0f} s, max {t['max_speed_kmh']:.1f} km/h, traction "
+            f"{t['traction_energy_kwh']:.1f} kWh; {state}"
+        )
     for line in _event_lines(result.events):
         click.echo(line)
     click.echo(f"wrote {len(files)} files to {out_dir}")
     if any(t["derailed"] for t in s["trains"].values()) or any(
-            e.kind in ("collision", "side_collision") for e in result.events):
+        e.kind in ("collision", "side_collision") for e in result.events
+    ):
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
@@ -717,8 +962,12 @@ def _event_lines(events, limit: int = 20) -> list[str]:  # noqa: ANN001
     impacts one by one; gentle buffer impacts (slack running in at a stop) as one count."""
     out: list[str] = []
     gentle = [e for e in events if e.kind == "impact" and e.relative_speed <= GENTLE_IMPACT_MS]
-    serious = [e for e in events if e.kind in ("derailment", "collision", "side_collision")
-               or (e.kind == "impact" and e.relative_speed > GENTLE_IMPACT_MS)]
+    serious = [
+        e
+        for e in events
+        if e.kind in ("derailment", "collision", "side_collision")
+        or (e.kind == "impact" and e.relative_speed > GENTLE_IMPACT_MS)
+    ]
     for e in serious[:limit]:
         what = getattr(e, "message", None) or ""
         if e.kind == "impact":
@@ -732,7 +981,9 @@ def _event_lines(events, limit: int = 20) -> list[str]:  # noqa: ANN001
         out.append(f"  … {len(serious) - limit} more events in events.json")
     if gentle:
         top = max(e.relative_speed for e in gentle) * 3.6
-        out.append(f"  {len(gentle)} gentle buffer impact(s) (slack running in, at most {top:.1f} km/h): normal")
+        out.append(
+            f"  {len(gentle)} gentle buffer impact(s) (slack running in, at most {top:.1f} km/h): normal"
+        )
     return out
 
 
@@ -751,47 +1002,74 @@ def signals_cmd(route: Path, as_json: bool, strict: bool) -> None:
         click.echo(json.dumps(rep, indent=2, ensure_ascii=False))
         return
     sc = rep["scripts"]
-    click.echo(f"{rep['route']}: sigcfg {rep['mode'] or 'none'}, {rep['types']} signal types, "
-               f"{len(rep['signals'])} signal objects, {len(rep['heads'])} heads, "
-               f"{rep['speedposts']} speed posts; scripts: {sc['parsed']} parsed, {sc['errors']} errors, "
-               f"{sc['bound']} bound to types")
+    click.echo(
+        f"{rep['route']}: sigcfg {rep['mode'] or 'none'}, {rep['types']} signal types, "
+        f"{len(rep['signals'])} signal objects, {len(rep['heads'])} heads, "
+        f"{rep['speedposts']} speed posts; scripts: {sc['parsed']} parsed, {sc['errors']} errors, "
+        f"{sc['bound']} bound to types"
+    )
     for h in rep["heads"][:200]:
-        click.echo(f"  item {h['item']:5d}  {h['type']:<16} {h['function']:<9} node {h['node']:5d} "
-                   f"{h['offset']:9.1f} m  dir {h['direction']}  script {h['script'] or '-'}")
+        click.echo(
+            f"  item {h['item']:5d}  {h['type']:<16} {h['function']:<9} node {h['node']:5d} "
+            f"{h['offset']:9.1f} m  dir {h['direction']}  script {h['script'] or '-'}"
+        )
     for w in rep["warnings"][:50]:
         click.echo(f"  warning: {w}")
 
 
-def _replay_activity(act: Path, stand_in: bool, out_dir: Path, plot: bool, step: float | None,
-                     duration: float | None, strict: bool = False) -> int:
+def _replay_activity(
+    act: Path,
+    stand_in: bool,
+    out_dir: Path,
+    plot: bool,
+    step: float | None,
+    duration: float | None,
+    strict: bool = False,
+) -> int:
     from .physics.activity import clock, replay_activity
 
     folder = act.resolve().parent
     # An activity lives in <route>/ACTIVITIES: its route is read as every command reads one.
     route = _load(folder.parent, strict=strict) if folder.name.lower() == "activities" else None
-    result = replay_activity(act, route=route, stand_in=stand_in, step=step if step is not None else 0.5,
-                             duration=duration)
+    result = replay_activity(
+        act, route=route, stand_in=stand_in, step=step if step is not None else 0.5, duration=duration
+    )
     files = result.write(out_dir)
     if plot:
         from .render.spacetime import plot_space_time
 
         files.append(plot_space_time(result, out_dir / "spacetime.png"))
     s = result.replay.summary
-    click.echo(f"{s['activity']} ({s['route']}): {s['clock_start']}-{s['clock_end']}, {s['simulated_seconds']:.0f} s "
-               f"simulated in {s['wall_seconds']:.2f} s ({s['realtime_factor']}x real time)")
+    click.echo(
+        f"{s['activity']} ({s['route']}): {s['clock_start']}-{s['clock_end']}, {s['simulated_seconds']:.0f} s "
+        f"simulated in {s['wall_seconds']:.2f} s ({s['realtime_factor']}x real time)"
+    )
     for name, t in s["trains"].items():
-        state = ("derailed" if t["derailed"] else "stuck" if t["stuck"] else
-                 "reached its end" if t["reached_end"] else "did not reach its end")
-        click.echo(f"  {name}: start {t['start']}, {t['distance_m'] / 1000.0:.2f} km, "
-                   f"{t['stops']}/{t['booked_stops']} stops; {state}")
+        state = (
+            "derailed"
+            if t["derailed"]
+            else "stuck"
+            if t["stuck"]
+            else "reached its end"
+            if t["reached_end"]
+            else "did not reach its end"
+        )
+        click.echo(
+            f"  {name}: start {t['start']}, {t['distance_m'] / 1000.0:.2f} km, "
+            f"{t['stops']}/{t['booked_stops']} stops; {state}"
+        )
     for r in result.timetable:
-        click.echo(f"  {r['train']} at {r['platform']}: booked {clock(r['sched_arr'])}-{clock(r['sched_dep'])}, "
-                   f"actual {clock(r['actual_arr'])}-{clock(r['actual_dep'])}")
+        click.echo(
+            f"  {r['train']} at {r['platform']}: booked {clock(r['sched_arr'])}-{clock(r['sched_dep'])}, "
+            f"actual {clock(r['actual_arr'])}-{clock(r['actual_dep'])}"
+        )
     for e in result.replay.events:
         if e.kind in ("deadlock", "stuck", "derailment", "collision", "side_collision", "not_at_end"):
             train = getattr(e, "train", None)
             who = f"{train}: " if train is not None else ""
-            click.echo(f"  event {getattr(e, 'clock', None) or ''} {e.kind}: {who}{getattr(e, 'message', None) or ''}")
+            click.echo(
+                f"  event {getattr(e, 'clock', None) or ''} {e.kind}: {who}{getattr(e, 'message', None) or ''}"
+            )
     click.echo(f"wrote {len(files)} files to {out_dir}")
     return EXIT_FINDINGS if result.failed else 0
 

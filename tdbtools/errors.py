@@ -4,6 +4,7 @@ Every error a user can cause with bad input is a :class:`TdbToolsError`. Errors
 about a place in a file are :class:`SourceError`: they carry the path, line,
 column and a caret snippet, like tomli and lark do.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,7 +21,11 @@ def truncate_value(value: object, limit: int = MAX_ECHO_CHARS) -> str:
     if len(text) <= limit:
         return repr(value) if isinstance(value, str) else text
     head = text[:limit]
-    return f"{head!r}… ({len(text)} characters)" if isinstance(value, str) else f"{head}… ({len(text)} characters)"
+    return (
+        f"{head!r}… ({len(text)} characters)"
+        if isinstance(value, str)
+        else f"{head}… ({len(text)} characters)"
+    )
 
 
 class TdbToolsError(Exception):
@@ -71,8 +76,13 @@ def caret_line(text: str, start: int, end: int, column: int, *, width: int = 100
 class SourceError(TdbToolsError):
     """An error at a place in a file: path, line, column and a caret snippet."""
 
-    def __init__(self, message: str, location: Location | None = None, snippet: str = "",
-                 expected: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        message: str,
+        location: Location | None = None,
+        snippet: str = "",
+        expected: tuple[str, ...] = (),
+    ) -> None:
         self.message = message
         self.location = location
         self.snippet = snippet
@@ -130,8 +140,11 @@ SEVERITIES = ("info", "warning", "error")
 
 #: Codes of the defects readers tolerate (see docs/findings.md), by error class.
 _CODE_OF_ERROR = {
-    "DecodeError": "DECODE", "StfSyntaxError": "STF_SYNTAX", "IncludeError": "INCLUDE_BROKEN",
-    "UnitError": "UNIT_BAD", "FormatError": "FORMAT",
+    "DecodeError": "DECODE",
+    "StfSyntaxError": "STF_SYNTAX",
+    "IncludeError": "INCLUDE_BROKEN",
+    "UnitError": "UNIT_BAD",
+    "FormatError": "FORMAT",
 }
 
 #: How many findings of one code a :class:`Diagnostics` keeps; the rest are counted on
@@ -157,20 +170,35 @@ class Finding:
 
     def __str__(self) -> str:
         where = f"{self.location}: " if self.location else ""
-        ids = ", ".join(f"{k} {v}" for k, v in (("node", self.node), ("section", self.section),
-                                                 ("item", self.item)) if v is not None)
+        ids = ", ".join(
+            f"{k} {v}"
+            for k, v in (("node", self.node), ("section", self.section), ("item", self.item))
+            if v is not None
+        )
         more = f" (and {self.count - 1} more like it)" if self.count > 1 else ""
         return f"{where}{self.code}: {self.message}{f' [{ids}]' if ids else ''}{more}"
 
     def to_json(self) -> dict:
         loc = self.location
-        return {"code": self.code, "severity": self.severity, "message": self.message,
-                "location": None if loc is None else {"path": loc.path, "line": loc.line, "column": loc.column},
-                "node": self.node, "section": self.section, "item": self.item, "count": self.count}
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "location": None if loc is None else {"path": loc.path, "line": loc.line, "column": loc.column},
+            "node": self.node,
+            "section": self.section,
+            "item": self.item,
+            "count": self.count,
+        }
 
 
-def summarize_findings(findings, *, first: int = 3, what: str = "tolerated",  # noqa: ANN001
-                       hint: str = "run `tdbtools audit` for all; --strict refuses such routes") -> str:
+def summarize_findings(
+    findings,
+    *,
+    first: int = 3,
+    what: str = "tolerated",  # noqa: ANN001
+    hint: str = "run `tdbtools audit` for all; --strict refuses such routes",
+) -> str:
     """One short paragraph: counts by code, the first few, and where to see them all."""
     counts: dict[str, int] = {}
     for f in findings:
@@ -200,13 +228,30 @@ class Diagnostics:
         self.findings: list[Finding] = []
         self._kept: dict[str, list[int]] = {}
 
-    def problem(self, error: SourceError, code: str | None = None, severity: str = "warning", *,
-                node: int | None = None, section: int | None = None, item: int | None = None) -> None:
+    def problem(
+        self,
+        error: SourceError,
+        code: str | None = None,
+        severity: str = "warning",
+        *,
+        node: int | None = None,
+        section: int | None = None,
+        item: int | None = None,
+    ) -> None:
         """A defect: raised when strict, else recorded (a warning unless told)."""
         if self.strict:
             raise error
-        self.add(Finding(error.message, error.location, code or _CODE_OF_ERROR.get(type(error).__name__, "FORMAT"),
-                         severity, node, section, item))
+        self.add(
+            Finding(
+                error.message,
+                error.location,
+                code or _CODE_OF_ERROR.get(type(error).__name__, "FORMAT"),
+                severity,
+                node,
+                section,
+                item,
+            )
+        )
 
     def note(self, message: str, location: Location | None = None, code: str = "IGNORED") -> None:
         """A remark that is never fatal (e.g. a legal but unusual construct)."""
@@ -217,8 +262,16 @@ class Diagnostics:
         kept = self._kept.setdefault(finding.code, [0, 0])  # [index of the last kept, how many]
         if kept[1] >= MAX_PER_CODE:
             last = self.findings[kept[0]]
-            self.findings[kept[0]] = Finding(last.message, last.location, last.code, last.severity, last.node,
-                                             last.section, last.item, last.count + finding.count)
+            self.findings[kept[0]] = Finding(
+                last.message,
+                last.location,
+                last.code,
+                last.severity,
+                last.node,
+                last.section,
+                last.item,
+                last.count + finding.count,
+            )
             return
         kept[0], kept[1] = len(self.findings), kept[1] + 1
         self.findings.append(finding)

@@ -6,6 +6,7 @@ is parametrised with a path inside DK24, or carries ``@pytest.mark.dk24``. Such 
 are marked ``dk24`` here (so ``-m dk24`` / ``-m "not dk24"`` select them) and, when the
 route is absent, skipped with one reason.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,7 +18,8 @@ from tdbtools.formats.route import Route, load_route
 from tdbtools.track.audit import AuditReport, audit_route
 
 SKIP_DK24 = pytest.mark.skip(
-    reason=f"the real DK24 route is not at {DK24} (../shared/routes/DK24 beside the repository)")
+    reason=f"the real DK24 route is not at {DK24} (../shared/routes/DK24 beside the repository)"
+)
 
 
 def _names_dk24(func) -> bool:  # noqa: ANN001
@@ -42,10 +44,12 @@ def _param_in_dk24(item: pytest.Item) -> bool:
 
 
 def needs_dk24(item: pytest.Item) -> bool:
-    return (item.get_closest_marker("dk24") is not None
-            or any(name.startswith("dk24") for name in getattr(item, "fixturenames", ()))
-            or _names_dk24(getattr(item, "function", None))
-            or _param_in_dk24(item))
+    return (
+        item.get_closest_marker("dk24") is not None
+        or any(name.startswith("dk24") for name in getattr(item, "fixturenames", ()))
+        or _names_dk24(getattr(item, "function", None))
+        or _param_in_dk24(item)
+    )
 
 
 #: Fixtures that take more than 5 s to make (measured on an idle 2-core machine): a

@@ -9,6 +9,7 @@ Each scenario is a function returning ``(engine, forces)`` where ``forces(k, eng
 gives ``(drive, resist)`` for step ``k``; forces depend on the speeds, so any change in a
 trace feeds back into the next steps.
 """
+
 from __future__ import annotations
 
 import sys
@@ -32,8 +33,7 @@ def _davis(v: np.ndarray) -> np.ndarray:
     return 834.71 + av * (24.679 + 1.4375 * av)
 
 
-def _trains(lines: int, cars: int, seed: int, steps: int, loco_every: int = 0
-            ) -> tuple[Engine, Forces]:
+def _trains(lines: int, cars: int, seed: int, steps: int, loco_every: int = 0) -> tuple[Engine, Forces]:
     """``lines`` lines with one train each: a loco pulls off with buffers compressed (the
     slack runs out), then the second half brakes every car (the slack runs in)."""
     rng = np.random.default_rng(seed)
@@ -48,7 +48,7 @@ def _trains(lines: int, cars: int, seed: int, steps: int, loco_every: int = 0
     x = -np.tile(np.arange(cars) * 20.0, lines)
     lead = np.zeros(n, dtype=bool)
     lead[::cars] = True
-    if loco_every:                                # distributed power: locos along the train
+    if loco_every:  # distributed power: locos along the train
         lead[::loco_every] = True
     brake_from = steps // 2
 
@@ -105,12 +105,12 @@ def shunting() -> tuple[Engine, Forces]:
     x = np.array(x_line0 + x1)
     v = np.array([0.0] * 6 + [2.0] * 4 + [0.0, -0.5, 1.0, 0.0])
     n = mass.size
-    g_force = mass * 9.81 * 0.004                 # a 4 per mille grade on line 1 (towards +x)
+    g_force = mass * 9.81 * 0.004  # a 4 per mille grade on line 1 (towards +x)
 
     def forces(k: int, eng: Engine) -> tuple[np.ndarray, np.ndarray]:
         drive = np.zeros(n)
         resist = np.full(n, 400.0)
-        resist[:6] += 0.05 * 9.81 * mass[:6]        # the standing cut is braked
+        resist[:6] += 0.05 * 9.81 * mass[:6]  # the standing cut is braked
         if k < 250:
             drive[6] = 60e3
         elif k < 500:
@@ -142,17 +142,21 @@ def trace(name: str) -> dict[str, np.ndarray]:
     for k in range(steps):
         drive, resist = forces(k, eng)
         for e in eng.step(DT, drive, resist):
-            ev_num.append([KINDS.index(e.kind), e.time, e.line, e.relative_speed, e.impulse,
-                           e.energy_lost, k])
+            ev_num.append(
+                [KINDS.index(e.kind), e.time, e.line, e.relative_speed, e.impulse, e.energy_lost, k]
+            )
             c = e.cars
             ev_cars.append([c[0], c[-1], len(c)])
         if k % EVERY == 0 or k == steps - 1:
             xs.append(np.array(eng.x))
             vs.append(np.array(eng.v))
-    return {"x": np.array(xs), "v": np.array(vs),
-            "ev": np.array(ev_num, dtype=np.float64).reshape(-1, 7),
-            "cars": np.array(ev_cars, dtype=np.int64).reshape(-1, 3),
-            "groups": np.array(eng.groups)}
+    return {
+        "x": np.array(xs),
+        "v": np.array(vs),
+        "ev": np.array(ev_num, dtype=np.float64).reshape(-1, 7),
+        "cars": np.array(ev_cars, dtype=np.int64).reshape(-1, 3),
+        "groups": np.array(eng.groups),
+    }
 
 
 def main() -> int:

@@ -1,4 +1,5 @@
 """Paths shared by the tests (imported as a plain module; pytest puts tests/ on sys.path)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +12,6 @@ SAMPLE_ROUTE = SAMPLE_INSTALL / "ROUTES" / "SAMPLE"
 DK24 = (REPO / ".." / "shared" / "routes" / "DK24").resolve()
 DK24_ROUTE = DK24 / "ROUTES" / "OR_DK24"
 DK24_TEST_ROUTE = DK24 / "ROUTES" / "OR_DK24TEST"
-
 
 
 def dk24_available() -> bool:

@@ -25,11 +25,16 @@ def signalled(tmp_path):
     dst = tmp_path / "sample"
     shutil.copytree(SAMPLE_INSTALL, dst)
     route = load_route(dst / "ROUTES" / "SIGNALS", cache=False)
-    act = write_activity_files(route, "Signalled", [
-        ServiceSpec("Eastbound", "sample_freight", H, "East_main"),
-        ServiceSpec("Westbound", "sample_passenger", H, "West_loop"),
-        ServiceSpec("Follower", "sample_passenger", H + 60, "East_main", player=True),
-    ], duration=3600)
+    act = write_activity_files(
+        route,
+        "Signalled",
+        [
+            ServiceSpec("Eastbound", "sample_freight", H, "East_main"),
+            ServiceSpec("Westbound", "sample_passenger", H, "West_loop"),
+            ServiceSpec("Follower", "sample_passenger", H + 60, "East_main", player=True),
+        ],
+        duration=3600,
+    )
     return route, act
 
 
@@ -41,7 +46,7 @@ def test_signalled_activity_crosses_and_follows(signalled):
     route, act = signalled
     res = replay_activity(act, route=route, signals=True)
     s = res.replay.summary
-    assert "signalling" in s                       # the route's signals ran
+    assert "signalling" in s  # the route's signals ran
     assert not res.failed and all(t["reached_end"] for t in s["trains"].values()), s
     assert s["collisions"] == 0 and s["deadlocks"] == 0
     assert not _events(res, "spad")
@@ -65,7 +70,7 @@ def test_ai_train_leaves_the_interlocking(signalled):
     route, act = signalled
     rp = ActivityReplay(plan_activity(act), route=route, signals=True)
     ilk = rp.signals.ilk
-    assert not any(t.on_track for t in ilk.trains)            # nobody before the start
+    assert not any(t.on_track for t in ilk.trains)  # nobody before the start
     assert all(s.reserved < 0 for s in ilk.sections)
     rp.run()
     east = rp.index["Eastbound"]
@@ -73,7 +78,7 @@ def test_ai_train_leaves_the_interlocking(signalled):
     assert not ilk.trains[east].on_track
     assert all(s.reserved != east and east not in s.occupants for s in ilk.sections)
     assert east not in ilk.enabled_train
-    assert ilk.trains[player].on_track                          # the player's train stays
+    assert ilk.trains[player].on_track  # the player's train stays
 
 
 def test_plain_occupancy_by_default(signalled):
@@ -81,7 +86,7 @@ def test_plain_occupancy_by_default(signalled):
     res = replay_activity(act, route=route)
     s = res.replay.summary
     assert "signalling" not in s and not res.failed
-    assert not _events(res, "start_delayed")                   # blocks, not signal sections
+    assert not _events(res, "start_delayed")  # blocks, not signal sections
     out = act.parent.parent / "out"
     r = CliRunner().invoke(main, ["replay", str(act), "--out", str(out)])
     assert r.exit_code == 0, r.output

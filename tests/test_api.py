@@ -33,7 +33,9 @@ def test_audit_route_is_what_audit_json_prints():
 def test_locate_point_is_what_locate_json_prints():
     loc = locate_point(load_route(SAMPLE_ROUTE), -5631, 15116, -43.0, -364.7)
     assert loc.node == 2 and abs(loc.lateral) < 2.5 and loc.radius is None
-    printed = _json("locate", str(SAMPLE_ROUTE), "--tile", "-5631", "15116", "--pos", "-43", "-364.7", "--json")
+    printed = _json(
+        "locate", str(SAMPLE_ROUTE), "--tile", "-5631", "15116", "--pos", "-43", "-364.7", "--json"
+    )
     assert printed == loc.to_json()
 
 
@@ -42,7 +44,11 @@ def test_scenario_without_a_file_and_overrides():
     assert sc.route == SAMPLE_ROUTE.resolve() and sc.stand_in
     (train,) = sc.trains
     assert (train.name, train.consist, train.path, train.driver) == (
-        "sample_passenger", Path("sample_passenger"), Path("MainWE.pat"), "auto")
+        "sample_passenger",
+        Path("sample_passenger"),
+        Path("MainWE.pat"),
+        "auto",
+    )
     base = read_scenario(SAMPLE_ROUTE.parent.parent / "replay.toml")
     assert with_settings(base) is base
     changed = with_settings(base, step=0.05, duration=12.0)

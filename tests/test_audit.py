@@ -1,5 +1,6 @@
 """Route audit: the clean sample route, one synthetic defect at a time, the paths
 check, and the real DK24 figures."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,8 +53,9 @@ def with_section_column(route: Route, column: str, row: int, value) -> Route:
     s = route.tdb.sections
     col = np.array(getattr(s, column))
     col[row] = value
-    return dataclasses.replace(route, tdb=dataclasses.replace(
-        route.tdb, sections=dataclasses.replace(s, **{column: col})))
+    return dataclasses.replace(
+        route, tdb=dataclasses.replace(route.tdb, sections=dataclasses.replace(s, **{column: col}))
+    )
 
 
 def found(report) -> dict[str, list[tuple[tuple[int, ...], tuple[int, ...]]]]:
@@ -137,7 +139,7 @@ def _unreferenced_item(r):
 def _item_off_track(r):
     it = r.tdb.items[5]
     rd = it.r_data
-    ay = 1.35 + 0.08 - 0.05 - math.radians(5)    # heading of V_main where the crossing is
+    ay = 1.35 + 0.08 - 0.05 - math.radians(5)  # heading of V_main where the crossing is
     moved = dataclasses.replace(rd, x=rd.x + 20 * math.cos(ay), z=rd.z - 20 * math.sin(ay))
     return with_item(r, 5, r_data=moved)
 
@@ -151,21 +153,21 @@ def _item_link_broken(r):
 
 
 def _unknown_section(r):
-    row = row_of(r, 4, 6)                       # the dynamic 40003 piece (no items on it)
+    row = row_of(r, 4, 6)  # the dynamic 40003 piece (no items on it)
     assert r.tdb.sections.section_index[row] == 40003
     bad = with_section_column(r, "section_index", row, 99999)
     length = np.array(r.section_length)
-    length[row] = np.nan                        # as load_route leaves an unknown section
+    length[row] = np.nan  # as load_route leaves an unknown section
     return dataclasses.replace(bad, section_length=length)
 
 
 def _gap_in_node(r):
-    row = row_of(r, 4, 3)                       # a 250 m straight in the middle of V_main
+    row = row_of(r, 4, 3)  # a 250 m straight in the middle of V_main
     return with_section_column(r, "x", row, r.tdb.sections.x[row] + 2.0)
 
 
 def _heading_kink(r):
-    row = row_of(r, 6, 0)                       # V_sid's 17.9 m first piece, turned by 0.02 rad
+    row = row_of(r, 6, 0)  # V_sid's 17.9 m first piece, turned by 0.02 rad
     return with_section_column(r, "ay", row, r.tdb.sections.ay[row] + 0.02)
 
 
@@ -180,11 +182,18 @@ def _node_end_gap(r):
 
 DEFECTS = {
     # name: (make, {code: [(nodes, items), ...]})
-    "pin_out_of_range": (_pin_out_of_range, {"PIN_OUT_OF_RANGE": [((7,), ())],
-                                             # V_sid still points at E_sid, which no longer points back
-                                             "PIN_ASYMMETRIC": [((6, 7), ())]}),
-    "pin_unconnected": (_pin_unconnected, {"PIN_UNCONNECTED": [((7,), ())],
-                                           "PIN_ASYMMETRIC": [((6, 7), ())]}),
+    "pin_out_of_range": (
+        _pin_out_of_range,
+        {
+            "PIN_OUT_OF_RANGE": [((7,), ())],
+            # V_sid still points at E_sid, which no longer points back
+            "PIN_ASYMMETRIC": [((6, 7), ())],
+        },
+    ),
+    "pin_unconnected": (
+        _pin_unconnected,
+        {"PIN_UNCONNECTED": [((7,), ())], "PIN_ASYMMETRIC": [((6, 7), ())]},
+    ),
     # J1's route-1 pin moved to V_main: V_sid is left pointing at J1.
     "pin_asymmetric": (_pin_asymmetric, {"PIN_ASYMMETRIC": [((6, 3), ())]}),
     # V_main's end pin says "enter E_east from a branch": both pins disagree with it.
@@ -193,8 +202,10 @@ DEFECTS = {
     "unknown_section": (_unknown_section, {"SECTION_UNKNOWN": [((4,), ())]}),
     "missing_item_ref": (_missing_item_ref, {"ITEM_REF_MISSING": [((6,), (42,))]}),
     # ... and V_main's new reference points at an item that lies on V_sid
-    "duplicate_item_ref": (_duplicate_item_ref, {"ITEM_REF_DUPLICATE": [((4, 6), (8,))],
-                                                 "ITEM_OFF_TRACK": [((4,), (8,))]}),
+    "duplicate_item_ref": (
+        _duplicate_item_ref,
+        {"ITEM_REF_DUPLICATE": [((4, 6), (8,))], "ITEM_OFF_TRACK": [((4,), (8,))]},
+    ),
     "unreferenced_item": (_unreferenced_item, {"ITEM_UNREFERENCED": [((), (10,))]}),
     "item_off_track": (_item_off_track, {"ITEM_OFF_TRACK": [((4,), (5,))]}),
     "item_id_mismatch": (_item_id_mismatch, {"ITEM_ID_MISMATCH": [((2,), (3,))]}),
@@ -230,7 +241,7 @@ def test_defect_locations(sample):
     rep = audit_route(_node_end_gap(sample))
     (f,) = rep.findings
     assert f.value == pytest.approx(3.0, abs=1e-3)
-    u = sample.tdb.nodes[5].uid             # V_main's end is where E_east used to be
+    u = sample.tdb.nodes[5].uid  # V_main's end is where E_east used to be
     assert (f.location.tile_x, f.location.tile_z) == (u.tile_x, u.tile_z)
     assert f.location.x == pytest.approx(u.x, abs=1e-3) and f.location.z == pytest.approx(u.z, abs=1e-3)
 
@@ -284,8 +295,14 @@ def test_sample_paths_clean(sample):
     rep = audit_paths(sample)
     assert rep.exists and [p.file for p in rep.paths] == ["MainEW.pat", "MainWE.pat", "Siding.pat"]
     assert all(p.ok and p.issues == () for p in rep.paths), rep.to_json()
-    assert rep.counts == {"files": 3, "ok": 3, "findings": 0, "error": 0, "off_track_pdps": 0,
-                          "junction_pdps_unmatched": 0}
+    assert rep.counts == {
+        "files": 3,
+        "ok": 3,
+        "findings": 0,
+        "error": 0,
+        "off_track_pdps": 0,
+        "junction_pdps_unmatched": 0,
+    }
     ew = rep.paths[0]
     assert (ew.path_id, ew.pdps, ew.nodes, ew.main_chain) == ("MainEW", 4, 4, (0, 1, 2, 3))
     json.dumps(rep.to_json())
@@ -311,17 +328,21 @@ TrackPath (
 
 
 def test_paths_with_defects(sample, tmp_path):
-    good = ("\tTrackPDP ( -5631 15116 -212.95441 41.321771 -380.181 1 1 )\n"
-            "\tTrackPDP ( -5631 15116 200 42 -310 2 0 )\n"
-            "\tTrackPDP ( -5630 15116 -760.357921 43.467883 -5.12029 1 1 )\n")
+    good = (
+        "\tTrackPDP ( -5631 15116 -212.95441 41.321771 -380.181 1 1 )\n"
+        "\tTrackPDP ( -5631 15116 200 42 -310 2 0 )\n"
+        "\tTrackPDP ( -5630 15116 -760.357921 43.467883 -5.12029 1 1 )\n"
+    )
     # PDP 0 moved 20 m to the right of V_a; PDP 1 a junction 3 m from J1 along V_main
     # (on the track, so not off track).
     geom = section_geometry(sample)
     _, row, along = nearest_track(sample, -5631, 15116, -212.95441, -380.181, geom=geom)
     moved = point_at(geom, row[0], along[0], 20.0)
-    off = (f"\tTrackPDP ( -5631 15116 {float(moved.x)} 41.321771 {float(moved.z)} 1 1 )\n"
-           f"\tTrackPDP ( -5631 15116 {200 + 3 * math.sin(1.35)} 42 {-310 + 3 * math.cos(1.35)} 2 0 )\n"
-           "\tTrackPDP ( -5630 15116 -760.357921 43.467883 -5.12029 1 1 )\n")
+    off = (
+        f"\tTrackPDP ( -5631 15116 {float(moved.x)} 41.321771 {float(moved.z)} 1 1 )\n"
+        f"\tTrackPDP ( -5631 15116 {200 + 3 * math.sin(1.35)} 42 {-310 + 3 * math.cos(1.35)} 2 0 )\n"
+        "\tTrackPDP ( -5630 15116 -760.357921 43.467883 -5.12029 1 1 )\n"
+    )
     (tmp_path / "a_good.pat").write_text(PAT.format(pdps=good, name="good", last=4294967295))
     (tmp_path / "b_off.pat").write_text(PAT.format(pdps=off, name="off", last=4294967295))
     (tmp_path / "c_badlink.PAT").write_text(PAT.format(pdps=good, name="badlink", last=9))
@@ -343,8 +364,14 @@ def test_paths_with_defects(sample, tmp_path):
     assert bad.status == "findings" and "out of range" in bad.error
     assert bad.main_chain == (0, 1, 2)
     assert by["d_garbage.pat"].status == "error" and by["d_garbage.pat"].error
-    assert rep.counts == {"files": 4, "ok": 2, "findings": 1, "error": 1, "off_track_pdps": 1,
-                          "junction_pdps_unmatched": 1}
+    assert rep.counts == {
+        "files": 4,
+        "ok": 2,
+        "findings": 1,
+        "error": 1,
+        "off_track_pdps": 1,
+        "junction_pdps_unmatched": 1,
+    }
     json.dumps(rep.to_json())
 
 
@@ -356,8 +383,9 @@ def test_missing_paths_folder(sample, tmp_path):
 def test_nearest_track_matches_known_points(sample):
     # The sample README: the level crossing (item 5) lies on V_main at 730 m.
     rd = sample.tdb.items[5].r_data
-    d, row, off = nearest_track(sample, [rd.tile_x, rd.tile_x], [rd.tile_z, rd.tile_z],
-                                [rd.x, rd.x + 7.0], [rd.z, rd.z])
+    d, row, off = nearest_track(
+        sample, [rd.tile_x, rd.tile_x], [rd.tile_z, rd.tile_z], [rd.x, rd.x + 7.0], [rd.z, rd.z]
+    )
     assert d[0] < 1e-3 and sample.tdb.sections.node[row[0]] == 4
     assert d[1] == pytest.approx(7 * abs(math.cos(1.35 - 0.05 + 0.08 - math.radians(5))), abs=0.05)
     n = sample.tdb.nodes[4]

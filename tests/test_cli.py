@@ -1,4 +1,5 @@
 """The click command line: version, help, info, parse, exit codes and messages."""
+
 from __future__ import annotations
 
 import json
@@ -81,7 +82,12 @@ def test_parse_prints_stf_and_json(tmp_path):
 
 def test_console_script_runs_as_a_module():
     # The installed entry point and `python -m tdbtools.cli` are the same function.
-    p = subprocess.run([sys.executable, "-m", "tdbtools.cli", "info", str(SAMPLE_ROUTE), "--no-cache"],
-                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "tdbtools.cli", "info", str(SAMPLE_ROUTE), "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert "7: 3 vector" in p.stdout

@@ -1,5 +1,6 @@
 """The 1-D interaction engine (docs/physics.md §1): ClashTime/StoppingTime and Engine, against closed
 forms and invariants (momentum, energy, gaps within [0, slack])."""
+
 from __future__ import annotations
 
 import math
@@ -27,30 +28,34 @@ INF = math.inf
 
 # --------------------------------------------------------------------------- clash_time
 
-@pytest.mark.parametrize("args, expected", [
-    # |A| < 1e-6 and |B| < 1e-6: they keep their distance
-    ((5.0, 1.0, 1.0, 0.5, 0.5), INF),
-    ((5.0, 1.0, 1.0 + 5e-7, 0.0, 0.0), INF),
-    # linear: s / B
-    ((10.0, 3.0, 1.0, 0.0, 0.0), 5.0),
-    ((10.0, 3.0, 1.0, 1.5e-6, 0.0), 5.0),          # A = 7.5e-7 < 1e-6: still linear
-    ((-4.0, -1.0, 1.0, 0.0, 0.0), 2.0),            # car 1 moving left, car 2 right, s < 0
-    # linear, negative time (moving apart): never (the article's ClashTime would return -5)
-    ((10.0, 1.0, 3.0, 0.0, 0.0), INF),
-    # quadratic, D < 0: decelerates before reaching
-    ((10.0, 1.0, 0.0, -1.0, 0.0), INF),            # A=-0.5, B=1, D=1-20
-    # quadratic, both roots >= 0: the smaller (2 - sqrt 2)
-    ((1.0, 2.0, 0.0, -1.0, 0.0), 2.0 - math.sqrt(2.0)),
-    # quadratic, one root >= 0
-    ((10.0, 0.0, 0.0, 2.0, 0.0), math.sqrt(10.0)),  # from rest, A=1: t² = 10
-    ((1.0, 0.0, 2.0, 2.0, 0.0), 1.0 + math.sqrt(2.0)),  # first apart, then back
-    ((10.0, 0.0, 0.0, 0.0, -2.0), math.sqrt(10.0)),  # car 2 accelerating towards car 1
-    # quadratic, no root >= 0
-    ((-1.0, 3.0, 0.0, 2.0, 0.0), INF),             # t² + 3t + 1 = 0: both negative
-    ((1.0, 0.0, 3.0, -2.0, 0.0), INF),             # opening speed and acceleration
-    # double root at 0
-    ((0.0, 0.0, 0.0, 1.0, 0.0), 0.0),
-])
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        # |A| < 1e-6 and |B| < 1e-6: they keep their distance
+        ((5.0, 1.0, 1.0, 0.5, 0.5), INF),
+        ((5.0, 1.0, 1.0 + 5e-7, 0.0, 0.0), INF),
+        # linear: s / B
+        ((10.0, 3.0, 1.0, 0.0, 0.0), 5.0),
+        ((10.0, 3.0, 1.0, 1.5e-6, 0.0), 5.0),  # A = 7.5e-7 < 1e-6: still linear
+        ((-4.0, -1.0, 1.0, 0.0, 0.0), 2.0),  # car 1 moving left, car 2 right, s < 0
+        # linear, negative time (moving apart): never (the article's ClashTime would return -5)
+        ((10.0, 1.0, 3.0, 0.0, 0.0), INF),
+        # quadratic, D < 0: decelerates before reaching
+        ((10.0, 1.0, 0.0, -1.0, 0.0), INF),  # A=-0.5, B=1, D=1-20
+        # quadratic, both roots >= 0: the smaller (2 - sqrt 2)
+        ((1.0, 2.0, 0.0, -1.0, 0.0), 2.0 - math.sqrt(2.0)),
+        # quadratic, one root >= 0
+        ((10.0, 0.0, 0.0, 2.0, 0.0), math.sqrt(10.0)),  # from rest, A=1: t² = 10
+        ((1.0, 0.0, 2.0, 2.0, 0.0), 1.0 + math.sqrt(2.0)),  # first apart, then back
+        ((10.0, 0.0, 0.0, 0.0, -2.0), math.sqrt(10.0)),  # car 2 accelerating towards car 1
+        # quadratic, no root >= 0
+        ((-1.0, 3.0, 0.0, 2.0, 0.0), INF),  # t² + 3t + 1 = 0: both negative
+        ((1.0, 0.0, 3.0, -2.0, 0.0), INF),  # opening speed and acceleration
+        # double root at 0
+        ((0.0, 0.0, 0.0, 1.0, 0.0), 0.0),
+    ],
+)
 def test_clash_time_branches(args, expected):
     got = clash_time(*args)
     if expected == INF:
@@ -97,20 +102,27 @@ def test_clash_times_equals_scalar_on_random_inputs():
 
 # --------------------------------------------------------------------------- stopping_time
 
-@pytest.mark.parametrize("args, expected", [
-    ((2.0, 0.5, 0.0), 0.0),          # V == 0
-    ((1.0, 1.0, 5.0), INF),          # a = 1 - 1 = 0
-    ((1.0, 1.0 + 5e-8, 5.0), INF),   # |a| < 1e-7
-    ((1.0, 3.0, 5.0), INF),          # a = +2 along the motion
-    ((1.0, -3.0, -5.0), INF),        # a = -2 along the (negative) motion
-    ((2.0, 0.5, 3.0), 2.0),          # -3 / (0.5 - 2)
-    ((-2.0, 0.5, 3.0), 2.0),         # friction's sign is ignored
-    ((2.0, -0.5, -3.0), 2.0),        # moving left: a = -0.5 + 2
-    ((0.0, -1.5, 3.0), 2.0),         # no friction, other forces brake
-])
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ((2.0, 0.5, 0.0), 0.0),  # V == 0
+        ((1.0, 1.0, 5.0), INF),  # a = 1 - 1 = 0
+        ((1.0, 1.0 + 5e-8, 5.0), INF),  # |a| < 1e-7
+        ((1.0, 3.0, 5.0), INF),  # a = +2 along the motion
+        ((1.0, -3.0, -5.0), INF),  # a = -2 along the (negative) motion
+        ((2.0, 0.5, 3.0), 2.0),  # -3 / (0.5 - 2)
+        ((-2.0, 0.5, 3.0), 2.0),  # friction's sign is ignored
+        ((2.0, -0.5, -3.0), 2.0),  # moving left: a = -0.5 + 2
+        ((0.0, -1.5, 3.0), 2.0),  # no friction, other forces brake
+    ],
+)
 def test_stopping_time_branches(args, expected):
-    assert stopping_time(*args) == pytest.approx(expected, rel=1e-15) if expected != INF \
+    assert (
+        stopping_time(*args) == pytest.approx(expected, rel=1e-15)
+        if expected != INF
         else stopping_time(*args) == INF
+    )
     assert stopping_times(*[np.array([a]) for a in args])[0] == stopping_time(*args)
 
 
@@ -128,6 +140,7 @@ def test_stopping_times_equals_scalar_on_random_inputs():
 
 # --------------------------------------------------------------------------- block solver
 
+
 def _brute(w, f, r, types):
     """Exact optimum by enumerating every split of the chain into runs."""
     k = len(w)
@@ -138,11 +151,14 @@ def _brute(w, f, r, types):
         for s, e in zip(bounds, bounds[1:]):
             W, F, R = sum(w[s:e]), sum(f[s:e]), sum(r[s:e])
             y[s:e] = [(F - R) / W if F > R else (F + R) / W if F < -R else 0.0] * (e - s)
-        ok = all((t != _GE or y[j] >= y[j + 1] - 1e-12) and (t != _LE or y[j] <= y[j + 1] + 1e-12)
-                 and (t != _EQ or abs(y[j] - y[j + 1]) <= 1e-12) for j, t in enumerate(types))
+        ok = all(
+            (t != _GE or y[j] >= y[j + 1] - 1e-12)
+            and (t != _LE or y[j] <= y[j + 1] + 1e-12)
+            and (t != _EQ or abs(y[j] - y[j + 1]) <= 1e-12)
+            for j, t in enumerate(types)
+        )
         if ok:
-            o = sum(0.5 * wi * yi * yi - fi * yi + ri * abs(yi)
-                    for wi, fi, ri, yi in zip(w, f, r, y))
+            o = sum(0.5 * wi * yi * yi - fi * yi + ri * abs(yi) for wi, fi, ri, yi in zip(w, f, r, y))
             if best is None or o < best[0] - 1e-12:
                 best = (o, y)
     return best[1]
@@ -171,23 +187,29 @@ def test_block_solver_matches_brute_force(static):
 
 # --------------------------------------------------------------------------- helpers
 
+
 def one_line(masses, lengths, gaps, coupled, slack, v, line=0):
     """Bodies and front x for one line, cars front first, x of the first car = 0."""
     n = len(masses)
     x = [0.0]
     for i in range(1, n):
         x.append(x[-1] - lengths[i - 1] - gaps[i - 1])
-    b = Bodies(np.array(masses, float), np.array(lengths, float), np.full(n, line),
-               np.array(list(coupled) + [False] * (n - len(coupled)), bool),
-               np.broadcast_to(np.asarray(slack, float), (n,)).copy())
+    b = Bodies(
+        np.array(masses, float),
+        np.array(lengths, float),
+        np.full(n, line),
+        np.array(list(coupled) + [False] * (n - len(coupled)), bool),
+        np.broadcast_to(np.asarray(slack, float), (n,)).copy(),
+    )
     return b, np.array(x), np.array(v, float)
 
 
 def run(eng, steps, dt, drive=0.0, resist=0.0, check=None):
     events = []
     for _ in range(steps):
-        ev = eng.step(dt, drive(eng) if callable(drive) else drive,
-                      resist(eng) if callable(resist) else resist)
+        ev = eng.step(
+            dt, drive(eng) if callable(drive) else drive, resist(eng) if callable(resist) else resist
+        )
         events += ev
         if check:
             check(eng, ev)
@@ -206,6 +228,7 @@ def gaps_ok(eng):
 
 
 # --------------------------------------------------------------------------- kinematics
+
 
 def test_one_car_constant_force_is_exact():
     F, m = 1500.0, 20e3
@@ -237,7 +260,7 @@ def test_taut_coupled_train_moves_as_one_mass():
 
 def test_davis_terminal_speed_first_order_in_dt():
     m, F, A, B, C = 4e5, 1.2e5, 4000.0, 300.0, 12.0
-    vp = (-B + math.sqrt(B * B + 4 * C * (F - A))) / (2 * C)     # F = A + Bv + Cv²
+    vp = (-B + math.sqrt(B * B + 4 * C * (F - A))) / (2 * C)  # F = A + Bv + Cv²
     vm = (-B - math.sqrt(B * B + 4 * C * (F - A))) / (2 * C)
 
     def exact(t):  # m dv/dt = -C (v - vp)(v - vm), v(0) = 0
@@ -247,15 +270,14 @@ def test_davis_terminal_speed_first_order_in_dt():
     def simulate(dt, T):
         b, x, v = one_line([m], [20.0], [], [], 0.0, [0.0])
         eng = Engine(b, x, v)
-        run(eng, int(round(T / dt)), dt, drive=[F],
-            resist=lambda e: A + B * np.abs(e.v) + C * e.v * e.v)
+        run(eng, int(round(T / dt)), dt, drive=[F], resist=lambda e: A + B * np.abs(e.v) + C * e.v * e.v)
         return float(eng.v[0])
 
     T = 120.0
     errs = [abs(simulate(dt, T) - exact(T)) for dt in (1.0, 0.5, 0.25)]
     assert errs[0] > errs[1] > errs[2] > 0
     for e1, e2 in zip(errs, errs[1:]):
-        assert 1.8 < e1 / e2 < 2.2          # first order: halving dt halves the error
+        assert 1.8 < e1 / e2 < 2.2  # first order: halving dt halves the error
     assert simulate(1.0, 3000.0) == pytest.approx(vp, rel=1e-6)
 
 
@@ -263,7 +285,7 @@ def test_braking_distance_and_stays_stopped():
     m, v0, ab = 60e3, 22.0, 0.65
     b, x, v = one_line([m], [20.0], [], [], 0.0, [v0])
     eng = Engine(b, x, v)
-    events = run(eng, 400, 0.1, resist=[m * ab])       # 40 s > v0/ab = 33.8 s
+    events = run(eng, 400, 0.1, resist=[m * ab])  # 40 s > v0/ab = 33.8 s
     assert eng.x[0] == pytest.approx(v0 * v0 / (2 * ab), rel=1e-6)
     assert eng.v[0] == 0.0
     assert [e.kind for e in events] == ["stopped"]
@@ -286,8 +308,9 @@ def test_braking_backwards_is_symmetric():
 
 # --------------------------------------------------------------------------- impacts
 
+
 def test_two_car_impact():
-    m1, m2, v1, v2 = 30e3, 70e3, 0.4, 2.9           # car 2 behind and faster
+    m1, m2, v1, v2 = 30e3, 70e3, 0.4, 2.9  # car 2 behind and faster
     b, x, v = one_line([m1, m2], [15.0, 15.0], [5.0], [False], 0.0, [v1, v2])
     eng = Engine(b, x, v)
     p0 = eng.momentum()
@@ -311,8 +334,7 @@ def test_car_hits_stretched_rake_slack_runs_in_car_by_car():
     only involves the next car (a taut coupler cannot push), the rake's cars start one after
     another as each slack closes."""
     m, n, s, g0, v0 = 25e3, 6, 0.1, 3.0, 1.2
-    b, x, v = one_line([m] * n, [14.0] * n, [s] * 4 + [g0], [True] * 4 + [False], s,
-                       [0.0] * 5 + [v0])
+    b, x, v = one_line([m] * n, [14.0] * n, [s] * 4 + [g0], [True] * 4 + [False], s, [0.0] * 5 + [v0])
     eng = Engine(b, x, v)
     p0 = eng.momentum()
 
@@ -323,18 +345,17 @@ def test_car_hits_stretched_rake_slack_runs_in_car_by_car():
     ev = run(eng, 150, 0.1, check=check)
     assert [(e.kind, e.cars) for e in ev] == [("impact", (4 - k, 5 - k)) for k in range(5)]
     t = g0 / v0
-    for k, e in enumerate(ev):                     # k + 1 cars hit the next at v0/(k+1)
+    for k, e in enumerate(ev):  # k + 1 cars hit the next at v0/(k+1)
         assert e.time == pytest.approx(t, rel=1e-9)
         assert e.relative_speed == pytest.approx(v0 / (k + 1), rel=1e-9)
-        assert e.energy_lost == pytest.approx(0.5 * m * v0 ** 2 / ((k + 1) * (k + 2)), rel=1e-9)
+        assert e.energy_lost == pytest.approx(0.5 * m * v0**2 / ((k + 1) * (k + 2)), rel=1e-9)
         t += s * (k + 2) / v0
     np.testing.assert_allclose(eng.v, v0 / n, rtol=1e-12)
 
 
 def test_loco_pulls_compressed_rake_couplers_snatch_one_after_another():
     m, n, s, v0 = 40e3, 6, 0.07, 0.9
-    b, x, v = one_line([m] * n, [16.0] * n, [0.0] * (n - 1), [True] * (n - 1), s,
-                       [v0] + [0.0] * (n - 1))
+    b, x, v = one_line([m] * n, [16.0] * n, [0.0] * (n - 1), [True] * (n - 1), s, [v0] + [0.0] * (n - 1))
     eng = Engine(b, x, v)
     p0 = eng.momentum()
 
@@ -344,11 +365,11 @@ def test_loco_pulls_compressed_rake_couplers_snatch_one_after_another():
 
     ev = run(eng, 40, 0.1, check=check)
     assert [(e.kind, e.cars) for e in ev] == [("coupler_taut", (k, k + 1)) for k in range(5)]
-    for k, e in enumerate(ev, start=1):            # snatch k: k cars at v0/k pick up one
+    for k, e in enumerate(ev, start=1):  # snatch k: k cars at v0/k pick up one
         assert e.time == pytest.approx(s * k * (k + 1) / (2 * v0), rel=1e-9)
         assert e.relative_speed == pytest.approx(v0 / k, rel=1e-9)
         assert e.impulse == pytest.approx(m * v0 / (k + 1), rel=1e-9)
-        assert e.energy_lost == pytest.approx(m * v0 ** 2 / (2 * k * (k + 1)), rel=1e-9)
+        assert e.energy_lost == pytest.approx(m * v0**2 / (2 * k * (k + 1)), rel=1e-9)
     np.testing.assert_allclose(eng.v, v0 / n, rtol=1e-12)
     np.testing.assert_array_equal(eng.gap, s)
 
@@ -358,8 +379,7 @@ def test_stretched_group_hitting_a_body_splits():
     cars behind the front one keep their speed and close up."""
     m, s = 30e3, 0.1
     # car 0 standing; cars 1-3 a coupled group, taut, at 1 m/s, 2 m behind car 0
-    b, x, v = one_line([m] * 4, [15.0] * 4, [2.0, s, s], [False, True, True], s,
-                       [0.0, 1.0, 1.0, 1.0])
+    b, x, v = one_line([m] * 4, [15.0] * 4, [2.0, s, s], [False, True, True], s, [0.0, 1.0, 1.0, 1.0])
     eng = Engine(b, x, v)
     ev = eng.step(2.0 + 1e-6, 0.0, 0.0)
     assert [(e.kind, e.cars) for e in ev] == [("impact", (0, 1))]
@@ -372,14 +392,15 @@ def test_two_trains_on_one_line_collide():
     L, s, S0 = 15.0, 0.06, 12.0
     # train A (cars 0-2) standing, train B (cars 3-5) behind, buffers compressed,
     # pushed from its last car
-    b, x, v = one_line(ma + mb, [L] * 6, [0.0, 0.0, S0, 0.0, 0.0], [True, True, False, True, True],
-                       s, [0.0] * 3 + [1.5] * 3)
+    b, x, v = one_line(
+        ma + mb, [L] * 6, [0.0, 0.0, S0, 0.0, 0.0], [True, True, False, True, True], s, [0.0] * 3 + [1.5] * 3
+    )
     eng = Engine(b, x, v)
     F = 3e4
     drive = np.array([0, 0, 0, 0, 0, F], float)
     p0 = eng.momentum()
     ev = run(eng, 200, 0.1, drive=drive, check=lambda e, _: gaps_ok(e))
-    assert eng.momentum() == pytest.approx(p0 + F * 20.0, rel=1e-12)     # only F·t added
+    assert eng.momentum() == pytest.approx(p0 + F * 20.0, rel=1e-12)  # only F·t added
     impacts = [e for e in ev if e.kind == "impact"]
     assert len(impacts) == 1 and impacts[0].cars == (2, 3) and impacts[0].line == 0
     t_hit = clash_time(S0, 1.5, 0.0, F / sum(mb), 0.0)
@@ -387,8 +408,9 @@ def test_two_trains_on_one_line_collide():
     vb = 1.5 + F / sum(mb) * t_hit
     assert impacts[0].relative_speed == pytest.approx(vb, rel=1e-9)
     assert impacts[0].energy_lost == pytest.approx(
-        0.5 * sum(ma) * sum(mb) / (sum(ma) + sum(mb)) * vb * vb, rel=1e-9)
-    assert np.all(eng.groups == 0)       # after the hit one pushed rake
+        0.5 * sum(ma) * sum(mb) / (sum(ma) + sum(mb)) * vb * vb, rel=1e-9
+    )
+    assert np.all(eng.groups == 0)  # after the hit one pushed rake
 
 
 def test_car_between_buffer_and_taut_coupler_settles():
@@ -456,8 +478,7 @@ def random_engine(seed):
             gi += 1
         else:
             x[i] = rng.uniform(-50, 50)
-    b = Bodies(np.array(masses), np.array(lengths), np.array(lines), np.array(coupled),
-               np.array(slack))
+    b = Bodies(np.array(masses), np.array(lengths), np.array(lines), np.array(coupled), np.array(slack))
     return Engine(b, x, np.array(vs)), rng
 
 
@@ -490,14 +511,18 @@ def test_static_friction_holds_a_taut_train_but_not_a_compressed_one():
     b, x, v = one_line([m] * 3, [15.0] * 3, [0.0, 0.0], [True, True], s, [0.0] * 3)
     eng = Engine(b, x, v)
     ev = run(eng, 100, 0.1, drive=drive, resist=R, check=lambda e, _: gaps_ok(e))
-    assert [(e.kind, e.cars) for e in ev] == [("started", (0,)), ("coupler_taut", (0, 1)),
-                                              ("coupler_taut", (1, 2)), ("stopped", (0, 2))]
+    assert [(e.kind, e.cars) for e in ev] == [
+        ("started", (0,)),
+        ("coupler_taut", (0, 1)),
+        ("coupler_taut", (1, 2)),
+        ("stopped", (0, 2)),
+    ]
     a1 = (F - R) / m
     t1 = math.sqrt(2 * s / a1)
-    v1 = a1 * t1 / 2                                  # common speed after snatch 1
+    v1 = a1 * t1 / 2  # common speed after snatch 1
     a2 = (F - 2 * R) / (2 * m)
     tau = (-v1 + math.sqrt(v1 * v1 + 2 * a2 * s)) / a2
-    v2 = (v1 + a2 * tau) * 2 / 3                      # after snatch 2
+    v2 = (v1 + a2 * tau) * 2 / 3  # after snatch 2
     a3 = (F - 3 * R) / (3 * m)
     assert ev[0].time == 0.0
     assert ev[1].time == pytest.approx(t1, rel=1e-9)
@@ -506,7 +531,7 @@ def test_static_friction_holds_a_taut_train_but_not_a_compressed_one():
     np.testing.assert_array_equal(eng.gap, s)
     assert np.all(eng.v == 0.0)
     x_end = eng.x.copy()
-    assert run(eng, 20, 0.1, drive=drive, resist=R) == []      # and stays
+    assert run(eng, 20, 0.1, drive=drive, resist=R) == []  # and stays
     np.testing.assert_array_equal(eng.x, x_end)
 
 
@@ -532,11 +557,12 @@ def test_cars_on_different_lines_never_interact():
 
 # --------------------------------------------------------------------------- API and errors
 
+
 def test_bad_input_is_rejected():
     with pytest.raises(EngineError):
         Bodies([1.0, -1.0], [1.0, 1.0], [0, 0], [False, False], [0, 0])
     with pytest.raises(EngineError):
-        Bodies([1.0, 1.0, 1.0], [1.0] * 3, [0, 1, 0], [False] * 3, [0] * 3)   # split line
+        Bodies([1.0, 1.0, 1.0], [1.0] * 3, [0, 1, 0], [False] * 3, [0] * 3)  # split line
     b = Bodies([1.0, 1.0], [10.0, 10.0], [0, 0], [True, False], [0.05, 0.0])
     with pytest.raises(EngineError, match="overlap"):
         Engine(b, [0.0, -9.0], [0.0, 0.0])

@@ -1,5 +1,6 @@
 """The engine's traces stay what they were before the speed work (issue 16), bit for bit,
 on both of its code paths (Python floats for few groups, numpy for many)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,9 @@ def _check(name: str) -> None:
         assert arr.shape == ref.shape, f"{name}/{key}: shape {arr.shape} != {ref.shape}"
         if not np.array_equal(arr, ref):
             bad = np.argwhere(arr != ref)[0]
-            raise AssertionError(f"{name}/{key} differs first at {tuple(bad)}: "
-                                 f"{arr[tuple(bad)]!r} != {ref[tuple(bad)]!r}")
+            raise AssertionError(
+                f"{name}/{key} differs first at {tuple(bad)}: {arr[tuple(bad)]!r} != {ref[tuple(bad)]!r}"
+            )
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

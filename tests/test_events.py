@@ -2,6 +2,7 @@
 stays byte-identical to the files in tests/data/events_golden (written by the dict
 events before they were typed; regenerate with TDBTOOLS_REGEN_EVENTS=1 only when a
 physics or format change is meant to change them, and say so in the commit)."""
+
 from __future__ import annotations
 
 import os
@@ -56,15 +57,31 @@ def test_records_are_frozen_and_leave_out_unset_optionals():
     from tdbtools.physics.events import Arrived, Deadlock, interlocking_event
 
     a = Arrived(time=1.5, train="a", distance=20.0)
-    assert list(a.to_dict().items()) == [("kind", "arrived"), ("time", 1.5), ("train", "a"), ("distance", 20.0)]
-    assert list(Arrived(time=2.0, clock="08:00:02", train="b").to_dict()) == ["kind", "time", "clock", "train"]
+    assert list(a.to_dict().items()) == [
+        ("kind", "arrived"),
+        ("time", 1.5),
+        ("train", "a"),
+        ("distance", 20.0),
+    ]
+    assert list(Arrived(time=2.0, clock="08:00:02", train="b").to_dict()) == [
+        "kind",
+        "time",
+        "clock",
+        "train",
+    ]
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.time = 3.0  # type: ignore[misc]
-    d = interlocking_event({"kind": "deadlock", "time": 4.0, "trains": ["x", "y"], "sections": ["s"],
-                            "waiting_since": 1.0})
+    d = interlocking_event(
+        {"kind": "deadlock", "time": 4.0, "trains": ["x", "y"], "sections": ["s"], "waiting_since": 1.0}
+    )
     assert isinstance(d, Deadlock) and d.trains == ("x", "y")
-    assert d.to_dict() == {"kind": "deadlock", "time": 4.0, "trains": ["x", "y"], "sections": ["s"],
-                           "waiting_since": 1.0}
+    assert d.to_dict() == {
+        "kind": "deadlock",
+        "time": 4.0,
+        "trains": ["x", "y"],
+        "sections": ["s"],
+        "waiting_since": 1.0,
+    }
     with pytest.raises(ValueError, match="nope"):
         interlocking_event({"kind": "nope", "time": 0.0})
 
@@ -73,8 +90,9 @@ def test_every_event_class_is_exported():
     import tdbtools.physics as physics
     from tdbtools.physics import events
 
-    classes = {n for n, c in vars(events).items()
-               if isinstance(c, type) and issubclass(c, events.ReplayEvent)}
+    classes = {
+        n for n, c in vars(events).items() if isinstance(c, type) and issubclass(c, events.ReplayEvent)
+    }
     assert classes <= set(physics.__all__)
     assert all(getattr(physics, n) is getattr(events, n) for n in classes)
 

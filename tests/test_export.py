@@ -1,4 +1,5 @@
 """Exports (GeoJSON, JSON, CSV, VTK) and conversion back to MSTS files."""
+
 from __future__ import annotations
 
 import csv
@@ -71,7 +72,11 @@ def test_igh_constants_match_open_rails_formula():
 
 
 def test_pyproj_igh_agrees_with_open_rails_inverse():
-    for tx, tz, x, z in ((-5575, 15130, -330.4, 438.4), (-5680, 15126, 899.2, 106.9), (-5663, 15116, -44.0, 943.7)):
+    for tx, tz, x, z in (
+        (-5575, 15130, -330.4, 438.4),
+        (-5680, 15126, 899.2, 106.9),
+        (-5663, 15116, -44.0, 943.7),
+    ):
         lon, lat = tile_to_lonlat(tx, tz, x, z)
         elon, elat = _or_goode_inverse_north_lobe(tx * 2048 + x + IGH_X0, tz * 2048 + z + IGH_Y0)
         assert float(lon) == pytest.approx(elon, abs=1e-7)
@@ -104,9 +109,13 @@ def test_geojson_sample(sample, tmp_path):
     g = route_geojson(sample)
     _check_geojson(g)
     lines = [f for f in g["features"] if f["geometry"]["type"] == "LineString"]
-    assert {f["properties"]["node"] for f in lines} == {n.index for n in sample.tdb.nodes[1:] if n.kind == "vector"}
+    assert {f["properties"]["node"] for f in lines} == {
+        n.index for n in sample.tdb.nodes[1:] if n.kind == "vector"
+    }
     for f in lines:
-        assert f["properties"]["length"] == pytest.approx(sample.node_length(f["properties"]["node"]), abs=1e-3)
+        assert f["properties"]["length"] == pytest.approx(
+            sample.node_length(f["properties"]["node"]), abs=1e-3
+        )
     items = [f for f in g["features"] if f["properties"].get("type")]
     assert len(items) == len(sample.tdb.items)
     sig = next(f for f in items if f["properties"]["kind"] == "signal")
@@ -122,8 +131,14 @@ def test_geojson_sample(sample, tmp_path):
 def test_geojson_dk24_in_denmark(dk24):
     g = route_geojson(dk24, max_chord_error=2.0)
     _check_geojson(g)
-    pts = np.array([c[:2] for f in g["features"] if f["geometry"]["type"] == "LineString"
-                    for c in f["geometry"]["coordinates"]])
+    pts = np.array(
+        [
+            c[:2]
+            for f in g["features"]
+            if f["geometry"]["type"] == "LineString"
+            for c in f["geometry"]["coordinates"]
+        ]
+    )
     assert (pts[:, 1] > 54.5).all() and (pts[:, 1] < 57.8).all()
     assert (pts[:, 0] > 8).all() and (pts[:, 0] < 13).all()
     # The eastern end (tile −5575) is at Copenhagen (airport/Kastrup, 55.63 N 12.65 E),
@@ -244,7 +259,7 @@ def test_tsection_round_trip_sample(sample, tmp_path):
     write_tsection(g, tmp_path / "g.dat", layout="global")
     write_tsection(loc, tmp_path / "l.dat", layout="local")
     assert read_tsection_file(tmp_path / "g.dat", local=False) == g
-    assert read_tsection_file(tmp_path / "l.dat") == loc   # the signature makes it local
+    assert read_tsection_file(tmp_path / "l.dat") == loc  # the signature makes it local
     assert read_tsection([tmp_path / "g.dat"], tmp_path / "l.dat") == sample.tsection
 
 
@@ -276,7 +291,9 @@ def test_tsection_round_trip_dk24(dk24, tmp_path):
     assert read_tsection([tmp_path / "g.dat"], tmp_path / "l.dat") == dk24.tsection
     # the merged tables, split again into a global and a route-local file
     convert_route(dk24, tmp_path)
-    assert read_tsection([tmp_path / "OPENRAILS" / "tsection.dat"], tmp_path / "tsection.dat") == dk24.tsection
+    assert (
+        read_tsection([tmp_path / "OPENRAILS" / "tsection.dat"], tmp_path / "tsection.dat") == dk24.tsection
+    )
 
 
 def test_overwrite_refused(sample, tmp_path):
@@ -327,4 +344,4 @@ def test_exact_floats(sample):
     assert msts_mod.fmt_float(200.0) == "200" and msts_mod.fmt_float(-0.0) == "-0"
     with pytest.raises(TdbToolsError):
         msts_mod.fmt_float(math.nan)
-    assert "00000001" in tdb_text(sample.rdb)   # hex flags kept as their text
+    assert "00000001" in tdb_text(sample.rdb)  # hex flags kept as their text

@@ -1,4 +1,5 @@
 """The export and convert commands: formats, atomic files, no overwriting, round trips."""
+
 from __future__ import annotations
 
 import json
@@ -22,10 +23,12 @@ def run(*args):
 
 def test_export_each_format(tmp_path):
     pytest.importorskip("pyproj")
-    for fmt, check in (("geojson", lambda t: json.loads(t)["type"] == "FeatureCollection"),
-                       ("json", lambda t: "tdb" in json.loads(t)),
-                       ("csv", lambda t: t.splitlines()[0].startswith("node,offset")),
-                       ("vtk", lambda t: t.lstrip().startswith("<?xml") or "<VTKFile" in t)):
+    for fmt, check in (
+        ("geojson", lambda t: json.loads(t)["type"] == "FeatureCollection"),
+        ("json", lambda t: "tdb" in json.loads(t)),
+        ("csv", lambda t: t.splitlines()[0].startswith("node,offset")),
+        ("vtk", lambda t: t.lstrip().startswith("<?xml") or "<VTKFile" in t),
+    ):
         out = tmp_path / f"sample.{fmt}"
         r = run("export", SAMPLE_ROUTE, "--format", fmt, "--out", out)
         assert r.exit_code == 0, r.output

@@ -10,6 +10,7 @@
   must turn recoverable defects into warnings, and ``tdbtools parse`` must fail
   cleanly (exit 2, ``error:``, no traceback).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -66,9 +67,12 @@ def _json(obj):
 def _assert_same(actual, expected, where: str = "$") -> None:
     """Deep equality; floats compared with a tight relative tolerance."""
     if isinstance(expected, float) or isinstance(actual, float):
-        assert isinstance(actual, (int, float)) and isinstance(expected, (int, float)), \
+        assert isinstance(actual, (int, float)) and isinstance(expected, (int, float)), (
             f"{where}: {actual!r} != {expected!r}"
-        assert math.isclose(actual, expected, rel_tol=1e-12, abs_tol=1e-12), f"{where}: {actual!r} != {expected!r}"
+        )
+        assert math.isclose(actual, expected, rel_tol=1e-12, abs_tol=1e-12), (
+            f"{where}: {actual!r} != {expected!r}"
+        )
     elif isinstance(expected, dict):
         assert isinstance(actual, dict), f"{where}: expected an object, got {actual!r}"
         assert sorted(actual) == sorted(expected), f"{where}: keys {sorted(actual)} != {sorted(expected)}"
@@ -90,6 +94,7 @@ def _golden(name: str, typed: bool = False):
 # ---------------------------------------------------------------------------------------
 # valid fixtures
 # ---------------------------------------------------------------------------------------
+
 
 def test_every_valid_fixture_has_goldens():
     for name, reader in FIXTURES.items():
@@ -129,6 +134,7 @@ def test_valid_fixture_cli_parse_json(name):
 
 
 # -- checks written straight from the spec (independent of the goldens) ------------------
+
 
 def test_encodings_are_detected():
     assert parse_file(VALID / "utf16_crlf.dat").source.encoding == "utf-16-le"
@@ -254,6 +260,7 @@ def test_trk_key_values():
 # invalid corpus
 # ---------------------------------------------------------------------------------------
 
+
 def _strict(reader: str, path: Path):
     if reader == "stf":
         return parse_file(path)
@@ -313,8 +320,12 @@ KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
 
 def _cases(test: str) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[(test, n)]))
-            if (test, n) in KNOWN_BUGS else n for n in sorted(EXPECTED)]
+    return [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[(test, n)]))
+        if (test, n) in KNOWN_BUGS
+        else n
+        for n in sorted(EXPECTED)
+    ]
 
 
 def _raise_expected(name: str) -> tuple[dict, TdbToolsError]:
@@ -446,6 +457,7 @@ def test_cli_parse_on_invalid_file(name):
 # ---------------------------------------------------------------------------------------
 # the corner cases of docs/formats.md (§2.1 quotes and '+', §3 unknown units) and include errors
 # ---------------------------------------------------------------------------------------
+
 
 def test_spec_quote_inside_plain_item_ends_it():
     doc = parse_text('SIG\nName ( abc" def )\n')

@@ -1,4 +1,5 @@
 """Typed readers: .tdb/.rdb, tsection.dat, .trk — on the sample route and DK24."""
+
 from __future__ import annotations
 
 import math
@@ -66,8 +67,10 @@ def test_sample_items_are_typed():
 
 
 def test_hex_flags_that_look_decimal_stay_text():
-    text = ("SIMISA@@@@@@@@@@JINX0T0t______\nTrackDB ( TrItemTable ( 1 SignalItem ( TrItemId ( 0 ) "
-            "TrItemSData ( 1.5 00000010 ) TrSignalType ( 00000010 0 1.5 x ) ) ) )\n")
+    text = (
+        "SIMISA@@@@@@@@@@JINX0T0t______\nTrackDB ( TrItemTable ( 1 SignalItem ( TrItemId ( 0 ) "
+        "TrItemSData ( 1.5 00000010 ) TrSignalType ( 00000010 0 1.5 x ) ) ) )\n"
+    )
     db = tdb_from_document(parse_text(text), Diagnostics())
     assert db.items[0].s_data.flags == "00000010" and db.items[0].flags == "00000010"
     assert int(db.items[0].flags, 16) == 16
@@ -101,7 +104,9 @@ def test_section_lengths_straight_and_curve():
 
 def test_route_local_needs_its_exact_signature(tmp_path):
     p = tmp_path / "tsection.dat"
-    p.write_text("SIMISA@@@@@@@@@@JINX0T0t_____X\nTrackSections ( 1 TrackSection ( SectionCurve ( 0 ) 40000 10 0 ) )\n")
+    p.write_text(
+        "SIMISA@@@@@@@@@@JINX0T0t_____X\nTrackSections ( 1 TrackSection ( SectionCurve ( 0 ) 40000 10 0 ) )\n"
+    )
     with pytest.raises(FormatError, match="must start with"):
         read_tsection([], p)
     d = Diagnostics(strict=False)
@@ -128,7 +133,12 @@ def test_dk24_tdb_counts_match_the_real_route():
     assert db.counts() == {"vector": 1381, "junction": 819, "end": 321, "total": 2521}
     assert len(db.sections) == 18562
     counts = db.item_counts()
-    assert (counts["crossover"], counts["speedpost"], counts["signal"], counts["platform"]) == (124, 102, 95, 6)
+    assert (counts["crossover"], counts["speedpost"], counts["signal"], counts["platform"]) == (
+        124,
+        102,
+        95,
+        6,
+    )
     # Every node's first value is its position; every vector node has its sections.
     assert all(n.index == i for i, n in enumerate(db.nodes) if n is not None)
     assert sum(n.section_count for n in db.nodes[1:] if isinstance(n, VectorNode)) == 18562

@@ -14,6 +14,7 @@
 * The command line: exit codes, messages on stderr, no traceback without --debug,
   outputs written atomically even on an error or Ctrl-C.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -94,8 +95,8 @@ def _cli(*args: str):
 
 FUZZ_SEED = 6
 CHUNK = 50
-SAMPLE_CHUNKS = 6   # 300 cases on the sample install
-DK24_CHUNKS = 4     # 200 cases on DK24's small files, the DK24TEST route and windows of big files
+SAMPLE_CHUNKS = 6  # 300 cases on the sample install
+DK24_CHUNKS = 4  # 200 cases on DK24's small files, the DK24TEST route and windows of big files
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +164,7 @@ def test_fuzz_harness_catches_foreign_exceptions_and_hangs(monkeypatch):
 # hypothesis: mutated trees of the sample files, random trees, through every typed reader
 # ---------------------------------------------------------------------------------------
 
+
 def _sample_files() -> list[Path]:
     return sorted(p for p in SAMPLE_INSTALL.rglob("*") if p.is_file() and p.suffix.lower() != ".toml")
 
@@ -171,16 +173,49 @@ SAMPLE_FILES = _sample_files()
 SAMPLE_DOCS = {p: parse_file(p).to_json() for p in SAMPLE_FILES}
 
 _values = st.one_of(
-    st.sampled_from(fuzz.NASTY_NUMBERS[:-1] + ["0", "1", "2", "-1", "00", "00000000", "4294967295", "x",
-                                               "1.5", "80t", "-5631", "15116", "TrPin", "include"]),
+    st.sampled_from(
+        fuzz.NASTY_NUMBERS[:-1]
+        + [
+            "0",
+            "1",
+            "2",
+            "-1",
+            "00",
+            "00000000",
+            "4294967295",
+            "x",
+            "1.5",
+            "80t",
+            "-5631",
+            "15116",
+            "TrPin",
+            "include",
+        ]
+    ),
     st.integers(-(2**70), 2**70).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6),
 )
-_names = st.sampled_from([n for n in fuzz.BLOCK_NAMES if n not in ("include", "comment", "skip", "_x", "#")]
-                         + ["Serial", "UiD", "TrItemId", "TrItemRData", "SpeedpostTrItemData", "Name",
-                            "TrPathName", "MaxVelocity", "EngineData", "WagonData", "ORTSNumberAxles",
-                            "ORTSMaxTractiveForceCurves", "0", "1", "A"])
+_names = st.sampled_from(
+    [n for n in fuzz.BLOCK_NAMES if n not in ("include", "comment", "skip", "_x", "#")]
+    + [
+        "Serial",
+        "UiD",
+        "TrItemId",
+        "TrItemRData",
+        "SpeedpostTrItemData",
+        "Name",
+        "TrPathName",
+        "MaxVelocity",
+        "EngineData",
+        "WagonData",
+        "ORTSNumberAxles",
+        "ORTSMaxTractiveForceCurves",
+        "0",
+        "1",
+        "A",
+    ]
+)
 
 
 def _build(node) -> Block:
@@ -188,8 +223,17 @@ def _build(node) -> Block:
     if isinstance(node, tuple):
         name, items = node
         return Block(name, [_build(i) if isinstance(i, tuple) else i for i in items])
-    return Block(node["name"], [_build(i) if isinstance(i, dict) and "name" in i else
-                                QStr(i["quoted"]) if isinstance(i, dict) else i for i in node["items"]])
+    return Block(
+        node["name"],
+        [
+            _build(i)
+            if isinstance(i, dict) and "name" in i
+            else QStr(i["quoted"])
+            if isinstance(i, dict)
+            else i
+            for i in node["items"]
+        ],
+    )
 
 
 def _blocks(root: Block) -> list[Block]:
@@ -201,17 +245,21 @@ def _blocks(root: Block) -> list[Block]:
     return out
 
 
-_subtree = st.recursive(st.lists(_values, max_size=5),
-                        lambda ch: st.lists(st.one_of(_values, st.tuples(_names, ch)), max_size=4),
-                        max_leaves=12)
+_subtree = st.recursive(
+    st.lists(_values, max_size=5),
+    lambda ch: st.lists(st.one_of(_values, st.tuples(_names, ch)), max_size=4),
+    max_leaves=12,
+)
 
 
 def _read_everything(path: Path, reader: str) -> list:
     """The reader in strict and lenient mode; the failures (run records) if any."""
     bad = []
     for mode in (True, False):
-        run, _ = fuzz.timed("strict" if mode else "lenient",
-                            lambda mode=mode: fuzz.READERS[reader](path, Diagnostics(strict=mode)))
+        run, _ = fuzz.timed(
+            "strict" if mode else "lenient",
+            lambda mode=mode: fuzz.READERS[reader](path, Diagnostics(strict=mode)),
+        )
         if run.failed:
             bad.append(run)
         elif not mode and run.outcome not in ("ok", "DecodeError", "StfSyntaxError"):
@@ -219,8 +267,11 @@ def _read_everything(path: Path, reader: str) -> list:
     return bad
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_hypothesis_mutated_sample_trees(tmp_path_factory, data):
     """A sample file's tree with values, blocks and counts replaced: written by the
@@ -245,7 +296,9 @@ def test_hypothesis_mutated_sample_trees(tmp_path_factory, data):
         elif action == "subtree":
             blk._items = [_build(i) if isinstance(i, tuple) else i for i in data.draw(_subtree)]
         else:
-            items.insert(data.draw(st.integers(0, len(items))), _build((data.draw(_names), data.draw(_subtree))))
+            items.insert(
+                data.draw(st.integers(0, len(items))), _build((data.draw(_names), data.draw(_subtree)))
+            )
     doc = Document(root.items, Source("<gen>", SIG + "\n", "str"))
     sig = parse_file(src).signature
     text = format_stf(doc, signature=sig)
@@ -265,8 +318,15 @@ def test_hypothesis_random_trees_through_every_reader(tmp_path_factory, spec):
     assert parse_text(text) == doc
     folder = tmp_path_factory.mktemp("rnd")
     bad = []
-    for name, reader in (("x.tdb", "tdb"), ("tsection.dat", "tsection"), ("x.trk", "trk"), ("x.pat", "pat"),
-                         ("x.con", "con"), ("x.eng", "stock"), ("x.wag", "stock")):
+    for name, reader in (
+        ("x.tdb", "tdb"),
+        ("tsection.dat", "tsection"),
+        ("x.trk", "trk"),
+        ("x.pat", "pat"),
+        ("x.con", "con"),
+        ("x.eng", "stock"),
+        ("x.wag", "stock"),
+    ):
         path = folder / name
         write_text_atomic(path, text)
         bad += _read_everything(path, reader)
@@ -276,6 +336,7 @@ def test_hypothesis_random_trees_through_every_reader(tmp_path_factory, spec):
 # ---------------------------------------------------------------------------------------
 # typed round trips: a file read, written by format_stf, read again gives the same model
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("src", SAMPLE_FILES, ids=lambda p: p.relative_to(SAMPLE_INSTALL).as_posix())
 def test_typed_round_trip_through_the_writer(tmp_path, src):
@@ -290,32 +351,72 @@ def test_typed_round_trip_through_the_writer(tmp_path, src):
 # counts never allocate; numbers out of range are reported
 # ---------------------------------------------------------------------------------------
 
-_NODES = ("TrackNodes ( 1 TrackNode ( 1 TrVectorNode ( TrVectorSections ( 1 1 2 -1 1 2 0 1 00 -1 1 0 0 0 0 0 0 ) ) "
-          "TrPins ( 1 1 TrPin ( 0 1 ) TrPin ( 0 0 ) ) ) )")
+_NODES = (
+    "TrackNodes ( 1 TrackNode ( 1 TrVectorNode ( TrVectorSections ( 1 1 2 -1 1 2 0 1 00 -1 1 0 0 0 0 0 0 ) ) "
+    "TrPins ( 1 1 TrPin ( 0 1 ) TrPin ( 0 0 ) ) ) )"
+)
 HUGE_COUNTS = [
     ("tdb", "x.tdb", "TrackDB ( TrackNodes ( 999999999999 ) )", "out of range"),
     ("tdb", "x.tdb", "TrackDB ( TrackNodes ( 4294967295 ) )", "the count says 4294967295 nodes"),
-    ("tdb", "x.tdb", "TrackDB ( " + _NODES.replace("TrVectorSections ( 1 ", "TrVectorSections ( 4000000000 ") + " )",
-     "the count says 4000000000 sections"),
-    ("tdb", "x.tdb", "TrackDB ( " + _NODES.replace("TrPins ( 1 1", "TrPins ( 4294967295 4294967295") + " )",
-     "the counts say 4294967295+4294967295 pins"),
-    ("tdb", "x.tdb", "TrackDB ( " + _NODES.replace(") TrPins", "TrItemRefs ( 4294967295 TrItemRef ( 0 ) ) ) TrPins") + " )",
-     "the count says 4294967295 refs"),
+    (
+        "tdb",
+        "x.tdb",
+        "TrackDB ( " + _NODES.replace("TrVectorSections ( 1 ", "TrVectorSections ( 4000000000 ") + " )",
+        "the count says 4000000000 sections",
+    ),
+    (
+        "tdb",
+        "x.tdb",
+        "TrackDB ( " + _NODES.replace("TrPins ( 1 1", "TrPins ( 4294967295 4294967295") + " )",
+        "the counts say 4294967295+4294967295 pins",
+    ),
+    (
+        "tdb",
+        "x.tdb",
+        "TrackDB ( "
+        + _NODES.replace(") TrPins", "TrItemRefs ( 4294967295 TrItemRef ( 0 ) ) ) TrPins")
+        + " )",
+        "the count says 4294967295 refs",
+    ),
     ("tdb", "x.tdb", "TrackDB ( TrItemTable ( 4294967295 ) )", "the count says 4294967295 items"),
-    ("tdb", "x.tdb", "TrackDB ( TrItemTable ( 1 SignalItem ( TrSignalDirs ( 4294967295 ) ) ) )",
-     "TrSignalDirs: the count says 4294967295"),
-    ("tsection", "tsection.dat", "TrackShapes ( 1 TrackShape ( 1 NumPaths ( 1 ) SectionIdx ( 999999999 0 0 0 0 1 ) ) )",
-     "the count says 999999999 sections"),
-    ("tsection", "tsection.dat", "TrackShapes ( 1 TrackShape ( 1 NumPaths ( 4294967295 ) SectionIdx ( 1 0 0 0 0 1 ) ) )",
-     "NumPaths is 4294967295"),
-    ("tsection", "tsection.dat", "TrackSections ( 1 TrackSection ( SectionCurve ( 0 ) 1 60 0 ) ) "
-                                 "SectionIdx ( 1 TrackPath ( 1 4000000000 1 ) )", "the count says 4000000000 sections"),
-    ("pat", "x.pat", "TrackPDPs ( TrackPDP ( 1 2 3 4 5 1 1 ) ) TrackPath ( TrPathName ( p ) "
-                     "TrPathNodes ( 4294967295 TrPathNode ( 0 4294967295 4294967295 0 ) ) )", "the count says 4294967295 nodes"),
+    (
+        "tdb",
+        "x.tdb",
+        "TrackDB ( TrItemTable ( 1 SignalItem ( TrSignalDirs ( 4294967295 ) ) ) )",
+        "TrSignalDirs: the count says 4294967295",
+    ),
+    (
+        "tsection",
+        "tsection.dat",
+        "TrackShapes ( 1 TrackShape ( 1 NumPaths ( 1 ) SectionIdx ( 999999999 0 0 0 0 1 ) ) )",
+        "the count says 999999999 sections",
+    ),
+    (
+        "tsection",
+        "tsection.dat",
+        "TrackShapes ( 1 TrackShape ( 1 NumPaths ( 4294967295 ) SectionIdx ( 1 0 0 0 0 1 ) ) )",
+        "NumPaths is 4294967295",
+    ),
+    (
+        "tsection",
+        "tsection.dat",
+        "TrackSections ( 1 TrackSection ( SectionCurve ( 0 ) 1 60 0 ) ) "
+        "SectionIdx ( 1 TrackPath ( 1 4000000000 1 ) )",
+        "the count says 4000000000 sections",
+    ),
+    (
+        "pat",
+        "x.pat",
+        "TrackPDPs ( TrackPDP ( 1 2 3 4 5 1 1 ) ) TrackPath ( TrPathName ( p ) "
+        "TrPathNodes ( 4294967295 TrPathNode ( 0 4294967295 4294967295 0 ) ) )",
+        "the count says 4294967295 nodes",
+    ),
 ]
 
 
-@pytest.mark.parametrize("reader, name, body, message", HUGE_COUNTS, ids=[f"{c[0]}-{i}" for i, c in enumerate(HUGE_COUNTS)])
+@pytest.mark.parametrize(
+    "reader, name, body, message", HUGE_COUNTS, ids=[f"{c[0]}-{i}" for i, c in enumerate(HUGE_COUNTS)]
+)
 def test_huge_counts_never_allocate(tmp_path, reader, name, body, message):
     path = tmp_path / name
     path.write_text(SIG + "\n" + body + "\n", encoding="utf-8")
@@ -334,13 +435,22 @@ def test_huge_counts_never_allocate(tmp_path, reader, name, body, message):
     assert peak < 16 << 20, f"peak {peak / 1e6:.1f} MB: something was allocated by the count"
 
 
-@pytest.mark.parametrize("value, message", [
-    ("nan", "found 'nan'"), ("-inf", "found '-inf'"), ("1e309", "found '1e309'"),
-    ("99999999999999999999999999", "out of range"), ("4294967296", "out of range"), ("-1", "out of range"),
-    ("1,5", "found"), ("0x10", "found"), ("", "expected 2 values (link, direction), found 1"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("nan", "found 'nan'"),
+        ("-inf", "found '-inf'"),
+        ("1e309", "found '1e309'"),
+        ("99999999999999999999999999", "out of range"),
+        ("4294967296", "out of range"),
+        ("-1", "out of range"),
+        ("1,5", "found"),
+        ("0x10", "found"),
+        ("", "expected 2 values (link, direction), found 1"),
+    ],
+)
 def test_bad_numbers_in_a_pin_are_located_errors(tmp_path, value, message):
-    body = _NODES.replace("TrPin ( 0 1 )", f'TrPin ( {value or ""} 1 )' if value else "TrPin ( 1 )")
+    body = _NODES.replace("TrPin ( 0 1 )", f"TrPin ( {value or ''} 1 )" if value else "TrPin ( 1 )")
     path = tmp_path / "x.tdb"
     path.write_text(f"{SIG}\nTrackDB ( {body} )\n", encoding="utf-8")
     with pytest.raises(FormatError) as info:
@@ -355,10 +465,14 @@ def test_lenient_read_of_a_big_broken_block_stays_linear(tmp_path):
     """Thousands of defects in one block: each is located without rescanning the block
     or splitting the whole file (was quadratic: seconds for DK24.tdb)."""
     rows = " ".join(f"{i} 2 -1 1 2 0 1 00 -1 1 {i}.5 0 0 0 0.25 0" for i in range(4000))
-    body = f"TrackDB ( TrackNodes ( 1 TrackNode ( 1 TrVectorNode ( TrVectorSections ( 4000 1 2 3 4 5 6 7 8 {rows} ) ) " \
-           f"TrPins ( 1 1 TrPin ( 0 1 ) TrPin ( 0 0 ) ) ) ) )"
+    body = (
+        f"TrackDB ( TrackNodes ( 1 TrackNode ( 1 TrVectorNode ( TrVectorSections ( 4000 1 2 3 4 5 6 7 8 {rows} ) ) "
+        f"TrPins ( 1 1 TrPin ( 0 1 ) TrPin ( 0 0 ) ) ) ) )"
+    )
     stray = " ".join(str(i) for i in range(20000))
-    body2 = f"TrackDB ( TrackNodes ( 1 TrackNode ( 1 TrEndNode ( 0 ) {stray} TrPins ( 1 0 TrPin ( 0 1 ) ) ) ) )"
+    body2 = (
+        f"TrackDB ( TrackNodes ( 1 TrackNode ( 1 TrEndNode ( 0 ) {stray} TrPins ( 1 0 TrPin ( 0 1 ) ) ) ) )"
+    )
     for text in (body, body2):
         path = tmp_path / "big.tdb"
         path.write_text(f"{SIG}\n{text}\n", encoding="utf-8")
@@ -378,7 +492,7 @@ def test_lenient_read_of_dk24_with_shifted_sections(tmp_path):
     text = stf_source.read_source(DK24_ROUTE / "DK24.tdb").text
     big = max(re.finditer(r"TrVectorSections \( (\d+) ", text), key=lambda m: int(m.group(1)))
     path = tmp_path / "DK24.tdb"
-    path.write_text(text[:big.end()] + "1 2 3 4 5 6 7 8 " + text[big.end():], encoding="utf-8")
+    path.write_text(text[: big.end()] + "1 2 3 4 5 6 7 8 " + text[big.end() :], encoding="utf-8")
     diags = Diagnostics(strict=False)
     t0 = time.perf_counter()
     read_tdb(path, diagnostics=diags)
@@ -390,8 +504,24 @@ def test_lenient_read_of_dk24_with_shifted_sections(tmp_path):
 # ---------------------------------------------------------------------------------------
 
 DEEP = 100_000
-_CHAIN = ["TrackDB", "TrackNodes", "TrackNode", "Wagon", "Coupling", "Spring", "Engine", "Train", "TrainCfg",
-          "TrackPath", "TrPathNodes", "TrackSections", "TrackShapes", "TrackShape", "SectionIdx", "Tr_RouteFile"]
+_CHAIN = [
+    "TrackDB",
+    "TrackNodes",
+    "TrackNode",
+    "Wagon",
+    "Coupling",
+    "Spring",
+    "Engine",
+    "Train",
+    "TrainCfg",
+    "TrackPath",
+    "TrPathNodes",
+    "TrackSections",
+    "TrackShapes",
+    "TrackShape",
+    "SectionIdx",
+    "Tr_RouteFile",
+]
 
 
 def _deep(folder: Path, depth: int) -> Path:
@@ -407,16 +537,23 @@ def deep_file(tmp_path_factory):
     return _deep(tmp_path_factory.mktemp("deep"), DEEP)
 
 
-@pytest.mark.slow   # 9.6 s on an idle 2-core machine
+@pytest.mark.slow  # 9.6 s on an idle 2-core machine
 def test_deep_nesting_in_every_typed_reader_and_the_writer(deep_file):
     doc = parse_file(deep_file)
     node, depth = doc, 0
     while node.blocks() and (nxt := node.find(_CHAIN[depth % len(_CHAIN)])) is not None:
         node, depth = nxt, depth + 1
     assert depth == DEEP
-    readers = [tdb_from_document, trk_from_document, pat_from_document, consist_from_document,
-               lambda d, g: stock_from_document(d, g, "engine"), lambda d, g: stock_from_document(d, g, "wagon"),
-               lambda d, g: _Builder(g).add_global(d), lambda d, g: _Builder(g).add_local(d)]
+    readers = [
+        tdb_from_document,
+        trk_from_document,
+        pat_from_document,
+        consist_from_document,
+        lambda d, g: stock_from_document(d, g, "engine"),
+        lambda d, g: stock_from_document(d, g, "wagon"),
+        lambda d, g: _Builder(g).add_global(d),
+        lambda d, g: _Builder(g).add_local(d),
+    ]
     for read in readers:
         for strict in (True, False):
             try:
@@ -447,7 +584,9 @@ def test_deep_unclosed_and_deep_valid_files_per_reader(tmp_path, reader):
     path.write_text(SIG + "\n" + "A ( " * 10000 + "\n", encoding="utf-8")
     with pytest.raises(StfSyntaxError, match="10000 unclosed"):
         fuzz.READERS[reader](path, Diagnostics(strict=False))
-    path.write_text(SIG + "\nWagon ( x Engine ( y " + "Coupling ( " * 10000 + " )" * 10000 + " ) )\n", encoding="utf-8")
+    path.write_text(
+        SIG + "\nWagon ( x Engine ( y " + "Coupling ( " * 10000 + " )" * 10000 + " ) )\n", encoding="utf-8"
+    )
     assert not _read_everything(path, reader)
 
 
@@ -463,16 +602,19 @@ def test_long_words_parse_in_linear_time(run, monkeypatch):
     monkeypatch.setattr(stf_parser, "needs_full_grammar", lambda t: True)
     assert parse_text(text) == doc
     assert stf_parser.has_long_word("a " + "b" * stf_parser.LONG_WORD) and not stf_parser.has_long_word(
-        ("b" * (stf_parser.LONG_WORD - 1) + " ") * 100)
+        ("b" * (stf_parser.LONG_WORD - 1) + " ") * 100
+    )
 
 
 def test_the_writer_quotes_what_would_change_the_tree():
     """Found by fuzzing: a word before an anonymous ( ... ) became its name; a lone "+"
     joined two strings; a block named by a Unicode space lost its name."""
-    for text in ['A ( x"( 1 ) )', 'A ( "a\\n" + "b" )', 'A ( "x" + )', 'A ( B\xa0( 1 ) )', "A ( \xa0( 1 ) )"]:
+    for text in ['A ( x"( 1 ) )', 'A ( "a\\n" + "b" )', 'A ( "x" + )', "A ( B\xa0( 1 ) )", "A ( \xa0( 1 ) )"]:
         doc = parse_text(f"{SIG}\n{text}\n")
         assert parse_text(format_stf(doc)) == doc, (text, format_stf(doc))
-    doc = Document([Block("A", ["x", Block("", ["1"]), "+", QStr("s"), "+", QStr("t")])], Source("<g>", SIG, "str"))
+    doc = Document(
+        [Block("A", ["x", Block("", ["1"]), "+", QStr("s"), "+", QStr("t")])], Source("<g>", SIG, "str")
+    )
     assert parse_text(format_stf(doc)) == doc
 
 
@@ -480,23 +622,42 @@ def test_the_writer_quotes_what_would_change_the_tree():
 # encodings and compression
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("data, message", [
-    (b"", None),
-    (b"\xff\xfe", None),
-    (b"\xff\xfe" + "SIMISA@@@@@@@@@@JINX0T0t______\nA ( 1 )\n".encode("utf-16-le")[:-1], "odd number of bytes"),
-    (b"\xff\xfe" + (SIG + "\nA ( \ud800 )\n").encode("utf-16-le", "surrogatepass"), "invalid UTF-16 text"),
-    (b"\xff\xfe" + (SIG + "\nA ( \udc00x )\n").encode("utf-16-le", "surrogatepass"), "invalid UTF-16 text"),
-    ((SIG + "\nA ( 1 )\n").encode() + "B ( 2 )".encode("utf-16-le"), "mixed encodings"),
-    (b"\xef\xbb\xbf" + (SIG + "\nA ( caf\xe9 )\n").encode("cp1252"), None),
-    (bytes(range(256)) * 4, "NUL character"),
-    (b"SIMISA@F", "truncated compressed"),
-    (b"SIMISA@F\xff\xff\xff\xff@@@@" + zlib.compress(b"JINX0T0t______\r\nA ( 1 )"), None),
-    (b"SIMISA@F\x00\x00\x00\x00@@@@" + zlib.compress(b"JINX0T0t______\r\nA ( 1 )")[:-3], "truncated compressed"),
-    (b"SIMISA@F\x00\x00\x00\x00@@@@" + zlib.compress(b"JINX0T0t______\r\nA ( 1 )") + b"trailing", None),
-    (b"SIMISA@F\x00\x00\x00\x00@@@@" + zlib.compress(b"JINX0T0b______\r\n\x00\x01"), "binary"),
-    (b"SIMISA@F\x00\x00\x00\x00@@@@" + zlib.compress(b"\xff\xfe" + "JINX0T0t______\r\nA ( 1 )".encode("utf-16-le")[:-1]),
-     "odd number of bytes"),
-])
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", None),
+        (b"\xff\xfe", None),
+        (
+            b"\xff\xfe" + "SIMISA@@@@@@@@@@JINX0T0t______\nA ( 1 )\n".encode("utf-16-le")[:-1],
+            "odd number of bytes",
+        ),
+        (
+            b"\xff\xfe" + (SIG + "\nA ( \ud800 )\n").encode("utf-16-le", "surrogatepass"),
+            "invalid UTF-16 text",
+        ),
+        (
+            b"\xff\xfe" + (SIG + "\nA ( \udc00x )\n").encode("utf-16-le", "surrogatepass"),
+            "invalid UTF-16 text",
+        ),
+        ((SIG + "\nA ( 1 )\n").encode() + "B ( 2 )".encode("utf-16-le"), "mixed encodings"),
+        (b"\xef\xbb\xbf" + (SIG + "\nA ( caf\xe9 )\n").encode("cp1252"), None),
+        (bytes(range(256)) * 4, "NUL character"),
+        (b"SIMISA@F", "truncated compressed"),
+        (b"SIMISA@F\xff\xff\xff\xff@@@@" + zlib.compress(b"JINX0T0t______\r\nA ( 1 )"), None),
+        (
+            b"SIMISA@F\x00\x00\x00\x00@@@@" + zlib.compress(b"JINX0T0t______\r\nA ( 1 )")[:-3],
+            "truncated compressed",
+        ),
+        (b"SIMISA@F\x00\x00\x00\x00@@@@" + zlib.compress(b"JINX0T0t______\r\nA ( 1 )") + b"trailing", None),
+        (b"SIMISA@F\x00\x00\x00\x00@@@@" + zlib.compress(b"JINX0T0b______\r\n\x00\x01"), "binary"),
+        (
+            b"SIMISA@F\x00\x00\x00\x00@@@@"
+            + zlib.compress(b"\xff\xfe" + "JINX0T0t______\r\nA ( 1 )".encode("utf-16-le")[:-1]),
+            "odd number of bytes",
+        ),
+    ],
+)
 def test_encodings_and_containers(tmp_path, data, message):
     path = tmp_path / "x.dat"
     path.write_bytes(data)
@@ -533,6 +694,7 @@ def test_inflation_is_bounded(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------------------
 # include: confined to the install root, cycles and depth caught, no surprises
 # ---------------------------------------------------------------------------------------
+
 
 def _install(tmp_path: Path) -> Path:
     root = tmp_path / "install"
@@ -588,8 +750,12 @@ def test_include_cannot_leave_the_install_root(tmp_path):
     root = _install(tmp_path)
     (tmp_path / "secret.inc").write_text(f"{SIG}\nSecret ( 1 )\n")
     r = root / "ROUTES" / "R"
-    for target in ("../../../secret.inc", "..\\\\..\\\\..\\\\secret.inc", str(tmp_path / "secret.inc"),
-                   "../../GLOBAL/../../secret.inc"):
+    for target in (
+        "../../../secret.inc",
+        "..\\\\..\\\\..\\\\secret.inc",
+        str(tmp_path / "secret.inc"),
+        "../../GLOBAL/../../secret.inc",
+    ):
         _include_error(_write(r / "esc.dat", f'include ( "{target}" )'), "outside the install root")
     (r / "link.inc").symlink_to(tmp_path / "secret.inc")  # a link out of the root
     _include_error(_write(r / "sym.dat", "include ( link.inc )"), "outside the install root")
@@ -611,12 +777,15 @@ def test_include_of_odd_targets_is_an_include_error(tmp_path):
         parse_file(_write(r / "bin.dat", "include ( bin.inc )"))
 
 
-@pytest.mark.parametrize("text", [
-    "_c ( include ( missing.inc ) ) B ( 2 )",
-    "A ( comment ( x include ( missing.inc ) ) B ( 2 ) )",
-    "A ( 1 ) #x include ( missing.inc ) B ( 2 )",
-    "skip ( include ( missing.inc ) ) B ( 2 )",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "_c ( include ( missing.inc ) ) B ( 2 )",
+        "A ( comment ( x include ( missing.inc ) ) B ( 2 ) )",
+        "A ( 1 ) #x include ( missing.inc ) B ( 2 )",
+        "skip ( include ( missing.inc ) ) B ( 2 )",
+    ],
+)
 def test_commented_out_includes_are_not_followed(tmp_path, text, monkeypatch):
     path = _write(_install(tmp_path) / "ROUTES" / "R" / "c.dat", text)
     fast = parse_file(path)
@@ -636,6 +805,7 @@ def test_include_after_escaped_words_is_resolved(tmp_path):
 # links that point nowhere: reported, never followed
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def sample_route():
     return load_route(SAMPLE_ROUTE, cache=False)
@@ -643,9 +813,12 @@ def sample_route():
 
 def _with_nodes(route, nodes, items=None):
     db = route.tdb
-    tdb = TrackDB(db.path, db.serial, tuple(nodes), db.sections, tuple(items if items is not None else db.items))
-    return dataclasses.replace(route, tdb=tdb, section_length=_section_lengths(tdb, route.tsection,
-                                                                                 Diagnostics(strict=False)))
+    tdb = TrackDB(
+        db.path, db.serial, tuple(nodes), db.sections, tuple(items if items is not None else db.items)
+    )
+    return dataclasses.replace(
+        route, tdb=tdb, section_length=_section_lengths(tdb, route.tsection, Diagnostics(strict=False))
+    )
 
 
 BAD_LINKS = [0, 8, 99, 2**31, 2**32 - 1]
@@ -687,10 +860,16 @@ def test_item_references_out_of_range_are_findings(sample_route):
     t.move_collect(1e4)
 
 
-@pytest.mark.parametrize("field, value, problem", [
-    ("next_main", 99, "out of range"), ("next_main", 2**32 - 2, "out of range"), ("next_main", 0, "cycle"),
-    ("pdp_index", 50, "does not exist"), ("pdp_index", 2**32 - 1, "does not exist"),
-])
+@pytest.mark.parametrize(
+    "field, value, problem",
+    [
+        ("next_main", 99, "out of range"),
+        ("next_main", 2**32 - 2, "out of range"),
+        ("next_main", 0, "cycle"),
+        ("pdp_index", 50, "does not exist"),
+        ("pdp_index", 2**32 - 1, "does not exist"),
+    ],
+)
 def test_path_resolution_reports_bad_links(sample_route, field, value, problem):
     pf = read_pat(SAMPLE_ROUTE / "PATHS" / "MainWE.pat")
     nodes = list(pf.nodes)
@@ -705,8 +884,10 @@ def test_broken_path_files_are_reported_by_the_audit(tmp_path, sample_route):
     paths = tmp_path / "PATHS"
     paths.mkdir()
     text = stf_source.read_source(SAMPLE_ROUTE / "PATHS" / "MainWE.pat").text
-    (paths / "link.pat").write_text(text.replace("TrPathNode ( 00000000 1 4294967295 0 )",
-                                                 "TrPathNode ( 00000000 77 4294967295 0 )"), encoding="utf-8")
+    (paths / "link.pat").write_text(
+        text.replace("TrPathNode ( 00000000 1 4294967295 0 )", "TrPathNode ( 00000000 77 4294967295 0 )"),
+        encoding="utf-8",
+    )
     (paths / "syntax.pat").write_text(text[: len(text) // 2], encoding="utf-8")
     (paths / "binary.pat").write_bytes(bytes(range(256)))
     report = audit_paths(sample_route, paths)
@@ -716,8 +897,11 @@ def test_broken_path_files_are_reported_by_the_audit(tmp_path, sample_route):
 
 def test_consist_with_missing_stock_is_reported(tmp_path):
     con = tmp_path / "x.con"
-    con.write_text(f"{SIG}\nTrain ( TrainCfg ( x Engine ( UiD ( 0 ) EngineData ( nothere NOFOLDER ) ) "
-                   f"Wagon ( UiD ( 1 ) WagonData ( {'w' * 4000} {'f' * 4000} ) ) ) )\n", encoding="utf-8")
+    con.write_text(
+        f"{SIG}\nTrain ( TrainCfg ( x Engine ( UiD ( 0 ) EngineData ( nothere NOFOLDER ) ) "
+        f"Wagon ( UiD ( 1 ) WagonData ( {'w' * 4000} {'f' * 4000} ) ) ) )\n",
+        encoding="utf-8",
+    )
     consist = read_consist(con)
     with pytest.raises(RouteError) as info:
         resolve_stock(consist, SAMPLE_INSTALL)
@@ -730,6 +914,7 @@ def test_consist_with_missing_stock_is_reported(tmp_path):
 # ---------------------------------------------------------------------------------------
 # the command line
 # ---------------------------------------------------------------------------------------
+
 
 def test_cli_on_fuzzed_files_fails_cleanly(sample_fuzzer):
     for i in range(40):
@@ -760,8 +945,14 @@ def test_cli_exit_codes(tmp_path):
     assert r.exit_code == 2 and r.stderr.startswith("error: ")
     r = _cli("replay", str(_write(tmp_path / "s.toml", "").with_name("s.toml")))
     assert r.exit_code == 2 and r.stderr.startswith("error: ")
-    r = _cli("profile", str(SAMPLE_ROUTE), "--path", str(SAMPLE_ROUTE / "PATHS" / "MainWE.pat"),
-             "--csv", str(tmp_path / "no" / "such" / "folder" / "p.csv"))
+    r = _cli(
+        "profile",
+        str(SAMPLE_ROUTE),
+        "--path",
+        str(SAMPLE_ROUTE / "PATHS" / "MainWE.pat"),
+        "--csv",
+        str(tmp_path / "no" / "such" / "folder" / "p.csv"),
+    )
     # (refused before any work by the overwrite rule's parent-folder check)
     assert r.exit_code == 2 and "does not exist" in r.stderr and "no/such/folder" in r.stderr
     # A route whose track has a pin to nowhere: the audit finds it (exit 1 with --strict).
@@ -789,13 +980,22 @@ def _fail_at(monkeypatch, call: int, exc: BaseException) -> None:
     monkeypatch.setattr(os, "fsync", fsync)
 
 
-@pytest.mark.parametrize("exc, code", [(KeyboardInterrupt(), 130), (OSError(28, "No space left on device"), 2)])
+@pytest.mark.parametrize(
+    "exc, code", [(KeyboardInterrupt(), 130), (OSError(28, "No space left on device"), 2)]
+)
 def test_profile_csv_is_never_half_written(tmp_path, monkeypatch, exc, code):
     out = tmp_path / "out"
     out.mkdir()
     csv = out / "p.csv"
-    args = ("profile", str(SAMPLE_ROUTE), "--path", str(SAMPLE_ROUTE / "PATHS" / "MainWE.pat"), "--csv", str(csv),
-            "--overwrite")  # (the second run replaces the file)
+    args = (
+        "profile",
+        str(SAMPLE_ROUTE),
+        "--path",
+        str(SAMPLE_ROUTE / "PATHS" / "MainWE.pat"),
+        "--csv",
+        str(csv),
+        "--overwrite",
+    )  # (the second run replaces the file)
     _fail_at(monkeypatch, 1, exc)
     r = _cli(*args)
     assert r.exit_code == code, (r.exit_code, r.stderr)
@@ -818,12 +1018,20 @@ def test_profile_csv_error_mid_way_writes_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Profile, "to_csv", broken)
     csv = tmp_path / "p.csv"
-    r = _cli("profile", str(SAMPLE_ROUTE), "--path", str(SAMPLE_ROUTE / "PATHS" / "MainWE.pat"), "--csv", str(csv))
+    r = _cli(
+        "profile", str(SAMPLE_ROUTE), "--path", str(SAMPLE_ROUTE / "PATHS" / "MainWE.pat"), "--csv", str(csv)
+    )
     assert r.exit_code == 2 and "half-way" in r.stderr and not csv.exists()
 
 
-@pytest.mark.parametrize("call, exc, code", [(1, KeyboardInterrupt(), 130), (2, KeyboardInterrupt(), 130),
-                                             (4, OSError(28, "No space left on device"), 2)])
+@pytest.mark.parametrize(
+    "call, exc, code",
+    [
+        (1, KeyboardInterrupt(), 130),
+        (2, KeyboardInterrupt(), 130),
+        (4, OSError(28, "No space left on device"), 2),
+    ],
+)
 def test_replay_out_files_are_never_half_written(tmp_path, monkeypatch, call, exc, code):
     scenario = SAMPLE_INSTALL / "replay.toml"
     full = tmp_path / "full"
@@ -847,6 +1055,7 @@ def test_replay_out_files_are_never_half_written(tmp_path, monkeypatch, call, ex
 # ---------------------------------------------------------------------------------------
 # huge but finite coordinates in an in-memory model (readers refuse them): reported, no warning
 # ---------------------------------------------------------------------------------------
+
 
 def test_audit_with_a_huge_section_coordinate(sample_route):
     s = sample_route.tdb.sections
@@ -907,8 +1116,11 @@ def test_hostile_settings_are_refused_or_bounded(tmp_path, key):
 
     base = 'route = "R"\n[[train]]\nname = "a"\nconsist = "c"\npath = "p"\n'
     for value in fuzz.HOSTILE_SETTINGS[key]:
-        text = (f"{key} = {value}\n" + base) if key in ("step", "duration", "collision_check_interval") \
+        text = (
+            (f"{key} = {value}\n" + base)
+            if key in ("step", "duration", "collision_check_interval")
             else base + f"{key} = {value}\n"
+        )
         try:
             sc = scenario_from_text(text, "s.toml")
         except ScenarioError as exc:

@@ -1,5 +1,6 @@
 """Section geometry (docs/formats.md §11): the worked example, the exact inverse, polylines and
 closure on the sample route and on DK24."""
+
 from __future__ import annotations
 
 import math
@@ -44,16 +45,20 @@ def sample():
 
 
 def worked(angle_deg: float, ax: float = 0.0) -> SectionGeometry:
-    return SectionGeometry.from_arrays(x=-512.25, y=104.0, z=731.5, ax=ax, ay=D(30), az=0.0,
-                                       radius=300.0, angle=D(angle_deg))
+    return SectionGeometry.from_arrays(
+        x=-512.25, y=104.0, z=731.5, ax=ax, ay=D(30), az=0.0, radius=300.0, angle=D(angle_deg)
+    )
 
 
-@pytest.mark.parametrize("angle, ax, theta, X, Z, heading, y", [
-    (20, 0.0, 20, -445.2787, 811.3133, 50, 104.0),       # right, end
-    (20, 0.0, 10, -482.2557, 774.3363, 40, 104.0),       # right, halfway
-    (-20, 0.0, 20, -476.6153, 829.4055, 10, 104.0),      # left, end
-    (20, -0.02, 20, -445.2889, 811.2956, 50, 106.0520),  # right, uphill
-])
+@pytest.mark.parametrize(
+    "angle, ax, theta, X, Z, heading, y",
+    [
+        (20, 0.0, 20, -445.2787, 811.3133, 50, 104.0),  # right, end
+        (20, 0.0, 10, -482.2557, 774.3363, 40, 104.0),  # right, halfway
+        (-20, 0.0, 20, -476.6153, 829.4055, 10, 104.0),  # left, end
+        (20, -0.02, 20, -445.2889, 811.2956, 50, 106.0520),  # right, uphill
+    ],
+)
 def test_worked_example(angle, ax, theta, X, Z, heading, y):
     g = worked(angle, ax)
     assert g.length[0] == pytest.approx(104.7198, abs=TOL)
@@ -67,8 +72,9 @@ def test_worked_example(angle, ax, theta, X, Z, heading, y):
 
 
 def test_worked_example_vectorised_and_end():
-    g = SectionGeometry.from_arrays(x=-512.25, y=104.0, z=731.5, ay=D(30), radius=300.0,
-                                    angle=np.radians([20.0, -20.0]))
+    g = SectionGeometry.from_arrays(
+        x=-512.25, y=104.0, z=731.5, ay=D(30), radius=300.0, angle=np.radians([20.0, -20.0])
+    )
     p = point_at(g, [0, 0, 1], [g.length[0], g.length[0] / 2, g.length[1]])
     np.testing.assert_allclose(p.x, [-445.2787, -482.2557, -476.6153], atol=TOL)
     np.testing.assert_allclose(p.z, [811.3133, 774.3363, 829.4055], atol=TOL)
@@ -94,14 +100,14 @@ def test_straight_check():
 def test_curve_with_roll_is_a_rigid_rotation():
     # With AX and AZ the section is the flat circle rotated in 3-D: every point stays
     # R from the start-plane centre, and the arc between samples has the right chord.
-    g = SectionGeometry.from_arrays(x=3.0, y=50.0, z=-7.0, ax=0.03, ay=1.1, az=0.05,
-                                    radius=250.0, angle=D(-35))
+    g = SectionGeometry.from_arrays(
+        x=3.0, y=50.0, z=-7.0, ax=0.03, ay=1.1, az=0.05, radius=250.0, angle=D(-35)
+    )
     th = np.linspace(0, D(35), 50)
     p = point_at(g, 0, 250.0 * th).xyz
     chord = np.linalg.norm(p[1:] - p[:-1], axis=1)
     np.testing.assert_allclose(chord, 2 * 250.0 * np.sin(np.diff(th) / 2), rtol=1e-12)
-    np.testing.assert_allclose(np.linalg.norm(p - p[0], axis=1), 2 * 250.0 * np.sin(th / 2),
-                               atol=1e-9)
+    np.testing.assert_allclose(np.linalg.norm(p - p[0], axis=1), 2 * 250.0 * np.sin(th / 2), atol=1e-9)
 
 
 # -- the inverse ------------------------------------------------------------------------------
@@ -121,14 +127,23 @@ def test_locate_exact_off_curve_midpoint():
     lat, lon = locate_in_section(g, 0, 0, 0, px, pz)
     assert lon[()] == pytest.approx(R * mid, abs=1e-9)
     assert lon[()] == pytest.approx(52.360, abs=5e-4)
-    assert lat[()] == pytest.approx(-1.0, abs=1e-9)      # outside a right curve = left
+    assert lat[()] == pytest.approx(-1.0, abs=1e-9)  # outside a right curve = left
     # OR's asin(z'/R) gives the spec's 52.536 m for the same point.
     zp = 301.0 * math.sin(mid)
     assert R * math.asin(zp / R) == pytest.approx(52.536, abs=5e-4)
 
 
-@pytest.mark.parametrize("angle, ax, az", [(20, 0.0, 0.0), (-20, 0.0, 0.0), (35, -0.02, 0.0),
-                                           (-12, 0.01, 0.04), (None, 0.0, 0.0), (None, 0.03, 0.0)])
+@pytest.mark.parametrize(
+    "angle, ax, az",
+    [
+        (20, 0.0, 0.0),
+        (-20, 0.0, 0.0),
+        (35, -0.02, 0.0),
+        (-12, 0.01, 0.04),
+        (None, 0.0, 0.0),
+        (None, 0.03, 0.0),
+    ],
+)
 def test_locate_round_trip(angle, ax, az):
     rng = np.random.default_rng(7)
     # Start near a tile corner so the points fall into neighbouring tiles.
@@ -169,8 +184,9 @@ def test_tiles_and_angles():
     np.testing.assert_allclose(z, [548.0, 0.0, 5.0])
     x2, z2 = to_tile(tx, tz, x, z, 0, 0)
     np.testing.assert_allclose(x2, [1024.0, -1024.0, 3000.0])
-    np.testing.assert_allclose(wrap_angle([math.pi, -math.pi, 3 * math.pi, 0.5]),
-                               [math.pi, math.pi, math.pi, 0.5])
+    np.testing.assert_allclose(
+        wrap_angle([math.pi, -math.pi, 3 * math.pi, 0.5]), [math.pi, math.pi, math.pi, 0.5]
+    )
 
 
 def test_unknown_section_is_nan(sample):
@@ -218,9 +234,17 @@ def test_sample_node_chord_error(sample, bound):
 
 
 def test_sample_chord_error_synthetic():
-    g = SectionGeometry.from_arrays(x=[0.0, 0.0, 0.0], y=10.0, z=[0.0, 100.0, 300.0], ax=0.02,
-                                    ay=[0.3, -2.0, 1.0], az=[0.0, 0.05, -0.03], radius=[40.0, 700.0, 5.0],
-                                    angle=np.radians([-170.0, 23.0, 300.0]), node=[1, 2, 3])
+    g = SectionGeometry.from_arrays(
+        x=[0.0, 0.0, 0.0],
+        y=10.0,
+        z=[0.0, 100.0, 300.0],
+        ax=0.02,
+        ay=[0.3, -2.0, 1.0],
+        az=[0.0, 0.05, -0.03],
+        radius=[40.0, 700.0, 5.0],
+        angle=np.radians([-170.0, 23.0, 300.0]),
+        node=[1, 2, 3],
+    )
     for bound in (0.01, 0.05, 0.5):
         for node in (1, 2, 3):
             poly = sample_node(g, node, max_chord_error=bound)
@@ -276,19 +300,25 @@ def test_dk24_closure(dk24):
     c = closure(dk24, g)
     dt = time.perf_counter() - t0
     st = c.join_stats()
-    print(f"\nDK24: section_geometry + closure {dt * 1000:.1f} ms; joins {st['count']}: "
-          f"p50 {st['p50'] * 1000:.3f} mm, p99 {st['p99'] * 1000:.3f} mm, max {st['max']:.4f} m")
+    print(
+        f"\nDK24: section_geometry + closure {dt * 1000:.1f} ms; joins {st['count']}: "
+        f"p50 {st['p50'] * 1000:.3f} mm, p99 {st['p99'] * 1000:.3f} mm, max {st['max']:.4f} m"
+    )
     ends = c.end_gap
-    print(f"DK24 node ends {len(ends)}: p50 {np.percentile(ends, 50) * 1000:.3f} mm, "
-          f"p99 {np.percentile(ends, 99) * 1000:.3f} mm, max {ends.max() * 1000:.3f} mm")
+    print(
+        f"DK24 node ends {len(ends)}: p50 {np.percentile(ends, 50) * 1000:.3f} mm, "
+        f"p99 {np.percentile(ends, 99) * 1000:.3f} mm, max {ends.max() * 1000:.3f} mm"
+    )
     assert g.known.all() and not np.isnan(c.join_gap).any()
     assert st["p99"] < 0.01
     big = np.flatnonzero(c.join_gap > 1.0)
     assert len(big) == 2
     for k in big:
-        print(f"DK24 gap: node {c.join_node[k]} sections {c.join_section[k]}->{c.join_section[k] + 1} "
-              f"(rows {c.join_row[k]}->{c.join_row[k] + 1}): {c.join_gap[k]:.4f} m, "
-              f"heading jump {math.degrees(c.join_turn[k]):.4f} deg")
+        print(
+            f"DK24 gap: node {c.join_node[k]} sections {c.join_section[k]}->{c.join_section[k] + 1} "
+            f"(rows {c.join_row[k]}->{c.join_row[k] + 1}): {c.join_gap[k]:.4f} m, "
+            f"heading jump {math.degrees(c.join_turn[k]):.4f} deg"
+        )
     sizes = sorted(c.join_gap[big])
     assert sizes[0] == pytest.approx(25.7, abs=0.5)
     assert sizes[1] == pytest.approx(100.0, abs=0.5)
@@ -299,8 +329,10 @@ def test_dk24_closure(dk24):
     np.testing.assert_allclose(np.abs(c.join_turn[big]), math.pi, atol=1e-5)
     rows = c.join_row[big]
     np.testing.assert_allclose(c.join_gap[big], 2 * g.length[rows], atol=1e-3)
-    flipped = SectionGeometry(**{n: getattr(g.take(rows), n) for n in SectionGeometry.__slots__
-                                 if n != "ay"}, ay=g.ay[rows] + math.pi)
+    flipped = SectionGeometry(
+        **{n: getattr(g.take(rows), n) for n in SectionGeometry.__slots__ if n != "ay"},
+        ay=g.ay[rows] + math.pi,
+    )
     e = section_end(flipped)
     nxt = g.take(rows + 1)
     X, Z = absolute_xz(nxt.tile_x, nxt.tile_z, nxt.x, nxt.z)

@@ -1,5 +1,6 @@
 """Packaging and the repository's promises: the wheel carries the grammars and the sample
 route, the README's commands are what CI runs, the layers import only downwards."""
+
 from __future__ import annotations
 
 import ast
@@ -18,23 +19,36 @@ LAYERS = ["stf", "formats", "track", "signals", "physics", "render", "export", "
 @pytest.mark.slow
 def test_wheel_contains_grammars_and_sample_route(tmp_path):
     out = tmp_path / "dist"
-    p = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
-                       capture_output=True, text=True, cwd=REPO, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     wheel = next(out.glob("tdbtools-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for g in (REPO / "grammars").glob("*.lark"):
         assert f"tdbtools/grammars/{g.name}" in names
     assert "tdbtools/sample_routes/sample/ROUTES/SAMPLE/SAMPLE.tdb" in names
-    assert "tdbtools/render/vendor/plotly-gl3d.min.js" in names     # the HTML pages' viewer
+    assert "tdbtools/render/vendor/plotly-gl3d.min.js" in names  # the HTML pages' viewer
     assert any(n.endswith("entry_points.txt") for n in names)
     # The unpacked wheel works on its own: grammars are found inside the package.
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = ("import tdbtools.stf.resources as r, tdbtools.cli as c; "
-            "print(r.grammar_path('stf.lark')); print(c.bundled_sample_route())")
-    q = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                       env={"PYTHONPATH": str(site), "PATH": ""}, timeout=120)
+    code = (
+        "import tdbtools.stf.resources as r, tdbtools.cli as c; "
+        "print(r.grammar_path('stf.lark')); print(c.bundled_sample_route())"
+    )
+    q = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": ""},
+        timeout=120,
+    )
     assert q.returncode == 0, q.stderr
     assert str(site / "tdbtools" / "grammars") in q.stdout
     assert str(site / "tdbtools" / "sample_routes") in q.stdout
@@ -95,9 +109,11 @@ def test_layers_import_only_downwards():
 
 
 def test_import_is_light():
-    code = ("import sys, tdbtools, tdbtools.stf, tdbtools.formats; "
-            "heavy = [m for m in ('pyvista', 'matplotlib', 'vtk', 'pyproj') if m in sys.modules]; "
-            "print(heavy)")
+    code = (
+        "import sys, tdbtools, tdbtools.stf, tdbtools.formats; "
+        "heavy = [m for m in ('pyvista', 'matplotlib', 'vtk', 'pyproj') if m in sys.modules]; "
+        "print(heavy)"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert p.stdout.strip() == "[]", p.stderr
 
@@ -158,8 +174,14 @@ def test_no_import_cycles_between_modules():
             is_module = (REPO / "tdbtools" / (sub.replace(".", "/") + ".py")).is_file()
             targets.add(sub if is_module else mod)
         # A package's __init__ re-exports its modules: importing them from it is not a cycle.
-        graph[me] = {t for t in targets if t and t != me and not me.startswith(t + ".")
-                     and not (rel.endswith("__init__") and t.startswith(me + "."))}
+        graph[me] = {
+            t
+            for t in targets
+            if t
+            and t != me
+            and not me.startswith(t + ".")
+            and not (rel.endswith("__init__") and t.startswith(me + "."))
+        }
     cycles = []
 
     def visit(node: str, stack: list[str], on_stack: set[str], done: set[str]) -> None:
@@ -167,7 +189,7 @@ def test_no_import_cycles_between_modules():
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if nxt in on_stack:
-                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+                cycles.append(" -> ".join(stack[stack.index(nxt) :] + [nxt]))
             elif nxt not in done:
                 visit(nxt, stack, on_stack, done)
         stack.pop()
@@ -183,13 +205,25 @@ def test_no_import_cycles_between_modules():
 
 # Documents outside the repository: the specification and seed notes it was written
 # from, or anything under ../shared except the DK24 route data that tests may use.
-_OUTSIDE = re.compile(r"shared/(?!routes/DK24)|msts-formats|signals-and-activities|/work/"
-                      r"|\b[Ss]pec §|\bseeds? 0\d\d\b|\bseed note\b")
+_OUTSIDE = re.compile(
+    r"shared/(?!routes/DK24)|msts-formats|signals-and-activities|/work/"
+    r"|\b[Ss]pec §|\bseeds? 0\d\d\b|\bseed note\b"
+)
 
 
 def test_nothing_refers_to_documents_outside_the_repository():
-    skip = {".git", ".venv", "venv", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache",
-            "__pycache__", "build", "dist"}
+    skip = {
+        ".git",
+        ".venv",
+        "venv",
+        ".hypothesis",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        "__pycache__",
+        "build",
+        "dist",
+    }
     bad = []
     for path in sorted(REPO.rglob("*")):
         rel = path.relative_to(REPO)
@@ -198,15 +232,21 @@ def test_nothing_refers_to_documents_outside_the_repository():
         name = rel.as_posix()
         if name == "tests/test_packaging.py":
             continue  # this test spells the patterns out
-        if not path.is_file() or path.suffix not in (".py", ".md", ".toml", ".lark", ".txt", "") \
-                or path.stat().st_size > 1_000_000:
+        if (
+            not path.is_file()
+            or path.suffix not in (".py", ".md", ".toml", ".lark", ".txt", "")
+            or path.stat().st_size > 1_000_000
+        ):
             continue
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
-        bad += [f"{name}:{i}: {line.strip()}" for i, line in enumerate(text.splitlines(), 1)
-                if _OUTSIDE.search(line)]
+        bad += [
+            f"{name}:{i}: {line.strip()}"
+            for i, line in enumerate(text.splitlines(), 1)
+            if _OUTSIDE.search(line)
+        ]
     assert bad == [], "\n".join(bad)
     docs = {p.name for p in (REPO / "docs").glob("*.md")}
     assert {"formats.md", "physics.md"} <= docs

@@ -1,5 +1,6 @@
 """Path files ``.pat`` (docs/formats.md §8): the sample route's paths, defects in strict and
 lenient mode, chains, and every path of DK24."""
+
 from __future__ import annotations
 
 import pickle
@@ -22,15 +23,21 @@ def pat_text(nodes: str, *, count: int | None = None, pdps: str | None = None, e
     """A small ASCII .pat (3 PDPs unless given); ``nodes`` are TrPathNode lines."""
     lines = [ln for ln in nodes.strip().splitlines() if ln.strip()]
     n = len(lines) if count is None else count
-    pdps = pdps if pdps is not None else (
-        "\tTrackPDP ( -5631 15116 10.5 42 -300 1 1 )\n"
-        "\tTrackPDP ( -5631 15116 200 42 -310 2 0 )\n"
-        "\tTrackPDP ( -5630 15116 -700 43 -5 1 1 )\n")
+    pdps = (
+        pdps
+        if pdps is not None
+        else (
+            "\tTrackPDP ( -5631 15116 10.5 42 -300 1 1 )\n"
+            "\tTrackPDP ( -5631 15116 200 42 -310 2 0 )\n"
+            "\tTrackPDP ( -5630 15116 -700 43 -5 1 1 )\n"
+        )
+    )
     body = "".join(f"\t\t{ln.strip()}\n" for ln in lines)
-    return (HEADER + "Serial ( 1 )\nTrackPDPs (\n" + pdps + ")\nTrackPath (\n"
-            "\tTrPathName ( T1 )\n\tName ( \"Test path\" )\n" + extra +
-            "\tTrPathStart ( A )\n\tTrPathEnd ( B )\n"
-            f"\tTrPathNodes ( {n}\n" + body + "\t)\n)\n")
+    return (
+        HEADER + "Serial ( 1 )\nTrackPDPs (\n" + pdps + ")\nTrackPath (\n"
+        '\tTrPathName ( T1 )\n\tName ( "Test path" )\n' + extra + "\tTrPathStart ( A )\n\tTrPathEnd ( B )\n"
+        f"\tTrPathNodes ( {n}\n" + body + "\t)\n)\n"
+    )
 
 
 def write(tmp_path: Path, text: str, name: str = "t.pat") -> Path:
@@ -110,7 +117,7 @@ def test_flag_bits():
         return TrPathNode(flags, None, None, 0, f"{flags:08x}")
 
     assert node(0x1).is_reversal and not node(0x1).is_waiting
-    assert not node(0x3).is_waiting          # bit 1 counts only when bit 0 is clear
+    assert not node(0x3).is_waiting  # bit 1 counts only when bit 0 is clear
     assert node(0x3).wait_seconds is None
     assert node(0x4).is_intermediate
     assert node(0x8).other_exit
@@ -119,10 +126,13 @@ def test_flag_bits():
 
 
 def test_none_links_and_hex_kept(tmp_path):
-    text = pat_text("""
+    text = pat_text(
+        """
         TrPathNode ( 0000000A 1 4294967295 0 )
         TrPathNode ( 00000000 4294967295 4294967295 1 )
-    """, extra="\tTrPathFlags ( 00000020 )\n")
+    """,
+        extra="\tTrPathFlags ( 00000020 )\n",
+    )
     p = read_pat(write(tmp_path, text))
     assert NO_NODE == 4294967295
     assert p.nodes[0].next_siding is None and p.nodes[1].next_main is None
@@ -157,31 +167,61 @@ def test_pickle_round_trip(sample_paths):
 
 BAD_CASES = {
     # name: (TrPathNode lines, the text the error points at, occurrence, message part)
-    "main_link_out_of_range": ("""
+    "main_link_out_of_range": (
+        """
         TrPathNode ( 00000000 7 4294967295 0 )
         TrPathNode ( 00000000 4294967295 4294967295 1 )
-    """, " 7 ", 0, "next main node 7 is out of range"),
-    "siding_link_out_of_range": ("""
+    """,
+        " 7 ",
+        0,
+        "next main node 7 is out of range",
+    ),
+    "siding_link_out_of_range": (
+        """
         TrPathNode ( 00000000 1 9 0 )
         TrPathNode ( 00000000 4294967295 4294967295 1 )
-    """, " 9 ", 0, "next siding node 9 is out of range"),
-    "pdp_out_of_range": ("""
+    """,
+        " 9 ",
+        0,
+        "next siding node 9 is out of range",
+    ),
+    "pdp_out_of_range": (
+        """
         TrPathNode ( 00000000 1 4294967295 0 )
         TrPathNode ( 00000000 4294967295 4294967295 3 )
-    """, " 3 )", 0, "PDP index 3 is out of range"),
-    "main_cycle": ("""
+    """,
+        " 3 )",
+        0,
+        "PDP index 3 is out of range",
+    ),
+    "main_cycle": (
+        """
         TrPathNode ( 00000000 1 4294967295 0 )
         TrPathNode ( 00000000 2 4294967295 1 )
         TrPathNode ( 00000000 1 4294967295 2 )
-    """, " 1 4294967295 2", 0, "main chain has a cycle"),
-    "non_hex_flags": ("""
+    """,
+        " 1 4294967295 2",
+        0,
+        "main chain has a cycle",
+    ),
+    "non_hex_flags": (
+        """
         TrPathNode ( 00000000 1 4294967295 0 )
         TrPathNode ( 0000xyz0 4294967295 4294967295 1 )
-    """, "0000xyz0", 0, "expected a hexadecimal flag"),
-    "not_a_number": ("""
+    """,
+        "0000xyz0",
+        0,
+        "expected a hexadecimal flag",
+    ),
+    "not_a_number": (
+        """
         TrPathNode ( 00000000 one 4294967295 0 )
         TrPathNode ( 00000000 4294967295 4294967295 1 )
-    """, "one", 0, "expected an unsigned integer"),
+    """,
+        "one",
+        0,
+        "expected an unsigned integer",
+    ),
 }
 
 
@@ -242,9 +282,22 @@ def test_cycle_is_reported_not_looped(tmp_path):
     # A self-loop and a siding cycle, built directly.
     p2 = PathFile("x", 1, (), "", "", "", "", None, (TrPathNode(0, 0, None, 0),))
     assert p2.main_chain().stop == "cycle"
-    p3 = PathFile("x", 1, (), "", "", "", "", None, (
-        TrPathNode(0, 1, 2, 0), TrPathNode(0, None, None, 0), TrPathNode(0, None, 3, 0),
-        TrPathNode(0, None, 2, 0)))
+    p3 = PathFile(
+        "x",
+        1,
+        (),
+        "",
+        "",
+        "",
+        "",
+        None,
+        (
+            TrPathNode(0, 1, 2, 0),
+            TrPathNode(0, None, None, 0),
+            TrPathNode(0, None, 3, 0),
+            TrPathNode(0, None, 2, 0),
+        ),
+    )
     (sc,) = p3.siding_chains()
     assert sc.stop == "cycle" and tuple(sc) == (0, 2, 3)
 
@@ -262,9 +315,12 @@ def test_siding_cycle_strict(tmp_path):
 
 
 def test_count_mismatch_and_missing_blocks(tmp_path):
-    text = pat_text("""
+    text = pat_text(
+        """
         TrPathNode ( 00000000 4294967295 4294967295 0 )
-    """, count=2)
+    """,
+        count=2,
+    )
     with pytest.raises(FormatError, match="the count says 2 nodes, found 1") as ei:
         read_pat(write(tmp_path, text))
     assert ei.value.line == line_col(text, "TrPathNodes")[0]
@@ -279,8 +335,9 @@ def test_count_mismatch_and_missing_blocks(tmp_path):
 
 
 def test_bad_pdp_values(tmp_path):
-    text = pat_text("TrPathNode ( 00000000 4294967295 4294967295 0 )",
-                    pdps="\tTrackPDP ( -5631 15116 1.5 x 3 1 1 )\n")
+    text = pat_text(
+        "TrPathNode ( 00000000 4294967295 4294967295 0 )", pdps="\tTrackPDP ( -5631 15116 1.5 x 3 1 1 )\n"
+    )
     with pytest.raises(FormatError, match="expected a number") as ei:
         read_pat(write(tmp_path, text))
     line, col = line_col(text, " x ")
@@ -292,7 +349,7 @@ def test_unreached_nodes_are_noted(tmp_path):
         TrPathNode ( 00000000 4294967295 4294967295 0 )
         TrPathNode ( 00000000 4294967295 4294967295 1 )
     """)
-    diags = Diagnostics(strict=True)   # a note, never fatal
+    diags = Diagnostics(strict=True)  # a note, never fatal
     read_pat(write(tmp_path, text), diagnostics=diags)
     assert len(diags.findings) == 1 and "not reached" in diags.findings[0].message
 
@@ -313,4 +370,4 @@ def test_every_dk24_path_parses():
         assert ch.ok and ch.stop == "end" and len(ch) == len(p.nodes)
         assert all(p.pdp(n) is not None for n in p.nodes)
         parsed += 1
-    assert parsed == len(files) > 0   # 313 files in the DK24 copy this was written against
+    assert parsed == len(files) > 0  # 313 files in the DK24 copy this was written against

@@ -1,4 +1,5 @@
 """Path resolution, profiles, and the locate/profile/audit commands."""
+
 from __future__ import annotations
 
 import csv
@@ -29,12 +30,15 @@ def sample():
 PATHS = SAMPLE_ROUTE / "PATHS"
 
 
-@pytest.mark.parametrize("name, length, nodes, switches", [
-    # V_a is listed from the junction westwards (420 m in), V_main from the junction eastwards.
-    ("MainWE.pat", 420 + 1130, [(2, 0), (4, 1)], [(3, 0)]),
-    ("MainEW.pat", 1130 + 410, [(4, 0), (2, 1)], [(3, 0)]),
-    ("Siding.pat", 420 + 450, [(2, 0), (6, 1)], [(3, 1)]),
-])
+@pytest.mark.parametrize(
+    "name, length, nodes, switches",
+    [
+        # V_a is listed from the junction westwards (420 m in), V_main from the junction eastwards.
+        ("MainWE.pat", 420 + 1130, [(2, 0), (4, 1)], [(3, 0)]),
+        ("MainEW.pat", 1130 + 410, [(4, 0), (2, 1)], [(3, 0)]),
+        ("Siding.pat", 420 + 450, [(2, 0), (6, 1)], [(3, 1)]),
+    ],
+)
 def test_sample_paths_resolve_exactly(sample, name, length, nodes, switches):
     res = resolve_path(sample, PATHS / name)
     assert res.ok, res.problems
@@ -57,9 +61,11 @@ def _write_pat(tmp_path, route, points, flags):
     for i, f in enumerate(flags):
         nxt = i + 1 if i + 1 < len(flags) else 4294967295
         nodes.append(f"TrPathNode ( {f} {nxt} 4294967295 {i} )")
-    text = (f"SIMISA@@@@@@@@@@JINX0P0t______\nSerial ( 1 ) TrackPDPs ( {pdps} ) TrackPath ( "
-            f"TrPathName ( T ) Name ( T ) TrPathStart ( a ) TrPathEnd ( b ) "
-            f"TrPathNodes ( {len(flags)} {' '.join(nodes)} ) )\n")
+    text = (
+        f"SIMISA@@@@@@@@@@JINX0P0t______\nSerial ( 1 ) TrackPDPs ( {pdps} ) TrackPath ( "
+        f"TrPathName ( T ) Name ( T ) TrPathStart ( a ) TrPathEnd ( b ) "
+        f"TrPathNodes ( {len(flags)} {' '.join(nodes)} ) )\n"
+    )
     p = tmp_path / "T.pat"
     write_text_atomic(p, format_stf(parse_text(text)))
     return p
@@ -67,8 +73,9 @@ def _write_pat(tmp_path, route, points, flags):
 
 def test_reversal_path_throws_the_switch_between_passes(sample, tmp_path):
     # From the main line, back into V_a beyond the junction, reverse, then into the siding.
-    pat = _write_pat(tmp_path, sample, [(4, 100.0), (2, 50.0), (6, 100.0)],
-                     ["00000000", "00000001", "00000000"])
+    pat = _write_pat(
+        tmp_path, sample, [(4, 100.0), (2, 50.0), (6, 100.0)], ["00000000", "00000001", "00000000"]
+    )
     res = resolve_path(sample, pat)
     assert res.ok, res.problems
     assert res.reversals == (1,)
@@ -82,9 +89,12 @@ def test_reversal_path_throws_the_switch_between_passes(sample, tmp_path):
 
 def test_unreachable_point_is_explained(sample, tmp_path):
     far = tmp_path / "far.pat"
-    text = ("SIMISA@@@@@@@@@@JINX0P0t______\nTrackPDPs ( TrackPDP ( -5600 15100 0 0 0 1 1 ) "
-            + _pdp_at(sample, 2, 10.0) + " ) TrackPath ( TrPathName ( F ) Name ( F ) TrPathNodes ( 2 "
-            "TrPathNode ( 00000000 1 4294967295 0 ) TrPathNode ( 00000000 4294967295 4294967295 1 ) ) )\n")
+    text = (
+        "SIMISA@@@@@@@@@@JINX0P0t______\nTrackPDPs ( TrackPDP ( -5600 15100 0 0 0 1 1 ) "
+        + _pdp_at(sample, 2, 10.0)
+        + " ) TrackPath ( TrPathName ( F ) Name ( F ) TrPathNodes ( 2 "
+        "TrPathNode ( 00000000 1 4294967295 0 ) TrPathNode ( 00000000 4294967295 4294967295 1 ) ) )\n"
+    )
     far.write_text(text)
     res = resolve_path(sample, far)
     assert not res.ok and "not on the track" in res.problems[0]
@@ -123,8 +133,19 @@ def test_profile_from_a_point_stops_at_a_track_end(sample):
 
 def test_cli_profile_csv_and_plot(tmp_path):
     out_csv, out_png = tmp_path / "p.csv", tmp_path / "p.png"
-    r = CliRunner().invoke(main, ["profile", str(SAMPLE_ROUTE), "--path", str(PATHS / "Siding.pat"),
-                                  "--csv", str(out_csv), "--plot", str(out_png)])
+    r = CliRunner().invoke(
+        main,
+        [
+            "profile",
+            str(SAMPLE_ROUTE),
+            "--path",
+            str(PATHS / "Siding.pat"),
+            "--csv",
+            str(out_csv),
+            "--plot",
+            str(out_png),
+        ],
+    )
     assert r.exit_code == 0, r.output
     with out_csv.open() as fh:
         rows = list(csv.DictReader(fh))
@@ -141,13 +162,36 @@ def test_cli_profile_needs_a_way():
 
 def test_cli_locate(sample):
     p = Traveller(sample, 4, 333.0).pose()
-    r = CliRunner().invoke(main, ["locate", str(SAMPLE_ROUTE), "--tile", str(p.tile_x), str(p.tile_z),
-                                  "--pos", str(p.x), str(p.z), "--json"])
+    r = CliRunner().invoke(
+        main,
+        [
+            "locate",
+            str(SAMPLE_ROUTE),
+            "--tile",
+            str(p.tile_x),
+            str(p.tile_z),
+            "--pos",
+            str(p.x),
+            str(p.z),
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["node"] == 4 and math.isclose(d["offset"], 333.0, abs_tol=0.01)
-    r = CliRunner().invoke(main, ["locate", str(SAMPLE_ROUTE), "--tile", str(p.tile_x), str(p.tile_z),
-                                  "--pos", str(p.x + 40), str(p.z + 40)])
+    r = CliRunner().invoke(
+        main,
+        [
+            "locate",
+            str(SAMPLE_ROUTE),
+            "--tile",
+            str(p.tile_x),
+            str(p.tile_z),
+            "--pos",
+            str(p.x + 40),
+            str(p.z + 40),
+        ],
+    )
     assert r.exit_code == 2 and "no track within 2.5 m" in r.stderr
 
 

@@ -1,5 +1,6 @@
 """The force laws and the speed-post values, case by case, with values worked out by
 hand (docs/running-time.md): what the mutation run showed the other tests leave open."""
+
 from __future__ import annotations
 
 import math
@@ -22,21 +23,24 @@ def model():
     return F.CarModel.from_stock([Stock.generic("engine", "electric"), Stock.generic("wagon", "passenger")])
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda m: F.gravity(m, [1.0, 2.0, 3.0], 0.0), "elev_front_bogie"),
-    (lambda m: F.gravity(m, 0.0, [1.0, 2.0, 3.0]), "elev_rear_bogie"),
-    (lambda m: F.gravity_from_grade(m, [0.1, 0.2, 0.3]), "grade"),
-    (lambda m: F.davis(m, [1.0, 2.0, 3.0]), "v"),
-    (lambda m: F.running_resistance(m, [1.0, 2.0, 3.0]), "v"),
-    (lambda m: F.adhesion_limit(m, [1.0, 2.0, 3.0]), "v"),
-    (lambda m: F.brake(m, [0.1, 0.2, 0.3]), "fraction"),
-    (lambda m: F.brake_for_deceleration(m, [0.1, 0.2, 0.3]), "deceleration"),
-    (lambda m: F.brake_for_deceleration(m, 0.5, [1.0, 2.0, 3.0]), "resistance"),
-    (lambda m: F.traction(m, [0.1, 0.2, 0.3], 0.0), "throttle"),
-    (lambda m: F.traction(m, 1.0, [1.0, 2.0, 3.0]), "v"),
-    (lambda m: F.curve_resistance(m, [0.1, 0.2, 0.3]), "curvature"),
-    (lambda m: F.braking(m, "deceleration", fraction=[0.1, 0.2, 0.3]), "fraction"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda m: F.gravity(m, [1.0, 2.0, 3.0], 0.0), "elev_front_bogie"),
+        (lambda m: F.gravity(m, 0.0, [1.0, 2.0, 3.0]), "elev_rear_bogie"),
+        (lambda m: F.gravity_from_grade(m, [0.1, 0.2, 0.3]), "grade"),
+        (lambda m: F.davis(m, [1.0, 2.0, 3.0]), "v"),
+        (lambda m: F.running_resistance(m, [1.0, 2.0, 3.0]), "v"),
+        (lambda m: F.adhesion_limit(m, [1.0, 2.0, 3.0]), "v"),
+        (lambda m: F.brake(m, [0.1, 0.2, 0.3]), "fraction"),
+        (lambda m: F.brake_for_deceleration(m, [0.1, 0.2, 0.3]), "deceleration"),
+        (lambda m: F.brake_for_deceleration(m, 0.5, [1.0, 2.0, 3.0]), "resistance"),
+        (lambda m: F.traction(m, [0.1, 0.2, 0.3], 0.0), "throttle"),
+        (lambda m: F.traction(m, 1.0, [1.0, 2.0, 3.0]), "v"),
+        (lambda m: F.curve_resistance(m, [0.1, 0.2, 0.3]), "curvature"),
+        (lambda m: F.braking(m, "deceleration", fraction=[0.1, 0.2, 0.3]), "fraction"),
+    ],
+)
 def test_a_wrong_shape_names_the_argument(model, call, name):
     with pytest.raises(ValueError, match=rf"^{name}: expected one value or 2"):
         call(model)
@@ -52,16 +56,35 @@ def test_gravity_of_a_car_standing_on_its_end(model):
 def test_adhesion_limit_without_driven_axle_data():
     el = Stock.generic("engine", "electric")
     m = F.CarModel.from_stock([el, Stock.generic("wagon", "freight")])
-    bare = F.CarModel(**{f: getattr(m, f) for f in (
-        "mass", "length", "bogie_spacing", "davis_a", "davis_b", "davis_c", "max_force", "max_power",
-        "max_velocity", "max_brake", "is_engine", "flipped", "is_passenger", "curves")})
+    bare = F.CarModel(
+        **{
+            f: getattr(m, f)
+            for f in (
+                "mass",
+                "length",
+                "bogie_spacing",
+                "davis_a",
+                "davis_b",
+                "davis_c",
+                "max_force",
+                "max_power",
+                "max_velocity",
+                "max_brake",
+                "is_engine",
+                "flipped",
+                "is_passenger",
+                "curves",
+            )
+        }
+    )
     mu = 0.161 + 7.5 / (3.6 * 10.0 + 44.0)
     assert F.adhesion_limit(bare, 10.0) == pytest.approx([mu * el.mass_kg * G, 0.0])
     assert F.adhesion_limit(bare, 10.0, "wet") == pytest.approx([0.7 * mu * el.mass_kg * G, 0.0])
     assert list(bare.rho) == [1.0, 1.0]
     six = Stock.generic("engine", "diesel")
-    part = F.CarModel.from_stock([type(six)(**{**{s: getattr(six, s) for s in six.__slots__},
-                                               "num_axles": 6, "num_drive_axles": 4})])
+    part = F.CarModel.from_stock(
+        [type(six)(**{**{s: getattr(six, s) for s in six.__slots__}, "num_axles": 6, "num_drive_axles": 4})]
+    )
     assert part.adhesive_mass == pytest.approx([six.mass_kg * 4 / 6])
 
 
@@ -110,18 +133,18 @@ def test_running_resistance_without_a_starting_value(model):
     vm = with_f0.merge_speed_ms
     dm = with_f0.davis_a + vm * with_f0.davis_b + vm * vm * with_f0.davis_c
     assert r[0] == pytest.approx(4000.0 + (dm - 4000.0) * 0.5 / vm)
-    assert r[1] == pytest.approx(F.davis(m, 0.5)[1])          # the wagon has no F0
+    assert r[1] == pytest.approx(F.davis(m, 0.5)[1])  # the wagon has no F0
     assert F.running_resistance(m, -0.5)[0] == pytest.approx(r[0])
 
 
 def test_openrails_curve_formula_by_hand(model):
     R, e, v = 500.0, 0.1, 15.0
     veq = math.sqrt(G * R * e / 1.435)
-    wb = np.array([1.6764, 2.4384])   # the coach is a passenger car
+    wb = np.array([1.6764, 2.4384])  # the coach is a passenger car
     want = model.mass * 0.5 * (1.435 + wb) / (2 * R) * abs((veq - v) / veq) * 2.0 * 0.5 * G
     got = F.curve_resistance(model, -1 / R, formula="openrails", v=v, superelevation=e)
     assert got == pytest.approx(want)
-    flat = F.curve_resistance(model, 1 / R, formula="openrails", v=v)       # no cant: factor 1
+    flat = F.curve_resistance(model, 1 / R, formula="openrails", v=v)  # no cant: factor 1
     assert flat == pytest.approx(model.mass * 0.5 * (1.435 + wb) / (2 * R) * G)
     wide = F.curve_resistance(model, 1 / R, formula="openrails", wheelbase=3.0, gauge=1.0, mu=0.2)
     assert wide == pytest.approx(model.mass * 0.2 * 4.0 / (2 * R) * G)

@@ -1,6 +1,7 @@
 """The physics building blocks: the sampled track line, per-car forces, and the safety
 checks (derailments, collisions, side collisions) — closed forms on the sample route,
 the real DK24 route when it is present."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -96,7 +97,7 @@ def test_line_length_and_track_end(sample, main_we, line_we):
     node_len = sample.node_length(V_MAIN)
     last = main_we.legs[-1].traversals[-1]
     assert last.node == V_MAIN
-    extension = node_len - last.end            # the path ends 23.6 m before E_east
+    extension = node_len - last.end  # the path ends 23.6 m before E_east
     assert extension == pytest.approx(23.633, abs=1e-3)
     assert line_we.path_length == pytest.approx(main_we.length, abs=1e-6)
     assert line_we.length == pytest.approx(main_we.length + extension, abs=1e-6)
@@ -135,7 +136,7 @@ def test_line_matches_traveller(sample, line_we, line_ew):
 
 def test_line_speed_limit(line_we, line_ew):
     j = line_we.junctions[0].s
-    post = j + 10.0                                # the 80 km/h post: V_main at 10 m
+    post = j + 10.0  # the 80 km/h post: V_main at 10 m
     assert line_we.limit(post - 0.01) == pytest.approx(120 / 3.6, rel=1e-6)
     assert line_we.limit(post + 0.01) == pytest.approx(80 / 3.6, rel=1e-9)
     assert list(line_we.limit_s) == pytest.approx([0.0, post])
@@ -164,7 +165,7 @@ def test_post_direction_follows_the_angle(sample):
 
 def test_line_occupancy_across_junction(line_we):
     j = line_we.junctions[0].s
-    occ = line_we.occupancy(j - 40.0, j + 60.0)     # a 100 m train over J1
+    occ = line_we.occupancy(j - 40.0, j + 60.0)  # a 100 m train over J1
     assert [o[0] for o in occ] == [V_A, V_MAIN]
     assert occ[0][1:] == pytest.approx((40.0, 0.0), abs=1e-5)
     assert occ[1][1:] == pytest.approx((0.0, 60.0), abs=1e-5)
@@ -179,17 +180,19 @@ def test_line_from_point_and_parts(sample, line_we):
     fwd = TrackLine.from_point(sample, loc.tile_x, loc.tile_z, loc.x, loc.z, length=5000.0)
     assert fwd.ends_at_track_end
     assert fwd.length == pytest.approx(line_we.length - s, abs=1e-3)
-    back = TrackLine.from_point(sample, loc.tile_x, loc.tile_z, loc.x, loc.z, backward=True,
-                                length=100.0)
+    back = TrackLine.from_point(sample, loc.tile_x, loc.tile_z, loc.x, loc.z, backward=True, length=100.0)
     assert back.length == pytest.approx(100.0) and not back.ends_at_track_end
     assert back.at([50.0])["y"][0] == pytest.approx(line_we.elevation(s - 50.0), abs=1e-3)
     with pytest.raises(TrackLineError):
         TrackLine.from_point(sample, loc.tile_x, loc.tile_z, loc.x, loc.z, step=0)
     # A path with a reversal is split into parts.
-    legs = (Leg(0, 1, (Traversal(V_A, 0, 420.0, 100.0),), (), 320.0),
-            Leg(1, 2, (Traversal(V_A, 1, 100.0, 300.0),), (), 200.0))
-    res = ResolvedPath("synthetic", "rev", (Place(V_A, 420.0), Place(V_A, 100.0), Place(V_A, 300.0)),
-                       legs, (1,), 0)
+    legs = (
+        Leg(0, 1, (Traversal(V_A, 0, 420.0, 100.0),), (), 320.0),
+        Leg(1, 2, (Traversal(V_A, 1, 100.0, 300.0),), (), 200.0),
+    )
+    res = ResolvedPath(
+        "synthetic", "rev", (Place(V_A, 420.0), Place(V_A, 100.0), Place(V_A, 300.0)), legs, (1,), 0
+    )
     parts = TrackLine.path_parts(sample, res, extend=50.0)
     assert [p.part for p in parts] == [0, 1] and parts[0].parts == 2
     assert [p.path_length for p in parts] == pytest.approx([320.0, 200.0])
@@ -214,7 +217,7 @@ def test_traction_simple(el64, coach):
     m = CarModel.from_stock([el64, coach])
     t = 0.5
     fmax, pmax, vmax = el64.max_force_n, el64.max_power_w, el64.max_velocity_ms
-    v_power = pmax * t * t / (fmax * t)              # where the power limit starts
+    v_power = pmax * t * t / (fmax * t)  # where the power limit starts
     below = traction(m, t, 0.9 * v_power)
     assert below[0] == fmax * t and below[1] == 0.0
     assert traction(m, t, 0.0)[0] == fmax * t
@@ -222,22 +225,21 @@ def test_traction_simple(el64, coach):
         f = traction(m, t, v)[0]
         assert f * v == pytest.approx(pmax * t * t, rel=1e-9)
     assert traction(m, 1.0, vmax + 0.01)[0] == 0.0
-    v = vmax - 0.02                                  # inside the 0.05 m/s taper
+    v = vmax - 0.02  # inside the 0.05 m/s taper
     assert traction(m, 1.0, v)[0] == pytest.approx(pmax / v * 20 * 0.02, rel=1e-9)
     assert traction(m, 1.0, -20.0)[0] == traction(m, 1.0, 20.0)[0]
     assert traction(m, 1.0, 20.0, reverser=-1)[0] == -traction(m, 1.0, 20.0)[0]
-    assert np.all(traction(m, [1.0, 1.0], [5.0, 5.0])[1:] == 0.0)   # the coach has no motor
+    assert np.all(traction(m, [1.0, 1.0], [5.0, 5.0])[1:] == 0.0)  # the coach has no motor
 
 
 def test_traction_effort_curve(el64):
-    curve = TractiveForceCurve((0.0, 1.0), (0.0, 10.0, 20.0),
-                               ((0.0, 0.0, 0.0), (200e3, 200e3, 100e3)))
+    curve = TractiveForceCurve((0.0, 1.0), (0.0, 10.0, 20.0), ((0.0, 0.0, 0.0), (200e3, 200e3, 100e3)))
     eng = dataclasses.replace(el64, tractive_force_curve=curve)
     m = CarModel.from_stock([eng, Stock.generic("wagon")])
     assert traction(m, 1.0, 15.0)[0] == pytest.approx(150e3, rel=1e-12)
     assert traction(m, 0.5, 15.0)[0] == pytest.approx(75e3, rel=1e-12)
     assert traction(m, 1.0, 5.0)[0] == pytest.approx(200e3, rel=1e-12)
-    assert traction(m, 1.0, 50.0)[0] == 0.0          # extrapolated below 0 → clamped
+    assert traction(m, 1.0, 50.0)[0] == 0.0  # extrapolated below 0 → clamped
     assert traction(m, 1.0, 15.0)[1] == 0.0
 
 
@@ -256,11 +258,12 @@ def test_davis_and_defaults(el64, coach):
         f = davis(m, v)
         assert f[0] == pytest.approx(940.0 + 18.4 * abs(v) + 5.6 * v * v, rel=1e-9)
         assert f[1] == pytest.approx(a_coach + b_coach * abs(v) + coach.davis_c * v * v, rel=1e-6)
-    assert 0.5 < coach.davis_c < 2.0     # drag × frontal area, a coach-sized value
+    assert 0.5 < coach.davis_c < 2.0  # drag × frontal area, a coach-sized value
     assert m.bogie_spacing == pytest.approx([9.9, 19.0, 0.65 * diesel.length_m])
     trail = CarModel.from_stock([el64, coach, diesel], trailing_loco_factor=True)
     assert trail.davis_c == pytest.approx(
-        [5.6, coach.davis_c, diesel.davis_c * diesel.trail_loco_resistance_factor])
+        [5.6, coach.davis_c, diesel.davis_c * diesel.trail_loco_resistance_factor]
+    )
     assert diesel.trail_loco_resistance_factor != 1.0 or trail.davis_c[2] == m.davis_c[2]
 
 
@@ -301,16 +304,17 @@ def test_adhesion_rotating_mass_and_taper():
             k = F.taper_factor(300e3, -5e3, 90e3, v, 20.0, dt)
             assert 0.0 <= k <= 1.0
             assert v + dt * (k * 300e3 - 5e3) / 90e3 <= 20.0 + 1e-9
-            assert F.implicit_taper(np.array([300e3]), np.array([-5e3]), np.array([90e3]), np.array([v]),
-                                    np.array([20.0]), dt)[0] == pytest.approx(k)
-    assert F.taper_factor(300e3, -5e3, 90e3, 5.0, 20.0, 0.1) == 1.0     # far below: no taper
-    assert F.taper_factor(300e3, -5e3, 90e3, 19.99, math.nan, 0.1) == 1.0   # no top speed
+            assert F.implicit_taper(
+                np.array([300e3]), np.array([-5e3]), np.array([90e3]), np.array([v]), np.array([20.0]), dt
+            )[0] == pytest.approx(k)
+    assert F.taper_factor(300e3, -5e3, 90e3, 5.0, 20.0, 0.1) == 1.0  # far below: no taper
+    assert F.taper_factor(300e3, -5e3, 90e3, 19.99, math.nan, 0.1) == 1.0  # no top speed
 
 
 def test_gravity_and_curves(el64, coach):
     m = CarModel.from_stock([el64, coach])
     b = m.bogie_spacing
-    sin1 = math.sin(math.atan(0.01))                # a 1 % grade (rise per horizontal metre)
+    sin1 = math.sin(math.atan(0.01))  # a 1 % grade (rise per horizontal metre)
     assert sin1 == pytest.approx(0.01 / math.sqrt(1.0001), rel=1e-15)
     assert sin1 == pytest.approx(0.0099995000375, abs=1e-14)
     f = gravity(m, 100.0 + b * sin1, [100.0, 100.0])  # uphill towards the car front
@@ -323,7 +327,7 @@ def test_gravity_and_curves(el64, coach):
     assert curve_resistance(m, -1 / 800) == pytest.approx(c)
     assert np.all(curve_resistance(m, 0.0) == 0.0)
     orc = curve_resistance(m, 1 / 800, formula="openrails")
-    wb = np.array([1.6764, 2.4384])                  # engine, passenger coach
+    wb = np.array([1.6764, 2.4384])  # engine, passenger coach
     assert orc == pytest.approx(m.mass * 0.5 * (1.435 + wb) / 1600 * 2.0 * 0.5 * G, rel=1e-12)
     veq = math.sqrt(G * 800 * 0.1 / 1.435)
     fast = curve_resistance(m, 1 / 800, formula="openrails", v=veq, superelevation=0.1)
@@ -339,7 +343,7 @@ def test_braking_modes(el64, coach):
     assert braking(m, "force", fraction=0.5) == pytest.approx(0.5 * m.max_brake)
     # Constant deceleration: brake + other resistances = m·a_b.
     v = 20.0
-    grav = gravity_from_grade(m, -0.005)             # downhill: gravity pushes forward
+    grav = gravity_from_grade(m, -0.005)  # downhill: gravity pushes forward
     res = opposing_resistance(v, davis(m, v), curve_resistance(m, 1 / 500), grav)
     assert res == pytest.approx(davis(m, v) + curve_resistance(m, 1 / 500) - grav)
     fb = braking(m, BrakeMode.DECELERATION, deceleration=0.6, resistance=res)
@@ -358,13 +362,13 @@ def test_derailment_at_track_end(sample, line_we, main_we):
     front = line_we.length - 5.0
     bs = BogieSet("A", line_we, [front, front - 20.5], lengths, spacing)
     assert bs.bogies[0] == pytest.approx([front - 3.5, front - 16.5])
-    assert bs.move(3.0, 1.0) == []                    # front bogie 0.5 m short of the end
-    ev = bs.move(7.0, 2.0)                            # 6.5 m beyond it now
+    assert bs.move(3.0, 1.0) == []  # front bogie 0.5 m short of the end
+    ev = bs.move(7.0, 2.0)  # 6.5 m beyond it now
     assert len(ev) == 1
     e = ev[0]
     assert (e.kind, e.time, e.train, e.cars, e.node) == ("derailment", 2.0, "A", (0,), V_MAIN)
     assert e.location.as_tuple() == pytest.approx(E_EAST_XYZ, abs=1e-3)
-    assert derailments([bs], 3.0) == []               # reported once
+    assert derailments([bs], 3.0) == []  # reported once
     # The same on a line that just stops sampling there is not a derailment.
     short = TrackLine.from_path(sample, main_we, extend=10.0)
     bs2 = BogieSet("B", short, short.length, 20.0, 13.0)
@@ -380,7 +384,7 @@ def test_switch_thrown_under_car(line_we, el64, coach):
     assert list(straddle.straddling(j)) == [1]
     ahead = BogieSet("B", line_we, [j - 200.0], [20.0], [13.0])
     past = BogieSet("C", line_we, [j + 300.0], [20.0], [13.0])
-    assert throw_switch([straddle, ahead, past], J1, 0, 5.0) == []     # no change
+    assert throw_switch([straddle, ahead, past], J1, 0, 5.0) == []  # no change
     ev = throw_switch([straddle, ahead, past], J1, 1, 5.0)
     kinds = {(e.train, e.kind) for e in ev}
     assert kinds == {("A", "derailment"), ("B", "path_changed")}
@@ -405,15 +409,21 @@ def test_collision_between_lines(line_we, line_ew):
     assert len(ev) == 1
     e = ev[0]
     assert (e.kind, e.train, e.other_train, e.cars, e.other_cars, e.node) == (
-        "collision", "A", "B", (0,), (0,), V_MAIN)
+        "collision",
+        "A",
+        "B",
+        (0,),
+        (0,),
+        V_MAIN,
+    )
     assert e.closing_speed == pytest.approx(15.0)
     assert e.location.as_tuple() == pytest.approx(line_we.location(j_we + 465.0).as_tuple(), abs=1e-6)
     apart = TrainPosition("B", line_ew, [j_ew - 500.0], [100.0], speed=5.0)
     assert collisions([a, apart], 7.0) == []
     same = TrainPosition("B", line_we, [j_we + 560.0], [100.0], speed=5.0)
-    assert collisions([a, same], 7.0) == []           # one line: the 1-D engine's job
+    assert collisions([a, same], 7.0) == []  # one line: the 1-D engine's job
     occ = Occupancy([a, b])
-    assert len(occ.collisions(7.0)) == 1 and occ.collisions(7.1) == []   # new contacts only
+    assert len(occ.collisions(7.0)) == 1 and occ.collisions(7.1) == []  # new contacts only
     assert set(occ.by_node()) == {V_MAIN}
 
 
@@ -424,15 +434,14 @@ def _parallel(line: TrackLine, lateral: float) -> TrackLine:
 
 
 def test_side_collisions(line_we):
-    s = 300.0                                         # on V_a's long straight
+    s = 300.0  # on V_a's long straight
     a = TrainPosition("A", line_we, [s, s - 20.5], [20.0, 20.0], speed=10.0)
     near = _parallel(line_we, 3.0)
     b = TrainPosition("B", near, [s + 10.0], [20.0], speed=0.0)
     ev = side_collisions([a, b], 4.0)
     assert len(ev) == 1
     e = ev[0]
-    assert (e.kind, e.train, e.other_train, e.cars, e.other_cars) == (
-        "side_collision", "A", "B", (0,), (0,))
+    assert (e.kind, e.train, e.other_train, e.cars, e.other_cars) == ("side_collision", "A", "B", (0,), (0,))
     assert e.node == V_A and e.closing_speed == pytest.approx(10.0)
     far = TrainPosition("B", _parallel(line_we, 5.0), [s + 10.0], [20.0])
     assert side_collisions([a, far], 4.0) == []
@@ -460,7 +469,7 @@ def test_dk24_line_matches_traveller():
         assert res.length < line.length < res.length + 3000.0
     else:
         assert line.length == pytest.approx(res.length + 3000.0, abs=1e-6)
-    assert [n for n, _d in res.node_sequence()] == list(line.seg_node[:len(res.node_sequence())])
+    assert [n for n, _d in res.node_sequence()] == list(line.seg_node[: len(res.node_sequence())])
     check_against_traveller(route, line)
     rng = np.random.default_rng(24)
     for s in rng.uniform(0.0, line.length, 40):
@@ -481,8 +490,11 @@ def test_prepared_forces_equal_the_reference_functions():
     from tdbtools.formats.stock import Stock
     from tdbtools.physics import forces
 
-    stocks = [Stock.generic("engine", "electric"), Stock.generic("wagon", "freight"),
-              Stock.generic("wagon", "passenger")]
+    stocks = [
+        Stock.generic("engine", "electric"),
+        Stock.generic("wagon", "freight"),
+        Stock.generic("wagon", "passenger"),
+    ]
     m = forces.CarModel.from_stock(stocks, [False, True, False])
     pre = forces.Prepared(m)
     rng = np.random.default_rng(7)

@@ -5,6 +5,7 @@ real-world defects (tests/data/realworld.py): placeholders become real files, op
 ``[...]`` parts are left out, and every command must exit 0 without a special flag
 (``audit``: 0 or 1). The Python and TOML examples run on DK24 when it is present.
 """
+
 from __future__ import annotations
 
 import re
@@ -63,6 +64,7 @@ class Ctx:
 
 def concrete(line: str, ctx: Ctx, tmp: Path) -> list[str]:
     """The argv of a README command line for ``ctx``."""
+
     def optional(m: re.Match) -> str:
         group = m.group(0)
         return " " + group.strip(" []") if any(k in group for k in ctx.keep) else ""
@@ -86,8 +88,15 @@ def concrete(line: str, ctx: Ctx, tmp: Path) -> list[str]:
         if not acts:
             pytest.skip(f"{ctx.route.name} has no activity")
         words = [str(acts[0]) if w == "ROUTE/ACTIVITIES/NAME.act" else w for w in words]
-    subs = {"ROUTE": str(ctx.route), "NAME.con": ctx.consist, "NAME.pat": ctx.path, "FILE.pat": ctx.path,
-            "FILE": str(ctx.stf_file), "FOLDER": str(tmp / "converted"), "SPEC.toml": str(ctx.spec)}
+    subs = {
+        "ROUTE": str(ctx.route),
+        "NAME.con": ctx.consist,
+        "NAME.pat": ctx.path,
+        "FILE.pat": ctx.path,
+        "FILE": str(ctx.stf_file),
+        "FOLDER": str(tmp / "converted"),
+        "SPEC.toml": str(ctx.spec),
+    }
     out: list[str] = []
     i = 0
     while i < len(words):
@@ -110,20 +119,42 @@ def concrete(line: str, ctx: Ctx, tmp: Path) -> list[str]:
 
 def _sample_ctx(tmp: Path) -> Ctx:
     spec = tmp / "sweep.toml"
-    spec.write_text(f'route = "{SAMPLE_ROUTE.as_posix()}"\npaths = ["MainWE.pat"]\n'
-                    'consists = ["sample_passenger"]\nduration = 600\n', encoding="utf-8")
-    return Ctx(SAMPLE_ROUTE, "sample_passenger", "MainWE.pat", SAMPLE_ROUTE / "SAMPLE.trk", spec,
-               ("-5631", "15116"), ("-212.95441", "-380.181"), ("1", "5"))
+    spec.write_text(
+        f'route = "{SAMPLE_ROUTE.as_posix()}"\npaths = ["MainWE.pat"]\n'
+        'consists = ["sample_passenger"]\nduration = 600\n',
+        encoding="utf-8",
+    )
+    return Ctx(
+        SAMPLE_ROUTE,
+        "sample_passenger",
+        "MainWE.pat",
+        SAMPLE_ROUTE / "SAMPLE.trk",
+        spec,
+        ("-5631", "15116"),
+        ("-212.95441", "-380.181"),
+        ("1", "5"),
+    )
 
 
 def _realworld_ctx(tmp: Path) -> Ctx:
     route = realworld.make_route(tmp / "rw", missing_section=True)
     spec = tmp / "sweep.toml"
-    spec.write_text(f'route = "{route.as_posix()}"\npaths = ["line.pat"]\nconsists = ["rw_dmu"]\n'
-                    "stand_in = true\nduration = 300\n", encoding="utf-8")
+    spec.write_text(
+        f'route = "{route.as_posix()}"\npaths = ["line.pat"]\nconsists = ["rw_dmu"]\n'
+        "stand_in = true\nduration = 300\n",
+        encoding="utf-8",
+    )
     # Its stock is not installed: stand-ins are what the README's [--stand-in] is for.
-    return Ctx(route, "rw_dmu", "line.pat", route / "carspawn.dat", spec,
-               (str(realworld.TILE[0]), str(realworld.TILE[1])), ("0.5", "-250"), keep={"--stand-in"})
+    return Ctx(
+        route,
+        "rw_dmu",
+        "line.pat",
+        route / "carspawn.dat",
+        spec,
+        (str(realworld.TILE[0]), str(realworld.TILE[1])),
+        ("0.5", "-250"),
+        keep={"--stand-in"},
+    )
 
 
 LINES = command_lines()
@@ -131,13 +162,25 @@ LINES = command_lines()
 
 def test_the_command_list_names_every_route_command():
     names = {line.split()[1] for line in LINES if len(line.split()) > 1}
-    assert {"replay", "info", "parse", "audit", "render", "export", "convert", "sweep", "locate",
-            "profile"} <= names
+    assert {
+        "replay",
+        "info",
+        "parse",
+        "audit",
+        "render",
+        "export",
+        "convert",
+        "sweep",
+        "locate",
+        "profile",
+    } <= names
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sample", "realworld"])
-@pytest.mark.parametrize("index", range(len(LINES)), ids=[f"{i}:{' '.join(x.split()[:2])}" for i, x in enumerate(LINES)])
+@pytest.mark.parametrize(
+    "index", range(len(LINES)), ids=[f"{i}:{' '.join(x.split()[:2])}" for i, x in enumerate(LINES)]
+)
 def test_every_readme_command_runs(kind, index, tmp_path, monkeypatch):
     line = LINES[index]
     if " render " in f" {line} ":

@@ -1,4 +1,5 @@
 """Routes as found in the wild (issue 10): defects Open Rails tolerates, typed findings."""
+
 from __future__ import annotations
 
 import sys
@@ -103,11 +104,15 @@ def test_route_consists_folder_and_realistic_dmu_stand_ins(rw, tmp_path):
 def test_consist_max_velocity_is_a_hard_limit(rw, tmp_path):
     con = rw / "Consists" / "rw_dmu.con"
     slow = rw / "Consists" / "rw_slow.con"
-    slow.write_bytes(realworld.utf16_crlf(con.read_bytes()[2:].decode("utf-16-le").replace("25.00000", "8.00000")))
+    slow.write_bytes(
+        realworld.utf16_crlf(con.read_bytes()[2:].decode("utf-16-le").replace("25.00000", "8.00000"))
+    )
     from tdbtools.physics import replay
 
     spec = tmp_path / "slow.toml"
-    spec.write_text(realworld.scenario(rw).replace('consist = "rw_dmu"', 'consist = "rw_slow"'), encoding="utf-8")
+    spec.write_text(
+        realworld.scenario(rw).replace('consist = "rw_dmu"', 'consist = "rw_slow"'), encoding="utf-8"
+    )
     result = replay(spec)
     assert result.summary["trains"]["dmu"]["max_speed_kmh"] <= 8.0 * 3.6 + 0.5
 
@@ -121,13 +126,16 @@ def test_train_longer_than_its_path_is_a_clear_error(rw, tmp_path):
     assert result.summary["trains"]["dmu"]["distance_m"] > 50
 
 
-@pytest.mark.parametrize(("kind", "file", "folder", "others", "expected"), [
-    ("engine", "mfaVIA", "DSB IC3 VIA", [("wagon", "ffVIA", "DSB IC3 VIA")], "dmu"),
-    ("engine", "2030", "DSB IR4", [("wagon", "2230", "DSB IR4")], "emu"),
-    ("engine", "DSB_MX1001", "DSB MX 1001", [], "diesel"),
-    ("engine", "CFL185", "CFL185", [("wagon", "Eanos", "Goods")], "electric"),
-    ("engine", "class66_diesel", "x", [], "diesel"),
-])
+@pytest.mark.parametrize(
+    ("kind", "file", "folder", "others", "expected"),
+    [
+        ("engine", "mfaVIA", "DSB IC3 VIA", [("wagon", "ffVIA", "DSB IC3 VIA")], "dmu"),
+        ("engine", "2030", "DSB IR4", [("wagon", "2230", "DSB IR4")], "emu"),
+        ("engine", "DSB_MX1001", "DSB MX 1001", [], "diesel"),
+        ("engine", "CFL185", "CFL185", [("wagon", "Eanos", "Goods")], "electric"),
+        ("engine", "class66_diesel", "x", [], "diesel"),
+    ],
+)
 def test_stand_in_variant_follows_names_and_consist(kind, file, folder, others, expected):
     from tdbtools.formats.consist import CarEntry, Consist, stand_in_variant
 
@@ -146,8 +154,9 @@ def test_sample_shunt_does_what_its_comment_says():
     result = replay(SAMPLE_INSTALL / "shunt.toml")
     s = result.summary["trains"]
     assert s["engine"]["max_speed_kmh"] < 6.0
-    hits = [e for e in result.events if e.kind == "impact"
-            and {c[0] for c in e.cars} == {"engine", "standing"}]
+    hits = [
+        e for e in result.events if e.kind == "impact" and {c[0] for c in e.cars} == {"engine", "standing"}
+    ]
     assert hits and max(e.relative_speed for e in hits) < 6.0 / 3.6
     tr = result.traces["standing"]["distance"]
     assert abs(tr).max() < 0.5  # braked: it does not roll away
@@ -163,8 +172,11 @@ def _convert_pairs(route, out):
     base = route.trk.filename
     folder = Path(route.folder)
     local = folder / "tsection.dat"
-    pairs = [(folder / f"{base}.trk", out / f"{base}.trk"), (folder / f"{base}.tdb", out / f"{base}.tdb"),
-             (Path(route.tsection.files[0]), out / "OPENRAILS" / "tsection.dat")]
+    pairs = [
+        (folder / f"{base}.trk", out / f"{base}.trk"),
+        (folder / f"{base}.tdb", out / f"{base}.tdb"),
+        (Path(route.tsection.files[0]), out / "OPENRAILS" / "tsection.dat"),
+    ]
     if (folder / f"{base}.rdb").is_file():
         pairs.append((folder / f"{base}.rdb", out / f"{base}.rdb"))
     if local.is_file():
@@ -281,8 +293,20 @@ def test_replay_prints_stand_ins_readable_events_and_units(rw, tmp_path):
 
     r = _cli("replay", "--route", rw, "--consist", "rw_dmu", "--path", "line.pat", "--out", tmp_path / "o")
     assert r.exit_code == 2 and "--stand-in" in r.stderr
-    r = _cli("replay", "--route", rw, "--consist", "rw_dmu", "--path", "line.pat", "--stand-in",
-             "--max-speed", 30, "--out", tmp_path / "o")
+    r = _cli(
+        "replay",
+        "--route",
+        rw,
+        "--consist",
+        "rw_dmu",
+        "--path",
+        "line.pat",
+        "--stand-in",
+        "--max-speed",
+        30,
+        "--out",
+        tmp_path / "o",
+    )
     assert r.exit_code == 0, r.output
     assert r.stderr.count("diesel multiple-unit power car stand-in") == 2
     assert "[[" not in r.stdout and "['" not in r.stdout  # no Python reprs
@@ -290,11 +314,33 @@ def test_replay_prints_stand_ins_readable_events_and_units(rw, tmp_path):
     assert events["units"]["time"] == "s" and events["events"]
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["trains"]["rw_dmu"]["max_speed_kmh"] <= 31.0
-    r = _cli("replay", "--route", rw, "--consist", "rw_dmu", "--path", "short.pat", "--stand-in",
-             "--out", tmp_path / "o2")
+    r = _cli(
+        "replay",
+        "--route",
+        rw,
+        "--consist",
+        "rw_dmu",
+        "--path",
+        "short.pat",
+        "--stand-in",
+        "--out",
+        tmp_path / "o2",
+    )
     assert r.exit_code == 2 and "--beyond-path" in r.stderr
-    r = _cli("replay", "--route", rw, "--consist", "rw_dmu", "--path", "short.pat", "--stand-in",
-             "--beyond-path", 100, "--out", tmp_path / "o2")
+    r = _cli(
+        "replay",
+        "--route",
+        rw,
+        "--consist",
+        "rw_dmu",
+        "--path",
+        "short.pat",
+        "--stand-in",
+        "--beyond-path",
+        100,
+        "--out",
+        tmp_path / "o2",
+    )
     assert r.exit_code == 0, r.output
 
 
@@ -321,8 +367,14 @@ def test_gentle_buffer_impacts_are_not_listed_as_faults():
     from tdbtools.physics.events import EventLocation, Impact
 
     gentle = Impact(time=50.0, relative_speed=0.3, cars=(("t", 0), ("t", 1)), impulse=1.0, energy_lost=1.0)
-    hard = Impact(time=60.0, relative_speed=3.0, cars=(("a", 2), ("b", 0)), impulse=1.0, energy_lost=1.0,
-                  location=EventLocation(node=4, tile_x=0, tile_z=0, x=0.0, y=0.0, z=0.0))
+    hard = Impact(
+        time=60.0,
+        relative_speed=3.0,
+        cars=(("a", 2), ("b", 0)),
+        impulse=1.0,
+        energy_lost=1.0,
+        location=EventLocation(node=4, tile_x=0, tile_z=0, x=0.0, y=0.0, z=0.0),
+    )
     lines = _event_lines([gentle, gentle, hard])
     assert lines[0] == "  impact at 60.0 s: 10.8 km/h between a car 2 and b car 0 (node 4)"
     assert "2 gentle buffer impact(s)" in lines[1] and "normal" in lines[1]

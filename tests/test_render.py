@@ -5,6 +5,7 @@ the references in tests/data/images/ (pyvista.compare_images, error below
 IMAGE_THRESHOLD). To remake the references: TDBTOOLS_REGEN_IMAGES=1 pytest tests/test_render.py.
 Without pyvista, or without a working OpenGL, those tests skip with the reason.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,16 +24,19 @@ from tdbtools.render import scene as scene_mod
 from tdbtools.render.scene import to_scene, train_boxes
 
 IMAGES = Path(__file__).resolve().parent / "data" / "images"
-IMAGE_THRESHOLD = 500.0     # pytest-pyvista's default error threshold
+IMAGE_THRESHOLD = 500.0  # pytest-pyvista's default error threshold
 WINDOW = (640, 480)
 
 try:
     import pyvista  # noqa: F401
+
     HAVE_PYVISTA = True
 except ImportError:  # pragma: no cover - depends on the machine
     HAVE_PYVISTA = False
 
-needs_pyvista = pytest.mark.skipif(not HAVE_PYVISTA, reason="pyvista is not installed (pip install 'tdbtools[render]')")
+needs_pyvista = pytest.mark.skipif(
+    not HAVE_PYVISTA, reason="pyvista is not installed (pip install 'tdbtools[render]')"
+)
 
 
 @pytest.fixture(scope="module")
@@ -72,21 +76,23 @@ def replayed(route):
 
 
 def test_import_is_light():
-    code = ("import sys, tdbtools.render, tdbtools.render.scene, tdbtools.render.animate, tdbtools.render.plots\n"
-            "import tdbtools.render.view, tdbtools.render.html\n"
-            "heavy = [m for m in ('pyvista', 'vtk', 'vtkmodules', 'imageio', 'matplotlib', 'plotly') if m in sys.modules]\n"
-            "assert not heavy, heavy\n")
+    code = (
+        "import sys, tdbtools.render, tdbtools.render.scene, tdbtools.render.animate, tdbtools.render.plots\n"
+        "import tdbtools.render.view, tdbtools.render.html\n"
+        "heavy = [m for m in ('pyvista', 'vtk', 'vtkmodules', 'imageio', 'matplotlib', 'plotly') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
 def test_to_scene_is_right_handed_z_up():
     p = to_scene([100.0, 101.0], [5.0, 6.0], [200.0, 199.0], (100.0, 200.0))
-    assert p.tolist() == [[0.0, 0.0, 5.0], [1.0, -1.0, 6.0]]    # x = X−X0 (east), y = Z−Z0 (north), z = Y
+    assert p.tolist() == [[0.0, 0.0, 5.0], [1.0, -1.0, 6.0]]  # x = X−X0 (east), y = Z−Z0 (north), z = Y
 
 
 def test_train_boxes_oriented_by_bogies():
     front = np.array([[10.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
-    rear = np.array([[0.0, 0.0, 0.0], [0.0, -10.0, 0.0]])   # car 1 heads north
+    rear = np.array([[0.0, 0.0, 0.0], [0.0, -10.0, 0.0]])  # car 1 heads north
     pts, faces = train_boxes(front, rear, [20.0, 16.0], 3.0, 4.0, lift=0.5)
     assert pts.shape == (16, 3) and faces.shape == (2 * 6 * 5,)
     a, b = pts[:8], pts[8:]
@@ -113,7 +119,7 @@ def test_no_pyvista_is_a_clear_error(monkeypatch, route):
 
 @needs_pyvista
 def test_no_renderer_is_a_clear_error(monkeypatch, route, tmp_path):
-    scene = scene_mod.build_scene(route)     # building needs no renderer
+    scene = scene_mod.build_scene(route)  # building needs no renderer
     monkeypatch.setattr(scene_mod, "_probe_cache", None)
     monkeypatch.setattr(scene_mod, "_probe", lambda timeout=60.0: (False, "a test render failed (signal 11)"))
     with pytest.raises(TdbToolsError, match=r"no renderer: .*libegl1 libgl1 libgl1-mesa-dri"):
@@ -152,8 +158,10 @@ def _expected_counts(route):
     nodes = route.tdb.nodes[1:]
     items = route.tdb.items
     kinds = {"signal", "speedpost", "platform", "siding"}
-    exp = {"junction": sum(isinstance(n, JunctionNode) and n.uid is not None for n in nodes),
-           "end": sum(isinstance(n, EndNode) and n.uid is not None for n in nodes)}
+    exp = {
+        "junction": sum(isinstance(n, JunctionNode) and n.uid is not None for n in nodes),
+        "end": sum(isinstance(n, EndNode) and n.uid is not None for n in nodes),
+    }
     for k in kinds:
         exp[k] = sum(i.kind == k and i.r_data is not None for i in items)
     return sum(isinstance(n, VectorNode) for n in nodes), exp
@@ -165,17 +173,19 @@ def test_scene_contents(route, color_by):
     scene = scene_mod.build_scene(route, color_by=color_by)
     n_vector, exp = _expected_counts(route)
     assert scene.track.n_lines == scene.track.n_cells == n_vector == 3
-    assert sorted(scene.track.cell_data["node"]) == [i for i, n in enumerate(route.tdb.nodes) if isinstance(n, VectorNode)]
+    assert sorted(scene.track.cell_data["node"]) == [
+        i for i, n in enumerate(route.tdb.nodes) if isinstance(n, VectorNode)
+    ]
     assert {k: len(m) for k, m in scene.markers.items()} == exp
     assert exp == {"junction": 1, "end": 3, "signal": 3, "speedpost": 3, "platform": 2, "siding": 2}
     assert scene.scalars in scene.track.array_names
     for m in scene.markers.values():
-        assert m.glyphs.n_points == len(m)       # one point per marker: drawn at a size in pixels
-    assert scene.markers["platform"].labels == ("Sampleby", "")     # a station once, not per platform end
+        assert m.glyphs.n_points == len(m)  # one point per marker: drawn at a size in pixels
+    assert scene.markers["platform"].labels == ("Sampleby", "")  # a station once, not per platform end
     # the scene frame: x east, y north (Z), z up (Y); near the origin
     b = scene.track.bounds
     assert max(abs(v) for v in b[:4]) < 2 * 2048 and 0 < b[4] < 1000
-    assert scene.grid.n_lines == 3 + 2     # tiles −5631…−5630 × 15116: 3 x-lines, 2 z-lines
+    assert scene.grid.n_lines == 3 + 2  # tiles −5631…−5630 × 15116: 3 x-lines, 2 z-lines
 
 
 @needs_pyvista
@@ -214,7 +224,7 @@ def test_cars_sit_on_the_track(route, replayed):
     track = to_scene(poly.points[:, 0], poly.points[:, 1], poly.points[:, 2], origin)
     a, b = track[:-1], track[1:]
     joins = poly.offsets[1:-1] - 1
-    a, b = np.delete(a, joins, axis=0), np.delete(b, joins, axis=0)    # segments inside a node
+    a, b = np.delete(a, joins, axis=0), np.delete(b, joins, axis=0)  # segments inside a node
 
     def dist(q):  # from q to the nearest track segment
         ab = b - a
@@ -244,7 +254,7 @@ def test_cars_from_trace_folder_follow_the_front(route, replayed, tmp_path):
     t = 0.5 * sum(exact.time_range)
     fe, _, _ = exact.bogies(t)
     fa, _, _ = approx.bogies(t)
-    assert np.max(np.linalg.norm(fe - fa, axis=1)) < 15.0     # the rigid fallback is close
+    assert np.max(np.linalg.norm(fe - fa, axis=1)) < 15.0  # the rigid fallback is close
 
 
 def test_load_replay_errors(tmp_path):
@@ -288,7 +298,9 @@ def test_scene_image(route, renderer, color_by):
     img = scene_mod.screenshot(scene, window_size=WINDOW)
     assert img.shape == (WINDOW[1], WINDOW[0], 3)
     err = _compare(img, f"sample_{color_by}.png")
-    assert err < IMAGE_THRESHOLD, f"image differs from tests/data/images/sample_{color_by}.png: error {err:.0f}"
+    assert err < IMAGE_THRESHOLD, (
+        f"image differs from tests/data/images/sample_{color_by}.png: error {err:.0f}"
+    )
 
 
 @pytest.mark.parametrize("which", ["sample", "northsouth"])
@@ -311,7 +323,7 @@ def test_scene_image_with_train(route, renderer, replayed):
     img = scene_mod.screenshot(scene, window_size=WINDOW)
     scene.trains = None
     bare = scene_mod.screenshot(scene, window_size=WINDOW)
-    dark = (img.max(axis=2) < 40) & (bare.max(axis=2) >= 40)     # the black car boxes
+    dark = (img.max(axis=2) < 40) & (bare.max(axis=2) >= 40)  # the black car boxes
     assert dark.sum() > 10
     err = _compare(img, "sample_train.png")
     assert err < IMAGE_THRESHOLD, f"image differs from tests/data/images/sample_train.png: error {err:.0f}"
@@ -345,8 +357,9 @@ def test_animation_mp4(route, renderer, replayed, tmp_path):
     from tdbtools.render.animate import render_animation
 
     result, rp = replayed
-    out = render_animation(route, result, tmp_path / "run.mp4", replay=rp, frames=9, window_size=(320, 240),
-                           follow=False)
+    out = render_animation(
+        route, result, tmp_path / "run.mp4", replay=rp, frames=9, window_size=(320, 240), follow=False
+    )
     reader = iio2.get_reader(out, format="FFMPEG")
     try:
         n = reader.count_frames()
@@ -375,32 +388,54 @@ def test_cli_render_png_and_gif(tmp_path):
 
     sample = REPO / "sample_routes" / "sample"
     png = tmp_path / "route.png"
-    r = CliRunner().invoke(main, ["render", str(sample / "ROUTES" / "SAMPLE"), "--out", str(png),
-                                  "--replay", str(sample / "replay.toml")])
+    r = CliRunner().invoke(
+        main,
+        [
+            "render",
+            str(sample / "ROUTES" / "SAMPLE"),
+            "--out",
+            str(png),
+            "--replay",
+            str(sample / "replay.toml"),
+        ],
+    )
     if r.exit_code == 2 and "renderer" in r.stderr:
         pytest.skip(f"no renderer here: {r.stderr.strip()[:200]}")
     assert r.exit_code == 0, r.output + r.stderr
     assert png.read_bytes()[:4] == b"\x89PNG"
-    r = CliRunner().invoke(main, ["render", str(sample / "ROUTES" / "SAMPLE"), "--out", str(tmp_path / "x.gif")])
+    r = CliRunner().invoke(
+        main, ["render", str(sample / "ROUTES" / "SAMPLE"), "--out", str(tmp_path / "x.gif")]
+    )
     assert r.exit_code == 2 and "needs --replay" in r.output
 
 
-def test_animation_follows_a_train_with_clock_speed_colours_and_progress(route, renderer, replayed, tmp_path,
-                                                                          capsys):
+def test_animation_follows_a_train_with_clock_speed_colours_and_progress(
+    route, renderer, replayed, tmp_path, capsys
+):
     import imageio.v3 as iio
 
     from tdbtools.render.animate import render_animation
 
     result, rp = replayed
-    out = render_animation(route, result, tmp_path / "f.gif", replay=rp, frames=4, window_size=(320, 240),
-                           follow="passenger", view_distance=400.0, progress=True, labels=False)
+    out = render_animation(
+        route,
+        result,
+        tmp_path / "f.gif",
+        replay=rp,
+        frames=4,
+        window_size=(320, 240),
+        follow="passenger",
+        view_distance=400.0,
+        progress=True,
+        labels=False,
+    )
     err = capsys.readouterr().err
     assert "4/4 frames" in err and "[" in err
     frames = iio.imread(out, index=None)
-    mid = frames[:, 60:180, 100:220].astype(int)            # the followed train stays in the middle
-    colourful = (np.ptp(mid, axis=3) > 60).sum(axis=(1, 2))   # cars coloured by speed, not black
+    mid = frames[:, 60:180, 100:220].astype(int)  # the followed train stays in the middle
+    colourful = (np.ptp(mid, axis=3) > 60).sum(axis=(1, 2))  # cars coloured by speed, not black
     assert (colourful > 20).all(), colourful
-    assert not np.array_equal(frames[0][:20], frames[-1][:20])   # the clock at the top changes
+    assert not np.array_equal(frames[0][:20], frames[-1][:20])  # the clock at the top changes
     with pytest.raises(TdbToolsError, match="no train 'nobody'"):
         render_animation(route, result, tmp_path / "g.gif", replay=rp, frames=2, follow="nobody")
 
@@ -411,6 +446,6 @@ def test_probe_success_is_remembered(monkeypatch, tmp_path, renderer):
     assert ok and "remembered" not in detail
     assert len(list((tmp_path / "tdbtools").glob("renderer-ok-*"))) == 1
     ok, detail = scene_mod._probe(timeout=60)
-    assert ok and "remembered" in detail                       # no child process the second time
-    monkeypatch.setenv("DISPLAY", ":99")                       # another display: probe again
+    assert ok and "remembered" in detail  # no child process the second time
+    monkeypatch.setenv("DISPLAY", ":99")  # another display: probe again
     assert scene_mod._probe_marker() != next((tmp_path / "tdbtools").glob("renderer-ok-*"))

@@ -1,6 +1,7 @@
 """The interactive HTML page (tdbtools.render.html) in a real headless browser:
 Debian's chromium driven by Playwright (never a browser downloaded by Playwright's
 own installer). Skips with the reason when either is missing."""
+
 from __future__ import annotations
 
 import shutil
@@ -13,12 +14,27 @@ from helpers import DK24_ROUTE, SAMPLE_ROUTE, needs_dk24
 
 from tdbtools import load_route
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
-                 if p and Path(p).is_file()), None)
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-dev-shm-usage", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"]
+CHROMIUM = next(
+    (
+        p
+        for p in ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
+        if p and Path(p).is_file()
+    ),
+    None,
+)
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-dev-shm-usage",
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+]
 VIEWPORT = {"width": 1280, "height": 800}
-READY = "() => { const gd = document.querySelector('.js-plotly-plot'); return gd && gd.dataset.fitted === '1'; }"
+READY = (
+    "() => { const gd = document.querySelector('.js-plotly-plot'); return gd && gd.dataset.fitted === '1'; }"
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +49,9 @@ def sample_html(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
+    )
     if CHROMIUM is None:
         pytest.skip("no chromium here (apt-get install chromium)")
     with sync_api.sync_playwright() as p:
@@ -45,7 +63,10 @@ def browser():
 def _open(browser, path: Path):
     page = browser.new_page(viewport=VIEWPORT)
     outside: list[str] = []
-    page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:", "about:")) else outside.append(r.url))
+    page.on(
+        "request",
+        lambda r: None if r.url.startswith(("file:", "data:", "blob:", "about:")) else outside.append(r.url),
+    )
     t0 = time.perf_counter()
     page.goto(path.as_uri())
     page.wait_for_function(READY, timeout=60_000)
@@ -58,13 +79,15 @@ def test_page_is_self_contained(sample_html):
     text = sample_html.read_text(encoding="utf-8")
     external: list[str] = []
 
-    class Tags(HTMLParser):    # script bodies are not parsed as tags, so strings in plotly.js do not count
+    class Tags(HTMLParser):  # script bodies are not parsed as tags, so strings in plotly.js do not count
         def handle_starttag(self, tag, attrs):
-            external.extend(v or "" for k, v in attrs if k in ("src", "href") and tag in ("script", "link", "img"))
+            external.extend(
+                v or "" for k, v in attrs if k in ("src", "href") and tag in ("script", "link", "img")
+            )
 
     Tags().feed(text)
-    assert external == []                                               # plotly.js is inside the file
-    assert "plotly.js (gl3d - minified) v" in text[:5000]               # the 3-D bundle, in the head
+    assert external == []  # plotly.js is inside the file
+    assert "plotly.js (gl3d - minified) v" in text[:5000]  # the 3-D bundle, in the head
     assert sample_html.stat().st_size < 2_500_000
     assert "Plotly.newPlot" in text and "tdbFit" in text
     assert not list(sample_html.parent.glob(".*tmp*"))
@@ -78,7 +101,7 @@ def test_vendored_bundle_matches_plotly(monkeypatch):
     import plotly.offline
 
     monkeypatch.setattr(plotly.offline, "get_plotlyjs_version", lambda: "0.0.1")
-    assert H._vendored_plotlyjs() is None      # another plotly.js: embed plotly's own full bundle instead
+    assert H._vendored_plotlyjs() is None  # another plotly.js: embed plotly's own full bundle instead
 
 
 @pytest.mark.slow
@@ -87,7 +110,7 @@ def test_page_in_browser_draws_fills_and_hovers(browser, sample_html, tmp_path):
 
     page, seconds, outside = _open(browser, sample_html)
     try:
-        assert outside == []                                       # no network needed
+        assert outside == []  # no network needed
         shot = tmp_path / "page.png"
         page.screenshot(path=str(shot))
         import imageio.v3 as iio
@@ -95,9 +118,9 @@ def test_page_in_browser_draws_fills_and_hovers(browser, sample_html, tmp_path):
         img = iio.imread(shot)[..., :3].astype(int)
         box = page.locator(".gl-container canvas").bounding_box()
         x0, y0 = int(box["x"]), int(box["y"])
-        plot = img[y0:y0 + int(box["height"]), x0:x0 + int(box["width"])]
+        plot = img[y0 : y0 + int(box["height"]), x0 : x0 + int(box["width"])]
         inked = (plot.min(axis=2) < 200).mean()
-        assert inked > 0.002, inked                                # the scene is drawn, not a blank canvas
+        assert inked > 0.002, inked  # the scene is drawn, not a blank canvas
         # the route fills the plot with a margin
         scene = build_scene(load_route(SAMPLE_ROUTE, cache=False), color_by="grade")
         pts = np.asarray(scene.track.points)
@@ -121,10 +144,13 @@ def test_page_in_browser_draws_fills_and_hovers(browser, sample_html, tmp_path):
         page.mouse.move(5, 5)
         before = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.visible)")
         lb = page.locator(".legendtext", has_text="signals").bounding_box()
-        page.mouse.click(lb["x"] + lb["width"] / 2, lb["y"] + lb["height"] / 2)     # as a user clicks it
+        page.mouse.click(lb["x"] + lb["width"] / 2, lb["y"] + lb["height"] / 2)  # as a user clicks it
         # plotly waits out its double-click delay before it toggles
-        page.wait_for_function("() => document.querySelector('.js-plotly-plot').data"
-                               ".some(t => t.name === 'signals' && t.visible === 'legendonly')", timeout=10_000)
+        page.wait_for_function(
+            "() => document.querySelector('.js-plotly-plot').data"
+            ".some(t => t.name === 'signals' && t.visible === 'legendonly')",
+            timeout=10_000,
+        )
         after = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.visible)")
         names = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.name)")
         i = names.index("signals")
@@ -133,10 +159,17 @@ def test_page_in_browser_draws_fills_and_hovers(browser, sample_html, tmp_path):
         bb = page.locator(".updatemenu-button", has_text="3-D").bounding_box()
         page.mouse.click(bb["x"] + bb["width"] / 2, bb["y"] + bb["height"] / 2)
         page.wait_for_function(READY, timeout=30_000)
-        proj = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullLayout.scene.camera.projection.type")
+        proj = page.evaluate(
+            "() => document.querySelector('.js-plotly-plot')._fullLayout.scene.camera.projection.type"
+        )
         assert proj == "perspective"
         px = np.array(page.evaluate("pts => pts.map(p => window.tdbProject(p))", pts.tolist()))
-        assert px[:, 0].min() > x0 and px[:, 0].max() < x0 + w and px[:, 1].min() > y0 and px[:, 1].max() < y0 + h
+        assert (
+            px[:, 0].min() > x0
+            and px[:, 0].max() < x0 + w
+            and px[:, 1].min() > y0
+            and px[:, 1].max() < y0 + h
+        )
     finally:
         page.close()
 
@@ -148,7 +181,9 @@ def test_dk24_page_opens(browser, tmp_path):
     from tdbtools.render.html import write_html
     from tdbtools.render.scene import build_scene
 
-    out = write_html(build_scene(load_route(DK24_ROUTE), color_by="grade", audit=True), tmp_path / "dk24.html")
+    out = write_html(
+        build_scene(load_route(DK24_ROUTE), color_by="grade", audit=True), tmp_path / "dk24.html"
+    )
     page, seconds, outside = _open(browser, out)
     try:
         assert outside == []

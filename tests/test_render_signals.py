@@ -1,4 +1,5 @@
 """`render --replay` colours signals by the aspect they show (docs/render.md §8)."""
+
 from __future__ import annotations
 
 import json
@@ -18,6 +19,7 @@ SIGNALS_ROUTE = SAMPLE_INSTALL / "ROUTES" / "SIGNALS"
 
 try:
     import pyvista  # noqa: F401
+
     HAVE_PYVISTA = True
 except ImportError:  # pragma: no cover - depends on the machine
     HAVE_PYVISTA = False
@@ -58,7 +60,7 @@ def test_marker_codes_follow_the_aspect_events(route, follow):
     # The follower waits at a red: its signal shows stop (code 1) while it waits.
     waits = [e for e in result.events if e.kind == "signal_wait"]
     assert waits, "the follower is held at a signal in signals_follow"
-    w = max(waits, key=lambda e: e.seconds)     # the hold at the red (the first: before departure)
+    w = max(waits, key=lambda e: e.seconds)  # the hold at the red (the first: before departure)
     mid = 0.5 * (w.time + w.until)
     codes = sa.at(mid)
     rows = np.flatnonzero(sa.rows == w.signal)
@@ -97,9 +99,14 @@ def test_replay_without_signals_keeps_plain_markers(route, follow):
     from tdbtools.render.animate import signal_aspects
 
     result, _rp, scene = follow
-    plain = type(result)(result.scenario, result.traces, {}, tuple(e for e in result.events
-                                                                 if e.kind != "signal"),
-                         result.summary, 0.0)
+    plain = type(result)(
+        result.scenario,
+        result.traces,
+        {},
+        tuple(e for e in result.events if e.kind != "signal"),
+        result.summary,
+        0.0,
+    )
     assert signal_aspects(route, plain, scene) is None
 
 
@@ -134,14 +141,24 @@ def test_glyphs_are_drawn_in_the_aspect_colours(route, follow, renderer):
 
 @pytest.mark.slow
 def test_render_cli_png_and_gif(tmp_path, renderer):
-    run = [sys.executable, "-c", "import sys; from tdbtools.cli import main; sys.argv[0] = 'tdbtools'; main()"]
+    run = [
+        sys.executable,
+        "-c",
+        "import sys; from tdbtools.cli import main; sys.argv[0] = 'tdbtools'; main()",
+    ]
     out = tmp_path / "rep"
-    subprocess.run(run + ["replay", str(SAMPLE_INSTALL / "signals_crossing.toml"), "--out", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        run + ["replay", str(SAMPLE_INSTALL / "signals_crossing.toml"), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
     assert any(e.get("kind") == "signal" for e in json.loads((out / "events.json").read_text())["events"])
     png = tmp_path / "x.png"
-    p = subprocess.run(run + ["render", str(SIGNALS_ROUTE), "--replay", str(out), "--out", str(png),
-                              "--size", "640x480"], capture_output=True, text=True)
+    p = subprocess.run(
+        run + ["render", str(SIGNALS_ROUTE), "--replay", str(out), "--out", str(png), "--size", "640x480"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     from PIL import Image
 
@@ -149,7 +166,10 @@ def test_render_cli_png_and_gif(tmp_path, renderer):
     # The legend names the aspects; at the end both trains have passed: some glyph shows a colour.
     assert sum(_count(img, c) for c in scene_mod.ASPECT_COLORS[1:]) > 100
     gif = tmp_path / "x.gif"
-    p = subprocess.run(run + ["render", str(SIGNALS_ROUTE), "--replay", str(out), "--out", str(gif),
-                              "--size", "320x240"], capture_output=True, text=True)
+    p = subprocess.run(
+        run + ["render", str(SIGNALS_ROUTE), "--replay", str(out), "--out", str(gif), "--size", "320x240"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     assert Path(gif).stat().st_size > 0

@@ -1,5 +1,6 @@
 """Framing, exaggeration, colour limits, labels, picking, focus and audit markers of
 route pictures (tdbtools.render.view and scene.SceneView); docs/render.md."""
+
 from __future__ import annotations
 
 import math
@@ -19,6 +20,7 @@ SHAPES = [(640, 480), (480, 640), (1000, 300), (300, 1000)]
 
 try:
     import pyvista  # noqa: F401
+
     HAVE_PYVISTA = True
 except ImportError:  # pragma: no cover - depends on the machine
     HAVE_PYVISTA = False
@@ -56,8 +58,8 @@ def renderer():
 
 def test_nice_length_and_limits():
     assert [V.nice_length(x) for x in (0.7, 1, 3.3, 7, 18, 260, 45000)] == [0.5, 1, 2, 5, 10, 200, 20000]
-    g = np.concatenate([np.linspace(-14.0, 15.0, 1000), [80.0, -90.0]])   # two outliers
-    assert V.robust_limits(g, symmetric=True) == (-20.0, 20.0)              # not ±90, not ±40 fixed
+    g = np.concatenate([np.linspace(-14.0, 15.0, 1000), [80.0, -90.0]])  # two outliers
+    assert V.robust_limits(g, symmetric=True) == (-20.0, 20.0)  # not ±90, not ±40 fixed
     lo, hi = V.robust_limits(np.linspace(60, 160, 100))
     assert lo <= 62 and hi >= 158 and hi - lo <= 120
     assert V.robust_limits([], symmetric=True) == (-1.0, 1.0)
@@ -65,18 +67,23 @@ def test_nice_length_and_limits():
 
 def test_auto_exaggeration_makes_heights_visible():
     x = np.linspace(0, 200_000, 500)
-    pts = np.column_stack([x, 0 * x, 10 + 100 * x / x[-1]])    # 100 m over 200 km
+    pts = np.column_stack([x, 0 * x, 10 + 100 * x / x[-1]])  # 100 m over 200 km
     e = V.auto_exaggeration(pts)
     assert 100 <= e <= 200
-    assert V.auto_exaggeration(np.column_stack([x, 0 * x, 0 * x])) == 1.0      # flat: nothing to stretch
+    assert V.auto_exaggeration(np.column_stack([x, 0 * x, 0 * x])) == 1.0  # flat: nothing to stretch
     hill = np.column_stack([x[:50] / 100, 0 * x[:50], np.linspace(0, 200, 50)])  # already steep: 1
     assert V.auto_exaggeration(hill) == 1.0
 
 
 def _inside(px, size, margin):
     w, h = size
-    return (np.isfinite(px).all() and px[:, 0].min() >= margin * w and px[:, 0].max() <= (1 - margin) * w
-            and px[:, 1].min() >= margin * h and px[:, 1].max() <= (1 - margin) * h)
+    return (
+        np.isfinite(px).all()
+        and px[:, 0].min() >= margin * w
+        and px[:, 0].max() <= (1 - margin) * w
+        and px[:, 1].min() >= margin * h
+        and px[:, 1].max() <= (1 - margin) * h
+    )
 
 
 @pytest.mark.parametrize("view", V.VIEWS)
@@ -94,19 +101,19 @@ def test_frame_fills_the_window_with_a_margin(view, size, axis):
     # ... and fills it: the extent reaches the margins in at least one direction
     span = (np.ptp(px[:, 0]) / size[0], np.ptp(px[:, 1]) / size[1])
     assert max(span) > 0.7, span
-    if view == "map":    # north up: a point north of another is higher on the screen
+    if view == "map":  # north up: a point north of another is higher on the screen
         q = V.project(cam, np.array([[0, 0, 0], [0, 100, 0]]), size)
         assert q[1, 1] > q[0, 1] and abs(q[1, 0] - q[0, 0]) < 1e-6
 
 
 def test_place_labels_never_overlap_and_keep_priority():
     rng = np.random.default_rng(1)
-    anchors = rng.uniform(100, 300, size=(200, 2))      # crowded: 200 labels in 200×200 px
+    anchors = rng.uniform(100, 300, size=(200, 2))  # crowded: 200 labels in 200×200 px
     texts = [f"label{i}" for i in range(200)]
     prio = [3 if i == 150 else 1 for i in range(200)]
     placed = V.place_labels(anchors, texts, prio, (640, 480), font_px=12, max_labels=1000)
-    assert placed[0][0] == 150                           # the station first
-    assert 3 < len(placed) < 60                          # crowded: far fewer than asked
+    assert placed[0][0] == 150  # the station first
+    assert 3 < len(placed) < 60  # crowded: far fewer than asked
     boxes = [(x, y, x + 0.62 * 12 * len(texts[i]), y + 15) for i, x, y in placed]
     for a in range(len(boxes)):
         for b in range(a + 1, len(boxes)):
@@ -171,11 +178,11 @@ def test_colour_scales_follow_the_data(route, renderer):
 
     g = build_scene(route, color_by="grade")
     lo, hi = g.clim
-    assert lo == -hi and hi <= 10       # symmetric, from the data (sample grades ≈ ±5 ‰), not ±40
+    assert lo == -hi and hi <= 10  # symmetric, from the data (sample grades ≈ ±5 ‰), not ±40
     k = build_scene(route, color_by="kind")
     sv = _view(k, "map", (320, 240))
     try:
-        assert not sv.plotter.scalar_bars     # categories: a legend, not a 0–2 colour bar
+        assert not sv.plotter.scalar_bars  # categories: a legend, not a 0–2 colour bar
     finally:
         sv.close()
 
@@ -207,24 +214,32 @@ def test_pick_track_item_and_nothing(route, renderer):
         pd = scene.track.point_data
         k = int(np.argmax(pd["offset_m"]))
         same = np.flatnonzero(pd["node"] == pd["node"][k])
-        j = int(same[np.argmin(np.abs(pd["offset_m"][same] - 0.45 * pd["offset_m"][k]))])   # mid-node
-        x, y = sv.project(sv.track_points[j:j + 1])[0]
+        j = int(same[np.argmin(np.abs(pd["offset_m"][same] - 0.45 * pd["offset_m"][k]))])  # mid-node
+        x, y = sv.project(sv.track_points[j : j + 1])[0]
         info = sv.pick(x, y)
         assert info["kind"] == "track" and info["node"] == int(pd["node"][j])
-        assert {"section", "section_id", "offset_m", "grade_permille", "curvature_per_km",
-                "speed_limit_kmh"} <= info.keys()
+        assert {
+            "section",
+            "section_id",
+            "offset_m",
+            "grade_permille",
+            "curvature_per_km",
+            "speed_limit_kmh",
+        } <= info.keys()
         m = scene.markers["platform"]
         x, y = sv.project(sv.marker_points["platform"][:1])[0]
         info = sv.pick(x, y)
         assert info["kind"] == "platform" and info["item"] == int(m.ids[0])
         assert info["station"] == "Sampleby"
         assert sv.pick(2, 2) is None
-        assert sv.click(x, y)["kind"] == "platform" and "station: Sampleby" in sv.info_text   # as a click shows it
+        assert (
+            sv.click(x, y)["kind"] == "platform" and "station: Sampleby" in sv.info_text
+        )  # as a click shows it
         assert sv.click(2, 2) is None and sv.info_text == "nothing here"
-        assert sv.key("3") is False and sv.key("3") is True and sv.key("x") is None   # audit layer off, on
+        assert sv.key("3") is False and sv.key("3") is True and sv.key("x") is None  # audit layer off, on
         assert sv.key("1") is False
         assert all(not a.GetVisibility() for a in sv.actors["markers"])
-        assert (sv.pick(x, y) or {}).get("kind") != "platform"     # hidden markers are not picked
+        assert (sv.pick(x, y) or {}).get("kind") != "platform"  # hidden markers are not picked
     finally:
         sv.close()
 
@@ -242,8 +257,12 @@ def test_focus_specs(route, renderer):
     assert resolve_focus(route, scene, f"item:{item}")[1] == f"item {item}"
     pts, _ = resolve_focus(route, scene, "-5631,15116,200,-310")
     assert np.ptp(pts[:, 0]) == pytest.approx(2 * 150.0)
-    for bad, msg in (("node:999", "no track node"), ("nowhere", "not a node"), ("GAP_IN_NODE", "finds no"),
-                     ("item:x", "needs a number")):
+    for bad, msg in (
+        ("node:999", "no track node"),
+        ("nowhere", "not a node"),
+        ("GAP_IN_NODE", "finds no"),
+        ("item:x", "needs a number"),
+    ):
         with pytest.raises(TdbToolsError, match=msg):
             resolve_focus(route, scene, bad)
     sv = _view(build_scene(route, focus="node:2"), "map", (640, 480))
@@ -271,10 +290,12 @@ def test_dk24_audit_markers_and_gap_focus(renderer):
     assert scene.gaps.n_lines == len(report.by_code("GAP_IN_NODE")) == 2
     sv = _view(scene, "map", (800, 600))
     try:
-        assert sv.current_camera().metres_per_pixel(600) < 2.0        # a place, not the whole route
+        assert sv.current_camera().metres_per_pixel(600) < 2.0  # a place, not the whole route
         placed = [p for p in sv.placed_labels() if p[0] == "finding"]
         assert placed and placed[0][1] == "GAP_IN_NODE (node 660, 100.0 m)"
-        gx, gy = sv.project(sv.marker_points["finding"])[list(f.labels).index("GAP_IN_NODE (node 660, 100.0 m)")]
+        gx, gy = sv.project(sv.marker_points["finding"])[
+            list(f.labels).index("GAP_IN_NODE (node 660, 100.0 m)")
+        ]
         info = sv.pick(gx, gy)
         assert info["kind"] == "finding" and info["code"] == "GAP_IN_NODE" and 660 in info["nodes"]
     finally:
@@ -283,10 +304,14 @@ def test_dk24_audit_markers_and_gap_focus(renderer):
 
 def test_headless_render_prints_no_x_warning(tmp_path, renderer):
     out = tmp_path / "x.png"
-    code = ("from tdbtools import load_route\nfrom tdbtools.render.scene import build_scene, render_png\n"
-            f"render_png(build_scene(load_route({str(SAMPLE_ROUTE)!r})), {str(out)!r}, window_size=(160, 120))\n")
+    code = (
+        "from tdbtools import load_route\nfrom tdbtools.render.scene import build_scene, render_png\n"
+        f"render_png(build_scene(load_route({str(SAMPLE_ROUTE)!r})), {str(out)!r}, window_size=(160, 120))\n"
+    )
     env = {k: v for k, v in __import__("os").environ.items() if k != "DISPLAY"}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     assert "bad X server" not in r.stderr and "WARN" not in r.stderr, r.stderr
     assert out.is_file()
@@ -305,8 +330,26 @@ def test_cli_render_views_focus_audit_html(tmp_path, renderer):
 
     run = CliRunner().invoke
     png = tmp_path / "r.png"
-    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--view", "3d", "--exaggerate", "20",
-                   "--size", "400x300", "--focus", "Sampleby", "--audit", "--color-by", "grade"])
+    r = run(
+        main,
+        [
+            "render",
+            str(SAMPLE_ROUTE),
+            "--out",
+            str(png),
+            "--view",
+            "3d",
+            "--exaggerate",
+            "20",
+            "--size",
+            "400x300",
+            "--focus",
+            "Sampleby",
+            "--audit",
+            "--color-by",
+            "grade",
+        ],
+    )
     assert r.exit_code == 0, r.output + r.stderr
     import imageio.v3 as iio
 
@@ -315,15 +358,20 @@ def test_cli_render_views_focus_audit_html(tmp_path, renderer):
     page = tmp_path / "r.html"
     r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(page)])
     assert r.exit_code == 0 and "<title>tdbtools sample route" in page.read_text(encoding="utf-8")
-    for args, msg in ((["--focus", "nowhere"], "not a node"), (["--size", "12"], "WIDTHxHEIGHT"),
-                      (["--out", str(tmp_path / "x.svg")], ".png, .html"),
-                      (["--exaggerate", "-2"], "exaggerate")):
-        fresh = tmp_path / "fresh.png"       # never written: every case fails before writing
-        r = run(main, ["render", str(SAMPLE_ROUTE), *args] + ([] if "--out" in args else ["--out", str(fresh)]))
+    for args, msg in (
+        (["--focus", "nowhere"], "not a node"),
+        (["--size", "12"], "WIDTHxHEIGHT"),
+        (["--out", str(tmp_path / "x.svg")], ".png, .html"),
+        (["--exaggerate", "-2"], "exaggerate"),
+    ):
+        fresh = tmp_path / "fresh.png"  # never written: every case fails before writing
+        r = run(
+            main, ["render", str(SAMPLE_ROUTE), *args] + ([] if "--out" in args else ["--out", str(fresh)])
+        )
         assert r.exit_code == 2 and msg in r.output + r.stderr, (args, r.output + r.stderr)
         assert "Traceback" not in r.output + r.stderr
     assert not list(tmp_path.glob(".*")) and not (tmp_path / "fresh.png").exists()
     r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png)])
-    assert r.exit_code == 2 and "--overwrite" in r.output + r.stderr             # an existing picture is kept
+    assert r.exit_code == 2 and "--overwrite" in r.output + r.stderr  # an existing picture is kept
     r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--overwrite", "--size", "200x100"])
     assert r.exit_code == 0 and iio.imread(png).shape[:2] == (100, 200)

@@ -1,5 +1,6 @@
 """Replays: the bundled scenarios, events (impacts, derailments, collisions), outputs,
 scenario errors, and a sample consist over DK24."""
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,22 @@ def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path):
     png = plot_speed_distance(res.traces["passenger"], "passenger", res.events, tmp_path / "out" / "p.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
     header = (tmp_path / "out" / "passenger.csv").read_text().splitlines()[0].split(",")
-    assert header == ["time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
-                      "tile_x", "tile_z", "x", "y", "z", "grade_permille"]
+    assert header == [
+        "time",
+        "distance",
+        "speed",
+        "acceleration",
+        "throttle",
+        "brake",
+        "node",
+        "offset",
+        "tile_x",
+        "tile_z",
+        "x",
+        "y",
+        "z",
+        "grade_permille",
+    ]
     json.loads((tmp_path / "out" / "events.json").read_text())
 
 
@@ -73,30 +88,37 @@ def test_shunt_into_standing_train_conserves_momentum():
     v0 = eng.v.copy()
     p0 = float(np.sum(m * v0))
     e0 = float(np.sum(0.5 * m * v0 * v0))
-    assert p0 > 100.0                                  # it is moving
+    assert p0 > 100.0  # it is moving
     events = []
     for _ in range(int(10.0 / dt)):
         events += eng.step(dt, 0.0, 0.0)
     v1 = eng.v
     assert float(np.sum(m * v1)) == pytest.approx(p0, rel=1e-9)
     assert float(np.sum(0.5 * m * v1 * v1)) <= e0 * (1 + 1e-12)
-    hit = [e for e in events if e.kind == "impact" and
-           {int(c) for c in e.cars} & set(range(standing.start, standing.stop))
-           and {int(c) for c in e.cars} & set(range(mover.start, mover.stop))]
+    hit = [
+        e
+        for e in events
+        if e.kind == "impact"
+        and {int(c) for c in e.cars} & set(range(standing.start, standing.stop))
+        and {int(c) for c in e.cars} & set(range(mover.start, mover.stop))
+    ]
     assert hit and hit[0].relative_speed > 0 and hit[0].energy_lost > 0
     # The standing train was set moving: momentum went from the mover into it.
     assert float(np.sum(m[standing] * v1[standing])) > 0.3 * p0
 
 
 def test_running_off_a_track_end_derails(tmp_path):
-    sc = scenario(tmp_path, '''
+    sc = scenario(
+        tmp_path,
+        """
 [[train]]
 name = "runaway"
 consist = "sample_double"
 path = "MainWE.pat"
 driver = "schedule"
 schedule = [ { at = 0, throttle = 1.0 } ]
-''')
+""",
+    )
     res = Replay(sc).run()
     der = [e for e in res.events if isinstance(e, Derailment)]
     assert der and der[0].train == "runaway" and "track end" in der[0].message
@@ -105,14 +127,17 @@ schedule = [ { at = 0, throttle = 1.0 } ]
 
 
 def test_switch_thrown_under_a_train_derails_it(tmp_path):
-    sc = scenario(tmp_path, '''
+    sc = scenario(
+        tmp_path,
+        """
 duration = 200
 [[train]]
 name = "p"
 consist = "sample_passenger"
 path = "MainWE.pat"
 driver = "auto"
-''')
+""",
+    )
     rep = Replay(sc)
     train = rep.trains[0]
     (j,) = train.line.junctions
@@ -134,7 +159,9 @@ driver = "auto"
 
 
 def test_head_on_collision_is_detected(tmp_path):
-    sc = scenario(tmp_path, '''
+    sc = scenario(
+        tmp_path,
+        """
 duration = 300
 [[train]]
 name = "west"
@@ -148,7 +175,8 @@ consist = "sample_double"
 path = "MainEW.pat"
 driver = "schedule"
 schedule = [ { at = 0, throttle = 0.5 } ]
-''')
+""",
+    )
     res = Replay(sc).run()
     col = [e for e in res.events if isinstance(e, Collision)]
     assert col and {col[0].train, col[0].other_train} == {"west", "east"}
@@ -157,9 +185,11 @@ schedule = [ { at = 0, throttle = 0.5 } ]
 
 def test_missing_stock_names_the_file_and_stand_in_runs(tmp_path):
     con = tmp_path / "odd.con"
-    con.write_text('SIMISA@@@@@@@@@@JINX0D0t______\nTrain ( TrainCfg ( "odd" Name ( "odd" ) '
-                   'Engine ( UiD ( 1 ) EngineData ( NOPE_LOCO NOPE_FOLDER ) ) '
-                   'Wagon ( UiD ( 2 ) WagonData ( NOPE_COACH NOPE_FOLDER ) ) ) )\n')
+    con.write_text(
+        'SIMISA@@@@@@@@@@JINX0D0t______\nTrain ( TrainCfg ( "odd" Name ( "odd" ) '
+        "Engine ( UiD ( 1 ) EngineData ( NOPE_LOCO NOPE_FOLDER ) ) "
+        "Wagon ( UiD ( 2 ) WagonData ( NOPE_COACH NOPE_FOLDER ) ) ) )\n"
+    )
     body = f'''
 duration = 30
 [[train]]
@@ -175,14 +205,17 @@ path = "MainWE.pat"
     assert any(isinstance(e, StandIn) for e in res.events)
 
 
-@pytest.mark.parametrize("body, message, line, column", [
-    ('[[train]]\nconsist = "c"\n', "give either 'path' or 'start'", 2, 1),
-    ('[[train]]\nconsist = "c"\npath = "p"\nthrottle = 1\n', "unknown key 'throttle'", 5, 1),
-    ('step = "fast"\n[[train]]\nconsist = "c"\npath = "p"\n', "step", 2, 1),
-    ('[[train]]\nconsist = "c"\npath = "p"\ndriver = "schedule"\n', "needs [[train.schedule]]", 5, 1),
-    ('[[train]\n', "invalid TOML", 2, 8),
-    ('[[train]]\nconsist = "c"\npath = "p"\ncategory = "goods"\n', "category must be", 5, 1),
-])
+@pytest.mark.parametrize(
+    "body, message, line, column",
+    [
+        ('[[train]]\nconsist = "c"\n', "give either 'path' or 'start'", 2, 1),
+        ('[[train]]\nconsist = "c"\npath = "p"\nthrottle = 1\n', "unknown key 'throttle'", 5, 1),
+        ('step = "fast"\n[[train]]\nconsist = "c"\npath = "p"\n', "step", 2, 1),
+        ('[[train]]\nconsist = "c"\npath = "p"\ndriver = "schedule"\n', "needs [[train.schedule]]", 5, 1),
+        ("[[train]\n", "invalid TOML", 2, 8),
+        ('[[train]]\nconsist = "c"\npath = "p"\ncategory = "goods"\n', "category must be", 5, 1),
+    ],
+)
 def test_scenario_errors_are_located(tmp_path, body, message, line, column):
     # Line numbers count the 'route = "x"' line put in front of every body.
     with pytest.raises(ScenarioError) as ei:
@@ -195,9 +228,20 @@ def test_cli_replay_default_and_shortcuts(tmp_path):
     r = CliRunner().invoke(main, ["replay", "--out", str(tmp_path / "a")])
     assert r.exit_code == 0, r.output
     assert "passenger" in r.output and (tmp_path / "a" / "summary.json").is_file()
-    r = CliRunner().invoke(main, ["replay", "--route", str(SAMPLE_ROUTE), "--consist",
-                                  str(CONSISTS / "sample_freight.con"), "--path", "Siding.pat",
-                                  "--out", str(tmp_path / "b")])
+    r = CliRunner().invoke(
+        main,
+        [
+            "replay",
+            "--route",
+            str(SAMPLE_ROUTE),
+            "--consist",
+            str(CONSISTS / "sample_freight.con"),
+            "--path",
+            "Siding.pat",
+            "--out",
+            str(tmp_path / "b"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     s = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert s["trains"]["sample_freight"]["finished"]
@@ -207,15 +251,19 @@ def test_cli_replay_default_and_shortcuts(tmp_path):
 
 @needs_dk24
 def test_sample_consist_over_a_dk24_path(tmp_path):
-    sc = scenario(tmp_path, f'''
+    sc = scenario(
+        tmp_path,
+        f'''
 duration = 900
 [[train]]
 name = "freight"
-consist = "{CONSISTS / 'sample_freight.con'}"
+consist = "{CONSISTS / "sample_freight.con"}"
 path = "1803.pat"
 beyond_path = 3000
 driver = "auto"
-''', route=DK24_ROUTE)
+''',
+        route=DK24_ROUTE,
+    )
     res = replay(sc)
     s = res.summary["trains"]["freight"]
     assert s["finished"] and not s["derailed"]

@@ -1,4 +1,5 @@
 """Route loading (finding the files as Open Rails does) and the on-disk cache."""
+
 from __future__ import annotations
 
 import os

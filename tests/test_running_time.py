@@ -5,6 +5,7 @@ distances against closed forms, and the physics behaviours the replay must show.
 The reference below shares no code with tdbtools.physics: it reads the stock values
 and restates the force laws of docs/running-time.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,22 +43,34 @@ class Train:
     inertia: float
     length: float
     davis: tuple[float, float, float]
-    engines: list[tuple[float, float, float, float]]   # max force, power, vmax, adhesive mass
+    engines: list[tuple[float, float, float, float]]  # max force, power, vmax, adhesive mass
     max_brake: float
 
     @classmethod
     def of(cls, consist: str) -> Train:
         con = read_consist(CONSISTS / f"{consist}.con")
         cars = resolve_stock(con, SAMPLE_INSTALL)
-        engines = [(c.max_force_n, c.max_power_w, c.max_velocity_ms,
-                    c.mass_kg * (c.num_drive_axles / c.num_axles if c.num_drive_axles else 1.0))
-                   for c in cars if c.kind == "engine"]
+        engines = [
+            (
+                c.max_force_n,
+                c.max_power_w,
+                c.max_velocity_ms,
+                c.mass_kg * (c.num_drive_axles / c.num_axles if c.num_drive_axles else 1.0),
+            )
+            for c in cars
+            if c.kind == "engine"
+        ]
         # documented rotating-mass factors: 1.15 engines, 1.05 other cars
         inertia = sum(c.mass_kg * (1.15 if c.kind == "engine" else 1.05) for c in cars)
         davis_at = [(c.davis_a, c.davis_b, c.davis_c) for c in cars]
-        return cls(sum(c.mass_kg for c in cars), inertia, sum(c.length_m for c in cars),
-                   tuple(sum(d[i] for d in davis_at) for i in range(3)), engines,
-                   sum(c.max_brake_force_n for c in cars))
+        return cls(
+            sum(c.mass_kg for c in cars),
+            inertia,
+            sum(c.length_m for c in cars),
+            tuple(sum(d[i] for d in davis_at) for i in range(3)),
+            engines,
+            sum(c.max_brake_force_n for c in cars),
+        )
 
     def traction(self, v: float) -> float:
         total = 0.0
@@ -90,9 +103,17 @@ def resistance(consist: str, v: float) -> float:
     return tot
 
 
-def reference_min_time(consist: str, length: float, grade: float, curvature: float,
-                       limits: list[tuple[float, float]], route_limit: float, decel: float,
-                       vcap: float, ds: float = 0.25) -> tuple[float, float]:
+def reference_min_time(
+    consist: str,
+    length: float,
+    grade: float,
+    curvature: float,
+    limits: list[tuple[float, float]],
+    route_limit: float,
+    decel: float,
+    vcap: float,
+    ds: float = 0.25,
+) -> tuple[float, float]:
     """Minimum running time (s) and traction energy (kWh) of ``consist`` from standing
     with its rear at 0 to standing with its front 2 m short of ``length``: full
     traction up to the permitted speed (limits over the whole train length, ``vcap``),
@@ -104,7 +125,7 @@ def reference_min_time(consist: str, length: float, grade: float, curvature: flo
         return resistance(consist, v)
 
     sin = math.sin(math.atan(grade))
-    fixed = tr.mass * g * sin + tr.mass * g * 0.8 * abs(curvature)   # gravity + curve (OSRD)
+    fixed = tr.mass * g * sin + tr.mass * g * 0.8 * abs(curvature)  # gravity + curve (OSRD)
     steps = sorted(limits)
 
     def line_limit(s: float) -> float:
@@ -143,6 +164,7 @@ def reference_min_time(consist: str, length: float, grade: float, curvature: flo
 
         def f(w_: float) -> float:
             return 2.0 * accel(math.sqrt(max(w_, 0.0)))
+
         k1 = f(w)
         k2 = f(w + h / 2 * k1)
         k3 = f(w + h / 2 * k2)
@@ -162,11 +184,24 @@ def reference_min_time(consist: str, length: float, grade: float, curvature: flo
     return t, energy / 3.6e6
 
 
-def run_replay(consist: str, line: TrackLine, *, dt: float = 0.1, mode: str = "deceleration",
-               decel: float = 0.5, **spec) -> tuple[dict, Replay]:
-    sc = Scenario(SAMPLE_ROUTE, (TrainSpec(name="t", consist=CONSISTS / f"{consist}.con", path=Path("x"),
-                                           brake_mode=mode, deceleration=decel, **spec),),
-                  step=dt, duration=3000)
+def run_replay(
+    consist: str, line: TrackLine, *, dt: float = 0.1, mode: str = "deceleration", decel: float = 0.5, **spec
+) -> tuple[dict, Replay]:
+    sc = Scenario(
+        SAMPLE_ROUTE,
+        (
+            TrainSpec(
+                name="t",
+                consist=CONSISTS / f"{consist}.con",
+                path=Path("x"),
+                brake_mode=mode,
+                deceleration=decel,
+                **spec,
+            ),
+        ),
+        step=dt,
+        duration=3000,
+    )
     rep = Replay(sc, lines={"t": line}, trace_every=1.0)
     res = rep.run()
     rep.trace = res.traces["t"]  # type: ignore[attr-defined]
@@ -179,21 +214,39 @@ CASES = {
     "uphill 1 %": ("sample_freight", 5000.0, 0.01, 0.0, [], 80.0, 120.0),
     "downhill 1 %": ("sample_freight", 5000.0, -0.01, 0.0, [], 80.0, 120.0),
     "curve R 600": ("sample_freight", 5000.0, 0.0, 1 / 600, [], 100.0, 120.0),
-    "multi-limit": ("sample_freight", 7000.0, 0.0, 0.0, [(2000.0, 60.0), (3000.0, 100.0), (5200.0, 40.0),
-                                                       (5600.0, 90.0)], 110.0, 120.0),
-    "passenger multi-limit": ("sample_passenger", 8000.0, 0.004, 0.0,
-                              [(1500.0, 160.0), (4000.0, 80.0), (4600.0, 140.0)], 120.0, 200.0),
+    "multi-limit": (
+        "sample_freight",
+        7000.0,
+        0.0,
+        0.0,
+        [(2000.0, 60.0), (3000.0, 100.0), (5200.0, 40.0), (5600.0, 90.0)],
+        110.0,
+        120.0,
+    ),
+    "passenger multi-limit": (
+        "sample_passenger",
+        8000.0,
+        0.004,
+        0.0,
+        [(1500.0, 160.0), (4000.0, 80.0), (4600.0, 140.0)],
+        120.0,
+        200.0,
+    ),
 }
 
 
 def min_time_case(name: str, dt: float = 0.1) -> tuple[float, float, dict]:
     consist, length, grade, curv, limits, route, cap = CASES[name]
     lim = [(a, v * KMH) for a, v in limits]
-    line = TrackLine.synthetic(length, grade=grade, curvature=curv, route_limit=route * KMH, limits=tuple(lim))
+    line = TrackLine.synthetic(
+        length, grade=grade, curvature=curv, route_limit=route * KMH, limits=tuple(lim)
+    )
     s, rep = run_replay(consist, line, dt=dt)
     assert s["finished"] and not s["derailed"]
     vcap = float(np.nanmin(np.where(rep.model.is_engine, rep.model.max_velocity, np.nan)))
-    ref, energy = reference_min_time(consist, length, grade, curv, lim, route * KMH, 0.5, min(vcap, cap * KMH))
+    ref, energy = reference_min_time(
+        consist, length, grade, curv, lim, route * KMH, 0.5, min(vcap, cap * KMH)
+    )
     return ref, s["running_time_s"], s
 
 
@@ -211,14 +264,16 @@ def test_the_driver_holds_the_limit_not_below_it():
     dist = rep.trace["distance"] + tr.front0
     first = int(np.argmax(speed >= 70 * KMH - 0.01))
     assert 0 < first and dist[first] < 4500
-    cruise = speed[first:][dist[first:] < 5400]    # braking for the end starts after 5600 m
+    cruise = speed[first:][dist[first:] < 5400]  # braking for the end starts after 5600 m
     assert len(cruise) > 30
     assert cruise.min() > 70 * KMH - 0.05 and cruise.max() <= 70 * KMH + 1e-6
     assert s["max_speed_kmh"] <= 70.0 + 1e-6
 
 
 def test_a_limit_holds_until_the_rear_has_passed():
-    line = TrackLine.synthetic(5000.0, route_limit=100 * KMH, limits=((1000.0, 50 * KMH), (2000.0, 100 * KMH)))
+    line = TrackLine.synthetic(
+        5000.0, route_limit=100 * KMH, limits=((1000.0, 50 * KMH), (2000.0, 100 * KMH))
+    )
     s, rep = run_replay("sample_freight", line)
     tr = rep.trains[0]
     rows = np.stack([rep.trace["distance"] + tr.front0, rep.trace["speed"]], axis=1)
@@ -319,11 +374,23 @@ def test_waiting_point_stops_the_train_and_waits(tmp_path):
     """A copy of MainWE.pat whose middle point is a waiting point of 30 s."""
     src = (SAMPLE_ROUTE / "PATHS" / "MainWE.pat").read_bytes().decode("utf-16")
     nodes = src.split("TrPathNode (")
-    nodes[2] = nodes[2].replace("00000000", "001e0002", 1)          # wait 30 s (0x1e << 16 | 2)
+    nodes[2] = nodes[2].replace("00000000", "001e0002", 1)  # wait 30 s (0x1e << 16 | 2)
     pat = tmp_path / "Wait.pat"
     pat.write_bytes("TrPathNode (".join(nodes).encode("utf-16"))
-    sc = Scenario(SAMPLE_ROUTE, (TrainSpec(name="t", consist=CONSISTS / "sample_passenger.con", path=pat,
-                                           driver="auto", max_speed=80 * KMH),), step=0.1, duration=600)
+    sc = Scenario(
+        SAMPLE_ROUTE,
+        (
+            TrainSpec(
+                name="t",
+                consist=CONSISTS / "sample_passenger.con",
+                path=pat,
+                driver="auto",
+                max_speed=80 * KMH,
+            ),
+        ),
+        step=0.1,
+        duration=600,
+    )
     rep = Replay(sc, trace_every=0.5)
     res = rep.run()
     waits = [e for e in res.events if isinstance(e, WaitingAtPoint)]
@@ -344,9 +411,22 @@ def test_emergency_braking_is_stronger_than_full_service():
 
     def stop_distance(emergency: bool) -> float:
         line = TrackLine.synthetic(8000.0, route_limit=200 * KMH)
-        sc = Scenario(SAMPLE_ROUTE, (TrainSpec(name="t", consist=CONSISTS / "sample_passenger.con", path=Path("x"),
-                                               driver="schedule", schedule=(Command(0.0, 0.0, 1.0),),
-                                               start_speed=30.0, brake_build_up=2.0),), step=0.1, duration=200)
+        sc = Scenario(
+            SAMPLE_ROUTE,
+            (
+                TrainSpec(
+                    name="t",
+                    consist=CONSISTS / "sample_passenger.con",
+                    path=Path("x"),
+                    driver="schedule",
+                    schedule=(Command(0.0, 0.0, 1.0),),
+                    start_speed=30.0,
+                    brake_build_up=2.0,
+                ),
+            ),
+            step=0.1,
+            duration=200,
+        )
         rep = Replay(sc, lines={"t": line})
         rep.trains[0].driver = lambda st: Controls(brake=1.0, emergency=emergency)
         x0 = float(rep.engine.x[0])

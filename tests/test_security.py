@@ -1,5 +1,6 @@
 """Hostile files and settings (issue 15, docs/security.md): every test here failed on
 the code before the fix it guards."""
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,9 @@ from tdbtools.stf import parse_file
 def _load_hostile():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_tdbtools_hostile", Path(__file__).parent / "data" / "hostile.py")
+    spec = importlib.util.spec_from_file_location(
+        "_tdbtools_hostile", Path(__file__).parent / "data" / "hostile.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -81,11 +84,22 @@ def test_one_overwrite_rule(tmp_path):
         _fs.check_target(tmp_path / "no" / "x.csv", True)
 
 
-@pytest.mark.parametrize("name, want", [
-    ("DK24", "DK24"), ("../../etc/passwd", "passwd"), ("/abs/x", "x"), ("..", "route"),
-    ("C:\\Windows\\evil", "evil"), ("a/..", "route"), ("CON", "_CON"), ("nul.txt", "_nul.txt"),
-    ("", "route"), ("a\x00b", "a_b"), ("x" * 500, "x" * 120),
-])
+@pytest.mark.parametrize(
+    "name, want",
+    [
+        ("DK24", "DK24"),
+        ("../../etc/passwd", "passwd"),
+        ("/abs/x", "x"),
+        ("..", "route"),
+        ("C:\\Windows\\evil", "evil"),
+        ("a/..", "route"),
+        ("CON", "_CON"),
+        ("nul.txt", "_nul.txt"),
+        ("", "route"),
+        ("a\x00b", "a_b"),
+        ("x" * 500, "x" * 120),
+    ],
+)
 def test_safe_basename(name, want):
     assert _fs.safe_basename(name) == want
 
@@ -114,7 +128,8 @@ def test_real_ratio_under_the_limit_is_read(tmp_path):
 
     text = "".join(f"A ( {i} {i * 7 % 13} )\r\n" for i in range(20000))
     data = hostile.bomb_bytes(0)[:16] + __import__("zlib").compress(
-        b"JINX0T0t______\r\n" + text.encode("ascii"))
+        b"JINX0T0t______\r\n" + text.encode("ascii")
+    )
     p = tmp_path / "ok.dat"
     p.write_bytes(data)
     assert len(text) / (len(data) - 16) < source.MAX_INFLATE_RATIO
@@ -139,8 +154,9 @@ def test_lone_file_cannot_include_above_its_folder(tmp_path):
     home = tmp_path / "home"
     (home / "Trains").mkdir(parents=True)
     secret = _write(home / ".ssh" / "id_rsa", SIG + "Key ( SECRET )\n")
-    pat = _write(home / "Downloads" / "evil.pat",
-                 "SIMISA@@@@@@@@@@JINX0P0t______\n\ninclude ( ../.ssh/id_rsa )\n")
+    pat = _write(
+        home / "Downloads" / "evil.pat", "SIMISA@@@@@@@@@@JINX0P0t______\n\ninclude ( ../.ssh/id_rsa )\n"
+    )
     with pytest.raises(IncludeError, match="outside"):
         parse_file(pat)
     diags = Diagnostics(strict=False)
@@ -162,11 +178,15 @@ def test_install_includes_stay_in_the_install(tmp_path):
     (inst / "Global").mkdir(parents=True)
     _write(inst / "GLOBAL" / "common.inc", SIG + "C ( 2 )\n")
     _write(tmp_path / "outside.inc", SIG + "O ( 3 )\n")
-    f = _write(inst / "routes" / "R" / "x.dat",
-               "SIMISA@@@@@@@@@@JINX0P0t______\n\ninclude ( ../../GLOBAL/common.inc )\n")
+    f = _write(
+        inst / "routes" / "R" / "x.dat",
+        "SIMISA@@@@@@@@@@JINX0P0t______\n\ninclude ( ../../GLOBAL/common.inc )\n",
+    )
     assert parse_file(f).find("C").items == ["2"]
-    g = _write(inst / "routes" / "R" / "y.dat",
-               "SIMISA@@@@@@@@@@JINX0P0t______\n\ninclude ( ../../../outside.inc )\n")
+    g = _write(
+        inst / "routes" / "R" / "y.dat",
+        "SIMISA@@@@@@@@@@JINX0P0t______\n\ninclude ( ../../../outside.inc )\n",
+    )
     with pytest.raises(IncludeError, match="outside"):
         parse_file(g)
 
@@ -179,8 +199,9 @@ def test_cli_parse_root_option(tmp_path):
     home = tmp_path / "home"
     (home / "Trains").mkdir(parents=True)
     _write(home / ".ssh" / "id_rsa", SIG + "Key ( SECRET )\n")
-    pat = _write(home / "Downloads" / "evil.pat",
-                 "SIMISA@@@@@@@@@@JINX0P0t______\n\ninclude ( ../.ssh/id_rsa )\n")
+    pat = _write(
+        home / "Downloads" / "evil.pat", "SIMISA@@@@@@@@@@JINX0P0t______\n\ninclude ( ../.ssh/id_rsa )\n"
+    )
     r = CliRunner().invoke(main, ["parse", "--strict", str(pat)])
     assert r.exit_code == 2 and "SECRET" not in r.output
     r = CliRunner().invoke(main, ["parse", str(pat)])  # tolerated: the include is skipped, not read
@@ -308,19 +329,21 @@ def test_damaged_cache_entries_are_ignored(sample_copy):
     entry = store._entry(files, True)
     data = entry.read_bytes()
     pos = len(cache._MAGIC)
-    n = int.from_bytes(data[pos:pos + 8], "little")
-    header = json.loads(data[pos + 12:pos + 12 + n])
+    n = int.from_bytes(data[pos : pos + 8], "little")
+    header = json.loads(data[pos + 12 : pos + 12 + n])
     for bad in ([["os.system", 1, []]], [["Route", 10**9, []]], [["Route", 1, [["x"]]]]):
-        body = data[pos + 12 + n:]
-        doc = json.loads(body[:header["records"]])
+        body = data[pos + 12 + n :]
+        doc = json.loads(body[: header["records"]])
         doc["classes"] = bad
         rec = json.dumps(doc).encode()
         h = dict(header, records=len(rec))
         hb = json.dumps(h).encode()
         pad = b"\0" * (-(pos + 12 + len(hb) + len(rec)) % 8)
-        rest = rec + pad + body[header["records"]:].lstrip(b"\0")
+        rest = rec + pad + body[header["records"] :].lstrip(b"\0")
         crc = __import__("zlib").crc32(rest)
-        entry.write_bytes(cache._MAGIC + len(hb).to_bytes(8, "little") + crc.to_bytes(4, "little") + hb + rest)
+        entry.write_bytes(
+            cache._MAGIC + len(hb).to_bytes(8, "little") + crc.to_bytes(4, "little") + hb + rest
+        )
         assert store.get(files, True) is None
     assert load_route(sample_copy) == good
 
@@ -391,16 +414,28 @@ def test_echoed_values_are_truncated():
 # -- limits on requested work (docs/security.md §2) -------------------------------------
 
 
-@pytest.mark.parametrize("step, duration", [
-    (0.0, 60.0), (-0.1, 60.0), (float("nan"), 60.0), (float("inf"), 60.0), (2.0, 60.0),
-    (0.1, 0.0), (0.1, float("inf")), (0.1, -5.0), (1e-4, 1e7), (0.001, 1e6),
-])
+@pytest.mark.parametrize(
+    "step, duration",
+    [
+        (0.0, 60.0),
+        (-0.1, 60.0),
+        (float("nan"), 60.0),
+        (float("inf"), 60.0),
+        (2.0, 60.0),
+        (0.1, 0.0),
+        (0.1, float("inf")),
+        (0.1, -5.0),
+        (1e-4, 1e7),
+        (0.001, 1e6),
+    ],
+)
 def test_replay_step_and_duration_limits(step, duration):
     from tdbtools.physics.scenario import Scenario, ScenarioError, TrainSpec
 
     with pytest.raises(ScenarioError):
-        Scenario(Path("r"), (TrainSpec(name="a", consist=Path("c"), path=Path("p")),), step=step,
-                 duration=duration)
+        Scenario(
+            Path("r"), (TrainSpec(name="a", consist=Path("c"), path=Path("p")),), step=step, duration=duration
+        )
 
 
 def test_toml_allows_no_more_steps_than_the_limit(tmp_path):
@@ -417,9 +452,18 @@ def test_toml_allows_no_more_steps_than_the_limit(tmp_path):
     assert sc.step == 1.0
 
 
-@pytest.mark.parametrize("args", [["--step", "0"], ["--step", "nan"], ["--step", "-1"], ["--step", "2"],
-                                  ["--duration", "inf"], ["--duration", "0"], ["--step", "0.0001",
-                                                                               "--duration", "999999"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--step", "0"],
+        ["--step", "nan"],
+        ["--step", "-1"],
+        ["--step", "2"],
+        ["--duration", "inf"],
+        ["--duration", "0"],
+        ["--step", "0.0001", "--duration", "999999"],
+    ],
+)
 def test_cli_replay_validates_step_and_duration(args, tmp_path, monkeypatch):
     from click.testing import CliRunner
 
@@ -441,19 +485,26 @@ def test_sweep_counts_combinations_before_building_them(tmp_path):
 
     inst = tmp_path / "sample"
     shutil.copytree(hostile.SAMPLE_INSTALL, inst)
-    grid = "\n".join(f"{k} = [{', '.join(str(i) for i in range(30))}]"
-                     for k in ("beyond_path", "start_speed", "deceleration", "start_offset"))
+    grid = "\n".join(
+        f"{k} = [{', '.join(str(i) for i in range(30))}]"
+        for k in ("beyond_path", "start_speed", "deceleration", "start_offset")
+    )
     spec = inst / "big.toml"
-    spec.write_text('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["sample_passenger"]\n'
-                    f"[grid]\n{grid}\n", encoding="utf-8")
+    spec.write_text(
+        f'route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["sample_passenger"]\n[grid]\n{grid}\n',
+        encoding="utf-8",
+    )
     t0 = time.perf_counter()
     with pytest.raises(TooManyCombinations, match="2,430,000 combinations") as exc:
         read_sweep_spec(spec)
     assert time.perf_counter() - t0 < 2
     assert "--max-combinations" in str(exc.value)
     small = inst / "small.toml"
-    small.write_text('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["sample_passenger"]\n'
-                     "[grid]\nbeyond_path = [0, 100]\n", encoding="utf-8")
+    small.write_text(
+        'route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["sample_passenger"]\n'
+        "[grid]\nbeyond_path = [0, 100]\n",
+        encoding="utf-8",
+    )
     with pytest.raises(TooManyCombinations):
         read_sweep_spec(small, max_combinations=5)
     assert len(read_sweep_spec(small, max_combinations=6).combinations) == 6
@@ -462,13 +513,16 @@ def test_sweep_counts_combinations_before_building_them(tmp_path):
 # -- geometry validated at load; the spatial index bounded (docs/security.md §2) --------
 
 
-@pytest.mark.parametrize("sid, size, curve, why", [
-    (2, "1.5 -100", None, "negative"),
-    (5, "1.5 0", "0 -5", "not positive"),
-    (5, "1.5 0", "-500 -5", "not positive"),
-    (5, "1.5 0", "500 1e30", "full turn"),
-    (8, "1.5 0", "500 -400", "full turn"),
-])
+@pytest.mark.parametrize(
+    "sid, size, curve, why",
+    [
+        (2, "1.5 -100", None, "negative"),
+        (5, "1.5 0", "0 -5", "not positive"),
+        (5, "1.5 0", "-500 -5", "not positive"),
+        (5, "1.5 0", "500 1e30", "full turn"),
+        (8, "1.5 0", "500 -400", "full turn"),
+    ],
+)
 def test_impossible_geometry_strict_and_lenient(sample_copy, sid, size, curve, why):
     from tdbtools.errors import FormatError
     from tdbtools.formats import load_route
@@ -503,7 +557,7 @@ def test_tdb_positions_beyond_any_tile_are_refused(sample_copy):
     # The first vector section: 16 values; the 13th is X in its tile.
     m = re.search(r"TrVectorSections \( \d+ ((?:\S+ ){12})(\S+)", text)
     assert m
-    text = text[:m.start(2)] + "1e300" + text[m.end(2):]
+    text = text[: m.start(2)] + "1e300" + text[m.end(2) :]
     tdb.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
     with pytest.raises(FormatError, match="BAD_SECTION_GEOMETRY"):
         load_route(sample_copy, cache=False)
@@ -585,16 +639,32 @@ def test_replay_out_folder_reuse_rule(tmp_path):
     assert _cli("replay", "--out", str(empty), "--duration", "5").exit_code == 0
 
 
-@pytest.mark.parametrize("args, message", [
-    (["profile", "{R}", "--path", "{R}/PATHS/MainWE.pat", "--step", "1e-300"], "over the limit"),
-    (["profile", "{R}", "--path", "{R}/PATHS/MainWE.pat", "--step", "inf"], "finite"),
-    (["profile", "{R}", "--from-tile", "-5680", "15116", "--from-pos", "nan", "0", "--distance", "100"],
-     "finite"),
-    (["audit", "{R}", "--gap", "nan"], "finite"),
-    (["audit", "{R}", "--gap", "-1"], "finite"),
-    (["export", "{R}", "--format", "csv", "--step", "1e-300"], "over the limit"),
-    (["locate", "{R}", "--tile", "0", "0", "--pos", "1e308", "1e308"], "1e+308"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["profile", "{R}", "--path", "{R}/PATHS/MainWE.pat", "--step", "1e-300"], "over the limit"),
+        (["profile", "{R}", "--path", "{R}/PATHS/MainWE.pat", "--step", "inf"], "finite"),
+        (
+            [
+                "profile",
+                "{R}",
+                "--from-tile",
+                "-5680",
+                "15116",
+                "--from-pos",
+                "nan",
+                "0",
+                "--distance",
+                "100",
+            ],
+            "finite",
+        ),
+        (["audit", "{R}", "--gap", "nan"], "finite"),
+        (["audit", "{R}", "--gap", "-1"], "finite"),
+        (["export", "{R}", "--format", "csv", "--step", "1e-300"], "over the limit"),
+        (["locate", "{R}", "--tile", "0", "0", "--pos", "1e308", "1e308"], "1e+308"),
+    ],
+)
 def test_requested_work_is_bounded_and_echoes_are_short(sample_copy, args, message):
     t0 = time.perf_counter()
     r = _cli(*[a.replace("{R}", str(sample_copy)) for a in args])

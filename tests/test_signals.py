@@ -1,4 +1,5 @@
 """Signals: sigcfg, world files, the signal-script grammar and compiler, signal objects."""
+
 from __future__ import annotations
 
 import collections
@@ -88,6 +89,7 @@ class Fake:
             self.calls.append((name, args))
             v = self.values.get(name, 0)
             return v(*args) if callable(v) else v
+
         return f
 
     def store_lvar(self, i, v):
@@ -122,8 +124,8 @@ def test_sigcfg_types_aspects_defaults_and_warnings(tmp_path):
     assert b3.most_restrictive() == 0 and b3.least_restrictive() == 7
     assert (b3.nca_msts, b3.nca_orts) == (2, -2)
     plain = c.types["plain"]
-    assert plain.function == "REPEATER"            # mixed case in the file
-    assert (plain.nca_msts, plain.nca_orts) == (-2, 3)   # two blocks in MSTS mode: the first value, ORTS slot
+    assert plain.function == "REPEATER"  # mixed case in the file
+    assert (plain.nca_msts, plain.nca_orts) == (-2, 3)  # two blocks in MSTS mode: the first value, ORTS slot
     assert b3.semaphore_info == 1.0 and b3.flash_on == 1.0
     assert list(c.shapes) == ["SIG.S"]
     sub = c.shapes["SIG.S"].sub_objs
@@ -137,12 +139,15 @@ def test_sigcfg_types_aspects_defaults_and_warnings(tmp_path):
 
 def test_sigcfg_orts_mode_from_location(tmp_path):
     (tmp_path / "OpenRails").mkdir()
-    text = B3_CFG.replace("SignalTypes ( 3", """ORTSSignalFunctions ( 3
+    text = B3_CFG.replace(
+        "SignalTypes ( 3",
+        """ORTSSignalFunctions ( 3
     ORTSSignalFunctionType ( "HUMP" "SHUNTING" )
     ORTSSignalFunctionType ( "ORTS_X" )
     ORTSSignalFunctionType ( "DIST2" "NORMAL" )
 )
-SignalTypes ( 3""").replace("SignalFnType ( Repeater )", "SignalFnType ( HUMP )")
+SignalTypes ( 3""",
+    ).replace("SignalFnType ( Repeater )", "SignalFnType ( HUMP )")
     (tmp_path / "OpenRails" / "SIGCFG.DAT").write_text(text, encoding="utf-8")
     (tmp_path / "sigcfg.dat").write_text(B3_CFG, encoding="utf-8")
     assert find_sigcfg(tmp_path)[1] == "ORTS"
@@ -167,8 +172,13 @@ def test_sigcfg_strict_raises_located_error(tmp_path):
 def test_dk24_sigcfg_oracles():
     c = load_sigcfg(DK24_ROUTE)
     assert c.mode == "MSTS"
-    assert (len(c.light_textures), len(c.lights_tab), len(c.types), len(c.shapes), len(c.script_files)) == \
-        (25, 7, 91, 99, 1)
+    assert (len(c.light_textures), len(c.lights_tab), len(c.types), len(c.shapes), len(c.script_files)) == (
+        25,
+        7,
+        91,
+        99,
+        1,
+    )
     aspects = [a for t in c.types.values() for a in t.aspects]
     assert len(aspects) == 380
     assert sum(a.speed >= 0 for a in aspects) == 124
@@ -207,8 +217,10 @@ def test_dk24_world_signals():
 
 
 def test_line_rules_fragments_and_comments():
-    raw = preprocess("head\nSCRIPT A\n x = 1; /* c */\n/* start\n still\n end */ y = 2;\n"
-                     "z = 3 /* d */;\nREM SCRIPT\nw = 4;\nSCRIPT B\nif(a) {b=1;}\n")
+    raw = preprocess(
+        "head\nSCRIPT A\n x = 1; /* c */\n/* start\n still\n end */ y = 2;\n"
+        "z = 3 /* d */;\nREM SCRIPT\nw = 4;\nSCRIPT B\nif(a) {b=1;}\n"
+    )
     assert [r.name for r in raw] == ["A", "B"]
     assert [f[0] for f in raw[0].fragments] == ["X = 1;", "Z = 3 /* D */;"]
     assert [f[0] for f in raw[1].fragments] == ["IF(A)", "{", "B=1;", "}"]
@@ -249,8 +261,10 @@ def test_quirks_names_locals_and_lvars():
     _s, _d, _f, f = run("a = 1; float c; c = 2;")
     assert any("late declaration" in w.message for w in f.warnings)
     # Locals are reset on every run; store_lvar persists.
-    f = read_scripts("t.dat", text="SCRIPT T\nfloat a;\nstate = a; a = 9; store_lvar(1, 5);\n"
-                                  "draw_state = this_sig_lvar(1);\n")
+    f = read_scripts(
+        "t.dat",
+        text="SCRIPT T\nfloat a;\nstate = a; a = 9; store_lvar(1, 5);\ndraw_state = this_sig_lvar(1);\n",
+    )
     fake = Fake()
     assert f.scripts[0].function(fake) == (0, 5)
     assert f.scripts[0].function(fake) == (0, 5)
@@ -282,8 +296,10 @@ def test_syntax_error_is_located_and_lenient_goes_on(tmp_path):
 
 def test_hostile_names_never_reach_the_generated_code():
     evil = "__import__('os').system('echo x')"
-    text = f"SCRIPT {evil}\nfloat {evil};\nstate = __import__;\nif (__class__) state = 1;\n" \
-           "a__b = exec(1);\nstate = 99999999999999999999;\n"
+    text = (
+        f"SCRIPT {evil}\nfloat {evil};\nstate = __import__;\nif (__class__) state = 1;\n"
+        "a__b = exec(1);\nstate = 99999999999999999999;\n"
+    )
     f = read_scripts("h.dat", text=text)
     src = f.scripts[0].source
     for bad in ("import", "os", "system", "__class__", "exec", "99999999999999999999"):
@@ -306,6 +322,7 @@ def test_dk24_scripts_parse_fast_without_errors():
     # CPU time of this process (the machine is shared): building the grammar, reading, parsing
     # and compiling every script.
     import tdbtools.signals.script as script_mod
+
     script_mod._PARSER = None
     t0 = time.process_time()
     f = read_scripts(DK24_ROUTE / "sigscr.dat")
@@ -315,8 +332,15 @@ def test_dk24_scripts_parse_fast_without_errors():
     calls = collections.Counter()
     for s in f.scripts:
         calls.update(s.calls)
-    assert calls == {"sig_feature": 98, "block_state": 89, "def_draw_state": 89, "route_set": 67,
-                     "next_sig_lr": 53, "this_sig_lr": 37, "this_sig_mr": 2}
+    assert calls == {
+        "sig_feature": 98,
+        "block_state": 89,
+        "def_draw_state": 89,
+        "route_set": 67,
+        "next_sig_lr": 53,
+        "this_sig_lr": 37,
+        "this_sig_mr": 2,
+    }
     assert took < 0.5, f"parsing and compiling took {took:.3f} s"
 
 
@@ -340,12 +364,14 @@ def test_dk24_dkam_script():
 @pytest.fixture(scope="module")
 def dk24_route():
     from tdbtools.formats.route import load_route
+
     return load_route(DK24_ROUTE)
 
 
 @pytest.fixture(scope="module")
 def dk24_signals(dk24_route):
     from tdbtools.signals.objects import load_signals
+
     return load_signals(dk24_route)
 
 
@@ -356,22 +382,39 @@ def test_dk24_signal_objects(dk24_signals):
     heads = s.heads
     assert len(heads) == 95 and len({h.type_name for h in heads}) == 12
     assert all(h.type is not None for h in heads)
-    assert collections.Counter(h.function for h in heads) == {"NORMAL": 74, "SPEED": 10, "INFO": 10, "DISTANCE": 1}
+    assert collections.Counter(h.function for h in heads) == {
+        "NORMAL": 74,
+        "SPEED": 10,
+        "INFO": 10,
+        "DISTANCE": 1,
+    }
     assert len(s.signals) == 85 and collections.Counter(len(o.heads) for o in s.signals) == {1: 75, 2: 10}
-    assert all(o.world is not None for o in s.signals)          # no TDB item without a world object
+    assert all(o.world is not None for o in s.signals)  # no TDB item without a world object
     assert s.world_signals == 85
     assert len(s.scripts) == 89 and sorted(set(s.config.types) - set(s.scripts)) == ["dk4indh", "dk4indv"]
     linked = {h.item: h.junction for h in heads if h.junction}
     assert linked == {38: (500, 0, 459), 39: (499, 1, 493)}
-    o = next(o for o in s.signals if o.world and o.world.uid == 940 and o.world.file.endswith("w-005636+015116.w"))
+    o = next(
+        o for o in s.signals if o.world and o.world.uid == 940 and o.world.file.endswith("w-005636+015116.w")
+    )
     assert [(h.item, h.type_name) for h in o.heads] == [(231, "dk4ind"), (232, "dkhviser")]
     # The real sigcfg makes dk4ind an INFO type (the spec's worked example calls it NORMAL).
     assert [h.function for h in o.heads] == ["INFO", "SPEED"]
     assert (o.sig_feature(9), o.sig_feature(6), o.sig_feature(1), o.sig_feature(4)) == (1, 0, 1, 0)
     assert (o.hashead(5), o.hashead(2)) == (1, 0)
     limits = collections.Counter(round(p.speed[0] * 3.6) for p in s.speedposts)
-    assert len(s.speedposts) == 52 and limits == {180: 10, 170: 10, 150: 7, 160: 6, 120: 5, 140: 4, 130: 4,
-                                                  90: 3, 110: 2, 100: 1}
+    assert len(s.speedposts) == 52 and limits == {
+        180: 10,
+        170: 10,
+        150: 7,
+        160: 6,
+        120: 5,
+        140: 4,
+        130: 4,
+        90: 3,
+        110: 2,
+        100: 1,
+    }
     js = s.summary()
     assert {"signals", "heads", "scripts", "warnings"} <= set(js)
     assert js["scripts"]["parsed"] == 89 and js["scripts"]["errors"] == 0
@@ -385,6 +428,7 @@ class FakeLine:
 
     def __init__(self, node: int, direction: int, length: float, start_offset: float):
         import numpy as np
+
         self.seg_node = np.array([node])
         self.seg_dir = np.array([direction])
         self.seg_s0 = np.array([0.0])
@@ -399,6 +443,7 @@ def sample_route():
     from helpers import SAMPLE_ROUTE
 
     from tdbtools.formats.route import load_route
+
     return load_route(SAMPLE_ROUTE)
 
 
@@ -427,12 +472,12 @@ def names(ilk):
 
 def test_runtime_scripts_only_converge_in_two_cycles(tmp_path, sample_route):
     ilk = b3_line(tmp_path, sample_route)
-    assert [len(ilk.node_secs[4])] == [6]           # V_main split at the five signals
+    assert [len(ilk.node_secs[4])] == [6]  # V_main split at the five signals
     ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=700.0)
     ilk.time = 0.0
     for s in ilk.sections:
         s.occupants = {}
-    ilk.sections[ilk.node_secs[4][3]].occupants[0] = 1     # the train stands between S3 and S4
+    ilk.sections[ilk.node_secs[4][3]].occupants[0] = 1  # the train stands between S3 and S4
     ilk.trains[0].speed = 0.0
     ilk.update_blocks()
     ilk.run_scripts(force_enabled=True)
@@ -443,22 +488,25 @@ def test_runtime_scripts_only_converge_in_two_cycles(tmp_path, sample_route):
     assert [h.draw_state for h in ilk.heads] == [2, 1, 0, 2, 1]
 
 
-@pytest.mark.parametrize("nca,expected", [
-    (1, ["APPROACH_1", "STOP", "STOP"]),
-    (2, ["CLEAR_2", "APPROACH_1", "STOP", "STOP"]),
-    (3, ["CLEAR_2", "CLEAR_2", "APPROACH_1", "STOP"]),
-])
+@pytest.mark.parametrize(
+    "nca,expected",
+    [
+        (1, ["APPROACH_1", "STOP", "STOP"]),
+        (2, ["CLEAR_2", "APPROACH_1", "STOP", "STOP"]),
+        (3, ["CLEAR_2", "CLEAR_2", "APPROACH_1", "STOP"]),
+    ],
+)
 def test_runtime_enabling_follows_numclearahead(tmp_path, sample_route, nca, expected):
     ilk = b3_line(tmp_path, sample_route, nca=nca)
     ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=150.0)
     for k in range(4):
         ilk.update(float(k), [150.0], [0.0])
-    assert names(ilk)[:len(expected)] == expected
+    assert names(ilk)[: len(expected)] == expected
     assert [ilk.enabled_train[k] for k in range(5)] == [0] * nca + [-1] * (5 - nca)
     stop, _creep, limits = ilk.targets(0)
     assert stop == pytest.approx(ilk.trains[0].signals[nca][0] - 15.0)
     if nca == 1:
-        assert limits and limits[0][2] == pytest.approx(40 / 3.6)   # APPROACH_1 carries 40 km/h
+        assert limits and limits[0][2] == pytest.approx(40 / 3.6)  # APPROACH_1 carries 40 km/h
 
 
 def test_runtime_no_script_uses_block_state(tmp_path, sample_route):
@@ -478,7 +526,7 @@ def test_runtime_following_train_held_and_released(tmp_path, sample_route):
     for k in range(5):
         ilk.update(float(k), pos, v)
     stop, _c, _l = ilk.targets(1)
-    assert stop == pytest.approx(200.0 - 15.0)        # S1 not cleared: the lead is in S1-S2 (... S2-S3)
+    assert stop == pytest.approx(200.0 - 15.0)  # S1 not cleared: the lead is in S1-S2 (... S2-S3)
     t = 5.0
     while pos[0] < 950.0:
         pos[0] += 10.0
@@ -565,9 +613,13 @@ def test_dk24_follower_brakes_for_a_red_without_collision(tmp_path):
     from tdbtools.physics.signalling import space_time
 
     p = tmp_path / "follow.toml"
-    p.write_text(FOLLOW.format(route=DK24_ROUTE.as_posix(),
-                               consist=(SAMPLE_INSTALL / "TRAINS" / "CONSISTS" / "sample_freight.con").as_posix()),
-                 encoding="utf-8")
+    p.write_text(
+        FOLLOW.format(
+            route=DK24_ROUTE.as_posix(),
+            consist=(SAMPLE_INSTALL / "TRAINS" / "CONSISTS" / "sample_freight.con").as_posix(),
+        ),
+        encoding="utf-8",
+    )
     rp = Replay(read_scenario(p))
     res = rp.run()
     kinds = collections.Counter(e.kind for e in res.events)
@@ -605,7 +657,9 @@ def test_sample_signals_route_loads():
 
     rep = signal_report(load_route(SAMPLE_INSTALL / "ROUTES" / "SIGNALS"))
     assert rep["mode"] == "MSTS" and rep["types"] == 1
-    assert len(rep["signals"]) == 6 and all(h["function"] == "NORMAL" and h["script"] == "b3" for h in rep["heads"])
+    assert len(rep["signals"]) == 6 and all(
+        h["function"] == "NORMAL" and h["script"] == "b3" for h in rep["heads"]
+    )
     assert rep["scripts"] == {"files": ["sigscr.dat"], "parsed": 1, "errors": 0, "bound": 1}
     # No world file holds the signals: they work from their TDB items alone (with a note).
     assert all(s["world"] is None for s in rep["signals"])
@@ -624,7 +678,7 @@ def test_sample_signals_scenarios_run_without_collision(name):
     sig = res.summary["signalling"]["trains"]
     if name == "follow":
         waits = sig["follower"]["signal_waits_s"]
-        assert waits.get("0", 0.0) > 20.0                    # held at the home signal of J_W
+        assert waits.get("0", 0.0) > 20.0  # held at the home signal of J_W
         assert any(s["aspect"] == "STOP" for s in sig["follower"]["aspects_seen"])
         assert res.summary["trains"]["leader"]["finished"]
     else:
@@ -637,13 +691,17 @@ def test_hostile_nesting_is_an_error_not_a_crash():
     long_sum = "SCRIPT L\nfloat a;\na = " + " + ".join(["1"] * 400) + ";\nstate = 3;\n"
     blocks = "SCRIPT B\n" + "{" * 500 + "state = 1;" + "}" * 500 + "\n"
     ifs = "SCRIPT I\n" + "if (1) " * 120 + "state = 1;\n"
-    chain = "SCRIPT C\nfloat a;\n" + "".join(f"if (a == {k + 1}) state = 1; else " for k in range(500)) + "state = 4;\n"
+    chain = (
+        "SCRIPT C\nfloat a;\n"
+        + "".join(f"if (a == {k + 1}) state = 1; else " for k in range(500))
+        + "state = 4;\n"
+    )
     for text in (deep_parens, long_sum, blocks, ifs):
         with pytest.raises(ScriptError):
             read_scripts("x.dat", text=text, strict=True)
         f = read_scripts("x.dat", text=text)
         assert f.errors >= 1 and f.scripts[0].function(Fake()) == (0, 0)
-    f = read_scripts("x.dat", text=chain)           # a long else-if chain is fine: it becomes elif
+    f = read_scripts("x.dat", text=chain)  # a long else-if chain is fine: it becomes elif
     assert f.errors == 0 and f.scripts[0].function(Fake()) == (4, 0)
 
 
@@ -664,7 +722,9 @@ def test_cli_replay_plot_draws_the_signal_chart_and_no_signals_turns_them_off(tm
     assert summary["signalling"]["signals"] == 6
     events = json.loads((tmp_path / "a" / "events.json").read_text(encoding="utf-8"))["events"]
     assert any(e["kind"] == "aspect" for e in events) and any(e["kind"] == "signal" for e in events)
-    r = CliRunner().invoke(main, ["replay", sc, "--out", str(tmp_path / "b"), "--no-signals", "--duration", "20"])
+    r = CliRunner().invoke(
+        main, ["replay", sc, "--out", str(tmp_path / "b"), "--no-signals", "--duration", "20"]
+    )
     assert r.exit_code == 0, r.output
     assert "signalling" not in json.loads((tmp_path / "b" / "summary.json").read_text(encoding="utf-8"))
 
@@ -680,9 +740,10 @@ def test_speed_heads_are_variable_speed_posts(tmp_path, sample_route):
     sc = read_scripts("s.dat", text="SCRIPT SPD\nstate = SIGASP_APPROACH_1;\n").scripts[0]
     h = Head(200, "spd", speed_type, "SPEED", 5, 0, 4, 500.0, None, sc)
     from tdbtools.signals.runtime import Interlocking
+
     objs = list(ilk0.objects) + [SignalObject(2, "signal", (h,), 4, 500.0, 0)]
     ilk = Interlocking(sample_route, objs)
-    assert len(ilk.node_secs[4]) == 3                  # a SPEED head does not split track circuits
+    assert len(ilk.node_secs[4]) == 3  # a SPEED head does not split track circuits
     ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=150.0)
     for k in range(3):
         ilk.update(float(k), [150.0], [0.0])
@@ -699,11 +760,21 @@ def test_route_set_follows_the_linked_junction():
     from tdbtools.signals.runtime import Interlocking
 
     route = load_route(SAMPLE_INSTALL / "ROUTES" / "SIGNALS")
-    home = load_signals(route).signals[0]              # home signal of J_W, eastbound, on V_w
+    home = load_signals(route).signals[0]  # home signal of J_W, eastbound, on V_w
     assert (home.node, round(home.offset), home.direction) == (2, 30, 1)
     h = home.heads[0]
-    linked = Head(h.item, h.type_name, h.type, h.function, h.function_index, h.direction, h.node, h.offset,
-                  (3, 1, 5), h.script)               # linked to J_W route 1: the loop (node 5)
+    linked = Head(
+        h.item,
+        h.type_name,
+        h.type,
+        h.function,
+        h.function_index,
+        h.direction,
+        h.node,
+        h.offset,
+        (3, 1, 5),
+        h.script,
+    )  # linked to J_W route 1: the loop (node 5)
     ilk = Interlocking(route, [SignalObject(0, "signal", (linked,), home.node, home.offset, home.direction)])
     ilk.set_switch(3, 1)
     assert ilk.heads[0].route_set() == 1

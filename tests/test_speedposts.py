@@ -1,5 +1,6 @@
 """Speed posts on DK24: the direction rule against the posts' placement
 (docs/running-time.md §1)."""
+
 from __future__ import annotations
 
 import math
@@ -27,15 +28,21 @@ def test_dk24_posts_sit_on_the_right_hand_track():
     deltas = []
     for node, posts in speed_posts(route).items():
         for p in posts:
-            t = Traveller(route, node, p.offset, p.governs)      # facing the governed trains
+            t = Traveller(route, node, p.offset, p.governs)  # facing the governed trains
             q = t.pose()
             right = (math.cos(q.heading), -math.sin(q.heading))  # X east, Z north
             found = {}
             for side, sgn in (("right", 1.0), ("left", -1.0)):
                 found[side] = False
                 for d in (3.8, 4.0, 4.3, 4.5, 4.8, 5.0, 5.5, 6.0):
-                    loc = Traveller.locate_many(route, q.tile_x, q.tile_z, q.x + sgn * d * right[0],
-                                                q.z + sgn * d * right[1], max_lateral=0.4)
+                    loc = Traveller.locate_many(
+                        route,
+                        q.tile_x,
+                        q.tile_z,
+                        q.x + sgn * d * right[0],
+                        q.z + sgn * d * right[1],
+                        max_lateral=0.4,
+                    )
                     if loc.found[0] and int(loc.node[0]) != node:
                         found[side] = True
                         break

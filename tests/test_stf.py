@@ -1,4 +1,5 @@
 """The STF layer: decoding, the Lark grammar and tree builder, includes, errors, the writer."""
+
 from __future__ import annotations
 
 import zlib
@@ -32,6 +33,7 @@ def both_grammars(text: str, monkeypatch) -> tuple:
 
 # -- the grammar ------------------------------------------------------------------------
 
+
 def test_blocks_values_and_nesting():
     assert items("A ( 1 2 B ( x ) 3 ) C ( )") == [
         {"name": "A", "items": ["1", "2", {"name": "B", "items": ["x"]}, "3"]},
@@ -40,13 +42,18 @@ def test_blocks_values_and_nesting():
 
 
 def test_parentheses_need_no_spaces():
-    assert items("Mass(100)Size( 1 2 )") == [{"name": "Mass", "items": ["100"]},
-                                              {"name": "Size", "items": ["1", "2"]}]
+    assert items("Mass(100)Size( 1 2 )") == [
+        {"name": "Mass", "items": ["100"]},
+        {"name": "Size", "items": ["1", "2"]},
+    ]
 
 
 def test_words_keep_plus_minus_dot():
     assert items("EngineData ( SNCF_TGV-IZI+4551 a.b -1.5e-3 )")[0]["items"] == [
-        "SNCF_TGV-IZI+4551", "a.b", "-1.5e-3"]
+        "SNCF_TGV-IZI+4551",
+        "a.b",
+        "-1.5e-3",
+    ]
 
 
 def test_quoted_strings_escapes_and_joining():
@@ -55,19 +62,22 @@ def test_quoted_strings_escapes_and_joining():
     assert got[1]["items"] == [{"quoted": "abcde"}]
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("A ( #x 1 2 )", ["2"]),                 # a marker drops exactly one item
-    ("A ( _x 1 2 )", ["2"]),
-    ("A ( comment 1 2 )", ["2"]),
-    ("A ( SKIP 1 2 )", ["2"]),
-    ("A ( 1 #x ( 2 3 ) 4 )", ["1", "4"]),   # ... or one block
-    ("A ( 1 _INFO ( x y ) 4 )", ["1", "4"]),
-    ("A ( 1 _Skip ( x ( y ) \"s\" ) 4 )", ["1", "4"]),
-    ("A ( 1 comment ( x ) 4 )", ["1", "4"]),
-    ("A ( #note B ( 2 ) 3 )", ["3"]),       # a named block after a marker goes whole
-    ("A ( 1 #x \"str\" 2 )", ["1", "2"]),
-    ("A ( 1 2 #x )", ["1", "2"]),           # a marker with nothing after it
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("A ( #x 1 2 )", ["2"]),  # a marker drops exactly one item
+        ("A ( _x 1 2 )", ["2"]),
+        ("A ( comment 1 2 )", ["2"]),
+        ("A ( SKIP 1 2 )", ["2"]),
+        ("A ( 1 #x ( 2 3 ) 4 )", ["1", "4"]),  # ... or one block
+        ("A ( 1 _INFO ( x y ) 4 )", ["1", "4"]),
+        ('A ( 1 _Skip ( x ( y ) "s" ) 4 )', ["1", "4"]),
+        ("A ( 1 comment ( x ) 4 )", ["1", "4"]),
+        ("A ( #note B ( 2 ) 3 )", ["3"]),  # a named block after a marker goes whole
+        ('A ( 1 #x "str" 2 )', ["1", "2"]),
+        ("A ( 1 2 #x )", ["1", "2"]),  # a marker with nothing after it
+    ],
+)
 def test_comments_drop_the_next_item(text, expected, monkeypatch):
     a, b = both_grammars(text, monkeypatch)
     assert a == b
@@ -91,33 +101,45 @@ def test_first_line_is_the_signature_and_is_dropped():
 
 
 def test_fast_and_full_grammar_agree_on_a_mixed_text(monkeypatch):
-    text = ('TrackDB ( Serial ( 0 ) TrackNodes ( 2 TrackNode ( 1 TrVectorNode ( TrVectorSections ( 1 '
-            '1 2 3 4 5 0 1 00 6 7 1.5 2.5 3.5 0.1 0.2 0 ) ) TrPins ( 1 1 TrPin ( 2 1 ) TrPin ( 2 0 ) ) ) '
-            'TrackNode ( 2 TrEndNode ( 0 ) UiD ( 1 2 3 4 5 6 7 8 9 10 11 12 ) TrPins ( 1 0 TrPin ( 1 1 ) ) ) ) '
-            'TrItemTable ( 1 PlatformItem ( TrItemId ( 0 ) PlatformName ( "A b" ) ) ) )')
+    text = (
+        "TrackDB ( Serial ( 0 ) TrackNodes ( 2 TrackNode ( 1 TrVectorNode ( TrVectorSections ( 1 "
+        "1 2 3 4 5 0 1 00 6 7 1.5 2.5 3.5 0.1 0.2 0 ) ) TrPins ( 1 1 TrPin ( 2 1 ) TrPin ( 2 0 ) ) ) "
+        "TrackNode ( 2 TrEndNode ( 0 ) UiD ( 1 2 3 4 5 6 7 8 9 10 11 12 ) TrPins ( 1 0 TrPin ( 1 1 ) ) ) ) "
+        'TrItemTable ( 1 PlatformItem ( TrItemId ( 0 ) PlatformName ( "A b" ) ) ) )'
+    )
     a, b = both_grammars(text, monkeypatch)
     assert a == b
     assert not stf_parser.needs_full_grammar(text)
 
 
-@pytest.mark.parametrize("text, full", [
-    ("A ( 1 2 )", False),
-    ("A ( _INFO ( x #y comment ) 1 )", False),   # markers only as or inside comment blocks
-    ("A ( SNCF_TGV 1 )", False),                 # '_' inside a word is no marker
-    ("A ( #x 1 )", True),
-    ("A ( skip 1 )", True),
-    ("include foo.dat", True),
-    ("A ( skipper 1 )", False),
-])
+@pytest.mark.parametrize(
+    "text, full",
+    [
+        ("A ( 1 2 )", False),
+        ("A ( _INFO ( x #y comment ) 1 )", False),  # markers only as or inside comment blocks
+        ("A ( SNCF_TGV 1 )", False),  # '_' inside a word is no marker
+        ("A ( #x 1 )", True),
+        ("A ( skip 1 )", True),
+        ("include foo.dat", True),
+        ("A ( skipper 1 )", False),
+    ],
+)
 def test_prescan_picks_the_grammar(text, full):
     assert stf_parser.needs_full_grammar(text) is full
 
 
 @needs_dk24
-@pytest.mark.parametrize("rel", [
-    "ROUTES/OR_DK24/DK24.tdb", "ROUTES/OR_DK24/DK24.rdb", "ROUTES/OR_DK24/tsection.dat",
-    "GLOBAL/tsection.dat", "ROUTES/OR_DK24/DK24.trk", "ROUTES/OR_DK24TEST/DK24TEST.tdb",
-])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "ROUTES/OR_DK24/DK24.tdb",
+        "ROUTES/OR_DK24/DK24.rdb",
+        "ROUTES/OR_DK24/tsection.dat",
+        "GLOBAL/tsection.dat",
+        "ROUTES/OR_DK24/DK24.trk",
+        "ROUTES/OR_DK24TEST/DK24TEST.tdb",
+    ],
+)
 def test_both_grammars_give_the_same_tree_on_dk24(rel, monkeypatch):
     path = DK24 / rel
     fast = parse_file(path)
@@ -128,11 +150,16 @@ def test_both_grammars_give_the_same_tree_on_dk24(rel, monkeypatch):
 
 # -- decoding -----------------------------------------------------------------------------
 
+
 def test_utf16_bom_crlf_and_utf8_and_cp1252_decode_alike():
     text = f'{SIG}\r\nName ( "Østende" )\r\n'
-    variants = [b"\xff\xfe" + text.encode("utf-16-le"), text.encode("utf-8"),
-                b"\xef\xbb\xbf" + text.encode("utf-8"), text.encode("cp1252"),
-                text.replace("\r\n", "\n").encode("utf-8")]
+    variants = [
+        b"\xff\xfe" + text.encode("utf-16-le"),
+        text.encode("utf-8"),
+        b"\xef\xbb\xbf" + text.encode("utf-8"),
+        text.encode("cp1252"),
+        text.replace("\r\n", "\n").encode("utf-8"),
+    ]
     trees = [parse_text(decode_bytes(v).text) for v in variants]
     assert all(t == trees[0] for t in trees)
     assert trees[0].find("Name").items == ["Østende"]
@@ -160,12 +187,15 @@ def test_compressed_bomb_is_refused(tmp_path: Path, monkeypatch):
         parse_file(p)
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"SIMISA@@@@@@@@@@JINX0T0b______\r\n\x00\x01", "binary STF body"),
-    (b"\xff\xfeS\x00I\x00M", "odd number of bytes"),
-    (b"SIMISA@@@@@@@@@@JINX0T0t______\r\nA ( \x00 )", "NUL character"),
-    (b"SIMISA@F\0\0\0\0@@@@not zlib at all", "corrupt compressed"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"SIMISA@@@@@@@@@@JINX0T0b______\r\n\x00\x01", "binary STF body"),
+        (b"\xff\xfeS\x00I\x00M", "odd number of bytes"),
+        (b"SIMISA@@@@@@@@@@JINX0T0t______\r\nA ( \x00 )", "NUL character"),
+        (b"SIMISA@F\0\0\0\0@@@@not zlib at all", "corrupt compressed"),
+    ],
+)
 def test_undecodable_files(tmp_path: Path, data: bytes, message: str):
     p = tmp_path / "bad.dat"
     p.write_bytes(data)
@@ -179,6 +209,7 @@ def test_missing_file_is_a_tdbtools_error(tmp_path: Path):
 
 
 # -- syntax errors --------------------------------------------------------------------------
+
 
 def test_unclosed_block_names_where_it_opened():
     with pytest.raises(StfSyntaxError) as ei:
@@ -215,6 +246,7 @@ def test_deep_nesting_does_not_recurse():
 
 
 # -- include --------------------------------------------------------------------------------
+
 
 def make_install(tmp_path: Path) -> Path:
     (tmp_path / "ROUTES" / "R" / "OPENRAILS").mkdir(parents=True)
@@ -266,6 +298,7 @@ def test_include_cycle_and_escape_and_missing(tmp_path: Path):
 
 
 # -- the writer -------------------------------------------------------------------------------
+
 
 def test_writer_quotes_what_must_be_quoted():
     doc = parse_text(f'{SIG}\nA ( "" "a b" "#x" "comment" "(" plain "q\\"" )\n')

@@ -1,6 +1,7 @@
 """Rolling stock (.eng/.wag) and consists (.con): the sample stock, units, Davis filling
 (docs/physics.md §3.2), the MSTS Friction fallback, couplers (docs/formats.md §10.3), Flip, and finding the stock of DK24's
 consists (which is not installed)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,8 +26,8 @@ HEADER = "SIMISA@@@@@@@@@@JINX0D0t______\n\n"
 
 # Independent constants (docs/formats.md §3, docs/physics.md §3.2).
 LBF = 4.44822162
-LBF_MPH = 4.44822162 / 0.44704       # 9.950388
-LBF_MPH2 = 4.44822162 / 0.44704 ** 2  # 22.258385
+LBF_MPH = 4.44822162 / 0.44704  # 9.950388
+LBF_MPH2 = 4.44822162 / 0.44704**2  # 22.258385
 TON_US = 907.18474
 FT2 = 0.09290304
 
@@ -48,12 +49,12 @@ def test_sample_electric_exact_si():
     s = read_stock(TRAINSET / "SAMPLE_EL" / "SAMPLE_EL64.eng")
     assert (s.kind, s.wagon_type, s.engine_type) == ("engine", "Engine", "Electric")
     assert s.name == "Sample EL 64 Bo-Bo electric"
-    assert s.mass_kg == 84000.0                                   # 84t
+    assert s.mass_kg == 84000.0  # 84t
     assert (s.width_m, s.height_m, s.length_m) == (3.01, 4.25, 18.98)
-    assert s.max_power_w == 6.4e6 and s.max_force_n == 300e3       # 6400kW, 300kN
+    assert s.max_power_w == 6.4e6 and s.max_force_n == 300e3  # 6400kW, 300kN
     assert s.max_continuous_force_n is None
-    assert s.max_velocity_ms == pytest.approx(55.556, abs=5e-4)    # 200km/h
-    assert s.max_velocity_ms == 200 * 0.27777778                   # STFReader's kph factor
+    assert s.max_velocity_ms == pytest.approx(55.556, abs=5e-4)  # 200km/h
+    assert s.max_velocity_ms == 200 * 0.27777778  # STFReader's kph factor
     assert (s.davis_a, s.davis_b, s.davis_c) == (940.0, 18.4, 5.6)
     assert s.is_davis_friction and s.friction0_n is None
     assert s.max_brake_force_n == 110e3
@@ -118,6 +119,7 @@ def test_sample_freight_plain_bearing_formulas_and_include():
     assert s.max_brake_force_n == 89e3  # default
     assert s.couplers == read_stock(TRAINSET / "SAMPLE_COACH" / "SAMPLE_BPMZ.wag").couplers
     from tdbtools.stf import parse_file
+
     assert any(p.endswith("uic_screw_couplings.inc") for p in parse_file(path).includes)
 
 
@@ -144,13 +146,16 @@ def test_sample_files_are_utf16_crlf_and_generated(tmp_path):
 
 
 def test_units_are_converted():
-    s = stock_text("""
+    s = stock_text(
+        """
 Wagon ( w Type ( Freight ) Mass ( 84t ) Size ( 120in 3200mm 60ft )
   ORTSDavis_A ( 200lbf ) ORTSDavis_B ( 1.5lbf/mph ) ORTSDavis_C ( 0.05lbf/mph^2 )
   MaxBrakeForce ( 20000lbf ) ORTSWagonFrontalArea ( 100 ) ORTSLengthBogieCentre ( 30ft )
   WheelRadius ( 18in ) )
 Engine ( e MaxVelocity ( 200km/h ) MaxForce ( 300kN ) MaxPower ( 4000hp ) MaxContinuousForce ( 50000lbf ) )
-""", "engine")
+""",
+        "engine",
+    )
     assert s.mass_kg == 84000.0
     assert (s.width_m, s.height_m, s.length_m) == pytest.approx((3.048, 3.2, 18.288))
     assert s.davis_a == pytest.approx(200 * LBF)
@@ -191,8 +196,10 @@ def test_bad_enum_values_are_format_errors(tmp_path):
 
 
 def test_davis_worked_example_50t_freight():
-    s = stock_text("Wagon ( w Type ( Freight ) Mass ( 50t ) Size ( 3m 4m 15m ) "
-                   "ORTSNumberAxles ( 4 ) ORTSBearingType ( Friction ) )")
+    s = stock_text(
+        "Wagon ( w Type ( Freight ) Mass ( 50t ) Size ( 3m 4m 15m ) "
+        "ORTSNumberAxles ( 4 ) ORTSBearingType ( Friction ) )"
+    )
     assert s.davis_a == pytest.approx(834.71, rel=1e-3)
     assert s.davis_b == pytest.approx(24.679, rel=1e-3)
     assert s.davis_c == pytest.approx(1.4375, rel=1e-3)
@@ -203,13 +210,17 @@ def test_davis_worked_example_50t_freight():
 
 def test_davis_light_vehicle_and_given_values_kept():
     # 10 t on 4 axles: T/axles < 5 -> cT = 9.4·√T, cN = 12.5, cB = 0.009
-    s = stock_text("Wagon ( w Type ( Freight ) Mass ( 10t ) Size ( 3m 4m 10m ) "
-                   "ORTSNumberAxles ( 4 ) ORTSBearingType ( Grease ) ORTSDavis_B ( 7 ) )")
+    s = stock_text(
+        "Wagon ( w Type ( Freight ) Mass ( 10t ) Size ( 3m 4m 10m ) "
+        "ORTSNumberAxles ( 4 ) ORTSBearingType ( Grease ) ORTSDavis_B ( 7 ) )"
+    )
     t = 10000 / TON_US
     assert s.davis_a == pytest.approx((9.4 * math.sqrt(t) * t + 12.5 * 4) * LBF)
     assert s.davis_b == 7.0  # given: not replaced
-    s = stock_text("Wagon ( w Type ( Carriage ) Mass ( 40t ) Size ( 3m 4m 20m ) "
-                   "ORTSBearingType ( Low ) ORTSDavisDragConstant ( 0.001 ) ORTSWagonFrontalArea ( 10m^2 ) )")
+    s = stock_text(
+        "Wagon ( w Type ( Carriage ) Mass ( 40t ) Size ( 3m 4m 20m ) "
+        "ORTSBearingType ( Low ) ORTSDavisDragConstant ( 0.001 ) ORTSWagonFrontalArea ( 10m^2 ) )"
+    )
     t = 40000 / TON_US
     assert s.num_axles == 4  # no ORTSNumberAxles, no NumWheels: default 4
     assert s.davis_a == pytest.approx((1.5 * t + 11 * 4) * LBF)
@@ -218,8 +229,10 @@ def test_davis_light_vehicle_and_given_values_kept():
 
 
 def test_davis_a_b_missing_without_bearing_type_falls_back_to_friction_even_with_c():
-    s = stock_text("Wagon ( w Type ( Freight ) Mass ( 50t ) Size ( 3m 4m 15m ) NumWheels ( 4 ) "
-                   "ORTSDavis_A ( 800 ) ORTSDavis_C ( 2 ) Friction ( 10N/m/s 0 20mph 1N/m/s 2 ) )")
+    s = stock_text(
+        "Wagon ( w Type ( Freight ) Mass ( 50t ) Size ( 3m 4m 15m ) NumWheels ( 4 ) "
+        "ORTSDavis_A ( 800 ) ORTSDavis_C ( 2 ) Friction ( 10N/m/s 0 20mph 1N/m/s 2 ) )"
+    )
     # V2 = 20 mph > 10 mph: not FCalc -> plain-bearing Davis formulas, C from drag x area
     assert not s.is_davis_friction
     assert s.davis_a == pytest.approx(834.71, rel=1e-3) and s.davis_b == pytest.approx(24.679, rel=1e-3)
@@ -244,19 +257,22 @@ def numeric_fit(c1: float, e1: float, v2: float, c2: float, e2: float) -> tuple[
     x, w = np.polynomial.legendre.leggauss(400)
     v = (b - a) / 2 * x + (a + b) / 2
     w = w * (b - a) / 2
-    f = c1 * v2 ** e1 + c2 * v2 + c2 * v ** e2
+    f = c1 * v2**e1 + c2 * v2 + c2 * v**e2
     basis = np.stack([np.ones_like(v), v, v * v], axis=1)
     sw = np.sqrt(w)
     coef, *_ = np.linalg.lstsq(basis * sw[:, None], f * sw, rcond=None)
     return tuple(float(c) for c in coef)
 
 
-@pytest.mark.parametrize("params", [
-    (1500.0, -0.1, 4 * 0.44704, 18.0, 1.8),
-    (10.0, -1.0, 0.5, 3.3, 1.5),
-    (200.0, 0.0, 0.0, 9.0, 2.0),       # V2 = 0 with E1 = 0 is allowed (0^0 = 1)
-    (50.0, 0.3, 4.44, 0.7, 2.4),
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        (1500.0, -0.1, 4 * 0.44704, 18.0, 1.8),
+        (10.0, -1.0, 0.5, 3.3, 1.5),
+        (200.0, 0.0, 0.0, 9.0, 2.0),  # V2 = 0 with E1 = 0 is allowed (0^0 = 1)
+        (50.0, 0.3, 4.44, 0.7, 2.4),
+    ],
+)
 def test_fcalc_fit_matches_numerical_least_squares(params):
     a, b, c, f0 = fcalc_davis(*params)
     assert (a, b, c) == pytest.approx(numeric_fit(*params), rel=1e-7, abs=1e-9)
@@ -273,8 +289,11 @@ def test_fcalc_fit_is_exact_for_a_quadratic():
 def test_degenerate_friction_data(tmp_path):
     with pytest.raises(ValueError):
         fcalc_davis(10.0, -1.0, 0.0, 1.0, 1.0)  # 0 ** -1
-    p = write(tmp_path / "x.wag", "Wagon ( w Type ( Freight ) Mass ( 50t ) Size ( 3m 4m 15m )\n"
-                                  "\tFriction ( 10N/m/s -1 0mph 1N/m/s 1 )\n)\n")
+    p = write(
+        tmp_path / "x.wag",
+        "Wagon ( w Type ( Freight ) Mass ( 50t ) Size ( 3m 4m 15m )\n"
+        "\tFriction ( 10N/m/s -1 0mph 1N/m/s 1 )\n)\n",
+    )
     with pytest.raises(FormatError, match="infinite"):
         read_stock(p)
     d = Diagnostics(strict=False)
@@ -293,29 +312,29 @@ def test_r0_processing_uses_the_stiffness_known_when_r0_is_read():
     before, after = couplers("""
       Coupling ( Spring ( Stiffness ( 3e6 1e6 ) r0 ( 0 0.1 ) ) )
       Coupling ( Spring ( r0 ( 0 0.1 ) Stiffness ( 3e6 1e6 ) ) )""")
-    assert before.r0_diff == pytest.approx(0.05 * 1e6 / 4e6)   # 0.0125
-    assert after.r0_diff == pytest.approx(0.05 * 2e7 / 3e7)    # defaults at that moment
-    assert before.stiffness == after.stiffness == 7 * 4e6      # uses the final k1 + k2
+    assert before.r0_diff == pytest.approx(0.05 * 1e6 / 4e6)  # 0.0125
+    assert after.r0_diff == pytest.approx(0.05 * 2e7 / 3e7)  # defaults at that moment
+    assert before.stiffness == after.stiffness == 7 * 4e6  # uses the final k1 + k2
 
 
 def test_r0_clamping_and_rigid():
     small, big = couplers("""
       Coupling ( Spring ( Stiffness ( 1e7 1 ) r0 ( 0 0.01 ) ) )
       Coupling ( Spring ( r0 ( 0 1m ) ) )""")
-    assert small.slack1 == small.r0_diff == 0.001 and big.slack1 == 0.1    # clamped
-    rigid, = couplers("Coupling ( Spring ( r0 ( 0 0.1 ) ) CouplingHasRigidConnection ( 1 ) )")
+    assert small.slack1 == small.r0_diff == 0.001 and big.slack1 == 0.1  # clamped
+    (rigid,) = couplers("Coupling ( Spring ( r0 ( 0 0.1 ) ) CouplingHasRigidConnection ( 1 ) )")
     assert rigid.rigid and (rigid.slack1, rigid.slack2) == (0.0001, 0.0002)
     assert rigid.r0_diff == pytest.approx(0.05 * 2 / 3)
-    assert couplers("Coupling ( CouplingHasRigidConnection ( ) )")[0].rigid      # empty: true
+    assert couplers("Coupling ( CouplingHasRigidConnection ( ) )")[0].rigid  # empty: true
     assert not couplers("Coupling ( CouplingHasRigidConnection ( false ) )")[0].rigid
 
 
 def test_r0x_nonzero_and_break_defaults():
-    c, = couplers("Coupling ( Spring ( r0 ( 5cm 9cm ) Break ( 1e6 0 ) Stiffness ( -5 1 ) ) )")
+    (c,) = couplers("Coupling ( Spring ( r0 ( 5cm 9cm ) Break ( 1e6 0 ) Stiffness ( -5 1 ) ) )")
     assert (c.r0x, c.r0_diff, c.slack1, c.slack2, c.stiffness) == (0.05, 0.012, 0.012, 0.035, 2e7)
-    assert (c.break1, c.break2) == (1e6, 2e7)                   # b2 = 0 -> 2e7
-    assert (c.stiffness1, c.stiffness2) == (1e7, 2e7)           # a negative pair is ignored
-    d, = couplers("Coupling ( Type ( Automatic ) )")
+    assert (c.break1, c.break2) == (1e6, 2e7)  # b2 = 0 -> 2e7
+    assert (c.stiffness1, c.stiffness2) == (1e7, 2e7)  # a negative pair is ignored
+    (d,) = couplers("Coupling ( Type ( Automatic ) )")
     assert (d.r0x, d.slack1, d.slack2, d.stiffness, d.break1) == (0.0, 0.012, 0.035, 7 * 3e7, 1e10)
 
 
@@ -341,21 +360,26 @@ def test_last_occurrence_wins_and_engine_paths_in_wag_are_ignored(tmp_path):
 
 def test_axle_counts():
     assert stock_text("Wagon ( w NumWheels ( 2 ) )").num_axles == 2
-    assert stock_text("Wagon ( w NumWheels ( 8 ) )").num_axles == 4   # 6+ -> default 4
-    eng = stock_text("Wagon ( w Type ( Engine ) NumWheels ( 8 ) ORTSNumberAxles ( 2 ) ) "
-                     "Engine ( e NumWheels ( 3 ) )", "engine")
+    assert stock_text("Wagon ( w NumWheels ( 8 ) )").num_axles == 4  # 6+ -> default 4
+    eng = stock_text(
+        "Wagon ( w Type ( Engine ) NumWheels ( 8 ) ORTSNumberAxles ( 2 ) ) Engine ( e NumWheels ( 3 ) )",
+        "engine",
+    )
     assert (eng.num_axles, eng.num_drive_axles) == (5, 3)
     eng = stock_text("Wagon ( w Type ( Engine ) ) Engine ( e NumWheels ( 12 ) )", "engine")
     assert (eng.num_axles, eng.num_drive_axles) == (4, 4)
 
 
 def test_tractive_force_curves():
-    s = stock_text("""
+    s = stock_text(
+        """
 Wagon ( w Type ( Engine ) )
 Engine ( e ORTSMaxTractiveForceCurves (
    0 ( 0 0 100km/h 0 )
    0.5 ( 0 150kN 10 150kN 40 40kN )
-   1 ( 0 300kN 20 300kN 40 80kN ) ) )""", "engine")
+   1 ( 0 300kN 20 300kN 40 80kN ) ) )""",
+        "engine",
+    )
     curve = s.tractive_force_curve
     throttle, speed, force = curve
     assert throttle == (0.0, 0.5, 1.0)
@@ -409,9 +433,12 @@ def test_resolve_sample_stock_case_insensitively():
 
 def test_flip_zero_flips():
     d = Diagnostics()
-    c = _consist(d, "Engine ( UiD ( 0 ) Flip ( 0 ) EngineData ( a B ) ) "
-                    "Wagon ( UiD ( 1 ) Flip ( ) WagonData ( \"c d\" \"E F\" ) ) "
-                    "Wagon ( UiD ( 2 ) WagonData ( g H ) )")
+    c = _consist(
+        d,
+        "Engine ( UiD ( 0 ) Flip ( 0 ) EngineData ( a B ) ) "
+        'Wagon ( UiD ( 1 ) Flip ( ) WagonData ( "c d" "E F" ) ) '
+        "Wagon ( UiD ( 2 ) WagonData ( g H ) )",
+    )
     assert [car.flipped for car in c.cars] == [True, True, False]
     assert c.cars[1].file == "c d" and c.cars[1].folder == "E F"
     assert any("Flip ( 0 )" in f.message for f in d.findings)  # a note, never fatal
@@ -429,19 +456,24 @@ def test_consist_names_and_kind_from_data_block():
 
 def _consist(d: Diagnostics, cars: str, name: str | None = "N", label: str = "L"):
     from tdbtools.formats.consist import consist_from_document
+
     head = f'"{label}"' if label else ""
     nm = f'Name ( "{name}" )' if name is not None else ""
-    return consist_from_document(parse_text(f"{HEADER}Train ( TrainCfg ( {head} {nm} "
-                                            f"MaxVelocity ( 100km/h 1 ) {cars} ) )"), d)
+    return consist_from_document(
+        parse_text(f"{HEADER}Train ( TrainCfg ( {head} {nm} MaxVelocity ( 100km/h 1 ) {cars} ) )"), d
+    )
 
 
 def test_openrails_override_is_preferred(tmp_path):
     root = tmp_path
     write(root / "TRAINS/TRAINSET/Stock/w.wag", "Wagon ( w Mass ( 10t ) )\n")
-    write(root / "TRAINS/TRAINSET/Stock/OPENRAILS/W.WAG",
-          'include ( "../w.wag" )\nWagon ( ORTSBearingType ( Roller ) Mass ( 12t ) )\n')
-    write(root / "TRAINS/CONSISTS/c.con",
-          "Train ( TrainCfg ( c Wagon ( UiD ( 0 ) WagonData ( w stock ) ) ) )\n")
+    write(
+        root / "TRAINS/TRAINSET/Stock/OPENRAILS/W.WAG",
+        'include ( "../w.wag" )\nWagon ( ORTSBearingType ( Roller ) Mass ( 12t ) )\n',
+    )
+    write(
+        root / "TRAINS/CONSISTS/c.con", "Train ( TrainCfg ( c Wagon ( UiD ( 0 ) WagonData ( w stock ) ) ) )\n"
+    )
     (s,) = resolve_stock(read_consist(root / "TRAINS/CONSISTS/c.con"), root)
     assert s.mass_kg == 12000.0 and s.bearing_type == "Roller" and "OPENRAILS" in s.path
 
@@ -449,6 +481,7 @@ def test_openrails_override_is_preferred(tmp_path):
 def test_stand_in_heuristic():
     def car(kind, file, folder):
         return stand_in_variant(CarEntry(kind, 0, False, file, folder))
+
     assert car("engine", "freightloco", "x") == "electric"
     assert car("wagon", "Eanos_loaded", "Goods wagons") == "freight"
     assert car("wagon", "TGV2NR5D226", "RTGV2N760") == "passenger"
@@ -493,8 +526,10 @@ def test_dk24_stand_ins_resolve_with_warnings():
     assert len(messages) == 3 and "ffVIA.wag" in messages[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StandInWarning)
-        every = [resolve_stock(read_consist(f), DK24, stand_in=True)
-                 for f in sorted((DK24 / "TRAINS" / "CONSISTS").glob("*.con"))]
+        every = [
+            resolve_stock(read_consist(f), DK24, stand_in=True)
+            for f in sorted((DK24 / "TRAINS" / "CONSISTS").glob("*.con"))
+        ]
     assert sum(len(s) for s in every) == 952
 
 

@@ -3,6 +3,7 @@
 The cluster tests use ``processes=False`` (two single-threaded workers as threads of
 the test process) for speed; one slow test runs the same sweep on worker processes.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,9 @@ def _make_install(folder: Path) -> Path:
     """A copy of the sample install with a broken path and a sweep spec."""
     inst = folder / "sample"
     shutil.copytree(SAMPLE_INSTALL, inst)
-    (inst / "ROUTES" / "SAMPLE" / "PATHS" / "Broken.pat").write_text("SIMISA@@@@@@@@@@JINX0P0t______\r\nnonsense (\r\n",
-                                                                     encoding="utf-8")
+    (inst / "ROUTES" / "SAMPLE" / "PATHS" / "Broken.pat").write_text(
+        "SIMISA@@@@@@@@@@JINX0P0t______\r\nnonsense (\r\n", encoding="utf-8"
+    )
     (inst / "sweep.toml").write_text(SPEC, encoding="utf-8")
     return inst
 
@@ -71,8 +73,15 @@ def full_sweep(tmp_path_factory) -> FullSweep:
     inst = _make_install(base)
     seen: list[tuple[int, int]] = []
     messages: list[str] = []
-    res = run_sweep(inst / "sweep.toml", out=base / "out", workers=2, processes=False, dashboard=False,
-                    progress=lambda done, total, rec: seen.append((done, total)), log=messages.append)
+    res = run_sweep(
+        inst / "sweep.toml",
+        out=base / "out",
+        workers=2,
+        processes=False,
+        dashboard=False,
+        progress=lambda done, total, rec: seen.append((done, total)),
+        log=messages.append,
+    )
     return FullSweep(inst, base / "out", res, seen, messages)
 
 
@@ -96,9 +105,11 @@ def test_spec_expands_in_order(install):
 
 
 def test_spec_units_fixed_options_and_schedules(install):
-    text = ('route = "ROUTES/SAMPLE"\npaths = ["Siding.pat"]\nconsists = ["sample_passenger"]\n'
-            '[train]\ndeceleration = 0.4\n[grid]\nmax_speed = ["60km/h", 30]\n'
-            'schedule = [ [ {at = 0, throttle = 0.5} ], [ {at = 0, throttle = 1.0}, {at = 30, brake = 0.3} ] ]\n')
+    text = (
+        'route = "ROUTES/SAMPLE"\npaths = ["Siding.pat"]\nconsists = ["sample_passenger"]\n'
+        '[train]\ndeceleration = 0.4\n[grid]\nmax_speed = ["60km/h", 30]\n'
+        "schedule = [ [ {at = 0, throttle = 0.5} ], [ {at = 0, throttle = 1.0}, {at = 30, brake = 0.3} ] ]\n"
+    )
     spec = sweep_spec_from_text(text, str(install / "x.toml"), base=install)
     assert len(spec.combinations) == 4
     t = spec.combinations[0].scenario.trains[0]
@@ -106,18 +117,36 @@ def test_spec_units_fixed_options_and_schedules(install):
     assert spec.combinations[3].scenario.trains[0].schedule[1].brake == 0.3
 
 
-@pytest.mark.parametrize("text, message, line", [
-    ('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["a"]\n[grid]\nspeed = [1]\n', "unknown key 'speed'", 5),
-    ('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["a"]\n[grid]\nmax_speed = ["fast"]\n', "max_speed", 5),
-    ('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["a"]\n[grid]\nbrake_mode = ["soft"]\n',
-     "brake_mode", 5),
-    ('route = "ROUTES/SAMPLE"\npaths = ["x*.pat"]\nconsists = ["a"]\n', "matches no file", 2),
-    ('route = "ROUTES/NOPE"\npaths = ["*.pat"]\nconsists = ["a"]\n', "no PATHS folder", 1),
-    ('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = []\n', "consists", 3),
-    ('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["a"]\n[train]\nmax_speed = 10\n[grid]\n'
-     'max_speed = [1]\n', "also fixed", 5),
-    ('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["a"]\nstep = \n', "invalid TOML", 4),
-])
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        (
+            'route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["a"]\n[grid]\nspeed = [1]\n',
+            "unknown key 'speed'",
+            5,
+        ),
+        (
+            'route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["a"]\n[grid]\nmax_speed = ["fast"]\n',
+            "max_speed",
+            5,
+        ),
+        (
+            'route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["a"]\n[grid]\nbrake_mode = ["soft"]\n',
+            "brake_mode",
+            5,
+        ),
+        ('route = "ROUTES/SAMPLE"\npaths = ["x*.pat"]\nconsists = ["a"]\n', "matches no file", 2),
+        ('route = "ROUTES/NOPE"\npaths = ["*.pat"]\nconsists = ["a"]\n', "no PATHS folder", 1),
+        ('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = []\n', "consists", 3),
+        (
+            'route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["a"]\n[train]\nmax_speed = 10\n[grid]\n'
+            "max_speed = [1]\n",
+            "also fixed",
+            5,
+        ),
+        ('route = "ROUTES/SAMPLE"\npaths = ["*.pat"]\nconsists = ["a"]\nstep = \n', "invalid TOML", 4),
+    ],
+)
 def test_spec_errors_are_located(install, text, message, line):
     with pytest.raises(ScenarioError) as info:
         sweep_spec_from_text(text, "spec.toml", base=install)
@@ -146,19 +175,37 @@ def test_sweep_on_two_workers_matches_single_replays(full_sweep, tmp_path):
     # The same replays one at a time give the same summaries.
     spec = read_sweep_spec(install / "sweep.toml")
     for c, row in zip(spec.combinations, rows):
-        assert (row["path"], row["consist"], row["beyond_path"]) == (c.path, c.consist, c.params["beyond_path"])
+        assert (row["path"], row["consist"], row["beyond_path"]) == (
+            c.path,
+            c.consist,
+            c.params["beyond_path"],
+        )
         if row["status"] != "ok":
             continue
         s = replay(c.scenario).summary["trains"]["train"]
-        for k in ("running_time_s", "distance_m", "max_speed_kmh", "traction_energy_kwh", "braking_energy_kwh",
-                  "finished", "derailed", "events"):
+        for k in (
+            "running_time_s",
+            "distance_m",
+            "max_speed_kmh",
+            "traction_energy_kwh",
+            "braking_energy_kwh",
+            "finished",
+            "derailed",
+            "events",
+        ):
             assert row[k] == s[k], (c.path, c.consist, k)
     # ... and one of them written as a plain scenario file gives the same too.
-    (install / "one.toml").write_text('route = "ROUTES/SAMPLE"\nduration = 300\n[[train]]\nname = "train"\n'
-                                      'consist = "sample_freight"\npath = "MainWE.pat"\nbeyond_path = 100\n',
-                                      encoding="utf-8")
+    (install / "one.toml").write_text(
+        'route = "ROUTES/SAMPLE"\nduration = 300\n[[train]]\nname = "train"\n'
+        'consist = "sample_freight"\npath = "MainWE.pat"\nbeyond_path = 100\n',
+        encoding="utf-8",
+    )
     s = replay(read_scenario(install / "one.toml")).summary["trains"]["train"]
-    row = next(r for r in rows if (r["path"], r["consist"], r["beyond_path"]) == ("MainWE.pat", "sample_freight", 100))
+    row = next(
+        r
+        for r in rows
+        if (r["path"], r["consist"], r["beyond_path"]) == ("MainWE.pat", "sample_freight", 100)
+    )
     assert row["running_time_s"] == s["running_time_s"] and row["distance_m"] == s["distance_m"]
     # The table reads back with its types; the summary and the plot.
     back = read_sweep(out)
@@ -186,8 +233,14 @@ def test_resume_after_interruption(full_sweep, tmp_path):
     assert len(first) == total // 2
     assert not (out / "sweep.csv").exists()
     ran = []
-    res = run_sweep(spec, out=out, workers=2, processes=False, dashboard=False,
-                    progress=lambda d, t, rec: rec and ran.append(rec["key"]))
+    res = run_sweep(
+        spec,
+        out=out,
+        workers=2,
+        processes=False,
+        dashboard=False,
+        progress=lambda d, t, rec: rec and ran.append(rec["key"]),
+    )
     assert res.skipped == total // 2 and res.ran == total - total // 2
     assert set(ran) == {c.key for c in spec.combinations} - first
     assert (out / "sweep.csv").read_bytes() == (full_sweep.out / "sweep.csv").read_bytes()
@@ -203,7 +256,9 @@ def test_a_smaller_sweep_reuses_the_results_of_a_larger_one(full_sweep, tmp_path
     out = tmp_path / "out"
     shutil.copytree(full_sweep.out / "results", out / "results")
     small = full_sweep.install / "small.toml"
-    small.write_text(SPEC.replace('["Main*.pat", "Siding.pat", "broken.pat"]', '["Siding.pat"]'), encoding="utf-8")
+    small.write_text(
+        SPEC.replace('["Main*.pat", "Siding.pat", "broken.pat"]', '["Siding.pat"]'), encoding="utf-8"
+    )
     a = run_sweep(small, out=out, workers=1, processes=False, dashboard=False)
     assert a.ran == 0 and a.skipped == 6 and a.workers == 0
     want = [r for r in full_sweep.result.rows if r["path"] == "Siding.pat"]
@@ -211,14 +266,20 @@ def test_a_smaller_sweep_reuses_the_results_of_a_larger_one(full_sweep, tmp_path
 
 
 def test_traces_on_request(install, tmp_path):
-    spec = sweep_spec_from_text('route = "ROUTES/SAMPLE"\npaths = ["Siding.pat"]\nconsists = ["sample_passenger"]\n'
-                                'duration = 120\ntraces = true\n', str(install / "t.toml"), base=install)
+    spec = sweep_spec_from_text(
+        'route = "ROUTES/SAMPLE"\npaths = ["Siding.pat"]\nconsists = ["sample_passenger"]\n'
+        "duration = 120\ntraces = true\n",
+        str(install / "t.toml"),
+        base=install,
+    )
     res = run_sweep(spec, out=tmp_path / "out", workers=1, processes=False, dashboard=False)
     key = res.rows[0]["key"]
     folder = tmp_path / "out" / "traces" / key
     assert (folder / "train.csv").read_text().startswith("time,distance,speed")
-    assert json.loads((folder / "summary.json").read_text())["trains"]["train"]["distance_m"] == \
-        res.rows[0]["distance_m"]
+    assert (
+        json.loads((folder / "summary.json").read_text())["trains"]["train"]["distance_m"]
+        == res.rows[0]["distance_m"]
+    )
 
 
 @pytest.mark.slow
@@ -239,21 +300,27 @@ def test_an_existing_scheduler_gets_the_same_work(install, tmp_path):
     test starts, with its own workers) and gives the table a local cluster gives."""
     from dask.distributed import LocalCluster
 
-    spec = sweep_spec_from_text('route = "ROUTES/SAMPLE"\npaths = ["Siding.pat", "MainWE.pat"]\n'
-                                'consists = ["sample_passenger"]\nduration = 300\n',
-                                str(install / "s.toml"), base=install)
+    spec = sweep_spec_from_text(
+        'route = "ROUTES/SAMPLE"\npaths = ["Siding.pat", "MainWE.pat"]\n'
+        'consists = ["sample_passenger"]\nduration = 300\n',
+        str(install / "s.toml"),
+        base=install,
+    )
     local = run_sweep(spec, out=tmp_path / "local", workers=1, processes=False, dashboard=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
-        remote = run_sweep(spec, out=tmp_path / "remote", scheduler=cluster.scheduler_address, workers=2,
-                           dashboard=False)
+        remote = run_sweep(
+            spec, out=tmp_path / "remote", scheduler=cluster.scheduler_address, workers=2, dashboard=False
+        )
     assert remote.ran == local.ran == 2
     assert (tmp_path / "remote" / "sweep.csv").read_text() == (tmp_path / "local" / "sweep.csv").read_text()
 
 
 def test_a_replay_cut_off_by_duration_is_not_ok(install, tmp_path):
-    spec = sweep_spec_from_text('route = "ROUTES/SAMPLE"\npaths = ["MainWE.pat"]\n'
-                                'consists = ["sample_passenger"]\nduration = 20\n',
-                                str(install / "s.toml"), base=install)
+    spec = sweep_spec_from_text(
+        'route = "ROUTES/SAMPLE"\npaths = ["MainWE.pat"]\nconsists = ["sample_passenger"]\nduration = 20\n',
+        str(install / "s.toml"),
+        base=install,
+    )
     res = run_sweep(spec, out=tmp_path / "out", workers=1, processes=False, dashboard=True)
     (row,) = res.rows
     assert row["status"] == "incomplete" and "duration" in row["error"]

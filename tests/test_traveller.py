@@ -1,6 +1,7 @@
 """The TDB traveller (docs/formats.md §12): the pDirection table, moving, placing world
 points (exact projection, spatial index), switches, items, distances; on the sample
 route, on tiny synthetic routes, and on the real DK24 route."""
+
 from __future__ import annotations
 
 import math
@@ -50,19 +51,37 @@ def node_length(route: Route, i: int) -> float:
 
 # -- tiny synthetic routes ---------------------------------------------------------------
 
-_COLS = ("section_index", "shape_index", "wf_tile_x", "wf_tile_z", "world_uid", "flag1", "flag2",
-         "flag3", "tile_x", "tile_z", "x", "y", "z", "ax", "ay", "az")
+_COLS = (
+    "section_index",
+    "shape_index",
+    "wf_tile_x",
+    "wf_tile_z",
+    "world_uid",
+    "flag1",
+    "flag2",
+    "flag3",
+    "tile_x",
+    "tile_z",
+    "x",
+    "y",
+    "z",
+    "ax",
+    "ay",
+    "az",
+)
 
 
-def synthetic_route(base: Route, nodes: list, sections: list[dict],
-                    extra: dict[int, tuple[float, float, float]] | None = None) -> Route:
+def synthetic_route(
+    base: Route, nodes: list, sections: list[dict], extra: dict[int, tuple[float, float, float]] | None = None
+) -> Route:
     """A Route in memory. ``nodes`` are (kind, pins, n_sections[, shape]) for nodes 1..N
     (sections taken in order from ``sections``: dicts of section id, x, y, z, ay, ...);
     ``extra`` adds tsection ids: id → (length, radius, angle_deg) (NaN radius = straight)."""
     ts = base.tsection
     tab = ts.sections
-    ids, width, length, radius, angle = (np.array(a, dtype=float) for a in
-                                         (tab.ids, tab.width, tab.length, tab.radius, tab.angle))
+    ids, width, length, radius, angle = (
+        np.array(a, dtype=float) for a in (tab.ids, tab.width, tab.length, tab.radius, tab.angle)
+    )
     for sid, (ln, rad, ang) in (extra or {}).items():
         ids = np.append(ids, sid)
         width = np.append(width, 1.5)
@@ -80,7 +99,7 @@ def synthetic_route(base: Route, nodes: list, sections: list[dict],
         kind, pins = spec[0], tuple(TrPin(a, b) for a, b in spec[1])
         if kind == "vector":
             n = spec[2]
-            for s in sections[row:row + n]:
+            for s in sections[row : row + n]:
                 for c in _COLS:
                     cols[c].append(s.get(c, "00" if c == "flag3" else 0))
                 node_col.append(index)
@@ -120,7 +139,7 @@ def worked(sample):
 def test_vector_forward_leaves_by_pin_1(sample):
     t = Traveller(sample, V_MAIN, node_length(sample, V_MAIN), FORWARD)
     assert t.next_track_node()
-    pin = sample.tdb.nodes[V_MAIN].pins[1]                # (5, 1)
+    pin = sample.tdb.nodes[V_MAIN].pins[1]  # (5, 1)
     assert (t.node_index, t.direction) == (pin.link, 1) == (E_EAST, 1)
     assert t.junction_entry_pin == 0
 
@@ -128,13 +147,13 @@ def test_vector_forward_leaves_by_pin_1(sample):
 def test_vector_backward_leaves_by_pin_0(sample):
     t = Traveller(sample, V_MAIN, 0.0, BACKWARD)
     assert t.next_track_node()
-    assert (t.node_index, t.direction) == (J1, 0)         # TrPin ( 3 0 ): from a branch
+    assert (t.node_index, t.direction) == (J1, 0)  # TrPin ( 3 0 ): from a branch
     assert t.junction_entry_pin == 1
 
 
 def test_junction_direction_0_leaves_by_the_trunk(sample):
     t = Traveller(sample, J1, direction=BACKWARD)
-    t.switches.set(J1, 1)                                 # the switch does not matter
+    t.switches.set(J1, 1)  # the switch does not matter
     assert t.next_track_node()
     # TrPin ( 2 1 ): V_a walked forward, from its first section at offset 0.
     assert (t.node_index, t.direction, t.section_index, t.offset) == (V_A, 1, 0, 0.0)
@@ -164,7 +183,7 @@ def test_end_direction_1_is_the_end_of_the_track(sample):
     assert not t.next_track_node()
     assert (t.node_index, t.direction) == (E_EAST, 1)
     assert t.move(7.5) == 7.5
-    assert t.move(-2.0) == 0.0                            # back into V_main, still facing east
+    assert t.move(-2.0) == 0.0  # back into V_main, still facing east
     assert (t.node_index, t.direction) == (V_MAIN, 1)
     assert t.offset == pytest.approx(node_length(sample, V_MAIN) - 2.0)
 
@@ -173,9 +192,9 @@ def test_default_switch_is_the_shape_main_route(sample):
     s = Switches(sample)
     assert s[J1] == s.main_route(J1) == sample.tsection.shape(71).main_route == 0
     with pytest.raises(TravellerError):
-        s.set(V_A, 0)                                     # not a junction
+        s.set(V_A, 0)  # not a junction
     with pytest.raises(TravellerError):
-        s.set(J1, 2)                                      # J1 has two branches
+        s.set(J1, 2)  # J1 has two branches
     s[J1] = 1
     assert dict(s.items()) == {J1: 1}
     s.reset()
@@ -184,9 +203,14 @@ def test_default_switch_is_the_shape_main_route(sample):
 
 def test_main_route_1_leaves_by_pin_2(dk24):
     net = Switches(dk24)
-    j = next(n.index for n in dk24.tdb.nodes[1:] if isinstance(n, JunctionNode)
-             and dk24.tsection.shape(n.shape_index) is not None
-             and dk24.tsection.shape(n.shape_index).main_route == 1 and n.pins[2].link > 0)
+    j = next(
+        n.index
+        for n in dk24.tdb.nodes[1:]
+        if isinstance(n, JunctionNode)
+        and dk24.tsection.shape(n.shape_index) is not None
+        and dk24.tsection.shape(n.shape_index).main_route == 1
+        and n.pins[2].link > 0
+    )
     assert net[j] == 1
     t = Traveller(dk24, j, direction=FORWARD, switches=net)
     assert t.next_track_node()
@@ -196,7 +220,7 @@ def test_main_route_1_leaves_by_pin_2(dk24):
 
 def test_align_trailing(sample):
     s = Switches(sample)
-    assert not s.align_trailing(J1, V_A)                  # from the trunk: no change
+    assert not s.align_trailing(J1, V_A)  # from the trunk: no change
     assert s[J1] == 0
     assert s.align_trailing(J1, V_SID)
     assert s[J1] == 1
@@ -225,10 +249,13 @@ def test_shared_switches(sample):
 # -- walking the sample route ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("selected, nodes, end", [
-    (0, [V_A, J1, V_MAIN, E_EAST], E_EAST),
-    (1, [V_A, J1, V_SID, E_SID], E_SID),
-])
+@pytest.mark.parametrize(
+    "selected, nodes, end",
+    [
+        (0, [V_A, J1, V_MAIN, E_EAST], E_EAST),
+        (1, [V_A, J1, V_SID, E_SID], E_SID),
+    ],
+)
 def test_walk_through_the_junction(sample, selected, nodes, end):
     t = Traveller(sample, E_WEST, direction=BACKWARD)
     t.switches.set(J1, selected)
@@ -260,10 +287,10 @@ def test_walk_through_the_junction(sample, selected, nodes, end):
 
 def test_move_stops_at_less_than_a_millimetre(sample):
     t = Traveller(sample, V_MAIN, 100.0)
-    assert t.move(0.0005) == 0.0                          # inside a section: any distance
+    assert t.move(0.0005) == 0.0  # inside a section: any distance
     assert t.offset == pytest.approx(100.0005)
     # At a section end, less than 1 mm left is not carried into the next section.
-    t = Traveller(sample, V_MAIN, 139.9995)               # section 1 ends at 140 m
+    t = Traveller(sample, V_MAIN, 139.9995)  # section 1 ends at 140 m
     assert t.move(0.0009) == pytest.approx(0.0004)
     assert (t.section_index, t.offset) == (1, pytest.approx(140.0))
     assert t.move(0.0011) == 0.0
@@ -298,14 +325,14 @@ def test_negative_move_and_reverse(sample):
 
 def test_location_heading_grade_curvature(sample):
     geom = track_geometry(sample)
-    t = Traveller(sample, V_MAIN, 470.0)                  # in the R500 −5° curve (row 7)
+    t = Traveller(sample, V_MAIN, 470.0)  # in the R500 −5° curve (row 7)
     p = t.pose()
     ref = point_at(geom, t.section_row, t.section_offset)
     assert (p.tile_x, p.tile_z) == (-5631, 15116)
     assert p.xyz == pytest.approx((float(ref.X), float(ref.y), float(ref.Z)), abs=1e-9)
     assert p.heading == pytest.approx(float(ref.heading))
     assert p.curvature == pytest.approx(-1 / 500.0)
-    assert p.pitch == -0.005 and p.grade == pytest.approx(math.tan(0.005))   # rising eastward
+    assert p.pitch == -0.005 and p.grade == pytest.approx(math.tan(0.005))  # rising eastward
     t.reverse()
     q = t.pose()
     assert q.curvature == pytest.approx(1 / 500.0) and q.grade == pytest.approx(-math.tan(0.005))
@@ -314,9 +341,9 @@ def test_location_heading_grade_curvature(sample):
     e = Traveller(sample, V_MAIN, node_length(sample, V_MAIN))
     loc = e.location
     assert loc.tile_x == -5630 and -1024 <= loc.x < 1024
-    assert (loc.x, loc.z) == pytest.approx((-737.632466, 1.366876), abs=1e-3)   # E_east's UiD
+    assert (loc.x, loc.z) == pytest.approx((-737.632466, 1.366876), abs=1e-3)  # E_east's UiD
     # On a junction or end node: the neighbouring node's end, facing the way of travel.
-    j = Traveller(sample, J1, direction=FORWARD)          # eastbound through J1
+    j = Traveller(sample, J1, direction=FORWARD)  # eastbound through J1
     assert j.pose().xyz == pytest.approx(xyz(Traveller(sample, V_MAIN, 0.0)), abs=1e-9)
     assert j.heading == pytest.approx(1.35)
     assert Traveller(sample, J1, direction=BACKWARD).heading == pytest.approx(1.35 - math.pi)
@@ -332,7 +359,7 @@ def test_constructor_checks(sample):
     with pytest.raises(TravellerError, match="direction"):
         Traveller(sample, V_A, 0.0, 2)
     assert issubclass(TravellerError, TdbToolsError)
-    t = Traveller(sample, V_MAIN, 140.0)                  # a section boundary: the later one
+    t = Traveller(sample, V_MAIN, 140.0)  # a section boundary: the later one
     assert (t.section_index, t.section_offset) == (2, 0.0)
     assert isinstance(t.node, VectorNode) and t.track_node_length == pytest.approx(1153.633, abs=1e-3)
 
@@ -342,13 +369,15 @@ def test_constructor_checks(sample):
 
 def test_distance_to(sample):
     lengths = {i: node_length(sample, i) for i in (V_A, V_MAIN, V_SID)}
-    start = Traveller(sample, V_A, 420.0, BACKWARD)       # MainWE's start, eastbound
+    start = Traveller(sample, V_A, 420.0, BACKWARD)  # MainWE's start, eastbound
     target = Traveller(sample, V_MAIN, 1130.0)
     assert start.distance_to(target) == pytest.approx(420.0 + 1130.0, abs=1e-9)
     # The summed section lengths from V_a's far end to E_east.
     end = Traveller(sample, V_A, lengths[V_A], BACKWARD)
-    total = float(np.nansum(sample.section_length[sample.tdb.nodes[V_A].section_slice])
-                  + np.nansum(sample.section_length[sample.tdb.nodes[V_MAIN].section_slice]))
+    total = float(
+        np.nansum(sample.section_length[sample.tdb.nodes[V_A].section_slice])
+        + np.nansum(sample.section_length[sample.tdb.nodes[V_MAIN].section_slice])
+    )
     assert end.distance_to(Traveller(sample, E_EAST)) == pytest.approx(total, abs=1e-9)
     # Through the switches as they are set.
     sid = Traveller(sample, V_SID, 450.0)
@@ -359,10 +388,11 @@ def test_distance_to(sample):
     # Behind, and on the same node.
     assert Traveller(sample, V_MAIN, 500.0).distance_to(Traveller(sample, V_MAIN, 400.0)) is None
     assert Traveller(sample, V_MAIN, 500.0, BACKWARD).distance_to(
-        Traveller(sample, V_MAIN, 400.0)) == pytest.approx(100.0)
+        Traveller(sample, V_MAIN, 400.0)
+    ) == pytest.approx(100.0)
     # A world point, tested section by section as Open Rails does.
     p = Traveller(sample, V_MAIN, 1130.0).location
-    assert start.distance_to((p.tile_x, p.tile_z, p.x, p.z)) is None     # switch set to V_sid
+    assert start.distance_to((p.tile_x, p.tile_z, p.x, p.z)) is None  # switch set to V_sid
     start.switches.set(J1, 0)
     assert start.distance_to((p.tile_x, p.tile_z, p.x, p.z)) == pytest.approx(1550.0, abs=1e-6)
     assert Traveller(sample, V_MAIN, 1140.0).distance_to((p.tile_x, p.tile_z, p.x, p.z)) is None
@@ -379,7 +409,7 @@ def test_item_positions_match_sdata(sample):
 
 
 def test_items_passed_in_order(sample):
-    t = Traveller(sample, E_WEST, direction=BACKWARD)     # eastbound from the west end
+    t = Traveller(sample, E_WEST, direction=BACKWARD)  # eastbound from the west end
     la = node_length(sample, V_A)
     rest, passed = t.move_collect(5000.0)
     assert rest == pytest.approx(5000.0 - la - node_length(sample, V_MAIN))
@@ -424,7 +454,7 @@ def test_at_round_trip_sample(sample):
             assert t.direction == FORWARD
             if t.node_index == node:
                 assert t.offset == pytest.approx(off, abs=0.01)
-            else:                   # near J1, where the branches are < 2 m apart: nearer track
+            else:  # near J1, where the branches are < 2 m apart: nearer track
                 assert off < 80.0 or node == V_A and off < 0.5
                 loc = Traveller.locate_many(sample, p.tile_x, p.tile_z, p.x, p.z)
                 assert loc.node[0] == t.node_index and abs(loc.lateral[0]) <= abs(lat) + 1e-3
@@ -439,10 +469,12 @@ def test_at_far_from_track(sample):
     with pytest.raises(TravellerError, match="no track within"):
         Traveller.at(sample, 0, 0, 0.0, 0.0)
     # A larger tolerance finds it.
-    assert Traveller.at(sample, int(p.tile_x), int(p.tile_z), float(p.x), float(p.z),
-                        max_lateral=10.5).offset == pytest.approx(700.0)
-    loc = Traveller.locate_many(sample, [0, int(p.tile_x)], [0, int(p.tile_z)], [0.0, float(p.x)],
-                                [0.0, float(p.z)])
+    assert Traveller.at(
+        sample, int(p.tile_x), int(p.tile_z), float(p.x), float(p.z), max_lateral=10.5
+    ).offset == pytest.approx(700.0)
+    loc = Traveller.locate_many(
+        sample, [0, int(p.tile_x)], [0, int(p.tile_z)], [0.0, float(p.x)], [0.0, float(p.z)]
+    )
     assert loc.found.tolist() == [False, False] and loc.node.tolist() == [0, 0]
 
 
@@ -456,14 +488,16 @@ def test_slightly_negative_offset(sample):
     assert a.offset == pytest.approx(0.3 if a.node_index == V_A else -0.3, abs=1e-6)
     assert a.pose().xyz[::2] == pytest.approx((float(p.X), float(p.Z)), abs=1e-6)
     # Alone on a node, a point up to 0.5 m before its start keeps a negative offset.
-    route = synthetic_route(sample, [("end", [(2, 1)]), ("vector", [(1, 1), (3, 1)], 1),
-                                     ("end", [(2, 0)])],
-                            [{"section_index": 3, "ay": 0.5}])
+    route = synthetic_route(
+        sample,
+        [("end", [(2, 1)]), ("vector", [(1, 1), (3, 1)], 1), ("end", [(2, 0)])],
+        [{"section_index": 3, "ay": 0.5}],
+    )
     for lon, ok in [(-0.3, True), (-0.49, True), (-0.51, False), (250.3, True), (250.6, False)]:
         p = point_at(track_geometry(route), 0, lon, 1.0)
         if ok:
             t = Traveller.at(route, 0, 0, float(p.x), float(p.z))
-            assert t.offset == pytest.approx(min(lon, 250.0))      # clipped at the node end
+            assert t.offset == pytest.approx(min(lon, 250.0))  # clipped at the node end
             if lon < 0:
                 assert t.move(1.0) == 0.0 and t.offset == pytest.approx(lon + 1.0)
             else:
@@ -478,10 +512,10 @@ def test_asin_gotcha_exact_projection(worked):
     g = track_geometry(worked)
     assert g.length[0] == pytest.approx(104.7198, abs=1e-4)
     mid = 300.0 * math.radians(10)
-    p = point_at(g, 0, mid, -1.0)                         # 1 m outside (left of a right curve)
-    assert (float(p.x), float(p.z)) == pytest.approx((-482.2557 - math.cos(math.radians(40)),
-                                                      774.3363 + math.sin(math.radians(40))),
-                                                     abs=1e-4)
+    p = point_at(g, 0, mid, -1.0)  # 1 m outside (left of a right curve)
+    assert (float(p.x), float(p.z)) == pytest.approx(
+        (-482.2557 - math.cos(math.radians(40)), 774.3363 + math.sin(math.radians(40))), abs=1e-4
+    )
     t = Traveller.at(worked, 0, 0, float(p.x), float(p.z))
     assert t.offset == pytest.approx(52.360, abs=5e-4)
     assert abs(t.offset - 52.536) > 0.17
@@ -503,15 +537,19 @@ def test_zero_length_sections_and_data_oddities(sample):
     entered with direction 0 sends the traveller back (table row end 0); broken links
     stop a walk; a loop of zero-length nodes does not hang."""
     z = {"section_index": 90002, "x": 0.0, "z": 0.0, "ay": 0.0}
-    secs = [{"section_index": 3, "ay": 0.0},                           # 250 m north
-            dict(z, z=250.0),                                          # zero length
-            {"section_index": 3, "z": 250.0, "ay": 0.0}]
-    nodes = [("end", [(2, 1)]),
-             ("vector", [(1, 1), (3, 0)], 3),                          # into E3 with direction 0
-             ("end", [(2, 0)]),
-             ("junction", [(2, 1), (0, 1), (99, 1)]),                  # broken links
-             ("junction", [(6, 1), (6, 1), (6, 1)]),                   # junction ↔ junction loop
-             ("junction", [(5, 1), (5, 1), (5, 1)])]
+    secs = [
+        {"section_index": 3, "ay": 0.0},  # 250 m north
+        dict(z, z=250.0),  # zero length
+        {"section_index": 3, "z": 250.0, "ay": 0.0},
+    ]
+    nodes = [
+        ("end", [(2, 1)]),
+        ("vector", [(1, 1), (3, 0)], 3),  # into E3 with direction 0
+        ("end", [(2, 0)]),
+        ("junction", [(2, 1), (0, 1), (99, 1)]),  # broken links
+        ("junction", [(6, 1), (6, 1), (6, 1)]),  # junction ↔ junction loop
+        ("junction", [(5, 1), (5, 1), (5, 1)]),
+    ]
     route = synthetic_route(sample, nodes, secs, {90002: (np.nan, 5.19882e-43, 0.0)})
     assert track_geometry(route).length.tolist() == [250.0, 0.0, 250.0]
     t = Traveller(route, 2, 245.0)
@@ -539,7 +577,7 @@ def test_zero_length_sections_and_data_oddities(sample):
 def test_spatial_index_candidates(sample):
     geom = track_geometry(sample)
     grid = section_grid(sample)
-    assert section_grid(sample) is grid                   # cached per route
+    assert section_grid(sample) is grid  # cached per route
     rng = np.random.default_rng(3)
     rows = rng.integers(0, len(geom), 300)
     off = rng.uniform(0.0, 1.0, 300) * geom.length[rows] + rng.uniform(-0.5, 0.5, 300)
@@ -555,8 +593,9 @@ def test_spatial_index_candidates(sample):
 
 
 def test_clean_geometry():
-    g = SectionGeometry.from_arrays(radius=[5e-43, 300.0, np.nan], angle=[0.0, 0.2, 0.0],
-                                    length=[np.nan, np.nan, 10.0])
+    g = SectionGeometry.from_arrays(
+        radius=[5e-43, 300.0, np.nan], angle=[0.0, 0.2, 0.0], length=[np.nan, np.nan, 10.0]
+    )
     c = clean_geometry(g)
     assert np.isnan(c.radius[0]) and c.length[0] == 0.0
     assert c.radius[1] == 300.0 and c.length[1] == pytest.approx(60.0) and c.length[2] == 10.0
@@ -590,7 +629,7 @@ def test_dk24_walk_every_node_both_ways(dk24):
             while left > 1e-9:
                 step = min(10.0, left)
                 rest = t.move(step)
-                assert rest < 0.001                       # only sub-mm rests at section ends
+                assert rest < 0.001  # only sub-mm rests at section ends
                 lost += rest
                 left -= step
                 here, row = xyz(t), t.section_row
@@ -676,7 +715,7 @@ def test_dk24_walk_through_every_junction(dk24):
                 stops += 1
                 assert t.node_index == j.index and rest > 0.0
                 assert moved == pytest.approx(before, abs=1e-3)
-    assert cases > 3000 and stops == 32                   # 16 junctions have trunk link 0
+    assert cases > 3000 and stops == 32  # 16 junctions have trunk link 0
 
 
 def _reference(route: Route, tx, tz, x, z, rows_all):
@@ -744,8 +783,7 @@ def test_dk24_round_trip(dk24, noise):
     assert np.all(np.abs(loc.lateral[other]) <= np.abs(lat[other]) + 1e-3)
     # The found (section, offset, lateral) is the point's projection on that section;
     # the offset is only clipped at a node end, for a point up to 0.5 m beyond it.
-    la, lo = locate_in_section(geom, loc.row[other], p.tile_x[other], p.tile_z[other],
-                               p.x[other], p.z[other])
+    la, lo = locate_in_section(geom, loc.row[other], p.tile_x[other], p.tile_z[other], p.x[other], p.z[other])
     assert np.abs(la - loc.lateral[other]).max(initial=0.0) <= 1e-6
     clipped = np.abs(lo - loc.section_offset[other]) > 1e-6
     at_end = np.isclose(loc.offset[other], [node_length(dk24, n) for n in loc.node[other]])
@@ -753,8 +791,9 @@ def test_dk24_round_trip(dk24, noise):
     assert np.all(lo[clipped] - loc.section_offset[other][clipped] <= 0.5)
     # The spec rule by brute force (a scan of all 18 562 sections for every point).
     sub = np.arange(2000)
-    ref_node, ref_row, ref_lat = _reference(dk24, p.tile_x[sub], p.tile_z[sub], p.x[sub],
-                                            p.z[sub], np.flatnonzero(geom.known))
+    ref_node, ref_row, ref_lat = _reference(
+        dk24, p.tile_x[sub], p.tile_z[sub], p.x[sub], p.z[sub], np.flatnonzero(geom.known)
+    )
     assert np.array_equal(ref_node, loc.node[sub])
     exact = ref_row >= 0
     assert np.array_equal(ref_row[exact], loc.row[sub][exact])

@@ -7,6 +7,7 @@ What belongs here: writing a loaded route in other formats and reading those bac
 May import numpy, pyproj (longitude/latitude only), tdbtools.stf/formats/track/errors;
 not render or cli.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -51,8 +52,9 @@ from .samples import CSV_COLUMNS, csv_text, sample_track, vtp_text, write_csv, w
 FORMATS = ("geojson", "json", "csv", "vtk")
 
 
-def export_route(route: Route, fmt: str, path: str | Path | None = None, *, overwrite: bool = False,
-                 step: float = 10.0) -> str | Path:
+def export_route(
+    route: Route, fmt: str, path: str | Path | None = None, *, overwrite: bool = False, step: float = 10.0
+) -> str | Path:
     """Export ``route`` as ``fmt`` (one of :data:`FORMATS`): the text, or written to
     ``path`` (atomically; an existing file only with ``overwrite``)."""
     fmt = fmt.lower()
@@ -68,12 +70,41 @@ def export_route(route: Route, fmt: str, path: str | Path | None = None, *, over
 
 
 __all__ = [
-    "FORMATS", "export_route", "convert_route", "merge_blocks", "ExportError",
-    "EARTH_RADIUS", "IGH_PROJ", "IGH_X0", "IGH_Y0", "igh_xy", "tile_to_lonlat", "world_to_lonlat",
-    "route_geojson", "geojson_text", "write_geojson",
-    "route_to_dict", "route_to_json", "route_from_dict", "route_from_json", "write_json",
-    "tdb_to_dict", "tdb_from_dict", "tsection_to_dict", "tsection_from_dict",
-    "TDB_SIGNATURE", "GLOBAL_TSECTION_SIGNATURE", "tdb_text", "tsection_text", "write_tdb",
-    "write_tsection", "split_tsection",
-    "CSV_COLUMNS", "sample_track", "csv_text", "write_csv", "vtp_text", "write_vtp",
+    "FORMATS",
+    "export_route",
+    "convert_route",
+    "merge_blocks",
+    "ExportError",
+    "EARTH_RADIUS",
+    "IGH_PROJ",
+    "IGH_X0",
+    "IGH_Y0",
+    "igh_xy",
+    "tile_to_lonlat",
+    "world_to_lonlat",
+    "route_geojson",
+    "geojson_text",
+    "write_geojson",
+    "route_to_dict",
+    "route_to_json",
+    "route_from_dict",
+    "route_from_json",
+    "write_json",
+    "tdb_to_dict",
+    "tdb_from_dict",
+    "tsection_to_dict",
+    "tsection_from_dict",
+    "TDB_SIGNATURE",
+    "GLOBAL_TSECTION_SIGNATURE",
+    "tdb_text",
+    "tsection_text",
+    "write_tdb",
+    "write_tsection",
+    "split_tsection",
+    "CSV_COLUMNS",
+    "sample_track",
+    "csv_text",
+    "write_csv",
+    "vtp_text",
+    "write_vtp",
 ]

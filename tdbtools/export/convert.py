@@ -9,6 +9,7 @@ still says what the original file says, the original tree is written as it is, s
 STF tree of each converted file equals the original's. Without the source files (a
 route from a JSON export on another machine) the files are written from the model.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -88,7 +89,9 @@ def _sources(route: Route) -> dict[str, str | None]:
         elif p.parent == folder and p.suffix.lower() == ".trk":
             found["trk"] = s
     files = list(route.tsection.files)
-    local = next((f for f in files if Path(f).parent == folder and Path(f).name.lower() == "tsection.dat"), None)
+    local = next(
+        (f for f in files if Path(f).parent == folder and Path(f).name.lower() == "tsection.dat"), None
+    )
     found["tsection_global"] = files[0] if files and files[0] != local else None
     found["tsection_local"] = local
     return found
@@ -128,11 +131,16 @@ def convert_route(route: Route, folder: str | Path, *, overwrite: bool = False) 
         if l_doc is not None:
             jobs.append((out / "tsection.dat", lambda p: _write_tree(l_doc, l_doc.signature, p)))
     else:
-        jobs.append((out / "OPENRAILS" / "tsection.dat",
-                     lambda p: write_tsection(glob, p, layout="global", overwrite=True)))
+        jobs.append(
+            (
+                out / "OPENRAILS" / "tsection.dat",
+                lambda p: write_tsection(glob, p, layout="global", overwrite=True),
+            )
+        )
         if local.track_paths or len(local.sections):
-            jobs.append((out / "tsection.dat",
-                         lambda p: write_tsection(local, p, layout="local", overwrite=True)))
+            jobs.append(
+                (out / "tsection.dat", lambda p: write_tsection(local, p, layout="local", overwrite=True))
+            )
     (out / "OPENRAILS").mkdir(exist_ok=True)
     for p, _ in jobs:
         check_target(p, overwrite)
@@ -162,8 +170,12 @@ def _tsection_unchanged(route: Route, src: dict[str, str | None]) -> bool:
     if src["tsection_global"] is None:
         return False
     try:
-        again = read_tsection([src["tsection_global"]], src["tsection_local"],
-                              diagnostics=Diagnostics(strict=False), root=route.install_root)
+        again = read_tsection(
+            [src["tsection_global"]],
+            src["tsection_local"],
+            diagnostics=Diagnostics(strict=False),
+            root=route.install_root,
+        )
     except (TdbToolsError, OSError):
         return False
     return again == route.tsection

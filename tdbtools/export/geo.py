@@ -16,6 +16,7 @@ to the tile centre, as in the .tdb). The IGH inverse is pyproj's ``+proj=igh
 offset 0.0528035 R that WorldLatLon.cs codes by hand). Latitude and longitude are on
 that sphere, as Open Rails gives them (a few hundred metres from WGS84 at most).
 """
+
 from __future__ import annotations
 
 import json
@@ -36,12 +37,22 @@ EARTH_RADIUS = 6370997.0
 #: Open Rails WorldLatLon.cs: ul_x + (16384)·2048 and ul_y − 16384·2048.
 IGH_UL_X = -20013965
 IGH_UL_Y = 8674008
-IGH_X0 = IGH_UL_X + 16384 * 2048          # 13,540,467
-IGH_Y0 = IGH_UL_Y - 16384 * 2048          # −24,880,424
+IGH_X0 = IGH_UL_X + 16384 * 2048  # 13,540,467
+IGH_Y0 = IGH_UL_Y - 16384 * 2048  # −24,880,424
 IGH_PROJ = f"+proj=igh +R={EARTH_RADIUS:.0f} +units=m +no_defs"
 
-__all__ = ["EARTH_RADIUS", "IGH_X0", "IGH_Y0", "IGH_PROJ", "igh_xy", "world_to_lonlat",
-           "tile_to_lonlat", "route_geojson", "geojson_text", "write_geojson"]
+__all__ = [
+    "EARTH_RADIUS",
+    "IGH_X0",
+    "IGH_Y0",
+    "IGH_PROJ",
+    "igh_xy",
+    "world_to_lonlat",
+    "tile_to_lonlat",
+    "route_geojson",
+    "geojson_text",
+    "write_geojson",
+]
 
 
 @lru_cache(maxsize=1)
@@ -109,8 +120,9 @@ def _coord(lon: Any, lat: Any, y: Any, ndigits: int) -> list:
     return [round(float(lon), ndigits), round(float(lat), ndigits), round(float(y), 3)]
 
 
-def route_geojson(route: Route, *, max_chord_error: float = 0.5, items: bool = True,
-                  ndigits: int = 7) -> dict:
+def route_geojson(
+    route: Route, *, max_chord_error: float = 0.5, items: bool = True, ndigits: int = 7
+) -> dict:
     """A GeoJSON FeatureCollection (RFC 7946: [lon, lat, elevation]) of the route:
     a LineString per vector node (``node``, ``length`` m, ``kind`` "vector",
     ``sections``), a Point per junction and end node at its UiD (``node``, ``kind``,
@@ -128,10 +140,19 @@ def route_geojson(route: Route, *, max_chord_error: float = 0.5, items: bool = T
         if len(coords) < 2:
             continue
         n = route.tdb.nodes[node]
-        features.append({"type": "Feature", "geometry": {"type": "LineString", "coordinates": coords},
-                         "properties": {"kind": "vector", "node": node, "length": round(route.node_length(node), 3),
-                                        "sections": n.section_count if isinstance(n, VectorNode) else None,
-                                        "pins": [[p.link, p.direction] for p in n.pins] if n else []}})
+        features.append(
+            {
+                "type": "Feature",
+                "geometry": {"type": "LineString", "coordinates": coords},
+                "properties": {
+                    "kind": "vector",
+                    "node": node,
+                    "length": round(route.node_length(node), 3),
+                    "sections": n.section_count if isinstance(n, VectorNode) else None,
+                    "pins": [[p.link, p.direction] for p in n.pins] if n else [],
+                },
+            }
+        )
     for n in route.tdb.nodes[1:]:
         if not isinstance(n, (JunctionNode, EndNode)) or n.uid is None:
             continue
@@ -143,8 +164,13 @@ def route_geojson(route: Route, *, max_chord_error: float = 0.5, items: bool = T
         if isinstance(n, JunctionNode):
             props["shape_index"] = n.shape_index
         props["uid"] = _props(u)
-        features.append({"type": "Feature", "geometry": {"type": "Point", "coordinates": _coord(lo, la, u.y, ndigits)},
-                         "properties": props})
+        features.append(
+            {
+                "type": "Feature",
+                "geometry": {"type": "Point", "coordinates": _coord(lo, la, u.y, ndigits)},
+                "properties": props,
+            }
+        )
     if items:
         refs: dict[int, list[int]] = {}
         for n in route.tdb.nodes[1:]:
@@ -161,12 +187,16 @@ def route_geojson(route: Route, *, max_chord_error: float = 0.5, items: bool = T
             lo, la = tile_to_lonlat(tx, tz, x, z)
             if not (math.isfinite(lo) and math.isfinite(la)):
                 continue
-            coords = (_coord(lo, la, y, ndigits) if math.isfinite(y)
-                      else [round(float(lo), ndigits), round(float(la), ndigits)])
+            coords = (
+                _coord(lo, la, y, ndigits)
+                if math.isfinite(y)
+                else [round(float(lo), ndigits), round(float(la), ndigits)]
+            )
             props = {"kind": it.kind, "type": type(it).token, "nodes": refs.get(it.index, [])}
             props.update(_props(it))
-            features.append({"type": "Feature", "geometry": {"type": "Point", "coordinates": coords},
-                             "properties": props})
+            features.append(
+                {"type": "Feature", "geometry": {"type": "Point", "coordinates": coords}, "properties": props}
+            )
     return {"type": "FeatureCollection", "name": route.name, "features": features}
 
 

@@ -10,6 +10,7 @@ column — and ``items`` with ``type`` = the MSTS token and every field), ``tsec
 unknown section length, an absent clearance) is written as ``null``. Floats are
 written by ``json`` in their shortest exact form, so the round trip is exact.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,19 @@ from .msts import ExportError, check_target
 FORMAT = "tdbtools-route"
 VERSION = 1
 
-__all__ = ["FORMAT", "VERSION", "route_to_dict", "route_to_json", "route_from_dict", "route_from_json",
-           "tdb_to_dict", "tdb_from_dict", "tsection_to_dict", "tsection_from_dict", "write_json"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "route_to_dict",
+    "route_to_json",
+    "route_from_dict",
+    "route_from_json",
+    "tdb_to_dict",
+    "tdb_from_dict",
+    "tsection_to_dict",
+    "tsection_from_dict",
+    "write_json",
+]
 
 _NODE_TYPES = {"vector": VectorNode, "junction": JunctionNode, "end": EndNode}
 
@@ -153,13 +165,25 @@ def tdb_from_dict(d: dict) -> TrackDB:
 def tsection_to_dict(ts: TSection) -> dict:
     s, t = ts.sections, ts.shapes
     return {
-        "sections": {"ids": s.ids.tolist(), "width": s.width.tolist(), "length": s.length.tolist(),
-                     "radius": _nan_list(s.radius), "angle": _nan_list(s.angle)},
-        "shapes": {"ids": t.ids.tolist(), "filenames": list(t.filenames), "num_paths": t.num_paths.tolist(),
-                   "main_route": t.main_route.tolist(), "clearance": _nan_list(t.clearance),
-                   "flags": t.flags.tolist(), "path_start": t.path_start.tolist(),
-                   "path_offset": t.path_offset.tolist(), "path_sec_start": t.path_sec_start.tolist(),
-                   "path_sections": t.path_sections.tolist()},
+        "sections": {
+            "ids": s.ids.tolist(),
+            "width": s.width.tolist(),
+            "length": s.length.tolist(),
+            "radius": _nan_list(s.radius),
+            "angle": _nan_list(s.angle),
+        },
+        "shapes": {
+            "ids": t.ids.tolist(),
+            "filenames": list(t.filenames),
+            "num_paths": t.num_paths.tolist(),
+            "main_route": t.main_route.tolist(),
+            "clearance": _nan_list(t.clearance),
+            "flags": t.flags.tolist(),
+            "path_start": t.path_start.tolist(),
+            "path_offset": t.path_offset.tolist(),
+            "path_sec_start": t.path_sec_start.tolist(),
+            "path_sections": t.path_sections.tolist(),
+        },
         "track_paths": [[k, list(v)] for k, v in ts.track_paths.items()],
         "files": list(ts.files),
     }
@@ -167,10 +191,13 @@ def tsection_to_dict(ts: TSection) -> dict:
 
 def tsection_from_dict(d: dict) -> TSection:
     s, t = d["sections"], d["shapes"]
-    sections = SectionTable(np.array(s["ids"], dtype=np.int64).reshape(-1),
-                            np.array(s["width"], dtype=np.float64).reshape(-1),
-                            np.array(s["length"], dtype=np.float64).reshape(-1),
-                            _from_nan_list(s["radius"]), _from_nan_list(s["angle"]))
+    sections = SectionTable(
+        np.array(s["ids"], dtype=np.int64).reshape(-1),
+        np.array(s["width"], dtype=np.float64).reshape(-1),
+        np.array(s["length"], dtype=np.float64).reshape(-1),
+        _from_nan_list(s["radius"]),
+        _from_nan_list(s["angle"]),
+    )
     shapes = ShapeTable(
         ids=np.array(t["ids"], dtype=np.int64).reshape(-1),
         filenames=tuple(t["filenames"]),
@@ -199,8 +226,10 @@ def _trk_from(d: dict) -> RouteFile:
 
 def route_to_dict(route: Route) -> dict:
     return {
-        "format": FORMAT, "version": VERSION,
-        "folder": route.folder, "install_root": route.install_root,
+        "format": FORMAT,
+        "version": VERSION,
+        "folder": route.folder,
+        "install_root": route.install_root,
         "trk": _plain(route.trk),
         "tdb": tdb_to_dict(route.tdb),
         "rdb": None if route.rdb is None else tdb_to_dict(route.rdb),
@@ -220,15 +249,27 @@ def route_from_dict(d: dict) -> Route:
     if d.get("format") != FORMAT:
         raise ExportError(f"not a tdbtools route JSON (format {d.get('format')!r}, expected {FORMAT!r})")
     if d.get("version") != VERSION:
-        raise ExportError(f"tdbtools route JSON version {d.get('version')!r} is not supported (expected {VERSION})")
+        raise ExportError(
+            f"tdbtools route JSON version {d.get('version')!r} is not supported (expected {VERSION})"
+        )
     try:
         lengths = _from_nan_list(d["section_length"])
         lengths.flags.writeable = False
-        warnings = tuple(Finding(**{**w, "location": None if w.get("location") is None
-                                    else Location(**w["location"])}) for w in d.get("warnings", ()))
-        return Route(d["folder"], d["install_root"], _trk_from(d["trk"]), tdb_from_dict(d["tdb"]),
-                     None if d["rdb"] is None else tdb_from_dict(d["rdb"]), tsection_from_dict(d["tsection"]),
-                     lengths, warnings, tuple(d.get("sources", ())))
+        warnings = tuple(
+            Finding(**{**w, "location": None if w.get("location") is None else Location(**w["location"])})
+            for w in d.get("warnings", ())
+        )
+        return Route(
+            d["folder"],
+            d["install_root"],
+            _trk_from(d["trk"]),
+            tdb_from_dict(d["tdb"]),
+            None if d["rdb"] is None else tdb_from_dict(d["rdb"]),
+            tsection_from_dict(d["tsection"]),
+            lengths,
+            warnings,
+            tuple(d.get("sources", ())),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise ExportError(f"malformed tdbtools route JSON: {type(exc).__name__}: {exc}") from None
 

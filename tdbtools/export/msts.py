@@ -9,6 +9,7 @@ Reading a written file gives a model equal to the one written (``TrackDB.__eq__`
 ``TSection.__eq__``): floats are written in their shortest exact form (``repr``),
 flags as the text they were read from.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,9 +45,17 @@ TDB_SIGNATURE = "SIMISA@@@@@@@@@@JINX0T0t______"
 GLOBAL_TSECTION_SIGNATURE = "SIMISA@@@@@@@@@@JINX0F0t______"
 
 __all__ = [
-    "TDB_SIGNATURE", "GLOBAL_TSECTION_SIGNATURE", "ExportError", "fmt_float",
-    "tdb_block", "tdb_text", "write_tdb", "tsection_text", "write_tsection",
-    "split_tsection", "check_target",
+    "TDB_SIGNATURE",
+    "GLOBAL_TSECTION_SIGNATURE",
+    "ExportError",
+    "fmt_float",
+    "tdb_block",
+    "tdb_text",
+    "write_tdb",
+    "tsection_text",
+    "write_tsection",
+    "split_tsection",
+    "check_target",
 ]
 
 
@@ -89,8 +98,14 @@ def check_target(path: str | Path, overwrite: bool) -> Path:
 
 
 def _uid_block(u: UiD) -> Block:
-    vals = [str(u.world_tile_x), str(u.world_tile_z), str(u.world_id), str(u.unused),
-            str(u.tile_x), str(u.tile_z)] + [fmt_float(v) for v in (u.x, u.y, u.z, u.ax, u.ay, u.az)]
+    vals = [
+        str(u.world_tile_x),
+        str(u.world_tile_z),
+        str(u.world_id),
+        str(u.unused),
+        str(u.tile_x),
+        str(u.tile_z),
+    ] + [fmt_float(v) for v in (u.x, u.y, u.z, u.ax, u.ay, u.az)]
     return Block("UiD", vals)
 
 
@@ -124,8 +139,12 @@ def _node_block(db: TrackDB, node, rows: list[list[str]]) -> Block:
             vals.extend(r)
         body: list = [Block("TrVectorSections", vals)]
         if node.item_refs:
-            body.append(Block("TrItemRefs", [str(len(node.item_refs))]
-                              + [Block("TrItemRef", [str(i)]) for i in node.item_refs]))
+            body.append(
+                Block(
+                    "TrItemRefs",
+                    [str(len(node.item_refs))] + [Block("TrItemRef", [str(i)]) for i in node.item_refs],
+                )
+            )
         items.append(Block("TrVectorNode", body))
     elif isinstance(node, JunctionNode):
         vals = list(node.values) if node.values else ["0", str(node.shape_index), "0"]
@@ -137,7 +156,9 @@ def _node_block(db: TrackDB, node, rows: list[list[str]]) -> Block:
         if node.uid is not None:
             items.append(_uid_block(node.uid))
     else:
-        raise ExportError(f"track node {getattr(node, 'index', '?')}: unknown node type {type(node).__name__}")
+        raise ExportError(
+            f"track node {getattr(node, 'index', '?')}: unknown node type {type(node).__name__}"
+        )
     items.append(_pins_block(node))
     return Block("TrackNode", items)
 
@@ -153,17 +174,31 @@ def _item_block(item: TrItem) -> Block:
         items.append(Block("TrItemPData", [fmt_float(p.x), fmt_float(p.z), str(p.tile_x), str(p.tile_z)]))
     if item.r_data is not None:
         r = item.r_data
-        items.append(Block("TrItemRData", [fmt_float(r.x), fmt_float(r.y), fmt_float(r.z),
-                                           str(r.tile_x), str(r.tile_z)]))
+        items.append(
+            Block(
+                "TrItemRData", [fmt_float(r.x), fmt_float(r.y), fmt_float(r.z), str(r.tile_x), str(r.tile_z)]
+            )
+        )
     if isinstance(item, CrossoverItem):
         items.append(Block("CrossoverTrItemData", [str(item.track_node), str(item.shape_index)]))
     elif isinstance(item, SignalItem):
-        items.append(Block("TrSignalType", [_s(item.flags), str(item.direction), fmt_float(item.sig_data1),
-                                            _q(item.signal_type)]))
+        items.append(
+            Block(
+                "TrSignalType",
+                [_s(item.flags), str(item.direction), fmt_float(item.sig_data1), _q(item.signal_type)],
+            )
+        )
         if item.signal_dirs:
-            items.append(Block("TrSignalDirs", [str(len(item.signal_dirs))] + [
-                Block("TrSignalDir", [str(d.track_node), str(d.sd1), str(d.link_lr_path), str(d.sd3)])
-                for d in item.signal_dirs]))
+            items.append(
+                Block(
+                    "TrSignalDirs",
+                    [str(len(item.signal_dirs))]
+                    + [
+                        Block("TrSignalDir", [str(d.track_node), str(d.sd1), str(d.link_lr_path), str(d.sd3)])
+                        for d in item.signal_dirs
+                    ],
+                )
+            )
     elif isinstance(item, SpeedPostItem):
         vals = [str(item.flags)]
         if item.flags & 3 != 3:
@@ -174,13 +209,18 @@ def _item_block(item: TrItem) -> Block:
         vals.append(fmt_float(item.angle))
         items.append(Block("SpeedpostTrItemData", vals))
     elif isinstance(item, PlatformItem):
-        items += [Block("PlatformName", [_q(item.platform_name)]), Block("Station", [_q(item.station)]),
-                  Block("PlatformMinWaitingTime", [str(item.min_waiting_time)]),
-                  Block("PlatformNumPassengersWaiting", [str(item.passengers_waiting)]),
-                  Block("PlatformTrItemData", [_s(item.flags), str(item.linked_item)])]
+        items += [
+            Block("PlatformName", [_q(item.platform_name)]),
+            Block("Station", [_q(item.station)]),
+            Block("PlatformMinWaitingTime", [str(item.min_waiting_time)]),
+            Block("PlatformNumPassengersWaiting", [str(item.passengers_waiting)]),
+            Block("PlatformTrItemData", [_s(item.flags), str(item.linked_item)]),
+        ]
     elif isinstance(item, SidingItem):
-        items += [Block("SidingName", [_q(item.siding_name)]),
-                  Block("SidingTrItemData", [_s(item.flags), str(item.linked_item)])]
+        items += [
+            Block("SidingName", [_q(item.siding_name)]),
+            Block("SidingTrItemData", [_s(item.flags), str(item.linked_item)]),
+        ]
     elif isinstance(item, SoundRegionItem):
         a, b, c = item.sr_data
         items.append(Block("TrItemSRData", [str(a), str(b), fmt_float(c)]))
@@ -262,21 +302,41 @@ def _local_sections_block(ts: TSection, ids: np.ndarray | None) -> Block:
     sel = np.arange(len(s)) if ids is None else s.rows(ids)[0][s.rows(ids)[1]]
     items: list = [str(int(s.ids.max()) + 1 if len(s) else 0)]
     for r in sel.tolist():
-        sid, width, length, radius, angle = (int(s.ids[r]), float(s.width[r]), float(s.length[r]),
-                                             float(s.radius[r]), float(s.angle[r]))
+        sid, width, length, radius, angle = (
+            int(s.ids[r]),
+            float(s.width[r]),
+            float(s.length[r]),
+            float(s.radius[r]),
+            float(s.angle[r]),
+        )
         if width != 1.5:
-            raise ExportError(f"TrackSection {sid}: width {width} cannot be written in the route-local "
-                              "layout (always 1.5 m); write the global layout")
+            raise ExportError(
+                f"TrackSection {sid}: width {width} cannot be written in the route-local "
+                "layout (always 1.5 m); write the global layout"
+            )
         if math.isnan(radius):
             if not math.isnan(angle):
                 raise ExportError(f"TrackSection {sid}: an angle without a radius")
-            items.append(Block("TrackSection", [Block("SectionCurve", ["0"]), str(sid), fmt_float(length), "0"]))
+            items.append(
+                Block("TrackSection", [Block("SectionCurve", ["0"]), str(sid), fmt_float(length), "0"])
+            )
         else:
             if length != 0.0 or radius == 0.0:
-                raise ExportError(f"TrackSection {sid}: a curve with length {length} and radius {radius} "
-                                  "cannot be written in the route-local layout")
-            items.append(Block("TrackSection", [Block("SectionCurve", ["1"]), str(sid),
-                                                fmt_float(_radians_exact(angle)), fmt_float(radius)]))
+                raise ExportError(
+                    f"TrackSection {sid}: a curve with length {length} and radius {radius} "
+                    "cannot be written in the route-local layout"
+                )
+            items.append(
+                Block(
+                    "TrackSection",
+                    [
+                        Block("SectionCurve", ["1"]),
+                        str(sid),
+                        fmt_float(_radians_exact(angle)),
+                        fmt_float(radius),
+                    ],
+                )
+            )
     return Block("TrackSections", items)
 
 
@@ -288,7 +348,9 @@ def _shapes_block(ts: TSection) -> Block:
         for j in range(int(t.path_start[i]), int(t.path_start[i + 1])):
             a, b = int(t.path_sec_start[j]), int(t.path_sec_start[j + 1])
             secs = [str(v) for v in t.path_sections[a:b].tolist()]
-            sub.append(Block("SectionIdx", [str(b - a)] + [fmt_float(v) for v in t.path_offset[j].tolist()] + secs))
+            sub.append(
+                Block("SectionIdx", [str(b - a)] + [fmt_float(v) for v in t.path_offset[j].tolist()] + secs)
+            )
         if int(t.main_route[i]) != 0:
             sub.append(Block("MainRoute", [str(int(t.main_route[i]))]))
         c = float(t.clearance[i])
@@ -323,7 +385,9 @@ def tsection_text(ts: TSection, *, layout: str = "global", section_ids=None) -> 
     angle in radians, the ``SectionIdx`` paths, no shapes unless there are any) with
     the signature Open Rails insists on. ``section_ids`` limits the sections written.
     """
-    ids = None if section_ids is None else np.asarray(sorted(set(int(i) for i in section_ids)), dtype=np.int64)
+    ids = (
+        None if section_ids is None else np.asarray(sorted(set(int(i) for i in section_ids)), dtype=np.int64)
+    )
     blocks: list[Block] = []
     if layout == "global":
         blocks.append(_global_sections_block(ts, ids))
@@ -343,8 +407,9 @@ def tsection_text(ts: TSection, *, layout: str = "global", section_ids=None) -> 
     return format_stf(_doc(blocks), signature=sig)
 
 
-def write_tsection(ts: TSection, path: str | Path, *, layout: str = "global", section_ids=None,
-                   overwrite: bool = False) -> Path:
+def write_tsection(
+    ts: TSection, path: str | Path, *, layout: str = "global", section_ids=None, overwrite: bool = False
+) -> Path:
     """Write ``ts`` as a tsection.dat of the given layout (see :func:`tsection_text`),
     atomically; refuses to replace an existing file unless ``overwrite``."""
     p = check_target(path, overwrite)
@@ -368,17 +433,30 @@ def split_tsection(ts: TSection) -> tuple[TSection, TSection]:
     for r, sid in enumerate(s.ids.tolist()):
         if sid in used and sid not in shape_secs and s.width[r] == 1.5:
             curved = not math.isnan(s.radius[r])
-            if (curved and s.length[r] == 0.0 and s.radius[r] != 0.0) or (not curved and math.isnan(s.angle[r])):
+            if (curved and s.length[r] == 0.0 and s.radius[r] != 0.0) or (
+                not curved and math.isnan(s.angle[r])
+            ):
                 local_mask[r] = True
 
     def table(mask: np.ndarray) -> SectionTable:
-        return SectionTable(*(getattr(s, f)[mask].copy() for f in ("ids", "width", "length", "radius", "angle")))
+        return SectionTable(
+            *(getattr(s, f)[mask].copy() for f in ("ids", "width", "length", "radius", "angle"))
+        )
 
     from ..formats.tsection import ShapeTable
 
-    empty_shapes = ShapeTable(np.zeros(0, np.int64), (), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                              np.zeros(0), np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros((0, 4)),
-                              np.zeros(1, np.int64), np.zeros(0, np.int64))
+    empty_shapes = ShapeTable(
+        np.zeros(0, np.int64),
+        (),
+        np.zeros(0, np.int64),
+        np.zeros(0, np.int64),
+        np.zeros(0),
+        np.zeros(0, np.uint8),
+        np.zeros(1, np.int64),
+        np.zeros((0, 4)),
+        np.zeros(1, np.int64),
+        np.zeros(0, np.int64),
+    )
     glob = TSection(table(~local_mask), ts.shapes, {}, ts.files)
     local = TSection(table(local_mask), empty_shapes, dict(ts.track_paths), ts.files)
     return glob, local
@@ -387,8 +465,12 @@ def split_tsection(ts: TSection) -> tuple[TSection, TSection]:
 def trk_text(trk) -> str:  # noqa: ANN001 - a formats.trk.RouteFile
     """A ``.trk`` route file with the fields tdbtools models (Tr_RouteFile; signature
     ``JINX0r1t``): enough for Open Rails' route loading and for :func:`load_route`."""
-    items: list = [Block("RouteID", [_q(trk.route_id)]), Block("Name", [_q(trk.name)]),
-                   Block("Description", [_q(trk.description)]), Block("FileName", [_q(trk.filename)])]
+    items: list = [
+        Block("RouteID", [_q(trk.route_id)]),
+        Block("Name", [_q(trk.name)]),
+        Block("Description", [_q(trk.description)]),
+        Block("FileName", [_q(trk.filename)]),
+    ]
     if trk.route_start is not None:
         st = trk.route_start
         items.append(Block("RouteStart", [fmt_float(v) for v in (st.tile_x, st.tile_z, st.x, st.z)]))

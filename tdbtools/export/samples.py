@@ -8,6 +8,7 @@ lon/lat (degrees, IGH inverse; NaN without pyproj when ``lonlat=False``), grade
 Sections whose id is not in tsection.dat have no length: a node's points stop at
 the first of them.
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,7 +28,19 @@ from .msts import ExportError, check_target
 MAX_SAMPLES = 20_000_000
 
 #: ``grade_permille``: rise per 1000 m (‰), as in profiles and replay traces.
-CSV_COLUMNS = ("node", "offset", "tile_x", "tile_z", "x", "y", "z", "lon", "lat", "grade_permille", "curvature")
+CSV_COLUMNS = (
+    "node",
+    "offset",
+    "tile_x",
+    "tile_z",
+    "x",
+    "y",
+    "z",
+    "lon",
+    "lat",
+    "grade_permille",
+    "curvature",
+)
 
 __all__ = ["CSV_COLUMNS", "sample_track", "csv_text", "write_csv", "vtp_text", "write_vtp"]
 
@@ -43,8 +56,10 @@ def sample_track(route: Route, step: float = 10.0, *, lonlat: bool = True) -> di
     with np.errstate(all="ignore"):
         planned = float(np.nansum(length)) / step + len(length)
     if not planned <= MAX_SAMPLES:
-        raise ExportError(f"sampling every {step:g} m would make {planned:.3g} points, over the limit of "
-                          f"{MAX_SAMPLES:,}: use a larger step")
+        raise ExportError(
+            f"sampling every {step:g} m would make {planned:.3g} points, over the limit of "
+            f"{MAX_SAMPLES:,}: use a larger step"
+        )
     rows_all: list[np.ndarray] = []
     off_all: list[np.ndarray] = []
     node_all: list[np.ndarray] = []
@@ -81,10 +96,19 @@ def sample_track(route: Route, step: float = 10.0, *, lonlat: bool = True) -> di
         lon, lat = world_to_lonlat(X, Z)
     else:
         lon = lat = np.full(len(X), np.nan)
-    return {"node": np.concatenate(node_all), "offset": np.concatenate(noff_all),
-            "tile_x": np.asarray(p.tile_x, dtype=np.int64), "tile_z": np.asarray(p.tile_z, dtype=np.int64),
-            "x": p.x, "y": p.y, "z": p.z, "lon": lon, "lat": lat,
-            "grade_permille": -1000.0 * np.tan(geom.ax[rows]), "curvature": np.asarray(p.curvature, dtype=np.float64)}
+    return {
+        "node": np.concatenate(node_all),
+        "offset": np.concatenate(noff_all),
+        "tile_x": np.asarray(p.tile_x, dtype=np.int64),
+        "tile_z": np.asarray(p.tile_z, dtype=np.int64),
+        "x": p.x,
+        "y": p.y,
+        "z": p.z,
+        "lon": lon,
+        "lat": lat,
+        "grade_permille": -1000.0 * np.tan(geom.ax[rows]),
+        "curvature": np.asarray(p.curvature, dtype=np.float64),
+    }
 
 
 def _fmt(v: float, digits: int) -> str:
@@ -113,8 +137,9 @@ def csv_text(route: Route, step: float = 10.0, *, lonlat: bool = True) -> str:
     return buf.getvalue()
 
 
-def write_csv(route: Route, path: str | Path, step: float = 10.0, *, overwrite: bool = False,
-              lonlat: bool = True) -> Path:
+def write_csv(
+    route: Route, path: str | Path, step: float = 10.0, *, overwrite: bool = False, lonlat: bool = True
+) -> Path:
     p = check_target(path, overwrite)
     write_bytes_atomic(p, csv_text(route, step, lonlat=lonlat).encode("utf-8"))
     return p
@@ -122,15 +147,23 @@ def write_csv(route: Route, path: str | Path, step: float = 10.0, *, overwrite: 
 
 # -- VTK XML PolyData ------------------------------------------------------------------
 
-_VTK_TYPES = {np.dtype(np.float64): "Float64", np.dtype(np.float32): "Float32",
-              np.dtype(np.int64): "Int64", np.dtype(np.int32): "Int32", np.dtype(np.uint8): "UInt8"}
+_VTK_TYPES = {
+    np.dtype(np.float64): "Float64",
+    np.dtype(np.float32): "Float32",
+    np.dtype(np.int64): "Int64",
+    np.dtype(np.int32): "Int32",
+    np.dtype(np.uint8): "UInt8",
+}
 
 
 def _data_array(name: str | None, a: np.ndarray, ncomp: int, binary: bool) -> str:
     a = np.ascontiguousarray(a)
     t = _VTK_TYPES[a.dtype]
-    attrs = f'type="{t}"' + (f' Name="{name}"' if name else "") + (
-        f' NumberOfComponents="{ncomp}"' if ncomp > 1 else "")
+    attrs = (
+        f'type="{t}"'
+        + (f' Name="{name}"' if name else "")
+        + (f' NumberOfComponents="{ncomp}"' if ncomp > 1 else "")
+    )
     if binary:
         raw = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
         data = base64.b64encode(np.uint32(len(raw)).tobytes() + raw).decode("ascii")
@@ -177,19 +210,37 @@ def vtp_text(route: Route, step: float = 10.0, *, binary: bool = False, origin: 
         f'<Piece NumberOfPoints="{len(node)}" NumberOfVerts="0" NumberOfLines="{len(ends)}" '
         'NumberOfStrips="0" NumberOfPolys="0">',
         '<PointData Scalars="grade_permille">',
-        da("node", node.astype(np.int64)), da("offset", cols["offset"].astype(np.float64)),
-        da("grade_permille", cols["grade_permille"].astype(np.float64)), da("curvature", cols["curvature"].astype(np.float64)),
+        da("node", node.astype(np.int64)),
+        da("offset", cols["offset"].astype(np.float64)),
+        da("grade_permille", cols["grade_permille"].astype(np.float64)),
+        da("curvature", cols["curvature"].astype(np.float64)),
         "</PointData>",
-        "<CellData>", da("node", cell_nodes.astype(np.int64)), "</CellData>",
-        "<Points>", da("Points", pts, 3), "</Points>",
-        "<Lines>", da("connectivity", conn), da("offsets", ends), "</Lines>",
-        "</Piece>", "</PolyData>", "</VTKFile>",
+        "<CellData>",
+        da("node", cell_nodes.astype(np.int64)),
+        "</CellData>",
+        "<Points>",
+        da("Points", pts, 3),
+        "</Points>",
+        "<Lines>",
+        da("connectivity", conn),
+        da("offsets", ends),
+        "</Lines>",
+        "</Piece>",
+        "</PolyData>",
+        "</VTKFile>",
     ]
     return "\n".join(parts) + "\n"
 
 
-def write_vtp(route: Route, path: str | Path, step: float = 10.0, *, binary: bool = False,
-              origin: str = "first", overwrite: bool = False) -> Path:
+def write_vtp(
+    route: Route,
+    path: str | Path,
+    step: float = 10.0,
+    *,
+    binary: bool = False,
+    origin: str = "first",
+    overwrite: bool = False,
+) -> Path:
     p = check_target(path, overwrite)
     write_bytes_atomic(p, vtp_text(route, step, binary=binary, origin=origin).encode("ascii"))
     return p

@@ -1,4 +1,5 @@
 """Shared helpers for the typed readers: value conversion with exact error locations."""
+
 from __future__ import annotations
 
 import math
@@ -63,8 +64,14 @@ def to_hex(text: str) -> int:
     return v
 
 
-_KIND: dict[Callable[[str], Any], str] = {to_int: "an integer", to_int32: "an integer", to_int53: "an integer", to_uint: "an unsigned integer", to_float: "a number",
-         to_hex: "a hexadecimal flag"}
+_KIND: dict[Callable[[str], Any], str] = {
+    to_int: "an integer",
+    to_int32: "an integer",
+    to_int53: "an integer",
+    to_uint: "an unsigned integer",
+    to_float: "a number",
+    to_hex: "a hexadecimal flag",
+}
 
 
 class Reader:
@@ -92,8 +99,9 @@ class Reader:
             return default
         return self.quantity_of(block, str(items[index]), index, families, default)
 
-    def quantity_of(self, block: Block, raw: str, index: int | None, families: tuple[str, ...],
-                    default: T) -> float | T:
+    def quantity_of(
+        self, block: Block, raw: str, index: int | None, families: tuple[str, ...], default: T
+    ) -> float | T:
         """``raw`` (a value of ``block``, at ``index``) in SI: an unknown unit is a
         UnitError, or in lenient mode the number with factor 1 as Open Rails reads it; a
         value that is no number is reported and gives ``default``."""
@@ -112,20 +120,30 @@ class Reader:
     def value(self, block: Block, index: int, conv: Callable[[str], T], default: T, what: str = "") -> T:
         items = block.items
         if index >= len(items):
-            self.problem(block, f"{block.name or 'block'}: missing value {index + 1}"
-                         f"{' (' + what + ')' if what else ''}")
+            self.problem(
+                block,
+                f"{block.name or 'block'}: missing value {index + 1}{' (' + what + ')' if what else ''}",
+            )
             return default
         raw = items[index]
         if raw.__class__ is Block:
-            self.problem(block, f"{block.name}: expected {_KIND.get(conv, 'a value')}"
-                         f"{' (' + what + ')' if what else ''}, found block {truncate_value(raw.name)}", index)
+            self.problem(
+                block,
+                f"{block.name}: expected {_KIND.get(conv, 'a value')}"
+                f"{' (' + what + ')' if what else ''}, found block {truncate_value(raw.name)}",
+                index,
+            )
             return default
         try:
             return conv(raw)
         except (ValueError, OverflowError) as exc:
             detail = f": {exc}" if "range" in str(exc) or "finite" in str(exc) else ""
-            self.problem(block, f"{block.name}: expected {_KIND.get(conv, 'a value')}"
-                         f"{' (' + what + ')' if what else ''}, found {truncate_value(raw)}{detail}", index)
+            self.problem(
+                block,
+                f"{block.name}: expected {_KIND.get(conv, 'a value')}"
+                f"{' (' + what + ')' if what else ''}, found {truncate_value(raw)}{detail}",
+                index,
+            )
             return default
 
     def string(self, block: Block, index: int = 0, default: str = "") -> str:

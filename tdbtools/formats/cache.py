@@ -15,6 +15,7 @@ no candidate file that was absent has appeared, the tdbtools version and the for
 are the same, and the CRC matches. Anything else is ignored (and rebuilt when the
 folder is safe); the cache never raises.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,8 +44,13 @@ _SUFFIX = ".route"
 STALE_TEMP_SECONDS = 60.0
 #: Numeric dtypes that may be stored as raw bytes (object arrays are stored as JSON).
 _DTYPES = frozenset({"<i8", "<i4", "<i2", "|i1", "<u8", "<u4", "<u2", "|u1", "<f8", "<f4", "|b1"})
-_RECORD_MODULES = ("tdbtools.errors", "tdbtools.formats.trk", "tdbtools.formats.tdb",
-                   "tdbtools.formats.tsection", "tdbtools.formats.route")
+_RECORD_MODULES = (
+    "tdbtools.errors",
+    "tdbtools.formats.trk",
+    "tdbtools.formats.tdb",
+    "tdbtools.formats.tsection",
+    "tdbtools.formats.route",
+)
 
 
 def cache_dir() -> Path:
@@ -264,8 +270,13 @@ class _Encoder:
             if o and all(k.__class__ is int for k in o) and all(v.__class__ is tuple for v in o.values()):
                 flat, off = self._flat(list(o.values()))
                 if _all_ints(flat) and _all_ints(o):
-                    return {"D": [self._add(np.array(list(o), dtype=np.int64)),
-                                  self._add(np.array(flat, dtype=np.int64)), off]}
+                    return {
+                        "D": [
+                            self._add(np.array(list(o), dtype=np.int64)),
+                            self._add(np.array(flat, dtype=np.int64)),
+                            off,
+                        ]
+                    }
                 self.arrays.pop()
             return {"d": [[self.value(k), self.value(v)] for k, v in o.items()]}
         if t is np.ndarray:
@@ -316,8 +327,14 @@ class _Decoder:
 
     def offsets(self, i: int, n: int, total: int) -> list[int]:
         a = self.arrays[i]
-        if a.ndim != 1 or a.dtype.str != "<i8" or len(a) != n + 1 or a[0] != 0 or a[-1] != total \
-                or (np.diff(a) < 0).any():
+        if (
+            a.ndim != 1
+            or a.dtype.str != "<i8"
+            or len(a) != n + 1
+            or a[0] != 0
+            or a[-1] != total
+            or (np.diff(a) < 0).any()
+        ):
             raise ValueError("bad offsets")
         return a.tolist()
 
@@ -505,12 +522,12 @@ class RouteCache:
             return None
         view = memoryview(data)
         pos = len(_MAGIC)
-        head_len = int.from_bytes(view[pos:pos + 8], "little")
-        crc = int.from_bytes(view[pos + 8:pos + 12], "little")
+        head_len = int.from_bytes(view[pos : pos + 8], "little")
+        crc = int.from_bytes(view[pos + 8 : pos + 12], "little")
         head_end = pos + 12 + head_len
         if head_end > len(data):
             return None
-        header = json.loads(bytes(view[pos + 12:head_end]))
+        header = json.loads(bytes(view[pos + 12 : head_end]))
         if header["version"] != [__version__, CACHE_FORMAT]:
             return None
         for p, st in header["stamps"]:
@@ -523,7 +540,7 @@ class RouteCache:
         arrays = _arrays(header["arrays"], view[blob_start:])
         _registry()
         # The caller checks that this is a Route (importing route.py here would be a cycle).
-        return _Decoder(arrays).build(json.loads(bytes(view[head_end:head_end + rec_len])))
+        return _Decoder(arrays).build(json.loads(bytes(view[head_end : head_end + rec_len])))
 
     def put(self, files, strict: bool, route) -> None:
         try:
@@ -538,9 +555,15 @@ class RouteCache:
             if not _folder_safe(self.folder):
                 return
             clean_stale_temps(self.folder, ".tmp-*" + _SUFFIX, STALE_TEMP_SECONDS)
-            header = json.dumps({"version": [__version__, CACHE_FORMAT], "stamps": stamps,
-                                 "records": len(records), "arrays": table},
-                                separators=(",", ":")).encode("utf-8")
+            header = json.dumps(
+                {
+                    "version": [__version__, CACHE_FORMAT],
+                    "stamps": stamps,
+                    "records": len(records),
+                    "arrays": table,
+                },
+                separators=(",", ":"),
+            ).encode("utf-8")
             head_end = len(_MAGIC) + 12 + len(header)
             pad = b"\0" * (-(head_end + len(records)) % 8)  # the blob starts 8-aligned
             crc = zlib.crc32(blob, zlib.crc32(pad, zlib.crc32(records)))
@@ -569,4 +592,3 @@ class RouteCache:
                     except OSError:
                         continue
         return n
-

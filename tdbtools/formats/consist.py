@@ -19,6 +19,7 @@ its ``EngineData`` / ``WagonData`` block (``.eng`` / ``.wag``), whichever block 
 preferring the ``<folder>/OpenRails/<file>.<ext>`` override as Open Rails does, and reads
 every file once.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,16 @@ from ._read import Reader, to_int
 from ._records import fast_pickle
 from .stock import Stock, read_stock
 
-__all__ = ["CarEntry", "Consist", "StandInWarning", "consist_from_document", "read_consist",
-           "resolve_stock", "stand_in_variant", "stock_path"]
+__all__ = [
+    "CarEntry",
+    "Consist",
+    "StandInWarning",
+    "consist_from_document",
+    "read_consist",
+    "resolve_stock",
+    "stand_in_variant",
+    "stock_path",
+]
 
 #: Consist name when the file gives neither a label nor ``Name``.
 DEFAULT_NAME = "Loose consist."
@@ -49,7 +58,7 @@ class StandInWarning(UserWarning):
 class CarEntry:
     """One car of a consist: ``file`` (no extension) in ``TRAINS/TRAINSET/<folder>``."""
 
-    kind: str        # "engine" (EngineData, .eng) | "wagon" (WagonData, .wag)
+    kind: str  # "engine" (EngineData, .eng) | "wagon" (WagonData, .wag)
     uid: int
     flipped: bool
     file: str
@@ -85,8 +94,7 @@ def consist_from_document(doc: Document, diags: Diagnostics) -> Consist:
     train = doc.find("Train")
     cfg = train.find("TrainCfg") if train is not None else None
     if cfg is None:
-        rd.problem(train if train is not None else doc,
-                   "no Train ( TrainCfg ( … ) ) block in consist file")
+        rd.problem(train if train is not None else doc, "no Train ( TrainCfg ( … ) ) block in consist file")
         return Consist(doc.path, DEFAULT_NAME, "", 0, None, ())
     items = cfg.items
     label = str(items[0]) if items and items[0].__class__ is not Block else ""
@@ -106,8 +114,14 @@ def consist_from_document(doc: Document, diags: Diagnostics) -> Consist:
             car = _car(rd, blk, diags)
             if car is not None:
                 cars.append(car)
-    return Consist(doc.path, name if name is not None else (label or DEFAULT_NAME), label, serial,
-                   max_velocity, tuple(cars))
+    return Consist(
+        doc.path,
+        name if name is not None else (label or DEFAULT_NAME),
+        label,
+        serial,
+        max_velocity,
+        tuple(cars),
+    )
 
 
 def _car(rd: Reader, blk: Block, diags: Diagnostics) -> CarEntry | None:
@@ -121,8 +135,11 @@ def _car(rd: Reader, blk: Block, diags: Diagnostics) -> CarEntry | None:
         elif k == "flip":
             flipped = True  # Open Rails: MustMatch("("), MustMatch(")"), then flipped
             if sub.items:
-                diags.note(f"Flip ( {' '.join(str(i) for i in sub.values)} ): Open Rails expects "
-                           "an empty Flip ( ) and still reverses the car", sub.location)
+                diags.note(
+                    f"Flip ( {' '.join(str(i) for i in sub.values)} ): Open Rails expects "
+                    "an empty Flip ( ) and still reverses the car",
+                    sub.location,
+                )
         elif k in ("enginedata", "wagondata"):
             vals = sub.values
             if len(vals) < 2:
@@ -134,9 +151,12 @@ def _car(rd: Reader, blk: Block, diags: Diagnostics) -> CarEntry | None:
         return None
     kind, file, folder = data
     if kind != blk.key:
-        diags.note(f"{blk.name} block holds {'EngineData' if kind == 'engine' else 'WagonData'}: "
-                   f"the car is read as {'an engine' if kind == 'engine' else 'a wagon'} "
-                   f"(as Open Rails does)", blk.location)
+        diags.note(
+            f"{blk.name} block holds {'EngineData' if kind == 'engine' else 'WagonData'}: "
+            f"the car is read as {'an engine' if kind == 'engine' else 'a wagon'} "
+            f"(as Open Rails does)",
+            blk.location,
+        )
     return CarEntry(kind, uid, flipped, file, folder)
 
 
@@ -161,11 +181,15 @@ _COACH = re.compile(r"coach|carriage|passenger|sleeper|couchette|diner|restauran
 
 #: Names that say diesel: the word, DMU, and classes named on real routes (DSB MX/MY/MZ/ME,
 #: IC3 = DSB MF, EMD Class 66, Coradia LINT, Desiro, Sprinter).
-_DIESEL = re.compile(r"diesel|\bdsl|dmu|railcar|\bic ?3\b|\bm[efrqxyz]\b|class ?66|\blint|desiro|sprinter",
-                     re.I)
+_DIESEL = re.compile(
+    r"diesel|\bdsl|dmu|railcar|\bic ?3\b|\bm[efrqxyz]\b|class ?66|\blint|desiro|sprinter", re.I
+)
 #: Names that say electric: the word, EMU, overhead voltages and common electric families.
-_ELECTRIC = re.compile(r"electric|\bemu\b|\bel\b|\d+ ?kv|traxx|vectron|\bir ?4\b|\bea\b|\beg\b|\bet\b|"
-                       r"tgv|\bice\b|flirt|talent|pendolino", re.I)
+_ELECTRIC = re.compile(
+    r"electric|\bemu\b|\bel\b|\d+ ?kv|traxx|vectron|\bir ?4\b|\bea\b|\beg\b|\bet\b|"
+    r"tgv|\bice\b|flirt|talent|pendolino",
+    re.I,
+)
 
 
 def stand_in_variant(car: CarEntry, consist: Consist | None = None) -> str:
@@ -184,7 +208,8 @@ def stand_in_variant(car: CarEntry, consist: Consist | None = None) -> str:
         text = f"{car.file} {car.folder} {consist.name if consist is not None else ''}"
         diesel = bool(_DIESEL.search(text)) and not _ELECTRIC.search(text)
         unit = consist is not None and any(
-            c.kind == "wagon" and c.folder.lower() == car.folder.lower() for c in consist.cars)
+            c.kind == "wagon" and c.folder.lower() == car.folder.lower() for c in consist.cars
+        )
         if unit:
             return "dmu" if diesel else "emu"
         return "diesel" if diesel else "electric"
@@ -194,8 +219,14 @@ def stand_in_variant(car: CarEntry, consist: Consist | None = None) -> str:
     return "passenger"
 
 
-def resolve_stock(consist: Consist, install_root: str | Path, *, stand_in: bool = False,
-                  strict: bool = True, diagnostics: Diagnostics | None = None) -> list[Stock]:
+def resolve_stock(
+    consist: Consist,
+    install_root: str | Path,
+    *,
+    stand_in: bool = False,
+    strict: bool = True,
+    diagnostics: Diagnostics | None = None,
+) -> list[Stock]:
     """The :class:`Stock` of every car of ``consist``, front to back.
 
     Missing files raise :class:`~tdbtools.errors.RouteError` naming every missing path
@@ -212,10 +243,14 @@ def resolve_stock(consist: Consist, install_root: str | Path, *, stand_in: bool 
         if found is None:
             missing.setdefault(expected, []).append(i)
     if missing and not stand_in:
-        lines = [f"  {p}  (car{'s' if len(idx) > 1 else ''} {', '.join(map(str, idx))})"
-                 for p, idx in missing.items()]
-        err = RouteError(f"consist {consist.name!r} ({consist.path}) names rolling stock that is "
-                         f"not installed under {root}:\n" + "\n".join(lines))
+        lines = [
+            f"  {p}  (car{'s' if len(idx) > 1 else ''} {', '.join(map(str, idx))})"
+            for p, idx in missing.items()
+        ]
+        err = RouteError(
+            f"consist {consist.name!r} ({consist.path}) names rolling stock that is "
+            f"not installed under {root}:\n" + "\n".join(lines)
+        )
         err.missing = tuple(missing)  # type: ignore[attr-defined]
         raise err
     cache: dict[Path, Stock] = {}
@@ -226,8 +261,12 @@ def resolve_stock(consist: Consist, install_root: str | Path, *, stand_in: bool 
             key = Path(f"<generic:{car.kind}/{variant}>")
             if key not in cache:
                 cache[key] = Stock.generic(car.kind, variant)
-            what = {"dmu": "diesel multiple-unit power car", "emu": "electric multiple-unit power car",
-                    "diesel": "diesel locomotive", "electric": "electric locomotive"}.get(variant, f"{variant} wagon")
+            what = {
+                "dmu": "diesel multiple-unit power car",
+                "emu": "electric multiple-unit power car",
+                "diesel": "diesel locomotive",
+                "electric": "electric locomotive",
+            }.get(variant, f"{variant} wagon")
             message = f"consist {consist.name!r}: {expected} is missing; using a generic {what} stand-in"
             warnings.warn(StandInWarning(message), stacklevel=2)
             if diagnostics is not None:

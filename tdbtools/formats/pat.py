@@ -22,6 +22,7 @@ count mismatches, next-node indices and PDP indices out of range, cycles in the
 main chain and in siding chains. A siding that does not come back to the main
 chain and nodes that no chain reaches are noted (never fatal).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -41,8 +42,16 @@ NO_NODE = 0xFFFFFFFF
 #: ``TrPathFlags`` bit: not a player path.
 PATH_FLAG_NOT_PLAYER = 0x20
 
-__all__ = ["NO_NODE", "PATH_FLAG_NOT_PLAYER", "Chain", "PathFile", "TrPathNode", "TrackPDP",
-           "pat_from_document", "read_pat"]
+__all__ = [
+    "NO_NODE",
+    "PATH_FLAG_NOT_PLAYER",
+    "Chain",
+    "PathFile",
+    "TrPathNode",
+    "TrackPDP",
+    "pat_from_document",
+    "read_pat",
+]
 
 
 # -- records ---------------------------------------------------------------------------
@@ -156,11 +165,11 @@ class PathFile:
     path: str
     serial: int | None
     pdps: tuple[TrackPDP, ...]
-    name: str                 # the display name (``Name``)
-    path_id: str              # ``TrPathName``
-    start: str                # ``TrPathStart``
-    end: str                  # ``TrPathEnd``
-    flags: int | None         # ``TrPathFlags`` (hex), None when absent
+    name: str  # the display name (``Name``)
+    path_id: str  # ``TrPathName``
+    start: str  # ``TrPathStart``
+    end: str  # ``TrPathEnd``
+    flags: int | None  # ``TrPathFlags`` (hex), None when absent
     nodes: tuple[TrPathNode, ...]
 
     @property
@@ -186,11 +195,19 @@ class PathFile:
             if nxt is None:
                 return Chain(tuple(out), "end")
             if not 0 <= nxt < n:
-                return Chain(tuple(out), "bad_link", f"path node {cur}: next main node {nxt} is out of "
-                             f"range (0..{n - 1})", cur)
+                return Chain(
+                    tuple(out),
+                    "bad_link",
+                    f"path node {cur}: next main node {nxt} is out of range (0..{n - 1})",
+                    cur,
+                )
             if nxt in seen:
-                return Chain(tuple(out), "cycle", f"path node {cur}: next main node {nxt} was already "
-                             f"visited (the main chain has a cycle)", cur)
+                return Chain(
+                    tuple(out),
+                    "cycle",
+                    f"path node {cur}: next main node {nxt} was already visited (the main chain has a cycle)",
+                    cur,
+                )
             out.append(nxt)
             seen.add(nxt)
             cur = nxt
@@ -220,12 +237,21 @@ class PathFile:
                 if nxt is None:
                     break
                 if not 0 <= nxt < n:
-                    chain = Chain(tuple(out), "bad_link", f"path node {cur}: next siding node {nxt} is "
-                                  f"out of range (0..{n - 1})", cur)
+                    chain = Chain(
+                        tuple(out),
+                        "bad_link",
+                        f"path node {cur}: next siding node {nxt} is out of range (0..{n - 1})",
+                        cur,
+                    )
                     break
                 if nxt in seen:
-                    chain = Chain(tuple(out), "cycle", f"path node {cur}: next siding node {nxt} was "
-                                  f"already visited (the siding chain has a cycle)", cur)
+                    chain = Chain(
+                        tuple(out),
+                        "cycle",
+                        f"path node {cur}: next siding node {nxt} was "
+                        f"already visited (the siding chain has a cycle)",
+                        cur,
+                    )
                     break
                 out.append(nxt)
                 seen.add(nxt)
@@ -234,8 +260,13 @@ class PathFile:
                 if len(out) > 1 and out[-1] in on_main:
                     chain = Chain(tuple(out), "rejoin")
                 else:
-                    chain = Chain(tuple(out), "end", f"the siding from path node {start} ends at node "
-                                  f"{out[-1]}, which is not on the main chain", cur)
+                    chain = Chain(
+                        tuple(out),
+                        "end",
+                        f"the siding from path node {start} ends at node "
+                        f"{out[-1]}, which is not on the main chain",
+                        cur,
+                    )
             chains.append(chain)
         return chains
 
@@ -306,8 +337,17 @@ def pat_from_document(doc: Document, diags: Diagnostics) -> PathFile:
         rd.problem(doc, "no TrackPDPs block in path file")
     if not have_path:
         rd.problem(doc, "no TrackPath block in path file")
-    pf = PathFile(doc.path, serial, tuple(pdps), fields["name"], fields["path_id"], fields["start"],
-                  fields["end"], fields["flags"], tuple(nodes))
+    pf = PathFile(
+        doc.path,
+        serial,
+        tuple(pdps),
+        fields["name"],
+        fields["path_id"],
+        fields["start"],
+        fields["end"],
+        fields["flags"],
+        tuple(nodes),
+    )
     _check_links(rd, diags, pf, node_blocks, nodes_block)
     return pf
 
@@ -323,11 +363,17 @@ def _pdps(rd: Reader, diags: Diagnostics, table: Block) -> list[TrackPDP]:
             continue
         if len(blk.items) > 7:
             diags.note(f"TrackPDP: {len(blk.items)} values, only the first 7 are used", blk.location)
-        out.append(TrackPDP(rd.value(blk, 0, to_int32, 0, "tile x"), rd.value(blk, 1, to_int32, 0, "tile z"),
-                            rd.value(blk, 2, to_float, 0.0, "x"), rd.value(blk, 3, to_float, 0.0, "y"),
-                            rd.value(blk, 4, to_float, 0.0, "z"),
-                            rd.value(blk, 5, to_int, 1, "junction flag"),
-                            rd.value(blk, 6, to_int, 1, "invalid flag")))
+        out.append(
+            TrackPDP(
+                rd.value(blk, 0, to_int32, 0, "tile x"),
+                rd.value(blk, 1, to_int32, 0, "tile z"),
+                rd.value(blk, 2, to_float, 0.0, "x"),
+                rd.value(blk, 3, to_float, 0.0, "y"),
+                rd.value(blk, 4, to_float, 0.0, "z"),
+                rd.value(blk, 5, to_int, 1, "junction flag"),
+                rd.value(blk, 6, to_int, 1, "invalid flag"),
+            )
+        )
     return out
 
 
@@ -336,8 +382,9 @@ def _next(rd: Reader, blk: Block, index: int, what: str) -> int | None:
     return None if v == NO_NODE else v
 
 
-def _nodes(rd: Reader, diags: Diagnostics, table: Block, nodes: list[TrPathNode],
-           blocks: list[Block]) -> None:
+def _nodes(
+    rd: Reader, diags: Diagnostics, table: Block, nodes: list[TrPathNode], blocks: list[Block]
+) -> None:
     count = rd.value(table, 0, to_uint, 0, "node count")
     for pos, blk in enumerate(table.items[1:], start=1):
         if blk.__class__ is not Block:
@@ -351,16 +398,23 @@ def _nodes(rd: Reader, diags: Diagnostics, table: Block, nodes: list[TrPathNode]
         flags = rd.value(blk, 0, to_hex, 0, "flags")
         if len(items) > 4:
             diags.note(f"TrPathNode: {len(items)} values, only the first 4 are used", blk.location)
-        nodes.append(TrPathNode(flags, _next(rd, blk, 1, "next main node"),
-                                _next(rd, blk, 2, "next siding node"),
-                                rd.value(blk, 3, to_uint, 0, "PDP index"), text))
+        nodes.append(
+            TrPathNode(
+                flags,
+                _next(rd, blk, 1, "next main node"),
+                _next(rd, blk, 2, "next siding node"),
+                rd.value(blk, 3, to_uint, 0, "PDP index"),
+                text,
+            )
+        )
         blocks.append(blk)
     if len(nodes) != count:
         rd.problem(table, f"TrPathNodes: the count says {count} nodes, found {len(nodes)}", 0)
 
 
-def _check_links(rd: Reader, diags: Diagnostics, pf: PathFile, blocks: list[Block],
-                 nodes_block: Block | None) -> None:
+def _check_links(
+    rd: Reader, diags: Diagnostics, pf: PathFile, blocks: list[Block], nodes_block: Block | None
+) -> None:
     n = len(pf.nodes)
     npdp = len(pf.pdps)
     bad_main: set[int] = set()
@@ -368,13 +422,19 @@ def _check_links(rd: Reader, diags: Diagnostics, pf: PathFile, blocks: list[Bloc
         links = ((node.next_main, 1, "next main node"), (node.next_siding, 2, "next siding node"))
         for value, pos, what in links:
             if value is not None and not 0 <= value < n:
-                rd.problem(blk, f"TrPathNode {i}: {what} {value} is out of range (0..{n - 1}, or "
-                                f"{NO_NODE} for none)", pos)
+                rd.problem(
+                    blk,
+                    f"TrPathNode {i}: {what} {value} is out of range (0..{n - 1}, or {NO_NODE} for none)",
+                    pos,
+                )
                 if pos == 1:
                     bad_main.add(i)
         if not 0 <= node.pdp_index < npdp:
-            rd.problem(blk, f"TrPathNode {i}: PDP index {node.pdp_index} is out of range "
-                            f"(the file has {npdp} TrackPDPs)", 3)
+            rd.problem(
+                blk,
+                f"TrPathNode {i}: PDP index {node.pdp_index} is out of range (the file has {npdp} TrackPDPs)",
+                3,
+            )
     if n == 0:
         if nodes_block is not None:  # (a missing TrPathNodes block was reported already)
             rd.problem(nodes_block, "TrPathNodes: the path has no nodes")
@@ -392,6 +452,8 @@ def _check_links(rd: Reader, diags: Diagnostics, pf: PathFile, blocks: list[Bloc
     if main.stop != "bad_link" and not bad_main:
         unused = [i for i in range(n) if i not in reached]
         if unused:
-            diags.note(f"path nodes not reached from node 0 by the main or siding chains: "
-                       f"{', '.join(map(str, unused[:10]))}{' …' if len(unused) > 10 else ''}",
-                       blocks[unused[0]].location)
+            diags.note(
+                f"path nodes not reached from node 0 by the main or siding chains: "
+                f"{', '.join(map(str, unused[:10]))}{' …' if len(unused) > 10 else ''}",
+                blocks[unused[0]].location,
+            )

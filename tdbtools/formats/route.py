@@ -1,4 +1,5 @@
 """Loading a whole route folder (``…/ROUTES/NAME``) into one typed :class:`Route`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,9 +55,13 @@ class Route:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Route):
             return NotImplemented
-        return (self.trk == other.trk and self.tdb == other.tdb and self.rdb == other.rdb
-                and self.tsection == other.tsection
-                and np.array_equal(self.section_length, other.section_length, equal_nan=True))
+        return (
+            self.trk == other.trk
+            and self.tdb == other.tdb
+            and self.rdb == other.rdb
+            and self.tsection == other.tsection
+            and np.array_equal(self.section_length, other.section_length, equal_nan=True)
+        )
 
     # -- summaries ----------------------------------------------------------------------
     def node_length(self, index: int) -> float:
@@ -73,8 +78,12 @@ class Route:
         s = self.tdb.sections
         if len(s) == 0:
             return None
-        return {"tile_x_min": int(s.tile_x.min()), "tile_x_max": int(s.tile_x.max()),
-                "tile_z_min": int(s.tile_z.min()), "tile_z_max": int(s.tile_z.max())}
+        return {
+            "tile_x_min": int(s.tile_x.min()),
+            "tile_x_max": int(s.tile_x.max()),
+            "tile_z_min": int(s.tile_z.min()),
+            "tile_z_max": int(s.tile_z.max()),
+        }
 
     def summary(self) -> dict:
         return {
@@ -88,8 +97,11 @@ class Route:
             "tile_extent": self.tile_extent(),
             "road_nodes": self.rdb.counts() if self.rdb else None,
             "road_items": self.rdb.item_counts() if self.rdb else None,
-            "tsection": {"sections": len(self.tsection.sections), "shapes": len(self.tsection.shapes),
-                         "dynamic_paths": len(self.tsection.track_paths)},
+            "tsection": {
+                "sections": len(self.tsection.sections),
+                "shapes": len(self.tsection.shapes),
+                "dynamic_paths": len(self.tsection.track_paths),
+            },
             "warnings": len(self.warnings),
         }
 
@@ -117,11 +129,16 @@ def find_route_files(path: str | Path) -> RouteFiles:
             absent.append(c)
         return None
 
-    tsec = pick(folder / "OPENRAILS" / "tsection.dat", folder / "GLOBAL" / "tsection.dat",
-                install_root / "GLOBAL" / "tsection.dat")
+    tsec = pick(
+        folder / "OPENRAILS" / "tsection.dat",
+        folder / "GLOBAL" / "tsection.dat",
+        install_root / "GLOBAL" / "tsection.dat",
+    )
     if tsec is None:
-        raise RouteError(f"no global tsection.dat for {str(folder)!r}: looked in OPENRAILS/, GLOBAL/ "
-                         f"of the route and in {str(install_root / 'GLOBAL')!r}")
+        raise RouteError(
+            f"no global tsection.dat for {str(folder)!r}: looked in OPENRAILS/, GLOBAL/ "
+            f"of the route and in {str(install_root / 'GLOBAL')!r}"
+        )
     local = pick(folder / "tsection.dat")
     return RouteFiles(folder, install_root, trks[0], Path(), None, tsec, local, tuple(absent))
 
@@ -155,8 +172,17 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
     sources = [str(files.trk), str(tdb_path), *tsection.files]
     if rdb is not None:
         sources.append(str(rdb_path))
-    return Route(str(files.folder), str(root), trk, tdb, rdb, tsection, lengths,
-                 tuple(diags.findings), tuple(dict.fromkeys(sources)))
+    return Route(
+        str(files.folder),
+        str(root),
+        trk,
+        tdb,
+        rdb,
+        tsection,
+        lengths,
+        tuple(diags.findings),
+        tuple(dict.fromkeys(sources)),
+    )
 
 
 #: Unknown section ids reported one by one (a broken tsection.dat can miss thousands).
@@ -171,15 +197,24 @@ def _database_name(filename: str, files: RouteFiles, diags: Diagnostics) -> str:
     if base != filename or not base:
         shown = truncate_value(filename)
         if diags.strict or not base:
-            raise RouteError(f"{files.trk}: FileName {shown} is not a bare file name: the track "
-                             "database must be in the route folder")
-        diags.problem(FormatError(f"UNSAFE_FILENAME: FileName {shown} is not a bare file name; "
-                                  f"reading {base!r} in the route folder", None), code="UNSAFE_FILENAME")
+            raise RouteError(
+                f"{files.trk}: FileName {shown} is not a bare file name: the track "
+                "database must be in the route folder"
+            )
+        diags.problem(
+            FormatError(
+                f"UNSAFE_FILENAME: FileName {shown} is not a bare file name; "
+                f"reading {base!r} in the route folder",
+                None,
+            ),
+            code="UNSAFE_FILENAME",
+        )
     return base
 
 
-def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics,
-                     bad: dict[int, str] | None = None) -> np.ndarray:
+def _section_lengths(
+    tdb: TrackDB, tsection: TSection, diags: Diagnostics, bad: dict[int, str] | None = None
+) -> np.ndarray:
     sec = tsection.sections
     rows, found = sec.rows(tdb.sections.section_index)
     length = np.full(len(rows), np.nan)
@@ -190,25 +225,41 @@ def _section_lengths(tdb: TrackDB, tsection: TSection, diags: Diagnostics,
     known_bad = np.isin(ids, np.array(sorted(bad or {}), dtype=np.int64)) | (ids < 0)
     for sid in sorted(set(ids[known_bad & (ids >= 0)].tolist()))[:20]:
         nodes = np.unique(tdb.sections.node[ids == sid])
-        diags.problem(FormatError(
-            f"BAD_SECTION_GEOMETRY: TrackSection {sid} ({(bad or {})[sid]}) is used by vector node(s) "
-            f"{', '.join(map(str, nodes[:10].tolist()))}: those sections have no length or geometry", None),
-            code="BAD_SECTION_GEOMETRY", section=int(sid), node=int(nodes[0]))
+        diags.problem(
+            FormatError(
+                f"BAD_SECTION_GEOMETRY: TrackSection {sid} ({(bad or {})[sid]}) is used by vector node(s) "
+                f"{', '.join(map(str, nodes[:10].tolist()))}: those sections have no length or geometry",
+                None,
+            ),
+            code="BAD_SECTION_GEOMETRY",
+            section=int(sid),
+            node=int(nodes[0]),
+        )
     if not (found | known_bad).all():
         missing = np.unique(ids[~found & ~known_bad])
         nodes = np.unique(tdb.sections.node[~found & ~known_bad])
-        msg = (f"{len(missing)} track section id(s) used by {len(nodes)} vector node(s) are not in "
-               f"tsection.dat (e.g. {', '.join(map(str, missing[:5]))}; nodes "
-               f"{', '.join(map(str, nodes[:5]))}): those sections have no length or geometry")
+        msg = (
+            f"{len(missing)} track section id(s) used by {len(nodes)} vector node(s) are not in "
+            f"tsection.dat (e.g. {', '.join(map(str, missing[:5]))}; nodes "
+            f"{', '.join(map(str, nodes[:5]))}): those sections have no length or geometry"
+        )
         if diags.strict:
             raise FormatError(msg, None)
         unknown = ~found & ~known_bad
         secs, nodes_of = ids[unknown], tdb.sections.node[unknown]
         for sid in missing[:MAX_SECTION_FINDINGS]:
             node = int(nodes_of[np.argmax(secs == sid)])
-            diags.problem(FormatError(f"track section id {int(sid)} is not in tsection.dat: it has no "
-                                      "length or geometry (Open Rails skips it too)", None),
-                          code="SECTION_UNKNOWN", severity="error", node=node, section=int(sid))
+            diags.problem(
+                FormatError(
+                    f"track section id {int(sid)} is not in tsection.dat: it has no "
+                    "length or geometry (Open Rails skips it too)",
+                    None,
+                ),
+                code="SECTION_UNKNOWN",
+                severity="error",
+                node=node,
+                section=int(sid),
+            )
     length.flags.writeable = False
     return length
 

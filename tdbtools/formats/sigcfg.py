@@ -5,6 +5,7 @@ is read in ORTS mode (OR-only blocks and NumClearAhead rules), ``<route>/sigcfg.
 Defects Open Rails tolerates (wrong counts, duplicates, unknown keywords) are warnings collected
 in :attr:`SignalConfig.warnings`; a strict read raises them as :class:`FormatError`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,12 +19,31 @@ from ._read import Reader, to_float, to_int
 #: Built-in function types and the number a script sees for each (docs/signals.md §1.3).
 FUNCTIONS = ("NORMAL", "DISTANCE", "REPEATER", "SHUNTING", "INFO", "SPEED", "ALERT", "UNKNOWN")
 #: Aspects from most to least restrictive; the index is the script value (§1.5).
-ASPECTS = ("STOP", "STOP_AND_PROCEED", "RESTRICTING", "APPROACH_1", "APPROACH_2", "APPROACH_3",
-           "CLEAR_1", "CLEAR_2", "UNKNOWN")
+ASPECTS = (
+    "STOP",
+    "STOP_AND_PROCEED",
+    "RESTRICTING",
+    "APPROACH_1",
+    "APPROACH_2",
+    "APPROACH_3",
+    "CLEAR_1",
+    "CLEAR_2",
+    "UNKNOWN",
+)
 STOP, STOP_AND_PROCEED, RESTRICTING, APPROACH_1, APPROACH_2, APPROACH_3, CLEAR_1, CLEAR_2, UNKNOWN = range(9)
 #: Sub-object types of a signal shape; the index is the SIGFEAT_ value (§1.6).
-SUBTYPES = ("DECOR", "SIGNAL_HEAD", "DUMMY1", "DUMMY2", "NUMBER_PLATE", "GRADIENT_PLATE",
-            "USER1", "USER2", "USER3", "USER4")
+SUBTYPES = (
+    "DECOR",
+    "SIGNAL_HEAD",
+    "DUMMY1",
+    "DUMMY2",
+    "NUMBER_PLATE",
+    "GRADIENT_PLATE",
+    "USER1",
+    "USER2",
+    "USER3",
+    "USER4",
+)
 #: NumClearAhead "not defined".
 NCA_UNSET = -2
 #: Bound on counted lists (a hostile count must not allocate).
@@ -32,11 +52,11 @@ MAX_ENTRIES = 100_000
 
 @dataclass(frozen=True, slots=True)
 class Aspect:
-    aspect: int                 # index in ASPECTS
-    draw_state: str             # lower-cased draw-state name
-    speed: float = -1.0         # m/s; -1 = no limit from this aspect
+    aspect: int  # index in ASPECTS
+    draw_state: str  # lower-cased draw-state name
+    speed: float = -1.0  # m/s; -1 = no limit from this aspect
     asap: bool = False
-    speed_reset: bool = False   # OR_SPEEDRESET
+    speed_reset: bool = False  # OR_SPEEDRESET
     no_speed_reduction: bool = False
 
 
@@ -44,15 +64,15 @@ class Aspect:
 class DrawState:
     index: int
     name: str
-    lights: tuple[tuple[int, bool], ...] = ()   # (light index, flashing)
+    lights: tuple[tuple[int, bool], ...] = ()  # (light index, flashing)
     semaphore_pos: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SignalType:
-    name: str                   # lower-cased key
-    function: str               # a FUNCTIONS name, or a custom ORTS function name
-    function_base: str          # the built-in behaviour (== function for built-ins)
+    name: str  # lower-cased key
+    function: str  # a FUNCTIONS name, or a custom ORTS function name
+    function_base: str  # the built-in behaviour (== function for built-ins)
     aspects: tuple[Aspect, ...] = ()
     draw_states: dict[str, DrawState] = field(default_factory=dict)
     nca_msts: int = NCA_UNSET
@@ -63,9 +83,9 @@ class SignalType:
     semaphore: bool = False
     flash_on: float = 1.0
     flash_off: float = 1.0
-    approach_position: float | None = None   # m
-    approach_speed: float | None = None      # m/s
-    script: str = ""                         # ORTSScript (lower-cased)
+    approach_position: float | None = None  # m
+    approach_speed: float | None = None  # m/s
+    script: str = ""  # ORTSScript (lower-cased)
     normal_subtype: int = -1
     lights: tuple[tuple[int, str], ...] = ()
 
@@ -103,8 +123,8 @@ class SubObj:
     index: int
     matrix: str
     description: str
-    sub_type: int = -1          # index in SUBTYPES, -1 unknown
-    signal_type: str = ""       # SigSubSType, lower-cased
+    sub_type: int = -1  # index in SUBTYPES, -1 unknown
+    signal_type: str = ""  # SigSubSType, lower-cased
     optional: bool = False
     default: bool = False
     back_facing: bool = False
@@ -113,7 +133,7 @@ class SubObj:
 
 @dataclass(frozen=True, slots=True)
 class SignalShape:
-    key: str                    # basename of the file, upper-cased
+    key: str  # basename of the file, upper-cased
     file: str
     description: str
     sub_objs: tuple[SubObj, ...] = ()
@@ -122,10 +142,10 @@ class SignalShape:
 @dataclass(frozen=True, slots=True, eq=False)
 class SignalConfig:
     path: str
-    mode: str                                   # "MSTS" | "ORTS"
+    mode: str  # "MSTS" | "ORTS"
     light_textures: dict[str, tuple]
     lights_tab: dict[str, tuple[int, int, int, int]]
-    custom_functions: dict[str, str]            # ORTS name -> built-in behaviour
+    custom_functions: dict[str, str]  # ORTS name -> built-in behaviour
     normal_subtypes: tuple[str, ...]
     types: dict[str, SignalType]
     shapes: dict[str, SignalShape]
@@ -178,7 +198,7 @@ class _Cfg:
         if n is not None:
             if len(kids) > n:
                 self.warn(block, f"{block.name}: {len(kids) - n} {what} beyond the count {n} skipped")
-                kids = kids[:max(n, 0)]
+                kids = kids[: max(n, 0)]
             elif len(kids) < n:
                 self.warn(block, f"{block.name}: count {n}, {n - len(kids)} {what} missing")
         return kids
@@ -235,7 +255,9 @@ class _Cfg:
                 continue
             base = v[1] if len(v) > 1 else "INFO"
             if base not in FUNCTIONS or base == "NORMAL":
-                self.warn(b, f"ORTSSignalFunctionType {name!r}: base function {base!r} not allowed, INFO used")
+                self.warn(
+                    b, f"ORTSSignalFunctionType {name!r}: base function {base!r} not allowed, INFO used"
+                )
                 base = "INFO"
             if name in out:
                 self.warn(b, f"ORTSSignalFunctionType: duplicate {name!r} skipped")
@@ -289,8 +311,12 @@ class _Cfg:
                     if dlb is not None:
                         for x in self.counted(dlb, "DrawLight", "draw lights"):
                             fl = x.find("SignalFlags")
-                            dl.append((r.value(x, 0, to_int, 0),
-                                       fl is not None and "FLASHING" in [str(v).upper() for v in fl.values]))
+                            dl.append(
+                                (
+                                    r.value(x, 0, to_int, 0),
+                                    fl is not None and "FLASHING" in [str(v).upper() for v in fl.values],
+                                )
+                            )
                     sp = d.find("SemaphorePos")
                     ds = DrawState(idx, dname, tuple(dl), r.value(sp, 0, to_float, 0.0) if sp else None)
                     if dname in draw:
@@ -314,8 +340,16 @@ class _Cfg:
                             speed = r.value(s, 0, to_float, 0.0) / 3.6
                         elif s.key == "signalflags":
                             flags |= {str(v).upper() for v in s.values}
-                    aspects.append(Aspect(asp, r.string(a, 1).lower(), speed, "ASAP" in flags,
-                                          "OR_SPEEDRESET" in flags, "OR_NOSPEEDREDUCTION" in flags))
+                    aspects.append(
+                        Aspect(
+                            asp,
+                            r.string(a, 1).lower(),
+                            speed,
+                            "ASAP" in flags,
+                            "OR_SPEEDRESET" in flags,
+                            "OR_NOSPEEDREDUCTION" in flags,
+                        )
+                    )
             elif k == "signalnumclearahead":
                 nca_blocks.append(r.value(c, 0, to_int, NCA_UNSET))
             elif k == "semaphoreinfo":
@@ -330,8 +364,12 @@ class _Cfg:
                 kw["flash_off"] = r.value(c, 1, to_float, 1.0)
             elif k == "approachcontrolsettings":
                 for s in c.blocks():
-                    unit = {"positionm": 1.0, "positionkm": 1000.0, "positionmiles": 1609.344,
-                            "positionyd": 0.9144}.get(s.key)
+                    unit = {
+                        "positionm": 1.0,
+                        "positionkm": 1000.0,
+                        "positionmiles": 1609.344,
+                        "positionyd": 0.9144,
+                    }.get(s.key)
                     if unit is not None:
                         kw["approach_position"] = r.value(s, 0, to_float, 0.0) * unit
                     sunit = {"speedkph": 1 / 3.6, "speedmph": 0.44704, "speedmps": 1.0}.get(s.key)
@@ -350,17 +388,23 @@ class _Cfg:
             function = base = "INFO"
         for asp_ in aspects:
             if asp_.draw_state not in draw:
-                self.diags.problem(r.error(b, f"SignalType {name!r}: aspect {ASPECTS[asp_.aspect]} names "
-                                              f"the undefined draw state {asp_.draw_state!r}"))
+                self.diags.problem(
+                    r.error(
+                        b,
+                        f"SignalType {name!r}: aspect {ASPECTS[asp_.aspect]} names "
+                        f"the undefined draw state {asp_.draw_state!r}",
+                    )
+                )
         nca_msts = nca_orts = NCA_UNSET
         if self.mode == "ORTS":
             nca_orts = nca_blocks[0] if nca_blocks else NCA_UNSET
         elif len(nca_blocks) == 1:
             nca_msts = nca_blocks[0]
         elif len(nca_blocks) == 2:
-            nca_orts = nca_blocks[0]   # OR reads the first value into the ORTS slot (§1.5.1)
-        return SignalType(name, function, base, tuple(aspects), draw, nca_msts, nca_orts,
-                          lights=tuple(lights), **kw)
+            nca_orts = nca_blocks[0]  # OR reads the first value into the ORTS slot (§1.5.1)
+        return SignalType(
+            name, function, base, tuple(aspects), draw, nca_msts, nca_orts, lights=tuple(lights), **kw
+        )
 
     def types(self, root: Block, custom: dict[str, str], subtypes: tuple[str, ...]) -> dict[str, SignalType]:
         out: dict[str, SignalType] = {}
@@ -405,10 +449,20 @@ class _Cfg:
                         kw["signal_type"] = r.string(c, 0).lower()
                     elif c.key == "signalflags":
                         fl = {str(v).upper() for v in c.values}
-                        kw.update(optional="OPTIONAL" in fl, default="DEFAULT" in fl,
-                                  back_facing="BACK_FACING" in fl, jn_link="JN_LINK" in fl)
-                subs.append(SubObj(idx, str(vals[1]) if len(vals) > 1 else "",
-                                   str(vals[2]) if len(vals) > 2 else "", **kw))
+                        kw.update(
+                            optional="OPTIONAL" in fl,
+                            default="DEFAULT" in fl,
+                            back_facing="BACK_FACING" in fl,
+                            jn_link="JN_LINK" in fl,
+                        )
+                subs.append(
+                    SubObj(
+                        idx,
+                        str(vals[1]) if len(vals) > 1 else "",
+                        str(vals[2]) if len(vals) > 2 else "",
+                        **kw,
+                    )
+                )
             if key in out:
                 self.warn(b, f"SignalShape: duplicate {file!r} skipped")
                 continue
@@ -429,13 +483,23 @@ def sigcfg_from_document(doc: Document, mode: str, diags: Diagnostics) -> Signal
     c = _Cfg(diags, mode)
     custom = c.functions(doc)
     subtypes = c.subtypes(doc)
-    return SignalConfig(doc.path, mode, c.light_textures(doc), c.lights_tab(doc), custom, subtypes,
-                        c.types(doc, custom, subtypes), c.shapes(doc), c.script_files(doc),
-                        tuple(diags.findings))
+    return SignalConfig(
+        doc.path,
+        mode,
+        c.light_textures(doc),
+        c.lights_tab(doc),
+        custom,
+        subtypes,
+        c.types(doc, custom, subtypes),
+        c.shapes(doc),
+        c.script_files(doc),
+        tuple(diags.findings),
+    )
 
 
-def read_sigcfg(path: str | Path, *, mode: str | None = None, strict: bool = False,
-                diagnostics: Diagnostics | None = None) -> SignalConfig:
+def read_sigcfg(
+    path: str | Path, *, mode: str | None = None, strict: bool = False, diagnostics: Diagnostics | None = None
+) -> SignalConfig:
     """Read a sigcfg.dat. ``mode`` defaults from the location (a parent folder called
     OpenRails: ORTS). Lenient by default, as Open Rails: defects become warnings."""
     p = Path(path)
@@ -454,6 +518,19 @@ def load_sigcfg(route_folder: str | Path, *, strict: bool = False) -> SignalConf
     return read_sigcfg(found[0], mode=found[1], strict=strict)
 
 
-__all__ = ["ASPECTS", "FUNCTIONS", "SUBTYPES", "Aspect", "DrawState", "FormatError", "SignalConfig",
-           "SignalShape", "SignalType", "SubObj", "find_sigcfg", "load_sigcfg", "read_sigcfg",
-           "sigcfg_from_document"]
+__all__ = [
+    "ASPECTS",
+    "FUNCTIONS",
+    "SUBTYPES",
+    "Aspect",
+    "DrawState",
+    "FormatError",
+    "SignalConfig",
+    "SignalShape",
+    "SignalType",
+    "SubObj",
+    "find_sigcfg",
+    "load_sigcfg",
+    "read_sigcfg",
+    "sigcfg_from_document",
+]

@@ -32,6 +32,7 @@ Axle counts follow Open Rails: non-engines without ``ORTSNumberAxles`` take ``Nu
 when it is 1…5, else 4; engines add their drive axles (``ORTSNumberDriveAxles``, else the
 engine's ``NumWheels`` when it is 1…6, else 4) to ``ORTSNumberAxles`` (0 if missing).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,18 +50,26 @@ from ._read import Reader, to_float, to_int, to_int32
 from ._records import fast_pickle
 
 __all__ = [
-    "Coupler", "DEFAULT_COUPLER", "Stock", "TractiveForceCurve", "davis_a_estimate",
-    "davis_b_estimate", "davis_c_estimate", "fcalc_davis", "read_stock", "stock_from_document",
+    "Coupler",
+    "DEFAULT_COUPLER",
+    "Stock",
+    "TractiveForceCurve",
+    "davis_a_estimate",
+    "davis_b_estimate",
+    "davis_c_estimate",
+    "fcalc_davis",
+    "read_stock",
+    "stock_from_document",
 ]
 
 # -- constants (docs/formats.md §3, §10; docs/physics.md §3.2) --------------------------------------------------------
 
-LBF_N = 4.44822162                     # 1 lbf in N
-MPH_MS = 0.44704                       # 1 mph in m/s
-LBF_PER_MPH = LBF_N / MPH_MS           # lbf/mph -> N/(m/s) = 9.950388
-LBF_PER_MPH2 = LBF_N / MPH_MS ** 2     # lbf/mph² -> N/(m/s)² = 22.258385
-SHORT_TON_KG = 907.18474               # 1 US short ton in kg
-FT2_M2 = 0.09290304                    # 1 ft² in m²
+LBF_N = 4.44822162  # 1 lbf in N
+MPH_MS = 0.44704  # 1 mph in m/s
+LBF_PER_MPH = LBF_N / MPH_MS  # lbf/mph -> N/(m/s) = 9.950388
+LBF_PER_MPH2 = LBF_N / MPH_MS**2  # lbf/mph² -> N/(m/s)² = 22.258385
+SHORT_TON_KG = 907.18474  # 1 US short ton in kg
+FT2_M2 = 0.09290304  # 1 ft² in m²
 INCH_M = 0.0254
 
 #: Friction blocks whose V2 lies in [0, this] (10 mph) are "FCalc" data and are fitted.
@@ -72,9 +81,9 @@ FCALC_V_STANDSTILL = 0.0025 * MPH_MS
 
 #: Open Rails defaults when a field is missing (TrainCar / MSTSWagon).
 DEFAULT_MASS_KG = 10000.0
-DEFAULT_SIZE_M = (2.5, 4.0, 40.0)              # width, height, length
-DEFAULT_WHEEL_RADIUS_M = 18 * INCH_M           # wagon wheels
-DEFAULT_DRIVER_WHEEL_RADIUS_M = 30 * INCH_M    # locomotive drivers
+DEFAULT_SIZE_M = (2.5, 4.0, 40.0)  # width, height, length
+DEFAULT_WHEEL_RADIUS_M = 18 * INCH_M  # wagon wheels
+DEFAULT_DRIVER_WHEEL_RADIUS_M = 30 * INCH_M  # locomotive drivers
 DEFAULT_MAX_BRAKE_FORCE_N = 89e3
 DEFAULT_MERGE_SPEED_MS = 5 * MPH_MS
 
@@ -83,26 +92,54 @@ DRAG_CONSTANT = {"Engine": 0.0024, "Freight": 0.0005, "Passenger": 0.00034, "Ten
 DRAG_CONSTANT_OTHER = 0.0005
 
 #: Simple-coupler values (current Open Rails; older builds used slack 0.012 / 0.12 m).
-COUPLER_DEFAULT_STIFFNESS = (1e7, 2e7)   # MSTSCoupling k1, k2 (N/m)
-COUPLER_DEFAULT_R0_DIFF = 0.012          # m
-COUPLER_DEFAULT_BREAK = 1e10             # N
-COUPLER_BREAK2_WHEN_ZERO = 2e7           # N: Break ( b1 0 ) reads as b2 = 2e7
-CAR_STIFFNESS_NPM = 2e7                  # CAR default simple-coupler stiffness
-CAR_SLACK1_M = 0.03                      # CAR default slack1 (no coupler)
-CAR_SLACK2_M = 0.035                     # CAR default slack2
+COUPLER_DEFAULT_STIFFNESS = (1e7, 2e7)  # MSTSCoupling k1, k2 (N/m)
+COUPLER_DEFAULT_R0_DIFF = 0.012  # m
+COUPLER_DEFAULT_BREAK = 1e10  # N
+COUPLER_BREAK2_WHEN_ZERO = 2e7  # N: Break ( b1 0 ) reads as b2 = 2e7
+CAR_STIFFNESS_NPM = 2e7  # CAR default simple-coupler stiffness
+CAR_SLACK1_M = 0.03  # CAR default slack1 (no coupler)
+CAR_SLACK2_M = 0.035  # CAR default slack2
 RIGID_SLACK1_M = 0.0001
 RIGID_SLACK2_M = 0.0002
 
-WAGON_TYPES = {"engine": "Engine", "tender": "Tender", "freight": "Freight",
-               "passenger": "Passenger", "carriage": "Passenger", "unknown": "Unknown"}
+WAGON_TYPES = {
+    "engine": "Engine",
+    "tender": "Tender",
+    "freight": "Freight",
+    "passenger": "Passenger",
+    "carriage": "Passenger",
+    "unknown": "Unknown",
+}
 ENGINE_TYPES = {"diesel": "Diesel", "electric": "Electric", "steam": "Steam", "control": "Control"}
-BEARING_TYPES = {"default": "Default", "grease": "Grease", "friction": "Friction",
-                 "roller": "Roller", "low": "Low"}
+BEARING_TYPES = {
+    "default": "Default",
+    "grease": "Grease",
+    "friction": "Friction",
+    "roller": "Roller",
+    "low": "Low",
+}
 
 #: STFReader's ``UNITS.Any``: every family, tried in the spec's table order (so ``m`` is metres).
-ANY_UNITS = ("mass", "distance", "area", "time", "speed", "force", "power", "stiffness",
-             "resistance", "resistance_c", "frequency", "current", "voltage", "pressure",
-             "angle", "temperature", "force_rate", "power_rate")
+ANY_UNITS = (
+    "mass",
+    "distance",
+    "area",
+    "time",
+    "speed",
+    "force",
+    "power",
+    "stiffness",
+    "resistance",
+    "resistance_c",
+    "frequency",
+    "current",
+    "voltage",
+    "pressure",
+    "angle",
+    "temperature",
+    "force_rate",
+    "power_rate",
+)
 
 
 # -- records -------------------------------------------------------------------------------
@@ -135,9 +172,15 @@ class Coupler:
 
 
 #: What a car without any Coupling block uses (Open Rails' TrainCar defaults).
-DEFAULT_COUPLER = Coupler(r0x=0.0, r0y=0.0, slack1=CAR_SLACK1_M, slack2=CAR_SLACK2_M,
-                          stiffness=CAR_STIFFNESS_NPM, break1=COUPLER_DEFAULT_BREAK,
-                          break2=COUPLER_DEFAULT_BREAK)
+DEFAULT_COUPLER = Coupler(
+    r0x=0.0,
+    r0y=0.0,
+    slack1=CAR_SLACK1_M,
+    slack2=CAR_SLACK2_M,
+    stiffness=CAR_STIFFNESS_NPM,
+    break1=COUPLER_DEFAULT_BREAK,
+    break2=COUPLER_DEFAULT_BREAK,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +260,7 @@ class Stock:
 
     path: str
     name: str
-    kind: str                          # "engine" | "wagon"
+    kind: str  # "engine" | "wagon"
     wagon_type: str
     engine_type: str | None
     mass_kg: float
@@ -348,12 +391,18 @@ class _CouplerState:
     def freeze(self) -> Coupler:
         rigid = self.rigid
         return Coupler(
-            r0x=self.r0x, r0y=self.r0y,
+            r0x=self.r0x,
+            r0y=self.r0y,
             slack1=RIGID_SLACK1_M if rigid else self.r0_diff,
             slack2=RIGID_SLACK2_M if rigid else CAR_SLACK2_M,
             stiffness=7 * (self.k1 + self.k2) if self.r0x == 0 else CAR_STIFFNESS_NPM,
-            break1=self.b1, break2=self.b2, rigid=rigid,
-            stiffness1=self.k1, stiffness2=self.k2, r0_diff=self.r0_diff)
+            break1=self.b1,
+            break2=self.b2,
+            rigid=rigid,
+            stiffness1=self.k1,
+            stiffness2=self.k2,
+            r0_diff=self.r0_diff,
+        )
 
 
 def _uic_screw_coupling() -> _CouplerState:
@@ -439,18 +488,21 @@ def _enum(rd: Reader, blk: Block, table: dict[str, str], what: str) -> str | Non
     text = rd.string(blk, 0, "")
     value = table.get(text.lower())
     if value is None and text:
-        rd.problem(blk, f"{blk.name}: unknown {what} {text!r}; known: "
-                        f"{', '.join(sorted(set(table.values())))}", 0)
+        rd.problem(
+            blk, f"{blk.name}: unknown {what} {text!r}; known: {', '.join(sorted(set(table.values())))}", 0
+        )
     return value
 
 
 def _enum_handler(table: dict[str, str], what: str, attr: str):
     """A handler that stores the value of a named-choice block (``Type ( Freight )``)."""
+
     def handler(raw: _Raw, blk: Block, rd: Reader) -> bool:
         value = _enum(rd, blk, table, what)
         if value is not None:
             setattr(raw, attr, value)
         return False
+
     return handler
 
 
@@ -461,8 +513,11 @@ _h_bearing = _enum_handler(BEARING_TYPES, "bearing type", "bearing")
 
 def _h_size(raw: _Raw, blk: Block, rd: Reader) -> bool:
     w, h, length = DEFAULT_SIZE_M if raw.size is None else raw.size
-    raw.size = (_q(rd, blk, "distance", w, 0), _q(rd, blk, "distance", h, 1),
-                _q(rd, blk, "distance", length, 2))
+    raw.size = (
+        _q(rd, blk, "distance", w, 0),
+        _q(rd, blk, "distance", h, 1),
+        _q(rd, blk, "distance", length, 2),
+    )
     return False
 
 
@@ -516,8 +571,11 @@ def _h_stiffness(raw: _Raw, blk: Block, rd: Reader) -> bool:
 def _h_r0(raw: _Raw, blk: Block, rd: Reader) -> bool:
     a, b = _pair(rd, blk, "distance")
     if not raw.couplers[raw.coupler_at].set_r0(a, b):
-        rd.problem(blk, "r0: the coupler stiffness known at this point is Stiffness ( 0 0 ); "
-                        "Open Rails would compute a NaN slack (0.012 m used)")
+        rd.problem(
+            blk,
+            "r0: the coupler stiffness known at this point is Stiffness ( 0 0 ); "
+            "Open Rails would compute a NaN slack (0.012 m used)",
+        )
     return False
 
 
@@ -553,13 +611,16 @@ def _h_rigid(raw: _Raw, blk: Block, rd: Reader) -> bool:
 def _setter(attr: str, family: str | None, default: Any = 0.0, conv=to_float):
     """A handler that reads the first value of the block into ``raw.<attr>``."""
     if family is None:
+
         def handler(raw: _Raw, blk: Block, rd: Reader) -> bool:
             setattr(raw, attr, rd.value(blk, 0, conv, default, blk.name))
             return False
     else:
+
         def handler(raw: _Raw, blk: Block, rd: Reader) -> bool:
             setattr(raw, attr, _q(rd, blk, family, default))
             return False
+
     return handler
 
 
@@ -577,8 +638,12 @@ def _h_curves(raw: _Raw, blk: Block, rd: Reader) -> bool:
     rows: list[tuple[list[float], list[float]]] = []
     for k, it in enumerate(blk.items):
         if it.__class__ is not Block or not it.name:
-            rd.problem(blk, f"{blk.name}: expected 'throttle ( speed force … )', found "
-                            f"{it.name if it.__class__ is Block else it!r}", k)
+            rd.problem(
+                blk,
+                f"{blk.name}: expected 'throttle ( speed force … )', found "
+                f"{it.name if it.__class__ is Block else it!r}",
+                k,
+            )
             continue
         t = _any(rd, it, it.name, None)
         line = it.items
@@ -588,8 +653,11 @@ def _h_curves(raw: _Raw, blk: Block, rd: Reader) -> bool:
             rd.problem(it, f"{blk.name}: unreadable line for throttle {it.name!r}")
             continue
         if len(values) % 2:
-            rd.problem(it, f"{blk.name}: odd number of values for throttle {it.name!r} "
-                           f"(Open Rails ignores the last one)")
+            rd.problem(
+                it,
+                f"{blk.name}: odd number of values for throttle {it.name!r} "
+                f"(Open Rails ignores the last one)",
+            )
             values = values[:-1]
         xs, ys = values[0::2], values[1::2]
         if len(xs) < 2:
@@ -745,18 +813,18 @@ def fcalc_davis(c1: float, e1: float, v2: float, c2: float, e2: float) -> tuple[
         if e2 + k == 0:
             raise ValueError(f"E2 = {e2} makes the fit integrals diverge")
     try:
-        y0 = c1 * a ** e1 + c2 * a
+        y0 = c1 * a**e1 + c2 * a
     except ZeroDivisionError:
         raise ValueError("V2 = 0 with E1 < 0 gives an infinite force") from None
     except OverflowError:  # e.g. E1 = 1e300
         raise ValueError("the Friction values give non-finite fit integrals") from None
 
-    def mom(n: int) -> float:   # ∫_a^b v^n dv
+    def mom(n: int) -> float:  # ∫_a^b v^n dv
         return (b ** (n + 1) - a ** (n + 1)) / (n + 1)
 
     def fmom(n: int) -> float:  # ∫_a^b f(v)·v^n dv
         p = e2 + n + 1
-        return y0 * mom(n) + c2 * (b ** p - a ** p) / p
+        return y0 * mom(n) + c2 * (b**p - a**p) / p
 
     try:
         m = np.array([[mom(i + j) for j in range(3)] for i in range(3)])
@@ -768,7 +836,7 @@ def fcalc_davis(c1: float, e1: float, v2: float, c2: float, e2: float) -> tuple[
     try:
         with np.errstate(all="ignore"):  # huge but finite values: checked just below
             da, db, dc = (float(x) for x in np.linalg.solve(m, r))
-        f0 = c1 * FCALC_V_STANDSTILL ** e1 if e1 < 0 else c1
+        f0 = c1 * FCALC_V_STANDSTILL**e1 if e1 < 0 else c1
     except (np.linalg.LinAlgError, OverflowError, ZeroDivisionError):
         raise ValueError("the Friction values give non-finite fit integrals") from None
     if not all(map(math.isfinite, (da, db, dc, f0))):
@@ -821,8 +889,10 @@ def _finish(raw: _Raw, path: str, kind: str, diags: Diagnostics, rd: Reader, fil
     if not is_davis:
         c1, e1, v2, c2, e2 = raw.friction or (0.0, 0.0, 0.0, 0.0, 0.0)
         if raw.friction is None:
-            diags.note(f"{path}: no ORTSDavis values and no Friction block; Open Rails "
-                       "then fits an all-zero Friction, i.e. no running resistance")
+            diags.note(
+                f"{path}: no ORTSDavis values and no Friction block; Open Rails "
+                "then fits an all-zero Friction, i.e. no running resistance"
+            )
         fcalc = 0 <= v2 <= FCALC_V2_MAX
         if fcalc:
             try:
@@ -842,13 +912,27 @@ def _finish(raw: _Raw, path: str, kind: str, diags: Diagnostics, rd: Reader, fil
             friction0 = 2.0 * a
 
     trail = raw.trail_factor or (0.2083 if wagon_type == "Engine" else 1.0)
-    name = (raw.engine_name if engine and raw.engine_name else None) or raw.wagon_name \
-        or (raw.engine_label if engine and raw.engine_label else None) or raw.wagon_label or file_label
+    name = (
+        (raw.engine_name if engine and raw.engine_name else None)
+        or raw.wagon_name
+        or (raw.engine_label if engine and raw.engine_label else None)
+        or raw.wagon_label
+        or file_label
+    )
     return Stock(
-        path=path, name=name, kind=kind, wagon_type=wagon_type,
+        path=path,
+        name=name,
+        kind=kind,
+        wagon_type=wagon_type,
         engine_type=raw.engine_type if engine else None,
-        mass_kg=mass, length_m=length, width_m=width, height_m=height,
-        davis_a=a, davis_b=b, davis_c=c, is_davis_friction=is_davis,
+        mass_kg=mass,
+        length_m=length,
+        width_m=width,
+        height_m=height,
+        davis_a=a,
+        davis_b=b,
+        davis_c=c,
+        is_davis_friction=is_davis,
         max_force_n=raw.max_force if engine else None,
         max_continuous_force_n=raw.max_cont_force if engine else None,
         max_power_w=raw.max_power if engine else None,
@@ -860,18 +944,30 @@ def _finish(raw: _Raw, path: str, kind: str, diags: Diagnostics, rd: Reader, fil
         num_axles=axles,
         wheel_radius_m=DEFAULT_WHEEL_RADIUS_M if raw.wheel_radius is None else raw.wheel_radius,
         num_drive_axles=drive_axles,
-        driver_wheel_radius_m=(DEFAULT_DRIVER_WHEEL_RADIUS_M if raw.driver_wheel_radius is None
-                               else raw.driver_wheel_radius) if engine else None,
-        bearing_type=bearing, drag_constant=drag, frontal_area_m2=area,
-        trail_loco_resistance_factor=trail, friction0_n=friction0,
-        standstill_friction_n=raw.standstill, merge_speed_ms=raw.merge_speed,
+        driver_wheel_radius_m=(
+            DEFAULT_DRIVER_WHEEL_RADIUS_M if raw.driver_wheel_radius is None else raw.driver_wheel_radius
+        )
+        if engine
+        else None,
+        bearing_type=bearing,
+        drag_constant=drag,
+        frontal_area_m2=area,
+        trail_loco_resistance_factor=trail,
+        friction0_n=friction0,
+        standstill_friction_n=raw.standstill,
+        merge_speed_ms=raw.merge_speed,
         max_handbrake_force_n=raw.max_handbrake,
         label=(raw.wagon_label or ""),
     )
 
 
-def read_stock(path: str | Path, *, strict: bool = True, diagnostics: Diagnostics | None = None,
-               root: str | Path | None = None) -> Stock:
+def read_stock(
+    path: str | Path,
+    *,
+    strict: bool = True,
+    diagnostics: Diagnostics | None = None,
+    root: str | Path | None = None,
+) -> Stock:
     """Read one ``.eng`` or ``.wag`` file (``include`` followed, confined to ``root``,
     default: the install root above the file)."""
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
@@ -903,34 +999,97 @@ def stock_from_document(doc: Document, diags: Diagnostics, kind: str | None = No
 
 _GENERIC: dict[tuple[str, str], dict] = {
     ("engine", "electric"): dict(
-        wagon_label="GENERIC_ELECTRIC", wagon_name="Generic Bo'Bo' electric locomotive (stand-in)",
-        wagon_type="Engine", engine_type="Electric", size=(2.98, 4.28, 18.9), mass=85e3,
-        wheel_radius=0.625, driver_wheel_radius=0.625, drive_axles=4, bearing="Roller",
-        max_power=5.6e6, max_force=300e3, max_velocity=160 / 3.6, has_wagon=True, has_engine=True),
+        wagon_label="GENERIC_ELECTRIC",
+        wagon_name="Generic Bo'Bo' electric locomotive (stand-in)",
+        wagon_type="Engine",
+        engine_type="Electric",
+        size=(2.98, 4.28, 18.9),
+        mass=85e3,
+        wheel_radius=0.625,
+        driver_wheel_radius=0.625,
+        drive_axles=4,
+        bearing="Roller",
+        max_power=5.6e6,
+        max_force=300e3,
+        max_velocity=160 / 3.6,
+        has_wagon=True,
+        has_engine=True,
+    ),
     ("engine", "diesel"): dict(
-        wagon_label="GENERIC_DIESEL", wagon_name="Generic Co'Co' diesel locomotive (stand-in)",
-        wagon_type="Engine", engine_type="Diesel", size=(2.65, 3.91, 21.35), mass=126e3,
-        wheel_radius=0.5335, driver_wheel_radius=0.5335, drive_axles=6, bearing="Roller",
-        max_power=2.4e6, max_force=409e3, max_cont_force=260e3, max_velocity=120 / 3.6,
-        has_wagon=True, has_engine=True),
+        wagon_label="GENERIC_DIESEL",
+        wagon_name="Generic Co'Co' diesel locomotive (stand-in)",
+        wagon_type="Engine",
+        engine_type="Diesel",
+        size=(2.65, 3.91, 21.35),
+        mass=126e3,
+        wheel_radius=0.5335,
+        driver_wheel_radius=0.5335,
+        drive_axles=6,
+        bearing="Roller",
+        max_power=2.4e6,
+        max_force=409e3,
+        max_cont_force=260e3,
+        max_velocity=120 / 3.6,
+        has_wagon=True,
+        has_engine=True,
+    ),
     ("engine", "dmu"): dict(
-        wagon_label="GENERIC_DMU", wagon_name="Generic diesel multiple-unit power car (stand-in)",
-        wagon_type="Engine", engine_type="Diesel", size=(2.9, 3.9, 24.5), mass=40e3,
-        wheel_radius=0.42, driver_wheel_radius=0.42, drive_axles=2, wagon_num_axles=2, bearing="Roller",
-        max_power=400e3, max_force=50e3, max_velocity=140 / 3.6, has_wagon=True, has_engine=True),
+        wagon_label="GENERIC_DMU",
+        wagon_name="Generic diesel multiple-unit power car (stand-in)",
+        wagon_type="Engine",
+        engine_type="Diesel",
+        size=(2.9, 3.9, 24.5),
+        mass=40e3,
+        wheel_radius=0.42,
+        driver_wheel_radius=0.42,
+        drive_axles=2,
+        wagon_num_axles=2,
+        bearing="Roller",
+        max_power=400e3,
+        max_force=50e3,
+        max_velocity=140 / 3.6,
+        has_wagon=True,
+        has_engine=True,
+    ),
     ("engine", "emu"): dict(
-        wagon_label="GENERIC_EMU", wagon_name="Generic electric multiple-unit power car (stand-in)",
-        wagon_type="Engine", engine_type="Electric", size=(2.9, 4.1, 24.0), mass=45e3,
-        wheel_radius=0.425, driver_wheel_radius=0.425, drive_axles=4, bearing="Roller",
-        max_power=1.0e6, max_force=100e3, max_velocity=160 / 3.6, has_wagon=True, has_engine=True),
+        wagon_label="GENERIC_EMU",
+        wagon_name="Generic electric multiple-unit power car (stand-in)",
+        wagon_type="Engine",
+        engine_type="Electric",
+        size=(2.9, 4.1, 24.0),
+        mass=45e3,
+        wheel_radius=0.425,
+        driver_wheel_radius=0.425,
+        drive_axles=4,
+        bearing="Roller",
+        max_power=1.0e6,
+        max_force=100e3,
+        max_velocity=160 / 3.6,
+        has_wagon=True,
+        has_engine=True,
+    ),
     ("wagon", "passenger"): dict(
-        wagon_label="GENERIC_COACH", wagon_name="Generic passenger coach (stand-in)",
-        wagon_type="Passenger", size=(2.825, 4.05, 26.4), mass=45e3, wheel_radius=0.46,
-        wagon_num_axles=4, bearing="Roller", has_wagon=True),
+        wagon_label="GENERIC_COACH",
+        wagon_name="Generic passenger coach (stand-in)",
+        wagon_type="Passenger",
+        size=(2.825, 4.05, 26.4),
+        mass=45e3,
+        wheel_radius=0.46,
+        wagon_num_axles=4,
+        bearing="Roller",
+        has_wagon=True,
+    ),
     ("wagon", "freight"): dict(
-        wagon_label="GENERIC_FREIGHT", wagon_name="Generic bogie freight wagon (stand-in)",
-        wagon_type="Freight", size=(3.0, 3.2, 15.7), mass=60e3, wheel_radius=0.46,
-        wagon_num_axles=4, bearing="Roller", has_wagon=True),
+        wagon_label="GENERIC_FREIGHT",
+        wagon_name="Generic bogie freight wagon (stand-in)",
+        wagon_type="Freight",
+        size=(3.0, 3.2, 15.7),
+        mass=60e3,
+        wheel_radius=0.46,
+        wagon_num_axles=4,
+        bearing="Roller",
+        has_wagon=True,
+    ),
 }
 
 

@@ -5,6 +5,7 @@ Track nodes are 1-based (``nodes[0]`` is None); items are 0-based. The sixteen
 values of every TrVectorSection of the whole file live in one
 :class:`VectorSections` table of numpy columns; a vector node knows its rows.
 """
+
 from __future__ import annotations
 
 import math
@@ -117,22 +118,22 @@ _EXACT_INT = float(1 << 53)
 #: The columns of :class:`VectorSections` (name, numpy dtype), in file order.
 SECTION_COLUMNS = (
     # name, dtype, meaning
-    ("section_index", np.int64),   # TrackSection id (tsection.dat)
-    ("shape_index", np.int64),     # TrackShape id, or dynamic-track TrackPath id
-    ("wf_tile_x", np.int64),       # world file tile of the track object
+    ("section_index", np.int64),  # TrackSection id (tsection.dat)
+    ("shape_index", np.int64),  # TrackShape id, or dynamic-track TrackPath id
+    ("wf_tile_x", np.int64),  # world file tile of the track object
     ("wf_tile_z", np.int64),
-    ("world_uid", np.int64),       # the object's UiD in that world file
-    ("flag1", np.int64),           # shape end-point numbers, per real content
+    ("world_uid", np.int64),  # the object's UiD in that world file
+    ("flag1", np.int64),  # shape end-point numbers, per real content
     ("flag2", np.int64),
-    ("flag3", object),             # a 2-character token, kept as text ("00")
-    ("tile_x", np.int64),          # tile of the section start
+    ("flag3", object),  # a 2-character token, kept as text ("00")
+    ("tile_x", np.int64),  # tile of the section start
     ("tile_z", np.int64),
-    ("x", np.float64),             # start, tile-relative; y absolute height
+    ("x", np.float64),  # start, tile-relative; y absolute height
     ("y", np.float64),
     ("z", np.float64),
-    ("ax", np.float64),            # pitch (+ = descending forward), radians
-    ("ay", np.float64),            # heading from +Z towards +X, radians
-    ("az", np.float64),            # roll, radians
+    ("ax", np.float64),  # pitch (+ = descending forward), radians
+    ("ay", np.float64),  # heading from +Z towards +X, radians
+    ("az", np.float64),  # roll, radians
 )
 SECTION_FIELDS = tuple(n for n, _ in SECTION_COLUMNS)
 
@@ -179,8 +180,8 @@ class VectorSections:
 
 @dataclass(frozen=True, slots=True)
 class SData:
-    distance: float   # MSTS's distance of the item along its track
-    flags: str        # hex flags, kept as written
+    distance: float  # MSTS's distance of the item along its track
+    flags: str  # hex flags, kept as written
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +203,7 @@ class PData:
 
 @dataclass(frozen=True, slots=True)
 class TrItem:
-    index: int                 # position in the TrItemTable
+    index: int  # position in the TrItemTable
     item_id: int | None = None
     s_data: SData | None = None
     r_data: RData | None = None
@@ -237,7 +238,7 @@ class SignalDir:
 @dataclass(frozen=True, slots=True)
 class SignalItem(TrItem):
     flags: str = "00000000"
-    direction: int = 0         # which way the signal faces relative to its node
+    direction: int = 0  # which way the signal faces relative to its node
     sig_data1: float = 0.0
     signal_type: str = ""
     signal_dirs: tuple[SignalDir, ...] = ()
@@ -248,7 +249,7 @@ class SignalItem(TrItem):
 @dataclass(frozen=True, slots=True)
 class SpeedPostItem(TrItem):
     flags: int = 0
-    value: float | None = None         # the speed, or the milepost distance
+    value: float | None = None  # the speed, or the milepost distance
     display_number: int | None = None
     angle: float = 0.0
     kind: ClassVar[str] = "speedpost"
@@ -286,10 +287,10 @@ class SpeedPostItem(TrItem):
 class PlatformItem(TrItem):
     platform_name: str = ""
     station: str = ""
-    min_waiting_time: int = 0          # seconds
+    min_waiting_time: int = 0  # seconds
     passengers_waiting: int = 0
     flags: str = "00000000"
-    linked_item: int = 0               # the other end of the platform
+    linked_item: int = 0  # the other end of the platform
     kind: ClassVar[str] = "platform"
     token: ClassVar[str] = "PlatformItem"
 
@@ -334,14 +335,44 @@ class CarSpawnerItem(TrItem):
     token: ClassVar[str] = "CarSpawnerItem"
 
 
-fast_pickle(UiD, TrPin, VectorNode, JunctionNode, EndNode, SData, RData, PData, SignalDir,
-            EmptyItem, CrossoverItem, SignalItem, SpeedPostItem, PlatformItem, SidingItem,
-            SoundRegionItem, LevelCrItem, HazzardItem, PickupItem, CarSpawnerItem)
+fast_pickle(
+    UiD,
+    TrPin,
+    VectorNode,
+    JunctionNode,
+    EndNode,
+    SData,
+    RData,
+    PData,
+    SignalDir,
+    EmptyItem,
+    CrossoverItem,
+    SignalItem,
+    SpeedPostItem,
+    PlatformItem,
+    SidingItem,
+    SoundRegionItem,
+    LevelCrItem,
+    HazzardItem,
+    PickupItem,
+    CarSpawnerItem,
+)
 
 ITEM_TYPES: dict[str, type[TrItem]] = {
-    cls.token.lower(): cls for cls in (
-        EmptyItem, CrossoverItem, SignalItem, SpeedPostItem, PlatformItem, SidingItem,
-        SoundRegionItem, LevelCrItem, HazzardItem, PickupItem, CarSpawnerItem)
+    cls.token.lower(): cls
+    for cls in (
+        EmptyItem,
+        CrossoverItem,
+        SignalItem,
+        SpeedPostItem,
+        PlatformItem,
+        SidingItem,
+        SoundRegionItem,
+        LevelCrItem,
+        HazzardItem,
+        PickupItem,
+        CarSpawnerItem,
+    )
 }
 
 
@@ -351,15 +382,19 @@ class TrackDB:
 
     path: str
     serial: int | None
-    nodes: tuple[AnyNode | None, ...]     # nodes[0] is None: track nodes are 1-based
+    nodes: tuple[AnyNode | None, ...]  # nodes[0] is None: track nodes are 1-based
     sections: VectorSections
     items: tuple[TrItem, ...]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TrackDB):
             return NotImplemented
-        return (self.serial == other.serial and self.nodes == other.nodes
-                and self.sections == other.sections and self.items == other.items)
+        return (
+            self.serial == other.serial
+            and self.nodes == other.nodes
+            and self.sections == other.sections
+            and self.items == other.items
+        )
 
     @property
     def node_count(self) -> int:
@@ -375,8 +410,7 @@ class TrackDB:
 
     def counts(self) -> dict[str, int]:
         c = Counter(n.kind for n in self.nodes[1:] if n is not None)
-        return {"vector": c["vector"], "junction": c["junction"], "end": c["end"],
-                "total": self.node_count}
+        return {"vector": c["vector"], "junction": c["junction"], "end": c["end"], "total": self.node_count}
 
     def item_counts(self) -> dict[str, int]:
         return dict(sorted(Counter(i.kind for i in self.items).items()))
@@ -501,8 +535,11 @@ class _TdbReader:
 
     def _check_pins(self, blk: Block, node: TrackNode, ins: int, outs: int) -> None:
         if (node.in_pins, node.out_pins) != (ins, outs):
-            self.diags.note(f"TrackNode {node.index} ({node.kind}): {node.in_pins} in + "
-                            f"{node.out_pins} out pins, expected {ins} + {outs}", blk.location)
+            self.diags.note(
+                f"TrackNode {node.index} ({node.kind}): {node.in_pins} in + "
+                f"{node.out_pins} out pins, expected {ins} + {outs}",
+                blk.location,
+            )
 
     def _uid(self, blk: Block) -> UiD | None:
         v = blk.items
@@ -607,7 +644,13 @@ class _TdbReader:
                 ints = (col if exact.all() else np.where(exact, col, 0.0)).astype(np.int64)
                 if not np.array_equal(ints, col):
                     bad = int(np.flatnonzero(ints != col)[0])
-                    self._report_row(texts, counts, bad, j, f"{name}: expected an integer, found {truncate_value(col[bad].item())}")
+                    self._report_row(
+                        texts,
+                        counts,
+                        bad,
+                        j,
+                        f"{name}: expected an integer, found {truncate_value(col[bad].item())}",
+                    )
                 cols[name] = ints
             else:
                 cols[name] = np.ascontiguousarray(col)
@@ -634,9 +677,14 @@ class _TdbReader:
                 continue
             for row in np.flatnonzero(out)[:MAX_GEOMETRY_REPORTS].tolist():
                 j = next(i for i, (n, _t) in enumerate(SECTION_COLUMNS) if n == name)
-                self._report_row(texts, counts, row, j,
-                                 f"BAD_SECTION_GEOMETRY: node {int(node_ids[row])} section row {row}: "
-                                 f"{name} = {truncate_value(col[row].item())} is beyond ±{limit:g}")
+                self._report_row(
+                    texts,
+                    counts,
+                    row,
+                    j,
+                    f"BAD_SECTION_GEOMETRY: node {int(node_ids[row])} section row {row}: "
+                    f"{name} = {truncate_value(col[row].item())} is beyond ±{limit:g}",
+                )
             bad |= out
         if bad.any():
             ids = cols["section_index"].copy()
@@ -664,8 +712,11 @@ class _TdbReader:
         n = rd.value(blk, 0, to_uint, 0, "section count")
         have = max(len(items) - 1, 0)  # (an empty block has no count either)
         if have != 16 * n:
-            rd.problem(blk, f"TrVectorSections: the count says {n} sections ({16 * n} values), "
-                            f"found {have} values", 0)
+            rd.problem(
+                blk,
+                f"TrVectorSections: the count says {n} sections ({16 * n} values), found {have} values",
+                0,
+            )
             n = min(n, have // 16)
         out = np.zeros(1 + 16 * n)
         out[0] = n
@@ -695,7 +746,9 @@ class _TdbReader:
         start = 0
         for (blk, _t, _n), n in zip(texts, counts):
             if row < start + n:
-                self.rd.problem(self._vs_block(blk), f"TrVectorSections {message}", 1 + 16 * (row - start) + col)
+                self.rd.problem(
+                    self._vs_block(blk), f"TrVectorSections {message}", 1 + 16 * (row - start) + col
+                )
                 return
             start += n
 
@@ -730,15 +783,24 @@ class _TdbReader:
             if k == "tritemid":
                 common["item_id"] = rd.value(sub, 0, to_uint, index, "item id")
             elif k == "tritemsdata":
-                common["s_data"] = SData(rd.value(sub, 0, to_float, 0.0, "distance"),
-                                         rd.string(sub, 1, "00000000"))
+                common["s_data"] = SData(
+                    rd.value(sub, 0, to_float, 0.0, "distance"), rd.string(sub, 1, "00000000")
+                )
             elif k == "tritemrdata":
-                common["r_data"] = RData(rd.value(sub, 0, to_float, 0.0, "x"), rd.value(sub, 1, to_float, 0.0, "y"),
-                                         rd.value(sub, 2, to_float, 0.0, "z"), rd.value(sub, 3, to_int32, 0, "tile x"),
-                                         rd.value(sub, 4, to_int32, 0, "tile z"))
+                common["r_data"] = RData(
+                    rd.value(sub, 0, to_float, 0.0, "x"),
+                    rd.value(sub, 1, to_float, 0.0, "y"),
+                    rd.value(sub, 2, to_float, 0.0, "z"),
+                    rd.value(sub, 3, to_int32, 0, "tile x"),
+                    rd.value(sub, 4, to_int32, 0, "tile z"),
+                )
             elif k == "tritempdata":
-                common["p_data"] = PData(rd.value(sub, 0, to_float, 0.0, "x"), rd.value(sub, 1, to_float, 0.0, "z"),
-                                         rd.value(sub, 2, to_int32, 0, "tile x"), rd.value(sub, 3, to_int32, 0, "tile z"))
+                common["p_data"] = PData(
+                    rd.value(sub, 0, to_float, 0.0, "x"),
+                    rd.value(sub, 1, to_float, 0.0, "z"),
+                    rd.value(sub, 2, to_int32, 0, "tile x"),
+                    rd.value(sub, 3, to_int32, 0, "tile z"),
+                )
             elif k == "crossovertritemdata" and cls is CrossoverItem:
                 extra["track_node"] = rd.value(sub, 0, to_uint, 0, "track node")
                 extra["shape_index"] = rd.value(sub, 1, to_uint, 0, "shape index")
@@ -757,8 +819,13 @@ class _TdbReader:
                 extra["signal_dirs"] = tuple(dirs)
             elif k == "speedposttritemdata" and cls is SpeedPostItem:
                 extra.update(self._speedpost(sub))
-            elif cls is PlatformItem and k in ("platformname", "station", "platformminwaitingtime",
-                                               "platformnumpassengerswaiting", "platformtritemdata"):
+            elif cls is PlatformItem and k in (
+                "platformname",
+                "station",
+                "platformminwaitingtime",
+                "platformnumpassengerswaiting",
+                "platformtritemdata",
+            ):
                 if k == "platformname":
                     extra["platform_name"] = rd.string(sub)
                 elif k == "station":
@@ -777,8 +844,11 @@ class _TdbReader:
                     extra["flags"] = rd.string(sub, 0, "00000000")
                     extra["linked_item"] = rd.value(sub, 1, to_uint, 0, "linked item")
             elif k == "tritemsrdata" and cls is SoundRegionItem:
-                extra["sr_data"] = (rd.value(sub, 0, to_uint, 0, ""), rd.value(sub, 1, to_uint, 0, ""),
-                                    rd.value(sub, 2, to_float, 0.0, ""))
+                extra["sr_data"] = (
+                    rd.value(sub, 0, to_uint, 0, ""),
+                    rd.value(sub, 1, to_uint, 0, ""),
+                    rd.value(sub, 2, to_float, 0.0, ""),
+                )
             else:
                 self.diags.note(f"{blk.name}: block {sub.name!r} ignored", sub.location)
         return cls(**common, **extra)
@@ -800,8 +870,9 @@ class _TdbReader:
         angle = rd.value(sub, i, to_float, 0.0, "angle")
         out["angle"] = math.remainder(angle, 2 * math.pi)
         if len(sub.items) != i + 1:
-            rd.problem(sub, f"SpeedpostTrItemData: flags {flags} call for {i + 1} values, "
-                            f"found {len(sub.items)}")
+            rd.problem(
+                sub, f"SpeedpostTrItemData: flags {flags} call for {i + 1} values, found {len(sub.items)}"
+            )
         return out
 
 

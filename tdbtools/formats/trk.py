@@ -1,4 +1,5 @@
 """The route file ``.trk`` (docs/formats.md §7): ``Tr_RouteFile ( RouteID ( ) Name ( ) FileName ( ) ... )``."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,11 +24,11 @@ class RouteFile:
     path: str = field(compare=False)  # where it was read from: not part of the model
     route_id: str
     name: str
-    filename: str                   # base name of the .tdb / .rdb
+    filename: str  # base name of the .tdb / .rdb
     description: str = ""
     route_start: RouteStart | None = None
     milepost_units_km: bool = False
-    speed_limit: float = 500.0      # m/s
+    speed_limit: float = 500.0  # m/s
     electrified: bool = True
     overhead_wire_height: float = 6.0
     max_line_voltage: float | None = None
@@ -57,7 +58,9 @@ def trk_from_document(doc: Document, diags: Diagnostics) -> RouteFile:
         elif k == "description":
             fields["description"] = rd.string(blk)
         elif k == "routestart" and "route_start" not in fields:  # the first one wins
-            fields["route_start"] = RouteStart(*(rd.value(blk, i, to_float, 0.0, "RouteStart") for i in range(4)))
+            fields["route_start"] = RouteStart(
+                *(rd.value(blk, i, to_float, 0.0, "RouteStart") for i in range(4))
+            )
         elif k == "milepostunitskilometers":
             fields["milepost_units_km"] = True
         elif k == "speedlimit":

@@ -9,6 +9,7 @@ with the curve angle ``a`` in *radians*, and ``SectionIdx ( TrackPath ( ... ) )`
 Tables are columnar (numpy) so that a cached route loads in milliseconds;
 :class:`TrackSection` and :class:`TrackShape` records are made on demand.
 """
+
 from __future__ import annotations
 
 import math
@@ -114,8 +115,10 @@ class SectionTable:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SectionTable):
             return NotImplemented
-        return all(np.array_equal(getattr(self, f), getattr(other, f), equal_nan=True)
-                   for f in ("ids", "width", "length", "radius", "angle"))
+        return all(
+            np.array_equal(getattr(self, f), getattr(other, f), equal_nan=True)
+            for f in ("ids", "width", "length", "radius", "angle")
+        )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -126,11 +129,11 @@ class ShapeTable:
     filenames: tuple[str, ...]
     num_paths: np.ndarray
     main_route: np.ndarray
-    clearance: np.ndarray           # NaN where not given
-    flags: np.ndarray               # tunnel 1, road 2, rack 4
-    path_start: np.ndarray          # shape i has paths path_start[i]:path_start[i+1]
-    path_offset: np.ndarray         # (P, 4): x, y, z, angle
-    path_sec_start: np.ndarray      # path j has sections path_sections[a:b]
+    clearance: np.ndarray  # NaN where not given
+    flags: np.ndarray  # tunnel 1, road 2, rack 4
+    path_start: np.ndarray  # shape i has paths path_start[i]:path_start[i+1]
+    path_offset: np.ndarray  # (P, 4): x, y, z, angle
+    path_sec_start: np.ndarray  # path j has sections path_sections[a:b]
     path_sections: np.ndarray
 
     def __len__(self) -> int:
@@ -141,8 +144,18 @@ class ShapeTable:
             return NotImplemented
         return self.filenames == other.filenames and all(
             np.array_equal(getattr(self, f), getattr(other, f), equal_nan=True)
-            for f in ("ids", "num_paths", "main_route", "clearance", "flags", "path_start",
-                      "path_offset", "path_sec_start", "path_sections"))
+            for f in (
+                "ids",
+                "num_paths",
+                "main_route",
+                "clearance",
+                "flags",
+                "path_start",
+                "path_offset",
+                "path_sec_start",
+                "path_sections",
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -176,15 +189,26 @@ class TSection:
             paths.append(ShapePath(x, y, z, ang, tuple(int(v) for v in t.path_sections[a:b])))
         c = float(t.clearance[i])
         f = int(t.flags[i])
-        return TrackShape(index, t.filenames[i], int(t.num_paths[i]), tuple(paths),
-                          int(t.main_route[i]), None if math.isnan(c) else c,
-                          bool(f & _TUNNEL), bool(f & _ROAD), bool(f & _RACK))
+        return TrackShape(
+            index,
+            t.filenames[i],
+            int(t.num_paths[i]),
+            tuple(paths),
+            int(t.main_route[i]),
+            None if math.isnan(c) else c,
+            bool(f & _TUNNEL),
+            bool(f & _ROAD),
+            bool(f & _RACK),
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TSection):
             return NotImplemented
-        return (self.sections == other.sections and self.shapes == other.shapes
-                and self.track_paths == other.track_paths)
+        return (
+            self.sections == other.sections
+            and self.shapes == other.shapes
+            and self.track_paths == other.track_paths
+        )
 
 
 #: A curve whose radius is at most this is a point (real routes hold such sections,
@@ -305,8 +329,9 @@ class _Builder:
             if not (math.isnan(row[2]) and length_ok(row[1])) and not self._valid(rd, blk, sid, row):
                 continue
             if sid in sections and sections[sid] != row:
-                self.diags.note(f"TrackSection {sid} redefined; the later definition replaces "
-                                "the earlier", blk.location)
+                self.diags.note(
+                    f"TrackSection {sid} redefined; the later definition replaces the earlier", blk.location
+                )
             sections[sid] = row
 
     def _global_section_checked(self, rd: Reader, blk: Block) -> tuple | None:
@@ -346,10 +371,14 @@ class _Builder:
         rd = Reader(self.diags)
         if doc.signature != ROUTE_LOCAL_SIGNATURE:
             loc = doc.source.location(0) if doc.source else None
-            self.diags.problem(FormatError(
-                f"route-local tsection.dat must start with {ROUTE_LOCAL_SIGNATURE!r} "
-                f"(found {doc.signature[:40]!r}); Open Rails ignores this file", loc,
-                doc.source.snippet(loc) if doc.source and loc else ""))
+            self.diags.problem(
+                FormatError(
+                    f"route-local tsection.dat must start with {ROUTE_LOCAL_SIGNATURE!r} "
+                    f"(found {doc.signature[:40]!r}); Open Rails ignores this file",
+                    loc,
+                    doc.source.snippet(loc) if doc.source and loc else "",
+                )
+            )
             return
         self.files.append(doc.path)
         self.files.extend(doc.includes)
@@ -363,8 +392,11 @@ class _Builder:
                         if items and items[0].__class__ is Block:
                             self._local_section(rd, blk)
                         else:
-                            rd.problem(blk, "TrackSection: a route-local section starts with "
-                                            "SectionCurve ( flag ) followed by id a b")
+                            rd.problem(
+                                blk,
+                                "TrackSection: a route-local section starts with "
+                                "SectionCurve ( flag ) followed by id a b",
+                            )
             elif top.key == "sectionidx":
                 self._track_paths(rd, top)
             elif top.key == "trackshapes":
@@ -414,7 +446,10 @@ class _Builder:
                         raise ValueError
                     secs = tuple(map(int, w[2:]))
                     pid = int(w[0])
-                    if not 0 <= pid <= _UINT_MAX or not 0 <= min(secs, default=0) <= max(secs, default=0) <= _UINT_MAX:
+                    if (
+                        not 0 <= pid <= _UINT_MAX
+                        or not 0 <= min(secs, default=0) <= max(secs, default=0) <= _UINT_MAX
+                    ):
                         raise ValueError
                     paths[pid] = secs
                 self.track_paths.update(paths)
@@ -478,8 +513,12 @@ class _Builder:
                 flags |= _ROAD
             elif key == "ortsrackshape":
                 flags |= _RACK
-        if num_paths != len(paths) or not 0 <= sid <= _UINT_MAX or not 0 <= main_route <= _UINT_MAX or not math.isfinite(
-                clearance if clearance == clearance else 0.0):
+        if (
+            num_paths != len(paths)
+            or not 0 <= sid <= _UINT_MAX
+            or not 0 <= main_route <= _UINT_MAX
+            or not math.isfinite(clearance if clearance == clearance else 0.0)
+        ):
             return None
         return (sid, filename, num_paths, main_route, clearance, flags, paths)
 
@@ -524,7 +563,9 @@ class _Builder:
     def build(self) -> TSection:
         ids = np.array(sorted(self.sections), dtype=np.int64)
         rows = np.array([self.sections[i] for i in ids.tolist()], dtype=np.float64).reshape(-1, 4)
-        sections = SectionTable(ids, rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy(), rows[:, 3].copy())
+        sections = SectionTable(
+            ids, rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy(), rows[:, 3].copy()
+        )
         sids = sorted(self.shapes)
         recs = [self.shapes[i] for i in sids]
         path_start = np.zeros(len(recs) + 1, dtype=np.int64)
@@ -554,8 +595,13 @@ class _Builder:
         return TSection(sections, shapes, dict(self.track_paths), tuple(self.files))
 
 
-def read_tsection(global_files: list[str | Path] | tuple = (), local_file: str | Path | None = None, *,
-                  diagnostics: Diagnostics | None = None, root: str | Path | None = None) -> TSection:
+def read_tsection(
+    global_files: list[str | Path] | tuple = (),
+    local_file: str | Path | None = None,
+    *,
+    diagnostics: Diagnostics | None = None,
+    root: str | Path | None = None,
+) -> TSection:
     """Read and merge tsection files: global-layout files in order, then the route-local one."""
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=True)
     with gc_paused():
@@ -571,13 +617,21 @@ def _read_tsection(global_files, local_file, diags: Diagnostics, root) -> TSecti
     return b.build()
 
 
-def read_tsection_file(path: str | Path, *, strict: bool = True, local: bool | None = None,
-                       diagnostics: Diagnostics | None = None) -> TSection:
+def read_tsection_file(
+    path: str | Path,
+    *,
+    strict: bool = True,
+    local: bool | None = None,
+    diagnostics: Diagnostics | None = None,
+) -> TSection:
     """Read one tsection.dat. ``local=None`` guesses the layout from the signature."""
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
     doc = parse_file(path, diagnostics=diags)
     b = _Builder(diags)
-    is_local = local if local is not None else doc.signature == ROUTE_LOCAL_SIGNATURE and any(
-        blk.key == "sectionidx" for blk in doc.blocks())
+    is_local = (
+        local
+        if local is not None
+        else doc.signature == ROUTE_LOCAL_SIGNATURE and any(blk.key == "sectionidx" for blk in doc.blocks())
+    )
     (b.add_local if is_local else b.add_global)(doc)
     return b.build()

@@ -5,6 +5,7 @@ Only names of exactly 17 characters are world files, as Open Rails reads them. T
 comes from the name. Objects are kept generically (kind, UiD, file, position,
 orientation); the signal-relevant ones get their units and track-item references.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,31 +24,31 @@ MAX_UNITS = 1024
 
 @dataclass(frozen=True, slots=True)
 class WorldObject:
-    kind: str                                      # block name as written (Static, TrackObj, Signal ...)
+    kind: str  # block name as written (Static, TrackObj, Signal ...)
     uid: int
     file_name: str
-    position: tuple[float, float, float]           # metres in the tile
+    position: tuple[float, float, float]  # metres in the tile
     #: Quaternion (a b c d) from QDirection; from a Matrix3x3 a quaternion is not made: None.
     q_direction: tuple[float, float, float, float] | None = None
-    matrix: tuple[float, ...] | None = None        # Matrix3x3, 9 values, when given instead
+    matrix: tuple[float, ...] | None = None  # Matrix3x3, 9 values, when given instead
 
 
 @dataclass(frozen=True, slots=True)
 class SignalUnit:
     sub_obj: int
-    db: int                                        # 0 = TDB, 1 = RDB
+    db: int  # 0 = TDB, 1 = RDB
     item_id: int
 
 
 @dataclass(frozen=True, slots=True)
 class SignalObj(WorldObject):
-    sub_obj_mask: int = 0                          # SignalSubObj, hex: bit i = sub-object i present
+    sub_obj_mask: int = 0  # SignalSubObj, hex: bit i = sub-object i present
     units: tuple[SignalUnit, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class SpeedpostObj(WorldObject):
-    items: tuple[tuple[int, int], ...] = ()        # (db, item id)
+    items: tuple[tuple[int, int], ...] = ()  # (db, item id)
     digit_texture: str = ""
     sign_shape: tuple[float, ...] = ()
     text_size: tuple[float, ...] = ()
@@ -94,8 +95,7 @@ def _object(r: Reader, b: Block) -> WorldObject | None:
     pos = _floats(r, b.find("Position"), 3) or (0.0, 0.0, 0.0)
     q = _floats(r, b.find("QDirection"), 4)
     m = _floats(r, b.find("Matrix3x3"), 9)
-    base = (b.name, uid, file_name, (pos[0], pos[1], pos[2]),
-            (q[0], q[1], q[2], q[3]) if q else None, m)
+    base = (b.name, uid, file_name, (pos[0], pos[1], pos[2]), (q[0], q[1], q[2], q[3]) if q else None, m)
     if b.key == "signal":
         mask_b = b.find("SignalSubObj")
         mask = r.value(mask_b, 0, to_hex, 0) if mask_b is not None else 0
@@ -107,20 +107,29 @@ def _object(r: Reader, b: Block) -> WorldObject | None:
                 if tid is None:
                     r.problem(u, "SignalUnit: missing TrItemId")
                     continue
-                units.append(SignalUnit(r.value(u, 0, to_int, 0), r.value(tid, 0, to_int, 0),
-                                        r.value(tid, 1, to_int, -1)))
+                units.append(
+                    SignalUnit(
+                        r.value(u, 0, to_int, 0), r.value(tid, 0, to_int, 0), r.value(tid, 1, to_int, -1)
+                    )
+                )
         return SignalObj(*base, sub_obj_mask=mask, units=tuple(units))
     if b.key == "speedpost":
-        items = tuple((r.value(t, 0, to_int, 0), r.value(t, 1, to_int, -1))
-                      for t in list(b.blocks("TrItemId"))[:MAX_UNITS])
+        items = tuple(
+            (r.value(t, 0, to_int, 0), r.value(t, 1, to_int, -1))
+            for t in list(b.blocks("TrItemId"))[:MAX_UNITS]
+        )
         tex = b.find("Speed_Digit_Tex")
         shape = b.find("Speed_Sign_Shape")
         size = b.find("Speed_Text_Size")
-        return SpeedpostObj(*base, items=items, digit_texture=r.string(tex, 0) if tex else "",
-                            sign_shape=tuple(r.value(shape, i, to_float, 0.0) for i in range(len(shape.values)))
-                            if shape else (),
-                            text_size=tuple(r.value(size, i, to_float, 0.0) for i in range(len(size.values)))
-                            if size else ())
+        return SpeedpostObj(
+            *base,
+            items=items,
+            digit_texture=r.string(tex, 0) if tex else "",
+            sign_shape=tuple(r.value(shape, i, to_float, 0.0) for i in range(len(shape.values)))
+            if shape
+            else (),
+            text_size=tuple(r.value(size, i, to_float, 0.0) for i in range(len(size.values))) if size else (),
+        )
     return WorldObject(*base)
 
 
@@ -140,7 +149,9 @@ def world_from_document(doc: Document, diags: Diagnostics) -> WorldFile:
     return WorldFile(doc.path, tile[0], tile[1], tuple(objs), tuple(diags.findings))
 
 
-def read_world(path: str | Path, *, strict: bool = False, diagnostics: Diagnostics | None = None) -> WorldFile:
+def read_world(
+    path: str | Path, *, strict: bool = False, diagnostics: Diagnostics | None = None
+) -> WorldFile:
     """Read one world file (lenient by default: a bad value is a warning, as in Open Rails)."""
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
     return world_from_document(parse_file(path, diagnostics=diags), diags)
@@ -149,12 +160,24 @@ def read_world(path: str | Path, *, strict: bool = False, diagnostics: Diagnosti
 def world_files(route_folder: str | Path) -> list[Path]:
     """The world files Open Rails would read: ``WORLD/*.w`` with 17-character names."""
     folder = Path(route_folder)
-    world = next((p for p in folder.iterdir() if p.is_dir() and p.name.lower() == "world"), None) \
-        if folder.is_dir() else None
+    world = (
+        next((p for p in folder.iterdir() if p.is_dir() and p.name.lower() == "world"), None)
+        if folder.is_dir()
+        else None
+    )
     if world is None:
         return []
     return sorted(p for p in world.iterdir() if p.is_file() and world_tile(p.name) is not None)
 
 
-__all__ = ["SignalObj", "SignalUnit", "SpeedpostObj", "WorldFile", "WorldObject", "read_world",
-           "world_files", "world_from_document", "world_tile"]
+__all__ = [
+    "SignalObj",
+    "SignalUnit",
+    "SpeedpostObj",
+    "WorldFile",
+    "WorldObject",
+    "read_world",
+    "world_files",
+    "world_from_document",
+    "world_tile",
+]

@@ -395,8 +395,9 @@ class ServiceDriver:
         self.auto.stop_at = s + AutoDriver.STOP_SHORT
         self.auto.finished = False
         c = self.auto(st)
-        if self.auto.finished and self.signalled and \
-                s - st.front >= AutoDriver.ARRIVED_WITHIN:   # held at a signal short of the target
+        if (
+            self.auto.finished and self.signalled and s - st.front >= AutoDriver.ARRIVED_WITHIN
+        ):  # held at a signal short of the target
             self.auto.finished = False
         if self.auto.finished:
             if kind == "stop":
@@ -640,9 +641,15 @@ class Dispatcher:
                 d.blocked_by = taken
                 if not d.delayed:
                     d.delayed = True
-                    rp._event(StartDelayed(time=rp.time, clock=clock(rp.t0 + rp.time),
-                                           train=name, waiting_for=tuple(sorted(taken)),
-                                           message=f"its start is occupied by {', '.join(sorted(taken))}"))
+                    rp._event(
+                        StartDelayed(
+                            time=rp.time,
+                            clock=clock(rp.t0 + rp.time),
+                            train=name,
+                            waiting_for=tuple(sorted(taken)),
+                            message=f"its start is occupied by {', '.join(sorted(taken))}",
+                        )
+                    )
                 continue
             d.blocked_by = set()
             d.state = "running"
@@ -1018,8 +1025,9 @@ def replay_activity(
     """Replay an activity file to its end (see the module docstring); ``signals=True``:
     with the route's signals (experimental, docs/activities.md §4.3)."""
     plan = plan_activity(path)
-    return ActivityReplay(plan, route=route, stand_in=stand_in, step=step, duration=duration,
-                          signals=signals).run(progress)
+    return ActivityReplay(
+        plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals
+    ).run(progress)
 
 
 def summary_json(result: ActivityResult) -> str:

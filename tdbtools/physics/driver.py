@@ -15,6 +15,7 @@ front must not exceed from a line distance on) and :class:`Stop` (stand with the
 at a line distance, then wait). Speed posts, the end of the path and waiting points are
 the ones built here; signals can add their own.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -37,9 +38,9 @@ EMERGENCY_OVER = 2.0
 
 @dataclass(slots=True)
 class Controls:
-    throttle: float = 0.0       # 0..1 (schedule driver)
-    brake: float = 0.0          # 0..1 of the service brake (schedule driver)
-    deceleration: float = 0.0   # m/s² the brakes must give (automatic driver), 0 = none
+    throttle: float = 0.0  # 0..1 (schedule driver)
+    brake: float = 0.0  # 0..1 of the service brake (schedule driver)
+    deceleration: float = 0.0  # m/s² the brakes must give (automatic driver), 0 = none
     #: Automatic driver: the speed (m/s) to reach by the end of the step with traction
     #: (at most full power); None = use ``throttle``.
     speed_target: float | None = None
@@ -48,12 +49,12 @@ class Controls:
 
 @dataclass(slots=True)
 class DriveState:
-    time: float                 # s since the start
-    travelled: float            # m the front has moved since the start
-    speed: float                # m/s, + = forward along the line
-    front: float                # line distance of the front of the train
-    rear: float                 # line distance of the rear
-    dt: float = 0.1             # the replay's step (s)
+    time: float  # s since the start
+    travelled: float  # m the front has moved since the start
+    speed: float  # m/s, + = forward along the line
+    front: float  # line distance of the front of the train
+    rear: float  # line distance of the rear
+    dt: float = 0.1  # the replay's step (s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +109,19 @@ class AutoDriver:
     #: stop asks for less, so that a stop is reached in finite time.
     CREEP = 0.3
 
-    def __init__(self, limit_s, limit_v, stop_at: float | None, *,  # noqa: ANN001
-                 max_speed: float | None, deceleration: float,
-                 stops: list[Stop] | tuple[Stop, ...] = (), train_length: float = 0.0,
-                 speed_factor: float = 1.0, coast_before: float = 0.0) -> None:
+    def __init__(
+        self,
+        limit_s,
+        limit_v,
+        stop_at: float | None,
+        *,  # noqa: ANN001
+        max_speed: float | None,
+        deceleration: float,
+        stops: list[Stop] | tuple[Stop, ...] = (),
+        train_length: float = 0.0,
+        speed_factor: float = 1.0,
+        coast_before: float = 0.0,
+    ) -> None:
         self.limit_s = [float(x) for x in np.asarray(limit_s, dtype=np.float64)]
         self.limit_v = [float(x) for x in np.asarray(limit_v, dtype=np.float64)]
         self.max_speed = max_speed if max_speed is not None else math.inf
@@ -163,7 +173,7 @@ class AutoDriver:
         s, v = self.limit_s, self.limit_v
         a = max(bisect.bisect_right(s, rear) - 1, 0)
         b = max(bisect.bisect_right(s, front) - 1, 0)
-        return min(v[a:b + 1]) * self.speed_factor
+        return min(v[a : b + 1]) * self.speed_factor
 
     def constraints(self, st: DriveState) -> list[tuple[float, float]]:
         """(speed, metres ahead of the front where it must hold) for everything that
@@ -171,8 +181,11 @@ class AutoDriver:
         stop, extra targets ahead."""
         cap = min(self.max_speed, self._limit_over(st.rear, st.front))
         out = [(cap, 0.0)]
-        reach = (max(st.speed, cap) ** 2 / (2.0 * self.decel) + 50.0
-                 + st.speed * (st.dt + self.brake_delay + self.coast_before))
+        reach = (
+            max(st.speed, cap) ** 2 / (2.0 * self.decel)
+            + 50.0
+            + st.speed * (st.dt + self.brake_delay + self.coast_before)
+        )
         s, v = self.limit_s, self.limit_v
         for k in range(max(bisect.bisect_right(s, st.front), 0), len(s)):
             ahead = s[k] - st.front
@@ -229,7 +242,7 @@ class AutoDriver:
                 stop = self._next_stop()
             else:
                 if stop.wait == math.inf:
-                    self.finished = True      # (a caller may have reset it)
+                    self.finished = True  # (a caller may have reset it)
                 self._applied = self.decel
                 return Controls(0.0, 1.0, self.decel)
         if stop is not None and abs(v) < self.STANDING and stop.s - st.front < self.ARRIVED_WITHIN:

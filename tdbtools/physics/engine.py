@@ -74,6 +74,7 @@ IEEE operations as the numpy path, so both give the same numbers bit for bit.
 State is kept as the x of the first car of each line plus the gaps, so a gap inside a group
 never drifts by rounding.
 """
+
 from __future__ import annotations
 
 import math
@@ -101,9 +102,9 @@ T_TOL = 1e-12
 _SMALL = 16
 
 # joint types at a limit (the constraint on the values y of the car ahead / behind)
-_GE = 1   # buffers touching: y_front >= y_rear (the cars can only move apart)
-_LE = 2   # coupler taut:      y_front <= y_rear (they can only come closer)
-_EQ = 3   # both (rigid coupler, slack 0)
+_GE = 1  # buffers touching: y_front >= y_rear (the cars can only move apart)
+_LE = 2  # coupler taut:      y_front <= y_rear (they can only come closer)
+_EQ = 3  # both (rigid coupler, slack 0)
 
 
 class EngineError(TdbToolsError):
@@ -154,8 +155,13 @@ class Bodies:
         runs = line[np.concatenate(([True], line[1:] != line[:-1]))]
         if np.unique(runs).size != runs.size:
             raise EngineError("Bodies: the cars of a line must be consecutive")
-        for name, a in (("mass", mass), ("length", length), ("line", line),
-                        ("coupled", coupled), ("slack", slack)):
+        for name, a in (
+            ("mass", mass),
+            ("length", length),
+            ("line", line),
+            ("coupled", coupled),
+            ("slack", slack),
+        ):
             object.__setattr__(self, name, a)
 
     @property
@@ -175,8 +181,13 @@ class Bodies:
             lens += tl
             cpl += [True] * (len(tm) - 1) + [False]
         n = len(m)
-        return cls(np.array(m, float), np.array(lens, float), np.full(n, line, np.int64),
-                   np.array(cpl, bool), np.full(n, float(slack)))
+        return cls(
+            np.array(m, float),
+            np.array(lens, float),
+            np.full(n, line, np.int64),
+            np.array(cpl, bool),
+            np.full(n, float(slack)),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +288,7 @@ def _solve_chain(w, f, types, tol: float) -> tuple[list[float], list[int]]:
         if e - s > _CHAIN_NUMPY:
             ga = fa[s:e] - wa[s:e] * ybar
             Pa = np.add.accumulate(ga[:-1])
-            t = ta[s:e - 1]
+            t = ta[s : e - 1]
             if np.any(((t == _GE) & (Pa > tol)) | ((t == _LE) & (Pa < -tol))):
                 ok = False
                 g = ga.tolist()
@@ -292,7 +303,7 @@ def _solve_chain(w, f, types, tol: float) -> tuple[list[float], list[int]]:
         if not ok:
             if g is None:
                 g = [fl[i] - wl[i] * ybar for i in range(s, e)]
-            best, member = _max_upper_set(g, tl[s:e - 1])
+            best, member = _max_upper_set(g, tl[s : e - 1])
             ok = best <= tol or all(member) or not any(member)
         if ok:
             y[s:e] = [ybar] * (e - s)
@@ -311,8 +322,9 @@ def _solve_chain(w, f, types, tol: float) -> tuple[list[float], list[int]]:
 _FLIP = {_GE: _LE, _LE: _GE, _EQ: _EQ}
 
 
-def _solve_static(w: list[float], d: list[float], r: list[float], types: list[int],
-                  tol: float) -> tuple[list[float], list[int]]:
+def _solve_static(
+    w: list[float], d: list[float], r: list[float], types: list[int], tol: float
+) -> tuple[list[float], list[int]]:
     """Accelerations of a block at rest: minimise Σ ½w·y² - d·y + r·|y| (Coulomb friction).
 
     The cars that move forward are the maximum-weight upper set of ``d - r`` (threshold at
@@ -334,8 +346,7 @@ def _solve_static(w: list[float], d: list[float], r: list[float], types: list[in
             continue
         if lab[s] != 0:
             sign = lab[s]
-            ys, cs = _solve_chain(w[s:i], [d[j] - sign * r[j] for j in range(s, i)],
-                                  types[s:i - 1], tol)
+            ys, cs = _solve_chain(w[s:i], [d[j] - sign * r[j] for j in range(s, i)], types[s : i - 1], tol)
             # friction cannot reverse the motion: a piece that would, stays (rounding only)
             y[s:i] = [v if v * sign > 0 else 0.0 for v in ys]
             cuts += [s + c for c in cs]
@@ -359,26 +370,26 @@ class _BlockLists:
     """Per-block values of a :class:`_Blocks` on Python numbers (few blocks)."""
 
     mass: list[float]
-    joints: list[int]           # the same-line joints between blocks
-    joint_block: list[int]      # the block ahead of each of those joints
-    lead: list[int]             # the block of each line's first car
+    joints: list[int]  # the same-line joints between blocks
+    joint_block: list[int]  # the block ahead of each of those joints
+    lead: list[int]  # the block of each line's first car
 
 
 @dataclass(slots=True, eq=False)
 class _Blocks:
     """The block structure of the cars (see above)."""
 
-    lock: np.ndarray            # (n - 1) bool: joint at a limit with equal speeds
-    starts: np.ndarray          # first car of each block
-    sizes: np.ndarray           # cars per block
-    of_car: np.ndarray          # block of each car
-    mass: np.ndarray            # total mass of each block
-    joints: np.ndarray          # same-line joints between blocks
-    lead: np.ndarray            # block of each line's first car
-    force_from: np.ndarray      # (n - 1) first car of the block of the car ahead of each joint
-    sign: np.ndarray            # (n - 1) +1 buffers locked, -1 taut coupler locked, else 0
-    multi: bool                 # some block has two cars or more
-    lists: _BlockLists | None   # set when there are at most _SMALL blocks
+    lock: np.ndarray  # (n - 1) bool: joint at a limit with equal speeds
+    starts: np.ndarray  # first car of each block
+    sizes: np.ndarray  # cars per block
+    of_car: np.ndarray  # block of each car
+    mass: np.ndarray  # total mass of each block
+    joints: np.ndarray  # same-line joints between blocks
+    lead: np.ndarray  # block of each line's first car
+    force_from: np.ndarray  # (n - 1) first car of the block of the car ahead of each joint
+    sign: np.ndarray  # (n - 1) +1 buffers locked, -1 taut coupler locked, else 0
+    multi: bool  # some block has two cars or more
+    lists: _BlockLists | None  # set when there are at most _SMALL blocks
 
     @property
     def count(self) -> int:
@@ -389,15 +400,15 @@ class _Blocks:
 class _BlockMotion:
     """Each block's motion if it moved as one (the first guess of a round)."""
 
-    drive: np.ndarray           # Σ drive per block
-    resist: np.ndarray          # Σ resist per block
-    v: np.ndarray               # speed (0 for a block at rest)
-    a: np.ndarray               # acceleration
-    sign: list | np.ndarray     # direction the friction opposes (0: held by static friction)
+    drive: np.ndarray  # Σ drive per block
+    resist: np.ndarray  # Σ resist per block
+    v: np.ndarray  # speed (0 for a block at rest)
+    a: np.ndarray  # acceleration
+    sign: list | np.ndarray  # direction the friction opposes (0: held by static friction)
     moving: list | np.ndarray
     all_moving: bool
     lists: tuple[list[float], list[float], list[float], list[float]] | None  # v, a, D, R
-    a_car: np.ndarray | None = None     # per-car acceleration, when already gathered
+    a_car: np.ndarray | None = None  # per-car acceleration, when already gathered
 
 
 @dataclass(slots=True, eq=False)
@@ -409,28 +420,29 @@ class _GroupLists:
     mass: list[float]
     drive: list[float]
     resist: list[float]
-    joints: list[int]           # the same-line joints between groups
-    joint_group: list[int]      # the group ahead of each of those joints
-    lead: list[int]             # the group of each line's first car
+    joints: list[int]  # the same-line joints between groups
+    joint_group: list[int]  # the group ahead of each of those joints
+    lead: list[int]  # the group of each line's first car
 
 
 @dataclass(slots=True, eq=False)
 class _Groups:
     """The groups of the current round (see above); ``v`` changes as they advance."""
 
-    starts: np.ndarray          # first car of each group
-    of_car: np.ndarray          # group of each car
+    starts: np.ndarray  # first car of each group
+    of_car: np.ndarray  # group of each car
     mass: np.ndarray
     drive: np.ndarray
     resist: np.ndarray
     v: np.ndarray
     a: np.ndarray
-    joints: np.ndarray          # same-line joints between groups: the only gaps that move
-    lead: np.ndarray            # group of each line's first car
-    lists: _GroupLists | None   # set when there are at most _SMALL groups
+    joints: np.ndarray  # same-line joints between groups: the only gaps that move
+    lead: np.ndarray  # group of each line's first car
+    lists: _GroupLists | None  # set when there are at most _SMALL groups
 
 
 # --------------------------------------------------------------------------- engine
+
 
 def _ro(a: np.ndarray) -> np.ndarray:
     v = a.view()
@@ -464,21 +476,25 @@ class Engine:
         same = b.line[:-1] == b.line[1:]
         self._same = same
         hi = np.where(b.coupled[:-1], b.slack[:-1], np.inf)
-        self._hi = np.where(same, hi, np.nan)      # nan across lines: never at a limit
+        self._hi = np.where(same, hi, np.nan)  # nan across lines: never at a limit
         self._hil = self._hi.tolist()
         gap = np.where(same, (x[:-1] - b.length[:-1]) - x[1:], np.nan)
         with np.errstate(invalid="ignore"):
             if np.any(gap < -SNAP_GAP):
                 i = int(np.flatnonzero(gap < -SNAP_GAP)[0])
-                raise EngineError(f"Engine: cars {i} and {i + 1} overlap by {-gap[i]:.6g} m "
-                                  "(within a line x[i] - length[i] >= x[i+1])")
+                raise EngineError(
+                    f"Engine: cars {i} and {i + 1} overlap by {-gap[i]:.6g} m "
+                    "(within a line x[i] - length[i] >= x[i+1])"
+                )
             if np.any(gap > self._hi + SNAP_GAP):
                 i = int(np.flatnonzero(gap > self._hi + SNAP_GAP)[0])
-                raise EngineError(f"Engine: the coupler between cars {i} and {i + 1} is "
-                                  f"stretched to {gap[i]:.6g} m, beyond its slack "
-                                  f"{self._hi[i]:.6g} m")
+                raise EngineError(
+                    f"Engine: the coupler between cars {i} and {i + 1} is "
+                    f"stretched to {gap[i]:.6g} m, beyond its slack "
+                    f"{self._hi[i]:.6g} m"
+                )
         self._gap = gap
-        self._snap_all()            # also sets the limit masks _atz, _att
+        self._snap_all()  # also sets the limit masks _atz, _att
         first = np.flatnonzero(np.concatenate(([True], ~same)))
         self._line_first = first
         self._line_ids = b.line[first]
@@ -489,11 +505,11 @@ class Engine:
         self._a = np.zeros(n)
         self._time = 0.0
         self._x_cache: np.ndarray | None = None
-        self._xrel: np.ndarray | None = None        # x of each car behind its line's first
+        self._xrel: np.ndarray | None = None  # x of each car behind its line's first
         self._gap_cache: np.ndarray | None = None
-        self._Pc = np.zeros(n + 1)          # running sums of the joint forces (Pc[0] = 0)
+        self._Pc = np.zeros(n + 1)  # running sums of the joint forces (Pc[0] = 0)
         self._contacts_dirty = True
-        self._blocks: _Blocks | None = None     # None: rebuild before the next round
+        self._blocks: _Blocks | None = None  # None: rebuild before the next round
         self._groups: _Groups
         self.truncated_steps = 0
         self.event_count = 0
@@ -588,8 +604,8 @@ class Engine:
     @staticmethod
     def _types(atz: np.ndarray, att: np.ndarray, s: int, e: int) -> np.ndarray:
         """The joint types (_GE/_LE/_EQ) of the locked joints of cars ``s..e-1``."""
-        z = atz[s:e - 1]
-        t = att[s:e - 1]
+        z = atz[s : e - 1]
+        t = att[s : e - 1]
         return np.where(z & t, _EQ, np.where(z, _GE, _LE))
 
     # ------------------------------------------------------------------ step
@@ -647,7 +663,7 @@ class Engine:
     def _impulses(self, events: list[Event]) -> None:
         v = self._v
         atz, att = self._atz, self._att
-        dv = v[:-1] - v[1:]                       # > 0: the car ahead is faster
+        dv = v[:-1] - v[1:]  # > 0: the car ahead is faster
         viol = (atz & (dv < -EPS_V)) | (att & (dv > EPS_V))
         if not np.count_nonzero(viol):
             return
@@ -655,7 +671,7 @@ class Engine:
         starts = np.concatenate(([0], np.flatnonzero(~lim) + 1))
         ends = np.append(starts[1:], self.n)
         bad = np.flatnonzero(viol)
-        v = self._v = v.copy()          # never change an array already handed out
+        v = self._v = v.copy()  # never change an array already handed out
         blocks = np.unique(np.searchsorted(starts, bad, side="right") - 1)
         m = self._m
         line = self.bodies.line
@@ -691,8 +707,17 @@ class Engine:
             lost = max(ke0 - ke1, 0.0)
             for j, i_, r_, sh in zip(js, imp, rel, share):
                 kind = "impact" if (atz[j] and (dv[j] < 0 or not att[j])) else "coupler_taut"
-                events.append(Event(kind, self._time, (j, j + 1), int(line[j]), r_, i_,
-                                    lost * (sh / tot) if tot > 0 else lost / len(js)))
+                events.append(
+                    Event(
+                        kind,
+                        self._time,
+                        (j, j + 1),
+                        int(line[j]),
+                        r_,
+                        i_,
+                        lost * (sh / tot) if tot > 0 else lost / len(js),
+                    )
+                )
         self._blocks = None
 
     # -- 2. groups ----------------------------------------------------------------------
@@ -751,10 +776,18 @@ class Engine:
             lists = _BlockLists(mass.tolist(), joints.tolist(), bid[joints].tolist(), lead.tolist())
         # joint force P_j = Pc[j + 1] - Pc[force_from[j]]; it must satisfy sign_j·P_j <= tol
         return _Blocks(
-            lock=lock, starts=starts, sizes=sizes, of_car=bid, mass=mass, joints=joints, lead=lead,
+            lock=lock,
+            starts=starts,
+            sizes=sizes,
+            of_car=bid,
+            mass=mass,
+            joints=joints,
+            lead=lead,
             force_from=starts[bid[:-1]],
             sign=np.where(lock & atz & ~att, 1.0, np.where(lock & att & ~atz, -1.0, 0.0)),
-            multi=bool(lock.any()), lists=lists)
+            multi=bool(lock.any()),
+            lists=lists,
+        )
 
     def _regroup(self, drive: np.ndarray, resist: np.ndarray, tol: float) -> None:
         """The groups of this round: the blocks, split where a joint cannot hold (2.)."""
@@ -770,8 +803,9 @@ class Engine:
                 assert bl is not None
                 vl, al, Dl, Rl = mo.lists
                 gl = _GroupLists(vl, al, bl.mass, Dl, Rl, bl.joints, bl.joint_block, bl.lead)
-            self._groups = _Groups(blk.starts, blk.of_car, blk.mass, mo.drive, mo.resist, mo.v,
-                                   mo.a, blk.joints, blk.lead, gl)
+            self._groups = _Groups(
+                blk.starts, blk.of_car, blk.mass, mo.drive, mo.resist, mo.v, mo.a, blk.joints, blk.lead, gl
+            )
             self._v = mo.v[blk.of_car]
             self._a = mo.a_car if mo.a_car is not None else mo.a[blk.of_car]
             return
@@ -803,8 +837,7 @@ class Engine:
                 if s != 0.0:
                     sl[k] = s
                     al[k] = (Dl[k] - s * Rl[k]) / Ml[k]
-            return _BlockMotion(Db, Rb, np.array(vl), np.array(al), sl, moving_l, allmov,
-                                (vl, al, Dl, Rl))
+            return _BlockMotion(Db, Rb, np.array(vl), np.array(al), sl, moving_l, allmov, (vl, al, Dl, Rl))
         moving = np.abs(vb) > V_REST
         allmov = np.count_nonzero(moving) == nb
         if allmov:
@@ -817,8 +850,9 @@ class Engine:
             vb[~moving] = 0.0
         return _BlockMotion(Db, Rb, vb, ab, sgn, moving, bool(allmov), None)
 
-    def _blocks_that_split(self, blk: _Blocks, mo: _BlockMotion, drive: np.ndarray,
-                           resist: np.ndarray, tol: float) -> np.ndarray | None:
+    def _blocks_that_split(
+        self, blk: _Blocks, mo: _BlockMotion, drive: np.ndarray, resist: np.ndarray, tol: float
+    ) -> np.ndarray | None:
         """The blocks (of two cars or more) where a joint force has the wrong sign or a car
         at rest could break free; None if every block holds. Sets ``mo.a_car`` on the way
         when it computes the per-car accelerations."""
@@ -834,7 +868,7 @@ class Engine:
                 np.add.accumulate(E, out=self._Pc[1:])
                 badj = blk.sign * self._Pc[1:-1] > tol
             else:
-                badj = None     # a block at rest: no joint force test, see badc
+                badj = None  # a block at rest: no joint force test, see badc
         else:
             sc = (np.array(sgn) if mo.lists is not None else sgn)[bid]
             a_car = mo.a_car = mo.a[bid]
@@ -863,8 +897,9 @@ class Engine:
         slow = slow[blk.sizes[slow] > 1]
         return slow if slow.size else None
 
-    def _split_blocks(self, blk: _Blocks, mo: _BlockMotion, slow: np.ndarray, drive: np.ndarray,
-                      resist: np.ndarray) -> None:
+    def _split_blocks(
+        self, blk: _Blocks, mo: _BlockMotion, slow: np.ndarray, drive: np.ndarray, resist: np.ndarray
+    ) -> None:
         """Solve the blocks ``slow`` car by car (:func:`_solve_chain`, :func:`_solve_static`)
         and make the groups: the blocks, cut where those solutions separate."""
         m = self._m
@@ -883,8 +918,7 @@ class Engine:
                 sg = float(mo.sign[k])
                 y, cuts = _solve_chain(w, d - sg * r, types, tol_k)
             else:
-                y, cuts = _solve_static(w.tolist(), d.tolist(), r.tolist(), types.tolist(),
-                                        tol_k)
+                y, cuts = _solve_static(w.tolist(), d.tolist(), r.tolist(), types.tolist(), tol_k)
             a_car[s:e] = y
             for c in cuts:
                 brk[s + c] = True
@@ -900,8 +934,16 @@ class Engine:
         lead = gid[self._line_first]
         gl = None
         if gstarts.size <= _SMALL:
-            gl = _GroupLists(vg.tolist(), ag.tolist(), Mg.tolist(), Dg.tolist(), Rg.tolist(),
-                             jb.tolist(), gid[jb].tolist(), lead.tolist())
+            gl = _GroupLists(
+                vg.tolist(),
+                ag.tolist(),
+                Mg.tolist(),
+                Dg.tolist(),
+                Rg.tolist(),
+                jb.tolist(),
+                gid[jb].tolist(),
+                lead.tolist(),
+            )
         self._groups = _Groups(gstarts, gid, Mg, Dg, Rg, vg, ag, jb, lead, gl)
         self._v = vg[gid]
         self._a = ag[gid]
@@ -937,7 +979,7 @@ class Engine:
             t_min = min(float(tc[tc.argmin()]), float(tt[tt.argmin()]))
         vg = grp.v
         mv = (vg != 0.0).nonzero()[0]
-        if mv.size == vg.size:          # every group moves: no gathers
+        if mv.size == vg.size:  # every group moves: no gathers
             Mg = grp.mass
             ts = stopping_times(grp.resist / Mg, grp.drive / Mg, vg)
         elif mv.size:
@@ -993,8 +1035,11 @@ class Engine:
         if t_min >= horizon:
             return t_min, None
         lim = t_min + T_TOL
-        return t_min, ([j for j, tc, _ in jt if tc <= lim], [j for j, _, tt in jt if tt <= lim],
-                       [k for k, ts in st if ts <= lim])
+        return t_min, (
+            [j for j, tc, _ in jt if tc <= lim],
+            [j for j, _, tt in jt if tt <= lim],
+            [k for k, ts in st if ts <= lim],
+        )
 
     # -- 4. moving and applying events --------------------------------------------------
     def _advance(self, t: float, events: list[Event]) -> None:
@@ -1095,7 +1140,7 @@ class Engine:
                 for k in stops:
                     grp.lists.v[k] = 0.0
             self._v = grp.v[grp.of_car]
-            for k in (stops if grp.lists is not None else stops.tolist()):
+            for k in stops if grp.lists is not None else stops.tolist():
                 events.append(self._group_event("stopped", k))
 
     def _group_event(self, kind: str, k: int) -> Event:

@@ -8,6 +8,7 @@ of ``events.json``: ``kind`` first, then the fields in declared order; an option
 share a ``kind`` when one word meant two shapes (``"stopped"`` for a group of cars
 coming to rest and for a scheduled train ending its run).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -104,9 +105,7 @@ class CarsStopped(CarEvent):
     kind: ClassVar[str] = "stopped"
 
 
-CAR_EVENTS: dict[str, type[CarEvent]] = {
-    c.kind: c for c in (Impact, CouplerSnatch, CarsStarted, CarsStopped)
-}
+CAR_EVENTS: dict[str, type[CarEvent]] = {c.kind: c for c in (Impact, CouplerSnatch, CarsStarted, CarsStopped)}
 
 
 # -- safety: derailments and collisions (docs/physics.md §5) ------------------------------
@@ -360,9 +359,37 @@ class NotAtEnd(ReplayEvent):
 
 
 __all__ = [
-    "CAR_EVENTS", "SAFETY_EVENTS", "Arrived", "AspectSeen", "CarEvent", "CarsStarted", "CarsStopped",
-    "Collision", "CouplerSnatch", "Deadlock", "DepartedPoint", "Derailment", "EndOfLine", "EventLocation",
-    "Impact", "NotAtEnd", "PathChanged", "ReplayEvent", "SafetyRecord", "ServiceStarted", "SetupWarning",
-    "SideCollision", "SignalAspect", "SignalWait", "Spad", "StandIn", "StartDelayed", "Stuck",
-    "SwitchThrow", "TrainStopped", "WaitingAtPoint", "driver_event", "interlocking_event",
+    "CAR_EVENTS",
+    "SAFETY_EVENTS",
+    "Arrived",
+    "AspectSeen",
+    "CarEvent",
+    "CarsStarted",
+    "CarsStopped",
+    "Collision",
+    "CouplerSnatch",
+    "Deadlock",
+    "DepartedPoint",
+    "Derailment",
+    "EndOfLine",
+    "EventLocation",
+    "Impact",
+    "NotAtEnd",
+    "PathChanged",
+    "ReplayEvent",
+    "SafetyRecord",
+    "ServiceStarted",
+    "SetupWarning",
+    "SideCollision",
+    "SignalAspect",
+    "SignalWait",
+    "Spad",
+    "StandIn",
+    "StartDelayed",
+    "Stuck",
+    "SwitchThrow",
+    "TrainStopped",
+    "WaitingAtPoint",
+    "driver_event",
+    "interlocking_event",
 ]

@@ -50,6 +50,7 @@ Formulas and the choices made where the sources leave room
   (Davis + curve + the part of gravity that opposes the motion), never negative, and
   not limited by MaxBrakeForce.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -61,10 +62,28 @@ import numpy as np
 from ..formats.stock import Stock, TractiveForceCurve
 
 __all__ = [
-    "BrakeMode", "CarModel", "DEFAULT_DECELERATION", "G", "OSRD_CURVE_FACTOR", "brake",
-    "brake_for_deceleration", "braking", "curve_resistance", "davis", "gravity",
-    "gravity_from_grade", "opposing_resistance", "traction", "adhesion_coefficient", "adhesion_limit",
-    "implicit_taper", "running_resistance", "taper_factor", "EMERGENCY_FACTOR", "ROTATING_MASS_CAR", "ROTATING_MASS_ENGINE",
+    "BrakeMode",
+    "CarModel",
+    "DEFAULT_DECELERATION",
+    "G",
+    "OSRD_CURVE_FACTOR",
+    "brake",
+    "brake_for_deceleration",
+    "braking",
+    "curve_resistance",
+    "davis",
+    "gravity",
+    "gravity_from_grade",
+    "opposing_resistance",
+    "traction",
+    "adhesion_coefficient",
+    "adhesion_limit",
+    "implicit_taper",
+    "running_resistance",
+    "taper_factor",
+    "EMERGENCY_FACTOR",
+    "ROTATING_MASS_CAR",
+    "ROTATING_MASS_ENGINE",
     "WET_RAIL_FACTOR",
 ]
 
@@ -148,22 +167,50 @@ class CarModel:
     @classmethod
     def concat(cls, models: Sequence[CarModel]) -> CarModel:
         """The models of several trains, one after the other."""
+
         def cat(name: str):  # noqa: ANN202
             vals = [getattr(m, name) for m in models]
             if any(v is None for v in vals):
                 return None
             return np.concatenate(vals)
 
-        kw = {f: cat(f) for f in ("mass", "length", "bogie_spacing", "davis_a", "davis_b", "davis_c",
-                                  "max_force", "max_power", "max_velocity", "max_brake", "is_engine",
-                                  "flipped", "is_passenger", "rotating_mass", "adhesive_mass",
-                                  "starting_resistance", "merge_speed")}
-        return cls(curves=tuple(c for m in models for c in m.curves),
-                   names=tuple(n for m in models for n in m.names), **kw)
+        kw = {
+            f: cat(f)
+            for f in (
+                "mass",
+                "length",
+                "bogie_spacing",
+                "davis_a",
+                "davis_b",
+                "davis_c",
+                "max_force",
+                "max_power",
+                "max_velocity",
+                "max_brake",
+                "is_engine",
+                "flipped",
+                "is_passenger",
+                "rotating_mass",
+                "adhesive_mass",
+                "starting_resistance",
+                "merge_speed",
+            )
+        }
+        return cls(
+            curves=tuple(c for m in models for c in m.curves),
+            names=tuple(n for m in models for n in m.names),
+            **kw,
+        )
 
     @classmethod
-    def from_stock(cls, stocks: Sequence[Stock], flipped: Sequence[bool] | None = None, *,
-                   trailing_loco_factor: bool = False, rotating_mass: bool = False) -> CarModel:
+    def from_stock(
+        cls,
+        stocks: Sequence[Stock],
+        flipped: Sequence[bool] | None = None,
+        *,
+        trailing_loco_factor: bool = False,
+        rotating_mass: bool = False,
+    ) -> CarModel:
         """The model of cars made of ``stocks`` (front → back), with their Flip flags.
 
         ``rotating_mass``: the default factors (:data:`ROTATING_MASS_ENGINE`,
@@ -185,24 +232,33 @@ class CarModel:
             lead = next((i for i in range(n) if engine[i]), None)
             for i, s in enumerate(stocks):
                 trailing = (engine[i] and lead is not None and i != lead) or (
-                    s.wagon_type == "Tender" and lead is not None and i != lead + 1)
+                    s.wagon_type == "Tender" and lead is not None and i != lead + 1
+                )
                 if trailing:
                     c[i] *= s.trail_loco_resistance_factor
         return cls(
-            mass=col(lambda s: s.mass_kg), length=col(lambda s: s.length_m),
+            mass=col(lambda s: s.mass_kg),
+            length=col(lambda s: s.length_m),
             bogie_spacing=col(lambda s: s.bogie_spacing_or_default_m),
-            davis_a=col(lambda s: s.davis_a), davis_b=col(lambda s: s.davis_b), davis_c=c,
-            max_force=col(lambda s: s.max_force_n), max_power=col(lambda s: s.max_power_w),
+            davis_a=col(lambda s: s.davis_a),
+            davis_b=col(lambda s: s.davis_b),
+            davis_c=c,
+            max_force=col(lambda s: s.max_force_n),
+            max_power=col(lambda s: s.max_power_w),
             max_velocity=col(lambda s: s.max_velocity_ms),
-            max_brake=col(lambda s: s.max_brake_force_n), is_engine=engine, flipped=flips,
+            max_brake=col(lambda s: s.max_brake_force_n),
+            is_engine=engine,
+            flipped=flips,
             is_passenger=np.array([s.wagon_type == "Passenger" for s in stocks], dtype=bool),
             curves=tuple(s.tractive_force_curve if s.kind == "engine" else None for s in stocks),
             names=tuple(s.name for s in stocks),
-            rotating_mass=(np.where(engine, ROTATING_MASS_ENGINE, ROTATING_MASS_CAR) if rotating_mass
-                           else np.ones(n)),
+            rotating_mass=(
+                np.where(engine, ROTATING_MASS_ENGINE, ROTATING_MASS_CAR) if rotating_mass else np.ones(n)
+            ),
             adhesive_mass=np.array([_adhesive(s) for s in stocks]),
             starting_resistance=col(_starting),
-            merge_speed=np.array([max(float(s.merge_speed_ms), 1e-3) for s in stocks]))
+            merge_speed=np.array([max(float(s.merge_speed_ms), 1e-3) for s in stocks]),
+        )
 
     def __len__(self) -> int:
         return len(self.mass)
@@ -334,8 +390,8 @@ def implicit_taper(force, other, inertia, v, vmax, dt: float) -> np.ndarray:
     v = np.asarray(v, dtype=np.float64)
     vmax = np.asarray(vmax, dtype=np.float64)
     k = np.ones_like(force)
-    full = v + dt * (force + other) / inertia          # speed with the whole force
-    has = (full > vmax - TAPER_MS) & (force > 0)        # False where vmax is NaN
+    full = v + dt * (force + other) / inertia  # speed with the whole force
+    has = (full > vmax - TAPER_MS) & (force > 0)  # False where vmax is NaN
     if not has.any():
         return k
     slope = 1.0 / TAPER_MS
@@ -348,7 +404,7 @@ def implicit_taper(force, other, inertia, v, vmax, dt: float) -> np.ndarray:
 def taper_factor(force: float, other: float, inertia: float, v: float, vmax: float, dt: float) -> float:
     """:func:`implicit_taper` for one train, in scalars (the replay's hot loop)."""
     if not force > 0.0 or not v + dt * (force + other) / inertia > vmax - TAPER_MS:
-        return 1.0   # also when vmax is NaN (no top speed): the comparison is False
+        return 1.0  # also when vmax is NaN (no top speed): the comparison is False
     slope = 1.0 / TAPER_MS
     dv = (other + slope * force * (vmax - v)) / (inertia / dt + slope * force)
     return min(max(slope * (vmax - v - dv), 0.0), 1.0)
@@ -383,7 +439,8 @@ def gravity(model: CarModel, elev_front_bogie, elev_rear_bogie) -> np.ndarray:
     ``sinθ = (y_front − y_rear)/bogie_spacing`` (clipped to [−1, 1]). Uphill towards
     the car front → negative (backwards)."""
     dy = _per_car(model, elev_front_bogie, "elev_front_bogie") - _per_car(
-        model, elev_rear_bogie, "elev_rear_bogie")
+        model, elev_rear_bogie, "elev_rear_bogie"
+    )
     sin = np.clip(dy / model.bogie_spacing, -1.0, 1.0)
     return -model.mass * G * sin
 
@@ -394,9 +451,17 @@ def gravity_from_grade(model: CarModel, grade) -> np.ndarray:
     return -model.mass * G * np.sin(np.arctan(_per_car(model, grade, "grade")))
 
 
-def curve_resistance(model: CarModel, curvature, *, formula: str = "osrd", v=0.0,
-                     superelevation=0.0, gauge: float = STANDARD_GAUGE_M, mu: float = OR_CURVE_MU,
-                     wheelbase=None) -> np.ndarray:
+def curve_resistance(
+    model: CarModel,
+    curvature,
+    *,
+    formula: str = "osrd",
+    v=0.0,
+    superelevation=0.0,
+    gauge: float = STANDARD_GAUGE_M,
+    mu: float = OR_CURVE_MU,
+    wheelbase=None,
+) -> np.ndarray:
     """Curve resistance per car (N, ≥ 0) on track of signed ``curvature`` (1/R).
 
     ``formula="osrd"`` (default): ``m·g·0.8·|curvature|`` (the 800/r ‰ of docs/physics.md §3.3).
@@ -429,8 +494,11 @@ def opposing_resistance(v, davis_n, curve_n, gravity_n) -> np.ndarray:
     + the part of gravity against the direction of ``v`` (standstill: gravity
     counts against a forward move). Used by the deceleration braking mode."""
     direction = np.where(np.asarray(v, dtype=np.float64) < 0, -1.0, 1.0)
-    return (np.asarray(davis_n, dtype=np.float64) + np.asarray(curve_n, dtype=np.float64)
-            - direction * np.asarray(gravity_n, dtype=np.float64))
+    return (
+        np.asarray(davis_n, dtype=np.float64)
+        + np.asarray(curve_n, dtype=np.float64)
+        - direction * np.asarray(gravity_n, dtype=np.float64)
+    )
 
 
 # -- braking ------------------------------------------------------------------------------
@@ -450,8 +518,9 @@ def brake_for_deceleration(model: CarModel, deceleration, resistance=0.0) -> np.
     return np.maximum(model.mass * a - _per_car(model, resistance, "resistance"), 0.0)
 
 
-def braking(model: CarModel, mode: BrakeMode | str, *, fraction=1.0,
-            deceleration=DEFAULT_DECELERATION, resistance=0.0) -> np.ndarray:
+def braking(
+    model: CarModel, mode: BrakeMode | str, *, fraction=1.0, deceleration=DEFAULT_DECELERATION, resistance=0.0
+) -> np.ndarray:
     """Brake force per car in either mode: ``"force"`` → :func:`brake` (``fraction``);
     ``"deceleration"`` → :func:`brake_for_deceleration` at ``fraction × deceleration``
     (``fraction`` 1 is the full ``a_b``; ``fraction`` 0 releases the brake — it does
@@ -460,8 +529,7 @@ def braking(model: CarModel, mode: BrakeMode | str, *, fraction=1.0,
     if mode is BrakeMode.FORCE:
         return brake(model, fraction)
     frac = np.clip(_per_car(model, fraction, "fraction"), 0.0, 1.0)
-    f = brake_for_deceleration(model, frac * _per_car(model, deceleration, "deceleration"),
-                               resistance)
+    f = brake_for_deceleration(model, frac * _per_car(model, deceleration, "deceleration"), resistance)
     return np.where(frac > 0, f, 0.0)
 
 
@@ -486,14 +554,17 @@ class Prepared:
             at_merge = self._a + vm * (self._b + vm * self._c)
             has = np.isfinite(f0)
             self._f0 = np.where(has, f0, 0.0)
-            self._vm = np.where(has, vm, 0.0)     # no blend where there is no F0
+            self._vm = np.where(has, vm, 0.0)  # no blend where there is no F0
             self._slope = np.where(has, (at_merge - self._f0) / vm, 0.0)
 
     def gravity(self, elev_front_bogie: np.ndarray, elev_rear_bogie: np.ndarray) -> np.ndarray:
         # −m·g·sinθ, sinθ = Δy / spacing clipped to [−1, 1] (only a car standing on its
         # end would need the clip).
-        return -self.model.mass * G * np.clip((elev_front_bogie - elev_rear_bogie) / self.model.bogie_spacing,
-                                              -1.0, 1.0)
+        return (
+            -self.model.mass
+            * G
+            * np.clip((elev_front_bogie - elev_rear_bogie) / self.model.bogie_spacing, -1.0, 1.0)
+        )
 
     def davis(self, v: np.ndarray) -> np.ndarray:
         """:func:`running_resistance` (Davis, with the starting resistance if any)."""

@@ -14,14 +14,14 @@ the car ahead is faster), i.e. ``clash_time(slack - gap, v2, v1, a2, a1)``.
 Both functions return :data:`math.inf` for "never". The scalar and the vectorised (numpy)
 versions give the same results element by element.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-__all__ = ["clash_time", "clash_times", "stopping_time", "stopping_times",
-           "LINEAR_EPS", "STOP_EPS"]
+__all__ = ["clash_time", "clash_times", "stopping_time", "stopping_times", "LINEAR_EPS", "STOP_EPS"]
 
 #: |A| (half the relative acceleration, m/s²) and |B| (relative speed, m/s) below which the
 #: article treats the term as zero (``0.000001`` in ClashTime).
@@ -57,13 +57,13 @@ def clash_time(s: float, v1: float, v2: float, a1: float, a2: float) -> float:
         if abs(B) < LINEAR_EPS:
             return math.inf
         t = s / B
-        return t + 0.0 if t >= 0.0 else math.inf     # + 0.0: no -0.0
+        return t + 0.0 if t >= 0.0 else math.inf  # + 0.0: no -0.0
     D = B * B + 4.0 * A * s
     if D < 0.0:
         return math.inf
     q = -0.5 * (B + math.copysign(math.sqrt(D), B))
     t1 = q / A
-    t2 = -s / q if q != 0.0 else t1      # q == 0 only for B == 0 and D == 0, i.e. s == 0
+    t2 = -s / q if q != 0.0 else t1  # q == 0 only for B == 0 and D == 0, i.e. s == 0
     if t1 >= 0.0:
         return (min(t1, t2) if t2 >= 0.0 else t1) + 0.0
     return t2 + 0.0 if t2 >= 0.0 else math.inf
@@ -157,7 +157,7 @@ def stopping_times(friction_acc, other_acc, speed) -> np.ndarray:
     never = (np.abs(a) < STOP_EPS) | (a * V > 0.0)
     stop = V == 0.0
     safe = np.where(never | stop, 1.0, a)
-    t = np.asarray(-V / safe)      # 0-d input: an array, not a scalar
+    t = np.asarray(-V / safe)  # 0-d input: an array, not a scalar
     t[never] = np.inf
     t[stop] = 0.0
     return t

@@ -19,6 +19,7 @@ start of a step and held over it; motion within the step is exact constant-accel
 kinematics between interaction events (first order in the step for speed-dependent
 forces; see the convergence test).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -58,15 +59,36 @@ from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
 from .signalling import ReplaySignals, signals_for, wrap_driver
 from .trackline import TrackLine
 
-TRACE_COLUMNS = ("time", "distance", "speed", "acceleration", "throttle", "brake", "node", "offset",
-                 "tile_x", "tile_z", "x", "y", "z", "grade_permille")
+TRACE_COLUMNS = (
+    "time",
+    "distance",
+    "speed",
+    "acceleration",
+    "throttle",
+    "brake",
+    "node",
+    "offset",
+    "tile_x",
+    "tile_z",
+    "x",
+    "y",
+    "z",
+    "grade_permille",
+)
 CAR_COLUMNS = ("time", "car", "front", "speed", "gap", "force")
 
 #: The units of the numbers in events.json (written with the events).
-EVENT_UNITS = {"time": "s", "relative_speed": "m/s", "impulse": "N·s", "energy_lost": "J",
-               "distance": "m", "speed": "m/s", "closing_speed": "m/s",
-               "location.x/y/z": "m in the tile (y: height)",
-               "cars": "[train, car index from the front]"}
+EVENT_UNITS = {
+    "time": "s",
+    "relative_speed": "m/s",
+    "impulse": "N·s",
+    "energy_lost": "J",
+    "distance": "m",
+    "speed": "m/s",
+    "closing_speed": "m/s",
+    "location.x/y/z": "m in the tile (y: height)",
+    "cars": "[train, car index from the front]",
+}
 
 
 class ReplayError(TdbToolsError):
@@ -80,12 +102,12 @@ class _Train:
     model: forces.CarModel
     line: TrackLine
     line_id: int
-    cars: slice                      # this train's rows in the engine arrays
+    cars: slice  # this train's rows in the engine arrays
     driver: Callable[[DriveState], Controls]
     bogies: BogieSet
     front0: float
     length: float
-    end_s: float | None              # where the path ends on the line (auto driver stops there)
+    end_s: float | None  # where the path ends on the line (auto driver stops there)
     controls: Controls = field(default_factory=Controls)
     car_rows: list = field(default_factory=list)
     traction_j: float = 0.0
@@ -96,8 +118,8 @@ class _Train:
     stopped_for: float = 0.0
     warnings: list = field(default_factory=list)
     category: str = "passenger"
-    waits: list = field(default_factory=list)      # (line distance, seconds): waiting points
-    allowance: dict | None = None                  # what the running-time allowance did
+    waits: list = field(default_factory=list)  # (line distance, seconds): waiting points
+    allowance: dict | None = None  # what the running-time allowance did
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -108,8 +130,8 @@ class _ConsistStock:
     stocks: tuple[Stock, ...]
     flipped: tuple[bool, ...]
     model: forces.CarModel
-    slack: np.ndarray                # coupler free play per car (m)
-    warnings: tuple[str, ...]        # stand-in substitutions
+    slack: np.ndarray  # coupler free play per car (m)
+    warnings: tuple[str, ...]  # stand-in substitutions
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -117,7 +139,7 @@ class _Placement:
     """A train placed on its engine line, before the engine's arrays are built."""
 
     line_id: int
-    front0: float                    # line distance of its front at the start
+    front0: float  # line distance of its front at the start
     spec: TrainSpec
     stock: _ConsistStock
     line: TrackLine
@@ -129,12 +151,12 @@ class _TraceRow:
     """One trace instant of every train (arrays indexed by train)."""
 
     time: float
-    distance: np.ndarray        # front's distance from its start
+    distance: np.ndarray  # front's distance from its start
     speed: np.ndarray
-    acceleration: np.ndarray    # mean since the previous row
+    acceleration: np.ndarray  # mean since the previous row
     throttle: np.ndarray
     brake: np.ndarray
-    s_front: np.ndarray         # front's line distance, clipped onto the line
+    s_front: np.ndarray  # front's line distance, clipped onto the line
 
     PER_TRAIN = ("distance", "speed", "acceleration", "throttle", "brake", "s_front")
 
@@ -186,8 +208,12 @@ def _csv(cols: dict[str, np.ndarray], order: tuple[str, ...]) -> str:
     lines = [",".join(keys)]
     arrays = [cols[k] for k in keys]
     for row in zip(*arrays):
-        lines.append(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in
-                              (x.item() if hasattr(x, "item") else x for x in row)))
+        lines.append(
+            ",".join(
+                f"{v:.6g}" if isinstance(v, float) else str(v)
+                for v in (x.item() if hasattr(x, "item") else x for x in row)
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -200,8 +226,11 @@ def _consist(spec: TrainSpec, route: Route, scenario_dir: Path) -> Consist:
     folders = (scenario_dir, root / "TRAINS" / "CONSISTS", Path(route.folder) / "CONSISTS", root)
     found = resolve_file(spec.consist, *folders, suffix=".con")
     if found is None:
-        raise ReplayError(f"train {spec.name!r}: consist {str(spec.consist)!r} not found (looked in "
-                          + ", ".join(map(str, folders[:3])) + ")")
+        raise ReplayError(
+            f"train {spec.name!r}: consist {str(spec.consist)!r} not found (looked in "
+            + ", ".join(map(str, folders[:3]))
+            + ")"
+        )
     return read_consist(found)
 
 
@@ -214,18 +243,22 @@ def _stock_root(consist: Consist, route: Route) -> Path:
     return Path(route.install_root)
 
 
-def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) -> tuple[TrackLine, float | None, tuple]:
+def _line_for(
+    spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict
+) -> tuple[TrackLine, float | None, tuple]:
     if spec.path is not None:
-        pat = resolve_file(spec.path, scenario_dir, Path(route.folder) / "PATHS", Path(route.folder),
-                           suffix=".pat")
+        pat = resolve_file(
+            spec.path, scenario_dir, Path(route.folder) / "PATHS", Path(route.folder), suffix=".pat"
+        )
         if pat is None:
             raise ReplayError(f"train {spec.name!r}: path {str(spec.path)!r} not found")
         key = ("path", str(pat), spec.beyond_path)
         if key not in cache:
             res = resolve_path(route, pat)
             if not res.ok:
-                raise ReplayError(f"train {spec.name!r}: path {pat.name} does not resolve: "
-                                  + "; ".join(res.problems))
+                raise ReplayError(
+                    f"train {spec.name!r}: path {pat.name} does not resolve: " + "; ".join(res.problems)
+                )
             line = TrackLine.from_path(route, res, extend=spec.beyond_path + 2000.0)
             end = float(line.path_length) + spec.beyond_path
             cache[key] = (line, min(end, line.length) if line.ends_at_track_end else end)
@@ -234,8 +267,9 @@ def _line_for(spec: TrainSpec, route: Route, scenario_dir: Path, cache: dict) ->
         return line, end, key
     st = spec.start
     assert st is not None
-    line = TrackLine.from_point(route, st.tile_x, st.tile_z, st.x, st.z, backward=st.backward,
-                                length=spec.distance)
+    line = TrackLine.from_point(
+        route, st.tile_x, st.tile_z, st.x, st.z, backward=st.backward, length=spec.distance
+    )
     return line, None, ("point", id(line))
 
 
@@ -270,11 +304,14 @@ def path_waits(pat: Path, res, line: TrackLine) -> list[tuple[float, float]]:  #
     return [(a, w) for a, w in out if a <= line.path_length + 1e-6]
 
 
-def _driver(spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces.CarModel,
-            category: str = "passenger"):
+def _driver(
+    spec: TrainSpec, line: TrackLine, end_s: float | None, model: forces.CarModel, category: str = "passenger"
+):
     if spec.driver == "schedule":
         return ScheduleDriver(spec.schedule, spec.schedule_by)
-    vmax = np.nanmin(np.where(model.is_engine, model.max_velocity, np.nan)) if model.is_engine.any() else np.nan
+    vmax = (
+        np.nanmin(np.where(model.is_engine, model.max_velocity, np.nan)) if model.is_engine.any() else np.nan
+    )
     cap = spec.max_speed if spec.max_speed is not None else None
     if np.isfinite(vmax):
         cap = min(cap, float(vmax)) if cap is not None else float(vmax)
@@ -301,7 +338,7 @@ def _build_up(t: _Train) -> float:
 def _setup_driver(t: _Train, rep: Replay) -> None:
     """Tell the automatic driver what the replay knows: the train length, the braking it
     can count on in force mode, waiting points, the allowance."""
-    d = getattr(t.driver, "inner", t.driver)   # signalled or held trains wrap it
+    d = getattr(t.driver, "inner", t.driver)  # signalled or held trains wrap it
     if not isinstance(d, AutoDriver):
         return
     d.train_length = t.length
@@ -314,16 +351,23 @@ def _setup_driver(t: _Train, rep: Replay) -> None:
         d.brake_delay = 0.5 * _build_up(t)
         d.brake_level = level
     for s_at, wait in t.waits:
-        if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:   # not behind the front at the start
+        if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:  # not behind the front at the start
             d.stops.append(Stop(s_at, wait, "waiting point"))
     d.stops.sort(key=lambda p: p.s)
     if t.spec.allowance or t.spec.allowance_min_per_100km:
         from .runtime import fit_allowance
 
         spec = t.spec
-        figures, warns = fit_allowance(d, t.model, t.line, t.front0, adhesion=rep._adhesion,
-                                       percent=spec.allowance, min_per_100km=spec.allowance_min_per_100km,
-                                       mode=spec.allowance_mode)
+        figures, warns = fit_allowance(
+            d,
+            t.model,
+            t.line,
+            t.front0,
+            adhesion=rep._adhesion,
+            percent=spec.allowance,
+            min_per_100km=spec.allowance_min_per_100km,
+            mode=spec.allowance_mode,
+        )
         t.warnings.extend(warns)
         if figures is not None:
             t.allowance = figures
@@ -366,9 +410,16 @@ class _Lines:
 class Replay:
     """A running replay; :func:`replay` runs one to the end."""
 
-    def __init__(self, scenario: Scenario, *, route: Route | None = None, cars_trace: bool = False,
-                 trace_every: float | None = None, signals: object = None,
-                 lines: dict[str, TrackLine] | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        route: Route | None = None,
+        cars_trace: bool = False,
+        trace_every: float | None = None,
+        signals: object = None,
+        lines: dict[str, TrackLine] | None = None,
+    ) -> None:
         """``lines``: a prepared line per train name (e.g. :meth:`TrackLine.synthetic`),
         used instead of the train's path or start point; the auto driver stops at its
         end when it ends at a track end."""
@@ -377,7 +428,11 @@ class Replay:
         self.cars_trace = cars_trace
         self.trace_every = trace_every if trace_every is not None else scenario.step
         self.diags = Diagnostics(strict=False)
-        sdir = Path(scenario.source).parent if scenario.source and not scenario.source.startswith("<") else Path(".")
+        sdir = (
+            Path(scenario.source).parent
+            if scenario.source and not scenario.source.startswith("<")
+            else Path(".")
+        )
         self.switches = Switches(self.route)
         self.events: list[ReplayEvent] = []
         # The route's signals (None: the route's own if it has any; False: none).
@@ -388,7 +443,7 @@ class Replay:
         # Trains of one scenario mostly share consists: each consist file is read, its
         # stock resolved and its car model built once (the models are read-only).
         consists: dict[tuple[str, bool], _ConsistStock] = {}
-        line_ids: dict = {}         # trains on the same line object share an engine line
+        line_ids: dict = {}  # trains on the same line object share an engine line
         placed: list[_Placement] = []
         for spec in scenario.trains:
             stand_in = spec.stand_in if spec.stand_in is not None else scenario.stand_in
@@ -407,17 +462,21 @@ class Replay:
             length = float(stock.model.length.sum())
             front0 = spec.start_offset + length
             if front0 > line.length + 1e-6:
-                raise ReplayError(f"train {spec.name!r} ({length:.1f} m) does not fit on its line "
-                                  f"({line.length:.1f} m) from {spec.start_offset:.1f} m")
+                raise ReplayError(
+                    f"train {spec.name!r} ({length:.1f} m) does not fit on its line "
+                    f"({line.length:.1f} m) from {spec.start_offset:.1f} m"
+                )
             if end_s is not None and front0 > end_s + 1e-6:
                 # The stopping point would lie behind the train's front: it would "arrive" at once.
                 path_len = end_s - spec.beyond_path
                 raise ReplayError(
                     f"train {spec.name!r} is {length:.1f} m long but its path ends {path_len - spec.start_offset:.1f} m "
                     f"from where it starts (beyond_path {spec.beyond_path:g} m): it cannot run. Give "
-                    f"beyond_path (--beyond-path) of at least {front0 - path_len:.0f} m, or a longer path")
-            placed.append(_Placement(line_ids.setdefault(ekey, len(line_ids)), front0, spec, stock,
-                                     line, end_s))
+                    f"beyond_path (--beyond-path) of at least {front0 - path_len:.0f} m, or a longer path"
+                )
+            placed.append(
+                _Placement(line_ids.setdefault(ekey, len(line_ids)), front0, spec, stock, line, end_s)
+            )
         # the cars of a line front (largest distance) to back
         placed.sort(key=lambda p: (p.line_id, -p.front0))
         self.trains: list[_Train] = []
@@ -443,35 +502,62 @@ class Replay:
             sl = slice(start, start + n)
             start += n
             category = train_category(spec, st.stocks)
-            drv = wrap_driver(_driver(spec, line, p.end_s, model, category), spec.depart,
-                              self.signal_set is not None)
-            t = _Train(spec, st.consist, model, line, p.line_id, sl, drv,
-                       BogieSet.from_model(spec.name, line, fronts, model), float(fronts[0]),
-                       float(model.length.sum()), p.end_s, warnings=list(st.warnings), category=category,
-                       waits=waits_by_name.get(spec.name, []))
+            drv = wrap_driver(
+                _driver(spec, line, p.end_s, model, category), spec.depart, self.signal_set is not None
+            )
+            t = _Train(
+                spec,
+                st.consist,
+                model,
+                line,
+                p.line_id,
+                sl,
+                drv,
+                BogieSet.from_model(spec.name, line, fronts, model),
+                float(fronts[0]),
+                float(model.length.sum()),
+                p.end_s,
+                warnings=list(st.warnings),
+                category=category,
+                waits=waits_by_name.get(spec.name, []),
+            )
             self.trains.append(t)
         self.model = forces.CarModel.concat([t.model for t in self.trains])
         # The engine moves inertial masses ρ·m (rotating parts included); gravity and
         # the resistances use the mass itself (docs/running-time.md §5).
         self._inertial = self.model.inertial_mass
-        self.bodies = Bodies(self._inertial, np.concatenate(lengths), np.concatenate(car_line),
-                             np.concatenate(coupled), np.concatenate(slack))
+        self.bodies = Bodies(
+            self._inertial,
+            np.concatenate(lengths),
+            np.concatenate(car_line),
+            np.concatenate(coupled),
+            np.concatenate(slack),
+        )
         self.engine = Engine(self.bodies, np.concatenate(x), np.concatenate(v))
         self._forces = forces.Prepared(self.model)
         self._adhesion = None if scenario.adhesion == "off" else scenario.adhesion
-        self._adhesive_g = (self.model.adhesive_mass if self.model.adhesive_mass is not None
-                            else np.zeros(len(self.model.mass))) * forces.G
+        self._adhesive_g = (
+            self.model.adhesive_mass
+            if self.model.adhesive_mass is not None
+            else np.zeros(len(self.model.mass))
+        ) * forces.G
         T = len(self.trains)
         self.train_inertia = np.array([float(t.model.inertial_mass.sum()) for t in self.trains])
         self.train_maxbrake = np.array([max(float(t.model.max_brake.sum()), 1.0) for t in self.trains])
-        self.train_vmax = np.array([float(np.nanmin(np.where(t.model.is_engine, t.model.max_velocity, np.nan)))
-                                    if (t.model.is_engine & np.isfinite(t.model.max_velocity)).any() else np.nan
-                                    for t in self.trains])
+        self.train_vmax = np.array(
+            [
+                float(np.nanmin(np.where(t.model.is_engine, t.model.max_velocity, np.nan)))
+                if (t.model.is_engine & np.isfinite(t.model.max_velocity)).any()
+                else np.nan
+                for t in self.trains
+            ]
+        )
         self.train_decel_mode = np.array([t.spec.brake_mode == "deceleration" for t in self.trains])
         self._any_decel_mode = bool(self.train_decel_mode.any())
         self._engines = np.flatnonzero(self.model.is_engine)
-        self._adhesive_g_eng = self._adhesive_g[self._engines] * (1.0 if self._adhesion != "wet"
-                                                                  else forces.WET_RAIL_FACTOR)
+        self._adhesive_g_eng = self._adhesive_g[self._engines] * (
+            1.0 if self._adhesion != "wet" else forces.WET_RAIL_FACTOR
+        )
         self.train_build = np.array([max(_build_up(t), 1e-6) for t in self.trains])
         self.train_release = np.array([max(_build_up(t) * RELEASE_OVER_BUILD_UP, 1e-6) for t in self.trains])
         self.brake_applied = np.zeros(T)
@@ -501,7 +587,7 @@ class Replay:
         self._train_line_len = np.array([t.line.length for t in self.trains], dtype=np.float64)
         self._train_front0 = np.array([t.front0 for t in self.trains], dtype=np.float64)
         self._trace_rows: list[_TraceRow] = []
-        self._running = list(range(len(self.trains)))    # trains not done yet, in order
+        self._running = list(range(len(self.trains)))  # trains not done yet, in order
         self._len3 = np.tile(self.car_line_len, 3)
         self._base3 = np.tile(self.car_base, 3)
         self._front_bogie = (self.model.length - self.model.bogie_spacing) / 2.0
@@ -534,25 +620,31 @@ class Replay:
 
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                stocks = resolve_stock(consist, _stock_root(consist, self.route), stand_in=stand_in,
-                                       diagnostics=self.diags)
+                stocks = resolve_stock(
+                    consist, _stock_root(consist, self.route), stand_in=stand_in, diagnostics=self.diags
+                )
         except RouteError as exc:
-            raise ReplayError(f"train {spec.name!r}: {exc}\n(use --stand-in, or stand_in = true in the "
-                              "scenario, to run with generic stock of the same kind)") from None
+            raise ReplayError(
+                f"train {spec.name!r}: {exc}\n(use --stand-in, or stand_in = true in the "
+                "scenario, to run with generic stock of the same kind)"
+            ) from None
         flipped = [c.flipped for c in consist.cars]
-        model = forces.CarModel.from_stock(stocks, flipped, trailing_loco_factor=True,
-                                           rotating_mass=self.scenario.rotating_mass)
+        model = forces.CarModel.from_stock(
+            stocks, flipped, trailing_loco_factor=True, rotating_mass=self.scenario.rotating_mass
+        )
         if consist.max_velocity:
             # The consist's MaxVelocity is a hard limit: no engine pulls beyond it.
-            cap = np.where(model.is_engine, np.fmin(model.max_velocity, consist.max_velocity),
-                           model.max_velocity)
+            cap = np.where(
+                model.is_engine, np.fmin(model.max_velocity, consist.max_velocity), model.max_velocity
+            )
             model = dataclasses.replace(model, max_velocity=cap)
         # Coupler free play between buffers touching and coupler taut. Open Rails lets
         # a simple coupler's slack run from -slack2 to +slack2 (docs/formats.md §10.3, docs/physics.md §4), so the
         # whole play is 2·slack2 of the coupler each car uses.
         slack = np.array([2.0 * st.coupler(f).slack2 for st, f in zip(stocks, flipped)], dtype=np.float64)
-        return _ConsistStock(consist, tuple(stocks), tuple(flipped), model, slack,
-                             tuple(str(w.message) for w in caught))
+        return _ConsistStock(
+            consist, tuple(stocks), tuple(flipped), model, slack, tuple(str(w.message) for w in caught)
+        )
 
     # -- the loop ---------------------------------------------------------------------------
     def _event(self, e: ReplayEvent) -> None:
@@ -589,7 +681,7 @@ class Replay:
             else:
                 c = t.driver(DriveState(now, fronts[k] - t.front0, speeds[k], fronts[k], rears[k], dt))
                 evs = getattr(getattr(t.driver, "inner", t.driver), "events", None)
-                if evs:   # waiting points: arrived and waiting, departed
+                if evs:  # waiting points: arrived and waiting, departed
                     for e in evs:
                         self._event(driver_event(e, t.spec.name))
                     evs.clear()
@@ -602,10 +694,11 @@ class Replay:
         g = self._g3(fb, fb - m.bogie_spacing, x - self._half_length)
         y = lines.elevation(g[: 2 * n])
         yf, yr = y[:n], y[n:]
-        curv = lines.curvature(g[2 * n:])
+        curv = lines.curvature(g[2 * n :])
         pre = self._forces
-        trac, brk, self._scale, _frac = self._traction_and_brakes(ctrl, x, v, speeds, pre.gravity(yf, yr),
-                                                                  pre.davis(v), pre.curve(curv), dt)
+        trac, brk, self._scale, _frac = self._traction_and_brakes(
+            ctrl, x, v, speeds, pre.gravity(yf, yr), pre.davis(v), pre.curve(curv), dt
+        )
         grav, dav, crv = self._last_forces
         x0 = x.copy()
         evs = eng.step(dt, trac + grav, dav + crv + brk)
@@ -634,8 +727,13 @@ class Replay:
                 t = self.trains[k]
                 if not t.derailed and t.done_at is None:
                     t.done_at = self.time
-                    self._event(EndOfLine(time=self.time, train=t.spec.name,
-                                          message=f"reached the end of the {t.line.length:.0f} m of track built for it"))
+                    self._event(
+                        EndOfLine(
+                            time=self.time,
+                            train=t.spec.name,
+                            message=f"reached the end of the {t.line.length:.0f} m of track built for it",
+                        )
+                    )
         if self.signals is not None:
             self.signals.update(self.time, x1[starts].tolist(), v1[starts].tolist())
         if self._running:
@@ -653,8 +751,17 @@ class Replay:
             self._next_trace += self.trace_every
             self._trace(trac, brk)
 
-    def _traction_and_brakes(self, ctrl: list[Controls], x: np.ndarray, v: np.ndarray, speeds: list,
-                             grav: np.ndarray, dav: np.ndarray, crv: np.ndarray, dt: float):
+    def _traction_and_brakes(
+        self,
+        ctrl: list[Controls],
+        x: np.ndarray,
+        v: np.ndarray,
+        speeds: list,
+        grav: np.ndarray,
+        dav: np.ndarray,
+        crv: np.ndarray,
+        dt: float,
+    ):
         """Per-car traction and brake forces from the drivers' controls
         (docs/running-time.md §2–§7): the automatic driver's speed target becomes the
         traction fraction that reaches it by the end of the step (at most full power);
@@ -706,7 +813,7 @@ class Replay:
                     if decel_car is None:
                         decel_car = [0.0] * len(ctrl)
                     decel_car[k] = a_b
-                    b_force = max(M[k] * a_b + fwd * other, 0.0)   # what the hourly brake adds
+                    b_force = max(M[k] * a_b + fwd * other, 0.0)  # what the hourly brake adds
             else:
                 if c.emergency:
                     demand = emergency_factor
@@ -731,7 +838,10 @@ class Replay:
         applied = self.brake_applied
         sc = np.array(scale)
         trac = trac0 * (sc / np.where(thr_a > 0, thr_a, 1.0))[ct]
-        brk = m.max_brake * (applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied))[ct]
+        brk = (
+            m.max_brake
+            * (applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied))[ct]
+        )
         if any_decel:
             opp = forces.opposing_resistance(v, dav, crv, grav)
             dc = np.array(decel_car)[ct]
@@ -744,7 +854,7 @@ class Replay:
         self.switches.set(junction, route)
         sig = getattr(self, "signals", None)
         if sig is not None:
-            sig.ilk.set_switch(junction, route)   # the interlocking walks the switches as set
+            sig.ilk.set_switch(junction, route)  # the interlocking walks the switches as set
         self._event(SwitchThrow(time=self.time, junction=junction, route=route))
         for ev in throw_switch([t.bogies for t in self.trains], junction, route, self.time):
             self._safety(ev)
@@ -755,8 +865,11 @@ class Replay:
         drv = getattr(t.driver, "inner", t.driver)
         if isinstance(drv, AutoDriver) and drv.finished:
             t.done_at = self.time
-            self._event(Arrived(time=self.time, train=t.spec.name,
-                                distance=float(self.engine.x[t.cars][0] - t.front0)))
+            self._event(
+                Arrived(
+                    time=self.time, train=t.spec.name, distance=float(self.engine.x[t.cars][0] - t.front0)
+                )
+            )
             return
         if t.derailed:
             if speed < 1e-3:
@@ -777,8 +890,11 @@ class Replay:
         # A slack closing at a walking pace (brakes or traction changing by a few per cent
         # per step) is a contact change, not a snatch or an impact; their number would
         # only follow the step (docs/running-time.md §7).
-        evs = [e for e in evs
-               if not (e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED)]
+        evs = [
+            e
+            for e in evs
+            if not (e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED)
+        ]
         # the events are frozen: their locations are looked up first, then they are made
         pending: dict[int, list[tuple[int, int]]] = {}
         for i, e in enumerate(evs):
@@ -798,25 +914,45 @@ class Replay:
             tx, tz, lx, lz = (a.tolist() for a in normalize_tile(0, 0, X, Z))
             y = line.elevation(s).tolist()
             for j, (i, _car) in enumerate(items):
-                where[i] = EventLocation(node=int(node[j]), tile_x=int(tx[j]), tile_z=int(tz[j]),
-                                         x=float(lx[j]), y=float(y[j]), z=float(lz[j]))
+                where[i] = EventLocation(
+                    node=int(node[j]),
+                    tile_x=int(tx[j]),
+                    tile_z=int(tz[j]),
+                    x=float(lx[j]),
+                    y=float(y[j]),
+                    z=float(lz[j]),
+                )
         for i, e in enumerate(evs):
             names = []
             for c in (int(c) for c in e.cars):
                 t = self.trains[int(self.car_train[c])]
                 names.append((t.spec.name, c - t.cars.start))
-            self._event(CAR_EVENTS[e.kind](time=float(e.time), cars=tuple(names),
-                                           relative_speed=float(e.relative_speed), impulse=float(e.impulse),
-                                           energy_lost=float(e.energy_lost), location=where.get(i)))
+            self._event(
+                CAR_EVENTS[e.kind](
+                    time=float(e.time),
+                    cars=tuple(names),
+                    relative_speed=float(e.relative_speed),
+                    impulse=float(e.impulse),
+                    energy_lost=float(e.energy_lost),
+                    location=where.get(i),
+                )
+            )
 
     def _safety(self, ev: SafetyEvent) -> None:
         loc = ev.location
-        self._event(SAFETY_EVENTS[ev.kind](
-            time=float(ev.time), train=str(ev.train), cars=tuple(ev.cars), node=int(ev.node), message=ev.cause,
-            location=EventLocation(tile_x=loc.tile_x, tile_z=loc.tile_z, x=loc.x, y=loc.y, z=loc.z),
-            other_train=str(ev.other_train) if ev.other_train is not None else None,
-            other_cars=tuple(ev.other_cars) if ev.other_train is not None else None,
-            closing_speed=float(ev.closing_speed) if ev.closing_speed is not None else None))
+        self._event(
+            SAFETY_EVENTS[ev.kind](
+                time=float(ev.time),
+                train=str(ev.train),
+                cars=tuple(ev.cars),
+                node=int(ev.node),
+                message=ev.cause,
+                location=EventLocation(tile_x=loc.tile_x, tile_z=loc.tile_z, x=loc.x, y=loc.y, z=loc.z),
+                other_train=str(ev.other_train) if ev.other_train is not None else None,
+                other_cars=tuple(ev.other_cars) if ev.other_train is not None else None,
+                closing_speed=float(ev.closing_speed) if ev.closing_speed is not None else None,
+            )
+        )
         if ev.kind == "derailment":
             for t in self.trains:
                 if t.spec.name == ev.train:
@@ -853,8 +989,12 @@ class Replay:
         np.maximum.at(hi_x, owner, X)
         np.minimum.at(lo_z, owner, Z)
         np.maximum.at(hi_z, owner, Z)
-        close = ((lo_x[:, None] - pad <= hi_x[None, :]) & (lo_x[None, :] - pad <= hi_x[:, None])
-                 & (lo_z[:, None] - pad <= hi_z[None, :]) & (lo_z[None, :] - pad <= hi_z[:, None]))
+        close = (
+            (lo_x[:, None] - pad <= hi_x[None, :])
+            & (lo_x[None, :] - pad <= hi_x[:, None])
+            & (lo_z[:, None] - pad <= hi_z[None, :])
+            & (lo_z[None, :] - pad <= hi_z[:, None])
+        )
         np.fill_diagonal(close, False)
         active = self.on_track()
         if active is not None:  # trains not (or no longer) on the track meet nothing
@@ -864,7 +1004,9 @@ class Replay:
         for k, t in enumerate(self.trains):
             if k in near_set:
                 sl = t.cars
-                self.occupancy.update(TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl]))
+                self.occupancy.update(
+                    TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl])
+                )
             else:
                 self.occupancy.remove(t.spec.name)
         if len(near) < 2:
@@ -886,15 +1028,19 @@ class Replay:
         # what the traction and the brakes gave: a fraction of full traction and of the
         # train's brake force
         throttle = np.array(self._scale, dtype=np.float64)
-        brake = np.minimum(np.add.reduceat(brk, starts) / self.train_maxbrake, 1.0) if len(brk) else \
-            np.zeros(len(starts))
+        brake = (
+            np.minimum(np.add.reduceat(brk, starts) / self.train_maxbrake, 1.0)
+            if len(brk)
+            else np.zeros(len(starts))
+        )
         prev = self._trace_rows[-1] if self._trace_rows else None
         if prev is not None and self.time > prev.time:
             acc = (speed - prev.speed) / (self.time - prev.time)
         else:
             acc = np.zeros(len(starts))
-        self._trace_rows.append(_TraceRow(self.time, xf - self._train_front0, speed, acc, throttle,
-                                          brake, s_front))
+        self._trace_rows.append(
+            _TraceRow(self.time, xf - self._train_front0, speed, acc, throttle, brake, s_front)
+        )
         if self.cars_trace:
             # gap[i] is the joint behind car i (n − 1 of them): the last car of a
             # train has none towards the next train.
@@ -904,8 +1050,16 @@ class Replay:
                 gaps = gap_all[sl].copy()
                 gaps[-1] = np.nan
                 for i in range(sl.stop - sl.start):
-                    t.car_rows.append((self.time, i, float(x[sl][i]), float(v[sl][i]), float(gaps[i]),
-                                       float(trac[sl][i] - brk[sl][i])))
+                    t.car_rows.append(
+                        (
+                            self.time,
+                            i,
+                            float(x[sl][i]),
+                            float(v[sl][i]),
+                            float(gaps[i]),
+                            float(trac[sl][i] - brk[sl][i]),
+                        )
+                    )
 
     def _columns(self) -> dict[str, dict[str, np.ndarray]]:
         """The trace columns of every train (TRACE_COLUMNS) from the recorded rows."""
@@ -918,15 +1072,21 @@ class Replay:
         for k, t in enumerate(self.trains):
             at = t.line.at(stack["s_front"][:, k])
             out[t.spec.name] = {
-                "time": times, "distance": stack["distance"][:, k], "speed": stack["speed"][:, k],
-                "acceleration": stack["acceleration"][:, k], "throttle": stack["throttle"][:, k],
-                "brake": stack["brake"][:, k], "node": np.asarray(at["node"], dtype=np.int64),
+                "time": times,
+                "distance": stack["distance"][:, k],
+                "speed": stack["speed"][:, k],
+                "acceleration": stack["acceleration"][:, k],
+                "throttle": stack["throttle"][:, k],
+                "brake": stack["brake"][:, k],
+                "node": np.asarray(at["node"], dtype=np.int64),
                 "offset": np.asarray(at["offset"], dtype=np.float64),
                 "tile_x": np.asarray(at["tile_x"], dtype=np.int64),
                 "tile_z": np.asarray(at["tile_z"], dtype=np.int64),
-                "x": np.asarray(at["x"], dtype=np.float64), "y": np.asarray(at["y"], dtype=np.float64),
+                "x": np.asarray(at["x"], dtype=np.float64),
+                "y": np.asarray(at["y"], dtype=np.float64),
                 "z": np.asarray(at["z"], dtype=np.float64),
-                "grade_permille": 1000.0 * np.asarray(at["grade"], dtype=np.float64)}
+                "grade_permille": 1000.0 * np.asarray(at["grade"], dtype=np.float64),
+            }
         return out
 
     def finished(self) -> bool:
@@ -949,9 +1109,13 @@ class Replay:
     def _result(self, wall: float) -> ReplayResult:
         cars: dict[str, dict[str, np.ndarray]] = {}
         trains_summary: dict[str, dict] = {}
-        summary: dict = {"scenario": self.scenario.source, "route": self.route.name,
-                         "simulated_seconds": round(self.time, 6),
-                         "wall_seconds": round(wall, 3), "trains": trains_summary}
+        summary: dict = {
+            "scenario": self.scenario.source,
+            "route": self.route.name,
+            "simulated_seconds": round(self.time, 6),
+            "wall_seconds": round(wall, 3),
+            "trains": trains_summary,
+        }
         summary["realtime_factor"] = round(self.time / wall, 1) if wall > 0 else None
         traces = self._columns()
         # every event's kind under each train it names (one pass over the events)
@@ -976,10 +1140,14 @@ class Replay:
                 cars[t.spec.name] = {k: np.array(c) for k, c in zip(CAR_COLUMNS, cc)}
             kinds = kinds_of.get(t.spec.name, [])
             summary["trains"][t.spec.name] = {
-                "consist": t.consist.name, "cars": t.cars.stop - t.cars.start, "category": t.category,
-                "mass_t": round(float(t.model.mass.sum()) / 1000.0, 3), "length_m": round(t.length, 3),
+                "consist": t.consist.name,
+                "cars": t.cars.stop - t.cars.start,
+                "category": t.category,
+                "mass_t": round(float(t.model.mass.sum()) / 1000.0, 3),
+                "length_m": round(t.length, 3),
                 "running_time_s": round(t.done_at if t.done_at is not None else self.time, 3),
-                "finished": t.done_at is not None, "derailed": t.derailed,
+                "finished": t.done_at is not None,
+                "derailed": t.derailed,
                 "distance_m": round(float(self.engine.x[t.cars][0] - t.front0), 3),
                 "max_speed_kmh": round(t.max_speed * 3.6, 3),
                 "traction_energy_kwh": round(t.traction_j / 3.6e6, 4),
@@ -991,8 +1159,14 @@ class Replay:
         return ReplayResult(self.scenario.source, traces, cars, tuple(self.events), summary, wall)
 
 
-def replay(scenario: Scenario | str | Path, *, route: Route | None = None, cars_trace: bool = False,
-           progress: Callable[[float], None] | None = None, signals: object = None) -> ReplayResult:
+def replay(
+    scenario: Scenario | str | Path,
+    *,
+    route: Route | None = None,
+    cars_trace: bool = False,
+    progress: Callable[[float], None] | None = None,
+    signals: object = None,
+) -> ReplayResult:
     """Run a scenario (a :class:`Scenario` or a TOML file) to its end; ``signals``: None
     uses the route's signals when it has them, False runs without (docs/signals.md §5)."""
     sc = scenario if isinstance(scenario, Scenario) else read_scenario(scenario)

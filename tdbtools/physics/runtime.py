@@ -12,6 +12,7 @@ The factor (or the coasting time) that meets the allowance is found by bisection
 quick single-mass run of the same driver over the same line (:func:`plan`), with the
 train's summed forces and a 0.5 s step.
 """
+
 from __future__ import annotations
 
 import copy
@@ -41,8 +42,16 @@ class PlanResult:
         self.finished = finished
 
 
-def plan(driver: AutoDriver, model: forces.CarModel, line, front0: float, *,  # noqa: ANN001
-         adhesion: str | None = "dry", dt: float = PLAN_STEP, limit_s: float = 36000.0) -> PlanResult:
+def plan(
+    driver: AutoDriver,
+    model: forces.CarModel,
+    line,
+    front0: float,
+    *,  # noqa: ANN001
+    adhesion: str | None = "dry",
+    dt: float = PLAN_STEP,
+    limit_s: float = 36000.0,
+) -> PlanResult:
     """Run a copy of ``driver`` on ``line`` with the train as one mass (front starting
     at ``front0``, standing); returns the time to the driver's final stop."""
     d = copy.deepcopy(driver)
@@ -50,8 +59,11 @@ def plan(driver: AutoDriver, model: forces.CarModel, line, front0: float, *,  # 
     mass = float(model.mass.sum())
     length = float(model.length.sum())
     maxbrake = max(float(model.max_brake.sum()), 1.0)
-    vmax = (float(np.nanmin(np.where(model.is_engine, model.max_velocity, np.nan)))
-            if (model.is_engine & np.isfinite(model.max_velocity)).any() else math.nan)
+    vmax = (
+        float(np.nanmin(np.where(model.is_engine, model.max_velocity, np.nan)))
+        if (model.is_engine & np.isfinite(model.max_velocity)).any()
+        else math.nan
+    )
     adh = (model.adhesive_mass if model.adhesive_mass is not None else np.zeros(len(model))) * forces.G
     s, v, t, work = front0, 0.0, 0.0, 0.0
     while t < limit_s:
@@ -61,7 +73,9 @@ def plan(driver: AutoDriver, model: forces.CarModel, line, front0: float, *,  # 
         mid = min(max(s - 0.5 * length, 0.0), line.length)
         grade = float(line.grade_at(np.array([mid]))[0])
         curv = float(line.curvature_at(np.array([mid]))[0])
-        res = float(forces.running_resistance(model, v).sum()) + mass * forces.G * forces.OSRD_CURVE_FACTOR * abs(curv)
+        res = float(
+            forces.running_resistance(model, v).sum()
+        ) + mass * forces.G * forces.OSRD_CURVE_FACTOR * abs(curv)
         other = -mass * forces.G * math.sin(math.atan(grade)) - (res if v > 0 else 0.0)
         F = 0.0
         if c.speed_target is not None:
@@ -72,7 +86,7 @@ def plan(driver: AutoDriver, model: forces.CarModel, line, front0: float, *,  # 
             q = min(max((M * (c.speed_target - v) / dt - other) / Ff, 0.0), 1.0) if Ff > 0 else 0.0
             F = Ff * q * forces.taper_factor(Ff * q, other, M, v, vmax, dt)
             if q == 0.0 and other - M * (c.speed_target - v) / dt > 0:
-                F = -min(other - M * (c.speed_target - v) / dt, maxbrake)   # hold on a falling grade
+                F = -min(other - M * (c.speed_target - v) / dt, maxbrake)  # hold on a falling grade
         elif c.deceleration > 0:
             F = -max(M * c.deceleration + other, 0.0)
         elif c.brake > 0:
@@ -95,8 +109,17 @@ def allowance_target(minimum_s: float, distance_m: float, percent: float, min_pe
     return minimum_s * (1.0 + percent / 100.0) + min_per_100km * 60.0 * distance_m / 100_000.0
 
 
-def fit_allowance(d: AutoDriver, model: forces.CarModel, line: Any, front0: float, *, adhesion: str | None,
-                  percent: float, min_per_100km: float, mode: str) -> tuple[dict[str, Any] | None, list[str]]:
+def fit_allowance(
+    d: AutoDriver,
+    model: forces.CarModel,
+    line: Any,
+    front0: float,
+    *,
+    adhesion: str | None,
+    percent: float,
+    min_per_100km: float,
+    mode: str,
+) -> tuple[dict[str, Any] | None, list[str]]:
     """Set ``d`` (the train's automatic driver) so that its planned running time meets
     the allowance; returns the figures (``None`` when none could be applied) and warnings."""
     base = plan(d, model, line, front0, adhesion=adhesion)
@@ -123,10 +146,15 @@ def fit_allowance(d: AutoDriver, model: forces.CarModel, line: Any, front0: floa
     x = 0.5 * (lo + hi)
     setattr(d, knob, x)
     got = time_with(x)
-    figures = {"minimum_s": round(base.time, 3), "target_s": round(target, 3), "mode": mode,
-               knob: round(x, 4), "planned_s": round(got.time, 3),
-               "planned_traction_kwh": round(got.traction_j / 3.6e6, 4),
-               "minimum_traction_kwh": round(base.traction_j / 3.6e6, 4)}
+    figures = {
+        "minimum_s": round(base.time, 3),
+        "target_s": round(target, 3),
+        "mode": mode,
+        knob: round(x, 4),
+        "planned_s": round(got.time, 3),
+        "planned_traction_kwh": round(got.traction_j / 3.6e6, 4),
+        "minimum_traction_kwh": round(base.traction_j / 3.6e6, 4),
+    }
     warnings = []
     if got.time < target * 0.99:
         warnings.append(f"allowance: coasting alone gives {got.time:.0f} s of the {target:.0f} s asked for")

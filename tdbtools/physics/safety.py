@@ -55,6 +55,7 @@ Every event has the time, the train, the car indices (front → back, 0 = first 
 the track node and the world location (tile_x, tile_z, x, y, z).
 :class:`Occupancy` keeps the trains' positions and reports only *new* contacts.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
@@ -68,8 +69,16 @@ from .forces import CarModel
 from .trackline import TrackLine
 
 __all__ = [
-    "BogieSet", "DEFAULT_CELL_M", "DEFAULT_CLEARANCE_M", "Occupancy", "SafetyEvent",
-    "TrainPosition", "collisions", "derailments", "side_collisions", "throw_switch",
+    "BogieSet",
+    "DEFAULT_CELL_M",
+    "DEFAULT_CLEARANCE_M",
+    "Occupancy",
+    "SafetyEvent",
+    "TrainPosition",
+    "collisions",
+    "derailments",
+    "side_collisions",
+    "throw_switch",
 ]
 
 #: Centre-to-centre distance (m) below which cars on different tracks foul each other.
@@ -197,10 +206,18 @@ class BogieSet:
                 continue
             self.derailed |= new
             node, _off, _d = line.node_offset(np.array([s_end]))
-            out.append(SafetyEvent(
-                "derailment", float(time), self.train, tuple(int(i) for i in np.flatnonzero(new)),
-                int(node[0]), line.location(s_end),
-                cause=f"ran off the track end at the {which} end of the line", s=float(s_end)))
+            out.append(
+                SafetyEvent(
+                    "derailment",
+                    float(time),
+                    self.train,
+                    tuple(int(i) for i in np.flatnonzero(new)),
+                    int(node[0]),
+                    line.location(s_end),
+                    cause=f"ran off the track end at the {which} end of the line",
+                    s=float(s_end),
+                )
+            )
         return out
 
     def straddling(self, s: float) -> np.ndarray:
@@ -220,17 +237,38 @@ class BogieSet:
             loc = line.location(s_j)
             if cars:
                 self.derailed[cars] = True
-                out.append(SafetyEvent(
-                    "derailment", float(time), self.train, tuple(cars), int(junction), loc,
-                    cause=(f"switch {junction} thrown to route {route} under the car (the line "
-                           f"takes route {int(line.junction_route[k])}): its bogies take "
-                           "different routes"), s=s_j))
+                out.append(
+                    SafetyEvent(
+                        "derailment",
+                        float(time),
+                        self.train,
+                        tuple(cars),
+                        int(junction),
+                        loc,
+                        cause=(
+                            f"switch {junction} thrown to route {route} under the car (the line "
+                            f"takes route {int(line.junction_route[k])}): its bogies take "
+                            "different routes"
+                        ),
+                        s=s_j,
+                    )
+                )
             elif bool(line.junction_facing[k]) and self.front.max() < s_j - _TOL:
-                out.append(SafetyEvent(
-                    "path_changed", float(time), self.train, (), int(junction), loc,
-                    cause=(f"facing switch {junction} ahead now set to route {route}; the line "
-                           f"takes route {int(line.junction_route[k])}: rebuild the line"),
-                    s=s_j))
+                out.append(
+                    SafetyEvent(
+                        "path_changed",
+                        float(time),
+                        self.train,
+                        (),
+                        int(junction),
+                        loc,
+                        cause=(
+                            f"facing switch {junction} ahead now set to route {route}; the line "
+                            f"takes route {int(line.junction_route[k])}: rebuild the line"
+                        ),
+                        s=s_j,
+                    )
+                )
         return out
 
 
@@ -242,8 +280,7 @@ def derailments(bogie_sets: Iterable[BogieSet], time: float) -> list[SafetyEvent
     return out
 
 
-def throw_switch(bogie_sets: Iterable[BogieSet], junction: int, route: int,
-                 time: float) -> list[SafetyEvent]:
+def throw_switch(bogie_sets: Iterable[BogieSet], junction: int, route: int, time: float) -> list[SafetyEvent]:
     """A scenario event: ``junction`` is thrown to ``route`` at ``time``
     (:meth:`BogieSet.throw_switch` for every train)."""
     out: list[SafetyEvent] = []
@@ -272,8 +309,9 @@ class TrainPosition:
 
     def __post_init__(self) -> None:
         self.car_front = np.array(self.car_front, dtype=np.float64).reshape(-1)
-        self.car_length = np.broadcast_to(np.asarray(self.car_length, dtype=np.float64),
-                                          self.car_front.shape).copy()
+        self.car_length = np.broadcast_to(
+            np.asarray(self.car_length, dtype=np.float64), self.car_front.shape
+        ).copy()
         self._key = self.line_key if self.line_key is not None else ("line", id(self.line))
 
     @property
@@ -353,15 +391,27 @@ def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent
         va = ta.car_speed(car_a) * (1.0 if _node_dir(ta.line, node, mid) == 1 else -1.0)
         vb = tb.car_speed(car_b) * (1.0 if _node_dir(tb.line, node, mid) == 1 else -1.0)
         closing = (va - vb) if ci <= cj else (vb - va)
-        out.append(SafetyEvent(
-            "collision", float(time), ta.train, (car_a,), int(node), ta.line.location(s_a),
-            cause=f"both trains occupy node {node} around offset {mid:.2f} m",
-            other_train=tb.train, other_cars=(car_b,), closing_speed=float(closing), s=s_a))
+        out.append(
+            SafetyEvent(
+                "collision",
+                float(time),
+                ta.train,
+                (car_a,),
+                int(node),
+                ta.line.location(s_a),
+                cause=f"both trains occupy node {node} around offset {mid:.2f} m",
+                other_train=tb.train,
+                other_cars=(car_b,),
+                closing_speed=float(closing),
+                s=s_a,
+            )
+        )
     return out
 
 
 def _seg_dist(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarray) -> np.ndarray:
     """Minimum distance between 2-D segments p1q1 and p2q2 (arrays of shape (k, 2))."""
+
     def point_seg(p, a, b):  # noqa: ANN001, ANN202
         ab = b - a
         den = np.einsum("ij,ij->i", ab, ab)
@@ -373,17 +423,22 @@ def _seg_dist(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarray) ->
     def cross(o, a, b):  # noqa: ANN001, ANN202
         return (a[:, 0] - o[:, 0]) * (b[:, 1] - o[:, 1]) - (a[:, 1] - o[:, 1]) * (b[:, 0] - o[:, 0])
 
-    d = np.minimum.reduce([point_seg(p1, p2, q2), point_seg(q1, p2, q2),
-                           point_seg(p2, p1, q1), point_seg(q2, p1, q1)])
+    d = np.minimum.reduce(
+        [point_seg(p1, p2, q2), point_seg(q1, p2, q2), point_seg(p2, p1, q1), point_seg(q2, p1, q1)]
+    )
     d1, d2 = cross(p2, q2, p1), cross(p2, q2, q1)
     d3, d4 = cross(p1, q1, p2), cross(p1, q1, q2)
     crossing = (d1 * d2 < 0) & (d3 * d4 < 0)
     return np.where(crossing, 0.0, d)
 
 
-def side_collisions(trains: Sequence[TrainPosition], time: float, *,
-                    clearance: float = DEFAULT_CLEARANCE_M,
-                    cell: float = DEFAULT_CELL_M) -> list[SafetyEvent]:
+def side_collisions(
+    trains: Sequence[TrainPosition],
+    time: float,
+    *,
+    clearance: float = DEFAULT_CLEARANCE_M,
+    cell: float = DEFAULT_CELL_M,
+) -> list[SafetyEvent]:
     """Cars of trains on different lines fouling each other where the tracks run close
     (module docstring): one ``"side_collision"`` event per pair of trains."""
     trains = list(trains)
@@ -396,7 +451,7 @@ def side_collisions(trains: Sequence[TrainPosition], time: float, *,
         line = tr.line
         lo = np.clip(tr.car_front - tr.car_length, 0.0, line.length)
         hi = np.clip(tr.car_front, 0.0, line.length)
-        on = hi - lo > _TOL                     # cars (partly) on the line
+        on = hi - lo > _TOL  # cars (partly) on the line
         idx = np.flatnonzero(on)
         if not len(idx):
             continue
@@ -412,7 +467,7 @@ def side_collisions(trains: Sequence[TrainPosition], time: float, *,
         return []
     owner_a = np.array(owner)
     car_a = np.array(car)
-    P = np.concatenate(pts)                      # (n, 3, 2): rear, middle, front
+    P = np.concatenate(pts)  # (n, 3, 2): rear, middle, front
     H = np.concatenate(heads)
     C = np.concatenate(centres)
     half = np.hypot(*(P[:, 2] - P[:, 0]).T) / 2.0
@@ -478,12 +533,21 @@ def side_collisions(trains: Sequence[TrainPosition], time: float, *,
         node, _off, _dd = A.line.node_offset(np.array([sa]))
         va = A.car_speed(int(car_a[a])) * np.array([np.sin(H[a]), np.cos(H[a])])
         vb = B.car_speed(int(car_a[b])) * np.array([np.sin(H[b]), np.cos(H[b])])
-        out.append(SafetyEvent(
-            "side_collision", float(time), A.train,
-            tuple(sorted({int(car_a[x]) for _d, x, _y in hits})), int(node[0]), loc,
-            cause=f"cars {d:.2f} m apart (clearance {clearance} m) on different lines",
-            other_train=B.train, other_cars=tuple(sorted({int(car_a[y]) for _d, _x, y in hits})),
-            closing_speed=float(np.hypot(*(va - vb))), s=sa))
+        out.append(
+            SafetyEvent(
+                "side_collision",
+                float(time),
+                A.train,
+                tuple(sorted({int(car_a[x]) for _d, x, _y in hits})),
+                int(node[0]),
+                loc,
+                cause=f"cars {d:.2f} m apart (clearance {clearance} m) on different lines",
+                other_train=B.train,
+                other_cars=tuple(sorted({int(car_a[y]) for _d, _x, y in hits})),
+                closing_speed=float(np.hypot(*(va - vb))),
+                s=sa,
+            )
+        )
     return out
 
 
@@ -529,8 +593,14 @@ class Occupancy:
     def collisions(self, time: float, *, only_new: bool = True) -> list[SafetyEvent]:
         return self._new("collision", collisions(self.trains, time), only_new)
 
-    def side_collisions(self, time: float, *, clearance: float = DEFAULT_CLEARANCE_M,
-                        cell: float = DEFAULT_CELL_M, only_new: bool = True) -> list[SafetyEvent]:
-        return self._new("side_collision",
-                         side_collisions(self.trains, time, clearance=clearance, cell=cell),
-                         only_new)
+    def side_collisions(
+        self,
+        time: float,
+        *,
+        clearance: float = DEFAULT_CLEARANCE_M,
+        cell: float = DEFAULT_CELL_M,
+        only_new: bool = True,
+    ) -> list[SafetyEvent]:
+        return self._new(
+            "side_collision", side_collisions(self.trains, time, clearance=clearance, cell=cell), only_new
+        )

@@ -44,6 +44,7 @@ A scenario is a TOML file (or the same structure built in Python)::
 Quantities may be numbers in SI (m, s, m/s) or strings with a unit (``"160km/h"``).
 Every mistake is a :class:`ScenarioError` with the file, line and column.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -87,14 +88,18 @@ def run_limits_problem(step: object, duration: object) -> tuple[str, str] | None
             return key, f"{key}: must be finite, got {v!r}"
     assert isinstance(step, (int, float)) and isinstance(duration, (int, float))
     if not MIN_STEP <= step <= MAX_STEP:
-        return "step", (f"step: {step:g} s is outside [{MIN_STEP:g}, {MAX_STEP:g}] s (the physics "
-                        "takes one step at a time and is not stable beyond 1 s)")
+        return "step", (
+            f"step: {step:g} s is outside [{MIN_STEP:g}, {MAX_STEP:g}] s (the physics "
+            "takes one step at a time and is not stable beyond 1 s)"
+        )
     if not 0 < duration <= MAX_DURATION:
         return "duration", f"duration: {duration:g} s is outside (0, {MAX_DURATION:g}] s"
     steps = duration / step
     if steps > MAX_STEPS:
-        return "duration", (f"duration {duration:g} s at step {step:g} s is {steps:.3g} steps, over the "
-                            f"limit of {MAX_STEPS:,}: use a shorter duration or a larger step")
+        return "duration", (
+            f"duration {duration:g} s at step {step:g} s is {steps:.3g} steps, over the "
+            f"limit of {MAX_STEPS:,}: use a shorter duration or a larger step"
+        )
     return None
 
 
@@ -123,23 +128,23 @@ class TrainSpec:
     consist: Path
     path: Path | None = None
     start: StartPoint | None = None
-    distance: float = 5000.0                 # with a start point: metres of track to use
-    start_offset: float = 0.0                # metres along the path where the rear starts
-    beyond_path: float = 0.0                 # metres to run on past the end of the path
-    driver: str = "auto"                     # "auto" | "schedule"
+    distance: float = 5000.0  # with a start point: metres of track to use
+    start_offset: float = 0.0  # metres along the path where the rear starts
+    beyond_path: float = 0.0  # metres to run on past the end of the path
+    driver: str = "auto"  # "auto" | "schedule"
     schedule: tuple[Command, ...] = ()
-    schedule_by: str = "time"                # "time" | "distance"
-    max_speed: float | None = None           # m/s, cap for the automatic driver
-    start_speed: float = 0.0                 # m/s
-    brake_mode: str = "force"                # "force" | "deceleration"
-    deceleration: float = 0.5                # m/s², the automatic driver's planned braking
-    stand_in: bool | None = None             # overrides the scenario's setting
-    category: str | None = None              # "passenger" | "freight"; None: from the consist
-    brake_build_up: float | None = None      # s to a full application; None: by category
-    allowance: float = 0.0                   # running-time allowance, % of the minimum
-    allowance_min_per_100km: float = 0.0     # and minutes per 100 km
-    allowance_mode: str = "linear"           # "linear" (lower speeds) | "eco" (coasting)
-    depart: float = 0.0                      # s: the train stands (full brake) until then
+    schedule_by: str = "time"  # "time" | "distance"
+    max_speed: float | None = None  # m/s, cap for the automatic driver
+    start_speed: float = 0.0  # m/s
+    brake_mode: str = "force"  # "force" | "deceleration"
+    deceleration: float = 0.5  # m/s², the automatic driver's planned braking
+    stand_in: bool | None = None  # overrides the scenario's setting
+    category: str | None = None  # "passenger" | "freight"; None: from the consist
+    brake_build_up: float | None = None  # s to a full application; None: by category
+    allowance: float = 0.0  # running-time allowance, % of the minimum
+    allowance_min_per_100km: float = 0.0  # and minutes per 100 km
+    allowance_mode: str = "linear"  # "linear" (lower speeds) | "eco" (coasting)
+    depart: float = 0.0  # s: the train stands (full brake) until then
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,9 +163,9 @@ class Scenario:
     stand_in: bool = False
     events: tuple[SwitchEvent, ...] = ()
     source: str = "<scenario>"
-    collision_check_interval: float = 0.5    # s between occupancy/side-collision checks
-    rotating_mass: bool = True               # default rotating-mass factors (running-time.md §5)
-    adhesion: str = "dry"                    # "dry" | "wet" | "off"
+    collision_check_interval: float = 0.5  # s between occupancy/side-collision checks
+    rotating_mass: bool = True  # default rotating-mass factors (running-time.md §5)
+    adhesion: str = "dry"  # "dry" | "wet" | "off"
 
     def __post_init__(self) -> None:
         # Also when built in Python or changed with dataclasses.replace (replay --step).
@@ -169,12 +174,41 @@ class Scenario:
             raise ScenarioError(bad[1], Location(self.source, 1, 1))
 
 
-_TOP = {"route", "step", "duration", "stand_in", "train", "event", "collision_check_interval",
-        "rotating_mass", "adhesion"}
+_TOP = {
+    "route",
+    "step",
+    "duration",
+    "stand_in",
+    "train",
+    "event",
+    "collision_check_interval",
+    "rotating_mass",
+    "adhesion",
+}
 #: The keys of a ``[[train]]`` table.
-TRAIN_KEYS = {"name", "consist", "path", "start", "distance", "start_offset", "beyond_path", "driver", "schedule",
-              "schedule_by", "max_speed", "start_speed", "brake_mode", "deceleration", "stand_in", "depart",
-              "category", "brake_build_up", "allowance", "allowance_min_per_100km", "allowance_mode"}
+TRAIN_KEYS = {
+    "name",
+    "consist",
+    "path",
+    "start",
+    "distance",
+    "start_offset",
+    "beyond_path",
+    "driver",
+    "schedule",
+    "schedule_by",
+    "max_speed",
+    "start_speed",
+    "brake_mode",
+    "deceleration",
+    "stand_in",
+    "depart",
+    "category",
+    "brake_build_up",
+    "allowance",
+    "allowance_min_per_100km",
+    "allowance_mode",
+}
 _START = {"tile", "pos", "backward"}
 _COMMAND = {"at", "throttle", "brake"}
 _EVENT = {"at", "junction", "route"}
@@ -191,8 +225,9 @@ class TomlSource:
     def error(self, message: str, key: str | None = None) -> ScenarioError:
         loc = Location(self.path, 1, 1)
         if key:
-            m = (re.search(rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=", self.text, re.M)
-                 or re.search(rf"^\s*\[\[?\s*{re.escape(key)}\s*\]", self.text, re.M))
+            m = re.search(
+                rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=", self.text, re.M
+            ) or re.search(rf"^\s*\[\[?\s*{re.escape(key)}\s*\]", self.text, re.M)
             if m:
                 before = self.text[: m.start() + len(m.group()) - len(m.group().lstrip())]
                 line = before.count("\n") + 1
@@ -208,8 +243,9 @@ def check_keys(ctx: TomlSource, d: dict, allowed: set[str], where: str) -> None:
             raise ctx.error(f"{where}: unknown key {k!r} (known: {', '.join(sorted(allowed))})", k)
 
 
-def _num(ctx: TomlSource, v: Any, key: str, family: str | None, *, lo: float | None = None,
-         hi: float | None = None) -> float:
+def _num(
+    ctx: TomlSource, v: Any, key: str, family: str | None, *, lo: float | None = None, hi: float | None = None
+) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         what = "a number or a quantity like '160km/h'" if family else "a number"
         raise ctx.error(f"{key}: expected {what}, got {type(v).__name__}", key)
@@ -229,8 +265,11 @@ def _num(ctx: TomlSource, v: Any, key: str, family: str | None, *, lo: float | N
     if not math.isfinite(x):
         raise ctx.error(f"{key}: must be finite, got {truncate_value(v)}", key)
     if lo is not None and x < lo or hi is not None and x > hi:
-        raise ctx.error(f"{key}: {x:g} is outside [{lo if lo is not None else '-inf'}, "
-                        f"{hi if hi is not None else 'inf'}]", key)
+        raise ctx.error(
+            f"{key}: {x:g} is outside [{lo if lo is not None else '-inf'}, "
+            f"{hi if hi is not None else 'inf'}]",
+            key,
+        )
     return x
 
 
@@ -251,10 +290,12 @@ def read_toml_text(path: str | Path, what: str = "scenario") -> str:
         good = data[: exc.start].decode("utf-8", errors="replace")
         line = good.count("\n") + 1
         col = len(good) - (good.rfind("\n") + 1) + 1
-        shown = good + data[exc.start:].decode("cp1252", errors="replace")  # as typed in Windows
-        raise ScenarioError(f"{what} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
-                            f"({exc.reason})", Location(str(p), line, col),
-                            caret_snippet(shown, line, col)) from None
+        shown = good + data[exc.start :].decode("cp1252", errors="replace")  # as typed in Windows
+        raise ScenarioError(
+            f"{what} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} ({exc.reason})",
+            Location(str(p), line, col),
+            caret_snippet(shown, line, col),
+        ) from None
 
 
 def read_scenario(path: str | Path) -> Scenario:
@@ -262,22 +303,32 @@ def read_scenario(path: str | Path) -> Scenario:
     return scenario_from_text(read_toml_text(p), str(p), base=p.parent)
 
 
-def one_train_scenario(route: str | Path, consist: str | Path, path: str | Path, *,
-                       stand_in: bool = False) -> Scenario:
+def one_train_scenario(
+    route: str | Path, consist: str | Path, path: str | Path, *, stand_in: bool = False
+) -> Scenario:
     """A scenario of one train (named after the consist, automatic driver) without a
     file: what ``tdbtools replay --route R --consist C --path P`` runs. Relative consist
     and path names resolve as in a scenario file in the working directory."""
-    return Scenario(Path(route).resolve(), (TrainSpec(name=Path(consist).stem, consist=Path(consist),
-                                                      path=Path(path), driver="auto"),),
-                    stand_in=stand_in, source=str(Path.cwd() / "<command line>"))
+    return Scenario(
+        Path(route).resolve(),
+        (TrainSpec(name=Path(consist).stem, consist=Path(consist), path=Path(path), driver="auto"),),
+        stand_in=stand_in,
+        source=str(Path.cwd() / "<command line>"),
+    )
 
 
-def with_settings(scenario: Scenario, *, stand_in: bool | None = None, step: float | None = None,
-                  duration: float | None = None) -> Scenario:
+def with_settings(
+    scenario: Scenario,
+    *,
+    stand_in: bool | None = None,
+    step: float | None = None,
+    duration: float | None = None,
+) -> Scenario:
     """``scenario`` with the settings that are not None replaced (the replay command's
     ``--stand-in``, ``--step`` and ``--duration``)."""
-    changes: dict[str, Any] = {k: v for k, v in (("stand_in", stand_in), ("step", step), ("duration", duration))
-               if v is not None}
+    changes: dict[str, Any] = {
+        k: v for k, v in (("stand_in", stand_in), ("step", step), ("duration", duration)) if v is not None
+    }
     return dataclasses.replace(scenario, **changes) if changes else scenario
 
 
@@ -289,8 +340,9 @@ def load_toml(text: str, path: str) -> dict:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         line, col = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        raise ScenarioError(f"invalid TOML: {msg}", Location(path, line, col),
-                            caret_snippet(text, line, col)) from None
+        raise ScenarioError(
+            f"invalid TOML: {msg}", Location(path, line, col), caret_snippet(text, line, col)
+        ) from None
 
 
 def scenario_from_text(text: str, path: str = "<scenario>", base: Path | None = None) -> Scenario:
@@ -327,19 +379,39 @@ def scenario_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | N
         for k in ("at", "junction", "route"):
             if k not in e:
                 raise ctx.error(f"event: '{k}' is required", "event")
-        events.append(SwitchEvent(_num(ctx, e["at"], "at", "time", lo=0.0),
-                                  int(_num(ctx, e["junction"], "junction", None, lo=1)),
-                                  int(_num(ctx, e["route"], "route", None, lo=0, hi=1))))
-    cci = _num(ctx, data.get("collision_check_interval", max(0.5, step)), "collision_check_interval", "time",
-               lo=step, hi=60.0)
+        events.append(
+            SwitchEvent(
+                _num(ctx, e["at"], "at", "time", lo=0.0),
+                int(_num(ctx, e["junction"], "junction", None, lo=1)),
+                int(_num(ctx, e["route"], "route", None, lo=0, hi=1)),
+            )
+        )
+    cci = _num(
+        ctx,
+        data.get("collision_check_interval", max(0.5, step)),
+        "collision_check_interval",
+        "time",
+        lo=step,
+        hi=60.0,
+    )
     rotating = data.get("rotating_mass", True)
     if not isinstance(rotating, bool):
         raise ctx.error("rotating_mass: expected true or false", "rotating_mass")
     adhesion = data.get("adhesion", "dry")
     if adhesion not in ("dry", "wet", "off"):
-        raise ctx.error(f"adhesion must be \"dry\", \"wet\" or \"off\", got {adhesion!r}", "adhesion")
-    return Scenario(route, trains, step, duration, stand_in, tuple(sorted(events, key=lambda e: e.at)),
-                    ctx.path, cci, rotating, adhesion)
+        raise ctx.error(f'adhesion must be "dry", "wet" or "off", got {adhesion!r}', "adhesion")
+    return Scenario(
+        route,
+        trains,
+        step,
+        duration,
+        stand_in,
+        tuple(sorted(events, key=lambda e: e.at)),
+        ctx.path,
+        cci,
+        rotating,
+        adhesion,
+    )
 
 
 def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
@@ -357,17 +429,25 @@ def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
     if "start" in t:
         s = t["start"]
         if not isinstance(s, dict):
-            raise ctx.error(f"train {name!r}: 'start' must be a table {{ tile = [TX, TZ], pos = [X, Z] }}", "start")
+            raise ctx.error(
+                f"train {name!r}: 'start' must be a table {{ tile = [TX, TZ], pos = [X, Z] }}", "start"
+            )
         check_keys(ctx, s, _START, f"train {name!r} start")
         tile, pos = s.get("tile"), s.get("pos")
         if not (isinstance(tile, list) and len(tile) == 2 and isinstance(pos, list) and len(pos) == 2):
             raise ctx.error(f"train {name!r}: start needs tile = [TX, TZ] and pos = [X, Z]", "tile")
-        start = StartPoint(int(_num(ctx, tile[0], "tile", None)), int(_num(ctx, tile[1], "tile", None)),
-                           _num(ctx, pos[0], "pos", None), _num(ctx, pos[1], "pos", None),
-                           bool(s.get("backward", False)))
+        start = StartPoint(
+            int(_num(ctx, tile[0], "tile", None)),
+            int(_num(ctx, tile[1], "tile", None)),
+            _num(ctx, pos[0], "pos", None),
+            _num(ctx, pos[1], "pos", None),
+            bool(s.get("backward", False)),
+        )
     if (path is None) == (start is None):
-        raise ctx.error(f"train {name!r}: give either 'path' or 'start'",
-                        "path" if path else "start" if start else "train")
+        raise ctx.error(
+            f"train {name!r}: give either 'path' or 'start'",
+            "path" if path else "start" if start else "train",
+        )
     sched_raw = t.get("schedule", [])
     if not isinstance(sched_raw, list):
         raise ctx.error(f"train {name!r}: 'schedule' must be a list of tables", "schedule")
@@ -376,49 +456,66 @@ def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
         if not isinstance(c, dict):
             raise ctx.error(f"train {name!r}: schedule entries must be tables", "schedule")
         check_keys(ctx, c, _COMMAND, f"train {name!r} schedule")
-        cmds.append(Command(_num(ctx, c.get("at", 0.0), "at", None, lo=0.0),
-                            _num(ctx, c.get("throttle", 0.0), "throttle", None, lo=0.0, hi=1.0),
-                            _num(ctx, c.get("brake", 0.0), "brake", None, lo=0.0, hi=1.0)))
+        cmds.append(
+            Command(
+                _num(ctx, c.get("at", 0.0), "at", None, lo=0.0),
+                _num(ctx, c.get("throttle", 0.0), "throttle", None, lo=0.0, hi=1.0),
+                _num(ctx, c.get("brake", 0.0), "brake", None, lo=0.0, hi=1.0),
+            )
+        )
     driver = t.get("driver", "schedule" if cmds else "auto")
     if driver not in ("auto", "schedule"):
-        raise ctx.error(f"train {name!r}: driver must be \"auto\" or \"schedule\", got {driver!r}", "driver")
+        raise ctx.error(f'train {name!r}: driver must be "auto" or "schedule", got {driver!r}', "driver")
     if driver == "schedule" and not cmds:
         raise ctx.error(f"train {name!r}: a schedule driver needs [[train.schedule]] entries", "driver")
     by = t.get("schedule_by", "time")
     if by not in ("time", "distance"):
-        raise ctx.error(f"train {name!r}: schedule_by must be \"time\" or \"distance\"", "schedule_by")
+        raise ctx.error(f'train {name!r}: schedule_by must be "time" or "distance"', "schedule_by")
     mode = t.get("brake_mode", "force")
     if mode not in ("force", "deceleration"):
-        raise ctx.error(f"train {name!r}: brake_mode must be \"force\" or \"deceleration\"", "brake_mode")
+        raise ctx.error(f'train {name!r}: brake_mode must be "force" or "deceleration"', "brake_mode")
     category = t.get("category")
     if category is not None and category not in ("passenger", "freight"):
-        raise ctx.error(f"train {name!r}: category must be \"passenger\" or \"freight\", got {category!r}",
-                        "category")
+        raise ctx.error(
+            f'train {name!r}: category must be "passenger" or "freight", got {category!r}', "category"
+        )
     amode = t.get("allowance_mode", "linear")
     if amode not in ("linear", "eco"):
-        raise ctx.error(f"train {name!r}: allowance_mode must be \"linear\" or \"eco\", got {amode!r}",
-                        "allowance_mode")
+        raise ctx.error(
+            f'train {name!r}: allowance_mode must be "linear" or "eco", got {amode!r}', "allowance_mode"
+        )
     stand_in = t.get("stand_in")
     if stand_in is not None and not isinstance(stand_in, bool):
         raise ctx.error("stand_in: expected true or false", "stand_in")
     return TrainSpec(
-        name=name, consist=Path(t["consist"]), path=path, start=start,
+        name=name,
+        consist=Path(t["consist"]),
+        path=path,
+        start=start,
         distance=_num(ctx, t.get("distance", 5000.0), "distance", "distance", lo=1.0, hi=1e7),
         start_offset=_num(ctx, t.get("start_offset", 0.0), "start_offset", "distance", lo=0.0),
         beyond_path=_num(ctx, t.get("beyond_path", 0.0), "beyond_path", "distance", lo=0.0, hi=1e6),
-        driver=driver, schedule=tuple(sorted(cmds, key=lambda c: c.at)), schedule_by=by,
-        max_speed=(_num(ctx, t["max_speed"], "max_speed", "speed", lo=0.1, hi=300.0)
-                   if "max_speed" in t else None),
+        driver=driver,
+        schedule=tuple(sorted(cmds, key=lambda c: c.at)),
+        schedule_by=by,
+        max_speed=(
+            _num(ctx, t["max_speed"], "max_speed", "speed", lo=0.1, hi=300.0) if "max_speed" in t else None
+        ),
         start_speed=_num(ctx, t.get("start_speed", 0.0), "start_speed", "speed", lo=0.0, hi=300.0),
         brake_mode=mode,
         deceleration=_num(ctx, t.get("deceleration", 0.5), "deceleration", None, lo=0.05, hi=3.0),
-        stand_in=stand_in, category=category,
+        stand_in=stand_in,
+        category=category,
         depart=_num(ctx, t.get("depart", 0.0), "depart", "time", lo=0.0, hi=1e7),
-        brake_build_up=(_num(ctx, t["brake_build_up"], "brake_build_up", "time", lo=0.0, hi=120.0)
-                        if "brake_build_up" in t else None),
+        brake_build_up=(
+            _num(ctx, t["brake_build_up"], "brake_build_up", "time", lo=0.0, hi=120.0)
+            if "brake_build_up" in t
+            else None
+        ),
         allowance=_num(ctx, t.get("allowance", 0.0), "allowance", None, lo=0.0, hi=100.0),
-        allowance_min_per_100km=_num(ctx, t.get("allowance_min_per_100km", 0.0), "allowance_min_per_100km",
-                                     None, lo=0.0, hi=60.0),
+        allowance_min_per_100km=_num(
+            ctx, t.get("allowance_min_per_100km", 0.0), "allowance_min_per_100km", None, lo=0.0, hi=60.0
+        ),
         allowance_mode=amode,
     )
 
@@ -441,7 +538,22 @@ def resolve_file(name: Path, *folders: Path, suffix: str) -> Path | None:
     return None
 
 
-__all__ = ["TRAIN_KEYS", "Command", "Scenario", "ScenarioError", "StartPoint", "SwitchEvent", "TomlSource",
-           "TrainSpec", "check_keys", "load_toml", "read_toml_text",
-           "one_train_scenario", "read_scenario", "resolve_file", "scenario_from_dict", "scenario_from_text",
-           "with_settings"]
+__all__ = [
+    "TRAIN_KEYS",
+    "Command",
+    "Scenario",
+    "ScenarioError",
+    "StartPoint",
+    "SwitchEvent",
+    "TomlSource",
+    "TrainSpec",
+    "check_keys",
+    "load_toml",
+    "read_toml_text",
+    "one_train_scenario",
+    "read_scenario",
+    "resolve_file",
+    "scenario_from_dict",
+    "scenario_from_text",
+    "with_settings",
+]

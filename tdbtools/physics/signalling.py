@@ -5,6 +5,7 @@
 ``interval`` seconds, and wraps each automatic driver so that it stops before a signal at
 danger, creeps past a restricting one and keeps to the aspect speeds.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -54,9 +55,12 @@ class SignalDriver:
             return Controls(0.0, 1.0, 0.0)
         c = self.inner(st)
         stop = self.inner.stop_at
-        if self.inner.finished and stop is not None and \
-                stop - self.inner.STOP_SHORT - st.front >= self.inner.ARRIVED_WITHIN:
-            self.inner.finished = False   # held at a signal, not at the end of the path
+        if (
+            self.inner.finished
+            and stop is not None
+            and stop - self.inner.STOP_SHORT - st.front >= self.inner.ARRIVED_WITHIN
+        ):
+            self.inner.finished = False  # held at a signal, not at the end of the path
         return c
 
 
@@ -79,18 +83,28 @@ class DepartDriver:
 class ReplaySignals:
     """The interlocking of one replay and its bookkeeping."""
 
-    def __init__(self, replay: Any, signals: SignalSet, interval: float = INTERVAL,
-                 deadlock_after: float = 300.0) -> None:
+    def __init__(
+        self, replay: Any, signals: SignalSet, interval: float = INTERVAL, deadlock_after: float = 300.0
+    ) -> None:
         self.replay = replay
         self.set = signals
         self.interval = interval
         self.next_update = 0.0
         sw = replay.switches
-        initial = {j: sw.get(j) for j in range(1, len(replay.route.tdb.nodes))
-                   if replay.route.tdb.nodes[j] is not None and replay.route.tdb.nodes[j].kind == "junction"}
-        self.ilk = Interlocking(replay.route, signals, switch_setter=self._throw, deadlock_after=deadlock_after,
-                                initial_switches=initial, ahead=getattr(replay, "SIGNALS_AHEAD_M", None),
-                                clearance=getattr(replay, "signal_clearance", None))
+        initial = {
+            j: sw.get(j)
+            for j in range(1, len(replay.route.tdb.nodes))
+            if replay.route.tdb.nodes[j] is not None and replay.route.tdb.nodes[j].kind == "junction"
+        }
+        self.ilk = Interlocking(
+            replay.route,
+            signals,
+            switch_setter=self._throw,
+            deadlock_after=deadlock_after,
+            initial_switches=initial,
+            ahead=getattr(replay, "SIGNALS_AHEAD_M", None),
+            clearance=getattr(replay, "signal_clearance", None),
+        )
         self.drivers: list[SignalDriver | None] = []
         x = replay.engine.x
         # A replay whose trains enter later (an activity) registers them off the track:
@@ -127,17 +141,27 @@ class ReplaySignals:
             a = ilk.aspect(k)
             if a != old:
                 self._shown[k] = a
-                self.replay._event(SignalAspect(time=time, signal=k, aspect=ASPECTS[a],
-                                                enabled_for=(ilk.trains[ilk.enabled_train[k]].name
-                                                             if ilk.enabled_train[k] >= 0 else None)))
+                self.replay._event(
+                    SignalAspect(
+                        time=time,
+                        signal=k,
+                        aspect=ASPECTS[a],
+                        enabled_for=(
+                            ilk.trains[ilk.enabled_train[k]].name if ilk.enabled_train[k] >= 0 else None
+                        ),
+                    )
+                )
 
     def summary(self) -> dict:
         """Per train: the aspects it saw and how long it waited at each signal."""
         out: dict[str, Any] = {}
         ev = self.replay.events
         for t in self.ilk.trains:
-            seen = [{"time": e.time, "signal": e.signal, "aspect": e.aspect}
-                    for e in ev if isinstance(e, AspectSeen) and e.train == t.name]
+            seen = [
+                {"time": e.time, "signal": e.signal, "aspect": e.aspect}
+                for e in ev
+                if isinstance(e, AspectSeen) and e.train == t.name
+            ]
             waits: dict[str, float] = {}
             for e in ev:
                 if isinstance(e, SignalWait) and e.train == t.name:
@@ -145,12 +169,22 @@ class ReplaySignals:
             if t.waiting_since is not None:
                 key = str(t.waiting_at)
                 waits[key] = round(waits.get(key, 0.0) + self.ilk.time - t.waiting_since, 3)
-            out[t.name] = {"aspects_seen": seen, "signal_waits_s": waits,
-                           "aspect_counts": {a: sum(1 for s in seen if s["aspect"] == a) for a in ASPECTS
-                                             if any(s["aspect"] == a for s in seen)},
-                           "deadlocked": t.deadlocked}
-        return {"signals": len(self.set.signals), "heads": len(self.set.heads),
-                "sections": len(self.ilk.sections), "trains": out}
+            out[t.name] = {
+                "aspects_seen": seen,
+                "signal_waits_s": waits,
+                "aspect_counts": {
+                    a: sum(1 for s in seen if s["aspect"] == a)
+                    for a in ASPECTS
+                    if any(s["aspect"] == a for s in seen)
+                },
+                "deadlocked": t.deadlocked,
+            }
+        return {
+            "signals": len(self.set.signals),
+            "heads": len(self.set.heads),
+            "sections": len(self.ilk.sections),
+            "trains": out,
+        }
 
     def aspects(self) -> dict[int, str]:
         """Signal index -> aspect now (what ``render --replay`` colours by)."""
@@ -174,10 +208,12 @@ def space_time(replay: Any, result: Any, reference: str | None = None) -> dict:
         track beside it): NaN farther than 15 m."""
         out = np.full(len(ax), np.nan)
         for i in range(0, len(ax), 256):
-            d = np.hypot(ax[i:i + 256, None] - ref_xz[None, :, 0], az[i:i + 256, None] - ref_xz[None, :, 1])
+            d = np.hypot(
+                ax[i : i + 256, None] - ref_xz[None, :, 0], az[i : i + 256, None] - ref_xz[None, :, 1]
+            )
             k = d.argmin(axis=1)
             ok = d[np.arange(len(k)), k] < 15.0
-            out[i:i + 256] = np.where(ok, line.s[k], np.nan)
+            out[i : i + 256] = np.where(ok, line.s[k], np.nan)
         return out
 
     out_trains = {}
@@ -203,7 +239,12 @@ def space_time(replay: Any, result: Any, reference: str | None = None) -> dict:
         sign = 1.0
         if len(ok) >= 2 and s[ok[-1]] < s[ok[0]]:
             sign = -1.0
-        out_trains[t.spec.name] = {"time": tr["time"], "front": s, "rear": s - sign * t.length, "direction": sign}
+        out_trains[t.spec.name] = {
+            "time": tr["time"],
+            "front": s,
+            "rear": s - sign * t.length,
+            "direction": sign,
+        }
     sigs: list[dict[str, Any]] = []
     ilk = replay.signals.ilk if replay.signals is not None else None
     items = replay.route.tdb.items
@@ -221,19 +262,27 @@ def space_time(replay: Any, result: Any, reference: str | None = None) -> dict:
                 rd = items[o.heads[0].item].r_data
                 if rd is None:
                     continue
-                at = float(project(np.array([rd.tile_x * 2048.0 + rd.x]), np.array([rd.tile_z * 2048.0 + rd.z]))[0])
+                at = float(
+                    project(np.array([rd.tile_x * 2048.0 + rd.x]), np.array([rd.tile_z * 2048.0 + rd.z]))[0]
+                )
                 if not np.isfinite(at):
                     continue
                 # Off the line (a loop track): facing as the nearest on-line signal of its direction would.
                 facing = 1 if o.direction == 0 else -1
             if not 0.0 <= at <= line.length:
                 continue
-            changes = [(e.time, e.aspect) for e in result.events
-                       if isinstance(e, SignalAspect) and e.signal == k]
+            changes = [
+                (e.time, e.aspect) for e in result.events if isinstance(e, SignalAspect) and e.signal == k
+            ]
             sigs.append({"signal": k, "s": at, "facing": facing, "aspects": changes, "on_line": bool(len(c))})
     sigs.sort(key=lambda d: d["s"])
-    return {"reference": ref.spec.name, "length": float(line.length), "trains": out_trains, "signals": sigs,
-            "duration": float(result.summary.get("simulated_seconds", 0.0))}
+    return {
+        "reference": ref.spec.name,
+        "length": float(line.length),
+        "trains": out_trains,
+        "signals": sigs,
+        "duration": float(result.summary.get("simulated_seconds", 0.0)),
+    }
 
 
 def signals_for(route: Any, use: bool | SignalSet | None) -> SignalSet | None:
@@ -257,4 +306,12 @@ def wrap_driver(driver: Any, depart: float, signalled: bool) -> Any:
     return driver
 
 
-__all__ = ["INTERVAL", "DepartDriver", "ReplaySignals", "SignalDriver", "signals_for", "space_time", "wrap_driver"]
+__all__ = [
+    "INTERVAL",
+    "DepartDriver",
+    "ReplaySignals",
+    "SignalDriver",
+    "signals_for",
+    "space_time",
+    "wrap_driver",
+]

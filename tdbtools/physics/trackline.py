@@ -67,6 +67,7 @@ the switches as the path had set them so far. :meth:`TrackLine.path_parts` retur
 parts; :meth:`TrackLine.from_path` one of them (``part``, default 0 — the whole path
 when it has no reversal); ``line.part`` / ``line.parts`` say which.
 """
+
 from __future__ import annotations
 
 import math
@@ -127,8 +128,8 @@ class _Walk:
         self.seclen = _section_lengths(route)
         self.t = t
         self.s = 0.0
-        self.pieces: list[tuple[int, int, float, float, float]] = []   # row, dir, s0, s1, soff0
-        self.segs: list[list] = []                                      # [node, dir, s0, s1, off0]
+        self.pieces: list[tuple[int, int, float, float, float]] = []  # row, dir, s0, s1, soff0
+        self.segs: list[list] = []  # [node, dir, s0, s1, off0]
         self.junctions: list[LineJunction] = []
         self.hit_end = False
         if t.is_on_track:
@@ -192,7 +193,7 @@ class _Walk:
 
     def at_track_end(self) -> bool:
         """Would the traveller run out of track within 1 mm? (walks a copy)."""
-        probe = _Walk(self.route, self.t.copy())   # a copy shares the switches
+        probe = _Walk(self.route, self.t.copy())  # a copy shares the switches
         return probe.run(_END_TOL) > _EPS
 
 
@@ -213,7 +214,7 @@ class TrackLine:
     source: str
     step: float
     length: float
-    path_length: float               # where the path (part) ends; == length for from_point
+    path_length: float  # where the path (part) ends; == length for from_point
     ends_at_track_end: bool
     starts_at_track_end: bool
     # samples
@@ -233,27 +234,27 @@ class TrackLine:
     curvature: np.ndarray
     speed_limit: np.ndarray
     # exact tables
-    seg_node: np.ndarray             # node traversals
+    seg_node: np.ndarray  # node traversals
     seg_dir: np.ndarray
     seg_s0: np.ndarray
     seg_s1: np.ndarray
     seg_off0: np.ndarray
-    piece_row: np.ndarray            # section pieces (row of route.tdb.sections)
+    piece_row: np.ndarray  # section pieces (row of route.tdb.sections)
     piece_dir: np.ndarray
     piece_s0: np.ndarray
     piece_s1: np.ndarray
     piece_soff0: np.ndarray
     piece_grade: np.ndarray
     piece_curvature: np.ndarray
-    piece_geom: SectionGeometry      # geometry of the pieces' sections (row k = piece k)
+    piece_geom: SectionGeometry  # geometry of the pieces' sections (row k = piece k)
     junction_s: np.ndarray
     junction_node: np.ndarray
     junction_route: np.ndarray
     junction_facing: np.ndarray
-    limit_s: np.ndarray              # speed-limit changes: from limit_s[k] on, limit_v[k]
-    limit_v: np.ndarray              # passenger values
-    limit_v_freight: np.ndarray      # freight values (same limit_s)
-    post_s: np.ndarray               # every post met in its direction (limit, warning, resume)
+    limit_s: np.ndarray  # speed-limit changes: from limit_s[k] on, limit_v[k]
+    limit_v: np.ndarray  # passenger values
+    limit_v_freight: np.ndarray  # freight values (same limit_s)
+    post_s: np.ndarray  # every post met in its direction (limit, warning, resume)
     post_kind: tuple[str, ...]
     part: int = 0
     parts: int = 1
@@ -261,23 +262,36 @@ class TrackLine:
 
     # -- construction ----------------------------------------------------------------
     @classmethod
-    def from_path(cls, route: Route, path: ResolvedPath | PathFile | str | Path, *,
-                  extend: float = 2000.0, step: float = 2.0, part: int = 0,
-                  switches: Switches | None = None) -> TrackLine:
+    def from_path(
+        cls,
+        route: Route,
+        path: ResolvedPath | PathFile | str | Path,
+        *,
+        extend: float = 2000.0,
+        step: float = 2.0,
+        part: int = 0,
+        switches: Switches | None = None,
+    ) -> TrackLine:
         """The line along a ``.pat`` path (a file, :class:`PathFile` or
         :class:`ResolvedPath`): leg by leg with the switches the path sets, then on
         along the track for up to ``extend`` metres or to a track end. A path with
         reversals is split into parts (module docstring); ``part`` picks one.
         ``switches`` (not modified) gives the positions of junctions the path does
         not set; default: every switch in its MainRoute position."""
-        lines = cls.path_parts(route, path, extend=extend, step=step, switches=switches,
-                               only=part)
+        lines = cls.path_parts(route, path, extend=extend, step=step, switches=switches, only=part)
         return lines[0]
 
     @classmethod
-    def path_parts(cls, route: Route, path: ResolvedPath | PathFile | str | Path, *,
-                   extend: float = 2000.0, step: float = 2.0,
-                   switches: Switches | None = None, only: int | None = None) -> list[TrackLine]:
+    def path_parts(
+        cls,
+        route: Route,
+        path: ResolvedPath | PathFile | str | Path,
+        *,
+        extend: float = 2000.0,
+        step: float = 2.0,
+        switches: Switches | None = None,
+        only: int | None = None,
+    ) -> list[TrackLine]:
         """One line per reversal-free part of the path (see the module docstring)."""
         _check_step(step)
         res = path if isinstance(path, ResolvedPath) else resolve_path(route, path)
@@ -302,25 +316,26 @@ class TrackLine:
             if only is not None and p > only:
                 break
             if only is not None and p < only:
-                for leg in legs:          # walk only to find where the next part starts
+                for leg in legs:  # walk only to find where the next part starts
                     for j, r in leg.switches:
                         sw.set(j, r)
                     t.move(leg.length)
                 continue
             start = t.copy()
-            walk = _Walk(route, t.copy())          # shares ``sw``
+            walk = _Walk(route, t.copy())  # shares ``sw``
             for leg in legs:
                 for j, r in leg.switches:
                     sw.set(j, r)
                 walk.run(leg.length)
             path_len = walk.s
-            expected = _dedupe(t.node for leg in legs for t in leg.traversals
-                               if t.length > _END_TOL)
-            walked = _dedupe(g[0] for g in walk.segs
-                             if (path_len if g[3] is None else g[3]) - g[2] > _END_TOL)
+            expected = _dedupe(t.node for leg in legs for t in leg.traversals if t.length > _END_TOL)
+            walked = _dedupe(
+                g[0] for g in walk.segs if (path_len if g[3] is None else g[3]) - g[2] > _END_TOL
+            )
             if walked != expected:
                 raise TrackLineError(
-                    f"path {res.path}: part {p} walked nodes {walked}, the path has {expected}")
+                    f"path {res.path}: part {p} walked nodes {walked}, the path has {expected}"
+                )
             # Keep where the part ends for the next part, then extend (a traveller that
             # does not align trailing switches never changes them).
             t = walk.t.copy()
@@ -329,9 +344,19 @@ class TrackLine:
         return out
 
     @classmethod
-    def from_point(cls, route: Route, tile_x: int, tile_z: int, x: float, z: float, *,
-                   backward: bool = False, length: float = 2000.0, step: float = 2.0,
-                   switches: Switches | None = None) -> TrackLine:
+    def from_point(
+        cls,
+        route: Route,
+        tile_x: int,
+        tile_z: int,
+        x: float,
+        z: float,
+        *,
+        backward: bool = False,
+        length: float = 2000.0,
+        step: float = 2.0,
+        switches: Switches | None = None,
+    ) -> TrackLine:
         """The line from the track point nearest a world point, ``length`` metres along
         the track (the node's forward direction, or backward) or to a track end, with
         the switches as given (default positions)."""
@@ -340,12 +365,14 @@ class TrackLine:
         t = Traveller.at(route, tile_x, tile_z, x, z, switches=sw)
         if backward:
             t.reverse()
-        return cls.from_traveller(t, length=length, step=step,
-                                  source=f"tile ({tile_x}, {tile_z}) x {x} z {z}")
+        return cls.from_traveller(
+            t, length=length, step=step, source=f"tile ({tile_x}, {tile_z}) x {x} z {z}"
+        )
 
     @classmethod
-    def from_traveller(cls, traveller: Traveller, *, length: float = 2000.0, step: float = 2.0,
-                       source: str = "traveller") -> TrackLine:
+    def from_traveller(
+        cls, traveller: Traveller, *, length: float = 2000.0, step: float = 2.0, source: str = "traveller"
+    ) -> TrackLine:
         """The line ahead of a traveller (not moved; its switches are used as they are)."""
         _check_step(step)
         route = traveller.route
@@ -355,8 +382,17 @@ class TrackLine:
         return cls._build(route, walk, start, step, walk.s, source, 0, 1)
 
     @classmethod
-    def _build(cls, route: Route, walk: _Walk, start: Traveller, step: float, path_len: float,
-               source: str, part: int, parts: int) -> TrackLine:
+    def _build(
+        cls,
+        route: Route,
+        walk: _Walk,
+        start: Traveller,
+        step: float,
+        path_len: float,
+        source: str,
+        part: int,
+        parts: int,
+    ) -> TrackLine:
         walk.close()
         length = walk.s
         ends = walk.hit_end or walk.at_track_end()
@@ -375,7 +411,7 @@ class TrackLine:
         rad = np.where(curved, pgeom.radius, 1.0)
         curv = np.where(curved, sign / rad, 0.0)
         dsign = np.where(pd == 1, 1.0, -1.0)
-        pgrade = -np.tan(pgeom.ax) * dsign + 0.0      # + 0.0: no −0.0
+        pgrade = -np.tan(pgeom.ax) * dsign + 0.0  # + 0.0: no −0.0
         pcurv = curv * dsign + 0.0
 
         segs = [g for g in walk.segs if g[3] is not None and g[3] > g[2] + _EPS] or walk.segs[:1]
@@ -406,7 +442,7 @@ class TrackLine:
                 at = a + (post.offset - off0 if d == 1 else off0 - post.offset)
                 met.append((max(float(at), 0.0), len(met), post))
         met.sort(key=lambda m: (m[0], m[1]))
-        steps = [m for m in met if m[2].kind != "warning"]   # trains ignore warnings
+        steps = [m for m in met if m[2].kind != "warning"]  # trains ignore warnings
         ls = np.array([0.0] + [m[0] for m in steps])
         cols = {}
         for cat in CATEGORIES:
@@ -420,38 +456,90 @@ class TrackLine:
 
         js = walk.junctions
         line = cls(
-            route_name=route.name, source=str(source), step=float(step), length=float(length),
-            path_length=float(path_len), ends_at_track_end=bool(ends),
+            route_name=route.name,
+            source=str(source),
+            step=float(step),
+            length=float(length),
+            path_length=float(path_len),
+            ends_at_track_end=bool(ends),
             starts_at_track_end=bool(starts),
-            s=pts, node=np.zeros(0, np.int64), offset=np.zeros(0), direction=np.zeros(0, np.int8),
-            tile_x=np.zeros(0, np.int64), tile_z=np.zeros(0, np.int64), x=np.zeros(0),
-            y=np.zeros(0), z=np.zeros(0), X=np.zeros(0), Z=np.zeros(0), heading=np.zeros(0),
-            grade=np.zeros(0), curvature=np.zeros(0), speed_limit=np.zeros(0),
-            seg_node=sn, seg_dir=sd, seg_s0=s0, seg_s1=s1, seg_off0=so,
-            piece_row=pr, piece_dir=pd, piece_s0=ps0, piece_s1=ps1, piece_soff0=pso,
-            piece_grade=pgrade, piece_curvature=pcurv, piece_geom=pgeom,
+            s=pts,
+            node=np.zeros(0, np.int64),
+            offset=np.zeros(0),
+            direction=np.zeros(0, np.int8),
+            tile_x=np.zeros(0, np.int64),
+            tile_z=np.zeros(0, np.int64),
+            x=np.zeros(0),
+            y=np.zeros(0),
+            z=np.zeros(0),
+            X=np.zeros(0),
+            Z=np.zeros(0),
+            heading=np.zeros(0),
+            grade=np.zeros(0),
+            curvature=np.zeros(0),
+            speed_limit=np.zeros(0),
+            seg_node=sn,
+            seg_dir=sd,
+            seg_s0=s0,
+            seg_s1=s1,
+            seg_off0=so,
+            piece_row=pr,
+            piece_dir=pd,
+            piece_s0=ps0,
+            piece_s1=ps1,
+            piece_soff0=pso,
+            piece_grade=pgrade,
+            piece_curvature=pcurv,
+            piece_geom=pgeom,
             junction_s=np.array([j.s for j in js], dtype=np.float64),
             junction_node=np.array([j.node for j in js], dtype=np.int64),
             junction_route=np.array([j.route for j in js], dtype=np.int64),
             junction_facing=np.array([j.facing for j in js], dtype=bool),
-            limit_s=ls, limit_v=lv, limit_v_freight=lvf, post_s=np.array([m[0] for m in met], dtype=np.float64),
+            limit_s=ls,
+            limit_v=lv,
+            limit_v_freight=lvf,
+            post_s=np.array([m[0] for m in met], dtype=np.float64),
             post_kind=post_kind,
-            part=part, parts=parts)
+            part=part,
+            parts=parts,
+        )
         ex = line._exact(pts)
         hu = np.unwrap(ex["heading"]) if len(pts) else ex["heading"]
-        cols = dict(node=ex["node"], offset=ex["offset"], direction=ex["direction"],
-                    tile_x=ex["tile_x"], tile_z=ex["tile_z"], x=ex["x"], y=ex["y"], z=ex["z"],
-                    X=ex["X"], Z=ex["Z"], heading=ex["heading"], grade=ex["grade"],
-                    curvature=ex["curvature"], speed_limit=ex["speed_limit"], _heading_u=hu)
+        cols = dict(
+            node=ex["node"],
+            offset=ex["offset"],
+            direction=ex["direction"],
+            tile_x=ex["tile_x"],
+            tile_z=ex["tile_z"],
+            x=ex["x"],
+            y=ex["y"],
+            z=ex["z"],
+            X=ex["X"],
+            Z=ex["Z"],
+            heading=ex["heading"],
+            grade=ex["grade"],
+            curvature=ex["curvature"],
+            speed_limit=ex["speed_limit"],
+            _heading_u=hu,
+        )
         for k, v in cols.items():
             object.__setattr__(line, k, v)
         return line
 
     @classmethod
-    def synthetic(cls, length: float, *, grade: float = 0.0, curvature: float = 0.0,
-                  route_limit: float = 500.0, limits: tuple[tuple[float, float], ...] = (),
-                  freight_limits: tuple[tuple[float, float], ...] | None = None, step: float = 10.0,
-                  node: int = 1, source: str = "synthetic") -> TrackLine:
+    def synthetic(
+        cls,
+        length: float,
+        *,
+        grade: float = 0.0,
+        curvature: float = 0.0,
+        route_limit: float = 500.0,
+        limits: tuple[tuple[float, float], ...] = (),
+        freight_limits: tuple[tuple[float, float], ...] | None = None,
+        step: float = 10.0,
+        node: int = 1,
+        source: str = "synthetic",
+    ) -> TrackLine:
         """A straight line of constant ``grade`` (rise per horizontal metre) and
         ``curvature`` on no route, with limit posts ``(s, v)`` (m, m/s): for tests and
         running-time studies. Its node is ``node`` with offset = line distance; it ends
@@ -471,23 +559,52 @@ class TrackLine:
         ones = np.ones_like(pts)
         one = np.array([0.0])
         line = cls(
-            route_name="synthetic", source=source, step=float(step), length=float(length),
-            path_length=float(length), ends_at_track_end=True, starts_at_track_end=True,
-            s=pts, node=np.full(len(pts), node, dtype=np.int64), offset=pts.copy(),
-            direction=np.ones(len(pts), dtype=np.int8), tile_x=np.zeros(len(pts), np.int64),
-            tile_z=np.zeros(len(pts), np.int64), x=np.zeros_like(pts), y=pts * sin, z=z,
-            X=np.zeros_like(pts), Z=z, heading=np.zeros_like(pts), grade=grade * ones,
-            curvature=curvature * ones, speed_limit=np.zeros(0),
-            seg_node=np.array([node], np.int64), seg_dir=np.array([1], np.int8), seg_s0=one.copy(),
-            seg_s1=np.array([float(length)]), seg_off0=one.copy(),
-            piece_row=np.array([-1], np.int64), piece_dir=np.array([1], np.int8), piece_s0=one.copy(),
-            piece_s1=np.array([float(length)]), piece_soff0=one.copy(),
-            piece_grade=np.array([float(grade)]), piece_curvature=np.array([float(curvature)]),
+            route_name="synthetic",
+            source=source,
+            step=float(step),
+            length=float(length),
+            path_length=float(length),
+            ends_at_track_end=True,
+            starts_at_track_end=True,
+            s=pts,
+            node=np.full(len(pts), node, dtype=np.int64),
+            offset=pts.copy(),
+            direction=np.ones(len(pts), dtype=np.int8),
+            tile_x=np.zeros(len(pts), np.int64),
+            tile_z=np.zeros(len(pts), np.int64),
+            x=np.zeros_like(pts),
+            y=pts * sin,
+            z=z,
+            X=np.zeros_like(pts),
+            Z=z,
+            heading=np.zeros_like(pts),
+            grade=grade * ones,
+            curvature=curvature * ones,
+            speed_limit=np.zeros(0),
+            seg_node=np.array([node], np.int64),
+            seg_dir=np.array([1], np.int8),
+            seg_s0=one.copy(),
+            seg_s1=np.array([float(length)]),
+            seg_off0=one.copy(),
+            piece_row=np.array([-1], np.int64),
+            piece_dir=np.array([1], np.int8),
+            piece_s0=one.copy(),
+            piece_s1=np.array([float(length)]),
+            piece_soff0=one.copy(),
+            piece_grade=np.array([float(grade)]),
+            piece_curvature=np.array([float(curvature)]),
             piece_geom=None,  # type: ignore[arg-type]  # no section geometry: at(exact=True) fails
-            junction_s=np.zeros(0), junction_node=np.zeros(0, np.int64),
-            junction_route=np.zeros(0, np.int64), junction_facing=np.zeros(0, bool),
-            limit_s=ls, limit_v=lv, limit_v_freight=lvf, post_s=ls[1:].copy(),
-            post_kind=tuple("limit" for _ in posts), _heading_u=np.zeros_like(pts))
+            junction_s=np.zeros(0),
+            junction_node=np.zeros(0, np.int64),
+            junction_route=np.zeros(0, np.int64),
+            junction_facing=np.zeros(0, bool),
+            limit_s=ls,
+            limit_v=lv,
+            limit_v_freight=lvf,
+            post_s=ls[1:].copy(),
+            post_kind=tuple("limit" for _ in posts),
+            _heading_u=np.zeros_like(pts),
+        )
         object.__setattr__(line, "speed_limit", line.limit(pts))
         return line
 
@@ -497,14 +614,20 @@ class TrackLine:
 
     def __repr__(self) -> str:
         end = ", track end" if self.ends_at_track_end else ""
-        return (f"TrackLine({self.source!r}, {self.length:.1f} m, {len(self.s)} samples, "
-                f"{len(self.seg_node)} node(s){end})")
+        return (
+            f"TrackLine({self.source!r}, {self.length:.1f} m, {len(self.s)} samples, "
+            f"{len(self.seg_node)} node(s){end})"
+        )
 
     @property
     def junctions(self) -> list[LineJunction]:
         """Every junction the line passes, in order."""
-        return [LineJunction(float(a), int(b), int(c), bool(d)) for a, b, c, d in
-                zip(self.junction_s, self.junction_node, self.junction_route, self.junction_facing)]
+        return [
+            LineJunction(float(a), int(b), int(c), bool(d))
+            for a, b, c, d in zip(
+                self.junction_s, self.junction_node, self.junction_route, self.junction_facing
+            )
+        ]
 
     def _piece_index(self, s: np.ndarray) -> np.ndarray:
         i = np.searchsorted(self.piece_s1, s, side="left")
@@ -566,8 +689,9 @@ class TrackLine:
     def location(self, s: float) -> WorldPoint:
         """World location (tile_x, tile_z, x, y, z) of one line distance."""
         a = self.at(np.array([float(s)]))
-        return WorldPoint(int(a["tile_x"][0]), int(a["tile_z"][0]), float(a["x"][0]),
-                             float(a["y"][0]), float(a["z"][0]))
+        return WorldPoint(
+            int(a["tile_x"][0]), int(a["tile_z"][0]), float(a["x"][0]), float(a["y"][0]), float(a["z"][0])
+        )
 
     def at(self, s, *, exact: bool = False) -> dict[str, np.ndarray]:
         """Every column at line distances ``s`` (clipped to [0, length]).
@@ -583,10 +707,23 @@ class TrackLine:
         node, off, d = self.node_offset(s)
         X, Z = self.world_xz(s)
         tx, tz, x, z = normalize_tile(0, 0, X, Z)
-        return dict(s=s, node=node, offset=off, direction=d, tile_x=tx, tile_z=tz, x=x,
-                    y=self.elevation(s), z=z, X=X, Z=Z, heading=self.heading_at(s),
-                    grade=self.grade_at(s), curvature=self.curvature_at(s),
-                    speed_limit=self.limit(s))
+        return dict(
+            s=s,
+            node=node,
+            offset=off,
+            direction=d,
+            tile_x=tx,
+            tile_z=tz,
+            x=x,
+            y=self.elevation(s),
+            z=z,
+            X=X,
+            Z=Z,
+            heading=self.heading_at(s),
+            grade=self.grade_at(s),
+            curvature=self.curvature_at(s),
+            speed_limit=self.limit(s),
+        )
 
     def _exact(self, s) -> dict[str, np.ndarray]:
         s = np.clip(np.asarray(s, dtype=np.float64), 0.0, self.length)
@@ -600,10 +737,23 @@ class TrackLine:
         tx, tz, x, z = normalize_tile(p.tile_x, p.tile_z, p.x, p.z)
         heading = wrap_angle(np.where(fwd, p.heading, p.heading + math.pi))
         node, off, d = self.node_offset(s)
-        return dict(s=s, node=node, offset=off, direction=d, tile_x=tx, tile_z=tz, x=x,
-                    y=np.asarray(p.y, dtype=np.float64), z=z, X=X, Z=Z, heading=heading,
-                    grade=self.piece_grade[i], curvature=self.piece_curvature[i],
-                    speed_limit=self.limit(s))
+        return dict(
+            s=s,
+            node=node,
+            offset=off,
+            direction=d,
+            tile_x=tx,
+            tile_z=tz,
+            x=x,
+            y=np.asarray(p.y, dtype=np.float64),
+            z=z,
+            X=X,
+            Z=Z,
+            heading=heading,
+            grade=self.piece_grade[i],
+            curvature=self.piece_curvature[i],
+            speed_limit=self.limit(s),
+        )
 
     def occupancy(self, s_from: float, s_to: float) -> list[tuple[int, float, float]]:
         """The exact node intervals between two line distances, in line order:
@@ -626,8 +776,9 @@ class TrackLine:
                 continue
             sg = 1.0 if self.seg_dir[i] == 1 else -1.0
             o0 = float(self.seg_off0[i])
-            out.append((int(self.seg_node[i]), o0 + sg * (lo - self.seg_s0[i]),
-                        o0 + sg * (hi - self.seg_s0[i])))
+            out.append(
+                (int(self.seg_node[i]), o0 + sg * (lo - self.seg_s0[i]), o0 + sg * (hi - self.seg_s0[i]))
+            )
         return out
 
     def locate(self, node: int, offset: float, tol: float = 1e-6) -> np.ndarray:

@@ -4,10 +4,25 @@ What belongs here: drawing routes, profiles and replays (plots, 3-D scenes,
 animations); the data drawn comes from :mod:`tdbtools.track` and
 :mod:`tdbtools.physics`. Importing this package imports neither matplotlib nor pyvista.
 """
+
 from .animate import TrainPlacer, load_replay, render_animation
 from .html import write_html
 from .plots import plot_profile, plot_speed_distance, pyplot, save_figure
 from .scene import Scene, SceneView, build_scene, render_png, resolve_focus, show
 
-__all__ = ["Scene", "SceneView", "TrainPlacer", "build_scene", "load_replay", "plot_profile", "plot_speed_distance",
-           "pyplot", "render_animation", "render_png", "resolve_focus", "save_figure", "show", "write_html"]
+__all__ = [
+    "Scene",
+    "SceneView",
+    "TrainPlacer",
+    "build_scene",
+    "load_replay",
+    "plot_profile",
+    "plot_speed_distance",
+    "pyplot",
+    "render_animation",
+    "render_png",
+    "resolve_focus",
+    "save_figure",
+    "show",
+    "write_html",
+]

@@ -14,6 +14,7 @@ Two ways to place the cars of a train at a time ``t``:
   train length / cars from ``summary.json`` (20 m cars if absent); before the first
   sample the path is extended straight back.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,17 +33,16 @@ CAR_WIDTH = 3.0
 CAR_HEIGHT = 3.8
 MAX_EVENTS_BYTES = 256 * 2**20
 
-__all__ = ["SignalAspects", "TrainPlacer", "render_animation", "load_replay", "frame_times",
-           "signal_aspects"]
+__all__ = ["SignalAspects", "TrainPlacer", "render_animation", "load_replay", "frame_times", "signal_aspects"]
 
 
 @dataclass(eq=False)
 class _Train:
     name: str
-    length: np.ndarray           # per car (m)
-    spacing: np.ndarray          # bogie spacing per car (m)
+    length: np.ndarray  # per car (m)
+    spacing: np.ndarray  # bogie spacing per car (m)
     times: np.ndarray
-    fronts: np.ndarray           # (n_times, n_cars) car-front measure at each time
+    fronts: np.ndarray  # (n_times, n_cars) car-front measure at each time
     world: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]  # s (array) → absolute X, Y, Z
 
 
@@ -109,9 +109,12 @@ class TrainPlacer:
 
         def world(s):
             s = np.asarray(s, dtype=np.float64)
-            back = np.minimum(s - dk[0], 0.0)     # ≤ 0: behind the first sample, straight back
-            return (np.interp(s, dk, Xk) + back * ux, np.interp(s, dk, Yk) + back * uy,
-                    np.interp(s, dk, Zk) + back * uz)
+            back = np.minimum(s - dk[0], 0.0)  # ≤ 0: behind the first sample, straight back
+            return (
+                np.interp(s, dk, Xk) + back * ux,
+                np.interp(s, dk, Yk) + back * uy,
+                np.interp(s, dk, Zk) + back * uz,
+            )
 
         fronts = d[:, None] - np.concatenate([[0.0], np.cumsum(L[:-1])])[None, :]
         return _Train(name, L, sp, times, fronts, world)
@@ -147,8 +150,16 @@ class TrainPlacer:
 
 
 #: Aspect name (sigcfg) -> colour category of ``scene.ASPECT_NAMES``: stop, caution, clear.
-_ASPECT_CODE = {"STOP": 1, "STOP_AND_PROCEED": 2, "RESTRICTING": 2, "APPROACH_1": 2, "APPROACH_2": 2,
-                "APPROACH_3": 2, "CLEAR_1": 3, "CLEAR_2": 3}
+_ASPECT_CODE = {
+    "STOP": 1,
+    "STOP_AND_PROCEED": 2,
+    "RESTRICTING": 2,
+    "APPROACH_1": 2,
+    "APPROACH_2": 2,
+    "APPROACH_3": 2,
+    "CLEAR_1": 3,
+    "CLEAR_2": 3,
+}
 
 
 class SignalAspects:
@@ -212,8 +223,9 @@ def signal_aspects(route: Route, result, scene: Scene) -> SignalAspects | None:
     return sa if sa and (sa.rows >= 0).any() else None
 
 
-def frame_times(t0: float, t1: float, *, fps: float, speedup: float, max_frames: int,
-                frames: int | None = None) -> np.ndarray:
+def frame_times(
+    t0: float, t1: float, *, fps: float, speedup: float, max_frames: int, frames: int | None = None
+) -> np.ndarray:
     """The replay times shown: ``frames`` of them, or one per 1/fps s of video at
     ``speedup`` × real time, at most ``max_frames``, always ≥ 2."""
     if frames is None:
@@ -245,8 +257,9 @@ def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: boo
         if not lines or "time" not in lines[0].split(","):
             continue
         head = lines[0].split(",")
-        data = np.array([[float(v) for v in ln.split(",")] for ln in lines[1:] if ln.strip()],
-                        dtype=np.float64).reshape(-1, len(head))
+        data = np.array(
+            [[float(v) for v in ln.split(",")] for ln in lines[1:] if ln.strip()], dtype=np.float64
+        ).reshape(-1, len(head))
         cols = {k: data[:, i] for i, k in enumerate(head) if k in TRACE_COLUMNS}
         if {"time", "distance", "x", "y", "z", "tile_x", "tile_z"} <= cols.keys():
             traces[csv.stem] = cols
@@ -263,12 +276,12 @@ def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: boo
     summary = {**summary, "trains": trains}
     events: tuple = ()
     ej = p / "events.json"
-    if ej.is_file() and ej.stat().st_size <= MAX_EVENTS_BYTES:   # for signal aspects; bounded
+    if ej.is_file() and ej.stat().st_size <= MAX_EVENTS_BYTES:  # for signal aspects; bounded
         try:
             ev = json.loads(ej.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise TdbToolsError(f"{ej}: not JSON ({exc})") from None
-        if isinstance(ev, dict):     # {"units": ..., "events": [...]}; older folders: the bare list
+        if isinstance(ev, dict):  # {"units": ..., "events": [...]}; older folders: the bare list
             ev = ev.get("events")
         events = _signal_events(ev)
     return ReplayResult(str(p), traces, {}, events, summary, 0.0), None
@@ -283,11 +296,21 @@ def _signal_events(ev: object) -> tuple:
         return ()
     out = []
     for e in ev:
-        if (isinstance(e, dict) and e.get("kind") == "signal" and type(e.get("signal")) is int
-                and isinstance(e.get("time", 0.0), (int, float))):
+        if (
+            isinstance(e, dict)
+            and e.get("kind") == "signal"
+            and type(e.get("signal")) is int
+            and isinstance(e.get("time", 0.0), (int, float))
+        ):
             enabled = e.get("enabled_for")
-            out.append(SignalAspect(time=float(e.get("time", 0.0)), signal=e["signal"], aspect=str(e.get("aspect")),
-                                    enabled_for=enabled if isinstance(enabled, str) else None))
+            out.append(
+                SignalAspect(
+                    time=float(e.get("time", 0.0)),
+                    signal=e["signal"],
+                    aspect=str(e.get("aspect")),
+                    enabled_for=enabled if isinstance(enabled, str) else None,
+                )
+            )
     return tuple(out)
 
 
@@ -319,8 +342,10 @@ class _Progress:
         left = el / done * (self.total - done) if done else 0.0
         n = int(30 * done / max(self.total, 1))
         end = "\n" if done >= self.total else ""
-        self.stream.write(f"\r{self.label} [{'#' * n}{'.' * (30 - n)}] {done}/{self.total} frames, "
-                          f"{el:.1f} s, ~{left:.0f} s left{end}")
+        self.stream.write(
+            f"\r{self.label} [{'#' * n}{'.' * (30 - n)}] {done}/{self.total} frames, "
+            f"{el:.1f} s, ~{left:.0f} s left{end}"
+        )
         self.stream.flush()
 
 
@@ -344,10 +369,19 @@ def _write_gif(frames: list[np.ndarray], path: Path, fps: float) -> None:
     from PIL import Image
 
     pick = [frames[i] for i in sorted({0, len(frames) // 3, 2 * len(frames) // 3, len(frames) - 1})]
-    palette = Image.fromarray(np.concatenate(pick, axis=0)).quantize(colors=255, method=Image.Quantize.MEDIANCUT)
+    palette = Image.fromarray(np.concatenate(pick, axis=0)).quantize(
+        colors=255, method=Image.Quantize.MEDIANCUT
+    )
     imgs = [Image.fromarray(f).quantize(palette=palette, dither=Image.Dither.NONE) for f in frames]
-    imgs[0].save(path, format="GIF", save_all=True, append_images=imgs[1:], duration=int(round(1000.0 / fps)),
-                 loop=0, optimize=False)
+    imgs[0].save(
+        path,
+        format="GIF",
+        save_all=True,
+        append_images=imgs[1:],
+        duration=int(round(1000.0 / fps)),
+        loop=0,
+        optimize=False,
+    )
 
 
 def _clock(t: float) -> str:
@@ -355,12 +389,26 @@ def _clock(t: float) -> str:
     return f"{s // 3600:d}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
-def render_animation(route: Route, result, out: str | Path, *, replay=None, scene: Scene | None = None,
-                     color_by: str = "kind", fps: float = 10.0, speedup: float = 10.0,
-                     max_frames: int = 300, frames: int | None = None,
-                     window_size: tuple[int, int] = (800, 608), follow: bool | str = True,
-                     view_distance: float = 600.0, labels: bool = True, view: str = "3d",
-                     exaggerate: float | None = None, progress: bool | None = None) -> Path:
+def render_animation(
+    route: Route,
+    result,
+    out: str | Path,
+    *,
+    replay=None,
+    scene: Scene | None = None,
+    color_by: str = "kind",
+    fps: float = 10.0,
+    speedup: float = 10.0,
+    max_frames: int = 300,
+    frames: int | None = None,
+    window_size: tuple[int, int] = (800, 608),
+    follow: bool | str = True,
+    view_distance: float = 600.0,
+    labels: bool = True,
+    view: str = "3d",
+    exaggerate: float | None = None,
+    progress: bool | None = None,
+) -> Path:
     """Animate a replay (``result`` from :func:`~tdbtools.physics.replay.replay` or
     :func:`load_replay`) over the route's scene into ``out`` (.gif or .mp4): cars
     coloured by their train's speed, signals by their aspect (when the replay ran with
@@ -380,7 +428,9 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
         try:
             import imageio_ffmpeg  # noqa: F401
         except ImportError:
-            raise TdbToolsError("MP4 needs imageio-ffmpeg: pip install imageio-ffmpeg (or write a .gif)") from None
+            raise TdbToolsError(
+                "MP4 needs imageio-ffmpeg: pip install imageio-ffmpeg (or write a .gif)"
+            ) from None
     check_renderer()
     if not result.traces:
         raise TdbToolsError("the replay has no trains to animate")
@@ -397,8 +447,14 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
     pv = _pv()
     from . import view as V
 
-    vmax = max((float(np.nanmax(np.abs(np.asarray(tr["speed"])))) * 3.6 for tr in result.traces.values()
-                if "speed" in tr and len(tr["speed"])), default=0.0)
+    vmax = max(
+        (
+            float(np.nanmax(np.abs(np.asarray(tr["speed"])))) * 3.6
+            for tr in result.traces.values()
+            if "speed" in tr and len(tr["speed"])
+        ),
+        default=0.0,
+    )
     clim = (0.0, max(10.0, float(np.ceil(vmax / 10.0) * 10.0)))
     pts, faces = placer.boxes(float(times[0]))
     aspects = signal_aspects(route, result, scene)
@@ -408,14 +464,23 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
     sv.set_trains(pv.PolyData(pts, faces), _speeds(result, placer, float(times[0])), clim)
     p = sv.plotter
     back = tuple(np.subtract(sv.camera.position, sv.camera.focal_point))
-    lead_rows = slice(sum(len(t.length) for t in placer.trains[:lead]) * 8,
-                      sum(len(t.length) for t in placer.trains[:lead + 1]) * 8)
+    lead_rows = slice(
+        sum(len(t.length) for t in placer.trains[:lead]) * 8,
+        sum(len(t.length) for t in placer.trains[: lead + 1]) * 8,
+    )
     tmp = out.with_name(f".{out.name}.tmp{ext}")
-    writer = (iio2.get_writer(tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264",
-                              macro_block_size=16, quality=7)
-              if ext == ".mp4" else None)
-    bar = _Progress(len(times), f"rendering {out.name}") if (progress or (progress is None and len(times) > 30)) \
+    writer = (
+        iio2.get_writer(
+            tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264", macro_block_size=16, quality=7
+        )
+        if ext == ".mp4"
         else None
+    )
+    bar = (
+        _Progress(len(times), f"rendering {out.name}")
+        if (progress or (progress is None and len(times) > 30))
+        else None
+    )
     shots = []
     try:
         for k, t in enumerate(times):
@@ -429,10 +494,14 @@ def render_animation(route: Route, result, out: str | Path, *, replay=None, scen
                 r = 0.5 * view_distance
                 ring = c + np.array([[-r, -r, 0], [r, r, 0], [-r, r, 0], [r, -r, 0], [0, 0, 0]])
                 sv.apply_camera(V.frame(ring, view, sv.window_size, direction=back))
-            who = f"   {names[lead]}: {v[sum(len(x.length) for x in placer.trains[:lead])]:.0f} km/h" \
-                if follow and len(v) and np.isfinite(v).all() else ""
-            p.add_text(f"{_clock(float(t))}{who}", position=(8, sv.window_size[1] - 44), font_size=12,
-                       name="clock")
+            who = (
+                f"   {names[lead]}: {v[sum(len(x.length) for x in placer.trains[:lead])]:.0f} km/h"
+                if follow and len(v) and np.isfinite(v).all()
+                else ""
+            )
+            p.add_text(
+                f"{_clock(float(t))}{who}", position=(8, sv.window_size[1] - 44), font_size=12, name="clock"
+            )
             p.render()
             img = np.asarray(p.screenshot(return_img=True))
             if writer is not None:

@@ -4,6 +4,7 @@ file. Pan, zoom and rotate with the mouse; the legend shows and hides each layer
 hovering a track point or a marker shows its data; two buttons switch between the
 top-down map and the exaggerated 3-D view. Why plotly: docs/render.md §7.
 """
+
 from __future__ import annotations
 
 import html as _html
@@ -26,8 +27,14 @@ from .scene import (
 )
 
 NO_PLOTLY = "an HTML page needs plotly: pip install 'tdbtools[render]' (plotly)"
-MARKER_NAMES = {"junction": "junctions", "end": "ends of track", "signal": "signals", "speedpost": "speed posts",
-                "platform": "platforms", "siding": "sidings"}
+MARKER_NAMES = {
+    "junction": "junctions",
+    "end": "ends of track",
+    "signal": "signals",
+    "speedpost": "speed posts",
+    "platform": "platforms",
+    "siding": "sidings",
+}
 
 __all__ = ["write_html", "figure"]
 
@@ -64,7 +71,11 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
     tr = scene.track
     pts = np.asarray(tr.points, dtype=np.float64) if tr.n_points else np.zeros((0, 3))
     base = float(pts[:, 2].min()) if len(pts) else 0.0
-    e = V.auto_exaggeration(pts if scene.focus is None else scene.focus) if exaggerate is None else float(exaggerate)
+    e = (
+        V.auto_exaggeration(pts if scene.focus is None else scene.focus)
+        if exaggerate is None
+        else float(exaggerate)
+    )
     if not (math.isfinite(e) and e > 0):
         raise TdbToolsError(f"exaggerate must be a positive number, not {exaggerate}")
     traces = []
@@ -74,11 +85,14 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
     if len(pts):
         pd = tr.point_data
         offsets = _offsets_from_nodes(np.asarray(pd["node"]))
-        custom = np.column_stack([pd["node"], pd["section"], pd["section_id"], pd["offset_m"], pd["grade"],
-                                  pd["curvature_per_km"]])
-        hover = ("node %{customdata[0]:.0f}, section %{customdata[1]:.0f} (id %{customdata[2]:.0f})<br>"
-                 "offset %{customdata[3]:.1f} m<br>grade %{customdata[4]:.2f} ‰<br>"
-                 "curvature %{customdata[5]:.3f} /km<extra>track</extra>")
+        custom = np.column_stack(
+            [pd["node"], pd["section"], pd["section_id"], pd["offset_m"], pd["grade"], pd["curvature_per_km"]]
+        )
+        hover = (
+            "node %{customdata[0]:.0f}, section %{customdata[1]:.0f} (id %{customdata[2]:.0f})<br>"
+            "offset %{customdata[3]:.1f} m<br>grade %{customdata[4]:.2f} ‰<br>"
+            "curvature %{customdata[5]:.3f} /km<extra>track</extra>"
+        )
         if scene.color_by == "kind":
             kind_pt = np.repeat(np.asarray(tr.cell_data["kind"]), np.diff(offsets))
             for ki, name in enumerate(KIND_NAMES):
@@ -89,21 +103,47 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
                 sub_off = np.concatenate([[0], np.cumsum(np.diff(offsets)[sel_cells])])
                 P, C = _with_breaks(pts[mask], sub_off, custom[mask])
                 P, C = P.astype(np.float32), C.astype(np.float32)
-                traces.append(go.Scatter3d(x=P[:, 0], y=P[:, 1], z=P[:, 2], mode="lines", name=f"track: {name}",
-                                           line=dict(color=KIND_COLORS[ki], width=5), customdata=C,
-                                           hovertemplate=hover, legendgroup="track"))
+                traces.append(
+                    go.Scatter3d(
+                        x=P[:, 0],
+                        y=P[:, 1],
+                        z=P[:, 2],
+                        mode="lines",
+                        name=f"track: {name}",
+                        line=dict(color=KIND_COLORS[ki], width=5),
+                        customdata=C,
+                        hovertemplate=hover,
+                        legendgroup="track",
+                    )
+                )
         else:
             vals = np.asarray(pd[scene.scalars], dtype=np.float64)
             P, C, S = (a.astype(np.float32) for a in _with_breaks(pts, offsets, custom, vals))
             title = "grade ‰" if scene.color_by == "grade" else "limit km/h"
-            scale = ([[0, "#1f4fb4"], [0.5, "#9a9a9a"], [1, "#c41a1a"]] if scene.color_by == "grade"
-                     else "Viridis")
-            traces.append(go.Scatter3d(
-                x=P[:, 0], y=P[:, 1], z=P[:, 2], mode="lines", name="track",
-                line=dict(color=np.nan_to_num(S), colorscale=scale, cmin=scene.clim[0], cmax=scene.clim[1],
-                          width=5, showscale=True,
-                          colorbar=dict(title=dict(text=title), len=0.5, y=0.3, thickness=14)),
-                customdata=C, hovertemplate=hover, legendgroup="track"))
+            scale = (
+                [[0, "#1f4fb4"], [0.5, "#9a9a9a"], [1, "#c41a1a"]] if scene.color_by == "grade" else "Viridis"
+            )
+            traces.append(
+                go.Scatter3d(
+                    x=P[:, 0],
+                    y=P[:, 1],
+                    z=P[:, 2],
+                    mode="lines",
+                    name="track",
+                    line=dict(
+                        color=np.nan_to_num(S),
+                        colorscale=scale,
+                        cmin=scene.clim[0],
+                        cmax=scene.clim[1],
+                        width=5,
+                        showscale=True,
+                        colorbar=dict(title=dict(text=title), len=0.5, y=0.3, thickness=14),
+                    ),
+                    customdata=C,
+                    hovertemplate=hover,
+                    legendgroup="track",
+                )
+            )
     for k in MARKER_KINDS:
         m = scene.markers.get(k)
         if m is None or not len(m):
@@ -114,29 +154,65 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
             text = [_hover_item(_item_info(scene.items[int(i)])) for i in m.ids]
         if k == "platform":
             notes += [_note(p, t, bold=True) for p, t in zip(m.points, m.labels) if t]
-        traces.append(go.Scatter3d(
-            x=m.points[:, 0], y=m.points[:, 1], z=m.points[:, 2], mode="markers",
-            name=MARKER_NAMES[k], marker=dict(size=5 if k != "platform" else 7, color=MARKER_COLORS[k]),
-            hovertext=text, hoverinfo="text",
-            visible=True if k in ("platform", "signal", "end") else "legendonly"))
+        traces.append(
+            go.Scatter3d(
+                x=m.points[:, 0],
+                y=m.points[:, 1],
+                z=m.points[:, 2],
+                mode="markers",
+                name=MARKER_NAMES[k],
+                marker=dict(size=5 if k != "platform" else 7, color=MARKER_COLORS[k]),
+                hovertext=text,
+                hoverinfo="text",
+                visible=True if k in ("platform", "signal", "end") else "legendonly",
+            )
+        )
     f = scene.markers.get("finding")
     if f is not None and len(f):
         sev = [scene.findings[int(i)].severity for i in f.ids]
-        text = [_hover_item({"code": scene.findings[int(i)].code, "severity": s,
-                             "message": scene.findings[int(i)].message}) for i, s in zip(f.ids, sev)]
-        traces.append(go.Scatter3d(
-            x=f.points[:, 0], y=f.points[:, 1], z=f.points[:, 2], mode="markers", name="audit findings",
-            marker=dict(size=10, color=[SEVERITY_COLORS[s] for s in sev], symbol="diamond"),
-            hovertext=text, hoverinfo="text"))
-        notes += [_note(p, t, color=SEVERITY_COLORS[s]) for p, t, s in
-                  zip(f.points, _cluster_labels(f.points, list(f.labels), sev), sev) if t]
+        text = [
+            _hover_item(
+                {
+                    "code": scene.findings[int(i)].code,
+                    "severity": s,
+                    "message": scene.findings[int(i)].message,
+                }
+            )
+            for i, s in zip(f.ids, sev)
+        ]
+        traces.append(
+            go.Scatter3d(
+                x=f.points[:, 0],
+                y=f.points[:, 1],
+                z=f.points[:, 2],
+                mode="markers",
+                name="audit findings",
+                marker=dict(size=10, color=[SEVERITY_COLORS[s] for s in sev], symbol="diamond"),
+                hovertext=text,
+                hoverinfo="text",
+            )
+        )
+        notes += [
+            _note(p, t, color=SEVERITY_COLORS[s])
+            for p, t, s in zip(f.points, _cluster_labels(f.points, list(f.labels), sev), sev)
+            if t
+        ]
     if scene.gaps is not None and scene.gaps.n_points:
         g = np.asarray(scene.gaps.points)
         P = np.full((len(g) // 2 * 3, 3), np.nan)
         P[0::3], P[1::3] = g[0::2], g[1::2]
-        traces.append(go.Scatter3d(x=P[:, 0], y=P[:, 1], z=P[:, 2], mode="lines", name="gaps in nodes",
-                                   line=dict(color=GAP_COLOR, width=8), hoverinfo="skip",
-                                   legendgroup="audit findings"))
+        traces.append(
+            go.Scatter3d(
+                x=P[:, 0],
+                y=P[:, 1],
+                z=P[:, 2],
+                mode="lines",
+                name="gaps in nodes",
+                line=dict(color=GAP_COLOR, width=8),
+                hoverinfo="skip",
+                legendgroup="audit findings",
+            )
+        )
     # scale bar and north arrow, as 3-D objects so that they stay true when turned
     frame_pts = pts if scene.focus is None else scene.focus
     if len(frame_pts):
@@ -146,15 +222,31 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
         y0 = lo[1] - 0.04 * span
         z0 = base
         label = f"{L / 1000:g} km" if L >= 1000 else f"{L:g} m"
-        traces.append(go.Scatter3d(x=[lo[0], lo[0] + L], y=[y0, y0], z=[z0, z0], mode="lines", name="scale bar",
-                                   line=dict(color="black", width=6), hoverinfo="skip"))
+        traces.append(
+            go.Scatter3d(
+                x=[lo[0], lo[0] + L],
+                y=[y0, y0],
+                z=[z0, z0],
+                mode="lines",
+                name="scale bar",
+                line=dict(color="black", width=6),
+                hoverinfo="skip",
+            )
+        )
         notes.append(_note((lo[0] + L / 2, y0, z0), label, yanchor="top"))
         # the arrow's tip at the scale bar's height: below the route, so it never covers track
         ax, ay = lo[0] + L + 0.06 * span, y0 - 0.08 * span
-        traces.append(go.Scatter3d(x=[ax, ax, ax - 0.012 * span, ax, ax + 0.012 * span],
-                                   y=[ay, ay + 0.08 * span, ay + 0.055 * span, ay + 0.08 * span, ay + 0.055 * span],
-                                   z=[z0] * 5, mode="lines", name="north arrow",
-                                   line=dict(color="black", width=5), hoverinfo="skip"))
+        traces.append(
+            go.Scatter3d(
+                x=[ax, ax, ax - 0.012 * span, ax, ax + 0.012 * span],
+                y=[ay, ay + 0.08 * span, ay + 0.055 * span, ay + 0.08 * span, ay + 0.055 * span],
+                z=[z0] * 5,
+                mode="lines",
+                name="north arrow",
+                line=dict(color="black", width=5),
+                hoverinfo="skip",
+            )
+        )
         notes.append(_note((ax, ay + 0.08 * span, z0), "N", bold=True, yanchor="bottom"))
         extra = [[lo[0], y0, z0], [lo[0] + L, y0, z0], [ax, ay, z0]]
     fig = go.Figure(traces)
@@ -167,31 +259,81 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
     if scene.focus is not None:
         c_lo, c_hi = frame_pts.min(axis=0), frame_pts.max(axis=0)
         rng = dict(xaxis=dict(range=[c_lo[0], c_hi[0]]), yaxis=dict(range=[c_lo[1], c_hi[1]]))
-    map_cam = dict(eye=dict(x=0, y=0, z=2.2), up=dict(x=0, y=1, z=0), center=dict(x=0, y=0, z=0),
-                   projection=dict(type="orthographic"))
-    d3_cam = dict(eye=dict(x=-0.5, y=-1.5, z=0.9), up=dict(x=0, y=0, z=1), center=dict(x=0, y=0, z=-0.1),
-                  projection=dict(type="perspective"))
+    map_cam = dict(
+        eye=dict(x=0, y=0, z=2.2),
+        up=dict(x=0, y=1, z=0),
+        center=dict(x=0, y=0, z=0),
+        projection=dict(type="orthographic"),
+    )
+    d3_cam = dict(
+        eye=dict(x=-0.5, y=-1.5, z=0.9),
+        up=dict(x=0, y=0, z=1),
+        center=dict(x=0, y=0, z=-0.1),
+        projection=dict(type="perspective"),
+    )
     axis = dict(visible=False)
     fig.update_layout(
         title=dict(text=_html.escape(scene.title) + f"  (3-D heights x{e:.3g})", x=0.01, font=dict(size=15)),
-        paper_bgcolor="white", margin=dict(l=0, r=0, t=40, b=40), hovermode="closest",
-        legend=dict(orientation="h", x=0.0, y=0.0, yanchor="top", bgcolor="rgba(255,255,255,0.8)",
-                    title=dict(text="layers (click to show/hide):")),
-        scene=dict(aspectmode="manual", aspectratio=ratio, camera=map_cam, dragmode="orbit", annotations=notes,
-                   xaxis={**axis, **rng.get("xaxis", {})}, yaxis={**axis, **rng.get("yaxis", {})},
-                   zaxis=axis),
-        updatemenus=[dict(type="buttons", direction="right", x=0.62, xanchor="left", y=1.0, yanchor="bottom",
-                          buttons=[dict(label="map (top-down)", method="relayout",
-                                        args=[{"scene.camera": map_cam, "scene.aspectratio": ratio}]),
-                                   dict(label="3-D", method="relayout",
-                                        args=[{"scene.camera": d3_cam, "scene.aspectratio": ratio}])])])
+        paper_bgcolor="white",
+        margin=dict(l=0, r=0, t=40, b=40),
+        hovermode="closest",
+        legend=dict(
+            orientation="h",
+            x=0.0,
+            y=0.0,
+            yanchor="top",
+            bgcolor="rgba(255,255,255,0.8)",
+            title=dict(text="layers (click to show/hide):"),
+        ),
+        scene=dict(
+            aspectmode="manual",
+            aspectratio=ratio,
+            camera=map_cam,
+            dragmode="orbit",
+            annotations=notes,
+            xaxis={**axis, **rng.get("xaxis", {})},
+            yaxis={**axis, **rng.get("yaxis", {})},
+            zaxis=axis,
+        ),
+        updatemenus=[
+            dict(
+                type="buttons",
+                direction="right",
+                x=0.62,
+                xanchor="left",
+                y=1.0,
+                yanchor="bottom",
+                buttons=[
+                    dict(
+                        label="map (top-down)",
+                        method="relayout",
+                        args=[{"scene.camera": map_cam, "scene.aspectratio": ratio}],
+                    ),
+                    dict(
+                        label="3-D",
+                        method="relayout",
+                        args=[{"scene.camera": d3_cam, "scene.aspectratio": ratio}],
+                    ),
+                ],
+            )
+        ],
+    )
     return fig
 
 
 def _note(p, text: str, *, bold: bool = False, color: str = "black", yanchor: str = "bottom") -> dict:
-    return dict(x=float(p[0]), y=float(p[1]), z=float(p[2]), text=f"<b>{_html.escape(text)}</b>" if bold else
-                _html.escape(text), showarrow=False, xanchor="left", yanchor=yanchor, xshift=4,
-                font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.7)")
+    return dict(
+        x=float(p[0]),
+        y=float(p[1]),
+        z=float(p[2]),
+        text=f"<b>{_html.escape(text)}</b>" if bold else _html.escape(text),
+        showarrow=False,
+        xanchor="left",
+        yanchor=yanchor,
+        xshift=4,
+        font=dict(size=12, color=color),
+        bgcolor="rgba(255,255,255,0.7)",
+    )
 
 
 def _cluster_labels(points: np.ndarray, labels: list[str], severity: list[str]) -> list[str]:
@@ -210,7 +352,10 @@ def _cluster_labels(points: np.ndarray, labels: list[str], severity: list[str]) 
         else:
             heads.append(i)
             count[i] = 1
-    return [(labels[i] + (f" (+{count[i] - 1})" if count[i] > 1 else "")) if i in count else "" for i in range(len(labels))]
+    return [
+        (labels[i] + (f" (+{count[i] - 1})" if count[i] > 1 else "")) if i in count else ""
+        for i in range(len(labels))
+    ]
 
 
 def _offsets_from_nodes(node: np.ndarray) -> np.ndarray:
@@ -303,10 +448,15 @@ def write_html(scene: Scene, out: str | Path, *, exaggerate: float | None = None
     out = Path(out)
     tmp = out.with_name(f".{out.name}.tmp.html")
     bundle = _vendored_plotlyjs()
-    page = fig.to_html(include_plotlyjs=bundle is None, full_html=True, include_mathjax=False,
-                       config={"displaylogo": False, "scrollZoom": True, "responsive": True},
-                       default_width="100%", default_height="96vh",
-                       post_script=_FIT_JS % json.dumps(_frame_points(scene) + fig.layout.meta["tdb_frame_extra"]))
+    page = fig.to_html(
+        include_plotlyjs=bundle is None,
+        full_html=True,
+        include_mathjax=False,
+        config={"displaylogo": False, "scrollZoom": True, "responsive": True},
+        default_width="100%",
+        default_height="96vh",
+        post_script=_FIT_JS % json.dumps(_frame_points(scene) + fig.layout.meta["tdb_frame_extra"]),
+    )
     head = f"<head>\n    <title>{_html.escape(scene.title)}</title>"
     if bundle is not None:
         head += f'\n    <script type="text/javascript">{bundle}</script>'

@@ -1,4 +1,5 @@
 """matplotlib plots (imported only when a plot is asked for)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -67,14 +68,20 @@ def plot_speed_distance(trace: dict, name: str, events: Iterable[ReplayEvent], o
     """Speed and speed limit against distance for one train of a replay, with events."""
     plt = pyplot()
     d = trace["distance"] / 1000.0
-    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, constrained_layout=True,
-                                  gridspec_kw={"height_ratios": [3, 1]})
+    fig, (ax, ax2) = plt.subplots(
+        2, 1, figsize=(11, 6.5), sharex=True, constrained_layout=True, gridspec_kw={"height_ratios": [3, 1]}
+    )
     ax.plot(d, trace["speed"] * 3.6, color="tab:blue", label="speed")
     ax.set_ylabel("speed (km/h)")
     ax.set_title(f"{name}: {trace['distance'][-1] / 1000:.2f} km in {trace['time'][-1]:.0f} s")
     for e in events:
-        if getattr(e, "train", None) == name and e.kind in ("derailment", "collision", "side_collision",
-                                                            "arrived", "end_of_line"):
+        if getattr(e, "train", None) == name and e.kind in (
+            "derailment",
+            "collision",
+            "side_collision",
+            "arrived",
+            "end_of_line",
+        ):
             k = int(min(range(len(trace["time"])), key=lambda i: abs(trace["time"][i] - e.time)))
             ax.axvline(d[k], color="tab:red" if e.kind != "arrived" else "tab:green", lw=0.8)
             ax.annotate(e.kind, (d[k], ax.get_ylim()[1] * 0.95), rotation=90, fontsize=8, va="top")

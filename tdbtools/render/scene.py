@@ -24,6 +24,7 @@ grade in ‰ (+ = rising in the node's direction) on a symmetric scale from the 
 98th percentile; ``"speed"`` by the speed limit in km/h (the route's limit, changed by
 the limit speed posts along a node in its forward direction), 2nd–98th percentile.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,12 +48,20 @@ COLOR_BY = ("kind", "grade", "speed")
 KIND_NAMES = ("link", "spur", "isolated")
 KIND_COLORS = ("#1f4e9c", "#2ca02c", "#d62728")
 MARKER_KINDS = ("junction", "end", "signal", "speedpost", "platform", "siding")
-MARKER_COLORS = {"junction": "#e6a800", "end": "#505050", "signal": "#1a9e3f", "speedpost": "#8c564b",
-                 "platform": "#0095d9", "siding": "#9b4dca"}
+MARKER_COLORS = {
+    "junction": "#e6a800",
+    "end": "#505050",
+    "signal": "#1a9e3f",
+    "speedpost": "#8c564b",
+    "platform": "#0095d9",
+    "siding": "#9b4dca",
+}
 #: Glyph diameters in pixels (screen space: the same size at every zoom).
 MARKER_PX = {"junction": 6, "end": 5, "signal": 7, "speedpost": 6, "platform": 9, "siding": 7}
 #: Label priority: stations over signals over speed posts (docs/render.md §4).
 LABEL_PRIORITY = {"finding": 5, "platform": 4, "signal": 3, "speedpost": 2, "siding": 1}
+
+
 def GRADE_CMAP():  # noqa: N802
     """Blue (falling) – grey (level) – red (rising): level track stays visible on white."""
     from matplotlib.colors import LinearSegmentedColormap
@@ -69,12 +78,28 @@ ASPECT_NAMES = ("signal: no aspect", "signal: stop", "signal: caution", "signal:
 ASPECT_COLORS = ("#9a9a9a", "#e00000", "#f2c200", "#00b050")
 #: Keys of the interactive window that show or hide a layer.
 LAYER_KEYS = {"1": "markers", "2": "labels", "3": "audit", "4": "grid", "5": "trains"}
-NO_RENDERER = ("no renderer: 3-D pictures need a working OpenGL. On Debian/Ubuntu: "
-               "apt-get install libegl1 libgl1 libgl1-mesa-dri (offscreen, no display needed)")
+NO_RENDERER = (
+    "no renderer: 3-D pictures need a working OpenGL. On Debian/Ubuntu: "
+    "apt-get install libegl1 libgl1 libgl1-mesa-dri (offscreen, no display needed)"
+)
 NO_PYVISTA = "3-D pictures need pyvista: pip install 'tdbtools[render]' (pyvista, imageio, imageio-ffmpeg)"
 
-__all__ = ["Scene", "Markers", "SceneView", "build_scene", "render_png", "show", "check_renderer",
-           "to_scene", "train_boxes", "screenshot", "resolve_focus", "COLOR_BY", "NO_RENDERER", "LAYER_KEYS"]
+__all__ = [
+    "Scene",
+    "Markers",
+    "SceneView",
+    "build_scene",
+    "render_png",
+    "show",
+    "check_renderer",
+    "to_scene",
+    "train_boxes",
+    "screenshot",
+    "resolve_focus",
+    "COLOR_BY",
+    "NO_RENDERER",
+    "LAYER_KEYS",
+]
 
 
 def _quiet_vtk() -> None:
@@ -123,8 +148,17 @@ def _probe_marker() -> Path | None:
         from ..formats.cache import cache_dir
     except ImportError:  # pragma: no cover - no VTK: the probe reports it
         return None
-    env = [os.environ.get(k, "") for k in ("DISPLAY", "WAYLAND_DISPLAY", "VTK_DEFAULT_OPENGL_WINDOW",
-                                            "PYVISTA_OFF_SCREEN", "LIBGL_ALWAYS_SOFTWARE", "GALLIUM_DRIVER")]
+    env = [
+        os.environ.get(k, "")
+        for k in (
+            "DISPLAY",
+            "WAYLAND_DISPLAY",
+            "VTK_DEFAULT_OPENGL_WINDOW",
+            "PYVISTA_OFF_SCREEN",
+            "LIBGL_ALWAYS_SOFTWARE",
+            "GALLIUM_DRIVER",
+        )
+    ]
     key = "|".join([sys.executable, vtkVersion.GetVTKVersion(), _PROBE, *env])
     return cache_dir() / f"renderer-ok-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
@@ -137,8 +171,13 @@ def _probe(timeout: float = 60.0) -> tuple[bool, str]:
     if marker is not None and marker.is_file():
         return True, f"remembered in {marker}"
     try:
-        r = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                           timeout=timeout, env={**os.environ, "PYVISTA_OFF_SCREEN": "true"})
+        r = subprocess.run(
+            [sys.executable, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PYVISTA_OFF_SCREEN": "true"},
+        )
     except subprocess.TimeoutExpired:
         return False, f"a test render took more than {timeout:.0f} s"
     except OSError as exc:
@@ -149,7 +188,7 @@ def _probe(timeout: float = 60.0) -> tuple[bool, str]:
                 marker.parent.mkdir(parents=True, exist_ok=True)
                 marker.write_text(r.stdout.strip() + "\n", encoding="utf-8")
             except OSError:
-                pass     # a read-only cache only costs the probe next time
+                pass  # a read-only cache only costs the probe next time
         return True, r.stdout.strip()
     tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
     how = f"exit status {r.returncode}" if r.returncode >= 0 else f"signal {-r.returncode}"
@@ -187,7 +226,7 @@ class Markers:
     points: np.ndarray
     ids: np.ndarray
     labels: tuple[str, ...]
-    glyphs: Any   # pyvista.PolyData
+    glyphs: Any  # pyvista.PolyData
 
     def __len__(self) -> int:
         return len(self.points)
@@ -199,14 +238,14 @@ class Scene:
 
     route_name: str
     color_by: str
-    origin: tuple[float, float]          # (X0, Z0) absolute metres subtracted
-    track: Any                           # PolyData: one line cell per vector node
-    scalars: str                         # the track array coloured by
+    origin: tuple[float, float]  # (X0, Z0) absolute metres subtracted
+    track: Any  # PolyData: one line cell per vector node
+    scalars: str  # the track array coloured by
     clim: tuple[float, float]
     markers: dict[str, Markers]
-    grid: Any                            # PolyData: tile boundaries
-    glyph_size: float                    # scale of the marker glyphs, pixels
-    trains: Any = None                   # PolyData of car boxes, or None
+    grid: Any  # PolyData: tile boundaries
+    glyph_size: float  # scale of the marker glyphs, pixels
+    trains: Any = None  # PolyData of car boxes, or None
     title: str = ""
     extra: dict = field(default_factory=dict)
     #: Audit findings drawn (``markers["finding"]`` holds those with a place).
@@ -243,8 +282,11 @@ def _node_kind(route: Route, nodes: np.ndarray) -> np.ndarray:
     out = np.zeros(len(nodes), dtype=np.int64)
     for k, i in enumerate(nodes):
         n = tdb[int(i)]
-        ends = sum(1 for p in (n.pins if n is not None else ())
-                   if 0 < p.link < len(tdb) and isinstance(tdb[p.link], EndNode))
+        ends = sum(
+            1
+            for p in (n.pins if n is not None else ())
+            if 0 < p.link < len(tdb) and isinstance(tdb[p.link], EndNode)
+        )
         out[k] = min(ends, 2)
     return out
 
@@ -257,7 +299,7 @@ def _along(points: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndar
     rise = d[:, 1].copy()
     last = offsets[1:] - 1
     valid = last[last < len(points) - 1]
-    horiz[valid] = 0.0            # no segment from a polyline's end to the next's start
+    horiz[valid] = 0.0  # no segment from a polyline's end to the next's start
     rise[valid] = 0.0
     seg = np.concatenate([np.hypot(horiz, rise), [0.0]])
     cum = np.concatenate([[0.0], np.cumsum(seg[:-1])])
@@ -271,8 +313,8 @@ def _grade_points(points: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     _s, horiz, rise = _along(points, offsets)
     g = np.divide(rise, horiz, out=np.zeros_like(rise), where=horiz > 1e-6) * 1000.0
     last = offsets[1:] - 1
-    ok = (last > offsets[:-1])
-    g[last[ok]] = g[last[ok] - 1]     # a polyline's last point takes its last segment's grade
+    ok = last > offsets[:-1]
+    g[last[ok]] = g[last[ok] - 1]  # a polyline's last point takes its last segment's grade
     return g
 
 
@@ -284,8 +326,11 @@ def _speed_points(route: Route, points: np.ndarray, offsets: np.ndarray, nodes: 
     out = np.full(len(points), base)
     pos = item_positions(route)
     for k, n in enumerate(nodes):
-        posts = [(p.offset, p.item.speed_ms) for p in pos.get(int(n), ())
-                 if isinstance(p.item, SpeedPostItem) and p.item.is_limit and p.item.speed_ms]
+        posts = [
+            (p.offset, p.item.speed_ms)
+            for p in pos.get(int(n), ())
+            if isinstance(p.item, SpeedPostItem) and p.item.is_limit and p.item.speed_ms
+        ]
         if not posts:
             continue
         a, b = int(offsets[k]), int(offsets[k + 1])
@@ -326,8 +371,9 @@ def _grid(pv, route: Route, origin: tuple[float, float], height: float):
     return pv.PolyData(np.array(pts, dtype=np.float64), lines=lines)
 
 
-def _sections_along(geom, nodes: np.ndarray, offsets: np.ndarray, s: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _sections_along(
+    geom, nodes: np.ndarray, offsets: np.ndarray, s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per point: the section's position in its node, its TrackSection id and the
     curvature of its centre line (1/km, + = right)."""
     pos = np.zeros(len(s), dtype=np.int64)
@@ -383,7 +429,9 @@ def _finding_markers(pv, route: Route, report, origin, track_points, node_first)
             what += f", {f.value:.1f} m"
         labels.append(f"{f.code} ({what})" if what else f.code)
     pts = np.array(xyz, dtype=np.float64).reshape(-1, 3)
-    return Markers("finding", pts, np.array(ids, dtype=np.int64), tuple(labels), pv.PolyData(pts)), report.findings
+    return Markers(
+        "finding", pts, np.array(ids, dtype=np.int64), tuple(labels), pv.PolyData(pts)
+    ), report.findings
 
 
 def _gap_lines(pv, route: Route, geom, report, origin):
@@ -399,7 +447,9 @@ def _gap_lines(pv, route: Route, geom, report, origin):
         return None
     rows = clo.join_row[k]
     nxt = rows + 1
-    start = to_scene(geom.tile_x[nxt] * TILE + geom.x[nxt], geom.y[nxt], geom.tile_z[nxt] * TILE + geom.z[nxt], origin)
+    start = to_scene(
+        geom.tile_x[nxt] * TILE + geom.x[nxt], geom.y[nxt], geom.tile_z[nxt] * TILE + geom.z[nxt], origin
+    )
     d = np.asarray(clo.join_delta[k], dtype=np.float64)
     end = start - np.column_stack([d[:, 0], d[:, 2], d[:, 1]])
     n = len(k)
@@ -409,8 +459,15 @@ def _gap_lines(pv, route: Route, geom, report, origin):
     return pv.PolyData(pts, lines=lines)
 
 
-def build_scene(route: Route, *, color_by: str = "kind", max_chord_error: float = 0.5,
-                glyph_size: float | None = None, audit=None, focus: str | None = None) -> Scene:
+def build_scene(
+    route: Route,
+    *,
+    color_by: str = "kind",
+    max_chord_error: float = 0.5,
+    glyph_size: float | None = None,
+    audit=None,
+    focus: str | None = None,
+) -> Scene:
     """The scene of a route: track polylines (one line cell per vector node, coloured
     by ``color_by``; per point the node, section, offset, grade and curvature),
     junction, end-node and item markers with labels, the grid of 2048 m tiles, and,
@@ -422,8 +479,14 @@ def build_scene(route: Route, *, color_by: str = "kind", max_chord_error: float 
     from ..track.geometry import sample_route, section_geometry
 
     ext = route.tile_extent()
-    origin = ((0.5 * (ext["tile_x_min"] + ext["tile_x_max"]) * TILE,
-               0.5 * (ext["tile_z_min"] + ext["tile_z_max"]) * TILE) if ext else (0.0, 0.0))
+    origin = (
+        (
+            0.5 * (ext["tile_x_min"] + ext["tile_x_max"]) * TILE,
+            0.5 * (ext["tile_z_min"] + ext["tile_z_max"]) * TILE,
+        )
+        if ext
+        else (0.0, 0.0)
+    )
     geom = section_geometry(route)
     poly = sample_route(geom, max_chord_error=max_chord_error)
     P = np.asarray(poly.points, dtype=np.float64)
@@ -453,8 +516,11 @@ def build_scene(route: Route, *, color_by: str = "kind", max_chord_error: float 
         clim = (-0.5, 2.5)
     elif len(nodes):
         v = np.asarray(track.point_data[scalars])
-        clim = V.robust_limits(v, symmetric=True, floor=1.0) if color_by == "grade" else \
-            V.robust_limits(v, floor=10.0)
+        clim = (
+            V.robust_limits(v, symmetric=True, floor=1.0)
+            if color_by == "grade"
+            else V.robust_limits(v, floor=10.0)
+        )
     # markers
     groups: dict[str, tuple[list, list, list]] = {k: ([], [], []) for k in MARKER_KINDS}
     for n in route.tdb.nodes[1:]:
@@ -464,7 +530,12 @@ def build_scene(route: Route, *, color_by: str = "kind", max_chord_error: float 
             g[0].append((u.tile_x * TILE + u.x, u.y, u.tile_z * TILE + u.z))
             g[1].append(n.index)
             g[2].append("")
-    item_cls = {"signal": SignalItem, "speedpost": SpeedPostItem, "platform": PlatformItem, "siding": SidingItem}
+    item_cls = {
+        "signal": SignalItem,
+        "speedpost": SpeedPostItem,
+        "platform": PlatformItem,
+        "siding": SidingItem,
+    }
     items = {}
     seen_station: set[str] = set()
     for it in route.tdb.items:
@@ -475,7 +546,7 @@ def build_scene(route: Route, *, color_by: str = "kind", max_chord_error: float 
                 g[0].append((r.tile_x * TILE + r.x, r.y, r.tile_z * TILE + r.z))
                 g[1].append(it.index)
                 label = _item_label(it)
-                if k == "platform":     # a station's name once, not at each platform end
+                if k == "platform":  # a station's name once, not at each platform end
                     label = getattr(it, "station", "") or getattr(it, "platform_name", "")
                     label = "" if label in seen_station else label
                     seen_station.add(label)
@@ -498,16 +569,28 @@ def build_scene(route: Route, *, color_by: str = "kind", max_chord_error: float 
         gaps = _gap_lines(pv, route, geom, audit, origin)
     zmin = float(pts[:, 2].min()) - 1.0 if len(pts) else 0.0
     title = f"{route.name}: colour by {color_by}"
-    scene = Scene(route.name, color_by, origin, track, scalars, clim, markers,
-                  _grid(pv, route, origin, zmin), 1.0 if glyph_size is None else float(glyph_size),
-                  title=title, findings=findings, items=items, gaps=gaps)
+    scene = Scene(
+        route.name,
+        color_by,
+        origin,
+        track,
+        scalars,
+        clim,
+        markers,
+        _grid(pv, route, origin, zmin),
+        1.0 if glyph_size is None else float(glyph_size),
+        title=title,
+        findings=findings,
+        items=items,
+        gaps=gaps,
+    )
     if focus:
         scene.focus, scene.focus_label = resolve_focus(route, scene, focus, audit=audit)
         scene.title += f", focus on {scene.focus_label}"
     return scene
 
 
-FOCUS_RADIUS = 150.0    # metres shown around a focused point, at least
+FOCUS_RADIUS = 150.0  # metres shown around a focused point, at least
 
 
 def resolve_focus(route: Route, scene: Scene, spec: str, *, audit=None) -> tuple[np.ndarray, str]:
@@ -539,7 +622,9 @@ def resolve_focus(route: Route, scene: Scene, spec: str, *, audit=None) -> tuple
             u = nd.uid
             if u is None:
                 raise TdbToolsError(f"--focus: node {n} has no position")
-            return around(to_scene(u.tile_x * TILE + u.x, u.y, u.tile_z * TILE + u.z, scene.origin)[0], f"node {n}")
+            return around(
+                to_scene(u.tile_x * TILE + u.x, u.y, u.tile_z * TILE + u.z, scene.origin)[0], f"node {n}"
+            )
         sel = pts[np.asarray(tr.point_data["node"]) == n] if len(pts) else pts
         if len(sel) == 0:
             raise TdbToolsError(f"--focus: node {n} has no drawable track")
@@ -567,7 +652,9 @@ def resolve_focus(route: Route, scene: Scene, spec: str, *, audit=None) -> tuple
         except ValueError:
             nums = []
         if nums:
-            X, Z = (nums[0], nums[1]) if len(nums) == 2 else (nums[0] * TILE + nums[2], nums[1] * TILE + nums[3])
+            X, Z = (
+                (nums[0], nums[1]) if len(nums) == 2 else (nums[0] * TILE + nums[2], nums[1] * TILE + nums[3])
+            )
             q = to_scene(X, 0.0, Z, scene.origin)[0]
             if len(pts):
                 q[2] = pts[np.argmin(np.hypot(pts[:, 0] - q[0], pts[:, 1] - q[1])), 2]
@@ -585,8 +672,10 @@ def resolve_focus(route: Route, scene: Scene, spec: str, *, audit=None) -> tuple
         hits = audit.by_code(code)
         k = int(nth) if nth.isdigit() else 1
         if not hits:
-            raise TdbToolsError(f"--focus {spec}: the audit finds no {code} in this route "
-                                f"(it finds: {', '.join(audit.counts) or 'nothing'})")
+            raise TdbToolsError(
+                f"--focus {spec}: the audit finds no {code} in this route "
+                f"(it finds: {', '.join(audit.counts) or 'nothing'})"
+            )
         if not 1 <= k <= len(hits):
             raise TdbToolsError(f"--focus {spec}: there are {len(hits)} {code} findings")
         f = hits[k - 1]
@@ -604,19 +693,27 @@ def resolve_focus(route: Route, scene: Scene, spec: str, *, audit=None) -> tuple
             it = scene.items.get(int(i))
             names = [getattr(it, a, "") for a in ("station", "platform_name", "siding_name", "signal_type")]
             if any(n and n.lower() == low for n in names):
-                sel = [m.points[q] for q, i2 in enumerate(m.ids)
-                       if any(getattr(scene.items.get(int(i2)), a, "").lower() == low
-                              for a in ("station", "platform_name", "siding_name"))]
+                sel = [
+                    m.points[q]
+                    for q, i2 in enumerate(m.ids)
+                    if any(
+                        getattr(scene.items.get(int(i2)), a, "").lower() == low
+                        for a in ("station", "platform_name", "siding_name")
+                    )
+                ]
                 return around(np.mean(sel or [m.points[j]], axis=0), spec, np.array(sel).reshape(-1, 3))
-    raise TdbToolsError(f"--focus {spec!r}: not a node (node:N), an item (item:N), an audit code, "
-                        "a point (X,Z or TX,TZ,x,z) or a station/platform/siding name of this route")
+    raise TdbToolsError(
+        f"--focus {spec!r}: not a node (node:N), an item (item:N), an audit code, "
+        "a point (X,Z or TX,TZ,x,z) or a station/platform/siding name of this route"
+    )
 
 
 # -- trains ------------------------------------------------------------------------------
 
 
-def train_boxes(front: np.ndarray, rear: np.ndarray, length, width, height,
-                lift: float = 0.3) -> tuple[np.ndarray, np.ndarray]:
+def train_boxes(
+    front: np.ndarray, rear: np.ndarray, length, width, height, lift: float = 0.3
+) -> tuple[np.ndarray, np.ndarray]:
     """Oriented boxes for cars placed by their bogies (scene coordinates).
 
     ``front``/``rear`` are (n, 3) bogie centres; each box is centred between them,
@@ -636,15 +733,18 @@ def train_boxes(front: np.ndarray, rear: np.ndarray, length, width, height,
     ln = np.linalg.norm(lat, axis=1, keepdims=True)
     lat = np.where(ln > 1e-9, lat / np.where(ln > 1e-9, ln, 1.0), np.array([0.0, 1.0, 0.0]))
     vert = np.cross(lat, d)
-    sx = np.array([-1, 1, 1, -1, -1, 1, 1, -1], dtype=np.float64)   # along
-    sy = np.array([-1, -1, 1, 1, -1, -1, 1, 1], dtype=np.float64)   # lateral
-    sz = np.array([0, 0, 0, 0, 1, 1, 1, 1], dtype=np.float64)       # up
-    pts = (c[:, None, :]
-           + (0.5 * L)[:, None, None] * sx[None, :, None] * d[:, None, :]
-           + (0.5 * W)[:, None, None] * sy[None, :, None] * lat[:, None, :]
-           + (lift + H[:, None, None] * sz[None, :, None]) * vert[:, None, :])
-    quads = np.array([[0, 3, 2, 1], [4, 5, 6, 7], [0, 1, 5, 4], [1, 2, 6, 5], [2, 3, 7, 6], [3, 0, 4, 7]],
-                     dtype=np.int64)
+    sx = np.array([-1, 1, 1, -1, -1, 1, 1, -1], dtype=np.float64)  # along
+    sy = np.array([-1, -1, 1, 1, -1, -1, 1, 1], dtype=np.float64)  # lateral
+    sz = np.array([0, 0, 0, 0, 1, 1, 1, 1], dtype=np.float64)  # up
+    pts = (
+        c[:, None, :]
+        + (0.5 * L)[:, None, None] * sx[None, :, None] * d[:, None, :]
+        + (0.5 * W)[:, None, None] * sy[None, :, None] * lat[:, None, :]
+        + (lift + H[:, None, None] * sz[None, :, None]) * vert[:, None, :]
+    )
+    quads = np.array(
+        [[0, 3, 2, 1], [4, 5, 6, 7], [0, 1, 5, 4], [1, 2, 6, 5], [2, 3, 7, 6], [3, 0, 4, 7]], dtype=np.int64
+    )
     f = quads[None, :, :] + (np.arange(n, dtype=np.int64) * 8)[:, None, None]
     faces = np.concatenate([np.full((n, 6, 1), 4, dtype=np.int64), f], axis=2).reshape(-1)
     return pts.reshape(-1, 3), faces
@@ -667,7 +767,7 @@ def _theme(pv):
 
 def _rgb(color: str) -> tuple[float, float, float]:
     c = color.lstrip("#")
-    return tuple(int(c[i:i + 2], 16) / 255.0 for i in (0, 2, 4))  # type: ignore[return-value]
+    return tuple(int(c[i : i + 2], 16) / 255.0 for i in (0, 2, 4))  # type: ignore[return-value]
 
 
 class SceneView:
@@ -677,8 +777,16 @@ class SceneView:
     bar or categorical legend, scale bar, north arrow, labels placed without overlap.
     :meth:`pick` tells what is under a pixel; :meth:`toggle` shows/hides a layer."""
 
-    def __init__(self, scene: Scene, window_size: tuple[int, int] = (1280, 960), *, off_screen: bool = True,
-                 view: str = "map", exaggerate: float | None = None, labels: bool = True) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        window_size: tuple[int, int] = (1280, 960),
+        *,
+        off_screen: bool = True,
+        view: str = "map",
+        exaggerate: float | None = None,
+        labels: bool = True,
+    ) -> None:
         if view not in V.VIEWS:
             raise TdbToolsError(f"view must be one of {', '.join(V.VIEWS)}, not {view!r}")
         pv = _pv()
@@ -712,8 +820,9 @@ class SceneView:
 
         self._lifted = lifted
         if scene.grid.n_points:
-            self.actors["grid"].append(p.add_mesh(scene.grid, color="#d0d0d0", line_width=1, name="grid",
-                                                  lighting=False))
+            self.actors["grid"].append(
+                p.add_mesh(scene.grid, color="#d0d0d0", line_width=1, name="grid", lighting=False)
+            )
         if scene.track.n_points:
             track = lifted(scene.track)
             self.track_points = np.asarray(track.points)
@@ -721,16 +830,36 @@ class SceneView:
             if scene.color_by == "kind":
                 from matplotlib.colors import ListedColormap  # pyvista depends on matplotlib
 
-                a = p.add_mesh(track, scalars="kind", cmap=ListedColormap(list(KIND_COLORS)), clim=scene.clim,
-                               show_scalar_bar=False, **common)
+                a = p.add_mesh(
+                    track,
+                    scalars="kind",
+                    cmap=ListedColormap(list(KIND_COLORS)),
+                    clim=scene.clim,
+                    show_scalar_bar=False,
+                    **common,
+                )
             else:
                 title = "grade (permille, + rising)" if scene.color_by == "grade" else "speed limit (km/h)"
                 cmap = GRADE_CMAP() if scene.color_by == "grade" else "viridis"
-                a = p.add_mesh(track, scalars=scene.scalars, cmap=cmap, clim=scene.clim,
-                               scalar_bar_args={"title": title, "n_labels": 5, "fmt": "%.0f", "vertical": False,
-                                                "position_x": 0.5, "position_y": 0.015, "width": 0.3,
-                                                "height": 0.07, "title_font_size": 12, "label_font_size": 11},
-                               **common)
+                a = p.add_mesh(
+                    track,
+                    scalars=scene.scalars,
+                    cmap=cmap,
+                    clim=scene.clim,
+                    scalar_bar_args={
+                        "title": title,
+                        "n_labels": 5,
+                        "fmt": "%.0f",
+                        "vertical": False,
+                        "position_x": 0.5,
+                        "position_y": 0.015,
+                        "width": 0.3,
+                        "height": 0.07,
+                        "title_font_size": 12,
+                        "label_font_size": 11,
+                    },
+                    **common,
+                )
             self.actors["track"].append(a)
         else:
             self.track_points = np.zeros((0, 3))
@@ -741,32 +870,56 @@ class SceneView:
             pts = lifted(m.glyphs)
             self.marker_points[k] = np.asarray(pts.points)
             if k == "finding":
-                sev = np.array([{"error": 2, "warning": 1}.get(scene.findings[int(i)].severity, 0) for i in m.ids])
+                sev = np.array(
+                    [{"error": 2, "warning": 1}.get(scene.findings[int(i)].severity, 0) for i in m.ids]
+                )
                 pts.point_data["severity"] = sev
                 from matplotlib.colors import ListedColormap
 
                 cm = ListedColormap([SEVERITY_COLORS[s] for s in ("info", "warning", "error")])
-                a = p.add_mesh(pts, scalars="severity", cmap=cm, clim=(-0.5, 2.5), show_scalar_bar=False,
-                               point_size=16 * scene.glyph_size, render_points_as_spheres=True,
-                               name="glyph-finding", lighting=False)
+                a = p.add_mesh(
+                    pts,
+                    scalars="severity",
+                    cmap=cm,
+                    clim=(-0.5, 2.5),
+                    show_scalar_bar=False,
+                    point_size=16 * scene.glyph_size,
+                    render_points_as_spheres=True,
+                    name="glyph-finding",
+                    lighting=False,
+                )
                 self.actors["audit"].append(a)
             elif k == "signal" and scene.extra.get("signal_aspect") is not None:
                 from matplotlib.colors import ListedColormap
 
                 pts.point_data["aspect"] = np.asarray(scene.extra["signal_aspect"], dtype=np.int64)
-                a = p.add_mesh(pts, scalars="aspect", cmap=ListedColormap(list(ASPECT_COLORS)),
-                               clim=(-0.5, len(ASPECT_COLORS) - 0.5), show_scalar_bar=False,
-                               point_size=(MARKER_PX[k] + 4) * scene.glyph_size, render_points_as_spheres=True,
-                               name=f"glyph-{k}", lighting=False)
+                a = p.add_mesh(
+                    pts,
+                    scalars="aspect",
+                    cmap=ListedColormap(list(ASPECT_COLORS)),
+                    clim=(-0.5, len(ASPECT_COLORS) - 0.5),
+                    show_scalar_bar=False,
+                    point_size=(MARKER_PX[k] + 4) * scene.glyph_size,
+                    render_points_as_spheres=True,
+                    name=f"glyph-{k}",
+                    lighting=False,
+                )
                 self._aspect_glyphs = pts
                 self.actors["markers"].append(a)
             else:
-                a = p.add_mesh(pts, color=MARKER_COLORS[k], point_size=MARKER_PX[k] * scene.glyph_size,
-                               render_points_as_spheres=True, name=f"glyph-{k}", lighting=False)
+                a = p.add_mesh(
+                    pts,
+                    color=MARKER_COLORS[k],
+                    point_size=MARKER_PX[k] * scene.glyph_size,
+                    render_points_as_spheres=True,
+                    name=f"glyph-{k}",
+                    lighting=False,
+                )
                 self.actors["markers"].append(a)
         if scene.gaps is not None and scene.gaps.n_points:
-            self.actors["audit"].append(p.add_mesh(lifted(scene.gaps), color=GAP_COLOR,
-                                                   line_width=5, lighting=False, name="gaps"))
+            self.actors["audit"].append(
+                p.add_mesh(lifted(scene.gaps), color=GAP_COLOR, line_width=5, lighting=False, name="gaps")
+            )
         if scene.trains is not None and scene.trains.n_points:
             self.set_trains(scene.trains)
         self._legend()
@@ -799,8 +952,14 @@ class SceneView:
 
     def current_camera(self) -> V.Camera:
         c = self.plotter.camera
-        return V.Camera(tuple(c.position), tuple(c.focal_point), tuple(c.up), bool(c.parallel_projection),
-                        float(c.parallel_scale), float(c.view_angle))
+        return V.Camera(
+            tuple(c.position),
+            tuple(c.focal_point),
+            tuple(c.up),
+            bool(c.parallel_projection),
+            float(c.parallel_scale),
+            float(c.view_angle),
+        )
 
     def project(self, points: np.ndarray) -> np.ndarray:
         """Pixels (x from the left, y from the bottom) of already exaggerated points,
@@ -823,8 +982,14 @@ class SceneView:
         if sc.color_by == "kind" and sc.track.n_points:
             present = set(np.unique(sc.track.cell_data["kind"]).tolist())
             entries += [[f"track: {KIND_NAMES[i]}", KIND_COLORS[i]] for i in range(3) if i in present]
-        names = {"junction": "junction", "end": "end of track", "signal": "signal", "speedpost": "speed post",
-                 "platform": "platform", "siding": "siding"}
+        names = {
+            "junction": "junction",
+            "end": "end of track",
+            "signal": "signal",
+            "speedpost": "speed post",
+            "platform": "platform",
+            "siding": "siding",
+        }
         aspects = sc.extra.get("signal_aspect")
         for k in MARKER_KINDS:
             if not len(sc.markers.get(k, ())):
@@ -832,7 +997,9 @@ class SceneView:
             if k == "signal" and aspects is not None:
                 # Every category the replay shows at any time, so that the legend stays put.
                 shown = set(sc.extra.get("signal_aspect_used", np.unique(aspects).tolist()))
-                entries += [[ASPECT_NAMES[i], ASPECT_COLORS[i]] for i in range(len(ASPECT_NAMES)) if i in shown]
+                entries += [
+                    [ASPECT_NAMES[i], ASPECT_COLORS[i]] for i in range(len(ASPECT_NAMES)) if i in shown
+                ]
             else:
                 entries.append([names[k], MARKER_COLORS[k]])
         if "finding" in sc.markers and len(sc.markers["finding"]):
@@ -895,8 +1062,12 @@ class SceneView:
         px = L / mpp if mpp > 0 else 0
         x0, y0 = 0.03 * w, 0.035 * h
         if px > 4:
-            segs += [((x0, y0), (x0 + px, y0)), ((x0, y0 - 4), (x0, y0 + 4)), ((x0 + px, y0 - 4), (x0 + px, y0 + 4)),
-                     ((x0 + px / 2, y0 - 2), (x0 + px / 2, y0 + 2))]
+            segs += [
+                ((x0, y0), (x0 + px, y0)),
+                ((x0, y0 - 4), (x0, y0 + 4)),
+                ((x0 + px, y0 - 4), (x0 + px, y0 + 4)),
+                ((x0 + px / 2, y0 - 2), (x0 + px / 2, y0 + 2)),
+            ]
             text = f"{L / 1000:g} km" if L >= 1000 else f"{L:g} m"
             if not cam.parallel:
                 text += " (at centre)"
@@ -912,8 +1083,11 @@ class SceneView:
         c = np.array([w - 40.0, 50.0])
         tip, tail = c + d * 22, c - d * 22
         side = np.array([-d[1], d[0]])
-        segs += [(tuple(tail), tuple(tip)), (tuple(tip), tuple(tip - d * 9 + side * 6)),
-                 (tuple(tip), tuple(tip - d * 9 - side * 6))]
+        segs += [
+            (tuple(tail), tuple(tip)),
+            (tuple(tip), tuple(tip - d * 9 + side * 6)),
+            (tuple(tip), tuple(tip - d * 9 - side * 6)),
+        ]
         self._text2d(vtkTextActor, "N", *(tip + d * 6 - [5, 0]), size=14, bold=True)
         pts = vtkPoints()
         lines = vtkCellArray()
@@ -936,8 +1110,18 @@ class SceneView:
         self._overlay_actors.append(actor)
         self._place_labels()
 
-    def _text2d(self, cls, text: str, x: float, y: float, *, size: int = 12, bold: bool = False,
-                bg: bool = False, layer: list | None = None):
+    def _text2d(
+        self,
+        cls,
+        text: str,
+        x: float,
+        y: float,
+        *,
+        size: int = 12,
+        bold: bool = False,
+        bg: bool = False,
+        layer: list | None = None,
+    ):
         t = cls()
         t.SetInput(text)
         t.SetDisplayPosition(int(round(x)), int(round(y)))
@@ -991,15 +1175,19 @@ class SceneView:
             return
         w, h = self.window_size
         px = self.project(P)
-        reserved: list[tuple[float, float, float, float]] = [(0.0, 0.0, w, 0.13 * h), (0.0, h * 0.93, 0.6 * w, h)]
+        reserved: list[tuple[float, float, float, float]] = [
+            (0.0, 0.0, w, 0.13 * h),
+            (0.0, h * 0.93, 0.6 * w, h),
+        ]
         if self._legend_box:
             x0, y0, x1, y1 = self._legend_box
             reserved.append((x0 * w, y0 * h, x1 * w, y1 * h))
-        if getattr(self, "_speed_bar", False):     # the trains' colour bar, right
+        if getattr(self, "_speed_bar", False):  # the trains' colour bar, right
             reserved.append((0.84 * w, 0.26 * h, w, 0.7 * h))
         font = 11
-        for i, x, y in V.place_labels(px, T, R, (w, h), font_px=font, reserved=reserved,
-                                      max_labels=max(10, int(w * h / 9000))):
+        for i, x, y in V.place_labels(
+            px, T, R, (w, h), font_px=font, reserved=reserved, max_labels=max(10, int(w * h / 9000))
+        ):
             bold = K[i] in ("platform", "finding")
             self._text2d(vtkTextActor, T[i], x, y, size=font, bold=bold, bg=True, layer=self._label_actors)
             self._placed.append((K[i], T[i], x, y, x + 0.62 * font * len(T[i]), y + 1.25 * font))
@@ -1017,8 +1205,13 @@ class SceneView:
         self._place_labels()
         return on
 
-    def set_trains(self, mesh, scalars: np.ndarray | None = None, clim: tuple[float, float] | None = None,
-                   lift: float = 0.3):
+    def set_trains(
+        self,
+        mesh,
+        scalars: np.ndarray | None = None,
+        clim: tuple[float, float] | None = None,
+        lift: float = 0.3,
+    ):
         """Show car boxes (true heights: each box is raised with the exaggerated track,
         not stretched; ``lift``: the floor's height above the rail as :func:`train_boxes`
         made it); ``scalars`` per box colour them (e.g. speed)."""
@@ -1026,7 +1219,7 @@ class SceneView:
         if self.exaggeration != 1.0 and len(pts):
             boxes = pts.reshape(-1, 8, 3)
             floor = boxes[:, :4, 2].mean(axis=1)
-            rail = floor - lift    # the rail is stretched with the track, the box is not
+            rail = floor - lift  # the rail is stretched with the track, the box is not
             boxes[:, :, 2] += ((self.base + (rail - self.base) * self.exaggeration + lift) - floor)[:, None]
             pts = boxes.reshape(-1, 3)
         if getattr(self, "_trains", None) is None:
@@ -1035,11 +1228,25 @@ class SceneView:
             if scalars is not None:
                 self._speed_bar = True
                 m.cell_data["speed_kmh"] = np.repeat(np.asarray(scalars, dtype=np.float64), 6)
-                a = self.plotter.add_mesh(m, scalars="speed_kmh", cmap="plasma", clim=clim, name="trains",
-                                          scalar_bar_args={"title": "train speed (km/h)", "vertical": True,
-                                                           "position_x": 0.9, "position_y": 0.3, "width": 0.05,
-                                                           "height": 0.35, "fmt": "%.0f", "n_labels": 4,
-                                                           "title_font_size": 11, "label_font_size": 10})
+                a = self.plotter.add_mesh(
+                    m,
+                    scalars="speed_kmh",
+                    cmap="plasma",
+                    clim=clim,
+                    name="trains",
+                    scalar_bar_args={
+                        "title": "train speed (km/h)",
+                        "vertical": True,
+                        "position_x": 0.9,
+                        "position_y": 0.3,
+                        "width": 0.05,
+                        "height": 0.35,
+                        "fmt": "%.0f",
+                        "n_labels": 4,
+                        "title_font_size": 11,
+                        "label_font_size": 10,
+                    },
+                )
             else:
                 a = self.plotter.add_mesh(m, color="black", name="trains")
             self._trains = m
@@ -1065,8 +1272,11 @@ class SceneView:
         offset, grade, curvature); None if nothing is near."""
         best: tuple[float, str, int] | None = None
         kinds: tuple[str, ...] = ("finding", "platform", "signal", "speedpost", "siding", "junction", "end")
-        order = [k for k in kinds
-                 if k in self.marker_points and self.visible["audit" if k == "finding" else "markers"]]
+        order = [
+            k
+            for k in kinds
+            if k in self.marker_points and self.visible["audit" if k == "finding" else "markers"]
+        ]
         for k in order:
             px = self.project(self.marker_points[k])
             d = np.hypot(px[:, 0] - x, px[:, 1] - y)
@@ -1082,8 +1292,14 @@ class SceneView:
             i = int(m.ids[j])
             if k == "finding":
                 f = sc.findings[i]
-                return {"kind": "finding", "code": f.code, "severity": f.severity, "message": f.message,
-                        "nodes": list(f.nodes), "items": list(f.items)}
+                return {
+                    "kind": "finding",
+                    "code": f.code,
+                    "severity": f.severity,
+                    "message": f.message,
+                    "nodes": list(f.nodes),
+                    "items": list(f.items),
+                }
             if k in ("junction", "end"):
                 return {"kind": k, "node": i}
             return {"kind": k, **_item_info(sc.items[i])}
@@ -1096,10 +1312,15 @@ class SceneView:
         if d[j] > radius:
             return None
         pd = sc.track.point_data
-        out = {"kind": "track", "node": int(pd["node"][j]), "section": int(pd["section"][j]),
-               "section_id": int(pd["section_id"][j]), "offset_m": round(float(pd["offset_m"][j]), 2),
-               "grade_permille": round(float(pd["grade"][j]), 2),
-               "curvature_per_km": round(float(pd["curvature_per_km"][j]), 3)}
+        out = {
+            "kind": "track",
+            "node": int(pd["node"][j]),
+            "section": int(pd["section"][j]),
+            "section_id": int(pd["section_id"][j]),
+            "offset_m": round(float(pd["offset_m"][j]), 2),
+            "grade_permille": round(float(pd["grade"][j]), 2),
+            "curvature_per_km": round(float(pd["curvature_per_km"][j]), 3),
+        }
         if "speed_kmh" in pd:
             out["speed_limit_kmh"] = round(float(pd["speed_kmh"][j]), 1)
         return out
@@ -1145,18 +1366,38 @@ class SceneView:
         p.iren.add_observer("MouseWheelBackwardEvent", after)
         for k in LAYER_KEYS:
             p.add_key_event(k, lambda k=k: (self.key(k), p.render()))
-        p.add_text("click: what is this   keys: " + "  ".join(f"{k} {v}" for k, v in LAYER_KEYS.items()),
-                   position="upper_edge", font_size=9, name="help")
+        p.add_text(
+            "click: what is this   keys: " + "  ".join(f"{k} {v}" for k, v in LAYER_KEYS.items()),
+            position="upper_edge",
+            font_size=9,
+            name="help",
+        )
         p.show()
 
 
-def _plotter(scene: Scene, window_size: tuple[int, int], off_screen: bool, *, labels: bool = True,
-             view: str = "map", exaggerate: float | None = None) -> SceneView:
-    return SceneView(scene, window_size, off_screen=off_screen, view=view, exaggerate=exaggerate, labels=labels)
+def _plotter(
+    scene: Scene,
+    window_size: tuple[int, int],
+    off_screen: bool,
+    *,
+    labels: bool = True,
+    view: str = "map",
+    exaggerate: float | None = None,
+) -> SceneView:
+    return SceneView(
+        scene, window_size, off_screen=off_screen, view=view, exaggerate=exaggerate, labels=labels
+    )
 
 
-def render_png(scene: Scene, out: str | Path, *, window_size: tuple[int, int] = (1280, 960),
-               labels: bool = True, view: str = "map", exaggerate: float | None = None) -> Path:
+def render_png(
+    scene: Scene,
+    out: str | Path,
+    *,
+    window_size: tuple[int, int] = (1280, 960),
+    labels: bool = True,
+    view: str = "map",
+    exaggerate: float | None = None,
+) -> Path:
     """Render the scene offscreen to a PNG (atomically)."""
     check_renderer()
     out = Path(out)
@@ -1171,8 +1412,14 @@ def render_png(scene: Scene, out: str | Path, *, window_size: tuple[int, int] = 
     return out
 
 
-def screenshot(scene: Scene, *, window_size: tuple[int, int] = (640, 480), labels: bool = True,
-               view: str = "map", exaggerate: float | None = None) -> np.ndarray:
+def screenshot(
+    scene: Scene,
+    *,
+    window_size: tuple[int, int] = (640, 480),
+    labels: bool = True,
+    view: str = "map",
+    exaggerate: float | None = None,
+) -> np.ndarray:
     """The rendered scene as an RGB array (height, width, 3)."""
     check_renderer()
     sv = SceneView(scene, window_size, view=view, exaggerate=exaggerate, labels=labels)
@@ -1182,10 +1429,17 @@ def screenshot(scene: Scene, *, window_size: tuple[int, int] = (640, 480), label
         sv.close()
 
 
-def show(scene: Scene, *, window_size: tuple[int, int] = (1280, 960), view: str = "map",
-         exaggerate: float | None = None) -> None:
+def show(
+    scene: Scene,
+    *,
+    window_size: tuple[int, int] = (1280, 960),
+    view: str = "map",
+    exaggerate: float | None = None,
+) -> None:
     """An interactive window (needs a display): picking and layer keys, see
     :meth:`SceneView.interact`."""
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
         raise TdbToolsError("no display for an interactive window: use --out FILE.png|.html|.mp4|.gif")
     SceneView(scene, window_size, off_screen=False, view=view, exaggerate=exaggerate).interact()

@@ -4,6 +4,7 @@
 Scene frame: x east, y north, z up (metres). Pixel coordinates: x from the left,
 y from the bottom of the window (VTK's display coordinates).
 """
+
 from __future__ import annotations
 
 import math
@@ -15,11 +16,21 @@ VIEWS = ("map", "3d")
 #: Fraction of the window kept free on each side (left, right, bottom, top): the bottom
 #: holds the colour bar and scale bar, the top the title.
 MARGINS = (0.05, 0.05, 0.14, 0.09)
-VIEW_ANGLE = 30.0          # vertical field of view of the 3-D view (degrees)
-ELEVATION = 32.0           # how far above the horizon the 3-D view looks down (degrees)
+VIEW_ANGLE = 30.0  # vertical field of view of the 3-D view (degrees)
+ELEVATION = 32.0  # how far above the horizon the 3-D view looks down (degrees)
 
-__all__ = ["Camera", "VIEWS", "MARGINS", "frame", "project", "nice_length", "robust_limits",
-           "auto_exaggeration", "place_labels", "exaggerate"]
+__all__ = [
+    "Camera",
+    "VIEWS",
+    "MARGINS",
+    "frame",
+    "project",
+    "nice_length",
+    "robust_limits",
+    "auto_exaggeration",
+    "place_labels",
+    "exaggerate",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,14 +51,18 @@ class Camera:
 
     def metres_per_pixel(self, height_px: int) -> float:
         """Size of one pixel at the focal point."""
-        half = self.parallel_scale if self.parallel else self.distance * math.tan(math.radians(self.view_angle) / 2)
+        half = (
+            self.parallel_scale
+            if self.parallel
+            else self.distance * math.tan(math.radians(self.view_angle) / 2)
+        )
         return 2.0 * half / max(height_px, 1)
 
 
 def _basis(back: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     back = back / np.linalg.norm(back)
     right = np.cross(up, back)
-    if np.linalg.norm(right) < 1e-9:          # looking along "up": pick north as up
+    if np.linalg.norm(right) < 1e-9:  # looking along "up": pick north as up
         right = np.cross(np.array([0.0, 1.0, 0.0]), back)
     right = right / np.linalg.norm(right)
     true_up = np.cross(back, right)
@@ -90,15 +105,23 @@ def _view_direction(points: np.ndarray, view: str) -> tuple[np.ndarray, np.ndarr
         side = -side
     # Turned 20° off broadside so that the depth of the route shows.
     a = math.radians(20.0)
-    side = np.array([side[0] * math.cos(a) - side[1] * math.sin(a), side[0] * math.sin(a) + side[1] * math.cos(a)])
+    side = np.array(
+        [side[0] * math.cos(a) - side[1] * math.sin(a), side[0] * math.sin(a) + side[1] * math.cos(a)]
+    )
     el = math.radians(ELEVATION)
     back = np.array([side[0] * math.cos(el), side[1] * math.cos(el), math.sin(el)])
     return back, np.array([0.0, 0.0, 1.0])
 
 
-def frame(points: np.ndarray, view: str, window_size: tuple[int, int], *,
-          margins: tuple[float, float, float, float] = MARGINS, min_extent: float = 50.0,
-          direction: tuple[float, float, float] | None = None) -> Camera:
+def frame(
+    points: np.ndarray,
+    view: str,
+    window_size: tuple[int, int],
+    *,
+    margins: tuple[float, float, float, float] = MARGINS,
+    min_extent: float = 50.0,
+    direction: tuple[float, float, float] | None = None,
+) -> Camera:
     """The camera of ``view`` ("map": top-down, north up, parallel; "3d": perspective from
     above one side) that shows every point of ``points`` (n, 3) inside the window less
     ``margins`` (left, right, bottom, top fractions), filling it in one direction.
@@ -113,7 +136,7 @@ def frame(points: np.ndarray, view: str, window_size: tuple[int, int], *,
         pts = np.zeros((1, 3))
     lo, hi = pts.min(axis=0), pts.max(axis=0)
     centre = 0.5 * (lo + hi)
-    if max(hi[0] - lo[0], hi[1] - lo[1]) < min_extent:    # pad with a ring around the centre
+    if max(hi[0] - lo[0], hi[1] - lo[1]) < min_extent:  # pad with a ring around the centre
         r = 0.5 * min_extent
         ring = centre + np.array([[-r, -r, 0], [r, r, 0], [-r, r, 0], [r, -r, 0]], dtype=np.float64)
         pts = np.vstack([pts, ring])
@@ -151,7 +174,7 @@ def frame(points: np.ndarray, view: str, window_size: tuple[int, int], *,
         # pan so that the projected extent is centred in the allowed box
         a += (0.5 * (nx.max() + nx.min()) - cx) * d * tx
         b += (0.5 * (ny.max() + ny.min()) - cy) * d * ty
-    for _ in range(60):    # make sure: every point inside, whatever the iteration left
+    for _ in range(60):  # make sure: every point inside, whatever the iteration left
         depth = d - wd
         nx, ny = (u - a) / (depth * tx), (v - b) / (depth * ty)
         if (depth > 0).all() and nx.min() >= x0 and nx.max() <= x1 and ny.min() >= y0 and ny.max() <= y1:
@@ -200,8 +223,9 @@ def _nice_up(x: float) -> float:
     return 10.0 * e
 
 
-def robust_limits(values, *, symmetric: bool = False, floor: float = 1.0,
-                  percentiles: tuple[float, float] = (2.0, 98.0)) -> tuple[float, float]:
+def robust_limits(
+    values, *, symmetric: bool = False, floor: float = 1.0, percentiles: tuple[float, float] = (2.0, 98.0)
+) -> tuple[float, float]:
     """Colour limits from the data: the given percentiles, rounded outwards to a round
     number; ``symmetric`` gives ±the larger magnitude (diverging maps, e.g. grade),
     at least ±``floor``."""
@@ -219,9 +243,17 @@ def robust_limits(values, *, symmetric: bool = False, floor: float = 1.0,
     return (math.floor(lo / step) * step, math.ceil(hi / step) * step)
 
 
-def place_labels(anchors: np.ndarray, texts, priorities, window_size: tuple[int, int], *,
-                 font_px: float = 12.0, max_labels: int = 60, pad: float = 2.0,
-                 reserved: list[tuple[float, float, float, float]] | None = None) -> list[tuple[int, float, float]]:
+def place_labels(
+    anchors: np.ndarray,
+    texts,
+    priorities,
+    window_size: tuple[int, int],
+    *,
+    font_px: float = 12.0,
+    max_labels: int = 60,
+    pad: float = 2.0,
+    reserved: list[tuple[float, float, float, float]] | None = None,
+) -> list[tuple[int, float, float]]:
     """Greedy label placement: in order of priority (higher first, then as given), each
     label tries four spots beside its anchor pixel and takes the first one that overlaps
     no placed label, no ``reserved`` box (x0, y0, x1, y1) and stays in the window; a
@@ -234,8 +266,10 @@ def place_labels(anchors: np.ndarray, texts, priorities, window_size: tuple[int,
     occ = np.zeros((int(h // cell) + 2, int(w // cell) + 2), dtype=bool)
 
     def box_cells(x0, y0, x1, y1):
-        return (slice(max(int(y0 // cell), 0), int(y1 // cell) + 1),
-                slice(max(int(x0 // cell), 0), int(x1 // cell) + 1))
+        return (
+            slice(max(int(y0 // cell), 0), int(y1 // cell) + 1),
+            slice(max(int(x0 // cell), 0), int(x1 // cell) + 1),
+        )
 
     for r in reserved or ():
         occ[box_cells(*r)] = True

@@ -3,6 +3,7 @@
 Public API: :func:`load_signals` (a route's :class:`SignalSet`), :func:`signal_report` (what
 ``tdbtools signals`` prints), :func:`read_scripts` and :class:`Interlocking` (the runtime).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,5 +20,16 @@ def signal_report(route: Route) -> dict[str, Any]:
     return load_signals(route).summary()
 
 
-__all__ = ["Head", "Interlocking", "Script", "ScriptError", "ScriptFile", "SignalObject", "SignalSet",
-           "WorldSignal", "load_signals", "read_scripts", "signal_report"]
+__all__ = [
+    "Head",
+    "Interlocking",
+    "Script",
+    "ScriptError",
+    "ScriptFile",
+    "SignalObject",
+    "SignalSet",
+    "WorldSignal",
+    "load_signals",
+    "read_scripts",
+    "signal_report",
+]

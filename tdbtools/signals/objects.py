@@ -4,6 +4,7 @@ their types from sigcfg and their scripts (docs/signals.md §3).
 :func:`load_signals` gives a :class:`SignalSet`: the configuration, the compiled scripts, the
 signal objects (each with its heads) and the speed-post objects, plus every warning.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -27,10 +28,10 @@ class WorldSignal:
     file: str
     uid: int
     shape: str
-    mask: int                                  # SignalSubObj: present sub-objects
-    flags: tuple[bool, ...]                    # FlagsSet[SIGFEAT] of the front-facing heads
+    mask: int  # SignalSubObj: present sub-objects
+    flags: tuple[bool, ...]  # FlagsSet[SIGFEAT] of the front-facing heads
     flags_back: tuple[bool, ...]
-    head_reference: dict[int, int]             # TDB item -> sub-object index
+    head_reference: dict[int, int]  # TDB item -> sub-object index
     back_facing: frozenset[int] = frozenset()  # sub-objects marked BACK_FACING
 
 
@@ -38,26 +39,26 @@ class WorldSignal:
 class Head:
     """One signal head: a TDB SignalItem with its type."""
 
-    item: int                                  # TDB item index
+    item: int  # TDB item index
     type_name: str
-    type: SignalType | None                    # None: not in sigcfg (the head stays at STOP)
-    function: str                              # built-in behaviour: NORMAL, SPEED, INFO ...
-    function_index: int                        # the script number of the function type
-    direction: int                             # TDB dir: 0 governs trains moving forward along the node
+    type: SignalType | None  # None: not in sigcfg (the head stays at STOP)
+    function: str  # built-in behaviour: NORMAL, SPEED, INFO ...
+    function_index: int  # the script number of the function type
+    direction: int  # TDB dir: 0 governs trains moving forward along the node
     node: int
-    offset: float                              # metres from the node start
-    junction: tuple[int, int, int] | None = None   # (junction node, path, main node) from TrSignalDirs[0]
+    offset: float  # metres from the node start
+    junction: tuple[int, int, int] | None = None  # (junction node, path, main node) from TrSignalDirs[0]
     script: Script | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SignalObject:
     index: int
-    kind: str                                  # "signal" | "speedpost"
+    kind: str  # "signal" | "speedpost"
     heads: tuple[Head, ...]
     node: int
     offset: float
-    direction: int                             # TDB dir of the first head
+    direction: int  # TDB dir of the first head
     world: WorldSignal | None = None
     #: speed posts: (passenger m/s, freight m/s, warning, resume); -1 = no value
     speed: tuple[float, float, bool, bool] | None = None
@@ -96,7 +97,7 @@ class SignalSet:
     route: str
     config: SignalConfig | None
     script_files: tuple[ScriptFile, ...]
-    scripts: dict[str, Script]                 # signal type -> script
+    scripts: dict[str, Script]  # signal type -> script
     signals: tuple[SignalObject, ...]
     speedposts: tuple[SignalObject, ...]
     world_signals: int
@@ -114,25 +115,49 @@ class SignalSet:
             "mode": self.config.mode if self.config else None,
             "sigcfg": self.config.path if self.config else None,
             "types": len(self.config.types) if self.config else 0,
-            "signals": [{"index": s.index, "node": s.node, "offset": round(s.offset, 3),
-                         "direction": s.direction, "heads": [h.item for h in s.heads],
-                         "world": ({"file": Path(s.world.file).name, "uid": s.world.uid, "shape": s.world.shape}
-                                   if s.world else None)} for s in self.signals],
-            "heads": [{"item": h.item, "type": h.type_name, "function": h.function,
-                       "direction": h.direction, "node": h.node, "offset": round(h.offset, 3),
-                       "junction": list(h.junction) if h.junction else None,
-                       "script": h.script.key if h.script else None} for h in self.heads],
+            "signals": [
+                {
+                    "index": s.index,
+                    "node": s.node,
+                    "offset": round(s.offset, 3),
+                    "direction": s.direction,
+                    "heads": [h.item for h in s.heads],
+                    "world": (
+                        {"file": Path(s.world.file).name, "uid": s.world.uid, "shape": s.world.shape}
+                        if s.world
+                        else None
+                    ),
+                }
+                for s in self.signals
+            ],
+            "heads": [
+                {
+                    "item": h.item,
+                    "type": h.type_name,
+                    "function": h.function,
+                    "direction": h.direction,
+                    "node": h.node,
+                    "offset": round(h.offset, 3),
+                    "junction": list(h.junction) if h.junction else None,
+                    "script": h.script.key if h.script else None,
+                }
+                for h in self.heads
+            ],
             "speedposts": len(self.speedposts),
             "world_signals": self.world_signals,
-            "scripts": {"files": [Path(f.path).name for f in self.script_files],
-                        "parsed": sum(len(f.scripts) for f in self.script_files),
-                        "errors": sum(f.errors for f in self.script_files),
-                        "bound": len(self.scripts)},
+            "scripts": {
+                "files": [Path(f.path).name for f in self.script_files],
+                "parsed": sum(len(f.scripts) for f in self.script_files),
+                "errors": sum(f.errors for f in self.script_files),
+                "bound": len(self.scripts),
+            },
             "warnings": [str(w) for w in self.warnings],
         }
 
 
-def _bind_scripts(cfg: SignalConfig, files: list[ScriptFile], warn: Callable[[str], None]) -> dict[str, Script]:
+def _bind_scripts(
+    cfg: SignalConfig, files: list[ScriptFile], warn: Callable[[str], None]
+) -> dict[str, Script]:
     """Type name -> script: by name, and by ORTSScript (§2.2)."""
     out: dict[str, Script] = {}
     by_script: dict[str, list[str]] = {}
@@ -192,11 +217,18 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
         for o in wf.signals:
             if not o.units:
                 continue
-            bad = [u for u in o.units if u.db != 0 or not 0 <= u.item_id < len(items)
-                   or not _near_tile(items[u.item_id], wf.tile_x, wf.tile_z)]
+            bad = [
+                u
+                for u in o.units
+                if u.db != 0
+                or not 0 <= u.item_id < len(items)
+                or not _near_tile(items[u.item_id], wf.tile_x, wf.tile_z)
+            ]
             if bad:
-                warn(f"{wf_path.name}: Signal UiD {o.uid} references item {bad[0].item_id} not present "
-                     "in .tdb: object dropped")
+                warn(
+                    f"{wf_path.name}: Signal UiD {o.uid} references item {bad[0].item_id} not present "
+                    "in .tdb: object dropped"
+                )
                 continue
             ws = _world_signal(cfg, o, str(wf_path), warn)
             world_list.append(ws)
@@ -231,8 +263,17 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
                 fre = 999.0 if it.is_resume else (v if v is not None and it.flags & (1 << 6) == 0 else -1.0)
                 if it.flags & (1 << 7) and v is not None and not it.is_resume:
                     pas = fre = v
-                speed.append(SignalObject(len(speed), "speedpost", (), node, off, -1,
-                                          speed=(pas, fre, it.is_warning, it.is_resume)))
+                speed.append(
+                    SignalObject(
+                        len(speed),
+                        "speedpost",
+                        (),
+                        node,
+                        off,
+                        -1,
+                        speed=(pas, fre, it.is_warning, it.is_resume),
+                    )
+                )
 
     # Merge heads through world objects (§3.2).
     alive = [True] * len(objs)
@@ -246,8 +287,10 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
             if not alive[k] or k == first:
                 continue
             if objs[k][0].node != objs[first][0].node:
-                warn(f"{Path(ws.file).name}: Signal UiD {ws.uid}: item {i} is on another track node, "
-                     "merging stopped")
+                warn(
+                    f"{Path(ws.file).name}: Signal UiD {ws.uid}: item {i} is on another track node, "
+                    "merging stopped"
+                )
                 break
             objs[first].extend(objs[k])
             alive[k] = False
@@ -258,23 +301,62 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
             continue
         wsig = world_by_item.get(heads[0].item)
         h0 = heads[0]
-        if wsig is not None and wsig.back_facing and any(wsig.head_reference.get(h.item) in wsig.back_facing for h in heads):
+        if (
+            wsig is not None
+            and wsig.back_facing
+            and any(wsig.head_reference.get(h.item) in wsig.back_facing for h in heads)
+        ):
             front = [h for h in heads if wsig.head_reference.get(h.item) not in wsig.back_facing]
             back = [h for h in heads if wsig.head_reference.get(h.item) in wsig.back_facing]
             if front:
-                signals.append(SignalObject(len(signals), "signal", tuple(front), front[0].node, front[0].offset,
-                                            front[0].direction, wsig))
-            bws = WorldSignal(wsig.file, wsig.uid, wsig.shape, wsig.mask, wsig.flags_back, wsig.flags_back,
-                              wsig.head_reference, wsig.back_facing)
-            signals.append(SignalObject(len(signals), "signal", tuple(back), back[0].node, back[0].offset,
-                                        back[0].direction, bws))
+                signals.append(
+                    SignalObject(
+                        len(signals),
+                        "signal",
+                        tuple(front),
+                        front[0].node,
+                        front[0].offset,
+                        front[0].direction,
+                        wsig,
+                    )
+                )
+            bws = WorldSignal(
+                wsig.file,
+                wsig.uid,
+                wsig.shape,
+                wsig.mask,
+                wsig.flags_back,
+                wsig.flags_back,
+                wsig.head_reference,
+                wsig.back_facing,
+            )
+            signals.append(
+                SignalObject(
+                    len(signals), "signal", tuple(back), back[0].node, back[0].offset, back[0].direction, bws
+                )
+            )
             continue
-        signals.append(SignalObject(len(signals), "signal", tuple(heads), h0.node, h0.offset, h0.direction, wsig))
+        signals.append(
+            SignalObject(len(signals), "signal", tuple(heads), h0.node, h0.offset, h0.direction, wsig)
+        )
     unsupported = tuple(sorted(t.name for t in cfg.types.values() if t.script and t.name not in bound))
-    all_warn = tuple(cfg.warnings) + tuple(x for f in files for x in f.warnings) + tuple(warnings) \
+    all_warn = (
+        tuple(cfg.warnings)
+        + tuple(x for f in files for x in f.warnings)
+        + tuple(warnings)
         + tuple(f for f in diags.findings if f not in cfg.warnings)
-    return SignalSet(route.name, cfg, tuple(files), bound, tuple(signals), tuple(speed), len(world_list),
-                     tuple(dict.fromkeys(all_warn)), unsupported)
+    )
+    return SignalSet(
+        route.name,
+        cfg,
+        tuple(files),
+        bound,
+        tuple(signals),
+        tuple(speed),
+        len(world_list),
+        tuple(dict.fromkeys(all_warn)),
+        unsupported,
+    )
 
 
 def _near_tile(item: Any, tx: int, tz: int) -> bool:
@@ -304,11 +386,20 @@ def _world_signal(cfg: SignalConfig, o: SignalObj, path: str, warn: Callable[[st
             (back if sub.back_facing else flags)[sub.sub_type] = True
     for u in o.units:
         ref.setdefault(u.item_id, u.sub_obj)
-    return WorldSignal(path, o.uid, o.file_name, o.sub_obj_mask, tuple(flags), tuple(back), ref, frozenset(bf))
+    return WorldSignal(
+        path, o.uid, o.file_name, o.sub_obj_mask, tuple(flags), tuple(back), ref, frozenset(bf)
+    )
 
 
-def _head(it: SignalItem, node: int, off: float, cfg: SignalConfig, bound: dict[str, Script],
-          nodes: tuple, warn: Callable[[str], None]) -> Head:
+def _head(
+    it: SignalItem,
+    node: int,
+    off: float,
+    cfg: SignalConfig,
+    bound: dict[str, Script],
+    nodes: tuple,
+    warn: Callable[[str], None],
+) -> Head:
     name = it.signal_type.lower()
     st = cfg.types.get(name)
     if st is None:
@@ -323,8 +414,18 @@ def _head(it: SignalItem, node: int, off: float, cfg: SignalConfig, bound: dict[
             warn(f"signal item {it.index}: TrSignalDir names {d.track_node}, which is not a junction")
     fn = st.function_base if st is not None else "INFO"
     fidx = FUNCTIONS.index(fn) if fn in FUNCTIONS else 4
-    return Head(it.index, name, st, fn, fidx, it.direction, node, off, junction,
-                bound.get(name) if st is not None else None)
+    return Head(
+        it.index,
+        name,
+        st,
+        fn,
+        fidx,
+        it.direction,
+        node,
+        off,
+        junction,
+        bound.get(name) if st is not None else None,
+    )
 
 
 __all__ = ["Head", "SignalObject", "SignalSet", "WorldSignal", "load_signals"]

@@ -9,6 +9,7 @@ path ends. Each :meth:`Interlocking.update` takes the trains' fronts and speeds;
 signals impose. Events (aspects seen, waits, passing a signal at danger, deadlocks) are
 collected in :attr:`Interlocking.events`.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -46,12 +47,12 @@ NOT_SET = -1
 class Section:
     index: int
     node: int
-    start: float            # node offsets (0, 0 for a junction)
+    start: float  # node offsets (0, 0 for a junction)
     end: float
-    kind: str               # "normal" | "junction"
-    end_signal: list[int] = field(default_factory=lambda: [-1, -1])   # per TC direction
-    reserved: int = -1      # train index
-    occupants: dict[int, int] = field(default_factory=dict)            # train -> direction
+    kind: str  # "normal" | "junction"
+    end_signal: list[int] = field(default_factory=lambda: [-1, -1])  # per TC direction
+    reserved: int = -1  # train index
+    occupants: dict[int, int] = field(default_factory=dict)  # train -> direction
 
 
 @dataclass(slots=True)
@@ -62,7 +63,7 @@ class Element:
     direction: int
     s0: float
     s1: float
-    route: int = -1         # junctions: the route taken
+    route: int = -1  # junctions: the route taken
 
 
 @dataclass(slots=True)
@@ -71,21 +72,21 @@ class TrainState:
     name: str
     elements: list[Element]
     e_s1: list[float]
-    signals: list[tuple[float, int]]          # (line distance, signal) of NORMAL signals in its direction
-    speed_heads: list[tuple[float, int]]      # (line distance, head id) of SPEED heads in its direction
+    signals: list[tuple[float, int]]  # (line distance, signal) of NORMAL signals in its direction
+    speed_heads: list[tuple[float, int]]  # (line distance, head id) of SPEED heads in its direction
     end_s: float
     length: float
     front: float = 0.0
     speed: float = 0.0
-    next_signal: int = 0                      # index into signals of the first not yet passed
+    next_signal: int = 0  # index into signals of the first not yet passed
     waiting_since: float | None = None
     waiting_at: int = -1
     seen: dict[int, int] = field(default_factory=dict)
     last_seen: tuple[int, int] | None = None
     stop_s: float | None = None
-    limits: list[tuple[float, float, float]] = field(default_factory=list)   # (from s, to s, m/s)
+    limits: list[tuple[float, float, float]] = field(default_factory=list)  # (from s, to s, m/s)
     creep_at: float | None = None
-    extents: dict[int, tuple[float, float]] = field(default_factory=dict)   # section -> node offsets held
+    extents: dict[int, tuple[float, float]] = field(default_factory=dict)  # section -> node offsets held
     done: bool = False
     deadlocked: bool = False
     #: False while the train is not in the world (before it enters, after it left): it
@@ -96,8 +97,18 @@ class TrainState:
 class HeadRuntime:
     """A head while the runtime runs it: what its script reads (docs/signals.md §2.6)."""
 
-    __slots__ = ("ilk", "sig", "head", "hid", "state", "draw_state", "enabled", "approach_position",
-                 "approach_speed", "type")
+    __slots__ = (
+        "ilk",
+        "sig",
+        "head",
+        "hid",
+        "state",
+        "draw_state",
+        "enabled",
+        "approach_position",
+        "approach_speed",
+        "type",
+    )
 
     def __init__(self, ilk: Interlocking, sig: int, head: Head, hid: int) -> None:
         self.ilk, self.sig, self.head, self.hid = ilk, sig, head, hid
@@ -236,10 +247,17 @@ def _zero(*_args: Any) -> int:
 class Interlocking:
     """Track circuits, reservations and aspects for one replay (docs/signals.md §4)."""
 
-    def __init__(self, route: Route, signals: SignalSet | list[SignalObject], *,
-                 switch_setter: Callable[[int, int], None] | None = None, deadlock_after: float = 300.0,
-                 initial_switches: dict[int, int] | None = None, ahead: float | None = None,
-                 clearance: Callable[[int], float] | None = None) -> None:
+    def __init__(
+        self,
+        route: Route,
+        signals: SignalSet | list[SignalObject],
+        *,
+        switch_setter: Callable[[int, int], None] | None = None,
+        deadlock_after: float = 300.0,
+        initial_switches: dict[int, int] | None = None,
+        ahead: float | None = None,
+        clearance: Callable[[int], float] | None = None,
+    ) -> None:
         self.route = route
         # ahead: metres beyond which Auto Node and a last signal's route reserve no more
         # (then on to the next junction); clearance: metres from a junction's switch point
@@ -271,8 +289,9 @@ class Interlocking:
                 self.heads.append(hr)
                 self.heads_of[k].append(hr)
         # NORMAL heads first, then the others (§4.5).
-        self.order = [h for h in self.heads if h.head.function == "NORMAL"] + \
-                     [h for h in self.heads if h.head.function != "NORMAL"]
+        self.order = [h for h in self.heads if h.head.function == "NORMAL"] + [
+            h for h in self.heads if h.head.function != "NORMAL"
+        ]
         self._walks: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
         self._occupied: set[int] = set()
         self._build_sections()
@@ -311,9 +330,9 @@ class Interlocking:
                 continue
             bounds = self.node_cuts[o.node]
             ids = self.node_secs[o.node]
-            if o.tc_direction == 1:   # the section that ends at the signal, walking forward
+            if o.tc_direction == 1:  # the section that ends at the signal, walking forward
                 i = max(bisect.bisect_left(bounds, o.offset - 1e-6) - 1, 0)
-            else:                     # the section that starts there, walking backward
+            else:  # the section that starts there, walking backward
                 i = min(bisect.bisect_right(bounds, o.offset + 1e-6) - 1, len(ids) - 1)
             sec = ids[min(i, len(ids) - 1)]
             self.sections[sec].end_signal[o.tc_direction] = k
@@ -361,7 +380,7 @@ class Interlocking:
             else:
                 jn = self.nodes[s.node]
                 assert isinstance(jn, JunctionNode)
-                if d == 1:   # from the trunk: the switch decides
+                if d == 1:  # from the trunk: the switch decides
                     r = self.switches.get(jn.index, 0)
                     k = jn.in_pins + r
                     pin = jn.pins[k] if k < len(jn.pins) else None
@@ -380,16 +399,30 @@ class Interlocking:
         return out
 
     # -- trains ----------------------------------------------------------------------------------
-    def add_train(self, name: str, line: Any, length: float, *, front: float, end_s: float | None = None,
-                  on_track: bool = True) -> int:
+    def add_train(
+        self,
+        name: str,
+        line: Any,
+        length: float,
+        *,
+        front: float,
+        end_s: float | None = None,
+        on_track: bool = True,
+    ) -> int:
         """Register a train on its line (``front``: line distance of its front now). Returns its index.
         ``on_track=False``: it enters later (:meth:`enter`)."""
         k = len(self.trains)
         elements: list[Element] = []
-        segs = zip(line.seg_node.tolist(), line.seg_dir.tolist(), line.seg_s0.tolist(),
-                   line.seg_s1.tolist(), line.seg_off0.tolist())
-        junctions = list(zip(line.junction_s.tolist(), line.junction_node.tolist(),
-                             line.junction_route.tolist()))
+        segs = zip(
+            line.seg_node.tolist(),
+            line.seg_dir.tolist(),
+            line.seg_s0.tolist(),
+            line.seg_s1.tolist(),
+            line.seg_off0.tolist(),
+        )
+        junctions = list(
+            zip(line.junction_s.tolist(), line.junction_node.tolist(), line.junction_route.tolist())
+        )
         ji = 0
         for node, d, s0, s1, off0 in segs:
             while ji < len(junctions) and junctions[ji][0] <= s0 + 1e-6:
@@ -421,8 +454,13 @@ class Interlocking:
         by_node: dict[int, list[int]] = {}
         for i, o in enumerate(self.objects):
             by_node.setdefault(o.node, []).append(i)
-        for node, d, s0, s1, off0 in zip(line.seg_node.tolist(), line.seg_dir.tolist(), line.seg_s0.tolist(),
-                                         line.seg_s1.tolist(), line.seg_off0.tolist()):
+        for node, d, s0, s1, off0 in zip(
+            line.seg_node.tolist(),
+            line.seg_dir.tolist(),
+            line.seg_s0.tolist(),
+            line.seg_s1.tolist(),
+            line.seg_off0.tolist(),
+        ):
             for i in by_node.get(node, ()):
                 o = self.objects[i]
                 if o.tc_direction != d:
@@ -436,8 +474,18 @@ class Interlocking:
                             speed_heads.append((s, h.hid))
         sigs.sort()
         speed_heads.sort()
-        t = TrainState(k, name, elements, [e.s1 for e in elements], sigs, speed_heads, end, length, front,
-                       on_track=on_track)
+        t = TrainState(
+            k,
+            name,
+            elements,
+            [e.s1 for e in elements],
+            sigs,
+            speed_heads,
+            end,
+            length,
+            front,
+            on_track=on_track,
+        )
         self.trains.append(t)
         if on_track:
             self._hold_start(t, quiet=True)
@@ -492,8 +540,11 @@ class Interlocking:
         return stop
 
     def _under(self, t: TrainState, front: float) -> list[Element]:
-        return [e for e in self._elements_between(t, front - t.length, front)
-                if e.s1 >= front - t.length - 1e-6 and e.s0 <= front + 1e-6]
+        return [
+            e
+            for e in self._elements_between(t, front - t.length, front)
+            if e.s1 >= front - t.length - 1e-6 and e.s0 <= front + 1e-6
+        ]
 
     def can_enter(self, train: int, front: float) -> set[str]:
         """Names of the trains in the world that occupy or hold a section under ``train``
@@ -533,9 +584,16 @@ class Interlocking:
         t.extents = {}
         t.stop_s, t.creep_at, t.limits = None, None, []
         if t.waiting_since is not None:
-            self.events.append({"kind": "signal_wait", "time": t.waiting_since, "train": t.name,
-                                "signal": t.waiting_at, "until": self.time,
-                                "seconds": round(self.time - t.waiting_since, 3)})
+            self.events.append(
+                {
+                    "kind": "signal_wait",
+                    "time": t.waiting_since,
+                    "train": t.name,
+                    "signal": t.waiting_at,
+                    "until": self.time,
+                    "seconds": round(self.time - t.waiting_since, 3),
+                }
+            )
             t.waiting_since, t.waiting_at = None, -1
 
     def _elements_between(self, t: TrainState, a: float, b: float) -> list[Element]:
@@ -583,8 +641,11 @@ class Interlocking:
         s_sig = t.signals[pos][0]
         s_next = t.signals[pos + 1][0] if pos + 1 < len(t.signals) else self._horizon(t, s_sig, t.end_s)
         self.next_normal[sig] = t.signals[pos + 1][1] if pos + 1 < len(t.signals) else -1
-        return [e for e in self._elements_between(t, s_sig + 1e-3, s_next - 1e-3) if e.s1 > s_sig + 1e-3
-                or e.s0 > s_sig]
+        return [
+            e
+            for e in self._elements_between(t, s_sig + 1e-3, s_next - 1e-3)
+            if e.s1 > s_sig + 1e-3 or e.s0 > s_sig
+        ]
 
     def _route_state(self, elems: list[Element], train: int) -> tuple[int, int]:
         worst, blocker = RESERVABLE, -1
@@ -642,7 +703,9 @@ class Interlocking:
         for s_id, sd in walk:
             s = self.sections[s_id]
             if s.occupants:
-                moving_opp = any(abs(self.trains[x].speed) > STANDING and od != sd for x, od in s.occupants.items())
+                moving_opp = any(
+                    abs(self.trains[x].speed) > STANDING and od != sd for x, od in s.occupants.items()
+                )
                 worst = max(worst, BLOCK_JN_OBSTRUCTED if moving_opp else BLOCK_OCCUPIED)
             if s.reserved >= 0:
                 worst = max(worst, BLOCK_JN_OBSTRUCTED)
@@ -679,7 +742,7 @@ class Interlocking:
             lst = self._all_signals(t)
             pos = next((i for i, (_s, x) in enumerate(lst) if x == sig), -1)
             if pos >= 0:
-                for _s, x in lst[pos + 1:]:
+                for _s, x in lst[pos + 1 :]:
                     if any(h.head.function_index == fn for h in self.heads_of[x]):
                         return x
                     if o.is_normal and self.objects[x].is_normal:
@@ -703,8 +766,11 @@ class Interlocking:
         cache = self.__dict__.setdefault("_sig_in", {})
         key = (sec, d)
         if key not in cache:
-            found = [(o.offset, i) for i, o in enumerate(self.objects)
-                     if o.node == s.node and o.tc_direction == d and s.start - 1e-6 <= o.offset <= s.end + 1e-6]
+            found = [
+                (o.offset, i)
+                for i, o in enumerate(self.objects)
+                if o.node == s.node and o.tc_direction == d and s.start - 1e-6 <= o.offset <= s.end + 1e-6
+            ]
             found.sort(reverse=(d == 0))
             cache[key] = [i for _o, i in found]
         return cache[key]
@@ -716,8 +782,11 @@ class Interlocking:
             for e in t.elements:
                 for x in self._signals_in(e.section, e.direction):
                     o = self.objects[x]
-                    s = e.s0 + (o.offset - self.sections[e.section].start) if e.direction == 1 else \
-                        e.s0 + (self.sections[e.section].end - o.offset)
+                    s = (
+                        e.s0 + (o.offset - self.sections[e.section].start)
+                        if e.direction == 1
+                        else e.s0 + (self.sections[e.section].end - o.offset)
+                    )
                     out.append((s, x))
             cache[t.index] = sorted(set(out))
         return cache[t.index]
@@ -730,11 +799,16 @@ class Interlocking:
             cur = self.next_signal(cur, fn1)
             if cur < 0:
                 break
-            heads = [h for h in self.heads_of[cur] if h.head.function_index == fn1
-                     and (not use_route_set or self.route_set(cur, h.head))]
+            heads = [
+                h
+                for h in self.heads_of[cur]
+                if h.head.function_index == fn1 and (not use_route_set or self.route_set(cur, h.head))
+            ]
             if heads:
                 found = True
-                result = min(result, min(h.state for h in heads) if use_route_set else max(h.state for h in heads))
+                result = min(
+                    result, min(h.state for h in heads) if use_route_set else max(h.state for h in heads)
+                )
             if any(h.head.function_index == fn2 for h in self.heads_of[cur]):
                 break
         return result if found else STOP
@@ -795,16 +869,28 @@ class Interlocking:
             while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= t.front:
                 s_sig, sig = t.signals[t.next_signal]
                 if self.enabled_train[sig] != t.index or self.sig_lr(sig, 0) <= STOP:
-                    self.events.append({"kind": "spad", "time": time, "train": t.name, "signal": sig,
-                                        "speed": round(t.speed, 3), "distance": round(s_sig, 3)})
+                    self.events.append(
+                        {
+                            "kind": "spad",
+                            "time": time,
+                            "train": t.name,
+                            "signal": sig,
+                            "speed": round(t.speed, 3),
+                            "distance": round(s_sig, 3),
+                        }
+                    )
                 self.enabled_train[sig] = -1
                 self.route_of[sig] = None
                 self.block[sig] = BLOCK_JN_OBSTRUCTED
                 t.next_signal += 1
         # Requests (the first signal ahead of every train), then propagation.
         for t in self.trains:
-            if t.next_signal < len(t.signals) and not t.done and t.on_track and \
-                    (self.ahead is None or t.signals[t.next_signal][0] - t.front <= self.ahead):
+            if (
+                t.next_signal < len(t.signals)
+                and not t.done
+                and t.on_track
+                and (self.ahead is None or t.signals[t.next_signal][0] - t.front <= self.ahead)
+            ):
                 sig = t.signals[t.next_signal][1]
                 if self.enabled_train[sig] in (-1, t.index):
                     self._request(sig, t, 0, False)
@@ -837,7 +923,11 @@ class Interlocking:
             if sc is not None:
                 h.state, h.draw_state = sc.function(h)
             else:
-                h.state = h.type.least_restrictive() if self.block[h.sig] == BLOCK_CLEAR else h.type.most_restrictive()
+                h.state = (
+                    h.type.least_restrictive()
+                    if self.block[h.sig] == BLOCK_CLEAR
+                    else h.type.most_restrictive()
+                )
                 h.draw_state = h.type.def_draw_state(h.state)
 
     # -- what trains may do (§4.7) ---------------------------------------------------------------
@@ -853,7 +943,7 @@ class Interlocking:
         upto = t.signals[t.next_signal][0] if t.next_signal < len(t.signals) else t.end_s
         bound = self._horizon(t, t.front, upto)
         i = bisect.bisect_left(t.e_s1, t.front)
-        held: list[Element] = []     # ahead of the front, held by this train, in order
+        held: list[Element] = []  # ahead of the front, held by this train, in order
 
         def give_back(stop: float) -> float:
             # Do not wait inside a junction area (§4.8): junctions and short links held
@@ -863,8 +953,11 @@ class Interlocking:
             while held:
                 e = held[-1]
                 sec = self.sections[e.section]
-                if not (sec.kind == "junction" or e.s1 - e.s0 < SHORT_LINK_M) or t.index in sec.occupants \
-                        or e.s0 <= t.front:
+                if (
+                    not (sec.kind == "junction" or e.s1 - e.s0 < SHORT_LINK_M)
+                    or t.index in sec.occupants
+                    or e.s0 <= t.front
+                ):
                     break
                 sec.reserved = -1
                 held.pop()
@@ -878,9 +971,13 @@ class Interlocking:
             e = t.elements[i]
             sec = self.sections[e.section]
             others = [k for k in sec.occupants if k != t.index]
-            if others and self.ahead is not None and e.s0 > t.front and \
-                    any(sec.occupants[k] != e.direction for k in others):
-                return give_back(e.s0 - STOP_GAP)      # a train coming the other way
+            if (
+                others
+                and self.ahead is not None
+                and e.s0 > t.front
+                and any(sec.occupants[k] != e.direction for k in others)
+            ):
+                return give_back(e.s0 - STOP_GAP)  # a train coming the other way
             if others:
                 # Following in the same stretch: stop short of the nearest train ahead.
                 near = math.inf
@@ -918,9 +1015,16 @@ class Interlocking:
                 seen = (sig, a if mine else -1)
                 if seen != t.last_seen:
                     t.last_seen = seen
-                    self.events.append({"kind": "aspect", "time": self.time, "train": t.name, "signal": sig,
-                                        "aspect": ASPECTS[a] if mine else "STOP (not cleared)",
-                                        "distance_to": round(s - t.front, 1)})
+                    self.events.append(
+                        {
+                            "kind": "aspect",
+                            "time": self.time,
+                            "train": t.name,
+                            "signal": sig,
+                            "aspect": ASPECTS[a] if mine else "STOP (not cleared)",
+                            "distance_to": round(s - t.front, 1),
+                        }
+                    )
             if t.stop_s is not None:
                 break
             if not mine or a == STOP:
@@ -928,8 +1032,14 @@ class Interlocking:
                 break
             if a in (STOP_AND_PROCEED, RESTRICTING):
                 t.creep_at = s if t.creep_at is None else t.creep_at
-            head_speed = max((h.type.speed(h.state) for h in self.heads_of[sig]
-                              if h.head.function == "NORMAL" and h.type is not None), default=-1.0)
+            head_speed = max(
+                (
+                    h.type.speed(h.state)
+                    for h in self.heads_of[sig]
+                    if h.head.function == "NORMAL" and h.type is not None
+                ),
+                default=-1.0,
+            )
             nxt = t.signals[j + 1][0] if j + 1 < len(t.signals) else t.end_s
             if head_speed > 0:
                 t.limits.append((s, nxt, head_speed))
@@ -953,9 +1063,16 @@ class Interlocking:
             if t.waiting_since is None:
                 t.waiting_since, t.waiting_at = self.time, sig
         elif t.waiting_since is not None and not standing:
-            self.events.append({"kind": "signal_wait", "time": t.waiting_since, "train": t.name,
-                                "signal": t.waiting_at, "until": self.time,
-                                "seconds": round(self.time - t.waiting_since, 3)})
+            self.events.append(
+                {
+                    "kind": "signal_wait",
+                    "time": t.waiting_since,
+                    "train": t.name,
+                    "signal": t.waiting_at,
+                    "until": self.time,
+                    "seconds": round(self.time - t.waiting_since, 3),
+                }
+            )
             t.waiting_since, t.waiting_at = None, -1
 
     def targets(self, train: int) -> tuple[float | None, float | None, list[tuple[float, float, float]]]:
@@ -985,8 +1102,13 @@ class Interlocking:
         return others, secs
 
     def _deadlocks(self) -> None:
-        waiting = {t.index: t for t in self.trains if t.waiting_since is not None and not t.deadlocked
-                   and self.time - t.waiting_since >= self.deadlock_after}
+        waiting = {
+            t.index: t
+            for t in self.trains
+            if t.waiting_since is not None
+            and not t.deadlocked
+            and self.time - t.waiting_since >= self.deadlock_after
+        }
         if len(waiting) < 2:
             return
         graph = {k: self._blockers(t) for k, t in waiting.items()}
@@ -1000,12 +1122,16 @@ class Interlocking:
                     break
                 cur = nxt[0]
                 if cur in seen:
-                    cycle = path[path.index(cur):]
-                    self.events.append({
-                        "kind": "deadlock", "time": self.time,
-                        "trains": [self.trains[k].name for k in cycle],
-                        "sections": sorted({s for k in cycle for s in graph[k][1]}),
-                        "waiting_since": min(self.trains[k].waiting_since or self.time for k in cycle)})
+                    cycle = path[path.index(cur) :]
+                    self.events.append(
+                        {
+                            "kind": "deadlock",
+                            "time": self.time,
+                            "trains": [self.trains[k].name for k in cycle],
+                            "sections": sorted({s for k in cycle for s in graph[k][1]}),
+                            "waiting_since": min(self.trains[k].waiting_since or self.time for k in cycle),
+                        }
+                    )
                     for k in cycle:
                         self.trains[k].deadlocked = True
                     return

@@ -18,6 +18,7 @@ Reading a file:
 A compiled script is a function ``f(h) -> (state, draw_state)``; ``h`` is the head context
 the runtime provides (:class:`HeadContext` lists what it must offer).
 """
+
 from __future__ import annotations
 
 import re
@@ -90,26 +91,65 @@ class HeadContext(Protocol):
 
 # name -> argument kinds ("f" function type, "v" value); every name is a method of the context.
 FUNCTION_ARGS: dict[str, str] = {
-    "block_state": "", "route_set": "", "next_sig_lr": "f", "next_sig_mr": "f", "this_sig_lr": "f",
-    "this_sig_mr": "f", "opp_sig_lr": "f", "opp_sig_mr": "f", "dist_multi_sig_mr": "ff",
-    "dist_multi_sig_mr_of_lr": "ff", "sig_feature": "v", "def_draw_state": "v", "next_nsig_lr": "fv",
-    "next_sig_id": "f", "next_nsig_id": "fv", "opp_sig_id": "f", "id_sig_enabled": "v",
-    "id_sig_lr": "vf", "hashead": "v", "store_lvar": "vv", "this_sig_lvar": "v", "next_sig_lvar": "fv",
-    "id_sig_lvar": "vv", "increase_signalnumclearahead": "v", "decrease_signalnumclearahead": "v",
-    "set_signalnumclearahead": "v", "reset_signalnumclearahead": "", "approach_control_position": "v",
-    "approach_control_position_forced": "v", "approach_control_speed": "vv",
-    "approach_control_next_stop": "vv", "approach_control_lock_claim": "",
-    "allow_clear_to_partial_route": "v", "trainhascallon": "", "trainhascallon_restricted": "",
-    "trainhascallon_advanced": "", "trainhascallon_restricted_advanced": "",
-    "train_requires_next_signal": "vv", "find_req_normal_signal": "v", "route_cleared_to_signal": "v",
-    "route_cleared_to_signal_callon": "v", "this_sig_hasnormalsubtype": "v",
-    "next_sig_hasnormalsubtype": "v", "id_sig_hasnormalsubtype": "vv", "this_sig_noupdate": "",
-    "switchstand": "vv", "activate_timing_trigger": "", "check_timing_trigger": "v",
-    "debug_header": "", "debug_out": "",
+    "block_state": "",
+    "route_set": "",
+    "next_sig_lr": "f",
+    "next_sig_mr": "f",
+    "this_sig_lr": "f",
+    "this_sig_mr": "f",
+    "opp_sig_lr": "f",
+    "opp_sig_mr": "f",
+    "dist_multi_sig_mr": "ff",
+    "dist_multi_sig_mr_of_lr": "ff",
+    "sig_feature": "v",
+    "def_draw_state": "v",
+    "next_nsig_lr": "fv",
+    "next_sig_id": "f",
+    "next_nsig_id": "fv",
+    "opp_sig_id": "f",
+    "id_sig_enabled": "v",
+    "id_sig_lr": "vf",
+    "hashead": "v",
+    "store_lvar": "vv",
+    "this_sig_lvar": "v",
+    "next_sig_lvar": "fv",
+    "id_sig_lvar": "vv",
+    "increase_signalnumclearahead": "v",
+    "decrease_signalnumclearahead": "v",
+    "set_signalnumclearahead": "v",
+    "reset_signalnumclearahead": "",
+    "approach_control_position": "v",
+    "approach_control_position_forced": "v",
+    "approach_control_speed": "vv",
+    "approach_control_next_stop": "vv",
+    "approach_control_lock_claim": "",
+    "allow_clear_to_partial_route": "v",
+    "trainhascallon": "",
+    "trainhascallon_restricted": "",
+    "trainhascallon_advanced": "",
+    "trainhascallon_restricted_advanced": "",
+    "train_requires_next_signal": "vv",
+    "find_req_normal_signal": "v",
+    "route_cleared_to_signal": "v",
+    "route_cleared_to_signal_callon": "v",
+    "this_sig_hasnormalsubtype": "v",
+    "next_sig_hasnormalsubtype": "v",
+    "id_sig_hasnormalsubtype": "vv",
+    "this_sig_noupdate": "",
+    "switchstand": "vv",
+    "activate_timing_trigger": "",
+    "check_timing_trigger": "v",
+    "debug_header": "",
+    "debug_out": "",
 }
-EXTERNALS = {"STATE": "state", "DRAW_STATE": "draw", "ENABLED": "h.enabled",
-             "BLOCK_STATE": "h.block_state()", "APPROACH_CONTROL_REQ_POSITION": "h.approach_position",
-             "APPROACH_CONTROL_REQ_SPEED": "h.approach_speed"}
+EXTERNALS = {
+    "STATE": "state",
+    "DRAW_STATE": "draw",
+    "ENABLED": "h.enabled",
+    "BLOCK_STATE": "h.block_state()",
+    "APPROACH_CONTROL_REQ_POSITION": "h.approach_position",
+    "APPROACH_CONTROL_REQ_SPEED": "h.approach_speed",
+}
 _INT = re.compile(r"^[+-]?[0-9]+$")
 _SPLIT = re.compile(r"[^;{}]*;|[{}]|[^;{}]+")
 
@@ -179,8 +219,13 @@ _PARSER: Lark | None = None
 def _parser() -> Lark:
     global _PARSER
     if _PARSER is None:
-        _PARSER = Lark(grammar_text("sigscr.lark"), parser="lalr", lexer="contextual",
-                       propagate_positions=False, maybe_placeholders=False)
+        _PARSER = Lark(
+            grammar_text("sigscr.lark"),
+            parser="lalr",
+            lexer="contextual",
+            propagate_positions=False,
+            maybe_placeholders=False,
+        )
     return _PARSER
 
 
@@ -188,14 +233,14 @@ def _parser() -> Lark:
 class Script:
     """A parsed and compiled script."""
 
-    name: str                       # upper-cased, as written
+    name: str  # upper-cased, as written
     path: str
     line: int
     tree: Tree | None = field(repr=False)
-    source: str = field(repr=False)          # the generated Python
+    source: str = field(repr=False)  # the generated Python
     function: Callable[[Any], tuple[int, int]] = field(repr=False)
-    calls: dict[str, int] = field(default_factory=dict)   # built-in function -> number of calls
-    errors: int = 0                 # syntax errors recovered from
+    calls: dict[str, int] = field(default_factory=dict)  # built-in function -> number of calls
+    errors: int = 0  # syntax errors recovered from
 
     @property
     def key(self) -> str:
@@ -260,14 +305,17 @@ def parse_script(raw: RawScript, ctx: _Ctx) -> tuple[Tree | None, int]:
             while li > 1 and not frags[li - 1][0]:
                 li -= 1
             frag = frags[li - 1] if frags else ("", raw.line, 1)
-            err = ctx.error(f"script {raw.name}: {_describe(exc)}",
-                            ctx.loc(frag, col if isinstance(col, int) and col > 0 else 1))
+            err = ctx.error(
+                f"script {raw.name}: {_describe(exc)}",
+                ctx.loc(frag, col if isinstance(col, int) and col > 0 else 1),
+            )
             ctx.diags.problem(err)  # strict: raises here
             if not frags or not any(f[0] for f in frags):
                 return None, errors
-            frags[li - 1] = ("", frag[1], frag[2])   # drop the statement part, as OR does
-    ctx.diags.problem(ctx.error(f"script {raw.name}: too many errors, script dropped",
-                                Location(ctx.path, raw.line, 1)))
+            frags[li - 1] = ("", frag[1], frag[2])  # drop the statement part, as OR does
+    ctx.diags.problem(
+        ctx.error(f"script {raw.name}: too many errors, script dropped", Location(ctx.path, raw.line, 1))
+    )
     return None, errors
 
 
@@ -275,14 +323,16 @@ def parse_script(raw: RawScript, ctx: _Ctx) -> tuple[Tree | None, int]:
 
 
 class _Compiler:
-    def __init__(self, ctx: _Ctx, raw: RawScript, functions: dict[str, int], subtypes: dict[str, int]) -> None:
+    def __init__(
+        self, ctx: _Ctx, raw: RawScript, functions: dict[str, int], subtypes: dict[str, int]
+    ) -> None:
         self.ctx, self.raw = ctx, raw
         self.functions = functions
         self.subtypes = subtypes
         self.locals: dict[str, int] = {}
         self.calls: dict[str, int] = {}
         self.lines: list[str] = []
-        self.decl_phase = 0    # 0: extern, 1: float, 2: statements
+        self.decl_phase = 0  # 0: extern, 1: float, 2: statements
         self.nest = 0
 
     def warn(self, message: str) -> None:
@@ -312,7 +362,7 @@ class _Compiler:
             return BLOCK[w], None
         for prefix, table in (("SIGASP_", ASPECTS), ("SIGFEAT_", SUBTYPES)):
             if w.startswith(prefix):
-                rest = w[len(prefix):]
+                rest = w[len(prefix) :]
                 if rest in table:
                     return table.index(rest), None
                 self.warn(f"unknown {prefix} constant {w[:40]!r}, 0 used")
@@ -527,7 +577,7 @@ class _Compiler:
                     self.warn(f"assignment to read-only {target} ignored")
                 else:
                     self.warn(f"local variable {target[:40]!r} not defined: assignment ignored")
-                self.emit(depth, value)   # the right-hand side still runs
+                self.emit(depth, value)  # the right-hand side still runs
         elif d == "expr_stmt":
             self.emit(depth, self.checked(self.expr(t.children[0])))
         elif d == "return_stmt":
@@ -579,8 +629,13 @@ def _mod(a: int, b: int) -> int:
     return r if a >= 0 else -r
 
 
-def compile_scripts(raws: list[RawScript], ctx: _Ctx, *, functions: dict[str, int] | None = None,
-                    subtypes: dict[str, int] | None = None) -> list[Script]:
+def compile_scripts(
+    raws: list[RawScript],
+    ctx: _Ctx,
+    *,
+    functions: dict[str, int] | None = None,
+    subtypes: dict[str, int] | None = None,
+) -> list[Script]:
     """Parse and compile every script; one ``compile()`` call for the whole file."""
     fns = functions if functions is not None else {n: k for k, n in enumerate(FUNCTIONS)}
     subs = subtypes or {}
@@ -593,15 +648,21 @@ def compile_scripts(raws: list[RawScript], ctx: _Ctx, *, functions: dict[str, in
             try:
                 src = comp.compile(tree, k)
             except _TooDeep:
-                ctx.diags.problem(ctx.error(f"script {raw.name}: nested too deeply, script dropped",
-                                            Location(ctx.path, raw.line, 1)))
+                ctx.diags.problem(
+                    ctx.error(
+                        f"script {raw.name}: nested too deeply, script dropped",
+                        Location(ctx.path, raw.line, 1),
+                    )
+                )
                 errors += 1
         parsed.append((raw, tree, errors, comp, src))
     source = "\n".join(p[4] for p in parsed)
     namespace: dict[str, Any] = {"_div": _div, "_mod": _mod, "__builtins__": {}}
     exec(compile(source, f"<signal scripts of {Path(ctx.path).name}>", "exec"), namespace)  # noqa: S102
-    return [Script(raw.name, ctx.path, raw.line, tree, src, namespace[f"_script{k}"], dict(comp.calls), errors)
-            for k, (raw, tree, errors, comp, src) in enumerate(parsed)]
+    return [
+        Script(raw.name, ctx.path, raw.line, tree, src, namespace[f"_script{k}"], dict(comp.calls), errors)
+        for k, (raw, tree, errors, comp, src) in enumerate(parsed)
+    ]
 
 
 def _decode(data: bytes) -> str:
@@ -616,8 +677,14 @@ def _decode(data: bytes) -> str:
         return data.decode("latin-1")
 
 
-def read_scripts(path: str | Path, *, strict: bool = False, functions: dict[str, int] | None = None,
-                 subtypes: dict[str, int] | None = None, text: str | None = None) -> ScriptFile:
+def read_scripts(
+    path: str | Path,
+    *,
+    strict: bool = False,
+    functions: dict[str, int] | None = None,
+    subtypes: dict[str, int] | None = None,
+    text: str | None = None,
+) -> ScriptFile:
     """Read, parse and compile a signal-script file (lenient by default, as Open Rails)."""
     p = str(path)
     if text is None:
@@ -632,5 +699,15 @@ def read_scripts(path: str | Path, *, strict: bool = False, functions: dict[str,
     return ScriptFile(p, tuple(scripts), tuple(diags.findings), sum(s.errors for s in scripts))
 
 
-__all__ = ["FUNCTION_ARGS", "HeadContext", "RawScript", "Script", "ScriptError", "ScriptFile",
-           "ScriptRuntimeError", "compile_scripts", "preprocess", "read_scripts"]
+__all__ = [
+    "FUNCTION_ARGS",
+    "HeadContext",
+    "RawScript",
+    "Script",
+    "ScriptError",
+    "ScriptFile",
+    "ScriptRuntimeError",
+    "compile_scripts",
+    "preprocess",
+    "read_scripts",
+]

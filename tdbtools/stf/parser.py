@@ -5,6 +5,7 @@ is ever made). Comments and ``include`` are resolved here, so the tree holds onl
 data. Lark exceptions never escape: they become :class:`StfSyntaxError` with the
 path, line, column, a caret snippet and what was expected.
 """
+
 from __future__ import annotations
 
 import gc
@@ -49,13 +50,17 @@ def _has_control(text: str) -> bool:
     if text.isascii():  # O(1) in CPython; then bytes.translate scans in C
         return bool(text.encode("ascii").translate(None, _NOT_CONTROL))
     return _CONTROL.search(text) is not None
+
+
 _UNICODE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
 def _prepare(source: Source) -> str:
     text = _blank_first_line(source.text)
     source.exact_split = _has_control(text) or (
-        not text.isascii() and _UNICODE_SPACE.search(text) is not None)
+        not text.isascii() and _UNICODE_SPACE.search(text) is not None
+    )
     return text
-
 
 
 class _Drop:
@@ -73,7 +78,6 @@ class _Include:
 
 _DROP = _Drop()
 _INCLUDE_TARGET: list = []  # marks an include block while splitting DATA
-
 
 
 class _Builder(Transformer):
@@ -177,8 +181,12 @@ class _Builder(Transformer):
 
     def _string(self, tok: Token) -> QStr:
         if tok[-1] == "+":
-            self.notes.append(("'+' after a quoted string is not followed by another quoted "
-                               "string; ignored", (tok.start_pos or 0) + len(tok) - 1))
+            self.notes.append(
+                (
+                    "'+' after a quoted string is not followed by another quoted string; ignored",
+                    (tok.start_pos or 0) + len(tok) - 1,
+                )
+            )
         parts = _STRING_PART.findall(tok)
         s = "".join(parts)
         if "\\" in s:
@@ -193,8 +201,14 @@ class _Builder(Transformer):
         if "(" not in text:
             out.extend(split_words(text, self.source))
             return
-        split_items(text, tok.start_pos or 0, self.source, out,
-                    lambda cur, blk: self._add_include(cur, _IncludeBlock(blk)), lazy=True)
+        split_items(
+            text,
+            tok.start_pos or 0,
+            self.source,
+            out,
+            lambda cur, blk: self._add_include(cur, _IncludeBlock(blk)),
+            lazy=True,
+        )
 
     def _data_escaped(self, tok: Token, out: list) -> None:
         # Rare: backslash escapes in plain words. Split as usual, then unescape.
@@ -216,6 +230,7 @@ class _Builder(Transformer):
                     fix(it.items)
                 elif it.__class__ is str and "\x00" in it:
                     items[j] = _unescape(it.replace("\x00", "\\"))
+
         fix(tmp)
         out.extend(tmp)
         for e in tmp:  # includes at the top of the run are in `out` now
@@ -235,16 +250,23 @@ class _ParserPool(threading.local):
     def __init__(self) -> None:
         self.builder = _Builder()
         folder = str(grammar_path("stf.lark").parent)
-        options = dict(parser="lalr", lexer="basic", transformer=self.builder,
-                       maybe_placeholders=False, import_paths=[folder])
+        options = dict(
+            parser="lalr",
+            lexer="basic",
+            transformer=self.builder,
+            maybe_placeholders=False,
+            import_paths=[folder],
+        )
         self.full = Lark(grammar_text("stf.lark"), **options)
         self.plain = Lark(grammar_text("stf_plain.lark"), **options)
 
 
 _POOL = _ParserPool()
 
-_WORD_START = frozenset(" \t\r\n()\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x0e\x0f\x10\x11"
-                        "\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f")
+_WORD_START = frozenset(
+    " \t\r\n()\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x0e\x0f\x10\x11"
+    "\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f"
+)
 _KEYWORDS = ("comment", "skip", "include")
 
 
@@ -362,7 +384,9 @@ def _parse_items_tolerant(source: Source, diags: Diagnostics):  # noqa: ANN202
         chars = list(source.text)
         for pos in stray:
             loc = source.location(pos)
-            diags.problem(StfSyntaxError("unmatched ')' ignored: no block is open here", loc), code="STRAY_PAREN")
+            diags.problem(
+                StfSyntaxError("unmatched ')' ignored: no block is open here", loc), code="STRAY_PAREN"
+            )
             chars[pos] = " "  # same length: every later offset, line and column holds
         fixed = Source(source.path, "".join(chars), source.encoding, source.compressed, source.exact_split)
     return _parse_items(fixed)
@@ -397,8 +421,9 @@ def gc_paused():
             gc.enable()
 
 
-def parse_source(source: Source, *, diagnostics: Diagnostics | None = None,
-                 root: str | Path | None = None) -> Document:
+def parse_source(
+    source: Source, *, diagnostics: Diagnostics | None = None, root: str | Path | None = None
+) -> Document:
     """Parse decoded text into a :class:`Document`, following ``include``."""
     with gc_paused():
         return _parse_source(source, diagnostics, root)
@@ -413,8 +438,13 @@ def _parse_source(source: Source, diagnostics: Diagnostics | None, root: str | P
     return Document(items, source, tuple(seen))
 
 
-def parse_file(path: str | Path, *, strict: bool = True, diagnostics: Diagnostics | None = None,
-               root: str | Path | None = None) -> Document:
+def parse_file(
+    path: str | Path,
+    *,
+    strict: bool = True,
+    diagnostics: Diagnostics | None = None,
+    root: str | Path | None = None,
+) -> Document:
     """Read, decode and parse one STF file into the generic tree.
 
     ``include`` paths are resolved relative to the including file and must stay
@@ -430,8 +460,14 @@ def parse_text(text: str, path: str = "<text>") -> Document:
     return parse_source(Source(path, text, "str"))
 
 
-def _resolve(source: Source, diags: Diagnostics, confine: Path | None, stack: list[str],
-             seen: list[str], budget: list[int] | None = None) -> list:
+def _resolve(
+    source: Source,
+    diags: Diagnostics,
+    confine: Path | None,
+    stack: list[str],
+    seen: list[str],
+    budget: list[int] | None = None,
+) -> list:
     items, includes, notes = _parse_items_tolerant(source, diags)
     for message, pos in notes:
         diags.note(message, source.location(pos))
@@ -453,8 +489,13 @@ def _resolve(source: Source, diags: Diagnostics, confine: Path | None, stack: li
         if budget[0] <= 0:
             if budget[0] == 0:
                 loc = source.location(inc.pos) if inc.pos >= 0 else Location(source.path, 1, 1)
-                diags.problem(IncludeError(f"more than {MAX_INCLUDES} includes; the rest are not followed",
-                                           loc, source.snippet(loc)))
+                diags.problem(
+                    IncludeError(
+                        f"more than {MAX_INCLUDES} includes; the rest are not followed",
+                        loc,
+                        source.snippet(loc),
+                    )
+                )
                 budget[0] = -1
             expansions[id(inc)] = []
             continue
@@ -472,8 +513,14 @@ def _resolve(source: Source, diags: Diagnostics, confine: Path | None, stack: li
     return items
 
 
-def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list[str],
-            seen: list[str], budget: list[int]) -> list:
+def _follow(
+    inc: _Include,
+    diags: Diagnostics,
+    confine: Path | None,
+    stack: list[str],
+    seen: list[str],
+    budget: list[int],
+) -> list:
     src = inc.source
     assert src is not None, "an include block always comes from a parsed source"
     loc = src.location(inc.pos) if inc.pos >= 0 else Location(src.path, 1, 1)
@@ -486,7 +533,7 @@ def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list
         # Open Rails replaces the token with the including file's name, anywhere in the
         # path: `../[[samename]]` in an OpenRails/ overlay means the original file.
         at = low.index("[[samename]]")
-        name = name[:at] + Path(src.path).name + name[at + len("[[samename]]"):]
+        name = name[:at] + Path(src.path).name + name[at + len("[[samename]]") :]
     base = Path(src.path).parent
     target = resolve_case_insensitive(base / name.replace("\\", "/"))
     try:
@@ -495,19 +542,25 @@ def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list
         diags.problem(IncludeError(f"include {name!r} cannot be resolved: {exc}", loc, src.snippet(loc)))
         return []
     if confine is not None and not resolved.is_relative_to(confine):
-        diags.problem(IncludeError(
-            f"include {name!r} points outside the install root {str(confine)!r}", loc, src.snippet(loc)))
+        diags.problem(
+            IncludeError(
+                f"include {name!r} points outside the install root {str(confine)!r}", loc, src.snippet(loc)
+            )
+        )
         return []
     if str(resolved) in stack:
-        chain = " -> ".join([*stack[stack.index(str(resolved)):], str(resolved)])
+        chain = " -> ".join([*stack[stack.index(str(resolved)) :], str(resolved)])
         diags.problem(IncludeError(f"include cycle: {chain}", loc, src.snippet(loc)))
         return []
     if len(stack) > MAX_INCLUDE_DEPTH:
         diags.problem(IncludeError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", loc, src.snippet(loc)))
         return []
     if not is_file(resolved):
-        diags.problem(IncludeError(f"included file not found: {name!r} (looked for {str(target)!r})",
-                                   loc, src.snippet(loc)))
+        diags.problem(
+            IncludeError(
+                f"included file not found: {name!r} (looked for {str(target)!r})", loc, src.snippet(loc)
+            )
+        )
         return []
     seen.append(str(resolved))
     child = read_source(resolved)
@@ -517,8 +570,15 @@ def _follow(inc: _Include, diags: Diagnostics, confine: Path | None, stack: list
 # -- errors -----------------------------------------------------------------------------
 
 _TERMINAL_NAMES = {
-    "LPAR": "'('", "RPAR": "')'", "NAME": "a block name", "FLAT": "a block", "VALUES": "a value",
-    "STRING": "a quoted string", "MARKER": "a comment", "INCLUDE": "include", "$END": "end of file",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "NAME": "a block name",
+    "FLAT": "a block",
+    "VALUES": "a value",
+    "STRING": "a quoted string",
+    "MARKER": "a comment",
+    "INCLUDE": "include",
+    "$END": "end of file",
 }
 
 
@@ -557,8 +617,7 @@ def _syntax_error(source: Source, exc: UnexpectedInput) -> StfSyntaxError:
             pos = opened[-1]
             name = _block_name_before(text, pos)
             what = f"block {name!r}" if name else "a '(' block"
-            msg = (f"unexpected end of file: {what} opened here is not closed "
-                   f"({len(opened)} unclosed)")
+            msg = f"unexpected end of file: {what} opened here is not closed ({len(opened)} unclosed)"
             loc = source.location(offset + pos)
         else:
             msg = "unexpected end of file"
@@ -574,5 +633,3 @@ def _syntax_error(source: Source, exc: UnexpectedInput) -> StfSyntaxError:
     else:
         msg = f"unexpected {_TERMINAL_NAMES.get(tok.type, tok.type)} {str(tok)[:40]!r}"
     return StfSyntaxError(msg, loc, source.snippet(loc), expected)
-
-

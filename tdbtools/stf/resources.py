@@ -1,4 +1,5 @@
 """Finding the Lark grammars: inside the installed package, or in a source checkout."""
+
 from __future__ import annotations
 
 from functools import cache

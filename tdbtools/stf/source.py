@@ -5,6 +5,7 @@ BOM (UTF-8, else cp1252), with CRLF or LF line ends. Files whose header starts
 ``SIMISA@F`` are zlib-compressed after a 16-byte header. Binary bodies are not
 STF text and are refused with a clear message.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -87,7 +88,9 @@ def decode_bytes(data: bytes, path: str = "<bytes>") -> Source:
         if (len(data) - 2) % 2:
             raise DecodeError(
                 f"invalid UTF-16 file: odd number of bytes ({len(data)}); the file is truncated "
-                "or not UTF-16", Location(path, 1, 1))
+                "or not UTF-16",
+                Location(path, 1, 1),
+            )
         head = data[2:34].decode("utf-16-le", errors="replace")
         unicode_header = True
     else:
@@ -100,7 +103,9 @@ def decode_bytes(data: bytes, path: str = "<bytes>") -> Source:
     if head.startswith("SIMISA@@") and len(sub) >= 8 and sub.startswith("JINX") and sub[7] == "b":
         raise DecodeError(
             f"binary STF body (sub-header {sub[:8]!r}) is not supported; only text files "
-            "('…t______') can be read", Location(path, 1, 1))
+            "('…t______') can be read",
+            Location(path, 1, 1),
+        )
     return _decode_text(data, path, compressed=False)
 
 
@@ -122,7 +127,9 @@ def _inflate(data: bytes, path: str, unicode_header: bool) -> bytes:
                 raise DecodeError(
                     f"compressed body inflates to more than {limit} bytes ({MAX_INFLATE_RATIO}x its "
                     f"{len(compressed)} compressed bytes and over {MAX_INFLATED_BYTES} bytes): "
-                    "refused as a likely zip bomb", Location(path, 1, 1))
+                    "refused as a likely zip bomb",
+                    Location(path, 1, 1),
+                )
             parts.append(chunk)
             pending = inflater.unconsumed_tail
             if inflater.eof or (not pending and not chunk):
@@ -148,7 +155,9 @@ def _inflate(data: bytes, path: str, unicode_header: bool) -> bytes:
     if kind == "b":
         raise DecodeError(
             f"binary STF body (sub-header {text_sub[:8]!r}) inside a compressed file is not "
-            "supported; only text files can be read", Location(path, 1, 1))
+            "supported; only text files can be read",
+            Location(path, 1, 1),
+        )
     # Give the text a signature line like an uncompressed file: "SIMISA@@@@@@@@@@" +
     # the sub-header (which ends the first line), so line 1 is dropped as usual.
     if rest[:2] == b"\xff\xfe":
@@ -161,7 +170,9 @@ def _decode_text(data: bytes, path: str, *, compressed: bool) -> Source:
         if len(data) % 2:
             raise DecodeError(
                 f"invalid UTF-16 file: odd number of bytes ({len(data)}); the file is truncated "
-                "or not UTF-16", Location(path, 1, 1))
+                "or not UTF-16",
+                Location(path, 1, 1),
+            )
         try:
             text = data[2:].decode("utf-16-le")
         except UnicodeDecodeError as exc:
@@ -183,8 +194,7 @@ def _decode_text(data: bytes, path: str, *, compressed: bool) -> Source:
         pos = text.index("\x00")
         src = Source(path, text, encoding)
         loc = src.location(pos)
-        raise DecodeError("NUL character in text: binary data or mixed encodings", loc,
-                          src.snippet(loc))
+        raise DecodeError("NUL character in text: binary data or mixed encodings", loc, src.snippet(loc))
     return Source(path, text, encoding, compressed)
 
 
@@ -193,8 +203,11 @@ def _bad_utf16(data: bytes, exc: UnicodeDecodeError, path: str, bom: int = 2) ->
     line = good.count("\n") + 1
     col = len(good) - (good.rfind("\n") + 1) + 1
     shown = data[bom:].decode("utf-16-le", errors="replace")
-    return DecodeError(f"invalid UTF-16 text ({exc.reason}) at byte {exc.start + bom}",
-                       Location(path, line, col), caret_snippet(shown, line, col))
+    return DecodeError(
+        f"invalid UTF-16 text ({exc.reason}) at byte {exc.start + bom}",
+        Location(path, line, col),
+        caret_snippet(shown, line, col),
+    )
 
 
 def _decode_8bit(data: bytes) -> tuple[str, str]:

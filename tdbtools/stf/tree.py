@@ -3,6 +3,7 @@
 A block the parser left as raw text (plain words and leaf blocks only) is split here,
 when its items are first asked for; the parser uses the same splitting for such runs.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,16 @@ class Block:
     _items: list[Any] | None
     _raw: Any
 
-    def __init__(self, name: str, items: list[Any] | None, source: Source | None = None,
-                 pos: int = -1, raw: str | None = None, rawpos: int = -1, key: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        items: list[Any] | None,
+        source: Source | None = None,
+        pos: int = -1,
+        raw: str | None = None,
+        rawpos: int = -1,
+        key: str | None = None,
+    ) -> None:
         self.name = name
         self.key = name.lower() if key is None else key
         # A block of plain words, or of plain words and leaf blocks, may be built from
@@ -229,8 +238,13 @@ def _key(name: str) -> tuple[str, int]:
     hit = _KEYS.get(name)
     if hit is None:
         low = name.lower()
-        kind = (_COMMENT if name[:1] in ("#", "_") or low in COMMENT_WORDS
-                else _INCLUDE_BLOCK if low == "include" else _NORMAL)
+        kind = (
+            _COMMENT
+            if name[:1] in ("#", "_") or low in COMMENT_WORDS
+            else _INCLUDE_BLOCK
+            if low == "include"
+            else _NORMAL
+        )
         hit = (low, kind)
         if len(_KEYS) < 50_000:  # bounded: hostile input could have endless names
             _KEYS[name] = hit
@@ -355,7 +369,9 @@ def leaf_view_of(raw: str) -> list:
 
 # -- locating items in the source text ---------------------------------------------
 
-_ITEM_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"(?:[\x00-\x20]*\+[\x00-\x20]*"(?:[^"\\]|\\.)*")*|[()]|[^\x00-\x20()"]+')
+_ITEM_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"(?:[\x00-\x20]*\+[\x00-\x20]*"(?:[^"\\]|\\.)*")*|[()]|[^\x00-\x20()"]+'
+)
 
 
 def locate_item(text: str, block_pos: int, index: int) -> int | None:

@@ -6,6 +6,7 @@ item. Without a suffix a family's default unit applies (m/s for Speed, mph for
 SpeedDefaultMPH, ft² for Area). Where several families are allowed they are tried
 in order, so under ``Any`` an ``m`` means metres.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,12 +22,21 @@ _KPH = 0.27777778
 
 FAMILIES: dict[str, dict[str, float]] = {
     "mass": {"kg": 1.0, "lb": 0.45359237, "t": 1000.0, "t-uk": 1016.05, "t-us": 907.18474},
-    "distance": {"m": 1.0, "cm": 0.01, "mm": 0.001, "km": 1000.0, "ft": 0.3048, "in": 0.0254,
-                 "in/2": 0.0127},
+    "distance": {"m": 1.0, "cm": 0.01, "mm": 0.001, "km": 1000.0, "ft": 0.3048, "in": 0.0254, "in/2": 0.0127},
     "area": {"m^2": 1.0, "*(m^2)": 1.0, "ft^2": 0.09290304, "*(ft^2)": 0.09290304},
     "time": {"s": 1.0, "m": 60.0, "h": 3600.0},
-    "speed": {"m/s": 1.0, "mph": _MPH, "kph": _KPH, "km/h": _KPH, "kmph": _KPH, "kmh": _KPH,
-              "cm/s": 0.01, "mm/s": 0.001, "ft/s": 0.3048, "in/s": 0.0254},
+    "speed": {
+        "m/s": 1.0,
+        "mph": _MPH,
+        "kph": _KPH,
+        "km/h": _KPH,
+        "kmph": _KPH,
+        "kmh": _KPH,
+        "cm/s": 0.01,
+        "mm/s": 0.001,
+        "ft/s": 0.3048,
+        "in/s": 0.0254,
+    },
     "force": {"n": 1.0, "kn": 1000.0, "lbf": _LBF, "lb": _LBF},
     "power": {"w": 1.0, "kw": 1000.0, "hp": 745.699872},
     "stiffness": {"n/m": 1.0},
@@ -36,8 +46,7 @@ FAMILIES: dict[str, dict[str, float]] = {
     "frequency": {"hz": 1.0, "rps": 1.0, "rpm": 1.0 / 60.0},
     "current": {"a": 1.0, "amps": 1.0},
     "voltage": {"v": 1.0, "kv": 1000.0},
-    "pressure": {"psi": 1.0, "bar": 14.5037738, "inhg": 0.4911542, "kpa": 0.145037738,
-                 "cmhg": 0.1933672},
+    "pressure": {"psi": 1.0, "bar": 14.5037738, "inhg": 0.4911542, "kpa": 0.145037738, "cmhg": 0.1933672},
     "angle": {"rad": 1.0, "deg": 0.0174533},
     "force_rate": {"n/s": 1.0, "kn/s": 1000.0, "lbf/s": _LBF},
     "power_rate": {"w/s": 1.0, "kw/s": 1000.0, "hp/s": 745.699872},
@@ -62,7 +71,7 @@ def split_quantity(text: str) -> tuple[float, str]:
     value = float(num)
     if not math.isfinite(value):
         raise ValueError(f"not a finite number: {truncate_value(text)}")
-    suffix = text[m.end():]
+    suffix = text[m.end() :]
     hash_at = suffix.find("#")
     if hash_at >= 0:
         suffix = suffix[:hash_at]
@@ -88,8 +97,10 @@ def parse_quantity(text: str, *families: str) -> float:
     if suffix == "degf" and "temperature" in families:
         return (value - 32.0) * 5.0 / 9.0
     known = sorted({s for fam, _ in resolved for s in FAMILIES[fam]})
-    raise UnitError(f"unknown unit {truncate_value(suffix)} in {truncate_value(text)} for {'/'.join(families)}; "
-                    f"known: {', '.join(known)}")
+    raise UnitError(
+        f"unknown unit {truncate_value(suffix)} in {truncate_value(text)} for {'/'.join(families)}; "
+        f"known: {', '.join(known)}"
+    )
 
 
 FAMILIES["temperature"] = {"degc": 1.0}

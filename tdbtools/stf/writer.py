@@ -6,6 +6,7 @@ keywords ``comment``/``skip``/``include``, an empty string) and where they were
 quoted in the source. Files are written as MSTS does (UTF-16LE with BOM, CRLF,
 signature line) into a temporary file that replaces the target only when complete.
 """
+
 from __future__ import annotations
 
 import re

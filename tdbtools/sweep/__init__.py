@@ -61,12 +61,24 @@ From a notebook::
     print(res.summary_text())
     res.rows[0]["running_time_s"]
 """
+
 from __future__ import annotations
 
 from .plot import plot_sweep
 from .run import RESULT_COLUMNS, SweepResult, read_sweep, run_combination, run_sweep, worker_route
 from .spec import Combination, SweepSpec, read_sweep_spec, sweep_spec_from_dict, sweep_spec_from_text
 
-__all__ = ["Combination", "RESULT_COLUMNS", "SweepResult", "SweepSpec", "plot_sweep", "read_sweep",
-           "read_sweep_spec", "run_combination", "run_sweep", "sweep_spec_from_dict", "sweep_spec_from_text",
-           "worker_route"]
+__all__ = [
+    "Combination",
+    "RESULT_COLUMNS",
+    "SweepResult",
+    "SweepSpec",
+    "plot_sweep",
+    "read_sweep",
+    "read_sweep_spec",
+    "run_combination",
+    "run_sweep",
+    "sweep_spec_from_dict",
+    "sweep_spec_from_text",
+    "worker_route",
+]

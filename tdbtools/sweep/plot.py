@@ -1,5 +1,6 @@
 """A picture of a sweep: running time per path, one colour per consist (matplotlib is
 imported only when a plot is drawn)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,11 +26,23 @@ def plot_sweep(result, out: str | Path, *, value: str = "running_time_s") -> Pat
         ok = [r for r in res.rows if r["consist"] == c and r["status"] == "ok" and r.get(value) is not None]
         bad = [r for r in res.rows if r["consist"] == c and r["status"] != "ok"]
         dx = (k - (len(consists) - 1) / 2) * spread
-        ax.scatter([xi[r["path"]] + dx for r in ok], [float(r[value]) for r in ok], s=14,
-                   color=cmap(k % 10), label=c, alpha=0.8)
+        ax.scatter(
+            [xi[r["path"]] + dx for r in ok],
+            [float(r[value]) for r in ok],
+            s=14,
+            color=cmap(k % 10),
+            label=c,
+            alpha=0.8,
+        )
         if bad:
-            ax.scatter([xi[r["path"]] + dx for r in bad], [0.0] * len(bad), marker="x", s=18, color="tab:red",
-                       label=f"{c}: failed" if k == 0 or len(consists) < 4 else None)
+            ax.scatter(
+                [xi[r["path"]] + dx for r in bad],
+                [0.0] * len(bad),
+                marker="x",
+                s=18,
+                color="tab:red",
+                label=f"{c}: failed" if k == 0 or len(consists) < 4 else None,
+            )
     ax.set_xticks(range(len(paths)))
     ax.set_xticklabels(paths, rotation=90, fontsize=7 if len(paths) > 40 else 9)
     ax.set_xlim(-0.7, len(paths) - 0.3)

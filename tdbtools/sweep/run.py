@@ -1,4 +1,5 @@
 """Running a sweep on a Dask cluster, resuming it, and reading its table back."""
+
 from __future__ import annotations
 
 import csv
@@ -16,17 +17,35 @@ from typing import Any
 from ..errors import TdbToolsError
 from .spec import TRAIN_NAME, Combination, SweepSpec, read_sweep_spec
 
-RESULTS = "results"          # one <key>.json per finished combination
-TRACES = "traces"            # <key>/train.csv, events.json, summary.json on request
+RESULTS = "results"  # one <key>.json per finished combination
+TRACES = "traces"  # <key>/train.csv, events.json, summary.json on request
 TABLE = "sweep.csv"
 PARQUET = "sweep.parquet"
 
 #: Measured columns of the table, after key, path, consist and the grid parameters.
-RESULT_COLUMNS = ("status", "running_time_s", "distance_m", "max_speed_kmh", "traction_energy_kwh",
-                  "braking_energy_kwh", "finished", "derailed", "collisions", "end_of_track", "events",
-                  "error")
-_SUMMARY_FIELDS = ("running_time_s", "distance_m", "max_speed_kmh", "traction_energy_kwh", "braking_energy_kwh",
-                   "finished", "derailed")
+RESULT_COLUMNS = (
+    "status",
+    "running_time_s",
+    "distance_m",
+    "max_speed_kmh",
+    "traction_energy_kwh",
+    "braking_energy_kwh",
+    "finished",
+    "derailed",
+    "collisions",
+    "end_of_track",
+    "events",
+    "error",
+)
+_SUMMARY_FIELDS = (
+    "running_time_s",
+    "distance_m",
+    "max_speed_kmh",
+    "traction_energy_kwh",
+    "braking_energy_kwh",
+    "finished",
+    "derailed",
+)
 
 Progress = Callable[[int, int, "dict | None"], None]
 
@@ -85,9 +104,16 @@ def run_combination(combo: Combination, traces: bool = False, strict: bool = Tru
     from ..physics.replay import Replay
 
     t0 = time.perf_counter()
-    rec: dict[str, Any] = {"key": combo.key, "path": combo.path, "consist": combo.consist,
-                           "params": combo.params, "status": "ok", "error": None,
-                           "worker": _worker_name(), "route_loaded": False}
+    rec: dict[str, Any] = {
+        "key": combo.key,
+        "path": combo.path,
+        "consist": combo.consist,
+        "params": combo.params,
+        "status": "ok",
+        "error": None,
+        "worker": _worker_name(),
+        "route_loaded": False,
+    }
     if combo.activity is not None:
         return _run_activity(combo, rec, t0, traces)
     try:
@@ -106,13 +132,16 @@ def run_combination(combo: Combination, traces: bool = False, strict: bool = Tru
     kinds = [e.kind for e in result.events]
     rec["collisions"] = kinds.count("collision") + kinds.count("side_collision")
     rec["end_of_track"] = "end_of_line" in kinds or any(
-        e.kind == "derailment" and "track end" in getattr(e, "message", "") for e in result.events)
+        e.kind == "derailment" and "track end" in getattr(e, "message", "") for e in result.events
+    )
     rec["simulated_s"] = result.summary["simulated_seconds"]
     if not s["finished"] and not s["derailed"]:
         # Still running when `duration` ran out: its running time is not a result.
         rec["status"] = "incomplete"
-        rec["error"] = (f"stopped by duration = {combo.scenario.duration:g} s before the train "
-                        f"finished ({s['distance_m']:.0f} m run)")
+        rec["error"] = (
+            f"stopped by duration = {combo.scenario.duration:g} s before the train "
+            f"finished ({s['distance_m']:.0f} m run)"
+        )
     rec["wall_s"] = round(time.perf_counter() - t0, 4)
     if traces:
         rec["result"] = result
@@ -130,9 +159,14 @@ def _run_activity(combo: Combination, rec: dict, t0: float, traces: bool) -> dic
         route, rec["route_loaded"] = worker_route(plan.route_folder)
         p = combo.params
         sc = combo.scenario
-        rp = ActivityReplay(plan, route=route, stand_in=sc.stand_in, step=sc.step,
-                            stuck_after=float(p.get("stuck_after", 1800.0)),
-                            duration=sc.duration)
+        rp = ActivityReplay(
+            plan,
+            route=route,
+            stand_in=sc.stand_in,
+            step=sc.step,
+            stuck_after=float(p.get("stuck_after", 1800.0)),
+            duration=sc.duration,
+        )
         if "deceleration" in p:
             for d in rp.drivers:
                 d.auto.decel = float(p["deceleration"])
@@ -155,7 +189,9 @@ def _run_activity(combo: Combination, rec: dict, t0: float, traces: bool) -> dic
     rec["collisions"] = s["collisions"]
     rec["end_of_track"] = False
     kinds = [e.kind for e in result.replay.events]
-    rec["events"] = {k: kinds.count(k) for k in ("deadlock", "stuck", "not_at_end", "start_delayed") if k in kinds}
+    rec["events"] = {
+        k: kinds.count(k) for k in ("deadlock", "stuck", "not_at_end", "start_delayed") if k in kinds
+    }
     rec["simulated_s"] = s["simulated_seconds"]
     rec["wall_s"] = round(time.perf_counter() - t0, 4)
     if traces:
@@ -210,8 +246,19 @@ def _write_parquet(path: Path, columns: list[str], rows: list[dict]) -> None:
         import pyarrow.parquet as pq
     except ImportError:
         raise TdbToolsError("a Parquet table needs pyarrow: pip install pyarrow") from None
-    table = pa.table({c: [None if r.get(c) is None else _cell(r.get(c)) if isinstance(r.get(c), (list, dict))
-                          else r.get(c) for r in rows] for c in columns})
+    table = pa.table(
+        {
+            c: [
+                None
+                if r.get(c) is None
+                else _cell(r.get(c))
+                if isinstance(r.get(c), (list, dict))
+                else r.get(c)
+                for r in rows
+            ]
+            for c in columns
+        }
+    )
     tmp = path.with_name(f".{path.name}.tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
@@ -224,9 +271,9 @@ class SweepResult:
     out: Path
     columns: list[str]
     rows: list[dict]
-    ran: int = 0                   # combinations replayed by this call
-    skipped: int = 0               # already done in ``out``
-    lost: list[str] = field(default_factory=list)   # keys whose task died (not recorded)
+    ran: int = 0  # combinations replayed by this call
+    skipped: int = 0  # already done in ``out``
+    lost: list[str] = field(default_factory=list)  # keys whose task died (not recorded)
     wall_seconds: float = 0.0
     dashboard: str | None = None
     workers: int = 0
@@ -249,7 +296,8 @@ class SweepResult:
         rows = self.rows
         ok = [r for r in rows if r["status"] == "ok"]
         return {
-            "combinations": len(rows), "ok": len(ok),
+            "combinations": len(rows),
+            "ok": len(ok),
             "failed": sum(r["status"] == "error" for r in rows),
             "not_run": sum(r["status"] == "not run" for r in rows),
             "incomplete": sum(r["status"] == "incomplete" for r in rows),
@@ -257,21 +305,29 @@ class SweepResult:
             "derailed": sum(bool(r["derailed"]) for r in ok),
             "collisions": sum(int(r["collisions"] or 0) > 0 for r in ok),
             "end_of_track": sum(bool(r["end_of_track"]) for r in ok),
-            "ran": self.ran, "skipped": self.skipped, "workers": self.workers,
+            "ran": self.ran,
+            "skipped": self.skipped,
+            "workers": self.workers,
             "wall_seconds": round(self.wall_seconds, 3),
             "replays_per_second": round(self.ran / self.wall_seconds, 3) if self.wall_seconds > 0 else None,
         }
 
     def summary_text(self, *, max_errors: int = 10) -> str:
         s = self.summary()
-        lines = [f"{s['combinations']} combinations: {s['ok']} ok, {s['failed']} failed"
-                 + (f", {s['incomplete']} cut off by duration" if s["incomplete"] else "")
-                 + (f", {s['not_run']} not run" if s["not_run"] else "")
-                 + f"; {s['ran']} replayed now ({s['skipped']} already done)"
-                 + (f" in {s['wall_seconds']:.1f} s, {s['replays_per_second']} replays/s on "
-                    f"{s['workers']} workers" if s["ran"] else ""),
-                 f"  finished {s['finished']}, derailed {s['derailed']}, collisions {s['collisions']}, "
-                 f"end of track {s['end_of_track']}"]
+        lines = [
+            f"{s['combinations']} combinations: {s['ok']} ok, {s['failed']} failed"
+            + (f", {s['incomplete']} cut off by duration" if s["incomplete"] else "")
+            + (f", {s['not_run']} not run" if s["not_run"] else "")
+            + f"; {s['ran']} replayed now ({s['skipped']} already done)"
+            + (
+                f" in {s['wall_seconds']:.1f} s, {s['replays_per_second']} replays/s on "
+                f"{s['workers']} workers"
+                if s["ran"]
+                else ""
+            ),
+            f"  finished {s['finished']}, derailed {s['derailed']}, collisions {s['collisions']}, "
+            f"end of track {s['end_of_track']}",
+        ]
         by_path: dict[str, list[float]] = {}
         for r in self.rows:
             if r["status"] == "ok":
@@ -299,8 +355,9 @@ class SweepResult:
 
 
 @contextmanager
-def _client(scheduler: str | None, workers: int | None, processes: bool, dashboard: bool,
-            n_tasks: int) -> Iterator[tuple[Any, str | None, int]]:
+def _client(
+    scheduler: str | None, workers: int | None, processes: bool, dashboard: bool, n_tasks: int
+) -> Iterator[tuple[Any, str | None, int]]:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -309,8 +366,11 @@ def _client(scheduler: str | None, workers: int | None, processes: bool, dashboa
         with Client(scheduler) as client:
             if workers:
                 client.wait_for_workers(workers)
-            n = len(client.scheduler_info(n_workers=-1)["workers"]) if _accepts_n_workers(client) \
+            n = (
+                len(client.scheduler_info(n_workers=-1)["workers"])
+                if _accepts_n_workers(client)
                 else len(client.scheduler_info()["workers"])
+            )
             yield client, client.dashboard_link, n
         return
     n = workers or max(1, min(os.cpu_count() or 1, n_tasks))
@@ -319,8 +379,10 @@ def _client(scheduler: str | None, workers: int | None, processes: bool, dashboa
     board: dict[str, Any] = {"dashboard_address": ":0"}
     if not dashboard:
         board["scheduler_kwargs"] = {"dashboard": False}
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, **board) as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, **board) as cluster,
+        Client(cluster) as client,
+    ):
         yield client, (client.dashboard_link if dashboard else None), n
 
 
@@ -333,10 +395,20 @@ def _accepts_n_workers(client) -> bool:
 # -- the sweep ------------------------------------------------------------------------------
 
 
-def run_sweep(spec: SweepSpec | str | Path, *, out: str | Path, scheduler: str | None = None,
-              workers: int | None = None, progress: Progress | None = None, traces: bool | None = None,
-              processes: bool = True, dashboard: bool = True, parquet: bool = False,
-              log: Callable[[str], None] | None = None, strict: bool = True) -> SweepResult:
+def run_sweep(
+    spec: SweepSpec | str | Path,
+    *,
+    out: str | Path,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    traces: bool | None = None,
+    processes: bool = True,
+    dashboard: bool = True,
+    parquet: bool = False,
+    log: Callable[[str], None] | None = None,
+    strict: bool = True,
+) -> SweepResult:
     """Run every combination of ``spec`` not already done in ``out``.
 
     ``scheduler``: address of an existing Dask scheduler (``tcp://host:8786``); without
@@ -380,8 +452,12 @@ def run_sweep(spec: SweepSpec | str | Path, *, out: str | Path, scheduler: str |
             if progress:
                 progress(count, total, None)
             token = os.urandom(4).hex()
-            futures = {client.submit(run_combination, c, want_traces, strict, key=f"replay-{c.key}-{token}",
-                                     pure=False): c for c in todo}
+            futures = {
+                client.submit(
+                    run_combination, c, want_traces, strict, key=f"replay-{c.key}-{token}", pure=False
+                ): c
+                for c in todo
+            }
             for fut in as_completed(futures):
                 c = futures[fut]
                 try:
@@ -395,8 +471,10 @@ def run_sweep(spec: SweepSpec | str | Path, *, out: str | Path, scheduler: str |
                     result = rec.pop("result", None)
                     if result is not None:
                         result.write(out / TRACES / c.key)
-                    _write_atomic(results / f"{c.key}.json",
-                                  (json.dumps(rec, indent=1, sort_keys=True, default=str) + "\n").encode())
+                    _write_atomic(
+                        results / f"{c.key}.json",
+                        (json.dumps(rec, indent=1, sort_keys=True, default=str) + "\n").encode(),
+                    )
                 count += 1
                 if progress:
                     progress(count, total, rec)
@@ -470,8 +548,10 @@ def read_sweep(path: str | Path) -> SweepResult:
 
         t = pq.read_table(p).to_pylist()
         columns = list(t[0]) if t else []
-        rows = [{c: (_parse(r[c], c) if isinstance(r[c], str) and c == "events" else r[c]) for c in columns}
-                for r in t]
+        rows = [
+            {c: (_parse(r[c], c) if isinstance(r[c], str) and c == "events" else r[c]) for c in columns}
+            for r in t
+        ]
         return SweepResult(p.parent, columns, rows)
     try:
         text = p.read_text(encoding="utf-8")

@@ -5,6 +5,7 @@ The validation reuses the scenario reader: every combination is turned into the
 :func:`tdbtools.physics.scenario.scenario_from_dict`, so a bad value in the spec is the
 same located :class:`~tdbtools.physics.scenario.ScenarioError` a scenario file gives.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -27,8 +28,19 @@ from ..physics.scenario import (
 )
 
 #: Top-level keys of a sweep spec.
-SPEC_KEYS = {"route", "paths", "consists", "step", "duration", "stand_in", "collision_check_interval",
-             "traces", "train", "grid", "activities"}
+SPEC_KEYS = {
+    "route",
+    "paths",
+    "consists",
+    "step",
+    "duration",
+    "stand_in",
+    "collision_check_interval",
+    "traces",
+    "train",
+    "grid",
+    "activities",
+}
 #: ``[grid]`` keys of an activity sweep (ActivityReplay's settings).
 ACTIVITY_PARAMS = {"step", "stuck_after", "deceleration", "duration"}
 #: ``[train]`` / ``[grid]`` keys: a scenario's ``[[train]]`` keys but the ones the sweep sets.
@@ -50,12 +62,12 @@ class TooManyCombinations(ScenarioError):
 class Combination:
     """One replay of a sweep: a path, a consist and one value per grid parameter."""
 
-    key: str                   # stable hash of everything that defines the replay
-    path: str                  # file name in the route's PATHS
-    consist: str               # as written in the spec
-    params: dict[str, Any]     # grid parameter -> value as written in the spec
+    key: str  # stable hash of everything that defines the replay
+    path: str  # file name in the route's PATHS
+    consist: str  # as written in the spec
+    params: dict[str, Any]  # grid parameter -> value as written in the spec
     scenario: Scenario
-    activity: Path | None = None   # an activity sweep: the .act file (path = its name)
+    activity: Path | None = None  # an activity sweep: the .act file (path = its name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +76,11 @@ class SweepSpec:
 
     source: str
     route: Path
-    paths: tuple[str, ...]             # file names found in PATHS, sorted, no duplicates
+    paths: tuple[str, ...]  # file names found in PATHS, sorted, no duplicates
     consists: tuple[str, ...]
-    grid: dict[str, tuple[Any, ...]]   # in spec order
-    fixed: dict[str, Any]              # the [train] table
-    settings: dict[str, Any]           # step, duration, stand_in, collision_check_interval (given ones)
+    grid: dict[str, tuple[Any, ...]]  # in spec order
+    fixed: dict[str, Any]  # the [train] table
+    settings: dict[str, Any]  # step, duration, stand_in, collision_check_interval (given ones)
     traces: bool
     combinations: tuple[Combination, ...]
 
@@ -81,16 +93,19 @@ def read_sweep_spec(path: str | Path, *, max_combinations: int = MAX_COMBINATION
     """Read a sweep spec TOML file; every mistake is a located :class:`ScenarioError`."""
     p = Path(path)
     text = read_toml_text(p, "sweep spec")
-    return sweep_spec_from_text(text, str(p.resolve()), base=p.resolve().parent,
-                                max_combinations=max_combinations)
+    return sweep_spec_from_text(
+        text, str(p.resolve()), base=p.resolve().parent, max_combinations=max_combinations
+    )
 
 
-def sweep_spec_from_text(text: str, path: str = "<sweep>", base: Path | None = None, *,
-                         max_combinations: int = MAX_COMBINATIONS) -> SweepSpec:
+def sweep_spec_from_text(
+    text: str, path: str = "<sweep>", base: Path | None = None, *, max_combinations: int = MAX_COMBINATIONS
+) -> SweepSpec:
     """Parse the text of a sweep spec (``path`` names it in errors; ``base`` is the folder
     relative names are taken from)."""
-    return sweep_spec_from_dict(load_toml(text, path), TomlSource(path, text), base or Path("."),
-                                max_combinations=max_combinations)
+    return sweep_spec_from_dict(
+        load_toml(text, path), TomlSource(path, text), base or Path("."), max_combinations=max_combinations
+    )
 
 
 def _str_list(ctx: TomlSource, data: dict, key: str) -> list[str]:
@@ -109,8 +124,13 @@ def _paths_folder(route: Path) -> Path | None:
     return p if p.is_dir() else None
 
 
-def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | None = None, *,
-                         max_combinations: int = MAX_COMBINATIONS) -> SweepSpec:
+def sweep_spec_from_dict(
+    data: dict,
+    ctx: TomlSource | None = None,
+    base: Path | None = None,
+    *,
+    max_combinations: int = MAX_COMBINATIONS,
+) -> SweepSpec:
     ctx = ctx or TomlSource("<sweep>", "")
     base = base or Path(".")
     check_keys(ctx, data, SPEC_KEYS, "sweep")
@@ -160,12 +180,14 @@ def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path |
     for values in grid.values():
         count *= len(values)
     if count > max_combinations:
-        sizes = " x ".join([f"{len(paths)} paths", f"{len(consists)} consists",
-                            *(f"{len(v)} {k}" for k, v in grid.items())])
+        sizes = " x ".join(
+            [f"{len(paths)} paths", f"{len(consists)} consists", *(f"{len(v)} {k}" for k, v in grid.items())]
+        )
         raise TooManyCombinations(
             f"sweep: {sizes} = {count:,} combinations, over the limit of {max_combinations:,}; "
             "narrow the spec or raise the limit (sweep --max-combinations N)",
-            ctx.error("", "grid" if grid else "paths").location)
+            ctx.error("", "grid" if grid else "paths").location,
+        )
     combos = []
     seen = set()
     for path, consist in itertools.product(paths, consists):
@@ -173,15 +195,21 @@ def sweep_spec_from_dict(data: dict, ctx: TomlSource | None = None, base: Path |
             params = dict(zip(grid, values))
             train = {"name": TRAIN_NAME, "consist": consist, "path": path, **fixed, **params}
             scenario = scenario_from_dict({"route": str(route), **settings, "train": [train]}, ctx, base)
-            ident = {"route": str(route), "path": path, "consist": consist, "train": {**fixed, **params},
-                     "settings": settings}
+            ident = {
+                "route": str(route),
+                "path": path,
+                "consist": consist,
+                "train": {**fixed, **params},
+                "settings": settings,
+            }
             key = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:20]
             if key in seen:  # the same replay twice (e.g. a value repeated in a grid)
                 continue
             seen.add(key)
             combos.append(Combination(key, path, consist, params, scenario))
-    return SweepSpec(ctx.path, route, tuple(paths), tuple(consists), grid, dict(fixed), settings, traces,
-                     tuple(combos))
+    return SweepSpec(
+        ctx.path, route, tuple(paths), tuple(consists), grid, dict(fixed), settings, traces, tuple(combos)
+    )
 
 
 def _activity_spec(data: dict, ctx: TomlSource, route: Path, max_combinations: int) -> SweepSpec:
@@ -190,7 +218,9 @@ def _activity_spec(data: dict, ctx: TomlSource, route: Path, max_combinations: i
 
     for k in ("paths", "consists", "train"):
         if k in data:
-            raise ctx.error(f"sweep: {k!r} does not go with 'activities' (an activity names its own trains)", k)
+            raise ctx.error(
+                f"sweep: {k!r} does not go with 'activities' (an activity names its own trains)", k
+            )
     folder = resolve_case_insensitive(route / "ACTIVITIES")
     if not folder.is_dir():
         raise ctx.error(f"route: no ACTIVITIES folder in {route}", "route")
@@ -211,7 +241,9 @@ def _activity_spec(data: dict, ctx: TomlSource, route: Path, max_combinations: i
     grid: dict[str, tuple[Any, ...]] = {}
     for k, v in grid_raw.items():
         given = v if isinstance(v, list) else [v]
-        if not given or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in given):
+        if not given or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in given
+        ):
             raise ctx.error(f"grid: {k!r} needs a non-empty list of positive numbers", k)
         grid[k] = tuple(given)
     count = len(acts)
@@ -221,7 +253,8 @@ def _activity_spec(data: dict, ctx: TomlSource, route: Path, max_combinations: i
         raise TooManyCombinations(
             f"sweep: {len(acts)} activities x {' x '.join(str(len(v)) for v in grid.values()) or '1'} = "
             f"{count:,} combinations, over the limit of {max_combinations:,}",
-            ctx.error("", "grid" if grid else "activities").location)
+            ctx.error("", "grid" if grid else "activities").location,
+        )
     settings = {k: data[k] for k in ("step", "duration", "stand_in") if k in data}
     if "stand_in" in settings and not isinstance(settings["stand_in"], bool):
         raise ctx.error("stand_in: expected true or false", "stand_in")
@@ -232,12 +265,26 @@ def _activity_spec(data: dict, ctx: TomlSource, route: Path, max_combinations: i
             ident = {"route": str(route), "activity": act, "params": params, "settings": settings}
             key = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:20]
             merged = {**settings, **params}
-            sc = Scenario(route, (), step=float(merged.get("step", 0.5)),
-                          duration=float(merged.get("duration", 86400.0)), stand_in=bool(settings.get("stand_in")),
-                          source=ctx.path)
+            sc = Scenario(
+                route,
+                (),
+                step=float(merged.get("step", 0.5)),
+                duration=float(merged.get("duration", 86400.0)),
+                stand_in=bool(settings.get("stand_in")),
+                source=ctx.path,
+            )
             combos.append(Combination(key, act, "", params, sc, folder / act))
     return SweepSpec(ctx.path, route, tuple(sorted(acts)), (), grid, {}, settings, traces, tuple(combos))
 
 
-__all__ = ["Combination", "MAX_COMBINATIONS", "PARAM_KEYS", "TooManyCombinations", "SPEC_KEYS", "SweepSpec", "read_sweep_spec", "sweep_spec_from_dict",
-           "sweep_spec_from_text"]
+__all__ = [
+    "Combination",
+    "MAX_COMBINATIONS",
+    "PARAM_KEYS",
+    "TooManyCombinations",
+    "SPEC_KEYS",
+    "SweepSpec",
+    "read_sweep_spec",
+    "sweep_spec_from_dict",
+    "sweep_spec_from_text",
+]

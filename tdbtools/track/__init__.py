@@ -11,6 +11,7 @@ The names below are the public API; the modules hold more for specialised use
 index and caches, the finding tables of :mod:`~tdbtools.track.audit`).
 Coordinates and conventions: ``docs/formats.md``.
 """
+
 from .audit import AuditFinding, AuditReport, audit_paths, audit_route
 from .geometry import TILE_SIZE, SectionGeometry, WorldPoint, point_at, sample_route, section_geometry
 from .items import ItemPosition, PassedItem, item_positions
@@ -23,9 +24,34 @@ from .switches import Switches
 from .traveller import Located, Traveller
 
 __all__ = [
-    "BACKWARD", "FORWARD", "TILE_SIZE", "AuditFinding", "AuditReport", "ItemPosition", "Located",
-    "PassedItem", "PathError", "Pose", "Profile", "ResolvedPath", "SectionGeometry", "Switches",
-    "TrackLocation", "Traveller", "TravellerError", "WorldPoint", "audit_paths", "audit_route",
-    "item_positions", "locate_point", "nearest_track", "point_at", "profile_from", "profile_path",
-    "resolve_path", "resolve_route_paths", "sample_route", "section_geometry",
+    "BACKWARD",
+    "FORWARD",
+    "TILE_SIZE",
+    "AuditFinding",
+    "AuditReport",
+    "ItemPosition",
+    "Located",
+    "PassedItem",
+    "PathError",
+    "Pose",
+    "Profile",
+    "ResolvedPath",
+    "SectionGeometry",
+    "Switches",
+    "TrackLocation",
+    "Traveller",
+    "TravellerError",
+    "WorldPoint",
+    "audit_paths",
+    "audit_route",
+    "item_positions",
+    "locate_point",
+    "nearest_track",
+    "point_at",
+    "profile_from",
+    "profile_path",
+    "resolve_path",
+    "resolve_route_paths",
+    "sample_route",
+    "section_geometry",
 ]

@@ -49,6 +49,7 @@ distances) go in :attr:`AuditReport.closure`, :attr:`AuditReport.node_ends` and
 and checks each path's PDPs against the track (a vectorised nearest-section scan,
 not a traveller) and its junction PDPs against the junction nodes.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -78,8 +79,17 @@ from .geometry import TILE_SIZE, SectionGeometry, WorldPoint, closure, point_at,
 from .paths import resolve_route_paths
 from .spatial import distance_to_sections, nearest_track
 
-__all__ = ["CODES", "AuditFinding", "AuditReport", "PathAudit", "PathResolution", "PathsReport", "PdpIssue",
-           "audit_paths", "audit_route"]
+__all__ = [
+    "CODES",
+    "AuditFinding",
+    "AuditReport",
+    "PathAudit",
+    "PathResolution",
+    "PathsReport",
+    "PdpIssue",
+    "audit_paths",
+    "audit_route",
+]
 
 #: Every finding code and its severity.
 CODES: dict[str, str] = {
@@ -128,10 +138,15 @@ class AuditFinding:
         return self.level or CODES.get(self.code, "warning")
 
     def to_json(self) -> dict:
-        return {"code": self.code, "severity": self.severity, "message": self.message,
-                "nodes": list(self.nodes), "items": list(self.items),
-                "location": self.location.to_json() if self.location else None,
-                "value": self.value if self.value is not None and math.isfinite(self.value) else None}
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "nodes": list(self.nodes),
+            "items": list(self.items),
+            "location": self.location.to_json() if self.location else None,
+            "value": self.value if self.value is not None and math.isfinite(self.value) else None,
+        }
 
     def __str__(self) -> str:
         where = ""
@@ -177,9 +192,15 @@ class AuditReport:
 
     def to_json(self) -> dict:
         """The report ``tdbtools audit --json`` prints."""
-        data = {"route": self.route, "findings": [f.to_json() for f in self.findings],
-                "closure": self.closure, "node_ends": self.node_ends, "counts": self.counts,
-                "stats": self.stats, "thresholds": self.thresholds}
+        data = {
+            "route": self.route,
+            "findings": [f.to_json() for f in self.findings],
+            "closure": self.closure,
+            "node_ends": self.node_ends,
+            "counts": self.counts,
+            "stats": self.stats,
+            "thresholds": self.thresholds,
+        }
         if self.paths is not None or self.path_resolution is not None:
             data["paths"] = self.paths_json()
         return data
@@ -208,8 +229,11 @@ class AuditReport:
         if self.path_resolution is not None:
             counts["resolved"] = sum(1 for p in self.path_resolution if p.ok)
             counts["unresolved"] = len(self.path_resolution) - counts["resolved"]
-        return {"folder": self.paths.folder if self.paths is not None else None, "counts": counts,
-                "files": files}
+        return {
+            "folder": self.paths.folder if self.paths is not None else None,
+            "counts": counts,
+            "files": files,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,8 +249,13 @@ class PathResolution:
     length_m: float | None = None
 
     def to_json(self) -> dict:
-        return {"file": self.file, "ok": self.ok, "error": self.error, "problems": list(self.problems),
-                "length_m": self.length_m}
+        return {
+            "file": self.file,
+            "ok": self.ok,
+            "error": self.error,
+            "problems": list(self.problems),
+            "length_m": self.length_m,
+        }
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -280,10 +309,17 @@ class _Places:
 # -- the route audit -------------------------------------------------------------------
 
 
-def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance: float = 0.5,
-                item_tolerance: float = 5.0, kink_tolerance: float = 0.01,
-                unreferenced_items: bool = True, paths: bool = False,
-                progress: Callable[[int, int], None] | None = None) -> AuditReport:
+def audit_route(
+    route: Route,
+    *,
+    gap_tolerance: float = 0.5,
+    node_end_tolerance: float = 0.5,
+    item_tolerance: float = 5.0,
+    kink_tolerance: float = 0.01,
+    unreferenced_items: bool = True,
+    paths: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> AuditReport:
     """Audit the topology, geometry and items of ``route`` (see the module docstring
     for the finding codes). Tolerances are metres, ``kink_tolerance`` radians.
 
@@ -294,16 +330,27 @@ def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance:
     the loader tolerated (``route.warnings``) are findings with their own codes
     (docs/findings.md §2), except its ``SECTION_UNKNOWN``, which the audit reports per
     node."""
-    for name, v in (("gap_tolerance", gap_tolerance), ("node_end_tolerance", node_end_tolerance),
-                    ("item_tolerance", item_tolerance), ("kink_tolerance", kink_tolerance)):
+    for name, v in (
+        ("gap_tolerance", gap_tolerance),
+        ("node_end_tolerance", node_end_tolerance),
+        ("item_tolerance", item_tolerance),
+        ("kink_tolerance", kink_tolerance),
+    ):
         if not 0 <= v < math.inf:
             raise TdbToolsError(f"{name} must be a finite number >= 0, got {v!r}")
     findings: list[AuditFinding] = [
-        AuditFinding(w.code, (f"{w.location}: " if w.location else "") + w.message
-                     + (f" (and {w.count - 1} more like it)" if w.count > 1 else ""),
-                     nodes=() if w.node is None else (w.node,), items=() if w.item is None else (w.item,),
-                     level=w.severity)
-        for w in route.warnings if w.code != "SECTION_UNKNOWN"]
+        AuditFinding(
+            w.code,
+            (f"{w.location}: " if w.location else "")
+            + w.message
+            + (f" (and {w.count - 1} more like it)" if w.count > 1 else ""),
+            nodes=() if w.node is None else (w.node,),
+            items=() if w.item is None else (w.item,),
+            level=w.severity,
+        )
+        for w in route.warnings
+        if w.code != "SECTION_UNKNOWN"
+    ]
     geom = section_geometry(route)
     places = _Places(route, geom)
     _audit_pins(route, places, findings)
@@ -328,19 +375,37 @@ def audit_route(route: Route, *, gap_tolerance: float = 0.5, node_end_tolerance:
         resolution = tuple(_resolve_paths(route, progress))
         for p in resolution:
             if not p.ok:
-                findings.append(AuditFinding("PATH_UNRESOLVED", f"{p.file}: " + (p.error or "; ".join(p.problems))))
+                findings.append(
+                    AuditFinding("PATH_UNRESOLVED", f"{p.file}: " + (p.error or "; ".join(p.problems)))
+                )
     return AuditReport(
-        route=route.name, findings=tuple(findings), closure=_stats(clo.join_gap), node_ends=node_ends,
+        route=route.name,
+        findings=tuple(findings),
+        closure=_stats(clo.join_gap),
+        node_ends=node_ends,
         stats=stats,
-        thresholds={"gap_tolerance": gap_tolerance, "node_end_tolerance": node_end_tolerance,
-                    "item_tolerance": item_tolerance, "kink_tolerance": kink_tolerance},
-        paths=paths_report, path_resolution=resolution)
+        thresholds={
+            "gap_tolerance": gap_tolerance,
+            "node_end_tolerance": node_end_tolerance,
+            "item_tolerance": item_tolerance,
+            "kink_tolerance": kink_tolerance,
+        },
+        paths=paths_report,
+        path_resolution=resolution,
+    )
 
 
 def _resolve_paths(route: Route, progress: Callable[[int, int], None] | None) -> list[PathResolution]:
-    return [PathResolution(name, bool(res and res.ok), err or None, tuple(res.problems) if res else (),
-                           round(res.length, 3) if res else None)
-            for name, res, err in resolve_route_paths(route, progress=progress)]
+    return [
+        PathResolution(
+            name,
+            bool(res and res.ok),
+            err or None,
+            tuple(res.problems) if res else (),
+            round(res.length, 3) if res else None,
+        )
+        for name, res, err in resolve_route_paths(route, progress=progress)
+    ]
 
 
 def _audit_pins(route: Route, places: _Places, out: list[AuditFinding]) -> None:
@@ -351,47 +416,83 @@ def _audit_pins(route: Route, places: _Places, out: list[AuditFinding]) -> None:
             continue
         want = _EXPECTED_PINS.get(n.kind)
         if want is not None and ((n.in_pins, n.out_pins) != want or len(n.pins) != n.in_pins + n.out_pins):
-            out.append(AuditFinding(
-                "PIN_COUNT", f"{n.kind} node {n.index}: {n.in_pins} in + {n.out_pins} out pins with "
-                f"{len(n.pins)} TrPin(s), expected {want[0]} + {want[1]}", (n.index,),
-                location=places.node(n.index)))
+            out.append(
+                AuditFinding(
+                    "PIN_COUNT",
+                    f"{n.kind} node {n.index}: {n.in_pins} in + {n.out_pins} out pins with "
+                    f"{len(n.pins)} TrPin(s), expected {want[0]} + {want[1]}",
+                    (n.index,),
+                    location=places.node(n.index),
+                )
+            )
         for p, pin in enumerate(n.pins):
             where = places.node(n.index, p if n.kind == "vector" else None)
             link = pin.link
             if link == 0:
-                out.append(AuditFinding(
-                    "PIN_UNCONNECTED", f"{n.kind} node {n.index} pin {p} links to node 0: nothing is "
-                    f"connected there (a traveller stops)", (n.index,), location=where))
+                out.append(
+                    AuditFinding(
+                        "PIN_UNCONNECTED",
+                        f"{n.kind} node {n.index} pin {p} links to node 0: nothing is "
+                        f"connected there (a traveller stops)",
+                        (n.index,),
+                        location=where,
+                    )
+                )
                 continue
             if not 0 < link < nv or nodes[link] is None:
-                out.append(AuditFinding(
-                    "PIN_OUT_OF_RANGE", f"{n.kind} node {n.index} pin {p} links to node {link}, which "
-                    f"does not exist (nodes are 1..{nv - 1})", (n.index,), location=where))
+                out.append(
+                    AuditFinding(
+                        "PIN_OUT_OF_RANGE",
+                        f"{n.kind} node {n.index} pin {p} links to node {link}, which "
+                        f"does not exist (nodes are 1..{nv - 1})",
+                        (n.index,),
+                        location=where,
+                    )
+                )
                 continue
             other = nodes[link]
             back = [q for q, bp in enumerate(other.pins) if bp.link == n.index]
             if not back:
-                out.append(AuditFinding(
-                    "PIN_ASYMMETRIC", f"{n.kind} node {n.index} pin {p} links to {other.kind} node {link}, "
-                    f"which has no pin back to {n.index} (its pins link to "
-                    f"{', '.join(str(bp.link) for bp in other.pins) or 'nothing'})",
-                    (n.index, link), location=where))
+                out.append(
+                    AuditFinding(
+                        "PIN_ASYMMETRIC",
+                        f"{n.kind} node {n.index} pin {p} links to {other.kind} node {link}, "
+                        f"which has no pin back to {n.index} (its pins link to "
+                        f"{', '.join(str(bp.link) for bp in other.pins) or 'nothing'})",
+                        (n.index, link),
+                        location=where,
+                    )
+                )
                 continue
             if pin.direction not in (0, 1):
-                out.append(AuditFinding(
-                    "PIN_DIRECTION", f"{n.kind} node {n.index} pin {p} (to node {link}) has direction "
-                    f"{pin.direction}, expected 0 or 1", (n.index, link), location=where))
+                out.append(
+                    AuditFinding(
+                        "PIN_DIRECTION",
+                        f"{n.kind} node {n.index} pin {p} (to node {link}) has direction "
+                        f"{pin.direction}, expected 0 or 1",
+                        (n.index, link),
+                        location=where,
+                    )
+                )
                 continue
             # §6.4: direction 1 = enter the other node at its pin 0 (a vector node's start,
             # a junction's trunk, an end node's only pin), 0 = at another pin; and the pin
             # back has direction 1 exactly when it leads to this node's pin 0.
-            if not any((q == 0) == (pin.direction == 1) and other.pins[q].direction == (1 if p == 0 else 0)
-                       for q in back):
+            if not any(
+                (q == 0) == (pin.direction == 1) and other.pins[q].direction == (1 if p == 0 else 0)
+                for q in back
+            ):
                 backs = ", ".join(f"pin {q} ({other.pins[q].link} {other.pins[q].direction})" for q in back)
-                out.append(AuditFinding(
-                    "PIN_DIRECTION", f"{n.kind} node {n.index} pin {p} ({link} {pin.direction}) and the "
-                    f"pin back from {other.kind} node {link} ({backs}) do not describe the same join "
-                    f"(docs/formats.md §6.4)", (n.index, link), location=where))
+                out.append(
+                    AuditFinding(
+                        "PIN_DIRECTION",
+                        f"{n.kind} node {n.index} pin {p} ({link} {pin.direction}) and the "
+                        f"pin back from {other.kind} node {link} ({backs}) do not describe the same join "
+                        f"(docs/formats.md §6.4)",
+                        (n.index, link),
+                        location=where,
+                    )
+                )
 
 
 def _audit_nodes(route: Route, geom: SectionGeometry, places: _Places, out: list[AuditFinding]) -> None:
@@ -399,8 +500,9 @@ def _audit_nodes(route: Route, geom: SectionGeometry, places: _Places, out: list
     for n in route.tdb.nodes[1:]:
         if isinstance(n, VectorNode):
             if n.section_count == 0:
-                out.append(AuditFinding("NODE_NO_SECTIONS", f"vector node {n.index} has no sections",
-                                        (n.index,)))
+                out.append(
+                    AuditFinding("NODE_NO_SECTIONS", f"vector node {n.index} has no sections", (n.index,))
+                )
                 continue
             sl = n.section_slice
             bad = np.flatnonzero(~geom.known[sl])
@@ -408,24 +510,45 @@ def _audit_nodes(route: Route, geom: SectionGeometry, places: _Places, out: list
                 ids = geom.section_index[sl][bad]
                 listed = ", ".join(f"{int(i)} (section {int(k)})" for i, k in zip(ids[:8], bad[:8]))
                 more = f" and {len(bad) - 8} more" if len(bad) > 8 else ""
-                out.append(AuditFinding(
-                    "SECTION_UNKNOWN", f"vector node {n.index}: {len(bad)} of {n.section_count} section "
-                    f"id(s) not in tsection.dat: {listed}{more}", (n.index,),
-                    location=places.row_start(sl.start + int(bad[0]))))
+                out.append(
+                    AuditFinding(
+                        "SECTION_UNKNOWN",
+                        f"vector node {n.index}: {len(bad)} of {n.section_count} section "
+                        f"id(s) not in tsection.dat: {listed}{more}",
+                        (n.index,),
+                        location=places.row_start(sl.start + int(bad[0])),
+                    )
+                )
         elif isinstance(n, (JunctionNode, EndNode)):
             if n.uid is None:
-                out.append(AuditFinding("UID_MISSING", f"{n.kind} node {n.index} has no UiD (no position)",
-                                        (n.index,)))
+                out.append(
+                    AuditFinding(
+                        "UID_MISSING", f"{n.kind} node {n.index} has no UiD (no position)", (n.index,)
+                    )
+                )
             if isinstance(n, JunctionNode):
                 k = int(np.searchsorted(shape_ids, n.shape_index))
                 if k >= len(shape_ids) or shape_ids[k] != n.shape_index:
-                    out.append(AuditFinding(
-                        "JUNCTION_SHAPE_UNKNOWN", f"junction node {n.index}: shape {n.shape_index} is not a "
-                        f"TrackShape in tsection.dat", (n.index,), location=places.node(n.index)))
+                    out.append(
+                        AuditFinding(
+                            "JUNCTION_SHAPE_UNKNOWN",
+                            f"junction node {n.index}: shape {n.shape_index} is not a "
+                            f"TrackShape in tsection.dat",
+                            (n.index,),
+                            location=places.node(n.index),
+                        )
+                    )
 
 
-def _audit_joins(route: Route, geom: SectionGeometry, places: _Places, clo, out: list[AuditFinding],
-                 gap_tol: float, kink_tol: float) -> None:
+def _audit_joins(
+    route: Route,
+    geom: SectionGeometry,
+    places: _Places,
+    clo,
+    out: list[AuditFinding],
+    gap_tol: float,
+    kink_tol: float,
+) -> None:
     gap = np.nan_to_num(clo.join_gap, nan=0.0)
     for k in np.flatnonzero(gap > gap_tol):
         row = int(clo.join_row[k])
@@ -434,23 +557,32 @@ def _audit_joins(route: Route, geom: SectionGeometry, places: _Places, clo, out:
         dx, dy, dz = (float(v) for v in clo.join_delta[k])
         turn = float(clo.join_turn[k])
         ids = int(geom.section_index[row]), int(geom.section_index[row + 1])
-        msg = (f"vector node {node}: {gap[k]:.3f} m gap between section {pos} (id {ids[0]}) and "
-               f"section {pos + 1} (id {ids[1]}): "
-               f"the next start is dX {dx:+.3f} dY {dy:+.3f} dZ {dz:+.3f} m from the computed end, "
-               f"headings differ by {math.degrees(turn):+.1f}°")
+        msg = (
+            f"vector node {node}: {gap[k]:.3f} m gap between section {pos} (id {ids[0]}) and "
+            f"section {pos + 1} (id {ids[1]}): "
+            f"the next start is dX {dx:+.3f} dY {dy:+.3f} dZ {dz:+.3f} m from the computed end, "
+            f"headings differ by {math.degrees(turn):+.1f}°"
+        )
         msg += _reversal_note(geom, places, row, pos, gap_tol)
-        out.append(AuditFinding("GAP_IN_NODE", msg, (node,), location=places.row_end(row),
-                                value=float(gap[k])))
+        out.append(
+            AuditFinding("GAP_IN_NODE", msg, (node,), location=places.row_end(row), value=float(gap[k]))
+        )
     turn = np.abs(np.nan_to_num(clo.join_turn, nan=0.0))
     for k in np.flatnonzero((turn > kink_tol) & (gap <= gap_tol)):
         row = int(clo.join_row[k])
         node = int(clo.join_node[k])
         pos = int(clo.join_section[k])
         jump = float(clo.join_turn[k])
-        out.append(AuditFinding(
-            "HEADING_KINK", f"vector node {node}: the heading jumps by {math.degrees(jump):+.3f}° "
-            f"between section {pos} and section {pos + 1} (gap {gap[k]:.3f} m)", (node,),
-            location=places.row_end(row), value=jump))
+        out.append(
+            AuditFinding(
+                "HEADING_KINK",
+                f"vector node {node}: the heading jumps by {math.degrees(jump):+.3f}° "
+                f"between section {pos} and section {pos + 1} (gap {gap[k]:.3f} m)",
+                (node,),
+                location=places.row_end(row),
+                value=jump,
+            )
+        )
 
 
 def _reversal_note(geom: SectionGeometry, places: _Places, row: int, pos: int, tol: float) -> str:
@@ -462,8 +594,10 @@ def _reversal_note(geom: SectionGeometry, places: _Places, row: int, pos: int, t
     nxt = places.start_xyz[row + 1]
     d = math.hypot(float(e.X) - nxt[0], float(e.Z) - nxt[2])
     if math.isfinite(d) and d <= tol:
-        return (f"; explained by a heading reversed by π: section {pos} has AY {geom.ay[row]:.6f}, and with "
-                f"AY + π its end meets the next start within {d:.4f} m (horizontal)")
+        return (
+            f"; explained by a heading reversed by π: section {pos} has AY {geom.ay[row]:.6f}, and with "
+            f"AY + π its end meets the next start within {d:.4f} m (horizontal)"
+        )
     return ""
 
 
@@ -483,14 +617,26 @@ def _audit_node_ends(route: Route, places: _Places, clo, out: list[AuditFinding]
         else:
             what = f"the UiD of {target.kind} node {link}"
         dx, dy, dz = (float(v) for v in clo.end_delta[k])
-        out.append(AuditFinding(
-            "GAP_AT_NODE_END", f"vector node {node} {'start' if pin == 0 else 'end'} (pin {pin}) is "
-            f"{float(clo.end_gap[k]):.3f} m from {what} (dX {dx:+.3f} dY {dy:+.3f} dZ {dz:+.3f} m)",
-            (node, link), location=places.node(node, pin), value=float(clo.end_gap[k])))
+        out.append(
+            AuditFinding(
+                "GAP_AT_NODE_END",
+                f"vector node {node} {'start' if pin == 0 else 'end'} (pin {pin}) is "
+                f"{float(clo.end_gap[k]):.3f} m from {what} (dX {dx:+.3f} dY {dy:+.3f} dZ {dz:+.3f} m)",
+                (node, link),
+                location=places.node(node, pin),
+                value=float(clo.end_gap[k]),
+            )
+        )
 
 
-def _audit_items(route: Route, geom: SectionGeometry, places: _Places, out: list[AuditFinding],
-                 tol: float, unreferenced: bool) -> dict:
+def _audit_items(
+    route: Route,
+    geom: SectionGeometry,
+    places: _Places,
+    out: list[AuditFinding],
+    tol: float,
+    unreferenced: bool,
+) -> dict:
     nodes: tuple[Any, ...] = route.tdb.nodes  # node kinds are tested where it matters
     items: tuple[Any, ...] = route.tdb.items
     ni = len(items)
@@ -502,9 +648,16 @@ def _audit_items(route: Route, geom: SectionGeometry, places: _Places, out: list
             continue
         for i in n.item_refs:
             if not 0 <= i < ni:
-                out.append(AuditFinding(
-                    "ITEM_REF_MISSING", f"vector node {n.index} refers to item {i}, which is not in the "
-                    f"TrItemTable ({ni} items)", (n.index,), (i,), places.node(n.index)))
+                out.append(
+                    AuditFinding(
+                        "ITEM_REF_MISSING",
+                        f"vector node {n.index} refers to item {i}, which is not in the "
+                        f"TrItemTable ({ni} items)",
+                        (n.index,),
+                        (i,),
+                        places.node(n.index),
+                    )
+                )
                 continue
             refs[i].append(n.index)
             pairs.append((n.index, i))
@@ -516,21 +669,45 @@ def _audit_items(route: Route, geom: SectionGeometry, places: _Places, out: list
     for i, it in enumerate(items):
         users = refs.get(i, [])
         if len(users) > 1:
-            out.append(AuditFinding(
-                "ITEM_REF_DUPLICATE", f"{it.kind} item {i} is referenced {len(users)} times (by node(s) "
-                f"{', '.join(map(str, users))})", tuple(dict.fromkeys(users)), (i,), item_place(i)))
+            out.append(
+                AuditFinding(
+                    "ITEM_REF_DUPLICATE",
+                    f"{it.kind} item {i} is referenced {len(users)} times (by node(s) "
+                    f"{', '.join(map(str, users))})",
+                    tuple(dict.fromkeys(users)),
+                    (i,),
+                    item_place(i),
+                )
+            )
         elif not users and unreferenced:
-            out.append(AuditFinding("ITEM_UNREFERENCED", f"{it.kind} item {i} is referenced by no track node",
-                                    (), (i,), item_place(i)))
+            out.append(
+                AuditFinding(
+                    "ITEM_UNREFERENCED",
+                    f"{it.kind} item {i} is referenced by no track node",
+                    (),
+                    (i,),
+                    item_place(i),
+                )
+            )
         if it.item_id is not None and it.item_id != i:
-            out.append(AuditFinding("ITEM_ID_MISMATCH", f"{it.kind} item at position {i} has TrItemId "
-                                    f"{it.item_id}", tuple(dict.fromkeys(users)), (i,), item_place(i)))
+            out.append(
+                AuditFinding(
+                    "ITEM_ID_MISMATCH",
+                    f"{it.kind} item at position {i} has TrItemId {it.item_id}",
+                    tuple(dict.fromkeys(users)),
+                    (i,),
+                    item_place(i),
+                )
+            )
         _item_links(it, i, items, nv, users, item_place, out)
 
     # Off-track: project each referenced item on its node's sections (vectorised).
     pos_pairs = [(nd, i) for nd, i in pairs if items[i].r_data is not None and nodes[nd].section_count]
-    stats: dict = {"references": len(pairs), "checked": len(pos_pairs),
-                   "without_position": sum(1 for _, i in pairs if items[i].r_data is None)}
+    stats: dict = {
+        "references": len(pairs),
+        "checked": len(pos_pairs),
+        "without_position": sum(1 for _, i in pairs if items[i].r_data is None),
+    }
     if not pos_pairs:
         return stats
     counts = np.array([nodes[nd].section_count for nd, _ in pos_pairs], dtype=np.int64)
@@ -550,10 +727,10 @@ def _audit_items(route: Route, geom: SectionGeometry, places: _Places, out: list
     best = np.minimum.reduceat(d, starts)
     # The along-node offset of the nearest point, for the TrItemSData comparison.
     length0 = np.nan_to_num(geom.length, nan=0.0)
-    within = np.cumsum(length0) - length0            # cumulative start of each row …
+    within = np.cumsum(length0) - length0  # cumulative start of each row …
     node_first = np.array([nodes[nd].first_section for nd, _ in pos_pairs])
     arg = np.empty(len(pos_pairs), dtype=np.int64)
-    for k in range(len(pos_pairs)):              # argmin per group (groups are small)
+    for k in range(len(pos_pairs)):  # argmin per group (groups are small)
         a, b = starts[k], starts[k] + counts[k]
         arg[k] = a + int(np.argmin(d[a:b]))
     best_rows = rows[arg]
@@ -561,25 +738,45 @@ def _audit_items(route: Route, geom: SectionGeometry, places: _Places, out: list
     sd = np.array([items[i].s_data.distance if items[i].s_data else np.nan for _, i in pos_pairs])
     finite = best[np.isfinite(best)]
     if len(finite):
-        stats.update({"distance_p50": float(np.percentile(finite, 50)),
-                      "distance_p99": float(np.percentile(finite, 99)), "distance_max": float(finite.max())})
+        stats.update(
+            {
+                "distance_p50": float(np.percentile(finite, 50)),
+                "distance_p99": float(np.percentile(finite, 99)),
+                "distance_max": float(finite.max()),
+            }
+        )
     delta = np.abs(node_off - sd)
     delta = delta[np.isfinite(delta) & np.isfinite(best) & (best <= tol)]
     if len(delta):
-        stats.update({"sdata_offset_p99": float(np.percentile(delta, 99)),
-                      "sdata_offset_max": float(delta.max())})
+        stats.update(
+            {"sdata_offset_p99": float(np.percentile(delta, 99)), "sdata_offset_max": float(delta.max())}
+        )
     for k in np.flatnonzero(~(best <= tol)).tolist():
         nd, i = pos_pairs[k]
         dist = "no known section" if not np.isfinite(best[k]) else f"{best[k]:.3f} m"
-        out.append(AuditFinding(
-            "ITEM_OFF_TRACK", f"{items[i].kind} item {i}: its TrItemRData position is {dist} from the "
-            f"nearest section of vector node {nd} (tolerance {tol} m)", (nd,), (i,), item_place(i),
-            float(best[k])))
+        out.append(
+            AuditFinding(
+                "ITEM_OFF_TRACK",
+                f"{items[i].kind} item {i}: its TrItemRData position is {dist} from the "
+                f"nearest section of vector node {nd} (tolerance {tol} m)",
+                (nd,),
+                (i,),
+                item_place(i),
+                float(best[k]),
+            )
+        )
     return stats
 
 
-def _item_links(it, i: int, items, nv: int, users: list[int], item_place,  # noqa: ANN001
-                out: list[AuditFinding]) -> None:
+def _item_links(
+    it,
+    i: int,
+    items,
+    nv: int,
+    users: list[int],
+    item_place,  # noqa: ANN001
+    out: list[AuditFinding],
+) -> None:
     nodes = tuple(dict.fromkeys(users))
     if isinstance(it, (PlatformItem, SidingItem)):
         j = it.linked_item
@@ -591,13 +788,27 @@ def _item_links(it, i: int, items, nv: int, users: list[int], item_place,  # noq
         elif items[j].linked_item != i:
             problem = f"links to item {j}, which links to item {items[j].linked_item}, not back"
         if problem:
-            out.append(AuditFinding("ITEM_LINK_BROKEN", f"{it.kind} item {i} {problem}", nodes,
-                                    (i,) if not 0 <= j < len(items) else (i, j), item_place(i)))
+            out.append(
+                AuditFinding(
+                    "ITEM_LINK_BROKEN",
+                    f"{it.kind} item {i} {problem}",
+                    nodes,
+                    (i,) if not 0 <= j < len(items) else (i, j),
+                    item_place(i),
+                )
+            )
     elif isinstance(it, SignalItem):
         bad = [d.track_node for d in it.signal_dirs if not 0 < d.track_node < nv]
         if bad:
-            out.append(AuditFinding("ITEM_LINK_BROKEN", f"signal item {i}: TrSignalDir names node(s) "
-                                    f"{', '.join(map(str, bad))}, out of range", nodes, (i,), item_place(i)))
+            out.append(
+                AuditFinding(
+                    "ITEM_LINK_BROKEN",
+                    f"signal item {i}: TrSignalDir names node(s) {', '.join(map(str, bad))}, out of range",
+                    nodes,
+                    (i,),
+                    item_place(i),
+                )
+            )
     elif isinstance(it, CrossoverItem):
         # The first CrossoverTrItemData value (``track_node`` in the reader, after Open
         # Rails' name) is, in real content, the id of the paired crossover item: DK24's
@@ -611,8 +822,15 @@ def _item_links(it, i: int, items, nv: int, users: list[int], item_place,  # noq
         elif items[j].track_node != i:
             problem = f"pairs with item {j}, which pairs with item {items[j].track_node}, not back"
         if problem:
-            out.append(AuditFinding("ITEM_LINK_BROKEN", f"crossover item {i} {problem}", nodes,
-                                    (i,) if not 0 <= j < len(items) else (i, j), item_place(i)))
+            out.append(
+                AuditFinding(
+                    "ITEM_LINK_BROKEN",
+                    f"crossover item {i} {problem}",
+                    nodes,
+                    (i,) if not 0 <= j < len(items) else (i, j),
+                    item_place(i),
+                )
+            )
 
 
 # -- paths -----------------------------------------------------------------------------
@@ -636,10 +854,15 @@ class PdpIssue:
     message: str
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "pdp": self.pdp, "path_nodes": list(self.path_nodes),
-                "location": self.location.to_json() if self.location else None,
-                "distance": round(self.distance, 4) if math.isfinite(self.distance) else None,
-                "track_node": self.track_node, "message": self.message}
+        return {
+            "kind": self.kind,
+            "pdp": self.pdp,
+            "path_nodes": list(self.path_nodes),
+            "location": self.location.to_json() if self.location else None,
+            "distance": round(self.distance, 4) if math.isfinite(self.distance) else None,
+            "track_node": self.track_node,
+            "message": self.message,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -663,10 +886,18 @@ class PathAudit:
         return self.status == "ok"
 
     def to_json(self) -> dict:
-        return {"file": self.file, "status": self.status, "error": self.error,
-                "findings": list(self.findings), "path_id": self.path_id, "name": self.name,
-                "pdps": self.pdps, "nodes": self.nodes, "main_chain": list(self.main_chain),
-                "issues": [i.to_json() for i in self.issues]}
+        return {
+            "file": self.file,
+            "status": self.status,
+            "error": self.error,
+            "findings": list(self.findings),
+            "path_id": self.path_id,
+            "name": self.name,
+            "pdps": self.pdps,
+            "nodes": self.nodes,
+            "main_chain": list(self.main_chain),
+            "issues": [i.to_json() for i in self.issues],
+        }
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -679,8 +910,14 @@ class PathsReport:
 
     @property
     def counts(self) -> dict[str, int]:
-        c = {"files": len(self.paths), "ok": 0, "findings": 0, "error": 0,
-             "off_track_pdps": 0, "junction_pdps_unmatched": 0}
+        c = {
+            "files": len(self.paths),
+            "ok": 0,
+            "findings": 0,
+            "error": 0,
+            "off_track_pdps": 0,
+            "junction_pdps_unmatched": 0,
+        }
         for p in self.paths:
             c[p.status] += 1
             for i in p.issues:
@@ -688,12 +925,23 @@ class PathsReport:
         return c
 
     def to_json(self) -> dict:
-        return {"route": self.route, "folder": self.folder, "exists": self.exists, "counts": self.counts,
-                "thresholds": self.thresholds, "paths": [p.to_json() for p in self.paths]}
+        return {
+            "route": self.route,
+            "folder": self.folder,
+            "exists": self.exists,
+            "counts": self.counts,
+            "thresholds": self.thresholds,
+            "paths": [p.to_json() for p in self.paths],
+        }
 
 
-def audit_paths(route: Route, paths_folder: str | Path | None = None, *, pdp_tolerance: float = 2.5,
-                junction_tolerance: float = 1.0) -> PathsReport:
+def audit_paths(
+    route: Route,
+    paths_folder: str | Path | None = None,
+    *,
+    pdp_tolerance: float = 2.5,
+    junction_tolerance: float = 1.0,
+) -> PathsReport:
     """Read every ``.pat`` of ``paths_folder`` (default: the route's ``PATHS``)
     leniently and check its PDPs.
 
@@ -703,13 +951,18 @@ def audit_paths(route: Route, paths_folder: str | Path | None = None, *, pdp_tol
     ``junction_tolerance`` metres (3-D; Open Rails snaps it to the nearest one on the
     tile). Resolving the path through the network is not done here.
     """
-    folder = Path(paths_folder) if paths_folder is not None else \
-        resolve_case_insensitive(Path(route.folder) / "PATHS")
+    folder = (
+        Path(paths_folder)
+        if paths_folder is not None
+        else resolve_case_insensitive(Path(route.folder) / "PATHS")
+    )
     thresholds = {"pdp_tolerance": pdp_tolerance, "junction_tolerance": junction_tolerance}
     if not folder.is_dir():
         return PathsReport(route.name, str(folder), False, (), thresholds)
-    files = sorted((p for p in folder.iterdir() if p.suffix.lower() == ".pat" and p.is_file()),
-                   key=lambda p: p.name.lower())
+    files = sorted(
+        (p for p in folder.iterdir() if p.suffix.lower() == ".pat" and p.is_file()),
+        key=lambda p: p.name.lower(),
+    )
     parsed: list[tuple[Path, PathFile | None, list[str], str | None]] = []
     for f in files:
         diags = Diagnostics(strict=False)
@@ -732,8 +985,9 @@ def audit_paths(route: Route, paths_folder: str | Path | None = None, *, pdp_tol
     geom = section_geometry(route)
     if pts:
         arr = np.array(pts, dtype=np.float64)
-        dist, row, _ = nearest_track(route, arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64),
-                                       arr[:, 2], arr[:, 4], geom=geom)
+        dist, row, _ = nearest_track(
+            route, arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), arr[:, 2], arr[:, 4], geom=geom
+        )
     else:
         dist = row = np.zeros(0)
     junctions = _junction_table(route)
@@ -746,25 +1000,60 @@ def audit_paths(route: Route, paths_folder: str | Path | None = None, *, pdp_tol
         loc = WorldPoint.of(p.tile_x, p.tile_z, p.x, p.y, p.z)
         if not dist[m] <= pdp_tolerance:
             tn = int(geom.node[row[m]]) if row[m] >= 0 else None
-            far = f"{dist[m]:.3f} m from the nearest track (vector node {tn})" if tn is not None \
+            far = (
+                f"{dist[m]:.3f} m from the nearest track (vector node {tn})"
+                if tn is not None
                 else "not near any track"
-            issues[k].append(PdpIssue("off_track", j, users, loc, float(dist[m]), tn,
-                                      f"PDP {j} is {far} (tolerance {pdp_tolerance} m)"))
+            )
+            issues[k].append(
+                PdpIssue(
+                    "off_track",
+                    j,
+                    users,
+                    loc,
+                    float(dist[m]),
+                    tn,
+                    f"PDP {j} is {far} (tolerance {pdp_tolerance} m)",
+                )
+            )
         if p.is_junction:
             jd, jn = _nearest_junction(junctions, p)
             if not jd <= junction_tolerance:
-                what = (f"the nearest junction node on its tile is {jn}, {jd:.3f} m away" if jn is not None
-                        else f"there is no junction node on tile ({p.tile_x}, {p.tile_z})")
-                issues[k].append(PdpIssue("junction", j, users, loc, jd, jn,
-                                          f"junction PDP {j}: {what} (tolerance {junction_tolerance} m)"))
+                what = (
+                    f"the nearest junction node on its tile is {jn}, {jd:.3f} m away"
+                    if jn is not None
+                    else f"there is no junction node on tile ({p.tile_x}, {p.tile_z})"
+                )
+                issues[k].append(
+                    PdpIssue(
+                        "junction",
+                        j,
+                        users,
+                        loc,
+                        jd,
+                        jn,
+                        f"junction PDP {j}: {what} (tolerance {junction_tolerance} m)",
+                    )
+                )
     out = []
     for k, (f, pf, fs, err) in enumerate(parsed):
         if pf is None:
             out.append(PathAudit(f.name, "error", err, tuple(fs)))
             continue
-        out.append(PathAudit(f.name, "findings" if fs else "ok", fs[0] if fs else None, tuple(fs),
-                             pf.path_id, pf.name, len(pf.pdps), len(pf.nodes), pf.main_chain().nodes,
-                             tuple(issues.get(k, ()))))
+        out.append(
+            PathAudit(
+                f.name,
+                "findings" if fs else "ok",
+                fs[0] if fs else None,
+                tuple(fs),
+                pf.path_id,
+                pf.name,
+                len(pf.pdps),
+                len(pf.nodes),
+                pf.main_chain().nodes,
+                tuple(issues.get(k, ())),
+            )
+        )
     return PathsReport(route.name, str(folder), True, tuple(out), thresholds)
 
 
@@ -774,8 +1063,10 @@ def _junction_table(route: Route) -> dict[tuple[int, int], tuple[np.ndarray, np.
         if isinstance(n, JunctionNode) and n.uid is not None:
             u = n.uid
             by_tile[(u.tile_x, u.tile_z)].append((n.index, u.x, u.y, u.z))
-    return {t: (np.array([v[0] for v in vs], dtype=np.int64), np.array([v[1:] for v in vs]))
-            for t, vs in by_tile.items()}
+    return {
+        t: (np.array([v[0] for v in vs], dtype=np.int64), np.array([v[1:] for v in vs]))
+        for t, vs in by_tile.items()
+    }
 
 
 def _nearest_junction(table, p) -> tuple[float, int | None]:  # noqa: ANN001

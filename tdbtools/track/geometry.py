@@ -21,6 +21,7 @@ of their section** (as Open Rails does), so x and z may leave [−1024, 1024); u
 :func:`normalize_tile` to bring them back into the usual range, or
 :func:`absolute_xz` / :attr:`TrackPoint.xyz` for absolute coordinates.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,10 +37,27 @@ TILE_SIZE = 2048.0
 HALF_TILE = 1024.0
 
 __all__ = [
-    "MAX_OFFSET", "TILE_SIZE", "SectionGeometry", "TrackPoint", "WorldPoint", "Polylines", "Closure", "Adjacency",
-    "section_geometry", "point_at", "section_end", "locate_in_section",
-    "absolute_xz", "normalize_tile", "to_tile", "wrap_angle",
-    "sample_node", "sample_route", "closure", "node_lengths", "adjacency",
+    "MAX_OFFSET",
+    "TILE_SIZE",
+    "SectionGeometry",
+    "TrackPoint",
+    "WorldPoint",
+    "Polylines",
+    "Closure",
+    "Adjacency",
+    "section_geometry",
+    "point_at",
+    "section_end",
+    "locate_in_section",
+    "absolute_xz",
+    "normalize_tile",
+    "to_tile",
+    "wrap_angle",
+    "sample_node",
+    "sample_route",
+    "closure",
+    "node_lengths",
+    "adjacency",
     "connected_components",
 ]
 
@@ -49,8 +67,10 @@ __all__ = [
 
 def absolute_xz(tile_x, tile_z, x, z) -> tuple[np.ndarray, np.ndarray]:
     """Absolute world coordinates ``(X, Z) = (tile_x·2048 + x, tile_z·2048 + z)``."""
-    return (np.asarray(tile_x, dtype=np.float64) * TILE_SIZE + np.asarray(x, dtype=np.float64),
-            np.asarray(tile_z, dtype=np.float64) * TILE_SIZE + np.asarray(z, dtype=np.float64))
+    return (
+        np.asarray(tile_x, dtype=np.float64) * TILE_SIZE + np.asarray(x, dtype=np.float64),
+        np.asarray(tile_z, dtype=np.float64) * TILE_SIZE + np.asarray(z, dtype=np.float64),
+    )
 
 
 def normalize_tile(tile_x, tile_z, x, z) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -60,9 +80,12 @@ def normalize_tile(tile_x, tile_z, x, z) -> tuple[np.ndarray, np.ndarray, np.nda
     z = np.asarray(z, dtype=np.float64)
     kx = np.floor((x + HALF_TILE) / TILE_SIZE)
     kz = np.floor((z + HALF_TILE) / TILE_SIZE)
-    return (np.asarray(tile_x, dtype=np.int64) + kx.astype(np.int64),
-            np.asarray(tile_z, dtype=np.int64) + kz.astype(np.int64),
-            x - kx * TILE_SIZE, z - kz * TILE_SIZE)
+    return (
+        np.asarray(tile_x, dtype=np.int64) + kx.astype(np.int64),
+        np.asarray(tile_z, dtype=np.int64) + kz.astype(np.int64),
+        x - kx * TILE_SIZE,
+        z - kz * TILE_SIZE,
+    )
 
 
 def to_tile(tile_x, tile_z, x, z, target_tile_x, target_tile_z) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +98,7 @@ def to_tile(tile_x, tile_z, x, z, target_tile_x, target_tile_z) -> tuple[np.ndar
 def wrap_angle(a) -> np.ndarray:
     """Wrap angles (radians) into (−π, π]."""
     a = np.asarray(a, dtype=np.float64)
-    w = np.mod(a + math.pi, 2 * math.pi) - math.pi        # [−π, π)
+    w = np.mod(a + math.pi, 2 * math.pi) - math.pi  # [−π, π)
     return np.where(w == -math.pi, math.pi, w)
 
 
@@ -124,8 +147,13 @@ class WorldPoint:
         return (self.tile_x, self.tile_z, self.x, self.y, self.z)
 
     def to_json(self) -> dict:
-        return {"tile_x": self.tile_x, "tile_z": self.tile_z, "x": round(self.x, 6),
-                "y": round(self.y, 6), "z": round(self.z, 6)}
+        return {
+            "tile_x": self.tile_x,
+            "tile_z": self.tile_z,
+            "x": round(self.x, 6),
+            "y": round(self.y, 6),
+            "z": round(self.z, 6),
+        }
 
 
 # -- the geometry table ----------------------------------------------------------------
@@ -142,19 +170,19 @@ class SectionGeometry:
     NaN ``radius``, ``angle`` and ``length``.
     """
 
-    tile_x: np.ndarray        # int64, tile of the section start
+    tile_x: np.ndarray  # int64, tile of the section start
     tile_z: np.ndarray
-    x: np.ndarray             # start, relative to the start tile's centre
-    y: np.ndarray             # absolute height
+    x: np.ndarray  # start, relative to the start tile's centre
+    y: np.ndarray  # absolute height
     z: np.ndarray
-    ax: np.ndarray            # pitch, + = descending forward (rad)
-    ay: np.ndarray            # heading at the start (rad)
-    az: np.ndarray            # roll (rad)
-    radius: np.ndarray        # metres, NaN = straight (or unknown)
-    angle: np.ndarray         # signed radians, 0 = straight, NaN = unknown
-    length: np.ndarray        # metres, NaN = unknown
-    known: np.ndarray         # bool: the section id exists in tsection.dat
-    node: np.ndarray          # int64: owning vector node (−1 if not from a route)
+    ax: np.ndarray  # pitch, + = descending forward (rad)
+    ay: np.ndarray  # heading at the start (rad)
+    az: np.ndarray  # roll (rad)
+    radius: np.ndarray  # metres, NaN = straight (or unknown)
+    angle: np.ndarray  # signed radians, 0 = straight, NaN = unknown
+    length: np.ndarray  # metres, NaN = unknown
+    known: np.ndarray  # bool: the section id exists in tsection.dat
+    node: np.ndarray  # int64: owning vector node (−1 if not from a route)
     section_index: np.ndarray  # int64: TrackSection id (−1 if not from a route)
 
     def __len__(self) -> int:
@@ -180,26 +208,57 @@ class SectionGeometry:
         return np.flatnonzero(~self.known)
 
     @classmethod
-    def from_arrays(cls, *, tile_x=0, tile_z=0, x=0.0, y=0.0, z=0.0, ax=0.0, ay=0.0, az=0.0,
-                    radius=np.nan, angle=0.0, length=np.nan, node=-1,
-                    section_index=-1) -> SectionGeometry:
+    def from_arrays(
+        cls,
+        *,
+        tile_x=0,
+        tile_z=0,
+        x=0.0,
+        y=0.0,
+        z=0.0,
+        ax=0.0,
+        ay=0.0,
+        az=0.0,
+        radius=np.nan,
+        angle=0.0,
+        length=np.nan,
+        node=-1,
+        section_index=-1,
+    ) -> SectionGeometry:
         """Build a geometry from plain values (broadcast together).
 
         Curves: give ``radius`` and the signed ``angle`` in radians (``length`` is
         R·|angle|, whatever is given). Straights: leave ``radius`` NaN and give ``length``.
         """
-        cols = np.broadcast_arrays(*(np.asarray(v) for v in (
-            tile_x, tile_z, x, y, z, ax, ay, az, radius, angle, length, node, section_index)))
+        cols = np.broadcast_arrays(
+            *(
+                np.asarray(v)
+                for v in (tile_x, tile_z, x, y, z, ax, ay, az, radius, angle, length, node, section_index)
+            )
+        )
         cols = tuple(np.atleast_1d(c) for c in cols)
         f = [np.array(c, dtype=np.float64) for c in cols[2:11]]
         x_, y_, z_, ax_, ay_, az_, r_, a_, l_ = f
         curved = ~np.isnan(r_)
         a_ = np.where(curved, a_, 0.0)
-        l_ = np.where(curved, r_ * np.abs(a_), l_)   # a curve's length is R·|angle|
+        l_ = np.where(curved, r_ * np.abs(a_), l_)  # a curve's length is R·|angle|
         known = ~np.isnan(l_)
-        return cls(np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64),
-                   x_, y_, z_, ax_, ay_, az_, r_, a_, l_, known,
-                   np.array(cols[11], dtype=np.int64), np.array(cols[12], dtype=np.int64))
+        return cls(
+            np.array(cols[0], dtype=np.int64),
+            np.array(cols[1], dtype=np.int64),
+            x_,
+            y_,
+            z_,
+            ax_,
+            ay_,
+            az_,
+            r_,
+            a_,
+            l_,
+            known,
+            np.array(cols[11], dtype=np.int64),
+            np.array(cols[12], dtype=np.int64),
+        )
 
     def take(self, rows) -> SectionGeometry:
         """A geometry of the given rows only."""
@@ -227,10 +286,21 @@ def section_geometry(route: Route) -> SectionGeometry:
     length = np.where(found, length, np.nan)
     f64 = lambda a: np.array(a, dtype=np.float64)  # noqa: E731  (own, writable copies)
     return SectionGeometry(
-        np.array(s.tile_x, dtype=np.int64), np.array(s.tile_z, dtype=np.int64),
-        f64(s.x), f64(s.y), f64(s.z), f64(s.ax), f64(s.ay), f64(s.az),
-        f64(radius), f64(angle), f64(length), np.array(found, dtype=bool),
-        np.array(s.node, dtype=np.int64), np.array(s.section_index, dtype=np.int64))
+        np.array(s.tile_x, dtype=np.int64),
+        np.array(s.tile_z, dtype=np.int64),
+        f64(s.x),
+        f64(s.y),
+        f64(s.z),
+        f64(s.ax),
+        f64(s.ay),
+        f64(s.az),
+        f64(radius),
+        f64(angle),
+        f64(length),
+        np.array(found, dtype=bool),
+        np.array(s.node, dtype=np.int64),
+        np.array(s.section_index, dtype=np.int64),
+    )
 
 
 # -- forward: a point along a section --------------------------------------------------
@@ -309,9 +379,11 @@ def point_at(geom: SectionGeometry, rows, offset_m, lateral=0.0) -> TrackPoint:
     outside [0, length] extrapolate the straight or circle. Rows of unknown
     sections give NaN except at offset 0 (their start is known).
     """
-    rows, off, lat = np.broadcast_arrays(np.asarray(rows, dtype=np.intp),
-                                         np.asarray(offset_m, dtype=np.float64),
-                                         np.asarray(lateral, dtype=np.float64))
+    rows, off, lat = np.broadcast_arrays(
+        np.asarray(rows, dtype=np.intp),
+        np.asarray(offset_m, dtype=np.float64),
+        np.asarray(lateral, dtype=np.float64),
+    )
     lt, f, dh, curved, s, rr = _frame_offsets(geom, rows, off, lat)
     ax, ay, az = geom.ax[rows], geom.ay[rows], geom.az[rows]
     sax, cax = np.sin(ax), np.cos(ax)
@@ -332,8 +404,17 @@ def point_at(geom: SectionGeometry, rows, offset_m, lateral=0.0) -> TrackPoint:
         x, y, z, heading = (np.where(nan_pos, np.nan, v) for v in (x, y, z, heading))
         curvature = np.where(bad, np.nan, curvature)
     a = np.asarray
-    return TrackPoint(a(geom.tile_x[rows]), a(geom.tile_z[rows]), a(x), a(y), a(z), a(heading),
-                      np.array(ax), np.array(az), a(curvature))
+    return TrackPoint(
+        a(geom.tile_x[rows]),
+        a(geom.tile_z[rows]),
+        a(x),
+        a(y),
+        a(z),
+        a(heading),
+        np.array(ax),
+        np.array(az),
+        a(curvature),
+    )
 
 
 def section_end(geom: SectionGeometry) -> TrackPoint:
@@ -359,14 +440,18 @@ def locate_in_section(geom: SectionGeometry, rows, tile_x, tile_z, x, z) -> tupl
     tolerances. NaN for unknown sections.
     """
     rows, tx, tz, px, pz = np.broadcast_arrays(
-        np.asarray(rows, dtype=np.intp), np.asarray(tile_x), np.asarray(tile_z),
-        np.asarray(x, dtype=np.float64), np.asarray(z, dtype=np.float64))
+        np.asarray(rows, dtype=np.intp),
+        np.asarray(tile_x),
+        np.asarray(tile_z),
+        np.asarray(x, dtype=np.float64),
+        np.asarray(z, dtype=np.float64),
+    )
     dx = (tx - geom.tile_x[rows]) * TILE_SIZE + (px - geom.x[rows])
     dz = (tz - geom.tile_z[rows]) * TILE_SIZE + (pz - geom.z[rows])
     ay = geom.ay[rows]
     say, cay = np.sin(ay), np.cos(ay)
-    u = dx * cay - dz * say          # to the right
-    v = dx * say + dz * cay          # forward
+    u = dx * cay - dz * say  # to the right
+    v = dx * say + dz * cay  # forward
     ax, az = geom.ax[rows], geom.az[rows]
     lt = u / np.cos(az)
     f = (v - lt * np.sin(az) * np.sin(ax)) / np.cos(ax)
@@ -395,15 +480,15 @@ class Polylines:
     """Concatenated polylines: node ``nodes[k]`` is ``points[offsets[k]:offsets[k+1]]``
     (absolute X, Y, Z in metres)."""
 
-    points: np.ndarray     # (N, 3)
-    offsets: np.ndarray    # (K + 1,) int64
-    nodes: np.ndarray      # (K,) int64 node ids
+    points: np.ndarray  # (N, 3)
+    offsets: np.ndarray  # (K + 1,) int64
+    nodes: np.ndarray  # (K,) int64 node ids
 
     def __len__(self) -> int:
         return len(self.nodes)
 
     def polyline(self, k: int) -> np.ndarray:
-        return self.points[self.offsets[k]:self.offsets[k + 1]]
+        return self.points[self.offsets[k] : self.offsets[k + 1]]
 
 
 def _as_geom(obj: Route | SectionGeometry) -> SectionGeometry:
@@ -426,12 +511,13 @@ def _segments(geom: SectionGeometry, rows: np.ndarray, max_chord_error: float) -
         step = 4.0 * np.arcsin(np.sqrt(np.minimum(q, 1.0)))
         k = np.ceil(a[curved] / step)
         n[curved] = np.maximum(k, 1).astype(np.int64)
-    n[~geom.known[rows] | (geom.length[rows] == 0)] = 0   # start point only
+    n[~geom.known[rows] | (geom.length[rows] == 0)] = 0  # start point only
     return n
 
 
-def _sample_rows(geom: SectionGeometry, rows: np.ndarray, max_chord_error: float,
-                 join_tol: float) -> tuple[np.ndarray, np.ndarray]:
+def _sample_rows(
+    geom: SectionGeometry, rows: np.ndarray, max_chord_error: float, join_tol: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Points along ``rows`` (grouped by node, in node order): (points (N,3), node of
     each point)."""
     if len(rows) == 0:
@@ -447,7 +533,7 @@ def _sample_rows(geom: SectionGeometry, rows: np.ndarray, max_chord_error: float
     s_abs = np.stack([sx, geom.y[rows], sz], -1)
     gap = np.full(len(rows), np.inf)
     gap[1:] = _norm3(s_abs[1:] - e_abs[:-1])
-    skip_start = same & (gap <= join_tol)   # NaN (unknown previous end) never skips
+    skip_start = same & (gap <= join_tol)  # NaN (unknown previous end) never skips
     # Samples j = 0..n per known section (start, interior, end), just the start if unknown.
     m = n + 1
     rep = np.repeat(np.arange(len(rows)), m)
@@ -458,13 +544,18 @@ def _sample_rows(geom: SectionGeometry, rows: np.ndarray, max_chord_error: float
     nn = n[rep]
     length = np.where(geom.known[rows], geom.length[rows], 0.0)[rep]
     frac = np.divide(j, nn, out=np.zeros(len(j)), where=nn > 0)
-    frac[j == nn] = 1.0   # exact end
+    frac[j == nn] = 1.0  # exact end
     pts = point_at(geom, rows[rep], length * frac).xyz
     return pts, node[rep]
 
 
-def sample_node(route_or_geom: Route | SectionGeometry, node: int,
-                max_chord_error: float = 0.05, *, join_tol: float = 1e-3) -> np.ndarray:
+def sample_node(
+    route_or_geom: Route | SectionGeometry,
+    node: int,
+    max_chord_error: float = 0.05,
+    *,
+    join_tol: float = 1e-3,
+) -> np.ndarray:
     """Polyline (N×3 absolute X, Y, Z) along vector node ``node``, start to end.
 
     Straights give their end points; a curve of radius R is cut into equal chords
@@ -488,8 +579,9 @@ def sample_node(route_or_geom: Route | SectionGeometry, node: int,
     return pts
 
 
-def sample_route(route_or_geom: Route | SectionGeometry, max_chord_error: float = 0.05, *,
-                 join_tol: float = 1e-3) -> Polylines:
+def sample_route(
+    route_or_geom: Route | SectionGeometry, max_chord_error: float = 0.05, *, join_tol: float = 1e-3
+) -> Polylines:
     """:func:`sample_node` for every vector node at once (one vectorised pass).
 
     Rows are taken in table order; a node's rows must be contiguous (as
@@ -614,13 +706,20 @@ def closure(route: Route, geom: SectionGeometry | None = None) -> Closure:
             e_link.append(link)
             e_here.append(here)
             e_there.append(there)
-    e_delta = (np.array(e_there).reshape(-1, 3) - np.array(e_here).reshape(-1, 3))
+    e_delta = np.array(e_there).reshape(-1, 3) - np.array(e_here).reshape(-1, 3)
     return Closure(
-        join_row=i.astype(np.int64), join_node=node[i].astype(np.int64),
-        join_section=pos[i].astype(np.int64), join_delta=delta, join_gap=gap, join_turn=turn,
-        end_node=np.array(e_node, dtype=np.int64), end_pin=np.array(e_pin, dtype=np.int64),
-        end_link=np.array(e_link, dtype=np.int64), end_delta=e_delta,
-        end_gap=_norm3(e_delta))
+        join_row=i.astype(np.int64),
+        join_node=node[i].astype(np.int64),
+        join_section=pos[i].astype(np.int64),
+        join_delta=delta,
+        join_gap=gap,
+        join_turn=turn,
+        end_node=np.array(e_node, dtype=np.int64),
+        end_pin=np.array(e_pin, dtype=np.int64),
+        end_link=np.array(e_link, dtype=np.int64),
+        end_delta=e_delta,
+        end_gap=_norm3(e_delta),
+    )
 
 
 # -- the node graph --------------------------------------------------------------------
@@ -661,8 +760,10 @@ class Adjacency:
     def one_way(self) -> np.ndarray:
         """Indices of valid edges whose target has no pin back to the source."""
         back = set(zip(self.src[self.valid].tolist(), self.dst[self.valid].tolist()))
-        return np.array([k for k in np.flatnonzero(self.valid)
-                         if (int(self.dst[k]), int(self.src[k])) not in back], dtype=np.int64)
+        return np.array(
+            [k for k in np.flatnonzero(self.valid) if (int(self.dst[k]), int(self.src[k])) not in back],
+            dtype=np.int64,
+        )
 
 
 def adjacency(route: Route) -> Adjacency:
@@ -685,8 +786,7 @@ def adjacency(route: Route) -> Adjacency:
     if len(dst_a):
         ok = np.flatnonzero(valid)
         valid[ok] = np.array([nodes[int(k)] is not None for k in dst_a[ok]], dtype=bool)
-    return Adjacency(src_a, np.array(pin, dtype=np.int64), dst_a, np.array(d, dtype=np.int64),
-                     valid, kinds)
+    return Adjacency(src_a, np.array(pin, dtype=np.int64), dst_a, np.array(d, dtype=np.int64), valid, kinds)
 
 
 def connected_components(route: Route) -> tuple[np.ndarray, int]:

@@ -1,6 +1,7 @@
 """Track items along their vector nodes: where each referenced item lies (from its
 TrItemRData projected on the node, else its TrItemSData distance), cached per route;
 and the record of an item a traveller passes."""
+
 from __future__ import annotations
 
 import math
@@ -115,8 +116,9 @@ def _item_table(route: Route) -> _ItemTable:
         by_node: dict[int, list[ItemPosition]] = {}
         for pos in found:
             by_node.setdefault(pos.node_index, []).append(pos)
-        return _ItemTable({n: tuple(sorted(v, key=lambda q: (q.offset, q.item.index)))
-                           for n, v in sorted(by_node.items())})
+        return _ItemTable(
+            {n: tuple(sorted(v, key=lambda q: (q.offset, q.item.index))) for n, v in sorted(by_node.items())}
+        )
 
     return cached(route, "traveller-items", build)
 

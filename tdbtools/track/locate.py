@@ -42,17 +42,26 @@ class TrackLocation:
     def to_json(self) -> dict:
         """The record ``tdbtools locate --json`` prints."""
         return {
-            "node": self.node, "node_kind": self.node_kind, "section": self.section,
-            "section_id": self.section_id, "offset": self.offset, "node_length": self.node_length,
-            "direction": self.direction, "lateral": self.lateral,
+            "node": self.node,
+            "node_kind": self.node_kind,
+            "section": self.section,
+            "section_id": self.section_id,
+            "offset": self.offset,
+            "node_length": self.node_length,
+            "direction": self.direction,
+            "lateral": self.lateral,
             "location": {"tile_x": self.tile_x, "tile_z": self.tile_z, "x": self.x, "y": self.y, "z": self.z},
-            "heading_deg": self.heading_deg, "pitch": self.pitch, "grade_permille": self.grade_permille,
-            "curvature": self.curvature, "radius": self.radius,
+            "heading_deg": self.heading_deg,
+            "pitch": self.pitch,
+            "grade_permille": self.grade_permille,
+            "curvature": self.curvature,
+            "radius": self.radius,
         }
 
 
-def locate_point(route: Route, tile_x: int, tile_z: int, x: float, z: float, *,
-                 tolerance: float = MAX_CENTERLINE_OFFSET) -> TrackLocation:
+def locate_point(
+    route: Route, tile_x: int, tile_z: int, x: float, z: float, *, tolerance: float = MAX_CENTERLINE_OFFSET
+) -> TrackLocation:
     """The track at the world point (tile_x, tile_z, x, z) by the rule of
     :meth:`Traveller.at`, within ``tolerance`` metres of the centre line (Open Rails'
     2.5 m by default); raises :class:`~tdbtools.track.TravellerError` (with the
@@ -63,9 +72,22 @@ def locate_point(route: Route, tile_x: int, tile_z: int, x: float, z: float, *,
     t = found.traveller(0)
     p = t.pose()
     return TrackLocation(
-        node=t.node_index, node_kind=type(t.node).__name__, section=t.section_index,
-        section_id=int(route.tdb.sections.section_index[t.section_row]), offset=t.offset,
-        node_length=t.track_node_length, direction=t.direction, lateral=float(found.lateral[0]),
-        tile_x=p.tile_x, tile_z=p.tile_z, x=p.x, y=p.y, z=p.z,
-        heading_deg=math.degrees(p.heading), pitch=p.pitch, grade_permille=p.grade * 1000.0,
-        curvature=p.curvature, radius=1.0 / abs(p.curvature) if p.curvature else None)
+        node=t.node_index,
+        node_kind=type(t.node).__name__,
+        section=t.section_index,
+        section_id=int(route.tdb.sections.section_index[t.section_row]),
+        offset=t.offset,
+        node_length=t.track_node_length,
+        direction=t.direction,
+        lateral=float(found.lateral[0]),
+        tile_x=p.tile_x,
+        tile_z=p.tile_z,
+        x=p.x,
+        y=p.y,
+        z=p.z,
+        heading_deg=math.degrees(p.heading),
+        pitch=p.pitch,
+        grade_permille=p.grade * 1000.0,
+        curvature=p.curvature,
+        radius=1.0 / abs(p.curvature) if p.curvature else None,
+    )

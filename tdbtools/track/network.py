@@ -4,6 +4,7 @@ and cached), the directions and placing tolerances, and :class:`Pose`.
 
 The rules the traveller follows are in :mod:`tdbtools.track.traveller`.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,7 +19,15 @@ from ..formats.tdb import EndNode, JunctionNode, VectorNode
 from .geometry import TILE_SIZE, WorldPoint
 from .spatial import cached, track_geometry
 
-__all__ = ["BACKWARD", "FORWARD", "INIT_ERROR_MARGIN", "MAX_CENTERLINE_OFFSET", "MIN_MOVE", "Pose", "TravellerError"]
+__all__ = [
+    "BACKWARD",
+    "FORWARD",
+    "INIT_ERROR_MARGIN",
+    "MAX_CENTERLINE_OFFSET",
+    "MIN_MOVE",
+    "Pose",
+    "TravellerError",
+]
 
 #: Directions (docs/formats.md §12.1): walk a vector node first → last (1) or last → first (0).
 FORWARD = 1
@@ -140,8 +149,8 @@ class _Net:
         for i in range(1, n):
             if kind[i] == _VECTOR and count[i]:
                 a, c = first[i], count[i]
-                cs = np.concatenate([[0.0], np.cumsum(length[a:a + c])])
-                row_start[a:a + c] = cs[:-1]
+                cs = np.concatenate([[0.0], np.cumsum(length[a : a + c])])
+                row_start[a : a + c] = cs[:-1]
                 cum[i] = cs.tolist()
                 node_len[i] = float(cs[-1])
         self.row_start_a = row_start
@@ -176,11 +185,11 @@ def _sign(net: _Net) -> list[float]:
     return np.where(sign == 0, 1.0, sign).tolist()
 
 
-def _column_list(column: str, fn: Callable[[np.ndarray], np.ndarray] | None = None
-                 ) -> Callable[[_Net], list]:
+def _column_list(column: str, fn: Callable[[np.ndarray], np.ndarray] | None = None) -> Callable[[_Net], list]:
     def make(net: _Net) -> list:
         a = getattr(net.geom, column)
         return (fn(a) if fn is not None else a).tolist()
+
     return make
 
 

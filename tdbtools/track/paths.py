@@ -10,6 +10,7 @@ the nearest junction node on the same tile. Every failure carries a reason a rou
 builder can act on: a PDP off the track, no way between two points, a link out of
 range, conflicting switch settings.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -68,7 +69,7 @@ class Traversal:
 class Leg:
     """The way from one path point to the next."""
 
-    from_point: int                    # index in the path's main chain
+    from_point: int  # index in the path's main chain
     to_point: int
     traversals: tuple[Traversal, ...]
     switches: tuple[tuple[int, int], ...]  # (junction node, selected route) in the order met
@@ -79,10 +80,10 @@ class Leg:
 class ResolvedPath:
     path: str
     name: str
-    points: tuple[Place | None, ...]   # one per main-chain node
+    points: tuple[Place | None, ...]  # one per main-chain node
     legs: tuple[Leg, ...]
-    reversals: tuple[int, ...]         # main-chain positions where the train turns
-    start_direction: int | None        # direction of the rear traveller at the start
+    reversals: tuple[int, ...]  # main-chain positions where the train turns
+    start_direction: int | None  # direction of the rear traveller at the start
     #: Switch settings in the order the path meets them; a junction may appear twice
     #: with different routes (e.g. around a reversal): the switch is thrown between.
     switches: tuple[tuple[int, int], ...] = ()
@@ -107,10 +108,15 @@ class ResolvedPath:
 
     def to_json(self) -> dict:
         return {
-            "path": self.path, "name": self.name, "ok": self.ok, "length_m": round(self.length, 3),
-            "start_direction": self.start_direction, "reversals": list(self.reversals),
+            "path": self.path,
+            "name": self.name,
+            "ok": self.ok,
+            "length_m": round(self.length, 3),
+            "start_direction": self.start_direction,
+            "reversals": list(self.reversals),
             "switches": [list(x) for x in self.switches],
-            "nodes": [list(x) for x in self.node_sequence()], "problems": list(self.problems),
+            "nodes": [list(x) for x in self.node_sequence()],
+            "problems": list(self.problems),
         }
 
 
@@ -360,8 +366,10 @@ def resolve_path(route: Route, path: PathFile | str | Path) -> ResolvedPath:
         else:
             found = _search(net, a, direction, b, limit)
             if found is None:
-                problems.append(f"no way along the track from point {k} to point {k + 1} "
-                                f"(moving {'forward' if direction else 'backward'} on node {a.node})")
+                problems.append(
+                    f"no way along the track from point {k} to point {k + 1} "
+                    f"(moving {'forward' if direction else 'backward'} on node {a.node})"
+                )
                 break
         length, trav, sw = found
         switches.extend(sw)
@@ -373,8 +381,16 @@ def resolve_path(route: Route, path: PathFile | str | Path) -> ResolvedPath:
             carried = Place(trav[-1].node, trav[-1].end) if b.junction else None
         if (k + 1) in reversals:
             direction = 1 - direction
-    return ResolvedPath(path.path, path.name, tuple(places), tuple(legs), reversals, start_dir,
-                        tuple(switches), tuple(problems))
+    return ResolvedPath(
+        path.path,
+        path.name,
+        tuple(places),
+        tuple(legs),
+        reversals,
+        start_dir,
+        tuple(switches),
+        tuple(problems),
+    )
 
 
 def _point_xz(path: PathFile, pn) -> tuple[float, float]:  # noqa: ANN001
@@ -395,9 +411,9 @@ def _leave_junction(net: _Net, at: Place) -> Place:
     return at
 
 
-def resolve_route_paths(route: Route, folder: str | Path | None = None, *,
-                        progress: Callable[[int, int], None] | None = None
-                        ) -> list[tuple[str, ResolvedPath | None, str]]:
+def resolve_route_paths(
+    route: Route, folder: str | Path | None = None, *, progress: Callable[[int, int], None] | None = None
+) -> list[tuple[str, ResolvedPath | None, str]]:
     """Resolve every .pat in the route's PATHS folder: (file name, result or None, error).
     ``progress(done, total)`` is called before the first and after each file."""
     base = Path(folder) if folder is not None else Path(route.folder) / "PATHS"

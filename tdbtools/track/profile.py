@@ -8,6 +8,7 @@ route limit). A post applies only to the direction of travel it governs, by Open
 Rails' rule on its angle (:mod:`tdbtools.track.speedposts`, docs/running-time.md §1);
 posts met from behind and warning posts are listed as events but change nothing.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,22 @@ from .paths import ResolvedPath, resolve_path
 from .speedposts import CATEGORIES, limit_after, speed_posts
 from .traveller import Switches, Traveller
 
-COLUMNS = ("distance_m", "node", "offset_m", "direction", "tile_x", "tile_z", "x", "y", "z",
-           "elevation_m", "grade_permille", "curvature_per_m", "radius_m", "speed_limit_kmh")
+COLUMNS = (
+    "distance_m",
+    "node",
+    "offset_m",
+    "direction",
+    "tile_x",
+    "tile_z",
+    "x",
+    "y",
+    "z",
+    "elevation_m",
+    "grade_permille",
+    "curvature_per_m",
+    "radius_m",
+    "speed_limit_kmh",
+)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -33,7 +48,7 @@ class Profile:
     route: str
     source: str
     columns: dict[str, np.ndarray]
-    events: tuple[tuple[float, str], ...] = ()   # (distance, text): posts, reversals, ends
+    events: tuple[tuple[float, str], ...] = ()  # (distance, text): posts, reversals, ends
 
     def __len__(self) -> int:
         return len(self.columns["distance_m"])
@@ -66,7 +81,9 @@ class _Sampler:
         if not 0 < step < math.inf:
             raise TdbToolsError(f"the profile step must be positive and finite, got {step}")
         if category not in CATEGORIES:
-            raise TdbToolsError(f"the train category must be one of {', '.join(CATEGORIES)}, got {category!r}")
+            raise TdbToolsError(
+                f"the train category must be one of {', '.join(CATEGORIES)}, got {category!r}"
+            )
         self.category = category
         self.posts = {p.item_index: p for ps in speed_posts(route).values() for p in ps}
         self.route = route
@@ -80,8 +97,24 @@ class _Sampler:
     def sample(self, t: Traveller) -> None:
         p = t.pose()
         r = 1.0 / abs(p.curvature) if p.curvature else math.nan
-        self.rows.append((self.distance, t.node_index, t.offset, t.direction, p.tile_x, p.tile_z,
-                          p.x, p.y, p.z, p.y, p.grade * 1000.0, p.curvature, r, self.limit))
+        self.rows.append(
+            (
+                self.distance,
+                t.node_index,
+                t.offset,
+                t.direction,
+                p.tile_x,
+                p.tile_z,
+                p.x,
+                p.y,
+                p.z,
+                p.y,
+                p.grade * 1000.0,
+                p.curvature,
+                r,
+                self.limit,
+            )
+        )
 
     def run(self, t: Traveller, length: float) -> float:
         """Walk ``length`` metres sampling every step; returns the distance not travelled."""
@@ -90,8 +123,10 @@ class _Sampler:
         # would otherwise sample for ever.
         planned = left / self.step if left > 0 else 0.0
         if not planned <= self.budget:
-            raise TdbToolsError(f"a profile of {left:.6g} m every {self.step:.6g} m is {planned:.3g} samples, "
-                                f"over the limit of {MAX_PROFILE_SAMPLES:,}: use a larger step")
+            raise TdbToolsError(
+                f"a profile of {left:.6g} m every {self.step:.6g} m is {planned:.3g} samples, "
+                f"over the limit of {MAX_PROFILE_SAMPLES:,}: use a larger step"
+            )
         self.budget -= int(planned) + 1
         while left > 1e-9:
             d = min(self.step, left)
@@ -131,8 +166,13 @@ class _Sampler:
         return Profile(self.route.name, source, data, tuple(self.events))
 
 
-def profile_path(route: Route, path, *, step: float = 10.0,  # noqa: ANN001
-                 category: str = "passenger") -> Profile:
+def profile_path(
+    route: Route,
+    path,
+    *,
+    step: float = 10.0,  # noqa: ANN001
+    category: str = "passenger",
+) -> Profile:
     """The profile along a ``.pat`` path (a file, a PathFile or a ResolvedPath), with
     the limits a train of ``category`` meets in its direction of travel."""
     res = path if isinstance(path, ResolvedPath) else resolve_path(route, path)
@@ -154,8 +194,18 @@ def profile_path(route: Route, path, *, step: float = 10.0,  # noqa: ANN001
     return s.result(res.path)
 
 
-def profile_from(route: Route, tile_x: int, tile_z: int, x: float, z: float, distance: float, *,
-                 step: float = 10.0, backward: bool = False, category: str = "passenger") -> Profile:
+def profile_from(
+    route: Route,
+    tile_x: int,
+    tile_z: int,
+    x: float,
+    z: float,
+    distance: float,
+    *,
+    step: float = 10.0,
+    backward: bool = False,
+    category: str = "passenger",
+) -> Profile:
     """The profile from a world point, ``distance`` metres along the track (switches in
     their default positions)."""
     if not (math.isfinite(x) and math.isfinite(z)):

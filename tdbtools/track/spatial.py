@@ -17,6 +17,7 @@ neither be hashed nor weakly referenced, so the cache is keyed by ``id(route)``,
 keeps the route it was built for (an identity check, so a recycled id never
 returns stale data), and holds the last few routes only (:data:`CACHE_SIZE`).
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,17 @@ import numpy as np
 from ..formats.route import Route
 from .geometry import TILE_SIZE, SectionGeometry, locate_in_section, point_at, section_end, section_geometry
 
-__all__ = ["CACHE_SIZE", "MAX_PIECES", "SectionGrid", "clear_route_cache", "distance_to_sections",
-           "nearest_track", "route_cache", "section_grid", "track_geometry"]
+__all__ = [
+    "CACHE_SIZE",
+    "MAX_PIECES",
+    "SectionGrid",
+    "clear_route_cache",
+    "distance_to_sections",
+    "nearest_track",
+    "route_cache",
+    "section_grid",
+    "track_geometry",
+]
 
 #: How many routes keep their derived data (geometry, grid, item positions).
 CACHE_SIZE = 4
@@ -91,9 +101,22 @@ def clean_geometry(geom: SectionGeometry) -> SectionGeometry:
     angle = np.where(degenerate, 0.0, geom.angle)
     length = np.where(degenerate & geom.known, r * np.abs(geom.angle), geom.length)
     length = np.where(degenerate & geom.known & ~np.isfinite(length), 0.0, length)
-    return SectionGeometry(geom.tile_x, geom.tile_z, geom.x, geom.y, geom.z, geom.ax, geom.ay,
-                           geom.az, radius, angle, length, geom.known, geom.node,
-                           geom.section_index)
+    return SectionGeometry(
+        geom.tile_x,
+        geom.tile_z,
+        geom.x,
+        geom.y,
+        geom.z,
+        geom.ax,
+        geom.ay,
+        geom.az,
+        radius,
+        angle,
+        length,
+        geom.known,
+        geom.node,
+        geom.section_index,
+    )
 
 
 def track_geometry(route: Route) -> SectionGeometry:
@@ -194,8 +217,12 @@ class SectionGrid:
             box[:, 2:] += pad
             lo_f = np.floor(box[:, :2] / cell)
             hi_f = np.floor(box[:, 2:] / cell)
-        ok = np.isfinite(lo_f).all(axis=1) & np.isfinite(hi_f).all(axis=1) & \
-            (np.abs(lo_f) < 2.0**40).all(axis=1) & (np.abs(hi_f) < 2.0**40).all(axis=1)
+        ok = (
+            np.isfinite(lo_f).all(axis=1)
+            & np.isfinite(hi_f).all(axis=1)
+            & (np.abs(lo_f) < 2.0**40).all(axis=1)
+            & (np.abs(hi_f) < 2.0**40).all(axis=1)
+        )
         if not ok.all():
             lo_f, hi_f, piece_rows = lo_f[ok], hi_f[ok], piece_rows[ok]
         if len(piece_rows) == 0:
@@ -237,7 +264,7 @@ class SectionGrid:
         with np.errstate(invalid="ignore"):
             ix = np.floor(X / self.cell) - self.ix0
             iz = np.floor(Z / self.cell) - self.iz0
-        inside = (ix >= 0) & (ix < self.nx) & (iz >= 0) & (iz < self.nz)   # NaN → False
+        inside = (ix >= 0) & (ix < self.nx) & (iz >= 0) & (iz < self.nz)  # NaN → False
         key = np.where(inside, ix, 0).astype(np.int64) * self.nz + np.where(inside, iz, 0).astype(np.int64)
         pos = np.searchsorted(self.keys, key)
         pos = np.minimum(pos, max(len(self.keys) - 1, 0))
@@ -264,21 +291,25 @@ class SectionGrid:
     def candidates(self, X: float, Z: float) -> np.ndarray:
         """Section rows that may lie within :attr:`pad` of the absolute point (X, Z)."""
         a, b = self._cells(np.array([float(X)]), np.array([float(Z)]))
-        return self.rows[int(a[0]):int(b[0])]
+        return self.rows[int(a[0]) : int(b[0])]
 
 
 def section_grid(route: Route, pad: float = 3.0, cell: float = 32.0) -> SectionGrid:
     """The :class:`SectionGrid` of ``route``'s :func:`track_geometry` (cached per
     route, pad and cell)."""
-    return cached(route, f"grid:{float(pad)!r}:{float(cell)!r}",
-                  lambda: SectionGrid.build(track_geometry(route), pad=pad, cell=cell))
+    return cached(
+        route,
+        f"grid:{float(pad)!r}:{float(cell)!r}",
+        lambda: SectionGrid.build(track_geometry(route), pad=pad, cell=cell),
+    )
 
 
 # -- the nearest section, by exhaustive scan -------------------------------------------
 
 
-def distance_to_sections(geom: SectionGeometry, start_xz: np.ndarray, end_xz: np.ndarray, rows,
-                          tile_x, tile_z, x, z) -> tuple[np.ndarray, np.ndarray]:
+def distance_to_sections(
+    geom: SectionGeometry, start_xz: np.ndarray, end_xz: np.ndarray, rows, tile_x, tile_z, x, z
+) -> tuple[np.ndarray, np.ndarray]:
     """Horizontal distance from points to sections (broadcast), and the offset along
     each section of the nearest point of it (metres, clamped to [0, length]).
 
@@ -293,14 +324,15 @@ def distance_to_sections(geom: SectionGeometry, start_xz: np.ndarray, end_xz: np
     d_start = np.hypot(PX - start_xz[rows, 0], PZ - start_xz[rows, 1])
     d_end = np.hypot(PX - end_xz[rows, 0], PZ - end_xz[rows, 1])
     d_end = np.where(np.isnan(d_end), np.inf, d_end)
-    inside = (lon >= 0) & (lon <= length)          # False where NaN
+    inside = (lon >= 0) & (lon <= length)  # False where NaN
     d = np.where(inside, np.abs(lat), np.minimum(d_start, d_end))
     off = np.where(inside, lon, np.where(d_start <= d_end, 0.0, length))
     return d, np.nan_to_num(off, nan=0.0)
 
 
-def nearest_track(route: Route, tile_x, tile_z, x, z, *, geom: SectionGeometry | None = None,
-                  chunk: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def nearest_track(
+    route: Route, tile_x, tile_z, x, z, *, geom: SectionGeometry | None = None, chunk: int = 64
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each world point, the nearest section of any vector node by horizontal
     distance (an exhaustive, vectorised scan over all sections — no spatial index).
 
@@ -322,8 +354,9 @@ def nearest_track(route: Route, tile_x, tile_z, x, z, *, geom: SectionGeometry |
     step = max(1, int(chunk))
     for a in range(0, n, step):
         b = min(n, a + step)
-        d, o = distance_to_sections(geom, start_xz, end_xz, rows, tx[a:b, None], tz[a:b, None],
-                                     px[a:b, None], pz[a:b, None])
+        d, o = distance_to_sections(
+            geom, start_xz, end_xz, rows, tx[a:b, None], tz[a:b, None], px[a:b, None], pz[a:b, None]
+        )
         d = np.where(np.isnan(d), np.inf, d)
         k = np.argmin(d, axis=1)
         r = np.arange(b - a)

@@ -11,6 +11,7 @@ Values per train category: a post carries a passenger value, a freight value or 
 not limited by it. A resume post restores the line maximum (the route's SpeedLimit).
 Trains ignore warning posts for the limit (they are kept, as events for the profile).
 """
+
 from __future__ import annotations
 
 import math
@@ -71,8 +72,7 @@ def _values(it: SpeedPostItem) -> tuple[float | None, float | None]:
     if v is None:
         return None, None
     both = bool(it.flags & _BOTH_BIT)
-    return (v if both or it.flags & _PASSENGER_BIT else None,
-            v if both or it.flags & _FREIGHT_BIT else None)
+    return (v if both or it.flags & _PASSENGER_BIT else None, v if both or it.flags & _FREIGHT_BIT else None)
 
 
 def speed_posts(route: Route) -> dict[int, tuple[SpeedPost, ...]]:
@@ -89,9 +89,17 @@ def speed_posts(route: Route) -> dict[int, tuple[SpeedPost, ...]]:
                     continue
                 kind = "resume" if it.is_resume else "warning" if it.is_warning else "limit"
                 p, f = _values(it)
-                posts.append(SpeedPost(int(node), float(ip.offset),
-                                       post_direction(route, int(node), ip.offset, it.angle),
-                                       kind, p, f, it.index))
+                posts.append(
+                    SpeedPost(
+                        int(node),
+                        float(ip.offset),
+                        post_direction(route, int(node), ip.offset, it.angle),
+                        kind,
+                        p,
+                        f,
+                        it.index,
+                    )
+                )
             if posts:
                 out[int(node)] = tuple(sorted(posts, key=lambda q: q.offset))
         return out

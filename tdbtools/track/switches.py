@@ -1,4 +1,5 @@
 """Switch positions: the selected route of every junction, shared by travellers."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -53,6 +53,7 @@ starts at its first section, offset 0, entered backward at the end of its last.
 Switch positions live in a :class:`Switches` object that travellers share
 (``Traveller(..., switches=s)``; :meth:`Traveller.copy` shares its switches).
 """
+
 from __future__ import annotations
 
 import math
@@ -87,8 +88,18 @@ from .spatial import nearest_track, section_grid
 from .switches import Switches
 
 __all__ = [
-    "BACKWARD", "FORWARD", "INIT_ERROR_MARGIN", "MAX_CENTERLINE_OFFSET", "MIN_MOVE",
-    "ItemPosition", "Located", "PassedItem", "Pose", "Switches", "Traveller", "TravellerError",
+    "BACKWARD",
+    "FORWARD",
+    "INIT_ERROR_MARGIN",
+    "MAX_CENTERLINE_OFFSET",
+    "MIN_MOVE",
+    "ItemPosition",
+    "Located",
+    "PassedItem",
+    "Pose",
+    "Switches",
+    "Traveller",
+    "TravellerError",
     "item_positions",
 ]
 
@@ -128,22 +139,29 @@ class Located:
         """A forward traveller at point ``i`` (which must have been found)."""
         if not self.found[i]:
             raise TravellerError(f"point {i} is not on the track")
-        return Traveller._at_row(self.route, int(self.row[i]), float(self.section_offset[i]),
-                                 FORWARD, switches)
+        return Traveller._at_row(
+            self.route, int(self.row[i]), float(self.section_offset[i]), FORWARD, switches
+        )
 
 
 def _as_points(tile_x, tile_z, x, z) -> tuple[np.ndarray, ...]:
-    tx, tz, px, pz = np.broadcast_arrays(np.asarray(tile_x), np.asarray(tile_z),
-                                         np.asarray(x, dtype=np.float64),
-                                         np.asarray(z, dtype=np.float64))
+    tx, tz, px, pz = np.broadcast_arrays(
+        np.asarray(tile_x),
+        np.asarray(tile_z),
+        np.asarray(x, dtype=np.float64),
+        np.asarray(z, dtype=np.float64),
+    )
     tx = np.atleast_1d(tx).ravel()
     tz = np.atleast_1d(tz).ravel()
     if not (np.issubdtype(tx.dtype, np.integer) and np.issubdtype(tz.dtype, np.integer)):
-        if not (np.all(np.isfinite(tx)) and np.all(np.isfinite(tz))
-                and np.array_equal(tx, np.round(tx)) and np.array_equal(tz, np.round(tz))):
+        if not (
+            np.all(np.isfinite(tx))
+            and np.all(np.isfinite(tz))
+            and np.array_equal(tx, np.round(tx))
+            and np.array_equal(tz, np.round(tz))
+        ):
             raise TravellerError("tile numbers must be whole numbers")
-    return (tx.astype(np.int64), tz.astype(np.int64), np.atleast_1d(px).ravel(),
-            np.atleast_1d(pz).ravel())
+    return (tx.astype(np.int64), tz.astype(np.int64), np.atleast_1d(px).ravel(), np.atleast_1d(pz).ravel())
 
 
 def _locate(route: Route, tile_x, tile_z, x, z, max_lateral: float, margin: float) -> Located:
@@ -177,8 +195,8 @@ def _locate(route: Route, tile_x, tile_z, x, z, max_lateral: float, margin: floa
             o = np.lexsort((rows, nd, pi))
             pi, rows, lat, lon, length, nd = pi[o], rows[o], lat[o], lon[o], length[o], nd[o]
             first = np.r_[True, (pi[1:] != pi[:-1]) | (nd[1:] != nd[:-1])]
-            group = np.cumsum(first) - 1                 # (point, node) group of each pair
-            g_first = np.flatnonzero(first)              # the first accepting section
+            group = np.cumsum(first) - 1  # (point, node) group of each pair
+            g_first = np.flatnonzero(first)  # the first accepting section
             # The first later section of the group that has the point within its
             # length (the section the point is really in, past the first one's end).
             inside = ~first & (lon >= 0) & (lon <= length)
@@ -191,7 +209,7 @@ def _locate(route: Route, tile_x, tile_z, x, z, max_lateral: float, margin: floa
             # Then the smallest |lateral| of the first sections, ties to the lowest node.
             gp, gl, gn = pi[g_first], lat[g_first], nd[g_first]
             o = np.lexsort((gn, np.abs(gl), gp))
-            o = o[np.r_[True, gp[o][1:] != gp[o][:-1]]]    # winning groups
+            o = o[np.r_[True, gp[o][1:] != gp[o][:-1]]]  # winning groups
             k = g_first[o]
             p = pi[k]
             r = rows[k].copy()
@@ -240,12 +258,29 @@ class Traveller:
     enters a junction from a branch runs that switch through (§12.7).
     """
 
-    __slots__ = ("_net", "_switches", "_node", "_kind", "_sec", "_row", "_soff", "_dir",
-                 "_entry_pin", "_align")
+    __slots__ = (
+        "_net",
+        "_switches",
+        "_node",
+        "_kind",
+        "_sec",
+        "_row",
+        "_soff",
+        "_dir",
+        "_entry_pin",
+        "_align",
+    )
 
-    def __init__(self, route: Route, node_index: int, offset: float = 0.0,
-                 direction: int = FORWARD, *, switches: Switches | None = None,
-                 align_trailing: bool = False) -> None:
+    def __init__(
+        self,
+        route: Route,
+        node_index: int,
+        offset: float = 0.0,
+        direction: int = FORWARD,
+        *,
+        switches: Switches | None = None,
+        align_trailing: bool = False,
+    ) -> None:
         net = _net(route)
         self._setup(net, switches, direction, align_trailing)
         i = int(node_index)
@@ -282,8 +317,15 @@ class Traveller:
         self._align = bool(align)
 
     @classmethod
-    def _at_row(cls, route: Route, row: int, section_offset: float, direction: int,
-                switches: Switches | None, align_trailing: bool = False) -> Traveller:
+    def _at_row(
+        cls,
+        route: Route,
+        row: int,
+        section_offset: float,
+        direction: int,
+        switches: Switches | None,
+        align_trailing: bool = False,
+    ) -> Traveller:
         net = _net(route)
         t = cls.__new__(cls)
         t._setup(net, switches, direction, align_trailing)
@@ -297,9 +339,19 @@ class Traveller:
 
     # -- placing from world points -------------------------------------------------
     @classmethod
-    def at(cls, route: Route, tile_x: int, tile_z: int, x: float, z: float, *,
-           max_lateral: float = MAX_CENTERLINE_OFFSET, margin: float = INIT_ERROR_MARGIN,
-           switches: Switches | None = None, align_trailing: bool = False) -> Traveller:
+    def at(
+        cls,
+        route: Route,
+        tile_x: int,
+        tile_z: int,
+        x: float,
+        z: float,
+        *,
+        max_lateral: float = MAX_CENTERLINE_OFFSET,
+        margin: float = INIT_ERROR_MARGIN,
+        switches: Switches | None = None,
+        align_trailing: bool = False,
+    ) -> Traveller:
         """A forward traveller at the track point nearest to the world point
         (tile_x, tile_z, x, z) by the modern Open Rails rule (module docstring).
         Height is ignored. Raises :class:`TravellerError` when no section accepts
@@ -314,14 +366,23 @@ class Traveller:
                 raise TravellerError(f"no track near {where}: the route has no track sections")
             raise TravellerError(
                 f"no track within {max_lateral} m of {where}: the nearest track centre line "
-                f"is {_short(float(dist[0]), 2)} m away (node {int(net.geom.node[row[0]])})")
-        return cls._at_row(route, int(loc.row[0]), float(loc.section_offset[0]), FORWARD,
-                           switches, align_trailing)
+                f"is {_short(float(dist[0]), 2)} m away (node {int(net.geom.node[row[0]])})"
+            )
+        return cls._at_row(
+            route, int(loc.row[0]), float(loc.section_offset[0]), FORWARD, switches, align_trailing
+        )
 
     @staticmethod
-    def locate_many(route: Route, tile_x, tile_z, x, z, *,
-                    max_lateral: float = MAX_CENTERLINE_OFFSET,
-                    margin: float = INIT_ERROR_MARGIN) -> Located:
+    def locate_many(
+        route: Route,
+        tile_x,
+        tile_z,
+        x,
+        z,
+        *,
+        max_lateral: float = MAX_CENTERLINE_OFFSET,
+        margin: float = INIT_ERROR_MARGIN,
+    ) -> Located:
         """:meth:`at` for many points at once (arrays broadcast together), vectorised.
         Points off the track are reported in :attr:`Located.found` (no error)."""
         return _locate(route, tile_x, tile_z, x, z, max_lateral, margin)
@@ -424,8 +485,7 @@ class Traveller:
     def __repr__(self) -> str:
         d = "forward" if self._dir else "backward"
         kind = {_VECTOR: "", _JUNCTION: " junction", _END: " end"}.get(self._kind, "")
-        return (f"Traveller(node={self._node}{kind}, section={self._sec}, "
-                f"offset={self.offset:.3f} m, {d})")
+        return f"Traveller(node={self._node}{kind}, section={self._sec}, offset={self.offset:.3f} m, {d})"
 
     # -- position ------------------------------------------------------------------
     def _anchor(self) -> tuple[int, float, bool] | None:
@@ -633,8 +693,17 @@ class Traveller:
             rest = self._run(d, sink)
         return rest, sink
 
-    def _flush(self, sink: list, table: _ItemTable | None, node: int, direction: int, a: float,
-               b: float, closed: bool, acc: float) -> None:
+    def _flush(
+        self,
+        sink: list,
+        table: _ItemTable | None,
+        node: int,
+        direction: int,
+        a: float,
+        b: float,
+        closed: bool,
+        acc: float,
+    ) -> None:
         assert table is not None, "items are collected with their table"
         offs = table.offsets.get(node)
         if not offs:
@@ -709,8 +778,11 @@ class Traveller:
         return d
 
     # -- distances along the track (docs/formats.md §12.6) ------------------------------------
-    def distance_to(self, target: Traveller | Sequence[float], max_distance: float = math.inf,
-                    ) -> float | None:
+    def distance_to(
+        self,
+        target: Traveller | Sequence[float],
+        max_distance: float = math.inf,
+    ) -> float | None:
         """Distance along the track, ahead in the direction of travel and through the
         switches as they are set, to ``target``; None if it cannot be reached (behind,
         on another branch, beyond an end of the track or beyond ``max_distance``).
@@ -759,8 +831,7 @@ class Traveller:
             if not t.next_track_node():
                 return None
 
-    def _distance_to_point(self, tx: int, tz: int, x: float, z: float,
-                           max_distance: float) -> float | None:
+    def _distance_to_point(self, tx: int, tz: int, x: float, z: float, max_distance: float) -> float | None:
         t = self.copy()
         net = self._net
         geom = net.geom
@@ -776,11 +847,13 @@ class Traveller:
                 if net.known[row]:
                     lat_a, lon_a = locate_in_section(geom, row, tx, tz, x, z)
                     lat, lon = float(lat_a), float(lon_a)
-                    if (abs(lat) <= MAX_CENTERLINE_OFFSET
-                            and -INIT_ERROR_MARGIN <= lon <= length + INIT_ERROR_MARGIN):
+                    if (
+                        abs(lat) <= MAX_CENTERLINE_OFFSET
+                        and -INIT_ERROR_MARGIN <= lon <= length + INIT_ERROR_MARGIN
+                    ):
                         new = min(lon, length)
                         if (new < s0 - _EPS) if t._dir else (new > s0 + _EPS):
-                            return None          # the point is behind
+                            return None  # the point is behind
                         acc += abs(new - s0)
                         return acc if acc <= max_distance else None
                 acc += (length - s0) if t._dir else s0

@@ -4,6 +4,7 @@ Each function writes or returns one file that an attacker could hand to tdbtools
 compression bomb, impossible geometry, a planted cache entry, ... Nothing here is
 random, so a failing case can be rebuilt exactly.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -43,8 +44,7 @@ def tsection_with_section(sid: int, size: str, curve: str | None = None) -> str:
     body = f"\tTrackSection ( {sid}\n\t\tSectionSize ( {size} )\n"
     if curve is not None:
         body += f"\t\tSectionCurve ( {curve} )\n"
-    return ("SIMISA@@@@@@@@@@JINX0T0t______\n\n"
-            f"TrackSections ( {sid}\n{body}\t)\n)\n")
+    return f"SIMISA@@@@@@@@@@JINX0T0t______\n\nTrackSections ( {sid}\n{body}\t)\n)\n"
 
 
 def set_section(install: Path, sid: int, size: str, curve: str | None = None) -> None:

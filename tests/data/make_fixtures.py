@@ -5,6 +5,7 @@ this script documents exactly which bytes each one holds (encodings, BOMs, CRLF,
 compression) and recreates them. Goldens are made by ``make_golden.py``; the
 expectations for the invalid corpus live in ``invalid/expected.json`` (hand-written).
 """
+
 from __future__ import annotations
 
 import random
@@ -57,7 +58,9 @@ def write(path: Path, data: bytes) -> None:
 # valid fixtures
 # ---------------------------------------------------------------------------------------
 
-UTF16_CRLF = SIG_T0T + """
+UTF16_CRLF = (
+    SIG_T0T
+    + """
 
 Route ( "Vestende - Østende"
 	Station ( "Køge" 12.5 )
@@ -65,6 +68,7 @@ Route ( "Vestende - Østende"
 )
 Empty ( )
 """
+)
 
 UTF8_LF = """SIMISA@@@@@@@@@@JINX0D0t______
 
@@ -74,18 +78,26 @@ Wagon ( "Ærø"
 )
 """
 
-UTF8_BOM = SIG_T0T + """
+UTF8_BOM = (
+    SIG_T0T
+    + """
 Data ( "Ålborg" 1 2 3 )
 """
+)
 
 # 0xF8 is 'ø' in cp1252 (and not valid UTF-8 on its own); 0x80 is the euro sign.
-CP1252 = SIG_T0T + """
+CP1252 = (
+    SIG_T0T
+    + """
 
 Station ( "Østerport" "Nørreport" )
 Price ( "5 €" )
 """
+)
 
-COMMENTS = SIG_T0T + """
+COMMENTS = (
+    SIG_T0T
+    + """
 _INFO ( Build 00060 ( with nested ( parens ) ) )
 _Skip (
 	anything ( goes ( here ) ) "even a ) in a string"
@@ -103,8 +115,11 @@ I ( 10 _tail )
 J ( 11 comment )
 K ( _first 12 13 )
 """
+)
 
-STRINGS = SIG_T0T + r"""
+STRINGS = (
+    SIG_T0T
+    + r"""
 S ( "tab\there" "new\nline" "a \"quoted\" word" "back\\slash" "\x" )
 J ( "ab" + "cd" "a" +
 	"b" + "c" )
@@ -112,20 +127,29 @@ E ( "" "(not a block)" "#not a comment" "_nor this" "two  spaces" )
 Multi ( "line one
 line two" )
 """
+)
 
-WORDS = SIG_T0T + """
+WORDS = (
+    SIG_T0T
+    + """
 Names ( SNCF_TGV-IZI+4551 a.b.c -1.5e-3 +4 1,5 220kN#est 00000002 x/y*z )
 Mass(100)Length(20m)Nested(A(1)B(2))
 Esc ( a\\tb c\\nd e\\\\f )
 """
+)
 
-CASE = SIG_T0T + """
+CASE = (
+    SIG_T0T
+    + """
 TRACKDB ( Serial ( 1 ) )
 trackdb ( serial ( 2 ) )
 TrackDb ( SERIAL ( 3 ) )
 """
+)
 
-INCLUDE_MAIN = SIG_T0T + """
+INCLUDE_MAIN = (
+    SIG_T0T
+    + """
 Before ( 1 )
 include ( "parts/other.inc" )
 Outer (
@@ -135,6 +159,7 @@ Outer (
 INCLUDE "parts/nested.inc"
 Last ( 3 )
 """
+)
 
 # The first line of an included file is its header and is dropped, whatever it holds.
 OTHER_INC = """Dropped ( this line is the header of the include file )
@@ -153,7 +178,9 @@ TrackSections ( 2
 )
 """
 
-TINY_TDB = SIG_T0T + """
+TINY_TDB = (
+    SIG_T0T
+    + """
 
 TrackDB (
 	Serial ( 1 )
@@ -342,8 +369,11 @@ TrackDB (
 	)
 )
 """
+)
 
-GLOBAL_TSECTION = SIG_F0T + """
+GLOBAL_TSECTION = (
+    SIG_F0T
+    + """
 _INFO ( tiny global tsection for the tdbtools fixtures )
 TrackSections ( 40000
 	_INFO(Straight Track Sections)
@@ -400,8 +430,11 @@ TrackSections ( 40000
 	TrackSection ( 2 SectionSize ( 1.5 100 ) )
 )
 """
+)
 
-LOCAL_TSECTION = SIG_T0T + """
+LOCAL_TSECTION = (
+    SIG_T0T
+    + """
 
 TrackSections ( 40002
 	TrackSection (
@@ -418,8 +451,11 @@ SectionIdx ( 1
 	TrackPath ( 40000 3 40000 40001 40002 )
 )
 """
+)
 
-ROUTE_TRK = SIG_R1T + """
+ROUTE_TRK = (
+    SIG_R1T
+    + """
 
 Tr_RouteFile (
 	RouteID ( TINY )
@@ -441,6 +477,7 @@ Tr_RouteFile (
 	)
 )
 """
+)
 
 
 def make_valid() -> None:
@@ -465,6 +502,7 @@ def make_valid() -> None:
 # ---------------------------------------------------------------------------------------
 # invalid corpus: one defect per file (see invalid/expected.json)
 # ---------------------------------------------------------------------------------------
+
 
 def _tdb(nodes: str, items: str = "\tTrItemTable ( 0 )\n") -> str:
     return SIG_T0T + "\n\nTrackDB (\n" + nodes + items + ")\n"
@@ -499,7 +537,9 @@ def _bad_tdb(old: str, new: str, items: str = "\tTrItemTable ( 0 )\n") -> str:
 
 _GOOD_SECTION = "TrVectorSections ( 1 1 2 -1 1 2 0 1 00 -1 1 0 0 0 0 0 0 )"
 
-_GOOD_GLOBAL = SIG_F0T + """
+_GOOD_GLOBAL = (
+    SIG_F0T
+    + """
 TrackSections ( 1
 	TrackSection ( 1 SectionSize ( 1.5 50 ) )
 )
@@ -511,6 +551,7 @@ TrackShapes ( 1
 	)
 )
 """
+)
 
 
 def make_invalid() -> None:
@@ -527,7 +568,10 @@ def make_invalid() -> None:
     body = _lines(COMPRESSED_BODY, "\r\n").encode("ascii")
     full = compressed(body)
     write(d / "truncated_compressed.dat", full[: 16 + (len(full) - 16) // 2])
-    write(d / "corrupt_compressed.dat", b"SIMISA@F" + struct.pack("<I", 100) + b"@@@@" + b"not a zlib stream at all")
+    write(
+        d / "corrupt_compressed.dat",
+        b"SIMISA@F" + struct.pack("<I", 100) + b"@@@@" + b"not a zlib stream at all",
+    )
     write(d / "compressed_binary.dat", compressed(bytes(range(48)), b"JINX0T0b______\r\n"))
     # -- syntax ---------------------------------------------------------------------------
     write(d / "missing_close.dat", utf8(SIG_T0T + "\nA ( 1 )\nB (\n\tC ( 2 )\n\tD ( 3 )\n"))
@@ -544,36 +588,73 @@ def make_invalid() -> None:
     # may not leave it.
     root = d / "install"
     write(root / "GLOBAL" / "tsection.dat", utf16(_GOOD_GLOBAL))
-    write(root / "ROUTES" / "R1" / "escape.dat",
-          utf8(SIG_T0T + '\nA ( 1 )\ninclude ( "../../../../../../../../../../../../etc/passwd" )\n'))
+    write(
+        root / "ROUTES" / "R1" / "escape.dat",
+        utf8(SIG_T0T + '\nA ( 1 )\ninclude ( "../../../../../../../../../../../../etc/passwd" )\n'),
+    )
     write(root / "ROUTES" / "R1" / "escape_abs.dat", utf8(SIG_T0T + '\nA ( 1 )\ninclude ( "/etc/passwd" )\n'))
-    write(root / "ROUTES" / "R1" / "escape_dotdot.dat",
-          utf8(SIG_T0T + '\nA ( 1 )\n\tinclude ( "../../../outside.inc" )\n'))
+    write(
+        root / "ROUTES" / "R1" / "escape_dotdot.dat",
+        utf8(SIG_T0T + '\nA ( 1 )\n\tinclude ( "../../../outside.inc" )\n'),
+    )
     write(d / "outside.inc", utf8(SIG_T0T + "\nOutside ( 1 )\n"))
     # -- .tdb -----------------------------------------------------------------------------
-    write(d / "tdb_section_count.tdb", utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("( 1 1 2", "( 2 1 2"))))
-    write(d / "tdb_section_word.tdb", utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("-1 1 2 0 1", "-1 1 abc 0 1"))))
-    write(d / "tdb_nan.tdb", utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("00 -1 1 0 0 0", "00 -1 1 nan 0 0"))))
-    write(d / "tdb_inf.tdb", utf16(_tdb(_GOOD_NODES, """\tTrItemTable ( 1
+    write(
+        d / "tdb_section_count.tdb",
+        utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("( 1 1 2", "( 2 1 2"))),
+    )
+    write(
+        d / "tdb_section_word.tdb",
+        utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("-1 1 2 0 1", "-1 1 abc 0 1"))),
+    )
+    write(
+        d / "tdb_nan.tdb",
+        utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("00 -1 1 0 0 0", "00 -1 1 nan 0 0"))),
+    )
+    write(
+        d / "tdb_inf.tdb",
+        utf16(
+            _tdb(
+                _GOOD_NODES,
+                """\tTrItemTable ( 1
 		LevelCrItem (
 			TrItemId ( 0 )
 			TrItemRData ( 1.5 inf 2.5 -1 1 )
 		)
 	)
-""")))
+""",
+            )
+        ),
+    )
     write(d / "tdb_nodes_count.tdb", utf16(_bad_tdb("TrackNodes ( 3", "TrackNodes ( 4")))
-    write(d / "tdb_pins_count.tdb", utf16(_bad_tdb("TrPins ( 1 1 TrPin ( 1 1 ) TrPin ( 3 0 ) )",
-                                                   "TrPins ( 1 1 TrPin ( 1 1 ) )")))
-    write(d / "tdb_unknown_item.tdb", utf16(_tdb(_GOOD_NODES, """\tTrItemTable ( 2
+    write(
+        d / "tdb_pins_count.tdb",
+        utf16(_bad_tdb("TrPins ( 1 1 TrPin ( 1 1 ) TrPin ( 3 0 ) )", "TrPins ( 1 1 TrPin ( 1 1 ) )")),
+    )
+    write(
+        d / "tdb_unknown_item.tdb",
+        utf16(
+            _tdb(
+                _GOOD_NODES,
+                """\tTrItemTable ( 2
 		LevelCrItem ( TrItemId ( 0 ) )
 		FooItem ( TrItemId ( 1 ) )
 	)
-""")))
+""",
+            )
+        ),
+    )
     # -- tsection.dat / .trk --------------------------------------------------------------
     write(d / "tsection_numpaths.dat", utf16(_GOOD_GLOBAL.replace("NumPaths ( 1 )", "NumPaths ( 2 )")))
-    write(d / "tsection_sectionidx_count.dat",
-          utf16(_GOOD_GLOBAL.replace("SectionIdx ( 1 0 0 0 0 1 )", "SectionIdx ( 2 0 0 0 0 1 )")))
-    write(d / "trk_unknown_unit.trk", utf16(SIG_R1T + """
+    write(
+        d / "tsection_sectionidx_count.dat",
+        utf16(_GOOD_GLOBAL.replace("SectionIdx ( 1 0 0 0 0 1 )", "SectionIdx ( 2 0 0 0 0 1 )")),
+    )
+    write(
+        d / "trk_unknown_unit.trk",
+        utf16(
+            SIG_R1T
+            + """
 
 Tr_RouteFile (
 	RouteID ( BAD )
@@ -581,9 +662,17 @@ Tr_RouteFile (
 	FileName ( bad )
 	SpeedLimit ( 10furlong )
 )
-"""))
-    write(d / "tsection_unknown_unit.dat", utf16(_GOOD_GLOBAL.replace("SectionSize ( 1.5 50 )", "SectionSize ( 1.5 50furlong )")))
-    write(d / "tsection_local_badsig.dat", utf16("SIMISA@@@@@@@@@@JINX0F0t______" + LOCAL_TSECTION[len(SIG_T0T):]))
+"""
+        ),
+    )
+    write(
+        d / "tsection_unknown_unit.dat",
+        utf16(_GOOD_GLOBAL.replace("SectionSize ( 1.5 50 )", "SectionSize ( 1.5 50furlong )")),
+    )
+    write(
+        d / "tsection_local_badsig.dat",
+        utf16("SIMISA@@@@@@@@@@JINX0F0t______" + LOCAL_TSECTION[len(SIG_T0T) :]),
+    )
     make_invalid_issue6()
 
 
@@ -595,7 +684,9 @@ Tr_RouteFile (
 #: Deep enough that anything recursive per level would fail (the stack holds ~1,000).
 DEEP = 100_000
 
-_GOOD_PAT = SIG_T0T.replace("0T0t", "0P0t") + """
+_GOOD_PAT = (
+    SIG_T0T.replace("0T0t", "0P0t")
+    + """
 
 Serial ( 1 )
 TrackPDPs (
@@ -613,8 +704,11 @@ TrackPath (
 	)
 )
 """
+)
 
-_GOOD_CON = SIG_T0T.replace("0T0t", "0D0t") + """
+_GOOD_CON = (
+    SIG_T0T.replace("0T0t", "0D0t")
+    + """
 
 Train (
 	TrainCfg ( "fixture"
@@ -626,8 +720,11 @@ Train (
 	)
 )
 """
+)
 
-_GOOD_ENG = SIG_T0T.replace("0T0t", "0D0t") + """
+_GOOD_ENG = (
+    SIG_T0T.replace("0T0t", "0D0t")
+    + """
 
 Wagon ( FIXTURE
 	Type ( Engine )
@@ -642,6 +739,7 @@ Engine ( FIXTURE
 	MaxForce ( 300kN )
 )
 """
+)
 
 _GOOD_TOML = """route = "ROUTES/SAMPLE"
 step = 0.1
@@ -663,14 +761,29 @@ def make_invalid_issue6() -> None:
     d = INVALID
     # -- counts that would allocate: each must be reported, nothing allocated by it -------
     write(d / "tdb_huge_node_count.tdb", utf16(_bad_tdb("TrackNodes ( 3", "TrackNodes ( 999999999999")))
-    write(d / "tdb_huge_section_count.tdb",
-          utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("( 1 1 2", "( 4000000000 1 2"))))
-    write(d / "tdb_huge_pin_count.tdb", utf16(_bad_tdb("TrPins ( 1 1 TrPin ( 1 1 ) TrPin ( 3 0 ) )",
-                                                       "TrPins ( 4294967295 1 TrPin ( 1 1 ) TrPin ( 3 0 ) )")))
+    write(
+        d / "tdb_huge_section_count.tdb",
+        utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("( 1 1 2", "( 4000000000 1 2"))),
+    )
+    write(
+        d / "tdb_huge_pin_count.tdb",
+        utf16(
+            _bad_tdb(
+                "TrPins ( 1 1 TrPin ( 1 1 ) TrPin ( 3 0 ) )",
+                "TrPins ( 4294967295 1 TrPin ( 1 1 ) TrPin ( 3 0 ) )",
+            )
+        ),
+    )
     write(d / "tdb_huge_item_count.tdb", utf16(_tdb(_GOOD_NODES, "\tTrItemTable ( 4294967295 )\n")))
-    write(d / "tsection_huge_sectionidx.dat",
-          utf16(_replace(_GOOD_GLOBAL, "SectionIdx ( 1 0 0 0 0 1 )", "SectionIdx ( 999999999 0 0 0 0 1 )")))
-    write(d / "tsection_huge_trackpath.dat", utf16(SIG_T0T + """
+    write(
+        d / "tsection_huge_sectionidx.dat",
+        utf16(_replace(_GOOD_GLOBAL, "SectionIdx ( 1 0 0 0 0 1 )", "SectionIdx ( 999999999 0 0 0 0 1 )")),
+    )
+    write(
+        d / "tsection_huge_trackpath.dat",
+        utf16(
+            SIG_T0T
+            + """
 
 TrackSections ( 1
 	TrackSection ( SectionCurve ( 0 ) 40000 60 0 )
@@ -678,29 +791,80 @@ TrackSections ( 1
 SectionIdx ( 1
 	TrackPath ( 40000 4000000000 40000 )
 )
-"""))
-    write(d / "pat_huge_node_count.pat", utf16(_replace(_GOOD_PAT, "TrPathNodes ( 2", "TrPathNodes ( 4294967295")))
+"""
+        ),
+    )
+    write(
+        d / "pat_huge_node_count.pat",
+        utf16(_replace(_GOOD_PAT, "TrPathNodes ( 2", "TrPathNodes ( 4294967295")),
+    )
     # -- huge and non-finite numbers ---------------------------------------------------------
-    write(d / "tdb_huge_pin_link.tdb",
-          utf16(_bad_tdb("TrPin ( 3 0 )", "TrPin ( 99999999999999999999999999 0 )")))
-    write(d / "tdb_huge_tile.tdb", utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("00 -1 1 0", "00 1e30 1 0"))))
-    write(d / "pat_nan.pat", utf16(_replace(_GOOD_PAT, "TrackPDP ( -5631 15116 200 42", "TrackPDP ( -5631 15116 NaN 42")))
-    write(d / "pat_bad_link.pat", utf16(_replace(_GOOD_PAT, "TrPathNode ( 00000000 1 4294967295 0 )",
-                                                 "TrPathNode ( 00000000 7 4294967295 0 )")))
-    write(d / "pat_bad_pdp.pat", utf16(_replace(_GOOD_PAT, "TrPathNode ( 00000000 4294967295 4294967295 1 )",
-                                                "TrPathNode ( 00000000 4294967295 4294967295 2 )")))
-    write(d / "eng_huge_axles.eng", utf16(_replace(_GOOD_ENG, "ORTSNumberAxles ( 2 )",
-                                                   "ORTSNumberAxles ( 99999999999999999999 )")))
-    write(d / "eng_friction_overflow.eng", utf16(_replace(_GOOD_ENG, "Friction ( 100N/m/s -0.1 1m/s 10N/m/s 1.5 )",
-                                                          "Friction ( 100N/m/s 1e300 4m/s 10N/m/s 1.5 )")))
+    write(
+        d / "tdb_huge_pin_link.tdb",
+        utf16(_bad_tdb("TrPin ( 3 0 )", "TrPin ( 99999999999999999999999999 0 )")),
+    )
+    write(
+        d / "tdb_huge_tile.tdb",
+        utf16(_bad_tdb(_GOOD_SECTION, _GOOD_SECTION.replace("00 -1 1 0", "00 1e30 1 0"))),
+    )
+    write(
+        d / "pat_nan.pat",
+        utf16(_replace(_GOOD_PAT, "TrackPDP ( -5631 15116 200 42", "TrackPDP ( -5631 15116 NaN 42")),
+    )
+    write(
+        d / "pat_bad_link.pat",
+        utf16(
+            _replace(
+                _GOOD_PAT, "TrPathNode ( 00000000 1 4294967295 0 )", "TrPathNode ( 00000000 7 4294967295 0 )"
+            )
+        ),
+    )
+    write(
+        d / "pat_bad_pdp.pat",
+        utf16(
+            _replace(
+                _GOOD_PAT,
+                "TrPathNode ( 00000000 4294967295 4294967295 1 )",
+                "TrPathNode ( 00000000 4294967295 4294967295 2 )",
+            )
+        ),
+    )
+    write(
+        d / "eng_huge_axles.eng",
+        utf16(_replace(_GOOD_ENG, "ORTSNumberAxles ( 2 )", "ORTSNumberAxles ( 99999999999999999999 )")),
+    )
+    write(
+        d / "eng_friction_overflow.eng",
+        utf16(
+            _replace(
+                _GOOD_ENG,
+                "Friction ( 100N/m/s -0.1 1m/s 10N/m/s 1.5 )",
+                "Friction ( 100N/m/s 1e300 4m/s 10N/m/s 1.5 )",
+            )
+        ),
+    )
     write(d / "eng_inf_mass.eng", utf16(_replace(_GOOD_ENG, "Mass ( 80t )", "Mass ( inf )")))
-    write(d / "eng_unknown_unit.eng", utf16(_replace(_GOOD_ENG, "MaxForce ( 300kN )", "MaxForce ( 300furlong )")))
-    write(d / "con_enginedata.con", utf16(_replace(_GOOD_CON, "EngineData ( loco LOCOS )", "EngineData ( loco )")))
+    write(
+        d / "eng_unknown_unit.eng",
+        utf16(_replace(_GOOD_ENG, "MaxForce ( 300kN )", "MaxForce ( 300furlong )")),
+    )
+    write(
+        d / "con_enginedata.con",
+        utf16(_replace(_GOOD_CON, "EngineData ( loco LOCOS )", "EngineData ( loco )")),
+    )
     write(d / "con_no_traincfg.con", utf16(SIG_T0T.replace("0T0t", "0D0t") + "\n\nTrain ( Name ( x ) )\n"))
     write(d / "con_huge_uid.con", utf16(_replace(_GOOD_CON, "UiD ( 1 )", "UiD ( 1e999 )")))
     # -- deep nesting: no recursion anywhere, in the parser, the typed readers or the writer ---
-    write(d / "deep_nesting.tdb", utf8(SIG_T0T + "\nTrackDB ( TrackNodes ( 1\n TrackNode ( 1 Deep "
-                                       + "(" * DEEP + ")" * DEEP + " )\n) )\n"))
+    write(
+        d / "deep_nesting.tdb",
+        utf8(
+            SIG_T0T
+            + "\nTrackDB ( TrackNodes ( 1\n TrackNode ( 1 Deep "
+            + "(" * DEEP
+            + ")" * DEEP
+            + " )\n) )\n"
+        ),
+    )
     write(d / "deep_unclosed.dat", utf8(SIG_T0T + "\nA ( 1 )\n" + "(" * DEEP + "\n"))
     # -- mixed encodings -------------------------------------------------------------------
     # UTF-8 text with a UTF-16 part pasted in: its zero bytes are NULs in 8-bit text.
@@ -708,13 +872,20 @@ SectionIdx ( 1
     # UTF-16 (BOM) text with a UTF-8 part appended: 'ø' makes the byte count odd.
     write(d / "mixed_utf16_utf8.dat", utf16(SIG_T0T + "\nA ( 1 )\n", "\n") + "B ( ø )\n".encode())
     # UTF-16 text with a lone (unpaired) high surrogate.
-    write(d / "utf16_lone_surrogate.dat",
-          b"\xff\xfe" + (SIG_T0T + "\nA ( x\ud800y )\n").encode("utf-16-le", "surrogatepass"))
+    write(
+        d / "utf16_lone_surrogate.dat",
+        b"\xff\xfe" + (SIG_T0T + "\nA ( x\ud800y )\n").encode("utf-16-le", "surrogatepass"),
+    )
     # -- scenario TOML -----------------------------------------------------------------------
     write(d / "scenario_bad_toml.toml", utf8(_replace(_GOOD_TOML, 'name = "t1"', 'name = "t1')))
-    write(d / "scenario_huge_int.toml", utf8(_replace(_GOOD_TOML, "duration = 60", "duration = 1" + "0" * 400)))
+    write(
+        d / "scenario_huge_int.toml", utf8(_replace(_GOOD_TOML, "duration = 60", "duration = 1" + "0" * 400))
+    )
     write(d / "scenario_nan.toml", utf8(_replace(_GOOD_TOML, "step = 0.1", "step = nan")))
-    write(d / "scenario_unknown_key.toml", utf8(_replace(_GOOD_TOML, "duration = 60", "duration = 60\nspeed = 3")))
+    write(
+        d / "scenario_unknown_key.toml",
+        utf8(_replace(_GOOD_TOML, "duration = 60", "duration = 60\nspeed = 3")),
+    )
     write(d / "scenario_not_utf8.toml", _GOOD_TOML.replace("t1", "Køge").encode("cp1252"))
 
 

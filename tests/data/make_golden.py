@@ -12,6 +12,7 @@ The goldens are committed and were checked by eye against the spec
 re-run this script only when a fixture changes, and review the diff.
 ``tests/test_fixtures.py`` imports :data:`FIXTURES` and :func:`typed_summary` from here.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -102,8 +103,11 @@ def typed_summary(name: str, reader: str):
             s = ts.section(sid)
             sections[str(sid)] = {**_plain(s), "arc_length": s.arc_length, "is_curved": s.is_curved}
         shapes = {str(sid): _plain(ts.shape(sid)) for sid in ts.shapes.ids.tolist()}
-        return {"sections": sections, "shapes": shapes,
-                "track_paths": {str(k): list(v) for k, v in sorted(ts.track_paths.items())}}
+        return {
+            "sections": sections,
+            "shapes": shapes,
+            "track_paths": {str(k): list(v) for k, v in sorted(ts.track_paths.items())},
+        }
     if reader == "trk":
         trk = read_trk(path)
         out = _plain(trk)
@@ -120,7 +124,8 @@ def main() -> None:
         if reader != "stf":
             typed = typed_summary(name, reader)
             golden_path(name, typed=True).write_text(
-                json.dumps(typed, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+                json.dumps(typed, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
     print(f"goldens written for {len(FIXTURES)} fixtures in {VALID}")
 
 

@@ -4,6 +4,7 @@ by the old 3-D camera). Written with tdbtools' own MSTS writer into a temporary 
 
     python tests/data/northsouth.py OUT_FOLDER
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,25 +40,33 @@ def turned_route(route, phi: float = math.pi / 2):
     Z = s.tile_z * TILE + s.z
     centre = (float(np.mean(X)), float(np.mean(Z)))
     tx, tz, x, z = _turn(s.tile_x, s.tile_z, s.x, s.z, centre, phi)
-    secs = dataclasses.replace(s, tile_x=tx.astype(s.tile_x.dtype), tile_z=tz.astype(s.tile_z.dtype),
-                               x=x, z=z, ay=s.ay - phi)
+    secs = dataclasses.replace(
+        s, tile_x=tx.astype(s.tile_x.dtype), tile_z=tz.astype(s.tile_z.dtype), x=x, z=z, ay=s.ay - phi
+    )
 
     def uid(u):
         if u is None:
             return None
         a, b, c, d = _turn([u.tile_x], [u.tile_z], [u.x], [u.z], centre, phi)
-        return dataclasses.replace(u, tile_x=int(a[0]), tile_z=int(b[0]), x=float(c[0]), z=float(d[0]),
-                                   ay=u.ay - phi)
+        return dataclasses.replace(
+            u, tile_x=int(a[0]), tile_z=int(b[0]), x=float(c[0]), z=float(d[0]), ay=u.ay - phi
+        )
 
-    nodes = tuple(n if n is None or not hasattr(n, "uid") else dataclasses.replace(n, uid=uid(n.uid))
-                  for n in route.tdb.nodes)
+    nodes = tuple(
+        n if n is None or not hasattr(n, "uid") else dataclasses.replace(n, uid=uid(n.uid))
+        for n in route.tdb.nodes
+    )
     items = []
     for it in route.tdb.items:
         if it.r_data is not None:
             r = it.r_data
             a, b, c, d = _turn([r.tile_x], [r.tile_z], [r.x], [r.z], centre, phi)
-            it = dataclasses.replace(it, r_data=dataclasses.replace(r, tile_x=int(a[0]), tile_z=int(b[0]),
-                                                                    x=float(c[0]), z=float(d[0])))
+            it = dataclasses.replace(
+                it,
+                r_data=dataclasses.replace(
+                    r, tile_x=int(a[0]), tile_z=int(b[0]), x=float(c[0]), z=float(d[0])
+                ),
+            )
         items.append(it)
     tdb = dataclasses.replace(route.tdb, sections=secs, nodes=nodes, items=tuple(items))
     return dataclasses.replace(route, tdb=tdb)

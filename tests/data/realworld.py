@@ -15,6 +15,7 @@ Nothing here is copied from a route: each file is written from the formats' rule
 Use :func:`make_route` from tests (``tmp_path``) or run the module to write the
 routes into a folder: ``python tests/data/realworld.py OUT``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -47,7 +48,9 @@ def _write(path: Path, text: str) -> None:
 
 
 def _tsection() -> str:
-    return _SIG["tsection"] + """
+    return (
+        _SIG["tsection"]
+        + """
 
 TrackSections ( 40000
 	TrackSection ( 1
@@ -62,10 +65,13 @@ TrackShapes ( 40000
 	)
 )
 """
+    )
 
 
 def _trk() -> str:
-    return _SIG["trk"] + """
+    return (
+        _SIG["trk"]
+        + """
 
 Tr_RouteFile (
 	RouteID ( RW )
@@ -98,6 +104,7 @@ Tr_RouteFile (
 	TempRestrictedSpeed ( 11.111111 )
 )
 """.replace("TX TZ 0 Z0", f"{TILE[0]} {TILE[1]} 0 {START_Z:g}")
+    )
 
 
 def _tdb(missing_section: bool) -> str:
@@ -108,7 +115,9 @@ def _tdb(missing_section: bool) -> str:
         z = START_Z + k * SECTION_M
         rows.append(f"{sid} 2 {tx} {tz} {k + 10} 0 1 00 {tx} {tz} 0 10 {z:g} 0 0 0")
     end_z = START_Z + SECTIONS * SECTION_M
-    return _SIG["tdb"] + f"""
+    return (
+        _SIG["tdb"]
+        + f"""
 
 TrackDB (
 	Serial ( 1 )
@@ -120,7 +129,7 @@ TrackDB (
 		)
 		TrackNode ( 2
 			TrVectorNode (
-				TrVectorSections ( {SECTIONS} {' '.join(rows)} )
+				TrVectorSections ( {SECTIONS} {" ".join(rows)} )
 			)
 			TrPins ( 1 1 TrPin ( 1 1 ) TrPin ( 3 1 ) )
 		)
@@ -133,11 +142,14 @@ TrackDB (
 	TrItemTable ( 0 )
 )
 """
+    )
 
 
 def _pat(name: str, z0: float, z1: float) -> str:
     tx, tz = TILE
-    return _SIG["pat"] + f"""
+    return (
+        _SIG["pat"]
+        + f"""
 
 Serial ( 1 )
 TrackPDPs (
@@ -155,12 +167,15 @@ TrackPath (
 	)
 )
 """
+    )
 
 
 def _con() -> str:
     # Two power cars of a diesel multiple unit around a trailer: the stock is not
     # installed, so a replay needs stand-ins (named after the files).
-    return _SIG["con"] + """
+    return (
+        _SIG["con"]
+        + """
 
 Train (
 	TrainCfg ( "rw_dmu"
@@ -185,11 +200,14 @@ Train (
 	)
 )
 """
+    )
 
 
 def _carspawn() -> str:
     # Real carspawn.dat files end with one ')' too many; Open Rails ignores it.
-    return _SIG["dat"] + """
+    return (
+        _SIG["dat"]
+        + """
 
 CarSpawnerList ( 2
 	CarSpawnerItem ( "car1.s" 4 )
@@ -197,10 +215,13 @@ CarSpawnerList ( 2
 )
 )
 """
+    )
 
 
 def _sigcfg() -> str:
-    return _SIG["dat"] + """
+    return (
+        _SIG["dat"]
+        + """
 
 SIGNALConfig (
 	LightTextures ( 0 )
@@ -208,6 +229,7 @@ SIGNALConfig (
 	SignalShapes ( 0 )
 )
 """
+    )
 
 
 def make_route(root: Path, *, missing_section: bool = False) -> Path:
@@ -227,8 +249,18 @@ def make_route(root: Path, *, missing_section: bool = False) -> Path:
 
 def scenario(route: Path, path: str = "line.pat", **extra: object) -> str:
     """A replay TOML for the route's DMU on ``path`` (stand-ins on)."""
-    lines = [f'route = "{route.as_posix()}"', "step = 0.1", "duration = 300", "stand_in = true", "",
-             "[[train]]", 'name = "dmu"', 'consist = "rw_dmu"', f'path = "{path}"', 'driver = "auto"']
+    lines = [
+        f'route = "{route.as_posix()}"',
+        "step = 0.1",
+        "duration = 300",
+        "stand_in = true",
+        "",
+        "[[train]]",
+        'name = "dmu"',
+        'consist = "rw_dmu"',
+        f'path = "{path}"',
+        'driver = "auto"',
+    ]
     lines.extend(f"{k} = {v!r}" for k, v in extra.items())
     return "\n".join(lines) + "\n"
 
