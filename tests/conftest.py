@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DK24, DK24_ROUTE, dk24_available
+from helpers import DK24, DK24_ROUTE, HAVE_PYVISTA, NO_PYVISTA, dk24_available
 
+from tdbtools.errors import TdbToolsError
 from tdbtools.formats.route import Route, load_route
 from tdbtools.signals.objects import SignalSet, load_signals
 from tdbtools.track.audit import AuditReport, audit_route
@@ -81,6 +83,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(SKIP_DK24)
 
 
+@pytest.fixture(scope="session")
+def renderer() -> None:
+    """Skips the test unless pyvista renders offscreen here (probed once per worker)."""
+    if not HAVE_PYVISTA:
+        pytest.skip(NO_PYVISTA)
+    from tdbtools.render import scene
+
+    try:
+        scene.check_renderer()
+    except TdbToolsError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def northsouth(tmp_path_factory: pytest.TempPathFactory) -> Route:
+    """The sample route turned by 90°: runs from south to north (tests/data/northsouth.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+    try:
+        from northsouth import make_northsouth
+    finally:
+        sys.path.pop(0)
+    return load_route(make_northsouth(tmp_path_factory.mktemp("ns")), cache=False)
+
+
 def _once_per_run(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> Any:
     """``make(folder)`` run once for the whole run, even with several xdist workers.
 
@@ -118,9 +144,10 @@ def dk24_audit(tmp_path_factory: pytest.TempPathFactory, dk24: Route) -> AuditRe
 
 
 @pytest.fixture(scope="session")
-def dk24_signals(tmp_path_factory: pytest.TempPathFactory, dk24: Route) -> SignalSet:
-    """DK24's signal objects (76 world files read, ~3 s), made once; read-only."""
-    return _once_per_run(tmp_path_factory, "dk24_signals", lambda _: load_signals(dk24))
+def dk24_signals(dk24: Route) -> SignalSet:
+    """DK24's signal objects (76 world files read, ~3 s), made once per worker (the
+    compiled scripts cannot be pickled); read-only."""
+    return load_signals(dk24)
 
 
 @pytest.fixture(scope="session")

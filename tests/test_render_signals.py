@@ -9,20 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import SAMPLE_INSTALL
+from helpers import HAVE_PYVISTA, NO_PYVISTA, SAMPLE_INSTALL
 
 from tdbtools import load_route
-from tdbtools.errors import TdbToolsError
 from tdbtools.render import scene as scene_mod
 
 SIGNALS_ROUTE = SAMPLE_INSTALL / "ROUTES" / "SIGNALS"
-
-try:
-    import pyvista  # noqa: F401
-
-    HAVE_PYVISTA = True
-except ImportError:  # pragma: no cover - depends on the machine
-    HAVE_PYVISTA = False
 
 
 @pytest.fixture(scope="module")
@@ -34,21 +26,14 @@ def route():
 def follow(route):
     """The following-train scenario run with signals, and its scene."""
     if not HAVE_PYVISTA:
-        pytest.skip("pyvista is not installed (pip install 'tdbtools[render]')")
+        pytest.skip(NO_PYVISTA)
     from tdbtools.render.animate import load_replay
 
     result, rp = load_replay(SAMPLE_INSTALL / "signals_follow.toml", route=route)
     return result, rp, scene_mod.build_scene(route)
 
 
-@pytest.fixture(scope="module")
-def renderer():
-    if not HAVE_PYVISTA:
-        pytest.skip("pyvista is not installed (pip install 'tdbtools[render]')")
-    try:
-        scene_mod.check_renderer()
-    except TdbToolsError as exc:
-        pytest.skip(str(exc))
+# (renderer: a fixture of conftest.py)
 
 
 def test_marker_codes_follow_the_aspect_events(route, follow):

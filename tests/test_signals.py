@@ -361,18 +361,7 @@ def test_dk24_dkam_script():
 # -- signal objects ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def dk24_route():
-    from tdbtools.formats.route import load_route
-
-    return load_route(DK24_ROUTE)
-
-
-@pytest.fixture(scope="module")
-def dk24_signals(dk24_route):
-    from tdbtools.signals.objects import load_signals
-
-    return load_signals(dk24_route)
+# (dk24_signals: DK24's signal objects, made once per run in conftest.py)
 
 
 @pytest.mark.dk24
@@ -604,7 +593,7 @@ depart = 120
 @pytest.mark.slow
 @pytest.mark.dk24
 @needs_dk24
-def test_dk24_follower_brakes_for_a_red_without_collision(tmp_path):
+def test_dk24_follower_brakes_for_a_red_without_collision(tmp_path, dk24, dk24_signals):
     import numpy as np
     from helpers import SAMPLE_INSTALL
 
@@ -620,7 +609,7 @@ def test_dk24_follower_brakes_for_a_red_without_collision(tmp_path):
         ),
         encoding="utf-8",
     )
-    rp = Replay(read_scenario(p))
+    rp = Replay(read_scenario(p), route=dk24, signals=dk24_signals)  # both read once per run
     res = rp.run()
     kinds = collections.Counter(e.kind for e in res.events)
     assert kinds["collision"] == 0 and kinds["side_collision"] == 0 and kinds["spad"] == 0
