@@ -124,23 +124,38 @@ def test_glyphs_are_drawn_in_the_aspect_colours(route, follow, renderer):
     assert green > red_none
 
 
-@pytest.mark.slow
-def test_render_cli_png_and_gif(tmp_path, renderer):
-    run = [
-        sys.executable,
-        "-c",
-        "import sys; from tdbtools.cli import main; sys.argv[0] = 'tdbtools'; main()",
-    ]
-    out = tmp_path / "rep"
-    subprocess.run(
-        run + ["replay", str(SAMPLE_INSTALL / "signals_crossing.toml"), "--out", str(out)],
-        check=True,
-        capture_output=True,
-    )
+_RUN = [sys.executable, "-c", "import sys; from tdbtools.cli import main; sys.argv[0] = 'tdbtools'; main()"]
+
+
+@pytest.fixture(scope="module")
+def crossing_out(tmp_path_factory):
+    """`replay --out` of signals_crossing (in process: the render commands below run as
+    subprocesses); made once for the PNG and the GIF test."""
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    out = tmp_path_factory.mktemp("crossing") / "rep"
+    r = CliRunner().invoke(main, ["replay", str(SAMPLE_INSTALL / "signals_crossing.toml"), "--out", str(out)])
+    assert r.exit_code == 0, r.output
     assert any(e.get("kind") == "signal" for e in json.loads((out / "events.json").read_text())["events"])
+    return out
+
+
+def test_render_cli_png(tmp_path, renderer, crossing_out):
     png = tmp_path / "x.png"
     p = subprocess.run(
-        run + ["render", str(SIGNALS_ROUTE), "--replay", str(out), "--out", str(png), "--size", "640x480"],
+        _RUN
+        + [
+            "render",
+            str(SIGNALS_ROUTE),
+            "--replay",
+            str(crossing_out),
+            "--out",
+            str(png),
+            "--size",
+            "640x480",
+        ],
         capture_output=True,
         text=True,
     )
@@ -150,9 +165,23 @@ def test_render_cli_png_and_gif(tmp_path, renderer):
     img = np.asarray(Image.open(png).convert("RGB"))
     # The legend names the aspects; at the end both trains have passed: some glyph shows a colour.
     assert sum(_count(img, c) for c in scene_mod.ASPECT_COLORS[1:]) > 100
+
+
+@pytest.mark.slow  # up to 300 frames
+def test_render_cli_gif(tmp_path, renderer, crossing_out):
     gif = tmp_path / "x.gif"
     p = subprocess.run(
-        run + ["render", str(SIGNALS_ROUTE), "--replay", str(out), "--out", str(gif), "--size", "320x240"],
+        _RUN
+        + [
+            "render",
+            str(SIGNALS_ROUTE),
+            "--replay",
+            str(crossing_out),
+            "--out",
+            str(gif),
+            "--size",
+            "320x240",
+        ],
         capture_output=True,
         text=True,
     )
