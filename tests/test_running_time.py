@@ -356,11 +356,17 @@ def test_brake_build_up_lengthens_the_stop():
 ALLOWANCE_LINE = dict(route_limit=110 * KMH, limits=((2000.0, 60 * KMH), (3000.0, 100 * KMH)))
 
 
+@pytest.fixture(scope="module")
+def allowance_base():
+    """The run without allowance that both modes are measured against (made once)."""
+    line = TrackLine.synthetic(5000.0, **ALLOWANCE_LINE)
+    return line, run_replay("sample_freight", line)[0]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["linear", "eco"])
-def test_allowance_is_met_and_eco_saves_energy(mode):
-    line = TrackLine.synthetic(5000.0, **ALLOWANCE_LINE)
-    base, _ = run_replay("sample_freight", line)
+def test_allowance_is_met_and_eco_saves_energy(mode, allowance_base):
+    line, base = allowance_base
     s, _ = run_replay("sample_freight", line, allowance=6.0, allowance_min_per_100km=3.0, allowance_mode=mode)
     target = base["running_time_s"] * 1.06 + 3.0 * 60 * (5000.0 - 2.0 - base["length_m"]) / 100_000
     assert s["running_time_s"] == pytest.approx(target, rel=0.01)
