@@ -281,6 +281,7 @@ def test_tdb_round_trip_dk24(name, tmp_path):
 
 
 @needs_dk24
+@pytest.mark.slow  # ~6 s on its own (the global tsection.dat read four times, DK24 converted)
 def test_tsection_round_trip_dk24(dk24, dk24_converted, tmp_path):
     g = read_tsection_file(DK24_ROUTE / "OPENRAILS" / "tsection.dat", local=False)
     loc = read_tsection_file(DK24_ROUTE / "tsection.dat", local=True)
