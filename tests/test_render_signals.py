@@ -142,24 +142,16 @@ def crossing_out(tmp_path_factory):
     return out
 
 
+def _render(replay_out: Path, out: Path, size: str) -> None:
+    """`tdbtools render SIGNALS --replay <folder> --out <out>` in a subprocess."""
+    args = ["render", str(SIGNALS_ROUTE), "--replay", str(replay_out), "--out", str(out), "--size", size]
+    p = subprocess.run(_RUN + args, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
 def test_render_cli_png(tmp_path, renderer, crossing_out):
     png = tmp_path / "x.png"
-    p = subprocess.run(
-        _RUN
-        + [
-            "render",
-            str(SIGNALS_ROUTE),
-            "--replay",
-            str(crossing_out),
-            "--out",
-            str(png),
-            "--size",
-            "640x480",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert p.returncode == 0, p.stderr
+    _render(crossing_out, png, "640x480")
     from PIL import Image
 
     img = np.asarray(Image.open(png).convert("RGB"))
@@ -170,20 +162,5 @@ def test_render_cli_png(tmp_path, renderer, crossing_out):
 @pytest.mark.slow  # up to 300 frames
 def test_render_cli_gif(tmp_path, renderer, crossing_out):
     gif = tmp_path / "x.gif"
-    p = subprocess.run(
-        _RUN
-        + [
-            "render",
-            str(SIGNALS_ROUTE),
-            "--replay",
-            str(crossing_out),
-            "--out",
-            str(gif),
-            "--size",
-            "320x240",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert p.returncode == 0, p.stderr
-    assert Path(gif).stat().st_size > 0
+    _render(crossing_out, gif, "320x240")
+    assert gif.stat().st_size > 0
