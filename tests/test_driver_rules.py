@@ -405,3 +405,153 @@ def test_a_run_with_a_brake_build_up_stops_at_the_end():
         v, t = v1, t + dt
     assert drv.finished and abs(front - 2098.0) < AutoDriver.ARRIVED_WITHIN
     assert t < 2098.0 / 20.0 + 20.0 / A_MAX + 20.0 / 0.5 + 5.0
+
+
+# -- boundaries: each of these pins one comparison or constant of the rules above ---------------
+
+
+def test_schedule_driver_by_distance():
+    drv = ScheduleDriver((Command(10.0, 0.5, 0.0), Command(20.0, 0.0, 0.7)), "distance")
+    assert drv(DriveState(100.0, 15.0, 0.0, 0.0, 0.0)) == Controls(0.5, 0.0, 0.0)
+    assert drv(DriveState(15.0, 9.0, 0.0, 0.0, 0.0)) == Controls()
+
+
+def test_reach_boundary_and_its_deceleration():
+    drv = driver(limits=((0.0, 20.0), (560.0, 10.0)), stop_at=None, decel=0.25)
+    drv.add_target(Target(1000.0, 5.0))
+    # reach = 20²/(2·0.25) + 50 + 20·0.5 = 860 m: a post or target exactly that far counts
+    assert drv.constraints(state(-300.0, 20.0, dt=0.5)) == [(20.0, 0.0), (10.0, 860.0)]
+    assert drv.constraints(state(140.0, 20.0, dt=0.5)) == [(20.0, 0.0), (10.0, 420.0), (5.0, 860.0)]
+    assert drv.constraints(state(139.0, 20.0, dt=0.5)) == [(20.0, 0.0), (10.0, 421.0)]
+
+
+def test_limits_ahead_scale_with_the_speed_factor():
+    drv = driver(limits=((0.0, 20.0), (300.0, 16.0)), stop_at=None, speed_factor=0.5)
+    assert drv.constraints(state(200.0, 10.0)) == [(10.0, 0.0), (8.0, 100.0)]
+    drv.speed_factor = 0.9  # 16·0.9 = 14.4 < 18; 16/0.9 would not be
+    assert drv.constraints(state(200.0, 10.0)) == [(18.0, 0.0), (pytest.approx(14.4), 100.0)]
+
+
+def test_a_target_at_the_front_is_a_constraint():
+    drv = driver(stop_at=None)
+    drv.add_target(Target(100.0, 5.0))
+    assert drv.constraints(state(100.0, 4.0)) == [(20.0, 0.0), (5.0, 0.0)]
+    drv = driver(stop_at=None)
+    drv.add_target(Target(0.0, 5.0))
+    drv(state(1e-6, 4.0))  # front − 1e-6 == the target: not passed yet
+    assert len(drv.targets) == 1
+
+
+def test_short_brake_delays_count():
+    drv = driver(decel=0.5)
+    drv.brake_delay = 0.5  # rate 0.5 m/s³, lag from nothing 0.5 s
+    assert drv._delay_left() == pytest.approx(0.5)
+    drv._follow_brakes(0.4, 0.1)
+    assert drv._applied == pytest.approx(0.05)
+
+
+def test_the_wait_ends_exactly_on_time():
+    drv = driver(stop_at=1000.0, stops=[Stop(500.0, 1.0)])
+    drv(state(499.8, 0.0, t=0.0))
+    drv(state(499.8, 0.0, t=1.0 - 1e-9))
+    assert drv.events[-1]["kind"] == "departed"
+
+
+def test_departing_from_a_stop_checks_the_next_one_at_once():
+    drv = driver(stop_at=500.2, stops=[Stop(498.0, 5.0)])  # the end 0.2 m further on
+    drv(state(497.8, 0.0, t=0.0))
+    c = drv(state(497.8, 0.0, t=5.0))
+    assert drv.finished and c == Controls(0.0, 1.0, 0.5)
+
+
+def test_permitted_speed_at_low_speed_and_close_range():
+    drv = driver(stop_at=None)
+    drv.add_target(Target(110.0, 0.2))
+    c = drv(state(100.0, 0.5))  # look-ahead 0.05 m, not 0.1
+    assert c.speed_target == pytest.approx(math.sqrt(0.04 + 9.95))
+    drv = driver(stop_at=None)
+    drv.add_target(Target(100.8, 1.0))  # 0.8 m ahead still gives room to brake
+    c = drv(state(100.0, 0.2))
+    assert c.speed_target == pytest.approx(math.sqrt(1.0 + 0.78))
+
+
+def test_at_the_cap_a_lower_target_ahead_does_not_brake_yet():
+    drv = driver(stop_at=100.0 + 440.0 + 2.0)  # the stop 440 m ahead, in reach, not yet due
+    assert drv(state(100.0, 20.0)) == Controls(speed_target=20.0)
+
+
+def test_a_tie_between_the_cap_and_a_braking_curve_keeps_the_cap():
+    drv = driver(limits=((0.0, 20.0), (410.0, 10.0)), stop_at=None)
+    # √(10² + 2·0.5·(310 − 20·0.5)) = 20 exactly: no braking yet
+    assert drv(state(100.0, 20.0, dt=0.5)) == Controls(speed_target=20.0)
+
+
+def test_the_on_curve_margin_is_strict():
+    drv = driver(limits=((0.0, 30.0), (400.0, 10.0)), stop_at=None)
+    # dt = 0: no look-ahead; √(100 + 300) = 20 exactly; 20 − 0.02 is not on the curve
+    assert drv(state(100.0, 20.0 - AutoDriver.ON_CURVE, dt=0.0)).speed_target == 20.0
+
+
+def test_at_a_target_of_its_own_speed_it_holds_it():
+    drv = driver(stop_at=None)
+    drv.add_target(Target(100.5, 10.0))
+    assert drv(state(100.0, 10.0)) == Controls(speed_target=10.0)
+
+
+def test_braking_room_with_the_lag_at_low_speed():
+    def asked(front_gap: float, v: float, decel: float = 0.5, delay: float = 2.0) -> Controls:
+        drv = driver(stop_at=None, decel=decel)
+        drv.brake_delay = delay
+        drv.add_target(Target(front_gap, 0.0))
+        return drv(state(0.0, v))
+
+    # lag 2 s; room = 1.2 − 0.5·2 = 0.2 m: 0.25/(2·0.2)
+    assert asked(1.2, 0.5).deceleration == pytest.approx(0.625)
+    # no room left (0.9 − 1.0 < 0): the most the driver asks, 3·a
+    assert asked(0.9, 0.5).deceleration == pytest.approx(1.5)
+    # exactly 1 mm left (no lag): too little to divide by; no emergency that close
+    c = asked(0.001, 0.01, delay=0.0)
+    assert c.deceleration == pytest.approx(1.5) and not c.emergency
+    # a planned 1.2 m/s²: 3·a = 3.6 when there is no room
+    assert asked(0.0005, 5.0, decel=1.2, delay=0.0).deceleration == pytest.approx(3.6)
+    # half a metre to stop from 2 m/s: 4 m/s² needed, emergency
+    c = asked(0.5, 2.0, delay=0.0)
+    assert c.emergency and c.deceleration == pytest.approx(1.5)
+
+
+def test_the_over_limit_margin_and_the_brakes_it_follows():
+    drv = driver(limits=((0.0, 20.0), (300.0, 10.0)), stop_at=None)
+    assert drv(state(350.0, 10.0 + 1e-6)) == Controls(speed_target=10.0)
+    drv.brake_delay = 2.0
+    c = drv(state(350.0, 10.5))
+    assert c.deceleration == pytest.approx(1.5)
+    assert drv._applied == pytest.approx(0.1 * 0.125)  # built up for one step at 0.125 m/s³
+
+
+def test_coasting_boundaries():
+    def ctl(gap: float, vk: float, v: float = 20.0, decel: float = 0.5, coast: float = 10.0, **kw):
+        drv = driver(stop_at=kw.pop("stop_at", None), coast_before=coast, decel=decel)
+        drv.add_target(Target(100.0 + gap, vk))
+        return drv(state(100.0, v))
+
+    assert ctl(600.0, 0.0).speed_target == 20.0  # 600 − 400 = 200 m: not less than 20·10
+    assert ctl(599.0, 0.0, stop_at=5000.0) == Controls()  # a far stop does not undo it
+    assert ctl(600.0, 10.0).speed_target == 20.0  # (400 − 100)/1 = 300: 300 m to spare
+    assert ctl(499.0, 10.0) == Controls()
+    assert ctl(699.0, 0.0, decel=0.4) == Controls()  # 400/0.8 = 500 m; 199 < 200
+    assert ctl(701.0, 0.0, decel=0.4).speed_target == 20.0
+    assert ctl(50.0, 10.0, v=10.0).speed_target is not None  # nothing to slow down for
+    assert ctl(0.9, 0.9, v=1.0, coast=0.8) == Controls()  # 0.71 m to spare < 0.8 m
+    assert ctl(599.0, 0.0, coast=0.8).speed_target == 20.0
+
+
+def test_brake_level_follows_the_speed_when_the_replay_gives_a_law():
+    drv = driver(decel=0.5)
+    drv.brake_delay = 2.0
+    drv.brake_level_at = lambda v: 1.0 + 0.1 * v
+    drv(state(100.0, 10.0))
+    assert drv.brake_level == pytest.approx(2.0)
+    assert drv._build_rate() == pytest.approx(2.0 / 4.0)
+    drv.brake_level_at = None
+    drv(state(100.0, 5.0))
+    assert drv.brake_level == pytest.approx(2.0)  # kept as last set
