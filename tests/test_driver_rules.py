@@ -545,13 +545,13 @@ def test_coasting_boundaries():
     assert ctl(599.0, 0.0, coast=0.8).speed_target == 20.0
 
 
-def test_brake_level_follows_the_speed_when_the_replay_gives_a_law():
+def test_the_brake_law_follows_the_speed_when_the_replay_gives_one():
     drv = driver(decel=0.5)
     drv.brake_delay = 2.0
-    drv.brake_level_at = lambda v: 1.0 + 0.1 * v
+    drv.brakes_at = lambda v: (0.5 - 0.01 * v, 1.0 + 0.1 * v)
     drv(state(100.0, 10.0))
-    assert drv.brake_level == pytest.approx(2.0)
+    assert (drv.decel, drv.brake_level) == pytest.approx((0.4, 2.0))
     assert drv._build_rate() == pytest.approx(2.0 / 4.0)
-    drv.brake_level_at = None
+    drv.brakes_at = None
     drv(state(100.0, 5.0))
-    assert drv.brake_level == pytest.approx(2.0)  # kept as last set
+    assert (drv.decel, drv.brake_level) == pytest.approx((0.4, 2.0))  # kept as last set

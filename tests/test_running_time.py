@@ -420,6 +420,10 @@ def test_brake_force_with_a_brake_shoe_curve(tmp_path):
     b_coach = sum(c.max_brake_force_n for c in cars[1:])
     assert forces.brake_force_floor(m, 160 * KMH) == pytest.approx(b_eng + b_coach * 0.16 / 0.49)
     assert forces.brake_force_floor(m, 40 * KMH) == pytest.approx(b_eng + b_coach * 0.25 / 0.49)
+    vs, floors = forces.brake_force_floors(m, 160 * KMH)
+    assert vs[0] == 0.0 and vs[-1] == pytest.approx(160 * KMH) and np.all(np.diff(floors) <= 0.0)
+    assert np.interp(40 * KMH, vs, floors) == pytest.approx(b_eng + b_coach * 0.25 / 0.49)
+    assert floors[0] == pytest.approx(b_eng + b_coach)
     # without curves nothing changes
     plain = forces.CarModel.from_stock(
         resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)
@@ -480,9 +484,10 @@ def test_braking_distance_with_a_brake_shoe_curve_matches_rk4(tmp_path):
 @pytest.mark.parametrize("dt", [0.1, 0.5])
 def test_the_driver_stops_and_keeps_limits_with_a_brake_shoe_curve(tmp_path, dt):
     """Force braking with the coaches' friction falling with speed: the automatic driver
-    plans with the least brake force up to its top speed, so it still meets every lower
-    limit and stops at the end; the reference minimum time (braking envelope from the
-    same force law, no build-up) is a lower bound it stays close to."""
+    plans each step with the least brake force from its speed down to standstill, so it
+    still meets every lower limit and stops at the end; the reference minimum time
+    (braking envelope of the same force law, no build-up) is a lower bound it stays
+    within 5 % of (measured +2.3 %, docs/running-time.md §3)."""
     inst = install_with_shoe_curve(tmp_path)
     consist = inst / "TRAINS" / "CONSISTS" / "sample_passenger.con"
     limits = [(1500.0, 160 * KMH), (4000.0, 80 * KMH), (4600.0, 140 * KMH)]

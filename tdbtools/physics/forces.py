@@ -70,6 +70,7 @@ __all__ = [
     "OSRD_CURVE_FACTOR",
     "brake",
     "brake_force_floor",
+    "brake_force_floors",
     "brake_for_deceleration",
     "brake_shoe_factor",
     "braking",
@@ -541,6 +542,12 @@ def brake_force_floor(model: CarModel, v_top: float) -> float:
     curves: ``ΣMaxBrakeForce``."""
     if not model.brake_shoe:
         return float(model.max_brake.sum())
+    return float(brake_force_floors(model, v_top)[1][-1])
+
+
+def brake_force_floors(model: CarModel, v_top: float) -> tuple[np.ndarray, np.ndarray]:
+    """Speeds ``v`` (m/s, 0…v_top) and the least total full-service brake force (N) at
+    any speed in [0, v] for each: what the brakes can be counted on for from ``v`` down."""
     # The factors are piecewise linear in v with kinks at the table speeds and where the
     # clamp starts: the table speeds and a fine grid find the least sum.
     top = max(float(v_top), 0.0) if np.isfinite(v_top) else 100.0
@@ -549,9 +556,9 @@ def brake_force_floor(model: CarModel, v_top: float) -> float:
     v = np.unique(np.clip(np.concatenate(pts), 0.0, top))
     total = np.zeros(len(v))
     for i, mb in enumerate(model.max_brake):
-        c = model.brake_shoe[i]
+        c = model.brake_shoe[i] if model.brake_shoe else None
         total += mb * (c.factors(v) if c is not None else 1.0)
-    return float(total.min())
+    return v, np.minimum.accumulate(total)
 
 
 def brake(model: CarModel, fraction, v=None) -> np.ndarray:

@@ -355,9 +355,18 @@ def _setup_driver(t: _Train, rep: Replay) -> None:
         d.brake_delay = 0.5 * _build_up(t)
         d.brake_level = level
         if m.brake_shoe:
-            # the brakes build up to what they give at the speed of the moment
+            # Braking from the speed of the moment can count on the least force down to
+            # standstill; the brakes build up to what they give at that speed.
             davis0, inertia = float(forces.davis(m, 0.0).sum()), float(m.inertial_mass.sum())
-            d.brake_level_at = lambda v: (float(forces.brake(m, 1.0, v).sum()) + davis0) / inertia
+            vs, floors = forces.brake_force_floors(m, v_top)
+            planned = t.spec.deceleration
+
+            def brakes_at(v: float) -> tuple[float, float]:
+                floor = float(np.interp(abs(v), vs, floors))
+                full = (float(forces.brake(m, 1.0, v).sum()) + davis0) / inertia
+                return min(planned, 0.9 * (floor + davis0) / inertia), full
+
+            d.brakes_at = brakes_at
     for s_at, wait in t.waits:
         if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:  # not behind the front at the start
             d.stops.append(Stop(s_at, wait, "waiting point"))
