@@ -5,6 +5,10 @@ the DK24 paths of :mod:`helpers` (``DK24``, ``DK24_ROUTE``, ``DK24_TEST_ROUTE``,
 is parametrised with a path inside DK24, or carries ``@pytest.mark.dk24``. Such tests
 are marked ``dk24`` here (so ``-m dk24`` / ``-m "not dk24"`` select them) and, when the
 route is absent, skipped with one reason.
+
+The expensive DK24 fixtures (the parsed route, its audit with paths, the converted
+files) are made once per run even under pytest-xdist: the first worker makes and
+pickles them, the other loads them (:func:`_once_per_run`).
 """
 
 from __future__ import annotations
@@ -123,7 +127,7 @@ def _once_per_run(factory: pytest.TempPathFactory, name: str, make: Callable[[Pa
         fcntl.flock(lock, fcntl.LOCK_EX)
         if done.is_file():
             return pickle.loads(done.read_bytes())
-        folder.mkdir()
+        folder.mkdir(exist_ok=True)  # (left by a worker whose make failed: made again)
         value = make(folder)
         tmp = done.with_suffix(".part")
         tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
