@@ -83,7 +83,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tdbtools.errors import TdbToolsError
-from tdbtools.physics.interaction import clash_time, clash_times, stopping_time, stopping_times
+from tdbtools.physics.interaction import clash_time, clash_times_ab, stopping_time, stopping_times
 
 __all__ = ["Bodies", "Engine", "Event", "EngineError", "EPS_V", "SNAP_GAP"]
 
@@ -957,26 +957,39 @@ class Engine:
         jb = grp.joints
         tc = tt = ts = None
         mv = None
+        jt = jb
         if jb.size:
+            # clash (gap -> 0) and coupler (slack - gap -> 0) times in one call: the coupler's
+            # A and B are the clash's negated (0.0 - x: exact, and +0.0 where x is 0.0, as
+            # the subtraction with the cars swapped gives)
             v, a = self._v, self._a
             S = self._gap[jb]
-            vf, vr = v[jb], v[jb + 1]
-            af, ar = a[jb], a[jb + 1]
-            tc = clash_times(S, vr, vf, ar, af)
-            z = S <= 0.0
-            if np.count_nonzero(z):
-                tc[z] = _touch_times(vr[z] - vf[z], 0.5 * (ar[z] - af[z]))
+            B = v[jb + 1] - v[jb]
+            A = (a[jb + 1] - a[jb]) * 0.5
             hi = self._hi[jb]
-            cp = np.isfinite(hi)
-            tt = np.full(jb.size, np.inf)
-            if np.count_nonzero(cp):
-                St = hi[cp] - S[cp]
-                t2 = clash_times(St, vf[cp], vr[cp], af[cp], ar[cp])
-                z = St <= 0.0
-                if np.count_nonzero(z):
-                    t2[z] = _touch_times((vf[cp] - vr[cp])[z], 0.5 * (af[cp] - ar[cp])[z])
-                tt[cp] = t2
-            t_min = min(float(tc[tc.argmin()]), float(tt[tt.argmin()]))
+            cp = hi < math.inf
+            ncp = np.count_nonzero(cp)
+            if ncp == jb.size:
+                jt = jb
+                s2, A2, B2 = (
+                    np.concatenate((S, hi - S)),
+                    np.concatenate((A, 0.0 - A)),
+                    np.concatenate((B, 0.0 - B)),
+                )
+            elif ncp:
+                jt = jb[cp]
+                Ac, Bc = A[cp], B[cp]
+                s2 = np.concatenate((S, hi[cp] - S[cp]))
+                A2, B2 = np.concatenate((A, 0.0 - Ac)), np.concatenate((B, 0.0 - Bc))
+            else:
+                jt = jb[:0]
+                s2, A2, B2 = S, A, B
+            T = clash_times_ab(s2, A2, B2)
+            z = s2 <= 0.0
+            if np.count_nonzero(z):
+                T[z] = _touch_times(B2[z], A2[z])
+            t_min = float(T[T.argmin()])
+            tc, tt = T[: jb.size], T[jb.size :]
         vg = grp.v
         mv = (vg != 0.0).nonzero()[0]
         if mv.size == vg.size:  # every group moves: no gathers
@@ -992,7 +1005,7 @@ class Engine:
         lim = t_min + T_TOL
         hits = (
             jb[tc <= lim] if tc is not None else jb[:0],
-            jb[tt <= lim] if tt is not None else jb[:0],
+            jt[tt <= lim] if tt is not None else jb[:0],
             mv[ts <= lim] if ts is not None else mv[:0],
         )
         return t_min, hits
