@@ -271,10 +271,14 @@ def _solve_chain(w, f, types, tol: float) -> tuple[list[float], list[int]]:
     then slack, so each piece is solved on its own. A run whose joint forces already have the
     right signs is one group (checked with one cumulative sum for a long run: the cost of a
     long train's events stays linear in its cars)."""
-    wa = np.asarray(w, dtype=np.float64)
-    fa = np.asarray(f, dtype=np.float64)
-    ta = np.asarray(types, dtype=np.int64)
-    wl, fl, tl = wa.tolist(), fa.tolist(), ta.tolist()
+    wa = fa = ta = None
+    if isinstance(w, list) and isinstance(f, list) and isinstance(types, list):
+        wl, fl, tl = w, f, types  # the arrays are made only if a run is long
+    else:
+        wa = np.asarray(w, dtype=np.float64)
+        fa = np.asarray(f, dtype=np.float64)
+        ta = np.asarray(types, dtype=np.int64)
+        wl, fl, tl = wa.tolist(), fa.tolist(), ta.tolist()
     k = len(wl)
     y = [0.0] * k
     cuts: list[int] = []
@@ -286,6 +290,8 @@ def _solve_chain(w, f, types, tol: float) -> tuple[list[float], list[int]]:
         ok = True
         g: list[float] | None = None
         if e - s > _CHAIN_NUMPY:
+            if wa is None or fa is None or ta is None:
+                wa, fa, ta = np.array(wl), np.array(fl), np.array(tl, dtype=np.int64)
             ga = fa[s:e] - wa[s:e] * ybar
             Pa = np.add.accumulate(ga[:-1])
             t = ta[s : e - 1]
@@ -470,6 +476,7 @@ class Engine:
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(v))):
             raise EngineError("Engine: x and v must be finite")
         self._m = b.mass
+        self._ml = b.mass.tolist()
         self.rest_speed = float(rest_speed)
         if not self.rest_speed >= 0.0:
             raise EngineError("Engine: rest_speed must be >= 0")
@@ -661,64 +668,155 @@ class Engine:
 
     # -- 1. impulses ------------------------------------------------------------------
     def _impulses(self, events: list[Event]) -> None:
-        v = self._v
-        atz, att = self._atz, self._att
-        dv = v[:-1] - v[1:]  # > 0: the car ahead is faster
-        viol = (atz & (dv < -EPS_V)) | (att & (dv > EPS_V))
-        if not np.count_nonzero(viol):
+        # Only a joint between two groups can have unequal speeds (v = vg[gid]), and only
+        # one at a limit can be violated: look at those, not at every car.
+        grp = self._groups
+        jb = grp.joints
+        if not len(jb):
             return
-        lim = atz | att
-        starts = np.concatenate(([0], np.flatnonzero(~lim) + 1))
-        ends = np.append(starts[1:], self.n)
-        bad = np.flatnonzero(viol)
-        v = self._v = v.copy()  # never change an array already handed out
-        blocks = np.unique(np.searchsorted(starts, bad, side="right") - 1)
-        m = self._m
-        line = self.bodies.line
-        rest = self.rest_speed
-        for k in blocks.tolist():
-            s, e = int(starts[k]), int(ends[k])
-            w = m[s:e]
-            v0 = v[s:e].copy()
-            f = w * v0
-            tol = 1e-12 * math.fsum(np.abs(f).tolist()) + 1e-300
-            types = self._types(atz, att, s, e)
-            while True:
-                y = np.array(_solve_chain(w, f, types, tol)[0])
-                # resting contact: a joint the impulse leaves slower than rest_speed is held
-                # at its limit (else a car between a buffer and a taut coupler bounces between
-                # them with ever smaller speeds: a Zeno sequence whose limit is this)
-                d = y[:-1] - y[1:]
-                opening = np.where(types == _GE, d, -d)
-                hold = (types != _EQ) & (opening > 0.0) & (opening < rest)
-                if not hold.any():
+        atz, att = self._atz, self._att
+        gl = grp.lists
+        bad: list[int] = []
+        dvb: list[float] = []  # v[j] - v[j + 1] of each bad joint (> 0: the car ahead is faster)
+        if gl is not None:
+            vgl = gl.v
+            for j, k in zip(gl.joints, gl.joint_group):
+                d = vgl[k] - vgl[k + 1]
+                if (d < -EPS_V and atz[j]) or (d > EPS_V and att[j]):
+                    bad.append(j)
+                    dvb.append(d)
+            if not bad:
+                return
+        else:
+            v = self._v
+            dvj = v[jb] - v[jb + 1]
+            viol = (atz[jb] & (dvj < -EPS_V)) | (att[jb] & (dvj > EPS_V))
+            if not np.count_nonzero(viol):
+                return
+            bad = jb[viol].tolist()
+            dvb = dvj[viol].tolist()
+        v = self._v = self._v.copy()  # never change an array already handed out
+        starts = grp.starts
+        of_car = grp.of_car
+        ng = starts.size
+        n = self.n
+        i = 0
+        while i < len(bad):
+            # the run of cars held by joints at a limit around joint bad[i], walked group by
+            # group (a group's inner joints are all at a limit)
+            j = bad[i]
+            g = int(of_car[j])
+            while g > 0:
+                jj = int(starts[g]) - 1
+                if not (atz[jj] or att[jj]):
                     break
-                types = np.where(hold, _EQ, types)
-            ke0 = 0.5 * math.fsum((w * v0 * v0).tolist())
-            ke1 = 0.5 * math.fsum((w * y * y).tolist())
-            v[s:e] = y
-            # impulse through joint j = momentum gained by the cars ahead of it
-            dp = np.cumsum(w * (y - v0))
-            js = bad[(bad >= s) & (bad < e - 1)].tolist()
-            imp = [abs(float(dp[j - s])) for j in js]
-            rel = [abs(float(dv[j])) for j in js]
-            share = [i * r for i, r in zip(imp, rel)]
-            tot = math.fsum(share)
-            lost = max(ke0 - ke1, 0.0)
-            for j, i_, r_, sh in zip(js, imp, rel, share):
-                kind = "impact" if (atz[j] and (dv[j] < 0 or not att[j])) else "coupler_taut"
-                events.append(
-                    Event(
-                        kind,
-                        self._time,
-                        (j, j + 1),
-                        int(line[j]),
-                        r_,
-                        i_,
-                        lost * (sh / tot) if tot > 0 else lost / len(js),
-                    )
-                )
+                g -= 1
+            s = int(starts[g])
+            g = int(of_car[j + 1])
+            while g + 1 < ng:
+                jj = int(starts[g + 1]) - 1
+                if not (atz[jj] or att[jj]):
+                    break
+                g += 1
+            e = int(starts[g + 1]) if g + 1 < ng else n
+            i0 = i
+            while i < len(bad) and bad[i] < e - 1:
+                i += 1
+            if e - s <= _CHAIN_NUMPY:
+                self._impulse_small(s, e, bad[i0:i], dvb[i0:i], v, events)
+            else:
+                self._impulse_block(s, e, bad[i0:i], dvb[i0:i], v, events)
         self._blocks = None
+
+    def _impulse_block(self, s: int, e: int, js: list[int], dvs: list[float], v: np.ndarray, events) -> None:
+        """Resolve the impulses of the run of cars ``s..e-1`` (joints at a limit) whose joints
+        ``js`` (closing speeds ``dvs``) are violated; numpy version for long runs."""
+        atz, att = self._atz, self._att
+        w = self._m[s:e]
+        v0 = v[s:e].copy()
+        f = w * v0
+        tol = 1e-12 * math.fsum(np.abs(f).tolist()) + 1e-300
+        types = self._types(atz, att, s, e)
+        rest = self.rest_speed
+        while True:
+            y = np.array(_solve_chain(w, f, types, tol)[0])
+            # resting contact: a joint the impulse leaves slower than rest_speed is held
+            # at its limit (else a car between a buffer and a taut coupler bounces between
+            # them with ever smaller speeds: a Zeno sequence whose limit is this)
+            d = y[:-1] - y[1:]
+            opening = np.where(types == _GE, d, -d)
+            hold = (types != _EQ) & (opening > 0.0) & (opening < rest)
+            if not hold.any():
+                break
+            types = np.where(hold, _EQ, types)
+        ke0 = 0.5 * math.fsum((w * v0 * v0).tolist())
+        ke1 = 0.5 * math.fsum((w * y * y).tolist())
+        v[s:e] = y
+        # impulse through joint j = momentum gained by the cars ahead of it
+        dp = np.cumsum(w * (y - v0))
+        imp = [abs(float(dp[j - s])) for j in js]
+        self._impulse_events(js, dvs, imp, max(ke0 - ke1, 0.0), events)
+
+    def _impulse_small(self, s: int, e: int, js: list[int], dvs: list[float], v: np.ndarray, events) -> None:
+        """:meth:`_impulse_block` on Python floats (the same IEEE operations in the same order:
+        products element by element, running sums left to right, exactly rounded sums)."""
+        w = self._ml[s:e]
+        v0 = v[s:e].tolist()
+        f = [wi * vi for wi, vi in zip(w, v0)]
+        tol = 1e-12 * math.fsum([abs(x) for x in f]) + 1e-300
+        types = [
+            (_EQ if t else _GE) if z else _LE
+            for z, t in zip(self._atz[s : e - 1].tolist(), self._att[s : e - 1].tolist())
+        ]
+        rest = self.rest_speed
+        k = e - s
+        while True:
+            y = _solve_chain(w, f, types, tol)[0]
+            held = False
+            for i in range(k - 1):
+                ti = types[i]
+                if ti == _EQ:
+                    continue
+                d = y[i] - y[i + 1]
+                opening = d if ti == _GE else -d
+                if 0.0 < opening < rest:
+                    types[i] = _EQ
+                    held = True
+            if not held:
+                break
+        ke0 = 0.5 * math.fsum([wi * vi * vi for wi, vi in zip(w, v0)])
+        ke1 = 0.5 * math.fsum([wi * yi * yi for wi, yi in zip(w, y)])
+        v[s:e] = y
+        dp = [0.0] * k
+        acc = 0.0
+        for i in range(k):
+            x = w[i] * (y[i] - v0[i])
+            acc = x if i == 0 else acc + x
+            dp[i] = acc
+        imp = [abs(dp[j - s]) for j in js]
+        self._impulse_events(js, dvs, imp, max(ke0 - ke1, 0.0), events)
+
+    def _impulse_events(self, js: list[int], dvs: list[float], imp: list[float], lost: float, events) -> None:
+        """One event per violated joint; the run's energy loss shared in proportion to
+        impulse × relative speed."""
+        atz, att = self._atz, self._att
+        line = self.bodies.line
+        rel = [abs(d) for d in dvs]
+        share = [i * r for i, r in zip(imp, rel)]
+        tot = math.fsum(share)
+        for j, d, i_, r_, sh in zip(js, dvs, imp, rel, share):
+            kind = "impact" if (atz[j] and (d < 0 or not att[j])) else "coupler_taut"
+            events.append(
+                Event(
+                    kind,
+                    self._time,
+                    (j, j + 1),
+                    int(line[j]),
+                    r_,
+                    i_,
+                    lost * (sh / tot) if tot > 0 else lost / len(js),
+                )
+            )
 
     # -- 2. groups ----------------------------------------------------------------------
     #
