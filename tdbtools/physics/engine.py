@@ -387,7 +387,6 @@ class _Blocks:
 
     lock: np.ndarray  # (n - 1) bool: joint at a limit with equal speeds
     starts: np.ndarray  # first car of each block
-    sizes: np.ndarray  # cars per block
     of_car: np.ndarray  # block of each car
     mass: np.ndarray  # total mass of each block
     joints: np.ndarray  # same-line joints between blocks
@@ -863,27 +862,29 @@ class Engine:
         v = self._v
         atz, att = self._atz, self._att
         lock = (atz | att) & (np.abs(v[:-1] - v[1:]) <= EPS_V)
-        starts = np.concatenate(([0], np.flatnonzero(~lock) + 1))
-        sizes = np.diff(np.append(starts, n))
-        bid = np.repeat(np.arange(starts.size), sizes)
+        brk = ~lock
+        bid = np.empty(n, np.int64)
+        bid[0] = 0
+        np.cumsum(brk, out=bid[1:])
+        starts = np.flatnonzero(np.concatenate(([True], brk)))
         mass = np.add.reduceat(self._m, starts)
-        joints = np.flatnonzero(~lock & self._same)
+        joints = np.flatnonzero(brk & self._same)
         lead = bid[self._line_first]
         lists = None
         if starts.size <= _SMALL:
             lists = _BlockLists(mass.tolist(), joints.tolist(), bid[joints].tolist(), lead.tolist())
         # joint force P_j = Pc[j + 1] - Pc[force_from[j]]; it must satisfy sign_j·P_j <= tol
+        # (sign: +1 buffers locked, -1 taut coupler locked, 0 both or not locked)
         return _Blocks(
             lock=lock,
             starts=starts,
-            sizes=sizes,
             of_car=bid,
             mass=mass,
             joints=joints,
             lead=lead,
             force_from=starts[bid[:-1]],
-            sign=np.where(lock & atz & ~att, 1.0, np.where(lock & att & ~atz, -1.0, 0.0)),
-            multi=bool(lock.any()),
+            sign=np.subtract(atz, att, dtype=np.float64) * lock,
+            multi=starts.size < n,
             lists=lists,
         )
 
@@ -992,7 +993,8 @@ class Engine:
         if badc is not None:
             parts.append(bid[badc])
         slow = np.unique(np.concatenate(parts))
-        slow = slow[blk.sizes[slow] > 1]
+        sizes = np.diff(blk.starts, append=n)
+        slow = slow[sizes[slow] > 1]
         return slow if slow.size else None
 
     def _split_blocks(
