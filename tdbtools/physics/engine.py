@@ -390,6 +390,8 @@ class _Blocks:
     of_car: np.ndarray  # block of each car
     mass: np.ndarray  # total mass of each block
     joints: np.ndarray  # same-line joints between blocks
+    joint_block: np.ndarray  # the block ahead of each of those joints
+    joint_hi: np.ndarray  # their upper limits (slack, inf if not coupled)
     lead: np.ndarray  # block of each line's first car
     force_from: np.ndarray  # (n - 1) first car of the block of the car ahead of each joint
     sign: np.ndarray  # (n - 1) +1 buffers locked, -1 taut coupler locked, else 0
@@ -442,6 +444,8 @@ class _Groups:
     v: np.ndarray
     a: np.ndarray
     joints: np.ndarray  # same-line joints between groups: the only gaps that move
+    joint_group: np.ndarray  # the group ahead of each of those joints
+    joint_hi: np.ndarray  # their upper limits
     lead: np.ndarray  # group of each line's first car
     lists: _GroupLists | None  # set when there are at most _SMALL groups
 
@@ -687,8 +691,8 @@ class Engine:
             if not bad:
                 return
         else:
-            v = self._v
-            dvj = v[jb] - v[jb + 1]
+            vg = grp.v
+            dvj = (vg[:-1] - vg[1:])[grp.joint_group]
             viol = (atz[jb] & (dvj < -EPS_V)) | (att[jb] & (dvj > EPS_V))
             if not np.count_nonzero(viol):
                 return
@@ -847,9 +851,9 @@ class Engine:
                 if new and (0.0 if z == t else (1.0 if z else -1.0)) != sig[j]:
                     return True
             return False
-        v = self._v
+        vg = grp.v
         z, t = atz[jb], att[jb]
-        new = (z | t) & (np.abs(v[jb] - v[jb + 1]) <= EPS_V)
+        new = (z | t) & (np.abs((vg[:-1] - vg[1:])[grp.joint_group]) <= EPS_V)
         if np.count_nonzero(new != lock[jb]):
             return True
         if np.count_nonzero(new):
@@ -870,9 +874,10 @@ class Engine:
         mass = np.add.reduceat(self._m, starts)
         joints = np.flatnonzero(brk & self._same)
         lead = bid[self._line_first]
+        jblock = bid[joints]
         lists = None
         if starts.size <= _SMALL:
-            lists = _BlockLists(mass.tolist(), joints.tolist(), bid[joints].tolist(), lead.tolist())
+            lists = _BlockLists(mass.tolist(), joints.tolist(), jblock.tolist(), lead.tolist())
         # joint force P_j = Pc[j + 1] - Pc[force_from[j]]; it must satisfy sign_j·P_j <= tol
         # (sign: +1 buffers locked, -1 taut coupler locked, 0 both or not locked)
         return _Blocks(
@@ -881,6 +886,8 @@ class Engine:
             of_car=bid,
             mass=mass,
             joints=joints,
+            joint_block=jblock,
+            joint_hi=self._hi[joints],
             lead=lead,
             force_from=starts[bid[:-1]],
             sign=np.subtract(atz, att, dtype=np.float64) * lock,
@@ -903,7 +910,18 @@ class Engine:
                 vl, al, Dl, Rl = mo.lists
                 gl = _GroupLists(vl, al, bl.mass, Dl, Rl, bl.joints, bl.joint_block, bl.lead)
             self._groups = _Groups(
-                blk.starts, blk.of_car, blk.mass, mo.drive, mo.resist, mo.v, mo.a, blk.joints, blk.lead, gl
+                blk.starts,
+                blk.of_car,
+                blk.mass,
+                mo.drive,
+                mo.resist,
+                mo.v,
+                mo.a,
+                blk.joints,
+                blk.joint_block,
+                blk.joint_hi,
+                blk.lead,
+                gl,
             )
             self._v = mo.v[blk.of_car]
             self._a = mo.a_car if mo.a_car is not None else mo.a[blk.of_car]
@@ -1030,7 +1048,8 @@ class Engine:
         Rg = np.add.reduceat(resist, gstarts)
         vg = mo.v[blk.of_car[gstarts]]
         ag = a_car[gstarts]
-        jb = np.flatnonzero(brk & self._same)
+        jb = (brk & self._same).nonzero()[0]
+        jg = gid[jb]
         lead = gid[self._line_first]
         gl = None
         if gstarts.size <= _SMALL:
@@ -1041,10 +1060,10 @@ class Engine:
                 Dg.tolist(),
                 Rg.tolist(),
                 jb.tolist(),
-                gid[jb].tolist(),
+                jg.tolist(),
                 lead.tolist(),
             )
-        self._groups = _Groups(gstarts, gid, Mg, Dg, Rg, vg, ag, jb, lead, gl)
+        self._groups = _Groups(gstarts, gid, Mg, Dg, Rg, vg, ag, jb, jg, self._hi[jb], lead, gl)
         self._v = vg[gid]
         self._a = ag[gid]
 
@@ -1062,11 +1081,13 @@ class Engine:
             # clash (gap -> 0) and coupler (slack - gap -> 0) times in one call: the coupler's
             # A and B are the clash's negated (0.0 - x: exact, and +0.0 where x is 0.0, as
             # the subtraction with the cars swapped gives)
-            v, a = self._v, self._a
+            # per group, then per joint: v[jb] is vg[kf] and v[jb + 1] is vg[kf + 1]
+            kf = grp.joint_group
+            vg, ag = grp.v, grp.a
             S = self._gap[jb]
-            B = v[jb + 1] - v[jb]
-            A = (a[jb + 1] - a[jb]) * 0.5
-            hi = self._hi[jb]
+            B = (vg[1:] - vg[:-1])[kf]
+            A = (ag[1:] - ag[:-1])[kf] * 0.5
+            hi = grp.joint_hi
             cp = hi < math.inf
             ncp = np.count_nonzero(cp)
             if ncp == jb.size:
@@ -1172,9 +1193,8 @@ class Engine:
         grp.v = vg + ag * t
         jb = grp.joints
         if jb.size:
-            gid = grp.of_car
-            g = self._gap[jb] + (dg[gid[jb]] - dg[gid[jb + 1]])
-            hi = self._hi[jb]
+            g = self._gap[jb] + (dg[:-1] - dg[1:])[grp.joint_group]
+            hi = grp.joint_hi
             g = np.minimum(np.maximum(g, 0.0), hi)
             z = g < SNAP_GAP
             near = (hi - g) < SNAP_GAP
