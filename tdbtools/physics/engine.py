@@ -83,7 +83,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tdbtools.errors import TdbToolsError
-from tdbtools.physics.interaction import clash_time, clash_times_ab, stopping_time, stopping_times
+from tdbtools.physics.interaction import STOP_EPS, clash_time, clash_times_ab, stopping_time
 
 __all__ = ["Bodies", "Engine", "Event", "EngineError", "EPS_V", "SNAP_GAP"]
 
@@ -285,6 +285,9 @@ def _solve_chain(w, f, types, tol: float) -> tuple[list[float], list[int]]:
     stack = [(0, k)]
     while stack:
         s, e = stack.pop()
+        if e - s == 1:  # fsum of one number is that number (+ 0.0: fsum never gives -0.0)
+            y[s] = (fl[s] + 0.0) / (wl[s] + 0.0)
+            continue
         W = math.fsum(wl[s:e])
         ybar = math.fsum(fl[s:e]) / W
         ok = True
@@ -870,7 +873,7 @@ class Engine:
         bid = np.empty(n, np.int64)
         bid[0] = 0
         np.cumsum(brk, out=bid[1:])
-        starts = np.flatnonzero(np.concatenate(([True], brk)))
+        starts = np.concatenate(([True], brk)).nonzero()[0]
         mass = np.add.reduceat(self._m, starts)
         joints = np.flatnonzero(brk & self._same)
         lead = bid[self._line_first]
@@ -1026,23 +1029,25 @@ class Engine:
         a_car = mo.a[blk.of_car]
         brk = ~blk.lock
         atz, att = self._atz, self._att
-        ends = np.append(starts[1:], n)
+        nb = starts.size
         for k in slow.tolist():
-            s, e = int(starts[k]), int(ends[k])
-            w, d, r = m[s:e], drive[s:e], resist[s:e]
-            types = self._types(atz, att, s, e)
+            s = int(starts[k])
+            e = int(starts[k + 1]) if k + 1 < nb else n
+            d, r = drive[s:e], resist[s:e]
+            types = self._types(atz, att, s, e).tolist()
             tol_k = 1e-9 * (math.fsum(np.abs(d).tolist()) + math.fsum(r.tolist())) + 1e-300
             if mo.moving[k]:
                 sg = float(mo.sign[k])
-                y, cuts = _solve_chain(w, d - sg * r, types, tol_k)
+                y, cuts = _solve_chain(self._ml[s:e], (d - sg * r).tolist(), types, tol_k)
             else:
-                y, cuts = _solve_static(w.tolist(), d.tolist(), r.tolist(), types.tolist(), tol_k)
+                y, cuts = _solve_static(self._ml[s:e], d.tolist(), r.tolist(), types, tol_k)
             a_car[s:e] = y
             for c in cuts:
                 brk[s + c] = True
-        gstarts = np.concatenate(([0], np.flatnonzero(brk) + 1))
-        sizes = np.diff(np.append(gstarts, n))
-        gid = np.repeat(np.arange(gstarts.size), sizes)
+        gid = np.empty(n, np.int64)
+        gid[0] = 0
+        np.cumsum(brk, out=gid[1:])
+        gstarts = np.concatenate(([True], brk)).nonzero()[0]
         Mg = np.add.reduceat(m, gstarts)
         Dg = np.add.reduceat(drive, gstarts)
         Rg = np.add.reduceat(resist, gstarts)
@@ -1115,10 +1120,10 @@ class Engine:
         mv = (vg != 0.0).nonzero()[0]
         if mv.size == vg.size:  # every group moves: no gathers
             Mg = grp.mass
-            ts = stopping_times(grp.resist / Mg, grp.drive / Mg, vg)
+            ts = _stop_times(grp.resist / Mg, grp.drive / Mg, vg)
         elif mv.size:
             Mg = grp.mass[mv]
-            ts = stopping_times(grp.resist[mv] / Mg, grp.drive[mv] / Mg, vg[mv])
+            ts = _stop_times(grp.resist[mv] / Mg, grp.drive[mv] / Mg, vg[mv])
         if ts is not None:
             t_min = min(t_min, float(ts[ts.argmin()]))
         if t_min >= horizon:
@@ -1282,6 +1287,16 @@ class Engine:
         e = int(starts[k + 1]) - 1 if k + 1 < starts.size else self.n - 1
         cars = (s,) if s == e else (s, e)
         return Event(kind, self._time, cars, int(self.bodies.line[s]))
+
+
+def _stop_times(fr: np.ndarray, oth: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """:func:`~tdbtools.physics.interaction.stopping_times` of groups that move (no speed
+    is 0), with the same operations."""
+    a = oth - np.sign(V) * np.abs(fr)
+    never = (np.abs(a) < STOP_EPS) | (a * V > 0.0)
+    t = -V / np.where(never, 1.0, a)
+    t[never] = np.inf
+    return t
 
 
 def _touch_times(B: np.ndarray, A: np.ndarray) -> np.ndarray:
