@@ -854,9 +854,9 @@ class Engine:
                 if new and (0.0 if z == t else (1.0 if z else -1.0)) != sig[j]:
                     return True
             return False
-        vg = grp.v
+        vga = grp.v
         z, t = atz[jb], att[jb]
-        new = (z | t) & (np.abs((vg[:-1] - vg[1:])[grp.joint_group]) <= EPS_V)
+        new = (z | t) & (np.abs((vga[:-1] - vga[1:])[grp.joint_group]) <= EPS_V)
         if np.count_nonzero(new != lock[jb]):
             return True
         if np.count_nonzero(new):
