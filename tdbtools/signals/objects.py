@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import Diagnostics, Finding, Location
+from ..errors import Finding, Location
 from ..formats.route import Route
-from ..formats.sigcfg import FUNCTIONS, SUBTYPES, SignalConfig, SignalType, find_sigcfg, read_sigcfg
+from ..formats.sigcfg import FUNCTIONS, SUBTYPES, SignalConfig, SignalType
 from ..formats.tdb import JunctionNode, SignalItem, SpeedPostItem, VectorNode
-from ..formats.world import SignalObj, read_world, world_files
+from ..formats.world import SignalObj, load_signal_world
 from ..track.traveller import item_positions
 from .script import Script, ScriptFile, read_scripts
 
@@ -175,21 +175,20 @@ def _bind_scripts(
     return out
 
 
-def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
+def load_signals(route: Route, *, strict: bool = False, cache: bool = True) -> SignalSet:
     """Build the route's signal objects (docs/signals.md §3). A route without sigcfg.dat
-    gives an empty set (with a warning)."""
-    diags = Diagnostics(strict=strict)
+    gives an empty set (with a warning). With ``cache``, the sigcfg and world objects
+    come from the route cache while those files are unchanged (docs/signals.md §3.4)."""
     warnings: list[Finding] = []
 
     def warn(msg: str, loc: Location | None = None) -> None:
         warnings.append(Finding(msg, loc))
 
-    folder = Path(route.folder)
-    found = find_sigcfg(folder)
-    if found is None:
+    inputs = load_signal_world(route.folder, strict=strict, cache=cache)
+    cfg = inputs.config
+    if cfg is None:
         warn("no sigcfg.dat: the route has no signal configuration")
         return SignalSet(route.name, None, (), {}, (), (), 0, tuple(warnings))
-    cfg = read_sigcfg(found[0], mode=found[1], diagnostics=diags)
     functions = {n: k for k, n in enumerate(FUNCTIONS)}
     for k, fname in enumerate(cfg.custom_functions):
         functions[fname] = len(FUNCTIONS) + k
@@ -212,8 +211,8 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
     # World signals (§3.1).
     world_by_item: dict[int, WorldSignal] = {}
     world_list: list[WorldSignal] = []
-    for wf_path in world_files(folder):
-        wf = read_world(wf_path)
+    for wf in inputs.world:
+        wf_path = Path(wf.path)
         for o in wf.signals:
             if not o.units:
                 continue
@@ -230,7 +229,7 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
                     "in .tdb: object dropped"
                 )
                 continue
-            ws = _world_signal(cfg, o, str(wf_path), warn)
+            ws = _world_signal(cfg, o, wf.path, warn)
             world_list.append(ws)
             for u in o.units:
                 world_by_item.setdefault(u.item_id, ws)
@@ -340,12 +339,7 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
             SignalObject(len(signals), "signal", tuple(heads), h0.node, h0.offset, h0.direction, wsig)
         )
     unsupported = tuple(sorted(t.name for t in cfg.types.values() if t.script and t.name not in bound))
-    all_warn = (
-        tuple(cfg.warnings)
-        + tuple(x for f in files for x in f.warnings)
-        + tuple(warnings)
-        + tuple(f for f in diags.findings if f not in cfg.warnings)
-    )
+    all_warn = tuple(cfg.warnings) + tuple(x for f in files for x in f.warnings) + tuple(warnings)
     return SignalSet(
         route.name,
         cfg,
