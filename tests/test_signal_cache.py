@@ -113,6 +113,12 @@ def test_changed_files_are_read_again(route, tmp_path, memo):
         encoding="utf-16",
     )
     assert len(again().config.types) == n_types + 1
+    # The scripts (compiled each time, kept in memory while unchanged).
+    scr = Path(route.folder) / "sigscr.dat"
+    text = scr.read_text(encoding="utf-16")
+    assert again().summary()["scripts"]["parsed"] == 1
+    scr.write_text(text + "\nSCRIPT X9\n\tstate = SIGASP_STOP;\n", encoding="utf-16")
+    assert again().summary()["scripts"]["parsed"] == 2
     # An OpenRails sigcfg, which Open Rails prefers, appearing.
     (Path(route.folder) / "OpenRails").mkdir()
     shutil.copy(cfg, Path(route.folder) / "OpenRails" / "sigcfg.dat")
