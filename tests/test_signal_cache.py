@@ -1,4 +1,4 @@
-"""The signals' inputs in the route cache (docs/signals.md §3.4, docs/security.md §1):
+"""The signals' inputs in the route cache (docs/signals.md §3, docs/security.md §1):
 reused while unchanged, re-read when a world file, folder or sigcfg changes, and a
 damaged or planted entry is ignored and rebuilt, never trusted."""
 

@@ -188,7 +188,7 @@ def world_files(route_folder: str | Path) -> list[Path]:
     return sorted(p for p in world.iterdir() if p.is_file() and world_tile(p.name) is not None)
 
 
-# -- what the signals read, cached (docs/signals.md §3.4) -------------------------------------
+# -- what the signals read, cached (docs/signals.md §3) -------------------------------------
 
 #: Entries of the signals' inputs holding more objects than this are not cached.
 MAX_CACHED_OBJECTS = 200_000
@@ -199,7 +199,7 @@ MEMO_ROUTES = 4
 @dataclass(frozen=True, slots=True)
 class SignalWorld:
     """What the signals read from a route folder: its sigcfg (None: it has none) and
-    each world file with only its Signal and Speedpost objects (docs/signals.md §3.4)."""
+    each world file with only its Signal and Speedpost objects (docs/signals.md §3)."""
 
     folder: str
     config: SignalConfig | None

@@ -218,7 +218,7 @@ def _stamp(path: Path) -> list | None:
 def load_signals(route: Route, *, strict: bool = False, cache: bool = True) -> SignalSet:
     """Build the route's signal objects (docs/signals.md §3). A route without sigcfg.dat
     gives an empty set (with a warning). With ``cache``, the sigcfg and world objects
-    come from the route cache while those files are unchanged (docs/signals.md §3.4)."""
+    come from the route cache while those files are unchanged (docs/signals.md §3)."""
     warnings: list[Finding] = []
 
     def warn(msg: str, loc: Location | None = None) -> None:
