@@ -797,6 +797,9 @@ class ActivityReplay(Replay):
             super().__init__(sc, route=route, trace_every=trace_every, signals=None if signals else False)
         except ReplayError as exc:
             raise ActivityError(str(exc)) from None
+        if self.signals is not None:
+            # Trains wait at loops for trains coming the other way (docs/signals.md §4.9).
+            self.signals.ilk.avoid_deadlocks = True
         self.index = {t.spec.name: k for k, t in enumerate(self.trains)}
         self.stuck: set[str] = set()
         self.on_off: dict[str, tuple[float, float]] = {}

@@ -92,6 +92,8 @@ class TrainState:
     #: False while the train is not in the world (before it enters, after it left): it
     #: occupies, reserves and requests nothing (docs/signals.md §4.8).
     on_track: bool = True
+    #: Trains coming the other way that hold the single line ahead: it waits for them (§4.9).
+    opposed: set[int] = field(default_factory=set)
 
 
 class HeadRuntime:
@@ -264,6 +266,11 @@ class Interlocking:
         # to its clearance point (a train standing closer fouls it). None: unbounded / 0.
         self.ahead = ahead
         self.clearance = clearance
+        #: Deadlock look-ahead (§4.9): a train does not enter a stretch of its path that
+        #: another train's path runs the other way while that train holds part of it.
+        self.avoid_deadlocks = False
+        self._runs: dict[int, list[tuple[int, frozenset[int]]]] | None = None
+        self._runs_at: dict[int, dict[int, list[int]]] = {}
         self._clear_cache: dict[int, float] = {}
         objects = list(signals.signals if isinstance(signals, SignalSet) else signals)
         self.objects: list[SignalObject] = objects
@@ -487,6 +494,7 @@ class Interlocking:
             on_track=on_track,
         )
         self.trains.append(t)
+        self._runs = None
         if on_track:
             self._hold_start(t, quiet=True)
         return k
@@ -497,6 +505,12 @@ class Interlocking:
         upto = self._horizon(t, t.front, upto)
         for e in self._elements_between(t, t.front - t.length, upto - 1e-3):
             tcs = self.sections[e.section]
+            if e.s0 > t.front and (
+                (tcs.reserved >= 0 and tcs.reserved != t.index)
+                or any(k != t.index for k in tcs.occupants)
+                or self._opposed(t, e.section)
+            ):
+                break  # ahead of its front it holds nothing beyond what it cannot have
             if tcs.reserved < 0:
                 tcs.reserved = t.index
                 if e.route >= 0:
@@ -556,6 +570,7 @@ class Interlocking:
             who |= {k for k in sec.occupants if k != train and self.trains[k].on_track}
             if sec.reserved >= 0 and sec.reserved != train and self.trains[sec.reserved].on_track:
                 who.add(sec.reserved)
+            who |= self._opposed(t, e.section)
         return {self.trains[k].name for k in who}
 
     def enter(self, train: int, front: float) -> None:
@@ -595,6 +610,89 @@ class Interlocking:
                 }
             )
             t.waiting_since, t.waiting_at = None, -1
+
+    # -- deadlock look-ahead (§4.9) ------------------------------------------------------------
+    def _build_runs(self) -> None:
+        """For every pair of trains, the stretches of the first one's path that the other's
+        path runs the other way: maximal runs of consecutive sections both use, traversed in
+        opposite directions, with the junctions at their ends that both pass."""
+        users: dict[int, dict[int, set[int]]] = {}
+        for u in self.trains:
+            for e in u.elements:
+                users.setdefault(e.section, {}).setdefault(u.index, set()).add(e.direction)
+        self._runs, self._runs_at = {}, {}
+        for t in self.trains:
+            self._runs[t.index], self._runs_at[t.index] = self._runs_of(t, users)
+
+    def _runs_of(
+        self, t: TrainState, users: dict[int, dict[int, set[int]]]
+    ) -> tuple[list[tuple[int, frozenset[int]]], dict[int, list[int]]]:
+        """One train's runs (other train, sections) and, per section, the runs through it."""
+        runs: list[tuple[int, frozenset[int]]] = []
+        at: dict[int, list[int]] = {}
+        open_run: dict[int, list[int]] = {}  # other train -> sections of its run so far
+        tail: dict[int, list[int]] = {}  # junctions after the run's last plain section
+        lead: dict[int, list[int]] = {}  # junctions just before, both pass them
+
+        def close(u: int) -> None:
+            secs = open_run.pop(u) + tail.pop(u, [])
+            rid = len(runs)
+            runs.append((u, frozenset(secs)))
+            for s in secs:
+                at.setdefault(s, []).append(rid)
+
+        for e in t.elements:
+            us = users.get(e.section, {})
+            if self.sections[e.section].kind == "junction":
+                for u in list(open_run):
+                    if u in us:
+                        tail.setdefault(u, []).append(e.section)
+                    else:
+                        close(u)
+                for u in us:
+                    if u != t.index and u not in open_run:
+                        lead.setdefault(u, []).append(e.section)
+                continue
+            opp = {u for u, ds in us.items() if u != t.index and (1 - e.direction) in ds}
+            for u in list(open_run):
+                if u not in opp:
+                    close(u)
+            for u in opp:
+                if u in open_run:
+                    open_run[u] += tail.pop(u, []) + [e.section]
+                else:
+                    open_run[u] = lead.get(u, []) + [e.section]
+            lead = {}
+        for u in list(open_run):
+            close(u)
+        return runs, at
+
+    def _opposed(self, t: TrainState, section: int) -> set[int]:
+        """Trains in the world whose path runs the other way over a stretch of ``t``'s path
+        through ``section``, holding part of it while ``t`` holds none of it: ``t`` must not
+        enter, or the two meet head-on where neither can pass (§4.9)."""
+        if not self.avoid_deadlocks:
+            return set()
+        if self._runs is None:
+            self._build_runs()
+        assert self._runs is not None
+        out: set[int] = set()
+        runs = self._runs[t.index]
+        for rid in self._runs_at[t.index].get(section, ()):
+            u, secs = runs[rid]
+            if u in out or not self.trains[u].on_track or self.trains[u].done:
+                continue
+            theirs = mine = False
+            for s in secs:
+                sec = self.sections[s]
+                if sec.reserved == u or u in sec.occupants:
+                    theirs = True
+                if sec.reserved == t.index or t.index in sec.occupants:
+                    mine = True
+                    break
+            if theirs and not mine:
+                out.add(u)
+        return out
 
     def _elements_between(self, t: TrainState, a: float, b: float) -> list[Element]:
         i = bisect.bisect_left(t.e_s1, a)
@@ -676,6 +774,14 @@ class Interlocking:
             req = (clear_next - 1) if clear_next > 0 else orts - 1
         self.req[sig] = req
         state, _ = self._route_state(elems, t.index)
+        if state <= RESERVABLE and self.avoid_deadlocks:
+            opp: set[int] = set()
+            for e in elems:
+                if self.sections[e.section].reserved != t.index:
+                    opp |= self._opposed(t, e.section)
+            if opp:
+                t.opposed = opp
+                state = FORCED_WAIT
         if state <= RESERVABLE:
             for e in elems:
                 sec = self.sections[e.section]
@@ -993,6 +1099,11 @@ class Interlocking:
                     return give_back(e.s0 - STOP_GAP)
             elif sec.reserved >= 0 and sec.reserved != t.index:
                 return give_back(e.s0 - STOP_GAP) if e.s0 > t.front else None
+            if sec.reserved < 0 and e.s0 > t.front:
+                opp = self._opposed(t, e.section)
+                if opp:
+                    t.opposed = opp
+                    return give_back(e.s0 - STOP_GAP)
             if sec.reserved < 0:
                 sec.reserved = t.index
                 if e.route >= 0:
@@ -1003,6 +1114,7 @@ class Interlocking:
         return None
 
     def _targets(self, t: TrainState) -> None:
+        t.opposed = set()
         t.stop_s = self._authority(t)
         t.creep_at = None
         t.limits = []
@@ -1091,6 +1203,7 @@ class Interlocking:
         secs: list[int] = []
         if self.enabled_train[sig] not in (-1, t.index):
             others.add(self.enabled_train[sig])
+        others |= t.opposed
         for e in elems:
             sec = self.sections[e.section]
             who = set(sec.occupants) - {t.index}
