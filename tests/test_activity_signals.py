@@ -1,6 +1,6 @@
-"""Activities on the signalled sample route with ``signals=True``: trains enter the
-interlocking at their start time and leave it at the end of their path
-(docs/activities.md §4.3, docs/signals.md §4.8)."""
+"""Activities on the signalled sample route: trains enter the interlocking at their start
+time and leave it at the end of their path, and wait at the loop for trains coming the
+other way (docs/activities.md §4.3, docs/signals.md §4.8–4.9)."""
 
 from __future__ import annotations
 
@@ -81,13 +81,18 @@ def test_ai_train_leaves_the_interlocking(signalled):
     assert ilk.trains[player].on_track  # the player's train stays
 
 
-def test_plain_occupancy_by_default(signalled):
+def test_signals_by_default_and_no_signals(signalled):
+    """On a signalled route an activity runs on the signals unless told otherwise."""
     route, act = signalled
-    res = replay_activity(act, route=route)
+    assert "signalling" in replay_activity(act, route=route).replay.summary
+    res = replay_activity(act, route=route, signals=False)
     s = res.replay.summary
     assert "signalling" not in s and not res.failed
     assert not _events(res, "start_delayed")  # blocks, not signal sections
     out = act.parent.parent / "out"
     r = CliRunner().invoke(main, ["replay", str(act), "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert '"signalling"' not in (out / "summary.json").read_text()
+    assert '"signalling"' in (out / "summary.json").read_text()
+    r = CliRunner().invoke(main, ["replay", str(act), "--no-signals", "--out", str(out / "plain")])
+    assert r.exit_code == 0, r.output
+    assert '"signalling"' not in (out / "plain" / "summary.json").read_text()

@@ -741,9 +741,9 @@ class Dispatcher:
 
 class ActivityReplay(Replay):
     """A :class:`Replay` of an activity's trains, with their service drivers. ``signals``:
-    False (default) keeps them apart by plain occupancy; True runs the route's signals
-    (when it has them) and makes the interlocking the movement authority, an experimental
-    mode that is not yet reliable on DK24 (docs/activities.md §4.3)."""
+    None or True (default) runs the route's signals when it has them, the interlocking
+    being the movement authority (docs/activities.md §4.3); False, or a route without
+    signals, keeps the trains apart by plain occupancy (§4.1)."""
 
     #: Trains enter the interlocking at their start time, not at time 0 (signalling.py).
     SIGNALS_ON_TRACK_AT_START = False
@@ -765,7 +765,7 @@ class ActivityReplay(Replay):
         stuck_after: float = 1800.0,
         duration: float | None = None,
         trace_every: float = 2.0,
-        signals: bool = False,
+        signals: bool | None = None,
     ) -> None:
         self.plan = plan
         route = route if route is not None else load_route(plan.route_folder)
@@ -794,7 +794,9 @@ class ActivityReplay(Replay):
             source=str(Path(plan.activity.path).resolve()),
         )
         try:
-            super().__init__(sc, route=route, trace_every=trace_every, signals=None if signals else False)
+            super().__init__(
+                sc, route=route, trace_every=trace_every, signals=False if signals is False else None
+            )
         except ReplayError as exc:
             raise ActivityError(str(exc)) from None
         if self.signals is not None:
@@ -1023,10 +1025,10 @@ def replay_activity(
     step: float = 0.5,
     duration: float | None = None,
     progress: Callable[[float], None] | None = None,
-    signals: bool = False,
+    signals: bool | None = None,
 ) -> ActivityResult:
-    """Replay an activity file to its end (see the module docstring); ``signals=True``:
-    with the route's signals (experimental, docs/activities.md §4.3)."""
+    """Replay an activity file to its end (see the module docstring): with the route's
+    signals when it has them, ``signals=False``: on plain occupancy (docs/activities.md §4)."""
     plan = plan_activity(path)
     return ActivityReplay(
         plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals
