@@ -96,3 +96,31 @@ def test_signals_by_default_and_no_signals(signalled):
     r = CliRunner().invoke(main, ["replay", str(act), "--no-signals", "--out", str(out / "plain")])
     assert r.exit_code == 0, r.output
     assert '"signalling"' not in (out / "plain" / "summary.json").read_text()
+
+
+def test_shipped_signalled_activity():
+    """sample_routes/generate_signals.py ships ``Crossing.act``: a player and three AI
+    services that cross in the Midtby loop and follow each other, all on time."""
+    act = SAMPLE_INSTALL / "ROUTES" / "SIGNALS" / "ACTIVITIES" / "Crossing.act"
+    res = replay_activity(act)
+    s = res.replay.summary
+    assert "signalling" in s and len(s["trains"]) == 4 and not res.failed
+    assert s["deadlocks"] == 0 and s["collisions"] == 0 and not _events(res, "spad")
+    assert all(t["reached_end"] and t["stops"] == t["booked_stops"] for t in s["trains"].values())
+    rows = {r["train"]: r for r in res.timetable}
+    assert set(rows) == {"Regional west", "Passenger east", "Local west"}
+    for r in rows.values():
+        assert r["sched_arr"] - 300 <= r["actual_arr"] <= r["sched_arr"] + 60, r
+        assert r["actual_dep"] == r["sched_dep"], r
+    # The crossing: the regional stands on the loop track while the passenger comes in on
+    # the main track (eastbound trains run through the main, westbound ones the loop).
+    reg, pas = rows["Regional west"], rows["Passenger east"]
+    assert reg["platform"] == "Midtby, Spor 2" and pas["platform"] == "Midtby, Spor 1"
+    assert reg["actual_arr"] < pas["actual_arr"] < reg["actual_dep"]
+    # Following: the passenger's start waits for the freight ahead on the single line.
+    delayed = {e.train: e.waiting_for for e in _events(res, "start_delayed")}
+    assert delayed == {"Passenger east": ("Freight east",)}
+    arrived = {e.train: e.time for e in _events(res, "arrived")}
+    assert arrived["Freight east"] < arrived["Passenger east"]
+    assert arrived["Regional west"] < arrived["Local west"]
+    assert plan_activity(act).trains[0].name == "Local west"  # the player: its train stays at its end
