@@ -632,6 +632,7 @@ class Dispatcher:
             d = rp.drivers[k]
             if d.state == "running":
                 d.authority = math.inf
+                d.blocked_by = ilk.waiting_for(k)  # named when it is stuck
             if d.state != "ready":
                 continue
             name = rp.trains[k].spec.name

@@ -94,6 +94,8 @@ class TrainState:
     on_track: bool = True
     #: Trains coming the other way that hold the single line ahead: it waits for them (§4.9).
     opposed: set[int] = field(default_factory=set)
+    #: Trains holding the track where its authority between signals ends (Auto Node).
+    stopped_by: set[int] = field(default_factory=set)
 
 
 class HeadRuntime:
@@ -991,6 +993,8 @@ class Interlocking:
                 t.next_signal += 1
         # Requests (the first signal ahead of every train), then propagation.
         for t in self.trains:
+            t.opposed = set()
+        for t in self.trains:
             if (
                 t.next_signal < len(t.signals)
                 and not t.done
@@ -1083,8 +1087,10 @@ class Interlocking:
                 and e.s0 > t.front
                 and any(sec.occupants[k] != e.direction for k in others)
             ):
+                t.stopped_by = set(others)
                 return give_back(e.s0 - STOP_GAP)  # a train coming the other way
             if others:
+                t.stopped_by = set(others)
                 # Following in the same stretch: stop short of the nearest train ahead.
                 near = math.inf
                 for k in others:
@@ -1098,6 +1104,7 @@ class Interlocking:
                 if e.s0 > t.front:
                     return give_back(e.s0 - STOP_GAP)
             elif sec.reserved >= 0 and sec.reserved != t.index:
+                t.stopped_by = {sec.reserved}
                 return give_back(e.s0 - STOP_GAP) if e.s0 > t.front else None
             if sec.reserved < 0 and e.s0 > t.front:
                 opp = self._opposed(t, e.section)
@@ -1114,7 +1121,7 @@ class Interlocking:
         return None
 
     def _targets(self, t: TrainState) -> None:
-        t.opposed = set()
+        t.stopped_by = set()
         t.stop_s = self._authority(t)
         t.creep_at = None
         t.limits = []
@@ -1187,6 +1194,13 @@ class Interlocking:
             )
             t.waiting_since, t.waiting_at = None, -1
 
+    def waiting_for(self, train: int) -> set[str]:
+        """Names of the trains a train waits for as of the last update: those holding its next
+        signal's route or the track ahead of it, or the single line ahead (§4.9)."""
+        t = self.trains[train]
+        who = self._blockers(t)[0] | t.opposed | t.stopped_by
+        return {self.trains[k].name for k in who if k != train}
+
     def targets(self, train: int) -> tuple[float | None, float | None, list[tuple[float, float, float]]]:
         """(stop before this line distance or None, creep at this line distance or None,
         [(from s, to s, limit m/s)]) for a train, as of the last update."""
@@ -1203,7 +1217,7 @@ class Interlocking:
         secs: list[int] = []
         if self.enabled_train[sig] not in (-1, t.index):
             others.add(self.enabled_train[sig])
-        others |= t.opposed
+        others |= t.opposed | t.stopped_by
         for e in elems:
             sec = self.sections[e.section]
             who = set(sec.occupants) - {t.index}
