@@ -815,6 +815,8 @@ class ActivityReplay(Replay):
         for t in self.trains:
             pt = by_name[t.spec.name]
             stops, warns = place_stops(t.line, t.front0, t.length, pt.stops, plats)
+            for st in stops:
+                st.stop_s = self._clear_of_junctions(t.line, st.stop_s)
             for w in warns:
                 self._event(SetupWarning(time=0.0, train=t.spec.name, message=w))
             auto = t.driver
@@ -844,6 +846,20 @@ class ActivityReplay(Replay):
         self.dispatcher = Dispatcher(self)
         self._next_dispatch = 0.0
         self._still_since = [0.0] * len(self.trains)
+
+    def _clear_of_junctions(self, line, s: float) -> float:  # noqa: ANN001
+        """A station stop moved back out of the clearance zone of a junction just ahead
+        (docs/activities.md §5): a train standing there would foul the other branch."""
+        js, jn = line.junction_s, line.junction_node
+        j = int(np.searchsorted(js, s - JUNCTION_MAX_M, side="left"))
+        while j < len(js) and float(js[j]) <= s + JUNCTION_MAX_M:
+            a = float(js[j])
+            if a >= s - 1e-6:
+                f = self.signal_clearance(int(jn[j]))
+                if a - f < s:
+                    s = a - f - 1.0
+            j += 1
+        return s
 
     def step(self) -> None:
         if self.time + 1e-9 >= self._next_dispatch:

@@ -96,6 +96,8 @@ class TrainState:
     opposed: set[int] = field(default_factory=set)
     #: Trains holding the track where its authority between signals ends (Auto Node).
     stopped_by: set[int] = field(default_factory=set)
+    #: Its own track reaches its next signal (else another train is in between, §4.3).
+    up_to_signal: bool = True
 
 
 class HeadRuntime:
@@ -580,6 +582,7 @@ class Interlocking:
         track up to its first signal and requests routes from the next cycle on (§4.8)."""
         t = self.trains[train]
         t.on_track, t.done, t.front = True, False, front
+        t.up_to_signal = False  # known after its first update: a train may stand between
         while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= front:
             t.next_signal += 1
         self._hold_start(t, quiet=False)
@@ -952,11 +955,15 @@ class Interlocking:
                 continue
             t.front, t.speed = fronts[t.index], speeds[t.index]
             rear = t.front - t.length
-            occ = self._elements_between(t, rear, t.front)
+            # With clearances (§4.8) a junction stays occupied until the rear has passed
+            # its clearance point: up to there the train still fouls the other branch.
+            look = JUNCTION_LOOK if self.clearance is not None else 0.0
+            occ = self._elements_between(t, rear - look, t.front)
             t.extents = {}
             for e in occ:
-                if e.s1 >= rear - 1e-6 and e.s0 <= t.front + 1e-6:
-                    sec = self.sections[e.section]
+                sec = self.sections[e.section]
+                tail = self._clear(sec.node) if look and sec.kind == "junction" else 0.0
+                if e.s1 + tail >= rear - 1e-6 and e.s0 <= t.front + 1e-6:
                     sec.occupants[t.index] = e.direction
                     self._occupied.add(e.section)
                     a, b = max(rear, e.s0) - e.s0, min(t.front, e.s1) - e.s0
@@ -970,8 +977,8 @@ class Interlocking:
                 sec = self.sections[t.elements[i].section]
                 if sec.reserved == t.index and t.index not in sec.occupants:
                     sec.reserved = -1
-                elif sec.reserved != t.index:
-                    break
+                elif sec.reserved != t.index and (not look or t.elements[i].s1 < rear - look - 1.0):
+                    break  # (a junction just behind may still be occupied while one before it is free)
                 i -= 1
             # Signals passed: reset them; a signal passed at danger is recorded.
             while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= t.front:
@@ -1000,8 +1007,10 @@ class Interlocking:
                 and not t.done
                 and t.on_track
                 and (self.ahead is None or t.signals[t.next_signal][0] - t.front <= self.ahead)
+                and (self.ahead is None or t.up_to_signal)
             ):
                 sig = t.signals[t.next_signal][1]
+                self._take_over(sig, t)
                 if self.enabled_train[sig] in (-1, t.index):
                     self._request(sig, t, 0, False)
         self.update_blocks()
@@ -1010,6 +1019,20 @@ class Interlocking:
             if t.on_track:
                 self._targets(t)
         self._deadlocks()
+
+    def _take_over(self, sig: int, t: TrainState) -> None:
+        """A signal asked for by a train further back, and not cleared for it, goes to a
+        train nearer to it (one that came in between from a branch, §4.3): else the nearer
+        train waits at a red that only clears for the one behind it."""
+        owner = self.enabled_train[sig]
+        if owner < 0 or owner == t.index or self.block[sig] == BLOCK_CLEAR:
+            return
+        o = self.trains[owner]
+        mine = t.signals[t.next_signal][0] - t.front
+        theirs = next((s - o.front for s, x in o.signals[o.next_signal :] if x == sig), math.inf)
+        if mine < theirs:
+            self.enabled_train[sig] = -1
+            self.route_of[sig] = None
 
     def update_blocks(self) -> None:
         """Block states: signals no train has claimed from their default route; claimed
@@ -1091,6 +1114,9 @@ class Interlocking:
                 return give_back(e.s0 - STOP_GAP)  # a train coming the other way
             if others:
                 t.stopped_by = set(others)
+                if sec.kind == "junction" and e.s0 > t.front:
+                    # A junction is not followed into: wait clear of it (its clearance zone).
+                    return give_back(e.s0 - STOP_GAP)
                 # Following in the same stretch: stop short of the nearest train ahead.
                 near = math.inf
                 for k in others:
@@ -1100,7 +1126,7 @@ class Interlocking:
                         if sm > t.front - 1.0:
                             near = min(near, sm)
                 if near < math.inf:
-                    return near - FOLLOW_GAP
+                    return self._clear_stop(t, near - FOLLOW_GAP)
                 if e.s0 > t.front:
                     return give_back(e.s0 - STOP_GAP)
             elif sec.reserved >= 0 and sec.reserved != t.index:
@@ -1123,6 +1149,7 @@ class Interlocking:
     def _targets(self, t: TrainState) -> None:
         t.stopped_by = set()
         t.stop_s = self._authority(t)
+        t.up_to_signal = t.stop_s is None
         t.creep_at = None
         t.limits = []
         prev_s = None
