@@ -140,7 +140,15 @@ def test_planted_entry_cannot_run_code(route, tmp_path):
         def __reduce__(self):
             return (os.mkdir, (str(marker),))
 
-    for data in (pickle.dumps(Planted()), cache._MAGIC + b"\0" * 12 + pickle.dumps(Planted())):
+    real = entry.read_bytes()
+    flipped = bytearray(real)
+    flipped[-20] ^= 0xFF  # in the arrays: the CRC no longer matches
+    for data in (
+        pickle.dumps(Planted()),
+        cache._MAGIC + b"\0" * 12 + pickle.dumps(Planted()),
+        real[: len(real) // 2],
+        bytes(flipped),
+    ):
         entry.write_bytes(data)
         entry.chmod(0o600)
         world._MEMO.clear()
