@@ -14,6 +14,9 @@ source file has the size, mtime, ctime and inode it had when the entry was writt
 no candidate file that was absent has appeared, the tdbtools version and the format
 are the same, and the CRC matches. Anything else is ignored (and rebuilt when the
 folder is safe); the cache never raises.
+
+:class:`RecordCache` keeps other records made from a route folder (the signals' sigcfg
+and world objects) the same way; :func:`conforms` checks a decoded record's field types.
 """
 
 from __future__ import annotations
@@ -633,11 +636,12 @@ class RecordCache(RouteCache):
 
     def put(self, files, strict: bool, route) -> None:
         super().put(files, strict, route)
-        if not self._small(files, strict):
-            try:
-                self._entry(files, strict).unlink()
-            except OSError:
-                pass
+        entry = self._entry(files, strict)
+        try:
+            if os.lstat(entry).st_size > MAX_RECORD_BYTES:
+                entry.unlink()
+        except OSError:
+            pass
 
 
 _CHECKS: dict[Any, Any] = {}
