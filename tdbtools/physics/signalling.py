@@ -116,6 +116,7 @@ class ReplaySignals:
             self.ilk.add_train(t.spec.name, t.line, t.length, front=front, end_s=end, on_track=on)
             self.drivers.append(t.driver if isinstance(t.driver, SignalDriver) else None)
         self._shown = {k: -1 for k, o in enumerate(self.ilk.objects) if o.is_normal}
+        self._passes_shown = -1  # the scripts' pass whose aspects _shown holds
 
     def _throw(self, junction: int, route: int) -> None:
         self.replay.throw_switch(junction, route)
@@ -137,6 +138,9 @@ class ReplaySignals:
             self.replay._event(interlocking_event(e))
         ilk.events.clear()
         # Aspect changes of the NORMAL signals (for the space-time chart and render --replay).
+        if ilk.script_passes == self._passes_shown:
+            return  # no script ran: no aspect changed
+        self._passes_shown = ilk.script_passes
         for k, old in self._shown.items():
             a = ilk.aspect(k)
             if a != old:

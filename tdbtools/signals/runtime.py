@@ -204,7 +204,10 @@ class HeadRuntime:
         return STOP if a < 0 else a
 
     def store_lvar(self, i: int, v: int) -> int:
-        self.ilk.lvars[self.sig][i] = v
+        lv = self.ilk.lvars[self.sig]
+        if lv.get(i) != v or i not in lv:
+            self.ilk._lvar_changed = True
+        lv[i] = v
         return 0
 
     def this_sig_lvar(self, i: int) -> int:
@@ -294,6 +297,15 @@ class Interlocking:
         ]
         self._walks: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
         self._occupied: set[int] = set()
+        # What the scripts read when their last pass changed nothing (None: run them);
+        # see run_scripts.
+        self._scripts_at_rest: tuple | None = None
+        self._switch_epoch = 0  # bumped when a switch is thrown
+        self._lvar_changed = False
+        #: Passes of the scripts that ran (not skipped): aspects change only then.
+        self.script_passes = 0
+        self._free_walks: dict[int, tuple[list[tuple[Section, int]], int]] = {}
+        self._free_epoch = 0
         self._build_sections()
         self.sec_pos = [0] * len(self.sections)
         for ids in self.node_secs.values():
@@ -613,6 +625,7 @@ class Interlocking:
             changed = self.switches.get(junction) != route
             self.switches[junction] = route
             self._walks.clear()
+            self._switch_epoch += 1
             if changed and not quiet and self.switch_setter is not None:
                 self.switch_setter(junction, route)
 
@@ -692,27 +705,40 @@ class Interlocking:
     def _free_block(self, sig: int) -> None:
         """Block state of a signal no train has claimed: its default route (§4.2)."""
         sec = self.sig_section[sig]
-        o = self.objects[sig]
         if sec < 0:
             self.block[sig] = BLOCK_JN_OBSTRUCTED
             return
-        d = o.tc_direction
+        # The walk's sections and the signal ending it stay the same until a switch is
+        # thrown: only the occupants and reservations are read every cycle.
+        if self._free_epoch != self._switch_epoch:
+            self._free_walks.clear()
+            self._free_epoch = self._switch_epoch
+        fw = self._free_walks.get(sig)
+        if fw is None:
+            walk = self.walk_from(sec, self.objects[sig].tc_direction)
+            nxt = -1
+            for s_id, sd in walk:
+                s = self.sections[s_id]
+                if s.kind == "normal" and s.end_signal[sd] >= 0:
+                    nxt = s.end_signal[sd]
+            fw = self._free_walks[sig] = ([(self.sections[s_id], sd) for s_id, sd in walk], nxt)
+        secs, self.next_normal[sig] = fw
+        if not secs:
+            self.block[sig] = BLOCK_JN_OBSTRUCTED
+            return
         worst = BLOCK_CLEAR
-        walk = self.walk_from(sec, d)
-        self.next_normal[sig] = -1
-        for s_id, sd in walk:
-            s = self.sections[s_id]
+        for s, sd in secs:
+            if s.reserved >= 0:
+                worst = BLOCK_JN_OBSTRUCTED  # the worst there is
+                break
             if s.occupants:
                 moving_opp = any(
                     abs(self.trains[x].speed) > STANDING and od != sd for x, od in s.occupants.items()
                 )
-                worst = max(worst, BLOCK_JN_OBSTRUCTED if moving_opp else BLOCK_OCCUPIED)
-            if s.reserved >= 0:
-                worst = max(worst, BLOCK_JN_OBSTRUCTED)
-            if s.kind == "normal" and s.end_signal[sd] >= 0:
-                self.next_normal[sig] = s.end_signal[sd]
-        if not walk:
-            worst = BLOCK_JN_OBSTRUCTED
+                if moving_opp:
+                    worst = BLOCK_JN_OBSTRUCTED
+                    break
+                worst = BLOCK_OCCUPIED
         self.block[sig] = worst
 
     # -- signal look-ups for the scripts (§2.6, §2.7) -------------------------------------------
@@ -914,12 +940,31 @@ class Interlocking:
 
     def run_scripts(self, *, force_enabled: bool = False) -> None:
         """One pass of every head's script, NORMAL heads first (§4.5). ``force_enabled``
-        makes every signal read ENABLED = 1 (for testing the scripts alone)."""
+        makes every signal read ENABLED = 1 (for testing the scripts alone).
+
+        The scripts are pure functions of what this key holds (docs/signals.md §4.5:
+        timers and call-on read 0): when a pass changed no head and no lvar, another pass
+        over the same inputs gives the same result, so it is skipped until one changes."""
+        key = (
+            force_enabled,
+            self._switch_epoch,
+            list(self.block),
+            list(self.enabled_train),
+            list(self.next_normal),
+            list(self.route_of),
+            [(h.state, h.draw_state) for h in self.order],
+        )
+        if key == self._scripts_at_rest:
+            return
+        self.script_passes += 1
+        self._lvar_changed = False
+        changed = False
         for h in self.order:
             if h.type is None:
                 continue
             h.enabled = 1 if force_enabled else int(self.enabled_train[h.sig] >= 0)
             sc = h.head.script
+            before = (h.state, h.draw_state)
             if sc is not None:
                 h.state, h.draw_state = sc.function(h)
             else:
@@ -929,6 +974,9 @@ class Interlocking:
                     else h.type.most_restrictive()
                 )
                 h.draw_state = h.type.def_draw_state(h.state)
+            if not changed and (h.state, h.draw_state) != before:
+                changed = True
+        self._scripts_at_rest = None if changed or self._lvar_changed else key
 
     # -- what trains may do (§4.7) ---------------------------------------------------------------
     def aspect(self, sig: int) -> int:
