@@ -8,7 +8,7 @@ switch is thrown. Here every cycle is also done the plain way, and the two must 
 from __future__ import annotations
 
 import pytest
-from helpers import SAMPLE_INSTALL
+from helpers import DK24_ROUTE, SAMPLE_INSTALL, needs_dk24
 
 from tdbtools.signals import runtime as rt
 
@@ -36,12 +36,10 @@ def _events(res) -> list[dict]:  # noqa: ANN001
     return [e.to_dict() for e in res.events]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["follow", "crossing"])
-def test_scripts_on_change_give_the_aspects_of_scripts_every_cycle(monkeypatch, name):
-    from tdbtools.physics.replay import replay
-
-    fast = replay(SAMPLE_INSTALL / f"signals_{name}.toml")
+def _both_ways(monkeypatch, run):  # noqa: ANN001, ANN202
+    """``run()`` as it is, then with the scripts run every cycle and every free block
+    checked against a fresh walk."""
+    fast = run()
     checked = {"blocks": 0, "passes": 0}
     update_blocks, run_scripts = rt.Interlocking.update_blocks, rt.Interlocking.run_scripts
 
@@ -57,10 +55,42 @@ def test_scripts_on_change_give_the_aspects_of_scripts_every_cycle(monkeypatch, 
         run_scripts(self, **kw)
         checked["passes"] += 1
 
-    monkeypatch.setattr(rt.Interlocking, "update_blocks", blocks_checked)
-    monkeypatch.setattr(rt.Interlocking, "run_scripts", every_cycle)
-    plain = replay(SAMPLE_INSTALL / f"signals_{name}.toml")
+    with monkeypatch.context() as m:
+        m.setattr(rt.Interlocking, "update_blocks", blocks_checked)
+        m.setattr(rt.Interlocking, "run_scripts", every_cycle)
+        plain = run()
     assert checked["blocks"] > 0 and checked["passes"] > 0
     assert any(e.kind == "signal" for e in fast.events)
     assert _events(fast) == _events(plain)
     assert fast.summary["signalling"] == plain.summary["signalling"]
+    return fast
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["follow", "crossing"])
+def test_scripts_on_change_give_the_aspects_of_scripts_every_cycle(monkeypatch, name):
+    from tdbtools.physics.replay import replay
+
+    _both_ways(monkeypatch, lambda: replay(SAMPLE_INSTALL / f"signals_{name}.toml"))
+
+
+@pytest.mark.slow
+@needs_dk24
+def test_dk24_scripts_on_change_give_the_aspects_of_scripts_every_cycle(monkeypatch, tmp_path):
+    """DK24's own scripts (lvars, next-signal look-ups, junction-linked heads) with a
+    follower held at reds behind a leader."""
+    import dataclasses
+
+    from test_signals import FOLLOW
+
+    from tdbtools.formats.route import load_route
+    from tdbtools.physics.replay import Replay
+    from tdbtools.physics.scenario import read_scenario
+
+    p = tmp_path / "follow.toml"
+    consist = SAMPLE_INSTALL / "TRAINS" / "CONSISTS" / "sample_freight.con"
+    p.write_text(FOLLOW.format(route=DK24_ROUTE.as_posix(), consist=consist.as_posix()), encoding="utf-8")
+    sc = dataclasses.replace(read_scenario(p), duration=400.0)
+    route = load_route(DK24_ROUTE)
+    res = _both_ways(monkeypatch, lambda: Replay(sc, route=route).run())
+    assert any(e.kind == "aspect" and e.aspect == "STOP" for e in res.events)

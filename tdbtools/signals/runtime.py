@@ -53,6 +53,19 @@ class Section:
     end_signal: list[int] = field(default_factory=lambda: [-1, -1])  # per TC direction
     reserved: int = -1  # train index
     occupants: dict[int, int] = field(default_factory=dict)  # train -> direction
+    #: The interlocking's set of sections whose ``reserved`` or ``occupants`` were set
+    #: since its last block update (Interlocking.update_blocks); None: not watched.
+    watch: set[int] | None = field(default=None, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name == "reserved" or name == "occupants":
+            try:
+                w = self.watch
+            except AttributeError:  # still in __init__
+                return
+            if w is not None:
+                w.add(self.index)
 
 
 @dataclass(slots=True)
@@ -306,7 +319,12 @@ class Interlocking:
         self.script_passes = 0
         self._free_walks: dict[int, tuple[list[tuple[Section, int]], int]] = {}
         self._free_epoch = 0
+        self._free_result: dict[int, tuple[int, int]] = {}  # signal -> (block, next signal)
+        self._walk_sigs: dict[int, list[int]] = {}  # section -> free signals walking it
         self._build_sections()
+        self._touched: set[int] = set()  # sections written since the last block update
+        for sec in self.sections:
+            sec.watch = self._touched
         self.sec_pos = [0] * len(self.sections)
         for ids in self.node_secs.values():
             for i, k in enumerate(ids):
@@ -710,9 +728,7 @@ class Interlocking:
             return
         # The walk's sections and the signal ending it stay the same until a switch is
         # thrown: only the occupants and reservations are read every cycle.
-        if self._free_epoch != self._switch_epoch:
-            self._free_walks.clear()
-            self._free_epoch = self._switch_epoch
+        self._free_caches_current()
         fw = self._free_walks.get(sig)
         if fw is None:
             walk = self.walk_from(sec, self.objects[sig].tc_direction)
@@ -722,9 +738,12 @@ class Interlocking:
                 if s.kind == "normal" and s.end_signal[sd] >= 0:
                     nxt = s.end_signal[sd]
             fw = self._free_walks[sig] = ([(self.sections[s_id], sd) for s_id, sd in walk], nxt)
+            for s_id, _sd in walk:
+                self._walk_sigs.setdefault(s_id, []).append(sig)
         secs, self.next_normal[sig] = fw
         if not secs:
             self.block[sig] = BLOCK_JN_OBSTRUCTED
+            self._free_result[sig] = (BLOCK_JN_OBSTRUCTED, fw[1])
             return
         worst = BLOCK_CLEAR
         for s, sd in secs:
@@ -740,6 +759,7 @@ class Interlocking:
                     break
                 worst = BLOCK_OCCUPIED
         self.block[sig] = worst
+        self._free_result[sig] = (worst, fw[1])
 
     # -- signal look-ups for the scripts (§2.6, §2.7) -------------------------------------------
     def sig_lr(self, sig: int, fn: int) -> int:
@@ -929,14 +949,48 @@ class Interlocking:
 
     def update_blocks(self) -> None:
         """Block states: signals no train has claimed from their default route; claimed
-        ones re-check their route when it was not clear."""
+        ones re-check their route when it was not clear.
+
+        A free signal's block depends only on the sections of its walk: it is worked out
+        again only when one of them was reserved, released or (un)occupied since the
+        last update (or a switch was thrown), else it is the one worked out last."""
+        self._free_caches_current()
+        touched = self._touched
+        walk_sigs = self._walk_sigs
+        # Occupants are filled in place (not set), so the occupied sections count too;
+        # sections written from here on stay in touched for the next update.
+        dirty = touched | self._occupied
+        touched.clear()
+        affected: set[int] = set()
+        for sec in dirty:
+            affected.update(walk_sigs.get(sec, ()))
+        result = self._free_result
         for k in range(len(self.objects)):
             if self.enabled_train[k] < 0:
-                self._free_block(k)
+                r = result.get(k)
+                if r is None or k in affected:
+                    self._free_block(k)
+                else:
+                    self.block[k], self.next_normal[k] = r
             else:
                 t = self.trains[self.enabled_train[k]]
                 if self.block[k] != BLOCK_CLEAR:
                     self._request(k, t, self.req[k] if self.req[k] > 0 else 0, False)
+                    if self._free_caches_current():  # it threw a switch
+                        walk_sigs = self._walk_sigs
+                    for sec in touched:  # reserved just now: later signals see it
+                        affected.update(walk_sigs.get(sec, ()))
+
+    def _free_caches_current(self) -> bool:
+        """Drop the free signals' walks and blocks when a switch was thrown since they
+        were worked out; True if it did."""
+        if self._free_epoch == self._switch_epoch:
+            return False
+        self._free_walks.clear()
+        self._free_result.clear()
+        self._walk_sigs.clear()
+        self._free_epoch = self._switch_epoch
+        return True
 
     def run_scripts(self, *, force_enabled: bool = False) -> None:
         """One pass of every head's script, NORMAL heads first (§4.5). ``force_enabled``
