@@ -94,3 +94,37 @@ def test_dk24_scripts_on_change_give_the_aspects_of_scripts_every_cycle(monkeypa
     route = load_route(DK24_ROUTE)
     res = _both_ways(monkeypatch, lambda: Replay(sc, route=route).run())
     assert any(e.kind == "aspect" and e.aspect == "STOP" for e in res.events)
+
+
+def test_prepared_traction_and_gravity_are_bit_identical_to_the_module_functions():
+    """The replay's forces for engines only (no division by a standing engine's 0 m/s)
+    give exactly what forces.traction(taper=False) and forces.gravity give."""
+    import dataclasses
+
+    import numpy as np
+
+    from tdbtools.formats.stock import Stock, TractiveForceCurve
+    from tdbtools.physics import forces
+
+    curve = TractiveForceCurve((0.0, 1.0), (0.0, 10.0, 20.0), ((0.0, 0.0, 0.0), (200e3, 200e3, 100e3)))
+    curved = dataclasses.replace(Stock.generic("engine", "diesel"), tractive_force_curve=curve)
+    stocks = [
+        Stock.generic("engine", "electric"),
+        Stock.generic("wagon", "freight"),
+        curved,
+        Stock.generic("wagon", "passenger"),
+        Stock.generic("engine", "diesel"),
+    ]
+    m = forces.CarModel.from_stock(stocks, [False, True, False, False, True])
+    pre = forces.Prepared(m)
+    assert pre.engines.tolist() == [0, 2, 4]
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        thr = rng.choice([0.0, 0.3, 1.0, 1.2, -0.1], 5)
+        v = rng.choice([0.0, -0.0, 3.0, -12.5, 40.0, 1e-9], 5)
+        full = forces.traction(m, thr, v, taper=False)
+        e = pre.engines
+        assert pre.traction(thr[e], v[e]).tobytes() == full[e].tobytes()
+        assert np.all(full[~m.is_engine] == 0.0)
+        yf, yr = rng.normal(10, 2, 5), rng.normal(10, 2, 5)
+        assert pre.gravity(yf, yr).tobytes() == forces.gravity(m, yf, yr).tobytes()

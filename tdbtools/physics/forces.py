@@ -539,10 +539,37 @@ class Prepared:
     (:func:`gravity`, :func:`davis`, the :func:`curve_resistance` of docs/physics.md §3.3,
     :func:`brake`); ``tests/test_physics_parts.py`` checks that."""
 
-    __slots__ = ("model", "_mg_curve", "_a", "_b", "_c", "_brake", "_start", "_f0", "_vm", "_slope")
+    __slots__ = (
+        "model",
+        "_mg_curve",
+        "_a",
+        "_b",
+        "_c",
+        "_brake",
+        "_start",
+        "_f0",
+        "_vm",
+        "_slope",
+        "_neg_mg",
+        "engines",
+        "_e_force",
+        "_e_power",
+        "_e_has_power",
+        "_e_curves",
+    )
 
     def __init__(self, model: CarModel) -> None:
         self.model = model
+        self._neg_mg = -model.mass * G
+        # Traction: only engines pull (a wagon's force is 0 at any throttle and speed).
+        d = _traction_data(model)
+        #: Rows of the engines (the cars with traction).
+        self.engines = np.flatnonzero(model.is_engine)
+        self._e_force = d.force[self.engines]
+        self._e_power = d.power[self.engines]
+        self._e_has_power = d.has_power[self.engines]
+        pos = {int(c): k for k, c in enumerate(self.engines)}
+        self._e_curves = [(pos[i], c) for i, c in d.curves]
         self._mg_curve = model.mass * G * OSRD_CURVE_FACTOR
         self._a, self._b, self._c = model.davis_a, model.davis_b, model.davis_c
         self._brake = model.max_brake
@@ -560,11 +587,23 @@ class Prepared:
     def gravity(self, elev_front_bogie: np.ndarray, elev_rear_bogie: np.ndarray) -> np.ndarray:
         # −m·g·sinθ, sinθ = Δy / spacing clipped to [−1, 1] (only a car standing on its
         # end would need the clip).
-        return (
-            -self.model.mass
-            * G
-            * np.clip((elev_front_bogie - elev_rear_bogie) / self.model.bogie_spacing, -1.0, 1.0)
-        )
+        sin = (elev_front_bogie - elev_rear_bogie) / self.model.bogie_spacing
+        return self._neg_mg * np.minimum(np.maximum(sin, -1.0), 1.0)
+
+    def traction(self, throttle: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """:func:`traction` without the taper (``taper=False``), for the engines only:
+        ``throttle`` and ``v`` (and the result) have one value per row of
+        :attr:`engines`."""
+        t = np.minimum(np.maximum(throttle, 0.0), 1.0)
+        speed = np.abs(v)
+        f = self._e_force * t
+        moving = self._e_has_power & (speed > 0)
+        # P/v where there is a power limit and the engine moves (no division by 0)
+        cap = np.where(moving, self._e_power * t * t / np.where(moving, speed, 1.0), np.inf)
+        f = np.minimum(f, cap)
+        for i, curve in self._e_curves:
+            f[i] = max(float(curve(float(t[i]), float(speed[i]))), 0.0)
+        return f + 0.0
 
     def davis(self, v: np.ndarray) -> np.ndarray:
         """:func:`running_resistance` (Davis, with the starting resistance if any)."""

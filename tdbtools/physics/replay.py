@@ -554,7 +554,9 @@ class Replay:
         )
         self.train_decel_mode = np.array([t.spec.brake_mode == "deceleration" for t in self.trains])
         self._any_decel_mode = bool(self.train_decel_mode.any())
-        self._engines = np.flatnonzero(self.model.is_engine)
+        self._engines = self._forces.engines
+        self._end_length = self.bodies.length[[t.cars.stop - 1 for t in self.trains]]
+        self._engine_train = np.repeat(np.arange(T), [int(t.model.is_engine.sum()) for t in self.trains])
         self._adhesive_g_eng = self._adhesive_g[self._engines] * (
             1.0 if self._adhesion != "wet" else forces.WET_RAIL_FACTOR
         )
@@ -672,7 +674,7 @@ class Replay:
         starts, ends = self.train_start, self.train_end
         fronts = x[starts].tolist()
         speeds = v[starts].tolist()
-        rears = (x[ends] - self.bodies.length[ends]).tolist()
+        rears = (x[ends] - self._end_length).tolist()
         ctrl = []
         now = self.time
         for k, t in enumerate(self.trains):
@@ -691,8 +693,12 @@ class Replay:
         lines = self.lines
         n = len(x)
         fb = x - self._front_bogie
-        g = self._g3(fb, fb - m.bogie_spacing, x - self._half_length)
-        y = lines.elevation(g[: 2 * n])
+        # _g3, in place: the front and rear bogies and the middle of every car
+        g = np.concatenate((fb, fb - m.bogie_spacing, x - self._half_length))
+        np.maximum(g, 0.0, out=g)
+        np.minimum(g, self._len3, out=g)
+        g += self._base3
+        y = np.interp(g[: 2 * n], lines.S, lines.Y)
         yf, yr = y[:n], y[n:]
         curv = lines.curvature(g[2 * n :])
         pre = self._forces
@@ -774,14 +780,19 @@ class Replay:
         ct = self.car_train
         thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
         thr_a = np.array(thr)
-        trac0 = forces.traction(m, thr_a[ct], v, taper=False)
+        # Traction of the engines only (wagons give 0): forces.traction without the taper.
+        eng = self._engines
+        ve = v[eng]
+        trac_e = self._forces.traction(thr_a[self._engine_train], ve)
         if self._adhesion is not None:
-            # only the engines: Curtius–Kniffler μ(v) (docs/running-time.md §6)
-            eng = self._engines
-            ve = np.abs(v[eng])
-            mu = 0.161 + 7.5 / (3.6 * ve + 44.0)
-            trac0[eng] = np.minimum(trac0[eng], mu * self._adhesive_g_eng)
-        sums = np.add.reduceat(np.stack((trac0, grav, dav + crv)), self.train_start, axis=1).tolist()
+            # Curtius–Kniffler μ(v) (docs/running-time.md §6)
+            mu = 0.161 + 7.5 / (3.6 * np.abs(ve) + 44.0)
+            trac_e = np.minimum(trac_e, mu * self._adhesive_g_eng)
+        trac0 = np.zeros(len(v))
+        trac0[eng] = trac_e
+        n = len(v)
+        rows = np.concatenate((trac0, grav, dav + crv)).reshape(3, n)
+        sums = np.add.reduceat(rows, self.train_start, axis=1).tolist()
         Fs, Gs, Rs = sums
         M = self.train_inertia_l
         # Python floats in the loop: a numpy scalar costs several times more per
