@@ -271,7 +271,14 @@ class AutoDriver:
         # the brake build-up still to come. Dropping that lag at once when braking begins
         # put the train back under its curve the next step: the driver released, braked,
         # released ... and the brakes never built up (an overrun of the stop).
-        delay = self._delay_left()
+        # _delay_left and _build_rate, inlined
+        bd = self.brake_delay
+        rate = delay = 0.0
+        if bd > 0.0:
+            rate = max(self.brake_level or decel, decel) / (2.0 * bd)
+            if decel > 0.0:
+                short = max(decel - self._applied, 0.0)
+                delay = short * short / (2.0 * decel * rate)
         ahead = max(v, 0.0) * (dt + delay)
         best, k_best = math.inf, 0
         coast = False
@@ -299,10 +306,12 @@ class AutoDriver:
             asked = min((v - best) / max(dt, 1e-3), 3.0 * decel)
             self._follow_brakes(asked, dt)
             return Controls(deceleration=asked)
-        if self.brake_delay <= 0.0:
-            self._applied = 0.0  # _follow_brakes(0.0, dt), as it does without a delay
+        # _follow_brakes(0.0, dt), inlined
+        if bd <= 0.0:
+            self._applied = 0.0
         else:
-            self._follow_brakes(0.0, dt)
+            step = 0.0 - self._applied
+            self._applied += min(max(step, -dt * rate / RELEASE_OVER_BUILD_UP), dt * rate)
         if coast:
             return Controls()
         return Controls(0.0, 0.0, 0.0, best)

@@ -53,14 +53,12 @@ class SignalDriver:
     def __call__(self, st: DriveState) -> Controls:
         if st.time < self.depart:
             return Controls(0.0, 1.0, 0.0)
-        c = self.inner(st)
-        stop = self.inner.stop_at
-        if (
-            self.inner.finished
-            and stop is not None
-            and stop - self.inner.STOP_SHORT - st.front >= self.inner.ARRIVED_WITHIN
-        ):
-            self.inner.finished = False  # held at a signal, not at the end of the path
+        inner = self.inner
+        c = inner(st)
+        if inner.finished:
+            stop = inner.stop_at
+            if stop is not None and stop - inner.STOP_SHORT - st.front >= inner.ARRIVED_WITHIN:
+                inner.finished = False  # held at a signal, not at the end of the path
         return c
 
 
