@@ -115,16 +115,22 @@ def test_prepared_traction_and_gravity_are_bit_identical_to_the_module_functions
         Stock.generic("wagon", "passenger"),
         Stock.generic("engine", "diesel"),
     ]
-    m = forces.CarModel.from_stock(stocks, [False, True, False, False, True])
-    pre = forces.Prepared(m)
-    assert pre.engines.tolist() == [0, 2, 4]
     rng = np.random.default_rng(11)
-    for _ in range(50):
-        thr = rng.choice([0.0, 0.3, 1.0, 1.2, -0.1], 5)
-        v = rng.choice([0.0, -0.0, 3.0, -12.5, 40.0, 1e-9], 5)
-        full = forces.traction(m, thr, v, taper=False)
+    # three engines take the scalar path, six the array path
+    for reps in (1, 2):
+        m = forces.CarModel.from_stock(stocks * reps, [False, True, False, False, True] * reps)
+        pre = forces.Prepared(m)
         e = pre.engines
-        assert pre.traction(thr[e], v[e]).tobytes() == full[e].tobytes()
-        assert np.all(full[~m.is_engine] == 0.0)
-        yf, yr = rng.normal(10, 2, 5), rng.normal(10, 2, 5)
-        assert pre.gravity(yf, yr).tobytes() == forces.gravity(m, yf, yr).tobytes()
+        assert e.tolist() == [0, 2, 4, 5, 7, 9][: 3 * reps]
+        adh = rng.uniform(1e5, 9e5, len(e))
+        for _ in range(50):
+            thr = rng.choice([0.0, 0.3, 1.0, 1.2, -0.1], len(m.mass))
+            v = rng.choice([0.0, -0.0, 3.0, -12.5, 40.0, 1e-9], len(m.mass))
+            full = forces.traction(m, thr, v, taper=False)
+            assert pre.traction(thr[e], v[e]).tobytes() == full[e].tobytes()
+            assert np.all(full[~m.is_engine] == 0.0)
+            mu = 0.161 + 7.5 / (3.6 * np.abs(v[e]) + 44.0)
+            limited = np.minimum(full[e], mu * adh)
+            assert pre.traction(thr[e], v[e], adh).tobytes() == limited.tobytes()
+            yf, yr = rng.normal(10, 2, len(m.mass)), rng.normal(10, 2, len(m.mass))
+            assert pre.gravity(yf, yr).tobytes() == forces.gravity(m, yf, yr).tobytes()

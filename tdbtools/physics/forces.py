@@ -556,6 +556,9 @@ class Prepared:
         "_e_power",
         "_e_has_power",
         "_e_curves",
+        "_e_force_l",
+        "_e_power_l",
+        "_e_has_power_l",
     )
 
     def __init__(self, model: CarModel) -> None:
@@ -568,6 +571,9 @@ class Prepared:
         self._e_force = d.force[self.engines]
         self._e_power = d.power[self.engines]
         self._e_has_power = d.has_power[self.engines]
+        self._e_force_l = self._e_force.tolist()
+        self._e_power_l = self._e_power.tolist()
+        self._e_has_power_l = self._e_has_power.tolist()
         pos = {int(c): k for k, c in enumerate(self.engines)}
         self._e_curves = [(pos[i], c) for i, c in d.curves]
         self._mg_curve = model.mass * G * OSRD_CURVE_FACTOR
@@ -590,10 +596,35 @@ class Prepared:
         sin = (elev_front_bogie - elev_rear_bogie) / self.model.bogie_spacing
         return self._neg_mg * np.minimum(np.maximum(sin, -1.0), 1.0)
 
-    def traction(self, throttle: np.ndarray, v: np.ndarray) -> np.ndarray:
+    def traction(
+        self, throttle: np.ndarray, v: np.ndarray, adhesive_g: np.ndarray | None = None
+    ) -> np.ndarray:
         """:func:`traction` without the taper (``taper=False``), for the engines only:
         ``throttle`` and ``v`` (and the result) have one value per row of
-        :attr:`engines`."""
+        :attr:`engines`. ``adhesive_g``: the engines' adhesive weight (N); the force is
+        then at most Curtius–Kniffler's μ(v) times it (docs/running-time.md §6)."""
+        if len(throttle) <= 4:
+            # A few engines: Python floats (the same IEEE operations, without numpy's
+            # per-call cost on one-element arrays).
+            out = []
+            force, power, has_power = self._e_force_l, self._e_power_l, self._e_has_power_l
+            for k, (tk, vk) in enumerate(zip(throttle.tolist(), v.tolist())):
+                t = min(max(tk, 0.0), 1.0)
+                speed = abs(vk)
+                f = force[k] * t
+                if has_power[k] and speed > 0:
+                    f = min(f, power[k] * t * t / speed)
+                out.append(f)
+            for i, curve in self._e_curves:
+                t = min(max(float(throttle[i]), 0.0), 1.0)
+                out[i] = max(float(curve(t, abs(float(v[i])))), 0.0)
+            out = [f + 0.0 for f in out]
+            if adhesive_g is not None:
+                out = [
+                    min(f, (0.161 + 7.5 / (3.6 * abs(vk) + 44.0)) * a)
+                    for f, vk, a in zip(out, v.tolist(), adhesive_g.tolist())
+                ]
+            return np.array(out, dtype=np.float64)
         t = np.minimum(np.maximum(throttle, 0.0), 1.0)
         speed = np.abs(v)
         f = self._e_force * t
@@ -603,7 +634,11 @@ class Prepared:
         f = np.minimum(f, cap)
         for i, curve in self._e_curves:
             f[i] = max(float(curve(float(t[i]), float(speed[i]))), 0.0)
-        return f + 0.0
+        f = f + 0.0
+        if adhesive_g is not None:
+            mu = 0.161 + 7.5 / (3.6 * np.abs(v) + 44.0)
+            f = np.minimum(f, mu * adhesive_g)
+        return f
 
     def davis(self, v: np.ndarray) -> np.ndarray:
         """:func:`running_resistance` (Davis, with the starting resistance if any)."""

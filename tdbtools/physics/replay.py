@@ -781,15 +781,13 @@ class Replay:
         thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
         thr_a = np.array(thr)
         # Traction of the engines only (wagons give 0): forces.traction without the taper.
+        # With adhesion: at most Curtius–Kniffler's μ(v) times the adhesive weight
+        # (docs/running-time.md §6).
         eng = self._engines
-        ve = v[eng]
-        trac_e = self._forces.traction(thr_a[self._engine_train], ve)
-        if self._adhesion is not None:
-            # Curtius–Kniffler μ(v) (docs/running-time.md §6)
-            mu = 0.161 + 7.5 / (3.6 * np.abs(ve) + 44.0)
-            trac_e = np.minimum(trac_e, mu * self._adhesive_g_eng)
         trac0 = np.zeros(len(v))
-        trac0[eng] = trac_e
+        trac0[eng] = self._forces.traction(
+            thr_a[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
+        )
         n = len(v)
         rows = np.concatenate((trac0, grav, dav + crv)).reshape(3, n)
         sums = np.add.reduceat(rows, self.train_start, axis=1).tolist()
