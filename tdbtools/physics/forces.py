@@ -604,27 +604,8 @@ class Prepared:
         :attr:`engines`. ``adhesive_g``: the engines' adhesive weight (N); the force is
         then at most Curtius–Kniffler's μ(v) times it (docs/running-time.md §6)."""
         if len(throttle) <= 4:
-            # A few engines: Python floats (the same IEEE operations, without numpy's
-            # per-call cost on one-element arrays).
-            out = []
-            force, power, has_power = self._e_force_l, self._e_power_l, self._e_has_power_l
-            for k, (tk, vk) in enumerate(zip(throttle.tolist(), v.tolist())):
-                t = min(max(tk, 0.0), 1.0)
-                speed = abs(vk)
-                f = force[k] * t
-                if has_power[k] and speed > 0:
-                    f = min(f, power[k] * t * t / speed)
-                out.append(f)
-            for i, curve in self._e_curves:
-                t = min(max(float(throttle[i]), 0.0), 1.0)
-                out[i] = max(float(curve(t, abs(float(v[i])))), 0.0)
-            out = [f + 0.0 for f in out]
-            if adhesive_g is not None:
-                out = [
-                    min(f, (0.161 + 7.5 / (3.6 * abs(vk) + 44.0)) * a)
-                    for f, vk, a in zip(out, v.tolist(), adhesive_g.tolist())
-                ]
-            return np.array(out, dtype=np.float64)
+            adh = adhesive_g.tolist() if adhesive_g is not None else None
+            return np.array(self.traction_few(throttle.tolist(), v.tolist(), adh), dtype=np.float64)
         t = np.minimum(np.maximum(throttle, 0.0), 1.0)
         speed = np.abs(v)
         f = self._e_force * t
@@ -640,12 +621,33 @@ class Prepared:
             f = np.minimum(f, mu * adhesive_g)
         return f
 
+    def traction_few(self, throttle: list, v: list, adhesive_g: list | None = None) -> list[float]:
+        """:meth:`traction` in Python floats, for a few engines: the same IEEE
+        operations without numpy's per-call cost on one-element arrays."""
+        out = []
+        force, power, has_power = self._e_force_l, self._e_power_l, self._e_has_power_l
+        for k, (tk, vk) in enumerate(zip(throttle, v)):
+            t = min(max(tk, 0.0), 1.0)
+            speed = abs(vk)
+            f = force[k] * t
+            if has_power[k] and speed > 0:
+                f = min(f, power[k] * t * t / speed)
+            out.append(f + 0.0)
+        for i, curve in self._e_curves:
+            t = min(max(float(throttle[i]), 0.0), 1.0)
+            out[i] = max(float(curve(t, abs(float(v[i])))), 0.0) + 0.0
+        if adhesive_g is not None:
+            out = [min(f, (0.161 + 7.5 / (3.6 * abs(vk) + 44.0)) * a) for f, vk, a in zip(out, v, adhesive_g)]
+        return out
+
     def davis(self, v: np.ndarray) -> np.ndarray:
         """:func:`running_resistance` (Davis, with the starting resistance if any)."""
         speed = np.abs(v)
         f = self._a + speed * (self._b + speed * self._c)
         if self._start:
-            return np.where(speed < self._vm, self._f0 + self._slope * speed, f)
+            low = speed < self._vm
+            if np.logical_or.reduce(low):  # (moving trains: none)
+                return np.where(low, self._f0 + self._slope * speed, f)
         return f
 
     def curve(self, curvature: np.ndarray) -> np.ndarray:

@@ -555,11 +555,14 @@ class Replay:
         self.train_decel_mode = np.array([t.spec.brake_mode == "deceleration" for t in self.trains])
         self._any_decel_mode = bool(self.train_decel_mode.any())
         self._engines = self._forces.engines
+        self._done_overridden = type(self)._done is not Replay._done
         self._end_length = self.bodies.length[[t.cars.stop - 1 for t in self.trains]]
         self._engine_train = np.repeat(np.arange(T), [int(t.model.is_engine.sum()) for t in self.trains])
         self._adhesive_g_eng = self._adhesive_g[self._engines] * (
             1.0 if self._adhesion != "wet" else forces.WET_RAIL_FACTOR
         )
+        self._engine_train_l = self._engine_train.tolist()
+        self._adhesive_g_eng_l = None if self._adhesion is None else self._adhesive_g_eng.tolist()
         self.train_build = np.array([max(_build_up(t), 1e-6) for t in self.trains])
         self.train_release = np.array([max(_build_up(t) * RELEASE_OVER_BUILD_UP, 1e-6) for t in self.trains])
         self.brake_applied = np.zeros(T)
@@ -583,6 +586,7 @@ class Replay:
         self.train_end = np.array([t.cars.stop - 1 for t in self.trains], dtype=np.int64)
         self.car_base = np.repeat([self.lines.base[index[id(t.line)]] for t in self.trains], counts)
         self.car_line_len = np.repeat([t.line.length for t in self.trains], counts)
+        self._line_len_tol = self.car_line_len + 1e-9  # a bogie beyond is off the line
         self.car_far_end = np.repeat([t.line.ends_at_track_end for t in self.trains], counts)
         self.car_near_end = np.repeat([t.line.starts_at_track_end for t in self.trains], counts)
         self.car_train = np.repeat(np.arange(len(self.trains)), counts)
@@ -723,8 +727,9 @@ class Replay:
         # that is a track end derails its car (the exact event comes from BogieSet).
         np.subtract(x1, self._front_bogie, out=self._fb)
         np.subtract(self._fb, m.bogie_spacing, out=self._rb)
-        over = self._fb > self.car_line_len + 1e-9
-        if over.any() or (self._rb < -1e-9).any():
+        over = self._fb > self._line_len_tol
+        any_ = np.logical_or.reduce  # ndarray.any without its Python wrapper
+        if any_(over) or any_(self._rb < -1e-9):
             off = (over & self.car_far_end) | ((self._rb < -1e-9) & self.car_near_end)
             for k in np.unique(self.car_train[off]).tolist():
                 for ev in self.trains[k].bogies.check(self.time):
@@ -740,12 +745,25 @@ class Replay:
                             message=f"reached the end of the {t.line.length:.0f} m of track built for it",
                         )
                     )
-        if self.signals is not None:
-            self.signals.update(self.time, x1[starts].tolist(), v1[starts].tolist())
+        sig = self.signals
+        if sig is not None and self.time + 1e-9 >= sig.next_update:  # (its own test)
+            sig.update(self.time, x1[starts].tolist(), v1[starts].tolist())
         if self._running:
-            top = np.maximum.reduceat(speed, self.train_start).tolist()
+            top = None
             for k in self._running:
-                self._done(self.trains[k], dt, top[k])
+                t = self.trains[k]
+                drv = getattr(t.driver, "inner", t.driver)
+                # _done does nothing for a train that runs on (saves the speeds)
+                if not (
+                    t.derailed
+                    or isinstance(drv, ScheduleDriver)
+                    or (isinstance(drv, AutoDriver) and drv.finished)
+                    or self._done_overridden
+                ):
+                    continue
+                if top is None:
+                    top = np.maximum.reduceat(speed, self.train_start).tolist()
+                self._done(t, dt, top[k])
             self._running = [k for k in self._running if self.trains[k].done_at is None]
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
             sw = self._pending_switches.pop(0)
@@ -779,15 +797,21 @@ class Replay:
         m = self.model
         ct = self.car_train
         thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
-        thr_a = np.array(thr)
         # Traction of the engines only (wagons give 0): forces.traction without the taper.
         # With adhesion: at most Curtius–Kniffler's μ(v) times the adhesive weight
         # (docs/running-time.md §6).
         eng = self._engines
         trac0 = np.zeros(len(v))
-        trac0[eng] = self._forces.traction(
-            thr_a[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
-        )
+        if len(eng) <= 4:
+            trac0[eng] = self._forces.traction_few(
+                [thr[k] for k in self._engine_train_l], v[eng].tolist(), self._adhesive_g_eng_l
+            )
+        else:
+            trac0[eng] = self._forces.traction(
+                np.array(thr)[self._engine_train],
+                v[eng],
+                None if self._adhesion is None else self._adhesive_g_eng,
+            )
         n = len(v)
         rows = np.concatenate((trac0, grav, dav + crv)).reshape(3, n)
         sums = np.add.reduceat(rows, self.train_start, axis=1).tolist()
@@ -846,7 +870,9 @@ class Replay:
         self.brake_applied[:] = applied
         applied = self.brake_applied
         sc = np.array(scale)
-        trac = trac0 * (sc / np.where(thr_a > 0, thr_a, 1.0))[ct]
+        # (what np.where(thr > 0, thr, 1) and the division gave, in Python floats)
+        ratio = [q / (t if t > 0 else 1.0) for q, t in zip(scale, thr)]
+        trac = trac0 * np.array(ratio, dtype=np.float64)[ct]
         brk = (
             m.max_brake
             * (applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied))[ct]
