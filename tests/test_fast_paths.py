@@ -134,3 +134,46 @@ def test_prepared_traction_and_gravity_are_bit_identical_to_the_module_functions
             assert pre.traction(thr[e], v[e], adh).tobytes() == limited.tobytes()
             yf, yr = rng.normal(10, 2, len(m.mass)), rng.normal(10, 2, len(m.mass))
             assert pre.gravity(yf, yr).tobytes() == forces.gravity(m, yf, yr).tobytes()
+
+
+def _occupancy_on_arrays(line, s_from: float, s_to: float) -> list[tuple[int, float, float]]:  # noqa: ANN001
+    """TrackLine.occupancy as worked out on the numpy columns (before its list cache)."""
+    import numpy as np
+
+    a, b = sorted((float(s_from), float(s_to)))
+    a, b = max(a, 0.0), min(b, line.length)
+    if a > b:
+        return []
+    i0 = int(np.clip(np.searchsorted(line.seg_s1, a, side="right"), 0, len(line.seg_s1) - 1))
+    i1 = int(line.segment_index(np.float64(b)))
+    if b - a <= 1e-9 or i1 < i0:
+        node, off, _d = line.node_offset(np.array([a]))
+        return [(int(node[0]), float(off[0]), float(off[0]))]
+    out = []
+    for i in range(i0, i1 + 1):
+        lo, hi = max(a, float(line.seg_s0[i])), min(b, float(line.seg_s1[i]))
+        if hi < lo:
+            continue
+        sg = 1.0 if line.seg_dir[i] == 1 else -1.0
+        o0 = float(line.seg_off0[i])
+        out.append((int(line.seg_node[i]), o0 + sg * (lo - line.seg_s0[i]), o0 + sg * (hi - line.seg_s0[i])))
+    return out
+
+
+@pytest.mark.parametrize("pat", ["MainWE.pat", "MainEW.pat"])
+def test_occupancy_from_its_list_cache_equals_the_array_computation(pat):
+    import numpy as np
+    from helpers import SAMPLE_ROUTE
+
+    from tdbtools.formats.route import load_route
+    from tdbtools.physics.trackline import TrackLine
+
+    line = TrackLine.from_path(load_route(SAMPLE_ROUTE, cache=False), SAMPLE_ROUTE / "PATHS" / pat)
+    assert len(line.seg_node) >= 2
+    bounds = np.concatenate([line.seg_s0, line.seg_s1])
+    rng = np.random.default_rng(3)
+    probes = np.concatenate([bounds, rng.uniform(-50.0, line.length + 50.0, 200)])
+    for a in probes:
+        for b in (a, a + 0.5, a + 60.0, a + 400.0, a - 30.0, bounds[rng.integers(len(bounds))]):
+            got, want = line.occupancy(a, b), _occupancy_on_arrays(line, a, b)
+            assert got == want, (a, b)
