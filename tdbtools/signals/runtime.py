@@ -726,7 +726,7 @@ class Interlocking:
         if sec < 0:
             self.block[sig] = BLOCK_JN_OBSTRUCTED
             return
-        # The walk's sections and the signal ending it stay the same until a switch is
+        # (docs/signals.md §4.4) The walk's sections and the signal ending it stay the same until a switch is
         # thrown: only the occupants and reservations are read every cycle.
         self._free_caches_current()
         fw = self._free_walks.get(sig)
