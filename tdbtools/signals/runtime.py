@@ -21,6 +21,7 @@ from typing import Any
 from ..formats.route import Route
 from ..formats.sigcfg import ASPECTS, CLEAR_2, RESTRICTING, STOP, STOP_AND_PROCEED
 from ..formats.tdb import JunctionNode, VectorNode
+from .events import AspectSeen, Deadlock, ReplayEvent, SignalWait, Spad
 from .objects import Head, SignalObject, SignalSet
 
 # Internal section states, ordered: a higher value is worse (§4.2).
@@ -287,7 +288,7 @@ class Interlocking:
         self.switch_setter = switch_setter
         self.switches: dict[int, int] = dict(initial_switches or {})
         self.deadlock_after = deadlock_after
-        self.events: list[dict] = []
+        self.events: list[ReplayEvent] = []
         self.trains: list[TrainState] = []
         self.time = 0.0
         n = len(objects)
@@ -615,14 +616,13 @@ class Interlocking:
         t.stop_s, t.creep_at, t.limits = None, None, []
         if t.waiting_since is not None:
             self.events.append(
-                {
-                    "kind": "signal_wait",
-                    "time": t.waiting_since,
-                    "train": t.name,
-                    "signal": t.waiting_at,
-                    "until": self.time,
-                    "seconds": round(self.time - t.waiting_since, 3),
-                }
+                SignalWait(
+                    time=t.waiting_since,
+                    train=t.name,
+                    signal=t.waiting_at,
+                    until=self.time,
+                    seconds=round(self.time - t.waiting_since, 3),
+                )
             )
             t.waiting_since, t.waiting_at = None, -1
 
@@ -916,14 +916,13 @@ class Interlocking:
                 s_sig, sig = t.signals[t.next_signal]
                 if self.enabled_train[sig] != t.index or self.sig_lr(sig, 0) <= STOP:
                     self.events.append(
-                        {
-                            "kind": "spad",
-                            "time": time,
-                            "train": t.name,
-                            "signal": sig,
-                            "speed": round(t.speed, 3),
-                            "distance": round(s_sig, 3),
-                        }
+                        Spad(
+                            time=time,
+                            train=t.name,
+                            signal=sig,
+                            speed=round(t.speed, 3),
+                            distance=round(s_sig, 3),
+                        )
                     )
                 self.enabled_train[sig] = -1
                 self.route_of[sig] = None
@@ -1118,14 +1117,13 @@ class Interlocking:
                 if seen != t.last_seen:
                     t.last_seen = seen
                     self.events.append(
-                        {
-                            "kind": "aspect",
-                            "time": self.time,
-                            "train": t.name,
-                            "signal": sig,
-                            "aspect": ASPECTS[a] if mine else "STOP (not cleared)",
-                            "distance_to": round(s - t.front, 1),
-                        }
+                        AspectSeen(
+                            time=self.time,
+                            train=t.name,
+                            signal=sig,
+                            aspect=ASPECTS[a] if mine else "STOP (not cleared)",
+                            distance_to=round(s - t.front, 1),
+                        )
                     )
             if t.stop_s is not None:
                 break
@@ -1166,14 +1164,13 @@ class Interlocking:
                 t.waiting_since, t.waiting_at = self.time, sig
         elif t.waiting_since is not None and not standing:
             self.events.append(
-                {
-                    "kind": "signal_wait",
-                    "time": t.waiting_since,
-                    "train": t.name,
-                    "signal": t.waiting_at,
-                    "until": self.time,
-                    "seconds": round(self.time - t.waiting_since, 3),
-                }
+                SignalWait(
+                    time=t.waiting_since,
+                    train=t.name,
+                    signal=t.waiting_at,
+                    until=self.time,
+                    seconds=round(self.time - t.waiting_since, 3),
+                )
             )
             t.waiting_since, t.waiting_at = None, -1
 
@@ -1226,13 +1223,12 @@ class Interlocking:
                 if cur in seen:
                     cycle = path[path.index(cur) :]
                     self.events.append(
-                        {
-                            "kind": "deadlock",
-                            "time": self.time,
-                            "trains": [self.trains[k].name for k in cycle],
-                            "sections": sorted({s for k in cycle for s in graph[k][1]}),
-                            "waiting_since": min(self.trains[k].waiting_since or self.time for k in cycle),
-                        }
+                        Deadlock(
+                            time=self.time,
+                            trains=tuple(self.trains[k].name for k in cycle),
+                            sections=tuple(sorted({s for k in cycle for s in graph[k][1]})),
+                            waiting_since=min(self.trains[k].waiting_since or self.time for k in cycle),
+                        )
                     )
                     for k in cycle:
                         self.trains[k].deadlocked = True
