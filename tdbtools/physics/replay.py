@@ -675,7 +675,7 @@ class Replay:
 
     def _g(self, s: np.ndarray) -> np.ndarray:
         """Global table distance of per-car line distances (clipped onto each line)."""
-        return np.clip(s, 0.0, self.car_line_len) + self.car_base
+        return np.minimum(np.maximum(s, 0.0), self.car_line_len) + self.car_base  # (np.clip's ufuncs)
 
     def _g3(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """:meth:`_g` of three per-car arrays at once (one numpy call each way)."""
@@ -689,6 +689,8 @@ class Replay:
         # between steps; the engine's x is rebuilt from its gaps on every read).
         if self._xv is None or self._xv[2] != eng.time:
             self._xv = (eng.x, eng.v, eng.time)
+            np.subtract(self._xv[0], self._front_bogie, out=self._fb)
+            np.subtract(self._fb, self.model.bogie_spacing, out=self._rb)
         x, v = self._xv[0], self._xv[1]
         # One Python pass over the trains: the drivers (scalars), fed with the fronts,
         # rears and speeds read out in one go.
@@ -713,9 +715,9 @@ class Replay:
         m = self.model
         lines = self.lines
         n = len(x)
-        fb = x - self._front_bogie
-        # _g3, in place: the front and rear bogies and the middle of every car
-        g = np.concatenate((fb, fb - m.bogie_spacing, x - self._half_length))
+        # _g3, in place: the front and rear bogies (the measures the last step left, of
+        # these x) and the middle of every car
+        g = np.concatenate((self._fb, self._rb, x - self._half_length))
         np.maximum(g, 0.0, out=g)
         np.minimum(g, self._len3, out=g)
         g += self._base3
