@@ -912,7 +912,9 @@ class Replay:
         if sig is not None:
             sig.ilk.set_switch(junction, route)  # the interlocking walks the switches as set
         self._event(SwitchThrow(time=self.time, junction=junction, route=route))
-        for ev in throw_switch([t.bogies for t in self.trains], junction, route, self.time):
+        on = self.on_track()  # a train not in the world (yet, or any more) is not under it
+        bogies = [t.bogies for k, t in enumerate(self.trains) if on is None or on[k]]
+        for ev in throw_switch(bogies, junction, route, self.time):
             self._safety(ev)
 
     def _done(self, t: _Train, dt: float, speed: float) -> None:
