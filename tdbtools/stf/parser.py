@@ -287,6 +287,39 @@ def needs_full_grammar(text: str) -> bool:
     return _scan_markers(text)[0]
 
 
+def _find_lower(text: str, word: str) -> list[int]:
+    """Offsets of ``word`` (lower case, ASCII) in ``text`` in any case, not overlapping.
+
+    Lower-cased slice by slice (overlapping by the word's length): a whole-file copy of
+    a 200 MB file would be one more 200 MB at the peak of a load. ASCII text is lowered
+    as bytes (offsets agree); other text with str.lower, as before."""
+    out: list[int] = []
+    n = len(text)
+    k = len(word)
+    step = _SCAN_SLICE
+    wb = word.encode("ascii")
+    at = 0
+    while at < n:
+        lo = max(at - k + 1, 0)
+        part = text[lo : at + step]
+        if part.isascii():
+            low_b = part.encode("ascii").lower()
+            i = low_b.find(wb)
+            while i >= 0:
+                if lo + i >= (out[-1] + k if out else 0):
+                    out.append(lo + i)
+                i = low_b.find(wb, i + k)
+        else:
+            low = part.lower()
+            i = low.find(word)
+            while i >= 0:
+                if lo + i >= (out[-1] + k if out else 0):
+                    out.append(lo + i)
+                i = low.find(word, i + k)
+        at += step
+    return out
+
+
 def _scan_markers(text: str) -> tuple[bool, bool]:
     """(:func:`needs_full_grammar`, whether ``include`` occurs at all, in any case).
 
@@ -296,7 +329,6 @@ def _scan_markers(text: str) -> tuple[bool, bool]:
     comment blocks and follows include blocks at any depth, so text whose markers
     are all blocks parses the same with either grammar. False positives only cost
     speed; the scan only runs where a marker character or keyword occurs at all."""
-    low = None
     has_inc = False
     candidates: list[int] = []
     for ch in "#_":
@@ -306,16 +338,12 @@ def _scan_markers(text: str) -> tuple[bool, bool]:
                 candidates.append(i)
             i = text.find(ch, i + 1)
     for kw in _KEYWORDS:
-        if low is None:
-            low = text.lower()
-        i = low.find(kw)
-        if kw == "include":
-            has_inc = i >= 0
-        while i >= 0:
+        for i in _find_lower(text, kw):
+            if kw == "include":
+                has_inc = True
             end = i + len(kw)
             if (i == 0 or text[i - 1] in _WORD_START) and (end >= len(text) or text[end] in _WORD_END):
                 candidates.append(i)
-            i = low.find(kw, end)
     if not candidates:
         return False, has_inc
     candidates.sort()
@@ -360,7 +388,19 @@ _WORD_BYTES = bytes(0 if c <= 0x20 or c in b'()"' else 0x78 for c in range(256))
 
 def has_long_word(text: str) -> bool:
     """True if ``text`` holds a run of LONG_WORD word bytes (C speed: ~2 ms per MB)."""
-    return b"x" * LONG_WORD in text.encode("utf-8", "surrogatepass").translate(_WORD_BYTES)
+    run = b"x" * LONG_WORD
+    # In slices (overlapping by a run's length), so that a 200 MB file costs two small
+    # copies at a time, not two of its size.
+    step = _SCAN_SLICE
+    for at in range(0, max(len(text), 1), step):
+        part = text[max(at - LONG_WORD, 0) : at + step]
+        if run in part.encode("utf-8", "surrogatepass").translate(_WORD_BYTES):
+            return True
+    return False
+
+
+#: Characters per slice of the whole-text scans (has_long_word, _scan_markers).
+_SCAN_SLICE = 1 << 23
 
 
 def _blank_first_line(text: str) -> str:
