@@ -110,7 +110,9 @@ class _Builder(Transformer):
             if data.__class__ is Token and data.type in ("DATA", "stf__DATA") and "\\" not in data:
                 # Plain words and blocks only (no strings, escapes, includes, markers: the
                 # parse checked the whole text): split on demand, or read in bulk.
-                return Block(str(tok), None, self.source, tok.start_pos, data, data.start_pos or 0, key)
+                # data.value: the plain str the Token was copied from (a Token holds both;
+                # keeping the Token would keep a 200 MB table twice).
+                return Block(str(tok), None, self.source, tok.start_pos, data.value, data.start_pos or 0, key)
         return Block(str(tok), self._items(children, 1), self.source, tok.start_pos)
 
     def group(self, children: list):
@@ -204,7 +206,7 @@ class _Builder(Transformer):
 
     def _data(self, tok: Token, out: list) -> None:
         """Split a DATA token (plain words and nested blocks, no strings) into items."""
-        text = str(tok)
+        text = tok.value  # the plain str: str(tok) would copy a big DATA token once more
         if "\\" in text:
             return self._data_escaped(tok, out)
         if "(" not in text:
