@@ -289,35 +289,29 @@ def needs_full_grammar(text: str) -> bool:
     return _scan_markers(text)[0]
 
 
-def _find_lower(text: str, word: str) -> list[int]:
-    """Offsets of ``word`` (lower case, ASCII) in ``text`` in any case, not overlapping.
+def _find_lower(text: str, words: tuple[str, ...]) -> list[list[int]]:
+    """Offsets of each of ``words`` (lower case, ASCII) in ``text`` in any case, not
+    overlapping, in one pass.
 
-    Lower-cased slice by slice (overlapping by the word's length): a whole-file copy of
-    a 200 MB file would be one more 200 MB at the peak of a load. ASCII text is lowered
-    as bytes (offsets agree); other text with str.lower, as before."""
-    out: list[int] = []
+    Lower-cased slice by slice (overlapping by the longest word's length): a whole-file
+    copy of a 200 MB file would be one more 200 MB at the peak of a load. ASCII text is
+    lowered as bytes (offsets agree); other text with str.lower, as before."""
+    out: list[list[int]] = [[] for _ in words]
     n = len(text)
-    k = len(word)
+    k = max(len(w) for w in words)
     step = _SCAN_SLICE
-    wb = word.encode("ascii")
     at = 0
     while at < n:
         lo = max(at - k + 1, 0)
         part = text[lo : at + step]
-        if part.isascii():
-            low_b = part.encode("ascii").lower()
-            i = low_b.find(wb)
+        low: Any = part.encode("ascii").lower() if part.isascii() else part.lower()
+        for word, found in zip(words, out):
+            w: Any = word.encode("ascii") if low.__class__ is bytes else word
+            i = low.find(w)
             while i >= 0:
-                if lo + i >= (out[-1] + k if out else 0):
-                    out.append(lo + i)
-                i = low_b.find(wb, i + k)
-        else:
-            low = part.lower()
-            i = low.find(word)
-            while i >= 0:
-                if lo + i >= (out[-1] + k if out else 0):
-                    out.append(lo + i)
-                i = low.find(word, i + k)
+                if lo + i >= (found[-1] + len(word) if found else 0):
+                    found.append(lo + i)
+                i = low.find(w, i + len(word))
         at += step
     return out
 
@@ -339,8 +333,8 @@ def _scan_markers(text: str) -> tuple[bool, bool]:
             if i == 0 or text[i - 1] in _WORD_START:  # not inside a word like SNCF_TGV
                 candidates.append(i)
             i = text.find(ch, i + 1)
-    for kw in _KEYWORDS:
-        for i in _find_lower(text, kw):
+    for kw, offsets in zip(_KEYWORDS, _find_lower(text, _KEYWORDS)):
+        for i in offsets:
             if kw == "include":
                 has_inc = True
             end = i + len(kw)
