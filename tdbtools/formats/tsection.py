@@ -13,6 +13,8 @@ Tables are columnar (numpy) so that a cached route loads in milliseconds;
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ import numpy as np
 from ..errors import Diagnostics, FormatError, truncate_value
 from ..stf import parse_file
 from ..stf.parser import gc_paused
-from ..stf.tree import Block, Document
+from ..stf.tree import COMMENT_WORDS, Block, Document, split_items
 from ._read import Reader, to_float, to_uint
 
 #: Open Rails ignores a route-local tsection.dat without exactly this header.
@@ -239,6 +241,91 @@ def geometry_problem(width: float, length: float, radius: float, angle: float) -
     return None
 
 
+# -- the big tables in bulk ----------------------------------------------------------
+#
+# A tsection.dat is nearly all TrackSections and TrackShapes. A bulk parse (parse_file's
+# bulk="tsection", grammars/tsection_bulk.lark) keeps their content as raw text, and
+# table_blocks finds the entries in it with one regular expression: each entry that
+# holds only leaf blocks becomes the same lazily split Block the tree would hold
+# (stf.tree.split_items), without the tree's item-by-item splitting; any other run of
+# the text is split by the tree's own splitter. The readers below then see the same
+# blocks either way, so the model, findings and located errors are the same (tests
+# check: tests/test_tsection_bulk.py).
+
+_ENTRY = re.compile(r"[\x00-\x20]*([^\x00-\x20()\"]+)[\x00-\x20]*\(((?:[^()]*\([^()]*\))*[^()]*)\)")
+_SPACE = re.compile(r"[\x00-\x20]*")
+_WORD = re.compile(r"[^\x00-\x20()\"]*")
+_OPEN = re.compile(r"[\x00-\x20]*\(")
+_PAREN = re.compile(r"[()]")
+
+
+def table_blocks(table: Block) -> Iterator[Block]:
+    """The child blocks of ``table``, in order, found in its raw text if it is held so."""
+    raw = table.raw()
+    src = table.source
+    if raw is None or (src is not None and src.exact_split):
+        yield from (b for b in table.items if b.__class__ is Block)
+        return
+    text, at = raw
+    entry = _ENTRY.match
+    keys: dict[str, str] = {}
+    n = len(text)
+    pos = 0
+    while pos < n:
+        m = entry(text, pos)
+        if m is not None:
+            name, inner = m.group(1, 2)
+            key = keys.get(name)
+            if key is None:
+                key = name.lower()
+                if name[:1] in "#_" or key in COMMENT_WORDS:
+                    key = "#"  # a comment block: the tree drops it
+                elif key == "include":
+                    key = ""
+                if len(keys) < 1000:
+                    keys[name] = key
+            if key == "#":
+                pos = m.end()
+                continue
+            if key and ("(" not in inner or ("nclude" not in inner and "NCLUDE" not in inner)):
+                # As split_items builds a block holding only words and leaf blocks.
+                yield Block(name, None, src, at + m.start(1), inner, at + m.start(2), key)
+                pos = m.end()
+                continue
+        pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
+        if pos >= n:
+            break
+        end = _item_end(text, pos)
+        if end is None:  # not the balanced text the lexer gives: read the tree
+            yield from (b for b in table.items if b.__class__ is Block)
+            return
+        items: list = []
+        split_items(text[pos:end], at + pos, src, items, _no_include, lazy=True)
+        yield from (b for b in items if b.__class__ is Block)
+        pos = end
+
+
+def _item_end(text: str, pos: int) -> int | None:
+    """Where the item (a word, or a block with its name) at ``pos`` ends."""
+    e = _WORD.match(text, pos).end()  # type: ignore[union-attr]
+    o = _OPEN.match(text, e)
+    if o is None:
+        return e if e > pos else None
+    depth = 0
+    for p in _PAREN.finditer(text, o.end() - 1):
+        if p.group() == "(":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return p.end()
+    return None
+
+
+def _no_include(_cur: list, _blk: Block) -> None:
+    raise AssertionError("include inside a raw table")  # the parser defers none
+
+
 class _Builder:
     """Collects sections and shapes from one or more files, later entries replacing
     earlier ones with the same id (Open Rails' dictionary semantics)."""
@@ -291,48 +378,50 @@ class _Builder:
         return rd.quantity(blk, index, "distance", default=default)
 
     def _global_sections(self, rd: Reader, table: Block) -> None:
+        for blk in table_blocks(table):
+            if blk.key == "tracksection":  # (the leading count, max index, is informational)
+                self._global_section(rd, blk)
+
+    def _global_section(self, rd: Reader, blk: Block) -> None:
         sections = self.sections
         sid: int
         row: Any
         nan = math.nan
-        for blk in table.items:
-            if blk.__class__ is not Block or blk.key != "tracksection":
-                continue  # the leading count (max index) is informational
-            try:
-                # Fast path: plain numbers in the usual layout, read without making
-                # the child blocks (see Block.leaf_view).
-                v: Any = blk.leaf_view()  # None fails below: the checked path
-                sid = int(v[0])
-                key, text = v[1]
-                if key != "sectionsize":
+        try:
+            # Fast path: plain numbers in the usual layout, read without making
+            # the child blocks (see Block.leaf_view).
+            v: Any = blk.leaf_view()  # None fails below: the checked path
+            sid = int(v[0])
+            key, text = v[1]
+            if key != "sectionsize":
+                raise ValueError
+            width, length = map(float, text.split())
+            if len(v) == 2:
+                row = (width, length, nan, nan)
+            else:
+                key, text = v[2]
+                if len(v) != 3 or key != "sectioncurve":
                     raise ValueError
-                width, length = map(float, text.split())
-                if len(v) == 2:
-                    row = (width, length, nan, nan)
-                else:
-                    key, text = v[2]
-                    if len(v) != 3 or key != "sectioncurve":
-                        raise ValueError
-                    radius, angle = map(float, text.split())
-                    if not (math.isfinite(radius) and math.isfinite(angle)):
-                        raise ValueError
-                    row = (width, length, radius, angle)
-                if not 0 <= sid <= _UINT_MAX or not (math.isfinite(width) and math.isfinite(length)):
+                radius, angle = map(float, text.split())
+                if not (math.isfinite(radius) and math.isfinite(angle)):
                     raise ValueError
-            except (ValueError, TypeError, AttributeError, IndexError):
-                row = self._global_section_checked(rd, blk)
-                if row is None:
-                    continue
-                sid = row[0]
-                row = row[1:]
-            # (Straights of a sane length, nearly every row, skip the full check.)
-            if not (math.isnan(row[2]) and length_ok(row[1])) and not self._valid(rd, blk, sid, row):
-                continue
-            if sid in sections and sections[sid] != row:
-                self.diags.note(
-                    f"TrackSection {sid} redefined; the later definition replaces the earlier", blk.location
-                )
-            sections[sid] = row
+                row = (width, length, radius, angle)
+            if not 0 <= sid <= _UINT_MAX or not (math.isfinite(width) and math.isfinite(length)):
+                raise ValueError
+        except (ValueError, TypeError, AttributeError, IndexError):
+            row = self._global_section_checked(rd, blk)
+            if row is None:
+                return
+            sid = row[0]
+            row = row[1:]
+        # (Straights of a sane length, nearly every row, skip the full check.)
+        if not (math.isnan(row[2]) and length_ok(row[1])) and not self._valid(rd, blk, sid, row):
+            return
+        if sid in sections and sections[sid] != row:
+            self.diags.note(
+                f"TrackSection {sid} redefined; the later definition replaces the earlier", blk.location
+            )
+        sections[sid] = row
 
     def _global_section_checked(self, rd: Reader, blk: Block) -> tuple | None:
         """The slow path with a precise message for every defect (and units)."""
@@ -470,8 +559,8 @@ class _Builder:
     # -- shapes ---------------------------------------------------------------------------
     def _shapes(self, rd: Reader, table: Block) -> None:
         shapes = self.shapes
-        for blk in table.items:
-            if blk.__class__ is not Block or blk.key != "trackshape":
+        for blk in table_blocks(table):
+            if blk.key != "trackshape":
                 continue
             try:
                 rec = self._shape_fast(blk)
@@ -611,9 +700,9 @@ def read_tsection(
 def _read_tsection(global_files, local_file, diags: Diagnostics, root) -> TSection:
     b = _Builder(diags)
     for f in global_files:
-        b.add_global(parse_file(f, diagnostics=diags, root=root))
+        b.add_global(parse_file(f, diagnostics=diags, root=root, bulk="tsection"))
     if local_file is not None:
-        b.add_local(parse_file(local_file, diagnostics=diags, root=root))
+        b.add_local(parse_file(local_file, diagnostics=diags, root=root, bulk="tsection"))
     return b.build()
 
 
@@ -626,7 +715,7 @@ def read_tsection_file(
 ) -> TSection:
     """Read one tsection.dat. ``local=None`` guesses the layout from the signature."""
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
-    doc = parse_file(path, diagnostics=diags)
+    doc = parse_file(path, diagnostics=diags, bulk="tsection")
     b = _Builder(diags)
     is_local = (
         local

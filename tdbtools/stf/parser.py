@@ -8,6 +8,7 @@ path, line, column, a caret snippet and what was expected.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import re
 import threading
@@ -91,6 +92,8 @@ class _Builder(Transformer):
         #: Keys of blocks kept as raw text when their content is one DATA token (see
         #: parse_source's ``bulk``); empty when the parse may not defer.
         self.defer: frozenset[str] = frozenset()
+        #: Sorted offsets of the include blocks of the text (none may be deferred).
+        self.include_blocks: list[int] = []
 
     # rules ---------------------------------------------------------------------------
     def start(self, children: list) -> list:
@@ -105,15 +108,41 @@ class _Builder(Transformer):
             inner = self._items(children, 1)
             target = inner[0] if inner and inner[0].__class__ is not Block else None
             return _Include(target, self.source, tok.start_pos)
-        if key in self.defer and len(children) == 2:
-            data = children[1]
-            if data.__class__ is Token and data.type in ("DATA", "stf__DATA") and "\\" not in data:
-                # Plain words and blocks only (no strings, escapes, includes, markers: the
-                # parse checked the whole text): split on demand, or read in bulk.
-                # data.value: the plain str the Token was copied from (a Token holds both;
-                # keeping the Token would keep a 200 MB table twice).
-                return Block(str(tok), None, self.source, tok.start_pos, data.value, data.start_pos or 0, key)
+        if key in self.defer and len(children) >= 2:
+            raw = self._raw_of(children)
+            if raw is not None:
+                return Block(str(tok), None, self.source, tok.start_pos, raw[0], raw[1], key)
         return Block(str(tok), self._items(children, 1), self.source, tok.start_pos)
+
+    def _raw_of(self, children: list) -> tuple[str, int] | None:
+        """The content of a block to keep raw, if it is DATA runs (plain words and blocks:
+        no strings, escapes or markers, the parse checked the whole text) and dropped
+        comment blocks only, holding no include block; else None. What lies between two
+        runs (white space and the comment blocks) is blanked, so every offset holds and
+        splitting the text gives the items the tree would hold."""
+        runs = []
+        for c in children[1:]:
+            if c is _DROP:
+                continue
+            if c.__class__ is not Token or c.type not in ("DATA", "stf__DATA") or "\\" in c:
+                return None
+            runs.append(c)
+        if not runs:
+            return None
+        first = runs[0].start_pos or 0
+        last = runs[-1].end_pos or 0
+        inc = self.include_blocks
+        if inc and bisect.bisect_left(inc, first) < bisect.bisect_left(inc, last):
+            return None  # an include block to follow
+        if len(runs) == 1:
+            # data.value: the plain str the Token was copied from (a Token holds both;
+            # keeping the Token would keep a 200 MB table twice).
+            return runs[0].value, first
+        parts = [runs[0].value]
+        for prev, run in zip(runs, runs[1:]):
+            parts.append(" " * ((run.start_pos or 0) - (prev.end_pos or 0)))
+            parts.append(run.value)
+        return "".join(parts), first
 
     def group(self, children: list):
         return Block("", self._items(children, 0), self.source, -1)
@@ -271,6 +300,15 @@ class _ParserPool(threading.local):
         self.full = Lark(grammar_text("stf.lark"), **options)
         self.plain = Lark(grammar_text("stf_plain.lark"), **options)
         self.bulk = Lark(grammar_text("stf_bulk.lark"), **options)
+        self.options = options
+        self.others: dict[str, Lark] = {}
+
+    def bulk_for(self, kind: str) -> Lark:
+        """The bulk parser of ``kind`` (see BULK_GRAMMARS), made on first use."""
+        lark = self.others.get(kind)
+        if lark is None:
+            lark = self.others[kind] = Lark(grammar_text(BULK_GRAMMARS[kind][0]), **self.options)
+        return lark
 
 
 _POOL = _ParserPool()
@@ -316,8 +354,9 @@ def _find_lower(text: str, words: tuple[str, ...]) -> list[list[int]]:
     return out
 
 
-def _scan_markers(text: str) -> tuple[bool, bool]:
-    """(:func:`needs_full_grammar`, whether ``include`` occurs at all, in any case).
+def _scan_markers(text: str) -> tuple[bool, list[int]]:
+    """(:func:`needs_full_grammar`, the sorted offsets of the include blocks the tree
+    builder would follow: not inside a comment block nor another include block).
 
     The first is True if ``text`` holds a comment marker or a comment/skip/include word that is
     not a block of its own (``_INFO ( ... )``, ``include ( ... )``) nor inside one, so
@@ -325,7 +364,7 @@ def _scan_markers(text: str) -> tuple[bool, bool]:
     comment blocks and follows include blocks at any depth, so text whose markers
     are all blocks parses the same with either grammar. False positives only cost
     speed; the scan only runs where a marker character or keyword occurs at all."""
-    has_inc = False
+    includes: list[int] = []
     candidates: list[int] = []
     for ch in "#_":
         i = text.find(ch)
@@ -335,13 +374,11 @@ def _scan_markers(text: str) -> tuple[bool, bool]:
             i = text.find(ch, i + 1)
     for kw, offsets in zip(_KEYWORDS, _find_lower(text, _KEYWORDS)):
         for i in offsets:
-            if kw == "include":
-                has_inc = True
             end = i + len(kw)
             if (i == 0 or text[i - 1] in _WORD_START) and (end >= len(text) or text[end] in _WORD_END):
                 candidates.append(i)
     if not candidates:
-        return False, has_inc
+        return False, includes
     candidates.sort()
     n = len(text)
     skip_to = 0
@@ -355,8 +392,10 @@ def _scan_markers(text: str) -> tuple[bool, bool]:
         while k < n and text[k] <= " ":
             k += 1
         if k >= n or text[k] != "(":
-            return True, has_inc  # a bare marker: it acts on the next item
+            return True, includes  # a bare marker: it acts on the next item
         # A comment or include block: skip it whole (its content is dropped or is a path).
+        if text[i] in "iI":
+            includes.append(i)
         depth = 0
         for e in _BLOCK_EDGE.finditer(text, k):
             c = e.group()
@@ -368,8 +407,8 @@ def _scan_markers(text: str) -> tuple[bool, bool]:
                     skip_to = e.end()
                     break
         else:
-            return True, has_inc  # unbalanced: let the full grammar report it
-    return False, has_inc
+            return True, includes  # unbalanced: let the full grammar report it
+    return False, includes
 
 
 _WORD_END = frozenset(_WORD_START | {'"'})
@@ -407,7 +446,7 @@ def _blank_first_line(text: str) -> str:
 
 
 def _parse_items(
-    source: Source, bulk: bool = False
+    source: Source, bulk: bool | str = False
 ) -> tuple[list, list[tuple[list, _Include]], list[tuple[str, int]]]:
     pool = _POOL
     b = pool.builder
@@ -416,14 +455,16 @@ def _parse_items(
     b.notes = []
     try:
         text = _prepare(source)
-        full, has_include = _scan_markers(text)
+        full, includes = _scan_markers(text)
         if full or has_long_word(text):
             lark = pool.full
-        elif bulk and not source.exact_split and not has_include:
-            # Blocks kept raw must never hold an include: they are split without the
-            # include machinery if asked for.
-            lark = pool.bulk
-            b.defer = BULK_TABLES
+        elif bulk and not source.exact_split:
+            # Blocks kept raw must never hold an include block (_Builder._raw_of checks):
+            # they are split without the include machinery if asked for.
+            kind = "tdb" if bulk is True else str(bulk)
+            lark = pool.bulk if kind == "tdb" else pool.bulk_for(kind)
+            b.defer = BULK_GRAMMARS[kind][1]
+            b.include_blocks = includes
         else:
             lark = pool.plain
         items: Any = lark.parse(text)  # the transformer builds a list, not a Tree
@@ -431,15 +472,20 @@ def _parse_items(
         raise _syntax_error(source, exc) from None
     finally:
         includes, notes = b.includes, b.notes
-        b.includes, b.notes, b.source, b.defer = [], [], None, frozenset()
+        b.includes, b.notes, b.source, b.defer, b.include_blocks = [], [], None, frozenset(), []
     return items, includes, notes
 
 
 #: Blocks that a bulk parse keeps as raw text (the lexer of stf_bulk.lark isolates them).
 BULK_TABLES = frozenset({"tracknodes"})
+#: Per kind of bulk parse (parse_source's ``bulk``): its grammar and the blocks kept raw.
+BULK_GRAMMARS = {
+    "tdb": ("stf_bulk.lark", BULK_TABLES),
+    "tsection": ("tsection_bulk.lark", frozenset({"tracksections", "trackshapes"})),
+}
 
 
-def _parse_items_tolerant(source: Source, diags: Diagnostics, bulk: bool = False):  # noqa: ANN202
+def _parse_items_tolerant(source: Source, diags: Diagnostics, bulk: bool | str = False):  # noqa: ANN202
     """:func:`_parse_items`; a lenient read skips every ``)`` that closes no block (Open
     Rails' reader ignores them: real ``carspawn.dat`` files end with one), docs/findings.md."""
     try:
@@ -496,7 +542,7 @@ def parse_source(
     *,
     diagnostics: Diagnostics | None = None,
     root: str | Path | None = None,
-    bulk: bool = False,
+    bulk: bool | str = False,
 ) -> Document:
     """Parse decoded text into a :class:`Document`, following ``include``.
 
@@ -510,7 +556,7 @@ def parse_source(
 
 
 def _parse_source(
-    source: Source, diagnostics: Diagnostics | None, root: str | Path | None, bulk: bool = False
+    source: Source, diagnostics: Diagnostics | None, root: str | Path | None, bulk: bool | str = False
 ) -> Document:
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=True)
     top = Path(source.path).resolve() if source.path and not source.path.startswith("<") else None
@@ -526,7 +572,7 @@ def parse_file(
     strict: bool = True,
     diagnostics: Diagnostics | None = None,
     root: str | Path | None = None,
-    bulk: bool = False,
+    bulk: bool | str = False,
 ) -> Document:
     """Read, decode and parse one STF file into the generic tree.
 
@@ -550,7 +596,7 @@ def _resolve(
     stack: list[str],
     seen: list[str],
     budget: list[int] | None = None,
-    bulk: bool = False,
+    bulk: bool | str = False,
 ) -> list:
     items, includes, notes = _parse_items_tolerant(source, diags, bulk)
     for message, pos in notes:
