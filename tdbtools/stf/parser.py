@@ -630,7 +630,7 @@ def _resolve(
             expansions[id(inc)] = []
             continue
         budget[0] -= 1
-        expansions[id(inc)] = _follow(inc, diags, confine, stack, seen, budget)
+        expansions[id(inc)] = _follow(inc, diags, confine, stack, seen, budget, bulk)
     for parent, _ids in parents.values():
         if _ids:
             new: list = []
@@ -650,6 +650,7 @@ def _follow(
     stack: list[str],
     seen: list[str],
     budget: list[int],
+    bulk: bool | str = False,
 ) -> list:
     src = inc.source
     assert src is not None, "an include block always comes from a parsed source"
@@ -694,7 +695,7 @@ def _follow(
         return []
     seen.append(str(resolved))
     child = read_source(resolved)
-    return _resolve(child, diags, confine, [*stack, str(resolved)], seen, budget)
+    return _resolve(child, diags, confine, [*stack, str(resolved)], seen, budget, bulk)
 
 
 # -- errors -----------------------------------------------------------------------------
