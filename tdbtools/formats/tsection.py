@@ -261,10 +261,19 @@ _PAREN = re.compile(r"[()]")
 
 def table_blocks(table: Block) -> Iterator[Block]:
     """The child blocks of ``table``, in order, found in its raw text if it is held so."""
+    src = table.source
+    for key, inner, x in table_entries(table):
+        yield x if inner is None else Block(x[0], None, src, x[1], inner, x[2], key)
+
+
+def table_entries(table: Block) -> Iterator[tuple[str, Any, Any]]:
+    """:func:`table_blocks` without making the blocks that hold only words and leaf
+    blocks: ``(key, inner text, (name, name offset, inner offset))`` for those (the
+    reader makes the block only if it needs it), ``(key, None, block)`` for others."""
     raw = table.raw()
     src = table.source
     if raw is None or (src is not None and src.exact_split):
-        yield from (b for b in table.items if b.__class__ is Block)
+        yield from ((b.key, None, b) for b in table.items if b.__class__ is Block)
         return
     text, at = raw
     entry = _ENTRY.match
@@ -289,19 +298,18 @@ def table_blocks(table: Block) -> Iterator[Block]:
                 continue
             if key and ("(" not in inner or ("nclude" not in inner and "NCLUDE" not in inner)):
                 # As split_items builds a block holding only words and leaf blocks.
-                yield Block(name, None, src, at + m.start(1), inner, at + m.start(2), key)
+                yield key, inner, (name, at + m.start(1), at + m.start(2))
                 pos = m.end()
                 continue
         pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]
         if pos >= n:
             break
-        end = _item_end(text, pos)
-        if end is None:  # not the balanced text the lexer gives: read the tree
-            yield from (b for b in table.items if b.__class__ is Block)
-            return
+        # Anything else: the tree's own split of that item (of the rest, if the text
+        # were not the balanced text the lexer gives).
+        end = _item_end(text, pos) or n
         items: list = []
         split_items(text[pos:end], at + pos, src, items, _no_include, lazy=True)
-        yield from (b for b in items if b.__class__ is Block)
+        yield from ((b.key, None, b) for b in items if b.__class__ is Block)
         pos = end
 
 
@@ -324,6 +332,43 @@ def _item_end(text: str, pos: int) -> int | None:
 
 def _no_include(_cur: list, _blk: Block) -> None:
     raise AssertionError("include inside a raw table")  # the parser defers none
+
+
+_PAIR_KEYS: dict[str, str] = {}
+
+
+def _leaf_pairs(inner: str) -> tuple[str, list] | None:
+    """``id A ( a ) B ( b )`` → ``("id", [("a", " a "), ("b", " b ")])``, as leaf_view
+    gives them; None for any other layout (no id, other free words, a comment or
+    include block, an anonymous group)."""
+    segs = inner.replace(")", "(").split("(")
+    last = len(segs) - 1
+    head = segs[0].split()
+    if last == 0 or len(head) != 2:
+        return None
+    name = head[1]
+    pairs = []
+    keys = _PAIR_KEYS
+    k = 0
+    while True:
+        key = keys.get(name)
+        if key is None:
+            key = name.lower()
+            if name[:1] in "#_" or key in COMMENT_WORDS or key == "include":
+                return None
+            if len(keys) < 1000:
+                keys[name] = key
+        pairs.append((key, segs[k + 1]))
+        k += 2
+        if k >= last:
+            break
+        w = segs[k].split()
+        if len(w) != 1:
+            return None
+        name = w[0]
+    if segs[last] and not segs[last].isspace():
+        return None
+    return head[0], pairs
 
 
 class _Builder:
@@ -559,9 +604,27 @@ class _Builder:
     # -- shapes ---------------------------------------------------------------------------
     def _shapes(self, rd: Reader, table: Block) -> None:
         shapes = self.shapes
-        for blk in table_blocks(table):
-            if blk.key != "trackshape":
+        src = table.source
+        shape_rec = self._shape_rec
+        for key, inner, x in table_entries(table):
+            if key != "trackshape":
                 continue
+            rec = None
+            if inner is not None:
+                # A raw block holding only words and leaf blocks: read its text (as
+                # _shape_fast would), make the block only for the checked path.
+                if "\\" not in inner:
+                    try:
+                        pairs = _leaf_pairs(inner)
+                        rec = None if pairs is None else shape_rec(*pairs)
+                    except (ValueError, TypeError, AttributeError, IndexError):
+                        rec = None
+                if rec is not None:
+                    shapes[rec[0]] = rec[1:]
+                    continue
+                blk = Block(x[0], None, src, x[1], inner, x[2], key)
+            else:
+                blk = x
             try:
                 rec = self._shape_fast(blk)
             except (ValueError, TypeError, AttributeError, IndexError):
@@ -574,11 +637,22 @@ class _Builder:
 
     @staticmethod
     def _shape_fast(blk: Block) -> tuple | None:
+        raw = blk.raw()
+        if raw is not None and "\\" not in raw[0] and not (blk.source is not None and blk.source.exact_split):
+            # What leaf_view would give, made directly (None where it might differ).
+            pairs = _leaf_pairs(raw[0])
+            if pairs is None:
+                return None
+            return _Builder._shape_rec(*pairs)
         v: Any = blk.leaf_view()
-        sid = int(v[0])
+        return _Builder._shape_rec(v[0], v[1:])
+
+    @staticmethod
+    def _shape_rec(head: str, view: list) -> tuple | None:
+        sid = int(head)
         filename, num_paths, main_route, clearance, flags = "", -1, 0, math.nan, 0
         paths = []
-        for key, text in v[1:]:
+        for key, text in view:
             if key == "sectionidx":
                 w = text.split()
                 n = int(w[0])
