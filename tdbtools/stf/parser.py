@@ -353,8 +353,8 @@ def _find_lower(text: str, words: tuple[str, ...]) -> list[list[int]]:
     overlapping, in one pass.
 
     Lower-cased slice by slice (overlapping by the longest word's length): a whole-file
-    copy of a 200 MB file would be one more 200 MB at the peak of a load. ASCII text is
-    lowered as bytes (offsets agree); other text with str.lower, as before."""
+    copy of a 200 MB file would be one more 200 MB at the peak of a load. Lowered as
+    ASCII bytes, any other character one "?" (offsets agree)."""
     out: list[list[int]] = [[] for _ in words]
     n = len(text)
     k = max(len(w) for w in words)
@@ -363,9 +363,9 @@ def _find_lower(text: str, words: tuple[str, ...]) -> list[list[int]]:
     while at < n:
         lo = max(at - k + 1, 0)
         part = text[lo : at + step]
-        low: Any = part.encode("ascii").lower() if part.isascii() else part.lower()
+        low = part.encode("ascii", "replace").lower()
         for word, found in zip(words, out):
-            w: Any = word.encode("ascii") if low.__class__ is bytes else word
+            w = word.encode("ascii")
             i = low.find(w)
             while i >= 0:
                 if lo + i >= (found[-1] + len(word) if found else 0):
