@@ -337,18 +337,22 @@ def _no_include(_cur: list, _blk: Block) -> None:
 _PAIR_KEYS: dict[str, str] = {}
 
 
-def _leaf_pairs(inner: str) -> tuple[str, list] | None:
-    """``id A ( a ) B ( b )`` → ``("id", [("a", " a "), ("b", " b ")])``, as leaf_view
-    gives them; None for any other layout (no id, other free words, a comment or
-    include block, an anonymous group)."""
+def _shape_text(inner: str) -> tuple | None:
+    """_Builder._shape_fast of a TrackShape held as text ``id A ( a ) B ( b ) ...``
+    (only leaf blocks), in one pass without the leaf view (the same steps, spelled out
+    for speed: the tree path keeps the original, and tests/test_tsection_bulk.py checks
+    they agree); None for any other layout (no id, other free words, a comment or
+    include block, an anonymous group) or anything _shape_fast would refuse."""
     segs = inner.replace(")", "(").split("(")
     last = len(segs) - 1
     head = segs[0].split()
     if last == 0 or len(head) != 2:
         return None
+    sid = int(head[0])
     name = head[1]
-    pairs = []
     keys = _PAIR_KEYS
+    filename, num_paths, main_route, clearance, flags = "", -1, 0, math.nan, 0
+    paths = []
     k = 0
     while True:
         key = keys.get(name)
@@ -358,7 +362,30 @@ def _leaf_pairs(inner: str) -> tuple[str, list] | None:
                 return None
             if len(keys) < 1000:
                 keys[name] = key
-        pairs.append((key, segs[k + 1]))
+        text = segs[k + 1]
+        if key == "sectionidx":
+            w = text.split()
+            n = int(w[0])
+            if len(w) != n + 5:
+                return None
+            secs = tuple(map(int, w[5:]))
+            if secs and not 0 <= min(secs) <= max(secs) <= _UINT_MAX:
+                return None
+            paths.append(((float(w[1]), float(w[2]), float(w[3]), float(w[4])), secs))
+        elif key == "filename":
+            (filename,) = text.split()
+        elif key == "numpaths":
+            num_paths = int(text)
+        elif key == "mainroute":
+            main_route = int(text)
+        elif key == "clearancedist":
+            clearance = float(text)
+        elif key == "tunnelshape":
+            flags |= _TUNNEL
+        elif key == "roadshape":
+            flags |= _ROAD
+        elif key == "ortsrackshape":
+            flags |= _RACK
         k += 2
         if k >= last:
             break
@@ -368,7 +395,14 @@ def _leaf_pairs(inner: str) -> tuple[str, list] | None:
         name = w[0]
     if segs[last] and not segs[last].isspace():
         return None
-    return head[0], pairs
+    if (
+        num_paths != len(paths)
+        or not 0 <= sid <= _UINT_MAX
+        or not 0 <= main_route <= _UINT_MAX
+        or not math.isfinite(clearance if clearance == clearance else 0.0)
+    ):
+        return None
+    return (sid, filename, num_paths, main_route, clearance, flags, paths)
 
 
 class _Builder:
@@ -605,7 +639,6 @@ class _Builder:
     def _shapes(self, rd: Reader, table: Block) -> None:
         shapes = self.shapes
         src = table.source
-        shape_rec = self._shape_rec
         for key, inner, x in table_entries(table):
             if key != "trackshape":
                 continue
@@ -615,8 +648,7 @@ class _Builder:
                 # _shape_fast would), make the block only for the checked path.
                 if "\\" not in inner:
                     try:
-                        pairs = _leaf_pairs(inner)
-                        rec = None if pairs is None else shape_rec(*pairs)
+                        rec = _shape_text(inner)
                     except (ValueError, TypeError, AttributeError, IndexError):
                         rec = None
                 if rec is not None:
@@ -637,13 +669,6 @@ class _Builder:
 
     @staticmethod
     def _shape_fast(blk: Block) -> tuple | None:
-        raw = blk.raw()
-        if raw is not None and "\\" not in raw[0] and not (blk.source is not None and blk.source.exact_split):
-            # What leaf_view would give, made directly (None where it might differ).
-            pairs = _leaf_pairs(raw[0])
-            if pairs is None:
-                return None
-            return _Builder._shape_rec(*pairs)
         v: Any = blk.leaf_view()
         return _Builder._shape_rec(v[0], v[1:])
 
