@@ -814,12 +814,14 @@ def read_tsection_file(
 ) -> TSection:
     """Read one tsection.dat. ``local=None`` guesses the layout from the signature."""
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
-    doc = parse_file(path, diagnostics=diags, bulk="tsection")
-    b = _Builder(diags)
-    is_local = (
-        local
-        if local is not None
-        else doc.signature == ROUTE_LOCAL_SIGNATURE and any(blk.key == "sectionidx" for blk in doc.blocks())
-    )
-    (b.add_local if is_local else b.add_global)(doc)
-    return b.build()
+    with gc_paused():  # as read_tsection: the collector's passes cost more than the read
+        doc = parse_file(path, diagnostics=diags, bulk="tsection")
+        b = _Builder(diags)
+        is_local = (
+            local
+            if local is not None
+            else doc.signature == ROUTE_LOCAL_SIGNATURE
+            and any(blk.key == "sectionidx" for blk in doc.blocks())
+        )
+        (b.add_local if is_local else b.add_global)(doc)
+        return b.build()
