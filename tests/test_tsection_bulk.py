@@ -1,4 +1,4 @@
-"""The bulk reading of tsection.dat's tables (formats/tsection.py table_blocks,
+"""The bulk reading of tsection.dat's tables (formats/tsection.py table_entries,
 grammars/tsection_bulk.lark) gives exactly the model, the findings and the errors of
 the tree path."""
 
@@ -183,6 +183,24 @@ def test_bulk_tables_on_defects(name, strict, tmp_path, monkeypatch):
         used = _same(path, monkeypatch, strict, local=False)
         if name in ("good", "redefined", "negative_length", "unit", "quoted_filename"):
             assert used
+
+
+def test_dropped_sections_are_the_same():
+    # A section dropped for its geometry, then defined again (route.py uses the list).
+    text = _GOOD.replace(
+        "TrackSection ( 3 SectionSize ( 1.5 10 ) )", "TrackSection ( 2 SectionSize ( 1.5 -1 ) )"
+    )
+    text = text.replace(
+        "\tTrackSection ( 2\n", "\tTrackSection ( 2 SectionSize ( 1.5 -1 ) )\n\tTrackSection ( 2\n", 1
+    )
+    text += "TrackSections ( 1 TrackSection ( 2 SectionSize ( 1.5 0 ) SectionCurve ( 500 5 ) ) )\n"
+    out = []
+    for bulk in ("tsection", False):
+        b = ts_mod._Builder(Diagnostics(strict=False))
+        b.add_global(stf_parser.parse_source(Source("<t>", text, "str"), bulk=bulk, diagnostics=b.diags))
+        out.append((b.bad_sections, b.sections, [f.message for f in b.diags.findings]))
+    assert out[0] == out[1]
+    assert out[0][1][2][2] == 500
 
 
 def test_bulk_grammar_gives_the_same_tree():

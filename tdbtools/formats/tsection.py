@@ -245,7 +245,7 @@ def geometry_problem(width: float, length: float, radius: float, angle: float) -
 #
 # A tsection.dat is nearly all TrackSections and TrackShapes. A bulk parse (parse_file's
 # bulk="tsection", grammars/tsection_bulk.lark) keeps their content as raw text, and
-# table_blocks finds the entries in it with one regular expression: each entry that
+# table_entries finds the entries in it with one regular expression: each entry that
 # holds only leaf blocks becomes the same lazily split Block the tree would hold
 # (stf.tree.split_items), without the tree's item-by-item splitting; any other run of
 # the text is split by the tree's own splitter. The readers below then see the same
@@ -254,22 +254,22 @@ def geometry_problem(width: float, length: float, radius: float, angle: float) -
 
 _ENTRY = re.compile(r"[\x00-\x20]*([^\x00-\x20()\"]+)[\x00-\x20]*\(((?:[^()]*\([^()]*\))*[^()]*)\)")
 _SPACE = re.compile(r"[\x00-\x20]*")
+# The usual global TrackSection: id SectionSize ( w l ) [SectionCurve ( r a )].
+_SECTION_TEXT = re.compile(
+    r"[\x00-\x20]*([0-9]{1,9})[\x00-\x20]+SectionSize[\x00-\x20]*\([\x00-\x20]*([^\x00-\x20()\"]+)"
+    r"[\x00-\x20]+([^\x00-\x20()\"]+)[\x00-\x20]*\)[\x00-\x20]*(?:SectionCurve[\x00-\x20]*\([\x00-\x20]*"
+    r"([^\x00-\x20()\"]+)[\x00-\x20]+([^\x00-\x20()\"]+)[\x00-\x20]*\)[\x00-\x20]*)?"
+)
 _WORD = re.compile(r"[^\x00-\x20()\"]*")
 _OPEN = re.compile(r"[\x00-\x20]*\(")
 _PAREN = re.compile(r"[()]")
 
 
-def table_blocks(table: Block) -> Iterator[Block]:
-    """The child blocks of ``table``, in order, found in its raw text if it is held so."""
-    src = table.source
-    for key, inner, x in table_entries(table):
-        yield x if inner is None else Block(x[0], None, src, x[1], inner, x[2], key)
-
-
 def table_entries(table: Block) -> Iterator[tuple[str, Any, Any]]:
-    """:func:`table_blocks` without making the blocks that hold only words and leaf
-    blocks: ``(key, inner text, (name, name offset, inner offset))`` for those (the
-    reader makes the block only if it needs it), ``(key, None, block)`` for others."""
+    """The child blocks of ``table`` in order, found in its raw text if it is held so:
+    ``(key, inner text, (name, name offset, inner offset))`` for a block holding only
+    words and leaf blocks (the reader makes it, as split_items would, only if it needs
+    it), ``(key, None, block)`` for others."""
     raw = table.raw()
     src = table.source
     if raw is None or (src is not None and src.exact_split):
@@ -457,9 +457,50 @@ class _Builder:
         return rd.quantity(blk, index, "distance", default=default)
 
     def _global_sections(self, rd: Reader, table: Block) -> None:
-        for blk in table_blocks(table):
-            if blk.key == "tracksection":  # (the leading count, max index, is informational)
-                self._global_section(rd, blk)
+        src = table.source
+        for key, inner, x in table_entries(table):
+            if key != "tracksection":
+                continue  # the leading count (max index) is informational
+            if inner is not None:
+                if self._section_text(inner):
+                    continue
+                blk = Block(x[0], None, src, x[1], inner, x[2], key)
+            else:
+                blk = x
+            self._global_section(rd, blk)
+
+    def _section_text(self, inner: str) -> bool:
+        """Read a TrackSection held as text in the usual layout, as _global_section
+        would, if that reports nothing (no finding, no note); else False and nothing
+        changed (the block is then made and read by _global_section)."""
+        m = _SECTION_TEXT.fullmatch(inner)
+        if m is None:
+            return False
+        sid_text, w, ln, r, a = m.groups()
+        try:
+            width, length = float(w), float(ln)
+            if r is None:
+                row: tuple = (width, length, math.nan, math.nan)
+            else:
+                radius, angle = float(r), float(a)
+                if not (math.isfinite(radius) and math.isfinite(angle)):
+                    return False
+                row = (width, length, radius, angle)
+        except ValueError:
+            return False
+        if not (math.isfinite(width) and math.isfinite(length)):
+            return False
+        sid = int(sid_text)
+        sections = self.sections
+        old = sections.get(sid)
+        if old is not None and old != row:
+            return False  # the tree path notes the redefinition
+        if not (r is None and length_ok(length)):
+            if geometry_problem(*row) is not None:
+                return False
+            self.bad_sections.pop(sid, None)  # as _valid
+        sections[sid] = row
+        return True
 
     def _global_section(self, rd: Reader, blk: Block) -> None:
         sections = self.sections
