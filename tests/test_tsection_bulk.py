@@ -151,6 +151,8 @@ VARIANTS = {
     "quoted_filename": ("FileName ( A1t50m.s )", 'FileName ( "A1t 50m.s" )'),
     "numpaths_wrong": ("NumPaths ( 2 )", "NumPaths ( 3 )"),
     "sectionidx_count": ("SectionIdx ( 2 0 0 0 0 2 1 )", "SectionIdx ( 3 0 0 0 0 2 1 )"),
+    "sectionidx_negative": ("SectionIdx ( 1 0 0 0 0 1 )", "SectionIdx ( -4 )"),
+    "sectionidx_empty": ("SectionIdx ( 1 0 0 0 0 1 )", "SectionIdx ( 0 0 0 0 0 )"),
     "sectionidx_word": ("SectionIdx ( 2 0 0 0 0 2 1 )", "SectionIdx ( 2 0 0 x 0 2 1 )"),
     "shape_id_word": ("TrackShape ( 8", "TrackShape ( eight"),
     "two_filenames": ("FileName ( A1t50m.s )", "FileName ( A1t50m.s b.s )"),

@@ -366,12 +366,17 @@ def _shape_text(inner: str) -> tuple | None:
         if key == "sectionidx":
             w = text.split()
             n = int(w[0])
-            if len(w) != n + 5:
+            if n < 0 or len(w) != n + 5:  # (n < 0: _shape_rec fails on the offsets)
                 return None
-            secs = tuple(map(int, w[5:]))
-            if secs and not 0 <= min(secs) <= max(secs) <= _UINT_MAX:
-                return None
-            paths.append(((float(w[1]), float(w[2]), float(w[3]), float(w[4])), secs))
+            if n == 1:  # most paths
+                secs: tuple = (int(w[5]),)
+                if not 0 <= secs[0] <= _UINT_MAX:
+                    return None
+            else:
+                secs = tuple(map(int, w[5:]))
+                if secs and not 0 <= min(secs) <= max(secs) <= _UINT_MAX:
+                    return None
+            paths.append((tuple(map(float, w[1:5])), secs))
         elif key == "filename":
             (filename,) = text.split()
         elif key == "numpaths":
