@@ -476,7 +476,7 @@ def _parse_items(
     b.notes = []
     try:
         text = _prepare(source)
-        full, includes = _scan_markers(text)
+        full, include_blocks = _scan_markers(text)
         if full or has_long_word(text):
             lark = pool.full
         elif bulk and not source.exact_split:
@@ -485,7 +485,7 @@ def _parse_items(
             kind = "tdb" if bulk is True else str(bulk)
             lark = pool.bulk if kind == "tdb" else pool.bulk_for(kind)
             b.defer = BULK_GRAMMARS[kind][1]
-            b.include_blocks = includes
+            b.include_blocks = include_blocks
         else:
             lark = pool.plain
         items: Any = lark.parse(text)  # the transformer builds a list, not a Tree
