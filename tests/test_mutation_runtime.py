@@ -50,7 +50,7 @@ def test_allowance_target_is_percent_plus_minutes_per_100_km():
     assert allowance_target(1000.0, 0.0, 0.0, 0.0) == 1000.0
     assert allowance_target(1000.0, 50_000.0, 5.0, 0.0) == pytest.approx(1050.0)
     # 3 min per 100 km over 50 km: 90 s
-    assert allowance_target(1000.0, 50_000.0, 0.0, 3.0) == pytest.approx(1090.0)
+    assert allowance_target(1000.0, 50_000.0, 0.0, 3.0) == pytest.approx(1090.0, rel=1e-12)
     assert allowance_target(1000.0, 50_000.0, 5.0, 3.0) == pytest.approx(1140.0)
 
 
@@ -109,13 +109,17 @@ def test_plan_holds_the_speed_on_a_falling_grade(freight):
     assert r.time > run / (50 * KMH)
 
 
-@pytest.mark.parametrize("mode", ["linear", "eco"])
-def test_fit_allowance_meets_the_target(freight, mode):
+@pytest.mark.parametrize(("mode", "rail"), [("linear", "dry"), ("eco", "wet")])
+def test_fit_allowance_meets_the_target(freight, mode, rail):
     line = TrackLine.synthetic(1500.0, route_limit=80 * KMH, limits=((750.0, 40 * KMH),))
     d = _driver(freight, line)
-    base = plan(d, freight, line, freight.total_length)
+    base = plan(d, freight, line, freight.total_length, adhesion=rail)
+    assert (
+        base.time
+        != plan(d, freight, line, freight.total_length, adhesion="dry" if rail == "wet" else "wet").time
+    )
     figures, warnings = fit_allowance(
-        d, freight, line, freight.total_length, adhesion="dry", percent=8.0, min_per_100km=3.0, mode=mode
+        d, freight, line, freight.total_length, adhesion=rail, percent=8.0, min_per_100km=3.0, mode=mode
     )
     assert figures is not None and warnings == []
     target = allowance_target(base.time, base.distance, 8.0, 3.0)
@@ -124,8 +128,11 @@ def test_fit_allowance_meets_the_target(freight, mode):
     assert figures["planned_s"] == pytest.approx(target, rel=0.01)
     assert figures["mode"] == mode
     # the driver itself now runs to the allowance
-    again = plan(d, freight, line, freight.total_length)
+    again = plan(d, freight, line, freight.total_length, adhesion=rail)
     assert again.time == pytest.approx(target, rel=0.01)
+    assert figures["planned_s"] == pytest.approx(again.time, abs=1e-3)
+    assert figures["planned_traction_kwh"] == pytest.approx(again.traction_j / 3.6e6, abs=1e-4)
+    assert figures["minimum_traction_kwh"] == pytest.approx(base.traction_j / 3.6e6, abs=1e-4)
     if mode == "eco":
         assert 0.0 < d.coast_before < 3600.0 and d.speed_factor == 1.0
         assert figures["planned_traction_kwh"] < figures["minimum_traction_kwh"]
@@ -142,7 +149,7 @@ def test_fit_allowance_reports_a_train_that_has_nowhere_to_go(freight):
         d, freight, line, line.length - 2.0, adhesion="dry", percent=5.0, min_per_100km=0.0, mode="linear"
     )
     assert figures is None
-    assert len(warnings) == 1 and "does not reach its stop" in warnings[0]
+    assert warnings == ["allowance: the train does not reach its stop in the plan; no allowance applied"]
     assert d.speed_factor == 1.0
 
 
