@@ -1,0 +1,93 @@
+"""Behaviours of the physics that the mutation run of issue 11 found untested
+(docs/mutation.md): each test here kills mutants that survived every other fast test."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
+
+from tdbtools.physics.replay import Replay, replay
+from tdbtools.physics.scenario import read_scenario, scenario_from_text
+
+
+def test_every_train_and_scenario_key_is_read():
+    """Each key set away from its default reaches the Scenario / TrainSpec."""
+    sc = scenario_from_text(
+        f'route = "{SAMPLE_ROUTE}"\n'
+        "step = 0.25\nduration = 120\nstand_in = true\ncollision_check_interval = 2.0\n"
+        'rotating_mass = false\nadhesion = "wet"\n'
+        "[[train]]\n"
+        'name = "a"\nconsist = "sample_freight"\npath = "MainWE.pat"\n'
+        "distance = 900\nstart_offset = 12\nbeyond_path = 30\n"
+        'driver = "auto"\nmax_speed = "50km/h"\nstart_speed = "10km/h"\n'
+        'brake_mode = "deceleration"\ndeceleration = 0.7\nstand_in = false\n'
+        'category = "passenger"\nbrake_build_up = 7\nallowance = 5\nallowance_min_per_100km = 2\n'
+        'allowance_mode = "eco"\ndepart = 15\n',
+        "s.toml",
+    )
+    assert (sc.step, sc.duration, sc.stand_in, sc.collision_check_interval) == (0.25, 120.0, True, 2.0)
+    assert (sc.rotating_mass, sc.adhesion) == (False, "wet")
+    t = sc.trains[0]
+    assert (t.name, t.distance, t.start_offset, t.beyond_path) == ("a", 900.0, 12.0, 30.0)
+    assert t.max_speed == pytest.approx(50 / 3.6, rel=1e-6)
+    assert t.start_speed == pytest.approx(10 / 3.6, rel=1e-6)
+    assert (t.brake_mode, t.deceleration, t.stand_in, t.category) == ("deceleration", 0.7, False, "passenger")
+    assert (t.brake_build_up, t.allowance, t.allowance_min_per_100km) == (7.0, 5.0, 2.0)
+    assert (t.allowance_mode, t.depart) == ("eco", 15.0)
+
+
+def _short(name: str, seconds: float = 4.0):
+    return dataclasses.replace(read_scenario(SAMPLE_INSTALL / name), duration=seconds)
+
+
+def test_replay_passes_signals_on():
+    sc = _short("signals_follow.toml")
+    assert "signalling" in replay(sc).summary
+    assert "signalling" not in replay(sc, signals=False).summary
+
+
+def test_signalling_summary_counts_the_route_signals():
+    rp = Replay(_short("signals_follow.toml"))
+    s = rp.run().summary["signalling"]
+    signals = rp.signal_set.signals
+    assert s["signals"] == len(signals) > 0
+    assert s["heads"] == sum(len(o.heads) for o in signals) > 0
+    assert set(s) == {"signals", "heads", "sections", "trains"}
+    assert s["sections"] > 0 and set(s["trains"]) == {t.name for t in rp.scenario.trains}
+
+
+def test_timetable_csv_gives_clock_times_and_delays():
+    from tdbtools.physics.activity import TIMETABLE_COLUMNS, ActivityResult, clock
+
+    rows = (
+        dict(
+            train="P",
+            station="A",
+            platform="1",
+            sched_arr=None,
+            sched_dep=8 * 3600.0,
+            actual_arr=None,
+            actual_dep=8 * 3600.0 + 61.4,
+            arr_delay_s=None,
+            dep_delay_s=61.4,
+        ),
+        dict(
+            train="P",
+            station="B",
+            platform="2",
+            sched_arr=8 * 3600.0 + 600,
+            sched_dep=8 * 3600.0 + 660,
+            actual_arr=8 * 3600.0 + 630.6,
+            actual_dep=86400.0 + 5.0,
+            arr_delay_s=30.6,
+            dep_delay_s=-2.2,
+        ),
+    )
+    res = ActivityResult(replay=None, timetable=rows, t0=0.0, lines={})  # type: ignore[arg-type]
+    lines = res.timetable_csv().splitlines()
+    assert lines[0] == ",".join(TIMETABLE_COLUMNS)
+    assert lines[1] == "P,A,1,,08:00:00,,08:01:01,,61"
+    assert lines[2] == "P,B,2,08:10:00,08:11:00,08:10:31,00:00:05,31,-2"
+    assert clock(float("nan")) == "" and clock(None) == "" and clock(3599.6) == "01:00:00"
