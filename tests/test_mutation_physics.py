@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
 
@@ -91,3 +92,26 @@ def test_timetable_csv_gives_clock_times_and_delays():
     assert lines[1] == "P,A,1,,08:00:00,,08:01:01,,61"
     assert lines[2] == "P,B,2,08:10:00,08:11:00,08:10:31,00:00:05,31,-2"
     assert clock(float("nan")) == "" and clock(None) == "" and clock(3599.6) == "01:00:00"
+
+
+def test_side_collision_found_wherever_the_grid_cells_fall():
+    """The pair is found whichever neighbouring grid cell the other car's centre falls
+    in, and whichever train comes first: slide both along the line, both orders."""
+    from test_physics_parts import _parallel
+
+    from tdbtools.formats import load_route
+    from tdbtools.physics.safety import TrainPosition, side_collisions
+    from tdbtools.physics.trackline import TrackLine
+
+    route = load_route(SAMPLE_ROUTE, cache=False)
+    line = TrackLine.from_path(route, SAMPLE_ROUTE / "PATHS" / "MainWE.pat")
+    near = _parallel(line, 3.0)
+    missed = []
+    for s in np.arange(120.0, 420.0, 7.3):  # V_a's straight: the cells are 23.6 m (a car and the clearance)
+        a = TrainPosition("A", line, [s], [20.0], speed=1.0)
+        for off in (-15.0, 15.0):  # the other car's centre behind or ahead
+            b = TrainPosition("B", near, [s + off], [20.0])
+            for pair in ((a, b), (b, a)):
+                if len(side_collisions(list(pair), 0.0, cell=10.0)) != 1:
+                    missed.append((float(s), off, pair[0].train))
+    assert missed == []
