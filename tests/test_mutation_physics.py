@@ -115,3 +115,10 @@ def test_side_collision_found_wherever_the_grid_cells_fall():
                 if len(side_collisions(list(pair), 0.0, cell=10.0)) != 1:
                     missed.append((float(s), off, pair[0].train))
     assert missed == []
+
+
+def test_traces_are_sampled_every_trace_every_seconds():
+    res = Replay(_short("replay.toml", 6.0), trace_every=1.0).run()
+    t = np.asarray(res.traces["passenger"]["time"])
+    assert len(t) == 7  # 0, 1, … 6 s
+    assert np.allclose(np.diff(t), 1.0, atol=0.11)  # to within a 0.1 s step
