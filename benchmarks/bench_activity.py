@@ -5,13 +5,14 @@ script copies the route's files into a temporary install, writes paths, services
 traffic and an activity there, and replays it (stand-in stock: DK24 ships consists
 without their .eng/.wag files).
 
-    python benchmarks/bench_activity.py [ROUTE] [--out DIR] [--keep DIR]
+    python benchmarks/bench_activity.py [ROUTE] [--out DIR] [--step S] [--no-signals]
 
 The line from end node 366 through Tommerup to end node 1007 is single track; Tommerup's
 three platform tracks are where trains cross. Five services (see dk24_services): the
 player's IC3 runs 366 -> 1007 with a stop at Tommerup, an IR4 runs the other way and
 crosses it and a second IC3 there, a freight follows the second IC3, and a light engine
-follows them all to another line end.
+follows them all to another line end. The install keeps the world files, so the route's
+signals run (docs/activities.md §4.3); --no-signals leaves them out (plain occupancy).
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def main() -> int:
     ap.add_argument("route", nargs="?", type=Path, default=DEFAULT_ROUTE)
     ap.add_argument("--out", type=Path, help="write the replay's files (and spacetime.png) here")
     ap.add_argument("--step", type=float, default=0.5)
+    ap.add_argument("--no-signals", action="store_true", help="plain occupancy (no world files copied)")
     args = ap.parse_args()
     if not (args.route / "DK24.tdb").is_file():
         print(f"DK24 not found at {args.route}", file=sys.stderr)
@@ -122,14 +124,14 @@ def main() -> int:
     from tdbtools.physics.activity import replay_activity
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = dk24_install(args.route, Path(tmp))
+        folder = dk24_install(args.route, Path(tmp), world=not args.no_signals)
         t = time.perf_counter()
         act = make_dk24_activity(folder)
         print(f"activity written in {time.perf_counter() - t:.2f} s: {act}")
         for p in sorted((folder / "PATHS").glob("*.pat")):
             print(f"  path {p.name}")
         t = time.perf_counter()
-        res = replay_activity(act, stand_in=True, step=args.step)
+        res = replay_activity(act, stand_in=True, step=args.step, signals=False if args.no_signals else None)
         wall = time.perf_counter() - t
         s = res.replay.summary
         print(

@@ -749,7 +749,9 @@ def stop_lines(stops, times: bool) -> list[str]:
     return out
 
 
-def write_activity() -> None:
+def write_activity(act_name: str = "Morning",
+                   description: str = "Four trains on the Y at Sampleby: follow at the west end, cross at J1") -> None:
+    """SERVICES and PLAYER as services, a traffic file and an activity, all called ``act_name``."""
     for stem, name, consist, path, _t, stops in SERVICES:
         tt = (["StartingSpeed ( 0 )", "EndingSpeed ( 0 )", "StartInWorld ( 0 )", "EndInWorld ( 0 )"]
               + [x for pid, _a, _d in stops for x in block("StationStop", [f"PlatformStartID ( {pid} )",
@@ -763,12 +765,11 @@ def write_activity() -> None:
     trf = ["Serial ( 1 )"]
     for stem, _n, _c, _p, t, stops in ai:
         trf += block("Service_Definition", stop_lines(stops, True), f"{stem} {t}")
-    save(f"ROUTES/{ROUTE}/TRAFFIC/Morning.trf",
-         ["SIMISA@@@@@@@@@@JINX0f0t______", ""] + block("Traffic_Definition", trf, "Morning"), final_newline=True)
+    save(f"ROUTES/{ROUTE}/TRAFFIC/{act_name}.trf",
+         ["SIMISA@@@@@@@@@@JINX0f0t______", ""] + block("Traffic_Definition", trf, act_name), final_newline=True)
     player = next(sv for sv in SERVICES if sv[0] == PLAYER)
     t0 = player[4]
-    header = [f"RouteID ( {ROUTE} )", 'Name ( "Morning" )',
-              'Description ( "Four trains on the Y at Sampleby: follow at the west end, cross at J1" )',
+    header = [f"RouteID ( {ROUTE} )", f'Name ( "{act_name}" )', f'Description ( "{description}" )',
               'Briefing ( "" )', "CompleteActivity ( 1 )", "Type ( 0 )", "Mode ( 2 )",
               f"StartTime ( {t0 // 3600} {t0 // 60 % 60} {t0 % 60} )", "Season ( 1 )", "Weather ( 0 )",
               f"PathID ( {player[3]} )", "StartingSpeed ( 0 )", "Duration ( 1 0 )", "Difficulty ( 0 )",
@@ -779,9 +780,9 @@ def write_activity() -> None:
     for uid, (stem, _n, _c, _p, t, stops) in enumerate(ai, start=1):
         traffic += block("Service_Definition", [f"UiD ( {uid} )"] + stop_lines(stops, False), f"{stem} {t}")
     body = (psd + [f"NextServiceUID ( {len(ai) + 1} )", "NextActivityObjectUID ( 1 )"]
-            + block("Traffic_Definition", traffic, "Morning") + ["Events ( )"])
+            + block("Traffic_Definition", traffic, act_name) + ["Events ( )"])
     act = ["Serial ( 1 )"] + block("Tr_Activity_Header", header) + block("Tr_Activity_File", body)
-    save(f"ROUTES/{ROUTE}/ACTIVITIES/Morning.act",
+    save(f"ROUTES/{ROUTE}/ACTIVITIES/{act_name}.act",
          ["SIMISA@@@@@@@@@@JINX0a0t______", ""] + block("Tr_Activity", act), final_newline=True)
 
 

@@ -86,6 +86,22 @@ SIGNALS = [
 for _label, node, d, direction in SIGNALS:
     g.add_item("SignalItem", node, d, extra=g.signal(direction, "b3"))
 
+# Station Midtby: a 200 m platform on each loop track, in the middle of the loop (items 6-9).
+PLATFORM_FROM, PLATFORM_TO = 500.0, 700.0
+
+
+def platform(name: str, node: int) -> None:
+    lines = [f'PlatformName ( "Midtby, {name}" )', 'Station ( "Midtby" )',
+             "PlatformMinWaitingTime ( 30 )", "PlatformNumPassengersWaiting ( 8 )"]
+    first = len(g.ITEMS)
+    g.add_item("PlatformItem", node, PLATFORM_FROM, extra=g.linked("Platform", lines, "00000000", first + 1))
+    g.add_item("PlatformItem", node, PLATFORM_TO, extra=g.linked("Platform", lines, "ffff0000", first))
+
+
+platform("Spor 1", 4)   # main track: eastbound trains
+platform("Spor 2", 5)   # loop track: westbound trains
+MIDTBY_1, MIDTBY_2 = 6, 8
+
 PATHS = [
     ("East_main", "West - east through the main track", "Vest", "Øst",
      [(g.on(2, 1450.0), 0), (g.PDP(J_W_POSE, True), 0), (g.on(4, L_MAIN / 2), 0), (g.PDP(J_E_POSE, True), 0),
@@ -202,6 +218,20 @@ path = "West_loop"
 """
 
 
+# The activity "Crossing" (docs/activities.md §7): eastbound trains run through the main track,
+# westbound ones through the loop, so they cross at Midtby; each direction has a train following
+# another. Times are seconds since midnight, tuned to the replay (a few seconds' margin).
+H = 8 * 3600
+SERVICES = [
+    # (file, display name, consist, path, start, [(platform id, arrival, departure)])
+    ("FreightEast", "Freight east", "sample_freight", "East_main", H, []),
+    ("RegionalWest", "Regional west", "sample_passenger", "West_loop", H, [(MIDTBY_2, H + 130, H + 280)]),
+    ("PassengerEast", "Passenger east", "sample_passenger", "East_main", H + 120, [(MIDTBY_1, H + 285, H + 315)]),
+    ("LocalWest", "Local west", "sample_double", "West_loop", H + 450, [(MIDTBY_2, H + 560, H + 590)]),
+]
+PLAYER = "LocalWest"
+
+
 def check() -> None:
     for n in N.values():
         if n.kind != "vector":
@@ -243,6 +273,8 @@ def main() -> None:
     write_trk()
     g.save(f"ROUTES/{ROUTE}/{ROUTE}.tdb", g.trackdb(N, g.ITEMS, 1), final_newline=False)
     g.write_paths()
+    g.SERVICES, g.PLAYER = SERVICES, PLAYER
+    g.write_activity("Crossing", "Four trains on the single line: they cross at the Midtby loop and follow each other")
     g.save(f"ROUTES/{ROUTE}/sigcfg.dat", SIGCFG.split("\n"), final_newline=True)
     g.save(f"ROUTES/{ROUTE}/sigscr.dat", SIGSCR.split("\n"), final_newline=True)
     for name, text in (("signals_follow.toml", FOLLOW), ("signals_crossing.toml", CROSSING)):

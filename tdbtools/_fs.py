@@ -84,10 +84,11 @@ def _resolve_case_insensitive(path: Path) -> Path:
 def is_install_root(folder: Path) -> bool:
     """True if ``folder`` holds both ``ROUTES`` and ``GLOBAL`` folders (any case)."""
     try:
-        names = {c.name.lower() for c in folder.iterdir() if c.is_dir()}
+        # Names first: a stat per entry of a big folder (/tmp) would dominate lookups.
+        found = {c.name.lower(): c for c in folder.iterdir() if c.name.lower() in ("routes", "global")}
+        return len(found) == 2 and all(c.is_dir() for c in found.values())
     except OSError:
         return False
-    return "routes" in names and "global" in names
 
 
 def install_above(path: Path) -> Path | None:

@@ -848,8 +848,9 @@ def replay(
 
     SCENARIO may be an activity (.act in <route>/ACTIVITIES): the player and every AI
     service run from their start times with station stops; --out also gets
-    timetable.csv, and --plot draws the space-time chart. Exit status 1 when a train
-    derailed, collided, deadlocked or got stuck.
+    timetable.csv, and --plot draws the space-time chart. On a signalled route the
+    signals keep the trains apart (--no-signals: plain block occupancy). Exit status 1
+    when a train derailed, collided, deadlocked or got stuck.
     """
     from ._fs import check_output_folder
 
@@ -858,7 +859,7 @@ def replay(
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
         raise click.exceptions.Exit(
-            _replay_activity(scenario, stand_in, out_dir, plot, step, duration, strict)
+            _replay_activity(scenario, stand_in, out_dir, plot, step, duration, strict, no_signals)
         )
     from .physics.events import StandIn
     from .physics.replay import Replay
@@ -1025,6 +1026,7 @@ def _replay_activity(
     step: float | None,
     duration: float | None,
     strict: bool = False,
+    no_signals: bool = False,
 ) -> int:
     from .physics.activity import clock, replay_activity
 
@@ -1032,7 +1034,12 @@ def _replay_activity(
     # An activity lives in <route>/ACTIVITIES: its route is read as every command reads one.
     route = _load(folder.parent, strict=strict) if folder.name.lower() == "activities" else None
     result = replay_activity(
-        act, route=route, stand_in=stand_in, step=step if step is not None else 0.5, duration=duration
+        act,
+        route=route,
+        stand_in=stand_in,
+        step=step if step is not None else 0.5,
+        duration=duration,
+        signals=False if no_signals else None,
     )
     files = result.write(out_dir)
     if plot:

@@ -5,17 +5,33 @@ the DK24 paths of :mod:`helpers` (``DK24``, ``DK24_ROUTE``, ``DK24_TEST_ROUTE``,
 is parametrised with a path inside DK24, or carries ``@pytest.mark.dk24``. Such tests
 are marked ``dk24`` here (so ``-m dk24`` / ``-m "not dk24"`` select them) and, when the
 route is absent, skipped with one reason.
+
+The expensive DK24 fixtures (the parsed route, its audit with paths, the converted
+files) are made once per run even under pytest-xdist: the first worker makes and
+pickles them, the other loads them (:func:`_once_per_run`).
 """
 
 from __future__ import annotations
 
+import os
+import pickle
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers import DK24, DK24_ROUTE, dk24_available
+from helpers import DK24, DK24_ROUTE, HAVE_PYVISTA, NO_PYVISTA, dk24_available
 
+from tdbtools.errors import TdbToolsError
 from tdbtools.formats.route import Route, load_route
+from tdbtools.signals.objects import SignalSet, load_signals
 from tdbtools.track.audit import AuditReport, audit_route
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: each worker makes its own
+    fcntl = None  # type: ignore[assignment]
 
 SKIP_DK24 = pytest.mark.skip(
     reason=f"the real DK24 route is not at {DK24} (../shared/routes/DK24 beside the repository)"
@@ -72,12 +88,79 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def dk24() -> Route:
-    """The DK24 route, parsed once for the whole run (without the on-disk cache)."""
-    return load_route(DK24_ROUTE, cache=False)
+def renderer() -> None:
+    """Skips the test unless pyvista renders offscreen here (probed once per worker)."""
+    if not HAVE_PYVISTA:
+        pytest.skip(NO_PYVISTA)
+    from tdbtools.render import scene
+
+    try:
+        scene.check_renderer()
+    except TdbToolsError as exc:
+        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="session")
-def dk24_audit(dk24: Route) -> AuditReport:
+def northsouth(tmp_path_factory: pytest.TempPathFactory) -> Route:
+    """The sample route turned by 90°: runs from south to north (tests/data/northsouth.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+    try:
+        from northsouth import make_northsouth
+    finally:
+        sys.path.pop(0)
+    return load_route(make_northsouth(tmp_path_factory.mktemp("ns")), cache=False)
+
+
+def _once_per_run(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> Any:
+    """``make(folder)`` run once for the whole run, even with several xdist workers.
+
+    A session fixture is per process: with two workers each would parse DK24 (and
+    audit it) again. The first worker to get here makes the value under a file lock
+    and pickles it into the run's shared temporary folder; the others load it.
+    ``make`` may write files into ``folder`` (shared too) and return their path.
+    """
+    if fcntl is None or not os.environ.get("PYTEST_XDIST_WORKER"):
+        return make(factory.mktemp(name))
+    root = factory.getbasetemp().parent  # the same folder for every worker of this run
+    folder, done = root / name, root / f"{name}.pickle"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.is_file():
+            return pickle.loads(done.read_bytes())
+        folder.mkdir(exist_ok=True)  # (left by a worker whose make failed: made again)
+        value = make(folder)
+        tmp = done.with_suffix(".part")
+        tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.replace(done)
+        return value
+
+
+@pytest.fixture(scope="session")
+def dk24(tmp_path_factory: pytest.TempPathFactory) -> Route:
+    """The DK24 route, parsed once for the whole run (without the on-disk cache)."""
+    return _once_per_run(tmp_path_factory, "dk24", lambda _: load_route(DK24_ROUTE, cache=False))
+
+
+@pytest.fixture(scope="session")
+def dk24_audit(tmp_path_factory: pytest.TempPathFactory, dk24: Route) -> AuditReport:
     """DK24's full audit (topology, .pat files, and all 313 paths resolved), made once."""
-    return audit_route(dk24, paths=True)
+    return _once_per_run(tmp_path_factory, "dk24_audit", lambda _: audit_route(dk24, paths=True))
+
+
+@pytest.fixture(scope="session")
+def dk24_signals(dk24: Route) -> SignalSet:
+    """DK24's signal objects (76 world files read, ~3 s), made once per worker (the
+    compiled scripts cannot be pickled); read-only."""
+    return load_signals(dk24)
+
+
+@pytest.fixture(scope="session")
+def dk24_converted(tmp_path_factory: pytest.TempPathFactory, dk24: Route) -> Path:
+    """DK24 written out by ``convert_route`` once (a folder: do not write into it)."""
+    from tdbtools.export import convert_route
+
+    def make(folder: Path) -> Path:
+        convert_route(dk24, folder)
+        return folder
+
+    return _once_per_run(tmp_path_factory, "dk24_converted", make)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,12 @@ SAMPLE_ROUTE = SAMPLE_INSTALL / "ROUTES" / "SAMPLE"
 DK24 = (REPO / ".." / "shared" / "routes" / "DK24").resolve()
 DK24_ROUTE = DK24 / "ROUTES" / "OR_DK24"
 DK24_TEST_ROUTE = DK24 / "ROUTES" / "OR_DK24TEST"
+
+
+#: Whether pyvista is installed (looked up, not imported: importing it takes a second).
+HAVE_PYVISTA = importlib.util.find_spec("pyvista") is not None
+NO_PYVISTA = "pyvista is not installed (pip install 'tdbtools[render]')"
+needs_pyvista = pytest.mark.skipif(not HAVE_PYVISTA, reason=NO_PYVISTA)
 
 
 def dk24_available() -> bool:

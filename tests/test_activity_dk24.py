@@ -34,13 +34,15 @@ def test_dk24_activity(tmp_path):
     trf = read_traffic(folder / "TRAFFIC" / "Fyn_morning.trf")
     assert trf.entry("Fyn_morning_IR_4520", bench.hms(9, 52)) is not None
     route = load_route(folder)
-    assert signals_for(route, None) is not None  # a signalled route: the activity still runs on occupancy
+    assert signals_for(route, None) is not None  # a signalled route: the activity runs on its signals
     for pat in sorted((folder / "PATHS").glob("*.pat")):
         res = resolve_path(route, pat)
         assert res.ok and res.length > 40_000, pat.name
     res = replay_activity(act, route=route, stand_in=True)
     s = res.replay.summary
+    assert "signalling" in s
     assert not res.failed and all(t["reached_end"] for t in s["trains"].values()), s
+    assert s["deadlocks"] == 0 and s["collisions"] == 0 and not s["stuck"]
     rows = {r["train"]: r for r in res.timetable}
     assert set(rows) == {"IC 821", "IR 4520", "IC 823"}
     for r in rows.values():

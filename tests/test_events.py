@@ -54,7 +54,7 @@ def test_activity_events_json_unchanged(tmp_path, name, freight_west_start):
 def test_records_are_frozen_and_leave_out_unset_optionals():
     import dataclasses
 
-    from tdbtools.physics.events import Arrived, Deadlock, interlocking_event
+    from tdbtools.physics.events import Arrived, Deadlock
 
     a = Arrived(time=1.5, train="a", distance=20.0)
     assert list(a.to_dict().items()) == [
@@ -71,10 +71,7 @@ def test_records_are_frozen_and_leave_out_unset_optionals():
     ]
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.time = 3.0  # type: ignore[misc]
-    d = interlocking_event(
-        {"kind": "deadlock", "time": 4.0, "trains": ["x", "y"], "sections": ["s"], "waiting_since": 1.0}
-    )
-    assert isinstance(d, Deadlock) and d.trains == ("x", "y")
+    d = Deadlock(time=4.0, trains=("x", "y"), sections=("s",), waiting_since=1.0)
     assert d.to_dict() == {
         "kind": "deadlock",
         "time": 4.0,
@@ -82,8 +79,6 @@ def test_records_are_frozen_and_leave_out_unset_optionals():
         "sections": ["s"],
         "waiting_since": 1.0,
     }
-    with pytest.raises(ValueError, match="nope"):
-        interlocking_event({"kind": "nope", "time": 0.0})
 
 
 def test_every_event_class_is_exported():

@@ -281,7 +281,8 @@ def test_tdb_round_trip_dk24(name, tmp_path):
 
 
 @needs_dk24
-def test_tsection_round_trip_dk24(dk24, tmp_path):
+@pytest.mark.slow  # ~6 s on its own (the global tsection.dat read four times, DK24 converted)
+def test_tsection_round_trip_dk24(dk24, dk24_converted, tmp_path):
     g = read_tsection_file(DK24_ROUTE / "OPENRAILS" / "tsection.dat", local=False)
     loc = read_tsection_file(DK24_ROUTE / "tsection.dat", local=True)
     write_tsection(g, tmp_path / "g.dat")
@@ -289,11 +290,9 @@ def test_tsection_round_trip_dk24(dk24, tmp_path):
     assert read_tsection_file(tmp_path / "g.dat", local=False) == g
     assert read_tsection_file(tmp_path / "l.dat", local=True) == loc
     assert read_tsection([tmp_path / "g.dat"], tmp_path / "l.dat") == dk24.tsection
-    # the merged tables, split again into a global and a route-local file
-    convert_route(dk24, tmp_path)
-    assert (
-        read_tsection([tmp_path / "OPENRAILS" / "tsection.dat"], tmp_path / "tsection.dat") == dk24.tsection
-    )
+    # the merged tables, split again into a global and a route-local file (by convert_route)
+    out = dk24_converted
+    assert read_tsection([out / "OPENRAILS" / "tsection.dat"], out / "tsection.dat") == dk24.tsection
 
 
 def test_overwrite_refused(sample, tmp_path):

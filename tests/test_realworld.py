@@ -165,10 +165,11 @@ def test_sample_shunt_does_what_its_comment_says():
 # -- convert keeps every block ----------------------------------------------------------
 
 
-def _convert_pairs(route, out):
+def _convert_pairs(route, out, *, converted=False):
     from tdbtools.export import convert_route
 
-    convert_route(route, out)
+    if not converted:
+        convert_route(route, out)
     base = route.trk.filename
     folder = Path(route.folder)
     local = folder / "tsection.dat"
@@ -224,10 +225,8 @@ def test_convert_of_a_changed_model_keeps_the_blocks_it_does_not_interpret(tmp_p
 @needs_dk24
 @pytest.mark.dk24
 @pytest.mark.slow
-def test_convert_is_lossless_file_by_file_on_dk24(tmp_path):
-    from helpers import DK24_ROUTE
-
-    pairs = _convert_pairs(load_route(DK24_ROUTE), tmp_path)
+def test_convert_is_lossless_file_by_file_on_dk24(dk24, dk24_converted):
+    pairs = _convert_pairs(dk24, dk24_converted, converted=True)  # convert_route(dk24) made once
     assert len(pairs) == 5
     _assert_same_trees(pairs)
 

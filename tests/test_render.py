@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import DK24_ROUTE, REPO, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
+from helpers import DK24_ROUTE, REPO, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24, needs_pyvista
 
 from tdbtools import load_route
 from tdbtools.errors import TdbToolsError
@@ -27,42 +27,12 @@ IMAGES = Path(__file__).resolve().parent / "data" / "images"
 IMAGE_THRESHOLD = 500.0  # pytest-pyvista's default error threshold
 WINDOW = (640, 480)
 
-try:
-    import pyvista  # noqa: F401
-
-    HAVE_PYVISTA = True
-except ImportError:  # pragma: no cover - depends on the machine
-    HAVE_PYVISTA = False
-
-needs_pyvista = pytest.mark.skipif(
-    not HAVE_PYVISTA, reason="pyvista is not installed (pip install 'tdbtools[render]')"
-)
+# (renderer, northsouth: fixtures of conftest.py)
 
 
 @pytest.fixture(scope="module")
 def route():
     return load_route(SAMPLE_ROUTE, cache=False)
-
-
-@pytest.fixture(scope="module")
-def northsouth(tmp_path_factory):
-    """The sample route turned by 90°: runs from south to north (tests/data/northsouth.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
-    try:
-        from northsouth import make_northsouth
-    finally:
-        sys.path.pop(0)
-    return load_route(make_northsouth(tmp_path_factory.mktemp("ns")), cache=False)
-
-
-@pytest.fixture(scope="module")
-def renderer():
-    if not HAVE_PYVISTA:
-        pytest.skip("pyvista is not installed (pip install 'tdbtools[render]')")
-    try:
-        scene_mod.check_renderer()
-    except TdbToolsError as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import DK24_ROUTE, SAMPLE_ROUTE, needs_dk24
+from helpers import SAMPLE_ROUTE, needs_dk24
 
 from tdbtools import load_route
 
@@ -38,13 +38,19 @@ READY = (
 
 
 @pytest.fixture(scope="module")
-def sample_html(tmp_path_factory):
-    pytest.importorskip("plotly", reason="plotly is not installed (pip install 'tdbtools[render]')")
-    from tdbtools.render.html import write_html
+def sample_scene():
     from tdbtools.render.scene import build_scene
 
+    return build_scene(load_route(SAMPLE_ROUTE, cache=False), color_by="grade")
+
+
+@pytest.fixture(scope="module")
+def sample_html(tmp_path_factory, sample_scene):
+    pytest.importorskip("plotly", reason="plotly is not installed (pip install 'tdbtools[render]')")
+    from tdbtools.render.html import write_html
+
     out = tmp_path_factory.mktemp("html") / "sample.html"
-    return write_html(build_scene(load_route(SAMPLE_ROUTE, cache=False), color_by="grade"), out)
+    return write_html(sample_scene, out)
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +111,7 @@ def test_vendored_bundle_matches_plotly(monkeypatch):
 
 
 @pytest.mark.slow
-def test_page_in_browser_draws_fills_and_hovers(browser, sample_html, tmp_path):
-    from tdbtools.render.scene import build_scene
-
+def test_page_in_browser_draws_fills_and_hovers(browser, sample_html, sample_scene, tmp_path):
     page, seconds, outside = _open(browser, sample_html)
     try:
         assert outside == []  # no network needed
@@ -122,7 +126,7 @@ def test_page_in_browser_draws_fills_and_hovers(browser, sample_html, tmp_path):
         inked = (plot.min(axis=2) < 200).mean()
         assert inked > 0.002, inked  # the scene is drawn, not a blank canvas
         # the route fills the plot with a margin
-        scene = build_scene(load_route(SAMPLE_ROUTE, cache=False), color_by="grade")
+        scene = sample_scene  # the scene the page was written from
         pts = np.asarray(scene.track.points)
         px = np.array(page.evaluate("pts => pts.map(p => window.tdbProject(p))", pts.tolist()))
         w, h = box["width"], box["height"]
@@ -177,13 +181,11 @@ def test_page_in_browser_draws_fills_and_hovers(browser, sample_html, tmp_path):
 @pytest.mark.slow
 @pytest.mark.dk24
 @needs_dk24
-def test_dk24_page_opens(browser, tmp_path):
+def test_dk24_page_opens(browser, dk24, tmp_path):
     from tdbtools.render.html import write_html
     from tdbtools.render.scene import build_scene
 
-    out = write_html(
-        build_scene(load_route(DK24_ROUTE), color_by="grade", audit=True), tmp_path / "dk24.html"
-    )
+    out = write_html(build_scene(dk24, color_by="grade", audit=True), tmp_path / "dk24.html")
     page, seconds, outside = _open(browser, out)
     try:
         assert outside == []

@@ -9,20 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import SAMPLE_INSTALL
+from helpers import HAVE_PYVISTA, NO_PYVISTA, SAMPLE_INSTALL
 
 from tdbtools import load_route
-from tdbtools.errors import TdbToolsError
 from tdbtools.render import scene as scene_mod
 
 SIGNALS_ROUTE = SAMPLE_INSTALL / "ROUTES" / "SIGNALS"
-
-try:
-    import pyvista  # noqa: F401
-
-    HAVE_PYVISTA = True
-except ImportError:  # pragma: no cover - depends on the machine
-    HAVE_PYVISTA = False
 
 
 @pytest.fixture(scope="module")
@@ -34,21 +26,14 @@ def route():
 def follow(route):
     """The following-train scenario run with signals, and its scene."""
     if not HAVE_PYVISTA:
-        pytest.skip("pyvista is not installed (pip install 'tdbtools[render]')")
+        pytest.skip(NO_PYVISTA)
     from tdbtools.render.animate import load_replay
 
     result, rp = load_replay(SAMPLE_INSTALL / "signals_follow.toml", route=route)
     return result, rp, scene_mod.build_scene(route)
 
 
-@pytest.fixture(scope="module")
-def renderer():
-    if not HAVE_PYVISTA:
-        pytest.skip("pyvista is not installed (pip install 'tdbtools[render]')")
-    try:
-        scene_mod.check_renderer()
-    except TdbToolsError as exc:
-        pytest.skip(str(exc))
+# (renderer: a fixture of conftest.py)
 
 
 def test_marker_codes_follow_the_aspect_events(route, follow):
@@ -139,37 +124,43 @@ def test_glyphs_are_drawn_in_the_aspect_colours(route, follow, renderer):
     assert green > red_none
 
 
-@pytest.mark.slow
-def test_render_cli_png_and_gif(tmp_path, renderer):
-    run = [
-        sys.executable,
-        "-c",
-        "import sys; from tdbtools.cli import main; sys.argv[0] = 'tdbtools'; main()",
-    ]
-    out = tmp_path / "rep"
-    subprocess.run(
-        run + ["replay", str(SAMPLE_INSTALL / "signals_crossing.toml"), "--out", str(out)],
-        check=True,
-        capture_output=True,
-    )
+_RUN = [sys.executable, "-c", "import sys; from tdbtools.cli import main; sys.argv[0] = 'tdbtools'; main()"]
+
+
+@pytest.fixture(scope="module")
+def crossing_out(tmp_path_factory):
+    """`replay --out` of signals_crossing (in process: the render commands below run as
+    subprocesses); made once for the PNG and the GIF test."""
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    out = tmp_path_factory.mktemp("crossing") / "rep"
+    r = CliRunner().invoke(main, ["replay", str(SAMPLE_INSTALL / "signals_crossing.toml"), "--out", str(out)])
+    assert r.exit_code == 0, r.output
     assert any(e.get("kind") == "signal" for e in json.loads((out / "events.json").read_text())["events"])
-    png = tmp_path / "x.png"
-    p = subprocess.run(
-        run + ["render", str(SIGNALS_ROUTE), "--replay", str(out), "--out", str(png), "--size", "640x480"],
-        capture_output=True,
-        text=True,
-    )
+    return out
+
+
+def _render(replay_out: Path, out: Path, size: str) -> None:
+    """`tdbtools render SIGNALS --replay <folder> --out <out>` in a subprocess."""
+    args = ["render", str(SIGNALS_ROUTE), "--replay", str(replay_out), "--out", str(out), "--size", size]
+    p = subprocess.run(_RUN + args, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_render_cli_png(tmp_path, renderer, crossing_out):
+    png = tmp_path / "x.png"
+    _render(crossing_out, png, "640x480")
     from PIL import Image
 
     img = np.asarray(Image.open(png).convert("RGB"))
     # The legend names the aspects; at the end both trains have passed: some glyph shows a colour.
     assert sum(_count(img, c) for c in scene_mod.ASPECT_COLORS[1:]) > 100
+
+
+@pytest.mark.slow  # up to 300 frames
+def test_render_cli_gif(tmp_path, renderer, crossing_out):
     gif = tmp_path / "x.gif"
-    p = subprocess.run(
-        run + ["render", str(SIGNALS_ROUTE), "--replay", str(out), "--out", str(gif), "--size", "320x240"],
-        capture_output=True,
-        text=True,
-    )
-    assert p.returncode == 0, p.stderr
-    assert Path(gif).stat().st_size > 0
+    _render(crossing_out, gif, "320x240")
+    assert gif.stat().st_size > 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,39 +17,12 @@ from tdbtools.render import view as V
 
 SHAPES = [(640, 480), (480, 640), (1000, 300), (300, 1000)]
 
-try:
-    import pyvista  # noqa: F401
-
-    HAVE_PYVISTA = True
-except ImportError:  # pragma: no cover - depends on the machine
-    HAVE_PYVISTA = False
+# (renderer, northsouth: fixtures of conftest.py)
 
 
 @pytest.fixture(scope="module")
 def route():
     return load_route(SAMPLE_ROUTE, cache=False)
-
-
-@pytest.fixture(scope="module")
-def northsouth(tmp_path_factory):
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
-    try:
-        from northsouth import make_northsouth
-    finally:
-        sys.path.pop(0)
-    return load_route(make_northsouth(tmp_path_factory.mktemp("ns")), cache=False)
-
-
-@pytest.fixture(scope="module")
-def renderer():
-    if not HAVE_PYVISTA:
-        pytest.skip("pyvista is not installed (pip install 'tdbtools[render]')")
-    from tdbtools.render import scene as scene_mod
-
-    try:
-        scene_mod.check_renderer()
-    except TdbToolsError as exc:
-        pytest.skip(str(exc))
 
 
 # -- pure numpy --------------------------------------------------------------------------------

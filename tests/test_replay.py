@@ -250,7 +250,7 @@ def test_cli_replay_default_and_shortcuts(tmp_path):
 
 
 @needs_dk24
-def test_sample_consist_over_a_dk24_path(tmp_path):
+def test_sample_consist_over_a_dk24_path(tmp_path, dk24, dk24_signals):
     sc = scenario(
         tmp_path,
         f'''
@@ -264,7 +264,7 @@ driver = "auto"
 ''',
         route=DK24_ROUTE,
     )
-    res = replay(sc)
+    res = replay(sc, route=dk24, signals=dk24_signals)  # the route and its signals, read once per run
     s = res.summary["trains"]["freight"]
     assert s["finished"] and not s["derailed"]
     # DK24's paths are 10 m stubs at end nodes; 1803.pat has > 6 km of track beyond it.
@@ -274,7 +274,7 @@ driver = "auto"
 
 
 @needs_dk24
-def test_dk24_consist_needs_stand_in(tmp_path):
+def test_dk24_consist_needs_stand_in(tmp_path, dk24, dk24_signals):
     con = DK24 / "TRAINS" / "CONSISTS" / "DSB MZ 1401 solo.con"
     body = f'''
 duration = 120
@@ -285,7 +285,9 @@ path = "10.pat"
 beyond_path = 2000                # DK24's paths are 10 m stubs: shorter than the engine
 '''
     with pytest.raises(ReplayError, match="mz1401.eng"):
-        Replay(scenario(tmp_path, body, route=DK24_ROUTE))
-    res = replay(scenario(tmp_path, "stand_in = true\n" + body, route=DK24_ROUTE))
+        Replay(scenario(tmp_path, body, route=DK24_ROUTE), route=dk24, signals=dk24_signals)
+    res = replay(
+        scenario(tmp_path, "stand_in = true\n" + body, route=DK24_ROUTE), route=dk24, signals=dk24_signals
+    )
     assert res.summary["trains"]["mz"]["cars"] == 1
     assert any("diesel locomotive" in e.message for e in res.events if isinstance(e, StandIn))

@@ -8,6 +8,7 @@ and restates the force laws of docs/running-time.md.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
 
 from tdbtools.formats.consist import read_consist, resolve_stock
+from tdbtools.physics.driver import AutoDriver
 from tdbtools.physics.events import DepartedPoint, WaitingAtPoint
 from tdbtools.physics.replay import Replay
 from tdbtools.physics.scenario import Command, Scenario, TrainSpec
@@ -350,17 +352,274 @@ def test_brake_build_up_lengthens_the_stop():
     assert slow - quick == pytest.approx(80 * KMH * 10.0 / 2, rel=0.15)
 
 
+# -- speed-dependent brake force (ORTSBrakeShoeFriction, docs/physics.md §3.5) -------------------
+
+#: A cast-iron-like brake-shoe curve: km/h, μ (μ falls to 0.37 of its standstill value by 100 km/h).
+SHOE_CURVE = ((0.0, 0.49), (8.0, 0.39), (20.0, 0.30), (40.0, 0.25), (80.0, 0.20), (160.0, 0.16))
+
+
+def install_with_shoe_curve(root: Path) -> Path:
+    """A copy of the sample install whose coaches' .wag gives ``SHOE_CURVE``."""
+    import shutil
+
+    shutil.copytree(SAMPLE_INSTALL / "TRAINS", root / "TRAINS")
+    wag = root / "TRAINS" / "TRAINSET" / "SAMPLE_COACH" / "SAMPLE_BPMZ.wag"
+    text = wag.read_text(encoding="utf-16")
+    pairs = " ".join(f"{v:g} {mu:g}" for v, mu in SHOE_CURVE)
+    text = text.replace(
+        "\tMaxBrakeForce ( 50kN )", f"\tMaxBrakeForce ( 50kN )\n\tORTSBrakeShoeFriction ( {pairs} )"
+    )
+    assert "ORTSBrakeShoeFriction" in text
+    wag.write_text(text, encoding="utf-16")
+    return root
+
+
+def shoe_factor(v: float) -> float:
+    """μ(v)/μ(0) of SHOE_CURVE clamped to [0.01, 1]: linear between the points and
+    beyond the last two (docs/physics.md §3.5)."""
+    x = v * 3.6
+    pts = SHOE_CURVE
+    k = 0
+    while k < len(pts) - 2 and x > pts[k + 1][0]:
+        k += 1
+    (x0, y0), (x1, y1) = pts[k], pts[k + 1]
+    mu = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return min(max(mu / pts[0][1], 0.01), 1.0)
+
+
+def test_brake_shoe_curve_is_read_into_the_replay(tmp_path):
+    inst = install_with_shoe_curve(tmp_path)
+    cars = resolve_stock(read_consist(inst / "TRAINS" / "CONSISTS" / "sample_passenger.con"), inst)
+    coach = cars[1].brake_shoe_friction
+    assert coach is not None and cars[0].brake_shoe_friction is None
+    assert tuple(zip(coach.speed_kmh, coach.mu, strict=True)) == SHOE_CURVE
+    for v in (0.0, 1.0, 5.0, 15.0, 30.0, 50.0, 70.0):
+        assert coach.factor(v) == pytest.approx(shoe_factor(v), rel=1e-12)
+
+
+def test_brake_force_with_a_brake_shoe_curve(tmp_path):
+    from tdbtools.physics import forces
+
+    inst = install_with_shoe_curve(tmp_path)
+    cars = resolve_stock(read_consist(inst / "TRAINS" / "CONSISTS" / "sample_passenger.con"), inst)
+    m = forces.CarModel.from_stock(cars)
+    v = np.array([0.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0])
+    for speed in v:
+        f = forces.brake(m, 0.5, speed)
+        want = [
+            0.5 * c.max_brake_force_n * (shoe_factor(speed) if c.brake_shoe_friction else 1.0) for c in cars
+        ]
+        assert f == pytest.approx(want, rel=1e-12)
+        assert forces.braking(m, "force", fraction=0.5, v=speed) == pytest.approx(want, rel=1e-12)
+        per_car = np.full(len(m), speed)
+        assert forces.Prepared(m).max_brake(per_car) == pytest.approx(
+            forces.brake(m, 1.0, per_car), rel=1e-12
+        )
+    assert forces.brake(m, 1.0) == pytest.approx([c.max_brake_force_n for c in cars])  # no speed: standstill
+    # the least total over 0…160 km/h is at 160 km/h, where μ is 0.16/0.49 of standstill
+    b_eng = cars[0].max_brake_force_n
+    b_coach = sum(c.max_brake_force_n for c in cars[1:])
+    assert forces.brake_force_floor(m, 160 * KMH) == pytest.approx(b_eng + b_coach * 0.16 / 0.49)
+    assert forces.brake_force_floor(m, 40 * KMH) == pytest.approx(b_eng + b_coach * 0.25 / 0.49)
+    vs, floors = forces.brake_force_floors(m, 160 * KMH)
+    assert vs[0] == 0.0 and vs[-1] == pytest.approx(160 * KMH) and np.all(np.diff(floors) <= 0.0)
+    assert np.interp(40 * KMH, vs, floors) == pytest.approx(b_eng + b_coach * 0.25 / 0.49)
+    assert floors[0] == pytest.approx(b_eng + b_coach)
+    # without curves nothing changes
+    plain = forces.CarModel.from_stock(
+        resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)
+    )
+    assert plain.brake_shoe == () and forces.brake_shoe_factor(plain, 30.0) is None
+    assert forces.Prepared(plain).max_brake(np.zeros(len(plain))) is None
+    assert forces.brake_force_floor(plain, 50.0) == float(plain.max_brake.sum())
+    both = forces.CarModel.concat([plain, m])
+    assert len(both.brake_shoe) == 2 * len(m) and both.brake_shoe[: len(m)] == (None,) * len(m)
+    assert forces.CarModel.concat([plain, plain]).brake_shoe == ()
+
+
+def test_braking_distance_with_a_brake_shoe_curve_matches_rk4(tmp_path):
+    """Full service brake from 120 km/h, no build-up: the coaches' brake force falls with
+    the speed. Reference: RK4 in time of M·dv/dt = −(B_e + B_c·φ(v) + R(v))."""
+    inst = install_with_shoe_curve(tmp_path)
+    v0 = 120 * KMH
+    line = TrackLine.synthetic(8000.0, route_limit=200 * KMH)
+    spec = dict(driver="schedule", schedule=(Command(0.0, 0.0, 1.0),), start_speed=v0, brake_build_up=0.0)
+    consist = inst / "TRAINS" / "CONSISTS" / "sample_passenger.con"
+    sc = Scenario(
+        SAMPLE_ROUTE,
+        (TrainSpec(name="t", consist=consist, path=Path("x"), brake_mode="force", **spec),),
+        step=0.05,
+        duration=300,
+    )
+    rep = Replay(sc, lines={"t": line}, trace_every=0.05)
+    res = rep.run()
+    speed, dist = res.traces["t"]["speed"], res.traces["t"]["distance"]
+    d = float(dist[int(np.argmax(speed <= 1e-9))])
+
+    cars = resolve_stock(read_consist(consist), inst)
+    b_plain = sum(c.max_brake_force_n for c in cars if c.brake_shoe_friction is None)
+    b_shoe = sum(c.max_brake_force_n for c in cars if c.brake_shoe_friction is not None)
+    tr = Train.of("sample_passenger")
+
+    def acc(v):
+        return -(b_plain + b_shoe * shoe_factor(v) + resistance("sample_passenger", v)) / tr.inertia
+
+    v, x, h = v0, 0.0, 0.005
+    while v > 0:
+        k1 = acc(v)
+        k2 = acc(v + h / 2 * k1)
+        k3 = acc(v + h / 2 * k2)
+        k4 = acc(v + h * k3)
+        dv = h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        if v + dv <= 0:
+            x += v * v / (-2 * k1)
+            break
+        x += h * (v + 0.5 * dv)
+        v += dv
+    assert d == pytest.approx(x, rel=0.005)
+    # and the curve matters: with constant force the stop is a third shorter
+    const = tr.inertia * v0 * v0 / (2 * (b_plain + b_shoe))
+    assert d > 1.3 * const
+
+
+@pytest.mark.parametrize("dt", [0.1, 0.5])
+def test_the_driver_stops_and_keeps_limits_with_a_brake_shoe_curve(tmp_path, dt):
+    """Force braking with the coaches' friction falling with speed: the automatic driver
+    plans each step with the least brake force from its speed down to standstill, so it
+    still meets every lower limit and stops at the end; the reference minimum time
+    (braking envelope of the same force law, no build-up) is a lower bound it stays
+    within 5 % of (measured +2.3 %, docs/running-time.md §3)."""
+    inst = install_with_shoe_curve(tmp_path)
+    consist = inst / "TRAINS" / "CONSISTS" / "sample_passenger.con"
+    limits = [(1500.0, 160 * KMH), (4000.0, 80 * KMH), (4600.0, 140 * KMH)]
+    line = TrackLine.synthetic(8000.0, grade=0.004, route_limit=120 * KMH, limits=tuple(limits))
+    spec = TrainSpec(name="t", consist=consist, path=Path("x"), brake_mode="force", deceleration=0.8)
+    rep = Replay(Scenario(SAMPLE_ROUTE, (spec,), step=dt, duration=3000), lines={"t": line}, trace_every=dt)
+    res = rep.run()
+    s = res.summary["trains"]["t"]
+    assert s["finished"] and not s["derailed"]
+    tr = rep.trains[0]
+    front = float(rep.engine.x[rep.train_start[0]])
+    assert abs(front - (line.path_length - AutoDriver.STOP_SHORT)) < AutoDriver.ARRIVED_WITHIN
+    rows = np.stack([res.traces["t"]["distance"] + tr.front0, res.traces["t"]["speed"]], axis=1)
+
+    def line_limit(x: float) -> float:
+        v = 120 * KMH
+        for a, lim in limits:
+            if x >= a:
+                v = min(lim, 120 * KMH)
+        return v
+
+    def permitted(f: float) -> float:  # the lowest limit over the train
+        pts = [f - tr.length, f] + [a for a, _ in limits if f - tr.length < a <= f]
+        return min(line_limit(p) for p in pts)
+
+    # The lead car's speed, within 0.5 km/h: when the driver switches from braking to
+    # traction for a step, the engine surges against the braked coaches by a few tenths
+    # of a km/h (as without a curve: 80.34 km/h past the 80 post, docs/running-time.md §3).
+    excess = max(v - permitted(f) for f, v in rows)
+    assert excess < 0.5 * KMH, excess * 3.6
+    # against the true minimum with this brake force law (upper envelope, no build-up)
+    b_eng = sum(c.max_brake_force_n for c in resolve_stock(read_consist(consist), inst) if c.kind == "engine")
+    b_shoe = Train.of("sample_passenger").max_brake - b_eng
+    ref = reference_min_time_force(line.path_length, 0.004, tuple(limits), 120 * KMH, b_eng, b_shoe)
+    got = s["running_time_s"]
+    assert ref < got < 1.05 * ref, (ref, got)
+
+
+@functools.cache
+def reference_min_time_force(length, grade, limits, route_limit, b_plain, b_shoe, ds=0.25) -> float:
+    """Minimum running time of the sample passenger train when its braking deceleration
+    is the force law's at each speed: the envelope of every target is integrated
+    backwards from it (RK4 in distance on w = v²), then the run forwards as in
+    :func:`reference_min_time`."""
+    tr = Train.of("sample_passenger")
+    sin = math.sin(math.atan(grade))
+
+    def dec(v: float) -> float:  # braking deceleration with full service brakes
+        return (
+            b_plain + b_shoe * shoe_factor(v) + resistance("sample_passenger", v) + tr.mass * g * sin
+        ) / tr.inertia
+
+    stop = length - 2.0
+    targets = [(a, min(v, route_limit)) for a, v in limits] + [(stop, 0.0)]
+    n = int(stop / ds) + 2
+    env = np.full(n, np.inf)
+    for a, vt in targets:
+        k = int(a / ds)
+        w = vt * vt
+        for i in range(k, -1, -1):
+            env[i] = min(env[i], math.sqrt(w))
+            h = ds
+
+            def f(w_: float) -> float:
+                return 2.0 * dec(math.sqrt(max(w_, 0.0)))
+
+            k1 = f(w)
+            k2 = f(w + h / 2 * k1)
+            k3 = f(w + h / 2 * k2)
+            k4 = f(w + h * k3)
+            w = w + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            if w > (route_limit + 1.0) ** 2:  # above every limit: no longer binding
+                break
+
+    steps = sorted(limits)
+
+    def line_limit(s: float) -> float:
+        v = route_limit
+        for a, lim in steps:
+            if s >= a:
+                v = min(lim, route_limit)
+        return v
+
+    def window(front: float) -> float:
+        rear = front - tr.length
+        pts = [rear, front] + [a for a, _ in steps if rear < a <= front]
+        return min(line_limit(p) for p in pts)
+
+    vcap = min(tr.engines[0][2], route_limit)
+    s, w, t = tr.length, 0.0, 0.0
+    while s < stop - 1e-9:
+        h = min(ds, stop - s)
+        v0 = math.sqrt(max(w, 0.0))
+        i = min(int((s + h) / ds), n - 1)
+        c_next = min(window(s + h), vcap, float(env[i]))
+
+        def fw(w_: float) -> float:
+            v_ = math.sqrt(max(w_, 0.0))
+            return (
+                2.0 * (tr.traction(v_) - resistance("sample_passenger", v_) - tr.mass * g * sin) / tr.inertia
+            )
+
+        k1 = fw(w)
+        k2 = fw(w + h / 2 * k1)
+        k3 = fw(w + h / 2 * k2)
+        k4 = fw(w + h * k3)
+        v1 = min(math.sqrt(max(w + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), 0.0)), c_next)
+        if v0 + v1 > 0:
+            t += 2 * h / (v0 + v1)
+        w = v1 * v1
+        s += h
+    return t
+
+
 # -- allowances, waiting points ---------------------------------------------------------------
 
 
 ALLOWANCE_LINE = dict(route_limit=110 * KMH, limits=((2000.0, 60 * KMH), (3000.0, 100 * KMH)))
 
 
+@pytest.fixture(scope="module")
+def allowance_base():
+    """The run without allowance that both modes are measured against (made once)."""
+    line = TrackLine.synthetic(5000.0, **ALLOWANCE_LINE)
+    return line, run_replay("sample_freight", line)[0]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["linear", "eco"])
-def test_allowance_is_met_and_eco_saves_energy(mode):
-    line = TrackLine.synthetic(5000.0, **ALLOWANCE_LINE)
-    base, _ = run_replay("sample_freight", line)
+def test_allowance_is_met_and_eco_saves_energy(mode, allowance_base):
+    line, base = allowance_base
     s, _ = run_replay("sample_freight", line, allowance=6.0, allowance_min_per_100km=3.0, allowance_mode=mode)
     target = base["running_time_s"] * 1.06 + 3.0 * 60 * (5000.0 - 2.0 - base["length_m"]) / 100_000
     assert s["running_time_s"] == pytest.approx(target, rel=0.01)

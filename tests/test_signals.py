@@ -11,6 +11,7 @@ from helpers import DK24_ROUTE, needs_dk24
 from tdbtools.errors import SourceError
 from tdbtools.formats.sigcfg import ASPECTS, find_sigcfg, load_sigcfg, read_sigcfg
 from tdbtools.formats.world import read_world, world_files, world_tile
+from tdbtools.signals.events import Deadlock
 from tdbtools.signals.script import ScriptError, preprocess, read_scripts
 
 dk24 = [pytest.mark.dk24, needs_dk24]
@@ -361,18 +362,7 @@ def test_dk24_dkam_script():
 # -- signal objects ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def dk24_route():
-    from tdbtools.formats.route import load_route
-
-    return load_route(DK24_ROUTE)
-
-
-@pytest.fixture(scope="module")
-def dk24_signals(dk24_route):
-    from tdbtools.signals.objects import load_signals
-
-    return load_signals(dk24_route)
+# (dk24_signals: DK24's signal objects, made once per run in conftest.py)
 
 
 @pytest.mark.dk24
@@ -533,7 +523,7 @@ def test_runtime_following_train_held_and_released(tmp_path, sample_route):
         ilk.update(t, pos, v)
         t += 1.0
     assert ilk.enabled_train[0] == 1 and ilk.targets(1)[0] is not None and ilk.targets(1)[0] > 200.0
-    kinds = [e["kind"] for e in ilk.events]
+    kinds = [e.kind for e in ilk.events]
     assert "spad" not in kinds and "aspect" in kinds
 
 
@@ -544,9 +534,10 @@ def test_runtime_deadlock_reported(tmp_path, sample_route):
     ilk.add_train("west", FakeLine(4, 0, 1153.6, 1153.6), 50.0, front=353.6)
     for k in range(30):
         ilk.update(float(k), [400.0, 353.6], [0.0, 0.0])
-    dl = [e for e in ilk.events if e["kind"] == "deadlock"]
-    assert len(dl) == 1 and sorted(dl[0]["trains"]) == ["east", "west"]
-    assert dl[0]["sections"] and 10.0 <= dl[0]["time"] <= 12.0
+    dl = [e for e in ilk.events if isinstance(e, Deadlock)]  # typed by the runtime itself
+    assert len(dl) == 1 and sorted(dl[0].trains) == ["east", "west"]
+    assert dl[0].sections and 10.0 <= dl[0].time <= 12.0
+    assert dl[0].to_dict()["trains"] == list(dl[0].trains)
 
 
 # -- command line -----------------------------------------------------------------------------
@@ -604,7 +595,7 @@ depart = 120
 @pytest.mark.slow
 @pytest.mark.dk24
 @needs_dk24
-def test_dk24_follower_brakes_for_a_red_without_collision(tmp_path):
+def test_dk24_follower_brakes_for_a_red_without_collision(tmp_path, dk24, dk24_signals):
     import numpy as np
     from helpers import SAMPLE_INSTALL
 
@@ -620,7 +611,7 @@ def test_dk24_follower_brakes_for_a_red_without_collision(tmp_path):
         ),
         encoding="utf-8",
     )
-    rp = Replay(read_scenario(p))
+    rp = Replay(read_scenario(p), route=dk24, signals=dk24_signals)  # both read once per run
     res = rp.run()
     kinds = collections.Counter(e.kind for e in res.events)
     assert kinds["collision"] == 0 and kinds["side_collision"] == 0 and kinds["spad"] == 0

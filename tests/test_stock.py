@@ -538,3 +538,87 @@ def test_records_pickle():
     assert pickle.loads(pickle.dumps(s)) == s
     c = read_consist(CONSISTS / "sample_freight.con")
     assert pickle.loads(pickle.dumps(c)) == c
+
+
+# -- brake-shoe friction (docs/physics.md §3.5) ---------------------------------------------------
+
+
+def test_brake_shoe_friction_is_read_as_km_h_and_mu():
+    s = stock_text("Wagon ( w MaxBrakeForce ( 40kN ) ORTSBrakeShoeFriction ( 0 0.4 20 0.3 100 0.2 ) )")
+    c = s.brake_shoe_friction
+    assert c.speed_kmh == (0.0, 20.0, 100.0) and c.mu == (0.4, 0.3, 0.2)
+    assert c(10 / 3.6) == pytest.approx(0.35) and c(-10 / 3.6) == pytest.approx(0.35)
+    assert c.factor(0.0) == 1.0 and c.factor(60 / 3.6) == pytest.approx(0.25 / 0.4)
+    # linear past the last point (Open Rails' Interpolator), clamped at 1 % of the force
+    assert c(140 / 3.6) == pytest.approx(0.15) and c.factor(1000.0) == 0.01
+    v = np.array([0.0, 10 / 3.6, 60 / 3.6, 140 / 3.6, 1000.0])
+    assert c.factors(v) == pytest.approx([c.factor(x) for x in v], rel=1e-12)
+    assert pickle.loads(pickle.dumps(s)) == s
+    assert stock_text("Wagon ( w MaxBrakeForce ( 40kN ) )").brake_shoe_friction is None
+
+
+def test_brake_shoe_factor_is_clamped_to_the_standstill_force():
+    # μ rising with speed never gives more than MaxBrakeForce; a table starting above
+    # 0 km/h is extrapolated to 0 km/h for μ(0)
+    c = stock_text("Wagon ( w ORTSBrakeShoeFriction ( 10 0.3 30 0.5 ) )").brake_shoe_friction
+    assert c(0.0) == pytest.approx(0.2) and c.factor(30 / 3.6) == 1.0
+    assert c.factor(5 / 3.6) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("0 0.4", "at least two"),
+        ("0 0.4 10 -0.1", "negative"),
+        ("10 0.4 5 0.3", "speeds must increase"),
+        ("10 0.4 10 0.3", "speeds must increase"),
+        ("0 0.4 10km/h 0.3", "expected a number"),
+        ("0 nan 10 0.3", "not a finite number"),
+        ("0 0.4 10 inf", "not a finite number"),
+        ("0 0 10 0.3", "at 0 km/h must be positive"),
+        ("20 0.1 40 0.3", "at 0 km/h must be positive"),  # extrapolates to −0.1
+        ("0 0.4 ( 1 ) 0.3", "expected a number"),
+        (" ".join(f"{k} 0.3" for k in range(101)), "at most 100"),
+    ],
+)
+def test_bad_brake_shoe_tables_are_located_errors_and_dropped(tmp_path, body, message):
+    p = write(
+        tmp_path / "x.wag",
+        f"Wagon ( w\n\tORTSBearingType ( Roller )\n\tORTSBrakeShoeFriction ( {body} )\n)\n",
+    )
+    with pytest.raises(FormatError, match=message) as exc:
+        read_stock(p)
+    assert exc.value.line == 5 and "ORTSBrakeShoeFriction" in str(exc.value)
+    d = Diagnostics(strict=False)
+    s = read_stock(p, diagnostics=d)
+    assert s.brake_shoe_friction is None and len(d.findings) == 1  # constant force, as without one
+
+
+def test_brake_shoe_odd_count_drops_the_last_value_and_the_last_block_wins(tmp_path):
+    p = write(
+        tmp_path / "x.wag",
+        "Wagon ( w ORTSBearingType ( Roller ) ORTSBrakeShoeFriction ( 0 0.4 10 0.3 20 ) )\n",
+    )
+    d = Diagnostics(strict=False)
+    assert read_stock(p, diagnostics=d).brake_shoe_friction.speed_kmh == (0.0, 10.0)
+    assert "odd number" in str(d.findings[0])
+    s = stock_text(
+        "Wagon ( w ORTSBrakeShoeFriction ( 0 0.4 10 0.3 ) ORTSBrakeShoeFriction ( 0 0.5 10 0.25 ) )"
+    )
+    assert s.brake_shoe_friction.mu == (0.5, 0.25)
+    d = Diagnostics(strict=False)
+    s = stock_from_document(
+        parse_text(
+            HEADER + "Wagon ( w ORTSBrakeShoeFriction ( 0 0.4 10 0.3 ) ORTSBrakeShoeFriction ( 0 ) )", "<w>"
+        ),
+        d,
+        "wagon",
+    )
+    assert s.brake_shoe_friction is None  # an unusable last block removes the earlier one
+
+
+def test_the_sample_stock_has_no_brake_shoe_curve():
+    files = sorted(TRAINSET.rglob("*.[ew][na][gg]"))
+    assert len(files) == 4
+    for f in files:
+        assert read_stock(f).brake_shoe_friction is None, f

@@ -25,7 +25,7 @@ from tdbtools.track import (
     item_positions,
     point_at,
 )
-from tdbtools.track.geometry import closure, locate_in_section
+from tdbtools.track.geometry import TILE_SIZE, closure, locate_in_section
 from tdbtools.track.spatial import SectionGrid, clean_geometry, section_grid, track_geometry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -727,13 +727,23 @@ def _reference(route: Route, tx, tz, x, z, rows_all):
     out_node = np.zeros(len(x), dtype=np.int64)
     out_row = np.full(len(x), -1, dtype=np.int64)
     out_lat = np.full(len(x), np.nan)
+    # Only to save time, not a search structure: a section accepts a point (|lateral| <=
+    # 2.5, -0.5 <= lon <= length + 0.5) only if the point is within 3 * (length + 3) m
+    # of its start (in the section frame |(lat, lon)| <= length + 3 as a chord is no
+    # longer than its arc; undoing pitch and roll at most triples that), so the sections
+    # farther away cannot change the result and are not scanned.
+    sx = geom.tile_x[rows_all] * TILE_SIZE + geom.x[rows_all]
+    sz = geom.tile_z[rows_all] * TILE_SIZE + geom.z[rows_all]
+    reach = 3.0 * (geom.length[rows_all] + 3.0) + 1.0
     for i in range(len(x)):
-        lat, lon = locate_in_section(geom, rows_all, tx[i], tz[i], x[i], z[i])
-        length = geom.length[rows_all]
+        near = np.hypot(tx[i] * TILE_SIZE + x[i] - sx, tz[i] * TILE_SIZE + z[i] - sz) <= reach
+        rows = rows_all[near]
+        lat, lon = locate_in_section(geom, rows, tx[i], tz[i], x[i], z[i])
+        length = geom.length[rows]
         ok = (np.abs(lat) <= 2.5) & (lon >= -0.5) & (lon <= length + 0.5)
         if not ok.any():
             continue
-        r, la, lo, ln = rows_all[ok], lat[ok], lon[ok], length[ok]
+        r, la, lo, ln = rows[ok], lat[ok], lon[ok], length[ok]
         nd = geom.node[r]
         first = np.flatnonzero(np.r_[True, nd[1:] != nd[:-1]])
         k = first[np.lexsort((nd[first], np.abs(la[first])))[0]]

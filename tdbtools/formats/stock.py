@@ -50,6 +50,7 @@ from ._read import Reader, to_float, to_int, to_int32
 from ._records import fast_pickle
 
 __all__ = [
+    "BrakeShoeFriction",
     "Coupler",
     "DEFAULT_COUPLER",
     "Stock",
@@ -86,6 +87,11 @@ DEFAULT_WHEEL_RADIUS_M = 18 * INCH_M  # wagon wheels
 DEFAULT_DRIVER_WHEEL_RADIUS_M = 30 * INCH_M  # locomotive drivers
 DEFAULT_MAX_BRAKE_FORCE_N = 89e3
 DEFAULT_MERGE_SPEED_MS = 5 * MPH_MS
+#: ``ORTSBrakeShoeFriction`` tables longer than this many speed/μ pairs are refused.
+MAX_BRAKE_SHOE_POINTS = 100
+#: Open Rails clamps the brake-shoe factor μ(v)/μ(0) to this range (docs/physics.md §3.5).
+BRAKE_SHOE_FACTOR_MIN = 0.01
+BRAKE_SHOE_FACTOR_MAX = 1.0
 
 #: Davis drag constant (lbf/mph² per ft²) by wagon type when ORTSDavisDragConstant is absent.
 DRAG_CONSTANT = {"Engine": 0.0024, "Freight": 0.0005, "Passenger": 0.00034, "Tender": 0.0005}
@@ -246,6 +252,37 @@ def _line(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class BrakeShoeFriction:
+    """``ORTSBrakeShoeFriction ( v μ v μ … )``: the brake-shoe friction coefficient ``mu``
+    by speed ``speed_kmh`` (km/h, increasing), as Open Rails reads it (docs/physics.md
+    §3.5). Interpolated linearly and extrapolated linearly past the ends (Open Rails'
+    Interpolator). The brake force is MaxBrakeForce × :meth:`factor`."""
+
+    speed_kmh: tuple[float, ...]
+    mu: tuple[float, ...]
+
+    def __call__(self, speed_ms: float) -> float:
+        """μ at ``|speed_ms|`` (m/s)."""
+        return _line(self.speed_kmh, self.mu, abs(speed_ms) * 3.6)
+
+    def factor(self, speed_ms: float) -> float:
+        """``μ(v)/μ(0)`` clamped to [0.01, 1]: the share of MaxBrakeForce the brakes give."""
+        f = self(speed_ms) / _line(self.speed_kmh, self.mu, 0.0)
+        return min(max(f, BRAKE_SHOE_FACTOR_MIN), BRAKE_SHOE_FACTOR_MAX)
+
+    def factors(self, speed_ms: np.ndarray) -> np.ndarray:
+        """:meth:`factor` for an array of speeds (m/s)."""
+        xs = np.asarray(self.speed_kmh)
+        ys = np.asarray(self.mu)
+        x = np.abs(np.asarray(speed_ms, dtype=np.float64)) * 3.6
+        i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 2)
+        x0, x1 = xs[i], xs[i + 1]
+        mu = ((x1 - x) * ys[i] + (x - x0) * ys[i + 1]) / (x1 - x0)
+        mu0 = _line(self.speed_kmh, self.mu, 0.0)
+        return np.clip(mu / mu0, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX)
+
+
+@dataclass(frozen=True, slots=True)
 class Stock:
     """One rolling-stock file with the values the physics replay needs, in SI units.
 
@@ -294,6 +331,8 @@ class Stock:
     merge_speed_ms: float = DEFAULT_MERGE_SPEED_MS
     max_handbrake_force_n: float = 0.0
     label: str = ""
+    #: ``ORTSBrakeShoeFriction`` if the file gives a usable one; None: constant brake force.
+    brake_shoe_friction: BrakeShoeFriction | None = None
 
     # -- helpers ------------------------------------------------------------------------
     def coupler(self, flipped: bool = False) -> Coupler:
@@ -456,6 +495,7 @@ class _Raw:
         self.max_cont_force: float | None = None
         self.max_velocity: float | None = None
         self.curve: TractiveForceCurve | None = None
+        self.brake_shoe: BrakeShoeFriction | None = None
 
 
 # -- handlers (one per block path) ----------------------------------------------------------
@@ -685,6 +725,48 @@ def _h_curves(raw: _Raw, blk: Block, rd: Reader) -> bool:
     return False
 
 
+def _h_brake_shoe(raw: _Raw, blk: Block, rd: Reader) -> bool:
+    """``ORTSBrakeShoeFriction ( v μ v μ … )``: speed (km/h) / friction coefficient pairs
+    (docs/physics.md §3.5). Bare numbers only: Open Rails reads any unit here but then looks
+    the table up in km/h, so ``10km/h`` would silently mean 2.78 km/h. A table that cannot
+    be used (too long, too short, a speed not increasing, a negative value, μ(0) ≤ 0) is
+    reported and dropped: the brake force then stays constant, as without one."""
+    raw.brake_shoe = None  # the last occurrence wins, also when it is unusable
+    items = blk.items
+    what = blk.name
+    if len(items) > 2 * MAX_BRAKE_SHOE_POINTS + 1:
+        rd.problem(
+            blk, f"{what}: {len(items) // 2} speed/friction pairs; at most {MAX_BRAKE_SHOE_POINTS} are read"
+        )
+        return False
+    values: list[float] = []
+    for j, it in enumerate(items):
+        v = rd.value(blk, j, to_float, None, "a speed in km/h or a friction coefficient")
+        if v is None:
+            return False
+        if v < 0:
+            rd.problem(blk, f"{what}: negative value {it}", j)
+            return False
+        values.append(v)
+    if len(values) % 2:
+        rd.problem(blk, f"{what}: odd number of values (Open Rails ignores the last one)", len(values) - 1)
+        values.pop()
+    xs, ys = values[0::2], values[1::2]
+    if len(xs) < 2:
+        rd.problem(blk, f"{what}: at least two speed/friction pairs are needed")
+        return False
+    for k in range(1, len(xs)):
+        if not xs[k] > xs[k - 1]:
+            rd.problem(blk, f"{what}: speeds must increase ({xs[k - 1]:g} then {xs[k]:g} km/h)", 2 * k)
+            return False
+    curve = BrakeShoeFriction(tuple(xs), tuple(ys))
+    if not _line(curve.speed_kmh, curve.mu, 0.0) > 0.0:
+        rd.problem(blk, f"{what}: the friction at 0 km/h must be positive (it scales the brake force)")
+        return False
+    raw.brake_shoe = curve
+    return False
+
+
 _HANDLERS = {
     "wagon": _h_wagon,
     "engine": _h_engine,
@@ -709,6 +791,7 @@ _HANDLERS = {
     "wagon(ortsmergespeed": _setter("merge_speed", "speed", DEFAULT_MERGE_SPEED_MS),
     "wagon(maxbrakeforce": _setter("max_brake", "force", DEFAULT_MAX_BRAKE_FORCE_N),
     "wagon(maxhandbrakeforce": _setter("max_handbrake", "force"),
+    "wagon(ortsbrakeshoefriction": _h_brake_shoe,
     "wagon(ortslengthbogiecentre": _setter("bogie_spacing", "distance"),
     "wagon(coupling": _h_coupling,
     "wagon(coupling(spring(stiffness": _h_stiffness,
@@ -958,6 +1041,7 @@ def _finish(raw: _Raw, path: str, kind: str, diags: Diagnostics, rd: Reader, fil
         merge_speed_ms=raw.merge_speed,
         max_handbrake_force_n=raw.max_handbrake,
         label=(raw.wagon_label or ""),
+        brake_shoe_friction=raw.brake_shoe,
     )
 
 
@@ -1093,4 +1177,4 @@ _GENERIC: dict[tuple[str, str], dict] = {
 }
 
 
-fast_pickle(Coupler, TractiveForceCurve, Stock)
+fast_pickle(Coupler, TractiveForceCurve, BrakeShoeFriction, Stock)

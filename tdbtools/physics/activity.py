@@ -632,6 +632,7 @@ class Dispatcher:
             d = rp.drivers[k]
             if d.state == "running":
                 d.authority = math.inf
+                d.blocked_by = ilk.waiting_for(k)  # named when it is stuck
             if d.state != "ready":
                 continue
             name = rp.trains[k].spec.name
@@ -741,9 +742,9 @@ class Dispatcher:
 
 class ActivityReplay(Replay):
     """A :class:`Replay` of an activity's trains, with their service drivers. ``signals``:
-    False (default) keeps them apart by plain occupancy; True runs the route's signals
-    (when it has them) and makes the interlocking the movement authority, an experimental
-    mode that is not yet reliable on DK24 (docs/activities.md §4.3)."""
+    None or True (default) runs the route's signals when it has them, the interlocking
+    being the movement authority (docs/activities.md §4.3); False, or a route without
+    signals, keeps the trains apart by plain occupancy (§4.1)."""
 
     #: Trains enter the interlocking at their start time, not at time 0 (signalling.py).
     SIGNALS_ON_TRACK_AT_START = False
@@ -765,7 +766,7 @@ class ActivityReplay(Replay):
         stuck_after: float = 1800.0,
         duration: float | None = None,
         trace_every: float = 2.0,
-        signals: bool = False,
+        signals: bool | None = None,
     ) -> None:
         self.plan = plan
         route = route if route is not None else load_route(plan.route_folder)
@@ -794,9 +795,14 @@ class ActivityReplay(Replay):
             source=str(Path(plan.activity.path).resolve()),
         )
         try:
-            super().__init__(sc, route=route, trace_every=trace_every, signals=None if signals else False)
+            super().__init__(
+                sc, route=route, trace_every=trace_every, signals=False if signals is False else None
+            )
         except ReplayError as exc:
             raise ActivityError(str(exc)) from None
+        if self.signals is not None:
+            # Trains wait at loops for trains coming the other way (docs/signals.md §4.9).
+            self.signals.ilk.avoid_deadlocks = True
         self.index = {t.spec.name: k for k, t in enumerate(self.trains)}
         self.stuck: set[str] = set()
         self.on_off: dict[str, tuple[float, float]] = {}
@@ -809,6 +815,8 @@ class ActivityReplay(Replay):
         for t in self.trains:
             pt = by_name[t.spec.name]
             stops, warns = place_stops(t.line, t.front0, t.length, pt.stops, plats)
+            for st in stops:
+                st.stop_s = self._clear_of_junctions(t.line, st.stop_s)
             for w in warns:
                 self._event(SetupWarning(time=0.0, train=t.spec.name, message=w))
             auto = t.driver
@@ -838,6 +846,20 @@ class ActivityReplay(Replay):
         self.dispatcher = Dispatcher(self)
         self._next_dispatch = 0.0
         self._still_since = [0.0] * len(self.trains)
+
+    def _clear_of_junctions(self, line, s: float) -> float:  # noqa: ANN001
+        """A station stop moved back out of the clearance zone of a junction just ahead
+        (docs/activities.md §5): a train standing there would foul the other branch."""
+        js, jn = line.junction_s, line.junction_node
+        j = int(np.searchsorted(js, s - JUNCTION_MAX_M, side="left"))
+        while j < len(js) and float(js[j]) <= s + JUNCTION_MAX_M:
+            a = float(js[j])
+            if a >= s - 1e-6:
+                f = self.signal_clearance(int(jn[j]))
+                if a - f < s:
+                    s = a - f - 1.0
+            j += 1
+        return s
 
     def step(self) -> None:
         if self.time + 1e-9 >= self._next_dispatch:
@@ -1020,10 +1042,10 @@ def replay_activity(
     step: float = 0.5,
     duration: float | None = None,
     progress: Callable[[float], None] | None = None,
-    signals: bool = False,
+    signals: bool | None = None,
 ) -> ActivityResult:
-    """Replay an activity file to its end (see the module docstring); ``signals=True``:
-    with the route's signals (experimental, docs/activities.md §4.3)."""
+    """Replay an activity file to its end (see the module docstring): with the route's
+    signals when it has them, ``signals=False``: on plain occupancy (docs/activities.md §4)."""
     plan = plan_activity(path)
     return ActivityReplay(
         plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals

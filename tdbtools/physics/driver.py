@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,6 +143,10 @@ class AutoDriver:
         #: Force mode: the deceleration (m/s²) a full service application gives on the
         #: level; the brakes build up at this over 2·brake_delay per second.
         self.brake_level: float | None = None
+        #: Force mode with brake-shoe friction curves: ``(planned deceleration, full
+        #: application's deceleration)`` at a speed (m/s); sets :attr:`decel` and
+        #: :attr:`brake_level` each step.
+        self.brakes_at: Callable[[float], tuple[float, float]] | None = None
         #: What the brakes give now, as far as the driver can tell (m/s²).
         self._applied = 0.0
         self.finished = False
@@ -233,6 +238,8 @@ class AutoDriver:
 
     def __call__(self, st: DriveState) -> Controls:
         v = st.speed
+        if self.brakes_at is not None:
+            self.decel, self.brake_level = self.brakes_at(v)
         stop = self._next_stop()
         if stop is not None and stop.arrived_at is not None:
             # Standing at a stop: hold the brakes until the wait is over.

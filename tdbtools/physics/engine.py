@@ -64,7 +64,11 @@ interactions and :attr:`Engine.truncated_steps` counts it; not seen in tests or 
 
 Cost: a step with no event is a fixed number of numpy operations over all cars (the joint
 force check is a cumulative sum); the pure-Python block solver runs only for a block that
-splits or for the cars of an impact. What changes only with the contacts is cached: the
+splits or for the cars of an impact. Impacts are looked for at the joints between groups
+only (inside a group the speeds are equal), and a short run of cars is resolved on Python
+floats. Each event still starts a round over every group of every line: the rounds, the
+block speeds recomputed from the cars (``Σm·v/Σm``) and the joint-force sums over all cars
+are part of the traces that ``tests/test_engine_golden.py`` keeps bit for bit. What changes only with the contacts is cached: the
 limit masks (updated where a gap changes), the block structure (rebuilt only when a joint
 between groups reaches or leaves a limit or its speeds become equal) and the offsets of the
 cars behind each line's first car (for ``x``). With at most :data:`_SMALL` groups (a train
@@ -83,7 +87,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tdbtools.errors import TdbToolsError
-from tdbtools.physics.interaction import clash_time, clash_times, stopping_time, stopping_times
+from tdbtools.physics.interaction import STOP_EPS, clash_time, clash_times_ab, stopping_time
 
 __all__ = ["Bodies", "Engine", "Event", "EngineError", "EPS_V", "SNAP_GAP"]
 
@@ -271,21 +275,30 @@ def _solve_chain(w, f, types, tol: float) -> tuple[list[float], list[int]]:
     then slack, so each piece is solved on its own. A run whose joint forces already have the
     right signs is one group (checked with one cumulative sum for a long run: the cost of a
     long train's events stays linear in its cars)."""
-    wa = np.asarray(w, dtype=np.float64)
-    fa = np.asarray(f, dtype=np.float64)
-    ta = np.asarray(types, dtype=np.int64)
-    wl, fl, tl = wa.tolist(), fa.tolist(), ta.tolist()
+    wa = fa = ta = None
+    if isinstance(w, list) and isinstance(f, list) and isinstance(types, list):
+        wl, fl, tl = w, f, types  # the arrays are made only if a run is long
+    else:
+        wa = np.asarray(w, dtype=np.float64)
+        fa = np.asarray(f, dtype=np.float64)
+        ta = np.asarray(types, dtype=np.int64)
+        wl, fl, tl = wa.tolist(), fa.tolist(), ta.tolist()
     k = len(wl)
     y = [0.0] * k
     cuts: list[int] = []
     stack = [(0, k)]
     while stack:
         s, e = stack.pop()
+        if e - s == 1:  # fsum of one number is that number (+ 0.0: fsum never gives -0.0)
+            y[s] = (fl[s] + 0.0) / (wl[s] + 0.0)
+            continue
         W = math.fsum(wl[s:e])
         ybar = math.fsum(fl[s:e]) / W
         ok = True
         g: list[float] | None = None
         if e - s > _CHAIN_NUMPY:
+            if wa is None or fa is None or ta is None:
+                wa, fa, ta = np.array(wl), np.array(fl), np.array(tl, dtype=np.int64)
             ga = fa[s:e] - wa[s:e] * ybar
             Pa = np.add.accumulate(ga[:-1])
             t = ta[s : e - 1]
@@ -381,10 +394,11 @@ class _Blocks:
 
     lock: np.ndarray  # (n - 1) bool: joint at a limit with equal speeds
     starts: np.ndarray  # first car of each block
-    sizes: np.ndarray  # cars per block
     of_car: np.ndarray  # block of each car
     mass: np.ndarray  # total mass of each block
     joints: np.ndarray  # same-line joints between blocks
+    joint_block: np.ndarray  # the block ahead of each of those joints
+    joint_hi: np.ndarray  # their upper limits (slack, inf if not coupled)
     lead: np.ndarray  # block of each line's first car
     force_from: np.ndarray  # (n - 1) first car of the block of the car ahead of each joint
     sign: np.ndarray  # (n - 1) +1 buffers locked, -1 taut coupler locked, else 0
@@ -437,6 +451,8 @@ class _Groups:
     v: np.ndarray
     a: np.ndarray
     joints: np.ndarray  # same-line joints between groups: the only gaps that move
+    joint_group: np.ndarray  # the group ahead of each of those joints
+    joint_hi: np.ndarray  # their upper limits
     lead: np.ndarray  # group of each line's first car
     lists: _GroupLists | None  # set when there are at most _SMALL groups
 
@@ -470,6 +486,7 @@ class Engine:
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(v))):
             raise EngineError("Engine: x and v must be finite")
         self._m = b.mass
+        self._ml = b.mass.tolist()
         self.rest_speed = float(rest_speed)
         if not self.rest_speed >= 0.0:
             raise EngineError("Engine: rest_speed must be >= 0")
@@ -661,64 +678,155 @@ class Engine:
 
     # -- 1. impulses ------------------------------------------------------------------
     def _impulses(self, events: list[Event]) -> None:
-        v = self._v
-        atz, att = self._atz, self._att
-        dv = v[:-1] - v[1:]  # > 0: the car ahead is faster
-        viol = (atz & (dv < -EPS_V)) | (att & (dv > EPS_V))
-        if not np.count_nonzero(viol):
+        # Only a joint between two groups can have unequal speeds (v = vg[gid]), and only
+        # one at a limit can be violated: look at those, not at every car.
+        grp = self._groups
+        jb = grp.joints
+        if not len(jb):
             return
-        lim = atz | att
-        starts = np.concatenate(([0], np.flatnonzero(~lim) + 1))
-        ends = np.append(starts[1:], self.n)
-        bad = np.flatnonzero(viol)
-        v = self._v = v.copy()  # never change an array already handed out
-        blocks = np.unique(np.searchsorted(starts, bad, side="right") - 1)
-        m = self._m
-        line = self.bodies.line
-        rest = self.rest_speed
-        for k in blocks.tolist():
-            s, e = int(starts[k]), int(ends[k])
-            w = m[s:e]
-            v0 = v[s:e].copy()
-            f = w * v0
-            tol = 1e-12 * math.fsum(np.abs(f).tolist()) + 1e-300
-            types = self._types(atz, att, s, e)
-            while True:
-                y = np.array(_solve_chain(w, f, types, tol)[0])
-                # resting contact: a joint the impulse leaves slower than rest_speed is held
-                # at its limit (else a car between a buffer and a taut coupler bounces between
-                # them with ever smaller speeds: a Zeno sequence whose limit is this)
-                d = y[:-1] - y[1:]
-                opening = np.where(types == _GE, d, -d)
-                hold = (types != _EQ) & (opening > 0.0) & (opening < rest)
-                if not hold.any():
+        atz, att = self._atz, self._att
+        gl = grp.lists
+        bad: list[int] = []
+        dvb: list[float] = []  # v[j] - v[j + 1] of each bad joint (> 0: the car ahead is faster)
+        if gl is not None:
+            vgl = gl.v
+            for j, k in zip(gl.joints, gl.joint_group):
+                d = vgl[k] - vgl[k + 1]
+                if (d < -EPS_V and atz[j]) or (d > EPS_V and att[j]):
+                    bad.append(j)
+                    dvb.append(d)
+            if not bad:
+                return
+        else:
+            vg = grp.v
+            dvj = (vg[:-1] - vg[1:])[grp.joint_group]
+            viol = (atz[jb] & (dvj < -EPS_V)) | (att[jb] & (dvj > EPS_V))
+            if not np.count_nonzero(viol):
+                return
+            bad = jb[viol].tolist()
+            dvb = dvj[viol].tolist()
+        v = self._v = self._v.copy()  # never change an array already handed out
+        starts = grp.starts
+        of_car = grp.of_car
+        ng = starts.size
+        n = self.n
+        i = 0
+        while i < len(bad):
+            # the run of cars held by joints at a limit around joint bad[i], walked group by
+            # group (a group's inner joints are all at a limit)
+            j = bad[i]
+            g = int(of_car[j])
+            while g > 0:
+                jj = int(starts[g]) - 1
+                if not (atz[jj] or att[jj]):
                     break
-                types = np.where(hold, _EQ, types)
-            ke0 = 0.5 * math.fsum((w * v0 * v0).tolist())
-            ke1 = 0.5 * math.fsum((w * y * y).tolist())
-            v[s:e] = y
-            # impulse through joint j = momentum gained by the cars ahead of it
-            dp = np.cumsum(w * (y - v0))
-            js = bad[(bad >= s) & (bad < e - 1)].tolist()
-            imp = [abs(float(dp[j - s])) for j in js]
-            rel = [abs(float(dv[j])) for j in js]
-            share = [i * r for i, r in zip(imp, rel)]
-            tot = math.fsum(share)
-            lost = max(ke0 - ke1, 0.0)
-            for j, i_, r_, sh in zip(js, imp, rel, share):
-                kind = "impact" if (atz[j] and (dv[j] < 0 or not att[j])) else "coupler_taut"
-                events.append(
-                    Event(
-                        kind,
-                        self._time,
-                        (j, j + 1),
-                        int(line[j]),
-                        r_,
-                        i_,
-                        lost * (sh / tot) if tot > 0 else lost / len(js),
-                    )
-                )
+                g -= 1
+            s = int(starts[g])
+            g = int(of_car[j + 1])
+            while g + 1 < ng:
+                jj = int(starts[g + 1]) - 1
+                if not (atz[jj] or att[jj]):
+                    break
+                g += 1
+            e = int(starts[g + 1]) if g + 1 < ng else n
+            i0 = i
+            while i < len(bad) and bad[i] < e - 1:
+                i += 1
+            if e - s <= _CHAIN_NUMPY:
+                self._impulse_small(s, e, bad[i0:i], dvb[i0:i], v, events)
+            else:
+                self._impulse_block(s, e, bad[i0:i], dvb[i0:i], v, events)
         self._blocks = None
+
+    def _impulse_block(self, s: int, e: int, js: list[int], dvs: list[float], v: np.ndarray, events) -> None:
+        """Resolve the impulses of the run of cars ``s..e-1`` (joints at a limit) whose joints
+        ``js`` (closing speeds ``dvs``) are violated; numpy version for long runs."""
+        atz, att = self._atz, self._att
+        w = self._m[s:e]
+        v0 = v[s:e].copy()
+        f = w * v0
+        tol = 1e-12 * math.fsum(np.abs(f).tolist()) + 1e-300
+        types = self._types(atz, att, s, e)
+        rest = self.rest_speed
+        while True:
+            y = np.array(_solve_chain(w, f, types, tol)[0])
+            # resting contact: a joint the impulse leaves slower than rest_speed is held
+            # at its limit (else a car between a buffer and a taut coupler bounces between
+            # them with ever smaller speeds: a Zeno sequence whose limit is this)
+            d = y[:-1] - y[1:]
+            opening = np.where(types == _GE, d, -d)
+            hold = (types != _EQ) & (opening > 0.0) & (opening < rest)
+            if not hold.any():
+                break
+            types = np.where(hold, _EQ, types)
+        ke0 = 0.5 * math.fsum((w * v0 * v0).tolist())
+        ke1 = 0.5 * math.fsum((w * y * y).tolist())
+        v[s:e] = y
+        # impulse through joint j = momentum gained by the cars ahead of it
+        dp = np.cumsum(w * (y - v0))
+        imp = [abs(float(dp[j - s])) for j in js]
+        self._impulse_events(js, dvs, imp, max(ke0 - ke1, 0.0), events)
+
+    def _impulse_small(self, s: int, e: int, js: list[int], dvs: list[float], v: np.ndarray, events) -> None:
+        """:meth:`_impulse_block` on Python floats (the same IEEE operations in the same order:
+        products element by element, running sums left to right, exactly rounded sums)."""
+        w = self._ml[s:e]
+        v0 = v[s:e].tolist()
+        f = [wi * vi for wi, vi in zip(w, v0)]
+        tol = 1e-12 * math.fsum([abs(x) for x in f]) + 1e-300
+        types = [
+            (_EQ if t else _GE) if z else _LE
+            for z, t in zip(self._atz[s : e - 1].tolist(), self._att[s : e - 1].tolist())
+        ]
+        rest = self.rest_speed
+        k = e - s
+        while True:
+            y = _solve_chain(w, f, types, tol)[0]
+            held = False
+            for i in range(k - 1):
+                ti = types[i]
+                if ti == _EQ:
+                    continue
+                d = y[i] - y[i + 1]
+                opening = d if ti == _GE else -d
+                if 0.0 < opening < rest:
+                    types[i] = _EQ
+                    held = True
+            if not held:
+                break
+        ke0 = 0.5 * math.fsum([wi * vi * vi for wi, vi in zip(w, v0)])
+        ke1 = 0.5 * math.fsum([wi * yi * yi for wi, yi in zip(w, y)])
+        v[s:e] = y
+        dp = [0.0] * k
+        acc = 0.0
+        for i in range(k):
+            x = w[i] * (y[i] - v0[i])
+            acc = x if i == 0 else acc + x
+            dp[i] = acc
+        imp = [abs(dp[j - s]) for j in js]
+        self._impulse_events(js, dvs, imp, max(ke0 - ke1, 0.0), events)
+
+    def _impulse_events(self, js: list[int], dvs: list[float], imp: list[float], lost: float, events) -> None:
+        """One event per violated joint; the run's energy loss shared in proportion to
+        impulse × relative speed."""
+        atz, att = self._atz, self._att
+        line = self.bodies.line
+        rel = [abs(d) for d in dvs]
+        share = [i * r for i, r in zip(imp, rel)]
+        tot = math.fsum(share)
+        for j, d, i_, r_, sh in zip(js, dvs, imp, rel, share):
+            kind = "impact" if (atz[j] and (d < 0 or not att[j])) else "coupler_taut"
+            events.append(
+                Event(
+                    kind,
+                    self._time,
+                    (j, j + 1),
+                    int(line[j]),
+                    r_,
+                    i_,
+                    lost * (sh / tot) if tot > 0 else lost / len(js),
+                )
+            )
 
     # -- 2. groups ----------------------------------------------------------------------
     #
@@ -750,9 +858,9 @@ class Engine:
                 if new and (0.0 if z == t else (1.0 if z else -1.0)) != sig[j]:
                     return True
             return False
-        v = self._v
+        vga = grp.v
         z, t = atz[jb], att[jb]
-        new = (z | t) & (np.abs(v[jb] - v[jb + 1]) <= EPS_V)
+        new = (z | t) & (np.abs((vga[:-1] - vga[1:])[grp.joint_group]) <= EPS_V)
         if np.count_nonzero(new != lock[jb]):
             return True
         if np.count_nonzero(new):
@@ -765,27 +873,32 @@ class Engine:
         v = self._v
         atz, att = self._atz, self._att
         lock = (atz | att) & (np.abs(v[:-1] - v[1:]) <= EPS_V)
-        starts = np.concatenate(([0], np.flatnonzero(~lock) + 1))
-        sizes = np.diff(np.append(starts, n))
-        bid = np.repeat(np.arange(starts.size), sizes)
+        brk = ~lock
+        bid = np.empty(n, np.int64)
+        bid[0] = 0
+        np.cumsum(brk, out=bid[1:])
+        starts = np.concatenate(([True], brk)).nonzero()[0]
         mass = np.add.reduceat(self._m, starts)
-        joints = np.flatnonzero(~lock & self._same)
+        joints = np.flatnonzero(brk & self._same)
         lead = bid[self._line_first]
+        jblock = bid[joints]
         lists = None
         if starts.size <= _SMALL:
-            lists = _BlockLists(mass.tolist(), joints.tolist(), bid[joints].tolist(), lead.tolist())
+            lists = _BlockLists(mass.tolist(), joints.tolist(), jblock.tolist(), lead.tolist())
         # joint force P_j = Pc[j + 1] - Pc[force_from[j]]; it must satisfy sign_j·P_j <= tol
+        # (sign: +1 buffers locked, -1 taut coupler locked, 0 both or not locked)
         return _Blocks(
             lock=lock,
             starts=starts,
-            sizes=sizes,
             of_car=bid,
             mass=mass,
             joints=joints,
+            joint_block=jblock,
+            joint_hi=self._hi[joints],
             lead=lead,
             force_from=starts[bid[:-1]],
-            sign=np.where(lock & atz & ~att, 1.0, np.where(lock & att & ~atz, -1.0, 0.0)),
-            multi=bool(lock.any()),
+            sign=np.subtract(atz, att, dtype=np.float64) * lock,
+            multi=starts.size < n,
             lists=lists,
         )
 
@@ -804,7 +917,18 @@ class Engine:
                 vl, al, Dl, Rl = mo.lists
                 gl = _GroupLists(vl, al, bl.mass, Dl, Rl, bl.joints, bl.joint_block, bl.lead)
             self._groups = _Groups(
-                blk.starts, blk.of_car, blk.mass, mo.drive, mo.resist, mo.v, mo.a, blk.joints, blk.lead, gl
+                blk.starts,
+                blk.of_car,
+                blk.mass,
+                mo.drive,
+                mo.resist,
+                mo.v,
+                mo.a,
+                blk.joints,
+                blk.joint_block,
+                blk.joint_hi,
+                blk.lead,
+                gl,
             )
             self._v = mo.v[blk.of_car]
             self._a = mo.a_car if mo.a_car is not None else mo.a[blk.of_car]
@@ -894,7 +1018,8 @@ class Engine:
         if badc is not None:
             parts.append(bid[badc])
         slow = np.unique(np.concatenate(parts))
-        slow = slow[blk.sizes[slow] > 1]
+        sizes = np.diff(blk.starts, append=n)
+        slow = slow[sizes[slow] > 1]
         return slow if slow.size else None
 
     def _split_blocks(
@@ -908,29 +1033,32 @@ class Engine:
         a_car = mo.a[blk.of_car]
         brk = ~blk.lock
         atz, att = self._atz, self._att
-        ends = np.append(starts[1:], n)
+        nb = starts.size
         for k in slow.tolist():
-            s, e = int(starts[k]), int(ends[k])
-            w, d, r = m[s:e], drive[s:e], resist[s:e]
-            types = self._types(atz, att, s, e)
+            s = int(starts[k])
+            e = int(starts[k + 1]) if k + 1 < nb else n
+            d, r = drive[s:e], resist[s:e]
+            types = self._types(atz, att, s, e).tolist()
             tol_k = 1e-9 * (math.fsum(np.abs(d).tolist()) + math.fsum(r.tolist())) + 1e-300
             if mo.moving[k]:
                 sg = float(mo.sign[k])
-                y, cuts = _solve_chain(w, d - sg * r, types, tol_k)
+                y, cuts = _solve_chain(self._ml[s:e], (d - sg * r).tolist(), types, tol_k)
             else:
-                y, cuts = _solve_static(w.tolist(), d.tolist(), r.tolist(), types.tolist(), tol_k)
+                y, cuts = _solve_static(self._ml[s:e], d.tolist(), r.tolist(), types, tol_k)
             a_car[s:e] = y
             for c in cuts:
                 brk[s + c] = True
-        gstarts = np.concatenate(([0], np.flatnonzero(brk) + 1))
-        sizes = np.diff(np.append(gstarts, n))
-        gid = np.repeat(np.arange(gstarts.size), sizes)
+        gid = np.empty(n, np.int64)
+        gid[0] = 0
+        np.cumsum(brk, out=gid[1:])
+        gstarts = np.concatenate(([True], brk)).nonzero()[0]
         Mg = np.add.reduceat(m, gstarts)
         Dg = np.add.reduceat(drive, gstarts)
         Rg = np.add.reduceat(resist, gstarts)
         vg = mo.v[blk.of_car[gstarts]]
         ag = a_car[gstarts]
-        jb = np.flatnonzero(brk & self._same)
+        jb = (brk & self._same).nonzero()[0]
+        jg = gid[jb]
         lead = gid[self._line_first]
         gl = None
         if gstarts.size <= _SMALL:
@@ -941,10 +1069,10 @@ class Engine:
                 Dg.tolist(),
                 Rg.tolist(),
                 jb.tolist(),
-                gid[jb].tolist(),
+                jg.tolist(),
                 lead.tolist(),
             )
-        self._groups = _Groups(gstarts, gid, Mg, Dg, Rg, vg, ag, jb, lead, gl)
+        self._groups = _Groups(gstarts, gid, Mg, Dg, Rg, vg, ag, jb, jg, self._hi[jb], lead, gl)
         self._v = vg[gid]
         self._a = ag[gid]
 
@@ -957,34 +1085,49 @@ class Engine:
         jb = grp.joints
         tc = tt = ts = None
         mv = None
+        jt = jb
         if jb.size:
-            v, a = self._v, self._a
+            # clash (gap -> 0) and coupler (slack - gap -> 0) times in one call: the coupler's
+            # A and B are the clash's negated (0.0 - x: exact, and +0.0 where x is 0.0, as
+            # the subtraction with the cars swapped gives)
+            # per group, then per joint: v[jb] is vg[kf] and v[jb + 1] is vg[kf + 1]
+            kf = grp.joint_group
+            vg, ag = grp.v, grp.a
             S = self._gap[jb]
-            vf, vr = v[jb], v[jb + 1]
-            af, ar = a[jb], a[jb + 1]
-            tc = clash_times(S, vr, vf, ar, af)
-            z = S <= 0.0
+            B = (vg[1:] - vg[:-1])[kf]
+            A = (ag[1:] - ag[:-1])[kf] * 0.5
+            hi = grp.joint_hi
+            cp = hi < math.inf
+            ncp = np.count_nonzero(cp)
+            if ncp == jb.size:
+                jt = jb
+                s2, A2, B2 = (
+                    np.concatenate((S, hi - S)),
+                    np.concatenate((A, 0.0 - A)),
+                    np.concatenate((B, 0.0 - B)),
+                )
+            elif ncp:
+                jt = jb[cp]
+                Ac, Bc = A[cp], B[cp]
+                s2 = np.concatenate((S, hi[cp] - S[cp]))
+                A2, B2 = np.concatenate((A, 0.0 - Ac)), np.concatenate((B, 0.0 - Bc))
+            else:
+                jt = jb[:0]
+                s2, A2, B2 = S, A, B
+            T = clash_times_ab(s2, A2, B2)
+            z = s2 <= 0.0
             if np.count_nonzero(z):
-                tc[z] = _touch_times(vr[z] - vf[z], 0.5 * (ar[z] - af[z]))
-            hi = self._hi[jb]
-            cp = np.isfinite(hi)
-            tt = np.full(jb.size, np.inf)
-            if np.count_nonzero(cp):
-                St = hi[cp] - S[cp]
-                t2 = clash_times(St, vf[cp], vr[cp], af[cp], ar[cp])
-                z = St <= 0.0
-                if np.count_nonzero(z):
-                    t2[z] = _touch_times((vf[cp] - vr[cp])[z], 0.5 * (af[cp] - ar[cp])[z])
-                tt[cp] = t2
-            t_min = min(float(tc[tc.argmin()]), float(tt[tt.argmin()]))
+                T[z] = _touch_times(B2[z], A2[z])
+            t_min = float(T[T.argmin()])
+            tc, tt = T[: jb.size], T[jb.size :]
         vg = grp.v
         mv = (vg != 0.0).nonzero()[0]
         if mv.size == vg.size:  # every group moves: no gathers
             Mg = grp.mass
-            ts = stopping_times(grp.resist / Mg, grp.drive / Mg, vg)
+            ts = _stop_times(grp.resist / Mg, grp.drive / Mg, vg)
         elif mv.size:
             Mg = grp.mass[mv]
-            ts = stopping_times(grp.resist[mv] / Mg, grp.drive[mv] / Mg, vg[mv])
+            ts = _stop_times(grp.resist[mv] / Mg, grp.drive[mv] / Mg, vg[mv])
         if ts is not None:
             t_min = min(t_min, float(ts[ts.argmin()]))
         if t_min >= horizon:
@@ -992,7 +1135,7 @@ class Engine:
         lim = t_min + T_TOL
         hits = (
             jb[tc <= lim] if tc is not None else jb[:0],
-            jb[tt <= lim] if tt is not None else jb[:0],
+            jt[tt <= lim] if tt is not None else jb[:0],
             mv[ts <= lim] if ts is not None else mv[:0],
         )
         return t_min, hits
@@ -1059,9 +1202,8 @@ class Engine:
         grp.v = vg + ag * t
         jb = grp.joints
         if jb.size:
-            gid = grp.of_car
-            g = self._gap[jb] + (dg[gid[jb]] - dg[gid[jb + 1]])
-            hi = self._hi[jb]
+            g = self._gap[jb] + (dg[:-1] - dg[1:])[grp.joint_group]
+            hi = grp.joint_hi
             g = np.minimum(np.maximum(g, 0.0), hi)
             z = g < SNAP_GAP
             near = (hi - g) < SNAP_GAP
@@ -1149,6 +1291,16 @@ class Engine:
         e = int(starts[k + 1]) - 1 if k + 1 < starts.size else self.n - 1
         cars = (s,) if s == e else (s, e)
         return Event(kind, self._time, cars, int(self.bodies.line[s]))
+
+
+def _stop_times(fr: np.ndarray, oth: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """:func:`~tdbtools.physics.interaction.stopping_times` of groups that move (no speed
+    is 0), with the same operations."""
+    a = oth - np.sign(V) * np.abs(fr)
+    never = (np.abs(a) < STOP_EPS) | (a * V > 0.0)
+    t = -V / np.where(never, 1.0, a)
+    t[never] = np.inf
+    return t
 
 
 def _touch_times(B: np.ndarray, A: np.ndarray) -> np.ndarray:

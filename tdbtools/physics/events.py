@@ -11,17 +11,12 @@ coming to rest and for a scheduled train ending its run).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-
-def _plain(v: Any) -> Any:
-    """A field value as JSON-ready Python (tuples become lists, records dicts)."""
-    if isinstance(v, tuple):
-        return [_plain(x) for x in v]
-    if isinstance(v, (ReplayEvent, EventLocation)):
-        return v.to_dict()
-    return v
+# The base and the signalling runtime's events live below physics (the runtime records
+# them); they are part of this module's family and re-exported here.
+from ..signals.events import AspectSeen, Deadlock, ReplayEvent, SignalAspect, SignalWait, Spad
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,26 +34,6 @@ class EventLocation:
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {} if self.node is None else {"node": self.node}
         d.update(tile_x=self.tile_x, tile_z=self.tile_z, x=self.x, y=self.y, z=self.z)
-        return d
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReplayEvent:
-    """Base of every replay event: ``time`` is simulated seconds since the start."""
-
-    kind: ClassVar[str] = ""
-    _optional: ClassVar[frozenset[str]] = frozenset()
-
-    time: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event as the JSON object of ``events.json``."""
-        d: dict[str, Any] = {"kind": self.kind}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if v is None and f.name in self._optional:
-                continue
-            d[f.name] = _plain(v)
         return d
 
 
@@ -241,78 +216,7 @@ def driver_event(d: dict[str, Any], train: str) -> ReplayEvent:
     return cls(**{k: v for k, v in d.items() if k != "kind"}, train=train)
 
 
-# -- signals (docs/signals.md §4) ---------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SignalAspect(ReplayEvent):
-    """A normal signal showed a new aspect; ``enabled_for`` the train it is cleared for."""
-
-    kind: ClassVar[str] = "signal"
-    signal: int
-    aspect: str
-    enabled_for: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AspectSeen(ReplayEvent):
-    """A train's driver saw a signal's aspect ``distance_to`` m ahead."""
-
-    kind: ClassVar[str] = "aspect"
-    train: str
-    signal: int
-    aspect: str
-    distance_to: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SignalWait(ReplayEvent):
-    """A train stood at a signal from ``time`` to ``until`` (``seconds``)."""
-
-    kind: ClassVar[str] = "signal_wait"
-    train: str
-    signal: int
-    until: float
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Spad(ReplayEvent):
-    """A signal passed at danger: ``speed`` m/s, ``distance`` m along the train's line."""
-
-    kind: ClassVar[str] = "spad"
-    train: str
-    signal: int
-    speed: float
-    distance: float
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Deadlock(ReplayEvent):
-    """Trains wait for each other: from the interlocking (``waiting_since``) or the
-    activity dispatcher (``clock``, ``message``)."""
-
-    kind: ClassVar[str] = "deadlock"
-    _optional: ClassVar[frozenset[str]] = frozenset({"clock", "message", "waiting_since"})
-    clock: str | None = None
-    trains: tuple[str, ...]
-    sections: tuple[str, ...]
-    message: str | None = None
-    waiting_since: float | None = None
-
-
-def interlocking_event(d: dict[str, Any]) -> ReplayEvent:
-    """The typed event of one of the interlocking's dict events (the signals layer sits
-    below physics, so it keeps plain dicts; they are typed here)."""
-    kind = d["kind"]
-    rest = {k: v for k, v in d.items() if k != "kind"}
-    if kind == "deadlock":
-        rest["trains"] = tuple(rest["trains"])
-        rest["sections"] = tuple(rest["sections"])
-    cls = {"aspect": AspectSeen, "signal_wait": SignalWait, "spad": Spad, "deadlock": Deadlock}.get(kind)
-    if cls is None:
-        raise ValueError(f"unknown interlocking event kind {kind!r}")
-    return cls(**rest)
+# -- signals: SignalAspect, AspectSeen, SignalWait, Spad, Deadlock (tdbtools.signals.events) --
 
 
 # -- activities (docs/activities.md §4) ----------------------------------------------------
@@ -391,5 +295,4 @@ __all__ = [
     "TrainStopped",
     "WaitingAtPoint",
     "driver_event",
-    "interlocking_event",
 ]

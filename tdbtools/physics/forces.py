@@ -44,7 +44,8 @@ Formulas and the choices made where the sources leave room
   superelevation ``e``; with no superelevation (Veq = 0) the speed factor is taken as
   1 (its value at standstill).
 * **Braking** (docs/physics.md §3.5): :attr:`BrakeMode.FORCE` — ``fraction × MaxBrakeForce``
-  per car. :attr:`BrakeMode.DECELERATION` — the "hourly" model: the train decelerates
+  per car, times ``clip(μ(v)/μ(0), 0.01, 1)`` for cars whose stock gives a brake-shoe
+  friction curve (``ORTSBrakeShoeFriction``; :func:`brake_shoe_factor`). :attr:`BrakeMode.DECELERATION` — the "hourly" model: the train decelerates
   at a fixed ``a_b`` (typically 0.4…0.7 m/s²) whatever the other forces; per car the
   brake supplies ``m·a_b·fraction`` minus what the other resistances already give
   (Davis + curve + the part of gravity that opposes the motion), never negative, and
@@ -59,7 +60,7 @@ from enum import Enum
 
 import numpy as np
 
-from ..formats.stock import Stock, TractiveForceCurve
+from ..formats.stock import BrakeShoeFriction, Stock, TractiveForceCurve
 
 __all__ = [
     "BrakeMode",
@@ -68,7 +69,10 @@ __all__ = [
     "G",
     "OSRD_CURVE_FACTOR",
     "brake",
+    "brake_force_floor",
+    "brake_force_floors",
     "brake_for_deceleration",
+    "brake_shoe_factor",
     "braking",
     "curve_resistance",
     "davis",
@@ -153,6 +157,8 @@ class CarModel:
     #: ``merge_speed`` (m/s); NaN: none beyond Davis.
     starting_resistance: np.ndarray | None = None
     merge_speed: np.ndarray | None = None
+    #: Brake-shoe friction curve per car (None: constant brake force); () when no car has one.
+    brake_shoe: tuple[BrakeShoeFriction | None, ...] = ()
 
     @property
     def rho(self) -> np.ndarray:
@@ -196,9 +202,11 @@ class CarModel:
                 "merge_speed",
             )
         }
+        shoes = tuple(c for m in models for c in (m.brake_shoe or (None,) * len(m)))
         return cls(
             curves=tuple(c for m in models for c in m.curves),
             names=tuple(n for m in models for n in m.names),
+            brake_shoe=shoes if any(c is not None for c in shoes) else (),
             **kw,
         )
 
@@ -236,6 +244,7 @@ class CarModel:
                 )
                 if trailing:
                     c[i] *= s.trail_loco_resistance_factor
+        shoes = tuple(s.brake_shoe_friction for s in stocks)
         return cls(
             mass=col(lambda s: s.mass_kg),
             length=col(lambda s: s.length_m),
@@ -258,6 +267,7 @@ class CarModel:
             adhesive_mass=np.array([_adhesive(s) for s in stocks]),
             starting_resistance=col(_starting),
             merge_speed=np.array([max(float(s.merge_speed_ms), 1e-3) for s in stocks]),
+            brake_shoe=shoes if any(c is not None for c in shoes) else (),
         )
 
     def __len__(self) -> int:
@@ -504,10 +514,60 @@ def opposing_resistance(v, davis_n, curve_n, gravity_n) -> np.ndarray:
 # -- braking ------------------------------------------------------------------------------
 
 
-def brake(model: CarModel, fraction) -> np.ndarray:
+def brake_shoe_factor(model: CarModel, v) -> np.ndarray | None:
+    """The share of MaxBrakeForce each car's brakes give at speed ``v`` (m/s):
+    ``clip(μ(v)/μ(0), 0.01, 1)`` from its ``ORTSBrakeShoeFriction`` curve, 1 for cars
+    without one (docs/physics.md §3.5). None when no car has a curve."""
+    if not model.brake_shoe:
+        return None
+    speed = _per_car(model, v, "v")
+    out = np.ones(len(model))
+    for idx, curve in _shoe_groups(model):
+        out[idx] = curve.factors(speed[idx])
+    return out
+
+
+def _shoe_groups(model: CarModel) -> list[tuple[np.ndarray, BrakeShoeFriction]]:
+    """Cars sharing one curve object (cars of the same stock file), grouped."""
+    groups: dict[int, tuple[list[int], BrakeShoeFriction]] = {}
+    for i, c in enumerate(model.brake_shoe):
+        if c is not None:
+            groups.setdefault(id(c), ([], c))[0].append(i)
+    return [(np.array(ix, dtype=np.intp), c) for ix, c in groups.values()]
+
+
+def brake_force_floor(model: CarModel, v_top: float) -> float:
+    """The least total full-service brake force (N) of the cars at any speed in
+    [0, v_top] (m/s): what a driver can count on over that range. Without friction
+    curves: ``ΣMaxBrakeForce``."""
+    if not model.brake_shoe:
+        return float(model.max_brake.sum())
+    return float(brake_force_floors(model, v_top)[1][-1])
+
+
+def brake_force_floors(model: CarModel, v_top: float) -> tuple[np.ndarray, np.ndarray]:
+    """Speeds ``v`` (m/s, 0…v_top) and the least total full-service brake force (N) at
+    any speed in [0, v] for each: what the brakes can be counted on for from ``v`` down."""
+    # The factors are piecewise linear in v with kinks at the table speeds and where the
+    # clamp starts: the table speeds and a fine grid find the least sum.
+    top = max(float(v_top), 0.0) if np.isfinite(v_top) else 100.0
+    pts = [np.linspace(0.0, top, 401)]
+    pts += [np.asarray(c.speed_kmh) / 3.6 for c in model.brake_shoe if c is not None]
+    v = np.unique(np.clip(np.concatenate(pts), 0.0, top))
+    total = np.zeros(len(v))
+    for i, mb in enumerate(model.max_brake):
+        c = model.brake_shoe[i] if model.brake_shoe else None
+        total += mb * (c.factors(v) if c is not None else 1.0)
+    return v, np.minimum.accumulate(total)
+
+
+def brake(model: CarModel, fraction, v=None) -> np.ndarray:
     """Brake force per car (N, ≥ 0): ``fraction × MaxBrakeForce`` (fraction clipped to
-    [0, 1])."""
-    return np.clip(_per_car(model, fraction, "fraction"), 0.0, 1.0) * model.max_brake
+    [0, 1]), at speed ``v`` times :func:`brake_shoe_factor` for cars with a friction curve
+    (``v`` None: the force at standstill)."""
+    f = np.clip(_per_car(model, fraction, "fraction"), 0.0, 1.0) * model.max_brake
+    k = brake_shoe_factor(model, v) if v is not None else None
+    return f if k is None else f * k
 
 
 def brake_for_deceleration(model: CarModel, deceleration, resistance=0.0) -> np.ndarray:
@@ -519,15 +579,22 @@ def brake_for_deceleration(model: CarModel, deceleration, resistance=0.0) -> np.
 
 
 def braking(
-    model: CarModel, mode: BrakeMode | str, *, fraction=1.0, deceleration=DEFAULT_DECELERATION, resistance=0.0
+    model: CarModel,
+    mode: BrakeMode | str,
+    *,
+    fraction=1.0,
+    deceleration=DEFAULT_DECELERATION,
+    resistance=0.0,
+    v=None,
 ) -> np.ndarray:
-    """Brake force per car in either mode: ``"force"`` → :func:`brake` (``fraction``);
+    """Brake force per car in either mode: ``"force"`` → :func:`brake` (``fraction``, at
+    speed ``v``);
     ``"deceleration"`` → :func:`brake_for_deceleration` at ``fraction × deceleration``
     (``fraction`` 1 is the full ``a_b``; ``fraction`` 0 releases the brake — it does
     not hold the speed against a falling grade)."""
     mode = BrakeMode(mode)
     if mode is BrakeMode.FORCE:
-        return brake(model, fraction)
+        return brake(model, fraction, v)
     frac = np.clip(_per_car(model, fraction, "fraction"), 0.0, 1.0)
     f = brake_for_deceleration(model, frac * _per_car(model, deceleration, "deceleration"), resistance)
     return np.where(frac > 0, f, 0.0)
@@ -539,13 +606,14 @@ class Prepared:
     (:func:`gravity`, :func:`davis`, the :func:`curve_resistance` of docs/physics.md §3.3,
     :func:`brake`); ``tests/test_physics_parts.py`` checks that."""
 
-    __slots__ = ("model", "_mg_curve", "_a", "_b", "_c", "_brake", "_start", "_f0", "_vm", "_slope")
+    __slots__ = ("model", "_mg_curve", "_a", "_b", "_c", "_brake", "_start", "_f0", "_vm", "_slope", "_shoes")
 
     def __init__(self, model: CarModel) -> None:
         self.model = model
         self._mg_curve = model.mass * G * OSRD_CURVE_FACTOR
         self._a, self._b, self._c = model.davis_a, model.davis_b, model.davis_c
         self._brake = model.max_brake
+        self._shoes = _shoe_groups(model)
         f0 = model.starting_resistance
         self._start = f0 is not None and model.merge_speed is not None and bool(np.isfinite(f0).any())
         if self._start:
@@ -579,3 +647,13 @@ class Prepared:
 
     def brake(self, fraction: np.ndarray) -> np.ndarray:
         return np.clip(fraction, 0.0, 1.0) * self._brake
+
+    def max_brake(self, v: np.ndarray) -> np.ndarray | None:
+        """Full-service brake force per car at speeds ``v`` (:func:`brake_shoe_factor`);
+        None when no car has a friction curve (the force is then MaxBrakeForce)."""
+        if not self._shoes:
+            return None
+        out = self._brake.copy()
+        for idx, curve in self._shoes:
+            out[idx] *= curve.factors(v[idx])
+        return out

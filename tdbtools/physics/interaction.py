@@ -21,7 +21,15 @@ import math
 
 import numpy as np
 
-__all__ = ["clash_time", "clash_times", "stopping_time", "stopping_times", "LINEAR_EPS", "STOP_EPS"]
+__all__ = [
+    "clash_time",
+    "clash_times",
+    "clash_times_ab",
+    "stopping_time",
+    "stopping_times",
+    "LINEAR_EPS",
+    "STOP_EPS",
+]
 
 #: |A| (half the relative acceleration, m/s²) and |B| (relative speed, m/s) below which the
 #: article treats the term as zero (``0.000001`` in ClashTime).
@@ -82,8 +90,13 @@ def _arrays(*zs) -> list[np.ndarray]:
 def clash_times(s, v1, v2, a1, a2) -> np.ndarray:
     """:func:`clash_time` element by element over broadcast arrays (float64 result)."""
     s, v1, v2, a1, a2 = _arrays(s, v1, v2, a1, a2)
-    A = (a1 - a2) * 0.5
-    B = v1 - v2
+    return clash_times_ab(s, (a1 - a2) * 0.5, v1 - v2)
+
+
+def clash_times_ab(s: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """:func:`clash_times` from ``A = (a1 - a2)/2`` and ``B = v1 - v2`` (float64 arrays of one
+    shape), for callers that already have them (the engine's clash and coupler times of a
+    joint share them with the signs flipped)."""
     lin = np.abs(A) < LINEAR_EPS
     n_lin = np.count_nonzero(lin)
     if n_lin == lin.size:

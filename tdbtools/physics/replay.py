@@ -345,11 +345,28 @@ def _setup_driver(t: _Train, rep: Replay) -> None:
     if t.spec.brake_mode == "force":
         # Plan with what the brakes give on the level, with a margin, and start braking
         # half a build-up time earlier (a linear build-up is a dead time of T/2).
+        # With brake-shoe friction curves, the least brake force up to the fastest the
+        # driver will go (docs/physics.md §3.5).
         m = t.model
-        level = (float(m.max_brake.sum()) + float(forces.davis(m, 0.0).sum())) / float(m.inertial_mass.sum())
+        v_top = min(d.max_speed, max(d.limit_v, default=float("inf")))
+        brakes = forces.brake_force_floor(m, v_top)
+        level = (brakes + float(forces.davis(m, 0.0).sum())) / float(m.inertial_mass.sum())
         d.decel = min(d.decel, 0.9 * level)
         d.brake_delay = 0.5 * _build_up(t)
         d.brake_level = level
+        if m.brake_shoe:
+            # Braking from the speed of the moment can count on the least force down to
+            # standstill; the brakes build up to what they give at that speed.
+            davis0, inertia = float(forces.davis(m, 0.0).sum()), float(m.inertial_mass.sum())
+            vs, floors = forces.brake_force_floors(m, v_top)
+            planned = t.spec.deceleration
+
+            def brakes_at(v: float) -> tuple[float, float]:
+                floor = float(np.interp(abs(v), vs, floors))
+                full = (float(forces.brake(m, 1.0, v).sum()) + davis0) / inertia
+                return min(planned, 0.9 * (floor + davis0) / inertia), full
+
+            d.brakes_at = brakes_at
     for s_at, wait in t.waits:
         if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:  # not behind the front at the start
             d.stops.append(Stop(s_at, wait, "waiting point"))
@@ -788,6 +805,9 @@ class Replay:
         # operation, and the IEEE results are the same.
         applied = self.brake_applied.tolist()
         decel_mode, maxbrake, release = self.train_decel_mode_l, self.train_maxbrake_l, self.train_release_l
+        mb_car = self._forces.max_brake(v)  # None: no friction curves, MaxBrakeForce as is
+        if mb_car is not None:
+            maxbrake = np.maximum(np.add.reduceat(mb_car, self.train_start), 1.0).tolist()
         build, vmax = self.train_build_l, self.train_vmax_l
         emergency_factor = forces.EMERGENCY_FACTOR
         taper_factor = forces.taper_factor
@@ -838,10 +858,9 @@ class Replay:
         applied = self.brake_applied
         sc = np.array(scale)
         trac = trac0 * (sc / np.where(thr_a > 0, thr_a, 1.0))[ct]
-        brk = (
-            m.max_brake
-            * (applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied))[ct]
-        )
+        brk = (m.max_brake if mb_car is None else mb_car) * (
+            applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied)
+        )[ct]
         if any_decel:
             opp = forces.opposing_resistance(v, dav, crv, grav)
             dc = np.array(decel_car)[ct]
@@ -856,7 +875,9 @@ class Replay:
         if sig is not None:
             sig.ilk.set_switch(junction, route)  # the interlocking walks the switches as set
         self._event(SwitchThrow(time=self.time, junction=junction, route=route))
-        for ev in throw_switch([t.bogies for t in self.trains], junction, route, self.time):
+        on = self.on_track()  # a train not in the world (yet, or any more) is not under it
+        bogies = [t.bogies for k, t in enumerate(self.trains) if on is None or on[k]]
+        for ev in throw_switch(bogies, junction, route, self.time):
             self._safety(ev)
 
     def _done(self, t: _Train, dt: float, speed: float) -> None:

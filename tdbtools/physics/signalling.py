@@ -15,7 +15,7 @@ from ..formats.sigcfg import ASPECTS
 from ..signals.objects import SignalSet, load_signals
 from ..signals.runtime import CREEP, Interlocking
 from .driver import AutoDriver, Controls, DriveState
-from .events import AspectSeen, SignalAspect, SignalWait, interlocking_event
+from .events import AspectSeen, SignalAspect, SignalWait
 
 #: Seconds between signalling cycles (Open Rails updates signals in time-boxed batches).
 INTERVAL = 1.0
@@ -133,8 +133,8 @@ class ReplaySignals:
             rt = self.replay.trains[k]
             if t.deadlocked and rt.done_at is None:
                 rt.done_at = time
-        for e in ilk.events:
-            self.replay._event(interlocking_event(e))
+        for e in ilk.events:  # typed by the runtime (tdbtools.signals.events)
+            self.replay._event(e)
         ilk.events.clear()
         # Aspect changes of the NORMAL signals (for the space-time chart and render --replay).
         for k, old in self._shown.items():

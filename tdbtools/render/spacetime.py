@@ -3,6 +3,7 @@ them (docs/activities.md §6)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,47 @@ def _on_reference(ref, node: np.ndarray, offset: np.ndarray) -> np.ndarray:  # n
     return out
 
 
+#: A train on a track beside the reference path (a loop, another platform track) is drawn
+#: where its nearest point on the path is, when that is this close (m), as the signal chart does.
+BESIDE_M = 15.0
+
+
+def _world(cols: dict) -> tuple[np.ndarray, np.ndarray]:
+    tx = np.asarray(cols["tile_x"], dtype=float)
+    tz = np.asarray(cols["tile_z"], dtype=float)
+    return tx * 2048.0 + np.asarray(cols["x"], dtype=float), tz * 2048.0 + np.asarray(cols["z"], dtype=float)
+
+
+def _reference_points(ref, cols: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:  # noqa: ANN001
+    """The reference train's run as (s, X, Z) every 5 m, from its own trace."""
+    s = _on_reference(ref, np.asarray(cols["node"]), np.asarray(cols["offset"], dtype=float))
+    X, Z = _world(cols)
+    ok = np.isfinite(s)
+    if ok.sum() < 2:
+        return None
+    s, X, Z = s[ok], X[ok], Z[ok]
+    order = np.argsort(s, kind="stable")
+    s, X, Z = s[order], X[order], Z[order]
+    grid = np.arange(s[0], s[-1] + 1e-9, 5.0)
+    return grid, np.interp(grid, s, X), np.interp(grid, s, Z)
+
+
+def _beside(pts, cols: dict, s: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    """``s`` with the points off the reference path filled in where a track beside it runs."""
+    miss = np.flatnonzero(~np.isfinite(s))
+    if pts is None or not len(miss):
+        return s
+    g, gx, gz = pts
+    X, Z = _world(cols)
+    out = s.copy()
+    for chunk in np.array_split(miss, max(1, len(miss) // 512)):
+        d2 = (X[chunk, None] - gx[None, :]) ** 2 + (Z[chunk, None] - gz[None, :]) ** 2
+        j = np.argmin(d2, axis=1)
+        near = d2[np.arange(len(chunk)), j] <= BESIDE_M**2
+        out[chunk[near]] = g[j[near]]
+    return out
+
+
 def reference_train(result: ActivityResult) -> str:
     """The train whose path is the chart's distance axis: the longest path."""
     return max(result.lines, key=lambda n: float(result.lines[n].path_length))
@@ -42,10 +84,13 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
     fig, ax = plt.subplots(figsize=(12, 7))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     plats = {}
+    ref_cols = result.replay.traces.get(ref_name)
+    pts = _reference_points(ref, ref_cols) if ref_cols is not None else None
     for k, (name, cols) in enumerate(result.replay.traces.items()):
         c = colors[k % len(colors)]
         clock = np.asarray(cols["clock"], dtype=float)
         s = _on_reference(ref, np.asarray(cols["node"]), np.asarray(cols["offset"], dtype=float))
+        s = _beside(pts, cols, s)
         t_on, t_off = result.on_track.get(name, (-np.inf, np.inf))
         s = np.where((clock >= t_on) & (clock <= t_off), s, np.nan)  # not in the world before or after
         ax.plot(clock / 3600.0, s / 1000.0, color=c, lw=1.6, label=name)
@@ -83,9 +128,15 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
         ps = float(ps_ or 0.0)
         ax.axhline(ps / 1000.0, color="0.7", lw=0.6, zorder=0)
         ax.text(ax.get_xlim()[0], ps / 1000.0, f" {station}", fontsize=7, va="bottom", color="0.4")
-    ticks = ax.get_xticks()
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([f"{int(h) % 24:02d}:{int(round((h % 1) * 60)) % 60:02d}" for h in ticks])
+    # Ticks on whole minutes (matplotlib's own would fall on 1.5 min and be mislabelled).
+    lo, hi = ax.get_xlim()
+    span = (hi - lo) * 60.0
+    step = next((m for m in (1, 2, 5, 10, 15, 30, 60, 120) if span / m <= 12), 240)
+    first = math.ceil(lo * 60.0 / step) * step
+    minutes = np.arange(first, hi * 60.0 + 1e-9, step)
+    ax.set_xticks(minutes / 60.0)
+    ax.set_xticklabels([f"{int(m) // 60 % 24:02d}:{int(m) % 60:02d}" for m in minutes])
+    ax.set_xlim(lo, hi)
     ax.set_xlabel("clock")
     ax.set_ylabel(f"km along the path of {ref_name}")
     name = result.replay.summary.get("activity", "")

@@ -21,6 +21,7 @@ from typing import Any
 from ..formats.route import Route
 from ..formats.sigcfg import ASPECTS, CLEAR_2, RESTRICTING, STOP, STOP_AND_PROCEED
 from ..formats.tdb import JunctionNode, VectorNode
+from .events import AspectSeen, Deadlock, ReplayEvent, SignalWait, Spad
 from .objects import Head, SignalObject, SignalSet
 
 # Internal section states, ordered: a higher value is worse (§4.2).
@@ -92,6 +93,12 @@ class TrainState:
     #: False while the train is not in the world (before it enters, after it left): it
     #: occupies, reserves and requests nothing (docs/signals.md §4.8).
     on_track: bool = True
+    #: Trains coming the other way that hold the single line ahead: it waits for them (§4.9).
+    opposed: set[int] = field(default_factory=set)
+    #: Trains holding the track where its authority between signals ends (Auto Node).
+    stopped_by: set[int] = field(default_factory=set)
+    #: Its own track reaches its next signal (else another train is in between, §4.3).
+    up_to_signal: bool = True
 
 
 class HeadRuntime:
@@ -264,6 +271,11 @@ class Interlocking:
         # to its clearance point (a train standing closer fouls it). None: unbounded / 0.
         self.ahead = ahead
         self.clearance = clearance
+        #: Deadlock look-ahead (§4.9): a train does not enter a stretch of its path that
+        #: another train's path runs the other way while that train holds part of it.
+        self.avoid_deadlocks = False
+        self._runs: dict[int, list[tuple[int, frozenset[int]]]] | None = None
+        self._runs_at: dict[int, dict[int, list[int]]] = {}
         self._clear_cache: dict[int, float] = {}
         objects = list(signals.signals if isinstance(signals, SignalSet) else signals)
         self.objects: list[SignalObject] = objects
@@ -271,7 +283,7 @@ class Interlocking:
         self.switch_setter = switch_setter
         self.switches: dict[int, int] = dict(initial_switches or {})
         self.deadlock_after = deadlock_after
-        self.events: list[dict] = []
+        self.events: list[ReplayEvent] = []
         self.trains: list[TrainState] = []
         self.time = 0.0
         n = len(objects)
@@ -487,6 +499,7 @@ class Interlocking:
             on_track=on_track,
         )
         self.trains.append(t)
+        self._runs = None
         if on_track:
             self._hold_start(t, quiet=True)
         return k
@@ -497,6 +510,12 @@ class Interlocking:
         upto = self._horizon(t, t.front, upto)
         for e in self._elements_between(t, t.front - t.length, upto - 1e-3):
             tcs = self.sections[e.section]
+            if e.s0 > t.front and (
+                (tcs.reserved >= 0 and tcs.reserved != t.index)
+                or any(k != t.index for k in tcs.occupants)
+                or self._opposed(t, e.section)
+            ):
+                break  # ahead of its front it holds nothing beyond what it cannot have
             if tcs.reserved < 0:
                 tcs.reserved = t.index
                 if e.route >= 0:
@@ -556,6 +575,7 @@ class Interlocking:
             who |= {k for k in sec.occupants if k != train and self.trains[k].on_track}
             if sec.reserved >= 0 and sec.reserved != train and self.trains[sec.reserved].on_track:
                 who.add(sec.reserved)
+            who |= self._opposed(t, e.section)
         return {self.trains[k].name for k in who}
 
     def enter(self, train: int, front: float) -> None:
@@ -563,6 +583,7 @@ class Interlocking:
         track up to its first signal and requests routes from the next cycle on (§4.8)."""
         t = self.trains[train]
         t.on_track, t.done, t.front = True, False, front
+        t.up_to_signal = False  # known after its first update: a train may stand between
         while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= front:
             t.next_signal += 1
         self._hold_start(t, quiet=False)
@@ -585,16 +606,98 @@ class Interlocking:
         t.stop_s, t.creep_at, t.limits = None, None, []
         if t.waiting_since is not None:
             self.events.append(
-                {
-                    "kind": "signal_wait",
-                    "time": t.waiting_since,
-                    "train": t.name,
-                    "signal": t.waiting_at,
-                    "until": self.time,
-                    "seconds": round(self.time - t.waiting_since, 3),
-                }
+                SignalWait(
+                    time=t.waiting_since,
+                    train=t.name,
+                    signal=t.waiting_at,
+                    until=self.time,
+                    seconds=round(self.time - t.waiting_since, 3),
+                )
             )
             t.waiting_since, t.waiting_at = None, -1
+
+    # -- deadlock look-ahead (§4.9) ------------------------------------------------------------
+    def _build_runs(self) -> None:
+        """For every pair of trains, the stretches of the first one's path that the other's
+        path runs the other way: maximal runs of consecutive sections both use, traversed in
+        opposite directions, with the junctions at their ends that both pass."""
+        users: dict[int, dict[int, set[int]]] = {}
+        for u in self.trains:
+            for e in u.elements:
+                users.setdefault(e.section, {}).setdefault(u.index, set()).add(e.direction)
+        self._runs, self._runs_at = {}, {}
+        for t in self.trains:
+            self._runs[t.index], self._runs_at[t.index] = self._runs_of(t, users)
+
+    def _runs_of(
+        self, t: TrainState, users: dict[int, dict[int, set[int]]]
+    ) -> tuple[list[tuple[int, frozenset[int]]], dict[int, list[int]]]:
+        """One train's runs (other train, sections) and, per section, the runs through it."""
+        runs: list[tuple[int, frozenset[int]]] = []
+        at: dict[int, list[int]] = {}
+        open_run: dict[int, list[int]] = {}  # other train -> sections of its run so far
+        tail: dict[int, list[int]] = {}  # junctions after the run's last plain section
+        lead: dict[int, list[int]] = {}  # junctions just before, both pass them
+
+        def close(u: int) -> None:
+            secs = open_run.pop(u) + tail.pop(u, [])
+            rid = len(runs)
+            runs.append((u, frozenset(secs)))
+            for s in secs:
+                at.setdefault(s, []).append(rid)
+
+        for e in t.elements:
+            us = users.get(e.section, {})
+            if self.sections[e.section].kind == "junction":
+                for u in list(open_run):
+                    if u in us:
+                        tail.setdefault(u, []).append(e.section)
+                    else:
+                        close(u)
+                for u in us:
+                    if u != t.index and u not in open_run:
+                        lead.setdefault(u, []).append(e.section)
+                continue
+            opp = {u for u, ds in us.items() if u != t.index and (1 - e.direction) in ds}
+            for u in list(open_run):
+                if u not in opp:
+                    close(u)
+            for u in opp:
+                if u in open_run:
+                    open_run[u] += tail.pop(u, []) + [e.section]
+                else:
+                    open_run[u] = lead.get(u, []) + [e.section]
+            lead = {}
+        for u in list(open_run):
+            close(u)
+        return runs, at
+
+    def _opposed(self, t: TrainState, section: int) -> set[int]:
+        """Trains in the world whose path runs the other way over a stretch of ``t``'s path
+        through ``section``, holding part of it while ``t`` holds none of it: ``t`` must not
+        enter, or the two meet head-on where neither can pass (§4.9)."""
+        if not self.avoid_deadlocks:
+            return set()
+        if self._runs is None:
+            self._build_runs()
+        assert self._runs is not None
+        out: set[int] = set()
+        runs = self._runs[t.index]
+        for rid in self._runs_at[t.index].get(section, ()):
+            u, secs = runs[rid]
+            if u in out or not self.trains[u].on_track or self.trains[u].done:
+                continue
+            theirs = mine = False
+            for s in secs:
+                sec = self.sections[s]
+                if sec.reserved == u or u in sec.occupants:
+                    theirs = True
+                if sec.reserved == t.index or t.index in sec.occupants:
+                    mine = True
+                    break
+            if theirs and not mine:
+                out.add(u)
+        return out
 
     def _elements_between(self, t: TrainState, a: float, b: float) -> list[Element]:
         i = bisect.bisect_left(t.e_s1, a)
@@ -676,6 +779,14 @@ class Interlocking:
             req = (clear_next - 1) if clear_next > 0 else orts - 1
         self.req[sig] = req
         state, _ = self._route_state(elems, t.index)
+        if state <= RESERVABLE and self.avoid_deadlocks:
+            opp: set[int] = set()
+            for e in elems:
+                if self.sections[e.section].reserved != t.index:
+                    opp |= self._opposed(t, e.section)
+            if opp:
+                t.opposed = opp
+                state = FORCED_WAIT
         if state <= RESERVABLE:
             for e in elems:
                 sec = self.sections[e.section]
@@ -844,11 +955,15 @@ class Interlocking:
                 continue
             t.front, t.speed = fronts[t.index], speeds[t.index]
             rear = t.front - t.length
-            occ = self._elements_between(t, rear, t.front)
+            # With clearances (§4.8) a junction stays occupied until the rear has passed
+            # its clearance point: up to there the train still fouls the other branch.
+            look = JUNCTION_LOOK if self.clearance is not None else 0.0
+            occ = self._elements_between(t, rear - look, t.front)
             t.extents = {}
             for e in occ:
-                if e.s1 >= rear - 1e-6 and e.s0 <= t.front + 1e-6:
-                    sec = self.sections[e.section]
+                sec = self.sections[e.section]
+                tail = self._clear(sec.node) if look and sec.kind == "junction" else 0.0
+                if e.s1 + tail >= rear - 1e-6 and e.s0 <= t.front + 1e-6:
                     sec.occupants[t.index] = e.direction
                     self._occupied.add(e.section)
                     a, b = max(rear, e.s0) - e.s0, min(t.front, e.s1) - e.s0
@@ -862,22 +977,21 @@ class Interlocking:
                 sec = self.sections[t.elements[i].section]
                 if sec.reserved == t.index and t.index not in sec.occupants:
                     sec.reserved = -1
-                elif sec.reserved != t.index:
-                    break
+                elif sec.reserved != t.index and (not look or t.elements[i].s1 < rear - look - 1.0):
+                    break  # (a junction just behind may still be occupied while one before it is free)
                 i -= 1
             # Signals passed: reset them; a signal passed at danger is recorded.
             while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= t.front:
                 s_sig, sig = t.signals[t.next_signal]
                 if self.enabled_train[sig] != t.index or self.sig_lr(sig, 0) <= STOP:
                     self.events.append(
-                        {
-                            "kind": "spad",
-                            "time": time,
-                            "train": t.name,
-                            "signal": sig,
-                            "speed": round(t.speed, 3),
-                            "distance": round(s_sig, 3),
-                        }
+                        Spad(
+                            time=time,
+                            train=t.name,
+                            signal=sig,
+                            speed=round(t.speed, 3),
+                            distance=round(s_sig, 3),
+                        )
                     )
                 self.enabled_train[sig] = -1
                 self.route_of[sig] = None
@@ -885,13 +999,17 @@ class Interlocking:
                 t.next_signal += 1
         # Requests (the first signal ahead of every train), then propagation.
         for t in self.trains:
+            t.opposed = set()
+        for t in self.trains:
             if (
                 t.next_signal < len(t.signals)
                 and not t.done
                 and t.on_track
                 and (self.ahead is None or t.signals[t.next_signal][0] - t.front <= self.ahead)
+                and (self.ahead is None or t.up_to_signal)
             ):
                 sig = t.signals[t.next_signal][1]
+                self._take_over(sig, t)
                 if self.enabled_train[sig] in (-1, t.index):
                     self._request(sig, t, 0, False)
         self.update_blocks()
@@ -900,6 +1018,20 @@ class Interlocking:
             if t.on_track:
                 self._targets(t)
         self._deadlocks()
+
+    def _take_over(self, sig: int, t: TrainState) -> None:
+        """A signal asked for by a train further back, and not cleared for it, goes to a
+        train nearer to it (one that came in between from a branch, §4.3): else the nearer
+        train waits at a red that only clears for the one behind it."""
+        owner = self.enabled_train[sig]
+        if owner < 0 or owner == t.index or self.block[sig] == BLOCK_CLEAR:
+            return
+        o = self.trains[owner]
+        mine = t.signals[t.next_signal][0] - t.front
+        theirs = next((s - o.front for s, x in o.signals[o.next_signal :] if x == sig), math.inf)
+        if mine < theirs:
+            self.enabled_train[sig] = -1
+            self.route_of[sig] = None
 
     def update_blocks(self) -> None:
         """Block states: signals no train has claimed from their default route; claimed
@@ -977,8 +1109,13 @@ class Interlocking:
                 and e.s0 > t.front
                 and any(sec.occupants[k] != e.direction for k in others)
             ):
+                t.stopped_by = set(others)
                 return give_back(e.s0 - STOP_GAP)  # a train coming the other way
             if others:
+                t.stopped_by = set(others)
+                if sec.kind == "junction" and e.s0 > t.front:
+                    # A junction is not followed into: wait clear of it (its clearance zone).
+                    return give_back(e.s0 - STOP_GAP)
                 # Following in the same stretch: stop short of the nearest train ahead.
                 near = math.inf
                 for k in others:
@@ -988,11 +1125,17 @@ class Interlocking:
                         if sm > t.front - 1.0:
                             near = min(near, sm)
                 if near < math.inf:
-                    return near - FOLLOW_GAP
+                    return self._clear_stop(t, near - FOLLOW_GAP)
                 if e.s0 > t.front:
                     return give_back(e.s0 - STOP_GAP)
             elif sec.reserved >= 0 and sec.reserved != t.index:
+                t.stopped_by = {sec.reserved}
                 return give_back(e.s0 - STOP_GAP) if e.s0 > t.front else None
+            if sec.reserved < 0 and e.s0 > t.front:
+                opp = self._opposed(t, e.section)
+                if opp:
+                    t.opposed = opp
+                    return give_back(e.s0 - STOP_GAP)
             if sec.reserved < 0:
                 sec.reserved = t.index
                 if e.route >= 0:
@@ -1003,7 +1146,9 @@ class Interlocking:
         return None
 
     def _targets(self, t: TrainState) -> None:
+        t.stopped_by = set()
         t.stop_s = self._authority(t)
+        t.up_to_signal = t.stop_s is None
         t.creep_at = None
         t.limits = []
         prev_s = None
@@ -1016,14 +1161,13 @@ class Interlocking:
                 if seen != t.last_seen:
                     t.last_seen = seen
                     self.events.append(
-                        {
-                            "kind": "aspect",
-                            "time": self.time,
-                            "train": t.name,
-                            "signal": sig,
-                            "aspect": ASPECTS[a] if mine else "STOP (not cleared)",
-                            "distance_to": round(s - t.front, 1),
-                        }
+                        AspectSeen(
+                            time=self.time,
+                            train=t.name,
+                            signal=sig,
+                            aspect=ASPECTS[a] if mine else "STOP (not cleared)",
+                            distance_to=round(s - t.front, 1),
+                        )
                     )
             if t.stop_s is not None:
                 break
@@ -1064,16 +1208,22 @@ class Interlocking:
                 t.waiting_since, t.waiting_at = self.time, sig
         elif t.waiting_since is not None and not standing:
             self.events.append(
-                {
-                    "kind": "signal_wait",
-                    "time": t.waiting_since,
-                    "train": t.name,
-                    "signal": t.waiting_at,
-                    "until": self.time,
-                    "seconds": round(self.time - t.waiting_since, 3),
-                }
+                SignalWait(
+                    time=t.waiting_since,
+                    train=t.name,
+                    signal=t.waiting_at,
+                    until=self.time,
+                    seconds=round(self.time - t.waiting_since, 3),
+                )
             )
             t.waiting_since, t.waiting_at = None, -1
+
+    def waiting_for(self, train: int) -> set[str]:
+        """Names of the trains a train waits for as of the last update: those holding its next
+        signal's route or the track ahead of it, or the single line ahead (§4.9)."""
+        t = self.trains[train]
+        who = self._blockers(t)[0] | t.opposed | t.stopped_by
+        return {self.trains[k].name for k in who if k != train}
 
     def targets(self, train: int) -> tuple[float | None, float | None, list[tuple[float, float, float]]]:
         """(stop before this line distance or None, creep at this line distance or None,
@@ -1091,6 +1241,7 @@ class Interlocking:
         secs: list[int] = []
         if self.enabled_train[sig] not in (-1, t.index):
             others.add(self.enabled_train[sig])
+        others |= t.opposed | t.stopped_by
         for e in elems:
             sec = self.sections[e.section]
             who = set(sec.occupants) - {t.index}
@@ -1124,13 +1275,12 @@ class Interlocking:
                 if cur in seen:
                     cycle = path[path.index(cur) :]
                     self.events.append(
-                        {
-                            "kind": "deadlock",
-                            "time": self.time,
-                            "trains": [self.trains[k].name for k in cycle],
-                            "sections": sorted({s for k in cycle for s in graph[k][1]}),
-                            "waiting_since": min(self.trains[k].waiting_since or self.time for k in cycle),
-                        }
+                        Deadlock(
+                            time=self.time,
+                            trains=tuple(self.trains[k].name for k in cycle),
+                            sections=tuple(sorted({s for k in cycle for s in graph[k][1]})),
+                            waiting_since=min(self.trains[k].waiting_since or self.time for k in cycle),
+                        )
                     )
                     for k in cycle:
                         self.trains[k].deadlocked = True

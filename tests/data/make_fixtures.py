@@ -683,6 +683,9 @@ Tr_RouteFile (
 
 #: Deep enough that anything recursive per level would fail (the stack holds ~1,000).
 DEEP = 100_000
+#: Nested pairs in deep_nesting.tdb: twenty times Python's recursion limit, so any
+#: recursion fails; the fixture tests read it four times (100,000 took 5x as long).
+DEEP_NESTED = 20_000
 
 _GOOD_PAT = (
     SIG_T0T.replace("0T0t", "0P0t")
@@ -860,8 +863,8 @@ SectionIdx ( 1
         utf8(
             SIG_T0T
             + "\nTrackDB ( TrackNodes ( 1\n TrackNode ( 1 Deep "
-            + "(" * DEEP
-            + ")" * DEEP
+            + "(" * DEEP_NESTED
+            + ")" * DEEP_NESTED
             + " )\n) )\n"
         ),
     )
