@@ -122,3 +122,19 @@ def test_traces_are_sampled_every_trace_every_seconds():
     t = np.asarray(res.traces["passenger"]["time"])
     assert len(t) == 7  # 0, 1, … 6 s
     assert np.allclose(np.diff(t), 1.0, atol=0.11)  # to within a 0.1 s step
+
+
+def test_path_line_lists_its_posts_where_they_are_met():
+    """MainWE meets the 80 km/h warning (V_a at 400 m) and then the 80 km/h limit (V_main
+    at 10 m) eastbound (sample_routes/README.md); ``post_s`` are line distances."""
+    from tdbtools.formats import load_route
+    from tdbtools.physics.trackline import TrackLine
+
+    route = load_route(SAMPLE_ROUTE, cache=False)
+    pat = SAMPLE_ROUTE / "PATHS" / "MainWE.pat"
+    line = TrackLine.from_path(route, pat)
+    assert line.post_kind == ("warning", "limit")
+    limit_at = line.limit_s[1]
+    assert line.post_s[1] == limit_at == pytest.approx(line.junctions[0].s + 10.0, abs=1e-5)
+    assert 0.0 < line.post_s[0] < limit_at
+    assert line.source == str(pat)
