@@ -154,3 +154,29 @@ def test_the_driver_holds_its_limit_down_a_falling_grade(mode):
     # measured: 41.4 km/h at most in force mode (the build-up lags), 40.1 in deceleration
     over = 2.0 if mode == "force" else 0.5
     assert float(np.max(rep.trace["speed"])) < (40 + over) * KMH
+
+
+def test_switch_events_say_where_the_switch_is():
+    from tdbtools.formats import load_route
+    from tdbtools.physics.safety import BogieSet, throw_switch
+    from tdbtools.physics.trackline import TrackLine
+
+    route = load_route(SAMPLE_ROUTE, cache=False)
+    line = TrackLine.from_path(route, SAMPLE_ROUTE / "PATHS" / "MainWE.pat")
+    jn = line.junctions[0]
+    straddle = BogieSet("A", line, [jn.s + 10.0], [20.0], [13.0])  # bogies at j + 6.5 and j − 6.5
+    ahead = BogieSet("B", line, [jn.s - 200.0], [20.0], [13.0])
+    ev = throw_switch([straddle, ahead], jn.node, 1 - jn.route, 5.0)
+    assert {(e.train, e.kind) for e in ev} == {("A", "derailment"), ("B", "path_changed")}
+    assert all(e.s == pytest.approx(jn.s) for e in ev)
+
+
+def test_bodies_trains_refuses_an_empty_or_uneven_train():
+    from tdbtools.physics.engine import Bodies, EngineError
+
+    with pytest.raises(EngineError, match="as many lengths as masses"):
+        Bodies.trains([[]], [[]])
+    with pytest.raises(EngineError, match="as many lengths as masses"):
+        Bodies.trains([[1e4, 2e4]], [[10.0]])
+    b = Bodies.trains([[1e4, 2e4], [3e4]], [[10.0, 12.0], [8.0]])
+    assert len(b.mass) == 3
