@@ -87,7 +87,9 @@ def test_plan_stops_at_the_time_limit_unfinished(freight):
     r = _plan(freight, line, limit_s=30.0)
     assert not r.finished
     assert r.time == pytest.approx(30.0, abs=PLAN_STEP)
-    assert 0.0 < r.distance < 4000.0
+    # 30 s from standing: a freight covers well under 300 m (the plan gives the distance
+    # run by the front, not where the front is)
+    assert 0.0 < r.distance < 300.0
 
 
 def test_plan_without_adhesion_is_not_slower(freight):
