@@ -180,3 +180,22 @@ def test_bodies_trains_refuses_an_empty_or_uneven_train():
         Bodies.trains([[1e4, 2e4]], [[10.0]])
     b = Bodies.trains([[1e4, 2e4], [3e4]], [[10.0, 12.0], [8.0]])
     assert len(b.mass) == 3
+
+
+def test_replay_summary_counts_the_cars_and_writes_car_traces(tmp_path):
+    from tdbtools.formats.consist import read_consist, resolve_stock
+
+    sc = _short("replay.toml", 2.0)
+    cars = resolve_stock(
+        read_consist(SAMPLE_INSTALL / "TRAINS" / "CONSISTS" / "sample_passenger.con"), SAMPLE_INSTALL
+    )
+    plain = replay(sc)
+    s = plain.summary["trains"]["passenger"]
+    assert s["cars"] == len(cars) > 1
+    assert s["length_m"] == pytest.approx(sum(c.length_m for c in cars), abs=1e-3)
+    assert plain.car_traces == {}
+    res = replay(sc, cars_trace=True)
+    assert set(res.car_traces) == {"passenger"}
+    # a new folder, parents and all
+    files = res.write(tmp_path / "a" / "b")
+    assert (tmp_path / "a" / "b" / "passenger_cars.csv") in files
