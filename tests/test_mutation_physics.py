@@ -185,15 +185,17 @@ def test_bodies_trains_refuses_an_empty_or_uneven_train():
 def test_replay_summary_counts_the_cars_and_writes_car_traces(tmp_path):
     from tdbtools.formats.consist import read_consist, resolve_stock
 
+    def cars(name: str) -> list:
+        con = read_consist(SAMPLE_INSTALL / "TRAINS" / "CONSISTS" / f"{name}.con")
+        return resolve_stock(con, SAMPLE_INSTALL)
+
+    # two trains: the second one's cars do not start at index 0
+    shunt = replay(_short("shunt.toml", 1.0)).summary["trains"]
+    for train, consist in (("standing", "sample_freight"), ("engine", "sample_double")):
+        assert shunt[train]["cars"] == len(cars(consist))
+        assert shunt[train]["length_m"] == pytest.approx(sum(c.length_m for c in cars(consist)), abs=1e-3)
     sc = _short("replay.toml", 2.0)
-    cars = resolve_stock(
-        read_consist(SAMPLE_INSTALL / "TRAINS" / "CONSISTS" / "sample_passenger.con"), SAMPLE_INSTALL
-    )
-    plain = replay(sc)
-    s = plain.summary["trains"]["passenger"]
-    assert s["cars"] == len(cars) > 1
-    assert s["length_m"] == pytest.approx(sum(c.length_m for c in cars), abs=1e-3)
-    assert plain.car_traces == {}
+    assert replay(sc).car_traces == {}
     res = replay(sc, cars_trace=True)
     assert set(res.car_traces) == {"passenger"}
     # a new folder, parents and all
