@@ -149,7 +149,7 @@ def dk24_audit(tmp_path_factory: pytest.TempPathFactory, dk24: Route) -> AuditRe
 
 @pytest.fixture(scope="session")
 def dk24_signals(dk24: Route) -> SignalSet:
-    """DK24's signal objects (76 world files read, ~3 s), made once per worker (the
+    """DK24's signal objects (38 world files, read once per run and then from the signal cache), made once per worker (the
     compiled scripts cannot be pickled); read-only."""
     return load_signals(dk24)
 

@@ -185,9 +185,9 @@ def test_single_line_look_ahead_holds_the_opposing_train():
     both ends and stand facing each other at its signals (a deadlock naming both trains
     and the sections); with it the westbound's start waits until the eastbound is through."""
     ilk, state, entered = _single_line(look_ahead=False)
-    dl = [e for e in ilk.events if e["kind"] == "deadlock"]
-    assert len(dl) == 1 and sorted(dl[0]["trains"]) == ["east", "west"] and dl[0]["sections"]
+    dl = [e for e in ilk.events if e.kind == "deadlock"]
+    assert len(dl) == 1 and sorted(dl[0].trains) == ["east", "west"] and dl[0].sections
     assert entered == [0.0, 0.0] and state == ["on", "on"]
     ilk, state, entered = _single_line(look_ahead=True)
-    assert not [e for e in ilk.events if e["kind"] == "deadlock"]
+    assert not [e for e in ilk.events if e.kind == "deadlock"]
     assert state == ["done", "done"] and entered[1] > entered[0] + 90.0

@@ -478,6 +478,28 @@ def test_runtime_scripts_only_converge_in_two_cycles(tmp_path, sample_route):
     assert [h.draw_state for h in ilk.heads] == [2, 1, 0, 2, 1]
 
 
+def test_runtime_a_pass_that_changed_nothing_is_skipped_until_an_input_changes(tmp_path, sample_route):
+    ilk = b3_line(tmp_path, sample_route)
+    ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=700.0)
+    for s in ilk.sections:
+        s.occupants = {}
+    ilk.sections[ilk.node_secs[4][3]].occupants[0] = 1
+    ilk.trains[0].speed = 0.0
+    passes = []
+    for _ in range(4):
+        ilk.update_blocks()
+        ilk.run_scripts(force_enabled=True)
+        passes.append(ilk.script_passes)
+    # two passes to converge, a third that changes nothing, then at rest
+    assert passes == [1, 2, 3, 3]
+    before = names(ilk)
+    for s in ilk.sections:  # the train leaves: the blocks change
+        s.occupants, s.reserved = {}, -1
+    ilk.update_blocks()
+    ilk.run_scripts(force_enabled=True)
+    assert ilk.script_passes == 4 and names(ilk) != before
+
+
 @pytest.mark.parametrize(
     "nca,expected",
     [

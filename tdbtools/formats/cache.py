@@ -14,6 +14,9 @@ source file has the size, mtime, ctime and inode it had when the entry was writt
 no candidate file that was absent has appeared, the tdbtools version and the format
 are the same, and the CRC matches. Anything else is ignored (and rebuilt when the
 folder is safe); the cache never raises.
+
+:class:`RecordCache` keeps other records made from a route folder (the signals' sigcfg
+and world objects) the same way; :func:`conforms` checks a decoded record's field types.
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ import json
 import os
 import stat
 import tempfile
+import types
+import typing
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +56,9 @@ _RECORD_MODULES = (
     "tdbtools.formats.tdb",
     "tdbtools.formats.tsection",
     "tdbtools.formats.route",
+    # the signals' inputs (RecordCache "signals")
+    "tdbtools.formats.sigcfg",
+    "tdbtools.formats.world",
 )
 
 
@@ -592,3 +601,143 @@ class RouteCache:
                     except OSError:
                         continue
         return n
+
+
+# -- other records of a route folder ----------------------------------------------------
+
+#: Entries of a :class:`RecordCache` larger than this are neither read nor kept.
+MAX_RECORD_BYTES = 64 << 20
+
+
+class RecordCache(RouteCache):
+    """Entries for records other than a route, derived from a route folder (the signals'
+    sigcfg and world objects: ``kind`` "signals"), in the same format under the same
+    checks, named apart by ``kind`` and bounded to :data:`MAX_RECORD_BYTES`. The record
+    needs a ``sources`` field; the caller checks the class of what :meth:`get` gives
+    (and :func:`conforms`)."""
+
+    def __init__(self, kind: str, folder: Path | None = None) -> None:
+        super().__init__(folder)
+        self.kind = kind
+
+    def _entry(self, files, strict: bool) -> Path:
+        key = f"{files.folder}|{self.kind}|{'strict' if strict else 'lenient'}|{__version__}|{CACHE_FORMAT}"
+        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+        return self.folder / f"{files.folder.name}-{self.kind}-{digest}{_SUFFIX}"
+
+    def _small(self, files, strict: bool) -> bool:
+        try:
+            return os.lstat(self._entry(files, strict)).st_size <= MAX_RECORD_BYTES
+        except OSError:
+            return False
+
+    def get(self, files, strict: bool):
+        return super().get(files, strict) if self._small(files, strict) else None
+
+    def put(self, files, strict: bool, route) -> None:
+        super().put(files, strict, route)
+        entry = self._entry(files, strict)
+        try:
+            if os.lstat(entry).st_size > MAX_RECORD_BYTES:
+                entry.unlink()
+        except OSError:
+            pass
+
+
+_CHECKS: dict[Any, Any] = {}
+_PLAIN = (int, float, str, bool)
+
+
+def conforms(root: Any) -> bool:
+    """True if the record ``root`` and every record in it hold in each field a value of
+    the field's annotated type. A decoded entry has only registered classes, but any
+    values in their fields: it is checked before use (docs/security.md §1)."""
+    _registry()
+    try:
+        return root.__class__ in _FIELDS and _check(root.__class__)(root, set())
+    except (TypeError, NameError, AttributeError, RecursionError):
+        return False
+
+
+def _check(tp: Any) -> Callable[[Any, set[int]], bool]:
+    """A function ``(value, seen) -> bool`` telling whether a value is of type ``tp``,
+    made once per type (``seen``: ids of the records already checked)."""
+    hit = _CHECKS.get(tp)
+    if hit is not None:
+        return hit
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+
+    def check(v: Any, seen: set[int]) -> bool:
+        return False  # a type the cache never holds
+
+    if tp is Any:
+
+        def check(v: Any, seen: set[int]) -> bool:
+            return True
+
+    elif tp is float:
+
+        def check(v: Any, seen: set[int]) -> bool:
+            return v.__class__ is float or v.__class__ is int
+
+    elif tp is type(None) or tp is None:
+
+        def check(v: Any, seen: set[int]) -> bool:
+            return v is None
+
+    elif tp is tuple:  # a bare tuple: of plain values
+
+        def check(v: Any, seen: set[int]) -> bool:
+            return v.__class__ is tuple and all(x is None or x.__class__ in _PLAIN for x in v)
+
+    elif origin is typing.Union or origin is types.UnionType:
+        parts = [_check(a) for a in args if a is not type(None)]
+        optional = len(parts) < len(args)
+
+        def check(v: Any, seen: set[int]) -> bool:
+            return (optional and v is None) or any(p(v, seen) for p in parts)
+
+    elif origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        inner = _check(args[0])
+
+        def check(v: Any, seen: set[int]) -> bool:
+            return v.__class__ is tuple and all(inner(x, seen) for x in v)
+
+    elif origin is tuple:
+        items = [_check(a) for a in args]
+
+        def check(v: Any, seen: set[int]) -> bool:
+            return v.__class__ is tuple and len(v) == len(items) and all(p(x, seen) for p, x in zip(items, v))
+
+    elif origin is dict:
+        kf, vf = _check(args[0]), _check(args[1])
+
+        def check(v: Any, seen: set[int]) -> bool:
+            return v.__class__ is dict and all(kf(k, seen) and vf(x, seen) for k, x in v.items())
+
+    elif origin is None and isinstance(tp, type):
+        subclasses: list[type] = tp.__subclasses__()
+        record = tp in _FIELDS or any(c in _FIELDS for c in subclasses)
+
+        def check(v: Any, seen: set[int]) -> bool:
+            return isinstance(v, tp) and (not record or _record_fits(v, seen))
+
+    _CHECKS[tp] = check
+    return check
+
+
+_RECORD_CHECKS: dict[type, tuple] = {}
+
+
+def _record_fits(v: Any, seen: set[int]) -> bool:
+    if id(v) in seen:
+        return True
+    seen.add(id(v))
+    cls = v.__class__
+    checks = _RECORD_CHECKS.get(cls)
+    if checks is None:
+        if cls not in _FIELDS:
+            return False
+        hints = typing.get_type_hints(cls)
+        checks = _RECORD_CHECKS[cls] = tuple((n, _check(hints[n])) for n in _FIELDS[cls])
+    return all(f(getattr(v, n), seen) for n, f in checks)

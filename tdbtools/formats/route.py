@@ -11,7 +11,7 @@ from .._fs import is_file, safe_basename
 from ..errors import Diagnostics, Finding, FormatError, RouteError, truncate_value
 from ..stf import find_install_root, parse_file, resolve_case_insensitive
 from ..stf.parser import gc_paused
-from .tdb import TrackDB, VectorNode, tdb_from_document
+from .tdb import TrackDB, VectorNode, parse_tdb, tdb_from_document
 from .trk import RouteFile, trk_from_document
 from .tsection import TSection, _Builder
 
@@ -159,10 +159,10 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
     if not is_file(tdb_path):
         raise RouteError(f"track database not found: {str(tdb_path)!r} (FileName in {files.trk.name})")
     rdb_path = resolve_case_insensitive(files.folder / f"{base}.rdb")
-    tdb = tdb_from_document(parse_file(tdb_path, diagnostics=diags, root=root), diags)
+    tdb = tdb_from_document(parse_tdb(tdb_path, diags, root), diags)
     rdb = None
     if is_file(rdb_path):
-        rdb = tdb_from_document(parse_file(rdb_path, diagnostics=diags, root=root), diags)
+        rdb = tdb_from_document(parse_tdb(rdb_path, diags, root), diags)
     b = _Builder(diags)
     b.add_global(parse_file(files.tsection_global, diagnostics=diags, root=root))
     if files.tsection_local is not None:

@@ -435,15 +435,23 @@ class _TdbReader:
         if root is None:
             rd.problem(self.doc, "no TrackDB block in file")
             return TrackDB(self.doc.path, None, (None,), VectorSections.empty(), ())
+        bulk_sections = None
+        # The bulk reader stands in for the tree of the only TrackNodes table (with
+        # two, the tree path joins their sections; no real file has two).
+        one_table = sum(1 for b in root.blocks("TrackNodes")) == 1
         for blk in root.blocks():
             k = blk.key
             if k == "serial":
                 serial = rd.value(blk, 0, to_int, None, "serial")
             elif k == "tracknodes":
-                nodes = self._nodes(blk)
+                bulk = read_bulk_nodes(blk) if one_table else None
+                if bulk is not None:
+                    nodes, bulk_sections = bulk
+                else:
+                    nodes = self._nodes(blk)
             elif k == "tritemtable":
                 items = self._items(blk)
-        sections = self._sections()
+        sections = bulk_sections if bulk_sections is not None else self._sections()
         return TrackDB(self.doc.path, serial, tuple(nodes), sections, tuple(items))
 
     # nodes -------------------------------------------------------------------------
@@ -876,10 +884,246 @@ class _TdbReader:
         return out
 
 
+# -- the bulk reader of TrackNodes -------------------------------------------------------
+#
+# The TrackNodes table is nearly the whole file. When the STF lexer gave its content as
+# one run of plain text (stf_bulk.lark; Block.raw), the nodes are matched one after the
+# other with the regular expressions of the terminals of grammars/tdb_nodes.lark, and
+# the section numbers go straight into numpy: no tree of the table is ever made. Only
+# content that the tree path reads without a single finding is accepted; anything else
+# (another shape, a count that disagrees, a value out of range, a number numpy does not
+# read, a position out of bounds) returns None and the tree path reads the table and
+# reports what it finds, exactly as before. The result is the same model (tests check).
+
+
+class _BulkPatterns:
+    def __init__(self) -> None:
+        import re
+
+        from lark import Lark
+
+        from ..stf.resources import grammar_text
+
+        lark = Lark(grammar_text("tdb_nodes.lark"), parser="lalr", lexer="basic")
+        terms = {t.name: t.pattern.to_regexp() for t in lark.terminals}
+        self.count = re.compile(r"[\x00-\x20]*(" + terms["COUNT"] + ")")
+        ws = r"[\x00-\x20]+"
+        self.vector_head = re.compile(ws + terms["VECTOR_HEAD"])
+        self.vector_tail = re.compile(terms["VECTOR_TAIL"])
+        self.junction = re.compile(ws + terms["JUNCTION"])
+        self.end = re.compile(ws + terms["END"])
+        self.tail = re.compile(r"[\x00-\x20]*\Z")
+        self.ref = re.compile(r"\([\x00-\x20]*([0-9]+)")
+
+
+_PATTERNS: list[_BulkPatterns] = []
+
+
+def _patterns() -> _BulkPatterns:
+    if not _PATTERNS:
+        _PATTERNS.append(_BulkPatterns())
+    return _PATTERNS[0]
+
+
+def _uid_of(g: tuple, first: int) -> UiD | None:
+    """The UiD of groups ``first .. first + 11`` (as _TdbReader._uid reads it), or None."""
+    a = [int(x) for x in g[first : first + 6]]
+    try:
+        b = [float(x) for x in g[first + 6 : first + 12]]
+    except ValueError:
+        return None
+    if not all(map(math.isfinite, b)) or not all(-(1 << 31) <= x <= _UINT_MAX for x in a):
+        return None
+    return UiD(*a, *b)
+
+
+def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
+    """The nodes and sections of a TrackNodes block held as raw text, or None if the
+    block is not raw or the tree path is needed (see above)."""
+    raw = table.raw()
+    if raw is None or (table.source is not None and table.source.exact_split):
+        return None
+    text = raw[0]
+    pat = _patterns()
+    m = pat.count.match(text)
+    if m is None:
+        return None
+    count = int(m.group(1))
+    pos = m.end()
+    head, tail, junction, end = (
+        pat.vector_head.match,
+        pat.vector_tail.match,
+        pat.junction.match,
+        pat.end.match,
+    )
+    find = text.find
+    fromstring = np.fromstring
+    nodes: list = [None]
+    arrays: list[np.ndarray] = []
+    columns = _BulkColumns()
+    counts: list[int] = []
+    owners: list[int] = []
+    rows = 0
+    n_text = len(text)
+    while pos < n_text:
+        index = len(nodes)
+        mv = head(text, pos)
+        if mv is not None:
+            if int(mv.group(1)) != index:
+                return None
+            a = mv.end()
+            b = find(")", a)
+            if b < 0 or find("(", a, b) >= 0:  # (the lexer's DATA holds no quotes)
+                return None
+            mt = tail(text, b)
+            if mt is None:
+                return None
+            try:
+                arr = fromstring(text[a:b], dtype=np.float64, sep=" ")
+            except (ValueError, DeprecationWarning):
+                return None
+            n = int(arr[0]) if len(arr) and math.isfinite(arr[0]) else -1
+            if n < 0 or len(arr) != 1 + 16 * n:
+                return None
+            g = mt.groups()
+            refs: tuple[int, ...] = ()
+            if g[0] is not None:
+                refs = tuple(map(int, pat.ref.findall(g[1])))
+                if len(refs) != int(g[0]):
+                    return None
+            pins: tuple[TrPin, ...] = (TrPin(int(g[2]), int(g[3])), TrPin(int(g[4]), int(g[5])))
+            nodes.append(VectorNode(index, 1, 1, pins, rows, n, refs))
+            arrays.append(arr[1:])
+            counts.append(n)
+            owners.append(index)
+            rows += n
+            pos = mt.end()
+            if len(arrays) >= _BULK_SLICE:
+                if not columns.add(arrays):
+                    return None
+                arrays.clear()
+            continue
+        mj = junction(text, pos)
+        if mj is not None:
+            g = mj.groups()
+            values = tuple(g[1].split())
+            uid = _uid_of(g, 2)
+            if int(g[0]) != index or uid is None or len(values) < 2:
+                return None
+            try:
+                shape = to_uint(values[1])
+            except ValueError:
+                return None
+            pins = (
+                TrPin(int(g[14]), int(g[15])),
+                TrPin(int(g[16]), int(g[17])),
+                TrPin(int(g[18]), int(g[19])),
+            )
+            nodes.append(JunctionNode(index, 1, 2, pins, uid, shape, values))
+            pos = mj.end()
+            continue
+        me = end(text, pos)
+        if me is not None:
+            g = me.groups()
+            uid = _uid_of(g, 2)
+            if int(g[0]) != index or uid is None:
+                return None
+            nodes.append(EndNode(index, 1, 0, (TrPin(int(g[14]), int(g[15])),), uid, tuple(g[1].split())))
+            pos = me.end()
+            continue
+        if pat.tail.match(text, pos) is None:
+            return None
+        break
+    if len(nodes) - 1 != count:
+        return None
+    if not columns.add(arrays):
+        return None
+    arrays.clear()
+    return nodes, columns.finish(counts, owners)
+
+
+class _BulkColumns:
+    """The section columns of the bulk reader, built slice by slice (a few thousand
+    nodes at a time) so that the rows are never held twice over (a 200 MB file has
+    27 million numbers: 220 MB as one float64 table). ``add`` returns False where
+    _TdbReader._sections would report anything (a non-integer id, a flag that is not
+    "00", a row out of range)."""
+
+    def __init__(self) -> None:
+        self.parts: list[list[np.ndarray]] = [[] for _ in SECTION_COLUMNS]
+
+    def add(self, arrays: list[np.ndarray]) -> bool:
+        if not arrays:
+            return True
+        flat = np.concatenate(arrays)
+        if not np.isfinite(flat).all():
+            return False
+        table = flat.reshape(-1, 16)
+        for j, (name, dtype) in enumerate(SECTION_COLUMNS):
+            col = table[:, j]
+            limit = _BULK_LIMITS.get(name)
+            if limit is not None and not (np.abs(col) <= limit).all():
+                return False
+            if dtype is object:
+                if (col != 0).any():
+                    return False
+                self.parts[j].append(np.empty(0))  # made at the end: all "00"
+            elif dtype is np.int64:
+                if not (np.abs(col) <= _EXACT_INT).all():
+                    return False
+                ints = col.astype(np.int64)
+                if not np.array_equal(ints, col):
+                    return False
+                self.parts[j].append(ints)
+            else:
+                self.parts[j].append(np.ascontiguousarray(col))
+        return True
+
+    def finish(self, counts: list[int], owners: list[int]) -> VectorSections:
+        if not counts:
+            return VectorSections.empty()  # as _TdbReader._sections
+        rows = sum(counts)
+        cols: dict[str, np.ndarray] = {}
+        for j, (name, dtype) in enumerate(SECTION_COLUMNS):
+            parts = self.parts[j]
+            if dtype is object:
+                col = np.empty(rows, dtype=object)
+                col[:] = "00"
+            else:
+                col = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+            parts.clear()
+            col.flags.writeable = False
+            cols[name] = col
+        node_ids = np.repeat(np.array(owners, dtype=np.int64), counts)
+        node_ids.flags.writeable = False
+        return VectorSections(**cols, node=node_ids)
+
+
+#: The range checks of _TdbReader._check_geometry, per column.
+_BULK_LIMITS = {
+    "tile_x": MAX_TILE,
+    "tile_z": MAX_TILE,
+    "x": MAX_SECTION_OFFSET,
+    "y": MAX_SECTION_OFFSET,
+    "z": MAX_SECTION_OFFSET,
+    "ax": MAX_SECTION_ANGLE,
+    "ay": MAX_SECTION_ANGLE,
+    "az": MAX_SECTION_ANGLE,
+}
+#: Vector nodes per slice of _BulkColumns.
+_BULK_SLICE = 4096
+
+
+def parse_tdb(path: str | Path, diagnostics: Diagnostics, root: str | Path | None = None) -> Document:
+    """The STF tree of a ``.tdb``/``.rdb``, its TrackNodes table kept as raw text for the
+    bulk reader where the lexer allows it (same tree either way)."""
+    return parse_file(path, diagnostics=diagnostics, root=root, bulk=True)
+
+
 def read_tdb(path: str | Path, *, strict: bool = True, diagnostics: Diagnostics | None = None) -> TrackDB:
     """Read a ``.tdb`` (or ``.rdb``) file into a :class:`TrackDB`."""
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
-    return tdb_from_document(parse_file(path, diagnostics=diags), diags)
+    return tdb_from_document(parse_tdb(path, diags), diags)
 
 
 def tdb_from_document(doc: Document, diags: Diagnostics) -> TrackDB:

@@ -184,29 +184,34 @@ class AutoDriver:
         """(speed, metres ahead of the front where it must hold) for everything that
         matters now: the limit over the train (0 m ahead), lower limits ahead, the next
         stop, extra targets ahead."""
-        cap = min(self.max_speed, self._limit_over(st.rear, st.front))
+        # (_limit_over inlined: this runs every step for every train)
+        front, speed = st.front, st.speed
+        s, v = self.limit_s, self.limit_v
+        factor = self.speed_factor
+        first = bisect.bisect_right(s, front)  # the first limit post ahead of the front
+        a = max(bisect.bisect_right(s, st.rear) - 1, 0)
+        b = max(first - 1, 0)
+        cap = min(self.max_speed, min(v[a : b + 1]) * factor)
         out = [(cap, 0.0)]
         reach = (
-            max(st.speed, cap) ** 2 / (2.0 * self.decel)
+            max(speed, cap) ** 2 / (2.0 * self.decel)
             + 50.0
-            + st.speed * (st.dt + self.brake_delay + self.coast_before)
+            + speed * (st.dt + self.brake_delay + self.coast_before)
         )
-        s, v = self.limit_s, self.limit_v
-        for k in range(max(bisect.bisect_right(s, st.front), 0), len(s)):
-            ahead = s[k] - st.front
+        for k in range(max(first, 0), len(s)):
+            ahead = s[k] - front
             if ahead > reach:
                 break
-            if v[k] * self.speed_factor < cap:
-                out.append((v[k] * self.speed_factor, ahead))
+            if v[k] * factor < cap:
+                out.append((v[k] * factor, ahead))
         for t in self.targets:
-            ahead = t.s - st.front
+            ahead = t.s - front
             if ahead > reach:
                 break
             if ahead >= 0.0:
                 out.append((t.v, ahead))
-        stop = self._next_stop()
-        if stop is not None:
-            out.append((0.0, max(stop.s - st.front, 0.0)))
+        if self.stops:
+            out.append((0.0, max(self.stops[0].s - front, 0.0)))
         return out
 
     def _next_stop(self) -> Stop | None:
@@ -240,7 +245,8 @@ class AutoDriver:
         v = st.speed
         if self.brakes_at is not None:
             self.decel, self.brake_level = self.brakes_at(v)
-        stop = self._next_stop()
+        stops = self.stops
+        stop = stops[0] if stops else None
         if stop is not None and stop.arrived_at is not None:
             # Standing at a stop: hold the brakes until the wait is over.
             if stop.wait != math.inf and st.time - stop.arrived_at >= stop.wait - 1e-9:
@@ -260,42 +266,59 @@ class AutoDriver:
                 self.events.append({"kind": "waiting", "time": st.time, "at": stop.s, "wait": stop.wait})
             return Controls(0.0, 1.0, self.decel)
         # Targets passed by the front are done with.
-        while self.targets and self.targets[0].s < st.front - 1e-6:
-            self.targets.pop(0)
+        targets = self.targets
+        while targets and targets[0].s < st.front - 1e-6:
+            targets.pop(0)
         cons = self.constraints(st)
-        two_a = 2.0 * self.decel
+        decel = self.decel
+        two_a = 2.0 * decel
+        dt = st.dt
         # The braking curves are checked where the front will be at the end of this
         # step, so that braking starts in time rather than a step late, plus the lag of
         # the brake build-up still to come. Dropping that lag at once when braking begins
         # put the train back under its curve the next step: the driver released, braked,
         # released ... and the brakes never built up (an overrun of the stop).
-        delay = self._delay_left()
-        ahead = max(v, 0.0) * (st.dt + delay)
+        # _delay_left and _build_rate, inlined
+        bd = self.brake_delay
+        rate = delay = 0.0
+        if bd > 0.0:
+            rate = max(self.brake_level or decel, decel) / (2.0 * bd)
+            if decel > 0.0:
+                short = max(decel - self._applied, 0.0)
+                delay = short * short / (2.0 * decel * rate)
+        ahead = max(v, 0.0) * (dt + delay)
         best, k_best = math.inf, 0
         coast = False
+        coast_before = self.coast_before
+        sqrt = math.sqrt
         for k, (vk, d) in enumerate(cons):
-            p = math.sqrt(vk * vk + two_a * max(d - ahead, 0.0)) if d > 0.0 else vk
+            p = sqrt(vk * vk + two_a * max(d - ahead, 0.0)) if d > 0.0 else vk
             if p < best:
                 best, k_best = p, k
-            if self.coast_before > 0.0 and d > 0.0 and vk < v:
+            if coast_before > 0.0 and d > 0.0 and vk < v:
                 # Energy saving: coast once the braking point is this close.
-                coast |= d - (v * v - vk * vk) / two_a < v * self.coast_before
+                coast |= d - (v * v - vk * vk) / two_a < v * coast_before
         vk, d = cons[k_best]
         if d > 0.0 and vk < v and v > best - self.ON_CURVE:
             # On (or over) the braking curve of a lower target: brake with what it needs.
             # (the distance left once the brakes are built up)
             room = d - max(v, 0.0) * delay
-            need = (v * v - vk * vk) / (2.0 * room) if room > 1e-3 else 3.0 * self.decel
-            asked = min(need, 3.0 * self.decel)
-            self._follow_brakes(asked, st.dt)
+            need = (v * v - vk * vk) / (2.0 * room) if room > 1e-3 else 3.0 * decel
+            asked = min(need, 3.0 * decel)
+            self._follow_brakes(asked, dt)
             # Far over the curve (a target appeared late, e.g. a signal): emergency.
-            return Controls(deceleration=asked, emergency=d > 1e-3 and need > EMERGENCY_OVER * self.decel)
+            return Controls(deceleration=asked, emergency=d > 1e-3 and need > EMERGENCY_OVER * decel)
         if v > best + 1e-6:
             # Over the limit that holds now (a lower one has reached the train).
-            asked = min((v - best) / max(st.dt, 1e-3), 3.0 * self.decel)
-            self._follow_brakes(asked, st.dt)
+            asked = min((v - best) / max(dt, 1e-3), 3.0 * decel)
+            self._follow_brakes(asked, dt)
             return Controls(deceleration=asked)
-        self._follow_brakes(0.0, st.dt)
+        # _follow_brakes(0.0, dt), inlined
+        if bd <= 0.0:
+            self._applied = 0.0
+        else:
+            step = 0.0 - self._applied
+            self._applied += min(max(step, -dt * rate / RELEASE_OVER_BUILD_UP), dt * rate)
         if coast:
             return Controls()
-        return Controls(speed_target=best)
+        return Controls(0.0, 0.0, 0.0, best)

@@ -606,10 +606,44 @@ class Prepared:
     (:func:`gravity`, :func:`davis`, the :func:`curve_resistance` of docs/physics.md §3.3,
     :func:`brake`); ``tests/test_physics_parts.py`` checks that."""
 
-    __slots__ = ("model", "_mg_curve", "_a", "_b", "_c", "_brake", "_start", "_f0", "_vm", "_slope", "_shoes")
+    __slots__ = (
+        "model",
+        "_mg_curve",
+        "_a",
+        "_b",
+        "_c",
+        "_brake",
+        "_start",
+        "_f0",
+        "_vm",
+        "_slope",
+        "_neg_mg",
+        "engines",
+        "_e_force",
+        "_e_power",
+        "_e_has_power",
+        "_e_curves",
+        "_e_force_l",
+        "_e_power_l",
+        "_e_has_power_l",
+        "_shoes",
+    )
 
     def __init__(self, model: CarModel) -> None:
         self.model = model
+        self._neg_mg = -model.mass * G
+        # Traction: only engines pull (a wagon's force is 0 at any throttle and speed).
+        d = _traction_data(model)
+        #: Rows of the engines (the cars with traction).
+        self.engines = np.flatnonzero(model.is_engine)
+        self._e_force = d.force[self.engines]
+        self._e_power = d.power[self.engines]
+        self._e_has_power = d.has_power[self.engines]
+        self._e_force_l = self._e_force.tolist()
+        self._e_power_l = self._e_power.tolist()
+        self._e_has_power_l = self._e_has_power.tolist()
+        pos = {int(c): k for k, c in enumerate(self.engines)}
+        self._e_curves = [(pos[i], c) for i, c in d.curves]
         self._mg_curve = model.mass * G * OSRD_CURVE_FACTOR
         self._a, self._b, self._c = model.davis_a, model.davis_b, model.davis_c
         self._brake = model.max_brake
@@ -628,18 +662,61 @@ class Prepared:
     def gravity(self, elev_front_bogie: np.ndarray, elev_rear_bogie: np.ndarray) -> np.ndarray:
         # −m·g·sinθ, sinθ = Δy / spacing clipped to [−1, 1] (only a car standing on its
         # end would need the clip).
-        return (
-            -self.model.mass
-            * G
-            * np.clip((elev_front_bogie - elev_rear_bogie) / self.model.bogie_spacing, -1.0, 1.0)
-        )
+        sin = (elev_front_bogie - elev_rear_bogie) / self.model.bogie_spacing
+        return self._neg_mg * np.minimum(np.maximum(sin, -1.0), 1.0)
+
+    def traction(
+        self, throttle: np.ndarray, v: np.ndarray, adhesive_g: np.ndarray | None = None
+    ) -> np.ndarray:
+        """:func:`traction` without the taper (``taper=False``), for the engines only:
+        ``throttle`` and ``v`` (and the result) have one value per row of
+        :attr:`engines`. ``adhesive_g``: the engines' adhesive weight (N); the force is
+        then at most Curtius–Kniffler's μ(v) times it (docs/running-time.md §6)."""
+        if len(throttle) <= 4:
+            adh = adhesive_g.tolist() if adhesive_g is not None else None
+            return np.array(self.traction_few(throttle.tolist(), v.tolist(), adh), dtype=np.float64)
+        t = np.minimum(np.maximum(throttle, 0.0), 1.0)
+        speed = np.abs(v)
+        f = self._e_force * t
+        moving = self._e_has_power & (speed > 0)
+        # P/v where there is a power limit and the engine moves (no division by 0)
+        cap = np.where(moving, self._e_power * t * t / np.where(moving, speed, 1.0), np.inf)
+        f = np.minimum(f, cap)
+        for i, curve in self._e_curves:
+            f[i] = max(float(curve(float(t[i]), float(speed[i]))), 0.0)
+        f = f + 0.0
+        if adhesive_g is not None:
+            mu = 0.161 + 7.5 / (3.6 * np.abs(v) + 44.0)
+            f = np.minimum(f, mu * adhesive_g)
+        return f
+
+    def traction_few(self, throttle: list, v: list, adhesive_g: list | None = None) -> list[float]:
+        """:meth:`traction` in Python floats, for a few engines: the same IEEE
+        operations without numpy's per-call cost on one-element arrays."""
+        out = []
+        force, power, has_power = self._e_force_l, self._e_power_l, self._e_has_power_l
+        for k, (tk, vk) in enumerate(zip(throttle, v)):
+            t = min(max(tk, 0.0), 1.0)
+            speed = abs(vk)
+            f = force[k] * t
+            if has_power[k] and speed > 0:
+                f = min(f, power[k] * t * t / speed)
+            out.append(f + 0.0)
+        for i, curve in self._e_curves:
+            t = min(max(float(throttle[i]), 0.0), 1.0)
+            out[i] = max(float(curve(t, abs(float(v[i])))), 0.0) + 0.0
+        if adhesive_g is not None:
+            out = [min(f, (0.161 + 7.5 / (3.6 * abs(vk) + 44.0)) * a) for f, vk, a in zip(out, v, adhesive_g)]
+        return out
 
     def davis(self, v: np.ndarray) -> np.ndarray:
         """:func:`running_resistance` (Davis, with the starting resistance if any)."""
         speed = np.abs(v)
         f = self._a + speed * (self._b + speed * self._c)
         if self._start:
-            return np.where(speed < self._vm, self._f0 + self._slope * speed, f)
+            low = speed < self._vm
+            if np.logical_or.reduce(low):  # (moving trains: none)
+                return np.where(low, self._f0 + self._slope * speed, f)
         return f
 
     def curve(self, curvature: np.ndarray) -> np.ndarray:

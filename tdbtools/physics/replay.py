@@ -571,10 +571,15 @@ class Replay:
         )
         self.train_decel_mode = np.array([t.spec.brake_mode == "deceleration" for t in self.trains])
         self._any_decel_mode = bool(self.train_decel_mode.any())
-        self._engines = np.flatnonzero(self.model.is_engine)
+        self._engines = self._forces.engines
+        self._done_overridden = type(self)._done is not Replay._done
+        self._end_length = self.bodies.length[[t.cars.stop - 1 for t in self.trains]]
+        self._engine_train = np.repeat(np.arange(T), [int(t.model.is_engine.sum()) for t in self.trains])
         self._adhesive_g_eng = self._adhesive_g[self._engines] * (
             1.0 if self._adhesion != "wet" else forces.WET_RAIL_FACTOR
         )
+        self._engine_train_l = self._engine_train.tolist()
+        self._adhesive_g_eng_l = None if self._adhesion is None else self._adhesive_g_eng.tolist()
         self.train_build = np.array([max(_build_up(t), 1e-6) for t in self.trains])
         self.train_release = np.array([max(_build_up(t) * RELEASE_OVER_BUILD_UP, 1e-6) for t in self.trains])
         self.brake_applied = np.zeros(T)
@@ -598,6 +603,7 @@ class Replay:
         self.train_end = np.array([t.cars.stop - 1 for t in self.trains], dtype=np.int64)
         self.car_base = np.repeat([self.lines.base[index[id(t.line)]] for t in self.trains], counts)
         self.car_line_len = np.repeat([t.line.length for t in self.trains], counts)
+        self._line_len_tol = self.car_line_len + 1e-9  # a bogie beyond is off the line
         self.car_far_end = np.repeat([t.line.ends_at_track_end for t in self.trains], counts)
         self.car_near_end = np.repeat([t.line.starts_at_track_end for t in self.trains], counts)
         self.car_train = np.repeat(np.arange(len(self.trains)), counts)
@@ -669,7 +675,7 @@ class Replay:
 
     def _g(self, s: np.ndarray) -> np.ndarray:
         """Global table distance of per-car line distances (clipped onto each line)."""
-        return np.clip(s, 0.0, self.car_line_len) + self.car_base
+        return np.minimum(np.maximum(s, 0.0), self.car_line_len) + self.car_base  # (np.clip's ufuncs)
 
     def _g3(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """:meth:`_g` of three per-car arrays at once (one numpy call each way)."""
@@ -683,13 +689,15 @@ class Replay:
         # between steps; the engine's x is rebuilt from its gaps on every read).
         if self._xv is None or self._xv[2] != eng.time:
             self._xv = (eng.x, eng.v, eng.time)
+            np.subtract(self._xv[0], self._front_bogie, out=self._fb)
+            np.subtract(self._fb, self.model.bogie_spacing, out=self._rb)
         x, v = self._xv[0], self._xv[1]
         # One Python pass over the trains: the drivers (scalars), fed with the fronts,
         # rears and speeds read out in one go.
         starts, ends = self.train_start, self.train_end
         fronts = x[starts].tolist()
         speeds = v[starts].tolist()
-        rears = (x[ends] - self.bodies.length[ends]).tolist()
+        rears = (x[ends] - self._end_length).tolist()
         ctrl = []
         now = self.time
         for k, t in enumerate(self.trains):
@@ -707,9 +715,13 @@ class Replay:
         m = self.model
         lines = self.lines
         n = len(x)
-        fb = x - self._front_bogie
-        g = self._g3(fb, fb - m.bogie_spacing, x - self._half_length)
-        y = lines.elevation(g[: 2 * n])
+        # _g3, in place: the front and rear bogies (the measures the last step left, of
+        # these x) and the middle of every car
+        g = np.concatenate((self._fb, self._rb, x - self._half_length))
+        np.maximum(g, 0.0, out=g)
+        np.minimum(g, self._len3, out=g)
+        g += self._base3
+        y = np.interp(g[: 2 * n], lines.S, lines.Y)
         yf, yr = y[:n], y[n:]
         curv = lines.curvature(g[2 * n :])
         pre = self._forces
@@ -734,8 +746,9 @@ class Replay:
         # that is a track end derails its car (the exact event comes from BogieSet).
         np.subtract(x1, self._front_bogie, out=self._fb)
         np.subtract(self._fb, m.bogie_spacing, out=self._rb)
-        over = self._fb > self.car_line_len + 1e-9
-        if over.any() or (self._rb < -1e-9).any():
+        over = self._fb > self._line_len_tol
+        any_ = np.logical_or.reduce  # ndarray.any without its Python wrapper
+        if any_(over) or any_(self._rb < -1e-9):
             off = (over & self.car_far_end) | ((self._rb < -1e-9) & self.car_near_end)
             for k in np.unique(self.car_train[off]).tolist():
                 for ev in self.trains[k].bogies.check(self.time):
@@ -751,12 +764,25 @@ class Replay:
                             message=f"reached the end of the {t.line.length:.0f} m of track built for it",
                         )
                     )
-        if self.signals is not None:
-            self.signals.update(self.time, x1[starts].tolist(), v1[starts].tolist())
+        sig = self.signals
+        if sig is not None and self.time + 1e-9 >= sig.next_update:  # (its own test)
+            sig.update(self.time, x1[starts].tolist(), v1[starts].tolist())
         if self._running:
-            top = np.maximum.reduceat(speed, self.train_start).tolist()
+            top = None
             for k in self._running:
-                self._done(self.trains[k], dt, top[k])
+                t = self.trains[k]
+                drv = getattr(t.driver, "inner", t.driver)
+                # _done does nothing for a train that runs on (saves the speeds)
+                if not (
+                    t.derailed
+                    or isinstance(drv, ScheduleDriver)
+                    or (isinstance(drv, AutoDriver) and drv.finished)
+                    or self._done_overridden
+                ):
+                    continue
+                if top is None:
+                    top = np.maximum.reduceat(speed, self.train_start).tolist()
+                self._done(t, dt, top[k])
             self._running = [k for k in self._running if self.trains[k].done_at is None]
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
             sw = self._pending_switches.pop(0)
@@ -790,15 +816,24 @@ class Replay:
         m = self.model
         ct = self.car_train
         thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
-        thr_a = np.array(thr)
-        trac0 = forces.traction(m, thr_a[ct], v, taper=False)
-        if self._adhesion is not None:
-            # only the engines: Curtius–Kniffler μ(v) (docs/running-time.md §6)
-            eng = self._engines
-            ve = np.abs(v[eng])
-            mu = 0.161 + 7.5 / (3.6 * ve + 44.0)
-            trac0[eng] = np.minimum(trac0[eng], mu * self._adhesive_g_eng)
-        sums = np.add.reduceat(np.stack((trac0, grav, dav + crv)), self.train_start, axis=1).tolist()
+        # Traction of the engines only (wagons give 0): forces.traction without the taper.
+        # With adhesion: at most Curtius–Kniffler's μ(v) times the adhesive weight
+        # (docs/running-time.md §6).
+        eng = self._engines
+        trac0 = np.zeros(len(v))
+        if len(eng) <= 4:
+            trac0[eng] = self._forces.traction_few(
+                [thr[k] for k in self._engine_train_l], v[eng].tolist(), self._adhesive_g_eng_l
+            )
+        else:
+            trac0[eng] = self._forces.traction(
+                np.array(thr)[self._engine_train],
+                v[eng],
+                None if self._adhesion is None else self._adhesive_g_eng,
+            )
+        n = len(v)
+        rows = np.concatenate((trac0, grav, dav + crv)).reshape(3, n)
+        sums = np.add.reduceat(rows, self.train_start, axis=1).tolist()
         Fs, Gs, Rs = sums
         M = self.train_inertia_l
         # Python floats in the loop: a numpy scalar costs several times more per
@@ -857,7 +892,9 @@ class Replay:
         self.brake_applied[:] = applied
         applied = self.brake_applied
         sc = np.array(scale)
-        trac = trac0 * (sc / np.where(thr_a > 0, thr_a, 1.0))[ct]
+        # (what np.where(thr > 0, thr, 1) and the division gave, in Python floats)
+        ratio = [q / (t if t > 0 else 1.0) for q, t in zip(scale, thr)]
+        trac = trac0 * np.array(ratio, dtype=np.float64)[ct]
         brk = (m.max_brake if mb_car is None else mb_car) * (
             applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied)
         )[ct]

@@ -508,10 +508,16 @@ def side_collisions(
     if not len(ia_):
         return []
     # Distance between the two-segment centre lines of each candidate pair.
-    dist = np.full(len(ia_), np.inf)
-    for u in range(2):
-        for w in range(2):
-            dist = np.minimum(dist, _seg_dist(P[ia_, u], P[ia_, u + 1], P[ib_, w], P[ib_, w + 1]))
+    # (the four segment pairs in one call: the same arithmetic row by row)
+    uw = ((0, 0), (0, 1), (1, 0), (1, 1))
+    Pa, Pb = P[ia_], P[ib_]
+    d4 = _seg_dist(
+        np.concatenate([Pa[:, u] for u, _w in uw]),
+        np.concatenate([Pa[:, u + 1] for u, _w in uw]),
+        np.concatenate([Pb[:, w] for _u, w in uw]),
+        np.concatenate([Pb[:, w + 1] for _u, w in uw]),
+    )
+    dist = np.minimum.reduce(d4.reshape(4, len(ia_)), axis=0, initial=np.inf)
     # Longitudinal overlap: b's chord projected on a's axis overlaps a's chord.
     axis = P[ia_, 2] - P[ia_, 0]
     norm = np.hypot(*axis.T)

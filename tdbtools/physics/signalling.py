@@ -53,14 +53,12 @@ class SignalDriver:
     def __call__(self, st: DriveState) -> Controls:
         if st.time < self.depart:
             return Controls(0.0, 1.0, 0.0)
-        c = self.inner(st)
-        stop = self.inner.stop_at
-        if (
-            self.inner.finished
-            and stop is not None
-            and stop - self.inner.STOP_SHORT - st.front >= self.inner.ARRIVED_WITHIN
-        ):
-            self.inner.finished = False  # held at a signal, not at the end of the path
+        inner = self.inner
+        c = inner(st)
+        if inner.finished:
+            stop = inner.stop_at
+            if stop is not None and stop - inner.STOP_SHORT - st.front >= inner.ARRIVED_WITHIN:
+                inner.finished = False  # held at a signal, not at the end of the path
         return c
 
 
@@ -116,6 +114,7 @@ class ReplaySignals:
             self.ilk.add_train(t.spec.name, t.line, t.length, front=front, end_s=end, on_track=on)
             self.drivers.append(t.driver if isinstance(t.driver, SignalDriver) else None)
         self._shown = {k: -1 for k, o in enumerate(self.ilk.objects) if o.is_normal}
+        self._passes_shown = -1  # the scripts' pass whose aspects _shown holds
 
     def _throw(self, junction: int, route: int) -> None:
         self.replay.throw_switch(junction, route)
@@ -137,6 +136,9 @@ class ReplaySignals:
             self.replay._event(e)
         ilk.events.clear()
         # Aspect changes of the NORMAL signals (for the space-time chart and render --replay).
+        if ilk.script_passes == self._passes_shown:
+            return  # no script ran: no aspect changed
+        self._passes_shown = ilk.script_passes
         for k, old in self._shown.items():
             a = ilk.aspect(k)
             if a != old:

@@ -70,6 +70,7 @@ when it has no reversal); ``line.part`` / ``line.parts`` say which.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -763,22 +764,31 @@ class TrackLine:
         a, b = max(a, 0.0), min(b, self.length)
         if a > b:
             return []
-        i0 = int(np.clip(np.searchsorted(self.seg_s1, a, side="right"), 0, len(self.seg_s1) - 1))
-        i1 = int(self.segment_index(np.float64(b)))
+        # the segment columns as Python lists (made once: this runs for every train at
+        # every collision check); the same comparisons and float arithmetic as on the
+        # arrays (bisect for searchsorted)
+        seg = self.__dict__.get("_seg_lists")
+        if seg is None:
+            seg = self.__dict__["_seg_lists"] = tuple(
+                c.tolist() for c in (self.seg_node, self.seg_dir, self.seg_s0, self.seg_s1, self.seg_off0)
+            )
+        nodes, dirs, s0s, s1s, off0s = seg
+        last = len(s1s) - 1
+        i0 = min(bisect.bisect_right(s1s, a), last)
+        i1 = min(bisect.bisect_left(s1s, b), last)  # segment_index(b)
         if b - a <= _EPS or i1 < i0:
             node, off, _d = self.node_offset(np.array([a]))
             return [(int(node[0]), float(off[0]), float(off[0]))]
         out = []
         for i in range(i0, i1 + 1):
-            lo = max(a, float(self.seg_s0[i]))
-            hi = min(b, float(self.seg_s1[i]))
+            s0 = s0s[i]
+            lo = max(a, s0)
+            hi = min(b, s1s[i])
             if hi < lo:
                 continue
-            sg = 1.0 if self.seg_dir[i] == 1 else -1.0
-            o0 = float(self.seg_off0[i])
-            out.append(
-                (int(self.seg_node[i]), o0 + sg * (lo - self.seg_s0[i]), o0 + sg * (hi - self.seg_s0[i]))
-            )
+            sg = 1.0 if dirs[i] == 1 else -1.0
+            o0 = off0s[i]
+            out.append((nodes[i], o0 + sg * (lo - s0), o0 + sg * (hi - s0)))
         return out
 
     def locate(self, node: int, offset: float, tol: float = 1e-6) -> np.ndarray:

@@ -7,16 +7,18 @@ signal objects (each with its heads) and the speed-post objects, plus every warn
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import Diagnostics, Finding, Location
+from ..errors import Finding, Location
 from ..formats.route import Route
-from ..formats.sigcfg import FUNCTIONS, SUBTYPES, SignalConfig, SignalType, find_sigcfg, read_sigcfg
+from ..formats.sigcfg import FUNCTIONS, SUBTYPES, SignalConfig, SignalType
 from ..formats.tdb import JunctionNode, SignalItem, SpeedPostItem, VectorNode
-from ..formats.world import SignalObj, read_world, world_files
+from ..formats.world import SignalObj, load_signal_world
 from ..track.traveller import item_positions
 from .script import Script, ScriptFile, read_scripts
 
@@ -175,21 +177,58 @@ def _bind_scripts(
     return out
 
 
-def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
+#: Compiled script files kept in memory (most recently used): compiling DK24's takes ~0.2 s.
+MEMO_SCRIPT_FILES = 8
+_SCRIPT_MEMO: dict[tuple, tuple[list | None, ScriptFile]] = {}
+_SCRIPT_LOCK = threading.Lock()
+
+
+def _scripts(
+    path: Path, strict: bool, functions: dict[str, int], subtypes: dict[str, int], cache: bool
+) -> ScriptFile:
+    """The compiled script file, from memory while the file is unchanged. A script file
+    holds only pure functions of the head it is given, so one may serve many sets (as a
+    :class:`SignalSet` may serve many replays). Compiled code is never stored on disk."""
+    if not cache:
+        return read_scripts(path, strict=strict, functions=functions, subtypes=subtypes)
+    key = (str(path), strict, tuple(functions.items()), tuple(subtypes.items()))
+    stamp = _stamp(path)
+    with _SCRIPT_LOCK:
+        hit = _SCRIPT_MEMO.get(key)
+    if hit is not None and hit[0] is not None and hit[0] == stamp:
+        return hit[1]
+    out = read_scripts(path, strict=strict, functions=functions, subtypes=subtypes)
+    if stamp is not None and _stamp(path) == stamp:
+        with _SCRIPT_LOCK:
+            _SCRIPT_MEMO.pop(key, None)
+            _SCRIPT_MEMO[key] = (stamp, out)
+            while len(_SCRIPT_MEMO) > MEMO_SCRIPT_FILES:
+                del _SCRIPT_MEMO[next(iter(_SCRIPT_MEMO))]
+    return out
+
+
+def _stamp(path: Path) -> list | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def load_signals(route: Route, *, strict: bool = False, cache: bool = True) -> SignalSet:
     """Build the route's signal objects (docs/signals.md §3). A route without sigcfg.dat
-    gives an empty set (with a warning)."""
-    diags = Diagnostics(strict=strict)
+    gives an empty set (with a warning). With ``cache``, the sigcfg and world objects
+    come from the route cache while those files are unchanged (docs/signals.md §3)."""
     warnings: list[Finding] = []
 
     def warn(msg: str, loc: Location | None = None) -> None:
         warnings.append(Finding(msg, loc))
 
-    folder = Path(route.folder)
-    found = find_sigcfg(folder)
-    if found is None:
+    inputs = load_signal_world(route.folder, strict=strict, cache=cache)
+    cfg = inputs.config
+    if cfg is None:
         warn("no sigcfg.dat: the route has no signal configuration")
         return SignalSet(route.name, None, (), {}, (), (), 0, tuple(warnings))
-    cfg = read_sigcfg(found[0], mode=found[1], diagnostics=diags)
     functions = {n: k for k, n in enumerate(FUNCTIONS)}
     for k, fname in enumerate(cfg.custom_functions):
         functions[fname] = len(FUNCTIONS) + k
@@ -199,7 +238,7 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
         if not sp.is_file():
             warn(f"signal script file {sp.name!r} not found", Location(cfg.path, 1, 1))
             continue
-        files.append(read_scripts(sp, strict=strict, functions=functions, subtypes=subtypes))
+        files.append(_scripts(sp, strict, functions, subtypes, cache))
     bound = _bind_scripts(cfg, files, warn)
 
     items = route.tdb.items
@@ -212,8 +251,8 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
     # World signals (§3.1).
     world_by_item: dict[int, WorldSignal] = {}
     world_list: list[WorldSignal] = []
-    for wf_path in world_files(folder):
-        wf = read_world(wf_path)
+    for wf in inputs.world:
+        wf_path = Path(wf.path)
         for o in wf.signals:
             if not o.units:
                 continue
@@ -230,7 +269,7 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
                     "in .tdb: object dropped"
                 )
                 continue
-            ws = _world_signal(cfg, o, str(wf_path), warn)
+            ws = _world_signal(cfg, o, wf.path, warn)
             world_list.append(ws)
             for u in o.units:
                 world_by_item.setdefault(u.item_id, ws)
@@ -340,12 +379,7 @@ def load_signals(route: Route, *, strict: bool = False) -> SignalSet:
             SignalObject(len(signals), "signal", tuple(heads), h0.node, h0.offset, h0.direction, wsig)
         )
     unsupported = tuple(sorted(t.name for t in cfg.types.values() if t.script and t.name not in bound))
-    all_warn = (
-        tuple(cfg.warnings)
-        + tuple(x for f in files for x in f.warnings)
-        + tuple(warnings)
-        + tuple(f for f in diags.findings if f not in cfg.warnings)
-    )
+    all_warn = tuple(cfg.warnings) + tuple(x for f in files for x in f.warnings) + tuple(warnings)
     return SignalSet(
         route.name,
         cfg,

@@ -54,6 +54,19 @@ class Section:
     end_signal: list[int] = field(default_factory=lambda: [-1, -1])  # per TC direction
     reserved: int = -1  # train index
     occupants: dict[int, int] = field(default_factory=dict)  # train -> direction
+    #: The interlocking's set of sections whose ``reserved`` or ``occupants`` were set
+    #: since its last block update (Interlocking.update_blocks); None: not watched.
+    watch: set[int] | None = field(default=None, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name == "reserved" or name == "occupants":
+            try:
+                w = self.watch
+            except AttributeError:  # still in __init__
+                return
+            if w is not None:
+                w.add(self.index)
 
 
 @dataclass(slots=True)
@@ -211,7 +224,10 @@ class HeadRuntime:
         return STOP if a < 0 else a
 
     def store_lvar(self, i: int, v: int) -> int:
-        self.ilk.lvars[self.sig][i] = v
+        lv = self.ilk.lvars[self.sig]
+        if lv.get(i) != v or i not in lv:
+            self.ilk._lvar_changed = True
+        lv[i] = v
         return 0
 
     def this_sig_lvar(self, i: int) -> int:
@@ -306,7 +322,21 @@ class Interlocking:
         ]
         self._walks: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
         self._occupied: set[int] = set()
+        # What the scripts read when their last pass changed nothing (None: run them);
+        # see run_scripts.
+        self._scripts_at_rest: tuple | None = None
+        self._switch_epoch = 0  # bumped when a switch is thrown
+        self._lvar_changed = False
+        #: Passes of the scripts that ran (not skipped): aspects change only then.
+        self.script_passes = 0
+        self._free_walks: dict[int, tuple[list[tuple[Section, int]], int]] = {}
+        self._free_epoch = 0
+        self._free_result: dict[int, tuple[int, int]] = {}  # signal -> (block, next signal)
+        self._walk_sigs: dict[int, list[int]] = {}  # section -> free signals walking it
         self._build_sections()
+        self._touched: set[int] = set()  # sections written since the last block update
+        for sec in self.sections:
+            sec.watch = self._touched
         self.sec_pos = [0] * len(self.sections)
         for ids in self.node_secs.values():
             for i, k in enumerate(ids):
@@ -716,6 +746,7 @@ class Interlocking:
             changed = self.switches.get(junction) != route
             self.switches[junction] = route
             self._walks.clear()
+            self._switch_epoch += 1
             if changed and not quiet and self.switch_setter is not None:
                 self.switch_setter(junction, route)
 
@@ -803,28 +834,43 @@ class Interlocking:
     def _free_block(self, sig: int) -> None:
         """Block state of a signal no train has claimed: its default route (§4.2)."""
         sec = self.sig_section[sig]
-        o = self.objects[sig]
         if sec < 0:
             self.block[sig] = BLOCK_JN_OBSTRUCTED
             return
-        d = o.tc_direction
+        # (docs/signals.md §4.4) The walk's sections and the signal ending it stay the same until a switch is
+        # thrown: only the occupants and reservations are read every cycle.
+        self._free_caches_current()
+        fw = self._free_walks.get(sig)
+        if fw is None:
+            walk = self.walk_from(sec, self.objects[sig].tc_direction)
+            nxt = -1
+            for s_id, sd in walk:
+                s = self.sections[s_id]
+                if s.kind == "normal" and s.end_signal[sd] >= 0:
+                    nxt = s.end_signal[sd]
+            fw = self._free_walks[sig] = ([(self.sections[s_id], sd) for s_id, sd in walk], nxt)
+            for s_id, _sd in walk:
+                self._walk_sigs.setdefault(s_id, []).append(sig)
+        secs, self.next_normal[sig] = fw
+        if not secs:
+            self.block[sig] = BLOCK_JN_OBSTRUCTED
+            self._free_result[sig] = (BLOCK_JN_OBSTRUCTED, fw[1])
+            return
         worst = BLOCK_CLEAR
-        walk = self.walk_from(sec, d)
-        self.next_normal[sig] = -1
-        for s_id, sd in walk:
-            s = self.sections[s_id]
+        for s, sd in secs:
+            if s.reserved >= 0:
+                worst = BLOCK_JN_OBSTRUCTED  # the worst there is
+                break
             if s.occupants:
                 moving_opp = any(
                     abs(self.trains[x].speed) > STANDING and od != sd for x, od in s.occupants.items()
                 )
-                worst = max(worst, BLOCK_JN_OBSTRUCTED if moving_opp else BLOCK_OCCUPIED)
-            if s.reserved >= 0:
-                worst = max(worst, BLOCK_JN_OBSTRUCTED)
-            if s.kind == "normal" and s.end_signal[sd] >= 0:
-                self.next_normal[sig] = s.end_signal[sd]
-        if not walk:
-            worst = BLOCK_JN_OBSTRUCTED
+                if moving_opp:
+                    worst = BLOCK_JN_OBSTRUCTED
+                    break
+                worst = BLOCK_OCCUPIED
         self.block[sig] = worst
+        self._free_result[sig] = (worst, fw[1])
 
     # -- signal look-ups for the scripts (§2.6, §2.7) -------------------------------------------
     def sig_lr(self, sig: int, fn: int) -> int:
@@ -1035,23 +1081,76 @@ class Interlocking:
 
     def update_blocks(self) -> None:
         """Block states: signals no train has claimed from their default route; claimed
-        ones re-check their route when it was not clear."""
+        ones re-check their route when it was not clear.
+
+        A free signal's block depends only on the sections of its walk: it is worked out
+        again only when one of them was reserved, released or (un)occupied since the
+        last update (or a switch was thrown), else it is the one worked out last."""
+        self._free_caches_current()
+        touched = self._touched
+        walk_sigs = self._walk_sigs
+        # Occupants are filled in place (not set), so the occupied sections count too;
+        # sections written from here on stay in touched for the next update.
+        dirty = touched | self._occupied
+        touched.clear()
+        affected: set[int] = set()
+        for sec in dirty:
+            affected.update(walk_sigs.get(sec, ()))
+        result = self._free_result
         for k in range(len(self.objects)):
             if self.enabled_train[k] < 0:
-                self._free_block(k)
+                r = result.get(k)
+                if r is None or k in affected:
+                    self._free_block(k)
+                else:
+                    self.block[k], self.next_normal[k] = r
             else:
                 t = self.trains[self.enabled_train[k]]
                 if self.block[k] != BLOCK_CLEAR:
                     self._request(k, t, self.req[k] if self.req[k] > 0 else 0, False)
+                    if self._free_caches_current():  # it threw a switch
+                        walk_sigs = self._walk_sigs
+                    for sec in touched:  # reserved just now: later signals see it
+                        affected.update(walk_sigs.get(sec, ()))
+
+    def _free_caches_current(self) -> bool:
+        """Drop the free signals' walks and blocks when a switch was thrown since they
+        were worked out; True if it did."""
+        if self._free_epoch == self._switch_epoch:
+            return False
+        self._free_walks.clear()
+        self._free_result.clear()
+        self._walk_sigs.clear()
+        self._free_epoch = self._switch_epoch
+        return True
 
     def run_scripts(self, *, force_enabled: bool = False) -> None:
         """One pass of every head's script, NORMAL heads first (§4.5). ``force_enabled``
-        makes every signal read ENABLED = 1 (for testing the scripts alone)."""
+        makes every signal read ENABLED = 1 (for testing the scripts alone).
+
+        The scripts are pure functions of what this key holds (docs/signals.md §4.5:
+        timers and call-on read 0): when a pass changed no head and no lvar, another pass
+        over the same inputs gives the same result, so it is skipped until one changes."""
+        key = (
+            force_enabled,
+            self._switch_epoch,
+            list(self.block),
+            list(self.enabled_train),
+            list(self.next_normal),
+            list(self.route_of),
+            [(h.state, h.draw_state) for h in self.order],
+        )
+        if key == self._scripts_at_rest:
+            return
+        self.script_passes += 1
+        self._lvar_changed = False
+        changed = False
         for h in self.order:
             if h.type is None:
                 continue
             h.enabled = 1 if force_enabled else int(self.enabled_train[h.sig] >= 0)
             sc = h.head.script
+            before = (h.state, h.draw_state)
             if sc is not None:
                 h.state, h.draw_state = sc.function(h)
             else:
@@ -1061,6 +1160,9 @@ class Interlocking:
                     else h.type.most_restrictive()
                 )
                 h.draw_state = h.type.def_draw_state(h.state)
+            if not changed and (h.state, h.draw_state) != before:
+                changed = True
+        self._scripts_at_rest = None if changed or self._lvar_changed else key
 
     # -- what trains may do (§4.7) ---------------------------------------------------------------
     def aspect(self, sig: int) -> int:

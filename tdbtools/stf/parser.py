@@ -88,6 +88,9 @@ class _Builder(Transformer):
         self.source: Source | None = None
         self.includes: list[tuple[list, _Include]] = []
         self.notes: list[tuple[str, int]] = []
+        #: Keys of blocks kept as raw text when their content is one DATA token (see
+        #: parse_source's ``bulk``); empty when the parse may not defer.
+        self.defer: frozenset[str] = frozenset()
 
     # rules ---------------------------------------------------------------------------
     def start(self, children: list) -> list:
@@ -102,6 +105,14 @@ class _Builder(Transformer):
             inner = self._items(children, 1)
             target = inner[0] if inner and inner[0].__class__ is not Block else None
             return _Include(target, self.source, tok.start_pos)
+        if key in self.defer and len(children) == 2:
+            data = children[1]
+            if data.__class__ is Token and data.type in ("DATA", "stf__DATA") and "\\" not in data:
+                # Plain words and blocks only (no strings, escapes, includes, markers: the
+                # parse checked the whole text): split on demand, or read in bulk.
+                # data.value: the plain str the Token was copied from (a Token holds both;
+                # keeping the Token would keep a 200 MB table twice).
+                return Block(str(tok), None, self.source, tok.start_pos, data.value, data.start_pos or 0, key)
         return Block(str(tok), self._items(children, 1), self.source, tok.start_pos)
 
     def group(self, children: list):
@@ -195,7 +206,7 @@ class _Builder(Transformer):
 
     def _data(self, tok: Token, out: list) -> None:
         """Split a DATA token (plain words and nested blocks, no strings) into items."""
-        text = str(tok)
+        text = tok.value  # the plain str: str(tok) would copy a big DATA token once more
         if "\\" in text:
             return self._data_escaped(tok, out)
         if "(" not in text:
@@ -259,6 +270,7 @@ class _ParserPool(threading.local):
         )
         self.full = Lark(grammar_text("stf.lark"), **options)
         self.plain = Lark(grammar_text("stf_plain.lark"), **options)
+        self.bulk = Lark(grammar_text("stf_bulk.lark"), **options)
 
 
 _POOL = _ParserPool()
@@ -274,13 +286,46 @@ _BLOCK_EDGE = re.compile(r'"(?:[^"\\]|\\.)*"|[()]')
 
 
 def needs_full_grammar(text: str) -> bool:
-    """True if ``text`` holds a comment marker or a comment/skip/include word that is
+    return _scan_markers(text)[0]
+
+
+def _find_lower(text: str, words: tuple[str, ...]) -> list[list[int]]:
+    """Offsets of each of ``words`` (lower case, ASCII) in ``text`` in any case, not
+    overlapping, in one pass.
+
+    Lower-cased slice by slice (overlapping by the longest word's length): a whole-file
+    copy of a 200 MB file would be one more 200 MB at the peak of a load. ASCII text is
+    lowered as bytes (offsets agree); other text with str.lower, as before."""
+    out: list[list[int]] = [[] for _ in words]
+    n = len(text)
+    k = max(len(w) for w in words)
+    step = _SCAN_SLICE
+    at = 0
+    while at < n:
+        lo = max(at - k + 1, 0)
+        part = text[lo : at + step]
+        low: Any = part.encode("ascii").lower() if part.isascii() else part.lower()
+        for word, found in zip(words, out):
+            w: Any = word.encode("ascii") if low.__class__ is bytes else word
+            i = low.find(w)
+            while i >= 0:
+                if lo + i >= (found[-1] + len(word) if found else 0):
+                    found.append(lo + i)
+                i = low.find(w, i + len(word))
+        at += step
+    return out
+
+
+def _scan_markers(text: str) -> tuple[bool, bool]:
+    """(:func:`needs_full_grammar`, whether ``include`` occurs at all, in any case).
+
+    The first is True if ``text`` holds a comment marker or a comment/skip/include word that is
     not a block of its own (``_INFO ( ... )``, ``include ( ... )``) nor inside one, so
     that the fast grammar (stf_plain.lark) cannot be used. The tree builder drops
     comment blocks and follows include blocks at any depth, so text whose markers
     are all blocks parses the same with either grammar. False positives only cost
     speed; the scan only runs where a marker character or keyword occurs at all."""
-    low = None
+    has_inc = False
     candidates: list[int] = []
     for ch in "#_":
         i = text.find(ch)
@@ -288,17 +333,15 @@ def needs_full_grammar(text: str) -> bool:
             if i == 0 or text[i - 1] in _WORD_START:  # not inside a word like SNCF_TGV
                 candidates.append(i)
             i = text.find(ch, i + 1)
-    for kw in _KEYWORDS:
-        if low is None:
-            low = text.lower()
-        i = low.find(kw)
-        while i >= 0:
+    for kw, offsets in zip(_KEYWORDS, _find_lower(text, _KEYWORDS)):
+        for i in offsets:
+            if kw == "include":
+                has_inc = True
             end = i + len(kw)
             if (i == 0 or text[i - 1] in _WORD_START) and (end >= len(text) or text[end] in _WORD_END):
                 candidates.append(i)
-            i = low.find(kw, end)
     if not candidates:
-        return False
+        return False, has_inc
     candidates.sort()
     n = len(text)
     skip_to = 0
@@ -312,7 +355,7 @@ def needs_full_grammar(text: str) -> bool:
         while k < n and text[k] <= " ":
             k += 1
         if k >= n or text[k] != "(":
-            return True  # a bare marker: it acts on the next item
+            return True, has_inc  # a bare marker: it acts on the next item
         # A comment or include block: skip it whole (its content is dropped or is a path).
         depth = 0
         for e in _BLOCK_EDGE.finditer(text, k):
@@ -325,8 +368,8 @@ def needs_full_grammar(text: str) -> bool:
                     skip_to = e.end()
                     break
         else:
-            return True  # unbalanced: let the full grammar report it
-    return False
+            return True, has_inc  # unbalanced: let the full grammar report it
+    return False, has_inc
 
 
 _WORD_END = frozenset(_WORD_START | {'"'})
@@ -341,7 +384,19 @@ _WORD_BYTES = bytes(0 if c <= 0x20 or c in b'()"' else 0x78 for c in range(256))
 
 def has_long_word(text: str) -> bool:
     """True if ``text`` holds a run of LONG_WORD word bytes (C speed: ~2 ms per MB)."""
-    return b"x" * LONG_WORD in text.encode("utf-8", "surrogatepass").translate(_WORD_BYTES)
+    run = b"x" * LONG_WORD
+    # In slices (overlapping by a run's length), so that a 200 MB file costs two small
+    # copies at a time, not two of its size.
+    step = _SCAN_SLICE
+    for at in range(0, max(len(text), 1), step):
+        part = text[max(at - LONG_WORD, 0) : at + step]
+        if run in part.encode("utf-8", "surrogatepass").translate(_WORD_BYTES):
+            return True
+    return False
+
+
+#: Characters per slice of the whole-text scans (has_long_word, _scan_markers).
+_SCAN_SLICE = 1 << 23
 
 
 def _blank_first_line(text: str) -> str:
@@ -351,7 +406,9 @@ def _blank_first_line(text: str) -> str:
     return " " * len(text) if nl < 0 else " " * nl + text[nl:]
 
 
-def _parse_items(source: Source) -> tuple[list, list[tuple[list, _Include]], list[tuple[str, int]]]:
+def _parse_items(
+    source: Source, bulk: bool = False
+) -> tuple[list, list[tuple[list, _Include]], list[tuple[str, int]]]:
     pool = _POOL
     b = pool.builder
     b.source = source
@@ -359,21 +416,34 @@ def _parse_items(source: Source) -> tuple[list, list[tuple[list, _Include]], lis
     b.notes = []
     try:
         text = _prepare(source)
-        lark = pool.full if needs_full_grammar(text) or has_long_word(text) else pool.plain
+        full, has_include = _scan_markers(text)
+        if full or has_long_word(text):
+            lark = pool.full
+        elif bulk and not source.exact_split and not has_include:
+            # Blocks kept raw must never hold an include: they are split without the
+            # include machinery if asked for.
+            lark = pool.bulk
+            b.defer = BULK_TABLES
+        else:
+            lark = pool.plain
         items: Any = lark.parse(text)  # the transformer builds a list, not a Tree
     except UnexpectedInput as exc:
         raise _syntax_error(source, exc) from None
     finally:
         includes, notes = b.includes, b.notes
-        b.includes, b.notes, b.source = [], [], None
+        b.includes, b.notes, b.source, b.defer = [], [], None, frozenset()
     return items, includes, notes
 
 
-def _parse_items_tolerant(source: Source, diags: Diagnostics):  # noqa: ANN202
+#: Blocks that a bulk parse keeps as raw text (the lexer of stf_bulk.lark isolates them).
+BULK_TABLES = frozenset({"tracknodes"})
+
+
+def _parse_items_tolerant(source: Source, diags: Diagnostics, bulk: bool = False):  # noqa: ANN202
     """:func:`_parse_items`; a lenient read skips every ``)`` that closes no block (Open
     Rails' reader ignores them: real ``carspawn.dat`` files end with one), docs/findings.md."""
     try:
-        return _parse_items(source)
+        return _parse_items(source, bulk)
     except StfSyntaxError as exc:
         if diags.strict or not exc.message.startswith("unmatched ')'") or exc.location is None:
             raise
@@ -389,7 +459,7 @@ def _parse_items_tolerant(source: Source, diags: Diagnostics):  # noqa: ANN202
             )
             chars[pos] = " "  # same length: every later offset, line and column holds
         fixed = Source(source.path, "".join(chars), source.encoding, source.compressed, source.exact_split)
-    return _parse_items(fixed)
+    return _parse_items(fixed, bulk)
 
 
 def _stray_closers(text: str) -> set[int]:
@@ -422,19 +492,31 @@ def gc_paused():
 
 
 def parse_source(
-    source: Source, *, diagnostics: Diagnostics | None = None, root: str | Path | None = None
+    source: Source,
+    *,
+    diagnostics: Diagnostics | None = None,
+    root: str | Path | None = None,
+    bulk: bool = False,
 ) -> Document:
-    """Parse decoded text into a :class:`Document`, following ``include``."""
+    """Parse decoded text into a :class:`Document`, following ``include``.
+
+    With ``bulk``, the blocks of :data:`BULK_TABLES` may be kept as raw text (when the
+    file has no comment marker, include or long word, and the block holds no quoted
+    string or escape): :meth:`Block.raw` hands the text to a bulk reader, and the
+    items are split only if asked for. The tree is the same either way.
+    """
     with gc_paused():
-        return _parse_source(source, diagnostics, root)
+        return _parse_source(source, diagnostics, root, bulk)
 
 
-def _parse_source(source: Source, diagnostics: Diagnostics | None, root: str | Path | None) -> Document:
+def _parse_source(
+    source: Source, diagnostics: Diagnostics | None, root: str | Path | None, bulk: bool = False
+) -> Document:
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=True)
     top = Path(source.path).resolve() if source.path and not source.path.startswith("<") else None
     confine = Path(root).resolve() if root is not None else (find_install_root(top) if top else None)
     seen: list[str] = []
-    items = _resolve(source, diags, confine, [str(top)] if top else [], seen)
+    items = _resolve(source, diags, confine, [str(top)] if top else [], seen, bulk=bulk)
     return Document(items, source, tuple(seen))
 
 
@@ -444,6 +526,7 @@ def parse_file(
     strict: bool = True,
     diagnostics: Diagnostics | None = None,
     root: str | Path | None = None,
+    bulk: bool = False,
 ) -> Document:
     """Read, decode and parse one STF file into the generic tree.
 
@@ -452,7 +535,7 @@ def parse_file(
     ``ROUTES`` and ``GLOBAL``; else the file's own folder; docs/security.md §3).
     """
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
-    return parse_source(read_source(path), diagnostics=diags, root=root)
+    return parse_source(read_source(path), diagnostics=diags, root=root, bulk=bulk)
 
 
 def parse_text(text: str, path: str = "<text>") -> Document:
@@ -467,8 +550,9 @@ def _resolve(
     stack: list[str],
     seen: list[str],
     budget: list[int] | None = None,
+    bulk: bool = False,
 ) -> list:
-    items, includes, notes = _parse_items_tolerant(source, diags)
+    items, includes, notes = _parse_items_tolerant(source, diags, bulk)
     for message, pos in notes:
         diags.note(message, source.location(pos))
     if not includes:

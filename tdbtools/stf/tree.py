@@ -70,6 +70,14 @@ class Block:
             self._raw = None
         return items
 
+    def raw(self) -> tuple[str, int] | None:
+        """``(text, offset in the source)`` of a block still held as raw text (its
+        items not split yet), else None: for bulk readers that scan the text themselves
+        and fall back to :attr:`items` for anything unusual."""
+        if self._items is None and self._raw is not None:
+            return self._raw, self._rawpos
+        return None
+
     def leaf_view(self) -> list | None:
         """The items with each child block given as ``(key, values_text)``, if every
         child block holds only plain words; else None. Reads lazily built blocks
@@ -345,7 +353,9 @@ def split_shallow(raw: str, rawpos: int, src: Source | None) -> list:
     def no_include(_cur, inc):  # lazy blocks never hold include blocks
         raise AssertionError("include inside a lazily built block")
 
-    split_items(raw, rawpos, src, out, no_include, lazy=False)
+    # lazy: a block deferred by the parser (parse_source's defer) may hold deep blocks;
+    # its children are then built as the parser builds them.
+    split_items(raw, rawpos, src, out, no_include, lazy=True)
     return out
 
 

@@ -1,0 +1,223 @@
+"""The bulk reader of TrackNodes (formats/tdb.py, grammars/stf_bulk.lark, tdb_nodes.lark)
+gives exactly the model, the findings and the errors of the tree path."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import DK24_ROUTE, REPO, SAMPLE_ROUTE, needs_dk24
+
+from tdbtools.errors import Diagnostics, TdbToolsError
+from tdbtools.formats import tdb as tdb_mod
+from tdbtools.formats.tdb import parse_tdb, tdb_from_document
+from tdbtools.stf import parse_file, parse_text
+from tdbtools.stf import parser as stf_parser
+from tdbtools.stf.source import Source
+
+DATA = REPO / "tests" / "data"
+TDB_FILES = sorted(
+    p
+    for folder in (DATA / "valid", DATA / "invalid", SAMPLE_ROUTE, SAMPLE_ROUTE.parent / "SIGNALS")
+    for p in folder.iterdir()
+    if p.suffix.lower() in (".tdb", ".rdb")
+)
+
+
+_REAL_BULK = tdb_mod.read_bulk_nodes
+
+
+def _read(path: Path, *, bulk: bool, strict: bool, monkeypatch):
+    """(model or None, error text or None, findings, whether the bulk reader was used)."""
+    used = []
+    real = _REAL_BULK
+
+    def spy(blk):  # noqa: ANN001, ANN202
+        out = real(blk) if bulk else None
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(tdb_mod, "read_bulk_nodes", spy)
+    diags = Diagnostics(strict=strict)
+    try:
+        doc = parse_tdb(path, diags) if bulk else parse_file(path, diagnostics=diags)
+        db = tdb_from_document(doc, diags)
+        err = None
+    except TdbToolsError as exc:
+        db, err = None, (type(exc).__name__, str(exc))
+    return db, err, [(f.message, f.location, f.code) for f in diags.findings], any(used)
+
+
+def _same(path: Path, monkeypatch, strict: bool) -> bool:
+    a, ea, fa, used = _read(path, bulk=True, strict=strict, monkeypatch=monkeypatch)
+    b, eb, fb, _ = _read(path, bulk=False, strict=strict, monkeypatch=monkeypatch)
+    assert ea == eb
+    assert fa == fb
+    assert (a is None) == (b is None)
+    if a is not None:
+        assert a == b
+        assert a.nodes == b.nodes  # field by field, incl. each node's section rows
+        assert a.sections.flag3.tolist() == b.sections.flag3.tolist()
+    return used
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("path", TDB_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_bulk_reader_gives_the_tree_readers_model(path, strict, monkeypatch):
+    _same(path, monkeypatch, strict)
+
+
+def test_bulk_reader_is_used_on_the_sample_and_utf16_fixtures(monkeypatch):
+    # The sample route's files and the UTF-16 + CRLF fixture take the fast path.
+    for path in (SAMPLE_ROUTE / "SAMPLE.tdb", SAMPLE_ROUTE / "SAMPLE.rdb", DATA / "valid" / "tiny.tdb"):
+        assert _same(path, monkeypatch, True), path
+
+
+def test_bulk_reader_on_the_realworld_route(tmp_path, monkeypatch):
+    sys.path.insert(0, str(DATA))
+    import realworld
+
+    route = realworld.make_route(tmp_path)
+    tdb = next(route.glob("*.tdb"))
+    assert _same(tdb, monkeypatch, True)
+    bad = realworld.make_route(tmp_path / "bad", missing_section=True)
+    _same(next(bad.glob("*.tdb")), monkeypatch, False)
+
+
+_GOOD = """SIMISA@@@@@@@@@@JINX0T0t______
+
+TrackDB (
+	Serial ( 3 )
+	TrackNodes ( 4
+		TrackNode ( 1
+			TrEndNode ( 0 )
+			UiD ( 1 2 3 0 1 2 10.5 0 -20.25 0 3.1 0 )
+			TrPins ( 1 0
+				TrPin ( 2 1 )
+			)
+		)
+		TrackNode ( 2
+			TrVectorNode (
+				TrVectorSections ( 2 5 6 1 2 7 0 1 00 1 2 10.5 0 -20.25 0.001 -3 0 5 6 1 2 8 1 0 00 1 2 12 1e-05 -25.5 0 2.5 0 )
+				TrItemRefs ( 2
+					TrItemRef ( 0 )
+					TrItemRef ( 1 )
+				)
+			)
+			TrPins ( 1 1
+				TrPin ( 1 1 )
+				TrPin ( 3 1 )
+			)
+		)
+		TrackNode ( 3
+			TrJunctionNode ( 0 71 0 )
+			UiD ( 1 2 4 0 1 2 13 0 -30 0 3.2 0 )
+			TrPins ( 1 2
+				TrPin ( 2 0 )
+				TrPin ( 4 1 )
+				TrPin ( 4 0 )
+			)
+		)
+		TrackNode ( 4
+			TrVectorNode (
+				TrVectorSections ( 1 5 6 1 2 9 0 1 00 1 2 13 0 -30 0 0 0 )
+			)
+			TrPins ( 1 1
+				TrPin ( 3 1 )
+				TrPin ( 3 2 )
+			)
+		)
+	)
+	TrItemTable ( 2
+		SpeedPostItem (
+			TrItemId ( 0 )
+			TrItemSData ( 10 00000000 )
+			SpeedpostTrItemData ( 2 80 0.5 )
+		)
+		SpeedPostItem (
+			TrItemId ( 1 )
+			TrItemSData ( 20 00000000 )
+			SpeedpostTrItemData ( 2 60 0.5 )
+		)
+	)
+)
+"""
+
+# Each variant changes one thing: the bulk reader must either read it exactly as the
+# tree path does, or leave it to the tree path (same model, findings and errors).
+VARIANTS = {
+    "good": ("", ""),
+    "lower_case_name": (
+        "TrVectorNode (\n\t\t\t\tTrVectorSections ( 1",
+        "trvectornode (\n\t\t\t\tTrVectorSections ( 1",
+    ),
+    "one_line_node": ("TrPins ( 1 2\n\t\t\t\tTrPin ( 2 0 )", "TrPins ( 1 2 TrPin ( 2 0 )"),
+    "index_out_of_order": ("TrackNode ( 3", "TrackNode ( 7"),
+    "count_too_big": ("TrackNodes ( 4", "TrackNodes ( 5"),
+    "ten_digit_link": ("TrPin ( 3 2 )", "TrPin ( 3000000000 2 )"),
+    "huge_link": ("TrPin ( 3 2 )", "TrPin ( 99999999999999999999 2 )"),
+    "section_count": ("TrVectorSections ( 1 5", "TrVectorSections ( 2 5"),
+    "section_word": ("13 0 -30 0 0 0 )", "13 0 -30 abc 0 0 )"),
+    "section_nan": ("13 0 -30 0 0 0 )", "13 0 -30 nan 0 0 )"),
+    "section_hex": ("13 0 -30 0 0 0 )", "13 0 -30 0x10 0 0 )"),
+    "flag3_text": ("9 0 1 00 1 2", "9 0 1 0a 1 2"),
+    "flag3_number": ("9 0 1 00 1 2", "9 0 1 07 1 2"),
+    "tile_too_big": ("9 0 1 00 1 2 13", "9 0 1 00 1 2000000 13"),
+    "angle_too_big": ("13 0 -30 0 0 0 )", "13 0 -30 0 9 0 )"),
+    "fractional_id": ("TrVectorSections ( 1 5 6", "TrVectorSections ( 1 5.5 6"),
+    "empty_sections": ("TrVectorSections ( 1 5 6 1 2 9 0 1 00 1 2 13 0 -30 0 0 0 )", "TrVectorSections ( )"),
+    "refs_count": ("TrItemRefs ( 2", "TrItemRefs ( 3"),
+    "uid_inf": ("10.5 0 -20.25 0 3.1 0 )", "10.5 0 -20.25 0 inf 0 )"),
+    "uid_word": ("10.5 0 -20.25 0 3.1 0 )", "10.5 0 -20.25 0 x 0 )"),
+    "uid_short": ("UiD ( 1 2 4 0 1 2 13 0 -30 0 3.2 0 )", "UiD ( 1 2 4 0 1 2 13 0 -30 0 3.2 )"),
+    "junction_shape_word": ("TrJunctionNode ( 0 71 0 )", "TrJunctionNode ( 0 x 0 )"),
+    "junction_one_value": ("TrJunctionNode ( 0 71 0 )", "TrJunctionNode ( 0 )"),
+    "end_two_pins": (
+        "TrPins ( 1 0\n\t\t\t\tTrPin ( 2 1 )",
+        "TrPins ( 1 1\n\t\t\t\tTrPin ( 2 1 ) TrPin ( 2 0 )",
+    ),
+    "vector_three_pins": (
+        "TrPins ( 1 1\n\t\t\t\tTrPin ( 3 1 )",
+        "TrPins ( 1 2\n\t\t\t\tTrPin ( 3 1 ) TrPin ( 3 0 )",
+    ),
+    "stray_value": ("TrackNode ( 4", "x TrackNode ( 4"),
+    "unknown_block": ("TrackNode ( 4", "Extra ( 1 ) TrackNode ( 4"),
+    "comment_block": ("TrackNode ( 4", "_note ( 1 ) TrackNode ( 4"),
+    "unicode_word": ("TrJunctionNode ( 0 71 0 )", "TrJunctionNode ( 0 71 é )"),
+    "tab_separated": ("TrVectorSections ( 1 5 6", "TrVectorSections (\t1\t5\t6"),
+    "two_tables": ("\tTrItemTable ( 2", "\tTrackNodes ( 0 )\n\tTrItemTable ( 2"),
+}
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_bulk_reader_on_defects(name, strict, tmp_path, monkeypatch):
+    old, new = VARIANTS[name]
+    text = _GOOD.replace(old, new, 1) if old else _GOOD
+    assert text != _GOOD or name == "good"
+    for enc, newline in (("utf-8", "\n"), ("utf-16", "\r\n")):
+        path = tmp_path / f"{name}-{enc}.tdb"
+        path.write_bytes(text.replace("\n", newline).encode(enc))
+        used = _same(path, monkeypatch, strict)
+        if name in ("good", "one_line_node", "tab_separated", "lower_case_name"):
+            assert used == (name != "lower_case_name")
+
+
+def test_bulk_grammar_gives_the_same_tree():
+    text = _GOOD.replace("TrackNodes ( 4", "Extra ( trackNodes ( 1 ) ) TrackNodes ( 4", 1)
+    head, _, body = _GOOD.partition("\n")
+    for t in (_GOOD, text, head + "\n" + body.replace("\n", " ")):
+        plain = parse_text(t)
+        src = Source("<bulk>", t, "str")
+        bulk = stf_parser.parse_source(src, bulk=True)
+        assert bulk.find("TrackDB").find("TrackNodes").raw() is not None  # kept raw ...
+        assert bulk == plain  # ... and split on demand
+
+
+@needs_dk24
+@pytest.mark.parametrize("name", ["DK24.tdb", "DK24.rdb"])
+def test_bulk_reader_on_dk24(name, monkeypatch):
+    path = DK24_ROUTE / name
+    assert _same(path, monkeypatch, True)
+    assert parse_tdb(path, Diagnostics()) == parse_file(path)
