@@ -105,6 +105,26 @@ def resistance(consist: str, v: float) -> float:
     return tot
 
 
+def limit_window(limits, route_limit: float, train_length: float):  # noqa: ANN001, ANN201
+    """The lowest limit over a train whose front is at ``front`` (the rear's limit
+    holds until the rear has passed the post)."""
+    steps = sorted(limits)
+
+    def line_limit(s: float) -> float:
+        v = route_limit
+        for a, lim in steps:
+            if s >= a:
+                v = min(lim, route_limit)
+        return v
+
+    def window(front: float) -> float:
+        rear = front - train_length
+        pts = [rear, front] + [a for a, _ in steps if rear < a <= front]
+        return min(line_limit(p) for p in pts)
+
+    return window
+
+
 def reference_min_time(
     consist: str,
     length: float,
@@ -129,18 +149,7 @@ def reference_min_time(
     sin = math.sin(math.atan(grade))
     fixed = tr.mass * g * sin + tr.mass * g * 0.8 * abs(curvature)  # gravity + curve (OSRD)
     steps = sorted(limits)
-
-    def line_limit(s: float) -> float:
-        v = route_limit
-        for a, lim in steps:
-            if s >= a:
-                v = min(lim, route_limit)
-        return v
-
-    def window(front: float) -> float:
-        rear = front - tr.length
-        pts = [rear, front] + [a for a, _ in steps if rear < a <= front]
-        return min(line_limit(p) for p in pts)
+    window = limit_window(limits, route_limit, tr.length)
 
     stop = length - 2.0
     targets = [(a, min(v, route_limit)) for a, v in steps] + [(stop, 0.0)]
@@ -563,19 +572,7 @@ def reference_min_time_force(length, grade, limits, route_limit, b_plain, b_shoe
             if w > (route_limit + 1.0) ** 2:  # above every limit: no longer binding
                 break
 
-    steps = sorted(limits)
-
-    def line_limit(s: float) -> float:
-        v = route_limit
-        for a, lim in steps:
-            if s >= a:
-                v = min(lim, route_limit)
-        return v
-
-    def window(front: float) -> float:
-        rear = front - tr.length
-        pts = [rear, front] + [a for a, _ in steps if rear < a <= front]
-        return min(line_limit(p) for p in pts)
+    window = limit_window(limits, route_limit, tr.length)
 
     vcap = min(tr.engines[0][2], route_limit)
     s, w, t = tr.length, 0.0, 0.0

@@ -635,16 +635,7 @@ class Interlocking:
         t.extents = {}
         t.stop_s, t.creep_at, t.limits = None, None, []
         if t.waiting_since is not None:
-            self.events.append(
-                SignalWait(
-                    time=t.waiting_since,
-                    train=t.name,
-                    signal=t.waiting_at,
-                    until=self.time,
-                    seconds=round(self.time - t.waiting_since, 3),
-                )
-            )
-            t.waiting_since, t.waiting_at = None, -1
+            self._end_wait(t)
 
     # -- deadlock look-ahead (§4.9) ------------------------------------------------------------
     def _build_runs(self) -> None:
@@ -1309,16 +1300,21 @@ class Interlocking:
             if t.waiting_since is None:
                 t.waiting_since, t.waiting_at = self.time, sig
         elif t.waiting_since is not None and not standing:
-            self.events.append(
-                SignalWait(
-                    time=t.waiting_since,
-                    train=t.name,
-                    signal=t.waiting_at,
-                    until=self.time,
-                    seconds=round(self.time - t.waiting_since, 3),
-                )
+            self._end_wait(t)
+
+    def _end_wait(self, t: TrainState) -> None:
+        """Record the wait of ``t`` at its signal, which ends now."""
+        assert t.waiting_since is not None
+        self.events.append(
+            SignalWait(
+                time=t.waiting_since,
+                train=t.name,
+                signal=t.waiting_at,
+                until=self.time,
+                seconds=round(self.time - t.waiting_since, 3),
             )
-            t.waiting_since, t.waiting_at = None, -1
+        )
+        t.waiting_since, t.waiting_at = None, -1
 
     def waiting_for(self, train: int) -> set[str]:
         """Names of the trains a train waits for as of the last update: those holding its next
