@@ -567,10 +567,12 @@ def parse_source(
 ) -> Document:
     """Parse decoded text into a :class:`Document`, following ``include``.
 
-    With ``bulk``, the blocks of :data:`BULK_TABLES` may be kept as raw text (when the
-    file has no comment marker, include or long word, and the block holds no quoted
-    string or escape): :meth:`Block.raw` hands the text to a bulk reader, and the
-    items are split only if asked for. The tree is the same either way.
+    With ``bulk`` (True: a .tdb's tables; "tsection": a tsection.dat's, see
+    :data:`BULK_GRAMMARS`), those blocks may be kept as raw text (when the file has no
+    bare comment marker or long word, and the block holds no include block, quoted
+    string or escape outside its comment blocks): :meth:`Block.raw` hands the text to a
+    bulk reader, and the items are split only if asked for. The tree is the same
+    either way.
     """
     with gc_paused():
         return _parse_source(source, diagnostics, root, bulk)
