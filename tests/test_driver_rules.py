@@ -22,6 +22,7 @@ from tdbtools.physics.driver import (
     Stop,
     Target,
 )
+from tdbtools.physics.events import DepartedPoint, WaitingAtPoint
 from tdbtools.physics.scenario import Command
 
 A_MAX = 0.4  # m/s²: what full traction gives the point mass
@@ -329,12 +330,12 @@ def test_a_waiting_point_waits_then_departs():
     drv = driver(stop_at=1000.0, stops=[Stop(500.0, 30.0)])
     c = drv(state(499.8, 0.0, t=10.0))
     assert c == Controls(0.0, 1.0, 0.5) and not drv.finished
-    assert drv.events == [{"kind": "waiting", "time": 10.0, "at": 500.0, "wait": 30.0}]
+    assert drv.events == [WaitingAtPoint(time=10.0, at=500.0, wait=30.0, train="")]
     drv._applied = 0.0
     c = drv(state(499.8, 0.0, t=39.9))  # waiting: the brakes stay on
     assert c == Controls(0.0, 1.0, 0.5) and drv._applied == 0.5 and len(drv.events) == 1
     c = drv(state(499.8, 0.0, t=40.0 - 1e-10))  # the wait is over (to 1e-9 s)
-    assert drv.events[-1] == {"kind": "departed", "time": 40.0 - 1e-10, "at": 500.0}
+    assert drv.events[-1] == DepartedPoint(time=40.0 - 1e-10, at=500.0, train="")
     assert [p.kind for p in drv.stops] == ["end"] and c.speed_target is not None
     assert not drv.finished
 
@@ -454,7 +455,7 @@ def test_the_wait_ends_exactly_on_time():
     drv = driver(stop_at=1000.0, stops=[Stop(500.0, 1.0)])
     drv(state(499.8, 0.0, t=0.0))
     drv(state(499.8, 0.0, t=1.0 - 1e-9))
-    assert drv.events[-1]["kind"] == "departed"
+    assert drv.events[-1].kind == "departed"
 
 
 def test_departing_from_a_stop_checks_the_next_one_at_once():

@@ -92,10 +92,11 @@ def test_every_event_class_is_exported():
     assert all(getattr(physics, n) is getattr(events, n) for n in classes)
 
 
-def test_driver_events_keep_the_key_order_of_the_dicts_they_replace():
-    from tdbtools.physics.events import DepartedPoint, driver_event
+def test_driver_events_keep_the_key_order_of_the_dicts_they_replaced():
+    """events.json keeps its key order now that the driver emits typed events."""
+    from tdbtools.physics.events import DepartedPoint, WaitingAtPoint
 
-    d = {"kind": "waiting", "time": 5.0, "at": 120.0, "wait": 30.0}
-    w = driver_event(d, "p")
-    assert w.to_dict() == {**d, "train": "p"} and list(w.to_dict()) == [*d, "train"]
-    assert isinstance(driver_event({"kind": "departed", "time": 35.0, "at": 120.0}, "p"), DepartedPoint)
+    w = WaitingAtPoint(time=5.0, at=120.0, wait=30.0, train="p")
+    assert list(w.to_dict()) == ["kind", "time", "at", "wait", "train"]
+    assert w.to_dict() == {"kind": "waiting", "time": 5.0, "at": 120.0, "wait": 30.0, "train": "p"}
+    assert list(DepartedPoint(time=35.0, at=120.0, train="p").to_dict()) == ["kind", "time", "at", "train"]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .events import DepartedPoint, ReplayEvent, WaitingAtPoint
 from .scenario import Command
 
 __all__ = ["AutoDriver", "Controls", "DriveState", "ScheduleDriver", "Stop", "Target"]
@@ -150,7 +151,10 @@ class AutoDriver:
         #: What the brakes give now, as far as the driver can tell (m/s²).
         self._applied = 0.0
         self.finished = False
-        self.events: list[dict] = []
+        #: The train's name in the events below (the replay sets it).
+        self.train = ""
+        #: Arrived at and left waiting points; the replay collects and clears them.
+        self.events: list[ReplayEvent] = []
 
     @property
     def stop_at(self) -> float | None:
@@ -251,7 +255,7 @@ class AutoDriver:
             # Standing at a stop: hold the brakes until the wait is over.
             if stop.wait != math.inf and st.time - stop.arrived_at >= stop.wait - 1e-9:
                 self.stops.pop(0)
-                self.events.append({"kind": "departed", "time": st.time, "at": stop.s})
+                self.events.append(DepartedPoint(time=st.time, at=stop.s, train=self.train))
                 stop = self._next_stop()
             else:
                 if stop.wait == math.inf:
@@ -263,7 +267,7 @@ class AutoDriver:
             if stop.wait == math.inf:
                 self.finished = True
             else:
-                self.events.append({"kind": "waiting", "time": st.time, "at": stop.s, "wait": stop.wait})
+                self.events.append(WaitingAtPoint(time=st.time, at=stop.s, wait=stop.wait, train=self.train))
             return Controls(0.0, 1.0, self.decel)
         # Targets passed by the front are done with.
         targets = self.targets

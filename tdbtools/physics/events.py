@@ -208,14 +208,6 @@ class DepartedPoint(ReplayEvent):
     train: str
 
 
-def driver_event(d: dict[str, Any], train: str) -> ReplayEvent:
-    """The typed event of one of a driver's dict events (``waiting``/``departed``)."""
-    cls = {"waiting": WaitingAtPoint, "departed": DepartedPoint}.get(d["kind"])
-    if cls is None:
-        raise ValueError(f"unknown driver event kind {d['kind']!r}")
-    return cls(**{k: v for k, v in d.items() if k != "kind"}, train=train)
-
-
 # -- signals: SignalAspect, AspectSeen, SignalWait, Spad, Deadlock (tdbtools.signals.events) --
 
 
@@ -294,5 +286,4 @@ __all__ = [
     "SwitchThrow",
     "TrainStopped",
     "WaitingAtPoint",
-    "driver_event",
 ]

@@ -52,7 +52,6 @@ from .events import (
     StandIn,
     SwitchThrow,
     TrainStopped,
-    driver_event,
 )
 from .safety import BogieSet, Occupancy, SafetyEvent, TrainPosition, throw_switch
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
@@ -342,6 +341,7 @@ def _setup_driver(t: _Train, rep: Replay) -> None:
     if not isinstance(d, AutoDriver):
         return
     d.train_length = t.length
+    d.train = t.spec.name
     if t.spec.brake_mode == "force":
         # Plan with what the brakes give on the level, with a margin, and start braking
         # half a build-up time earlier (a linear build-up is a dead time of T/2).
@@ -708,7 +708,7 @@ class Replay:
                 evs = getattr(getattr(t.driver, "inner", t.driver), "events", None)
                 if evs:  # waiting points: arrived and waiting, departed
                     for e in evs:
-                        self._event(driver_event(e, t.spec.name))
+                        self._event(e)
                     evs.clear()
             t.controls = c
             ctrl.append(c)
