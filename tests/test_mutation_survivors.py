@@ -3,11 +3,19 @@ here fails with the mutant it names and passes on the code as it is."""
 
 from __future__ import annotations
 
-from helpers import SAMPLE_ROUTE
+import copy
 
+from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
+from test_running_time import CONSISTS, KMH
+
+from tdbtools.formats.consist import read_consist, resolve_stock
+from tdbtools.physics.driver import AutoDriver
 from tdbtools.physics.events import EndOfLine
+from tdbtools.physics.forces import CarModel
 from tdbtools.physics.replay import Replay
+from tdbtools.physics.runtime import ITERATIONS, fit_allowance, plan
 from tdbtools.physics.scenario import scenario_from_text
+from tdbtools.physics.trackline import TrackLine
 
 
 def _main_line_location(s: float):  # noqa: ANN202
@@ -50,3 +58,31 @@ def test_only_the_train_that_runs_off_its_line_reaches_its_end():
     assert 5.0 < ends[0].time < 20.0
     creeping = rp.trains[0]
     assert creeping.done_at is None and not creeping.derailed
+
+
+def test_eco_allowance_can_coast_for_less_than_a_second():
+    """Kills `fit_allowance`'s coasting bracket starting at 1 s: with no allowance asked
+    for, the bisection lands on the coasting at which the planned time first grows, which
+    for this short passenger run is under a second."""
+    cars = resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)
+    model = CarModel.from_stock(cars, rotating_mass=True)
+    line = TrackLine.synthetic(model.total_length + 300.0, route_limit=120 * KMH)
+    s, v = line.limits("passenger")
+    d = AutoDriver(s, v, line.length, max_speed=120 * KMH, deceleration=0.5, train_length=model.total_length)
+    front0 = model.total_length
+    base = plan(d, model, line, front0).time
+
+    def coasting(x: float) -> float:
+        trial = copy.deepcopy(d)
+        trial.coast_before = x
+        return plan(trial, model, line, front0).time
+
+    assert coasting(0.95) > base  # coasting under a second already costs a plan step
+    figures, warnings = fit_allowance(
+        d, model, line, front0, adhesion="dry", percent=0.0, min_per_100km=0.0, mode="eco"
+    )
+    assert figures is not None and warnings == []
+    x = figures["coast_before"]
+    width = 3600.0 / 2**ITERATIONS  # the bracket left by the bisection
+    assert 0.0 < x < 1.0
+    assert coasting(x - width) == base < coasting(x + width)
