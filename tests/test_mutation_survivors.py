@@ -13,7 +13,7 @@ from tdbtools.physics.driver import AutoDriver
 from tdbtools.physics.events import EndOfLine
 from tdbtools.physics.forces import CarModel
 from tdbtools.physics.replay import Replay
-from tdbtools.physics.runtime import ITERATIONS, fit_allowance, plan
+from tdbtools.physics.runtime import ITERATIONS, PLAN_STEP, fit_allowance, plan
 from tdbtools.physics.scenario import scenario_from_text
 from tdbtools.physics.trackline import TrackLine
 
@@ -86,3 +86,22 @@ def test_eco_allowance_can_coast_for_less_than_a_second():
     width = 3600.0 / 2**ITERATIONS  # the bracket left by the bisection
     assert 0.0 < x < 1.0
     assert coasting(x - width) == base < coasting(x + width)
+
+
+def test_allowance_applies_to_a_planned_run_of_one_second():
+    """Kills `fit_allowance`'s `base.time <= 1` for `<= 0`: a light engine 0.6 m short
+    of its stop, braking at 1.5 m/s², plans a run of exactly one second (two plan
+    steps); only a run of no time at all has no allowance."""
+    cars = resolve_stock(read_consist(CONSISTS / "sample_double.con"), SAMPLE_INSTALL)
+    model = CarModel.from_stock(cars, rotating_mass=True)
+    line = TrackLine.synthetic(1000.0, route_limit=120 * KMH)
+    s, v = line.limits("freight")
+    d = AutoDriver(s, v, line.length, max_speed=120 * KMH, deceleration=1.5, train_length=model.total_length)
+    front0 = line.length - AutoDriver.STOP_SHORT - 0.6
+    base = plan(d, model, line, front0)
+    assert base.finished and base.time == 2 * PLAN_STEP == 1.0
+    figures, _ = fit_allowance(
+        d, model, line, front0, adhesion="dry", percent=50.0, min_per_100km=0.0, mode="linear"
+    )
+    assert figures is not None
+    assert figures["minimum_s"] == 1.0 and figures["target_s"] == 1.5
