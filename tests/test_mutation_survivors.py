@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
 from test_running_time import CONSISTS, KMH
 
+from tdbtools.formats.activity import StopItem
 from tdbtools.formats.consist import read_consist, resolve_stock
-from tdbtools.physics.driver import AutoDriver
+from tdbtools.physics.activity import Platform, ServiceDriver, Stop
+from tdbtools.physics.driver import AutoDriver, DriveState
 from tdbtools.physics.events import EndOfLine
 from tdbtools.physics.forces import CarModel
 from tdbtools.physics.replay import Replay
@@ -105,3 +108,38 @@ def test_allowance_applies_to_a_planned_run_of_one_second():
     )
     assert figures is not None
     assert figures["minimum_s"] == 1.0 and figures["target_s"] == 1.5
+
+
+def _run_service(d: ServiceDriver, front0: float, length: float, seconds: float, dt: float = 0.5) -> None:
+    """A point-mass run of ``d``: ±0.5 m/s² towards the speed it asks for, its
+    deceleration when it brakes (enough for the driver's own stopping curve)."""
+    s, v, t = front0, 0.0, 0.0
+    while t < seconds and not d.finished:
+        c = d(DriveState(t, s - front0, v, s, s - length, dt))
+        if c.speed_target is not None:
+            v = min(c.speed_target, v + 0.5 * dt) if c.speed_target > v else max(c.speed_target, v - 0.5 * dt)
+        elif c.deceleration > 0:
+            v = max(v - c.deceleration * dt, 0.0)
+        else:
+            v = max(v - 0.5 * dt, 0.0)
+        s += v * dt
+        t += dt
+
+
+def test_a_service_stops_at_each_of_its_stations():
+    """Kills `ServiceDriver`'s `next_stop += 2`: three booked stops on one line are all
+    called at, in order, and the service then runs on to its path's end."""
+    platform = Platform((1, 2), "P", "Station", 1, 0.0, 100.0, 20, 0)
+    stops = [Stop(platform, StopItem(1), s) for s in (400.0, 800.0, 1200.0)]
+    line_s, line_v = np.array([0.0]), np.array([15.0])
+    auto = AutoDriver(line_s, line_v, 2000.0, max_speed=15.0, deceleration=0.5, train_length=50.0)
+    d = ServiceDriver("svc", auto, 0.0, 0.0, stops, 1600.0, 1, True, None, None)
+    d.state = "running"  # the dispatcher's part: put it on the track with authority
+    _run_service(d, 50.0, 50.0, 3600.0)
+    assert d.finished and d.state == "done"
+    arrivals = [st.arrival for st in stops]
+    assert all(a is not None for a in arrivals), arrivals
+    departs = [st.depart for st in stops]
+    assert all(p is not None for p in departs), departs
+    assert arrivals[0] < departs[0] < arrivals[1] < departs[1] < arrivals[2] < departs[2]
+    assert all(p - a >= 20.0 for a, p in zip(arrivals, departs, strict=True))  # the platform's wait
