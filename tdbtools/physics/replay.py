@@ -677,10 +677,6 @@ class Replay:
         """Global table distance of per-car line distances (clipped onto each line)."""
         return np.minimum(np.maximum(s, 0.0), self.car_line_len) + self.car_base  # (np.clip's ufuncs)
 
-    def _g3(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """:meth:`_g` of three per-car arrays at once (one numpy call each way)."""
-        return np.clip(np.concatenate([a, b, c]), 0.0, self._len3) + self._base3
-
     def step(self) -> None:
         sc = self.scenario
         dt = sc.step
@@ -715,7 +711,7 @@ class Replay:
         m = self.model
         lines = self.lines
         n = len(x)
-        # _g3, in place: the front and rear bogies (the measures the last step left, of
+        # _g of three per-car arrays in place: the front and rear bogies (the measures the last step left, of
         # these x) and the middle of every car
         g = np.concatenate((self._fb, self._rb, x - self._half_length))
         np.maximum(g, 0.0, out=g)
