@@ -1,0 +1,368 @@
+"""Fast tests written for mutants that survived the fast physics selection (docs/mutation.md
+§7): the activity dispatcher and its results, the activity writer, and the safety checks.
+
+Each replay is built inside its test, not in a shared fixture: mutmut gives a function's
+mutants only the tests that ran the function in its stats pass (docs/mutation.md §2).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+from helpers import SAMPLE_INSTALL
+from test_activity_replay import H, services
+
+from tdbtools.formats.activity import make_traffic, read_service, read_traffic, write_stf_file
+from tdbtools.formats.route import load_route
+from tdbtools.physics.activity import (
+    BLOCK_M,
+    DEADLOCK_AFTER_S,
+    DISPATCH_EVERY_S,
+    JUNCTION_MAX_M,
+    JUNCTION_MIN_M,
+    ActivityError,
+    ActivityReplay,
+    block_name,
+    clock,
+    fouling_length,
+    plan_activity,
+)
+from tdbtools.physics.activity_build import ServiceSpec, write_activity_files
+from tdbtools.physics.events import (
+    Arrived,
+    CarsStopped,
+    Deadlock,
+    NotAtEnd,
+    ServiceStarted,
+    SetupWarning,
+    StartDelayed,
+    Stuck,
+)
+
+
+@pytest.fixture
+def sample_copy(tmp_path):
+    dst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, dst)
+    return load_route(dst / "ROUTES" / "SAMPLE", cache=False)
+
+
+def _replay(route, name: str, freight_west_start: int = 60, **kw):  # noqa: ANN001, ANN202
+    act = write_activity_files(route, name, services(freight_west_start))
+    rp = ActivityReplay(plan_activity(act), route=route, **kw)
+    return rp, rp.run()
+
+
+def _first(events, kind, train):  # noqa: ANN001, ANN202
+    return next(e for e in events if isinstance(e, kind) and e.train == train)
+
+
+# -- writing and planning an activity ---------------------------------------------------------
+
+
+def test_written_activity_reads_back(sample_copy):
+    """Every file write_activity_files writes says what the specs asked for."""
+    specs = [
+        ServiceSpec("Goods 1", "sample_freight", H, ("2@420", "5"), efficiency=0.7),
+        ServiceSpec("Local", "sample_double", H + 30, ("7", "1"), stops=(("Sampleby", H + 180, H + 210),)),
+        ServiceSpec(
+            "Player",
+            "sample_passenger",
+            H + 360,
+            ("5", "1"),
+            stops=(("sampleby, spor 1", None, None),),
+            player=True,
+        ),
+    ]
+    act = write_activity_files(sample_copy, "My day", specs, description="a test", duration=1800)
+    folder = act.parents[1]
+    assert act == folder / "ACTIVITIES" / "My_day.act"
+    assert sorted(p.name for p in (folder / "PATHS").glob("My_day_*.pat")) == [
+        "My_day_Goods_1.pat",
+        "My_day_Local.pat",
+        "My_day_Player.pat",
+    ]
+    srv = read_service(folder / "SERVICES" / "My_day_Goods_1.srv")
+    assert (srv.name, srv.train_config, srv.path_id, srv.efficiency) == (
+        "Goods 1",
+        "sample_freight",
+        "My_day_Goods_1",
+        0.7,
+    )
+    assert srv.platform_ids == ()
+    assert read_service(folder / "SERVICES" / "My_day_Local.srv").platform_ids == (1,)
+    trf = read_traffic(folder / "TRAFFIC" / "My_day.trf")
+    assert [(s.name, s.time) for s in trf.services] == [("My_day_Goods_1", H), ("My_day_Local", H + 30)]
+    (stop,) = trf.services[1].stops
+    assert (stop.platform_id, stop.arrival, stop.depart) == (1, H + 180, H + 210)
+    plan = plan_activity(act)
+    h = plan.activity.header
+    assert (h.route_id, h.name, h.description, h.start_time, h.duration, h.path_id) == (
+        "SAMPLE",
+        "My day",
+        "a test",
+        H + 360,
+        1800,
+        "Player",
+    )
+    assert plan.activity.traffic_name == "My_day" and plan.warnings == ()
+    by = {t.name: t for t in plan.trains}
+    assert [t.name for t in plan.trains] == ["Player", "Goods 1", "Local"]
+    assert by["Player"].player and not by["Local"].player and by["Local"].booked
+    assert by["Player"].start == H + 360 and by["Goods 1"].start == H and by["Local"].start == H + 30
+    (ps,) = by["Player"].stops
+    assert (ps.platform_id, ps.arrival, ps.depart, ps.efficiency) == (1, None, None, None)
+    (ls,) = by["Local"].stops
+    assert (ls.platform_id, ls.arrival, ls.depart, ls.efficiency) == (1, H + 180, H + 210, 0.9)
+
+
+def test_activity_on_a_named_path_and_bad_specs(sample_copy):
+    folder = sample_copy.folder
+    specs = [ServiceSpec("P", "sample_passenger", H, "MainWE", player=True)]
+    act = write_activity_files(sample_copy, "Named", specs)
+    assert read_service(f"{folder}/SERVICES/Named_P.srv").path_id == "MainWE"
+    assert not list((act.parents[1] / "PATHS").glob("Named_*"))  # no path written
+    with pytest.raises(ActivityError, match="exactly one player service, got 0"):
+        write_activity_files(sample_copy, "X", [ServiceSpec("A", "sample_double", H, "MainWE")])
+    two = [ServiceSpec(n, "sample_double", H, "MainWE", player=True) for n in "AB"]
+    with pytest.raises(ActivityError, match="exactly one player service, got 2"):
+        write_activity_files(sample_copy, "X", two)
+    bad = [ServiceSpec("A", "sample_double", H, "MainWE", stops=(("Nowhere", 1, 2),), player=True)]
+    with pytest.raises(ActivityError, match="service 'A': no platform or station 'Nowhere'"):
+        write_activity_files(sample_copy, "X", bad)
+
+
+def test_plan_without_traffic_entries(sample_copy):
+    """A missing traffic file, or a service without an entry in it: warnings, no booked times."""
+    act = write_activity_files(sample_copy, "Morning", services())
+    trf_path = act.parents[1] / "TRAFFIC" / "Morning.trf"
+    trf = read_traffic(trf_path)
+    # the traffic file without the Local's entry
+    write_stf_file(make_traffic("Morning", [s for s in trf.services if s.name != "Morning_Local"]), trf_path)
+    plan = plan_activity(act)
+    local = next(t for t in plan.trains if t.name == "Local")
+    assert not local.booked and local.stops == ()
+    assert plan.warnings == (
+        "service 'Morning_Local' at 08:00:30: no entry in the traffic file (no booked times)",
+    )
+    freight = next(t for t in plan.trains if t.name == "Freight east")
+    assert freight.booked
+    trf_path.unlink()
+    plan = plan_activity(act)
+    assert plan.warnings == ("traffic file 'Morning' not found: AI services have no booked times",)
+    assert [t.booked for t in plan.trains] == [True, False, False, False]  # the player's are its own
+    # the warning is an event of the replay
+    rp = ActivityReplay(plan, route=sample_copy, duration=1.0)
+    w = [e for e in rp.run().replay.events if isinstance(e, SetupWarning)]
+    assert [e.message for e in w] == [plan.warnings[0]]
+
+
+def test_plan_names_services_apart_and_finds_them(sample_copy, tmp_path):
+    same = [
+        ServiceSpec("A", "sample_double", H, "MainWE"),
+        ServiceSpec("B", "sample_double", H + 10, "MainWE"),
+        ServiceSpec("P", "sample_passenger", H + 20, "MainWE", player=True),
+    ]
+    act = write_activity_files(sample_copy, "Same", same)
+    folder = act.parents[1]
+    # two services that call themselves the same: the second one gets a number
+    b = (folder / "SERVICES" / "Same_B.srv").read_text(encoding="utf-16")
+    (folder / "SERVICES" / "Same_B.srv").write_text(b.replace('"B"', '"A"', 1), encoding="utf-16")
+    assert [t.name for t in plan_activity(act).trains] == ["P", "A", "A#2"]
+    # an explicit route folder is used instead of the activity's parent
+    loose = tmp_path / "loose.act"
+    shutil.copy(act, loose)
+    assert len(plan_activity(loose, route_folder=folder).trains) == 3
+    (folder / "SERVICES" / "Same_B.srv").unlink()
+    with pytest.raises(ActivityError, match=r"service 'Same_B' not found in .*SERVICES"):
+        plan_activity(act)
+    with pytest.raises(ActivityError, match="activity file not found"):
+        plan_activity(folder / "ACTIVITIES" / "none.act")
+
+
+# -- the replay of the sample activity ---------------------------------------------------------
+
+
+def test_dispatcher_starts_a_train_once_its_start_is_free(sample_copy):
+    rp, res = _replay(sample_copy, "Morning")
+    ev = res.replay.events
+    started = {e.train: e.time for e in ev if isinstance(e, ServiceStarted)}
+    # each at the first dispatcher run at or after its start time (start times 0, 30, 60, 360 s)
+    assert started["Freight east"] == 1.0 and started["Local"] == 31.0
+    delayed = _first(ev, StartDelayed, "Freight west")
+    assert delayed.time == 61.0 and delayed.clock == "08:01:01"
+    assert delayed.waiting_for == ("Freight east",)
+    assert delayed.message == "its start is occupied by Freight east"
+    assert sum(isinstance(e, StartDelayed) and e.train == "Freight west" for e in ev) == 1
+    # Freight west starts at the first dispatcher run after Freight east has left the track
+    gone = _first(ev, Arrived, "Freight east").time
+    assert 0.0 < started["Freight west"] - gone <= DISPATCH_EVERY_S
+    arrived = {e.train: e for e in ev if isinstance(e, Arrived)}
+    assert set(arrived) == {"Freight east", "Local", "Freight west", "Passenger"}
+    for e in arrived.values():
+        assert e.clock == clock(H + e.time)
+    # AI trains leave the world at the end of their path; the player's train stays
+    for name in ("Freight east", "Local", "Freight west"):
+        assert res.on_track[name] == (H + started[name], H + arrived[name].time)
+    assert res.on_track["Passenger"] == (H + started["Passenger"], math.inf)
+    assert not [e for e in ev if isinstance(e, (NotAtEnd, Stuck, Deadlock))]
+    assert rp.dispatcher.holder == {} or set(rp.dispatcher.holder.values()) <= {"Passenger"}
+
+
+def test_activity_summary_and_timetable(sample_copy, tmp_path):
+    rp, res = _replay(sample_copy, "Morning")
+    s = res.replay.summary
+    assert s["activity"] == "Morning"
+    assert s["clock_start"] == "08:00:00" and s["clock_start_s"] == H == res.t0
+    assert s["clock_end"] == clock(H + rp.time)
+    assert (s["deadlocks"], s["collisions"], s["derailed"], s["stuck"], s["not_at_end"]) == (0, 0, [], [], [])
+    trains = s["trains"]
+    assert {n: trains[n]["start"] for n in trains} == {
+        "Freight east": "08:00:00",
+        "Local": "08:00:30",
+        "Freight west": "08:01:00",
+        "Passenger": "08:06:00",
+    }
+    assert {n: (t["stops"], t["booked_stops"]) for n, t in trains.items()} == {
+        "Freight east": (0, 0),
+        "Local": (1, 1),
+        "Freight west": (0, 0),
+        "Passenger": (1, 1),
+    }
+    assert all(t["reached_end"] and not t["stuck"] for t in trains.values())
+    for name, tr in res.replay.traces.items():
+        assert np.array_equal(tr["clock"], np.asarray(tr["time"]) + H), name
+    rows = {r["train"]: r for r in res.timetable}
+    assert list(rows) == ["Passenger", "Local"]  # the player first, as planned
+    for r in rows.values():
+        assert (r["station"], r["platform"]) == ("Sampleby", "Sampleby, Spor 1")
+        assert r["arr_delay_s"] == r["actual_arr"] - r["sched_arr"]
+        assert r["dep_delay_s"] == r["actual_dep"] - r["sched_dep"] == 0.0
+    assert rows["Local"]["sched_arr"] == H + 180 and rows["Local"]["sched_dep"] == H + 210
+    stops = res.stops["Local"]
+    assert len(stops) == 1 and stops[0].arrival == rows["Local"]["actual_arr"]
+    assert res.lines["Local"] is rp.trains[rp.index["Local"]].line
+    lines = res.timetable_csv().splitlines()
+    assert (
+        lines[0] == "train,station,platform,sched_arr,sched_dep,actual_arr,actual_dep,arr_delay_s,dep_delay_s"
+    )
+    r = rows["Local"]
+    assert lines[2] == (
+        f'Local,Sampleby,"Sampleby, Spor 1",08:03:00,08:03:30,{clock(r["actual_arr"])},08:03:30,'
+        f"{r['arr_delay_s']:.0f},0"
+    )
+    files = res.write(tmp_path / "deep" / "out")
+    assert files[-1] == tmp_path / "deep" / "out" / "timetable.csv"
+    assert files[-1].read_text() == res.timetable_csv()
+
+
+def test_deadlock_and_the_trains_stuck_behind_it(sample_copy):
+    """Two freights head-on on V_main: a deadlock a minute after both stand; the player,
+    whose start the deadlocked trains hold, is stuck a minute after its start time."""
+    rp, res = _replay(sample_copy, "Clash", freight_west_start=0)
+    ev = res.replay.events
+    (dl,) = [e for e in ev if isinstance(e, Deadlock)]
+    pair = ("Freight east", "Freight west")
+    assert dl.trains == pair
+    assert dl.sections == ("node 4 [250-500 m]", "node 4 [500-750 m]")
+    assert (
+        dl.message
+        == "Freight east, Freight west wait for each other at node 4 [250-500 m], node 4 [500-750 m]"
+    )
+    assert dl.clock == clock(H + dl.time)
+    # both have stood since the dispatcher run after their last stop
+    stood = max(
+        e.time for e in ev if isinstance(e, CarsStopped) and e.time < dl.time and e.cars[0][0] in pair
+    )
+    assert dl.time == math.ceil(stood) + DEADLOCK_AFTER_S
+    stuck = _first(ev, Stuck, "Passenger")
+    assert stuck.waiting_for == ("Freight west",)
+    assert stuck.time == 360.0 + DEADLOCK_AFTER_S  # not the 30 minutes of stuck_after
+    assert stuck.message == "stood 60 s waiting for track held by Freight west, which will not move again"
+    nae = {e.train: e for e in ev if isinstance(e, NotAtEnd)}
+    assert {n: e.state for n, e in nae.items()} == {
+        "Freight east": "stuck",
+        "Freight west": "stuck",
+        "Passenger": "not_started",
+    }
+    assert nae["Passenger"].message == "never reached the end of its path (not_started)"
+    s = res.replay.summary
+    assert s["deadlocks"] == 1 and s["stuck"] == ["Freight east", "Freight west", "Passenger"]
+    assert s["not_at_end"] == ["Freight east", "Freight west", "Passenger"]
+    assert s["trains"]["Local"]["reached_end"] and not s["trains"]["Local"]["stuck"]
+    assert s["trains"]["Freight west"]["stuck"] and not s["trains"]["Freight west"]["reached_end"]
+    assert res.failed
+    for n in pair:
+        assert rp.trains[rp.index[n]].done_at == dl.time
+    assert rp.trains[rp.index["Passenger"]].done_at == stuck.time
+
+
+def test_a_train_waiting_for_a_moving_one_is_stuck_after_stuck_after(sample_copy):
+    rp, res = _replay(sample_copy, "Morning", stuck_after=30.0)
+    ev = res.replay.events
+    st = _first(ev, Stuck, "Freight west")
+    # waiting from its start time (60 s) for the first freight, which still runs
+    assert st.time == 90.0 and st.waiting_for == ("Freight east",)
+    assert st.message == "stood 30 s waiting for track held by Freight east"
+    assert not [e for e in ev if isinstance(e, ServiceStarted) and e.train == "Freight west"]
+    assert _first(ev, NotAtEnd, "Freight west").state == "not_started"
+    assert res.replay.summary["stuck"] == ["Freight west"]
+
+
+# -- blocks -------------------------------------------------------------------------------------
+
+
+def test_block_names():
+    assert block_name(("j", 3)) == "junction 3"
+    assert block_name(("n", 4 * 100_000)) == "node 4 [0-250 m]"
+    assert block_name(("n", 12 * 100_000 + 3)) == "node 12 [750-1000 m]"
+
+
+def test_blocks_of_a_line(sample_copy):
+    act = write_activity_files(sample_copy, "Morning", services())
+    rp = ActivityReplay(plan_activity(act), route=sample_copy)
+    t = rp.trains[rp.index["Passenger"]]  # E_east -> W over V_main, J1, V_a
+    ln = t.line
+    lo, hi = 100.0, float(ln.path_length) - 100.0
+    blocks = rp.dispatcher._blocks(t, lo, hi)
+    starts = [s for _b, s in blocks]
+    assert starts == sorted(starts)
+    nodes = {b for b, _s in blocks if b[0] == "n"}
+    # every piece of every node the line occupies between lo and hi, and no other
+    want = set()
+    for node, a, b in ln.occupancy(lo, hi):
+        for piece in range(int(min(a, b) // BLOCK_M), int(max(a, b) // BLOCK_M) + 1):
+            want.add(("n", node * 100_000 + piece))
+    assert nodes == want
+    # each piece is entered at lo or where the line crosses the piece's edge
+    for b, s in blocks:
+        if b[0] != "n" or s <= lo + 1e-6:
+            continue
+        node, off, _d = ln.node_offset(np.array([s + 1e-3]))  # just inside the piece
+        assert int(node[0]) == b[1] // 100_000
+        edges = (b[1] % 100_000) * BLOCK_M, (b[1] % 100_000 + 1) * BLOCK_M
+        assert min(abs(off[0] - e) for e in edges) < 1e-2 or s == pytest.approx(
+            float(ln.seg_s0[ln.segment_index(np.array([s + 1e-3]))[0]])
+        )
+    (jb,) = [(b, s) for b, s in blocks if b[0] == "j"]
+    j = int(ln.junction_node[0])
+    f = fouling_length(sample_copy, j)
+    assert jb == (("j", j), pytest.approx(float(ln.junction_s[0]) - f))
+    assert rp.dispatcher.foul == {j: f}
+    # a stretch ending well short of the junction area does not include it
+    js = float(ln.junction_s[0])
+    assert not [b for b, _s in rp.dispatcher._blocks(t, js - f - 60.0, js - f - 10.0) if b[0] == "j"]
+    assert [b for b, _s in rp.dispatcher._blocks(t, js + f - 5.0, js + f + 10.0) if b[0] == "j"] == [("j", j)]
+
+
+def test_fouling_length_is_where_the_branches_part(sample_copy):
+    from tdbtools.formats.tdb import JunctionNode
+
+    (j,) = [k for k, n in enumerate(sample_copy.tdb.nodes) if isinstance(n, JunctionNode)]
+    f = fouling_length(sample_copy, j)
+    assert JUNCTION_MIN_M <= f < JUNCTION_MAX_M and f % 5.0 == 0.0
+    # not a junction: the minimum
+    assert fouling_length(sample_copy, 2) == JUNCTION_MIN_M
