@@ -366,3 +366,221 @@ def test_fouling_length_is_where_the_branches_part(sample_copy):
     assert JUNCTION_MIN_M <= f < JUNCTION_MAX_M and f % 5.0 == 0.0
     # not a junction: the minimum
     assert fouling_length(sample_copy, 2) == JUNCTION_MIN_M
+
+
+# -- safety -------------------------------------------------------------------------------------
+
+V_A, J1, V_MAIN = 2, 3, 4
+
+
+@pytest.fixture(scope="module")
+def lines():
+    from helpers import SAMPLE_ROUTE
+
+    from tdbtools.physics.trackline import TrackLine
+
+    route = load_route(SAMPLE_ROUTE, cache=False)
+    return tuple(
+        TrackLine.from_path(route, SAMPLE_ROUTE / "PATHS" / f"{p}.pat") for p in ("MainWE", "MainEW")
+    )
+
+
+def _parallel(line, lateral: float):  # noqa: ANN001, ANN202
+    """The same line moved ``lateral`` metres to the right (a parallel track)."""
+    import dataclasses
+
+    h = line._heading_u
+    return dataclasses.replace(line, X=line.X + lateral * np.cos(h), Z=line.Z - lateral * np.sin(h))
+
+
+def test_side_collision_lists_every_car_involved(lines):
+    from tdbtools.physics.safety import TrainPosition, side_collisions
+
+    we = lines[0]
+    s = 300.0
+    a = TrainPosition("A", we, [s, s - 20.5, s - 41.0], [20.0, 20.0, 20.0], speed=10.0)
+    # B's two cars overlap A's first two, not its third; B runs the other way
+    b = TrainPosition("B", _parallel(we, 3.0), [s + 10.0, s - 10.5], [20.0, 20.0], speed=[-5.0, -5.0])
+    (e,) = side_collisions([b, a], 4.0)  # the event names the first of the two trains as given
+    assert (e.train, e.other_train, e.cars, e.other_cars) == ("B", "A", (0, 1), (0, 1))
+    assert (e.kind, e.time, e.node) == ("side_collision", 4.0, V_A)
+    assert e.cause == "cars 3.00 m apart (clearance 3.6 m) on different lines"
+    assert e.closing_speed == pytest.approx(15.0)
+    assert e.s in (pytest.approx(s), pytest.approx(s - 20.5))  # the middle of one of B's cars
+    assert e.location.as_tuple() == pytest.approx(b.line.location(e.s).as_tuple())
+    # moving together at the same speed: no closing speed
+    same = TrainPosition("B", _parallel(we, 3.0), [s + 10.0], [20.0], speed=10.0)
+    (e2,) = side_collisions([a, same], 1.0)
+    assert e2.closing_speed == pytest.approx(0.0, abs=1e-9)
+    assert e2.cars == (0,) and e2.s == pytest.approx(s - 10.0)
+
+
+def test_side_collision_clearance_and_cells(lines):
+    from tdbtools.physics.safety import TrainPosition, side_collisions
+
+    we = lines[0]
+    s = 300.0
+    a = TrainPosition("A", we, [s], [20.0])
+    b = TrainPosition("B", _parallel(we, 4.0), [s + 5.0], [20.0])
+    assert side_collisions([a, b], 0.0) == []
+    (e,) = side_collisions([a, b], 0.0, clearance=4.5)
+    assert e.cause == "cars 4.00 m apart (clearance 4.5 m) on different lines"
+    # cells far smaller than a car: enlarged, the pair is still found
+    assert len(side_collisions([a, b], 0.0, clearance=4.5, cell=1.0)) == 1
+    # a train wholly off its line is not anywhere: nothing to collide with
+    off = TrainPosition("C", _parallel(we, 1.0), [-30.0], [20.0])
+    assert side_collisions([a, off], 0.0) == []
+    assert side_collisions([off], 0.0) == []
+    # a car partly off the line's start still counts with the part that is on it
+    part = TrainPosition("D", _parallel(we, 2.0), [8.0], [20.0])
+    near0 = TrainPosition("A", we, [15.0], [20.0])
+    (e,) = side_collisions([near0, part], 0.0)
+    assert e.other_train == "D" and e.s == pytest.approx(5.0)
+
+
+def test_segment_distance():
+    from tdbtools.physics.safety import _seg_dist
+
+    def d(p1, q1, p2, q2):  # noqa: ANN001, ANN202
+        return float(_seg_dist(*(np.array([x], dtype=float) for x in (p1, q1, p2, q2)))[0])
+
+    assert d((0, 0), (10, 0), (5, -1), (5, 1)) == 0.0  # crossing
+    assert d((0, 0), (10, 0), (0, 3), (10, 3)) == pytest.approx(3.0)  # parallel
+    assert d((0, 0), (10, 0), (12, 0), (20, 0)) == pytest.approx(2.0)  # in line, end to end
+    assert d((0, 0), (10, 0), (13, 4), (13, 4)) == pytest.approx(5.0)  # a point beyond an end
+    assert d((0, 0), (0, 0), (3, 4), (3, 4)) == pytest.approx(5.0)  # two points
+    assert d((0, 0), (10, 0), (5, 2), (5, 1)) == pytest.approx(1.0)  # a T short of the bar
+    assert d((5, 2), (5, 1), (0, 0), (10, 0)) == pytest.approx(1.0)
+    assert d((0, 0), (10, 10), (0, 10), (5, 5)) == pytest.approx(0.0)  # touching at an end
+
+
+def test_collision_event_details(lines):
+    from tdbtools.physics.safety import Occupancy, TrainPosition, collisions
+
+    we, ew = lines
+    j_we, j_ew = we.junctions[0].s, ew.junctions[0].s
+    # A eastbound on V_main [380, 480]; B westbound on V_main [440, 540]
+    a = TrainPosition("A", we, [j_we + 480.0, j_we + 430.0], [50.0, 50.0], speed=[10.0, 10.0])
+    b = TrainPosition("B", ew, [j_ew - 440.0], [100.0], speed=5.0)
+    (e,) = collisions([a, b], 2.0)
+    assert (e.train, e.other_train, e.node, e.cars, e.other_cars) == ("A", "B", V_MAIN, (0,), (0,))
+    assert e.cause == "both trains occupy node 4 around offset 460.00 m"
+    assert e.s == pytest.approx(j_we + 460.0) and e.closing_speed == pytest.approx(15.0)
+    # given the other way round: named from B, closing just as fast
+    (e,) = collisions([b, a], 2.0)
+    assert (e.train, e.other_train, e.closing_speed) == ("B", "A", pytest.approx(15.0))
+    assert e.s == pytest.approx(j_ew - 460.0)
+    # moving apart: a negative closing speed
+    back = TrainPosition("B", ew, [j_ew - 440.0], [100.0], speed=-12.0)
+    (e,) = collisions([a, back], 2.0)
+    assert e.closing_speed == pytest.approx(-2.0)
+    # the nearest car of a train: its second car overlaps B, its first not
+    a2 = TrainPosition("A", we, [j_we + 560.0, j_we + 500.0], [50.0, 60.0], speed=[3.0, 4.0])
+    (e,) = collisions([a2, b], 2.0)
+    # A's centre is east of B's: going east while B goes west, they draw apart
+    assert e.cars == (1,) and e.closing_speed == pytest.approx(-9.0)
+    # contacts are reported once until the trains part; all of them when asked
+    occ = Occupancy([a, b])
+    assert len(occ.collisions(1.0)) == 1 and occ.collisions(2.0) == []
+    assert len(occ.collisions(3.0, only_new=False)) == 1
+    assert occ.intervals("A") == a.intervals()
+    occ.remove("B")
+    occ.remove("nobody")
+    assert occ.collisions(4.0) == [] and [t.train for t in occ.trains] == ["A"]
+    occ.update(b)
+    assert len(occ.collisions(5.0)) == 1  # new again after parting
+    assert occ.by_node() == {
+        V_MAIN: [
+            ("A", pytest.approx(380.0), pytest.approx(480.0)),
+            ("B", pytest.approx(440.0), pytest.approx(540.0)),
+        ]
+    }
+
+
+def test_collision_picks_the_longest_overlap(lines):
+    from tdbtools.physics.safety import TrainPosition, collisions
+
+    we, ew = lines
+    j_we, j_ew = we.junctions[0].s, ew.junctions[0].s
+    # A: 30 m of V_a before J1 and 10 m of V_main after it; B westbound: 40 m into V_main... and
+    # through J1 onto V_a for 25 m
+    a = TrainPosition("A", we, [j_we + 10.0], [40.0], speed=1.0)
+    b = TrainPosition("B", ew, [j_ew + 25.0], [60.0], speed=1.0)
+    (e,) = collisions([a, b], 0.0)
+    assert e.node == V_A  # 25 m shared there, 10 m on V_main
+
+
+def test_side_collision_events_reported_once(lines):
+    from tdbtools.physics.safety import Occupancy, TrainPosition
+
+    we = lines[0]
+    a = TrainPosition("A", we, [300.0], [20.0])
+    b = TrainPosition("B", _parallel(we, 3.0), [305.0], [20.0])
+    occ = Occupancy([a, b])
+    assert len(occ.side_collisions(0.0)) == 1 and occ.side_collisions(1.0) == []
+    assert len(occ.side_collisions(1.0, only_new=False)) == 1
+    assert len(occ.side_collisions(1.0, clearance=2.0, only_new=False)) == 0
+    # collisions and side collisions are remembered apart (the parallel copy shares the nodes)
+    assert len(occ.collisions(1.0)) == 1 and len(occ.side_collisions(2.0, only_new=False)) == 1
+
+
+def test_track_end_derailments_at_both_ends():
+    import dataclasses
+
+    from tdbtools.physics.safety import BogieSet
+    from tdbtools.physics.trackline import TrackLine
+
+    line = dataclasses.replace(TrackLine.synthetic(500.0, node=7), starts_at_track_end=True)
+    bs = BogieSet("T", line, [100.0, 79.5], [20.0, 20.0], [14.0, 14.0])
+    assert bs.bogies[1] == pytest.approx([76.5, 62.5])
+    assert bs.move(-60.0, 1.0) == [] and bs.move(-2.0, 2.0) == []  # the rear bogie 0.5 m from 0
+    (e,) = bs.move(-1.0, 3.0)
+    assert (e.kind, e.time, e.train, e.cars, e.node, e.s) == ("derailment", 3.0, "T", (1,), 7, 0.0)
+    assert e.cause == "ran off the track end at the near end of the line"
+    assert e.location.as_tuple() == pytest.approx(line.location(0.0).as_tuple())
+    (e,) = bs.move(-21.0, 4.0)  # the first car follows; the second is not reported again
+    assert e.cars == (0,)
+    far = BogieSet("F", line, [495.0], [20.0], [14.0])
+    assert far.move([2.5], 1.0) == [] and list(far.beyond_line()) == []
+    (e,) = far.move([6.0], 2.0)  # the front bogie 0.5 m beyond the end
+    assert e.cause == "ran off the track end at the far end of the line" and e.s == 500.0
+    assert list(far.beyond_line()) == [0] and list(far.derailed) == [True]
+    assert far.move(3.0, 3.0) == []
+
+
+def test_switch_events_say_why(lines):
+    from tdbtools.physics.safety import BogieSet
+
+    we = lines[0]
+    j = we.junctions[0].s
+    under = BogieSet("A", we, [j + 10.0], [20.0], [14.0])
+    (e,) = under.throw_switch(J1, 1, 5.0)
+    assert e.kind == "derailment" and e.s == pytest.approx(j) and e.node == J1
+    assert e.cause == (
+        "switch 3 thrown to route 1 under the car (the line takes route 0): its bogies take different routes"
+    )
+    assert under.throw_switch(J1, 1, 6.0) == []  # already derailed
+    ahead = BogieSet("B", we, [j - 20.0], [20.0], [14.0])
+    (e,) = ahead.throw_switch(J1, 1, 5.0)
+    assert (e.kind, e.cars, e.s) == ("path_changed", (), pytest.approx(j))
+    assert e.cause == "facing switch 3 ahead now set to route 1; the line takes route 0: rebuild the line"
+    assert ahead.throw_switch(99, 1, 5.0) == []  # a junction the line does not pass
+    # a trailing switch ahead is not reported
+    ew = lines[1]
+    trailing = BogieSet("C", ew, [ew.junctions[0].s - 50.0], [20.0], [14.0])
+    assert trailing.throw_switch(J1, 1, 5.0) == []
+
+
+def test_train_position_parts(lines):
+    from tdbtools.physics.safety import TrainPosition, _node_dir
+
+    we, ew = lines
+    t = TrainPosition("A", we, [100.0, 79.0, 58.0], 20.0, speed=[1.0, 2.0, 3.0])
+    assert t.front == 100.0 and t.rear == 38.0
+    assert list(t.car_length) == [20.0, 20.0, 20.0]
+    assert [t.nearest_car(s) for s in (101.0, 90.0, 79.5, 70.0, 59.0, 30.0)] == [0, 0, 0, 1, 1, 2]
+    assert [t.car_speed(i) for i in range(3)] == [1.0, 2.0, 3.0]
+    assert TrainPosition("B", we, [5.0], [5.0], speed=4.0).car_speed(0) == 4.0
+    assert _node_dir(we, V_MAIN, 100.0) == 1 and _node_dir(ew, V_MAIN, 100.0) == 0
+    assert _node_dir(ew, V_A, 10.0) == 1 and _node_dir(we, V_A, 10.0) == 0
+    assert _node_dir(we, 99, 0.0) == 1  # a node the line does not pass
