@@ -584,3 +584,107 @@ def test_train_position_parts(lines):
     assert _node_dir(we, V_MAIN, 100.0) == 1 and _node_dir(ew, V_MAIN, 100.0) == 0
     assert _node_dir(ew, V_A, 10.0) == 1 and _node_dir(we, V_A, 10.0) == 0
     assert _node_dir(we, 99, 0.0) == 1  # a node the line does not pass
+
+
+# -- setting up an activity replay --------------------------------------------------------------
+
+
+def test_activity_replay_sets_up_each_service(sample_copy):
+    act = write_activity_files(sample_copy, "Morning", services())
+    plan = plan_activity(act)
+    rp = ActivityReplay(plan, route=sample_copy)
+    # the activity's hour after the player's start (its header), and four more hours
+    assert rp.t0 == H and rp.scenario.duration == (H + 360 + 3600) - H + 4 * 3600.0
+    assert ActivityReplay(plan, route=sample_copy, duration=100.0).scenario.duration == 100.0
+    d = {n: rp.drivers[k] for n, k in rp.index.items()}
+    assert {n: x.start - H for n, x in d.items()} == {
+        "Passenger": 360,
+        "Freight east": 0,
+        "Local": 30,
+        "Freight west": 60,
+    }
+    assert {n: x.ai for n, x in d.items()} == {
+        "Passenger": False,
+        "Freight east": True,
+        "Local": True,
+        "Freight west": True,
+    }
+    assert {n: x.passenger_cars for n, x in d.items()} == {
+        "Passenger": 6,
+        "Freight east": 0,
+        "Local": 0,
+        "Freight west": 0,
+    }
+    for n, x in d.items():
+        t = rp.trains[rp.index[n]]
+        assert x.path_end == pytest.approx(float(t.line.path_length))
+        assert x.vmax == pytest.approx(t.consist.max_velocity)
+        assert x.final_efficiency == 0.9 and x.auto.max_speed == pytest.approx(0.9 * x.vmax)
+        assert x.state == "waiting" and x.t0 == H and t.driver is x
+    # the stop puts the middle of the train at the middle of the platform
+    (stop,) = d["Passenger"].stops
+    t = rp.trains[rp.index["Passenger"]]
+    p = stop.platform
+    ends = sorted(float(t.line.locate(p.node, o)[0]) for o in (p.near, p.far))
+    assert stop.stop_s - t.length / 2.0 == pytest.approx((ends[0] + ends[1]) / 2.0)
+    assert not d["Passenger"].stops[0].arrival and d["Freight east"].stops == []
+
+
+def test_stops_are_moved_out_of_junction_areas(sample_copy):
+    act = write_activity_files(sample_copy, "Morning", services())
+    rp = ActivityReplay(plan_activity(act), route=sample_copy)
+    line = rp.trains[0].line
+    js, j = float(line.junction_s[0]), int(line.junction_node[0])
+    f = rp.signal_clearance(j)
+    assert f == fouling_length(sample_copy, j)
+    moved = js - f - 1.0
+    assert rp._clear_of_junctions(line, js - 5.0) == pytest.approx(moved)
+    assert rp._clear_of_junctions(line, js) == pytest.approx(moved)
+    assert rp._clear_of_junctions(line, js - f + 0.5) == pytest.approx(moved)
+    assert rp._clear_of_junctions(line, js + 10.0) == js + 10.0  # the junction is behind
+    assert rp._clear_of_junctions(line, js - f - 50.0) == js - f - 50.0  # clear of it already
+
+
+def test_activity_replay_errors_name_the_train(sample_copy):
+    act = write_activity_files(sample_copy, "Bad", [ServiceSpec("P", "no_such", H, "MainWE", player=True)])
+    with pytest.raises(ActivityError, match="train 'P': consist 'no_such.con' not found"):
+        ActivityReplay(plan_activity(act), route=sample_copy)
+    act = write_activity_files(
+        sample_copy, "Bad2", [ServiceSpec("P", "sample_double", H, "NoPath", player=True)]
+    )
+    with pytest.raises(ActivityError, match="train 'P': path 'NoPath.pat' not found"):
+        ActivityReplay(plan_activity(act), route=sample_copy)
+
+
+def test_service_speed_follows_the_efficiency_of_the_next_stop():
+    from tdbtools.formats.activity import StopItem
+    from tdbtools.physics.activity import Platform, ServiceDriver, Stop
+    from tdbtools.physics.driver import AutoDriver
+
+    platform = Platform((1, 2), "P", "Station", 1, 0.0, 100.0, 20, 0)
+    stops = [
+        Stop(platform, StopItem(1, efficiency=e), s) for e, s in ((0.5, 400.0), (None, 800.0), (0.0, 900.0))
+    ]
+
+    def auto() -> AutoDriver:
+        return AutoDriver(
+            np.array([0.0]), np.array([40.0]), 2000.0, max_speed=40.0, deceleration=0.5, train_length=50.0
+        )
+
+    d = ServiceDriver("s", auto(), 0.0, 0.0, stops, 1600.0, 1, True, 30.0, 0.8)
+    assert d.auto.max_speed == 15.0  # 0.5 of 30 m/s to the first stop
+    assert d.target() == (400.0, "stop")
+    d.next_stop = 1
+    d._set_speed_cap()
+    assert d.auto.max_speed == pytest.approx(24.0)  # no efficiency of its own: the service's
+    d.next_stop = 2
+    d._set_speed_cap()
+    assert d.auto.max_speed == 30.0  # an efficiency of 0 means none
+    d.next_stop = 3
+    d._set_speed_cap()
+    assert d.auto.max_speed == pytest.approx(24.0) and d.target() == (1600.0, "end")
+    d.authority = 1200.0
+    assert d.target() == (1200.0, "authority")
+    none = ServiceDriver("n", auto(), 0.0, 0.0, stops, 1600.0, 1, True, None, 0.8)
+    assert none.auto.max_speed == 40.0  # no top speed known: the driver's own
+    assert ServiceDriver("z", auto(), 0.0, 0.0, [], 1600.0, 1, True, 30.0, None).auto.max_speed == 30.0
