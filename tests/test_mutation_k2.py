@@ -688,3 +688,36 @@ def test_service_speed_follows_the_efficiency_of_the_next_stop():
     none = ServiceDriver("n", auto(), 0.0, 0.0, stops, 1600.0, 1, True, None, 0.8)
     assert none.auto.max_speed == 40.0  # no top speed known: the driver's own
     assert ServiceDriver("z", auto(), 0.0, 0.0, [], 1600.0, 1, True, 30.0, None).auto.max_speed == 30.0
+
+
+def test_signalled_activity_starts_and_ends(tmp_path):
+    """On the signalled sample route: the follower's start waits for the eastbound's
+    route to clear; the westbound, held at a red on the loop, does not count as arrived
+    there but runs on to the end of its path."""
+    dst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, dst)
+    route = load_route(dst / "ROUTES" / "SIGNALS", cache=False)
+    specs = [
+        ServiceSpec("Eastbound", "sample_freight", H, "East_main"),
+        ServiceSpec("Westbound", "sample_passenger", H, "West_loop"),
+        ServiceSpec("Follower", "sample_passenger", H + 60, "East_main", player=True),
+    ]
+    rp = ActivityReplay(plan_activity(write_activity_files(route, "Sig", specs)), route=route, signals=True)
+    res = rp.run()
+    ev = res.replay.events
+    started = {e.train: e.time for e in ev if isinstance(e, ServiceStarted)}
+    assert started["Eastbound"] == started["Westbound"] == 1.0
+    (delayed,) = [e for e in ev if isinstance(e, StartDelayed)]
+    assert (delayed.train, delayed.time, delayed.waiting_for) == ("Follower", 61.0, ("Eastbound",))
+    assert delayed.message == "its start is occupied by Eastbound" and delayed.clock == "08:01:01"
+    assert started["Follower"] > 61.0
+    arrived = {e.train: e.time for e in ev if isinstance(e, Arrived)}
+    assert arrived["Eastbound"] < arrived["Follower"]
+    assert res.on_track == {
+        "Eastbound": (H + 1.0, H + arrived["Eastbound"]),
+        "Westbound": (H + 1.0, H + arrived["Westbound"]),
+        "Follower": (H + started["Follower"], math.inf),
+    }
+    for k, d in enumerate(rp.drivers):
+        assert d.finished and d.state == "done" and d.authority == math.inf and not d.blocked_by
+        assert float(rp.engine.x[rp.train_start[k]]) == pytest.approx(d.path_end, abs=1.0), d.name
