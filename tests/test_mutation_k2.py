@@ -721,3 +721,43 @@ def test_signalled_activity_starts_and_ends(tmp_path):
     for k, d in enumerate(rp.drivers):
         assert d.finished and d.state == "done" and d.authority == math.inf and not d.blocked_by
         assert float(rp.engine.x[rp.train_start[k]]) == pytest.approx(d.path_end, abs=1.0), d.name
+
+
+def test_a_running_train_standing_too_long_is_stuck(sample_copy):
+    """The local stands at J1 for the first freight: with stuck_after = 5 s that is
+    already too long (it is "stuck", the freight behind it not started)."""
+    rp, res = _replay(sample_copy, "Morning", stuck_after=5.0)
+    ev = res.replay.events
+    st = _first(ev, Stuck, "Local")
+    stood = next(e.time for e in ev if isinstance(e, CarsStopped) and e.cars[0][0] == "Local")
+    assert st.time == math.floor(stood) + 5.0 and st.waiting_for == ("Freight east",)
+    assert st.message == "stood 5 s waiting for track held by Freight east"
+    assert {e.train: e.state for e in ev if isinstance(e, NotAtEnd)} == {
+        "Local": "stuck",
+        "Freight west": "not_started",
+    }
+    assert res.replay.summary["stuck"] == ["Freight west", "Local"]
+
+
+def test_collisions_between_many_trains_on_one_node(lines):
+    """Four trains on V_main (each on a line of its own): the long one overlaps the two
+    short ones inside it, never the one beyond it."""
+    from tdbtools.physics.safety import TrainPosition, collisions
+
+    we = lines[0]
+    j = we.junctions[0].s
+    spans = {"long": (0.0, 100.0), "a": (10.0, 20.0), "b": (50.0, 60.0), "far": (200.0, 300.0)}
+    trains = [TrainPosition(n, we, [j + hi], [hi - lo], line_key=n) for n, (lo, hi) in spans.items()]
+    pairs = {(e.train, e.other_train): e for e in collisions(trains, 0.0)}
+    assert set(pairs) == {("long", "a"), ("long", "b")}
+    assert pairs[("long", "b")].cause == "both trains occupy node 4 around offset 55.00 m"
+
+
+def test_activity_files_go_into_new_folders(tmp_path):
+    dst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, dst)
+    route = load_route(dst / "ROUTES" / "SAMPLE", cache=False)
+    for sub in ("PATHS", "SERVICES", "TRAFFIC", "ACTIVITIES"):
+        shutil.rmtree(dst / "ROUTES" / "SAMPLE" / sub, ignore_errors=True)
+    act = write_activity_files(route, "New", services())
+    assert act.is_file() and len(plan_activity(act).trains) == 4
