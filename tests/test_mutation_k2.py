@@ -761,3 +761,48 @@ def test_activity_files_go_into_new_folders(tmp_path):
         shutil.rmtree(dst / "ROUTES" / "SAMPLE" / sub, ignore_errors=True)
     act = write_activity_files(route, "New", services())
     assert act.is_file() and len(plan_activity(act).trains) == 4
+
+
+def test_dispatcher_authority_and_reservations(sample_copy):
+    """The dispatcher's state during the sample activity (docs/activities.md §4.1): the
+    first freight reserves V_main to its path's end (no junction ahead); the local, whose
+    way through J1 the freight holds, gets authority up to the junction area less the
+    margin and stands there; once the freight has cleared J1 the junction is the local's."""
+    from tdbtools.physics.activity import BLOCK_MARGIN_M
+
+    act = write_activity_files(sample_copy, "Morning", services())
+    rp = ActivityReplay(plan_activity(act), route=sample_copy)
+    seen: dict[float, dict] = {}
+
+    def snapshot(t: float) -> None:
+        if t in (40.0, 75.0, 100.0, 140.0):
+            seen[t] = {
+                "holder": dict(rp.dispatcher.holder),
+                "reserved": dict(rp.dispatcher.reserved),
+                "drivers": {
+                    d.name: (d.state, d.authority, set(d.blocked_by), set(d.blocked_blocks))
+                    for d in rp.drivers
+                },
+                "front": {d.name: float(rp.engine.x[rp.train_start[k]]) for k, d in enumerate(rp.drivers)},
+            }
+
+    rp.run(snapshot)
+    local = rp.trains[rp.index["Local"]].line
+    j1 = ("j", int(local.junction_node[0]))
+    limit = float(local.junction_s[0]) - fouling_length(sample_copy, j1[1]) - BLOCK_MARGIN_M
+    at = seen[40.0]
+    assert {b for b, n in at["reserved"].items() if n == "Freight east"} == {
+        ("n", 400_000 + p) for p in range(1, 5)
+    }
+    assert at["holder"][j1] == "Freight east"
+    assert at["drivers"]["Local"] == ("running", pytest.approx(limit), {"Freight east"}, {j1})
+    assert at["drivers"]["Freight west"][0] == "waiting"
+    at = seen[75.0]
+    assert at["drivers"]["Local"] == ("running", pytest.approx(limit), {"Freight east"}, {j1})
+    assert at["front"]["Local"] == pytest.approx(limit, abs=0.5)  # standing at its authority
+    assert at["drivers"]["Freight west"] == ("ready", math.inf, {"Freight east"}, set())
+    at = seen[100.0]
+    assert at["holder"][j1] == "Local"
+    assert at["drivers"]["Local"] == ("running", math.inf, set(), set())
+    at = seen[140.0]
+    assert at["drivers"]["Local"][0] == "dwell" and j1 not in at["holder"] and at["reserved"] == {}
