@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -806,3 +807,32 @@ def test_dispatcher_authority_and_reservations(sample_copy):
     assert at["drivers"]["Local"] == ("running", math.inf, set(), set())
     at = seen[140.0]
     assert at["drivers"]["Local"][0] == "dwell" and j1 not in at["holder"] and at["reserved"] == {}
+
+
+def test_replay_activity_refuses_missing_stock_unless_told(sample_copy):
+    """A consist naming a locomotive the install lacks: an error by default, generic
+    stand-in stock when asked for."""
+    from tdbtools.physics.activity import replay_activity
+
+    con = SAMPLE_INSTALL / "TRAINS" / "CONSISTS" / "sample_double.con"
+    text = con.read_text(encoding="utf-16").replace("sample_el64 SAMPLE_EL", "no_such_loco NO_SUCH")
+    (Path(sample_copy.folder).parents[1] / "TRAINS" / "CONSISTS" / "ghost.con").write_text(
+        text, encoding="utf-16"
+    )
+    act = write_activity_files(sample_copy, "Ghost", [ServiceSpec("P", "ghost", H, "MainWE", player=True)])
+    with pytest.raises(ActivityError, match="no_such_loco"):
+        replay_activity(act, route=sample_copy, duration=2.0)
+    res = replay_activity(act, route=sample_copy, duration=2.0, stand_in=True)
+    assert list(res.replay.summary["trains"]) == ["P"]
+
+
+def test_touch_times_of_joints_at_their_limit():
+    """A joint at its limit now: closing touches at once, opening while the closing
+    acceleration brings it back touches at −B/A, anything else never."""
+    from tdbtools.physics.engine import EPS_V, _touch_time, _touch_times
+
+    B = np.array([1.0, 2 * EPS_V, -1.0, -1.0, 0.0, -2.0])
+    A = np.array([0.0, -5.0, 2.0, -1.0, 3.0, 0.0])
+    want = [0.0, 0.0, 0.5, math.inf, math.inf, math.inf]
+    assert list(_touch_times(B, A)) == want
+    assert [_touch_time(float(b), float(a)) for b, a in zip(B, A)] == want
