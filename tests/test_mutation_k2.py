@@ -836,3 +836,30 @@ def test_touch_times_of_joints_at_their_limit():
     want = [0.0, 0.0, 0.5, math.inf, math.inf, math.inf]
     assert list(_touch_times(B, A)) == want
     assert [_touch_time(float(b), float(a)) for b, a in zip(B, A)] == want
+
+
+def test_plan_checks_names_and_counts(sample_copy, monkeypatch):
+    from tdbtools.formats.activity import make_service
+    from tdbtools.physics import activity
+
+    act = write_activity_files(sample_copy, "Morning", services())
+    monkeypatch.setattr(activity, "MAX_TRAINS", 4)
+    assert len(plan_activity(act).trains) == 4  # the player and three AI services: at the limit
+    monkeypatch.setattr(activity, "MAX_TRAINS", 3)
+    with pytest.raises(ActivityError, match="4 services, at most 3 are replayed"):
+        plan_activity(act)
+    monkeypatch.undo()
+    srv = act.parents[1] / "SERVICES" / "Morning_Local.srv"
+    for consist, path, what in (
+        (".", "p", "Train_Config '.'"),
+        ("c", "..", "PathID '..'"),
+        ("c", "a\\b", "PathID 'a\\\\\\\\b'"),
+    ):
+        write_stf_file(make_service("Local", consist, path), srv)
+        with pytest.raises(ActivityError, match=f"{what} must be a plain file name"):
+            plan_activity(act)
+    # an activities folder in lower case still tells the route
+    write_stf_file(make_service("Local", "sample_double", "Morning_Local"), srv)
+    low = act.parents[1] / "activities"
+    act.parent.rename(low)
+    assert plan_activity(low / act.name).route_folder == act.parents[1]
