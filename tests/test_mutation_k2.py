@@ -863,3 +863,58 @@ def test_plan_checks_names_and_counts(sample_copy, monkeypatch):
     low = act.parents[1] / "activities"
     act.parent.rename(low)
     assert plan_activity(low / act.name).route_folder == act.parents[1]
+
+
+# -- the engine's input checks --------------------------------------------------------------------
+
+
+def test_bodies_say_what_is_wrong():
+    from tdbtools.physics.engine import Bodies, EngineError
+
+    ok = {
+        "mass": [1.0, 2.0],
+        "length": [10.0, 12.0],
+        "line": [0, 0],
+        "coupled": [True, False],
+        "slack": [0.1, 0.0],
+    }
+    b = Bodies(**ok)
+    assert b.n == 2 and b.mass.dtype == np.float64 and b.line.dtype == np.int64 and b.coupled.dtype == bool
+    assert list(b.coupled) == [True, False] and list(b.slack) == [0.1, 0.0]
+    for name in ok:
+        assert not getattr(b, name).flags.writeable, name
+    bad = [
+        ({"mass": [[1.0, 2.0]]}, "Bodies: mass must be a non-empty 1-D array"),
+        ({"mass": []}, "Bodies: mass must be a non-empty 1-D array"),
+        ({"length": [10.0]}, r"Bodies: length has shape \(1,\), expected \(2,\)"),
+        ({"line": [0, 0, 0]}, r"Bodies: line has shape \(3,\), expected \(2,\)"),
+        ({"coupled": [True]}, r"Bodies: coupled has shape \(1,\), expected \(2,\)"),
+        ({"slack": [0.1]}, r"Bodies: slack has shape \(1,\), expected \(2,\)"),
+        ({"mass": [1.0, 0.0]}, "Bodies: every mass must be finite and > 0"),
+        ({"mass": [np.nan, 1.0]}, "Bodies: every mass must be finite and > 0"),
+        ({"length": [10.0, 0.0]}, "Bodies: every length must be finite and > 0"),
+        ({"length": [np.inf, 1.0]}, "Bodies: every length must be finite and > 0"),
+        ({"slack": [0.1, -1e-9]}, "Bodies: every slack must be finite and >= 0"),
+        ({"slack": [np.inf, 0.0]}, "Bodies: every slack must be finite and >= 0"),
+    ]
+    for change, msg in bad:
+        with pytest.raises(EngineError, match=f"^{msg}$"):
+            Bodies(**{**ok, **change})
+    three = {k: [*v, v[-1]] for k, v in ok.items()}
+    with pytest.raises(EngineError, match="^Bodies: the cars of a line must be consecutive$"):
+        Bodies(**{**three, "line": [0, 1, 0]})
+    assert list(Bodies(**{**three, "line": [1, 1, 0]}).line) == [1, 1, 0]  # numbers need not be sorted
+
+
+def test_bodies_of_trains():
+    from tdbtools.physics.engine import Bodies, EngineError
+
+    b = Bodies.trains([[1.0, 2.0, 3.0], [4.0]], [[5.0, 6.0, 7.0], [8.0]])
+    assert list(b.mass) == [1.0, 2.0, 3.0, 4.0] and list(b.length) == [5.0, 6.0, 7.0, 8.0]
+    assert list(b.coupled) == [True, True, False, False]
+    assert list(b.line) == [0, 0, 0, 0] and list(b.slack) == [0.05] * 4
+    for masses, lengths in (([[1.0, 2.0]], [[5.0]]), ([[]], [[]])):
+        with pytest.raises(EngineError, match="^Bodies.trains: each train needs as many lengths as masses$"):
+            Bodies.trains(masses, lengths)
+    with pytest.raises(ValueError):
+        Bodies.trains([[1.0]], [[5.0], [6.0]])  # one list of lengths per train
