@@ -361,10 +361,31 @@ def test_blocks_of_a_line(sample_copy):
 
 def test_fouling_length_is_where_the_branches_part(sample_copy):
     from tdbtools.formats.tdb import JunctionNode
+    from tdbtools.physics.activity import FOUL_SEPARATION_M
+    from tdbtools.physics.trackline import TrackLine
+    from tdbtools.track.pathbuild import build_path, write_path
 
     (j,) = [k for k, n in enumerate(sample_copy.tdb.nodes) if isinstance(n, JunctionNode)]
     f = fouling_length(sample_copy, j)
     assert JUNCTION_MIN_M <= f < JUNCTION_MAX_M and f % 5.0 == 0.0
+    # the same from two lines that leave J1 on its two branches, in 5 m steps
+    folder = Path(sample_copy.folder)
+    main = TrackLine.from_path(sample_copy, folder / "PATHS" / "MainWE.pat")
+    siding = TrackLine.from_path(
+        sample_copy,
+        write_path(sample_copy, build_path(sample_copy, "2@100", "7"), folder / "PATHS" / "s.pat"),
+    )
+    (ja,), (jb,) = main.junctions, siding.junctions
+    assert (ja.node, jb.node, ja.route, jb.route) == (j, j, 0, 1)
+
+    def apart(d: float) -> float:
+        a, b = main.location(ja.s + d), siding.location(jb.s + d)
+        return math.hypot(
+            (a.tile_x - b.tile_x) * 2048.0 + a.x - b.x, (a.tile_z - b.tile_z) * 2048.0 + a.z - b.z
+        )
+
+    first = next(d for d in np.arange(0.0, JUNCTION_MAX_M, 5.0) if apart(d) >= FOUL_SEPARATION_M)
+    assert f == max(float(first), JUNCTION_MIN_M)
     # not a junction: the minimum
     assert fouling_length(sample_copy, 2) == JUNCTION_MIN_M
 
