@@ -299,6 +299,11 @@ def test_deadlock_and_the_trains_stuck_behind_it(sample_copy):
     for n in pair:
         assert rp.trains[rp.index[n]].done_at == dl.time
     assert rp.trains[rp.index["Passenger"]].done_at == stuck.time
+    # the player never got to its stop: booked times only
+    row = next(r for r in res.timetable if r["train"] == "Passenger")
+    assert (row["actual_arr"], row["actual_dep"], row["arr_delay_s"], row["dep_delay_s"]) == (None,) * 4
+    assert 'Passenger,Sampleby,"Sampleby, Spor 1",08:12:00,08:13:00,,,,' in res.timetable_csv().splitlines()
+    assert s["trains"]["Passenger"]["stops"] == 0 and s["trains"]["Passenger"]["booked_stops"] == 1
 
 
 def test_a_train_waiting_for_a_moving_one_is_stuck_after_stuck_after(sample_copy):
@@ -939,3 +944,9 @@ def test_bodies_of_trains():
             Bodies.trains(masses, lengths)
     with pytest.raises(ValueError):
         Bodies.trains([[1.0]], [[5.0], [6.0]])  # one list of lengths per train
+
+
+def test_clock():
+    assert clock(None) == "" and clock(math.inf) == "" and clock(math.nan) == ""
+    assert clock(0) == "00:00:00" and clock(3599.4) == "00:59:59" and clock(3599.6) == "01:00:00"
+    assert clock(H + 3661) == "09:01:01" and clock(86400 + 61) == "00:01:01"  # the next day
