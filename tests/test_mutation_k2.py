@@ -950,3 +950,42 @@ def test_clock():
     assert clock(None) == "" and clock(math.inf) == "" and clock(math.nan) == ""
     assert clock(0) == "00:00:00" and clock(3599.4) == "00:59:59" and clock(3599.6) == "01:00:00"
     assert clock(H + 3661) == "09:01:01" and clock(86400 + 61) == "00:01:01"  # the next day
+
+
+def test_engine_says_what_is_wrong_with_its_start():
+    from tdbtools.physics.engine import SNAP_GAP, Bodies, Engine, EngineError
+
+    b = Bodies([1.0, 1.0, 1.0], [10.0, 10.0, 10.0], [0, 0, 1], [True, False, False], [0.5, 0.0, 0.0])
+    ok = [0.0, -10.2, 500.0]  # car 2 on another line: anywhere
+    eng = Engine(b, ok, [1.0, 1.0, -2.0])
+    assert list(eng.x) == ok and list(eng.v) == [1.0, 1.0, -2.0] and eng.time == 0.0
+    cases = [
+        ((ok, [0.0, 0.0]), {}, r"^Engine: x and v must have shape \(3,\)$"),
+        (([0.0, -10.2], [0.0] * 3), {}, r"^Engine: x and v must have shape \(3,\)$"),
+        ((ok, [0.0, np.nan, 0.0]), {}, "^Engine: x and v must be finite$"),
+        (([0.0, -np.inf, 0.0], [0.0] * 3), {}, "^Engine: x and v must be finite$"),
+        ((ok, [0.0] * 3), {"rest_speed": -1e-9}, "^Engine: rest_speed must be >= 0$"),
+        ((ok, [0.0] * 3), {"rest_speed": np.nan}, "^Engine: rest_speed must be >= 0$"),
+        (
+            ([0.0, -9.5, 0.0], [0.0] * 3),
+            {},
+            r"^Engine: cars 0 and 1 overlap by 0\.5 m \(within a line x\[i\] - length\[i\] >= x\[i\+1\]\)$",
+        ),
+        (
+            ([0.0, -10.75, 0.0], [0.0] * 3),
+            {},
+            r"^Engine: the coupler between cars 0 and 1 is stretched to 0\.75 m, beyond its slack 0\.5 m$",
+        ),
+    ]
+    for args, kw, msg in cases:
+        with pytest.raises(EngineError, match=msg):
+            Engine(b, *args, **kw)
+    with pytest.raises(EngineError, match="^Engine needs a Bodies$"):
+        Engine("cars", ok, [0.0] * 3)  # type: ignore[arg-type]
+    # within SNAP_GAP of touching or of taut: accepted
+    Engine(b, [0.0, -10.0 + 0.5 * SNAP_GAP, 0.0], [0.0] * 3)
+    Engine(b, [0.0, -10.5 - 0.5 * SNAP_GAP, 0.0], [0.0] * 3)
+    Engine(b, [0.0, -10.2, 0.0], [0.0] * 3, rest_speed=0.0)
+    # uncoupled cars of one line may stand any distance apart
+    free = Bodies([1.0, 1.0], [10.0, 10.0], [0, 0], [False, False], [0.5, 0.5])
+    Engine(free, [0.0, -1000.0], [0.0, 0.0])
