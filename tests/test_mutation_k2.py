@@ -930,6 +930,10 @@ def test_bodies_say_what_is_wrong():
     with pytest.raises(EngineError, match="^Bodies: the cars of a line must be consecutive$"):
         Bodies(**{**three, "line": [0, 1, 0]})
     assert list(Bodies(**{**three, "line": [1, 1, 0]}).line) == [1, 1, 0]  # numbers need not be sorted
+    flags = Bodies(**{**ok, "coupled": [1, 0], "line": [0.0, 0.0]})  # stored as the types documented
+    assert (
+        flags.coupled.dtype == bool and list(flags.coupled) == [True, False] and flags.line.dtype == np.int64
+    )
 
 
 def test_bodies_of_trains():
