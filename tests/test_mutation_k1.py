@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import SAMPLE_ROUTE
+from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
 
 from tdbtools.formats import load_route
+from tdbtools.physics.replay import CAR_COLUMNS, EVENT_UNITS, TRACE_COLUMNS, Replay, ReplayError, safe_name
 from tdbtools.physics.scenario import (
     MAX_DURATION,
     MAX_STEP,
@@ -581,3 +583,144 @@ def test_line_construction_errors_say_why(tmp_path):
     assert at_buffer.starts_at_track_end  # the buffer is 0.1 mm behind: within 1 mm
     near = TrackLine.from_traveller(Traveller(route, V_A, 437.266463 - 0.01, 0), length=5.0)
     assert not near.starts_at_track_end and not near.ends_at_track_end
+
+
+# -- the replay --------------------------------------------------------------------------
+
+CONSISTS = SAMPLE_INSTALL / "TRAINS" / "CONSISTS"
+
+
+def _sc(*trains: TrainSpec, **kw) -> Scenario:  # noqa: ANN003
+    return Scenario(SAMPLE_ROUTE, tuple(trains), **kw)
+
+
+def test_replay_set_up_errors_name_the_train_and_the_figures():
+    freight = CONSISTS / "sample_freight.con"
+    here = SAMPLE_INSTALL / "TRAINS" / "CONSISTS"
+    looked = f"., {here}, {SAMPLE_ROUTE / 'CONSISTS'}"
+    cases = [
+        (
+            TrainSpec("a", Path("nope"), path=Path("MainWE.pat")),
+            f"train 'a': consist 'nope' not found (looked in {looked})",
+        ),
+        (TrainSpec("b", freight, path=Path("Nope.pat")), "train 'b': path 'Nope.pat' not found"),
+        (
+            TrainSpec("c", freight, path=Path("MainWE.pat"), start_offset=1450.0),
+            "train 'c' (336.2 m) does not fit on its line (1573.6 m) from 1450.0 m",
+        ),
+        (
+            TrainSpec("d", freight, path=Path("MainWE.pat"), start_offset=1220.0),
+            "train 'd' is 336.2 m long but its path ends 330.0 m from where it starts (beyond_path 0 m): "
+            "it cannot run. Give beyond_path (--beyond-path) of at least 6 m, or a longer path",
+        ),
+    ]
+    for spec, message in cases:
+        with pytest.raises(ReplayError) as ei:
+            Replay(_sc(spec, duration=5.0))
+        assert str(ei.value) == message
+    # the same train fits when the path is extended, or starts 7 m further back
+    Replay(_sc(dataclasses.replace(cases[3][0], beyond_path=7.0), duration=5.0))
+    Replay(_sc(dataclasses.replace(cases[3][0], start_offset=1213.0), duration=5.0))
+
+
+def test_replay_summary_and_traces_of_a_short_run(tmp_path):
+    """Three seconds of an engine pair starting at 5 m/s, 100 m along a level line: every
+    summary figure, trace column and car-trace row."""
+    line = TrackLine.synthetic(3000.0, route_limit=20.0)
+    spec = TrainSpec(
+        "b/1", CONSISTS / "sample_double.con", path=Path("x"), start_offset=100.0, start_speed=5.0
+    )
+    rp = Replay(_sc(spec, duration=3.0, step=0.1), lines={"b/1": line}, cars_trace=True, trace_every=1.0)
+    t = rp.trains[0]
+    assert (t.front0, t.length, t.category, t.end_s) == (
+        pytest.approx(137.96),
+        pytest.approx(37.96),
+        "passenger",
+        None,
+    )
+    assert rp.engine.x.tolist() == pytest.approx([137.96, 118.98])  # front car first
+    assert rp.engine.v.tolist() == [5.0, 5.0]
+    res = rp.run()
+    s = res.summary
+    assert set(s) == {"scenario", "route", "simulated_seconds", "wall_seconds", "trains", "realtime_factor"}
+    assert (s["scenario"], s["route"], s["simulated_seconds"]) == ("<scenario>", "tdbtools sample route", 3.0)
+    assert s["wall_seconds"] == round(res.wall_seconds, 3) and res.wall_seconds > 0
+    assert s["realtime_factor"] == round(3.0 / res.wall_seconds, 1)
+    tr = res.traces["b/1"]
+    assert tuple(tr) == TRACE_COLUMNS
+    assert tr["time"] == pytest.approx([0.0, 1.0, 2.0, 3.0])
+    ts = s["trains"]["b/1"]
+    assert ts == {
+        "consist": "Sample double: 2 x EL 64, back to back",
+        "cars": 2,
+        "category": "passenger",
+        "mass_t": 168.0,
+        "length_m": 37.96,
+        "running_time_s": 3.0,
+        "finished": False,
+        "derailed": False,
+        "distance_m": round(float(rp.engine.x[0] - 137.96), 3),
+        "max_speed_kmh": round(float(rp.engine.v.max()) * 3.6, 3),
+        "traction_energy_kwh": ts["traction_energy_kwh"],
+        "braking_energy_kwh": 0.0,
+        "events": {},
+    }
+    assert ts["distance_m"] == pytest.approx(float(tr["distance"][-1]), abs=1e-3)
+    assert 40.0 < ts["max_speed_kmh"] < 45.0  # 5 m/s + about 2.2 m/s² for 3 s
+    # full power at about 11 m/s for 3 s: some kWh, neither 0 nor J
+    assert 1.0 < ts["traction_energy_kwh"] < 10.0
+    assert tr["distance"][0] == 0.0 and tr["speed"][0] == 5.0 and tr["acceleration"][0] == 0.0
+    assert tr["acceleration"][1:] == pytest.approx(np.diff(tr["speed"]) / np.diff(tr["time"]))
+    assert tr["throttle"].tolist() == [0.0, 1.0, 1.0, 1.0] and tr["brake"].tolist() == [0.0] * 4
+    assert tr["offset"] == pytest.approx(137.96 + tr["distance"]) and tr["z"] == pytest.approx(tr["offset"])
+    assert tr["node"].tolist() == [1] * 4 and tr["node"].dtype == np.int64 and tr["tile_x"].dtype == np.int64
+    assert not tr["x"].any() and not tr["y"].any() and not tr["grade_permille"].any()
+    cars = res.car_traces["b/1"]
+    assert tuple(cars) == CAR_COLUMNS and len(cars["time"]) == 8  # 2 cars × 4 rows
+    assert cars["car"].tolist() == [0, 1] * 4 and cars["time"] == pytest.approx([0, 0, 1, 1, 2, 2, 3, 3])
+    assert cars["front"][::2] == pytest.approx(137.96 + tr["distance"])
+    assert cars["front"][1::2] == pytest.approx(cars["front"][::2] - 18.98)
+    assert np.isnan(cars["gap"][1::2]).all() and not np.isnan(cars["gap"][::2]).any()
+    assert cars["speed"][::2] == pytest.approx(tr["speed"])
+    assert cars["force"][0] == 0.0 and cars["force"][2] > 1e5  # full traction after the first step
+    written = res.write(tmp_path / "out")
+    assert [p.name for p in written] == ["b_1.csv", "b_1_cars.csv", "events.json", "summary.json"]
+    csv_lines = (tmp_path / "out" / "b_1.csv").read_text().splitlines()
+    assert csv_lines[0] == ",".join(TRACE_COLUMNS) and len(csv_lines) == 5
+    assert csv_lines[1] == "0,0,5,0,0,0,1,137.96,0,0,0,0,137.96,0"
+    assert csv_lines[2].split(",")[0] == "1" and csv_lines[2].split(",")[2] == f"{tr['speed'][1]:.6g}"
+    cars_csv = (tmp_path / "out" / "b_1_cars.csv").read_text().splitlines()
+    assert cars_csv[0] == "time,car,front,speed,gap,force" and cars_csv[2] == "0,1,118.98,5,nan,0"
+    ev = json.loads((tmp_path / "out" / "events.json").read_text())
+    assert ev == {"units": EVENT_UNITS, "events": []}
+    assert json.loads((tmp_path / "out" / "summary.json").read_text()) == s
+    assert safe_name("a b/c-d_e.f:é") == "a_b_c-d_e.f_é"
+
+
+def test_replay_places_trains_on_one_line_front_to_back():
+    """Two trains given on the same line object share it; each starts at its offset, the
+    one further along first in the engine's arrays, with its own start speed and
+    category; a train without traction gets no throttle."""
+    line = TrackLine.synthetic(2000.0, route_limit=20.0)
+    a = TrainSpec(
+        "behind", CONSISTS / "sample_double.con", path=Path("x"), start_offset=10.0, category="freight"
+    )
+    b = TrainSpec(
+        "ahead", CONSISTS / "sample_freight.con", path=Path("x"), start_offset=500.0, start_speed=2.0
+    )
+    rp = Replay(_sc(a, b, duration=1.0), lines={"behind": line, "ahead": line})
+    assert [t.spec.name for t in rp.trains] == ["ahead", "behind"]
+    ahead, behind = rp.trains
+    assert ahead.line_id == behind.line_id == 0
+    assert (ahead.cars.start, behind.cars.start) == (0, ahead.cars.stop)
+    assert ahead.front0 == pytest.approx(500.0 + ahead.length) and behind.front0 == pytest.approx(
+        10.0 + 37.96
+    )
+    assert rp.engine.v[ahead.cars].tolist() == [2.0] * len(ahead.consist.cars)
+    assert rp.engine.v[behind.cars].tolist() == [0.0, 0.0]
+    assert (ahead.category, behind.category) == ("freight", "freight")  # by the wagons / by the scenario
+    own = Replay(_sc(a, b, duration=1.0), lines={"behind": line, "ahead": TrackLine.synthetic(2000.0)})
+    assert [t.line_id for t in own.trains] == [0, 1]
+    res = rp.run()
+    assert set(res.summary["trains"]) == {"ahead", "behind"}
+    assert res.summary["trains"]["behind"]["cars"] == 2
