@@ -15,23 +15,28 @@ import pytest
 from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
 
 from tdbtools.formats import load_route
+from tdbtools.physics.driver import AutoDriver, Controls, DriveState, ScheduleDriver
 from tdbtools.physics.replay import CAR_COLUMNS, EVENT_UNITS, TRACE_COLUMNS, Replay, ReplayError, safe_name
 from tdbtools.physics.scenario import (
     MAX_DURATION,
     MAX_STEP,
     MAX_STEPS,
     MIN_STEP,
+    Command,
     Scenario,
     ScenarioError,
     TrainSpec,
     one_train_scenario,
+    read_scenario,
     read_toml_text,
     run_limits_problem,
     scenario_from_dict,
     scenario_from_text,
     with_settings,
 )
+from tdbtools.physics.signalling import DepartDriver, SignalDriver, wrap_driver
 from tdbtools.physics.trackline import TrackLine, TrackLineError
+from tdbtools.signals.runtime import CREEP
 from tdbtools.track import Traveller
 
 # -- the scenario reader -----------------------------------------------------------------
@@ -724,3 +729,88 @@ def test_replay_places_trains_on_one_line_front_to_back():
     res = rp.run()
     assert set(res.summary["trains"]) == {"ahead", "behind"}
     assert res.summary["trains"]["behind"]["cars"] == 2
+
+
+# -- signalling ----------------------------------------------------------------------------
+
+
+def _auto(stop_at: float | None = 1000.0) -> AutoDriver:
+    return AutoDriver([0.0], [20.0], stop_at, max_speed=None, deceleration=0.5)
+
+
+def test_drivers_are_wrapped_for_signals_and_departures():
+    auto = _auto()
+    sig = wrap_driver(auto, 5.0, True)
+    assert isinstance(sig, SignalDriver) and sig.inner is auto and sig.depart == 5.0
+    assert wrap_driver(auto, 0.0, False) is auto
+    held = wrap_driver(auto, 0.5, False)
+    assert isinstance(held, DepartDriver) and held.inner is auto and held.depart == 0.5
+    sched = ScheduleDriver((Command(0.0, 1.0, 0.0),))
+    assert wrap_driver(sched, 0.0, True) is sched  # signals drive only the automatic driver
+    assert isinstance(wrap_driver(sched, 3.0, True), DepartDriver)
+    st = DriveState(time=2.9, travelled=0.0, speed=0.0, front=100.0, rear=50.0)
+    assert held(dataclasses.replace(st, time=0.4)) == Controls(0.0, 1.0, 0.0)
+    assert wrap_driver(sched, 3.0, True)(st) == Controls(0.0, 1.0, 0.0)
+    assert wrap_driver(sched, 3.0, True)(dataclasses.replace(st, time=3.0)).throttle == 1.0
+    assert held.finished is False and DepartDriver(lambda s: Controls(), 1.0).finished is False
+    auto.finished = True
+    assert held.finished is True and sig.finished is True
+
+
+def test_signal_driver_obeys_what_the_interlocking_sets():
+    auto = _auto(stop_at=2000.0)
+    d = SignalDriver(auto, depart=10.0)
+    st = DriveState(time=12.0, travelled=0.0, speed=10.0, front=100.0, rear=50.0)
+    base = [c for c in auto.constraints(st)]
+    assert d(dataclasses.replace(st, time=9.9)) == Controls(0.0, 1.0, 0.0)
+    d.stop_s = 400.0
+    assert (0.0, 300.0) in auto.constraints(st)
+    d.stop_s = 90.0  # behind the front: stop now
+    assert (0.0, 0.0) in auto.constraints(st)
+    d.stop_s = None
+    d.creep_at = 160.0
+    assert (CREEP, 60.0) in auto.constraints(st)
+    d.creep_at = 100.0  # at the front: passed
+    assert auto.constraints(st) == base
+    d.creep_at = None
+    d.limits = [(150.0, 400.0, 8.0), (20.0, 49.9, 5.0), (80.0, 120.0, 6.0)]
+    out = auto.constraints(st)
+    assert (8.0, 50.0) in out and (6.0, 0.0) in out  # ahead; over the train
+    assert all(v != 5.0 for v, _a in out)  # wholly behind the rear
+    d.limits = [(20.0, 50.0, 5.0)]  # ends at the rear: still over the train
+    assert (5.0, 0.0) in auto.constraints(st)
+    d.limits = []
+    # held at a signal short of the end, the inner driver does not count as finished
+    stand = DriveState(time=20.0, travelled=0.0, speed=0.0, front=500.0, rear=450.0)
+    d.stop_s = 500.0
+    d(stand)
+    assert auto.finished is False
+    auto.stop_at = 502.0 + AutoDriver.ARRIVED_WITHIN - 0.01  # its own end, within reach
+    d.stop_s = None
+    d(stand)
+    assert auto.finished is True
+
+
+def test_signalling_summary_and_aspects_on_the_signals_route():
+    """signals_follow (sample_routes): the follower departs at 20 s behind the leader and
+    waits at signal 0 from its first signalling cycle; the leader sees signal 0 clear."""
+    sc = read_scenario(SAMPLE_INSTALL / "signals_follow.toml")
+    rp = Replay(dataclasses.replace(sc, duration=20.0))
+    assert [type(t.driver) for t in rp.trains] == [SignalDriver, SignalDriver]
+    assert [t.driver.depart for t in rp.trains] == [0.0, 20.0]
+    res = rp.run()
+    s = res.summary["signalling"]
+    assert (s["signals"], s["heads"], s["sections"]) == (6, 6, 12)
+    lead, follow = s["trains"]["leader"], s["trains"]["follower"]
+    assert [(e["signal"], e["aspect"]) for e in lead["aspects_seen"]] == [(0, "APPROACH_1"), (0, "CLEAR_2")]
+    assert [e["time"] for e in lead["aspects_seen"]] == pytest.approx([0.2, 1.2])
+    assert lead["aspect_counts"] == {"APPROACH_1": 1, "CLEAR_2": 1} and lead["signal_waits_s"] == {}
+    assert lead["deadlocked"] is False and follow["deadlocked"] is False
+    assert follow["aspects_seen"] == [
+        {"time": pytest.approx(0.2), "signal": 0, "aspect": "STOP (not cleared)"}
+    ]
+    assert follow["aspect_counts"] == {}  # not one of the signal script aspects
+    assert follow["signal_waits_s"] == {"0": pytest.approx(19.0)}  # still waiting: counted to now
+    assert rp.signals.aspects() == {0: "CLEAR_2", 1: "APPROACH_1", 2: "STOP", 3: "STOP", 4: "STOP", 5: "STOP"}
+    assert rp.signals.next_update == pytest.approx(20.2)  # every second from the first step
+    assert {e.kind for e in res.events} >= {"aspect", "signal", "switch"}
