@@ -16,6 +16,7 @@ from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
 
 from tdbtools.formats import load_route
 from tdbtools.physics.driver import AutoDriver, Controls, DriveState, ScheduleDriver
+from tdbtools.physics.events import CarsStopped, CouplerSnatch, Derailment
 from tdbtools.physics.replay import CAR_COLUMNS, EVENT_UNITS, TRACE_COLUMNS, Replay, ReplayError, safe_name
 from tdbtools.physics.scenario import (
     MAX_DURATION,
@@ -25,6 +26,7 @@ from tdbtools.physics.scenario import (
     Command,
     Scenario,
     ScenarioError,
+    SwitchEvent,
     TrainSpec,
     one_train_scenario,
     read_scenario,
@@ -814,3 +816,104 @@ def test_signalling_summary_and_aspects_on_the_signals_route():
     assert rp.signals.aspects() == {0: "CLEAR_2", 1: "APPROACH_1", 2: "STOP", 3: "STOP", 4: "STOP", 5: "STOP"}
     assert rp.signals.next_update == pytest.approx(20.2)  # every second from the first step
     assert {e.kind for e in res.events} >= {"aspect", "signal", "switch"}
+
+
+# -- the replay's loop: how runs end, and the events on the way -------------------------------
+
+
+def test_a_scheduled_train_is_done_once_it_has_stood_ten_seconds():
+    """Full power for 8 s, then full brake: the freight stops near 15.8 s, and its run
+    ends at the step it stopped in once it has stood 10 s with no throttle."""
+    line = TrackLine.synthetic(400.0, route_limit=20.0)
+    spec = TrainSpec(
+        "s",
+        CONSISTS / "sample_freight.con",
+        path=Path("x"),
+        driver="schedule",
+        schedule=(Command(0.0, 1.0, 0.0), Command(8.0, 0.0, 1.0)),
+    )
+    rp = Replay(_sc(spec, duration=60.0), lines={"s": line})
+    res = rp.run()
+    kinds = [type(e).__name__ for e in res.events]
+    assert kinds == ["CarsStarted"] + ["CouplerSnatch"] * 20 + ["CarsStopped", "TrainStopped"]
+    taut = [e for e in res.events if isinstance(e, CouplerSnatch)]
+    # the slack runs out joint after joint from the engine back, each car named in its train
+    assert [e.cars for e in taut] == [(("s", i), ("s", i + 1)) for i in range(20)]
+    assert all(a.time < b.time for a, b in zip(taut, taut[1:]))
+    assert all(0.5 < e.relative_speed < 0.7 and e.impulse > 0 and e.energy_lost > 0 for e in taut)
+    started, stopped, done = res.events[0], res.events[-2], res.events[-1]
+    assert started.cars == (("s", 0),) and started.location.to_dict() == {
+        "node": 1,
+        "tile_x": 0,
+        "tile_z": 0,
+        "x": 0.0,
+        "y": 0.0,
+        "z": pytest.approx(336.15, abs=0.05),  # the engine's front, after the first step
+    }
+    assert stopped.cars == (("s", 0), ("s", 20)) and 15.7 < stopped.time < 15.8
+    assert (done.train, done.time) == ("s", pytest.approx(15.7))
+    assert rp.time == pytest.approx(25.8)  # the replay ends when every train is done
+    s = res.summary["trains"]["s"]
+    assert (s["finished"], s["derailed"], s["running_time_s"]) == (True, False, 15.7)
+    assert s["events"] == {"coupler_taut": 20, "started": 1, "stopped": 2}
+    assert s["braking_energy_kwh"] > 0 and s["distance_m"] == pytest.approx(15.883, abs=0.01)
+
+
+def test_a_train_run_off_its_track_end_derails_and_is_done_when_it_stands():
+    line = TrackLine.synthetic(400.0, route_limit=20.0)
+    spec = TrainSpec(
+        "r",
+        CONSISTS / "sample_double.con",
+        path=Path("x"),
+        driver="schedule",
+        schedule=(Command(0.0, 1.0, 0.0),),
+        start_offset=300.0,
+    )
+    rp = Replay(_sc(spec, duration=30.0), lines={"r": line})
+    res = rp.run()
+    der = [e for e in res.events if isinstance(e, Derailment)]
+    assert [e.cars for e in der] == [(0,), (1,)] and der[0].time < der[1].time
+    assert {e.train for e in der} == {"r"} and {e.node for e in der} == {1}
+    assert {e.message for e in der} == {"ran off the track end at the far end of the line"}
+    assert der[0].location.to_dict() == {
+        "tile_x": 0,
+        "tile_z": 0,
+        "x": 0.0,
+        "y": 0.0,
+        "z": pytest.approx(400.0, abs=1.0),
+    }
+    assert der[0].other_train is None and der[0].closing_speed is None
+    t = rp.trains[0]
+    assert t.derailed and t.controls == Controls(0.0, 1.0, 0.0)  # a derailed train brakes
+    stopped = next(e for e in res.events if isinstance(e, CarsStopped))
+    assert t.done_at == pytest.approx(stopped.time, abs=0.1) and t.done_at < 30.0
+    s = res.summary["trains"]["r"]
+    assert (s["finished"], s["derailed"]) == (True, True)
+    assert s["events"] == {"derailment": 2, "started": 1, "stopped": 1}
+
+
+def test_the_auto_driver_arrives_at_its_path_end_and_thrown_switches_are_events():
+    spec = TrainSpec("a", CONSISTS / "sample_double.con", path=Path("MainWE.pat"), start_offset=1400.0)
+    rp = Replay(_sc(spec, duration=200.0, events=(SwitchEvent(1.0, 3, 1),)))
+    t = rp.trains[0]
+    assert t.end_s == pytest.approx(1550.0) and t.front0 == pytest.approx(1437.96)
+    res = rp.run()
+    assert [e.kind for e in res.events] == ["started", "switch", "stopped", "arrived"]
+    started, switch, _stopped, arrived = res.events
+    assert (switch.time, switch.junction, switch.route) == (pytest.approx(1.0), 3, 1)
+    assert rp.switches.get(3) == 1
+    loc = t.line.location(1437.96)
+    assert started.location.node == V_MAIN
+    assert (started.location.tile_x, started.location.tile_z) == (loc.tile_x, loc.tile_z)
+    assert (started.location.x, started.location.y, started.location.z) == pytest.approx(
+        (loc.x, loc.y, loc.z), abs=0.05
+    )
+    # the front stops STOP_SHORT before the path's end, within ARRIVED_WITHIN
+    assert arrived.train == "a" and arrived.distance == pytest.approx(1550.0 - 2.0 - 1437.96, abs=0.5)
+    assert t.done_at == arrived.time == pytest.approx(rp.time)
+    s = res.summary["trains"]["a"]
+    assert (s["finished"], s["running_time_s"], s["events"]) == (
+        True,
+        round(arrived.time, 3),
+        {"arrived": 1, "started": 1, "stopped": 1},
+    )
