@@ -16,7 +16,7 @@ from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
 
 from tdbtools.formats import load_route
 from tdbtools.physics.driver import AutoDriver, Controls, DriveState, ScheduleDriver
-from tdbtools.physics.events import CarsStopped, CouplerSnatch, Derailment
+from tdbtools.physics.events import CarsStopped, CouplerSnatch, Derailment, EventLocation
 from tdbtools.physics.replay import CAR_COLUMNS, EVENT_UNITS, TRACE_COLUMNS, Replay, ReplayError, safe_name
 from tdbtools.physics.scenario import (
     MAX_DURATION,
@@ -917,3 +917,19 @@ def test_the_auto_driver_arrives_at_its_path_end_and_thrown_switches_are_events(
         round(arrived.time, 3),
         {"arrived": 1, "started": 1, "stopped": 1},
     )
+
+
+def test_event_locations_in_events_json():
+    """``node`` first when known, left out otherwise; then the tile and the metres."""
+    loc = EventLocation(node=4, tile_x=-5631, tile_z=15116, x=1.5, y=42.0, z=-3.25)
+    assert list(loc.to_dict().items()) == [
+        ("node", 4),
+        ("tile_x", -5631),
+        ("tile_z", 15116),
+        ("x", 1.5),
+        ("y", 42.0),
+        ("z", -3.25),
+    ]
+    bare = EventLocation(tile_x=1, tile_z=2, x=3.0, y=4.0, z=5.0).to_dict()
+    assert bare == {"tile_x": 1, "tile_z": 2, "x": 3.0, "y": 4.0, "z": 5.0} and "node" not in bare
+    assert EventLocation(node=0, tile_x=1, tile_z=2, x=3.0, y=4.0, z=5.0).to_dict()["node"] == 0
