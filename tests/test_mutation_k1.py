@@ -16,8 +16,16 @@ from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
 
 from tdbtools.formats import load_route
 from tdbtools.physics.driver import AutoDriver, Controls, DriveState, ScheduleDriver
-from tdbtools.physics.events import CarsStopped, CouplerSnatch, Derailment, EventLocation
-from tdbtools.physics.replay import CAR_COLUMNS, EVENT_UNITS, TRACE_COLUMNS, Replay, ReplayError, safe_name
+from tdbtools.physics.events import CarsStopped, CouplerSnatch, Derailment, EndOfLine, EventLocation, StandIn
+from tdbtools.physics.replay import (
+    CAR_COLUMNS,
+    EVENT_UNITS,
+    TRACE_COLUMNS,
+    Replay,
+    ReplayError,
+    replay,
+    safe_name,
+)
 from tdbtools.physics.scenario import (
     MAX_DURATION,
     MAX_STEP,
@@ -933,3 +941,78 @@ def test_event_locations_in_events_json():
     bare = EventLocation(tile_x=1, tile_z=2, x=3.0, y=4.0, z=5.0).to_dict()
     assert bare == {"tile_x": 1, "tile_z": 2, "x": 3.0, "y": 4.0, "z": 5.0} and "node" not in bare
     assert EventLocation(node=0, tile_x=1, tile_z=2, x=3.0, y=4.0, z=5.0).to_dict()["node"] == 0
+
+
+def test_a_train_rolling_back_off_its_line_start_derails_there():
+    """Rolling back at 3 m/s with no brakes, the rear car's rear bogie (5.54 m from the
+    line's start, a track end) leaves the line after 1.85 s: the bogies follow the cars
+    every step."""
+    spec = TrainSpec(
+        "b",
+        CONSISTS / "sample_double.con",
+        path=Path("x"),
+        start_speed=-3.0,
+        start_offset=1.0,
+        driver="schedule",
+        schedule=(Command(0.0, 0.0, 0.0),),
+    )
+    rp = Replay(_sc(spec, duration=20.0), lines={"b": TrackLine.synthetic(3000.0)})
+    assert rp._rb.tolist() == pytest.approx([24.52, 5.54])
+    res = rp.run()
+    der = [e for e in res.events if isinstance(e, Derailment)]
+    assert [(e.cars, e.message) for e in der] == [((1,), "ran off the track end at the near end of the line")]
+    assert der[0].time == pytest.approx(1.9)
+
+
+def test_a_train_at_the_end_of_its_built_line_stops_there_without_derailing():
+    """A line that does not end at a track end: running off it ends the run, with an
+    event saying how much track there was."""
+    line = dataclasses.replace(TrackLine.synthetic(400.0), ends_at_track_end=False)
+    spec = TrainSpec(
+        "r",
+        CONSISTS / "sample_double.con",
+        path=Path("x"),
+        driver="schedule",
+        schedule=(Command(0.0, 1.0, 0.0),),
+        start_offset=300.0,
+    )
+    rp = Replay(_sc(spec, duration=30.0), lines={"r": line})
+    res = rp.run()
+    ends = [e for e in res.events if isinstance(e, EndOfLine)]
+    assert [(e.train, e.message) for e in ends] == [
+        ("r", "reached the end of the 400 m of track built for it")
+    ]
+    assert ends[0].time == pytest.approx(7.5) == rp.time == rp.trains[0].done_at
+    assert not any(isinstance(e, Derailment) for e in res.events)
+    s = res.summary["trains"]["r"]
+    assert (s["finished"], s["derailed"], s["running_time_s"]) == (True, False, 7.5)
+
+
+def test_waiting_points_reach_the_driver_and_replay_uses_the_route_given(tmp_path):
+    """MainEW waits 60 s at the platform, 1250 m along its line (sample_routes/README.md);
+    ``replay(route=...)`` runs on that route whatever the scenario names."""
+    spec = TrainSpec("w", CONSISTS / "sample_double.con", path=Path("MainEW.pat"))
+    rp = Replay(_sc(spec, duration=1.0))
+    t = rp.trains[0]
+    assert t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0)]
+    stops = [(p.s, p.wait, p.kind) for p in t.driver.stops]
+    assert stops == [
+        (pytest.approx(1250.0, abs=1e-5), 60.0, "waiting point"),
+        (pytest.approx(t.line.path_length - 2.0), math.inf, "end"),
+    ]
+    elsewhere = dataclasses.replace(_sc(spec, duration=1.0), route=tmp_path / "no route here")
+    res = replay(elsewhere, route=_route())
+    assert res.summary["route"] == "tdbtools sample route"
+
+
+def test_stand_in_stock_is_reported_at_the_start(tmp_path):
+    con = tmp_path / "odd.con"
+    con.write_text(
+        'SIMISA@@@@@@@@@@JINX0D0t______\nTrain ( TrainCfg ( "odd" Name ( "odd" ) '
+        "Engine ( UiD ( 1 ) EngineData ( NOPE_LOCO NOPE_FOLDER ) ) ) )\n"
+    )
+    spec = TrainSpec("odd", con, path=Path("MainWE.pat"), stand_in=True)
+    res = Replay(_sc(spec, duration=0.5)).run()
+    (si,) = [e for e in res.events if isinstance(e, StandIn)]
+    assert (si.time, si.train) == (0.0, "odd") and "NOPE_LOCO" in si.message
+    assert si.to_dict()["time"] == 0.0
