@@ -1016,3 +1016,26 @@ def test_stand_in_stock_is_reported_at_the_start(tmp_path):
     (si,) = [e for e in res.events if isinstance(e, StandIn)]
     assert (si.time, si.train) == (0.0, "odd") and "NOPE_LOCO" in si.message
     assert si.to_dict()["time"] == 0.0
+
+
+@pytest.mark.parametrize("mode", ["force", "deceleration"])
+def test_a_train_coasting_downhill_is_not_braked(mode):
+    """No throttle and no brake asked for on a 1 % fall: the brakes stay off (nothing
+    plans a deceleration) and the train gathers speed, about g·1 % less its resistance
+    and rotating mass."""
+    spec = TrainSpec(
+        "c",
+        CONSISTS / "sample_freight.con",
+        path=Path("x"),
+        driver="schedule",
+        schedule=(Command(0.0, 0.0, 0.0),),
+        start_offset=100.0,
+        brake_mode=mode,
+    )
+    rp = Replay(
+        _sc(spec, duration=10.0), lines={"c": TrackLine.synthetic(2000.0, grade=-0.01)}, trace_every=1.0
+    )
+    tr = rp.run().traces["c"]
+    assert tr["brake"].tolist() == [0.0] * 11 and tr["throttle"].tolist() == [0.0] * 11
+    assert 0.05 < float(np.mean(tr["acceleration"][1:])) < 0.098
+    assert np.all(np.diff(tr["speed"]) > 0)
