@@ -698,17 +698,17 @@ def test_replay_summary_and_traces_of_a_short_run(tmp_path):
     assert np.isnan(cars["gap"][1::2]).all() and not np.isnan(cars["gap"][::2]).any()
     assert cars["speed"][::2] == pytest.approx(tr["speed"])
     assert cars["force"][0] == 0.0 and cars["force"][2] > 1e5  # full traction after the first step
-    written = res.write(tmp_path / "out")
+    written = res.write(tmp_path / "new" / "out")
     assert [p.name for p in written] == ["b_1.csv", "b_1_cars.csv", "events.json", "summary.json"]
-    csv_lines = (tmp_path / "out" / "b_1.csv").read_text().splitlines()
+    csv_lines = (tmp_path / "new" / "out" / "b_1.csv").read_text().splitlines()
     assert csv_lines[0] == ",".join(TRACE_COLUMNS) and len(csv_lines) == 5
     assert csv_lines[1] == "0,0,5,0,0,0,1,137.96,0,0,0,0,137.96,0"
     assert csv_lines[2].split(",")[0] == "1" and csv_lines[2].split(",")[2] == f"{tr['speed'][1]:.6g}"
-    cars_csv = (tmp_path / "out" / "b_1_cars.csv").read_text().splitlines()
+    cars_csv = (tmp_path / "new" / "out" / "b_1_cars.csv").read_text().splitlines()
     assert cars_csv[0] == "time,car,front,speed,gap,force" and cars_csv[2] == "0,1,118.98,5,nan,0"
-    ev = json.loads((tmp_path / "out" / "events.json").read_text())
+    ev = json.loads((tmp_path / "new" / "out" / "events.json").read_text())
     assert ev == {"units": EVENT_UNITS, "events": []}
-    assert json.loads((tmp_path / "out" / "summary.json").read_text()) == s
+    assert json.loads((tmp_path / "new" / "out" / "summary.json").read_text()) == s
     assert safe_name("a b/c-d_e.f:é") == "a_b_c-d_e.f_é"
 
 
