@@ -16,7 +16,15 @@ from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
 
 from tdbtools.formats import load_route
 from tdbtools.physics.driver import AutoDriver, Controls, DriveState, ScheduleDriver
-from tdbtools.physics.events import CarsStopped, CouplerSnatch, Derailment, EndOfLine, EventLocation, StandIn
+from tdbtools.physics.events import (
+    CarsStopped,
+    CouplerSnatch,
+    Derailment,
+    EndOfLine,
+    EventLocation,
+    Impact,
+    StandIn,
+)
 from tdbtools.physics.replay import (
     CAR_COLUMNS,
     EVENT_UNITS,
@@ -1039,3 +1047,33 @@ def test_a_train_coasting_downhill_is_not_braked(mode):
     assert tr["brake"].tolist() == [0.0] * 11 and tr["throttle"].tolist() == [0.0] * 11
     assert 0.05 < float(np.mean(tr["acceleration"][1:])) < 0.098
     assert np.all(np.diff(tr["speed"]) > 0)
+
+
+def test_an_impact_between_two_trains_names_each_car_in_its_own_train():
+    """A light engine pair rolling at 3 m/s into another one braked 12 m ahead on the
+    same line: the buffers meet after about 4 s; the event names the last car of the
+    train ahead and the first of the one behind (indices within each train)."""
+    line = TrackLine.synthetic(2000.0)
+    behind = TrainSpec(
+        "behind",
+        CONSISTS / "sample_double.con",
+        path=Path("x"),
+        start_offset=100.0,
+        start_speed=3.0,
+        driver="schedule",
+        schedule=(Command(0.0, 0.0, 0.0),),
+    )
+    ahead = dataclasses.replace(
+        behind, name="ahead", start_offset=150.0, start_speed=0.0, schedule=(Command(0.0, 0.0, 1.0),)
+    )
+    rp = Replay(_sc(behind, ahead, duration=8.0), lines={"behind": line, "ahead": line})
+    res = rp.run()
+    impact, stopped = res.events
+    assert isinstance(impact, Impact) and isinstance(stopped, CarsStopped)
+    assert impact.cars == (("ahead", 1), ("behind", 0))
+    assert impact.time == pytest.approx(12.04 / 3.0, abs=0.05)
+    assert 2.8 < impact.relative_speed < 3.0 and impact.impulse > 0 and impact.energy_lost > 0
+    assert impact.location.z == pytest.approx(150.0 + 18.98, abs=0.2)  # where the rear car of "ahead" is
+    assert stopped.cars == (("ahead", 0), ("behind", 1))
+    s = res.summary["trains"]
+    assert s["ahead"]["events"] == {"impact": 1, "stopped": 1} == s["behind"]["events"]
