@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from tdbtools.formats import load_route
 from tdbtools.physics.driver import AutoDriver, Controls, DriveState, ScheduleDriver
 from tdbtools.physics.events import (
     CarsStopped,
+    Collision,
     CouplerSnatch,
     Derailment,
     EndOfLine,
@@ -1077,3 +1079,33 @@ def test_an_impact_between_two_trains_names_each_car_in_its_own_train():
     assert stopped.cars == (("ahead", 0), ("behind", 1))
     s = res.summary["trains"]
     assert s["ahead"]["events"] == {"impact": 1, "stopped": 1} == s["behind"]["events"]
+
+
+def test_a_head_on_collision_names_both_trains_their_cars_and_the_place():
+    """Two engine pairs at half throttle towards each other on the main line, 398 m
+    apart: their fronts meet on V_main after about 16.5 s."""
+    west = TrainSpec(
+        "west",
+        CONSISTS / "sample_double.con",
+        path=Path("MainWE.pat"),
+        driver="schedule",
+        schedule=(Command(0.0, 0.5, 0.0),),
+        start_offset=600.0,
+    )
+    east = dataclasses.replace(west, name="east", path=Path("MainEW.pat"), start_offset=500.0)
+    rp = Replay(_sc(west, east, duration=20.0))
+    res = rp.run()
+    (col,) = [e for e in res.events if isinstance(e, Collision)]
+    assert (col.train, col.cars, col.other_train, col.other_cars, col.node) == (
+        "west",
+        (0,),
+        "east",
+        (0,),
+        V_MAIN,
+    )
+    assert col.time == pytest.approx(16.5, abs=0.5)
+    assert re.fullmatch(r"both trains occupy node 4 around offset \d+\.\d\d m", col.message)
+    assert 35.0 < col.closing_speed < 45.0
+    assert (col.location.tile_x, col.location.tile_z) == (-5631, 15116)
+    assert 42.0 < col.location.y < 43.5  # on V_main's rising grade
+    assert col.to_dict()["other_cars"] == [0]
