@@ -1109,3 +1109,27 @@ def test_a_head_on_collision_names_both_trains_their_cars_and_the_place():
     assert (col.location.tile_x, col.location.tile_z) == (-5631, 15116)
     assert 42.0 < col.location.y < 43.5  # on V_main's rising grade
     assert col.to_dict()["other_cars"] == [0]
+
+
+def test_a_schedule_by_distance_is_not_done_before_its_last_command():
+    """Braked at the start with its last command due 100 m on: the train stands and
+    waits for it to the end of the replay (it is not done after 10 s standing)."""
+    spec = TrainSpec(
+        "d",
+        CONSISTS / "sample_double.con",
+        path=Path("x"),
+        driver="schedule",
+        schedule_by="distance",
+        schedule=(Command(0.0, 0.0, 1.0), Command(100.0, 1.0, 0.0)),
+        start_offset=100.0,
+    )
+    rp = Replay(_sc(spec, duration=15.0), lines={"d": TrackLine.synthetic(2000.0)})
+    s = rp.run().summary["trains"]["d"]
+    assert (s["finished"], s["running_time_s"], s["distance_m"]) == (False, 15.0, 0.0)
+    done = dataclasses.replace(spec, schedule=(Command(0.0, 0.0, 1.0),))
+    s = (
+        Replay(_sc(done, duration=15.0), lines={"d": TrackLine.synthetic(2000.0)})
+        .run()
+        .summary["trains"]["d"]
+    )
+    assert (s["finished"], s["running_time_s"]) == (True, 0.0)  # stood from the start
