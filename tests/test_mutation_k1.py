@@ -1133,3 +1133,26 @@ def test_a_schedule_by_distance_is_not_done_before_its_last_command():
         .summary["trains"]["d"]
     )
     assert (s["finished"], s["running_time_s"]) == (True, 0.0)  # stood from the start
+
+
+def test_the_deceleration_brake_model_also_stops_a_train_rolling_back():
+    """Rolling back at 3 m/s down a 1 % rise with full brake in the deceleration model
+    (0.5 m/s² planned): it slows at exactly 0.5 m/s² — gravity, which here runs with the
+    motion, is made up for — and stands after 6 s and 9 m."""
+    spec = TrainSpec(
+        "b",
+        CONSISTS / "sample_double.con",
+        path=Path("x"),
+        driver="schedule",
+        schedule=(Command(0.0, 0.0, 1.0),),
+        start_speed=-3.0,
+        start_offset=100.0,
+        brake_mode="deceleration",
+        deceleration=0.5,
+    )
+    rp = Replay(
+        _sc(spec, duration=8.0), lines={"b": TrackLine.synthetic(2000.0, grade=0.01)}, trace_every=0.5
+    )
+    tr = rp.run().traces["b"]
+    assert tr["speed"][:13] == pytest.approx(-3.0 + 0.25 * np.arange(13), abs=1e-9)
+    assert tr["speed"][-1] == 0.0 and tr["distance"][-1] == pytest.approx(-9.0, abs=1e-6)
