@@ -71,7 +71,8 @@ block speeds recomputed from the cars (``Σm·v/Σm``) and the joint-force sums 
 are part of the traces that ``tests/test_engine_golden.py`` keeps bit for bit. What changes only with the contacts is cached: the
 limit masks (updated where a gap changes), the block structure (rebuilt only when a joint
 between groups reaches or leaves a limit or its speeds become equal) and the offsets of the
-cars behind each line's first car (for ``x``). With at most :data:`_SMALL` groups (a train
+cars behind each line's first car (for ``x``); within a step, the solution of a block that
+splits (its forces are fixed for the step). With at most :data:`_SMALL` groups (a train
 or a few) the per-group arithmetic, event times and moves run on Python floats: the same
 IEEE operations as the numpy path, so both give the same numbers bit for bit.
 
