@@ -20,6 +20,7 @@ from tdbtools.export import (
     IGH_Y0,
     convert_route,
     csv_text,
+    geojson_text,
     route_from_json,
     route_geojson,
     route_to_json,
@@ -122,6 +123,11 @@ def test_geojson_sample(sample, tmp_path):
     assert "signal_type" in sig["properties"] and "s_data" in sig["properties"]
     out = write_geojson(sample, tmp_path / "s.geojson")
     assert json.loads(out.read_text(encoding="utf-8")) == json.loads(json.dumps(g))
+    # Written feature by feature, the file is byte for byte the one-document text.
+    assert out.read_bytes() == geojson_text(sample).encode("utf-8")
+    assert write_geojson(sample, tmp_path / "n.geojson", items=False).read_bytes() == geojson_text(
+        sample, items=False
+    ).encode("utf-8")
     # The sample route uses DK24's tiles (-5631, 15116): Funen, Denmark.
     lon, lat = lines[0]["geometry"]["coordinates"][0][:2]
     assert 54.5 < lat < 57.8 and 8 < lon < 13
