@@ -350,3 +350,26 @@ def test_exact_floats(sample):
     with pytest.raises(TdbToolsError):
         msts_mod.fmt_float(math.nan)
     assert "00000001" in tdb_text(sample.rdb)  # hex flags kept as their text
+
+
+@pytest.mark.parametrize("rows", [1, 7, 50, 1 << 17])
+def test_route_sampled_in_runs_is_the_whole_route_sampled(sample, rows):
+    from tdbtools.track.geometry import sample_route, sample_route_chunks
+
+    whole = sample_route(sample, 0.5)
+    runs = list(sample_route_chunks(sample, 0.5, rows=rows))
+    assert np.array_equal(np.concatenate([p.points for p in runs]), whole.points)
+    assert np.array_equal(np.concatenate([p.nodes for p in runs]), whole.nodes)
+    sizes = np.concatenate([np.diff(p.offsets) for p in runs])
+    assert np.array_equal(sizes, np.diff(whole.offsets))
+
+
+@needs_dk24
+def test_dk24_route_sampled_in_runs_is_the_whole_route_sampled(dk24):
+    from tdbtools.track.geometry import sample_route, sample_route_chunks
+
+    whole = sample_route(dk24, 0.5)
+    runs = list(sample_route_chunks(dk24, 0.5, rows=100))
+    assert len(runs) > 10
+    assert np.array_equal(np.concatenate([p.points for p in runs]), whole.points)
+    assert np.array_equal(np.concatenate([p.nodes for p in runs]), whole.nodes)

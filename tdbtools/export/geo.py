@@ -31,7 +31,7 @@ import numpy as np
 
 from ..formats.route import Route
 from ..formats.tdb import EndNode, JunctionNode, VectorNode
-from ..track.geometry import TILE_SIZE, sample_route
+from ..track.geometry import TILE_SIZE, sample_route_chunks
 from .msts import ExportError, check_target
 
 EARTH_RADIUS = 6370997.0
@@ -137,29 +137,29 @@ def route_geojson(
 def _features(route: Route, max_chord_error: float, items: bool, ndigits: int) -> Iterator[dict]:
     """The features of :func:`route_geojson`, one at a time (a 200 MB route's list of
     them held ~0.5 GB of Python lists)."""
-    poly = sample_route(route, max_chord_error)
-    pts = poly.points
-    lon, lat = world_to_lonlat(pts[:, 0], pts[:, 2]) if len(pts) else (np.zeros(0), np.zeros(0))
-    for k, node in enumerate(poly.nodes.tolist()):
-        a, b = int(poly.offsets[k]), int(poly.offsets[k + 1])
-        ok = np.isfinite(lon[a:b]) & np.isfinite(lat[a:b]) & np.isfinite(pts[a:b, 1])
-        coords: list = [_coord(lon[i], lat[i], pts[i, 1], ndigits) for i in range(a, b) if ok[i - a]]
-        if len(coords) < 2:
-            continue
-        n = route.tdb.nodes[node]
-        yield (
-            {
-                "type": "Feature",
-                "geometry": {"type": "LineString", "coordinates": coords},
-                "properties": {
-                    "kind": "vector",
-                    "node": node,
-                    "length": round(route.node_length(node), 3),
-                    "sections": n.section_count if isinstance(n, VectorNode) else None,
-                    "pins": [[p.link, p.direction] for p in n.pins] if n else [],
-                },
-            }
-        )
+    for poly in sample_route_chunks(route, max_chord_error):
+        pts = poly.points
+        lon, lat = world_to_lonlat(pts[:, 0], pts[:, 2]) if len(pts) else (np.zeros(0), np.zeros(0))
+        for k, node in enumerate(poly.nodes.tolist()):
+            a, b = int(poly.offsets[k]), int(poly.offsets[k + 1])
+            ok = np.isfinite(lon[a:b]) & np.isfinite(lat[a:b]) & np.isfinite(pts[a:b, 1])
+            coords: list = [_coord(lon[i], lat[i], pts[i, 1], ndigits) for i in range(a, b) if ok[i - a]]
+            if len(coords) < 2:
+                continue
+            n = route.tdb.nodes[node]
+            yield (
+                {
+                    "type": "Feature",
+                    "geometry": {"type": "LineString", "coordinates": coords},
+                    "properties": {
+                        "kind": "vector",
+                        "node": node,
+                        "length": round(route.node_length(node), 3),
+                        "sections": n.section_count if isinstance(n, VectorNode) else None,
+                        "pins": [[p.link, p.direction] for p in n.pins] if n else [],
+                    },
+                }
+            )
     for n in route.tdb.nodes[1:]:
         if not isinstance(n, (JunctionNode, EndNode)) or n.uid is None:
             continue
