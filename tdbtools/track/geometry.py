@@ -693,13 +693,15 @@ def closure(route: Route, geom: SectionGeometry | None = None) -> Closure:
         geom = section_geometry(route)
     end = section_end(geom)
     end_xyz = end.xyz
+    end_heading = end.heading
+    del end  # its other seven row-long arrays (memory on a big route)
     start_xyz = _abs_start(geom)
     node = geom.node
     same = node[1:] == node[:-1]
     i = np.flatnonzero(same)
     delta = start_xyz[i + 1] - end_xyz[i]
     gap = _norm3(delta)
-    turn = wrap_angle(geom.ay[i + 1] - end.heading[i])
+    turn = wrap_angle(geom.ay[i + 1] - end_heading[i])
     # position of each row within its node
     first_row = np.ones(len(node), dtype=bool)
     first_row[1:] = ~same
