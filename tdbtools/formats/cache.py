@@ -4,9 +4,10 @@ An entry lives under the user's cache folder (``$TDBTOOLS_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/tdbtools``, else ``~/.cache/tdbtools``), keyed by the route folder
 and the reading mode. It holds JSON for the records (frozen dataclasses of the
 modules in :data:`_RECORD_MODULES` only, named by class) and the raw bytes of the
-numpy columns (plain numeric dtypes, read with ``np.frombuffer``): nothing in it is
-ever unpickled or evaluated, so whoever wrote it, loading it can at worst give a
-wrong route -- which the ownership rules below prevent (docs/security.md §1).
+numpy columns (plain numeric dtypes, read with ``np.frombuffer`` from the memory-mapped
+entry; big record tables are made on first use, after numpy checks of every column at
+load): nothing in it is ever unpickled or evaluated, so whoever wrote it, loading it can
+at worst give a wrong route -- which the ownership rules below prevent (docs/security.md §1).
 
 An entry is used only if: the folder is not writable by other users (or is sticky),
 the entry is a regular file owned by the user and writable by no one else, every
