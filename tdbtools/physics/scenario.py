@@ -225,11 +225,13 @@ class TomlSource:
     def error(self, message: str, key: str | None = None) -> ScenarioError:
         loc = Location(self.path, 1, 1)
         if key:
-            m = re.search(
-                rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=", self.text, re.M
-            ) or re.search(rf"^\s*\[\[?\s*{re.escape(key)}\s*\]", self.text, re.M)
+            k = re.escape(key)
+            # The caret goes on the key itself, also inside an inline table ("{ a = 1, key = 2 }").
+            m = re.search(rf"(?:^|[{{,])\s*(?P<at>{k})\s*=", self.text, re.M) or re.search(
+                rf"^\s*(?P<at>\[)\[?\s*{k}\s*\]", self.text, re.M
+            )
             if m:
-                before = self.text[: m.start() + len(m.group()) - len(m.group().lstrip())]
+                before = self.text[: m.start("at")]
                 line = before.count("\n") + 1
                 col = len(before) - (before.rfind("\n") + 1) + 1
                 loc = Location(self.path, line, col)
