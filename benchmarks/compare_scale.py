@@ -46,7 +46,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--seconds", type=float)
     ap.add_argument("--out", type=Path, default=Path("."))
-    ap.add_argument("--cpu", action="store_true", help="compare CPU time (cars only), not wall time")
+    ap.add_argument("--cpu", action="store_true", help="compare CPU time (cars, trains), not wall time")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     size_key, time_key = KEYS[args.what]

@@ -10,6 +10,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import TdbToolsError
@@ -208,8 +209,9 @@ def clean_stale_temps(folder: Path, pattern: str, max_age: float = STALE_TEMP_SE
     return n
 
 
-def write_bytes_atomic(path: str | Path, data: bytes, *, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and an atomic
+def write_bytes_atomic(path: str | Path, data: bytes | Iterable[bytes], *, mode: int | None = None) -> None:
+    """Write ``data`` (bytes, or chunks of them: an error while making them leaves the
+    target as it was) to ``path`` via a temporary file in the same folder and an atomic
     rename: the target is either the old file or the complete new one, never half.
 
     A new file gets ``mode`` (default 0666 less the umask); an existing file keeps its
@@ -231,7 +233,11 @@ def write_bytes_atomic(path: str | Path, data: bytes, *, mode: int | None = None
         if hasattr(os, "fchmod"):
             os.fchmod(fd, want)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                fh.write(data)
+            else:
+                for chunk in data:
+                    fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)

@@ -20,6 +20,7 @@ from tdbtools.export import (
     IGH_Y0,
     convert_route,
     csv_text,
+    geojson_text,
     route_from_json,
     route_geojson,
     route_to_json,
@@ -122,6 +123,11 @@ def test_geojson_sample(sample, tmp_path):
     assert "signal_type" in sig["properties"] and "s_data" in sig["properties"]
     out = write_geojson(sample, tmp_path / "s.geojson")
     assert json.loads(out.read_text(encoding="utf-8")) == json.loads(json.dumps(g))
+    # Written feature by feature, the file is byte for byte the one-document text.
+    assert out.read_bytes() == geojson_text(sample).encode("utf-8")
+    assert write_geojson(sample, tmp_path / "n.geojson", items=False).read_bytes() == geojson_text(
+        sample, items=False
+    ).encode("utf-8")
     # The sample route uses DK24's tiles (-5631, 15116): Funen, Denmark.
     lon, lat = lines[0]["geometry"]["coordinates"][0][:2]
     assert 54.5 < lat < 57.8 and 8 < lon < 13
@@ -344,3 +350,26 @@ def test_exact_floats(sample):
     with pytest.raises(TdbToolsError):
         msts_mod.fmt_float(math.nan)
     assert "00000001" in tdb_text(sample.rdb)  # hex flags kept as their text
+
+
+@pytest.mark.parametrize("rows", [1, 7, 50, 1 << 17])
+def test_route_sampled_in_runs_is_the_whole_route_sampled(sample, rows):
+    from tdbtools.track.geometry import sample_route, sample_route_chunks
+
+    whole = sample_route(sample, 0.5)
+    runs = list(sample_route_chunks(sample, 0.5, rows=rows))
+    assert np.array_equal(np.concatenate([p.points for p in runs]), whole.points)
+    assert np.array_equal(np.concatenate([p.nodes for p in runs]), whole.nodes)
+    sizes = np.concatenate([np.diff(p.offsets) for p in runs])
+    assert np.array_equal(sizes, np.diff(whole.offsets))
+
+
+@needs_dk24
+def test_dk24_route_sampled_in_runs_is_the_whole_route_sampled(dk24):
+    from tdbtools.track.geometry import sample_route, sample_route_chunks
+
+    whole = sample_route(dk24, 0.5)
+    runs = list(sample_route_chunks(dk24, 0.5, rows=100))
+    assert len(runs) > 10
+    assert np.array_equal(np.concatenate([p.points for p in runs]), whole.points)
+    assert np.array_equal(np.concatenate([p.nodes for p in runs]), whole.nodes)

@@ -455,6 +455,27 @@ def test_side_collisions(line_we):
     assert [(x.train, x.other_train) for x in side_collisions([a, b, *others], 4.0)] == [("A", "B")]
 
 
+def test_side_collisions_of_trains_sharing_a_line_object(line_we):
+    # Trains on one line object are looked up together: the events are exactly those of
+    # the same trains each on its own copy of the line (same keys: only the objects differ).
+    near = _parallel(line_we, 3.0)
+    cars = ([300.0, 279.5], [20.0, 20.0])
+
+    def trains(copies: bool) -> list[TrainPosition]:
+        out = []
+        for k, (line, off) in enumerate([(line_we, 0.0), (near, 10.0), (line_we, 400.0), (near, 405.0)]):
+            ln = dataclasses.replace(line) if copies else line
+            key = ("line", id(line))
+            out.append(
+                TrainPosition(f"T{k}", ln, np.array(cars[0]) + off, cars[1], speed=k - 1.5, line_key=key)
+            )
+        return out
+
+    ev = side_collisions(trains(False), 4.0)
+    assert [(e.train, e.other_train) for e in ev] == [("T0", "T1"), ("T2", "T3")]
+    assert ev == side_collisions(trains(True), 4.0)
+
+
 # -- DK24 -----------------------------------------------------------------------------------
 
 

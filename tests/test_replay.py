@@ -214,6 +214,16 @@ path = "MainWE.pat"
         ('[[train]]\nconsist = "c"\npath = "p"\ndriver = "schedule"\n', "needs [[train.schedule]]", 5, 1),
         ("[[train]\n", "invalid TOML", 2, 8),
         ('[[train]]\nconsist = "c"\npath = "p"\ncategory = "goods"\n', "category must be", 5, 1),
+        # The second train's error points at the second train's key, not the first one's.
+        (
+            '[[train]]\nconsist = "c"\npath = "p"\nmax_speed = 10\n'
+            '[[train]]\nname = "b"\nconsist = "c"\npath = "p"\nmax_speed = "x"\n',
+            "max_speed",
+            10,
+            1,
+        ),
+        # An event's 'route' is its switch position, not the scenario's route line.
+        ('[[train]]\nconsist = "c"\npath = "p"\n[[event]]\nat = 1\njunction = 3\nroute = 5\n', "route", 8, 1),
     ],
 )
 def test_scenario_errors_are_located(tmp_path, body, message, line, column):

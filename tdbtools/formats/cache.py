@@ -4,9 +4,10 @@ An entry lives under the user's cache folder (``$TDBTOOLS_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/tdbtools``, else ``~/.cache/tdbtools``), keyed by the route folder
 and the reading mode. It holds JSON for the records (frozen dataclasses of the
 modules in :data:`_RECORD_MODULES` only, named by class) and the raw bytes of the
-numpy columns (plain numeric dtypes, read with ``np.frombuffer``): nothing in it is
-ever unpickled or evaluated, so whoever wrote it, loading it can at worst give a
-wrong route -- which the ownership rules below prevent (docs/security.md §1).
+numpy columns (plain numeric dtypes, read with ``np.frombuffer`` from the memory-mapped
+entry; big record tables are made on first use, after numpy checks of every column at
+load): nothing in it is ever unpickled or evaluated, so whoever wrote it, loading it can
+at worst give a wrong route -- which the ownership rules below prevent (docs/security.md §1).
 
 An entry is used only if: the folder is not writable by other users (or is sticky),
 the entry is a regular file owned by the user and writable by no one else, every
@@ -25,13 +26,14 @@ import dataclasses
 import enum
 import hashlib
 import json
+import mmap
 import os
 import stat
 import tempfile
 import types
 import typing
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,10 @@ from .._fs import clean_stale_temps
 from ..stf.parser import gc_paused
 
 #: Bump when the stored model changes shape.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
+#: A route entry's class tables of at least this many rows (and its tuples of records
+#: from them) are made on first use, not while loading (see _LazyRows).
+LAZY_ROWS = 2048
 _MAGIC = b"TDBTOOLS-ROUTE-CACHE-JSON\n"
 _SUFFIX = ".route"
 #: A temporary entry older than this was left by a killed run (writing one takes well
@@ -160,6 +165,8 @@ class _Encoder:
 
     def scan(self, v: Any, deps: set[type]) -> None:
         t = v.__class__
+        if t is _LazyTuple:
+            v, t = v.materialize(), tuple
         if t in _FIELDS:
             self.record(v)
             deps.add(t)
@@ -197,6 +204,13 @@ class _Encoder:
             items = a.ravel().tolist()
             sep = _separator(items) if items and all(x.__class__ is str for x in items) else None
             if sep is not None:
+                uniq = sorted(set(items)) if len(items) > 256 else None
+                if uniq is not None and len(uniq) <= len(items) // 16:
+                    # A column of a few distinct strings (a .tdb's flag3: "00" on a million
+                    # rows): the strings once and a code per row, decoded by one take.
+                    pos = {x: i for i, x in enumerate(uniq)}
+                    codes = self._add(np.array([pos[x] for x in items], dtype=np.int32))
+                    return {"k": [list(a.shape), bool(a.flags.writeable), sep, sep.join(uniq), codes]}
                 return {"o": [list(a.shape), bool(a.flags.writeable), sep, sep.join(items)]}
             if not all(x is None or x.__class__ in (str, int, float, bool) for x in items):
                 raise TypeError("object array with non-plain values")
@@ -217,6 +231,7 @@ class _Encoder:
         return flat, self._add(off)
 
     def column(self, values: list) -> list:
+        values = [v.materialize() if v.__class__ is _LazyTuple else v for v in values]
         if _all_ints(values):
             return ["i", self._add(np.array(values, dtype=np.int64))]
         if all(v.__class__ is float for v in values):
@@ -247,6 +262,8 @@ class _Encoder:
     # -- generic values
     def value(self, o: Any) -> Any:
         t = o.__class__
+        if t is _LazyTuple:
+            o, t = o.materialize(), tuple
         if t is int or t is float or t is str or t is bool or o is None:
             return o
         if t in _FIELDS:
@@ -323,10 +340,170 @@ def _encode(route: Any) -> tuple[bytes, list[list], bytes]:
 # -- decoding ---------------------------------------------------------------------------
 
 
+class _LazyTuple(Sequence):
+    """A tuple of records from lazily made class tables: it behaves as the tuple (index,
+    slice, iterate, compare, hash, pickle as a plain tuple) and makes it on first use.
+    Its length is known without making anything."""
+
+    __slots__ = ("_make", "_n", "_t")
+
+    def __init__(self, make: Callable[[], tuple], n: int) -> None:
+        self._make: Callable[[], tuple] | None = make
+        self._n = n
+        self._t: tuple | None = None
+
+    def materialize(self) -> tuple:
+        t = self._t
+        if t is None:
+            make = self._make
+            assert make is not None
+            with gc_paused():
+                t = self._t = make()
+            self._make = None
+        return t
+
+    def __getitem__(self, i):  # noqa: ANN001, ANN204
+        t = self._t
+        if t is None:
+            t = self.materialize()
+        return t[i]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator:
+        return iter(self.materialize())
+
+    def __contains__(self, x: object) -> bool:
+        return x in self.materialize()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is _LazyTuple:
+            other = other.materialize()
+        if other.__class__ is not tuple:
+            return NotImplemented
+        return self.materialize() == other
+
+    def __hash__(self) -> int:
+        return hash(self.materialize())
+
+    def __add__(self, other: tuple) -> tuple:
+        return self.materialize() + tuple(other)
+
+    def __radd__(self, other: tuple) -> tuple:
+        return tuple(other) + self.materialize()
+
+    def __reduce__(self) -> tuple:
+        return (tuple, (self.materialize(),))
+
+    def __repr__(self) -> str:
+        return repr(self.materialize())
+
+
+class _LazyRows:
+    """The records of one class table, made from columns checked while loading: one
+    by one as they are asked for, or all at once (:meth:`rows`) for whoever wants most
+    of them. A record is made once: the full table reuses those made before."""
+
+    __slots__ = ("dec", "cls", "n", "cols", "made", "some", "splits")
+
+    def __init__(self, dec: _Decoder, cls: type, n: int, cols: list) -> None:
+        self.dec: _Decoder | None = dec
+        self.cls = cls
+        self.n = n
+        self.cols = cols
+        self.made: list | None = None
+        self.some: dict[int, Any] = {}
+        self.splits: dict[int, list[str]] = {}
+
+    def rows(self) -> list:
+        made = self.made
+        if made is None:
+            dec = self.dec
+            assert dec is not None
+            with gc_paused():
+                columns = [dec.column(c, self.n) for c in self.cols]
+                made = list(map(self.cls, *columns))
+                for i, rec in self.some.items():
+                    made[i] = rec
+            self.made = made
+            self.dec = None
+            self.some = {}
+            self.splits = {}
+        return made
+
+    def __getitem__(self, i: int) -> Any:
+        made = self.made
+        if made is not None:
+            return made[i]
+        rec = self.some.get(i)
+        if rec is None:
+            rec = self.some[i] = self.cls(*[self._value(k, c, i) for k, c in enumerate(self.cols)])
+        return rec
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _strings(self, k: int, spec: list, count: int) -> list[str]:
+        got = self.splits.get(k)
+        if got is None:
+            got = self.splits[k] = spec[2].split(spec[1]) if count else []
+        return got
+
+    def _value(self, k: int, spec: list, i: int) -> Any:
+        """Row ``i`` of column ``spec`` (checked by _Decoder.check), as column() gives it."""
+        dec = self.dec
+        assert dec is not None
+        arrays = dec.arrays
+        kind = spec[0]
+        if kind == "i" or kind == "f":
+            return arrays[spec[1]][i].item()
+        if kind == "r":
+            j = int(arrays[spec[2]][i])
+            return None if j < 0 else dec.tables[spec[1]][j]
+        if kind == "S":
+            return self._strings(k, spec, self.n)[i]
+        if kind == "j":
+            return spec[1][i]
+        off = arrays[spec[-1]]
+        a, b = int(off[i]), int(off[i + 1])
+        if kind == "T":
+            return tuple(self._strings(k, spec, int(off[-1]))[a:b])
+        flat = arrays[spec[-2]][a:b].tolist()
+        if kind == "R":
+            tbl = dec.tables[spec[1]]
+            return tuple([tbl[j] for j in flat])
+        return tuple(flat)
+
+
+#: Column kinds that check() can vouch for ("j" only when it holds plain values).
+_CHECKED = frozenset("ifrSIRTj")
+
+
+def _checkable(spec: Any) -> bool:
+    if spec.__class__ is not list or not spec or spec[0] not in _CHECKED:
+        return False
+    if spec[0] == "j":  # plain values only: revive() gives them back as they are
+        vals = spec[1] if len(spec) > 1 else None
+        return vals.__class__ is list and all(v is None or v.__class__ in _PLAIN for v in vals)
+    return True
+
+
+def _rows(tbl: Any, wanted: int | None = None) -> Any:
+    """The records of a table: a lazy table made whole if ``wanted`` (how many of them
+    the caller will look up) is None or a good part of it, else left to make them one
+    by one."""
+    if tbl.__class__ is _LazyRows and (wanted is None or wanted * 4 >= tbl.n):
+        return tbl.rows()
+    return tbl
+
+
 class _Decoder:
-    def __init__(self, arrays: list[np.ndarray]) -> None:
+    def __init__(self, arrays: list[np.ndarray], lazy: bool = False) -> None:
         self.arrays = arrays
-        self.tables: dict[str, list] = {}
+        self.tables: dict[str, Any] = {}
+        #: Make big class tables (and tuples of their records) on first use.
+        self.lazy = lazy
 
     def ints(self, i: int, n: int | None = None, dtype: str = "<i8") -> list:
         a = self.arrays[i]
@@ -362,7 +539,7 @@ class _Decoder:
         if kind == "f":
             return self.ints(spec[1], n, "<f8")
         if kind == "r":
-            tbl = self.tables[spec[1]]
+            tbl = _rows(self.tables[spec[1]], n)
             return [None if i < 0 else tbl[i] for i in self.ints(spec[2], n)]
         if kind == "S":
             return self.split(spec[1], spec[2], n)
@@ -375,7 +552,7 @@ class _Decoder:
                 flat = self.ints(spec[-2])
             off = self.offsets(spec[-1], n, len(flat))
             if kind == "R":
-                tbl = self.tables[spec[1]]
+                tbl = _rows(self.tables[spec[1]], len(flat))
                 flat = [tbl[i] for i in flat]
             return [tuple(flat[a:b]) for a, b in zip(off, off[1:])]
         if kind == "j":
@@ -390,9 +567,87 @@ class _Decoder:
             cls = _CLASSES[tag]
             if cls not in _FIELDS or len(cols) != len(_FIELDS[cls]) or tag in self.tables:
                 raise ValueError("bad class table")
+            if self.lazy and n >= LAZY_ROWS and cols and all(_checkable(c) for c in cols):
+                for c in cols:
+                    self.check(c, n)  # everything column() would refuse, refused now
+                self.tables[tag] = _LazyRows(self, cls, n, cols)
+                continue
             columns = [self.column(c, n) for c in cols]
             self.tables[tag] = list(map(cls, *columns)) if columns else [cls() for _ in range(n)]
         return self.revive(doc["root"])
+
+    def _array(self, i: Any, n: int | None = None, dtype: str = "<i8") -> np.ndarray:
+        if i.__class__ is not int:
+            raise ValueError("bad array reference")
+        a = self.arrays[i]
+        if a.ndim != 1 or a.dtype.str != dtype or (n is not None and len(a) != n):
+            raise ValueError("bad column")
+        return a
+
+    def _refs(self, a: np.ndarray, tag: Any, none_ok: bool) -> None:
+        if tag.__class__ is not str:
+            raise ValueError("bad reference")
+        if len(a) and not (-1 if none_ok else 0) <= a.min() <= a.max() < len(self.tables[tag]):
+            raise ValueError("reference out of range")
+
+    def check(self, spec: list, n: int) -> None:
+        """Refuse (ValueError) a column spec that column() would refuse or that would
+        make it index outside a table, without building anything."""
+        kind = spec[0]
+        if kind in ("i", "f"):
+            self._array(spec[1], n, "<i8" if kind == "i" else "<f8")
+        elif kind == "r":
+            self._refs(self._array(spec[2], n), spec[1], True)
+        elif kind == "S":
+            if spec[1] not in _SEPARATORS or spec[2].__class__ is not str:
+                raise ValueError("bad joined strings")
+            if (spec[2].count(spec[1]) + 1 if n else 0) != n or (n == 0 and spec[2]):
+                raise ValueError("bad joined strings")
+        elif kind in ("I", "R", "T"):
+            off = self._array(spec[-1], n + 1)
+            total = int(off[-1])
+            if off[0] != 0 or (np.diff(off) < 0).any():
+                raise ValueError("bad offsets")
+            if kind == "T":
+                if spec[1] not in _SEPARATORS or spec[2].__class__ is not str:
+                    raise ValueError("bad joined strings")
+                if (spec[2].count(spec[1]) + 1 if total else 0) != total or (total == 0 and spec[2]):
+                    raise ValueError("bad joined strings")
+            else:
+                flat = self._array(spec[-2], total)
+                if kind == "R":
+                    self._refs(flat, spec[1], False)
+        elif kind == "j":
+            vals = spec[1]
+            if vals.__class__ is not list or len(vals) != n:
+                raise ValueError("bad column length")
+            if not all(v is None or v.__class__ in _PLAIN for v in vals):
+                raise ValueError("not a plain column")
+        else:
+            raise ValueError("unknown column kind")
+
+    def _lazy_tuple(self, tags: list, codes: Any, idx: Any) -> _LazyTuple | None:
+        """A tuple of records (the "M" marker) from lazy tables, checked now and made
+        on first use; None if none of its tables is lazy."""
+        tbls = [self.tables[g] for g in tags]
+        if not any(t.__class__ is _LazyRows for t in tbls):
+            return None
+        c = np.array(codes)
+        i = np.array(idx)
+        if c.ndim != 1 or i.shape != c.shape or (len(c) and (c.dtype != np.int64 or i.dtype != np.int64)):
+            raise ValueError("bad record sequence")
+        if len(c) and not -1 <= c.min() <= c.max() < len(tbls):
+            raise ValueError("bad record sequence")
+        for k, t in enumerate(tbls):
+            sel = i[c == k]
+            if len(sel) and not 0 <= sel.min() <= sel.max() < len(t):
+                raise ValueError("reference out of range")
+
+        def make() -> tuple:
+            rows = [_rows(t) for t in tbls]
+            return tuple([None if a < 0 else rows[a][b] for a, b in zip(codes, idx)])
+
+        return _LazyTuple(make, len(c))
 
     def revive(self, v: Any) -> Any:
         t = v.__class__
@@ -409,7 +664,11 @@ class _Decoder:
             return self.tables[x[0]][x[1]]
         if k == "M":
             is_tuple, tags, codes, idx = x
-            tbls = [self.tables[g] for g in tags]
+            if self.lazy and is_tuple is True:
+                lazy = self._lazy_tuple(tags, codes, idx)
+                if lazy is not None:
+                    return lazy
+            tbls = [_rows(self.tables[g], len(codes)) for g in tags]
             out = [None if c < 0 else tbls[c][i] for c, i in zip(codes, idx)]
             return tuple(out) if is_tuple else out
         if k == "s":
@@ -429,6 +688,24 @@ class _Decoder:
             obj[:] = items
             obj = obj.reshape(x[0])
             obj.flags.writeable = bool(x[1])
+            return obj
+        if k == "k":
+            shape, writeable, sep, joined, ci = x
+            uniq = self.split(sep, joined, None)
+            codes = self.arrays[ci] if ci.__class__ is int else None
+            count = 1
+            for d in shape:
+                if d.__class__ is not int or d < 0:
+                    raise ValueError("bad shape")
+                count *= d
+            if codes is None or codes.ndim != 1 or codes.dtype.str != "<i4" or len(codes) != count:
+                raise ValueError("bad codes")
+            if count and not 0 <= codes.min() <= codes.max() < len(uniq):
+                raise ValueError("bad codes")
+            table = np.empty(len(uniq), dtype=object)
+            table[:] = uniq
+            obj = table[codes].reshape(shape)
+            obj.flags.writeable = bool(writeable)
             return obj
         if k == "g":
             dt, y = x
@@ -481,9 +758,10 @@ def _folder_safe(folder: Path) -> bool:
     return True
 
 
-def _read_own_file(path: Path) -> bytes | None:
+def _read_own_file(path: Path, mapped: bool = False) -> bytes | mmap.mmap | None:
     """The bytes of ``path`` if it is a regular file (not a link) owned by this user
-    and writable by no one else; else None."""
+    and writable by no one else; else None. ``mapped``: the file memory-mapped (read
+    only) instead of read, so that numpy columns can stay in the page cache."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
@@ -495,6 +773,10 @@ def _read_own_file(path: Path) -> bytes | None:
             return None
         if hasattr(os, "getuid") and st.st_uid != os.getuid():
             return None
+        if mapped and st.st_size > 0:
+            # The mapping outlives the descriptor. Entries are replaced (os.replace), never
+            # rewritten in place, so a mapped entry does not change under the reader.
+            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read()
     except OSError:
@@ -512,10 +794,14 @@ class RouteCache:
         digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
         return self.folder / f"{files.folder.name}-{digest}{_SUFFIX}"
 
+    #: Map the entry and make big record tables on first use (route entries); a
+    #: RecordCache entry is small and read whole.
+    lazy = True
+
     def get(self, files, strict: bool):
         if not _folder_safe(self.folder):
             return None
-        data = _read_own_file(self._entry(files, strict))
+        data = _read_own_file(self._entry(files, strict), mapped=self.lazy)
         if data is None:
             return None
         try:
@@ -526,10 +812,10 @@ class RouteCache:
         except Exception:  # noqa: BLE001 - any damage means "not cached"
             return None
 
-    def _decode(self, data: bytes):
-        if not data.startswith(_MAGIC):
-            return None
+    def _decode(self, data: bytes | mmap.mmap):
         view = memoryview(data)
+        if view[: len(_MAGIC)] != _MAGIC:
+            return None
         pos = len(_MAGIC)
         head_len = int.from_bytes(view[pos : pos + 8], "little")
         crc = int.from_bytes(view[pos + 8 : pos + 12], "little")
@@ -549,7 +835,7 @@ class RouteCache:
         arrays = _arrays(header["arrays"], view[blob_start:])
         _registry()
         # The caller checks that this is a Route (importing route.py here would be a cycle).
-        return _Decoder(arrays).build(json.loads(bytes(view[head_end : head_end + rec_len])))
+        return _Decoder(arrays, self.lazy).build(json.loads(bytes(view[head_end : head_end + rec_len])))
 
     def put(self, files, strict: bool, route) -> None:
         try:
@@ -615,6 +901,8 @@ class RecordCache(RouteCache):
     checks, named apart by ``kind`` and bounded to :data:`MAX_RECORD_BYTES`. The record
     needs a ``sources`` field; the caller checks the class of what :meth:`get` gives
     (and :func:`conforms`)."""
+
+    lazy = False
 
     def __init__(self, kind: str, folder: Path | None = None) -> None:
         super().__init__(folder)

@@ -71,7 +71,8 @@ block speeds recomputed from the cars (``Σm·v/Σm``) and the joint-force sums 
 are part of the traces that ``tests/test_engine_golden.py`` keeps bit for bit. What changes only with the contacts is cached: the
 limit masks (updated where a gap changes), the block structure (rebuilt only when a joint
 between groups reaches or leaves a limit or its speeds become equal) and the offsets of the
-cars behind each line's first car (for ``x``). With at most :data:`_SMALL` groups (a train
+cars behind each line's first car (for ``x``); within a step, the solution of a block that
+splits (its forces are fixed for the step). With at most :data:`_SMALL` groups (a train
 or a few) the per-group arithmetic, event times and moves run on Python floats: the same
 IEEE operations as the numpy path, so both give the same numbers bit for bit.
 
@@ -527,6 +528,7 @@ class Engine:
         self._Pc = np.zeros(n + 1)  # running sums of the joint forces (Pc[0] = 0)
         self._contacts_dirty = True
         self._blocks: _Blocks | None = None  # None: rebuild before the next round
+        self._split_cache: dict[tuple, tuple[list[float], list[int]]] = {}
         self._groups: _Groups
         self.truncated_steps = 0
         self.event_count = 0
@@ -647,6 +649,7 @@ class Engine:
         # tolerance of the joint-force signs
         tol = 1e-9 * (dmax + rmax) + 1e-300
         events: list[Event] = []
+        self._split_cache = {}  # see _split_blocks: valid while drive and resist are
         t_end = self._time + dt
         remaining = dt
         cap = 10 * self.n + 100
@@ -1034,17 +1037,27 @@ class Engine:
         brk = ~blk.lock
         atz, att = self._atz, self._att
         nb = starts.size
+        # A block's solution depends only on its cars, their joint types, the forces (fixed
+        # within a step) and its direction: an event on another line (or elsewhere on this
+        # one) leaves it as it was, so within a step it is solved once, not once per round.
+        cache = self._split_cache
         for k in slow.tolist():
             s = int(starts[k])
             e = int(starts[k + 1]) if k + 1 < nb else n
-            d, r = drive[s:e], resist[s:e]
-            types = self._types(atz, att, s, e).tolist()
-            tol_k = 1e-9 * (math.fsum(np.abs(d).tolist()) + math.fsum(r.tolist())) + 1e-300
-            if mo.moving[k]:
-                sg = float(mo.sign[k])
-                y, cuts = _solve_chain(self._ml[s:e], (d - sg * r).tolist(), types, tol_k)
-            else:
-                y, cuts = _solve_static(self._ml[s:e], d.tolist(), r.tolist(), types, tol_k)
+            moving = bool(mo.moving[k])
+            sg = float(mo.sign[k]) if moving else 0.0
+            key = (s, e, moving, sg, atz[s : e - 1].tobytes(), att[s : e - 1].tobytes())
+            hit = cache.get(key)
+            if hit is None:
+                d, r = drive[s:e], resist[s:e]
+                types = self._types(atz, att, s, e).tolist()
+                tol_k = 1e-9 * (math.fsum(np.abs(d).tolist()) + math.fsum(r.tolist())) + 1e-300
+                if moving:
+                    hit = _solve_chain(self._ml[s:e], (d - sg * r).tolist(), types, tol_k)
+                else:
+                    hit = _solve_static(self._ml[s:e], d.tolist(), r.tolist(), types, tol_k)
+                cache[key] = hit
+            y, cuts = hit
             a_car[s:e] = y
             for c in cuts:
                 brk[s + c] = True

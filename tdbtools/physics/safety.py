@@ -442,34 +442,44 @@ def side_collisions(
     """Cars of trains on different lines fouling each other where the tracks run close
     (module docstring): one ``"side_collision"`` event per pair of trains."""
     trains = list(trains)
-    owner: list[int] = []
-    car: list[int] = []
-    pts: list[np.ndarray] = []
-    heads: list[np.ndarray] = []
-    centres: list[np.ndarray] = []
-    for k, tr in enumerate(trains):
-        line = tr.line
-        lo = np.clip(tr.car_front - tr.car_length, 0.0, line.length)
-        hi = np.clip(tr.car_front, 0.0, line.length)
-        on = hi - lo > _TOL  # cars (partly) on the line
-        idx = np.flatnonzero(on)
-        if not len(idx):
-            continue
-        ss = np.stack([lo[idx], (lo[idx] + hi[idx]) / 2.0, hi[idx]], axis=1)
-        X, Z = line.world_xz(ss.reshape(-1))
-        p = np.stack([X, Z], axis=1).reshape(-1, 3, 2)
-        owner.extend([k] * len(idx))
-        car.extend(int(i) for i in idx)
-        pts.append(p)
-        heads.append(line.heading_at(ss[:, 1]))
-        centres.append(p[:, 1, :])
-    if not owner:
+    if not trains:
         return []
-    owner_a = np.array(owner)
-    car_a = np.array(car)
-    P = np.concatenate(pts)  # (n, 3, 2): rear, middle, front
-    H = np.concatenate(heads)
-    C = np.concatenate(centres)
+    # The cars of all trains at once; the world positions with one lookup per line (the
+    # trains of one path share it): np.interp works element by element, so the numbers
+    # are those of one lookup per train.
+    T = len(trains)
+    counts = np.array([tr.car_front.shape[0] for tr in trains], dtype=np.int64)
+    train_of = np.repeat(np.arange(T), counts)
+    front = np.concatenate([tr.car_front for tr in trains])
+    L = np.array([tr.line.length for tr in trains], dtype=np.float64)[train_of]
+    lo = np.minimum(np.maximum(front - np.concatenate([tr.car_length for tr in trains]), 0.0), L)
+    hi = np.minimum(np.maximum(front, 0.0), L)
+    on = np.flatnonzero(hi - lo > _TOL)  # cars (partly) on the line
+    if not len(on):
+        return []
+    owner_a = train_of[on]
+    car_a = on - (np.cumsum(counts) - counts)[owner_a]
+    lo, hi = lo[on], hi[on]
+    ss = np.stack([lo, (lo + hi) / 2.0, hi], axis=1)
+    P = np.empty((len(on), 3, 2))  # rear, middle, front
+    H = np.empty(len(on))
+    bounds = np.searchsorted(owner_a, np.arange(T + 1)).tolist()
+    by_line: dict[int, tuple[TrackLine, list[int]]] = {}
+    for k, tr in enumerate(trains):
+        if bounds[k] < bounds[k + 1]:
+            by_line.setdefault(id(tr.line), (tr.line, []))[1].append(k)
+    for line, ks in by_line.values():
+        rows = (
+            slice(bounds[ks[0]], bounds[ks[0] + 1])
+            if len(ks) == 1
+            else np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in ks])
+        )
+        s3 = ss[rows]
+        X, Z = line.world_xz(s3.reshape(-1))
+        P[rows, :, 0] = X.reshape(-1, 3)
+        P[rows, :, 1] = Z.reshape(-1, 3)
+        H[rows] = line.heading_at(s3[:, 1])
+    C = P[:, 1, :]
     half = np.hypot(*(P[:, 2] - P[:, 0]).T) / 2.0
     size = max(float(cell), float(2.0 * half.max() + clearance), 1.0)
     cx = np.floor(C[:, 0] / size).astype(np.int64)

@@ -216,20 +216,48 @@ _EVENT = {"at", "junction", "route"}
 
 class TomlSource:
     """The text of a TOML file (scenario or sweep spec) and its name: makes
-    :class:`ScenarioError` s located at the line of a key."""
+    :class:`ScenarioError` s located at the line of a key.
 
-    def __init__(self, path: str, text: str) -> None:
+    ``start``/``end`` narrow the search to one ``[[table]]`` entry (:meth:`entry`), so an
+    error in the second train points at the second train's key, not the first one's."""
+
+    def __init__(self, path: str, text: str, start: int = 0, end: int | None = None) -> None:
         self.path = path
         self.text = text
+        self.start = start
+        self.end = len(text) if end is None else end
+
+    def entry(self, table: str, index: int) -> TomlSource:
+        """The part of the text that holds entry ``index`` (0-based) of ``[[table]]``.
+
+        When the entries are not written as ``[[table]]`` headers (an inline array),
+        the whole text is kept."""
+        t = re.escape(table)
+        heads = list(re.finditer(rf"^[ \t]*\[\[[ \t]*{t}[ \t]*\]\]", self.text, re.M))
+        if index >= len(heads):
+            return self
+        begin = heads[index].end()
+        # The entry ends at the next table header of any name that is not one of its
+        # sub-tables ([[table.schedule]] belongs to the entry before it).
+        nxt = re.compile(rf"^[ \t]*\[(?!\[?[ \t]*{t}\.)", re.M).search(self.text, begin)
+        return TomlSource(self.path, self.text, begin, nxt.start() if nxt else len(self.text))
 
     def error(self, message: str, key: str | None = None) -> ScenarioError:
         loc = Location(self.path, 1, 1)
         if key:
-            m = re.search(
-                rf"^\s*{re.escape(key)}\s*=|[{{,]\s*{re.escape(key)}\s*=", self.text, re.M
-            ) or re.search(rf"^\s*\[\[?\s*{re.escape(key)}\s*\]", self.text, re.M)
+            k = re.escape(key)
+            # The caret goes on the key itself, also inside an inline table ("{ a = 1, key = 2 }").
+            pats = (
+                re.compile(rf"(?:^|[{{,])\s*(?P<at>{k})\s*=", re.M),
+                re.compile(rf"^\s*(?P<at>\[)\[?\s*{k}\s*\]", re.M),
+            )
+            m = None
+            for lo, hi in ((self.start, self.end), (0, len(self.text))):
+                m = pats[0].search(self.text, lo, hi) or pats[1].search(self.text, lo, hi)
+                if m:
+                    break
             if m:
-                before = self.text[: m.start() + len(m.group()) - len(m.group().lstrip())]
+                before = self.text[: m.start("at")]
                 line = before.count("\n") + 1
                 col = len(before) - (before.rfind("\n") + 1) + 1
                 loc = Location(self.path, line, col)
@@ -372,18 +400,19 @@ def scenario_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | N
     if len(set(names)) != len(names):
         raise ctx.error(f"train names must be unique: {names}", "name")
     events = []
-    for e in data.get("event", []):
+    for j, e in enumerate(data.get("event", [])):
+        ectx = ctx.entry("event", j)
         if not isinstance(e, dict):
-            raise ctx.error("[[event]] entries must be tables", "event")
-        check_keys(ctx, e, _EVENT, "event")
+            raise ectx.error("[[event]] entries must be tables", "event")
+        check_keys(ectx, e, _EVENT, "event")
         for k in ("at", "junction", "route"):
             if k not in e:
-                raise ctx.error(f"event: '{k}' is required", "event")
+                raise ectx.error(f"event: '{k}' is required", "event")
         events.append(
             SwitchEvent(
-                _num(ctx, e["at"], "at", "time", lo=0.0),
-                int(_num(ctx, e["junction"], "junction", None, lo=1)),
-                int(_num(ctx, e["route"], "route", None, lo=0, hi=1)),
+                _num(ectx, e["at"], "at", "time", lo=0.0),
+                int(_num(ectx, e["junction"], "junction", None, lo=1)),
+                int(_num(ectx, e["route"], "route", None, lo=0, hi=1)),
             )
         )
     cci = _num(
@@ -415,6 +444,7 @@ def scenario_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | N
 
 
 def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
+    ctx = ctx.entry("train", i)
     if not isinstance(t, dict):
         raise ctx.error("[[train]] entries must be tables", "train")
     check_keys(ctx, t, TRAIN_KEYS, f"train {i + 1}")

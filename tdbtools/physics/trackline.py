@@ -554,7 +554,7 @@ class TrackLine:
         lv = np.array([route_limit] + [min(float(v), route_limit) for _a, v in posts])
         fposts = sorted(freight_limits) if freight_limits is not None else posts
         lvf = np.array([route_limit] + [min(float(v), route_limit) for _a, v in fposts])
-        if len(lvf) != len(lv):
+        if [float(a) for a, _v in fposts] != ls[1:].tolist():
             raise TrackLineError("freight limits must be given at the same posts")
         z = pts * cos
         ones = np.ones_like(pts)

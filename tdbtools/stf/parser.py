@@ -67,7 +67,8 @@ def _prepare(source: Source) -> str:
     # tsection.dat took 35 ms): multi-byte characters hold no byte below 0x80.
     data = text.encode("utf-8", "surrogatepass")
     source.exact_split = bool(data.translate(None, _NOT_CONTROL)) or (
-        any(u in data for u in _UNICODE_SPACE_UTF8) or _has_e280_space(data)
+        # The lead byte first: one memchr, where a 2-3 byte search costs ~2.5 ms per MB.
+        any(u[:1] in data and u in data for u in _UNICODE_SPACE_UTF8) or _has_e280_space(data)
     )
     return text
 

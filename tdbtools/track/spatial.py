@@ -137,6 +137,8 @@ MAX_PIECES = 100_000
 _PIECE_ANGLE = math.pi / 32
 #: ... and into at most this many pieces by angle (a real curve turns less than 2π).
 _MAX_ANGLE_PIECES = 64
+#: Rows (and pieces) handled at a time while building a grid (memory, not results).
+_CHUNK = 1 << 17
 
 
 def _piece_boxes(geom: SectionGeometry, rows: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarray]:
@@ -212,7 +214,12 @@ class SectionGrid:
             # Bounded by construction: the cell grows until the pieces fit the budget,
             # and is never smaller than the padding (a piece then spans ≤ 3 x 3 cells).
             cell = max(float(cell), 2.0 * float(pad), total / MAX_PIECES if math.isfinite(total) else 0.0)
-            box, piece_rows = _piece_boxes(geom, rows, cell)
+            # Row by row, so in chunks: point_at's ~25 temporaries over all the samples
+            # of a 200 MB route held ~0.5 GB at once.
+            parts = [_piece_boxes(geom, rows[a : a + _CHUNK], cell) for a in range(0, len(rows), _CHUNK)]
+            box = np.concatenate([b for b, _ in parts])
+            piece_rows = np.concatenate([r for _, r in parts])
+            del parts
             box[:, :2] -= pad
             box[:, 2:] += pad
             lo_f = np.floor(box[:, :2] / cell)
@@ -233,16 +240,22 @@ class SectionGrid:
         ix0, iz0 = int(lo[:, 0].min()), int(lo[:, 1].min())
         nx = int(hi[:, 0].max()) - ix0 + 1
         nz = int(hi[:, 1].max()) - iz0 + 1
-        wx = hi[:, 0] - lo[:, 0] + 1
-        wz = hi[:, 1] - lo[:, 1] + 1
-        n = wx * wz
-        rep = np.repeat(np.arange(len(piece_rows)), n)
-        first = np.cumsum(n) - n
-        k = np.arange(len(rep)) - np.repeat(first, n)
-        cx = lo[rep, 0] + k // wz[rep] - ix0
-        cz = lo[rep, 1] + k % wz[rep] - iz0
-        key = cx * nz + cz
-        entry_rows = piece_rows[rep]
+        keys_parts, rows_parts = [], []
+        for c0 in range(0, len(piece_rows), _CHUNK):  # the same entries, in the same order
+            lo_c, hi_c = lo[c0 : c0 + _CHUNK], hi[c0 : c0 + _CHUNK]
+            wx = hi_c[:, 0] - lo_c[:, 0] + 1
+            wz = hi_c[:, 1] - lo_c[:, 1] + 1
+            n = wx * wz
+            rep = np.repeat(np.arange(len(lo_c)), n)
+            first = np.cumsum(n) - n
+            k = np.arange(len(rep)) - np.repeat(first, n)
+            cx = lo_c[rep, 0] + k // wz[rep] - ix0
+            cz = lo_c[rep, 1] + k % wz[rep] - iz0
+            keys_parts.append(cx * nz + cz)
+            rows_parts.append(piece_rows[c0 : c0 + _CHUNK][rep])
+        key = np.concatenate(keys_parts)
+        entry_rows = np.concatenate(rows_parts)
+        del keys_parts, rows_parts
         # A section's neighbouring pieces share cells: keep each (cell, section) once.
         order = np.lexsort((entry_rows, key))
         key = key[order]
