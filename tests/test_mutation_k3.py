@@ -1,0 +1,109 @@
+"""Fast tests written for the survivors of the final mutation sample (docs/mutation.md §8):
+each pins a behaviour a user relies on that a surviving mutant changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_mutation_k1 import CONSISTS, _sc
+from test_running_time import SHOE_CURVE, install_with_shoe_curve
+
+from tdbtools.formats.consist import read_consist, resolve_stock
+from tdbtools.physics import forces as F
+from tdbtools.physics.engine import Bodies, Engine
+from tdbtools.physics.replay import Replay
+from tdbtools.physics.scenario import Command, TrainSpec
+from tdbtools.physics.trackline import TrackLine
+
+KMH = 1 / 3.6
+
+
+def test_the_taper_holds_back_any_positive_force_near_the_top_speed():
+    """A force of half a newton on one kilogram, 0.01 m/s under the top speed: the taper
+    applies to it as to any traction force (the scalar form agrees)."""
+    k = F.implicit_taper(
+        np.array([0.5]), np.array([0.0]), np.array([1.0]), np.array([19.99]), np.array([20.0]), 0.1
+    )
+    want = F.taper_factor(0.5, 0.0, 1.0, 19.99, 20.0, 0.1)
+    assert 0.0 < want < 1.0
+    assert k.tolist() == pytest.approx([want], abs=1e-12)
+
+
+def test_brake_force_floors_sample_the_brake_shoe_curve_at_its_own_speeds(tmp_path):
+    """The floors are exact at the shoe curve's kinks: each table speed below the top is
+    one of the speeds returned, with the floor the single-speed function gives there."""
+    inst = install_with_shoe_curve(tmp_path)
+    cars = resolve_stock(read_consist(inst / "TRAINS" / "CONSISTS" / "sample_passenger.con"), inst)
+    m = F.CarModel.from_stock(cars)
+    vs, floors = F.brake_force_floors(m, 97 * KMH)  # a grid that misses the kinks
+    for kmh, _mu in SHOE_CURVE:
+        if kmh < 97:
+            i = int(np.argmin(np.abs(vs - kmh * KMH)))
+            assert vs[i] == pytest.approx(kmh * KMH, abs=1e-12)
+            assert floors[i] == pytest.approx(F.brake_force_floor(m, kmh * KMH), rel=1e-12)
+
+
+def test_the_trace_gives_the_brake_as_a_fraction_of_the_trains_brake_force():
+    """Half brake from the start (no build-up): the trace's brake column reads 0.5."""
+    line = TrackLine.synthetic(3000.0, route_limit=20.0)
+    spec = TrainSpec(
+        "b",
+        CONSISTS / "sample_double.con",
+        path=Path("x"),
+        start_offset=100.0,
+        start_speed=10.0,
+        driver="schedule",
+        brake_build_up=0.0,
+        schedule=(Command(0.0, 0.0, 0.5),),
+    )
+    res = Replay(_sc(spec, duration=3.0, step=0.1), lines={"b": line}, trace_every=1.0).run()
+    tr = res.traces["b"]
+    assert tr["brake"][1:] == pytest.approx([0.5] * 3, abs=1e-9)
+
+
+def test_a_line_from_a_point_names_where_it_starts(line_we_point):
+    route, loc = line_we_point
+    line = TrackLine.from_point(route, loc.tile_x, loc.tile_z, loc.x, loc.z, length=100.0)
+    assert line.source == f"tile ({loc.tile_x}, {loc.tile_z}) x {loc.x} z {loc.z}"
+
+
+@pytest.fixture
+def line_we_point():
+    from test_mutation_k1 import _line, _route
+
+    return _route(), _line().location(700.0)
+
+
+def test_exact_positions_in_the_last_section_of_a_line():
+    """A line that ends halfway into a curve: at its end the exact curvature, heading and
+    position are the curve's, as on the longer line through the same track."""
+    from test_mutation_k1 import _line, _route
+
+    main = _line()
+    k = int(np.nonzero(main.piece_curvature)[0][0])  # the first curve, after a straight
+    s0 = float(main.piece_s0[k]) - 50.0
+    loc = main.location(s0)
+    half = 0.5 * float(main.piece_s1[k] - main.piece_s0[k])
+    sub = TrackLine.from_point(
+        _route(), loc.tile_x, loc.tile_z, loc.x, loc.z, backward=True, length=50.0 + half
+    )
+    assert len(sub.piece_s1) == 2 and sub.piece_curvature[0] == 0.0
+    assert sub.curvature_at(sub.length - 1.0) == main.piece_curvature[k] != 0.0
+    ex, want = sub.at([sub.length], exact=True), main.at([s0 + sub.length], exact=True)
+    for col in ("X", "Z", "heading"):
+        assert ex[col] == pytest.approx(want[col], abs=1e-6)
+
+
+def test_many_single_car_trains_coasting_to_a_stop_in_one_step():
+    """Twenty lone cars (each on its own line: no joints) rolling against resistance stop
+    within one long step and stand still at its end."""
+    n = 20
+    b = Bodies(
+        mass=[1000.0] * n, length=[10.0] * n, line=list(range(n)), coupled=[False] * n, slack=[0.0] * n
+    )
+    e = Engine(b, x=[0.0] * n, v=[1.0 + 0.1 * i for i in range(n)])
+    e.step(10.0, 0.0, 1000.0)  # 1 m/s² of resistance: each stops after v seconds
+    assert e.v.tolist() == [0.0] * n
+    assert e.x.tolist() == pytest.approx([0.5 * (1.0 + 0.1 * i) ** 2 for i in range(n)], rel=1e-9)
