@@ -46,8 +46,9 @@ def test_brake_force_floors_sample_the_brake_shoe_curve_at_its_own_speeds(tmp_pa
 
 
 def test_the_trace_gives_the_brake_as_a_fraction_of_the_trains_brake_force():
-    """Half brake from the start (no build-up): the trace's brake column reads 0.5."""
-    line = TrackLine.synthetic(3000.0, route_limit=20.0)
+    """Half brake from the start (no build-up) on a 1 % rise: the trace's brake column
+    reads 0.5 and its grade 10 ‰."""
+    line = TrackLine.synthetic(3000.0, grade=0.01, route_limit=20.0)
     spec = TrainSpec(
         "b",
         CONSISTS / "sample_double.con",
@@ -61,6 +62,7 @@ def test_the_trace_gives_the_brake_as_a_fraction_of_the_trains_brake_force():
     res = Replay(_sc(spec, duration=3.0, step=0.1), lines={"b": line}, trace_every=1.0).run()
     tr = res.traces["b"]
     assert tr["brake"][1:] == pytest.approx([0.5] * 3, abs=1e-9)
+    assert tr["grade_permille"] == pytest.approx([10.0] * 4, rel=1e-9)
 
 
 def test_a_line_from_a_point_names_where_it_starts(line_we_point):
@@ -107,3 +109,49 @@ def test_many_single_car_trains_coasting_to_a_stop_in_one_step():
     e.step(10.0, 0.0, 1000.0)  # 1 m/s² of resistance: each stops after v seconds
     assert e.v.tolist() == [0.0] * n
     assert e.x.tolist() == pytest.approx([0.5 * (1.0 + 0.1 * i) ** 2 for i in range(n)], rel=1e-9)
+
+
+def test_a_slow_pull_on_a_tight_coupler_is_a_coupler_event():
+    """Two cars coupled without slack, the front one pulling away at 0.5 m/s: the coupler
+    takes the jerk (not the buffers), and both then run at 0.25 m/s."""
+    b = Bodies(
+        mass=[1000.0, 1000.0], length=[10.0, 10.0], line=[0, 0], coupled=[True, False], slack=[0.0, 0.0]
+    )
+    e = Engine(b, x=[10.0, 0.0], v=[0.5, 0.0])
+    (ev,) = e.step(0.1, 0.0, 0.0)
+    assert (ev.kind, ev.cars, ev.relative_speed) == ("coupler_taut", (0, 1), pytest.approx(0.5))
+    assert e.v.tolist() == pytest.approx([0.25, 0.25])
+
+
+def test_no_traction_while_the_brakes_hold_the_limit_down_a_falling_grade():
+    """Down 2.5 % in deceleration mode the brakes hold the freight at 40 km/h: at the
+    limit the throttle stays shut (traction would only be braked away again)."""
+    from test_running_time import run_replay
+
+    line = TrackLine.synthetic(2500.0, grade=-0.025, route_limit=40 * KMH)
+    s, rep = run_replay("sample_freight", line, mode="deceleration")
+    tr = rep.trace
+    at = tr["speed"] > 39.99 * KMH
+    assert s["finished"] and at.sum() > 100
+    assert float(tr["throttle"][at].max()) < 1e-9
+
+
+def test_a_schedule_by_distance_is_done_once_stopped_past_its_last_command():
+    """An engine pair starting at 15 m/s under full power, full brake from 400 m on: it
+    stops, stands 10 s and is done within the two minutes (the schedule is by distance:
+    the 400 is metres, not seconds)."""
+    line = TrackLine.synthetic(3000.0, route_limit=40.0)
+    spec = TrainSpec(
+        "s",
+        CONSISTS / "sample_double.con",
+        path=Path("x"),
+        start_offset=100.0,
+        start_speed=15.0,
+        driver="schedule",
+        schedule_by="distance",
+        schedule=(Command(0.0, 1.0, 0.0), Command(400.0, 0.0, 1.0)),
+    )
+    res = Replay(_sc(spec, duration=120.0), lines={"s": line}).run()
+    s = res.summary["trains"]["s"]
+    assert s["finished"] and s["distance_m"] > 400.0
+    assert s["running_time_s"] < 60.0
