@@ -155,3 +155,57 @@ def test_a_schedule_by_distance_is_done_once_stopped_past_its_last_command():
     s = res.summary["trains"]["s"]
     assert s["finished"] and s["distance_m"] > 400.0
     assert s["running_time_s"] < 60.0
+
+
+def test_coupler_slack_in_whole_metres_is_stored_as_float():
+    b = Bodies(mass=[1000.0, 1000.0], length=[10.0, 10.0], line=[0, 0], coupled=[True, False], slack=[1, 0])
+    assert b.slack.dtype == np.float64 and b.slack.tolist() == [1.0, 0.0]
+
+
+def test_brake_force_floors_without_shoe_curves_are_the_plain_brake_force():
+    """Stock without brake-shoe curves: the floor is the MaxBrakeForce sum at every speed."""
+    from helpers import SAMPLE_INSTALL
+
+    plain = F.CarModel.from_stock(
+        resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)
+    )
+    assert plain.brake_shoe == ()
+    vs, floors = F.brake_force_floors(plain, 30.0)
+    assert vs[0] == 0.0 and vs[-1] == 30.0
+    assert floors == pytest.approx([float(plain.max_brake.sum())] * len(vs), rel=1e-12)
+
+
+def test_bogies_just_past_the_start_of_a_line_are_on_its_first_node():
+    """A car whose rear bogie is 0.5 m into a line stands on one node of it."""
+    from tdbtools.physics.safety import BogieSet
+
+    line = TrackLine.synthetic(500.0)
+    car = BogieSet("A", line, [17.0], [20.0], [13.0])  # bogies at 13.5 m and 0.5 m
+    assert car.bogies.reshape(-1).tolist() == pytest.approx([13.5, 0.5])
+    assert car.on_one_node()
+
+
+def test_force_mode_driver_plans_with_at_most_nine_tenths_of_the_brakes():
+    """Asked to plan 1.2 m/s² with brakes that give less on the level, the driver of a
+    force-mode freight plans with 90 % of what they give."""
+    line = TrackLine.synthetic(3000.0, route_limit=20.0)
+    spec = TrainSpec(
+        "f", CONSISTS / "sample_freight.con", path=Path("x"), brake_mode="force", deceleration=1.2
+    )
+    rp = Replay(_sc(spec, duration=1.0), lines={"f": line})
+    d = rp.trains[0].driver
+    assert 0.0 < 0.9 * d.brake_level < 1.2
+    assert d.decel == pytest.approx(0.9 * d.brake_level, rel=1e-12)
+
+
+def test_a_train_placed_at_its_waiting_point_does_not_wait_there():
+    """MainEW's waiting point is 1250 m along its line: a train whose front starts there
+    has already arrived; its driver only has the path's end to stop at."""
+    spec0 = TrainSpec("w", CONSISTS / "sample_double.con", path=Path("MainEW.pat"))
+    length = Replay(_sc(spec0, duration=1.0)).trains[0].length
+    spec = TrainSpec(
+        "w", CONSISTS / "sample_double.con", path=Path("MainEW.pat"), start_offset=1250.0 - length
+    )
+    t = Replay(_sc(spec, duration=1.0)).trains[0]
+    assert t.front0 == pytest.approx(1250.0) and t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0)]
+    assert [p.kind for p in t.driver.stops] == ["end"]
