@@ -209,3 +209,32 @@ def test_a_train_placed_at_its_waiting_point_does_not_wait_there():
     t = Replay(_sc(spec, duration=1.0)).trains[0]
     assert t.front0 == pytest.approx(1250.0) and t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0)]
     assert [p.kind for p in t.driver.stops] == ["end"]
+
+
+def test_cars_too_close_only_at_their_rear_halves_collide():
+    """Two cars standing back to back on straight parallel tracks 3 m apart, overlapping
+    by 10 m at their rear ends only: a side collision (the clearance is 3.6 m)."""
+    import dataclasses
+
+    from tdbtools.physics.safety import TrainPosition, side_collisions
+
+    a_line = TrackLine.synthetic(500.0)
+    b0 = TrackLine.synthetic(500.0, node=2)
+    # the same straight 3 m to the side, run the other way (line distance s at z = 500 − s)
+    b_line = dataclasses.replace(
+        b0, X=b0.X + 3.0, Z=500.0 - b0.Z, heading=b0.heading + np.pi, _heading_u=b0._heading_u + np.pi
+    )
+    a = TrainPosition("A", a_line, [250.0], [20.0])  # z 230…250, rear half 230…240
+    b = TrainPosition("B", b_line, [285.0], [20.0])  # z 215…235, rear half 225…235
+    (e,) = side_collisions([a, b], 0.0)
+    assert (e.train, e.other_train, e.cars, e.other_cars) == ("A", "B", (0,), (0,))
+    assert e.cause == "cars 3.00 m apart (clearance 3.6 m) on different lines"
+
+
+def test_a_line_ahead_of_a_traveller_is_one_part():
+    from test_mutation_k1 import V_A, _route
+
+    from tdbtools.track import Traveller
+
+    tl = TrackLine.from_traveller(Traveller(_route(), V_A, 100.0, 1), length=50.0, step=5.0)
+    assert (tl.part, tl.parts) == (0, 1)
