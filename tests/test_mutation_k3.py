@@ -238,3 +238,30 @@ def test_a_line_ahead_of_a_traveller_is_one_part():
 
     tl = TrackLine.from_traveller(Traveller(_route(), V_A, 100.0, 1), length=50.0, step=5.0)
     assert (tl.part, tl.parts) == (0, 1)
+
+
+def test_written_activity_books_every_stop_at_the_path_start_distance(tmp_path):
+    """The .act written for an activity gives each booked stop of each service (player
+    and AI) a DistanceDownPath of 0: Open Rails works the distance out itself."""
+    import shutil
+
+    from helpers import SAMPLE_INSTALL
+    from test_activity_replay import services
+
+    from tdbtools.formats.activity import read_activity
+    from tdbtools.formats.route import load_route
+    from tdbtools.physics.activity import ActivityReplay, plan_activity
+    from tdbtools.physics.activity_build import write_activity_files
+
+    shutil.copytree(SAMPLE_INSTALL, tmp_path / "sample")
+    route = load_route(tmp_path / "sample" / "ROUTES" / "SAMPLE", cache=False)
+    act = write_activity_files(route, "Day", services())
+    a = read_activity(act)
+    stops = [s for ref in (a.player, *a.services) if ref is not None for s in ref.stops]
+    assert len(stops) == 2 and all(s.distance_down_path == 0.0 for s in stops)
+    # before the first step nothing holds a block; the dispatcher's first run hands them out
+    rp = ActivityReplay(plan_activity(act), route=route)
+    assert rp.dispatcher.holder == {}
+    while not rp.dispatcher.holder and rp.time < 120.0:
+        rp.step()
+    assert set(rp.dispatcher.holder.values()) == {"Freight east"}
