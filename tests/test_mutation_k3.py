@@ -265,3 +265,39 @@ def test_written_activity_books_every_stop_at_the_path_start_distance(tmp_path):
     while not rp.dispatcher.holder and rp.time < 120.0:
         rp.step()
     assert set(rp.dispatcher.holder.values()) == {"Freight east"}
+
+
+def test_a_second_collision_of_the_same_two_trains_is_reported():
+    """Train B runs at 30 m/s (1 s steps) through standing train A, away, and back over
+    A's track (a line that doubles back over the same node, as a balloon loop does): both
+    collisions are reported, although B leaves A's surroundings within one step."""
+    import dataclasses
+
+    from tdbtools.physics.events import Collision
+
+    a_line = TrackLine.synthetic(600.0, route_limit=40.0)
+    b0 = TrackLine.synthetic(600.0, route_limit=40.0, step=1.0)
+    back = b0.s > 300.0
+    fold = np.where(back, 600.0 - b0.s, b0.s)
+    b_line = dataclasses.replace(
+        b0,
+        Z=fold,
+        z=fold,
+        offset=fold,
+        direction=np.where(back, -1, 1).astype(np.int8),
+        heading=np.where(back, np.pi, 0.0),
+        _heading_u=np.where(back, np.pi, 0.0),
+        seg_node=np.array([1, 1], np.int64),
+        seg_dir=np.array([1, -1], np.int8),
+        seg_s0=np.array([0.0, 300.0]),
+        seg_s1=np.array([300.0, 600.0]),
+        seg_off0=np.array([0.0, 300.0]),
+    )
+    assert b_line.occupancy(440.0, 480.0) == [(1, 160.0, 120.0)]  # back over node 1
+    double = CONSISTS / "sample_double.con"
+    a = TrainSpec("A", double, path=Path("x"), start_offset=120.0, driver="schedule")
+    b = TrainSpec("B", double, path=Path("x"), start_speed=30.0, driver="schedule")
+    res = Replay(_sc(a, b, duration=20.0, step=1.0), lines={"A": a_line, "B": b_line}).run()
+    hits = [e for e in res.events if isinstance(e, Collision)]
+    assert [(e.train, e.other_train) for e in hits] == [("A", "B")] * 2
+    assert hits[0].time < 6.0 < 12.0 < hits[1].time

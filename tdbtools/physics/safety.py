@@ -583,6 +583,10 @@ class Occupancy:
 
     def remove(self, train: Hashable) -> None:
         self._trains.pop(train, None)
+        if self._contact:
+            # A train no longer watched touches nothing: forget its contacts, or the next
+            # contact of the same pair (after parting by more than a step) is not "new".
+            self._contact = {c for c in self._contact if train not in (c[1], c[2])}
 
     @property
     def trains(self) -> list[TrainPosition]:
