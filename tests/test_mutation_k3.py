@@ -301,3 +301,39 @@ def test_a_second_collision_of_the_same_two_trains_is_reported():
     hits = [e for e in res.events if isinstance(e, Collision)]
     assert [(e.train, e.other_train) for e in hits] == [("A", "B")] * 2
     assert hits[0].time < 6.0 < 12.0 < hits[1].time
+
+
+def test_the_taper_is_worked_out_in_double_precision_from_single_precision_input():
+    """Masses given as float32 (as read from a single-precision table) give the factor
+    the scalar form gives for the same values, not one rounded to single precision."""
+    inertia32 = np.array([12345.678], dtype=np.float32)
+    k = F.implicit_taper(
+        np.array([3000.0]), np.array([0.0]), inertia32, np.array([19.99]), np.array([20.0]), 0.1
+    )
+    want = F.taper_factor(3000.0, 0.0, float(inertia32[0]), 19.99, 20.0, 0.1)
+    assert 0.0 < want < 1.0
+    assert k[0] == pytest.approx(want, rel=1e-13, abs=0.0)
+
+
+def test_train_position_stores_whole_metre_fronts_as_float():
+    from tdbtools.physics.safety import TrainPosition
+
+    pos = TrainPosition("A", TrackLine.synthetic(500.0), [250, 229], [20.0, 20.0])
+    assert pos.car_front.dtype == np.float64 and pos.car_front.tolist() == [250.0, 229.0]
+
+
+def test_a_train_without_throttle_spends_no_traction_energy():
+    """A freight rolling a minute with nothing asked of it: no traction energy, no
+    braking energy, though it moves."""
+    line = TrackLine.synthetic(3000.0, route_limit=20.0)
+    spec = TrainSpec(
+        "c",
+        CONSISTS / "sample_freight.con",
+        path=Path("x"),
+        start_offset=100.0,
+        start_speed=10.0,
+        driver="schedule",
+    )
+    s = Replay(_sc(spec, duration=60.0), lines={"c": line}).run().summary["trains"]["c"]
+    assert s["distance_m"] > 300.0
+    assert (s["traction_energy_kwh"], s["braking_energy_kwh"]) == (0.0, 0.0)
