@@ -337,3 +337,46 @@ def test_a_train_without_throttle_spends_no_traction_energy():
     s = Replay(_sc(spec, duration=60.0), lines={"c": line}).run().summary["trains"]["c"]
     assert s["distance_m"] > 300.0
     assert (s["traction_energy_kwh"], s["braking_energy_kwh"]) == (0.0, 0.0)
+
+
+def test_exact_columns_from_single_precision_distances_are_double():
+    """Distances given as float32: the exact columns are worked out in double precision,
+    and a distance past the line's end is clipped to the end exactly."""
+    from test_mutation_k1 import _line
+
+    line = _line()
+    ex = line.at(np.array([700.0, 1e6], dtype=np.float32), exact=True)
+    assert ex["s"].dtype == np.float64 and ex["s"].tolist() == [700.0, line.length]
+    assert ex["X"][1] == pytest.approx(line.at([line.length], exact=True)["X"][0], abs=1e-9)
+
+
+def test_a_replay_runs_with_stock_whose_reader_skips_a_bad_value(tmp_path):
+    """A coach .wag with an unreadable second Mass: the stock is read leniently (the
+    finding kept, the good value used), not refused."""
+    import shutil
+
+    from helpers import SAMPLE_INSTALL
+
+    shutil.copytree(SAMPLE_INSTALL / "TRAINS", tmp_path / "TRAINS")
+    wag = tmp_path / "TRAINS" / "TRAINSET" / "SAMPLE_COACH" / "SAMPLE_BPMZ.wag"
+    text = wag.read_text(encoding="utf-16")
+    wag.write_text(
+        text.replace("\tMaxBrakeForce ( 50kN )", "\tMaxBrakeForce ( 50kN )\n\tMass ( heavy )"),
+        encoding="utf-16",
+    )
+    spec = TrainSpec("p", tmp_path / "TRAINS" / "CONSISTS" / "sample_passenger.con", path=Path("x"))
+    rp = Replay(_sc(spec, duration=1.0), lines={"p": TrackLine.synthetic(3000.0)})
+    assert rp.trains[0].model.mass.tolist()[:2] == [84000.0, 10000.0]
+    assert any("Mass: not a number: 'heavy'" in str(f) for f in rp.diags.findings)
+
+
+def test_a_path_whose_reader_skips_a_bad_value_still_gives_its_waiting_point(tmp_path):
+    """MainEW with an unreadable serial number: the path is read leniently, and its
+    60 s wait at 1250 m still reaches the train."""
+    from helpers import SAMPLE_ROUTE
+
+    text = (SAMPLE_ROUTE / "PATHS" / "MainEW.pat").read_text(encoding="utf-16")
+    (tmp_path / "EW.pat").write_text(text.replace("Serial ( 1 )", "Serial ( x )"), encoding="utf-16")
+    spec = TrainSpec("w", CONSISTS / "sample_double.con", path=tmp_path / "EW.pat")
+    t = Replay(_sc(spec, duration=1.0)).trains[0]
+    assert t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0)]
