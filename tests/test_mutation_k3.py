@@ -380,3 +380,25 @@ def test_a_path_whose_reader_skips_a_bad_value_still_gives_its_waiting_point(tmp
     spec = TrainSpec("w", CONSISTS / "sample_double.con", path=tmp_path / "EW.pat")
     t = Replay(_sc(spec, duration=1.0)).trains[0]
     assert t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0)]
+
+
+def test_a_train_running_off_its_line_is_not_moved_by_another_trains_line():
+    """A train climbing 3 % runs off its line's end and derails: what happens next is the
+    same whether or not another train stands 100 m away on a lower line of its own."""
+    import dataclasses
+
+    a_line = TrackLine.synthetic(200.0, grade=0.03, route_limit=40.0)
+    b0 = TrackLine.synthetic(2000.0, route_limit=40.0, node=2)
+    b_line = dataclasses.replace(b0, X=b0.X + 100.0)  # 6 m below a's end
+    double = CONSISTS / "sample_double.con"
+    a = TrainSpec("A", double, path=Path("x"), start_offset=100.0, start_speed=12.0, driver="schedule")
+    b = TrainSpec("B", double, path=Path("x"), start_offset=100.0, driver="schedule")
+
+    def run(*specs: TrainSpec) -> tuple[float, list[tuple[str, float]]]:
+        res = Replay(_sc(*specs, duration=20.0), lines={"A": a_line, "B": b_line}).run()
+        evs = [(type(e).__name__, e.time) for e in res.events if getattr(e, "train", "A") == "A"]
+        return res.summary["trains"]["A"]["distance_m"], evs
+
+    alone, with_b = run(a), run(a, b)
+    assert ("Derailment", pytest.approx(6.0)) in alone[1]
+    assert with_b == alone
