@@ -299,7 +299,10 @@ def test_a_second_collision_of_the_same_two_trains_is_reported():
     b = TrainSpec("B", double, path=Path("x"), start_speed=30.0, driver="schedule")
     res = Replay(_sc(a, b, duration=20.0, step=1.0), lines={"A": a_line, "B": b_line}).run()
     hits = [e for e in res.events if isinstance(e, Collision)]
+    # B closes on A at its own speed both times, over the node forwards and then backwards
+    assert hits[0].closing_speed == pytest.approx(30.0, abs=0.5)
     assert [(e.train, e.other_train) for e in hits] == [("A", "B")] * 2
+    assert hits[1].closing_speed == pytest.approx(29.4, abs=0.5)  # B coasts, a little slower
     assert hits[0].time < 6.0 < 12.0 < hits[1].time
 
 

@@ -349,6 +349,18 @@ def _node_dir(line: TrackLine, node: int, offset: float) -> int:
     return int(line.seg_dir[m[0]]) if len(m) else 1
 
 
+def _pass_at(tr: TrainPosition, node: int, offset: float) -> tuple[float, bool]:
+    """Where ``tr``'s line passes ``(node, offset)`` and whether it runs along the node
+    there. A line can pass a node twice (a loop): the pass nearest the train is the one
+    it occupies."""
+    ss = tr.line.locate(node, offset)
+    if not len(ss):
+        return tr.front, _node_dir(tr.line, node, offset) == 1
+    s = float(ss[np.argmin(np.abs(ss - 0.5 * (tr.front + tr.rear)))])
+    seg = int(tr.line.segment_index(np.array([s]))[0])
+    return s, bool(tr.line.seg_dir[seg] == 1)
+
+
 def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent]:
     """Trains on different lines whose occupied node intervals overlap (module
     docstring): one ``"collision"`` event per pair of trains."""
@@ -383,13 +395,11 @@ def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent
     out: list[SafetyEvent] = []
     for (i, j), (_ov, node, mid, ci, cj) in sorted(best.items()):
         ta, tb = trains[i], trains[j]
-        sa = ta.line.locate(node, mid)
-        sb = tb.line.locate(node, mid)
-        s_a = float(sa[0]) if len(sa) else ta.front
-        s_b = float(sb[0]) if len(sb) else tb.front
+        s_a, fwd_a = _pass_at(ta, node, mid)
+        s_b, fwd_b = _pass_at(tb, node, mid)
         car_a, car_b = ta.nearest_car(s_a), tb.nearest_car(s_b)
-        va = ta.car_speed(car_a) * (1.0 if _node_dir(ta.line, node, mid) == 1 else -1.0)
-        vb = tb.car_speed(car_b) * (1.0 if _node_dir(tb.line, node, mid) == 1 else -1.0)
+        va = ta.car_speed(car_a) * (1.0 if fwd_a else -1.0)
+        vb = tb.car_speed(car_b) * (1.0 if fwd_b else -1.0)
         closing = (va - vb) if ci <= cj else (vb - va)
         out.append(
             SafetyEvent(
