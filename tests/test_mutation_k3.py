@@ -405,3 +405,16 @@ def test_a_train_running_off_its_line_is_not_moved_by_another_trains_line():
     alone, with_b = run(a), run(a, b)
     assert ("Derailment", pytest.approx(6.0)) in alone[1]
     assert with_b == alone
+
+
+def test_engine_step_names_the_bad_force_argument():
+    from tdbtools.physics.engine import EngineError
+
+    b = Bodies(
+        mass=[1000.0, 1000.0], length=[10.0, 10.0], line=[0, 0], coupled=[False, False], slack=[0.0, 0.0]
+    )
+    e = Engine(b, x=[10.0, 0.0], v=[0.0, 0.0])
+    with pytest.raises(EngineError, match=r"^Engine.step: drive has shape \(3,\), expected \(2,\)$"):
+        e.step(0.1, [1.0, 2.0, 3.0], 0.0)
+    with pytest.raises(EngineError, match=r"^Engine.step: resist has shape \(3,\), expected \(2,\)$"):
+        e.step(0.1, 0.0, [1.0, 2.0, 3.0])
