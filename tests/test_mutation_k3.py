@@ -418,3 +418,18 @@ def test_engine_step_names_the_bad_force_argument():
         e.step(0.1, [1.0, 2.0, 3.0], 0.0)
     with pytest.raises(EngineError, match=r"^Engine.step: resist has shape \(3,\), expected \(2,\)$"):
         e.step(0.1, 0.0, [1.0, 2.0, 3.0])
+
+
+def test_only_a_tender_behind_another_engine_gets_the_trailing_loco_factor():
+    """Steam: the lead engine's own tender keeps its air resistance; a tender behind a
+    second engine is trailing and gets its factor, as that engine does."""
+    import dataclasses
+
+    from helpers import SAMPLE_INSTALL
+
+    eng, coach = resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)[:2]
+    tender = dataclasses.replace(coach, wagon_type="Tender", trail_loco_resistance_factor=0.5)
+    eng2 = dataclasses.replace(eng, trail_loco_resistance_factor=0.5)
+    m = F.CarModel.from_stock([eng, tender, eng2, tender], trailing_loco_factor=True)
+    c = tender.davis_c
+    assert m.davis_c.tolist() == pytest.approx([eng.davis_c, c, 0.5 * eng.davis_c, 0.5 * c], rel=1e-12)
