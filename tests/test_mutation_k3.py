@@ -433,3 +433,19 @@ def test_only_a_tender_behind_another_engine_gets_the_trailing_loco_factor():
     m = F.CarModel.from_stock([eng, tender, eng2, tender], trailing_loco_factor=True)
     c = tender.davis_c
     assert m.davis_c.tolist() == pytest.approx([eng.davis_c, c, 0.5 * eng.davis_c, 0.5 * c], rel=1e-12)
+
+
+def test_a_service_is_ready_at_its_start_time_exactly():
+    """A service booked at 36,000 s (the clock's t0 at 35,990 s) is ready for the
+    dispatcher at the call 10 s in, not a step later; before that it waits."""
+    from tdbtools.physics.activity import ServiceDriver
+    from tdbtools.physics.driver import AutoDriver, DriveState
+
+    auto = AutoDriver(
+        np.array([0.0]), np.array([15.0]), 2000.0, max_speed=15.0, deceleration=0.5, train_length=50.0
+    )
+    d = ServiceDriver("svc", auto, 35990.0, 36000.0, [], 1600.0, 1, True, None, None)
+    d(DriveState(9.5, 0.0, 0.0, 50.0, 0.0, 0.5))
+    assert d.state == "waiting"
+    d(DriveState(10.0, 0.0, 0.0, 50.0, 0.0, 0.5))
+    assert d.state == "ready"
