@@ -940,12 +940,14 @@ def _uid_of(g: tuple, first: int) -> UiD | None:
 def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     """The nodes and sections of a TrackNodes block held as raw text, or None if the
     block is not raw or the tree path is needed (see above)."""
-    raw = table.raw()
-    if raw is None or (table.source is not None and table.source.exact_split):
+    span = table.raw_span()
+    if span is None or (table.source is not None and table.source.exact_split):
         return None
-    text = raw[0]
+    # Usually the whole source text, scanned from ``pos`` to ``n_text`` (the table's
+    # end) in place: every match and find below is bounded by ``n_text``.
+    text, pos, n_text = span
     pat = _patterns()
-    m = pat.count.match(text)
+    m = pat.count.match(text, pos, n_text)
     if m is None:
         return None
     count = int(m.group(1))
@@ -964,18 +966,17 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     counts: list[int] = []
     owners: list[int] = []
     rows = 0
-    n_text = len(text)
     while pos < n_text:
         index = len(nodes)
-        mv = head(text, pos)
+        mv = head(text, pos, n_text)
         if mv is not None:
             if int(mv.group(1)) != index:
                 return None
             a = mv.end()
-            b = find(")", a)
+            b = find(")", a, n_text)
             if b < 0 or find("(", a, b) >= 0:  # (the lexer's DATA holds no quotes)
                 return None
-            mt = tail(text, b)
+            mt = tail(text, b, n_text)
             if mt is None:
                 return None
             try:
@@ -1003,7 +1004,7 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
                     return None
                 arrays.clear()
             continue
-        mj = junction(text, pos)
+        mj = junction(text, pos, n_text)
         if mj is not None:
             g = mj.groups()
             values = tuple(g[1].split())
@@ -1022,7 +1023,7 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
             nodes.append(JunctionNode(index, 1, 2, pins, uid, shape, values))
             pos = mj.end()
             continue
-        me = end(text, pos)
+        me = end(text, pos, n_text)
         if me is not None:
             g = me.groups()
             uid = _uid_of(g, 2)
@@ -1031,7 +1032,7 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
             nodes.append(EndNode(index, 1, 0, (TrPin(int(g[14]), int(g[15])),), uid, tuple(g[1].split())))
             pos = me.end()
             continue
-        if pat.tail.match(text, pos) is None:
+        if pat.tail.match(text, pos, n_text) is None:
             return None
         break
     if len(nodes) - 1 != count:

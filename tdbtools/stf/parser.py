@@ -133,15 +133,16 @@ class _Builder(Transformer):
         if key in self.defer and len(children) >= 2:
             raw = self._raw_of(children)
             if raw is not None:
-                return Block(str(tok), None, self.source, tok.start_pos, raw[0], raw[1], key)
+                return Block(str(tok), None, self.source, tok.start_pos, raw[0], raw[1], key, raw[2])
         return Block(str(tok), self._items(children, 1), self.source, tok.start_pos)
 
-    def _raw_of(self, children: list) -> tuple[str, int] | None:
+    def _raw_of(self, children: list) -> tuple[str, int, int] | None:
         """The content of a block to keep raw, if it is DATA runs (plain words and blocks:
         no strings, escapes or markers, the parse checked the whole text) and dropped
         comment blocks only, holding no include block; else None. What lies between two
         runs (white space and the comment blocks) is blanked, so every offset holds and
-        splitting the text gives the items the tree would hold."""
+        splitting the text gives the items the tree would hold. Returns Block's
+        ``(raw, rawpos, rawend)``: one run is kept as its span of the source's text."""
         runs = []
         for c in children[1:]:
             if c is _DROP:
@@ -156,15 +157,20 @@ class _Builder(Transformer):
         inc = self.include_blocks
         if inc and bisect.bisect_left(inc, first) < bisect.bisect_left(inc, last):
             return None  # an include block to follow
+        src = self.source
+        if len(runs) == 1 and src is not None and src.text.startswith(runs[0].value, first):
+            # A span of the source's text, not the token: the token (and the str Lark
+            # made it from) is a copy of the table, ~190 MB held through the whole model
+            # build of a 200 MB .tdb. (The text Lark lexed differs from the source's only
+            # on line 1, blanked; the comparison, in C without a copy, makes sure.)
+            return src.text, first, first + len(runs[0].value)
         if len(runs) == 1:
-            # data.value: the plain str the Token was copied from (a Token holds both;
-            # keeping the Token would keep a 200 MB table twice).
-            return runs[0].value, first
+            return runs[0].value, first, -1
         parts = [runs[0].value]
         for prev, run in zip(runs, runs[1:]):
             parts.append(" " * ((run.start_pos or 0) - (prev.end_pos or 0)))
             parts.append(run.value)
-        return "".join(parts), first
+        return "".join(parts), first, -1
 
     def group(self, children: list):
         return Block("", self._items(children, 0), self.source, -1)
