@@ -9,6 +9,7 @@ values of every TrVectorSection of the whole file live in one
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -19,7 +20,7 @@ import numpy as np
 
 from ..errors import Diagnostics, truncate_value
 from ..stf import parse_file
-from ..stf.parser import gc_paused
+from ..stf.parser import TABLE_RUN_ENDS, gc_paused
 from ..stf.tree import Block, Document
 from ._read import Reader, to_float, to_int, to_int32, to_int53, to_uint
 from ._records import fast_pickle
@@ -898,7 +899,6 @@ class _TdbReader:
 
 class _BulkPatterns:
     def __init__(self) -> None:
-        import re
 
         from lark import Lark
 
@@ -1113,6 +1113,51 @@ _BULK_LIMITS = {
 }
 #: Vector nodes per slice of _BulkColumns.
 _BULK_SLICE = 4096
+
+
+def _table_run_end(text: str, pos: int) -> int | None:
+    """Where the DATA run of stf_bulk.lark that starts at ``pos`` (a TrackNodes table's
+    content) ends, if the content is a count and nodes of the shapes of
+    grammars/tdb_nodes.lark (each a balanced block at most four deep, holding no quote),
+    then white space and the table's ")": the run is then the count and the nodes (the
+    regex gives back the white space). Else None, and the lexer's regex decides. Any
+    node the bulk reader would not accept as is makes it None: the lexer's own scan of
+    such a table (and any error it reports) is left as it was."""
+    pat = _patterns()
+    m = pat.count.match(text, pos)
+    if m is None:
+        return None
+    end = m.end()
+    head, tail, junction, node_end = (
+        pat.vector_head.match,
+        pat.vector_tail.match,
+        pat.junction.match,
+        pat.end.match,
+    )
+    find = text.find
+    while True:
+        mv = head(text, end)
+        if mv is not None:
+            a = mv.end()
+            b = find(")", a)
+            if b < 0 or find("(", a, b) >= 0:
+                return None
+            mt = tail(text, b)
+            if mt is None:
+                return None
+            end = mt.end()
+            continue
+        mj = junction(text, end) or node_end(text, end)
+        if mj is None:
+            break
+        end = mj.end()
+    if _RUN_CLOSE.match(text, end) is None or find('"', pos, end) >= 0:
+        return None
+    return end
+
+
+_RUN_CLOSE = re.compile(r"[\x00-\x20]*\)")
+TABLE_RUN_ENDS["tdb"] = _table_run_end
 
 
 def parse_tdb(path: str | Path, diagnostics: Diagnostics, root: str | Path | None = None) -> Document:

@@ -116,6 +116,10 @@ class _Builder(Transformer):
         self.defer: frozenset[str] = frozenset()
         #: Sorted offsets of the include blocks of the text (none may be deferred).
         self.include_blocks: list[int] = []
+        #: Table runs the lexer takes without its regex (_hook_table_runs), in the text
+        #: ``hinted_text``.
+        self.table_runs: dict[int, int] = {}
+        self.hinted_text: str | None = None
 
     # rules ---------------------------------------------------------------------------
     def start(self, children: list) -> list:
@@ -328,6 +332,7 @@ class _ParserPool(threading.local):
         self.full = Lark(grammar_text("stf.lark"), **options)
         self.plain = Lark(grammar_text("stf_plain.lark"), **options)
         self.bulk = Lark(grammar_text("stf_bulk.lark"), **options)
+        _hook_table_runs(self.bulk, self.builder)
         self.options = options
         self.others: dict[str, Lark] = {}
 
@@ -337,6 +342,66 @@ class _ParserPool(threading.local):
         if lark is None:
             lark = self.others[kind] = Lark(grammar_text(BULK_GRAMMARS[kind][0]), **self.options)
         return lark
+
+
+#: Per bulk kind, a function ``(text, pos)`` -> the end of the DATA run that the
+#: lexer would match at ``pos``, the start of a table's content, found without the
+#: lexer's regex; or None (the lexer then matches it). It must answer only where the
+#: answer is certain (formats/tdb.py registers the .tdb one: it accepts only the
+#: node shapes its bulk reader reads, which the DATA regex of stf_bulk.lark matches
+#: as one run up to the table's closing parenthesis).
+TABLE_RUN_ENDS: dict[str, Any] = {}
+#: At most this many tables per file get a run end (real files hold one).
+_MAX_TABLE_HINTS = 8
+
+
+def _table_run_hints(text: str, kind: str) -> dict[int, int]:
+    """{offset of a ``TrackNodes (`` table's content: end of its DATA run} (see
+    TABLE_RUN_ENDS), for the lexer hook of :func:`_hook_table_runs`."""
+    find_end = TABLE_RUN_ENDS.get(kind)
+    hints: dict[int, int] = {}
+    if find_end is None:
+        return hints
+    i = text.find("TrackNodes")
+    while i >= 0 and len(hints) < _MAX_TABLE_HINTS:
+        m = _TABLE_OPEN.match(text, i + 10)
+        if m is not None:
+            end = find_end(text, m.end())
+            if end is not None:
+                hints[m.end()] = end
+        i = text.find("TrackNodes", i + 10)
+    return hints
+
+
+_TABLE_OPEN = re.compile(r"[\x00-\x20]*\([\x00-\x20]*")
+
+
+def _hook_table_runs(lark: Lark, builder: _Builder) -> None:
+    """Let the lexer of ``lark`` take a table's content as the DATA token that its
+    regex would match, when the builder's hints (_table_run_hints) know where that run
+    ends: Lark's regex goes through a 200 MB TrackNodes table at ~9 ns a character
+    (a character class per character), the hint's walk from node to node in a fraction.
+    The token, its type and everything after are the same: the hint is used only when
+    no terminal tried before DATA matches there."""
+    lexer: Any = lark.parser.lexer
+    orig = lexer.match
+    names = [t.name for t in lexer.scanner.terminals]
+    data = next((n for n in names if n in ("DATA", "stf__DATA")), None)
+    if data is None:
+        return
+    before = [re.compile(t.pattern.to_regexp()) for t in lexer.scanner.terminals[: names.index(data)]]
+
+    def match(text: Any, pos: int) -> Any:
+        hints = builder.table_runs
+        if hints:
+            end = hints.get(pos)
+            whole = getattr(text, "text", text)
+            if end is not None and whole is builder.hinted_text and end <= getattr(text, "end", len(whole)):
+                if not any(r.match(whole, pos) for r in before):
+                    return whole[pos:end], data
+        return orig(text, pos)
+
+    lexer.match = match
 
 
 _POOL = _ParserPool()
@@ -493,6 +558,8 @@ def _parse_items(
             lark = pool.bulk if kind == "tdb" else pool.bulk_for(kind)
             b.defer = BULK_GRAMMARS[kind][1]
             b.include_blocks = include_blocks
+            if kind == "tdb":
+                b.table_runs, b.hinted_text = _table_run_hints(text, kind), text
         else:
             lark = pool.plain
         items: Any = lark.parse(text)  # the transformer builds a list, not a Tree
@@ -501,6 +568,7 @@ def _parse_items(
     finally:
         includes, notes = b.includes, b.notes
         b.includes, b.notes, b.source, b.defer, b.include_blocks = [], [], None, frozenset(), []
+        b.table_runs, b.hinted_text = {}, None
     return items, includes, notes
 
 
