@@ -927,14 +927,15 @@ def _patterns() -> _BulkPatterns:
 
 def _uid_of(g: tuple, first: int) -> UiD | None:
     """The UiD of groups ``first .. first + 11`` (as _TdbReader._uid reads it), or None."""
-    a = [int(x) for x in g[first : first + 6]]
     try:
-        b = [float(x) for x in g[first + 6 : first + 12]]
+        b = tuple(map(float, g[first + 6 : first + 12]))
     except ValueError:
         return None
-    if not all(map(math.isfinite, b)) or not all(-(1 << 31) <= x <= _UINT_MAX for x in a):
+    if not all(map(math.isfinite, b)):
         return None
-    return UiD(*a, *b)
+    # The first six are _I of tdb_nodes.lark, at most nine digits: always in the range
+    # _TdbReader._uid accepts (-2**31 .. 2**32 - 1).
+    return UiD(*map(int, g[first : first + 6]), *b)
 
 
 def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:

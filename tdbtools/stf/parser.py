@@ -535,7 +535,9 @@ def _blank_first_line(text: str) -> str:
     # Line 1 is the SIMIS signature and is discarded. It is blanked, not cut, so that
     # every character keeps its offset, line and column.
     nl = text.find("\n")
-    return " " * len(text) if nl < 0 else " " * nl + text[nl:]
+    # str.replace of a prefix by as many spaces: one copy of the text, where
+    # " " * nl + text[nl:] made two (0.2 s and 200 MB more at the peak for a 200 MB file).
+    return " " * len(text) if nl < 0 else text.replace(text[:nl], " " * nl, 1)
 
 
 def _parse_items(
