@@ -4,16 +4,25 @@ A full mutmut run over the physics package takes days on a small machine (over 1
 mutants, a surviving one of the replay runs most of the test selection), so the score is
 estimated from a random sample, as docs/mutation.md §1–3 describe:
 
-    mutmut run --max-children 1 "tdbtools.physics.events.x_*"     # makes mutants/ and the stats
+    mutmut run --max-children 2 "tdbtools.physics.forces.x_gravity__mutmut_1"   # mutants/ + stats
     python tools/mutation_sample.py draw --n 300 --seed 20 > sample.txt
-    python tools/mutation_sample.py run sample.txt --max-children 2
+    python tools/mutation_sample.py run sample.txt --jobs 2
     python tools/mutation_sample.py score sample.txt
 
 ``draw`` lists every mutant mutmut made under ``tdbtools/physics`` (the keys of the
 ``mutants/**/*.meta`` files, sorted) and draws ``--n`` of them with Python's
-``random.Random(seed).sample``. ``run`` hands them to ``mutmut run`` in batches, so the
-verdicts are mutmut's own. ``score`` reads the verdicts back and prints the score, per
-module and in all, with a 95 % Wilson interval.
+``random.Random(seed).sample``.
+
+``run`` tests each drawn mutant as ``mutmut run`` does, without gathering the line
+coverage again (8–10 min per ``mutmut run`` call here): in ``mutants/``, with
+``MUTANT_UNDER_TEST`` naming the mutant, pytest runs the tests that mutmut's stats pass
+found calling the mutated function (``mutants/mutmut-stats.json``), fastest first, with
+``-x`` and the project's ``pytest_add_cli_args``. A failing run kills the mutant; a run
+over its time limit counts as a timeout (caught, as mutmut counts it); a function no test
+calls is "no tests" (not caught). Verdicts go to ``SAMPLE.results.json`` as they come,
+so an interrupted run resumes.
+
+``score`` prints the score, per module and in all, with a 95 % Wilson interval.
 """
 
 from __future__ import annotations
@@ -21,11 +30,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import subprocess
 import sys
+import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 
 # mutmut's exit codes (mutmut/stats.py): a mutant is caught when its tests fail or time out.
 KILLED = {1, 3}
@@ -51,11 +68,56 @@ def draw(n: int, seed: int) -> list[str]:
     return random.Random(seed).sample(names, n)
 
 
-def run(names: list[str], batch: int, max_children: int) -> None:
-    for start in range(0, len(names), batch):
-        part = names[start : start + batch]
-        print(f"batch {start // batch + 1}: {len(part)} mutants", file=sys.stderr, flush=True)
-        subprocess.run(["mutmut", "run", "--max-children", str(max_children), *part], check=False)
+def _results_path(sample: Path) -> Path:
+    return sample.with_name(sample.name + ".results.json")
+
+
+def _pytest_args() -> list[str]:
+    cfg = tomllib.loads(Path("pyproject.toml").read_text(encoding="utf-8"))["tool"]["mutmut"]
+    return ["-x", "-q", "-p", "no:randomly", *cfg.get("pytest_add_cli_args", [])]
+
+
+def run_one(name: str, tests: list[str], limit_s: float) -> tuple[int | None, float]:
+    """Run ``tests`` against mutant ``name``; its exit code (None: no tests) and seconds."""
+    if not tests:
+        return 33, 0.0
+    env = dict(os.environ, MUTANT_UNDER_TEST=name, PYTHONPATH=str(Path("mutants").resolve()))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    t0 = time.perf_counter()
+    try:
+        code = subprocess.run(
+            [sys.executable, "-m", "pytest", *_pytest_args(), *tests],
+            cwd="mutants",
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=limit_s,
+            check=False,
+        ).returncode
+    except subprocess.TimeoutExpired:
+        code = 36
+    return code, time.perf_counter() - t0
+
+
+def run(sample: Path, names: list[str], jobs: int) -> None:
+    stats = json.loads((Path("mutants") / "mutmut-stats.json").read_text(encoding="utf-8"))
+    tests_of = stats["tests_by_mangled_function_name"]
+    duration = stats["duration_by_test"]
+    out = _results_path(sample)
+    done: dict[str, list] = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
+    todo = [n for n in names if n not in done]
+
+    def one(name: str) -> tuple[str, int | None, float]:
+        tests = sorted(tests_of.get(name.partition("__mutmut_")[0], ()), key=lambda t: duration.get(t, 0.0))
+        limit = 60.0 + 10.0 * sum(duration.get(t, 0.0) for t in tests)
+        code, secs = run_one(name, tests, limit)
+        return name, code, secs
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for i, (name, code, secs) in enumerate(pool.map(one, todo), 1):
+            done[name] = [code, round(secs, 2)]
+            out.write_text(json.dumps(done, indent=0, sort_keys=True), encoding="utf-8")
+            print(f"{i}/{len(todo)} {code} {secs:6.1f}s {name}", file=sys.stderr, flush=True)
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -71,8 +133,10 @@ def module_of(name: str) -> str:
     return name.split(".")[2].split("__mutmut")[0] if name.count(".") >= 3 else name
 
 
-def score(names: list[str]) -> int:
-    codes = verdicts()
+def score(sample: Path, names: list[str]) -> int:
+    out = _results_path(sample)
+    ran: dict[str, list] = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
+    codes = {name: v[0] for name, v in ran.items()}
     tally: Counter[str] = Counter()
     per_module: dict[str, Counter[str]] = {}
     survivors = []
@@ -128,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     p_draw.add_argument("--seed", type=int, default=20)
     p_run = sub.add_parser("run", help="run the sampled mutants with mutmut")
     p_run.add_argument("sample", type=Path)
-    p_run.add_argument("--batch", type=int, default=100)
-    p_run.add_argument("--max-children", type=int, default=1)
+    p_run.add_argument("--jobs", type=int, default=1, help="mutants tested at once")
     p_score = sub.add_parser("score", help="print the sample's score")
     p_score.add_argument("sample", type=Path)
     args = parser.parse_args(argv)
@@ -138,9 +201,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     names = [n for n in args.sample.read_text(encoding="utf-8").split() if n]
     if args.what == "run":
-        run(names, args.batch, args.max_children)
+        run(args.sample, names, args.jobs)
         return 0
-    return score(names)
+    return score(args.sample, names)
 
 
 if __name__ == "__main__":
