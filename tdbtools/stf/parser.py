@@ -395,9 +395,9 @@ def _hook_table_runs(lark: Lark, builder: _Builder) -> None:
         hints = builder.table_runs
         if hints:
             end = hints.get(pos)
-            whole: Any = getattr(text, "text", text)
-            if end is not None and whole is builder.hinted_text and end <= getattr(text, "end", len(whole)):
-                if not any(r.match(whole, pos) for r in before):
+            whole = builder.hinted_text
+            if end is not None and whole is not None and getattr(text, "text", text) is whole:
+                if end <= getattr(text, "end", len(whole)) and not any(r.match(whole, pos) for r in before):
                     return whole[pos:end], data
         return orig(text, pos)
 
