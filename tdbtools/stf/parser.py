@@ -60,7 +60,7 @@ _UNICODE_SPACE_UTF8 = (b"\xc2\x85", b"\xc2\xa0", b"\xe1\x9a\x80", b"\xe2\x81\x9f
 
 def _prepare(source: Source) -> str:
     text = _blank_first_line(source.text)
-    if text.isascii():
+    if text.isascii():  # (_parse_items takes _ascii_scans instead)
         source.exact_split = _has_control(text)
         return text
     # Other text is scanned as UTF-8 bytes, in C (two regex searches of a 3 MB
@@ -447,7 +447,7 @@ def _find_lower(text: str, words: tuple[str, ...]) -> list[list[int]]:
     return out
 
 
-def _scan_markers(text: str) -> tuple[bool, list[int]]:
+def _scan_markers(text: str, keywords: list[list[int]] | None = None) -> tuple[bool, list[int]]:
     """(:func:`needs_full_grammar`, the sorted offsets of the include blocks the tree
     builder would follow: not inside a comment block nor another include block).
 
@@ -465,7 +465,9 @@ def _scan_markers(text: str) -> tuple[bool, list[int]]:
             if i == 0 or text[i - 1] in _WORD_START:  # not inside a word like SNCF_TGV
                 candidates.append(i)
             i = text.find(ch, i + 1)
-    for kw, offsets in zip(_KEYWORDS, _find_lower(text, _KEYWORDS)):
+    if keywords is None:
+        keywords = _find_lower(text, _KEYWORDS)
+    for kw, offsets in zip(_KEYWORDS, keywords):
         for i in offsets:
             end = i + len(kw)
             if (i == 0 or text[i - 1] in _WORD_START) and (end >= len(text) or text[end] in _WORD_END):
@@ -531,6 +533,34 @@ def has_long_word(text: str) -> bool:
 _SCAN_SLICE = 1 << 23
 
 
+def _ascii_scans(text: str) -> tuple[bool, list[list[int]], bool]:
+    """For ASCII ``text``: (:func:`_has_control`, :func:`_find_lower` of the keywords,
+    :func:`has_long_word`) in one pass of slices, each slice copied and encoded once
+    instead of three times (~0.35 s less for a 200 MB file). The slices overlap by
+    LONG_WORD characters, more than a keyword's length: a keyword found twice is kept
+    once (they cannot overlap themselves), as in _find_lower."""
+    control = long_word = False
+    out: list[list[int]] = [[] for _ in _KEYWORDS]
+    words = [w.encode("ascii") for w in _KEYWORDS]
+    run = b"x" * LONG_WORD
+    step = _SCAN_SLICE
+    for at in range(0, max(len(text), 1), step):
+        lo = max(at - LONG_WORD, 0)
+        part = text[lo : at + step].encode("ascii")
+        if not control:
+            control = bool(part.translate(None, _NOT_CONTROL))
+        if not long_word:
+            long_word = run in part.translate(_WORD_BYTES)
+        low = part.lower()
+        for w, found in zip(words, out):
+            i = low.find(w)
+            while i >= 0:
+                if lo + i >= (found[-1] + len(w) if found else 0):
+                    found.append(lo + i)
+                i = low.find(w, i + len(w))
+    return control, out, long_word
+
+
 def _blank_first_line(text: str) -> str:
     # Line 1 is the SIMIS signature and is discarded. It is blanked, not cut, so that
     # every character keeps its offset, line and column.
@@ -549,9 +579,14 @@ def _parse_items(
     b.includes = []
     b.notes = []
     try:
-        text = _prepare(source)
-        full, include_blocks = _scan_markers(text)
-        if full or has_long_word(text):
+        keywords = long_word = None
+        if source.text.isascii():
+            text = _blank_first_line(source.text)
+            source.exact_split, keywords, long_word = _ascii_scans(text)
+        else:
+            text = _prepare(source)
+        full, include_blocks = _scan_markers(text, keywords)
+        if full or (has_long_word(text) if long_word is None else long_word):
             lark = pool.full
         elif bulk and not source.exact_split:
             # Blocks kept raw must never hold an include block (_Builder._raw_of checks):
