@@ -62,7 +62,15 @@ def main() -> int:
                 cur = best[label].get(size)
                 if cur is None or row[time_key] < cur[time_key]:
                     best[label][size] = row
-                print(f"{label} {size}: {row[time_key]:.2f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+                extra = (
+                    f", CPU {row['cold_cpu_s']:.2f} s, peak +{row['peak_mb']:.0f} MB"
+                    if "cold_cpu_s" in row
+                    else ""
+                )
+                print(
+                    f"{label} {size}: {row[time_key]:.2f} s{extra} (load {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
     for label, rows_by in best.items():
         rows = [rows_by[s] for s in sorted(rows_by)]
         exp = (

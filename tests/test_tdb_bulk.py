@@ -215,6 +215,50 @@ def test_bulk_grammar_gives_the_same_tree():
         assert bulk == plain  # ... and split on demand
 
 
+def _data_regex():
+    import re
+
+    lark = stf_parser._POOL.bulk
+    return re.compile(next(t for t in lark.terminals if t.name.endswith("DATA")).pattern.to_regexp())
+
+
+def test_table_run_end_is_where_the_lexers_regex_ends():
+    # The lexer takes a table's content without its regex where _table_run_end knows the
+    # end: it must be the regex's own end on every fixture and defect variant.
+    data = _data_regex()
+    texts = [_GOOD.replace(old, new, 1) if old else _GOOD for old, new in VARIANTS.values()]
+    texts += [p.read_text("utf-8", errors="replace") for p in TDB_FILES if p.read_bytes()[:2] != b"\xff\xfe"]
+    texts.append(_GOOD.replace("TrackNodes ( 4", 'TrackNodes ( 4 " "', 1))
+    texts.append(_GOOD.replace("TrackNodes ( 4", "TrackNodes (4", 1).replace("\n", " "))
+    hinted = 0
+    for text in texts:
+        blank = stf_parser._blank_first_line(text)
+        for pos, end in stf_parser._table_run_hints(blank, "tdb").items():
+            m = data.match(blank, pos)
+            assert m is not None and m.end() == end
+            hinted += 1
+        i = blank.find("TrackNodes")
+        if i >= 0:  # where no end is given, the walk must not have claimed one
+            pos = stf_parser._TABLE_OPEN.match(blank, i + 10).end()
+            got = tdb_mod._table_run_end(blank, pos)
+            assert got is None or got == data.match(blank, pos).end()
+    assert hinted >= len(VARIANTS) // 2  # the fast path is taken on most of them
+
+
+def test_bulk_table_is_a_span_of_the_source_text_not_a_copy():
+    # A 200 MB table held as a second string was ~190 MB of the cold load's peak.
+    src = Source("<bulk>", _GOOD, "str")
+    table = stf_parser.parse_source(src, bulk=True).find("TrackDB").find("TrackNodes")
+    span = table.raw_span()
+    assert span is not None and span[0] is src.text
+    text, start, end = span
+    raw = table.raw()
+    assert raw == (text[start:end], start)
+    assert raw[0].lstrip().startswith("4") and raw[0].rstrip().endswith(")")
+    items = parse_text(_GOOD).find("TrackDB").find("TrackNodes").items
+    assert table.items == items and table.raw_span() is None  # split on demand, as before
+
+
 @needs_dk24
 @pytest.mark.parametrize("name", ["DK24.tdb", "DK24.rdb"])
 def test_bulk_reader_on_dk24(name, monkeypatch):

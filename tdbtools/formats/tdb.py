@@ -9,6 +9,7 @@ values of every TrVectorSection of the whole file live in one
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -19,7 +20,7 @@ import numpy as np
 
 from ..errors import Diagnostics, truncate_value
 from ..stf import parse_file
-from ..stf.parser import gc_paused
+from ..stf.parser import TABLE_RUN_ENDS, gc_paused
 from ..stf.tree import Block, Document
 from ._read import Reader, to_float, to_int, to_int32, to_int53, to_uint
 from ._records import fast_pickle
@@ -898,7 +899,6 @@ class _TdbReader:
 
 class _BulkPatterns:
     def __init__(self) -> None:
-        import re
 
         from lark import Lark
 
@@ -927,25 +927,28 @@ def _patterns() -> _BulkPatterns:
 
 def _uid_of(g: tuple, first: int) -> UiD | None:
     """The UiD of groups ``first .. first + 11`` (as _TdbReader._uid reads it), or None."""
-    a = [int(x) for x in g[first : first + 6]]
     try:
-        b = [float(x) for x in g[first + 6 : first + 12]]
+        b = tuple(map(float, g[first + 6 : first + 12]))
     except ValueError:
         return None
-    if not all(map(math.isfinite, b)) or not all(-(1 << 31) <= x <= _UINT_MAX for x in a):
+    if not all(map(math.isfinite, b)):
         return None
-    return UiD(*a, *b)
+    # The first six are _I of tdb_nodes.lark, at most nine digits: always in the range
+    # _TdbReader._uid accepts (-2**31 .. 2**32 - 1).
+    return UiD(*map(int, g[first : first + 6]), *b)
 
 
 def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     """The nodes and sections of a TrackNodes block held as raw text, or None if the
     block is not raw or the tree path is needed (see above)."""
-    raw = table.raw()
-    if raw is None or (table.source is not None and table.source.exact_split):
+    span = table.raw_span()
+    if span is None or (table.source is not None and table.source.exact_split):
         return None
-    text = raw[0]
+    # Usually the whole source text, scanned from ``pos`` to ``n_text`` (the table's
+    # end) in place: every match and find below is bounded by ``n_text``.
+    text, pos, n_text = span
     pat = _patterns()
-    m = pat.count.match(text)
+    m = pat.count.match(text, pos, n_text)
     if m is None:
         return None
     count = int(m.group(1))
@@ -964,18 +967,17 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     counts: list[int] = []
     owners: list[int] = []
     rows = 0
-    n_text = len(text)
     while pos < n_text:
         index = len(nodes)
-        mv = head(text, pos)
+        mv = head(text, pos, n_text)
         if mv is not None:
             if int(mv.group(1)) != index:
                 return None
             a = mv.end()
-            b = find(")", a)
+            b = find(")", a, n_text)
             if b < 0 or find("(", a, b) >= 0:  # (the lexer's DATA holds no quotes)
                 return None
-            mt = tail(text, b)
+            mt = tail(text, b, n_text)
             if mt is None:
                 return None
             try:
@@ -1003,7 +1005,7 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
                     return None
                 arrays.clear()
             continue
-        mj = junction(text, pos)
+        mj = junction(text, pos, n_text)
         if mj is not None:
             g = mj.groups()
             values = tuple(g[1].split())
@@ -1022,7 +1024,7 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
             nodes.append(JunctionNode(index, 1, 2, pins, uid, shape, values))
             pos = mj.end()
             continue
-        me = end(text, pos)
+        me = end(text, pos, n_text)
         if me is not None:
             g = me.groups()
             uid = _uid_of(g, 2)
@@ -1031,7 +1033,7 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
             nodes.append(EndNode(index, 1, 0, (TrPin(int(g[14]), int(g[15])),), uid, tuple(g[1].split())))
             pos = me.end()
             continue
-        if pat.tail.match(text, pos) is None:
+        if pat.tail.match(text, pos, n_text) is None:
             return None
         break
     if len(nodes) - 1 != count:
@@ -1112,6 +1114,51 @@ _BULK_LIMITS = {
 }
 #: Vector nodes per slice of _BulkColumns.
 _BULK_SLICE = 4096
+
+
+def _table_run_end(text: str, pos: int) -> int | None:
+    """Where the DATA run of stf_bulk.lark that starts at ``pos`` (a TrackNodes table's
+    content) ends, if the content is a count and nodes of the shapes of
+    grammars/tdb_nodes.lark (each a balanced block at most four deep, holding no quote),
+    then white space and the table's ")": the run is then the count and the nodes (the
+    regex gives back the white space). Else None, and the lexer's regex decides. Any
+    node the bulk reader would not accept as is makes it None: the lexer's own scan of
+    such a table (and any error it reports) is left as it was."""
+    pat = _patterns()
+    m = pat.count.match(text, pos)
+    if m is None:
+        return None
+    end = m.end()
+    head, tail, junction, node_end = (
+        pat.vector_head.match,
+        pat.vector_tail.match,
+        pat.junction.match,
+        pat.end.match,
+    )
+    find = text.find
+    while True:
+        mv = head(text, end)
+        if mv is not None:
+            a = mv.end()
+            b = find(")", a)
+            if b < 0 or find("(", a, b) >= 0:
+                return None
+            mt = tail(text, b)
+            if mt is None:
+                return None
+            end = mt.end()
+            continue
+        mj = junction(text, end) or node_end(text, end)
+        if mj is None:
+            break
+        end = mj.end()
+    if _RUN_CLOSE.match(text, end) is None or find('"', pos, end) >= 0:
+        return None
+    return end
+
+
+_RUN_CLOSE = re.compile(r"[\x00-\x20]*\)")
+TABLE_RUN_ENDS["tdb"] = _table_run_end
 
 
 def parse_tdb(path: str | Path, diagnostics: Diagnostics, root: str | Path | None = None) -> Document:

@@ -28,8 +28,10 @@ class Block:
     strings (:class:`QStr`) and child blocks in file order. Names compare case-insensitively
     through :attr:`key`. The root of a file is a block with an empty name."""
 
-    __slots__ = ("name", "key", "_items", "_raw", "_rawpos", "source", "pos")
-    # Raw text (``_raw``) is kept exactly while ``_items`` is None.
+    __slots__ = ("name", "key", "_items", "_raw", "_rawpos", "_rawend", "source", "pos")
+    # Raw text is kept exactly while ``_items`` is None: ``_raw`` itself, or, when
+    # ``_rawend`` >= 0, ``_raw[_rawpos:_rawend]`` with ``_raw`` the source's whole text
+    # (a big table is then never copied out of it: see raw_span).
     _items: list[Any] | None
     _raw: Any
 
@@ -42,6 +44,7 @@ class Block:
         raw: str | None = None,
         rawpos: int = -1,
         key: str | None = None,
+        rawend: int = -1,
     ) -> None:
         self.name = name
         self.key = name.lower() if key is None else key
@@ -51,6 +54,7 @@ class Block:
         self._items = items
         self._raw = raw
         self._rawpos = rawpos
+        self._rawend = rawend
         self.source = source
         self.pos = pos
 
@@ -59,7 +63,7 @@ class Block:
         """Plain values (``str``), quoted strings (:class:`QStr`) and child blocks."""
         items = self._items
         if items is None:
-            raw = self._raw
+            raw = self._raw_text()
             if "(" in raw:
                 items = split_shallow(raw, self._rawpos, self.source)
             elif self.source is not None and self.source.exact_split:
@@ -75,14 +79,30 @@ class Block:
         items not split yet), else None: for bulk readers that scan the text themselves
         and fall back to :attr:`items` for anything unusual."""
         if self._items is None and self._raw is not None:
-            return self._raw, self._rawpos
+            return self._raw_text(), self._rawpos
         return None
+
+    def raw_span(self) -> tuple[str, int, int] | None:
+        """Like :meth:`raw` without a copy: ``(text, start, end)``, the raw content being
+        ``text[start:end]``. ``text`` may be the source's whole text (a big table is not
+        copied out of it), so scan it with ``pos``/``endpos``, never past ``end``."""
+        if self._items is not None or self._raw is None:
+            return None
+        if self._rawend >= 0:
+            return self._raw, self._rawpos, self._rawend
+        return self._raw, 0, len(self._raw)
+
+    def _raw_text(self) -> Any:
+        raw = self._raw
+        if raw is None or self._rawend < 0:
+            return raw
+        return raw[self._rawpos : self._rawend]
 
     def leaf_view(self) -> list | None:
         """The items with each child block given as ``(key, values_text)``, if every
         child block holds only plain words; else None. Reads lazily built blocks
         without making child objects, which is what bulk readers want."""
-        raw = self._raw
+        raw = self._raw_text()
         exact = self.source is not None and self.source.exact_split
         if raw is not None and self._items is None and "\\" not in raw and not exact:
             if "(" not in raw:
@@ -103,8 +123,8 @@ class Block:
     def values_text(self) -> str | None:
         """The raw text of a block that holds only plain words (no strings, no blocks),
         or None. Numeric readers hand it to numpy in one call."""
-        raw = self._raw
-        if raw is not None and self._items is None:
+        raw = self._raw_text() if self._items is None else None
+        if raw is not None:
             return raw if "(" not in raw else None
         items = self.items
         if items and all(i.__class__ is str for i in items):
