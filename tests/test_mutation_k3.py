@@ -449,3 +449,24 @@ def test_a_service_is_ready_at_its_start_time_exactly():
     assert d.state == "waiting"
     d(DriveState(10.0, 0.0, 0.0, 50.0, 0.0, 0.5))
     assert d.state == "ready"
+
+
+def test_traction_energy_of_a_long_climb_in_kilowatt_hours():
+    """The freight climbing 1 % at full power for 400 s: its traction energy in the
+    summary is the work counted, in kWh (3.6 MJ) to the fourth decimal, and at least
+    the work against gravity (m·g·h)."""
+    line = TrackLine.synthetic(20000.0, grade=0.01, route_limit=30.0)
+    spec = TrainSpec(
+        "f",
+        CONSISTS / "sample_freight.con",
+        path=Path("x"),
+        driver="schedule",
+        schedule=(Command(0.0, 1.0, 0.0),),
+    )
+    rp = Replay(_sc(spec, duration=400.0, step=1.0), lines={"f": line})
+    s = rp.run().summary["trains"]["f"]
+    assert s["traction_energy_kwh"] == round(rp.trains[0].traction_j / 3.6e6, 4)
+    front0 = rp.trains[0].front0
+    rise = float(line.elevation(front0 + s["distance_m"]) - line.elevation(front0))
+    lift = s["mass_t"] * 1000.0 * 9.81 * rise / 3.6e6
+    assert s["traction_energy_kwh"] > lift > 150.0
