@@ -470,3 +470,61 @@ def test_traction_energy_of_a_long_climb_in_kilowatt_hours():
     rise = float(line.elevation(front0 + s["distance_m"]) - line.elevation(front0))
     lift = s["mass_t"] * 1000.0 * 9.81 * rise / 3.6e6
     assert s["traction_energy_kwh"] > lift > 150.0
+
+
+def test_waits_at_one_signal_add_up_in_the_signalling_summary():
+    """signals_follow: the follower waits 21 s at signal 0; a second wait there (added to
+    the replay's events as a later one would be) adds to it."""
+    import dataclasses
+
+    from helpers import SAMPLE_INSTALL
+
+    from tdbtools.physics.events import SignalWait
+    from tdbtools.physics.scenario import read_scenario
+
+    rp = Replay(dataclasses.replace(read_scenario(SAMPLE_INSTALL / "signals_follow.toml"), duration=90.0))
+    res = rp.run()
+    (w,) = [e for e in res.events if isinstance(e, SignalWait)]
+    assert (w.train, w.signal, w.seconds) == ("follower", 0, pytest.approx(21.0))
+    assert res.summary["signalling"]["trains"]["follower"]["signal_waits_s"] == {"0": pytest.approx(21.0)}
+    rp.events.append(dataclasses.replace(w, time=80.0, until=85.0, seconds=5.0))
+    assert rp.signals.summary()["trains"]["follower"]["signal_waits_s"] == {"0": pytest.approx(26.0)}
+
+
+def test_a_synthetic_line_has_integer_tiles():
+    line = TrackLine.synthetic(100.0)
+    assert line.tile_x.dtype == np.int64 and line.tile_z.dtype == np.int64
+
+
+def test_an_early_ai_train_waits_for_its_booked_departure():
+    """An AI service booked to arrive and leave at 10:00:00 that arrives a minute early
+    leaves at 10:00:00, not as soon as its passengers are aboard; the player's train too."""
+    from tdbtools.formats.activity import StopItem
+    from tdbtools.physics.activity import Platform, Stop, departure
+
+    platform = Platform((1, 2), "P", "Station", 1, 0.0, 100.0, 20, 0)
+    stop = Stop(platform, StopItem(1, 36000, 36000), 400.0)
+    assert departure(stop, 35940.0, 3, True) == 36000.0
+    assert departure(stop, 35940.0, 3, False) == 36000.0
+
+
+def test_a_small_standstill_friction_is_used_as_given():
+    import dataclasses
+
+    from helpers import SAMPLE_INSTALL
+
+    eng, coach = resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)[:2]
+    light = dataclasses.replace(coach, standstill_friction_n=0.5, friction0_n=None)
+    m = F.CarModel.from_stock([eng, light])
+    assert m.starting_resistance is not None and m.starting_resistance[1] == 0.5
+
+
+def test_plan_stopped_by_its_time_limit_is_not_finished():
+    from helpers import SAMPLE_INSTALL
+    from test_mutation_runtime import _plan
+
+    freight = F.CarModel.from_stock(
+        resolve_stock(read_consist(CONSISTS / "sample_freight.con"), SAMPLE_INSTALL)
+    )
+    r = _plan(freight, TrackLine.synthetic(4000.0, route_limit=20.0), limit_s=30.0)
+    assert r.finished is False
