@@ -528,3 +528,46 @@ def test_plan_stopped_by_its_time_limit_is_not_finished():
     )
     r = _plan(freight, TrackLine.synthetic(4000.0, route_limit=20.0), limit_s=30.0)
     assert r.finished is False
+
+
+def test_gravity_on_a_car_is_at_most_its_weight():
+    """Bogie heights further apart than the bogie spacing (a car on its end): the
+    prepared gravity is clipped to ±m·g, as the module function is."""
+    from helpers import SAMPLE_INSTALL
+
+    m = F.CarModel.from_stock(resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL))
+    n = len(m)
+    up = 3.0 * m.bogie_spacing
+    want = F.gravity(m, up, np.zeros(n))
+    assert want == pytest.approx(-9.80665 * m.mass, rel=1e-3)
+    assert F.Prepared(m).gravity(up, np.zeros(n)) == pytest.approx(want, rel=1e-12)
+    assert F.Prepared(m).gravity(-up, np.zeros(n)) == pytest.approx(-want, rel=1e-12)
+
+
+def test_a_route_line_samples_its_speed_limits():
+    """The sampled ``speed_limit`` column of a line along a path is the limit there."""
+    from test_mutation_k1 import _line
+
+    line = _line()
+    assert len(line.speed_limit) == len(line.s) > 10
+    assert line.speed_limit == pytest.approx(line.limit(line.s))
+
+
+def test_a_stop_on_a_service_over_a_named_path(tmp_path):
+    """A service over a path given by name (not built) with a booked stop: the stop is
+    written with the station's platform."""
+    import shutil
+
+    from helpers import SAMPLE_INSTALL
+
+    from tdbtools.formats.activity import read_activity
+    from tdbtools.formats.route import load_route
+    from tdbtools.physics.activity_build import ServiceSpec, write_activity_files
+
+    shutil.copytree(SAMPLE_INSTALL, tmp_path / "sample")
+    route = load_route(tmp_path / "sample" / "ROUTES" / "SAMPLE", cache=False)
+    specs = [
+        ServiceSpec("P", "sample_passenger", 36000, "MainEW", stops=(("Sampleby", None, None),), player=True)
+    ]
+    a = read_activity(write_activity_files(route, "Named", specs))
+    assert a.player is not None and [s.platform_id for s in a.player.stops] == [1]
