@@ -571,3 +571,16 @@ def test_a_stop_on_a_service_over_a_named_path(tmp_path):
     ]
     a = read_activity(write_activity_files(route, "Named", specs))
     assert a.player is not None and [s.platform_id for s in a.player.stops] == [1]
+
+
+def test_a_running_service_leaves_its_driver_unfinished_until_it_arrives():
+    from tdbtools.physics.activity import ServiceDriver
+    from tdbtools.physics.driver import AutoDriver, DriveState
+
+    auto = AutoDriver(
+        np.array([0.0]), np.array([15.0]), 2000.0, max_speed=15.0, deceleration=0.5, train_length=50.0
+    )
+    d = ServiceDriver("svc", auto, 0.0, 0.0, [], 1600.0, 1, True, None, None)
+    d.state = "running"  # the dispatcher's part
+    d(DriveState(1.0, 0.0, 0.0, 50.0, 0.0, 0.5))
+    assert auto.finished is False and not d.finished
