@@ -584,3 +584,19 @@ def test_a_running_service_leaves_its_driver_unfinished_until_it_arrives():
     d.state = "running"  # the dispatcher's part
     d(DriveState(1.0, 0.0, 0.0, 50.0, 0.0, 0.5))
     assert auto.finished is False and not d.finished
+
+
+def test_force_mode_driver_knows_the_full_braking_with_shoe_curves(tmp_path):
+    """With brake-shoe curves the force-mode driver is told, per speed, what full brakes
+    give: the brake force at that speed plus the rolling resistance, over the inertia."""
+    inst = install_with_shoe_curve(tmp_path)
+    line = TrackLine.synthetic(3000.0, route_limit=40.0)
+    spec = TrainSpec(
+        "p", inst / "TRAINS" / "CONSISTS" / "sample_passenger.con", path=Path("x"), brake_mode="force"
+    )
+    rp = Replay(_sc(spec, duration=1.0), lines={"p": line})
+    m, d = rp.trains[0].model, rp.trains[0].driver
+    davis0, inertia = float(F.davis(m, 0.0).sum()), float(m.inertial_mass.sum())
+    for v in (0.0, 10.0, 30.0):
+        _planned, full = d.brakes_at(v)
+        assert full == pytest.approx((float(F.brake(m, 1.0, v).sum()) + davis0) / inertia, rel=1e-12)
