@@ -261,6 +261,7 @@ def test_written_activity_books_every_stop_at_the_path_start_distance(tmp_path):
     assert len(stops) == 2 and all(s.distance_down_path == 0.0 for s in stops)
     # before the first step nothing holds a block; the dispatcher's first run hands them out
     rp = ActivityReplay(plan_activity(act), route=route)
+    assert rp.trace_every == 2.0  # an activity's trace: every 2 s unless asked
     assert rp.dispatcher.holder == {}
     while not rp.dispatcher.holder and rp.time < 120.0:
         rp.step()
@@ -600,3 +601,24 @@ def test_force_mode_driver_knows_the_full_braking_with_shoe_curves(tmp_path):
     for v in (0.0, 10.0, 30.0):
         _planned, full = d.brakes_at(v)
         assert full == pytest.approx((float(F.brake(m, 1.0, v).sum()) + davis0) / inertia, rel=1e-12)
+
+
+def test_twenty_cars_on_one_line_close_up_with_impacts():
+    """Twenty loose cars on one line, 0.5 m apart, every second one rolling at 1 m/s onto
+    the standing one ahead: ten buffer impacts in the first step, none of them skipped."""
+    n = 20
+    b = Bodies(mass=[1000.0] * n, length=[10.0] * n, line=[0] * n, coupled=[False] * n, slack=[0.0] * n)
+    e = Engine(b, x=[-10.5 * i for i in range(n)], v=[float(i % 2) for i in range(n)])
+    ev = e.step(1.0, 0.0, 0.0)
+    impacts = [x for x in ev if x.kind == "impact"]
+    assert len(impacts) >= 10 and impacts[0].time == pytest.approx(0.5)
+    assert e.truncated_steps == 0
+
+
+def test_a_one_car_body_from_scalars_and_model_names():
+    from helpers import SAMPLE_INSTALL
+
+    b = Bodies(mass=1000.0, length=10.0, line=0, coupled=False, slack=0.0)
+    assert b.n == 1 and b.length.tolist() == [10.0]
+    cars = resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)
+    assert F.CarModel.from_stock(cars).names == tuple(c.name for c in cars)
