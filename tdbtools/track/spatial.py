@@ -122,7 +122,7 @@ def clean_geometry(geom: SectionGeometry) -> SectionGeometry:
 def track_geometry(route: Route) -> SectionGeometry:
     """:func:`~tdbtools.track.geometry.section_geometry` of ``route`` with degenerate
     curves made straights (:func:`clean_geometry`); cached per route."""
-    return cached(route, "geometry", lambda: clean_geometry(section_geometry(route)))
+    return cached(route, "geometry", lambda: clean_geometry(section_geometry(route, copy=False)))
 
 
 # -- the grid ----------------------------------------------------------------------------
