@@ -288,6 +288,13 @@ class SectionGrid:
         b = np.where(hit, self.starts[np.minimum(pos + 1, len(self.starts) - 1)], 0)
         return a, b
 
+    def counts(self, X, Z) -> np.ndarray:
+        """The number of candidate section rows of each absolute point X, Z."""
+        X = np.atleast_1d(np.asarray(X, dtype=np.float64))
+        Z = np.atleast_1d(np.asarray(Z, dtype=np.float64))
+        a, b = self._cells(X, Z)
+        return b - a
+
     def pairs(self, X, Z) -> tuple[np.ndarray, np.ndarray]:
         """Candidate (point index, section row) pairs for absolute points X, Z
         (1-d arrays), grouped by point, rows ascending within a point."""
