@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tdbtools.formats import load_route
+from tdbtools.track import geometry as geometry_mod
 from tdbtools.track.geometry import (
     SectionGeometry,
     absolute_xz,
@@ -24,6 +25,7 @@ from tdbtools.track.geometry import (
     sample_node,
     sample_route,
     section_end,
+    section_end_xyz,
     section_geometry,
     to_tile,
     wrap_angle,
@@ -277,6 +279,67 @@ def test_sample_route_closes(sample):
     assert {sample.tdb.nodes[k].kind for k in c.end_link} <= {"junction", "end"}
 
 
+def _closure_reference(route, g):
+    """The closure worked out over whole arrays and pin by pin (what closure did before
+    it ran in chunks over indices), to check the chunked one against."""
+    end = section_end(g)
+    X, Z = absolute_xz(g.tile_x, g.tile_z, g.x, g.z)
+    start = np.stack([X, g.y, Z], axis=-1)
+    i = np.flatnonzero(g.node[1:] == g.node[:-1])
+    delta = start[i + 1] - end.xyz[i]
+    turn = wrap_angle(g.ay[i + 1] - end.heading[i])
+    nodes = route.tdb.nodes
+    nv = len(nodes)
+
+    def place(k, at_end):
+        n = nodes[k] if 0 < k < nv else None
+        if n is None:
+            return np.full(3, np.nan)
+        if n.kind == "vector":
+            if not n.section_count:
+                return np.full(3, np.nan)
+            sl = n.section_slice
+            return end.xyz[sl.stop - 1] if at_end else start[sl.start]
+        u = n.uid
+        if u is None:
+            return np.full(3, np.nan)
+        return np.array([u.tile_x * 2048.0 + u.x, u.y, u.tile_z * 2048.0 + u.z])
+
+    e = []
+    for n in nodes[1:]:
+        if n.kind != "vector":
+            continue
+        for p, pin in enumerate(n.pins[:2]):
+            t = nodes[pin.link] if 0 < pin.link < nv else None
+            at_end = pin.direction <= 0 if t is not None and t.kind == "vector" else False
+            e.append(place(pin.link, at_end) - place(n.index, p == 1))
+    return delta, turn, np.array(e).reshape(-1, 3)
+
+
+@pytest.mark.parametrize("chunk", [7, 1 << 17])
+def test_chunked_closure_matches_whole_arrays(sample, monkeypatch, chunk):
+    monkeypatch.setattr(geometry_mod, "_END_CHUNK", chunk)
+    g = section_geometry(sample)
+    xyz, heading = section_end_xyz(g)
+    end = section_end(g)
+    assert np.array_equal(xyz, end.xyz, equal_nan=True) and np.array_equal(
+        heading, end.heading, equal_nan=True
+    )
+    c = closure(sample, g)
+    delta, turn, e_delta = _closure_reference(sample, g)
+    assert np.array_equal(c.join_delta, delta) and np.array_equal(c.join_turn, turn)
+    assert np.array_equal(c.end_delta, e_delta, equal_nan=True)
+    assert np.array_equal(closure(sample, g, ends=(xyz, heading)).end_gap, c.end_gap, equal_nan=True)
+
+
+def test_section_geometry_can_share_the_table(sample):
+    a, b = section_geometry(sample), section_geometry(sample, copy=False)
+    for name in SectionGeometry.__slots__:
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
+    assert a.x.flags.writeable and not np.shares_memory(a.x, sample.tdb.sections.x)
+    assert np.shares_memory(b.x, sample.tdb.sections.x)
+
+
 def test_network_helpers(sample):
     lengths = node_lengths(sample)
     assert len(lengths) == len(sample.tdb.nodes)
@@ -356,3 +419,13 @@ def test_dk24_polylines_and_graph(dk24):
     assert count >= 1 and (labels[1:] >= 0).all()
     lengths = node_lengths(dk24)
     assert lengths.sum() / 1000 == pytest.approx(dk24.track_km)
+
+
+@pytest.mark.dk24
+def test_dk24_chunked_closure_matches_whole_arrays(dk24, monkeypatch):
+    monkeypatch.setattr(geometry_mod, "_END_CHUNK", 1000)  # many chunks, ragged last one
+    g = section_geometry(dk24, copy=False)
+    c = closure(dk24, g)
+    delta, turn, e_delta = _closure_reference(dk24, g)
+    assert np.array_equal(c.join_delta, delta) and np.array_equal(c.join_turn, turn)
+    assert np.array_equal(c.end_delta, e_delta, equal_nan=True)

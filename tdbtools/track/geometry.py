@@ -49,6 +49,7 @@ __all__ = [
     "section_geometry",
     "point_at",
     "section_end",
+    "section_end_xyz",
     "locate_in_section",
     "absolute_xz",
     "normalize_tile",
@@ -267,8 +268,12 @@ class SectionGeometry:
         return SectionGeometry(*(getattr(self, n)[rows] for n in self.__slots__))
 
 
-def section_geometry(route: Route) -> SectionGeometry:
-    """The geometry of every row of ``route.tdb.sections`` (row-aligned)."""
+def section_geometry(route: Route, *, copy: bool = True) -> SectionGeometry:
+    """The geometry of every row of ``route.tdb.sections`` (row-aligned).
+
+    With ``copy=False`` the columns taken as they are from the section table (tile,
+    position, angles, node, section id) are shared with it where their dtype already
+    fits (read-only on a loaded route): ten row-long arrays, ~140 MB on a 200 MB route."""
     s = route.tdb.sections
     table = route.tsection.sections
     rows, found = table.rows(s.section_index)
@@ -285,10 +290,12 @@ def section_geometry(route: Route) -> SectionGeometry:
     if len(length) != n:  # a Route built by hand: work the lengths out here
         length = np.where(found, table.arc_length[rows] if len(table) else np.nan, np.nan)
     length = np.where(found, length, np.nan)
-    f64 = lambda a: np.array(a, dtype=np.float64)  # noqa: E731  (own, writable copies)
+    own = np.array if copy else np.asarray  # own, writable copies unless told
+    f64 = lambda a: own(a, dtype=np.float64)  # noqa: E731
+    i64 = lambda a: own(a, dtype=np.int64)  # noqa: E731
     return SectionGeometry(
-        np.array(s.tile_x, dtype=np.int64),
-        np.array(s.tile_z, dtype=np.int64),
+        i64(s.tile_x),
+        i64(s.tile_z),
         f64(s.x),
         f64(s.y),
         f64(s.z),
@@ -299,8 +306,8 @@ def section_geometry(route: Route) -> SectionGeometry:
         f64(angle),
         f64(length),
         np.array(found, dtype=bool),
-        np.array(s.node, dtype=np.int64),
-        np.array(s.section_index, dtype=np.int64),
+        i64(s.node),
+        i64(s.section_index),
     )
 
 
@@ -423,6 +430,25 @@ def section_end(geom: SectionGeometry) -> TrackPoint:
     return point_at(geom, np.arange(len(geom)), geom.length)
 
 
+#: Rows worked at a time by :func:`section_end_xyz` and :func:`closure` (memory only:
+#: the work is row by row, so the figures do not depend on it).
+_END_CHUNK = 1 << 17
+
+
+def section_end_xyz(geom: SectionGeometry) -> tuple[np.ndarray, np.ndarray]:
+    """``section_end(geom).xyz`` and ``.heading`` only, worked out a run of rows at a
+    time: the whole pose and its ~25 temporaries held ~0.3 GB on a 200 MB route."""
+    n = len(geom)
+    xyz = np.empty((n, 3))
+    heading = np.empty(n)
+    for a in range(0, n, _END_CHUNK):
+        b = min(n, a + _END_CHUNK)
+        p = point_at(geom, np.arange(a, b), geom.length[a:b])
+        xyz[a:b] = p.xyz
+        heading[a:b] = p.heading
+    return xyz, heading
+
+
 # -- inverse: locate a point in a section ----------------------------------------------
 
 
@@ -493,7 +519,8 @@ class Polylines:
 
 
 def _as_geom(obj: Route | SectionGeometry) -> SectionGeometry:
-    return obj if isinstance(obj, SectionGeometry) else section_geometry(obj)
+    # Only read here: share the route's columns (memory on a big route).
+    return obj if isinstance(obj, SectionGeometry) else section_geometry(obj, copy=False)
 
 
 def _segments(geom: SectionGeometry, rows: np.ndarray, max_chord_error: float) -> np.ndarray:
@@ -686,71 +713,98 @@ def _abs_start(geom: SectionGeometry) -> np.ndarray:
     return np.stack([X, geom.y, Z], axis=-1)
 
 
-def closure(route: Route, geom: SectionGeometry | None = None) -> Closure:
+def closure(
+    route: Route,
+    geom: SectionGeometry | None = None,
+    *,
+    ends: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Closure:
     """Gaps between consecutive sections and between vector nodes and their
-    neighbours (see :class:`Closure`). Coordinates are absolute, across tiles."""
+    neighbours (see :class:`Closure`). Coordinates are absolute, across tiles.
+    ``ends`` is :func:`section_end_xyz` of ``geom`` if the caller has it already."""
     if geom is None:
-        geom = section_geometry(route)
-    end = section_end(geom)
-    end_xyz = end.xyz
-    end_heading = end.heading
-    del end  # its other seven row-long arrays (memory on a big route)
-    start_xyz = _abs_start(geom)
+        geom = section_geometry(route, copy=False)
+    end_xyz, end_heading = section_end_xyz(geom) if ends is None else ends
     node = geom.node
     same = node[1:] == node[:-1]
     i = np.flatnonzero(same)
-    delta = start_xyz[i + 1] - end_xyz[i]
-    gap = _norm3(delta)
-    turn = wrap_angle(geom.ay[i + 1] - end_heading[i])
+    # Row by row, a run at a time: the whole start table and its gathers held
+    # ~0.2 GB on a 200 MB route. Element-wise, so the figures are the same.
+    delta = np.empty((len(i), 3))
+    gap = np.empty(len(i))
+    turn = np.empty(len(i))
+    for a in range(0, len(i), _END_CHUNK):
+        ii = i[a : a + _END_CHUNK]
+        d = _abs_start(geom.take(ii + 1)) - end_xyz[ii]
+        delta[a : a + len(ii)] = d
+        gap[a : a + len(ii)] = _norm3(d)
+        turn[a : a + len(ii)] = wrap_angle(geom.ay[ii + 1] - end_heading[ii])
     # position of each row within its node
     first_row = np.ones(len(node), dtype=bool)
     first_row[1:] = ~same
     grp_start = np.maximum.accumulate(np.where(first_row, np.arange(len(node)), 0))
-    pos = np.arange(len(node)) - grp_start
+    join_section = (i - grp_start[i]).astype(np.int64)
+    del first_row, grp_start
 
     nodes: tuple[Any, ...] = route.tdb.nodes  # kinds are tested where it matters
     nv = len(nodes)
     node_start = np.full((nv, 3), np.nan)
     node_end = np.full((nv, 3), np.nan)
     uid_pos = np.full((nv, 3), np.nan)
-    vec_ids = []
+    vec_ids, first_rows, last_rows = [], [], []
     for n in nodes[1:]:
         if isinstance(n, VectorNode):
             if n.section_count:
-                a, b = n.section_slice.start, n.section_slice.stop - 1
-                node_start[n.index] = start_xyz[a]
-                node_end[n.index] = end_xyz[b]
-            vec_ids.append(n.index)
+                vec_ids.append(n.index)
+                first_rows.append(n.section_slice.start)
+                last_rows.append(n.section_slice.stop - 1)
+            else:
+                vec_ids.append(n.index)
+                first_rows.append(-1)
+                last_rows.append(-1)
         elif isinstance(n, (JunctionNode, EndNode)) and n.uid is not None:
             u = n.uid
             uid_pos[n.index] = (u.tile_x * TILE_SIZE + u.x, u.y, u.tile_z * TILE_SIZE + u.z)
-    e_node, e_pin, e_link, e_here, e_there = [], [], [], [], []
+    vec = np.array(vec_ids, dtype=np.int64)
+    has = np.array(first_rows, dtype=np.int64) >= 0
+    if has.any():
+        node_start[vec[has]] = _abs_start(geom.take(np.array(first_rows, dtype=np.int64)[has]))
+        node_end[vec[has]] = end_xyz[np.array(last_rows, dtype=np.int64)[has]]
+    # One pin at a time, but as indices (kind, row) into the tables above, not ~1
+    # million numpy row views: 0 = node_start, 1 = node_end, 2 = uid_pos, 3 = NaN.
+    tables = np.stack([node_start, node_end, uid_pos, np.full((nv, 3), np.nan)])
+    e_node, e_pin, e_link, h_kind, t_kind, t_row = [], [], [], [], [], []
     for idx in vec_ids:
         n = nodes[idx]
         for p, pin in enumerate(n.pins[:2]):
-            here = node_start[idx] if p == 0 else node_end[idx]
             link = pin.link
             target = nodes[link] if 0 < link < nv else None
             if isinstance(target, VectorNode):
-                there = node_start[link] if pin.direction > 0 else node_end[link]
+                t_kind.append(0 if pin.direction > 0 else 1)
+                t_row.append(link)
             elif target is not None:
-                there = uid_pos[link]
+                t_kind.append(2)
+                t_row.append(link)
             else:
-                there = np.full(3, np.nan)
+                t_kind.append(3)
+                t_row.append(0)
             e_node.append(idx)
             e_pin.append(p)
             e_link.append(link)
-            e_here.append(here)
-            e_there.append(there)
-    e_delta = np.array(e_there).reshape(-1, 3) - np.array(e_here).reshape(-1, 3)
+            h_kind.append(0 if p == 0 else 1)
+    e_idx = np.array(e_node, dtype=np.int64)
+    e_here = tables[np.array(h_kind, dtype=np.intp), e_idx].reshape(-1, 3)
+    e_there = tables[np.array(t_kind, dtype=np.intp), np.array(t_row, dtype=np.intp)].reshape(-1, 3)
+    del tables
+    e_delta = e_there - e_here
     return Closure(
         join_row=i.astype(np.int64),
         join_node=node[i].astype(np.int64),
-        join_section=pos[i].astype(np.int64),
+        join_section=join_section,
         join_delta=delta,
         join_gap=gap,
         join_turn=turn,
-        end_node=np.array(e_node, dtype=np.int64),
+        end_node=e_idx,
         end_pin=np.array(e_pin, dtype=np.int64),
         end_link=np.array(e_link, dtype=np.int64),
         end_delta=e_delta,

@@ -122,7 +122,7 @@ def clean_geometry(geom: SectionGeometry) -> SectionGeometry:
 def track_geometry(route: Route) -> SectionGeometry:
     """:func:`~tdbtools.track.geometry.section_geometry` of ``route`` with degenerate
     curves made straights (:func:`clean_geometry`); cached per route."""
-    return cached(route, "geometry", lambda: clean_geometry(section_geometry(route)))
+    return cached(route, "geometry", lambda: clean_geometry(section_geometry(route, copy=False)))
 
 
 # -- the grid ----------------------------------------------------------------------------
@@ -180,6 +180,29 @@ def _piece_boxes(geom: SectionGeometry, rows: np.ndarray, cell: float) -> tuple[
     return box, rows[piece_row]
 
 
+def _piece_cells(
+    geom: SectionGeometry, rows: np.ndarray, cell: float, pad: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lowest and highest cell (ix, iz) of the padded boxes of :func:`_piece_boxes`,
+    and their rows; pieces whose cells are not finite or beyond ±2^40 are dropped."""
+    with np.errstate(all="ignore"):  # absurd geometry gives inf/NaN, dropped here
+        box, piece_rows = _piece_boxes(geom, rows, cell)
+        box[:, :2] -= pad
+        box[:, 2:] += pad
+        lo_f = np.floor(box[:, :2] / cell)
+        hi_f = np.floor(box[:, 2:] / cell)
+    del box
+    ok = (
+        np.isfinite(lo_f).all(axis=1)
+        & np.isfinite(hi_f).all(axis=1)
+        & (np.abs(lo_f) < 2.0**40).all(axis=1)
+        & (np.abs(hi_f) < 2.0**40).all(axis=1)
+    )
+    if not ok.all():
+        lo_f, hi_f, piece_rows = lo_f[ok], hi_f[ok], piece_rows[ok]
+    return lo_f.astype(np.int64), hi_f.astype(np.int64), piece_rows
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SectionGrid:
     """Sections by grid cell (see the module docstring).
@@ -215,28 +238,16 @@ class SectionGrid:
             # and is never smaller than the padding (a piece then spans ≤ 3 x 3 cells).
             cell = max(float(cell), 2.0 * float(pad), total / MAX_PIECES if math.isfinite(total) else 0.0)
             # Row by row, so in chunks: point_at's ~25 temporaries over all the samples
-            # of a 200 MB route held ~0.5 GB at once.
-            parts = [_piece_boxes(geom, rows[a : a + _CHUNK], cell) for a in range(0, len(rows), _CHUNK)]
-            box = np.concatenate([b for b, _ in parts])
-            piece_rows = np.concatenate([r for _, r in parts])
-            del parts
-            box[:, :2] -= pad
-            box[:, 2:] += pad
-            lo_f = np.floor(box[:, :2] / cell)
-            hi_f = np.floor(box[:, 2:] / cell)
-        ok = (
-            np.isfinite(lo_f).all(axis=1)
-            & np.isfinite(hi_f).all(axis=1)
-            & (np.abs(lo_f) < 2.0**40).all(axis=1)
-            & (np.abs(hi_f) < 2.0**40).all(axis=1)
-        )
-        if not ok.all():
-            lo_f, hi_f, piece_rows = lo_f[ok], hi_f[ok], piece_rows[ok]
+            # of a 200 MB route held ~0.5 GB at once; only each chunk's cell ranges
+            # are kept (element-wise, so the same as over the whole table).
+            parts = [_piece_cells(geom, rows[a : a + _CHUNK], cell, pad) for a in range(0, len(rows), _CHUNK)]
+        piece_rows = np.concatenate([r for _, _, r in parts])
         if len(piece_rows) == 0:
             e = np.zeros(0, dtype=np.int64)
             return cls(float(cell), float(pad), 0, 0, 1, 1, e, np.zeros(1, dtype=np.int64), e)
-        lo = lo_f.astype(np.int64)
-        hi = hi_f.astype(np.int64)
+        lo = np.concatenate([lo_c for lo_c, _, _ in parts])
+        hi = np.concatenate([hi_c for _, hi_c, _ in parts])
+        del parts
         ix0, iz0 = int(lo[:, 0].min()), int(lo[:, 1].min())
         nx = int(hi[:, 0].max()) - ix0 + 1
         nz = int(hi[:, 1].max()) - iz0 + 1
@@ -253,6 +264,7 @@ class SectionGrid:
             cz = lo_c[rep, 1] + k % wz[rep] - iz0
             keys_parts.append(cx * nz + cz)
             rows_parts.append(piece_rows[c0 : c0 + _CHUNK][rep])
+        del lo, hi, piece_rows
         key = np.concatenate(keys_parts)
         entry_rows = np.concatenate(rows_parts)
         del keys_parts, rows_parts
@@ -260,6 +272,7 @@ class SectionGrid:
         order = np.lexsort((entry_rows, key))
         key = key[order]
         entry_rows = entry_rows[order]
+        del order
         keep = np.ones(len(key), dtype=bool)
         keep[1:] = (key[1:] != key[:-1]) | (entry_rows[1:] != entry_rows[:-1])
         key = key[keep]
@@ -287,6 +300,13 @@ class SectionGrid:
         a = np.where(hit, self.starts[pos], 0)
         b = np.where(hit, self.starts[np.minimum(pos + 1, len(self.starts) - 1)], 0)
         return a, b
+
+    def counts(self, X, Z) -> np.ndarray:
+        """The number of candidate section rows of each absolute point X, Z."""
+        X = np.atleast_1d(np.asarray(X, dtype=np.float64))
+        Z = np.atleast_1d(np.asarray(Z, dtype=np.float64))
+        a, b = self._cells(X, Z)
+        return b - a
 
     def pairs(self, X, Z) -> tuple[np.ndarray, np.ndarray]:
         """Candidate (point index, section row) pairs for absolute points X, Z

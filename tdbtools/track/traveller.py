@@ -174,7 +174,6 @@ def _locate(route: Route, tile_x, tile_z, x, z, max_lateral: float, margin: floa
     grid = section_grid(route, pad=max(3.0, float(max_lateral) + float(margin)))
     X = tx * TILE_SIZE + px
     Z = tz * TILE_SIZE + pz
-    pi, rows = grid.pairs(X, Z)
     found = np.zeros(n, dtype=bool)
     node = np.zeros(n, dtype=np.int64)
     sec = np.full(n, -1, dtype=np.int64)
@@ -182,6 +181,49 @@ def _locate(route: Route, tile_x, tile_z, x, z, max_lateral: float, margin: floa
     off = np.full(n, np.nan)
     soff = np.full(n, np.nan)
     lat_out = np.full(n, np.nan)
+    # Points a run at a time: on a big route a cell holds thousands of sections, and
+    # the candidate pairs of 10,000 points with their temporaries took ~0.25 GB. Each
+    # point's pairs are worked out on their own, so the results are the same.
+    for p0, p1 in _point_runs(grid.counts(X, Z)):
+        pi, rows = grid.pairs(X[p0:p1], Z[p0:p1])
+        _locate_run(
+            net,
+            geom,
+            pi,
+            rows,
+            (tx[p0:p1], tz[p0:p1], px[p0:p1], pz[p0:p1]),
+            max_lateral,
+            margin,
+            (found[p0:p1], node[p0:p1], row[p0:p1], soff[p0:p1], lat_out[p0:p1]),
+        )
+    ok = found
+    sec[ok] = row[ok] - net.first_a[node[ok]]
+    off[ok] = net.row_start_a[row[ok]] + soff[ok]
+    return Located(route, found, node, sec, row, off, soff, lat_out)
+
+
+#: Candidate (point, section) pairs located at a time by :func:`_locate` (memory only).
+_LOCATE_PAIRS = 1 << 20
+
+
+def _point_runs(counts: np.ndarray) -> list[tuple[int, int]]:
+    """Runs ``[p0, p1)`` of points with at most :data:`_LOCATE_PAIRS` candidate pairs
+    together (at least one point each)."""
+    ends = np.cumsum(counts)
+    runs, p0, n = [], 0, len(counts)
+    while p0 < n:
+        done = int(ends[p0 - 1]) if p0 else 0
+        p1 = max(p0 + 1, int(np.searchsorted(ends, done + _LOCATE_PAIRS, side="right")))
+        runs.append((p0, p1))
+        p0 = p1
+    return runs
+
+
+def _locate_run(net, geom, pi, rows, points, max_lateral, margin, out) -> None:
+    """Locate one run of points from their candidate pairs (``pi`` indexes ``points``),
+    writing into the views ``out`` = (found, node, row, soff, lat_out)."""
+    tx, tz, px, pz = points
+    found, node, row, soff, lat_out = out
     if len(rows):
         lat, lon = locate_in_section(geom, rows, tx[pi], tz[pi], px[pi], pz[pi])
         length = net.length_a[rows]
@@ -238,10 +280,6 @@ def _locate(route: Route, tile_x, tile_z, x, z, max_lateral: float, margin: floa
                 s_ = min(max(bisect_right(cum, o_) - 1, 0), net.count[n_] - 1)
                 row[pj] = net.first[n_] + s_
                 soff[pj] = o_ - cum[s_]
-            ok = found
-            sec[ok] = row[ok] - net.first_a[node[ok]]
-            off[ok] = net.row_start_a[row[ok]] + soff[ok]
-    return Located(route, found, node, sec, row, off, soff, lat_out)
 
 
 # -- the traveller ---------------------------------------------------------------------
