@@ -58,11 +58,22 @@ _UNICODE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205
 _UNICODE_SPACE_UTF8 = (b"\xc2\x85", b"\xc2\xa0", b"\xe1\x9a\x80", b"\xe2\x81\x9f", b"\xe3\x80\x80")
 
 
-def _prepare(source: Source) -> str:
+def _prepare(source: Source) -> tuple[str, list[list[int]] | None, bool | None]:
+    """The text to parse (line 1 blanked), setting ``source.exact_split``. For ASCII text
+    also the keyword offsets (:func:`_find_lower`) and :func:`has_long_word`, found in
+    the same pass (:func:`_ascii_scans`); else None for both."""
     text = _blank_first_line(source.text)
-    if text.isascii():  # (_parse_items takes _ascii_scans instead)
-        source.exact_split = _has_control(text)
-        return text
+    if text.isascii():
+        source.exact_split, keywords, long_word = _ascii_scans(text)
+        return text, keywords, long_word
+    # Other text is scanned as UTF-8 bytes, in C (two regex searches of a 3 MB
+    # tsection.dat took 35 ms): multi-byte characters hold no byte below 0x80.
+    data = text.encode("utf-8", "surrogatepass")
+    source.exact_split = bool(data.translate(None, _NOT_CONTROL)) or (
+        # The lead byte first: one memchr, where a 2-3 byte search costs ~2.5 ms per MB.
+        any(u[:1] in data and u in data for u in _UNICODE_SPACE_UTF8) or _has_e280_space(data)
+    )
+    return text, None, None
     # Other text is scanned as UTF-8 bytes, in C (two regex searches of a 3 MB
     # tsection.dat took 35 ms): multi-byte characters hold no byte below 0x80.
     data = text.encode("utf-8", "surrogatepass")
@@ -579,12 +590,7 @@ def _parse_items(
     b.includes = []
     b.notes = []
     try:
-        keywords = long_word = None
-        if source.text.isascii():
-            text = _blank_first_line(source.text)
-            source.exact_split, keywords, long_word = _ascii_scans(text)
-        else:
-            text = _prepare(source)
+        text, keywords, long_word = _prepare(source)
         full, include_blocks = _scan_markers(text, keywords)
         if full or (has_long_word(text) if long_word is None else long_word):
             lark = pool.full
