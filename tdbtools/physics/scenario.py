@@ -218,29 +218,35 @@ class TomlSource:
     """The text of a TOML file (scenario or sweep spec) and its name: makes
     :class:`ScenarioError` s located at the line of a key.
 
-    ``start``/``end`` narrow the search to one ``[[table]]`` entry (:meth:`entry`), so an
-    error in the second train points at the second train's key, not the first one's."""
+    :meth:`entry` narrows the search to one ``[[table]]`` entry, so an error in the
+    second train points at the second train's key, not the first one's."""
 
-    def __init__(self, path: str, text: str, start: int = 0, end: int | None = None) -> None:
+    def __init__(self, path: str, text: str, scope: tuple[str, int] | None = None) -> None:
         self.path = path
         self.text = text
-        self.start = start
-        self.end = len(text) if end is None else end
+        self.scope = scope
 
     def entry(self, table: str, index: int) -> TomlSource:
-        """The part of the text that holds entry ``index`` (0-based) of ``[[table]]``.
+        """The source narrowed to entry ``index`` (0-based) of ``[[table]]``; the entry
+        is found only when an error needs it (:meth:`_bounds`)."""
+        return TomlSource(self.path, self.text, (table, index))
 
-        When the entries are not written as ``[[table]]`` headers (an inline array),
-        the whole text is kept."""
+    def _bounds(self) -> tuple[int, int]:
+        """The part of the text that holds the scope's entry; the whole text when there
+        is no scope or the entries are not written as ``[[table]]`` headers (an inline
+        array)."""
+        if self.scope is None:
+            return 0, len(self.text)
+        table, index = self.scope
         t = re.escape(table)
         heads = list(re.finditer(rf"^[ \t]*\[\[[ \t]*{t}[ \t]*\]\]", self.text, re.M))
         if index >= len(heads):
-            return self
+            return 0, len(self.text)
         begin = heads[index].end()
         # The entry ends at the next table header of any name that is not one of its
         # sub-tables ([[table.schedule]] belongs to the entry before it).
         nxt = re.compile(rf"^[ \t]*\[(?!\[?[ \t]*{t}\.)", re.M).search(self.text, begin)
-        return TomlSource(self.path, self.text, begin, nxt.start() if nxt else len(self.text))
+        return begin, nxt.start() if nxt else len(self.text)
 
     def error(self, message: str, key: str | None = None) -> ScenarioError:
         loc = Location(self.path, 1, 1)
@@ -252,7 +258,7 @@ class TomlSource:
                 re.compile(rf"^\s*(?P<at>\[)\[?\s*{k}\s*\]", re.M),
             )
             m = None
-            for lo, hi in ((self.start, self.end), (0, len(self.text))):
+            for lo, hi in (self._bounds(), (0, len(self.text))):
                 m = pats[0].search(self.text, lo, hi) or pats[1].search(self.text, lo, hi)
                 if m:
                     break
