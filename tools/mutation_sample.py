@@ -52,17 +52,16 @@ NO_TESTS = {5, 33}
 MUTANTS = Path("mutants") / "tdbtools" / "physics"
 
 
-def verdicts() -> dict[str, int | None]:
-    """Every physics mutant mutmut knows, with its last exit code (None: not run yet)."""
-    out: dict[str, int | None] = {}
+def mutant_names() -> list[str]:
+    """Every physics mutant mutmut made, sorted."""
+    names: list[str] = []
     for meta in sorted(MUTANTS.rglob("*.meta")):
-        data = json.loads(meta.read_text(encoding="utf-8"))
-        out.update(data["exit_code_by_key"])
-    return out
+        names.extend(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
+    return sorted(names)
 
 
 def draw(n: int, seed: int) -> list[str]:
-    names = sorted(verdicts())
+    names = mutant_names()
     if n > len(names):
         raise SystemExit(f"only {len(names)} mutants; cannot draw {n}")
     return random.Random(seed).sample(names, n)
@@ -77,8 +76,10 @@ def _pytest_args() -> list[str]:
     return ["-x", "-q", "-p", "no:randomly", *cfg.get("pytest_add_cli_args", [])]
 
 
-def run_one(name: str, tests: list[str], limit_s: float) -> tuple[int | None, float]:
-    """Run ``tests`` against mutant ``name``; its exit code (None: no tests) and seconds."""
+def run_one(name: str, tests: list[str], limit_s: float, args: list[str]) -> tuple[int, float]:
+    """Run ``tests`` (pytest ``args`` first) against mutant ``name``: the exit code (33
+    as mutmut's "no tests" when there are none; 36, mutmut's timeout, past ``limit_s``)
+    and the seconds taken."""
     if not tests:
         return 33, 0.0
     env = dict(os.environ, MUTANT_UNDER_TEST=name, PYTHONPATH=str(Path("mutants").resolve()))
@@ -86,7 +87,7 @@ def run_one(name: str, tests: list[str], limit_s: float) -> tuple[int | None, fl
     t0 = time.perf_counter()
     try:
         code = subprocess.run(
-            [sys.executable, "-m", "pytest", *_pytest_args(), *tests],
+            [sys.executable, "-m", "pytest", *args, *tests],
             cwd="mutants",
             env=env,
             stdout=subprocess.DEVNULL,
@@ -106,11 +107,12 @@ def run(sample: Path, names: list[str], jobs: int) -> None:
     out = _results_path(sample)
     done: dict[str, list] = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
     todo = [n for n in names if n not in done]
+    args = _pytest_args()
 
-    def one(name: str) -> tuple[str, int | None, float]:
+    def one(name: str) -> tuple[str, int, float]:
         tests = sorted(tests_of.get(name.partition("__mutmut_")[0], ()), key=lambda t: duration.get(t, 0.0))
         limit = 60.0 + 10.0 * sum(duration.get(t, 0.0) for t in tests)
-        code, secs = run_one(name, tests, limit)
+        code, secs = run_one(name, tests, limit, args)
         return name, code, secs
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
