@@ -754,21 +754,18 @@ def closure(
     vec_ids, first_rows, last_rows = [], [], []
     for n in nodes[1:]:
         if isinstance(n, VectorNode):
-            if n.section_count:
-                vec_ids.append(n.index)
-                first_rows.append(n.section_slice.start)
-                last_rows.append(n.section_slice.stop - 1)
-            else:
-                vec_ids.append(n.index)
-                first_rows.append(-1)
-                last_rows.append(-1)
+            vec_ids.append(n.index)
+            # -1: a node without sections keeps NaN ends
+            first_rows.append(n.section_slice.start if n.section_count else -1)
+            last_rows.append(n.section_slice.stop - 1 if n.section_count else -1)
         elif isinstance(n, (JunctionNode, EndNode)) and n.uid is not None:
             u = n.uid
             uid_pos[n.index] = (u.tile_x * TILE_SIZE + u.x, u.y, u.tile_z * TILE_SIZE + u.z)
     vec = np.array(vec_ids, dtype=np.int64)
-    has = np.array(first_rows, dtype=np.int64) >= 0
+    first_a = np.array(first_rows, dtype=np.int64)
+    has = first_a >= 0
     if has.any():
-        node_start[vec[has]] = _abs_start(geom.take(np.array(first_rows, dtype=np.int64)[has]))
+        node_start[vec[has]] = _abs_start(geom.take(first_a[has]))
         node_end[vec[has]] = end_xyz[np.array(last_rows, dtype=np.int64)[has]]
     # One pin at a time, but as indices (kind, row) into the tables above, not ~1
     # million numpy row views: 0 = node_start, 1 = node_end, 2 = uid_pos, 3 = NaN.
