@@ -476,6 +476,16 @@ class _LazyRows:
         return tuple(flat)
 
 
+def _check_joined(spec: list, count: int) -> None:
+    """Refuse a joined-strings column (``[kind, sep, joined, ...]``) that does not split
+    into ``count`` strings, without splitting it."""
+    sep, joined = spec[1], spec[2]
+    if sep not in _SEPARATORS or joined.__class__ is not str:
+        raise ValueError("bad joined strings")
+    if (joined.count(sep) + 1 if count else 0) != count or (count == 0 and joined):
+        raise ValueError("bad joined strings")
+
+
 #: Column kinds that check() can vouch for ("j" only when it holds plain values).
 _CHECKED = frozenset("ifrSIRTj")
 
@@ -599,20 +609,14 @@ class _Decoder:
         elif kind == "r":
             self._refs(self._array(spec[2], n), spec[1], True)
         elif kind == "S":
-            if spec[1] not in _SEPARATORS or spec[2].__class__ is not str:
-                raise ValueError("bad joined strings")
-            if (spec[2].count(spec[1]) + 1 if n else 0) != n or (n == 0 and spec[2]):
-                raise ValueError("bad joined strings")
+            _check_joined(spec, n)
         elif kind in ("I", "R", "T"):
             off = self._array(spec[-1], n + 1)
             total = int(off[-1])
             if off[0] != 0 or (np.diff(off) < 0).any():
                 raise ValueError("bad offsets")
             if kind == "T":
-                if spec[1] not in _SEPARATORS or spec[2].__class__ is not str:
-                    raise ValueError("bad joined strings")
-                if (spec[2].count(spec[1]) + 1 if total else 0) != total or (total == 0 and spec[2]):
-                    raise ValueError("bad joined strings")
+                _check_joined(spec, total)
             else:
                 flat = self._array(spec[-2], total)
                 if kind == "R":
