@@ -524,6 +524,27 @@ def test_collision_event_details(lines):
     }
 
 
+def test_a_train_removed_and_put_back_touches_anew_whichever_side_it_was(lines):
+    """Occupancy.remove forgets the removed train's contacts at once: put back, the
+    same pair is reported again with no check in between to clear it, whichever of the
+    two was taken off. (A train put back comes last, so the event then names it second:
+    which side of a contact the removal clears cannot be told apart from outside.)"""
+    from tdbtools.physics.safety import Occupancy, TrainPosition
+
+    we, ew = lines
+    j_we, j_ew = we.junctions[0].s, ew.junctions[0].s
+    a = TrainPosition("A", we, [j_we + 480.0], [100.0], speed=10.0)
+    b = TrainPosition("B", ew, [j_ew - 440.0], [100.0], speed=5.0)
+    for gone, back in (("A", a), ("B", b)):
+        occ = Occupancy([a, b])
+        (e,) = occ.collisions(1.0)
+        assert (e.train, e.other_train) == ("A", "B")
+        assert occ.collisions(2.0) == []  # the same contact: not new
+        occ.remove(gone)
+        occ.update(back)
+        assert len(occ.collisions(3.0)) == 1, gone
+
+
 def test_collision_picks_the_longest_overlap(lines):
     from tdbtools.physics.safety import TrainPosition, collisions
 
