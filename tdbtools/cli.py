@@ -479,12 +479,17 @@ def export_cmd(
                 "give --format geojson|json|csv|vtk (or an --out file ending in "
                 ".geojson, .json, .csv or .vtp)"
             )
+    from .errors import Diagnostics
+
     r = _load(route, strict=strict)
+    left_out = Diagnostics(strict=strict)
     if out is None:
-        click.echo(export_route(r, fmt, None, step=step), nl=False)
-        return
-    export_route(r, fmt, out, overwrite=overwrite, step=step)
-    click.echo(f"wrote {out}")
+        click.echo(export_route(r, fmt, None, step=step, diagnostics=left_out), nl=False)
+    else:
+        export_route(r, fmt, out, overwrite=overwrite, step=step, diagnostics=left_out)
+        click.echo(f"wrote {out}")
+    for f in left_out.findings:
+        click.echo(f"warning: {f} (--strict refuses such exports)", err=True)
 
 
 @main.command()
