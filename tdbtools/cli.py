@@ -555,6 +555,13 @@ def convert(source: Path, out: Path, overwrite: bool, strict: bool) -> None:
 @click.option(
     "--follow", default=None, help="Animations: keep the camera on this train (default: the first)."
 )
+@click.option(
+    "--frames",
+    type=click.IntRange(2, 10_000),
+    default=None,
+    help="Animations: this many frames, evenly over the replay (default: one per 0.1 s of video "
+    "at 10x real time, at most 300).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @_strict_option
 @_handle_errors
@@ -569,6 +576,7 @@ def render(
     size: str,
     replay_src: Path | None,
     follow: str | None,
+    frames: int | None,
     overwrite: bool,
     strict: bool,
 ) -> None:
@@ -618,6 +626,7 @@ def render(
             exaggerate=exaggerate,
             follow=follow if follow else True,
             window_size=(w, h) if size != "1280x960" else (800, 608),
+            frames=frames,
         )
         click.echo(f"wrote {out}")
         return
