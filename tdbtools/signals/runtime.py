@@ -42,6 +42,9 @@ JUNCTION_LOOK = 200.0
 #: A stretch shorter than this between junctions is part of a junction area (not to wait on).
 SHORT_LINK_M = 400.0
 NOT_SET = -1
+#: Writes a slot without the watching ``Section.__setattr__``: the runtime's own writes
+#: mark the sections they change themselves (only real changes, see Interlocking._reserve).
+_setslot = object.__setattr__
 
 
 @dataclass(slots=True)
@@ -59,6 +62,8 @@ class Section:
     watch: set[int] | None = field(default=None, repr=False, compare=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        # Writes from outside the runtime (tests, tools) are noticed here; the runtime
+        # itself writes through _setslot and marks only what it changed.
         object.__setattr__(self, name, value)
         if name == "reserved" or name == "occupants":
             try:
@@ -100,7 +105,15 @@ class TrainState:
     stop_s: float | None = None
     limits: list[tuple[float, float, float]] = field(default_factory=list)  # (from s, to s, m/s)
     creep_at: float | None = None
-    extents: dict[int, tuple[float, float]] = field(default_factory=dict)  # section -> node offsets held
+    #: Sections occupied as of the last update: section -> direction (docs/signals.md §4.1).
+    occ: dict[int, int] = field(default_factory=dict)
+    #: The occupied elements with the rear and front they were worked out for (extents).
+    occ_elems: list[tuple[Element, float, float]] = field(default_factory=list)  # (e, sec start, end)
+    occ_span: tuple[float, float] = (0.0, 0.0)
+    #: Whether it was moving (faster than STANDING) at the last update; None: not yet known.
+    moving: bool | None = None
+    #: Per SPEED head in speed_heads: the line distance of the next NORMAL signal beyond it.
+    speed_next: list[float] = field(default_factory=list)
     done: bool = False
     deadlocked: bool = False
     #: False while the train is not in the world (before it enters, after it left): it
@@ -112,6 +125,16 @@ class TrainState:
     stopped_by: set[int] = field(default_factory=set)
     #: Its own track reaches its next signal (else another train is in between, §4.3).
     up_to_signal: bool = True
+
+    @property
+    def extents(self) -> dict[int, tuple[float, float]]:
+        """Section -> node offsets (low, high) it covers, as of the last update."""
+        rear, front = self.occ_span
+        out: dict[int, tuple[float, float]] = {}
+        for e, start, end in self.occ_elems:
+            a, b = max(rear, e.s0) - e.s0, min(front, e.s1) - e.s0
+            out[e.section] = (start + a, start + b) if e.direction == 1 else (end - b, end - a)
+        return out
 
 
 class HeadRuntime:
@@ -337,6 +360,20 @@ class Interlocking:
         self._touched: set[int] = set()  # sections written since the last block update
         for sec in self.sections:
             sec.watch = self._touched
+        #: True: a cycle redoes only what changed (occupancy per train, signal routes per
+        #: train and signal, free blocks of changed sections); False: everything is worked
+        #: out afresh every cycle, the plain computation the tests compare with
+        #: (docs/signals.md §4.5). Both give the same results.
+        self.incremental = True
+        self._holders: dict[int, set[int]] = {}  # section -> trains occupying it
+        # (train, signal) -> (its route, next NORMAL signal); see _signal_route.
+        self._routes: dict[tuple[int, int], tuple[list[Element], int]] = {}
+        self._routes_ahead = ahead
+        # Per signal: (SNCA_MSTS, SNCA_ORTS, NORMAL heads) and its NORMAL heads with a type.
+        self._nca = [(*o.nca(), o.normal_heads) for o in objects]
+        self._normal_typed = [
+            [h for h in hs if h.head.function == "NORMAL" and h.type is not None] for hs in self.heads_of
+        ]
         self.sec_pos = [0] * len(self.sections)
         for ids in self.node_secs.values():
             for i, k in enumerate(ids):
@@ -528,6 +565,7 @@ class Interlocking:
             front,
             on_track=on_track,
         )
+        t.speed_next = [next((x for x, _ in sigs if x > s), end) for s, _h in speed_heads]
         self.trains.append(t)
         self._runs = None
         if on_track:
@@ -547,7 +585,7 @@ class Interlocking:
             ):
                 break  # ahead of its front it holds nothing beyond what it cannot have
             if tcs.reserved < 0:
-                tcs.reserved = t.index
+                self._reserve(tcs, t.index)
                 if e.route >= 0:
                     self._set_switch(tcs.node, e.route, quiet=quiet)
 
@@ -625,14 +663,17 @@ class Interlocking:
         t.on_track, t.done = False, True
         for sec in self.sections:
             if sec.reserved == train:
-                sec.reserved = -1
-            sec.occupants.pop(train, None)
+                self._reserve(sec, -1)
+        for k in list(t.occ):
+            self._holders[k].discard(train)
+            self._set_occupants(k)
+        self._occupied.difference_update(k for k in t.occ if not self._holders[k])
+        t.occ, t.occ_elems, t.moving = {}, [], None
         for sig, k in enumerate(self.enabled_train):
             if k == train:
                 self.enabled_train[sig] = -1
                 self.route_of[sig] = None
                 self.block[sig] = BLOCK_JN_OBSTRUCTED
-        t.extents = {}
         t.stop_s, t.creep_at, t.limits = None, None, []
         if t.waiting_since is not None:
             self._end_wait(t)
@@ -759,7 +800,29 @@ class Interlocking:
         return state
 
     def _signal_route(self, sig: int, t: TrainState) -> list[Element]:
-        """The train's elements from just beyond the signal up to the next NORMAL signal."""
+        """The train's elements from just beyond the signal up to the next NORMAL signal.
+
+        It depends only on the train's path and ``ahead``: worked out once per train and
+        signal (the list is shared; nobody changes it)."""
+        if not self.incremental:
+            return self._signal_route_of(sig, t)
+        if self._routes_ahead != self.ahead:
+            self._routes.clear()
+            self._routes_ahead = self.ahead
+        key = (t.index, sig)
+        hit = self._routes.get(key)
+        if hit is None:
+            elems = self._signal_route_of(sig, t)
+            # (not on its path: next_normal is left as it is, -2 says so)
+            nxt = self.next_normal[sig] if any(x == sig for _s, x in t.signals) else -2
+            hit = self._routes[key] = (elems, nxt)
+            return elems
+        elems, nxt = hit
+        if nxt != -2:
+            self.next_normal[sig] = nxt
+        return elems
+
+    def _signal_route_of(self, sig: int, t: TrainState) -> list[Element]:
         pos = next((i for i, (_s, x) in enumerate(t.signals) if x == sig), -1)
         if pos < 0:
             return []
@@ -789,10 +852,9 @@ class Interlocking:
         self.enabled_train[sig] = t.index
         elems = self._signal_route(sig, t)
         self.route_of[sig] = elems
-        o = self.objects[sig]
-        msts, orts = o.nca()
+        msts, orts, normal_heads = self._nca[sig]
         if msts > -2:
-            req = (clear_next if clear_next > 0 else msts) - o.normal_heads
+            req = (clear_next if clear_next > 0 else msts) - normal_heads
         elif orts == -1:
             req = clear_next if clear_next > 0 else 1
         elif orts == 0:
@@ -812,7 +874,7 @@ class Interlocking:
         if state <= RESERVABLE:
             for e in elems:
                 sec = self.sections[e.section]
-                sec.reserved = t.index
+                self._reserve(sec, t.index)
                 if e.route >= 0:
                     self._set_switch(sec.node, e.route)
             self.block[sig] = BLOCK_CLEAR
@@ -821,6 +883,19 @@ class Interlocking:
                 self._request(nxt, t, req, True)
         else:
             self.block[sig] = BLOCK_OCCUPIED if state == OCC_SAME else BLOCK_JN_OBSTRUCTED
+
+    def _reserve(self, sec: Section, train: int) -> None:
+        """Reserve ``sec`` for ``train`` (-1: release it); a change is noted for the free blocks."""
+        if sec.reserved != train:
+            _setslot(sec, "reserved", train)
+            self._touched.add(sec.index)
+
+    def _set_occupants(self, k: int) -> None:
+        """Section ``k``'s occupants from its holders, in train order (as if filled afresh)."""
+        hs = self._holders.get(k)
+        trains = self.trains
+        _setslot(self.sections[k], "occupants", {x: trains[x].occ[k] for x in sorted(hs)} if hs else {})
+        self._touched.add(k)
 
     def _free_block(self, sig: int) -> None:
         """Block state of a signal no train has claimed: its default route (§4.2)."""
@@ -984,37 +1059,62 @@ class Interlocking:
     def update(self, time: float, fronts: list[float], speeds: list[float]) -> None:
         """One signalling cycle: occupancy, passed signals, requests, scripts, train targets."""
         self.time = time
-        for k in self._occupied:
-            self.sections[k].occupants = {}
-        self._occupied = set()
+        sections, holders, touched = self.sections, self._holders, self._touched
+        incremental = self.incremental
+        # Sections whose occupants change: only those are written (in train order, as if
+        # filled afresh); the plain way writes every section occupied before or now.
+        changed: set[int] = set() if incremental else set(self._occupied)
+        # With clearances (§4.8) a junction stays occupied until the rear has passed
+        # its clearance point: up to there the train still fouls the other branch.
+        look = JUNCTION_LOOK if self.clearance is not None else 0.0
         for t in self.trains:
             if not t.on_track:
                 continue
-            t.front, t.speed = fronts[t.index], speeds[t.index]
-            rear = t.front - t.length
-            # With clearances (§4.8) a junction stays occupied until the rear has passed
-            # its clearance point: up to there the train still fouls the other branch.
-            look = JUNCTION_LOOK if self.clearance is not None else 0.0
-            occ = self._elements_between(t, rear - look, t.front)
-            t.extents = {}
-            for e in occ:
-                sec = self.sections[e.section]
+            ti = t.index
+            t.front, t.speed = front, speed = fronts[ti], speeds[ti]
+            rear = front - t.length
+            tel = t.elements
+            n = len(tel)
+            occ: dict[int, int] = {}
+            elems: list[tuple[Element, float, float]] = []
+            i = bisect.bisect_left(t.e_s1, rear - look)
+            lim = front + 1e-6
+            while i < n:
+                e = tel[i]
+                if e.s0 > lim:
+                    break
+                sec = sections[e.section]
                 tail = self._clear(sec.node) if look and sec.kind == "junction" else 0.0
-                if e.s1 + tail >= rear - 1e-6 and e.s0 <= t.front + 1e-6:
-                    sec.occupants[t.index] = e.direction
-                    self._occupied.add(e.section)
-                    a, b = max(rear, e.s0) - e.s0, min(t.front, e.s1) - e.s0
-                    if e.direction == 1:
-                        t.extents[e.section] = (sec.start + a, sec.start + b)
-                    else:
-                        t.extents[e.section] = (sec.end - b, sec.end - a)
+                if e.s1 + tail >= rear - 1e-6:
+                    occ[e.section] = e.direction
+                    elems.append((e, sec.start, sec.end))
+                i += 1
+            t.occ_elems, t.occ_span = elems, (rear, front)
+            old = t.occ
+            if occ != old:
+                for k in old:
+                    if k not in occ:
+                        holders[k].discard(ti)
+                        changed.add(k)
+                for k, d in occ.items():
+                    if old.get(k) != d:
+                        holders.setdefault(k, set()).add(ti)
+                        changed.add(k)
+                t.occ = occ
+            if not incremental:
+                changed.update(occ)
+            moving = abs(speed) > STANDING
+            if moving != t.moving:  # what a free block reads of its occupants changed
+                t.moving = moving
+                touched.update(occ)
             # Release what the rear has left behind.
             i = bisect.bisect_left(t.e_s1, rear) - 1
             while i >= 0:
-                sec = self.sections[t.elements[i].section]
-                if sec.reserved == t.index and t.index not in sec.occupants:
-                    sec.reserved = -1
-                elif sec.reserved != t.index and (not look or t.elements[i].s1 < rear - look - 1.0):
+                e = tel[i]
+                sec = sections[e.section]
+                if sec.reserved == ti and e.section not in occ:
+                    self._reserve(sec, -1)
+                elif sec.reserved != ti and (not look or e.s1 < rear - look - 1.0):
                     break  # (a junction just behind may still be occupied while one before it is free)
                 i -= 1
             # Signals passed: reset them; a signal passed at danger is recorded.
@@ -1034,6 +1134,13 @@ class Interlocking:
                 self.route_of[sig] = None
                 self.block[sig] = BLOCK_JN_OBSTRUCTED
                 t.next_signal += 1
+        occupied = self._occupied
+        for k in changed:
+            self._set_occupants(k)
+            if holders.get(k):
+                occupied.add(k)
+            else:
+                occupied.discard(k)
         # Requests (the first signal ahead of every train), then propagation.
         for t in self.trains:
             t.opposed = set()
@@ -1074,19 +1181,21 @@ class Interlocking:
         """Block states: signals no train has claimed from their default route; claimed
         ones re-check their route when it was not clear.
 
-        A free signal's block depends only on the sections of its walk: it is worked out
-        again only when one of them was reserved, released or (un)occupied since the
-        last update (or a switch was thrown), else it is the one worked out last."""
+        A free signal's block depends only on the sections of its walk (their reservation,
+        occupants and whether these move): it is worked out again only when one of them
+        changed since the last update (or a switch was thrown), else it is the one worked
+        out last. Not ``incremental``: every free block is worked out afresh."""
         self._free_caches_current()
         touched = self._touched
         walk_sigs = self._walk_sigs
-        # Occupants are filled in place (not set), so the occupied sections count too;
-        # sections written from here on stay in touched for the next update.
-        dirty = touched | self._occupied
-        touched.clear()
+        # (sections written from here on stay in touched for the next update)
         affected: set[int] = set()
-        for sec in dirty:
-            affected.update(walk_sigs.get(sec, ()))
+        if self.incremental:
+            for sec in touched:
+                affected.update(walk_sigs.get(sec, ()))
+        else:
+            affected.update(range(len(self.objects)))
+        touched.clear()
         result = self._free_result
         for k in range(len(self.objects)):
             if self.enabled_train[k] < 0:
