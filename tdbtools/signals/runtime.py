@@ -1274,37 +1274,27 @@ class Interlocking:
         """Auto Node (§4.3): the track up to the next signal is the train's if no other train
         holds it; the first stretch another train holds (reserved or occupied) ends its
         authority. Returns where the front must stop, or None."""
+        tel, sections, ti, front, ahead = t.elements, self.sections, t.index, t.front, self.ahead
         upto = t.signals[t.next_signal][0] if t.next_signal < len(t.signals) else t.end_s
-        bound = self._horizon(t, t.front, upto)
-        i = bisect.bisect_left(t.e_s1, t.front)
+        bound = upto if ahead is None or upto <= front + ahead else self._horizon(t, front, upto)
+        i = bisect.bisect_left(t.e_s1, front)
         held: list[Element] = []  # ahead of the front, held by this train, in order
 
-        def give_back(stop: float) -> float:
-            # Do not wait inside a junction area (§4.8): junctions and short links held
-            # just before the blocked stretch go back, the train stops before them.
-            if self.ahead is None:
-                return stop
-            while held:
-                e = held[-1]
-                sec = self.sections[e.section]
-                if (
-                    not (sec.kind == "junction" or e.s1 - e.s0 < SHORT_LINK_M)
-                    or t.index in sec.occupants
-                    or e.s0 <= t.front
-                ):
-                    break
-                sec.reserved = -1
-                held.pop()
-                stop = e.s0 - STOP_GAP
-            return self._clear_stop(t, stop)
-
-        while i < len(t.elements) and t.elements[i].s0 < upto - 1e-3:
-            if t.elements[i].s0 >= bound - 1e-3:
+        n, upto_m, bound_m = len(tel), upto - 1e-3, bound - 1e-3
+        while i < n and tel[i].s0 < upto_m:
+            e = tel[i]
+            if e.s0 >= bound_m:
                 # Not reserved yet (beyond the horizon): stop before it, clear of the junction.
-                return self._clear_stop(t, t.elements[i].s0 - STOP_GAP)
-            e = t.elements[i]
-            sec = self.sections[e.section]
-            others = [k for k in sec.occupants if k != t.index]
+                return self._clear_stop(t, e.s0 - STOP_GAP)
+            sec = sections[e.section]
+            occ = sec.occupants
+            if sec.reserved == ti and (not occ or (len(occ) == 1 and ti in occ)):
+                # Its own and no other train on it (the common case): nothing to decide.
+                if e.s0 > front:
+                    held.append(e)
+                i += 1
+                continue
+            others = [k for k in occ if k != ti]
             if (
                 others
                 and self.ahead is not None
@@ -1312,12 +1302,12 @@ class Interlocking:
                 and any(sec.occupants[k] != e.direction for k in others)
             ):
                 t.stopped_by = set(others)
-                return give_back(e.s0 - STOP_GAP)  # a train coming the other way
+                return self._give_back(t, held, e.s0 - STOP_GAP)  # a train coming the other way
             if others:
                 t.stopped_by = set(others)
                 if sec.kind == "junction" and e.s0 > t.front:
                     # A junction is not followed into: wait clear of it (its clearance zone).
-                    return give_back(e.s0 - STOP_GAP)
+                    return self._give_back(t, held, e.s0 - STOP_GAP)
                 # Following in the same stretch: stop short of the nearest train ahead.
                 near = math.inf
                 for k in others:
@@ -1329,23 +1319,42 @@ class Interlocking:
                 if near < math.inf:
                     return self._clear_stop(t, near - FOLLOW_GAP)
                 if e.s0 > t.front:
-                    return give_back(e.s0 - STOP_GAP)
+                    return self._give_back(t, held, e.s0 - STOP_GAP)
             elif sec.reserved >= 0 and sec.reserved != t.index:
                 t.stopped_by = {sec.reserved}
-                return give_back(e.s0 - STOP_GAP) if e.s0 > t.front else None
+                return self._give_back(t, held, e.s0 - STOP_GAP) if e.s0 > t.front else None
             if sec.reserved < 0 and e.s0 > t.front:
                 opp = self._opposed(t, e.section)
                 if opp:
                     t.opposed = opp
-                    return give_back(e.s0 - STOP_GAP)
+                    return self._give_back(t, held, e.s0 - STOP_GAP)
             if sec.reserved < 0:
-                sec.reserved = t.index
+                self._reserve(sec, ti)
                 if e.route >= 0:
                     self._set_switch(sec.node, e.route)
             if e.s0 > t.front:
                 held.append(e)
             i += 1
         return None
+
+    def _give_back(self, t: TrainState, held: list[Element], stop: float) -> float:
+        """Do not wait inside a junction area (§4.8): junctions and short links ``held``
+        just before the blocked stretch go back, the train stops before them."""
+        if self.ahead is None:
+            return stop
+        while held:
+            e = held[-1]
+            sec = self.sections[e.section]
+            if (
+                not (sec.kind == "junction" or e.s1 - e.s0 < SHORT_LINK_M)
+                or t.index in sec.occupants
+                or e.s0 <= t.front
+            ):
+                break
+            self._reserve(sec, -1)
+            held.pop()
+            stop = e.s0 - STOP_GAP
+        return self._clear_stop(t, stop)
 
     def _targets(self, t: TrainState) -> None:
         t.stopped_by = set()
@@ -1378,14 +1387,7 @@ class Interlocking:
                 break
             if a in (STOP_AND_PROCEED, RESTRICTING):
                 t.creep_at = s if t.creep_at is None else t.creep_at
-            head_speed = max(
-                (
-                    h.type.speed(h.state)
-                    for h in self.heads_of[sig]
-                    if h.head.function == "NORMAL" and h.type is not None
-                ),
-                default=-1.0,
-            )
+            head_speed = max((h.type.speed(h.state) for h in self._normal_typed[sig]), default=-1.0)
             nxt = t.signals[j + 1][0] if j + 1 < len(t.signals) else t.end_s
             if head_speed > 0:
                 t.limits.append((s, nxt, head_speed))
@@ -1393,14 +1395,16 @@ class Interlocking:
             if s - t.front > 6000.0:
                 break
         del prev_s
-        for s, hid in t.speed_heads:
+        sh = t.speed_heads
+        # (sorted by distance: those behind the rear are skipped at once)
+        for j in range(bisect.bisect_left(sh, (t.front - t.length - 1.0, -1)), len(sh)):
+            s, hid = sh[j]
             h = self.heads[hid]
-            if s < t.front - t.length - 1.0 or h.type is None:
+            if h.type is None:
                 continue
             v = h.type.speed(h.state)
             if v > 0:
-                nxt = next((x for x, _ in t.signals if x > s), t.end_s)
-                t.limits.append((s, nxt, v))
+                t.limits.append((s, t.speed_next[j], v))
         # Waiting at a signal: measured while standing within 200 m of the stop target.
         standing = abs(t.speed) < 0.1
         at_signal = t.stop_s is not None and t.stop_s - t.front < 200.0 and t.next_signal < len(t.signals)
