@@ -109,7 +109,7 @@ class TrainState:
     occ: dict[int, int] = field(default_factory=dict)
     #: The occupied elements with the rear and front they were worked out for (extents).
     occ_elems: list[tuple[Element, float, float]] = field(default_factory=list)  # (e, sec start, end)
-    occ_span: tuple[float, float] = (0.0, 0.0)
+    occ_span: tuple[float, float] | None = None
     #: Whether it was moving (faster than STANDING) at the last update; None: not yet known.
     moving: bool | None = None
     #: Per SPEED head in speed_heads: the line distance of the next NORMAL signal beyond it.
@@ -129,8 +129,10 @@ class TrainState:
     @property
     def extents(self) -> dict[int, tuple[float, float]]:
         """Section -> node offsets (low, high) it covers, as of the last update."""
-        rear, front = self.occ_span
         out: dict[int, tuple[float, float]] = {}
+        if self.occ_span is None:
+            return out
+        rear, front = self.occ_span
         for e, start, end in self.occ_elems:
             a, b = max(rear, e.s0) - e.s0, min(front, e.s1) - e.s0
             out[e.section] = (start + a, start + b) if e.direction == 1 else (end - b, end - a)
@@ -668,7 +670,7 @@ class Interlocking:
             self._holders[k].discard(train)
             self._set_occupants(k)
         self._occupied.difference_update(k for k in t.occ if not self._holders[k])
-        t.occ, t.occ_elems, t.moving = {}, [], None
+        t.occ, t.occ_elems, t.occ_span, t.moving = {}, [], None, None
         for sig, k in enumerate(self.enabled_train):
             if k == train:
                 self.enabled_train[sig] = -1
@@ -1074,23 +1076,24 @@ class Interlocking:
             t.front, t.speed = front, speed = fronts[ti], speeds[ti]
             rear = front - t.length
             tel = t.elements
-            n = len(tel)
-            occ: dict[int, int] = {}
-            elems: list[tuple[Element, float, float]] = []
-            i = bisect.bisect_left(t.e_s1, rear - look)
-            lim = front + 1e-6
-            while i < n:
-                e = tel[i]
-                if e.s0 > lim:
-                    break
-                sec = sections[e.section]
-                tail = self._clear(sec.node) if look and sec.kind == "junction" else 0.0
-                if e.s1 + tail >= rear - 1e-6:
-                    occ[e.section] = e.direction
-                    elems.append((e, sec.start, sec.end))
-                i += 1
-            t.occ_elems, t.occ_span = elems, (rear, front)
-            old = t.occ
+            old = occ = t.occ
+            if t.occ_span != (rear, front):  # (else it stands where it stood: the same)
+                n = len(tel)
+                occ = {}
+                elems: list[tuple[Element, float, float]] = []
+                i = bisect.bisect_left(t.e_s1, rear - look)
+                lim = front + 1e-6
+                while i < n:
+                    e = tel[i]
+                    if e.s0 > lim:
+                        break
+                    sec = sections[e.section]
+                    tail = self._clear(sec.node) if look and sec.kind == "junction" else 0.0
+                    if e.s1 + tail >= rear - 1e-6:
+                        occ[e.section] = e.direction
+                        elems.append((e, sec.start, sec.end))
+                    i += 1
+                t.occ_elems, t.occ_span = elems, (rear, front)
             if occ != old:
                 for k in old:
                     if k not in occ:
