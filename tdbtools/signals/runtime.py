@@ -138,6 +138,19 @@ class TrainState:
             out[e.section] = (start + a, start + b) if e.direction == 1 else (end - b, end - a)
         return out
 
+    def extent(self, section: int) -> tuple[float, float] | None:
+        """``extents.get(section)`` without building the whole dict."""
+        got = None
+        for e, _start, _end in self.occ_elems:
+            if e.section == section:
+                got = e  # (the last one counts, as in extents)
+        if got is None or self.occ_span is None:
+            return None
+        rear, front = self.occ_span
+        a, b = max(rear, got.s0) - got.s0, min(front, got.s1) - got.s0
+        start, end = next((x, y) for e, x, y in self.occ_elems if e is got)
+        return (start + a, start + b) if got.direction == 1 else (end - b, end - a)
+
 
 class HeadRuntime:
     """A head while the runtime runs it: what its script reads (docs/signals.md §2.6)."""
@@ -1314,7 +1327,7 @@ class Interlocking:
                 # Following in the same stretch: stop short of the nearest train ahead.
                 near = math.inf
                 for k in others:
-                    lo, hi = self.trains[k].extents.get(e.section, (sec.start, sec.end))
+                    lo, hi = self.trains[k].extent(e.section) or (sec.start, sec.end)
                     for off in (lo, hi):
                         sm = e.s0 + (off - sec.start) if e.direction == 1 else e.s0 + (sec.end - off)
                         if sm > t.front - 1.0:
