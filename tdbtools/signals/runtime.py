@@ -378,7 +378,7 @@ class Interlocking:
         #: True: a cycle redoes only what changed (occupancy per train, signal routes per
         #: train and signal, free blocks of changed sections); False: everything is worked
         #: out afresh every cycle, the plain computation the tests compare with
-        #: (docs/signals.md §4.5). Both give the same results.
+        #: (docs/signals.md §4.4). Both give the same results.
         self.incremental = True
         self._holders: dict[int, set[int]] = {}  # section -> trains occupying it
         # (train, signal) -> (its route, next NORMAL signal); see _signal_route.
@@ -1403,7 +1403,9 @@ class Interlocking:
                 break
             if a in (STOP_AND_PROCEED, RESTRICTING):
                 t.creep_at = s if t.creep_at is None else t.creep_at
-            head_speed = max((h.type.speed(h.state) for h in self._normal_typed[sig]), default=-1.0)
+            head_speed = max(
+                (h.type.speed(h.state) for h in self._normal_typed[sig] if h.type is not None), default=-1.0
+            )
             nxt = t.signals[j + 1][0] if j + 1 < len(t.signals) else t.end_s
             if head_speed > 0:
                 t.limits.append((s, nxt, head_speed))
