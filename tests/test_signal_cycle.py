@@ -1,4 +1,4 @@
-"""The incremental signalling cycle gives what the plain one gives (docs/signals.md §4.5).
+"""The incremental signalling cycle gives what the plain one gives (docs/signals.md §4.4).
 
 ``Interlocking.incremental`` (the default) rewrites only the sections whose occupants
 changed, keeps each train's signal routes, and works out again only the free blocks of
