@@ -18,9 +18,11 @@ from typing import Any
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.utils import TextSlice
 
 from .._fs import find_install_root, is_file, resolve_case_insensitive
 from ..errors import Diagnostics, IncludeError, Location, StfSyntaxError
+from . import tree as _tree
 from .resources import grammar_path, grammar_text
 from .source import Source, read_source
 from .tree import COMMENT_WORDS, Block, Document, QStr, split_items, split_words
@@ -279,6 +281,9 @@ class _Builder(Transformer):
     def _data(self, tok: Token, out: list) -> None:
         """Split a DATA token (plain words and nested blocks, no strings) into items."""
         text = tok.value  # the plain str: str(tok) would copy a big DATA token once more
+        if '"' in text:  # only a table run the lexer took whole (_table_run_hints)
+            out.extend(split_quoted(self.source, tok.start_pos or 0, text))
+            return
         if "\\" in text:
             return self._data_escaped(tok, out)
         if "(" not in text:
@@ -346,6 +351,7 @@ class _ParserPool(threading.local):
         _hook_table_runs(self.bulk, self.builder)
         self.options = options
         self.others: dict[str, Lark] = {}
+        self.quoted: tuple[Lark, _Builder] | None = None
 
     def bulk_for(self, kind: str) -> Lark:
         """The bulk parser of ``kind`` (see BULK_GRAMMARS), made on first use."""
@@ -366,6 +372,18 @@ TABLE_RUN_ENDS: dict[str, Any] = {}
 _MAX_TABLE_HINTS = 8
 
 
+#: Per bulk kind, as TABLE_RUN_ENDS for the content of a ``TrItemTable (`` table,
+#: which may hold quoted strings: the run is then no DATA regex match but the whole
+#: content, kept raw (a TrItemTable is deferred, see BULK_TABLES) and split with the
+#: STF grammar if its items are asked for (split_quoted). It must accept only content
+#: that parses without a finding and holds no include, escape or "+" (formats/tdb.py
+#: registers the .tdb one: the item shapes of its bulk reader).
+ITEM_TABLE_RUN_ENDS: dict[str, Any] = {}
+#: What may come just before a table's name that the lexer then gives as a NAME of
+#: its own (white space, a parenthesis, a quote), not the end of a longer word.
+_NAME_BEFORE = frozenset(chr(c) for c in range(33)) | frozenset('()"')
+
+
 def _table_run_hints(text: str, kind: str) -> dict[int, int]:
     """{offset of a ``TrackNodes (`` table's content: end of its DATA run} (see
     TABLE_RUN_ENDS), for the lexer hook of :func:`_hook_table_runs`."""
@@ -381,6 +399,21 @@ def _table_run_hints(text: str, kind: str) -> dict[int, int]:
             if end is not None:
                 hints[m.end()] = end
         i = text.find("TrackNodes", i + 10)
+    find_items = ITEM_TABLE_RUN_ENDS.get(kind)
+    if find_items is None:
+        return hints
+    # Past line 1 only (blanked in ``text``): the run kept raw is then the source's text.
+    first_line = text.find("\n")
+    found = 0
+    i = text.find("TrItemTable")
+    while 0 <= first_line < i and found < _MAX_TABLE_HINTS:
+        m = _TABLE_OPEN.match(text, i + 11)
+        if m is not None and text[i - 1] in _NAME_BEFORE:
+            end = find_items(text, m.end())
+            if end is not None:
+                hints[m.end()] = end
+                found += 1
+        i = text.find("TrItemTable", i + 11)
     return hints
 
 
@@ -616,7 +649,7 @@ def _parse_items(
 
 
 #: Blocks that a bulk parse keeps as raw text (the lexer of stf_bulk.lark isolates them).
-BULK_TABLES = frozenset({"tracknodes"})
+BULK_TABLES = frozenset({"tracknodes", "tritemtable"})
 #: Per kind of bulk parse (parse_source's ``bulk``): its grammar and the blocks kept raw.
 BULK_GRAMMARS = {
     "tdb": ("stf_bulk.lark", BULK_TABLES),
@@ -674,6 +707,35 @@ def gc_paused():
     finally:
         if was:
             gc.enable()
+
+
+def split_quoted(source: Source | None, start: int, raw: str) -> list:
+    """The items of ``raw``, the raw content at ``start`` of a block that holds quoted
+    strings (a table run the lexer took whole, see ITEM_TABLE_RUN_ENDS), parsed with
+    the STF grammar in place in the source's text: the same items, offsets and lines
+    as a parse of the whole file gives them."""
+    if source is None or not source.text.startswith(raw, start):
+        raise AssertionError("a quoted raw run is always a span of its source's text")
+    pool = _POOL
+    if pool.quoted is None:
+        builder = _Builder()
+        pool.quoted = (
+            Lark(grammar_text("stf_plain.lark"), **{**pool.options, "transformer": builder}),
+            builder,
+        )
+    lark, b = pool.quoted
+    b.source = source
+    try:
+        items: Any = lark.parse(TextSlice(source.text, start, start + len(raw)))
+        includes, notes = b.includes, b.notes
+    finally:
+        b.includes, b.notes, b.source = [], [], None
+    if includes or notes:
+        raise AssertionError("a quoted raw run holds no include and no '+'")
+    return items
+
+
+_tree.QUOTED_SPLIT.append(split_quoted)
 
 
 def parse_source(
