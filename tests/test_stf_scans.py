@@ -59,3 +59,12 @@ def test_ascii_scans_agree_with_the_separate_scans(step, monkeypatch):
     monkeypatch.setattr(stf_parser, "_SCAN_SLICE", step)
     for text in _texts():
         assert stf_parser._ascii_scans(text) == _separate(text), text[:80]
+
+
+@pytest.mark.parametrize("step", [5, 64, 1 << 23])
+def test_keyword_prefilter_hits_that_are_no_keyword(step, monkeypatch):
+    # The letters of a slice alone may spell a keyword that the text does not hold:
+    # the exact search then finds none.
+    monkeypatch.setattr(stf_parser, "_SCAN_SLICE", step)
+    for text in ("com1ment", "co(mm)ent s k i p", "IN-CLUDE x", "sk\nip 1 comment", "a comm 2 ent include"):
+        assert stf_parser._ascii_scans(text) == _separate(text), text

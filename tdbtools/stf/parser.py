@@ -574,6 +574,9 @@ _WORD_END = frozenset(_WORD_START | {'"'})
 #: ~100 characters, so a file with one is parsed with the full grammar (same tree).
 LONG_WORD = 128
 _WORD_BYTES = bytes(0 if c <= 0x20 or c in b'()"' else 0x78 for c in range(256))
+#: For _ascii_scans: ASCII letters lowered; every other byte deleted.
+_LOWER_LETTERS = bytes(range(256)).lower()
+_NOT_LETTERS = bytes(c for c in range(256) if not (0x41 <= c <= 0x5A or 0x61 <= c <= 0x7A))
 
 
 def has_long_word(text: str) -> bool:
@@ -611,6 +614,14 @@ def _ascii_scans(text: str) -> tuple[bool, list[list[int]], bool]:
             control = bool(part.translate(None, _NOT_CONTROL))
         if not long_word:
             long_word = run in part.translate(_WORD_BYTES)
+        # A keyword is a run of letters: it is in the slice's letters alone, lowered (in
+        # one translate; ~7 % of a .tdb's bytes), if it is in the slice. Searching those
+        # first spares the lowered copy and three searches of nearly every slice (~0.45 s
+        # for a 200 MB .tdb); a hit (maybe made of letters that white space kept apart)
+        # takes the exact search below.
+        letters = part.translate(_LOWER_LETTERS, _NOT_LETTERS)
+        if not any(w in letters for w in words):
+            continue
         low = part.lower()
         for w, found in zip(words, out):
             i = low.find(w)
