@@ -381,3 +381,26 @@ def test_bulk_items_on_dk24(monkeypatch):
     assert doc.find("TrackDB").find("TrItemTable").raw_span() is not None
     plain = parse_file(path)
     assert doc == plain and _positions(doc) == _positions(plain)
+
+
+def test_the_lexers_walk_gives_the_reader_its_items(monkeypatch):
+    walks = []
+    real = tdb_mod._walk_items
+
+    def spy(*args):  # noqa: ANN002, ANN202
+        walks.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(tdb_mod, "_walk_items", spy)
+    doc = parse_tdb_doc(GOOD)
+    assert len(walks) == 1  # the lexer's pre-pass
+    table = doc.find("TrackDB").find("TrItemTable")
+    items = tdb_mod.read_bulk_items(table)
+    assert len(walks) == 1 and items is not None and len(items) == 17  # ... reused once
+    assert tdb_mod.read_bulk_items(table) == items and len(walks) == 2  # then walked anew
+    # Another text at the same offsets is walked anew.
+    other = GOOD.replace("TrItemId ( 15 )", "TrItemId ( 51 )")
+    parse_tdb_doc(GOOD)
+    table = parse_tdb_doc(other).find("TrackDB").find("TrItemTable")
+    parse_tdb_doc(GOOD)  # (the last walk is GOOD's)
+    assert tdb_mod.read_bulk_items(table)[15].item_id == 51
