@@ -159,7 +159,9 @@ class _Builder(Transformer):
         comment blocks only, holding no include block; else None. What lies between two
         runs (white space and the comment blocks) is blanked, so every offset holds and
         splitting the text gives the items the tree would hold. Returns Block's
-        ``(raw, rawpos, rawend)``: one run is kept as its span of the source's text."""
+        ``(raw, rawpos, rawend)``: one run is kept as its span of the source's text.
+        (The one run of an item table that the lexer took whole may hold quoted
+        strings: ITEM_TABLE_RUN_ENDS; Block.items then parses it, split_quoted.)"""
         runs = []
         for c in children[1:]:
             if c is _DROP:
@@ -442,7 +444,8 @@ def _hook_table_runs(lark: Lark, builder: _Builder) -> None:
     ends: Lark's regex goes through a 200 MB TrackNodes table at ~9 ns a character
     (a character class per character), the hint's walk from node to node in a fraction.
     The token, its type and everything after are the same: the hint is used only when
-    no terminal tried before DATA matches there."""
+    no terminal tried before DATA matches there. (An item table's run may be longer
+    than the regex's, past quoted names: ITEM_TABLE_RUN_ENDS. The tree is the same.)"""
     lexer: Any = lark.parser.lexer
     orig = lexer.match
     names = [t.name for t in lexer.scanner.terminals]
