@@ -260,6 +260,9 @@ VARIANTS: dict[str, tuple[str, str, bool | None]] = {
         "\t_x ( TrItemTable ( 1 EmptyItem ( ) ) )\n\tTrItemTable ( 17",
         True,
     ),
+    "stray_paren_after_table": ("\t)\n)\n", "\t)\n)\n)\n", None),  # (an error when strict)
+    "unclosed_file": ("\t)\n)\n", "\t)\n", None),
+    "error_after_table": ("\t)\n)\n", '\t)\n\tx"\n)\n', None),
     "unicode_space": ("TrItemId ( 15 )", "TrItemId (\u00a015 )", False),
     "control_character": ("TrItemId ( 15 )", "TrItemId (\x0315 )", False),
 }
@@ -286,6 +289,13 @@ def test_bulk_items_on_defects(name, strict, tmp_path, monkeypatch):
         expect = VARIANTS[name][2]
         if expect is not None and strict:
             assert used == expect, (name, enc)
+
+
+def test_bulk_items_when_a_stray_paren_follows_the_table(tmp_path, monkeypatch):
+    # Lenient: the stray ")" is reported and skipped; the table is still read in bulk.
+    path = tmp_path / "stray.tdb"
+    path.write_bytes(_variant("stray_paren_after_table").encode("utf-8"))
+    assert _same(path, monkeypatch, False)
 
 
 def test_item_table_is_kept_raw_and_split_on_demand():
