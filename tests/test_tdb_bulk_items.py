@@ -414,3 +414,33 @@ def test_the_lexers_walk_gives_the_reader_its_items(monkeypatch):
     table = parse_tdb_doc(other).find("TrackDB").find("TrItemTable")
     parse_tdb_doc(GOOD)  # (the last walk is GOOD's)
     assert tdb_mod.read_bulk_items(table)[15].item_id == 51
+
+
+def _mutants(n: int, seed: int) -> list[str]:
+    """Random one-character edits of tiny.tdb's item table."""
+    import random
+
+    rng = random.Random(seed)
+    start = GOOD.index(_ITEMS) + len("\tTrItemTable (")
+    end = GOOD.rindex("\t)")
+    pieces = ["(", ")", '"', "\\", "+", ",", "x", "1", "9", "e", "-", ".", " ", "\n", "_", "#", "\u00e9", "0"]
+    out = []
+    for _ in range(n):
+        at = rng.randrange(start, end)
+        op = rng.randrange(3)
+        if op == 0:
+            text = GOOD[:at] + GOOD[at + 1 :]
+        elif op == 1:
+            text = GOOD[:at] + rng.choice(pieces) + GOOD[at:]
+        else:
+            text = GOOD[:at] + rng.choice(pieces) + GOOD[at + 1 :]
+        out.append(text)
+    return out
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_bulk_items_on_random_edits(strict, tmp_path, monkeypatch):
+    for i, text in enumerate(_mutants(40, 7)):
+        path = tmp_path / f"m{i}.tdb"
+        path.write_bytes(text.encode("utf-8"))
+        _same(path, monkeypatch, strict)
