@@ -23,6 +23,7 @@ forces; see the convergence test).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time as _time
 from collections.abc import Callable
@@ -53,7 +54,15 @@ from .events import (
     SwitchThrow,
     TrainStopped,
 )
-from .safety import BogieSet, Occupancy, SafetyEvent, TrainPosition, throw_switch
+from .safety import (
+    DEFAULT_CLEARANCE_M,
+    BogieSet,
+    Occupancy,
+    SafetyEvent,
+    TrainPosition,
+    box_pairs,
+    throw_switch,
+)
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
 from .signalling import ReplaySignals, signals_for, wrap_driver
 from .trackline import TrackLine
@@ -412,6 +421,11 @@ class _Lines:
             base += ln.length + self.GAP
         self.S, self.Y, self.X, self.Z = (np.concatenate(a) for a in (S, Y, X, Z))
         self.P1, self.PC = np.concatenate(P1), np.concatenate(PC)
+        # The node traversals of every line, for the collision checks' broad phase:
+        # global end distance and node of each, and where each line's rows start.
+        self.SEG1 = np.concatenate([ln.seg_s1 + b for ln, b in zip(lines, self.base)])
+        self.SEG_NODE = np.concatenate([ln.seg_node for ln in lines])
+        self.seg_first = np.cumsum([0] + [len(ln.seg_s1) for ln in lines])
 
     def elevation(self, g: np.ndarray) -> np.ndarray:
         return np.interp(g, self.S, self.Y)
@@ -422,6 +436,24 @@ class _Lines:
 
     def world_xz(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.interp(g, self.S, self.X), np.interp(g, self.S, self.Z)
+
+
+def _apart(A: np.ndarray, B: np.ndarray, reach: float) -> np.ndarray:
+    """Pairs of cars (rows: rear, middle, front world points, shape (k, 3, 2)) whose
+    chords are provably more than ``reach`` apart: B's points all on one side of A's
+    rear → front line, beyond A's middle's distance from it plus ``reach``. A car of no
+    length is never apart."""
+    u = A[:, 2] - A[:, 0]
+    norm = np.hypot(u[:, 0], u[:, 1])
+    ok = norm > 1e-6
+    n = np.stack([-u[:, 1], u[:, 0]], axis=1) / np.where(ok, norm, 1.0)[:, None]
+    o = A[:, 0]
+    nx, nz = n[:, 0], n[:, 1]
+    # B's points from A's line, and A's middle
+    d0, d1, d2 = ((B[:, k, 0] - o[:, 0]) * nx + (B[:, k, 1] - o[:, 1]) * nz for k in range(3))
+    w = np.abs((A[:, 1, 0] - o[:, 0]) * nx + (A[:, 1, 1] - o[:, 1]) * nz) + reach
+    lo, hi = np.minimum(np.minimum(d0, d1), d2), np.maximum(np.maximum(d0, d1), d2)
+    return ok & ((lo > w) | (hi < -w))
 
 
 class Replay:
@@ -626,6 +658,14 @@ class Replay:
         self._trac_car, self._brake_car, self._vmax_car = np.zeros(n), np.zeros(n), np.zeros(n)
         self._xv: tuple | None = None
         self.occupancy = Occupancy()
+        # What the collision checks need per train and car (docs/physics.md §5.4): the
+        # trains' line objects (trains of one line never collide here), the positions at
+        # the last check and, per train, a function making its TrainPosition from them.
+        self._train_line = np.array([index[id(t.line)] for t in self.trains], dtype=np.int64)
+        self._names = [t.spec.name for t in self.trains]
+        self._name_set = set(self._names)
+        self._checked = (np.asarray(self.engine.x).copy(), np.asarray(self.engine.v).copy())
+        self._position_of = [functools.partial(self._position, k) for k in range(len(self.trains))]
         self.time = 0.0
         self._next_check = 0.0
         self._next_trace = 0.0
@@ -1022,53 +1062,146 @@ class Replay:
         late or take them off at the end of their run say so here."""
         return None
 
+    #: Pad (m) around the trains' boxes: trains closer than that are watched (the
+    #: side-collision clearance and then some; docs/physics.md §5.4).
+    CHECK_PAD = 10.0
+    #: Above the rounding of a global-table lookup against a line's own (m).
+    CHECK_SLOP = 0.01
+
+    def _position(self, k: int) -> TrainPosition:
+        """Train ``k``'s position at the last collision check."""
+        t = self.trains[k]
+        x, v = self._checked
+        sl = t.cars
+        return TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl])
+
     def _check_collisions(self) -> None:
-        """Track occupancy and side collisions, for trains whose boxes come close (a
-        broad phase over all trains at once; the exact checks run only for those)."""
+        """Track occupancy and side collisions (docs/physics.md §5.4). The trains whose
+        boxes come close are watched (the occupancy's trains: one box per train, over
+        every car's front and rear); of those, the exact checks take only the trains with
+        a car whose box (front, middle and rear) comes close to a car on another line."""
         if len(self.trains) < 2:
             return
-        x, v = self.engine.x, self.engine.v
-        fx, fz = self.lines.world_xz(self._g(x))
-        rx, rz = self.lines.world_xz(self._g(x - self.bodies.length))
-        X = np.concatenate([fx, rx])
-        Z = np.concatenate([fz, rz])
-        owner = np.concatenate([self.car_train, self.car_train])
-        T = len(self.trains)
-        pad = 10.0  # clearance and then some
-        lo_x = np.full(T, np.inf)
-        hi_x = np.full(T, -np.inf)
-        lo_z = np.full(T, np.inf)
-        hi_z = np.full(T, -np.inf)
-        np.minimum.at(lo_x, owner, X)
-        np.maximum.at(hi_x, owner, X)
-        np.minimum.at(lo_z, owner, Z)
-        np.maximum.at(hi_z, owner, Z)
-        close = (
-            (lo_x[:, None] - pad <= hi_x[None, :])
-            & (lo_x[None, :] - pad <= hi_x[:, None])
-            & (lo_z[:, None] - pad <= hi_z[None, :])
-            & (lo_z[None, :] - pad <= hi_z[:, None])
-        )
-        np.fill_diagonal(close, False)
+        x = np.array(self.engine.x)
+        self._checked = (x, np.array(self.engine.v))
+        length = self.bodies.length
+        # Every car's rear, middle and front (the middle of the part on the line, as
+        # side_collisions takes it), in one lookup per coordinate: the cars backwards,
+        # so that each train's points rise along the table and np.interp finds each one
+        # next to the last (the numbers do not depend on the order).
+        lo = np.minimum(np.maximum(x - length, 0.0), self.car_line_len)
+        hi = np.minimum(np.maximum(x, 0.0), self.car_line_len)
+        g = np.stack([lo, (lo + hi) / 2.0, hi], axis=1)
+        g += self.car_base[:, None]
+        X, Z = self.lines.world_xz(g[::-1].reshape(-1))
+        X, Z = X.reshape(-1, 3)[::-1], Z.reshape(-1, 3)[::-1]
+        fx, fz, rx, rz = X[:, 2], Z[:, 2], X[:, 0], Z[:, 0]
+        starts = self.train_start
+        lo_x = np.minimum(np.minimum.reduceat(fx, starts), np.minimum.reduceat(rx, starts))
+        hi_x = np.maximum(np.maximum.reduceat(fx, starts), np.maximum.reduceat(rx, starts))
+        lo_z = np.minimum(np.minimum.reduceat(fz, starts), np.minimum.reduceat(rz, starts))
+        hi_z = np.maximum(np.maximum.reduceat(fz, starts), np.maximum.reduceat(rz, starts))
+        pad = self.CHECK_PAD
         active = self.on_track()
-        if active is not None:  # trains not (or no longer) on the track meet nothing
-            close &= active[:, None] & active[None, :]
-        near = np.flatnonzero(close.any(axis=1))
-        near_set = set(near.tolist())
-        for k, t in enumerate(self.trains):
-            if k in near_set:
-                sl = t.cars
-                self.occupancy.update(
-                    TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl])
-                )
-            else:
-                self.occupancy.remove(t.spec.name)
+        if active is None:  # trains not (or no longer) on the track meet nothing
+            ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, pad)
+        else:
+            on = np.flatnonzero(active)
+            ii, jj = box_pairs(lo_x[on], hi_x[on], lo_z[on], hi_z[on], pad)
+            ii, jj = on[ii], on[jj]
+        near_mask = np.zeros(len(self.trains), dtype=bool)
+        near_mask[ii] = True
+        near_mask[jj] = True
+        near = np.flatnonzero(near_mask).tolist()
+        occ = self.occupancy
+        names = self._names
+        near_names = {names[k] for k in near}
+        for name in occ.watched():
+            if name in self._name_set and name not in near_names:
+                occ.remove(name)
+        for k in near:
+            occ.update_lazy(names[k], self._position_of[k])
         if len(near) < 2:
             return
-        for ev in self.occupancy.collisions(self.time):
+        collide, side = self._close_trains(near_mask, x, X, Z)
+        for ev in occ.check_among(self.time, collide, side):
             self._safety(ev)
-        for ev in self.occupancy.side_collisions(self.time):
-            self._safety(ev)
+
+    def _close_trains(self, near: np.ndarray, x: np.ndarray, X: np.ndarray, Z: np.ndarray) -> tuple[set, set]:
+        """Of the watched trains (``near``), those that may collide with a watched train
+        on another line, and those that may touch one side by side: conservative supersets
+        of the trains in the events of :func:`~tdbtools.physics.safety.collisions` and
+        :func:`~tdbtools.physics.safety.side_collisions` (docs/physics.md §5.4). ``X``,
+        ``Z``: every car's rear, middle and front."""
+        names = self._names
+        cars = np.flatnonzero(near[self.car_train])
+        return (
+            {names[k] for k in self._sharing_a_node(np.flatnonzero(near), x)},
+            {names[k] for k in self._side_by_side(cars, X[cars], Z[cars])},
+        )
+
+    def _sharing_a_node(self, trains: np.ndarray, x: np.ndarray) -> list[int]:
+        """Trains that pass a track node a train on another line passes between its rear
+        and front: the node traversals of :meth:`TrackLine.occupancy`, found on the global
+        table, one more at each end for the rounding of the global distance."""
+        lines = self.lines
+        ln = self._train_line[trains]
+        base = np.asarray(lines.base)[ln]
+        front = x[self.train_start[trains]]
+        rear = x[self.train_end[trains]] - self.bodies.length[self.train_end[trains]]
+        L = self._train_line_len[trains]
+        a = np.maximum(np.minimum(front, rear), 0.0)
+        b = np.minimum(np.maximum(front, rear), L)
+        on = a <= b  # else the train is off its line: no interval
+        first, last = lines.seg_first[ln], lines.seg_first[ln + 1] - 1
+        i0 = np.maximum(np.searchsorted(lines.SEG1, a + base, side="right") - 1, first)
+        i1 = np.minimum(np.searchsorted(lines.SEG1, b + base, side="left") + 1, last)
+        i0, i1 = np.minimum(i0, last), np.maximum(i1, first)
+        cnt = np.where(on, i1 - i0 + 1, 0)
+        tot = int(cnt.sum())
+        if not tot:
+            return []
+        who = np.repeat(np.arange(len(trains)), cnt)
+        row = np.repeat(i0, cnt) + (np.arange(tot) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        node = lines.SEG_NODE[row]
+        order = np.lexsort((who, node))
+        node, who = node[order], who[order]
+        end = np.searchsorted(node, node, side="right")
+        c = end - np.arange(tot) - 1  # later entries on the same node
+        m = int(c.sum())
+        if not m:
+            return []
+        p = np.repeat(np.arange(tot), c)
+        q = p + 1 + (np.arange(m) - np.repeat(np.cumsum(c) - c, c))
+        ta, tb = trains[who[p]], trains[who[q]]
+        other = self._train_line[ta] != self._train_line[tb]
+        return np.union1d(ta[other], tb[other]).tolist()
+
+    def _side_by_side(self, cars: np.ndarray, X: np.ndarray, Z: np.ndarray) -> list[int]:
+        """Trains with a car whose chord (rear → middle → front, the points
+        side_collisions takes: the car clipped onto its line; ``X``, ``Z`` of ``cars``)
+        comes within the clearance of a car on another line."""
+        reach = DEFAULT_CLEARANCE_M + self.CHECK_SLOP
+        owner = self.car_train[cars]
+        mn, mx = np.minimum, np.maximum  # (faster than reductions over 3 columns)
+        ii, jj = box_pairs(
+            mn(mn(X[:, 0], X[:, 1]), X[:, 2]),
+            mx(mx(X[:, 0], X[:, 1]), X[:, 2]),
+            mn(mn(Z[:, 0], Z[:, 1]), Z[:, 2]),
+            mx(mx(Z[:, 0], Z[:, 1]), Z[:, 2]),
+            reach,
+            group=self._train_line[owner],
+        )
+        if not len(ii):
+            return []
+        P = np.stack([X, Z], axis=2)
+        # A car's chord lies within |middle's distance from the line rear → front| of that
+        # line; the other car's three points on one side beyond that and the reach: apart.
+        apart = _apart(P[ii], P[jj], reach) | _apart(P[jj], P[ii], reach)
+        ii, jj = ii[~apart], jj[~apart]
+        if not len(ii):
+            return []
+        return np.union1d(owner[ii], owner[jj]).tolist()
 
     def _trace(self, trac: np.ndarray, brk: np.ndarray) -> None:
         """Record one trace row of every train: the state columns now, in one go over all

@@ -58,7 +58,7 @@ the track node and the world location (tile_x, tile_z, x, y, z).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +75,7 @@ __all__ = [
     "Occupancy",
     "SafetyEvent",
     "TrainPosition",
+    "box_pairs",
     "collisions",
     "derailments",
     "side_collisions",
@@ -361,15 +362,18 @@ def _pass_at(tr: TrainPosition, node: int, offset: float) -> tuple[float, bool]:
     return s, bool(tr.line.seg_dir[seg] == 1)
 
 
-def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent]:
-    """Trains on different lines whose occupied node intervals overlap (module
-    docstring): one ``"collision"`` event per pair of trains."""
-    trains = list(trains)
+def _overlaps(
+    trains: Sequence[TrainPosition],
+) -> tuple[dict[tuple[int, int], tuple[float, int, float, float, float]], bool]:
+    """The longest node overlap of every pair of trains on different lines (indices into
+    ``trains``), and whether some pair's longest overlap is equally long on two nodes
+    (then the node :func:`collisions` names is the one met first over *all* its trains)."""
     by_node: dict[int, list[tuple[int, float, float]]] = {}
     for k, tr in enumerate(trains):
         for node, a, b in tr.intervals():
             by_node.setdefault(node, []).append((k, min(a, b), max(a, b)))
     best: dict[tuple[int, int], tuple[float, int, float, float, float]] = {}
+    tied: set[tuple[int, int]] = set()
     for node, entries in by_node.items():
         if len(entries) < 2:
             continue
@@ -392,6 +396,24 @@ def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent
                     centre_i, centre_j = centre_j, centre_i
                 if key not in best or overlap > best[key][0]:
                     best[key] = (overlap, node, mid, centre_i, centre_j)
+                    tied.discard(key)
+                elif overlap == best[key][0] and node != best[key][1]:
+                    tied.add(key)
+    return best, bool(tied)
+
+
+def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent]:
+    """Trains on different lines whose occupied node intervals overlap (module
+    docstring): one ``"collision"`` event per pair of trains."""
+    trains = list(trains)
+    return _collision_events(trains, _overlaps(trains)[0], time)
+
+
+def _collision_events(
+    trains: list[TrainPosition],
+    best: dict[tuple[int, int], tuple[float, int, float, float, float]],
+    time: float,
+) -> list[SafetyEvent]:
     out: list[SafetyEvent] = []
     for (i, j), (_ov, node, mid, ci, cj) in sorted(best.items()):
         ta, tb = trains[i], trains[j]
@@ -577,12 +599,93 @@ def side_collisions(
     return out
 
 
+def _cells(
+    lo_x: np.ndarray, hi_x: np.ndarray, lo_z: np.ndarray, hi_z: np.ndarray, grow: float, size: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """First grid cell (x, z) of each grown box and how many cells it spans each way."""
+    size = max(size, 1.0)
+    cx0 = np.floor((lo_x - grow) / size).astype(np.int64)
+    cz0 = np.floor((lo_z - grow) / size).astype(np.int64)
+    nx = np.floor((hi_x + grow) / size).astype(np.int64) - cx0 + 1
+    nz = np.floor((hi_z + grow) / size).astype(np.int64) - cz0 + 1
+    return cx0, cz0, nx, nz
+
+
+def box_pairs(
+    lo_x: np.ndarray,
+    hi_x: np.ndarray,
+    lo_z: np.ndarray,
+    hi_z: np.ndarray,
+    pad: float,
+    group: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair ``i < j`` of axis-aligned boxes within ``pad`` of each other:
+    ``lo_x[i] - pad <= hi_x[j]`` and ``lo_x[j] - pad <= hi_x[i]``, the same in z, exactly
+    as written; with ``group`` (integers >= 0), only pairs of different groups
+    (docs/physics.md §5.4). Each box, grown by half the pad and a metre, goes into every
+    cell of a uniform grid it covers; only boxes sharing a cell are compared, each pair
+    in the first cell they share. The pairs come in no particular order."""
+    lo_x, hi_x = np.asarray(lo_x, dtype=np.float64), np.asarray(hi_x, dtype=np.float64)
+    lo_z, hi_z = np.asarray(lo_z, dtype=np.float64), np.asarray(hi_z, dtype=np.float64)
+    n = len(lo_x)
+    none = np.zeros(0, dtype=np.int64)
+    if n < 2:
+        return none, none
+    grow = 0.5 * pad + 1.0  # > pad / 2 by far more than any rounding
+    ext = np.maximum(hi_x - lo_x, hi_z - lo_z)
+    k90 = (9 * n) // 10
+    size = float(np.partition(ext, k90)[k90]) + 2.0 * grow
+    cx0, cz0, nx, nz = _cells(lo_x, hi_x, lo_z, hi_z, grow, size)
+    if int((nx * nz).sum()) > 16 * n + 4096:
+        # a few boxes far larger than most: cells as large as the largest (<= 4 each)
+        cx0, cz0, nx, nz = _cells(lo_x, hi_x, lo_z, hi_z, grow, float(ext.max()) + 2.0 * grow)
+    cells = nx * nz
+    tot = int(cells.sum())
+    box = np.repeat(np.arange(n), cells)
+    w = np.arange(tot) - np.repeat(np.cumsum(cells) - cells, cells)
+    ix, iz = cx0[box] + w % nx[box], cz0[box] + w // nx[box]
+    key = (ix - ix.min()) * (int(iz.max() - iz.min()) + 1) + (iz - iz.min())
+    if group is None:
+        order = np.argsort(key, kind="stable")
+        skey = key[order]
+        run_end = np.arange(1, tot + 1)  # every box is its own group
+    else:
+        g = np.asarray(group, dtype=np.int64)[box]
+        gkey = key * (int(g.max()) + 1) + g
+        order = np.argsort(gkey, kind="stable")
+        skey, gkey = key[order], gkey[order]
+        run_end = np.searchsorted(gkey, gkey, side="right")  # end of the entry's group in its cell
+    sbox = box[order]
+    cnt = np.searchsorted(skey, skey, side="right") - run_end  # later entries of other groups
+    m = int(cnt.sum())
+    if not m:
+        return none, none
+    p = np.repeat(np.arange(tot), cnt)
+    q = np.repeat(run_end, cnt) + (np.arange(m) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+    a, b = sbox[p], sbox[q]
+    # the first cell both boxes cover: each pair once
+    first = (ix[order[p]] == np.maximum(cx0[a], cx0[b])) & (iz[order[p]] == np.maximum(cz0[a], cz0[b]))
+    a, b = a[first], b[first]
+    ii, jj = np.minimum(a, b), np.maximum(a, b)
+    keep = (
+        (lo_x[ii] - pad <= hi_x[jj])
+        & (lo_x[jj] - pad <= hi_x[ii])
+        & (lo_z[ii] - pad <= hi_z[jj])
+        & (lo_z[jj] - pad <= hi_z[ii])
+    )
+    return ii[keep], jj[keep]
+
+
 class Occupancy:
     """The positions of all trains, with collision checks that report each contact
-    once (until the trains separate again)."""
+    once (until the trains separate again).
+
+    A position may be given as a function that makes it (:meth:`update_lazy`): it is
+    called only when a check or :attr:`trains` needs the train, so a caller can keep
+    hundreds of trains watched without making their positions at every check."""
 
     def __init__(self, trains: Iterable[TrainPosition] = ()) -> None:
-        self._trains: dict[Hashable, TrainPosition] = {}
+        self._trains: dict[Hashable, TrainPosition | Callable[[], TrainPosition]] = {}
         self._contact: set[tuple[str, Hashable, Hashable]] = set()
         for t in trains:
             self.update(t)
@@ -591,6 +694,11 @@ class Occupancy:
         """Set (or replace) a train's position."""
         self._trains[position.train] = position
 
+    def update_lazy(self, train: Hashable, source: Callable[[], TrainPosition]) -> None:
+        """Set (or replace) a train's position by a function that returns it when asked
+        (each time: nothing is kept)."""
+        self._trains[train] = source
+
     def remove(self, train: Hashable) -> None:
         self._trains.pop(train, None)
         if self._contact:
@@ -598,18 +706,26 @@ class Occupancy:
             # contact of the same pair (after parting by more than a step) is not "new".
             self._contact = {c for c in self._contact if train not in (c[1], c[2])}
 
+    def watched(self) -> list[Hashable]:
+        """The trains watched, in the order the checks take them (first put in first)."""
+        return list(self._trains)
+
+    def _position(self, train: Hashable) -> TrainPosition:
+        p = self._trains[train]
+        return p if isinstance(p, TrainPosition) else p()
+
     @property
     def trains(self) -> list[TrainPosition]:
-        return list(self._trains.values())
+        return [self._position(k) for k in self._trains]
 
     def intervals(self, train: Hashable) -> list[tuple[int, float, float]]:
         """The node intervals a train occupies (:meth:`TrainPosition.intervals`)."""
-        return self._trains[train].intervals()
+        return self._position(train).intervals()
 
     def by_node(self) -> dict[int, list[tuple[Hashable, float, float]]]:
         """node → [(train, low offset, high offset), ...]."""
         out: dict[int, list[tuple[Hashable, float, float]]] = {}
-        for t in self._trains.values():
+        for t in self.trains:
             for node, a, b in t.intervals():
                 out.setdefault(node, []).append((t.train, min(a, b), max(a, b)))
         return out
@@ -633,4 +749,23 @@ class Occupancy:
     ) -> list[SafetyEvent]:
         return self._new(
             "side_collision", side_collisions(self.trains, time, clearance=clearance, cell=cell), only_new
+        )
+
+    def check_among(
+        self, time: float, collide: Container[Hashable], side: Container[Hashable]
+    ) -> list[SafetyEvent]:
+        """The new events of :meth:`collisions` then :meth:`side_collisions` (defaults),
+        worked out over the watched trains in ``collide`` (``side``) only: the caller
+        vouches that no other watched train collides with (touches side by side) another
+        (a conservative broad phase, docs/physics.md §5.4). The events and the contacts
+        remembered are those of the two calls over every watched train: each pair's
+        checks use only the two trains, and the trains keep their order; only a pair
+        whose longest node overlap is as long on two nodes depends on the others (which
+        node comes first), and then every train is taken."""
+        sub = [self._position(k) for k in self._trains if k in collide]
+        best, tied = _overlaps(sub)
+        col = collisions(self.trains, time) if tied else _collision_events(sub, best, time)
+        by_side = [self._position(k) for k in self._trains if k in side]
+        return self._new("collision", col, True) + self._new(
+            "side_collision", side_collisions(by_side, time), True
         )
