@@ -61,6 +61,7 @@ from .safety import (
     SafetyEvent,
     TrainPosition,
     box_pairs,
+    chords_within,
     throw_switch,
 )
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
@@ -423,8 +424,11 @@ class _Lines:
         self.P1, self.PC = np.concatenate(P1), np.concatenate(PC)
         # The node traversals of every line, for the collision checks' broad phase:
         # global end distance and node of each, and where each line's rows start.
+        self.SEG0 = np.concatenate([ln.seg_s0 + b for ln, b in zip(lines, self.base)])
         self.SEG1 = np.concatenate([ln.seg_s1 + b for ln, b in zip(lines, self.base)])
         self.SEG_NODE = np.concatenate([ln.seg_node for ln in lines])
+        self.SEG_DIR = np.concatenate([ln.seg_dir for ln in lines])
+        self.SEG_OFF0 = np.concatenate([ln.seg_off0 for ln in lines])
         self.seg_first = np.cumsum([0] + [len(ln.seg_s1) for ln in lines])
 
     def elevation(self, g: np.ndarray) -> np.ndarray:
@@ -436,24 +440,6 @@ class _Lines:
 
     def world_xz(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.interp(g, self.S, self.X), np.interp(g, self.S, self.Z)
-
-
-def _apart(A: np.ndarray, B: np.ndarray, reach: float) -> np.ndarray:
-    """Pairs of cars (rows: rear, middle, front world points, shape (k, 3, 2)) whose
-    chords are provably more than ``reach`` apart: B's points all on one side of A's
-    rear → front line, beyond A's middle's distance from it plus ``reach``. A car of no
-    length is never apart."""
-    u = A[:, 2] - A[:, 0]
-    norm = np.hypot(u[:, 0], u[:, 1])
-    ok = norm > 1e-6
-    n = np.stack([-u[:, 1], u[:, 0]], axis=1) / np.where(ok, norm, 1.0)[:, None]
-    o = A[:, 0]
-    nx, nz = n[:, 0], n[:, 1]
-    # B's points from A's line, and A's middle
-    d0, d1, d2 = ((B[:, k, 0] - o[:, 0]) * nx + (B[:, k, 1] - o[:, 1]) * nz for k in range(3))
-    w = np.abs((A[:, 1, 0] - o[:, 0]) * nx + (A[:, 1, 1] - o[:, 1]) * nz) + reach
-    lo, hi = np.minimum(np.minimum(d0, d1), d2), np.maximum(np.maximum(d0, d1), d2)
-    return ok & ((lo > w) | (hi < -w))
 
 
 class Replay:
@@ -1145,6 +1131,7 @@ class Replay:
         and front: the node traversals of :meth:`TrackLine.occupancy`, found on the global
         table, one more at each end for the rounding of the global distance."""
         lines = self.lines
+        slop = self.CHECK_SLOP
         ln = self._train_line[trains]
         base = np.asarray(lines.base)[ln]
         front = x[self.train_start[trains]]
@@ -1163,9 +1150,20 @@ class Replay:
             return []
         who = np.repeat(np.arange(len(trains)), cnt)
         row = np.repeat(i0, cnt) + (np.arange(tot) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        # the node interval each traversal holds (as occupancy works it out, on global
+        # distances): traversals the rounding allowance added fall away here
+        lo = np.maximum(np.repeat(a + base, cnt), lines.SEG0[row])
+        hi = np.minimum(np.repeat(b + base, cnt), lines.SEG1[row])
+        keep = hi >= lo - slop
+        row, who, lo, hi = row[keep], who[keep], lo[keep], hi[keep]
+        sg = np.where(lines.SEG_DIR[row] == 1, 1.0, -1.0)
+        o_lo = lines.SEG_OFF0[row] + sg * (lo - lines.SEG0[row])
+        o_hi = lines.SEG_OFF0[row] + sg * (hi - lines.SEG0[row])
+        o_lo, o_hi = np.minimum(o_lo, o_hi), np.maximum(o_lo, o_hi)
         node = lines.SEG_NODE[row]
+        tot = len(node)
         order = np.lexsort((who, node))
-        node, who = node[order], who[order]
+        node, who, o_lo, o_hi = node[order], who[order], o_lo[order], o_hi[order]
         end = np.searchsorted(node, node, side="right")
         c = end - np.arange(tot) - 1  # later entries on the same node
         m = int(c.sum())
@@ -1175,30 +1173,17 @@ class Replay:
         q = p + 1 + (np.arange(m) - np.repeat(np.cumsum(c) - c, c))
         ta, tb = trains[who[p]], trains[who[q]]
         other = self._train_line[ta] != self._train_line[tb]
+        other &= np.minimum(o_hi[p], o_hi[q]) - np.maximum(o_lo[p], o_lo[q]) > -slop  # overlapping
         return np.union1d(ta[other], tb[other]).tolist()
 
     def _side_by_side(self, cars: np.ndarray, X: np.ndarray, Z: np.ndarray) -> list[int]:
         """Trains with a car whose chord (rear → middle → front, the points
         side_collisions takes: the car clipped onto its line; ``X``, ``Z`` of ``cars``)
         comes within the clearance of a car on another line."""
-        reach = DEFAULT_CLEARANCE_M + self.CHECK_SLOP
         owner = self.car_train[cars]
-        mn, mx = np.minimum, np.maximum  # (faster than reductions over 3 columns)
-        ii, jj = box_pairs(
-            mn(mn(X[:, 0], X[:, 1]), X[:, 2]),
-            mx(mx(X[:, 0], X[:, 1]), X[:, 2]),
-            mn(mn(Z[:, 0], Z[:, 1]), Z[:, 2]),
-            mx(mx(Z[:, 0], Z[:, 1]), Z[:, 2]),
-            reach,
-            group=self._train_line[owner],
+        ii, jj = chords_within(
+            np.stack([X, Z], axis=2), DEFAULT_CLEARANCE_M + self.CHECK_SLOP, self._train_line[owner]
         )
-        if not len(ii):
-            return []
-        P = np.stack([X, Z], axis=2)
-        # A car's chord lies within |middle's distance from the line rear → front| of that
-        # line; the other car's three points on one side beyond that and the reach: apart.
-        apart = _apart(P[ii], P[jj], reach) | _apart(P[jj], P[ii], reach)
-        ii, jj = ii[~apart], jj[~apart]
         if not len(ii):
             return []
         return np.union1d(owner[ii], owner[jj]).tolist()

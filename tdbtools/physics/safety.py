@@ -76,6 +76,7 @@ __all__ = [
     "SafetyEvent",
     "TrainPosition",
     "box_pairs",
+    "chords_within",
     "collisions",
     "derailments",
     "side_collisions",
@@ -611,6 +612,14 @@ def _cells(
     return cx0, cz0, nx, nz
 
 
+def _run_ends(sorted_keys: np.ndarray) -> np.ndarray:
+    """For each entry of a sorted array, the index after the last entry equal to it."""
+    n = len(sorted_keys)
+    change = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    starts = np.concatenate(([0], change))
+    return np.repeat(np.append(change, n), np.diff(np.append(starts, n)))
+
+
 def box_pairs(
     lo_x: np.ndarray,
     hi_x: np.ndarray,
@@ -634,38 +643,47 @@ def box_pairs(
     grow = 0.5 * pad + 1.0  # > pad / 2 by far more than any rounding
     ext = np.maximum(hi_x - lo_x, hi_z - lo_z)
     k90 = (9 * n) // 10
-    size = float(np.partition(ext, k90)[k90]) + 2.0 * grow
+    # cells twice the size of most grown boxes: most boxes in one to four cells
+    # (measured: fewer cells per box pay more than the extra pairs in each cell cost)
+    size = 2.0 * (float(np.partition(ext, k90)[k90]) + 2.0 * grow)
     cx0, cz0, nx, nz = _cells(lo_x, hi_x, lo_z, hi_z, grow, size)
     if int((nx * nz).sum()) > 16 * n + 4096:
         # a few boxes far larger than most: cells as large as the largest (<= 4 each)
         cx0, cz0, nx, nz = _cells(lo_x, hi_x, lo_z, hi_z, grow, float(ext.max()) + 2.0 * grow)
     cells = nx * nz
     tot = int(cells.sum())
-    box = np.repeat(np.arange(n), cells)
-    w = np.arange(tot) - np.repeat(np.cumsum(cells) - cells, cells)
-    ix, iz = cx0[box] + w % nx[box], cz0[box] + w // nx[box]
-    key = (ix - ix.min()) * (int(iz.max() - iz.min()) + 1) + (iz - iz.min())
+    if tot == n:
+        box, ix, iz = np.arange(n), cx0, cz0
+    else:
+        box = np.repeat(np.arange(n), cells)
+        w = np.arange(tot) - np.repeat(np.cumsum(cells) - cells, cells)
+        nxb = nx[box]
+        ix, iz = cx0[box] + w % nxb, cz0[box] + w // nxb
+    iz_min = int(iz.min())
+    key = (ix - int(ix.min())) * (int(iz.max()) - iz_min + 1) + (iz - iz_min)
     if group is None:
-        order = np.argsort(key, kind="stable")
-        skey = key[order]
-        run_end = np.arange(1, tot + 1)  # every box is its own group
+        gkey = key * tot + np.arange(tot)  # every entry its own group
     else:
         g = np.asarray(group, dtype=np.int64)[box]
         gkey = key * (int(g.max()) + 1) + g
-        order = np.argsort(gkey, kind="stable")
-        skey, gkey = key[order], gkey[order]
-        run_end = np.searchsorted(gkey, gkey, side="right")  # end of the entry's group in its cell
-    sbox = box[order]
-    cnt = np.searchsorted(skey, skey, side="right") - run_end  # later entries of other groups
+    order = np.argsort(gkey)
+    skey, gkey = key[order], gkey[order]
+    # for each entry, the end of its run of one group in its cell and of its cell
+    run_end, cell_end = _run_ends(gkey), _run_ends(skey)
+    cnt = cell_end - run_end  # the later entries of other groups in the same cell
     m = int(cnt.sum())
     if not m:
         return none, none
-    p = np.repeat(np.arange(tot), cnt)
-    q = np.repeat(run_end, cnt) + (np.arange(m) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+    sel = np.flatnonzero(cnt)
+    c = cnt[sel]
+    p = np.repeat(sel, c)
+    q = np.repeat(run_end[sel], c) + (np.arange(m) - np.repeat(np.cumsum(c) - c, c))
+    sbox = box[order]
     a, b = sbox[p], sbox[q]
-    # the first cell both boxes cover: each pair once
-    first = (ix[order[p]] == np.maximum(cx0[a], cx0[b])) & (iz[order[p]] == np.maximum(cz0[a], cz0[b]))
-    a, b = a[first], b[first]
+    if tot != n:  # each pair in the first cell both boxes cover only
+        op = order[p]
+        first = (ix[op] == np.maximum(cx0[a], cx0[b])) & (iz[op] == np.maximum(cz0[a], cz0[b]))
+        a, b = a[first], b[first]
     ii, jj = np.minimum(a, b), np.maximum(a, b)
     keep = (
         (lo_x[ii] - pad <= hi_x[jj])
@@ -674,6 +692,57 @@ def box_pairs(
         & (lo_z[jj] - pad <= hi_z[ii])
     )
     return ii[keep], jj[keep]
+
+
+def _apart(A: np.ndarray, B: np.ndarray, reach: float) -> np.ndarray:
+    """Pairs of cars (rows: rear, middle, front world points, shape (k, 3, 2)) whose
+    chords are provably more than ``reach`` apart: B's points all on one side of A's
+    rear → front line, beyond A's middle's distance from it plus ``reach``. A car of no
+    length is never apart."""
+    u = A[:, 2] - A[:, 0]
+    norm = np.hypot(u[:, 0], u[:, 1])
+    ok = norm > 1e-6
+    n = np.stack([-u[:, 1], u[:, 0]], axis=1) / np.where(ok, norm, 1.0)[:, None]
+    o = A[:, 0]
+    nx, nz = n[:, 0], n[:, 1]
+    # B's points from A's line, and A's middle
+    d0, d1, d2 = ((B[:, k, 0] - o[:, 0]) * nx + (B[:, k, 1] - o[:, 1]) * nz for k in range(3))
+    w = np.abs((A[:, 1, 0] - o[:, 0]) * nx + (A[:, 1, 1] - o[:, 1]) * nz) + reach
+    lo, hi = np.minimum(np.minimum(d0, d1), d2), np.maximum(np.maximum(d0, d1), d2)
+    return ok & ((lo > w) | (hi < -w))
+
+
+def chords_within(P: np.ndarray, reach: float, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``i < j`` of cars of different groups whose chords may come closer than
+    ``reach``: a superset of the pairs :func:`side_collisions` finds within ``reach``
+    (docs/physics.md §5.4). ``P``: each car's rear, middle and front world (X, Z),
+    shape (n, 3, 2). Boxes (:func:`box_pairs`), then a band test (:func:`_apart`), then
+    the distance between the chords."""
+    X, Z = P[:, :, 0], P[:, :, 1]
+    mn, mx = np.minimum, np.maximum  # (faster than reductions over 3 columns)
+    ii, jj = box_pairs(
+        mn(mn(X[:, 0], X[:, 1]), X[:, 2]),
+        mx(mx(X[:, 0], X[:, 1]), X[:, 2]),
+        mn(mn(Z[:, 0], Z[:, 1]), Z[:, 2]),
+        mx(mx(Z[:, 0], Z[:, 1]), Z[:, 2]),
+        reach,
+        group=group,
+    )
+    if len(ii):
+        near = ~(_apart(P[ii], P[jj], reach) | _apart(P[jj], P[ii], reach))
+        ii, jj = ii[near], jj[near]
+    if len(ii):
+        uw = ((0, 0), (0, 1), (1, 0), (1, 1))
+        Pa, Pb = P[ii], P[jj]
+        d4 = _seg_dist(
+            np.concatenate([Pa[:, u] for u, _w in uw]),
+            np.concatenate([Pa[:, u + 1] for u, _w in uw]),
+            np.concatenate([Pb[:, w] for _u, w in uw]),
+            np.concatenate([Pb[:, w + 1] for _u, w in uw]),
+        )
+        near = d4.reshape(4, len(ii)).min(axis=0) < reach
+        ii, jj = ii[near], jj[near]
+    return ii, jj
 
 
 class Occupancy:
