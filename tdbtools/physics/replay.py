@@ -1071,17 +1071,17 @@ class Replay:
         x = np.array(self.engine.x)
         self._checked = (x, np.array(self.engine.v))
         length = self.bodies.length
-        # Every car's rear, middle and front (the middle of the part on the line, as
-        # side_collisions takes it), in one lookup per coordinate: the cars backwards,
-        # so that each train's points rise along the table and np.interp finds each one
-        # next to the last (the numbers do not depend on the order).
+        # Every car's rear and front (clipped onto its line) in one lookup per
+        # coordinate: the cars backwards, so that each train's points rise along the
+        # table and np.interp finds each next to the last (the numbers do not depend
+        # on the order).
         lo = np.minimum(np.maximum(x - length, 0.0), self.car_line_len)
         hi = np.minimum(np.maximum(x, 0.0), self.car_line_len)
-        g = np.stack([lo, (lo + hi) / 2.0, hi], axis=1)
+        g = np.stack([lo, hi], axis=1)
         g += self.car_base[:, None]
         X, Z = self.lines.world_xz(g[::-1].reshape(-1))
-        X, Z = X.reshape(-1, 3)[::-1], Z.reshape(-1, 3)[::-1]
-        fx, fz, rx, rz = X[:, 2], Z[:, 2], X[:, 0], Z[:, 0]
+        rx, fx = X.reshape(-1, 2)[::-1].T
+        rz, fz = Z.reshape(-1, 2)[::-1].T
         starts = self.train_start
         lo_x = np.minimum(np.minimum.reduceat(fx, starts), np.minimum.reduceat(rx, starts))
         hi_x = np.maximum(np.maximum.reduceat(fx, starts), np.maximum.reduceat(rx, starts))
@@ -1109,21 +1109,27 @@ class Replay:
             occ.update_lazy(names[k], self._position_of[k])
         if len(near) < 2:
             return
-        collide, side = self._close_trains(near_mask, x, X, Z)
+        collide, side = self._close_trains(near_mask, x, g, (rx, fx, rz, fz))
         for ev in occ.check_among(self.time, collide, side):
             self._safety(ev)
 
-    def _close_trains(self, near: np.ndarray, x: np.ndarray, X: np.ndarray, Z: np.ndarray) -> tuple[set, set]:
+    def _close_trains(self, near: np.ndarray, x: np.ndarray, g: np.ndarray, ends: tuple) -> tuple[set, set]:
         """Of the watched trains (``near``), those that may collide with a watched train
         on another line, and those that may touch one side by side: conservative supersets
         of the trains in the events of :func:`~tdbtools.physics.safety.collisions` and
-        :func:`~tdbtools.physics.safety.side_collisions` (docs/physics.md §5.4). ``X``,
-        ``Z``: every car's rear, middle and front."""
+        :func:`~tdbtools.physics.safety.side_collisions` (docs/physics.md §5.4). ``g``:
+        every car's rear and front on the global table, ``ends``: their world X and Z
+        (rear X, front X, rear Z, front Z)."""
         names = self._names
         cars = np.flatnonzero(near[self.car_train])
+        # the cars' middles (of the part on the line, as side_collisions takes them)
+        mx, mz = self.lines.world_xz(((g[cars, 0] + g[cars, 1]) / 2.0)[::-1])
+        rx, fx, rz, fz = (c[cars] for c in ends)
+        X = np.stack([rx, mx[::-1], fx], axis=1)
+        Z = np.stack([rz, mz[::-1], fz], axis=1)
         return (
             {names[k] for k in self._sharing_a_node(np.flatnonzero(near), x)},
-            {names[k] for k in self._side_by_side(cars, X[cars], Z[cars])},
+            {names[k] for k in self._side_by_side(cars, X, Z)},
         )
 
     def _sharing_a_node(self, trains: np.ndarray, x: np.ndarray) -> list[int]:

@@ -640,6 +640,13 @@ def box_pairs(
     none = np.zeros(0, dtype=np.int64)
     if n < 2:
         return none, none
+    if n <= 64:  # a few boxes: every pair costs less than the grid
+        ii, jj = np.triu_indices(n, 1)
+        if group is not None:
+            g = np.asarray(group)
+            other = g[ii] != g[jj]
+            ii, jj = ii[other], jj[other]
+        return _within(lo_x, hi_x, lo_z, hi_z, pad, ii, jj)
     grow = 0.5 * pad + 1.0  # > pad / 2 by far more than any rounding
     ext = np.maximum(hi_x - lo_x, hi_z - lo_z)
     k90 = (9 * n) // 10
@@ -684,7 +691,19 @@ def box_pairs(
         op = order[p]
         first = (ix[op] == np.maximum(cx0[a], cx0[b])) & (iz[op] == np.maximum(cz0[a], cz0[b]))
         a, b = a[first], b[first]
-    ii, jj = np.minimum(a, b), np.maximum(a, b)
+    return _within(lo_x, hi_x, lo_z, hi_z, pad, np.minimum(a, b), np.maximum(a, b))
+
+
+def _within(
+    lo_x: np.ndarray,
+    hi_x: np.ndarray,
+    lo_z: np.ndarray,
+    hi_z: np.ndarray,
+    pad: float,
+    ii: np.ndarray,
+    jj: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate pairs whose boxes are within ``pad`` (box_pairs' test as written)."""
     keep = (
         (lo_x[ii] - pad <= hi_x[jj])
         & (lo_x[jj] - pad <= hi_x[ii])
