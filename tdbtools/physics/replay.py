@@ -1064,8 +1064,8 @@ class Replay:
     def _check_collisions(self) -> None:
         """Track occupancy and side collisions (docs/physics.md §5.4). The trains whose
         boxes come close are watched (the occupancy's trains: one box per train, over
-        every car's front and rear); of those, the exact checks take only the trains with
-        a car whose box (front, middle and rear) comes close to a car on another line."""
+        every car's front and rear); of those, the exact checks take only the trains that
+        may collide with, or touch the side of, a train on another line."""
         if len(self.trains) < 2:
             return
         x = np.array(self.engine.x)

@@ -54,6 +54,13 @@ cars involved, located at the closest pair.
 Every event has the time, the train, the car indices (front → back, 0 = first car),
 the track node and the world location (tile_x, tile_z, x, y, z).
 :class:`Occupancy` keeps the trains' positions and reports only *new* contacts.
+
+Broad phase (docs/physics.md §5.4)
+----------------------------------
+For many trains the replay narrows the checks down first: :func:`box_pairs` (boxes
+within a pad, by a grid) picks the trains to watch, :func:`chords_within` the cars that
+may touch side by side, and :meth:`Occupancy.check_among` runs the two checks over only
+the trains that may touch, with the events and contacts of the checks over all of them.
 """
 
 from __future__ import annotations
