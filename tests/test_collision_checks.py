@@ -180,6 +180,27 @@ def test_box_pairs_are_the_pairs_of_the_all_pairs_comparison():
     assert [len(a) for a in box_pairs(np.zeros(1), np.ones(1), np.zeros(1), np.ones(1), 10.0)] == [0, 0]
 
 
+def test_box_pairs_over_a_world_of_tiny_cells():
+    """Small boxes spread over ±30 million km (more cells than an int64 key holds with the
+    groups): the cells are numbered densely first, and the pairs are still all there."""
+    rng = np.random.default_rng(4)
+    n = 400
+    lo_x = np.concatenate([rng.uniform(-3e10, 3e10, n // 2), rng.uniform(0.0, 60.0, n // 2)])
+    lo_z = np.concatenate([rng.uniform(-3e10, 3e10, n // 2), rng.uniform(0.0, 60.0, n // 2)])
+    hi_x, hi_z = lo_x + rng.uniform(0.0, 0.5, n), lo_z + rng.uniform(0.0, 0.5, n)
+    group = rng.integers(0, 3, n)
+    close = np.triu(
+        (lo_x[:, None] - 3.6 <= hi_x[None, :])
+        & (lo_x[None, :] - 3.6 <= hi_x[:, None])
+        & (lo_z[:, None] - 3.6 <= hi_z[None, :])
+        & (lo_z[None, :] - 3.6 <= hi_z[:, None]),
+        1,
+    ) & (group[:, None] != group[None, :])
+    ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, 3.6, group=group)
+    want = {(int(a), int(b)) for a, b in zip(*np.nonzero(close))}
+    assert len(want) > 100 and set(zip(ii.tolist(), jj.tolist())) == want
+
+
 def _two_node_line(name: str) -> TrackLine:
     """A straight 200 m line over node 1 (0–100 m) and node 2 (100–200 m, offset from 0)."""
     line = TrackLine.synthetic(200.0, source=name)

@@ -673,13 +673,14 @@ def box_pairs(
         w = np.arange(tot) - np.repeat(np.cumsum(cells) - cells, cells)
         nxb = nx[box]
         ix, iz = cx0[box] + w % nxb, cz0[box] + w // nxb
-    iz_min = int(iz.min())
-    key = (ix - int(ix.min())) * (int(iz.max()) - iz_min + 1) + (iz - iz_min)
-    if group is None:
-        gkey = key * tot + np.arange(tot)  # every entry its own group
-    else:
-        g = np.asarray(group, dtype=np.int64)[box]
-        gkey = key * (int(g.max()) + 1) + g
+    ix_min, iz_min = int(ix.min()), int(iz.min())
+    span_z = int(iz.max()) - iz_min + 1
+    key = (ix - ix_min) * span_z + (iz - iz_min)
+    g = np.arange(tot) if group is None else np.asarray(group, dtype=np.int64)[box]  # None: each its own
+    groups = int(g.max()) + 1
+    if (int(ix.max()) - ix_min + 1) * span_z * groups >= 2**62:  # (cells over a whole world)
+        key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    gkey = key * groups + g
     order = np.argsort(gkey)
     skey, gkey = key[order], gkey[order]
     # for each entry, the end of its run of one group in its cell and of its cell
