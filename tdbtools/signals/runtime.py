@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..formats.route import Route
-from ..formats.sigcfg import ASPECTS, CLEAR_2, RESTRICTING, STOP, STOP_AND_PROCEED
+from ..formats.sigcfg import ASPECTS, CLEAR_2, RESTRICTING, STOP, STOP_AND_PROCEED, SUBTYPES
 from ..formats.tdb import JunctionNode, VectorNode
 from .events import AspectSeen, Deadlock, ReplayEvent, SignalWait, Spad
 from .objects import Head, SignalObject, SignalSet
@@ -166,6 +166,8 @@ class HeadRuntime:
         "approach_position",
         "approach_speed",
         "type",
+        "_dds",
+        "_feat",
     )
 
     def __init__(self, ilk: Interlocking, sig: int, head: Head, hid: int) -> None:
@@ -177,6 +179,11 @@ class HeadRuntime:
         t = head.type
         self.approach_position = int(t.approach_position) if t and t.approach_position is not None else -1
         self.approach_speed = int(t.approach_speed) if t and t.approach_speed is not None else -1
+        # What the scripts ask every pass of data that never changes (types and world
+        # flags are frozen): worked out once.
+        self._dds = {a: t.def_draw_state(a) for a in range(len(ASPECTS))} if t is not None else {}
+        o = ilk.objects[sig]
+        self._feat = tuple(o.sig_feature(f) for f in range(len(SUBTYPES)))
 
     # MSTS set ---------------------------------------------------------------------------------
     def block_state(self) -> int:
@@ -217,12 +224,17 @@ class HeadRuntime:
         return self.ilk.dist_multi(self.sig, fn1, fn2, use_route_set=False)
 
     def sig_feature(self, feature: int) -> int:
+        if 0 <= feature < len(self._feat):
+            return self._feat[feature]
         return self.ilk.objects[self.sig].sig_feature(feature)
 
     def hashead(self, n: int) -> int:
         return self.ilk.objects[self.sig].hashead(n)
 
     def def_draw_state(self, aspect: int) -> int:
+        d = self._dds.get(aspect)
+        if d is not None:
+            return d
         return self.type.def_draw_state(aspect) if self.type is not None else -1
 
     # OR additions (the common ones; the rest read 0) ------------------------------------------
