@@ -141,15 +141,15 @@ class TrainState:
     def extent(self, section: int) -> tuple[float, float] | None:
         """``extents.get(section)`` without building the whole dict."""
         got = None
-        for e, _start, _end in self.occ_elems:
-            if e.section == section:
-                got = e  # (the last one counts, as in extents)
+        for item in self.occ_elems:
+            if item[0].section == section:
+                got = item  # (the last one counts, as in extents)
         if got is None or self.occ_span is None:
             return None
+        e, start, end = got
         rear, front = self.occ_span
-        a, b = max(rear, got.s0) - got.s0, min(front, got.s1) - got.s0
-        start, end = next((x, y) for e, x, y in self.occ_elems if e is got)
-        return (start + a, start + b) if got.direction == 1 else (end - b, end - a)
+        a, b = max(rear, e.s0) - e.s0, min(front, e.s1) - e.s0
+        return (start + a, start + b) if e.direction == 1 else (end - b, end - a)
 
 
 class HeadRuntime:
