@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress
+from typing import Any
 
 import numpy as np
 
@@ -378,8 +379,8 @@ class DriverBatch:
     def __init__(
         self,
         autos: Sequence[AutoDriver | None],
-        departs: Sequence[object | None],
-        signals: Sequence[object | None],
+        departs: Sequence[Any],
+        signals: Sequence[Any],
         creep: float,
     ) -> None:
         self.n = len(autos)
@@ -400,7 +401,7 @@ class DriverBatch:
         self.vmax = np.array([d.max_speed for d in autos_], dtype=f64)
         self.cb = np.array([d.coast_before for d in autos_], dtype=f64)
         self.depart = np.array(
-            [-math.inf if departs[k] is None else departs[k].depart for k in rows],  # type: ignore[attr-defined]
+            [-math.inf if departs[k] is None else departs[k].depart for k in rows],
             dtype=f64,
         )
         dec, bd = self.dec, self.bd
@@ -438,15 +439,15 @@ class DriverBatch:
         sigs = self.signals
         nan = math.nan
         self.sig_stop = np.array(
-            [nan if w is None or w.stop_s is None else w.stop_s for w in sigs],  # type: ignore[attr-defined]
+            [nan if w is None or w.stop_s is None else w.stop_s for w in sigs],
             dtype=np.float64,
         )
-        self.has_sig_stop = np.array([w is not None and w.stop_s is not None for w in sigs], dtype=bool)  # type: ignore[attr-defined]
+        self.has_sig_stop = np.array([w is not None and w.stop_s is not None for w in sigs], dtype=np.bool_)
         self.creep_at = np.array(
-            [nan if w is None or w.creep_at is None else w.creep_at for w in sigs],  # type: ignore[attr-defined]
+            [nan if w is None or w.creep_at is None else w.creep_at for w in sigs],
             dtype=np.float64,
         )
-        limits = [() if w is None else w.limits for w in sigs]  # type: ignore[attr-defined]
+        limits = [() if w is None else w.limits for w in sigs]
         n_lim = np.array([len(x) for x in limits], dtype=np.int64)
         L = int(n_lim.max(initial=0))
         m = self.m

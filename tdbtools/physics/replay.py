@@ -28,6 +28,7 @@ import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -472,7 +473,7 @@ class Replay:
     #: From this many trains on, a step drives the automatic drivers and works out the
     #: traction and brakes of all trains with numpy calls over all of them (the same
     #: numbers, docs/running-time.md §2.1); below, per-train Python is cheaper.
-    BATCH_MIN_TRAINS = 8
+    BATCH_MIN_TRAINS = 24
 
     def __init__(
         self,
@@ -674,6 +675,7 @@ class Replay:
         self._trac_car, self._brake_car, self._vmax_car = np.zeros(n), np.zeros(n), np.zeros(n)
         self._xv: tuple | None = None
         self._batch: DriverBatch | None = None
+        self._batch_dt: float | None = None
         self._batch_of: list = []
         self.occupancy = Occupancy()
         self.time = 0.0
@@ -859,10 +861,12 @@ class Replay:
         drivers = [t.driver for t in self.trains]
         if self._batch is None or self._batch_of != drivers:
             autos: list[AutoDriver | None] = []
-            departs: list[object | None] = []
-            sigs: list[object | None] = []
+            departs: list[Any] = []
+            sigs: list[Any] = []
             for d in drivers:
-                a = dep = sig = None
+                a: AutoDriver | None = None
+                dep: Any = None
+                sig: Any = None
                 if type(d) is AutoDriver and "constraints" not in vars(d):
                     a = d
                 elif isinstance(d, SignalDriver | DepartDriver) and type(d.inner) is AutoDriver:
@@ -1025,13 +1029,16 @@ class Replay:
     ):
         """:meth:`_traction_and_brakes` with the per-train part as numpy calls over all
         trains (the controls as arrays): every branch of the scalar loop is an
-        ``np.where`` of the same IEEE operations, and Python's ``min``/``max`` are
-        :func:`_pmin`/:func:`_pmax`, so the forces are the same bits
-        (docs/running-time.md §2.1)."""
+        ``np.where`` of the same IEEE operations in the same order, so the forces are the
+        same bits (docs/running-time.md §2.1). Python's ``min(x, c)`` / ``max(x, c)``
+        are ``np.minimum`` / ``np.maximum`` where they agree: both keep a NaN ``x``, and
+        they differ only on a tie of two zeros of different sign (``max(-0.0, 0.0)`` is
+        −0.0 in Python), so :func:`_pmax` stands where such a zero could reach a result."""
         self._last_forces = (grav, dav, crv)
         m = self.model
         ct = self.car_train
-        has_t = ~np.isnan(ctl.target)
+        tgt = ctl.target
+        has_t = tgt == tgt  # (not NaN: a speed target)
         thr = np.where(has_t, 1.0, ctl.throttle)
         eng = self._engines
         trac0 = np.zeros(len(v))
@@ -1045,7 +1052,7 @@ class Replay:
             )
         n = len(v)
         rows = np.concatenate((trac0, grav, dav + crv)).reshape(3, n)
-        Fs, Gs, Rs = np.add.reduceat(rows, self.train_start, axis=1)
+        F, Gs, Rs = np.add.reduceat(rows, self.train_start, axis=1)
         M = self.train_inertia
         applied = self.brake_applied
         maxbrake = self.train_maxbrake
@@ -1053,48 +1060,51 @@ class Replay:
         if mb_car is not None:
             maxbrake = np.maximum(np.add.reduceat(mb_car, self.train_start), 1.0)
         emergency = forces.EMERGENCY_FACTOR
+        if self._batch_dt != dt:
+            self._batch_dt = dt
+            self._release_step = -dt / self.train_release
+            self._build_step = dt / self.train_build
         with np.errstate(all="ignore"):  # the branches not taken may divide by 0
             fwd = np.where(vk < 0.0, -1.0, 1.0)
             other = Gs - fwd * Rs
-            tgt = ctl.target
-            hold = np.where(has_t, _pmax(fwd * other - M * (tgt - vk) / dt, 0.0), 0.0)
+            f_other = fwd * other
+            reach_t = M * (tgt - vk) / dt  # (NaN without a target)
+            # brakes to hold the target when no traction would run over it (only > 0 counts)
+            hold = np.maximum(f_other - reach_t, 0.0)
             held = hold > 0.0
-            # deceleration mode: the hourly model's deceleration
-            a_b = np.where(ctl.deceleration > 0, ctl.deceleration, ctl.brake * self.train_spec_decel)
-            a_b = np.where(held, hold / M - fwd * other / M, a_b)
-            dmode = self.train_decel_mode
-            decel_on = dmode & (a_b > 0)
-            b_dec = np.where(decel_on, _pmax(M * a_b + fwd * other, 0.0), 0.0)
-            # force mode: a fraction of the brake force, built up and released
-            by_decel = _pmin(_pmax((M * ctl.deceleration + fwd * other) / maxbrake, 0.0), 1.0)
+            # force mode: a fraction of the brake force, built up and released (the
+            # applied fraction is never −0.0: it starts at +0.0 and only adds steps)
             demand = np.where(
-                ctl.emergency,
-                emergency,
-                np.where(
-                    held,
-                    _pmin(hold / maxbrake, 1.0),
-                    np.where((ctl.brake > 0) | (ctl.deceleration <= 0), ctl.brake, by_decel),
-                ),
+                (ctl.brake > 0) | (ctl.deceleration <= 0),
+                ctl.brake,
+                np.minimum(np.maximum((M * ctl.deceleration + f_other) / maxbrake, 0.0), 1.0),
             )
-            a = applied + _pmin(_pmax(demand - applied, -dt / self.train_release), dt / self.train_build)
-            a = _pmin(_pmax(a, 0.0), emergency)
-            a = np.where(dmode, applied, a)
-            b_force = np.where(dmode, b_dec, a * maxbrake)
+            demand = np.where(held, np.minimum(hold / maxbrake, 1.0), demand)
+            demand = np.where(ctl.emergency, emergency, demand)
+            a = applied + np.minimum(np.maximum(demand - applied, self._release_step), self._build_step)
+            a = np.minimum(np.maximum(a, 0.0), emergency)
+            b_force = a * maxbrake
+            decel_on = None
+            if self._any_decel_mode:
+                # deceleration mode: the hourly model's deceleration
+                dmode = self.train_decel_mode
+                a_b = np.where(ctl.deceleration > 0, ctl.deceleration, ctl.brake * self.train_spec_decel)
+                a_b = np.where(held, hold / M - f_other / M, a_b)
+                decel_on = dmode & (a_b > 0)
+                b_dec = np.where(decel_on, _pmax(M * a_b + f_other, 0.0), 0.0)
+                a = np.where(dmode, applied, a)
+                b_force = np.where(dmode, b_dec, b_force)
             net = other - fwd * b_force
-            F = Fs
-            q = np.where(
-                has_t,
-                np.where(F > 0, _pmin(_pmax((M * (tgt - vk) / dt - net) / F, 0.0), 1.0), 0.0),
-                1.0,
-            )
+            q = np.where(F > 0, np.minimum(_pmax((reach_t - net) / F, 0.0), 1.0), 0.0)
+            q = np.where(has_t, q, 1.0)
             scale = q * _taper_factors(F * q, net, M, vk, self.train_vmax, dt) * thr
             ratio = scale / np.where(thr > 0, thr, 1.0)
         self.brake_applied = a
         trac = trac0 * ratio[ct]
         brk = (m.max_brake if mb_car is None else mb_car) * (
-            a if not self._any_decel_mode else np.where(dmode, 0.0, a)
+            a if decel_on is None else np.where(self.train_decel_mode, 0.0, a)
         )[ct]
-        if np.logical_or.reduce(decel_on):
+        if decel_on is not None and np.logical_or.reduce(decel_on):
             opp = forces.opposing_resistance(v, dav, crv, grav)
             dc = np.where(decel_on, a_b, 0.0)[ct]
             brk = brk + np.maximum(self._inertial * dc - opp, 0.0) * (dc > 0)
