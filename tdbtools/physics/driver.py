@@ -342,15 +342,16 @@ def _pmin(a, b):  # noqa: ANN001, ANN202
 
 
 def _count_at_or_below(ptr: np.ndarray, flat: np.ndarray, base: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``bisect_right(row, x[i])`` for every row ``flat[base[i] :]`` (padded with +inf),
-    moved on from last step's counts ``ptr``: a front passes a post or two a step."""
+    """``bisect_right(row, x[i])`` for every row ``flat[base[i] + 1 :]`` (led by −inf,
+    padded with +inf), moved on from last step's counts ``ptr``: a front passes a post
+    or two a step."""
     while True:
-        up = flat[base + ptr] <= x
+        up = flat[base + 1 + ptr] <= x
         if not np.logical_or.reduce(up):
             break
         ptr = ptr + up
     while True:
-        down = (ptr > 0) & (flat[base + ptr - 1] > x)
+        down = flat[base + ptr] > x
         if not np.logical_or.reduce(down):
             break
         ptr = ptr - down
@@ -427,7 +428,10 @@ class DriverBatch:
             post_v[i, : counts[i]] = d.limit_v
         self.post_s, self.post_v = post_s.ravel(), post_v.ravel()
         self.base = np.arange(m, dtype=np.int64) * width
-        self.base2 = np.concatenate((self.base, self.base))
+        # the posts led by −inf, for counting the posts behind the fronts and rears
+        self.post_s_led = np.column_stack((np.full(m, -np.inf), post_s)).ravel()
+        self.base2 = np.tile(np.arange(m, dtype=np.int64) * (width + 1), 2)
+        self.all_rows = m == self.n  # (every train is a row: no gathering or scattering)
         self._window = np.arange(self.WINDOW)
         self._counts: np.ndarray | None = None  # posts at or behind the fronts, then the rears
         # the constraint table, in the order of constraints(): the cap, WINDOW posts, the
@@ -484,13 +488,16 @@ class DriverBatch:
         controls these are (the others: call their driver). ``free``: the trains the
         caller lets drive (not derailed)."""
         n = self.n
-        out_thr, out_brk = np.zeros(n), np.zeros(n)
-        out_dec, out_tgt = np.zeros(n), np.full(n, np.nan)
-        out_em = np.zeros(n, dtype=bool)
-        driven = np.zeros(n, dtype=bool)
+        out_thr = np.zeros(n)
         rows, autos, W = self.rows, self.autos, self.WINDOW
         if not len(rows):
-            return driven, (out_thr, out_brk, out_dec, out_tgt, out_em)
+            return np.zeros(n, dtype=bool), (
+                out_thr,
+                np.zeros(n),
+                np.zeros(n),
+                np.full(n, np.nan),
+                np.zeros(n, dtype=bool),
+            )
         if signals_version != self._sig_version or self._sig_version is None:
             self._read_signals()
             self._sig_version = signals_version if signals_version is not None else object()
@@ -499,7 +506,7 @@ class DriverBatch:
             self.release = -dt * self.rate / RELEASE_OVER_BUILD_UP
             self.build = dt * self.rate
             self.reach_lag = dt + self.bd + self.cb
-        fr, sp, re = front[rows], speed[rows], rear[rows]
+        fr, sp, re = (front, speed, rear) if self.all_rows else (front[rows], speed[rows], rear[rows])
         nan, inf = math.nan, math.inf
         # The next stop's s (NaN: none; -inf: standing at it, or extra targets, or
         # finished: such a train is left to its own call) and the brakes' state.
@@ -522,7 +529,7 @@ class DriverBatch:
                 [bisect.bisect_right(d.limit_s, x) for d, x in zip(autos + autos, ends.tolist())],
                 dtype=np.int64,
             )
-        counts = self._counts = _count_at_or_below(self._counts, self.post_s, self.base2, ends)
+        counts = self._counts = _count_at_or_below(self._counts, self.post_s_led, self.base2, ends)
         m = self.m
         first = counts[:m]
         base = self.base
@@ -602,10 +609,19 @@ class DriverBatch:
         okl = ok.tolist()
         for drv, x in zip(compress(autos, okl), new_applied[ok].tolist()):
             drv._applied = x
+        braking = on_curve | over
+        if self.all_rows:
+            driven = ok | held
+            out_dec = np.where(ok & braking, asked, 0.0)
+            out_tgt = np.where(ok & ~braking, best, nan)
+            out_em = ok & emergency
+            out_brk = np.where(held, 1.0, 0.0)
+            return driven, (out_thr, out_brk, out_dec, out_tgt, out_em)
+        out_brk, out_dec, out_tgt = np.zeros(n), np.zeros(n), np.full(n, np.nan)
+        out_em, driven = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         r_ok = rows[ok]
         driven[r_ok] = True
         driven[rows[held]] = True
-        braking = on_curve | over
         out_dec[r_ok] = np.where(braking, asked, 0.0)[ok]
         out_tgt[r_ok] = np.where(braking, nan, best)[ok]
         out_em[r_ok] = emergency[ok]

@@ -470,10 +470,12 @@ class _Lines:
 class Replay:
     """A running replay; :func:`replay` runs one to the end."""
 
-    #: From this many trains on, a step drives the automatic drivers and works out the
-    #: traction and brakes of all trains with numpy calls over all of them (the same
-    #: numbers, docs/running-time.md §2.1); below, per-train Python is cheaper.
+    #: From this many trains on, a step works out the traction and brakes of all trains
+    #: with numpy calls over all of them, and from BATCH_DRIVERS_MIN_TRAINS on it also
+    #: drives the automatic drivers so (the same numbers, docs/running-time.md §2.1);
+    #: below, per-train Python is cheaper (measured break-even: ~25 and ~50 trains).
     BATCH_MIN_TRAINS = 24
+    BATCH_DRIVERS_MIN_TRAINS = 48
 
     def __init__(
         self,
@@ -741,8 +743,9 @@ class Replay:
             np.subtract(self._fb, self.model.bogie_spacing, out=self._rb)
         x, v = self._xv[0], self._xv[1]
         starts = self.train_start
-        batch = len(self.trains) >= self.BATCH_MIN_TRAINS
-        if batch:
+        T = len(self.trains)
+        batch = T >= self.BATCH_MIN_TRAINS
+        if batch and T >= self.BATCH_DRIVERS_MIN_TRAINS:
             ctl = self._drive_batch(x, v, dt)
         else:
             # One Python pass over the trains: the drivers (scalars), fed with the fronts,
@@ -750,7 +753,9 @@ class Replay:
             fronts = x[starts].tolist()
             speeds = v[starts].tolist()
             rears = (x[self.train_end] - self._end_length).tolist()
-            ctrl = [self._drive(k, fronts[k], speeds[k], rears[k], dt) for k in range(len(self.trains))]
+            ctrl = [self._drive(k, fronts[k], speeds[k], rears[k], dt) for k in range(T)]
+            if batch:
+                ctl = _ControlArrays.of(ctrl)
         m = self.model
         lines = self.lines
         n = len(x)
