@@ -101,11 +101,14 @@ def dk24_services():
     ]
 
 
-def make_dk24_activity(route_folder: Path) -> Path:
+def make_dk24_activity(route_folder: Path, route=None) -> Path:  # noqa: ANN001
+    """Write the activity into ``route_folder``; ``route``: that folder already loaded
+    (writing the files changes the folder, so a cached load would not be reused)."""
     from tdbtools.formats.route import load_route
     from tdbtools.physics.activity_build import write_activity_files
 
-    route = load_route(route_folder)
+    if route is None:
+        route = load_route(route_folder)
     return write_activity_files(
         route, "Fyn morning", dk24_services(), description="crossings at Tommerup", duration=2 * 3600
     )

@@ -479,12 +479,17 @@ def export_cmd(
                 "give --format geojson|json|csv|vtk (or an --out file ending in "
                 ".geojson, .json, .csv or .vtp)"
             )
+    from .errors import Diagnostics
+
     r = _load(route, strict=strict)
+    left_out = Diagnostics(strict=strict)
     if out is None:
-        click.echo(export_route(r, fmt, None, step=step), nl=False)
-        return
-    export_route(r, fmt, out, overwrite=overwrite, step=step)
-    click.echo(f"wrote {out}")
+        click.echo(export_route(r, fmt, None, step=step, diagnostics=left_out), nl=False)
+    else:
+        export_route(r, fmt, out, overwrite=overwrite, step=step, diagnostics=left_out)
+        click.echo(f"wrote {out}")
+    for f in left_out.findings:
+        click.echo(f"warning: {f} (--strict refuses such exports)", err=True)
 
 
 @main.command()
@@ -550,6 +555,13 @@ def convert(source: Path, out: Path, overwrite: bool, strict: bool) -> None:
 @click.option(
     "--follow", default=None, help="Animations: keep the camera on this train (default: the first)."
 )
+@click.option(
+    "--frames",
+    type=click.IntRange(2, 10_000),
+    default=None,
+    help="Animations: this many frames, evenly over the replay (default: one per 0.1 s of video "
+    "at 10x real time, at most 300).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @_strict_option
 @_handle_errors
@@ -564,6 +576,7 @@ def render(
     size: str,
     replay_src: Path | None,
     follow: str | None,
+    frames: int | None,
     overwrite: bool,
     strict: bool,
 ) -> None:
@@ -613,6 +626,7 @@ def render(
             exaggerate=exaggerate,
             follow=follow if follow else True,
             window_size=(w, h) if size != "1280x960" else (800, 608),
+            frames=frames,
         )
         click.echo(f"wrote {out}")
         return

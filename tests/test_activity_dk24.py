@@ -28,12 +28,14 @@ def _bench():
 def test_dk24_activity(tmp_path):
     bench = _bench()
     folder = bench.dk24_install(DK24_ROUTE, tmp_path, world=True)
-    act = bench.make_dk24_activity(folder)
+    # Loaded once for writing and replaying the activity (the throw-away copy in the
+    # user's route cache would only be written, never read again).
+    route = load_route(folder, cache=False)
+    act = bench.make_dk24_activity(folder, route)
     a = read_activity(act)
     assert a.player.name == "Fyn_morning_IC_821" and len(a.services) == 4
     trf = read_traffic(folder / "TRAFFIC" / "Fyn_morning.trf")
     assert trf.entry("Fyn_morning_IR_4520", bench.hms(9, 52)) is not None
-    route = load_route(folder)
     assert signals_for(route, None) is not None  # a signalled route: the activity runs on its signals
     for pat in sorted((folder / "PATHS").glob("*.pat")):
         res = resolve_path(route, pat)

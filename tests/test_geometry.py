@@ -429,3 +429,14 @@ def test_dk24_chunked_closure_matches_whole_arrays(dk24, monkeypatch):
     delta, turn, e_delta = _closure_reference(dk24, g)
     assert np.array_equal(c.join_delta, delta) and np.array_equal(c.join_turn, turn)
     assert np.array_equal(c.end_delta, e_delta, equal_nan=True)
+
+
+def test_section_start_xyz_is_where_each_section_begins(sample):
+    # One function for the start table that closure and audit each worked out themselves.
+    from tdbtools.track.geometry import point_at, section_geometry, section_start_xyz
+
+    geom = section_geometry(sample)
+    start = section_start_xyz(geom)
+    rows = np.arange(len(geom))
+    assert start.shape == (len(geom), 3)
+    np.testing.assert_allclose(start, point_at(geom, rows, np.zeros(len(geom))).xyz, atol=1e-9)

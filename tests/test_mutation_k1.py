@@ -114,7 +114,8 @@ _T = '[[train]]\nconsist = "c"\npath = "p"\n'
         ),
         ("rotating_mass = 1\n" + _T, "rotating_mass: expected true or false", 2, 1),
         ('adhesion = "icy"\n' + _T, 'adhesion must be "dry", "wet" or "off", got \'icy\'', 2, 1),
-        ('[[train]]\npath = "p"\n', "train 'train1': 'consist' is required", 1, 1),
+        # A key the entry lacks: the caret goes on that entry's [[train]] header.
+        ('[[train]]\npath = "p"\n', "train 'train1': 'consist' is required", 2, 1),
         ('[[train]]\nconsist = 3\npath = "p"\n', "train 'train1': 'consist' is required", 3, 1),
         ('[[train]]\nname = "a"\nconsist = "c"\npath = 3\n', "train 'a': 'path' must be a file name", 5, 1),
         (
@@ -208,6 +209,21 @@ def test_each_scenario_error_says_what_and_where(body, message, line, column):
     assert ei.value.message == message
     assert (ei.value.path, ei.value.line, ei.value.column) == ("s.toml", line, column)
     assert ei.value.snippet.endswith("^")
+
+
+def test_a_key_missing_from_a_later_entry_points_at_that_entrys_header():
+    """Not at (1, 1), nor at the same key of an earlier entry."""
+    text = 'route = "x"\n' + _T + '\n  [[train]]\nname = "b"\npath = "p"\n'
+    with pytest.raises(ScenarioError) as ei:
+        scenario_from_text(text, "s.toml")
+    assert ei.value.message == "train 'b': 'consist' is required"
+    assert (ei.value.line, ei.value.column) == (6, 3)
+    assert ei.value.snippet == "      [[train]]\n      ^"
+    text = 'route = "x"\n[[event]]\nat = 1\njunction = 3\nroute = 0\n[[event]]\nat = 2\nroute = 0\n' + _T
+    with pytest.raises(ScenarioError) as ei:
+        scenario_from_text(text, "s.toml")
+    assert ei.value.message == "event: 'junction' is required"
+    assert (ei.value.line, ei.value.column) == (6, 1)
 
 
 def test_scenario_keys_at_their_bounds_are_accepted():

@@ -480,8 +480,8 @@ def test_side_collisions_of_trains_sharing_a_line_object(line_we):
 
 
 @needs_dk24
-def test_dk24_line_matches_traveller():
-    route = load_route(DK24_ROUTE, cache=False)
+def test_dk24_line_matches_traveller(dk24):
+    route = dk24  # parsed once per run (conftest), not again here
     res = resolve_path(route, DK24_ROUTE / "PATHS" / "10.pat")
     assert res.ok
     line = TrackLine.from_path(route, res, extend=3000.0)

@@ -377,3 +377,30 @@ def test_gentle_buffer_impacts_are_not_listed_as_faults():
     lines = _event_lines([gentle, gentle, hard])
     assert lines[0] == "  impact at 60.0 s: 10.8 km/h between a car 2 and b car 0 (node 4)"
     assert "2 gentle buffer impact(s)" in lines[1] and "normal" in lines[1]
+
+
+def test_geojson_of_a_route_off_the_globe_reports_what_it_leaves_out(rw, tmp_path):
+    # Tile (-3, 7) is ~16,000 km south of the South Pole in the MSTS tile grid: the IGH
+    # inverse has no point there, so every feature is left out, and that must be said.
+    from tdbtools.export import ExportError, route_geojson, write_geojson
+
+    route = load_route(rw)
+    with pytest.raises(ExportError, match="3 of 3 features") as err:
+        route_geojson(route)  # the Python API refuses by default, as load_route does
+    assert "south of the South Pole" in str(err.value) and "tile (-3, 7)" in str(err.value)
+    d = Diagnostics(strict=False)
+    assert route_geojson(route, diagnostics=d)["features"] == []
+    (f,) = d.findings
+    assert (f.code, f.severity, f.count) == ("OUTSIDE_PROJECTION", "warning", 1)
+    assert "1 vector node" in f.message and "2 junction/end nodes" in f.message
+    with pytest.raises(ExportError):
+        write_geojson(route, tmp_path / "lib.geojson")
+    assert list(tmp_path.iterdir()) == []  # no half-written file, no temporary left
+    r = _cli("export", rw, "--out", tmp_path / "x.geojson")
+    assert r.exit_code == 0 and "OUTSIDE_PROJECTION" in r.stderr and "3 of 3 features" in r.stderr
+    assert (tmp_path / "x.geojson").is_file()
+    r = _cli("export", rw, "--out", tmp_path / "y.geojson", "--strict")
+    assert r.exit_code == 2 and "3 of 3 features" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "y.geojson").exists() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "x.geojson"
+    ]

@@ -191,6 +191,25 @@ def test_install_includes_stay_in_the_install(tmp_path):
         parse_file(g)
 
 
+def test_the_install_is_looked_for_only_when_a_file_includes(tmp_path, monkeypatch):
+    # The search lists every folder above the file: reading 313 .pat files one by one
+    # listed their PATHS folder 313 times for nothing (none has an include).
+    from tdbtools.stf import parser
+
+    calls: list[Path] = []
+    real = parser.find_install_root
+    monkeypatch.setattr(parser, "find_install_root", lambda p: calls.append(p) or real(p))
+    inst = tmp_path / "inst"
+    (inst / "GLOBAL").mkdir(parents=True)
+    plain = _write(inst / "ROUTES" / "R" / "plain.dat", SIG + "A ( 1 )\n")
+    assert parse_file(plain).find("A").items == ["1"] and calls == []
+    _write(tmp_path / "outside.inc", SIG + "O ( 3 )\n")
+    g = _write(inst / "ROUTES" / "R" / "y.dat", SIG + "include ( ../../../outside.inc )\n")
+    with pytest.raises(IncludeError, match="outside"):
+        parse_file(g)
+    assert calls == [g.resolve()]
+
+
 def test_cli_parse_root_option(tmp_path):
     from click.testing import CliRunner
 

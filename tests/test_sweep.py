@@ -27,11 +27,14 @@ from tdbtools.sweep import (  # noqa: E402
     sweep_spec_from_text,
 )
 
+# step 0.5 s, not the default 0.1: these tests check the sweep (workers, resuming, the
+# table), comparing runs of one spec with each other, and its ~50 replays are most of
+# the file's time.
 SPEC = """\
 route = "ROUTES/SAMPLE"
 paths = ["Main*.pat", "Siding.pat", "broken.pat"]
 consists = ["sample_passenger", "sample_freight", "no_such_consist"]
-step = 0.1
+step = 0.5
 duration = 300
 
 [grid]
@@ -196,7 +199,7 @@ def test_sweep_on_two_workers_matches_single_replays(full_sweep, tmp_path):
             assert row[k] == s[k], (c.path, c.consist, k)
     # ... and one of them written as a plain scenario file gives the same too.
     (install / "one.toml").write_text(
-        'route = "ROUTES/SAMPLE"\nduration = 300\n[[train]]\nname = "train"\n'
+        'route = "ROUTES/SAMPLE"\nstep = 0.5\nduration = 300\n[[train]]\nname = "train"\n'
         'consist = "sample_freight"\npath = "MainWE.pat"\nbeyond_path = 100\n',
         encoding="utf-8",
     )

@@ -265,3 +265,20 @@ def test_bulk_reader_on_dk24(name, monkeypatch):
     path = DK24_ROUTE / name
     assert _same(path, monkeypatch, True)
     assert parse_tdb(path, Diagnostics()) == parse_file(path)
+
+
+def test_one_node_walk_serves_the_bulk_reader_and_the_lexer_hook():
+    # read_bulk_nodes and _table_run_end walked the nodes with two copies of one loop;
+    # scan_track_nodes is that walk: its kinds are the model's nodes, its end the run's.
+    blank = stf_parser._blank_first_line(_GOOD)
+    pos = stf_parser._TABLE_OPEN.match(blank, blank.find("TrackNodes") + 10).end()
+    after_count = tdb_mod._patterns().count.match(blank, pos).end()
+    walk = list(tdb_mod.scan_track_nodes(blank, after_count))
+    kinds = {tdb_mod.VECTOR_NODE: "vector", tdb_mod.JUNCTION_NODE: "junction", tdb_mod.END_NODE: "end"}
+    db = tdb_from_document(parse_text(_GOOD), Diagnostics())
+    assert [kinds[k] for k, *_ in walk] == [n.kind for n in db.nodes[1:]]
+    k, m, tail, _a, _b = walk[-1]
+    assert tdb_mod._table_run_end(blank, pos) == (tail or m).end()
+    bad = blank[:after_count] + blank[after_count:].replace("TrVectorSections ( ", "TrVectorSections ( (", 1)
+    assert [k for k, *_ in tdb_mod.scan_track_nodes(bad, after_count)][-1] == tdb_mod.BAD_NODE
+    assert tdb_mod._table_run_end(bad, pos) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import Diagnostics
 from ..formats.route import Route
 from .convert import convert_route, merge_blocks
 from .geo import (
@@ -19,6 +20,7 @@ from .geo import (
     IGH_PROJ,
     IGH_X0,
     IGH_Y0,
+    OUTSIDE_PROJECTION,
     geojson_text,
     igh_xy,
     route_geojson,
@@ -53,13 +55,23 @@ FORMATS = ("geojson", "json", "csv", "vtk")
 
 
 def export_route(
-    route: Route, fmt: str, path: str | Path | None = None, *, overwrite: bool = False, step: float = 10.0
+    route: Route,
+    fmt: str,
+    path: str | Path | None = None,
+    *,
+    overwrite: bool = False,
+    step: float = 10.0,
+    diagnostics: Diagnostics | None = None,
 ) -> str | Path:
     """Export ``route`` as ``fmt`` (one of :data:`FORMATS`): the text, or written to
-    ``path`` (atomically; an existing file only with ``overwrite``)."""
+    ``path`` (atomically; an existing file only with ``overwrite``). GeoJSON features
+    outside the projection raise :class:`ExportError`, or with a lenient
+    ``diagnostics`` become its ``OUTSIDE_PROJECTION`` finding."""
     fmt = fmt.lower()
     if fmt == "geojson":
-        return geojson_text(route) if path is None else write_geojson(route, path, overwrite=overwrite)
+        if path is None:
+            return geojson_text(route, diagnostics=diagnostics)
+        return write_geojson(route, path, overwrite=overwrite, diagnostics=diagnostics)
     if fmt == "json":
         return route_to_json(route) if path is None else write_json(route, path, overwrite=overwrite)
     if fmt == "csv":
@@ -79,6 +91,7 @@ __all__ = [
     "IGH_PROJ",
     "IGH_X0",
     "IGH_Y0",
+    "OUTSIDE_PROJECTION",
     "igh_xy",
     "tile_to_lonlat",
     "world_to_lonlat",

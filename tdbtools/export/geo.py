@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import Diagnostics, Finding
 from ..formats.route import Route
 from ..formats.tdb import EndNode, JunctionNode, VectorNode
 from ..track.geometry import TILE_SIZE, sample_route_chunks
@@ -53,7 +54,11 @@ __all__ = [
     "route_geojson",
     "geojson_text",
     "write_geojson",
+    "OUTSIDE_PROJECTION",
 ]
+
+#: Finding code of the features a GeoJSON export leaves out (docs/findings.md §4).
+OUTSIDE_PROJECTION = "OUTSIDE_PROJECTION"
 
 
 @lru_cache(maxsize=1)
@@ -94,6 +99,62 @@ def tile_to_lonlat(tile_x, tile_z, x=0.0, z=0.0) -> tuple[np.ndarray, np.ndarray
     return world_to_lonlat(X, Z)
 
 
+def _where_off(X: float, Z: float) -> str:
+    """Why absolute MSTS (X, Z) has no longitude/latitude, for a message."""
+    gx, gy = float(X) + IGH_X0, float(Z) + IGH_Y0
+    # Northing of the poles (±8,673.5 km), from the projection itself.
+    pole = float(_proj()(0.0, 90.0)[1])
+    tile = f"tile ({round(X / TILE_SIZE)}, {round(Z / TILE_SIZE)})"
+    if gy < -pole:
+        return f"{tile} is {(-pole - gy) / 1000:,.0f} km south of the South Pole"
+    if gy > pole:
+        return f"{tile} is {(gy - pole) / 1000:,.0f} km north of the North Pole"
+    if abs(gx) > math.pi * EARTH_RADIUS:
+        return f"{tile} is {(abs(gx) - math.pi * EARTH_RADIUS) / 1000:,.0f} km beyond the 180th meridian"
+    return f"{tile} is in a gap between the projection's lobes"
+
+
+class _Skipped:
+    """What :func:`_features` leaves out, counted as it goes."""
+
+    __slots__ = ("kept", "vector", "point", "item", "points", "lines", "first")
+
+    def __init__(self) -> None:
+        self.kept = self.vector = self.point = self.item = self.points = self.lines = 0
+        self.first: str | None = None
+
+    def left_out(self, kind: str, what: str, X: float, Z: float) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+        if self.first is None:
+            self.first = f"{what} at {_where_off(X, Z)}"
+
+    def report(self, diagnostics: Diagnostics | None) -> None:
+        """Nothing when all was kept; else a finding, or (strict) an :class:`ExportError`."""
+        if self.first is None:
+            return
+        out = self.vector + self.point + self.item
+        parts = [
+            f"{n} {label}{'' if n == 1 else plural}"
+            for n, label, plural in (
+                (self.vector, "vector node", "s"),
+                (self.point, "junction/end node", "s"),
+                (self.item, "track item", "s"),
+            )
+            if n
+        ]
+        if self.points:
+            parts.append(f"{self.points} point(s) of {self.lines} vector node(s) otherwise kept")
+        message = (
+            f"{out} of {out + self.kept} features lie where the MSTS tile grid maps to no point "
+            f"of the Earth (outside the IGH projection's valid area) and were left out: "
+            f"{', '.join(parts)}; e.g. {self.first}"
+        )
+        d = diagnostics if diagnostics is not None else Diagnostics(strict=True)
+        if d.strict:
+            raise ExportError(f"{message} (a lenient export writes the rest)")
+        d.add(Finding(message, code=OUTSIDE_PROJECTION, severity="warning"))
+
+
 # -- GeoJSON ---------------------------------------------------------------------------
 
 
@@ -122,19 +183,30 @@ def _coord(lon: Any, lat: Any, y: Any, ndigits: int) -> list:
 
 
 def route_geojson(
-    route: Route, *, max_chord_error: float = 0.5, items: bool = True, ndigits: int = 7
+    route: Route,
+    *,
+    max_chord_error: float = 0.5,
+    items: bool = True,
+    ndigits: int = 7,
+    diagnostics: Diagnostics | None = None,
 ) -> dict:
     """A GeoJSON FeatureCollection (RFC 7946: [lon, lat, elevation]) of the route:
     a LineString per vector node (``node``, ``length`` m, ``kind`` "vector",
     ``sections``), a Point per junction and end node at its UiD (``node``, ``kind``,
     ``shape_index``), and a Point per track item at its TrItemRData (else PData)
     position with all its typed fields (``kind`` = the item kind, ``type`` = token).
-    Points that fall in a gap of the projection are left out."""
-    features = list(_features(route, max_chord_error, items, ndigits))
+    Points where the MSTS tile grid maps to no point of the Earth are left out: an
+    :class:`ExportError` names them, or with a lenient ``diagnostics`` one
+    ``OUTSIDE_PROJECTION`` finding does."""
+    skipped = _Skipped()
+    features = list(_features(route, max_chord_error, items, ndigits, skipped))
+    skipped.report(diagnostics)
     return {"type": "FeatureCollection", "name": route.name, "features": features}
 
 
-def _features(route: Route, max_chord_error: float, items: bool, ndigits: int) -> Iterator[dict]:
+def _features(
+    route: Route, max_chord_error: float, items: bool, ndigits: int, skipped: _Skipped
+) -> Iterator[dict]:
     """The features of :func:`route_geojson`, one at a time (a 200 MB route's list of
     them held ~0.5 GB of Python lists)."""
     for poly in sample_route_chunks(route, max_chord_error):
@@ -144,8 +216,19 @@ def _features(route: Route, max_chord_error: float, items: bool, ndigits: int) -
             a, b = int(poly.offsets[k]), int(poly.offsets[k + 1])
             ok = np.isfinite(lon[a:b]) & np.isfinite(lat[a:b]) & np.isfinite(pts[a:b, 1])
             coords: list = [_coord(lon[i], lat[i], pts[i, 1], ndigits) for i in range(a, b) if ok[i - a]]
+            # Points without geometry (a section tsection.dat lacks) are the loader's
+            # finding; only those the projection has no place for are counted here.
+            off = ~(np.isfinite(lon[a:b]) & np.isfinite(lat[a:b]))
+            off &= np.isfinite(pts[a:b, 0]) & np.isfinite(pts[a:b, 2])
             if len(coords) < 2:
+                if off.any():
+                    bad = a + int(np.argmax(off))
+                    skipped.left_out("vector", f"vector node {node}", pts[bad, 0], pts[bad, 2])
                 continue
+            if off.any():
+                skipped.points += int(off.sum())
+                skipped.lines += 1
+            skipped.kept += 1
             n = route.tdb.nodes[node]
             yield (
                 {
@@ -166,7 +249,10 @@ def _features(route: Route, max_chord_error: float, items: bool, ndigits: int) -
         u = n.uid
         lo, la = tile_to_lonlat(u.tile_x, u.tile_z, u.x, u.z)
         if not (math.isfinite(lo) and math.isfinite(la)):
+            X, Z = u.tile_x * TILE_SIZE + u.x, u.tile_z * TILE_SIZE + u.z
+            skipped.left_out("point", f"{n.kind} node {n.index}", X, Z)
             continue
+        skipped.kept += 1
         props = {"kind": n.kind, "node": n.index, "pins": [[p.link, p.direction] for p in n.pins]}
         if isinstance(n, JunctionNode):
             props["shape_index"] = n.shape_index
@@ -193,7 +279,9 @@ def _features(route: Route, max_chord_error: float, items: bool, ndigits: int) -
                 continue
             lo, la = tile_to_lonlat(tx, tz, x, z)
             if not (math.isfinite(lo) and math.isfinite(la)):
+                skipped.left_out("item", f"track item {it.index}", tx * TILE_SIZE + x, tz * TILE_SIZE + z)
                 continue
+            skipped.kept += 1
             coords = (
                 _coord(lo, la, y, ndigits)
                 if math.isfinite(y)
@@ -213,7 +301,12 @@ def geojson_text(route: Route, **kw) -> str:
 
 
 def _geojson_chunks(
-    route: Route, *, max_chord_error: float = 0.5, items: bool = True, ndigits: int = 7
+    route: Route,
+    *,
+    max_chord_error: float = 0.5,
+    items: bool = True,
+    ndigits: int = 7,
+    diagnostics: Diagnostics | None = None,
 ) -> Iterator[bytes]:
     """:func:`geojson_text` as UTF-8 chunks, each feature encoded as it is made: the
     same bytes (json.dumps writes a list's items with ", " between them)."""
@@ -223,7 +316,8 @@ def _geojson_chunks(
     out = [head[:-2]]
     size = 0
     sep = ""
-    for f in _features(route, max_chord_error, items, ndigits):
+    skipped = _Skipped()
+    for f in _features(route, max_chord_error, items, ndigits, skipped):
         text = dumps(f)
         out.append(sep + text)
         sep = ", "
@@ -231,12 +325,15 @@ def _geojson_chunks(
         if size > 1 << 20:
             yield "".join(out).encode("utf-8")
             out, size = [], 0
+    # Strict: raised before the last chunk, so the atomic writer keeps no file.
+    skipped.report(diagnostics)
     out.append("]}")
     yield "".join(out).encode("utf-8")
 
 
 def write_geojson(route: Route, path: str | Path, *, overwrite: bool = False, **kw) -> Path:
-    """Write :func:`route_geojson` to ``path`` (UTF-8), atomically, feature by feature."""
+    """Write :func:`route_geojson` to ``path`` (UTF-8), atomically, feature by feature
+    (nothing written when it refuses features outside the projection)."""
     from .._fs import write_bytes_atomic
 
     p = check_target(path, overwrite)

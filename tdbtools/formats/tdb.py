@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -938,6 +938,56 @@ def _uid_of(g: tuple, first: int) -> UiD | None:
     return UiD(*map(int, g[first : first + 6]), *b)
 
 
+#: Kinds of :func:`scan_track_nodes`' nodes (BAD_NODE: a vector node of another shape).
+VECTOR_NODE, JUNCTION_NODE, END_NODE, BAD_NODE = 0, 1, 2, -1
+
+
+def scan_track_nodes(
+    text: str, pos: int, stop: int | None = None
+) -> Iterator[tuple[int, re.Match, re.Match | None, int, int]]:
+    """The nodes of a raw TrackNodes table from ``pos`` (just after its count) to
+    ``stop``, matched with the terminals of grammars/tdb_nodes.lark: ``(kind, match,
+    tail, a, b)``, the node ending at ``(tail or match).end()``. A vector node's
+    sections are ``text[a:b]`` (no parenthesis in them) and ``tail`` its
+    TrItemRefs/TrPins match. Ends at the first text that is no node; a vector node whose
+    sections or tail do not fit yields ``BAD_NODE`` last. The one walk of the bulk
+    reader and of the lexer's table-run hook."""
+    if stop is None:
+        stop = len(text)
+    pat = _patterns()
+    head, tail, junction, end = (
+        pat.vector_head.match,
+        pat.vector_tail.match,
+        pat.junction.match,
+        pat.end.match,
+    )
+    find = text.find
+    while pos < stop:
+        mv = head(text, pos, stop)
+        if mv is not None:
+            a = mv.end()
+            b = find(")", a, stop)
+            mt = None
+            if b >= 0 and find("(", a, b) < 0:  # (the lexer's DATA holds no quotes)
+                mt = tail(text, b, stop)
+            if mt is None:
+                yield BAD_NODE, mv, None, a, b
+                return
+            yield VECTOR_NODE, mv, mt, a, b
+            pos = mt.end()
+            continue
+        mj = junction(text, pos, stop)
+        if mj is not None:
+            yield JUNCTION_NODE, mj, None, pos, pos
+            pos = mj.end()
+            continue
+        me = end(text, pos, stop)
+        if me is None:
+            return
+        yield END_NODE, me, None, pos, pos
+        pos = me.end()
+
+
 def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     """The nodes and sections of a TrackNodes block held as raw text, or None if the
     block is not raw or the tree path is needed (see above)."""
@@ -953,13 +1003,6 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
         return None
     count = int(m.group(1))
     pos = m.end()
-    head, tail, junction, end = (
-        pat.vector_head.match,
-        pat.vector_tail.match,
-        pat.junction.match,
-        pat.end.match,
-    )
-    find = text.find
     fromstring = np.fromstring
     nodes: list = [None]
     arrays: list[np.ndarray] = []
@@ -967,18 +1010,11 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     counts: list[int] = []
     owners: list[int] = []
     rows = 0
-    while pos < n_text:
+    for kind, mn, mt, a, b in scan_track_nodes(text, pos, n_text):
         index = len(nodes)
-        mv = head(text, pos, n_text)
-        if mv is not None:
-            if int(mv.group(1)) != index:
-                return None
-            a = mv.end()
-            b = find(")", a, n_text)
-            if b < 0 or find("(", a, b) >= 0:  # (the lexer's DATA holds no quotes)
-                return None
-            mt = tail(text, b, n_text)
-            if mt is None:
+        if kind == VECTOR_NODE:
+            assert mt is not None
+            if int(mn.group(1)) != index:
                 return None
             try:
                 arr = fromstring(text[a:b], dtype=np.float64, sep=" ")
@@ -1004,10 +1040,8 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
                 if not columns.add(arrays):
                     return None
                 arrays.clear()
-            continue
-        mj = junction(text, pos, n_text)
-        if mj is not None:
-            g = mj.groups()
+        elif kind == JUNCTION_NODE:
+            g = mn.groups()
             values = tuple(g[1].split())
             uid = _uid_of(g, 2)
             if int(g[0]) != index or uid is None or len(values) < 2:
@@ -1022,20 +1056,18 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
                 TrPin(int(g[18]), int(g[19])),
             )
             nodes.append(JunctionNode(index, 1, 2, pins, uid, shape, values))
-            pos = mj.end()
-            continue
-        me = end(text, pos, n_text)
-        if me is not None:
-            g = me.groups()
+            pos = mn.end()
+        elif kind == END_NODE:
+            g = mn.groups()
             uid = _uid_of(g, 2)
             if int(g[0]) != index or uid is None:
                 return None
             nodes.append(EndNode(index, 1, 0, (TrPin(int(g[14]), int(g[15])),), uid, tuple(g[1].split())))
-            pos = me.end()
-            continue
-        if pat.tail.match(text, pos, n_text) is None:
+            pos = mn.end()
+        else:
             return None
-        break
+    if pat.tail.match(text, pos, n_text) is None:
+        return None
     if len(nodes) - 1 != count:
         return None
     if not columns.add(arrays):
@@ -1124,35 +1156,15 @@ def _table_run_end(text: str, pos: int) -> int | None:
     regex gives back the white space). Else None, and the lexer's regex decides. Any
     node the bulk reader would not accept as is makes it None: the lexer's own scan of
     such a table (and any error it reports) is left as it was."""
-    pat = _patterns()
-    m = pat.count.match(text, pos)
+    m = _patterns().count.match(text, pos)
     if m is None:
         return None
     end = m.end()
-    head, tail, junction, node_end = (
-        pat.vector_head.match,
-        pat.vector_tail.match,
-        pat.junction.match,
-        pat.end.match,
-    )
-    find = text.find
-    while True:
-        mv = head(text, end)
-        if mv is not None:
-            a = mv.end()
-            b = find(")", a)
-            if b < 0 or find("(", a, b) >= 0:
-                return None
-            mt = tail(text, b)
-            if mt is None:
-                return None
-            end = mt.end()
-            continue
-        mj = junction(text, end) or node_end(text, end)
-        if mj is None:
-            break
-        end = mj.end()
-    if _RUN_CLOSE.match(text, end) is None or find('"', pos, end) >= 0:
+    for kind, mn, mt, _a, _b in scan_track_nodes(text, end):
+        if kind == BAD_NODE:
+            return None
+        end = (mt or mn).end()
+    if _RUN_CLOSE.match(text, end) is None or text.find('"', pos, end) >= 0:
         return None
     return end
 

@@ -228,28 +228,33 @@ class TomlSource:
 
     def entry(self, table: str, index: int) -> TomlSource:
         """The source narrowed to entry ``index`` (0-based) of ``[[table]]``; the entry
-        is found only when an error needs it (:meth:`_bounds`)."""
+        is found only when an error needs it (:meth:`_entry`)."""
         return TomlSource(self.path, self.text, (table, index))
 
-    def _bounds(self) -> tuple[int, int]:
-        """The part of the text that holds the scope's entry; the whole text when there
-        is no scope or the entries are not written as ``[[table]]`` headers (an inline
-        array)."""
+    def _entry(self) -> tuple[int, int, int] | None:
+        """(start of the header's ``[``, start, end of the body) of the scope's entry;
+        None when there is no scope or the entries are not written as ``[[table]]``
+        headers (an inline array)."""
         if self.scope is None:
-            return 0, len(self.text)
+            return None
         table, index = self.scope
         t = re.escape(table)
-        heads = list(re.finditer(rf"^[ \t]*\[\[[ \t]*{t}[ \t]*\]\]", self.text, re.M))
+        heads = list(re.finditer(rf"^[ \t]*(\[)\[[ \t]*{t}[ \t]*\]\]", self.text, re.M))
         if index >= len(heads):
-            return 0, len(self.text)
+            return None
         begin = heads[index].end()
         # The entry ends at the next table header of any name that is not one of its
         # sub-tables ([[table.schedule]] belongs to the entry before it).
         nxt = re.compile(rf"^[ \t]*\[(?!\[?[ \t]*{t}\.)", re.M).search(self.text, begin)
-        return begin, nxt.start() if nxt else len(self.text)
+        return heads[index].start(1), begin, nxt.start() if nxt else len(self.text)
+
+    def _at(self, offset: int) -> Location:
+        before = self.text[:offset]
+        return Location(self.path, before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1)
 
     def error(self, message: str, key: str | None = None) -> ScenarioError:
-        loc = Location(self.path, 1, 1)
+        entry = self._entry()
+        loc = Location(self.path, 1, 1) if entry is None else self._at(entry[0])
         if key:
             k = re.escape(key)
             # The caret goes on the key itself, also inside an inline table ("{ a = 1, key = 2 }").
@@ -257,16 +262,12 @@ class TomlSource:
                 re.compile(rf"(?:^|[{{,])\s*(?P<at>{k})\s*=", re.M),
                 re.compile(rf"^\s*(?P<at>\[)\[?\s*{k}\s*\]", re.M),
             )
-            m = None
-            for lo, hi in (self._bounds(), (0, len(self.text))):
-                m = pats[0].search(self.text, lo, hi) or pats[1].search(self.text, lo, hi)
-                if m:
-                    break
+            # Within an entry only: a key the entry lacks is its header's fault, not that
+            # of the same key in another entry.
+            lo, hi = (0, len(self.text)) if entry is None else entry[1:]
+            m = pats[0].search(self.text, lo, hi) or pats[1].search(self.text, lo, hi)
             if m:
-                before = self.text[: m.start("at")]
-                line = before.count("\n") + 1
-                col = len(before) - (before.rfind("\n") + 1) + 1
-                loc = Location(self.path, line, col)
+                loc = self._at(m.start("at"))
         return ScenarioError(message, loc, caret_snippet(self.text, loc.line, loc.column))
 
 

@@ -9,9 +9,11 @@ path, line, column, a caret snippet and what was expected.
 from __future__ import annotations
 
 import bisect
+import functools
 import gc
 import re
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -701,7 +703,16 @@ def _parse_source(
 ) -> Document:
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=True)
     top = Path(source.path).resolve() if source.path and not source.path.startswith("<") else None
-    confine = Path(root).resolve() if root is not None else (find_install_root(top) if top else None)
+    confine: Path | Callable[[], Path] | None
+    if root is not None:
+        confine = Path(root).resolve()
+    elif top is not None:
+        # Looked for only when the file has an include: the search lists every folder
+        # above the file (a PATHS folder of 300 .pat files, read one by one, made it
+        # most of the reading).
+        confine = functools.partial(find_install_root, top)
+    else:
+        confine = None
     seen: list[str] = []
     items = _resolve(source, diags, confine, [str(top)] if top else [], seen, bulk=bulk)
     return Document(items, source, tuple(seen))
@@ -733,7 +744,7 @@ def parse_text(text: str, path: str = "<text>") -> Document:
 def _resolve(
     source: Source,
     diags: Diagnostics,
-    confine: Path | None,
+    confine: Path | Callable[[], Path] | None,
     stack: list[str],
     seen: list[str],
     budget: list[int] | None = None,
@@ -744,6 +755,8 @@ def _resolve(
         diags.note(message, source.location(pos))
     if not includes:
         return items
+    if callable(confine):
+        confine = confine()
     budget = budget if budget is not None else [MAX_INCLUDES]
     # An include can be registered with more than one list (a DATA run is split into a
     # temporary list first), and one that a comment marker dropped is in none: each is

@@ -76,13 +76,13 @@ from ..formats.tdb import (
 )
 from ..stf import resolve_case_insensitive
 from .geometry import (
-    TILE_SIZE,
     SectionGeometry,
     WorldPoint,
     closure,
     point_at,
     section_end_xyz,
     section_geometry,
+    section_start_xyz,
 )
 from .paths import resolve_route_paths
 from .spatial import distance_to_sections, nearest_track
@@ -288,9 +288,7 @@ class _Places:
         # out a run of rows at a time: the whole pose and its temporaries took ~0.3 GB
         # on a 200 MB route.
         self.end_xyz, self.end_heading = section_end_xyz(geom)
-        X = geom.tile_x * TILE_SIZE + geom.x
-        Z = geom.tile_z * TILE_SIZE + geom.z
-        self.start_xyz = np.stack([X, geom.y, Z], axis=-1)
+        self.start_xyz = section_start_xyz(geom)
 
     def row_start(self, row: int) -> WorldPoint | None:
         return WorldPoint.absolute(*self.start_xyz[row])

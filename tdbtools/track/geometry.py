@@ -50,6 +50,7 @@ __all__ = [
     "point_at",
     "section_end",
     "section_end_xyz",
+    "section_start_xyz",
     "locate_in_section",
     "absolute_xz",
     "normalize_tile",
@@ -708,7 +709,9 @@ def _norm3(v: np.ndarray) -> np.ndarray:
     return np.hypot(np.hypot(v[:, 0], v[:, 1]), v[:, 2])
 
 
-def _abs_start(geom: SectionGeometry) -> np.ndarray:
+def section_start_xyz(geom: SectionGeometry) -> np.ndarray:
+    """Absolute (X, Y, Z) of each section's start, one row per section (across tiles,
+    as :func:`section_end_xyz` gives the ends)."""
     X, Z = absolute_xz(geom.tile_x, geom.tile_z, geom.x, geom.z)
     return np.stack([X, geom.y, Z], axis=-1)
 
@@ -735,7 +738,7 @@ def closure(
     turn = np.empty(len(i))
     for a in range(0, len(i), _END_CHUNK):
         ii = i[a : a + _END_CHUNK]
-        d = _abs_start(geom.take(ii + 1)) - end_xyz[ii]
+        d = section_start_xyz(geom.take(ii + 1)) - end_xyz[ii]
         delta[a : a + len(ii)] = d
         gap[a : a + len(ii)] = _norm3(d)
         turn[a : a + len(ii)] = wrap_angle(geom.ay[ii + 1] - end_heading[ii])
@@ -765,7 +768,7 @@ def closure(
     first_a = np.array(first_rows, dtype=np.int64)
     has = first_a >= 0
     if has.any():
-        node_start[vec[has]] = _abs_start(geom.take(first_a[has]))
+        node_start[vec[has]] = section_start_xyz(geom.take(first_a[has]))
         node_end[vec[has]] = end_xyz[np.array(last_rows, dtype=np.int64)[has]]
     # One pin at a time, but as indices (kind, row) into the tables above, not ~1
     # million numpy row views: 0 = node_start, 1 = node_end, 2 = uid_pos, 3 = NaN.
