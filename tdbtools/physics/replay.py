@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -414,6 +415,12 @@ class _ControlArrays:
         )
 
 
+def _replaced(before: list, now: list) -> bool:
+    """Whether any object of ``now`` is not the one in ``before`` (by identity: a driver
+    may compare equal to another)."""
+    return len(before) != len(now) or any(map(operator.is_not, before, now))
+
+
 def _pmax(a, b):  # noqa: ANN001, ANN202
     """Python's ``max(a, b)`` elementwise: ``b`` only where ``b > a`` (so NaN and the
     sign of a zero come out as the scalar code's)."""
@@ -677,6 +684,9 @@ class Replay:
         self._trac_car, self._brake_car, self._vmax_car = np.zeros(n), np.zeros(n), np.zeros(n)
         self._xv: tuple | None = None
         self._batch: DriverBatch | None = None
+        self._inner_of: list = []
+        self._inner: list = []
+        self._inner_kind: list[int] = []
         self._batch_dt: float | None = None
         self._batch_of: list = []
         self.occupancy = Occupancy()
@@ -817,22 +827,22 @@ class Replay:
         if sig is not None and self.time + 1e-9 >= sig.next_update:  # (its own test)
             sig.update(self.time, x1[starts].tolist(), v1[starts].tolist())
         if self._running:
-            top = None
-            for k in self._running:
-                t = self.trains[k]
-                drv = getattr(t.driver, "inner", t.driver)
+            trains = self.trains
+            if self._done_overridden:
+                due = self._running
+            else:
                 # _done does nothing for a train that runs on (saves the speeds)
-                if not (
-                    t.derailed
-                    or isinstance(drv, ScheduleDriver)
-                    or (isinstance(drv, AutoDriver) and drv.finished)
-                    or self._done_overridden
-                ):
-                    continue
-                if top is None:
-                    top = np.maximum.reduceat(speed, self.train_start).tolist()
-                self._done(t, dt, top[k])
-            self._running = [k for k in self._running if self.trains[k].done_at is None]
+                inner, kind = self._inner_drivers()
+                due = [
+                    k
+                    for k in self._running
+                    if trains[k].derailed or kind[k] == 1 or (kind[k] == 2 and inner[k].finished)
+                ]
+            if due:
+                top = np.maximum.reduceat(speed, self.train_start).tolist()
+                for k in due:
+                    self._done(trains[k], dt, top[k])
+            self._running = [k for k in self._running if trains[k].done_at is None]
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
             sw = self._pending_switches.pop(0)
             self.throw_switch(sw.junction, sw.route)
@@ -858,13 +868,27 @@ class Replay:
         t.controls = c
         return c
 
+    def _inner_drivers(self) -> tuple[list, list[int]]:
+        """Per train: its driver out of its wrapper (``inner``), and 1 for a schedule
+        driver, 2 for an automatic one, 0 else; made anew when a train's driver is
+        replaced (a wrapper's ``inner`` is taken to stay)."""
+        drivers = [t.driver for t in self.trains]
+        if _replaced(self._inner_of, drivers):
+            inner = [getattr(d, "inner", d) for d in drivers]
+            self._inner = inner
+            self._inner_kind = [
+                1 if isinstance(d, ScheduleDriver) else 2 if isinstance(d, AutoDriver) else 0 for d in inner
+            ]
+            self._inner_of = drivers
+        return self._inner, self._inner_kind
+
     def _driver_batch(self) -> DriverBatch:
         """The batch of automatic drivers of this replay's trains, made anew when a
         train's driver was replaced (an activity's service drivers, a test's wrapper).
         Only plain automatic drivers, alone or in a signal or departure wrapper, are in
         it: any other driver (or one whose constraints were replaced) is called."""
         drivers = [t.driver for t in self.trains]
-        if self._batch is None or self._batch_of != drivers:
+        if self._batch is None or _replaced(self._batch_of, drivers):
             autos: list[AutoDriver | None] = []
             departs: list[Any] = []
             sigs: list[Any] = []
