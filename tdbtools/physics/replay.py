@@ -830,6 +830,17 @@ class Replay:
             trains = self.trains
             if self._done_overridden:
                 due = self._running
+            elif not batch:  # (a few trains: cheaper than keeping the cache)
+                due = []
+                for k in self._running:
+                    t = trains[k]
+                    drv = getattr(t.driver, "inner", t.driver)
+                    if (
+                        t.derailed
+                        or isinstance(drv, ScheduleDriver)
+                        or (isinstance(drv, AutoDriver) and drv.finished)
+                    ):
+                        due.append(k)
             else:
                 # _done does nothing for a train that runs on (saves the speeds)
                 inner, kind = self._inner_drivers()
