@@ -23,6 +23,7 @@ forces; see the convergence test).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import operator
 import time as _time
@@ -56,7 +57,16 @@ from .events import (
     SwitchThrow,
     TrainStopped,
 )
-from .safety import BogieSet, Occupancy, SafetyEvent, TrainPosition, throw_switch
+from .safety import (
+    DEFAULT_CLEARANCE_M,
+    BogieSet,
+    Occupancy,
+    SafetyEvent,
+    TrainPosition,
+    box_pairs,
+    chords_within,
+    throw_switch,
+)
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
 from .signalling import DepartDriver, ReplaySignals, SignalDriver, signals_for, wrap_driver
 from .trackline import TrackLine
@@ -462,6 +472,14 @@ class _Lines:
             base += ln.length + self.GAP
         self.S, self.Y, self.X, self.Z = (np.concatenate(a) for a in (S, Y, X, Z))
         self.P1, self.PC = np.concatenate(P1), np.concatenate(PC)
+        # The node traversals of every line, for the collision checks' broad phase:
+        # global end distance and node of each, and where each line's rows start.
+        self.SEG0 = np.concatenate([ln.seg_s0 + b for ln, b in zip(lines, self.base)])
+        self.SEG1 = np.concatenate([ln.seg_s1 + b for ln, b in zip(lines, self.base)])
+        self.SEG_NODE = np.concatenate([ln.seg_node for ln in lines])
+        self.SEG_DIR = np.concatenate([ln.seg_dir for ln in lines])
+        self.SEG_OFF0 = np.concatenate([ln.seg_off0 for ln in lines])
+        self.seg_first = np.cumsum([0] + [len(ln.seg_s1) for ln in lines])
 
     def elevation(self, g: np.ndarray) -> np.ndarray:
         return np.interp(g, self.S, self.Y)
@@ -690,6 +708,14 @@ class Replay:
         self._batch_dt: float | None = None
         self._batch_of: list = []
         self.occupancy = Occupancy()
+        # What the collision checks need per train and car (docs/physics.md §5.4): the
+        # trains' line objects (trains of one line never collide here), the positions at
+        # the last check and, per train, a function making its TrainPosition from them.
+        self._train_line = np.array([index[id(t.line)] for t in self.trains], dtype=np.int64)
+        self._names = [t.spec.name for t in self.trains]
+        self._name_set = set(self._names)
+        self._checked = (np.asarray(self.engine.x).copy(), np.asarray(self.engine.v).copy())
+        self._position_of = [functools.partial(self._position, k) for k in range(len(self.trains))]
         self.time = 0.0
         self._next_check = 0.0
         self._next_trace = 0.0
@@ -1272,53 +1298,151 @@ class Replay:
         late or take them off at the end of their run say so here."""
         return None
 
+    #: Pad (m) around the trains' boxes: trains closer than that are watched (the
+    #: side-collision clearance and then some; docs/physics.md §5.4).
+    CHECK_PAD = 10.0
+    #: Above the rounding of a global-table lookup against a line's own (m).
+    CHECK_SLOP = 0.01
+
+    def _position(self, k: int) -> TrainPosition:
+        """Train ``k``'s position at the last collision check."""
+        t = self.trains[k]
+        x, v = self._checked
+        sl = t.cars
+        return TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl])
+
     def _check_collisions(self) -> None:
-        """Track occupancy and side collisions, for trains whose boxes come close (a
-        broad phase over all trains at once; the exact checks run only for those)."""
+        """Track occupancy and side collisions (docs/physics.md §5.4). The trains whose
+        boxes come close are watched (the occupancy's trains: one box per train, over
+        every car's front and rear); of those, the exact checks take only the trains that
+        may collide with, or touch the side of, a train on another line."""
         if len(self.trains) < 2:
             return
-        x, v = self.engine.x, self.engine.v
-        fx, fz = self.lines.world_xz(self._g(x))
-        rx, rz = self.lines.world_xz(self._g(x - self.bodies.length))
-        X = np.concatenate([fx, rx])
-        Z = np.concatenate([fz, rz])
-        owner = np.concatenate([self.car_train, self.car_train])
-        T = len(self.trains)
-        pad = 10.0  # clearance and then some
-        lo_x = np.full(T, np.inf)
-        hi_x = np.full(T, -np.inf)
-        lo_z = np.full(T, np.inf)
-        hi_z = np.full(T, -np.inf)
-        np.minimum.at(lo_x, owner, X)
-        np.maximum.at(hi_x, owner, X)
-        np.minimum.at(lo_z, owner, Z)
-        np.maximum.at(hi_z, owner, Z)
-        close = (
-            (lo_x[:, None] - pad <= hi_x[None, :])
-            & (lo_x[None, :] - pad <= hi_x[:, None])
-            & (lo_z[:, None] - pad <= hi_z[None, :])
-            & (lo_z[None, :] - pad <= hi_z[:, None])
-        )
-        np.fill_diagonal(close, False)
+        x = np.array(self.engine.x)
+        self._checked = (x, np.array(self.engine.v))
+        length = self.bodies.length
+        # Every car's rear and front (clipped onto its line) in one lookup per
+        # coordinate: the cars backwards, so that each train's points rise along the
+        # table and np.interp finds each next to the last (the numbers do not depend
+        # on the order).
+        lo = np.minimum(np.maximum(x - length, 0.0), self.car_line_len)
+        hi = np.minimum(np.maximum(x, 0.0), self.car_line_len)
+        g = np.stack([lo, hi], axis=1)
+        g += self.car_base[:, None]
+        X, Z = self.lines.world_xz(g[::-1].reshape(-1))
+        rx, fx = X.reshape(-1, 2)[::-1].T
+        rz, fz = Z.reshape(-1, 2)[::-1].T
+        starts = self.train_start
+        lo_x = np.minimum(np.minimum.reduceat(fx, starts), np.minimum.reduceat(rx, starts))
+        hi_x = np.maximum(np.maximum.reduceat(fx, starts), np.maximum.reduceat(rx, starts))
+        lo_z = np.minimum(np.minimum.reduceat(fz, starts), np.minimum.reduceat(rz, starts))
+        hi_z = np.maximum(np.maximum.reduceat(fz, starts), np.maximum.reduceat(rz, starts))
+        pad = self.CHECK_PAD
         active = self.on_track()
-        if active is not None:  # trains not (or no longer) on the track meet nothing
-            close &= active[:, None] & active[None, :]
-        near = np.flatnonzero(close.any(axis=1))
-        near_set = set(near.tolist())
-        for k, t in enumerate(self.trains):
-            if k in near_set:
-                sl = t.cars
-                self.occupancy.update(
-                    TrainPosition(t.spec.name, t.line, x[sl], self.bodies.length[sl], v[sl])
-                )
-            else:
-                self.occupancy.remove(t.spec.name)
+        if active is None:  # trains not (or no longer) on the track meet nothing
+            ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, pad)
+        else:
+            on = np.flatnonzero(active)
+            ii, jj = box_pairs(lo_x[on], hi_x[on], lo_z[on], hi_z[on], pad)
+            ii, jj = on[ii], on[jj]
+        near_mask = np.zeros(len(self.trains), dtype=bool)
+        near_mask[ii] = True
+        near_mask[jj] = True
+        near = np.flatnonzero(near_mask).tolist()
+        occ = self.occupancy
+        names = self._names
+        near_names = {names[k] for k in near}
+        for name in occ.watched():
+            if name in self._name_set and name not in near_names:
+                occ.remove(name)
+        for k in near:
+            occ.update_lazy(names[k], self._position_of[k])
         if len(near) < 2:
             return
-        for ev in self.occupancy.collisions(self.time):
+        collide, side = self._close_trains(near_mask, x, g, (rx, fx, rz, fz))
+        for ev in occ.check_among(self.time, collide, side):
             self._safety(ev)
-        for ev in self.occupancy.side_collisions(self.time):
-            self._safety(ev)
+
+    def _close_trains(self, near: np.ndarray, x: np.ndarray, g: np.ndarray, ends: tuple) -> tuple[set, set]:
+        """Of the watched trains (``near``), those that may collide with a watched train
+        on another line, and those that may touch one side by side: conservative supersets
+        of the trains in the events of :func:`~tdbtools.physics.safety.collisions` and
+        :func:`~tdbtools.physics.safety.side_collisions` (docs/physics.md §5.4). ``g``:
+        every car's rear and front on the global table, ``ends``: their world X and Z
+        (rear X, front X, rear Z, front Z)."""
+        names = self._names
+        cars = np.flatnonzero(near[self.car_train])
+        # the cars' middles (of the part on the line, as side_collisions takes them)
+        mx, mz = self.lines.world_xz(((g[cars, 0] + g[cars, 1]) / 2.0)[::-1])
+        rx, fx, rz, fz = (c[cars] for c in ends)
+        X = np.stack([rx, mx[::-1], fx], axis=1)
+        Z = np.stack([rz, mz[::-1], fz], axis=1)
+        return (
+            {names[k] for k in self._sharing_a_node(np.flatnonzero(near), x)},
+            {names[k] for k in self._side_by_side(cars, X, Z)},
+        )
+
+    def _sharing_a_node(self, trains: np.ndarray, x: np.ndarray) -> list[int]:
+        """Trains that pass a track node a train on another line passes between its rear
+        and front: the node traversals of :meth:`TrackLine.occupancy`, found on the global
+        table, one more at each end for the rounding of the global distance."""
+        lines = self.lines
+        slop = self.CHECK_SLOP
+        ln = self._train_line[trains]
+        base = np.asarray(lines.base)[ln]
+        front = x[self.train_start[trains]]
+        rear = x[self.train_end[trains]] - self.bodies.length[self.train_end[trains]]
+        L = self._train_line_len[trains]
+        a = np.maximum(np.minimum(front, rear), 0.0)
+        b = np.minimum(np.maximum(front, rear), L)
+        on = a <= b  # else the train is off its line: no interval
+        first, last = lines.seg_first[ln], lines.seg_first[ln + 1] - 1
+        i0 = np.maximum(np.searchsorted(lines.SEG1, a + base, side="right") - 1, first)
+        i1 = np.minimum(np.searchsorted(lines.SEG1, b + base, side="left") + 1, last)
+        i0, i1 = np.minimum(i0, last), np.maximum(i1, first)
+        cnt = np.where(on, i1 - i0 + 1, 0)
+        tot = int(cnt.sum())
+        if not tot:
+            return []
+        who = np.repeat(np.arange(len(trains)), cnt)
+        row = np.repeat(i0, cnt) + (np.arange(tot) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        # the node interval each traversal holds (as occupancy works it out, on global
+        # distances): traversals the rounding allowance added fall away here
+        lo = np.maximum(np.repeat(a + base, cnt), lines.SEG0[row])
+        hi = np.minimum(np.repeat(b + base, cnt), lines.SEG1[row])
+        keep = hi >= lo - slop
+        row, who, lo, hi = row[keep], who[keep], lo[keep], hi[keep]
+        sg = np.where(lines.SEG_DIR[row] == 1, 1.0, -1.0)
+        o_lo = lines.SEG_OFF0[row] + sg * (lo - lines.SEG0[row])
+        o_hi = lines.SEG_OFF0[row] + sg * (hi - lines.SEG0[row])
+        o_lo, o_hi = np.minimum(o_lo, o_hi), np.maximum(o_lo, o_hi)
+        node = lines.SEG_NODE[row]
+        tot = len(node)
+        order = np.lexsort((who, node))
+        node, who, o_lo, o_hi = node[order], who[order], o_lo[order], o_hi[order]
+        end = np.searchsorted(node, node, side="right")
+        c = end - np.arange(tot) - 1  # later entries on the same node
+        m = int(c.sum())
+        if not m:
+            return []
+        p = np.repeat(np.arange(tot), c)
+        q = p + 1 + (np.arange(m) - np.repeat(np.cumsum(c) - c, c))
+        ta, tb = trains[who[p]], trains[who[q]]
+        other = self._train_line[ta] != self._train_line[tb]
+        other &= np.minimum(o_hi[p], o_hi[q]) - np.maximum(o_lo[p], o_lo[q]) > -slop  # overlapping
+        return np.union1d(ta[other], tb[other]).tolist()
+
+    def _side_by_side(self, cars: np.ndarray, X: np.ndarray, Z: np.ndarray) -> list[int]:
+        """Trains with a car whose chord (rear → middle → front, the points
+        side_collisions takes: the car clipped onto its line; ``X``, ``Z`` of ``cars``)
+        comes within the clearance of a car on another line."""
+        owner = self.car_train[cars]
+        ii, jj = chords_within(
+            np.stack([X, Z], axis=2), DEFAULT_CLEARANCE_M + self.CHECK_SLOP, self._train_line[owner]
+        )
+        if not len(ii):
+            return []
+        return np.union1d(owner[ii], owner[jj]).tolist()
 
     def _trace(self, trac: np.ndarray, brk: np.ndarray) -> None:
         """Record one trace row of every train: the state columns now, in one go over all

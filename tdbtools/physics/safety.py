@@ -54,11 +54,18 @@ cars involved, located at the closest pair.
 Every event has the time, the train, the car indices (front → back, 0 = first car),
 the track node and the world location (tile_x, tile_z, x, y, z).
 :class:`Occupancy` keeps the trains' positions and reports only *new* contacts.
+
+Broad phase (docs/physics.md §5.4)
+----------------------------------
+For many trains the replay narrows the checks down first: :func:`box_pairs` (boxes
+within a pad, by a grid) picks the trains to watch, :func:`chords_within` the cars that
+may touch side by side, and :meth:`Occupancy.check_among` runs the two checks over only
+the trains that may touch, with the events and contacts of the checks over all of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +82,8 @@ __all__ = [
     "Occupancy",
     "SafetyEvent",
     "TrainPosition",
+    "box_pairs",
+    "chords_within",
     "collisions",
     "derailments",
     "side_collisions",
@@ -361,15 +370,18 @@ def _pass_at(tr: TrainPosition, node: int, offset: float) -> tuple[float, bool]:
     return s, bool(tr.line.seg_dir[seg] == 1)
 
 
-def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent]:
-    """Trains on different lines whose occupied node intervals overlap (module
-    docstring): one ``"collision"`` event per pair of trains."""
-    trains = list(trains)
+def _overlaps(
+    trains: Sequence[TrainPosition],
+) -> tuple[dict[tuple[int, int], tuple[float, int, float, float, float]], bool]:
+    """The longest node overlap of every pair of trains on different lines (indices into
+    ``trains``), and whether some pair's longest overlap is equally long on two nodes
+    (then the node :func:`collisions` names is the one met first over *all* its trains)."""
     by_node: dict[int, list[tuple[int, float, float]]] = {}
     for k, tr in enumerate(trains):
         for node, a, b in tr.intervals():
             by_node.setdefault(node, []).append((k, min(a, b), max(a, b)))
     best: dict[tuple[int, int], tuple[float, int, float, float, float]] = {}
+    tied: set[tuple[int, int]] = set()
     for node, entries in by_node.items():
         if len(entries) < 2:
             continue
@@ -392,6 +404,24 @@ def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent
                     centre_i, centre_j = centre_j, centre_i
                 if key not in best or overlap > best[key][0]:
                     best[key] = (overlap, node, mid, centre_i, centre_j)
+                    tied.discard(key)
+                elif overlap == best[key][0] and node != best[key][1]:
+                    tied.add(key)
+    return best, bool(tied)
+
+
+def collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent]:
+    """Trains on different lines whose occupied node intervals overlap (module
+    docstring): one ``"collision"`` event per pair of trains."""
+    trains = list(trains)
+    return _collision_events(trains, _overlaps(trains)[0], time)
+
+
+def _collision_events(
+    trains: list[TrainPosition],
+    best: dict[tuple[int, int], tuple[float, int, float, float, float]],
+    time: float,
+) -> list[SafetyEvent]:
     out: list[SafetyEvent] = []
     for (i, j), (_ov, node, mid, ci, cj) in sorted(best.items()):
         ta, tb = trains[i], trains[j]
@@ -577,12 +607,181 @@ def side_collisions(
     return out
 
 
+def _cells(
+    lo_x: np.ndarray, hi_x: np.ndarray, lo_z: np.ndarray, hi_z: np.ndarray, grow: float, size: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """First grid cell (x, z) of each grown box and how many cells it spans each way."""
+    size = max(size, 1.0)
+    cx0 = np.floor((lo_x - grow) / size).astype(np.int64)
+    cz0 = np.floor((lo_z - grow) / size).astype(np.int64)
+    nx = np.floor((hi_x + grow) / size).astype(np.int64) - cx0 + 1
+    nz = np.floor((hi_z + grow) / size).astype(np.int64) - cz0 + 1
+    return cx0, cz0, nx, nz
+
+
+def _run_ends(sorted_keys: np.ndarray) -> np.ndarray:
+    """For each entry of a sorted array, the index after the last entry equal to it."""
+    n = len(sorted_keys)
+    change = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    starts = np.concatenate(([0], change))
+    return np.repeat(np.append(change, n), np.diff(np.append(starts, n)))
+
+
+def box_pairs(
+    lo_x: np.ndarray,
+    hi_x: np.ndarray,
+    lo_z: np.ndarray,
+    hi_z: np.ndarray,
+    pad: float,
+    group: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair ``i < j`` of axis-aligned boxes within ``pad`` of each other:
+    ``lo_x[i] - pad <= hi_x[j]`` and ``lo_x[j] - pad <= hi_x[i]``, the same in z, exactly
+    as written; with ``group`` (integers >= 0), only pairs of different groups
+    (docs/physics.md §5.4). Each box, grown by half the pad and a metre, goes into every
+    cell of a uniform grid it covers; only boxes sharing a cell are compared, each pair
+    in the first cell they share. The pairs come in no particular order."""
+    lo_x, hi_x = np.asarray(lo_x, dtype=np.float64), np.asarray(hi_x, dtype=np.float64)
+    lo_z, hi_z = np.asarray(lo_z, dtype=np.float64), np.asarray(hi_z, dtype=np.float64)
+    n = len(lo_x)
+    none = np.zeros(0, dtype=np.int64)
+    if n < 2:
+        return none, none
+    if n <= 64:  # a few boxes: every pair costs less than the grid
+        ii, jj = np.triu_indices(n, 1)
+        if group is not None:
+            g = np.asarray(group)
+            other = g[ii] != g[jj]
+            ii, jj = ii[other], jj[other]
+        return _within(lo_x, hi_x, lo_z, hi_z, pad, ii, jj)
+    grow = 0.5 * pad + 1.0  # > pad / 2 by far more than any rounding
+    ext = np.maximum(hi_x - lo_x, hi_z - lo_z)
+    k90 = (9 * n) // 10
+    # cells twice the size of most grown boxes: most boxes in one to four cells
+    # (measured: fewer cells per box pay more than the extra pairs in each cell cost)
+    size = 2.0 * (float(np.partition(ext, k90)[k90]) + 2.0 * grow)
+    cx0, cz0, nx, nz = _cells(lo_x, hi_x, lo_z, hi_z, grow, size)
+    if int((nx * nz).sum()) > 16 * n + 4096:
+        # a few boxes far larger than most: cells as large as the largest (<= 4 each)
+        cx0, cz0, nx, nz = _cells(lo_x, hi_x, lo_z, hi_z, grow, float(ext.max()) + 2.0 * grow)
+    cells = nx * nz
+    tot = int(cells.sum())
+    if tot == n:
+        box, ix, iz = np.arange(n), cx0, cz0
+    else:
+        box = np.repeat(np.arange(n), cells)
+        w = np.arange(tot) - np.repeat(np.cumsum(cells) - cells, cells)
+        nxb = nx[box]
+        ix, iz = cx0[box] + w % nxb, cz0[box] + w // nxb
+    ix_min, iz_min = int(ix.min()), int(iz.min())
+    span_z = int(iz.max()) - iz_min + 1
+    key = (ix - ix_min) * span_z + (iz - iz_min)
+    g = np.arange(tot) if group is None else np.asarray(group, dtype=np.int64)[box]  # None: each its own
+    groups = int(g.max()) + 1
+    if (int(ix.max()) - ix_min + 1) * span_z * groups >= 2**62:  # (cells over a whole world)
+        key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    gkey = key * groups + g
+    order = np.argsort(gkey)
+    skey, gkey = key[order], gkey[order]
+    # for each entry, the end of its run of one group in its cell and of its cell
+    run_end, cell_end = _run_ends(gkey), _run_ends(skey)
+    cnt = cell_end - run_end  # the later entries of other groups in the same cell
+    m = int(cnt.sum())
+    if not m:
+        return none, none
+    sel = np.flatnonzero(cnt)
+    c = cnt[sel]
+    p = np.repeat(sel, c)
+    q = np.repeat(run_end[sel], c) + (np.arange(m) - np.repeat(np.cumsum(c) - c, c))
+    sbox = box[order]
+    a, b = sbox[p], sbox[q]
+    if tot != n:  # each pair in the first cell both boxes cover only
+        op = order[p]
+        first = (ix[op] == np.maximum(cx0[a], cx0[b])) & (iz[op] == np.maximum(cz0[a], cz0[b]))
+        a, b = a[first], b[first]
+    return _within(lo_x, hi_x, lo_z, hi_z, pad, np.minimum(a, b), np.maximum(a, b))
+
+
+def _within(
+    lo_x: np.ndarray,
+    hi_x: np.ndarray,
+    lo_z: np.ndarray,
+    hi_z: np.ndarray,
+    pad: float,
+    ii: np.ndarray,
+    jj: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate pairs whose boxes are within ``pad`` (box_pairs' test as written)."""
+    keep = (
+        (lo_x[ii] - pad <= hi_x[jj])
+        & (lo_x[jj] - pad <= hi_x[ii])
+        & (lo_z[ii] - pad <= hi_z[jj])
+        & (lo_z[jj] - pad <= hi_z[ii])
+    )
+    return ii[keep], jj[keep]
+
+
+def _apart(A: np.ndarray, B: np.ndarray, reach: float) -> np.ndarray:
+    """Pairs of cars (rows: rear, middle, front world points, shape (k, 3, 2)) whose
+    chords are provably more than ``reach`` apart: B's points all on one side of A's
+    rear → front line, beyond A's middle's distance from it plus ``reach``. A car of no
+    length is never apart."""
+    u = A[:, 2] - A[:, 0]
+    norm = np.hypot(u[:, 0], u[:, 1])
+    ok = norm > 1e-6
+    n = np.stack([-u[:, 1], u[:, 0]], axis=1) / np.where(ok, norm, 1.0)[:, None]
+    o = A[:, 0]
+    nx, nz = n[:, 0], n[:, 1]
+    # B's points from A's line, and A's middle
+    d0, d1, d2 = ((B[:, k, 0] - o[:, 0]) * nx + (B[:, k, 1] - o[:, 1]) * nz for k in range(3))
+    w = np.abs((A[:, 1, 0] - o[:, 0]) * nx + (A[:, 1, 1] - o[:, 1]) * nz) + reach
+    lo, hi = np.minimum(np.minimum(d0, d1), d2), np.maximum(np.maximum(d0, d1), d2)
+    return ok & ((lo > w) | (hi < -w))
+
+
+def chords_within(P: np.ndarray, reach: float, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``i < j`` of cars of different groups whose chords may come closer than
+    ``reach``: a superset of the pairs :func:`side_collisions` finds within ``reach``
+    (docs/physics.md §5.4). ``P``: each car's rear, middle and front world (X, Z),
+    shape (n, 3, 2). Boxes (:func:`box_pairs`), then a band test (:func:`_apart`), then
+    the distance between the chords."""
+    X, Z = P[:, :, 0], P[:, :, 1]
+    mn, mx = np.minimum, np.maximum  # (faster than reductions over 3 columns)
+    ii, jj = box_pairs(
+        mn(mn(X[:, 0], X[:, 1]), X[:, 2]),
+        mx(mx(X[:, 0], X[:, 1]), X[:, 2]),
+        mn(mn(Z[:, 0], Z[:, 1]), Z[:, 2]),
+        mx(mx(Z[:, 0], Z[:, 1]), Z[:, 2]),
+        reach,
+        group=group,
+    )
+    if len(ii):
+        near = ~(_apart(P[ii], P[jj], reach) | _apart(P[jj], P[ii], reach))
+        ii, jj = ii[near], jj[near]
+    if len(ii):
+        uw = ((0, 0), (0, 1), (1, 0), (1, 1))
+        Pa, Pb = P[ii], P[jj]
+        d4 = _seg_dist(
+            np.concatenate([Pa[:, u] for u, _w in uw]),
+            np.concatenate([Pa[:, u + 1] for u, _w in uw]),
+            np.concatenate([Pb[:, w] for _u, w in uw]),
+            np.concatenate([Pb[:, w + 1] for _u, w in uw]),
+        )
+        near = d4.reshape(4, len(ii)).min(axis=0) < reach
+        ii, jj = ii[near], jj[near]
+    return ii, jj
+
+
 class Occupancy:
     """The positions of all trains, with collision checks that report each contact
-    once (until the trains separate again)."""
+    once (until the trains separate again).
+
+    A position may be given as a function that makes it (:meth:`update_lazy`): it is
+    called only when a check or :attr:`trains` needs the train, so a caller can keep
+    hundreds of trains watched without making their positions at every check."""
 
     def __init__(self, trains: Iterable[TrainPosition] = ()) -> None:
-        self._trains: dict[Hashable, TrainPosition] = {}
+        self._trains: dict[Hashable, TrainPosition | Callable[[], TrainPosition]] = {}
         self._contact: set[tuple[str, Hashable, Hashable]] = set()
         for t in trains:
             self.update(t)
@@ -591,6 +790,11 @@ class Occupancy:
         """Set (or replace) a train's position."""
         self._trains[position.train] = position
 
+    def update_lazy(self, train: Hashable, source: Callable[[], TrainPosition]) -> None:
+        """Set (or replace) a train's position by a function that returns it when asked
+        (each time: nothing is kept)."""
+        self._trains[train] = source
+
     def remove(self, train: Hashable) -> None:
         self._trains.pop(train, None)
         if self._contact:
@@ -598,18 +802,26 @@ class Occupancy:
             # contact of the same pair (after parting by more than a step) is not "new".
             self._contact = {c for c in self._contact if train not in (c[1], c[2])}
 
+    def watched(self) -> list[Hashable]:
+        """The trains watched, in the order the checks take them (first put in first)."""
+        return list(self._trains)
+
+    def _position(self, train: Hashable) -> TrainPosition:
+        p = self._trains[train]
+        return p if isinstance(p, TrainPosition) else p()
+
     @property
     def trains(self) -> list[TrainPosition]:
-        return list(self._trains.values())
+        return [self._position(k) for k in self._trains]
 
     def intervals(self, train: Hashable) -> list[tuple[int, float, float]]:
         """The node intervals a train occupies (:meth:`TrainPosition.intervals`)."""
-        return self._trains[train].intervals()
+        return self._position(train).intervals()
 
     def by_node(self) -> dict[int, list[tuple[Hashable, float, float]]]:
         """node → [(train, low offset, high offset), ...]."""
         out: dict[int, list[tuple[Hashable, float, float]]] = {}
-        for t in self._trains.values():
+        for t in self.trains:
             for node, a, b in t.intervals():
                 out.setdefault(node, []).append((t.train, min(a, b), max(a, b)))
         return out
@@ -633,4 +845,23 @@ class Occupancy:
     ) -> list[SafetyEvent]:
         return self._new(
             "side_collision", side_collisions(self.trains, time, clearance=clearance, cell=cell), only_new
+        )
+
+    def check_among(
+        self, time: float, collide: Container[Hashable], side: Container[Hashable]
+    ) -> list[SafetyEvent]:
+        """The new events of :meth:`collisions` then :meth:`side_collisions` (defaults),
+        worked out over the watched trains in ``collide`` (``side``) only: the caller
+        vouches that no other watched train collides with (touches side by side) another
+        (a conservative broad phase, docs/physics.md §5.4). The events and the contacts
+        remembered are those of the two calls over every watched train: each pair's
+        checks use only the two trains, and the trains keep their order; only a pair
+        whose longest node overlap is as long on two nodes depends on the others (which
+        node comes first), and then every train is taken."""
+        sub = [self._position(k) for k in self._trains if k in collide]
+        best, tied = _overlaps(sub)
+        col = collisions(self.trains, time) if tied else _collision_events(sub, best, time)
+        by_side = [self._position(k) for k in self._trains if k in side]
+        return self._new("collision", col, True) + self._new(
+            "side_collision", side_collisions(by_side, time), True
         )

@@ -20,9 +20,11 @@ from typing import Any
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.utils import TextSlice
 
 from .._fs import find_install_root, is_file, resolve_case_insensitive
 from ..errors import Diagnostics, IncludeError, Location, StfSyntaxError
+from . import tree as _tree
 from .resources import grammar_path, grammar_text
 from .source import Source, read_source
 from .tree import COMMENT_WORDS, Block, Document, QStr, split_items, split_words
@@ -60,14 +62,20 @@ _UNICODE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205
 _UNICODE_SPACE_UTF8 = (b"\xc2\x85", b"\xc2\xa0", b"\xe1\x9a\x80", b"\xe2\x81\x9f", b"\xe3\x80\x80")
 
 
-def _prepare(source: Source) -> tuple[str, list[list[int]] | None, bool | None]:
-    """The text to parse (line 1 blanked), setting ``source.exact_split``. For ASCII text
-    also the keyword offsets (:func:`_find_lower`) and :func:`has_long_word`, found in
-    the same pass (:func:`_ascii_scans`); else None for both."""
-    text = _blank_first_line(source.text)
+def _prepare(source: Source) -> tuple[str, int, list[list[int]] | None, bool | None]:
+    """The text to parse and where its parse starts, past line 1 (the SIMIS signature,
+    discarded), setting ``source.exact_split``. For ASCII text that is the source's own
+    text from its first line break (no copy: a 200 MB .tdb's blanked copy took 0.12 s
+    and 200 MB more at the parse's peak), with the keyword offsets (:func:`_find_lower`)
+    and :func:`has_long_word` found in the same pass (:func:`_ascii_scans`); else the
+    text with line 1 blanked, from 0, and None for both."""
+    text = source.text
     if text.isascii():
-        source.exact_split, keywords, long_word = _ascii_scans(text)
-        return text, keywords, long_word
+        nl = text.find("\n")
+        start = len(text) if nl < 0 else nl
+        source.exact_split, keywords, long_word = _ascii_scans(text, start)
+        return text, start, keywords, long_word
+    text = _blank_first_line(text)
     # Other text is scanned as UTF-8 bytes, in C (two regex searches of a 3 MB
     # tsection.dat took 35 ms): multi-byte characters hold no byte below 0x80.
     data = text.encode("utf-8", "surrogatepass")
@@ -75,15 +83,7 @@ def _prepare(source: Source) -> tuple[str, list[list[int]] | None, bool | None]:
         # The lead byte first: one memchr, where a 2-3 byte search costs ~2.5 ms per MB.
         any(u[:1] in data and u in data for u in _UNICODE_SPACE_UTF8) or _has_e280_space(data)
     )
-    return text, None, None
-    # Other text is scanned as UTF-8 bytes, in C (two regex searches of a 3 MB
-    # tsection.dat took 35 ms): multi-byte characters hold no byte below 0x80.
-    data = text.encode("utf-8", "surrogatepass")
-    source.exact_split = bool(data.translate(None, _NOT_CONTROL)) or (
-        # The lead byte first: one memchr, where a 2-3 byte search costs ~2.5 ms per MB.
-        any(u[:1] in data and u in data for u in _UNICODE_SPACE_UTF8) or _has_e280_space(data)
-    )
-    return text
+    return text, 0, None, None
 
 
 def _has_e280_space(data: bytes) -> bool:
@@ -159,7 +159,9 @@ class _Builder(Transformer):
         comment blocks only, holding no include block; else None. What lies between two
         runs (white space and the comment blocks) is blanked, so every offset holds and
         splitting the text gives the items the tree would hold. Returns Block's
-        ``(raw, rawpos, rawend)``: one run is kept as its span of the source's text."""
+        ``(raw, rawpos, rawend)``: one run is kept as its span of the source's text.
+        (The one run of an item table that the lexer took whole may hold quoted
+        strings: ITEM_TABLE_RUN_ENDS; Block.items then parses it, split_quoted.)"""
         runs = []
         for c in children[1:]:
             if c is _DROP:
@@ -281,6 +283,9 @@ class _Builder(Transformer):
     def _data(self, tok: Token, out: list) -> None:
         """Split a DATA token (plain words and nested blocks, no strings) into items."""
         text = tok.value  # the plain str: str(tok) would copy a big DATA token once more
+        if '"' in text:  # only a table run the lexer took whole (_table_run_hints)
+            out.extend(split_quoted(self.source, tok.start_pos or 0, text))
+            return
         if "\\" in text:
             return self._data_escaped(tok, out)
         if "(" not in text:
@@ -348,6 +353,7 @@ class _ParserPool(threading.local):
         _hook_table_runs(self.bulk, self.builder)
         self.options = options
         self.others: dict[str, Lark] = {}
+        self.quoted: tuple[Lark, _Builder] | None = None
 
     def bulk_for(self, kind: str) -> Lark:
         """The bulk parser of ``kind`` (see BULK_GRAMMARS), made on first use."""
@@ -368,6 +374,18 @@ TABLE_RUN_ENDS: dict[str, Any] = {}
 _MAX_TABLE_HINTS = 8
 
 
+#: Per bulk kind, as TABLE_RUN_ENDS for the content of a ``TrItemTable (`` table,
+#: which may hold quoted strings: the run is then no DATA regex match but the whole
+#: content, kept raw (a TrItemTable is deferred, see BULK_TABLES) and split with the
+#: STF grammar if its items are asked for (split_quoted). It must accept only content
+#: that parses without a finding and holds no include, escape or "+" (formats/tdb.py
+#: registers the .tdb one: the item shapes of its bulk reader).
+ITEM_TABLE_RUN_ENDS: dict[str, Any] = {}
+#: What may come just before a table's name that the lexer then gives as a NAME of
+#: its own (white space, a parenthesis, a quote), not the end of a longer word.
+_NAME_BEFORE = frozenset(chr(c) for c in range(33)) | frozenset('()"')
+
+
 def _table_run_hints(text: str, kind: str) -> dict[int, int]:
     """{offset of a ``TrackNodes (`` table's content: end of its DATA run} (see
     TABLE_RUN_ENDS), for the lexer hook of :func:`_hook_table_runs`."""
@@ -378,12 +396,43 @@ def _table_run_hints(text: str, kind: str) -> dict[int, int]:
     i = text.find("TrackNodes")
     while i >= 0 and len(hints) < _MAX_TABLE_HINTS:
         m = _TABLE_OPEN.match(text, i + 10)
+        end = None
         if m is not None:
             end = find_end(text, m.end())
             if end is not None:
                 hints[m.end()] = end
-        i = text.find("TrackNodes", i + 10)
+        # Not within a run: the lexer takes it whole (~0.16 s for a 200 MB table).
+        i = text.find("TrackNodes", i + 10 if end is None else end)
+    find_items = ITEM_TABLE_RUN_ENDS.get(kind)
+    if find_items is not None:
+        _item_table_hints(text, find_items, hints)
     return hints
+
+
+def _item_table_hints(text: str, find_end: Any, hints: dict[int, int]) -> None:
+    """Adds the runs of the ``TrItemTable (`` tables (ITEM_TABLE_RUN_ENDS) to ``hints``,
+    looking only outside the runs already there (the lexer takes those whole)."""
+    # Past line 1 only (blanked in ``text``): the run kept raw is then the source's text.
+    first_line = text.find("\n")
+    if first_line < 0:
+        return
+    gaps, at = [], first_line
+    for a, b in sorted(hints.items()):
+        gaps.append((at, a))
+        at = max(at, b)
+    gaps.append((at, len(text)))
+    found = 0
+    for lo, hi in gaps:
+        i = text.find("TrItemTable", lo, hi)
+        while i >= 0 and found < _MAX_TABLE_HINTS:
+            m = _TABLE_OPEN.match(text, i + 11)
+            end = None
+            if m is not None and text[i - 1] in _NAME_BEFORE:
+                end = find_end(text, m.end())
+                if end is not None:
+                    hints[m.end()] = end
+                    found += 1
+            i = text.find("TrItemTable", i + 11 if end is None else end, hi)
 
 
 _TABLE_OPEN = re.compile(r"[\x00-\x20]*\([\x00-\x20]*")
@@ -395,7 +444,8 @@ def _hook_table_runs(lark: Lark, builder: _Builder) -> None:
     ends: Lark's regex goes through a 200 MB TrackNodes table at ~9 ns a character
     (a character class per character), the hint's walk from node to node in a fraction.
     The token, its type and everything after are the same: the hint is used only when
-    no terminal tried before DATA matches there."""
+    no terminal tried before DATA matches there. (An item table's run may be longer
+    than the regex's, past quoted names: ITEM_TABLE_RUN_ENDS. The tree is the same.)"""
     lexer: Any = lark.parser.lexer
     orig = lexer.match
     names = [t.name for t in lexer.scanner.terminals]
@@ -460,7 +510,9 @@ def _find_lower(text: str, words: tuple[str, ...]) -> list[list[int]]:
     return out
 
 
-def _scan_markers(text: str, keywords: list[list[int]] | None = None) -> tuple[bool, list[int]]:
+def _scan_markers(
+    text: str, keywords: list[list[int]] | None = None, start: int = 0
+) -> tuple[bool, list[int]]:
     """(:func:`needs_full_grammar`, the sorted offsets of the include blocks the tree
     builder would follow: not inside a comment block nor another include block).
 
@@ -469,11 +521,12 @@ def _scan_markers(text: str, keywords: list[list[int]] | None = None) -> tuple[b
     that the fast grammar (stf_plain.lark) cannot be used. The tree builder drops
     comment blocks and follows include blocks at any depth, so text whose markers
     are all blocks parses the same with either grammar. False positives only cost
-    speed; the scan only runs where a marker character or keyword occurs at all."""
+    speed; the scan only runs where a marker character or keyword occurs at all.
+    ``keywords`` (offsets at or past ``start``) and the scan start at ``start``."""
     includes: list[int] = []
     candidates: list[int] = []
     for ch in "#_":
-        i = text.find(ch)
+        i = text.find(ch, start)
         while i >= 0:
             if i == 0 or text[i - 1] in _WORD_START:  # not inside a word like SNCF_TGV
                 candidates.append(i)
@@ -527,6 +580,9 @@ _WORD_END = frozenset(_WORD_START | {'"'})
 #: ~100 characters, so a file with one is parsed with the full grammar (same tree).
 LONG_WORD = 128
 _WORD_BYTES = bytes(0 if c <= 0x20 or c in b'()"' else 0x78 for c in range(256))
+#: For _ascii_scans: ASCII letters lowered; every other byte deleted.
+_LOWER_LETTERS = bytes(range(256)).lower()
+_NOT_LETTERS = bytes(c for c in range(256) if not (0x41 <= c <= 0x5A or 0x61 <= c <= 0x7A))
 
 
 def has_long_word(text: str) -> bool:
@@ -546,24 +602,33 @@ def has_long_word(text: str) -> bool:
 _SCAN_SLICE = 1 << 23
 
 
-def _ascii_scans(text: str) -> tuple[bool, list[list[int]], bool]:
+def _ascii_scans(text: str, start: int = 0) -> tuple[bool, list[list[int]], bool]:
     """For ASCII ``text``: (:func:`_has_control`, :func:`_find_lower` of the keywords,
     :func:`has_long_word`) in one pass of slices, each slice copied and encoded once
     instead of three times (~0.35 s less for a 200 MB file). The slices overlap by
     LONG_WORD characters, more than a keyword's length: a keyword found twice is kept
-    once (they cannot overlap themselves), as in _find_lower."""
+    once (they cannot overlap themselves), as in _find_lower. Only ``text[start:]`` is
+    scanned."""
     control = long_word = False
     out: list[list[int]] = [[] for _ in _KEYWORDS]
     words = [w.encode("ascii") for w in _KEYWORDS]
     run = b"x" * LONG_WORD
     step = _SCAN_SLICE
-    for at in range(0, max(len(text), 1), step):
-        lo = max(at - LONG_WORD, 0)
+    for at in range(start, max(len(text), start + 1), step):
+        lo = max(at - LONG_WORD, start)
         part = text[lo : at + step].encode("ascii")
         if not control:
             control = bool(part.translate(None, _NOT_CONTROL))
         if not long_word:
             long_word = run in part.translate(_WORD_BYTES)
+        # A keyword is a run of letters: it is in the slice's letters alone, lowered (in
+        # one translate; ~7 % of a .tdb's bytes), if it is in the slice. Searching those
+        # first spares the lowered copy and three searches of nearly every slice (~0.45 s
+        # for a 200 MB .tdb); a hit (maybe made of letters that white space kept apart)
+        # takes the exact search below.
+        letters = part.translate(_LOWER_LETTERS, _NOT_LETTERS)
+        if not any(w in letters for w in words):
+            continue
         low = part.lower()
         for w, found in zip(words, out):
             i = low.find(w)
@@ -592,8 +657,8 @@ def _parse_items(
     b.includes = []
     b.notes = []
     try:
-        text, keywords, long_word = _prepare(source)
-        full, include_blocks = _scan_markers(text, keywords)
+        text, start, keywords, long_word = _prepare(source)
+        full, include_blocks = _scan_markers(text, keywords, start)
         if full or (has_long_word(text) if long_word is None else long_word):
             lark = pool.full
         elif bulk and not source.exact_split:
@@ -607,7 +672,8 @@ def _parse_items(
                 b.table_runs, b.hinted_text = _table_run_hints(text, kind), text
         else:
             lark = pool.plain
-        items: Any = lark.parse(text)  # the transformer builds a list, not a Tree
+        # The transformer builds a list, not a Tree. A TextSlice keeps every offset.
+        items: Any = lark.parse(TextSlice(text, start, len(text)) if start else text)
     except UnexpectedInput as exc:
         raise _syntax_error(source, exc) from None
     finally:
@@ -618,7 +684,7 @@ def _parse_items(
 
 
 #: Blocks that a bulk parse keeps as raw text (the lexer of stf_bulk.lark isolates them).
-BULK_TABLES = frozenset({"tracknodes"})
+BULK_TABLES = frozenset({"tracknodes", "tritemtable"})
 #: Per kind of bulk parse (parse_source's ``bulk``): its grammar and the blocks kept raw.
 BULK_GRAMMARS = {
     "tdb": ("stf_bulk.lark", BULK_TABLES),
@@ -676,6 +742,35 @@ def gc_paused():
     finally:
         if was:
             gc.enable()
+
+
+def split_quoted(source: Source | None, start: int, raw: str) -> list:
+    """The items of ``raw``, the raw content at ``start`` of a block that holds quoted
+    strings (a table run the lexer took whole, see ITEM_TABLE_RUN_ENDS), parsed with
+    the STF grammar in place in the source's text: the same items, offsets and lines
+    as a parse of the whole file gives them."""
+    if source is None or not source.text.startswith(raw, start):
+        raise AssertionError("a quoted raw run is always a span of its source's text")
+    pool = _POOL
+    if pool.quoted is None:
+        builder = _Builder()
+        pool.quoted = (
+            Lark(grammar_text("stf_plain.lark"), **{**pool.options, "transformer": builder}),
+            builder,
+        )
+    lark, b = pool.quoted
+    b.source = source
+    try:
+        items: Any = lark.parse(TextSlice(source.text, start, start + len(raw)))
+        includes, notes = b.includes, b.notes
+    finally:
+        b.includes, b.notes, b.source = [], [], None
+    if includes or notes:
+        raise AssertionError("a quoted raw run holds no include and no '+'")
+    return items
+
+
+_tree.QUOTED_SPLIT.append(split_quoted)
 
 
 def parse_source(

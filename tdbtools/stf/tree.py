@@ -64,7 +64,9 @@ class Block:
         items = self._items
         if items is None:
             raw = self._raw_text()
-            if "(" in raw:
+            if '"' in raw:  # a table run holding quoted strings (stf.parser.split_quoted)
+                items = QUOTED_SPLIT[0](self.source, self._rawpos, raw)
+            elif "(" in raw:
                 items = split_shallow(raw, self._rawpos, self.source)
             elif self.source is not None and self.source.exact_split:
                 items = exact_split(raw)
@@ -104,7 +106,7 @@ class Block:
         without making child objects, which is what bulk readers want."""
         raw = self._raw_text()
         exact = self.source is not None and self.source.exact_split
-        if raw is not None and self._items is None and "\\" not in raw and not exact:
+        if raw is not None and self._items is None and "\\" not in raw and '"' not in raw and not exact:
             if "(" not in raw:
                 return raw.split()
             return leaf_view_of(raw)
@@ -125,7 +127,7 @@ class Block:
         or None. Numeric readers hand it to numpy in one call."""
         raw = self._raw_text() if self._items is None else None
         if raw is not None:
-            return raw if "(" not in raw else None
+            return raw if "(" not in raw and '"' not in raw else None
         items = self.items
         if items and all(i.__class__ is str for i in items):
             return " ".join(items)
@@ -241,6 +243,11 @@ class Document(Block):
 
 #: Block names whose block is a comment (as are names starting with "#" or "_").
 COMMENT_WORDS = frozenset(("comment", "skip"))
+
+#: Splits the raw content of a block that holds quoted strings (a table run the STF
+#: lexer took whole): ``(source, offset, raw) -> items``; set by stf.parser, which
+#: parses it with the STF grammar.
+QUOTED_SPLIT: list[Any] = []
 
 _PAREN_SPLIT = re.compile(r"([()])").split
 

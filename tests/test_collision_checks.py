@@ -1,0 +1,403 @@
+"""The replay's collision checks (docs/physics.md §5.4) against the algorithm they
+replaced, kept here as the reference: one box per train, every watched train made a
+TrainPosition and checked against every other. The events (kinds, times, trains, cars,
+locations, order), the watched trains and their order, and the contacts remembered must
+be the same after every check."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tdbtools.physics.safety import (
+    Occupancy,
+    SafetyEvent,
+    TrainPosition,
+    _collision_events,
+    _pass_at,
+    box_pairs,
+    side_collisions,
+)
+from tdbtools.physics.trackline import TrackLine
+
+REPO = Path(__file__).resolve().parents[1]
+CONSIST = REPO / "sample_routes" / "sample" / "TRAINS" / "CONSISTS" / "sample_freight.con"
+
+# -- the reference: the checks as they were (commit 4cb89b5) -------------------------------
+
+
+def _old_collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent]:
+    """safety.collisions before the broad phase: every pair of trains node by node."""
+    trains = list(trains)
+    by_node: dict[int, list[tuple[int, float, float]]] = {}
+    for k, tr in enumerate(trains):
+        for node, a, b in tr.intervals():
+            by_node.setdefault(node, []).append((k, min(a, b), max(a, b)))
+    best: dict[tuple[int, int], tuple[float, int, float, float, float]] = {}
+    for node, entries in by_node.items():
+        if len(entries) < 2:
+            continue
+        entries.sort(key=lambda e: e[1])
+        for x in range(len(entries)):
+            i, lo_i, hi_i = entries[x]
+            for y in range(x + 1, len(entries)):
+                j, lo_j, hi_j = entries[y]
+                if lo_j >= hi_i:
+                    break
+                if i == j or trains[i]._key == trains[j]._key:
+                    continue
+                overlap = min(hi_i, hi_j) - max(lo_i, lo_j)
+                if overlap <= 0:
+                    continue
+                key = (min(i, j), max(i, j))
+                mid = (max(lo_i, lo_j) + min(hi_i, hi_j)) / 2.0
+                centre_i, centre_j = (lo_i + hi_i) / 2.0, (lo_j + hi_j) / 2.0
+                if key[0] != i:
+                    centre_i, centre_j = centre_j, centre_i
+                if key not in best or overlap > best[key][0]:
+                    best[key] = (overlap, node, mid, centre_i, centre_j)
+    out = []
+    for (i, j), (_ov, node, mid, ci, cj) in sorted(best.items()):
+        ta, tb = trains[i], trains[j]
+        s_a, fwd_a = _pass_at(ta, node, mid)
+        s_b, fwd_b = _pass_at(tb, node, mid)
+        car_a, car_b = ta.nearest_car(s_a), tb.nearest_car(s_b)
+        va = ta.car_speed(car_a) * (1.0 if fwd_a else -1.0)
+        vb = tb.car_speed(car_b) * (1.0 if fwd_b else -1.0)
+        closing = (va - vb) if ci <= cj else (vb - va)
+        out.append(
+            SafetyEvent(
+                "collision",
+                float(time),
+                ta.train,
+                (car_a,),
+                int(node),
+                ta.line.location(s_a),
+                cause=f"both trains occupy node {node} around offset {mid:.2f} m",
+                other_train=tb.train,
+                other_cars=(car_b,),
+                closing_speed=float(closing),
+                s=s_a,
+            )
+        )
+    return out
+
+
+class _OldOccupancy:
+    def __init__(self) -> None:
+        self.trains: dict[Hashable, TrainPosition] = {}
+        self.contact: set[tuple[str, Hashable, Hashable]] = set()
+
+    def remove(self, train: Hashable) -> None:
+        self.trains.pop(train, None)
+        if self.contact:
+            self.contact = {c for c in self.contact if train not in (c[1], c[2])}
+
+    def new(self, kind: str, events: list[SafetyEvent]) -> list[SafetyEvent]:
+        now = {(kind, e.train, e.other_train) for e in events}
+        fresh = [e for e in events if (kind, e.train, e.other_train) not in self.contact]
+        self.contact = {c for c in self.contact if c[0] != kind} | now
+        return fresh
+
+
+def _old_check(rep, occ: _OldOccupancy) -> list[SafetyEvent]:  # noqa: ANN001
+    """Replay._check_collisions before the broad phase over cars."""
+    if len(rep.trains) < 2:
+        return []
+    x, v = rep.engine.x, rep.engine.v
+    fx, fz = rep.lines.world_xz(rep._g(x))
+    rx, rz = rep.lines.world_xz(rep._g(x - rep.bodies.length))
+    X, Z = np.concatenate([fx, rx]), np.concatenate([fz, rz])
+    owner = np.concatenate([rep.car_train, rep.car_train])
+    T = len(rep.trains)
+    pad = 10.0
+    lo_x, hi_x = np.full(T, np.inf), np.full(T, -np.inf)
+    lo_z, hi_z = np.full(T, np.inf), np.full(T, -np.inf)
+    np.minimum.at(lo_x, owner, X)
+    np.maximum.at(hi_x, owner, X)
+    np.minimum.at(lo_z, owner, Z)
+    np.maximum.at(hi_z, owner, Z)
+    close = (
+        (lo_x[:, None] - pad <= hi_x[None, :])
+        & (lo_x[None, :] - pad <= hi_x[:, None])
+        & (lo_z[:, None] - pad <= hi_z[None, :])
+        & (lo_z[None, :] - pad <= hi_z[:, None])
+    )
+    np.fill_diagonal(close, False)
+    active = rep.on_track()
+    if active is not None:
+        close &= active[:, None] & active[None, :]
+    near = set(np.flatnonzero(close.any(axis=1)).tolist())
+    for k, t in enumerate(rep.trains):
+        if k in near:
+            sl = t.cars
+            occ.trains[t.spec.name] = TrainPosition(t.spec.name, t.line, x[sl], rep.bodies.length[sl], v[sl])
+        else:
+            occ.remove(t.spec.name)
+    if len(near) < 2:
+        return []
+    trains = list(occ.trains.values())
+    return occ.new("collision", _old_collisions(trains, rep.time)) + occ.new(
+        "side_collision", side_collisions(trains, rep.time)
+    )
+
+
+# -- unit tests --------------------------------------------------------------------------
+
+
+def test_box_pairs_are_the_pairs_of_the_all_pairs_comparison():
+    """Random boxes of mixed sizes (some huge), with and without groups: the grid finds
+    exactly the pairs the all-pairs comparison does."""
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        n = int(rng.integers(2, 300))
+        lo_x = rng.uniform(-3000, 3000, n).round(int(trial % 3))  # ties on the grid too
+        lo_z = rng.uniform(-3000, 3000, n)
+        w = rng.exponential(40.0, (2, n)) * (rng.uniform(size=n) < 0.97) + rng.exponential(2000.0, (2, n)) * (
+            rng.uniform(size=n) < 0.03
+        )
+        hi_x, hi_z = lo_x + w[0], lo_z + w[1]
+        group = rng.integers(0, 5, n) if trial % 2 else None
+        pad = float(rng.choice([0.0, 3.61, 10.0]))
+        close = (
+            (lo_x[:, None] - pad <= hi_x[None, :])
+            & (lo_x[None, :] - pad <= hi_x[:, None])
+            & (lo_z[:, None] - pad <= hi_z[None, :])
+            & (lo_z[None, :] - pad <= hi_z[:, None])
+        )
+        close = np.triu(close, 1)
+        if group is not None:
+            close &= group[:, None] != group[None, :]
+        want = set(zip(*np.nonzero(close)))
+        ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, pad, group=group)
+        got = list(zip(ii.tolist(), jj.tolist()))
+        assert len(got) == len(set(got)) and set(got) == {(int(a), int(b)) for a, b in want}, trial
+    assert [len(a) for a in box_pairs(np.zeros(1), np.ones(1), np.zeros(1), np.ones(1), 10.0)] == [0, 0]
+
+
+def test_box_pairs_over_a_world_of_tiny_cells():
+    """Small boxes spread over ±30 million km (more cells than an int64 key holds with the
+    groups): the cells are numbered densely first, and the pairs are still all there."""
+    rng = np.random.default_rng(4)
+    n = 400
+    lo_x = np.concatenate([rng.uniform(-3e10, 3e10, n // 2), rng.uniform(0.0, 60.0, n // 2)])
+    lo_z = np.concatenate([rng.uniform(-3e10, 3e10, n // 2), rng.uniform(0.0, 60.0, n // 2)])
+    hi_x, hi_z = lo_x + rng.uniform(0.0, 0.5, n), lo_z + rng.uniform(0.0, 0.5, n)
+    group = rng.integers(0, 3, n)
+    close = np.triu(
+        (lo_x[:, None] - 3.6 <= hi_x[None, :])
+        & (lo_x[None, :] - 3.6 <= hi_x[:, None])
+        & (lo_z[:, None] - 3.6 <= hi_z[None, :])
+        & (lo_z[None, :] - 3.6 <= hi_z[:, None]),
+        1,
+    ) & (group[:, None] != group[None, :])
+    ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, 3.6, group=group)
+    want = {(int(a), int(b)) for a, b in zip(*np.nonzero(close))}
+    assert len(want) > 100 and set(zip(ii.tolist(), jj.tolist())) == want
+
+
+def _two_node_line(name: str) -> TrackLine:
+    """A straight 200 m line over node 1 (0–100 m) and node 2 (100–200 m, offset from 0)."""
+    line = TrackLine.synthetic(200.0, source=name)
+    return dataclasses.replace(
+        line,
+        seg_node=np.array([1, 2], np.int64),
+        seg_dir=np.array([1, 1], np.int8),
+        seg_s0=np.array([0.0, 100.0]),
+        seg_s1=np.array([100.0, 200.0]),
+        seg_off0=np.array([0.0, 0.0]),
+    )
+
+
+def test_a_tie_between_two_nodes_is_named_as_over_every_train():
+    """A and B overlap by 50 m on node 1 and on node 2: over every train the node met
+    first names the collision, and C (on node 2 only, touching nobody, watched first)
+    makes that node 2. Checked among A and B alone, node 1 would come first: the tie
+    sends the check to every train, and the event is the same."""
+    from tdbtools.physics.safety import _overlaps
+
+    a_line, b_line, c_line = (_two_node_line(n) for n in "abc")
+    a = TrainPosition("A", a_line, [150.0], [100.0], speed=2.0)
+    b = TrainPosition("B", b_line, [150.0], [100.0], speed=-1.0)
+    c = TrainPosition("C", c_line, [190.0], [20.0])
+    want = Occupancy([c, a, b]).collisions(1.0)
+    assert [(e.train, e.other_train, e.node) for e in want] == [("A", "B", 2)]
+    best, tied = _overlaps([a, b])
+    assert tied and [e.node for e in _collision_events([a, b], best, 1.0)] == [1]
+    assert Occupancy([c, a, b]).check_among(1.0, {"A", "B"}, set()) == want
+    assert not _overlaps([a, TrainPosition("B", b_line, [140.0], [100.0])])[1]  # 50 / 40 m: no tie
+
+
+def test_lazy_positions_are_made_when_asked():
+    """update_lazy keeps the train's place in the order; nothing is made until a check
+    or the trains are asked for, and then each time anew."""
+    line = TrackLine.synthetic(500.0)
+    made = []
+
+    def source() -> TrainPosition:
+        made.append(1)
+        return TrainPosition("L", line, [100.0], [20.0])
+
+    occ = Occupancy([TrainPosition("A", line, [50.0], [20.0])])
+    occ.update_lazy("L", source)
+    occ.update(TrainPosition("B", line, [300.0], [20.0]))
+    assert made == [] and occ.watched() == ["A", "L", "B"]
+    assert [t.train for t in occ.trains] == ["A", "L", "B"] and len(made) == 1
+    assert occ.intervals("L") == [(1, 80.0, 100.0)] and len(made) == 2
+    occ.update_lazy("A", source)  # replaced in place
+    assert occ.watched() == ["A", "L", "B"]
+
+
+# -- the replay's checks against the reference on DK24 -------------------------------------
+
+
+def _dk24_specs(dk24, seed: int, n_paths: int, n_trains: int, drive: float = 3000.0) -> tuple:  # noqa: ANN001
+    """Freight trains on random DK24 paths (several per path: one line), each path
+    with ``drive`` metres of track beyond it."""
+    from tdbtools.physics.scenario import TrainSpec
+    from tdbtools.track.paths import resolve_route_paths
+
+    resolved = [(name, res) for name, res, _err in resolve_route_paths(dk24) if res is not None and res.ok]
+    rng = np.random.default_rng(seed)
+    paths: list[str] = []
+    for i in rng.permutation(len(resolved)).tolist():
+        name, res = resolved[i]
+        if TrackLine.from_path(dk24, res, extend=drive).length >= 2500.0:
+            paths.append(name)
+            if len(paths) == n_paths:
+                break
+    return tuple(
+        TrainSpec(
+            name=f"t{k}",
+            consist=CONSIST,
+            path=Path(paths[k % len(paths)]),
+            start_offset=600.0 * (k // len(paths)),
+            beyond_path=drive,
+            driver="auto",
+        )
+        for k in range(n_trains)
+    )
+
+
+def _dk24_replay(dk24, seed: int):  # noqa: ANN001, ANN202
+    """A replay of 36 freight trains on 14 random DK24 paths; the tests put its cars
+    where they like."""
+    from tdbtools.physics.replay import Replay
+    from tdbtools.physics.scenario import Scenario
+
+    specs = _dk24_specs(dk24, seed, 14, 36)
+    return Replay(Scenario(Path(dk24.folder), specs, step=0.1, duration=1.0), route=dk24, signals=False)
+
+
+def _place(rep, rng, focus, old_x=None):  # noqa: ANN001, ANN202
+    """Car fronts for every train: most near the world point ``focus`` on their line,
+    some anywhere, some partly off their line; a few with wide gaps between cars."""
+    x = np.empty(len(rep.bodies.length))
+    for t in rep.trains:
+        ln, sl = t.line, t.cars
+        n = sl.stop - sl.start
+        if old_x is not None and rng.uniform() < 0.85:
+            x[sl] = old_x[sl] + rng.uniform(-12.0, 12.0)  # moved as one
+            continue
+        u = rng.uniform()
+        if u < 0.75:
+            i = int(np.argmin(np.hypot(ln.X - focus[0], ln.Z - focus[1])))
+            front = float(ln.s[i]) + rng.uniform(-150.0, 450.0)
+        elif u < 0.9:
+            front = rng.uniform(0.0, ln.length)
+        else:
+            front = rng.choice([ln.length + rng.uniform(-200.0, 60.0), rng.uniform(-50.0, 300.0)])
+        gaps = rng.uniform(0.0, 0.3, n)
+        gaps[rng.uniform(size=n) < 0.01] = rng.uniform(5.0, 120.0)
+        lengths = rep.bodies.length[sl]
+        x[sl] = front - np.concatenate([[0.0], np.cumsum(lengths[:-1] + gaps[:-1])])
+    return x
+
+
+def _compare_on_placements(rep, seed: int, sequences: int) -> dict[str, int]:  # noqa: ANN001
+    """``sequences`` runs of 6 checks (trains moved, put elsewhere, taken off the track
+    and back between checks): after every check the same events in the same order, the
+    same watched trains in the same order and the same contacts as the reference."""
+    rng = np.random.default_rng(seed)
+    counts = {"collision": 0, "side_collision": 0}
+    for seq in range(sequences):
+        rep.occupancy = Occupancy()
+        ref = _OldOccupancy()
+        t0 = rep.trains[int(rng.integers(len(rep.trains)))].line
+        i = int(rng.integers(len(t0.s)))
+        focus = (float(t0.X[i]), float(t0.Z[i]))
+        x = None
+        mode = seq % 3  # all on the track / some off / trains going off and on
+        active = np.ones(len(rep.trains), dtype=bool)
+        for check in range(6):
+            x = _place(rep, rng, focus, x)
+            v = np.repeat(rng.uniform(-25.0, 25.0, len(rep.trains)), rep.train_end - rep.train_start + 1)
+            v += rng.normal(0.0, 0.05, len(v))
+            rep.engine = SimpleNamespace(x=x, v=v)
+            rep.time = 0.5 * check
+            if mode:
+                flip = rng.uniform(size=len(active)) < (0.1 if mode == 1 else 0.3)
+                active = active ^ flip
+                rep.on_track = (lambda a: lambda: a)(active.copy())
+            else:
+                rep.on_track = lambda: None
+            got: list[SafetyEvent] = []
+            rep._safety = got.append
+            rep._check_collisions()
+            want = _old_check(rep, ref)
+            assert got == want, (seed, seq, check)
+            assert rep.occupancy.watched() == list(ref.trains), (seed, seq, check)
+            assert rep.occupancy._contact == ref.contact, (seed, seq, check)
+            for e in want:
+                counts[e.kind] += 1
+    return counts
+
+
+def test_checks_match_the_reference_on_random_dk24_placements(dk24):  # noqa: ANN001
+    """60 sequences of 6 checks on one random set of trains; the comparison sees
+    plenty of both kinds of event."""
+    counts = _compare_on_placements(_dk24_replay(dk24, 11), 2024, 60)
+    assert counts["collision"] >= 300 and counts["side_collision"] >= 300, counts
+
+
+@pytest.mark.slow
+def test_checks_match_the_reference_on_more_dk24_train_sets(dk24):  # noqa: ANN001
+    """Three more random sets of trains, 200 sequences of 6 checks each (~30 s)."""
+    for seed in (12, 13, 14):
+        counts = _compare_on_placements(_dk24_replay(dk24, seed), seed, 200)
+        assert counts["collision"] >= 300 and counts["side_collision"] >= 300, (seed, counts)
+
+
+@pytest.mark.slow
+def test_replays_match_the_reference_on_dk24(dk24):  # noqa: ANN001
+    """Whole replays (the trains driving, the checks every 0.5 s): the same events and
+    summaries with the reference checks as with the replay's own, on two random sets of
+    24 trains whose paths share track (collisions and side collisions happen)."""
+    from tdbtools.physics.events import Collision, SideCollision
+    from tdbtools.physics.replay import Replay
+    from tdbtools.physics.scenario import Scenario
+
+    class OldReplay(Replay):
+        def _check_collisions(self) -> None:
+            occ = self.__dict__.setdefault("_old_occupancy", _OldOccupancy())
+            for ev in _old_check(self, occ):
+                self._safety(ev)
+
+    kinds = set()
+    for seed in (21, 22):
+        specs = _dk24_specs(dk24, seed, 8, 24)
+        sc = Scenario(Path(dk24.folder), specs, step=0.1, duration=40.0)
+        new = Replay(sc, route=dk24, signals=False).run()
+        old = OldReplay(sc, route=dk24, signals=False).run()
+        assert new.events == old.events, seed
+        drop = {"wall_seconds", "realtime_factor"}
+        assert {k: v for k, v in new.summary.items() if k not in drop} == {
+            k: v for k, v in old.summary.items() if k not in drop
+        }
+        kinds |= {type(e) for e in new.events}
+    assert {Collision, SideCollision} <= kinds
