@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from typing import Any
 
 import numpy as np
 
 from .events import DepartedPoint, ReplayEvent, WaitingAtPoint
 from .scenario import Command
 
-__all__ = ["AutoDriver", "Controls", "DriveState", "ScheduleDriver", "Stop", "Target"]
+__all__ = ["AutoDriver", "Controls", "DriveState", "DriverBatch", "ScheduleDriver", "Stop", "Target"]
 
 #: Force-mode brakes release this many times slower than they build up (as the replay's).
 RELEASE_OVER_BUILD_UP = 1.5
@@ -326,3 +328,302 @@ class AutoDriver:
         if coast:
             return Controls()
         return Controls(0.0, 0.0, 0.0, best)
+
+
+def _pmax(a, b):  # noqa: ANN001, ANN202
+    """Python's ``max(a, b)`` elementwise: ``b`` only where ``b > a`` (NaN and the sign
+    of a zero come out as the scalar code's; ``np.maximum`` where neither can matter)."""
+    return np.where(b > a, b, a)
+
+
+def _pmin(a, b):  # noqa: ANN001, ANN202
+    """Python's ``min(a, b)`` elementwise."""
+    return np.where(b < a, b, a)
+
+
+def _count_at_or_below(ptr: np.ndarray, flat: np.ndarray, base: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``bisect_right(row, x[i])`` for every row ``flat[base[i] + 1 :]`` (led by −inf,
+    padded with +inf), moved on from last step's counts ``ptr``: a front passes a post
+    or two a step."""
+    while True:
+        up = flat[base + 1 + ptr] <= x
+        if not np.logical_or.reduce(up):
+            break
+        ptr = ptr + up
+    while True:
+        down = flat[base + ptr] > x
+        if not np.logical_or.reduce(down):
+            break
+        ptr = ptr - down
+    return ptr
+
+
+class DriverBatch:
+    """The automatic drivers of many trains, one step of all of them in numpy calls
+    (docs/running-time.md §2.1), giving the controls and brake state their
+    :meth:`AutoDriver.__call__` would, bit for bit.
+
+    ``autos[k]``: train k's driver (None: not driven here); ``departs[k]``: the wrapper
+    holding it with full brake until its ``depart`` time, ``signals[k]``: the signal
+    wrapper whose ``stop_s``, ``creep_at`` and ``limits`` join its constraints (either
+    None). The settings (``decel``, ``brake_delay``, ``brake_level``, ``brakes_at``,
+    ``speed_factor``, ``max_speed``, ``coast_before``, the limit posts, ``depart``) are
+    read here, once: make a new batch when they change. The state is the drivers':
+    stops, targets, ``finished`` and ``_applied`` are read every step and ``_applied``
+    written back, so any step may drive a train by its own call instead; the signal
+    wrappers' values are read when ``signals_version`` changes."""
+
+    #: Limit posts ahead of the front looked at each step; a train with more posts within
+    #: its reach is left to its own call that step.
+    WINDOW = 6
+
+    def __init__(
+        self,
+        autos: Sequence[AutoDriver | None],
+        departs: Sequence[Any],
+        signals: Sequence[Any],
+        creep: float,
+    ) -> None:
+        self.n = len(autos)
+        rows = [k for k, d in enumerate(autos) if d is not None and len(d.limit_s) > 0]
+        self.rows = np.array(rows, dtype=np.int64)
+        self.autos: list[AutoDriver] = [autos[k] for k in rows]  # type: ignore[misc]
+        self.signals = [signals[k] for k in rows]
+        self.creep = float(creep)
+        autos_ = self.autos
+        m = len(rows)
+        self.m = m
+        f64 = np.float64
+        self.dec = np.array([d.decel for d in autos_], dtype=f64)
+        self.bd = np.array([d.brake_delay for d in autos_], dtype=f64)
+        # `brake_level or decel`: None and 0 mean the planned deceleration
+        level = np.array([d.brake_level or d.decel for d in autos_], dtype=f64)
+        self.sf = np.array([d.speed_factor for d in autos_], dtype=f64)
+        self.vmax = np.array([d.max_speed for d in autos_], dtype=f64)
+        self.cb = np.array([d.coast_before for d in autos_], dtype=f64)
+        self.depart = np.array(
+            [-math.inf if departs[k] is None else departs[k].depart for k in rows],
+            dtype=f64,
+        )
+        dec, bd = self.dec, self.bd
+        with np.errstate(all="ignore"):
+            # _build_rate and the divisor of _delay_left, as __call__ computes them
+            self.rate = np.where(bd > 0.0, _pmax(level, dec) / (2.0 * bd), 0.0)
+            self.lag_div = 2.0 * dec * self.rate
+        self.lag_on = (bd > 0.0) & (dec > 0.0)
+        self.two_a, self.three_a = 2.0 * dec, 3.0 * dec
+        self.emergency_at = EMERGENCY_OVER * dec
+        # only these settings keep a train in the batch (the others: its own call)
+        self.settled = (
+            np.array([d.brakes_at is None for d in autos_], dtype=bool) & (self.cb == 0.0) & (dec > 0.0)
+        )
+        counts = [len(d.limit_s) for d in autos_]
+        width = max(counts, default=0) + self.WINDOW + 1
+        # Post distances and limits, one row per train, padded with +inf (never ≤ a
+        # front, never lower than a cap), flat with each row's start in `base`.
+        post_s = np.full((m, width), np.inf)
+        post_v = np.full((m, width), np.inf)
+        for i, d in enumerate(autos_):
+            post_s[i, : counts[i]] = d.limit_s
+            post_v[i, : counts[i]] = d.limit_v
+        self.post_s, self.post_v = post_s.ravel(), post_v.ravel()
+        self.base = np.arange(m, dtype=np.int64) * width
+        # the posts led by −inf, for counting the posts behind the fronts and rears
+        self.post_s_led = np.column_stack((np.full(m, -np.inf), post_s)).ravel()
+        self.base2 = np.tile(np.arange(m, dtype=np.int64) * (width + 1), 2)
+        self.all_rows = m == self.n  # (every train is a row: no gathering or scattering)
+        self._window = np.arange(self.WINDOW)
+        self._counts: np.ndarray | None = None  # posts at or behind the fronts, then the rears
+        # the constraint table, in the order of constraints(): the cap, WINDOW posts, the
+        # next stop, then the signal's stop, creep and limits
+        self._sig_version: object = None
+        self._dt: float | None = None
+
+    def _read_signals(self) -> None:
+        sigs = self.signals
+        nan = math.nan
+        self.sig_stop = np.array(
+            [nan if w is None or w.stop_s is None else w.stop_s for w in sigs],
+            dtype=np.float64,
+        )
+        self.has_sig_stop = np.array([w is not None and w.stop_s is not None for w in sigs], dtype=np.bool_)
+        self.creep_at = np.array(
+            [nan if w is None or w.creep_at is None else w.creep_at for w in sigs],
+            dtype=np.float64,
+        )
+        limits = [() if w is None else w.limits for w in sigs]
+        n_lim = np.array([len(x) for x in limits], dtype=np.int64)
+        L = int(n_lim.max(initial=0))
+        m = self.m
+        lim = np.full((3, m, L), np.nan)
+        if L:
+            flat = np.array([x for lst in limits for x in lst], dtype=np.float64).reshape(-1, 3)
+            r_of = np.repeat(np.arange(m), n_lim)
+            c_of = np.arange(len(flat)) - np.repeat(np.cumsum(n_lim) - n_lim, n_lim)
+            lim[:, r_of, c_of] = flat.T
+        self.lim_a, self.lim_b, self.lim_v = lim
+        self.lim_there = np.arange(L) < n_lim[:, None]
+        C = 1 + self.WINDOW + 3 + L
+        self.vk = np.zeros((m, C))
+        self.vk[:, 1 + self.WINDOW + 2] = self.creep
+        self.vk[:, 1 + self.WINDOW + 3 :] = self.lim_v
+        self.d = np.zeros((m, C))
+        self.valid = np.zeros((m, C), dtype=bool)
+        self.valid[:, 0] = True
+        self.valid[:, 1 + self.WINDOW + 1] = self.has_sig_stop
+        self.flat_rows = np.arange(m, dtype=np.int64) * C
+
+    def drive(
+        self,
+        time: float,
+        dt: float,
+        front: np.ndarray,
+        speed: np.ndarray,
+        rear: np.ndarray,
+        free: np.ndarray,
+        signals_version: object = None,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """One step: ``(driven, (throttle, brake, deceleration, speed_target (NaN for
+        None), emergency))`` over all n trains; ``driven`` marks the trains whose
+        controls these are (the others: call their driver). ``free``: the trains the
+        caller lets drive (not derailed)."""
+        n = self.n
+        out_thr = np.zeros(n)
+        rows, autos, W = self.rows, self.autos, self.WINDOW
+        if not len(rows):
+            return np.zeros(n, dtype=bool), (
+                out_thr,
+                np.zeros(n),
+                np.zeros(n),
+                np.full(n, np.nan),
+                np.zeros(n, dtype=bool),
+            )
+        if signals_version != self._sig_version or self._sig_version is None:
+            self._read_signals()
+            self._sig_version = signals_version if signals_version is not None else object()
+        if dt != self._dt:
+            self._dt = dt
+            self.release = -dt * self.rate / RELEASE_OVER_BUILD_UP
+            self.build = dt * self.rate
+            self.reach_lag = dt + self.bd + self.cb
+        fr, sp, re = (front, speed, rear) if self.all_rows else (front[rows], speed[rows], rear[rows])
+        nan, inf = math.nan, math.inf
+        # The next stop's s (NaN: none; -inf: standing at it, or extra targets, or
+        # finished: such a train is left to its own call) and the brakes' state.
+        code = np.array(
+            [
+                -inf
+                if d.targets or d.finished
+                else (d.stops[0].s if d.stops[0].arrived_at is None else -inf)
+                if d.stops
+                else nan
+                for d in autos
+            ],
+            dtype=np.float64,
+        )
+        applied = np.array([d._applied for d in autos], dtype=np.float64)
+        # bisect_right of the fronts and rears among the posts, kept up to date
+        ends = np.concatenate((fr, re))
+        if self._counts is None:
+            self._counts = np.array(
+                [bisect.bisect_right(d.limit_s, x) for d, x in zip(autos + autos, ends.tolist())],
+                dtype=np.int64,
+            )
+        counts = self._counts = _count_at_or_below(self._counts, self.post_s_led, self.base2, ends)
+        m = self.m
+        first = counts[:m]
+        base = self.base
+        vk, d, valid = self.vk, self.d, self.valid
+        with np.errstate(all="ignore"):  # rows left to their own call may hold anything
+            # the cap: the lowest limit over the train, min(v[a : b + 1]) in order
+            a = np.maximum(counts[m:] - 1, 0)
+            b = np.maximum(first - 1, 0)
+            low = self.post_v[base + a]
+            for j in range(1, int((b - a).max()) + 1):
+                cand = self.post_v[base + np.minimum(a + j, b)]
+                low = np.where((a + j <= b) & (cand < low), cand, low)
+            cap = _pmin(self.vmax, low * self.sf)
+            top = np.maximum(sp, cap)
+            reach = top * top / self.two_a + 50.0 + sp * self.reach_lag
+            at = (base + first)[:, None] + self._window
+            vk[:, 0] = cap
+            post_v = vk[:, 1 : 1 + W]
+            np.multiply(self.post_v[at], self.sf[:, None], out=post_v)
+            np.subtract(self.post_s[at], fr[:, None], out=d[:, 1 : 1 + W])
+            np.less(post_v, cap[:, None], out=valid[:, 1 : 1 + W])
+            # the next post out of the window must be out of reach
+            after = self.post_s[base + first + W] - fr
+            # (max(x, 0.0) as np.maximum: no NaN in a valid column, and a zero's sign
+            # goes no further than a `> 0` test or a sum)
+            S = 1 + W
+            np.maximum(code - fr, 0.0, out=d[:, S])
+            valid[:, S] = code == code  # (not NaN: a stop)
+            np.maximum(self.sig_stop - fr, 0.0, out=d[:, S + 1])
+            np.subtract(self.creep_at, fr, out=d[:, S + 2])
+            np.greater(self.creep_at, fr, out=valid[:, S + 2])
+            if self.lim_a.shape[1]:
+                np.maximum(self.lim_a - fr[:, None], 0.0, out=d[:, S + 3 :])
+                valid[:, S + 3 :] = self.lim_there & ~(self.lim_b < re[:, None])
+            # _delay_left: the lag of the brake build-up still to come
+            short = np.maximum(self.dec - applied, 0.0)
+            delay = np.where(self.lag_on, short * short / self.lag_div, 0.0)
+            fwd = np.maximum(sp, 0.0)
+            ahead = fwd * (dt + delay)
+            room_all = np.maximum(d - ahead[:, None], 0.0)
+            p = np.where(d > 0.0, np.sqrt(vk * vk + self.two_a[:, None] * room_all), vk)
+            # `p < best` from best = inf: NaN and inf never win, the first minimum does
+            p = np.where(valid & (p < inf), p, inf)
+            k = self.flat_rows + np.argmin(p, axis=1)
+            best, vb, db = p.ravel()[k], vk.ravel()[k], d.ravel()[k]
+            on_curve = (db > 0.0) & (vb < sp) & (sp > best - AutoDriver.ON_CURVE)
+            room = db - fwd * delay
+            need = np.where(room > 1e-3, (sp * sp - vb * vb) / (2.0 * room), self.three_a)
+            over = ~on_curve & (sp > best + 1e-6)
+            asked = np.where(
+                on_curve,
+                _pmin(need, self.three_a),
+                np.where(over, _pmin((sp - best) / max(dt, 1e-3), self.three_a), 0.0),
+            )
+            emergency = on_curve & (db > 1e-3) & (need > self.emergency_at)
+            follow = applied + _pmin(_pmax(asked - applied, self.release), self.build)
+            new_applied = np.where(self.bd <= 0.0, asked, follow)
+            # Left out by constraints(): posts and targets beyond reach. With v ≥ 0 one
+            # can never win: d > reach ≥ cap²/2a + 50 + v·(dt + brake_delay) and ahead ≤
+            # v·(dt + brake_delay) (the lag left is at most brake_delay), so its permitted
+            # speed is > sqrt(cap² + 100·a) > cap, the first column's (`after` checks the
+            # first post outside the window; a post inside it but beyond reach is harmless).
+            ok = (
+                self.settled
+                & (sp >= 0.0)
+                & (code != -inf)
+                & ~(
+                    (code == code)
+                    & (np.abs(sp) < AutoDriver.STANDING)
+                    & (code - fr < AutoDriver.ARRIVED_WITHIN)
+                )
+                & (after > reach + 1.0)
+            )
+        go = free[rows]
+        held = go & (time < self.depart)  # full brake until the departure time
+        ok &= go & ~held
+        okl = ok.tolist()
+        for drv, x in zip(compress(autos, okl), new_applied[ok].tolist()):
+            drv._applied = x
+        braking = on_curve | over
+        if self.all_rows:
+            driven = ok | held
+            out_dec = np.where(ok & braking, asked, 0.0)
+            out_tgt = np.where(ok & ~braking, best, nan)
+            out_em = ok & emergency
+            out_brk = np.where(held, 1.0, 0.0)
+            return driven, (out_thr, out_brk, out_dec, out_tgt, out_em)
+        out_brk, out_dec, out_tgt = np.zeros(n), np.zeros(n), np.full(n, np.nan)
+        out_em, driven = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        r_ok = rows[ok]
+        driven[r_ok] = True
+        driven[rows[held]] = True
+        out_dec[r_ok] = np.where(braking, asked, 0.0)[ok]
+        out_tgt[r_ok] = np.where(braking, nan, best)[ok]
+        out_em[r_ok] = emergency[ok]
+        out_brk[rows[held]] = 1.0
+        return driven, (out_thr, out_brk, out_dec, out_tgt, out_em)

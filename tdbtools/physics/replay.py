@@ -25,10 +25,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import operator
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,11 +38,12 @@ from ..errors import Diagnostics, RouteError, TdbToolsError
 from ..formats.consist import Consist, read_consist, resolve_stock
 from ..formats.route import Route, load_route
 from ..formats.stock import Stock
+from ..signals.runtime import CREEP
 from ..track.geometry import normalize_tile
 from ..track.paths import resolve_path
 from ..track.traveller import Switches
 from . import forces
-from .driver import AutoDriver, Controls, DriveState, ScheduleDriver, Stop
+from .driver import AutoDriver, Controls, DriverBatch, DriveState, ScheduleDriver, Stop
 from .engine import Bodies, Engine
 from .events import (
     CAR_EVENTS,
@@ -65,7 +68,7 @@ from .safety import (
     throw_switch,
 )
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
-from .signalling import ReplaySignals, signals_for, wrap_driver
+from .signalling import DepartDriver, ReplaySignals, SignalDriver, signals_for, wrap_driver
 from .trackline import TrackLine
 
 TRACE_COLUMNS = (
@@ -400,6 +403,53 @@ def _setup_driver(t: _Train, rep: Replay) -> None:
             t.allowance = figures
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class _ControlArrays:
+    """The drivers' :class:`Controls` of one step as arrays over all trains."""
+
+    throttle: np.ndarray
+    brake: np.ndarray
+    deceleration: np.ndarray
+    target: np.ndarray  # speed_target, NaN for None
+    emergency: np.ndarray  # bool
+
+    @classmethod
+    def of(cls, ctrl: list[Controls]) -> _ControlArrays:
+        nan = float("nan")
+        return cls(
+            np.array([c.throttle for c in ctrl], dtype=np.float64),
+            np.array([c.brake for c in ctrl], dtype=np.float64),
+            np.array([c.deceleration for c in ctrl], dtype=np.float64),
+            np.array([nan if c.speed_target is None else c.speed_target for c in ctrl], dtype=np.float64),
+            np.array([c.emergency for c in ctrl], dtype=bool),
+        )
+
+
+def _replaced(before: list, now: list) -> bool:
+    """Whether any object of ``now`` is not the one in ``before`` (by identity: a driver
+    may compare equal to another)."""
+    return len(before) != len(now) or any(map(operator.is_not, before, now))
+
+
+def _pmax(a, b):  # noqa: ANN001, ANN202
+    """Python's ``max(a, b)`` elementwise: ``b`` only where ``b > a`` (so NaN and the
+    sign of a zero come out as the scalar code's)."""
+    return np.where(b > a, b, a)
+
+
+def _pmin(a, b):  # noqa: ANN001, ANN202
+    """Python's ``min(a, b)`` elementwise."""
+    return np.where(b < a, b, a)
+
+
+def _taper_factors(force, other, inertia, v, vmax, dt: float) -> np.ndarray:  # noqa: ANN001
+    """:func:`forces.taper_factor` over all trains (the same operations per element)."""
+    on = (force > 0.0) & (v + dt * (force + other) / inertia > vmax - forces.TAPER_MS)
+    slope = 1.0 / forces.TAPER_MS
+    dv = (other + slope * force * (vmax - v)) / (inertia / dt + slope * force)
+    return np.where(on, _pmin(_pmax(slope * (vmax - v - dv), 0.0), 1.0), 1.0)
+
+
 class _Lines:
     """All trains' lines in one table, so that per-car lookups (elevation under each
     bogie, curvature, world position) are single numpy calls over every car. Line k
@@ -444,6 +494,13 @@ class _Lines:
 
 class Replay:
     """A running replay; :func:`replay` runs one to the end."""
+
+    #: From this many trains on, a step works out the traction and brakes of all trains
+    #: with numpy calls over all of them, and from BATCH_DRIVERS_MIN_TRAINS on it also
+    #: drives the automatic drivers so (the same numbers, docs/running-time.md §2.1);
+    #: below, per-train Python is cheaper (measured break-even: ~25 and ~50 trains).
+    BATCH_MIN_TRAINS = 24
+    BATCH_DRIVERS_MIN_TRAINS = 48
 
     def __init__(
         self,
@@ -587,6 +644,7 @@ class Replay:
                 for t in self.trains
             ]
         )
+        self.train_spec_decel = np.array([t.spec.deceleration for t in self.trains], dtype=np.float64)
         self.train_decel_mode = np.array([t.spec.brake_mode == "deceleration" for t in self.trains])
         self._any_decel_mode = bool(self.train_decel_mode.any())
         self._engines = self._forces.engines
@@ -643,6 +701,12 @@ class Replay:
         n = len(self.engine.x)
         self._trac_car, self._brake_car, self._vmax_car = np.zeros(n), np.zeros(n), np.zeros(n)
         self._xv: tuple | None = None
+        self._batch: DriverBatch | None = None
+        self._inner_of: list = []
+        self._inner: list = []
+        self._inner_kind: list[int] = []
+        self._batch_dt: float | None = None
+        self._batch_of: list = []
         self.occupancy = Occupancy()
         # What the collision checks need per train and car (docs/physics.md §5.4): the
         # trains' line objects (trains of one line never collide here), the positions at
@@ -714,26 +778,20 @@ class Replay:
             np.subtract(self._xv[0], self._front_bogie, out=self._fb)
             np.subtract(self._fb, self.model.bogie_spacing, out=self._rb)
         x, v = self._xv[0], self._xv[1]
-        # One Python pass over the trains: the drivers (scalars), fed with the fronts,
-        # rears and speeds read out in one go.
-        starts, ends = self.train_start, self.train_end
-        fronts = x[starts].tolist()
-        speeds = v[starts].tolist()
-        rears = (x[ends] - self._end_length).tolist()
-        ctrl = []
-        now = self.time
-        for k, t in enumerate(self.trains):
-            if t.derailed:
-                c = Controls(0.0, 1.0, 0.0)
-            else:
-                c = t.driver(DriveState(now, fronts[k] - t.front0, speeds[k], fronts[k], rears[k], dt))
-                evs = getattr(getattr(t.driver, "inner", t.driver), "events", None)
-                if evs:  # waiting points: arrived and waiting, departed
-                    for e in evs:
-                        self._event(e)
-                    evs.clear()
-            t.controls = c
-            ctrl.append(c)
+        starts = self.train_start
+        T = len(self.trains)
+        batch = T >= self.BATCH_MIN_TRAINS
+        if batch and T >= self.BATCH_DRIVERS_MIN_TRAINS:
+            ctl = self._drive_batch(x, v, dt)
+        else:
+            # One Python pass over the trains: the drivers (scalars), fed with the fronts,
+            # rears and speeds read out in one go.
+            fronts = x[starts].tolist()
+            speeds = v[starts].tolist()
+            rears = (x[self.train_end] - self._end_length).tolist()
+            ctrl = [self._drive(k, fronts[k], speeds[k], rears[k], dt) for k in range(T)]
+            if batch:
+                ctl = _ControlArrays.of(ctrl)
         m = self.model
         lines = self.lines
         n = len(x)
@@ -747,9 +805,14 @@ class Replay:
         yf, yr = y[:n], y[n:]
         curv = lines.curvature(g[2 * n :])
         pre = self._forces
-        trac, brk, self._scale, _frac = self._traction_and_brakes(
-            ctrl, x, v, speeds, pre.gravity(yf, yr), pre.davis(v), pre.curve(curv), dt
-        )
+        if batch:
+            trac, brk, self._scale, _frac = self._traction_and_brakes_batch(
+                ctl, x, v, v[starts], pre.gravity(yf, yr), pre.davis(v), pre.curve(curv), dt
+            )
+        else:
+            trac, brk, self._scale, _frac = self._traction_and_brakes(
+                ctrl, x, v, speeds, pre.gravity(yf, yr), pre.davis(v), pre.curve(curv), dt
+            )
         grav, dav, crv = self._last_forces
         x0 = x.copy()
         evs = eng.step(dt, trac + grav, dav + crv + brk)
@@ -790,22 +853,33 @@ class Replay:
         if sig is not None and self.time + 1e-9 >= sig.next_update:  # (its own test)
             sig.update(self.time, x1[starts].tolist(), v1[starts].tolist())
         if self._running:
-            top = None
-            for k in self._running:
-                t = self.trains[k]
-                drv = getattr(t.driver, "inner", t.driver)
+            trains = self.trains
+            if self._done_overridden:
+                due = self._running
+            elif not batch:  # (a few trains: cheaper than keeping the cache)
+                due = []
+                for k in self._running:
+                    t = trains[k]
+                    drv = getattr(t.driver, "inner", t.driver)
+                    if (
+                        t.derailed
+                        or isinstance(drv, ScheduleDriver)
+                        or (isinstance(drv, AutoDriver) and drv.finished)
+                    ):
+                        due.append(k)
+            else:
                 # _done does nothing for a train that runs on (saves the speeds)
-                if not (
-                    t.derailed
-                    or isinstance(drv, ScheduleDriver)
-                    or (isinstance(drv, AutoDriver) and drv.finished)
-                    or self._done_overridden
-                ):
-                    continue
-                if top is None:
-                    top = np.maximum.reduceat(speed, self.train_start).tolist()
-                self._done(t, dt, top[k])
-            self._running = [k for k in self._running if self.trains[k].done_at is None]
+                inner, kind = self._inner_drivers()
+                due = [
+                    k
+                    for k in self._running
+                    if trains[k].derailed or kind[k] == 1 or (kind[k] == 2 and inner[k].finished)
+                ]
+            if due:
+                top = np.maximum.reduceat(speed, self.train_start).tolist()
+                for k in due:
+                    self._done(trains[k], dt, top[k])
+            self._running = [k for k in self._running if trains[k].done_at is None]
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
             sw = self._pending_switches.pop(0)
             self.throw_switch(sw.junction, sw.route)
@@ -815,6 +889,88 @@ class Replay:
         if self.time + 1e-9 >= self._next_trace:
             self._next_trace += self.trace_every
             self._trace(trac, brk)
+
+    def _drive(self, k: int, front: float, speed: float, rear: float, dt: float) -> Controls:
+        """Train k's driver, called for this step (a derailed train brakes)."""
+        t = self.trains[k]
+        if t.derailed:
+            c = Controls(0.0, 1.0, 0.0)
+        else:
+            c = t.driver(DriveState(self.time, front - t.front0, speed, front, rear, dt))
+            evs = getattr(getattr(t.driver, "inner", t.driver), "events", None)
+            if evs:  # waiting points: arrived and waiting, departed
+                for e in evs:
+                    self._event(e)
+                evs.clear()
+        t.controls = c
+        return c
+
+    def _inner_drivers(self) -> tuple[list, list[int]]:
+        """Per train: its driver out of its wrapper (``inner``), and 1 for a schedule
+        driver, 2 for an automatic one, 0 else; made anew when a train's driver is
+        replaced (a wrapper's ``inner`` is taken to stay)."""
+        drivers = [t.driver for t in self.trains]
+        if _replaced(self._inner_of, drivers):
+            inner = [getattr(d, "inner", d) for d in drivers]
+            self._inner = inner
+            self._inner_kind = [
+                1 if isinstance(d, ScheduleDriver) else 2 if isinstance(d, AutoDriver) else 0 for d in inner
+            ]
+            self._inner_of = drivers
+        return self._inner, self._inner_kind
+
+    def _driver_batch(self) -> DriverBatch:
+        """The batch of automatic drivers of this replay's trains, made anew when a
+        train's driver was replaced (an activity's service drivers, a test's wrapper).
+        Only plain automatic drivers, alone or in a signal or departure wrapper, are in
+        it: any other driver (or one whose constraints were replaced) is called."""
+        drivers = [t.driver for t in self.trains]
+        if self._batch is None or _replaced(self._batch_of, drivers):
+            autos: list[AutoDriver | None] = []
+            departs: list[Any] = []
+            sigs: list[Any] = []
+            for d in drivers:
+                a: AutoDriver | None = None
+                dep: Any = None
+                sig: Any = None
+                if type(d) is AutoDriver and "constraints" not in vars(d):
+                    a = d
+                elif isinstance(d, SignalDriver | DepartDriver) and type(d.inner) is AutoDriver:
+                    own = vars(d.inner).get("constraints")
+                    if type(d) is SignalDriver and own is d.constraints:
+                        a, dep, sig = d.inner, d, d
+                    elif type(d) is DepartDriver and own is None:
+                        a, dep = d.inner, d
+                autos.append(a)
+                departs.append(dep)
+                sigs.append(sig)
+            self._batch = DriverBatch(autos, departs, sigs, CREEP)
+            self._batch_of = drivers
+        return self._batch
+
+    def _drive_batch(self, x: np.ndarray, v: np.ndarray, dt: float) -> _ControlArrays:
+        """The controls of every train: the automatic drivers in the common state in
+        numpy calls over all of them (:class:`DriverBatch`), the others by their own
+        call, in train order (their events keep it). Trains driven in the batch keep
+        the ``controls`` of the last step they were called."""
+        front = x[self.train_start]
+        speed = v[self.train_start]
+        rear = x[self.train_end] - self._end_length
+        free = ~np.array([t.derailed for t in self.trains], dtype=bool)
+        version = self.signals.version if self.signals is not None else 0
+        driven, (thr, brk, dec, tgt, em) = self._driver_batch().drive(
+            self.time, dt, front, speed, rear, free, version
+        )
+        rest = np.flatnonzero(~driven).tolist()
+        if rest:
+            fl, sl, rl = front[rest].tolist(), speed[rest].tolist(), rear[rest].tolist()
+            nan = float("nan")
+            for j, k in enumerate(rest):
+                c = self._drive(k, fl[j], sl[j], rl[j], dt)
+                thr[k], brk[k], dec[k] = c.throttle, c.brake, c.deceleration
+                tgt[k] = nan if c.speed_target is None else c.speed_target
+                em[k] = c.emergency
+        return _ControlArrays(thr, brk, dec, tgt, em)
 
     def _traction_and_brakes(
         self,
@@ -925,6 +1081,100 @@ class Replay:
             dc = np.array(decel_car)[ct]
             brk = brk + np.maximum(self._inertial * dc - opp, 0.0) * (dc > 0)
         return trac, brk, sc, applied
+
+    def _traction_and_brakes_batch(
+        self,
+        ctl: _ControlArrays,
+        x: np.ndarray,
+        v: np.ndarray,
+        vk: np.ndarray,
+        grav: np.ndarray,
+        dav: np.ndarray,
+        crv: np.ndarray,
+        dt: float,
+    ):
+        """:meth:`_traction_and_brakes` with the per-train part as numpy calls over all
+        trains (the controls as arrays): every branch of the scalar loop is an
+        ``np.where`` of the same IEEE operations in the same order, so the forces are the
+        same bits (docs/running-time.md §2.1). Python's ``min(x, c)`` / ``max(x, c)``
+        are ``np.minimum`` / ``np.maximum`` where they agree: both keep a NaN ``x``, and
+        they differ only on a tie of two zeros of different sign (``max(-0.0, 0.0)`` is
+        −0.0 in Python), so :func:`_pmax` stands where such a zero could reach a result."""
+        self._last_forces = (grav, dav, crv)
+        m = self.model
+        ct = self.car_train
+        tgt = ctl.target
+        has_t = tgt == tgt  # (not NaN: a speed target)
+        thr = np.where(has_t, 1.0, ctl.throttle)
+        eng = self._engines
+        trac0 = np.zeros(len(v))
+        if len(eng) <= 4:
+            trac0[eng] = self._forces.traction_few(
+                thr[self._engine_train].tolist(), v[eng].tolist(), self._adhesive_g_eng_l
+            )
+        else:
+            trac0[eng] = self._forces.traction(
+                thr[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
+            )
+        n = len(v)
+        rows = np.concatenate((trac0, grav, dav + crv)).reshape(3, n)
+        F, Gs, Rs = np.add.reduceat(rows, self.train_start, axis=1)
+        M = self.train_inertia
+        applied = self.brake_applied
+        maxbrake = self.train_maxbrake
+        mb_car = self._forces.max_brake(v)
+        if mb_car is not None:
+            maxbrake = np.maximum(np.add.reduceat(mb_car, self.train_start), 1.0)
+        emergency = forces.EMERGENCY_FACTOR
+        if self._batch_dt != dt:
+            self._batch_dt = dt
+            self._release_step = -dt / self.train_release
+            self._build_step = dt / self.train_build
+        with np.errstate(all="ignore"):  # the branches not taken may divide by 0
+            fwd = np.where(vk < 0.0, -1.0, 1.0)
+            other = Gs - fwd * Rs
+            f_other = fwd * other
+            reach_t = M * (tgt - vk) / dt  # (NaN without a target)
+            # brakes to hold the target when no traction would run over it (only > 0 counts)
+            hold = np.maximum(f_other - reach_t, 0.0)
+            held = hold > 0.0
+            # force mode: a fraction of the brake force, built up and released (the
+            # applied fraction is never −0.0: it starts at +0.0 and only adds steps)
+            demand = np.where(
+                (ctl.brake > 0) | (ctl.deceleration <= 0),
+                ctl.brake,
+                np.minimum(np.maximum((M * ctl.deceleration + f_other) / maxbrake, 0.0), 1.0),
+            )
+            demand = np.where(held, np.minimum(hold / maxbrake, 1.0), demand)
+            demand = np.where(ctl.emergency, emergency, demand)
+            a = applied + np.minimum(np.maximum(demand - applied, self._release_step), self._build_step)
+            a = np.minimum(np.maximum(a, 0.0), emergency)
+            b_force = a * maxbrake
+            decel_on = None
+            if self._any_decel_mode:
+                # deceleration mode: the hourly model's deceleration
+                dmode = self.train_decel_mode
+                a_b = np.where(ctl.deceleration > 0, ctl.deceleration, ctl.brake * self.train_spec_decel)
+                a_b = np.where(held, hold / M - f_other / M, a_b)
+                decel_on = dmode & (a_b > 0)
+                b_dec = np.where(decel_on, _pmax(M * a_b + f_other, 0.0), 0.0)
+                a = np.where(dmode, applied, a)
+                b_force = np.where(dmode, b_dec, b_force)
+            net = other - fwd * b_force
+            q = np.where(F > 0, np.minimum(_pmax((reach_t - net) / F, 0.0), 1.0), 0.0)
+            q = np.where(has_t, q, 1.0)
+            scale = q * _taper_factors(F * q, net, M, vk, self.train_vmax, dt) * thr
+            ratio = scale / np.where(thr > 0, thr, 1.0)
+        self.brake_applied = a
+        trac = trac0 * ratio[ct]
+        brk = (m.max_brake if mb_car is None else mb_car) * (
+            a if decel_on is None else np.where(self.train_decel_mode, 0.0, a)
+        )[ct]
+        if decel_on is not None and np.logical_or.reduce(decel_on):
+            opp = forces.opposing_resistance(v, dav, crv, grav)
+            dc = np.where(decel_on, a_b, 0.0)[ct]
+            brk = brk + np.maximum(self._inertial * dc - opp, 0.0) * (dc > 0)
+        return trac, brk, scale, a
 
     def throw_switch(self, junction: int, route: int) -> None:
         """Throw a switch now: cars whose bogies straddle it on a line that takes the

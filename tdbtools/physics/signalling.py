@@ -45,6 +45,8 @@ class SignalDriver:
             return out
 
         inner.constraints = constraints  # type: ignore[method-assign]
+        #: (a batch of drivers checks that the inner driver's constraints are still these)
+        self.constraints = constraints
 
     @property
     def finished(self) -> bool:
@@ -88,6 +90,7 @@ class ReplaySignals:
         self.set = signals
         self.interval = interval
         self.next_update = 0.0
+        self.version = 0
         sw = replay.switches
         initial = {
             j: sw.get(j)
@@ -132,6 +135,7 @@ class ReplaySignals:
             rt = self.replay.trains[k]
             if t.deadlocked and rt.done_at is None:
                 rt.done_at = time
+        self.version += 1  # the drivers' signal values changed (a batch of drivers reads them anew)
         for e in ilk.events:  # typed by the runtime (tdbtools.signals.events)
             self.replay._event(e)
         ilk.events.clear()
