@@ -11,7 +11,6 @@ from helpers import DK24_ROUTE, REPO, needs_dk24
 from tdbtools.formats.activity import read_activity, read_traffic
 from tdbtools.formats.route import load_route
 from tdbtools.physics.activity import replay_activity
-from tdbtools.physics.replay import Replay
 from tdbtools.physics.signalling import signals_for
 from tdbtools.track.paths import resolve_path
 
@@ -26,7 +25,7 @@ def _bench():
 @pytest.mark.dk24
 @pytest.mark.slow
 @needs_dk24
-def test_dk24_activity(tmp_path, monkeypatch):
+def test_dk24_activity(tmp_path):
     bench = _bench()
     folder = bench.dk24_install(DK24_ROUTE, tmp_path, world=True)
     # Loaded once for writing and replaying the activity (the throw-away copy in the
@@ -53,19 +52,3 @@ def test_dk24_activity(tmp_path, monkeypatch):
     # the crossing: the IR leaves Tommerup only after both IC3s have come in off the single line
     assert rows["IR 4520"]["actual_dep"] > rows["IC 823"]["actual_arr"]
     assert rows["IR 4520"]["actual_dep"] > rows["IC 821"]["actual_arr"]
-    # The same run with the traction and brakes of every step worked out over all trains
-    # at once (docs/running-time.md §2.1; five trains take the per-train path by
-    # default): the same bits. (Service drivers always make their own calls.)
-    monkeypatch.setattr(Replay, "BATCH_MIN_TRAINS", 1)
-    monkeypatch.setattr(Replay, "BATCH_DRIVERS_MIN_TRAINS", 1)
-    batch = replay_activity(act, route=route, stand_in=True)
-    assert [e.to_dict() for e in batch.replay.events] == [e.to_dict() for e in res.replay.events]
-    assert batch.replay.traces.keys() == res.replay.traces.keys()
-    for name, cols in res.replay.traces.items():
-        for col, arr in cols.items():
-            assert arr.tobytes() == batch.replay.traces[name][col].tobytes(), (name, col)
-    drop = {"wall_seconds", "realtime_factor"}
-    assert {k: v for k, v in batch.replay.summary.items() if k not in drop} == {
-        k: v for k, v in s.items() if k not in drop
-    }
-    assert batch.timetable == res.timetable

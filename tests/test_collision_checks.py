@@ -367,8 +367,8 @@ def test_checks_match_the_reference_on_random_dk24_placements(dk24):  # noqa: AN
 
 @pytest.mark.slow
 def test_checks_match_the_reference_on_more_dk24_train_sets(dk24):  # noqa: ANN001
-    """Three more random sets of trains, 60 sequences of 6 checks each."""
-    for seed in (12, 13, 14):
+    """Another random set of trains, 60 sequences of 6 checks."""
+    for seed in (12,):
         counts = _compare_on_placements(_dk24_replay(dk24, seed), seed, 60)
         assert counts["collision"] >= 100 and counts["side_collision"] >= 100, (seed, counts)
 

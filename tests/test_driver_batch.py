@@ -231,12 +231,12 @@ def test_dk24_replay_is_the_same_with_the_batch_path(monkeypatch, tmp_path, dk24
         return out
 
     monkeypatch.setattr(runtime_mod, "fit_allowance", fit_once)
-    # (per train; all in the batch; for step 0.5 also traction and brakes alone in it)
+    # (per train; all in the batch; the traction and brakes alone in it at step 0.5)
     never = 10**9
     # (the fine step for a part of the run only: the suite's time)
     for step, duration, modes in (
-        (0.5, 400.0, ((never, never), (1, 1), (1, never))),
-        (0.1, 60.0, ((never, never), (1, 1))),
+        (0.5, 250.0, ((never, never), (1, 1), (1, never))),
+        (0.1, 30.0, ((never, never), (1, 1))),
     ):
         results = []
         for batch_min, drivers_min in modes:

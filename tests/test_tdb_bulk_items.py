@@ -22,7 +22,8 @@ TDB_FILES = sorted(
     p
     for folder in (DATA / "valid", DATA / "invalid", SAMPLE_ROUTE, SAMPLE_ROUTE.parent / "SIGNALS")
     for p in folder.iterdir()
-    if p.suffix.lower() in (".tdb", ".rdb")
+    # (deep_nesting.tdb has no item table; its nesting is the STF parser's test)
+    if p.suffix.lower() in (".tdb", ".rdb") and p.name != "deep_nesting.tdb"
 )
 #: tiny.tdb: one item of every type, platforms and sidings with quoted names.
 GOOD = (DATA / "valid" / "tiny.tdb").read_bytes().decode("utf-16").replace("\r\n", "\n")
