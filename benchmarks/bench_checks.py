@@ -29,22 +29,11 @@ def _dk24(seconds: float):  # noqa: ANN202
 
     from tdbtools.formats import load_route
     from tdbtools.physics.replay import Replay
-    from tdbtools.physics.scenario import Scenario, TrainSpec
+    from tdbtools.physics.scenario import Scenario
 
     route = load_route(br.DEFAULT)
     paths = br.long_paths(route, 25, 5300.0)
-    trains = tuple(
-        TrainSpec(
-            name=f"t{i}-{k}",
-            consist=br.CONSIST,
-            path=Path(p),
-            start_offset=2300.0 * k,
-            beyond_path=2300.0 * k + 2600.0,
-            driver="auto",
-        )
-        for i, p in enumerate(paths)
-        for k in range(2)
-    )
+    trains = br.specs(paths, per_line=2)
     sc = Scenario(Path(route.folder), trains, step=0.1, duration=seconds)
     return Replay(sc, route=route, trace_every=1.0)
 

@@ -40,18 +40,7 @@ import bench_signals  # noqa: E402
 def scenario(route, setup: str, seconds: float) -> Scenario:  # noqa: ANN001
     if setup == "replay":
         paths = bench_replay.long_paths(route, 25, 5300.0)
-        trains = tuple(
-            TrainSpec(
-                name=f"t{i}-{k}",
-                consist=bench_replay.CONSIST,
-                path=Path(p),
-                start_offset=2300.0 * k,
-                beyond_path=2300.0 * k + 2600.0,
-                driver="auto",
-            )
-            for i, p in enumerate(paths)
-            for k in range(2)
-        )
+        trains = bench_replay.specs(paths, per_line=2)
     else:
         paths = bench_signals.signalled_paths(route, 25)
         trains = tuple(

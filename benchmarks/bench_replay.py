@@ -52,12 +52,10 @@ def long_paths(route, n: int, need: float) -> list[str]:
     return out
 
 
-def run(
-    route, paths: list[str], seconds: float, per_line: int = 1, drive: float = 2600.0, cpu: bool = False
-) -> tuple[float, float, int, int]:
+def specs(paths: list[str], per_line: int = 1, drive: float = 2600.0) -> tuple[TrainSpec, ...]:
     """``per_line`` trains follow each other on every path, 2.3 km apart, each driving
     ``drive`` metres: no train reaches the one ahead."""
-    trains = tuple(
+    return tuple(
         TrainSpec(
             name=f"t{i}-{k}",
             consist=CONSIST,
@@ -69,6 +67,13 @@ def run(
         for i, p in enumerate(paths)
         for k in range(per_line)
     )
+
+
+def run(
+    route, paths: list[str], seconds: float, per_line: int = 1, drive: float = 2600.0, cpu: bool = False
+) -> tuple[float, float, int, int]:
+    """:func:`specs` replayed for ``seconds``: (simulated s, wall or CPU s, cars, trains)."""
+    trains = specs(paths, per_line, drive)
     sc = Scenario(Path(route.folder), trains, step=0.1, duration=seconds)
     rep = Replay(sc, route=route, trace_every=1.0)
     clock = time.process_time if cpu else time.perf_counter

@@ -16,9 +16,7 @@ from tdbtools.physics.driver import AutoDriver, DriverBatch, DriveState, Stop, T
 from tdbtools.physics.replay import Replay
 from tdbtools.physics.scenario import Command, Scenario, TrainSpec
 from tdbtools.physics.signalling import DepartDriver, SignalDriver
-from tdbtools.physics.trackline import TrackLine
 from tdbtools.signals.runtime import CREEP
-from tdbtools.track.paths import resolve_route_paths
 
 FREIGHT = SAMPLE_INSTALL / "TRAINS" / "CONSISTS" / "sample_freight.con"
 
@@ -139,20 +137,16 @@ def test_batch_drivers_give_the_controls_and_brake_state_of_their_own_calls(seed
 
 
 def _dk24_paths(route, n: int, need: float) -> list[str]:  # noqa: ANN001
-    """Up to ``n`` paths with ``need`` metres of track beyond them, sharing no track node."""
-    out: list[str] = []
-    used: set[int] = set()
-    for name, res, _err in resolve_route_paths(route):
-        if res is None or not res.ok:
-            continue
-        line = TrackLine.from_path(route, res, extend=need)
-        nodes = set(line.seg_node.tolist())
-        if line.length >= need and not nodes & used:
-            out.append(name)
-            used |= nodes
-            if len(out) == n:
-                break
-    return out
+    """Up to ``n`` paths with ``need`` metres of track beyond them, sharing no track node
+    (benchmarks/bench_replay.py's choice)."""
+    import importlib.util
+
+    from helpers import REPO
+
+    spec = importlib.util.spec_from_file_location("bench_replay", REPO / "benchmarks" / "bench_replay.py")
+    bench = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(bench)  # type: ignore[union-attr]
+    return bench.long_paths(route, n, need)
 
 
 def _same(a, b) -> None:  # noqa: ANN001

@@ -899,15 +899,20 @@ class _TdbReader:
 # reports what it finds, exactly as before. The result is the same model (tests check).
 
 
+def _terminal_regexps(grammar: str) -> dict[str, str]:
+    """The regular expressions of a grammar's terminals (the bulk readers match the
+    table's text with exactly what the grammar accepts)."""
+    from lark import Lark
+
+    from ..stf.resources import grammar_text
+
+    lark = Lark(grammar_text(grammar), parser="lalr", lexer="basic")
+    return {t.name: t.pattern.to_regexp() for t in lark.terminals}
+
+
 class _BulkPatterns:
     def __init__(self) -> None:
-
-        from lark import Lark
-
-        from ..stf.resources import grammar_text
-
-        lark = Lark(grammar_text("tdb_nodes.lark"), parser="lalr", lexer="basic")
-        terms = {t.name: t.pattern.to_regexp() for t in lark.terminals}
+        terms = _terminal_regexps("tdb_nodes.lark")
         self.count = re.compile(r"[\x00-\x20]*(" + terms["COUNT"] + ")")
         ws = r"[\x00-\x20]+"
         self.vector_head = re.compile(ws + terms["VECTOR_HEAD"])
@@ -1187,12 +1192,7 @@ TABLE_RUN_ENDS["tdb"] = _table_run_end
 
 class _ItemPatterns:
     def __init__(self) -> None:
-        from lark import Lark
-
-        from ..stf.resources import grammar_text
-
-        lark = Lark(grammar_text("tdb_items.lark"), parser="lalr", lexer="basic")
-        terms = {t.name: t.pattern.to_regexp() for t in lark.terminals}
+        terms = _terminal_regexps("tdb_items.lark")
         self.count = re.compile(r"[\x00-\x20]*(" + terms["COUNT"] + ")")
         ws = r"[\x00-\x20]+"
         #: item type as written -> (its shape, what makes the record of its groups)
