@@ -225,12 +225,12 @@ def test_dk24_replay_is_the_same_with_the_batch_path(monkeypatch, tmp_path, dk24
         return out
 
     monkeypatch.setattr(runtime_mod, "fit_allowance", fit_once)
-    # (per train; all in the batch; the traction and brakes alone in it at step 0.5)
+    # (per train; all in the batch; at step 0.1 also the traction and brakes alone in it)
     never = 10**9
     # (the fine step for a part of the run only: the suite's time)
     for step, duration, modes in (
-        (0.5, 250.0, ((never, never), (1, 1), (1, never))),
-        (0.1, 30.0, ((never, never), (1, 1))),
+        (0.5, 250.0, ((never, never), (1, 1))),
+        (0.1, 30.0, ((never, never), (1, 1), (1, never))),
     ):
         results = []
         for batch_min, drivers_min in modes:
