@@ -28,3 +28,28 @@ def dk24_available() -> bool:
 #: Marks a test as needing DK24 (conftest.py skips it, with one reason, when DK24 is
 #: absent). Tests that use a ``dk24*`` fixture or a DK24 path are marked automatically.
 needs_dk24 = pytest.mark.dk24
+
+
+def signalled_sample_activity(tmp_path: Path, hour: int = 8 * 3600) -> tuple:
+    """A copy of the signalled sample route with an activity: eastbound and westbound
+    enter together and cross at the loop; the player enters on the eastbound's line a
+    minute later, when its start is still held. Returns (route, activity path)."""
+    import shutil
+
+    from tdbtools.formats.route import load_route
+    from tdbtools.physics.activity_build import ServiceSpec, write_activity_files
+
+    dst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, dst)
+    route = load_route(dst / "ROUTES" / "SIGNALS", cache=False)
+    act = write_activity_files(
+        route,
+        "Signalled",
+        [
+            ServiceSpec("Eastbound", "sample_freight", hour, "East_main"),
+            ServiceSpec("Westbound", "sample_passenger", hour, "West_loop"),
+            ServiceSpec("Follower", "sample_passenger", hour + 60, "East_main", player=True),
+        ],
+        duration=3600,
+    )
+    return route, act

@@ -4,39 +4,21 @@ other way (docs/activities.md §4.3, docs/signals.md §4.8–4.9)."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import SAMPLE_INSTALL
+from helpers import SAMPLE_INSTALL, signalled_sample_activity
 
 from tdbtools.cli import main
 from tdbtools.formats.route import load_route
 from tdbtools.physics.activity import ActivityReplay, plan_activity, replay_activity
-from tdbtools.physics.activity_build import ServiceSpec, write_activity_files
 
 H = 8 * 3600
 
 
 @pytest.fixture
 def signalled(tmp_path):
-    """Eastbound and westbound enter together and cross at the loop; the player enters
-    on the eastbound's line a minute later, when its start is still held."""
-    dst = tmp_path / "sample"
-    shutil.copytree(SAMPLE_INSTALL, dst)
-    route = load_route(dst / "ROUTES" / "SIGNALS", cache=False)
-    act = write_activity_files(
-        route,
-        "Signalled",
-        [
-            ServiceSpec("Eastbound", "sample_freight", H, "East_main"),
-            ServiceSpec("Westbound", "sample_passenger", H, "West_loop"),
-            ServiceSpec("Follower", "sample_passenger", H + 60, "East_main", player=True),
-        ],
-        duration=3600,
-    )
-    return route, act
+    return signalled_sample_activity(tmp_path, H)
 
 
 def _events(res, kind):

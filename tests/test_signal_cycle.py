@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -116,23 +115,11 @@ def test_sample_signalled_scenarios_same_both_ways(monkeypatch, name):
 
 def test_signalled_activity_same_both_ways(monkeypatch, tmp_path):
     """Trains entering and leaving, the deadlock look-ahead, clearances, a reservation horizon."""
-    from tdbtools.formats.route import load_route
-    from tdbtools.physics.activity import replay_activity
-    from tdbtools.physics.activity_build import ServiceSpec, write_activity_files
+    from helpers import signalled_sample_activity
 
-    dst = tmp_path / "sample"
-    shutil.copytree(SAMPLE_INSTALL, dst)
-    route = load_route(dst / "ROUTES" / "SIGNALS", cache=False)
-    act = write_activity_files(
-        route,
-        "Signalled",
-        [
-            ServiceSpec("Eastbound", "sample_freight", H, "East_main"),
-            ServiceSpec("Westbound", "sample_passenger", H, "West_loop"),
-            ServiceSpec("Follower", "sample_passenger", H + 60, "East_main", player=True),
-        ],
-        duration=3600,
-    )
+    from tdbtools.physics.activity import replay_activity
+
+    route, act = signalled_sample_activity(tmp_path, H)
     res, cycles = _both_ways(monkeypatch, lambda: replay_activity(act, route=route, signals=True))
     kinds = {e.kind for e in res.replay.events}
     assert cycles > 100 and {"aspect", "start_delayed"} <= kinds

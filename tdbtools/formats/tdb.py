@@ -8,6 +8,7 @@ values of every TrVectorSection of the whole file live in one
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -923,13 +924,9 @@ class _BulkPatterns:
         self.ref = re.compile(r"\([\x00-\x20]*([0-9]+)")
 
 
-_PATTERNS: list[_BulkPatterns] = []
-
-
+@functools.cache
 def _patterns() -> _BulkPatterns:
-    if not _PATTERNS:
-        _PATTERNS.append(_BulkPatterns())
-    return _PATTERNS[0]
+    return _BulkPatterns()
 
 
 def _uid_of(g: tuple, first: int) -> UiD | None:
@@ -1220,13 +1217,9 @@ class _ItemPatterns:
         self.tail = re.compile(r"[\x00-\x20]*\Z")
 
 
-_ITEM_PATTERNS: list[_ItemPatterns] = []
-
-
+@functools.cache
 def _item_patterns() -> _ItemPatterns:
-    if not _ITEM_PATTERNS:
-        _ITEM_PATTERNS.append(_ItemPatterns())
-    return _ITEM_PATTERNS[0]
+    return _ItemPatterns()
 
 
 def _common(index: int, g: tuple) -> tuple[int, int | None, SData | None, RData | None, PData | None]:
