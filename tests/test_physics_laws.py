@@ -190,3 +190,47 @@ def test_schedule_driver_by_time_and_by_distance():
     c = by_time(st(25.0, 0.0))
     assert (c.throttle, c.brake, c.deceleration, c.speed_target) == (0.0, 0.7, 0.0, None)
     assert by_dist(st(25.0, 0.0)).throttle == 0.0 and by_dist(st(25.0, 0.0)).brake == 0.0
+
+
+def test_running_resistance_with_its_constants_made_once_is_the_formula():
+    """running_resistance keeps a model's starting-resistance constants (F0 with NaN as
+    0, davis(v_m) − F0) from its first call: every later call gives the formula's bits."""
+    import dataclasses
+
+    diesel = dataclasses.replace(Stock.generic("engine", "diesel"), friction0_n=5000.0, merge_speed_ms=2.0)
+    m = F.CarModel.from_stock([diesel, Stock.generic("wagon", "freight"), diesel])
+    f0, vm = m.starting_resistance, m.merge_speed
+    assert f0 is not None and vm is not None and np.isnan(f0).any() and np.isfinite(f0).any()
+    at_merge = m.davis_a + vm * (m.davis_b + vm * m.davis_c)
+    rng = np.random.default_rng(3)
+    for v in [0.0, 1.0, 1.999, 2.0, -0.5, 30.0, *rng.uniform(-3.0, 3.0, 40)]:
+        speed = np.abs(np.full(len(m), v))
+        davis = m.davis_a + speed * (m.davis_b + speed * m.davis_c)
+        want = np.where(
+            np.isfinite(f0) & (speed < vm),
+            np.nan_to_num(f0) + (at_merge - np.nan_to_num(f0)) * speed / vm,
+            davis,
+        )
+        assert F.running_resistance(m, v).tobytes() == want.tobytes(), v
+    assert (F.running_resistance(m, 0.5) > F.davis(m, 0.5))[0]  # the starting resistance applies
+
+
+def test_the_planners_piece_lookup_is_the_lines():
+    """runtime.plan finds a line's piece with bisect_left on a list: the piece
+    TrackLine.grade_at / curvature_at find (searchsorted, side left, clipped)."""
+    import bisect
+
+    from helpers import SAMPLE_ROUTE
+
+    from tdbtools.formats.route import load_route
+    from tdbtools.physics.trackline import TrackLine
+
+    line = TrackLine.from_path(load_route(SAMPLE_ROUTE, cache=False), SAMPLE_ROUTE / "PATHS" / "MainEW.pat")
+    s1 = line.piece_s1.tolist()
+    assert len(s1) > 5 and len(set(line.piece_grade.tolist())) > 1
+    rng = np.random.default_rng(4)
+    L = line.length
+    for s in [0.0, *s1, *(np.array(s1) + 1e-9).tolist(), L, L + 50.0, *rng.uniform(0.0, L, 200)]:
+        k = min(bisect.bisect_left(s1, s), len(s1) - 1)
+        assert line.piece_grade[k] == line.grade_at(np.array([s]))[0], s
+        assert line.piece_curvature[k] == line.curvature_at(np.array([s]))[0], s

@@ -54,6 +54,7 @@ Formulas and the choices made where the sources leave room
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -429,19 +430,38 @@ def davis(model: CarModel, v) -> np.ndarray:
     return model.davis_a + speed * (model.davis_b + speed * model.davis_c)
 
 
+#: Per model, the constants of its starting resistance (see _start_terms).
+_START_TERMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _start_terms(model: CarModel) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray]:
+    """(any car has one, which cars, F0 with NaN as 0, davis(v_m) − F0) of ``model``'s
+    starting resistance: made once per model (``nan_to_num`` alone cost more than the
+    rest of a planner step)."""
+    hit = _START_TERMS.get(model)
+    if hit is None:
+        f0, vm = model.starting_resistance, model.merge_speed
+        assert f0 is not None and vm is not None  # (the caller's check)
+        finite = np.isfinite(f0)
+        n0 = np.nan_to_num(f0)
+        at_merge = model.davis_a + vm * (model.davis_b + vm * model.davis_c)
+        hit = _START_TERMS[model] = (bool(finite.any()), finite, n0, at_merge - n0)
+    return hit
+
+
 def running_resistance(model: CarModel, v) -> np.ndarray:
     """Davis with the starting resistance (N, ≥ 0): below the merge speed ``v_m`` the
     force runs linearly from the standstill value ``F0`` to Davis at ``v_m``,
     ``F0 + (davis(v_m) − F0)·|v|/v_m``; cars without ``F0`` keep plain Davis."""
     speed = np.abs(_per_car(model, v, "v"))
     f = davis(model, speed)
-    f0 = model.starting_resistance
-    if f0 is None or model.merge_speed is None or not np.isfinite(f0).any():
+    if model.starting_resistance is None or model.merge_speed is None:
+        return f
+    some, finite, n0, rise = _start_terms(model)
+    if not some:
         return f
     vm = model.merge_speed
-    at_merge = model.davis_a + vm * (model.davis_b + vm * model.davis_c)
-    low = np.isfinite(f0) & (speed < vm)
-    return np.where(low, np.nan_to_num(f0) + (at_merge - np.nan_to_num(f0)) * speed / vm, f)
+    return np.where(finite & (speed < vm), n0 + rise * speed / vm, f)
 
 
 def gravity(model: CarModel, elev_front_bogie, elev_rear_bogie) -> np.ndarray:

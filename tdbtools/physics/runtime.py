@@ -15,6 +15,7 @@ train's summed forces and a 0.5 s step.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import math
 from typing import Any
@@ -65,14 +66,20 @@ def plan(
         else math.nan
     )
     adh = (model.adhesive_mass if model.adhesive_mass is not None else np.zeros(len(model))) * forces.G
+    # The line's pieces as Python lists: bisect_left on them finds the piece that
+    # line.grade_at / curvature_at find with searchsorted (side="left", clipped).
+    piece_s1 = line.piece_s1.tolist()
+    grades, curvatures = line.piece_grade.tolist(), line.piece_curvature.tolist()
+    last = len(piece_s1) - 1
     s, v, t, work = front0, 0.0, 0.0, 0.0
     while t < limit_s:
         c = d(DriveState(t, s - front0, v, s, s - length, dt))
         if d.finished:
             return PlanResult(t, s - front0, work, True)
         mid = min(max(s - 0.5 * length, 0.0), line.length)
-        grade = float(line.grade_at(np.array([mid]))[0])
-        curv = float(line.curvature_at(np.array([mid]))[0])
+        piece = min(bisect.bisect_left(piece_s1, mid), last)
+        grade = grades[piece]
+        curv = curvatures[piece]
         res = float(
             forces.running_resistance(model, v).sum()
         ) + mass * forces.G * forces.OSRD_CURVE_FACTOR * abs(curv)
