@@ -307,6 +307,8 @@ def _per_car(model: CarModel, value, name: str) -> np.ndarray:
     a = np.asarray(value, dtype=np.float64)
     if a.shape == (len(model),):
         return a  # the common case in a replay: already one value per car
+    if not a.ndim:
+        return np.full(len(model), a)  # one value for all (broadcast_to costs more)
     try:
         return np.broadcast_to(a, (len(model),)).astype(np.float64)
     except ValueError:
