@@ -1,5 +1,5 @@
 """The engine's traces stay what they were before the speed work (issue 16), bit for bit,
-on both of its code paths (Python floats for few groups, numpy for many)."""
+on each of its code paths (Python floats for few groups, numpy for many, the compiled kernel)."""
 
 from __future__ import annotations
 
@@ -23,14 +23,24 @@ def _check(name: str) -> None:
             )
 
 
+@pytest.fixture(params=["python", "compiled"])
+def engine_path(request, monkeypatch):
+    """Every engine of the test on the Python/numpy code or on the compiled kernel."""
+    if request.param == "compiled":
+        pytest.importorskip("numba", reason="the compiled engine needs numba (tdbtools[fast])")
+    monkeypatch.setattr(engine_mod, "COMPILED_MIN_CARS", 0 if request.param == "compiled" else 10**9)
+    return request.param
+
+
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_traces_match_the_golden_engine(name):
+def test_traces_match_the_golden_engine(name, engine_path):
     _check(name)
 
 
 @pytest.mark.parametrize("small", [0, 10**9], ids=["numpy-path", "scalar-path"])
 @pytest.mark.parametrize("name", ["train_21", "shunting", "many_trains"])
 def test_scalar_and_numpy_paths_give_the_same_traces(name, small, monkeypatch):
+    monkeypatch.setattr(engine_mod, "COMPILED_MIN_CARS", 10**9)
     monkeypatch.setattr(engine_mod, "_SMALL", small)
     _check(name)
 
@@ -38,5 +48,6 @@ def test_scalar_and_numpy_paths_give_the_same_traces(name, small, monkeypatch):
 @pytest.mark.parametrize("name", ["train_21", "shunting"])
 def test_long_run_check_gives_the_same_traces(name, monkeypatch):
     # every run checked with the cumulative-sum path of _solve_chain, not only long ones
+    monkeypatch.setattr(engine_mod, "COMPILED_MIN_CARS", 10**9)
     monkeypatch.setattr(engine_mod, "_CHAIN_NUMPY", 0)
     _check(name)

@@ -105,6 +105,10 @@ T_TOL = 1e-12
 # Up to this many blocks/groups the per-group arithmetic runs on Python floats (the same
 # IEEE operations as numpy's, without the fixed cost of a numpy call per operation).
 _SMALL = 16
+#: From this many cars an Engine runs its steps compiled (numba, when installed; see
+#: :func:`compiled_available`): the same numbers bit for bit, without the fixed cost of a
+#: numpy call per operation and per event round (docs/physics.md §1.6).
+COMPILED_MIN_CARS = 64
 
 # joint types at a limit (the constraint on the values y of the car ahead / behind)
 _GE = 1  # buffers touching: y_front >= y_rear (the cars can only move apart)
@@ -475,7 +479,9 @@ class Engine:
     coupled gap is at most its slack. ``v[i]``: speed, + = towards +x.
     """
 
-    def __init__(self, bodies: Bodies, x, v, *, rest_speed: float = REST_SPEED) -> None:
+    def __init__(
+        self, bodies: Bodies, x, v, *, rest_speed: float = REST_SPEED, compiled: bool | None = None
+    ) -> None:
         if not isinstance(bodies, Bodies):
             raise EngineError("Engine needs a Bodies")
         self.bodies = b = bodies
@@ -535,6 +541,16 @@ class Engine:
         # zero-force grouping so that `groups` is meaningful before the first step
         z = np.zeros(n)
         self._regroup(z, z, 1e-300)
+        # compiled steps: None (auto) = from COMPILED_MIN_CARS cars when numba is installed
+        if compiled is None:
+            compiled = n >= COMPILED_MIN_CARS and compiled_available()
+        elif compiled and not compiled_available():
+            raise EngineError("Engine(compiled=True) needs numba: pip install 'tdbtools[fast]'")
+        self.compiled = bool(compiled)
+        if self.compiled:
+            self._gid = self._groups.of_car.copy()
+            self._line_arr = np.ascontiguousarray(b.line, dtype=np.int64)
+            self._cap = 10 * n + 100
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -577,7 +593,7 @@ class Engine:
     @property
     def groups(self) -> np.ndarray:
         """Group id of each car (cars moving together as one body), numbered from 0."""
-        return _ro(self._groups.of_car)
+        return _ro(self._gid if self.compiled else self._groups.of_car)
 
     def kinetic_energy(self) -> float:
         return 0.5 * float(np.dot(self._m, self._v * self._v))
@@ -648,6 +664,8 @@ class Engine:
             raise EngineError("Engine.step: resist must be finite and >= 0, drive finite")
         # tolerance of the joint-force signs
         tol = 1e-9 * (dmax + rmax) + 1e-300
+        if self.compiled:
+            return self._step_compiled(dt, drive, resist, tol)
         events: list[Event] = []
         self._split_cache = {}  # see _split_blocks: valid while drive and resist are
         t_end = self._time + dt
@@ -676,6 +694,33 @@ class Engine:
                 self._blocks = None
                 break
         self._time = t_end
+        self.event_count += len(events)
+        return events
+
+    def _step_compiled(self, dt: float, drive: np.ndarray, resist: np.ndarray, tol: float) -> list[Event]:
+        """:meth:`step`'s rounds in tdbtools.physics._engine_kernel (the same operations)."""
+        from tdbtools.physics import _engine_kernel as K
+
+        # arrays already handed out (v, a, groups) are never changed: the kernel gets copies
+        self._v = v = self._v.copy()
+        self._a = a = np.empty(self.n)
+        self._gid = gid = self._gid.copy()
+        t_end = self._time + dt
+        time, dirty, truncated, _, table, count = K.step(
+            self._m, self._same, self._hi, self._line_arr, self._line_first,
+            self._atz, self._att, self._gap, v, a, self._xlead, gid,
+            np.ascontiguousarray(drive), np.ascontiguousarray(resist),
+            dt, tol, self.rest_speed, self._time, self._contacts_dirty, self._cap,
+        )  # fmt: skip
+        self._contacts_dirty = bool(dirty)
+        if truncated:
+            self.truncated_steps += 1
+            self._snap_all()
+            self._contacts_dirty = True
+        self._gaps_changed()
+        self._x_cache = None
+        self._time = t_end
+        events = _events_from_table(table[:count], self.bodies.line)
         self.event_count += len(events)
         return events
 
@@ -1304,6 +1349,33 @@ class Engine:
         e = int(starts[k + 1]) - 1 if k + 1 < starts.size else self.n - 1
         cars = (s,) if s == e else (s, e)
         return Event(kind, self._time, cars, int(self.bodies.line[s]))
+
+
+_KINDS = ("impact", "coupler_taut", "stopped", "started")  # _engine_kernel's K_* codes
+
+
+def _events_from_table(table: np.ndarray, line: np.ndarray) -> list[Event]:
+    """The compiled step's event table (kind, time, car, car, line, speed, impulse, energy)."""
+    out = []
+    for kind, t, c0, c1, ln, rel, imp, lost in table.tolist():
+        k = int(kind)
+        a, b = int(c0), int(c1)
+        cars = (a, b) if k < 2 or a != b else (a,)
+        out.append(Event(_KINDS[k], t, cars, int(ln), rel, imp, lost))
+    return out
+
+
+_COMPILED: bool | None = None
+
+
+def compiled_available() -> bool:
+    """Whether numba is installed, so that engines can run compiled (``tdbtools[fast]``)."""
+    global _COMPILED
+    if _COMPILED is None:
+        import importlib.util
+
+        _COMPILED = importlib.util.find_spec("numba") is not None
+    return _COMPILED
 
 
 def _stop_times(fr: np.ndarray, oth: np.ndarray, V: np.ndarray) -> np.ndarray:

@@ -1,0 +1,804 @@
+"""The engine step compiled with numba (docs/physics.md §1.6): the same IEEE operations in
+the same order as :class:`tdbtools.physics.engine.Engine`'s own Python/numpy code, so both
+give the same numbers bit for bit (``tests/test_engine_kernel.py``).
+
+What makes that possible:
+
+* numpy's ``np.add.reduceat`` sums a segment as its first element plus numpy's pairwise sum
+  of the rest (blocks of 8 partial sums up to 128 elements, halved above):
+  :func:`_seg_sum` does the same additions in the same order;
+* ``np.add.accumulate``/``cumsum`` and the Python loops add left to right, as here;
+* ``math.fsum`` is exactly rounded, so any exact summation gives its result (:func:`_fsum`
+  is Shewchuk's partials with round-half-even across partials);
+* numba does not contract ``a*b + c`` into fused multiply-adds nor reorder sums unless
+  ``fastmath`` is set, and it is not.
+
+Only :mod:`tdbtools.physics.engine` imports this module, and only when numba is installed
+(``pip install tdbtools[fast]``); compiled code is cached next to the module.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+# keep in step with tdbtools.physics.engine (tests/test_engine_kernel.py checks them)
+EPS_V = 1e-9
+SNAP_GAP = 1e-9
+V_REST = 1e-12
+T_TOL = 1e-12
+LINEAR_EPS = 1e-6
+STOP_EPS = 1e-7
+_GE = 1
+_LE = 2
+_EQ = 3
+
+# event kinds in the event table (column 0)
+K_IMPACT = 0
+K_TAUT = 1
+K_STOPPED = 2
+K_STARTED = 3
+
+_jit = njit(cache=True, nogil=True)
+
+
+# ----------------------------------------------------------------------------- sums
+@_jit
+def _pairwise(a, s, n):
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[s + i]
+        return res
+    if n <= 128:
+        r0 = a[s]
+        r1 = a[s + 1]
+        r2 = a[s + 2]
+        r3 = a[s + 3]
+        r4 = a[s + 4]
+        r5 = a[s + 5]
+        r6 = a[s + 6]
+        r7 = a[s + 7]
+        i = 8
+        stop = n - (n % 8)
+        while i < stop:
+            r0 += a[s + i]
+            r1 += a[s + i + 1]
+            r2 += a[s + i + 2]
+            r3 += a[s + i + 3]
+            r4 += a[s + i + 4]
+            r5 += a[s + i + 5]
+            r6 += a[s + i + 6]
+            r7 += a[s + i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += a[s + i]
+            i += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise(a, s, n2) + _pairwise(a, s + n2, n - n2)
+
+
+@_jit
+def _seg_sum(a, s, e):
+    """``np.add.reduceat``'s sum of ``a[s:e]``."""
+    if e - s == 1:
+        return a[s]
+    return a[s] + _pairwise(a, s + 1, e - s - 1)
+
+
+@_jit
+def _fsum(a, s, e):
+    """``math.fsum(a[s:e])`` (finite values)."""
+    p = np.empty(e - s + 1)
+    n = 0
+    for k in range(s, e):
+        x = a[k]
+        i = 0
+        for j in range(n):
+            y = p[j]
+            if abs(x) < abs(y):
+                t = x
+                x = y
+                y = t
+            hi = x + y
+            yr = hi - x
+            lo = y - yr
+            if lo != 0.0:
+                p[i] = lo
+                i += 1
+            x = hi
+        n = i
+        if x != 0.0:
+            p[n] = x
+            n += 1
+    hi = 0.0
+    lo = 0.0
+    if n > 0:
+        n -= 1
+        hi = p[n]
+        while n > 0:
+            x = hi
+            n -= 1
+            y = p[n]
+            hi = x + y
+            yr = hi - x
+            lo = y - yr
+            if lo != 0.0:
+                break
+        if n > 0 and ((lo < 0.0 and p[n - 1] < 0.0) or (lo > 0.0 and p[n - 1] > 0.0)):
+            y = lo * 2.0
+            x = hi + y
+            yr = x - hi
+            if y == yr:
+                hi = x
+    return hi
+
+
+# ----------------------------------------------------------------------------- block solver
+@_jit
+def _max_upper_set(g, types, k, member):
+    """engine._max_upper_set of ``g[:k]``; the set goes to ``member[:k]``."""
+    back0 = np.zeros(k, np.int8)
+    back1 = np.ones(k, np.int8)
+    b0 = 0.0
+    b1 = g[0]
+    for i in range(1, k):
+        t = types[i - 1]
+        if t == _GE and b1 > b0:
+            n0 = b1
+            back0[i] = 1
+        else:
+            n0 = b0
+            back0[i] = 0
+        if t == _LE and b0 > b1:
+            n1 = b0 + g[i]
+            back1[i] = 0
+        else:
+            n1 = b1 + g[i]
+            back1[i] = 1
+        b0 = n0
+        b1 = n1
+    state = 1 if b1 > b0 else 0
+    best = b1 if state else b0
+    for i in range(k - 1, -1, -1):
+        member[i] = state == 1
+        state = back1[i] if state else back0[i]
+    return best
+
+
+@_jit
+def _solve_chain(w, f, types, tol, y, cuts):
+    """engine._solve_chain: values to ``y``, the cuts (sorted) to ``cuts``; returns their count."""
+    k = w.size
+    nc = 0
+    stack = np.empty(2 * k + 2, np.int64)
+    sp = 0
+    stack[0] = 0
+    stack[1] = k
+    sp = 2
+    g = np.empty(k)
+    member = np.empty(k, np.bool_)
+    while sp:
+        sp -= 2
+        s = stack[sp]
+        e = stack[sp + 1]
+        if e - s == 1:
+            y[s] = (f[s] + 0.0) / (w[s] + 0.0)
+            continue
+        W = _fsum(w, s, e)
+        ybar = _fsum(f, s, e) / W
+        ok = True
+        P = 0.0
+        for j in range(s, e - 1):
+            P += f[j] - w[j] * ybar
+            tj = types[j]
+            if (tj == _GE and P > tol) or (tj == _LE and P < -tol):
+                ok = False
+                break
+        if not ok:
+            m = e - s
+            for i in range(m):
+                g[i] = f[s + i] - w[s + i] * ybar
+            best = _max_upper_set(g, types[s : e - 1], m, member)
+            if best <= tol:
+                ok = True
+            else:
+                alli = True
+                anyi = False
+                for i in range(m):
+                    if member[i]:
+                        anyi = True
+                    else:
+                        alli = False
+                ok = alli or not anyi
+        if ok:
+            for i in range(s, e):
+                y[i] = ybar
+            continue
+        r = s
+        for i in range(s + 1, e):
+            if member[i - s] != member[i - 1 - s]:
+                cuts[nc] = i - 1
+                nc += 1
+                stack[sp] = r
+                stack[sp + 1] = i
+                sp += 2
+                r = i
+        stack[sp] = r
+        stack[sp + 1] = e
+        sp += 2
+    cuts[:nc].sort()
+    return nc
+
+
+@_jit
+def _solve_static(w, d, r, types, tol, y, cuts):
+    """engine._solve_static; returns the number of cuts."""
+    k = w.size
+    g = np.empty(k)
+    for i in range(k):
+        g[i] = d[i] - r[i]
+    mu = np.empty(k, np.bool_)
+    up = _max_upper_set(g, types, k, mu)
+    flip = np.empty(max(k - 1, 0), np.int64)
+    for i in range(k - 1):
+        t = types[i]
+        flip[i] = _LE if t == _GE else (_GE if t == _LE else _EQ)
+    for i in range(k):
+        g[i] = -d[i] - r[i]
+    md = np.empty(k, np.bool_)
+    dn = _max_upper_set(g, flip, k, md)
+    lab = np.zeros(k, np.int64)
+    for i in range(k):
+        fwd = up > tol and mu[i]
+        back = dn > tol and md[i]
+        lab[i] = 1 if (fwd and not back) else (-1 if (back and not fwd) else 0)
+    for i in range(k):
+        y[i] = 0.0
+    nc = 0
+    s = 0
+    ys = np.empty(k)
+    cs = np.empty(k, np.int64)
+    for i in range(1, k + 1):
+        if i < k and lab[i] == lab[s]:
+            continue
+        if lab[s] != 0:
+            sign = lab[s]
+            fp = np.empty(i - s)
+            for j in range(s, i):
+                fp[j - s] = d[j] - sign * r[j]
+            c = _solve_chain(w[s:i], fp, types[s : i - 1], tol, ys, cs)
+            for j in range(i - s):
+                vj = ys[j]
+                y[s + j] = vj if vj * sign > 0 else 0.0
+            for j in range(c):
+                cuts[nc] = s + cs[j]
+                nc += 1
+        if i < k:
+            cuts[nc] = i - 1
+            nc += 1
+        s = i
+    return nc
+
+
+# ----------------------------------------------------------------------------- events
+@_jit
+def _push(ev, cnt, kind, time, c0, c1, line, rel, imp, lost):
+    if cnt == ev.shape[0]:
+        ev2 = np.empty((2 * cnt + 16, 8))
+        ev2[:cnt] = ev[:cnt]
+        ev = ev2
+    ev[cnt, 0] = kind
+    ev[cnt, 1] = time
+    ev[cnt, 2] = c0
+    ev[cnt, 3] = c1
+    ev[cnt, 4] = line
+    ev[cnt, 5] = rel
+    ev[cnt, 6] = imp
+    ev[cnt, 7] = lost
+    return ev
+
+
+@_jit
+def _clash(s, A, B):
+    """interaction.clash_times_ab of one element."""
+    if abs(A) < LINEAR_EPS:
+        if abs(B) >= LINEAR_EPS:
+            t = s / B
+            return t + 0.0 if t >= 0.0 else math.inf
+        return math.inf
+    D = B * B + 4.0 * A * s
+    if not D >= 0.0:
+        return math.inf
+    q = -0.5 * (B + math.copysign(math.sqrt(D), B))
+    t1 = q / A
+    t2 = t1 if q == 0.0 else -s / q
+    if t1 >= 0.0:
+        t = min(t1, t2) if t2 >= 0.0 else t1
+    else:
+        t = t2 if t2 >= 0.0 else math.inf
+    return t + 0.0
+
+
+@_jit
+def _touch(B, A):
+    if B > EPS_V:
+        return 0.0
+    if B < -EPS_V and A > 0.0:
+        return -B / A
+    return math.inf
+
+
+@_jit
+def _stop(fr, oth, V):
+    """engine._stop_times of one moving group."""
+    sg = 1.0 if V > 0.0 else -1.0
+    a = oth - sg * abs(fr)
+    if abs(a) < STOP_EPS or a * V > 0.0:
+        return math.inf
+    return -V / a
+
+
+# ----------------------------------------------------------------------------- rounds
+@_jit
+def _types_of(atz, att, s, e, out):
+    for j in range(s, e - 1):
+        z = atz[j]
+        out[j - s] = (_EQ if att[j] else _GE) if z else _LE
+
+
+@_jit
+def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga):
+    """Engine._regroup: the groups of this round. Writes the group of each car (``gid``),
+    the groups' first cars, masses, drives, resists, speeds and accelerations, and the cars'
+    speeds and accelerations; returns the number of groups."""
+    n = m.size
+    # blocks: joints at a limit with equal speeds
+    lock = np.empty(max(n - 1, 0), np.bool_)
+    bid = np.empty(n, np.int64)
+    bstart = np.empty(n, np.int64)
+    nb = 1
+    bid[0] = 0
+    bstart[0] = 0
+    for j in range(n - 1):
+        lk = (atz[j] or att[j]) and abs(v[j] - v[j + 1]) <= EPS_V
+        lock[j] = lk
+        if not lk:
+            bstart[nb] = j + 1
+            nb += 1
+        bid[j + 1] = nb - 1
+    mv = m * v
+    Mb = np.empty(nb)
+    Db = np.empty(nb)
+    Rb = np.empty(nb)
+    vb = np.empty(nb)
+    ab = np.empty(nb)
+    sb = np.empty(nb)
+    allmov = True
+    for k in range(nb):
+        s = bstart[k]
+        e = bstart[k + 1] if k + 1 < nb else n
+        M = _seg_sum(m, s, e)
+        D = _seg_sum(drive, s, e)
+        R = _seg_sum(resist, s, e)
+        vk = _seg_sum(mv, s, e) / M
+        Mb[k] = M
+        Db[k] = D
+        Rb[k] = R
+        if abs(vk) > V_REST:
+            sg = 1.0 if vk > 0.0 else -1.0
+        else:
+            allmov = False
+            vk = 0.0
+            sg = (1.0 if D > 0.0 else -1.0) if abs(D) > R else 0.0
+        vb[k] = vk
+        sb[k] = sg
+        ab[k] = (D - sg * R) / M if sg != 0.0 else 0.0
+    a_car = np.empty(n)
+    for i in range(n):
+        a_car[i] = ab[bid[i]]
+    brk = np.empty(max(n - 1, 0), np.bool_)
+    for j in range(n - 1):
+        brk[j] = not lock[j]
+    if nb < n:
+        # the joint forces of every block (running sums over all cars, as numpy's)
+        slow = np.zeros(nb, np.bool_)
+        nslow = 0
+        Pc = np.empty(n + 1)
+        Pc[0] = 0.0
+        acc = 0.0
+        for i in range(n):
+            E = drive[i] - sb[bid[i]] * resist[i] - m[i] * a_car[i]
+            acc = E if i == 0 else acc + E
+            Pc[i + 1] = acc
+        for j in range(n - 1):
+            if not lock[j]:
+                continue
+            z = atz[j]
+            t = att[j]
+            if z == t:
+                continue
+            sj = 1.0 if z else -1.0
+            k = bid[j]
+            if not allmov and sb[k] == 0.0:
+                continue
+            if sj * (Pc[j + 1] - Pc[bstart[k]]) > tol:
+                if not slow[k]:
+                    slow[k] = True
+                    nslow += 1
+        if not allmov:
+            for i in range(n):
+                k = bid[i]
+                if sb[k] == 0.0 and abs(drive[i]) > resist[i] + tol:
+                    if not slow[k]:
+                        slow[k] = True
+                        nslow += 1
+        if nslow:
+            types = np.empty(n, np.int64)
+            cuts = np.empty(n, np.int64)
+            y = np.empty(n)
+            for k in range(nb):
+                if not slow[k]:
+                    continue
+                s = bstart[k]
+                e = bstart[k + 1] if k + 1 < nb else n
+                if e - s < 2:
+                    continue
+                _types_of(atz, att, s, e, types)
+                tol_k = 1e-9 * (_fsum(np.abs(drive[s:e]), 0, e - s) + _fsum(resist, s, e)) + 1e-300
+                if sb[k] != 0.0 and vb[k] != 0.0:
+                    sg = sb[k]
+                    f = np.empty(e - s)
+                    for i in range(s, e):
+                        f[i - s] = drive[i] - sg * resist[i]
+                    c = _solve_chain(m[s:e], f, types[: e - s - 1], tol_k, y, cuts)
+                else:
+                    c = _solve_static(m[s:e], drive[s:e], resist[s:e], types[: e - s - 1], tol_k, y, cuts)
+                for i in range(e - s):
+                    a_car[s + i] = y[i]
+                for i in range(c):
+                    brk[s + cuts[i]] = True
+    # the groups
+    ng = 1
+    gid[0] = 0
+    gstart[0] = 0
+    for j in range(n - 1):
+        if brk[j]:
+            gstart[ng] = j + 1
+            ng += 1
+        gid[j + 1] = ng - 1
+    for k in range(ng):
+        s = gstart[k]
+        e = gstart[k + 1] if k + 1 < ng else n
+        gm[k] = _seg_sum(m, s, e)
+        gd[k] = _seg_sum(drive, s, e)
+        gr[k] = _seg_sum(resist, s, e)
+        gv[k] = vb[bid[s]]
+        ga[k] = a_car[s]
+    for i in range(n):
+        k = gid[i]
+        v[i] = gv[k]
+        a[i] = ga[k]
+    return ng
+
+
+@_jit
+def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
+    """Engine._impulse_small / _impulse_block on the run of cars ``s..e-1``; appends the
+    events of its violated joints ``js[:nj]``. Returns the event table and its count."""
+    k = e - s
+    w = m[s:e]
+    v0 = v[s:e].copy()
+    f = np.empty(k)
+    af = np.empty(k)
+    for i in range(k):
+        f[i] = w[i] * v0[i]
+        af[i] = abs(f[i])
+    tol = 1e-12 * _fsum(af, 0, k) + 1e-300
+    types = np.empty(max(k - 1, 0), np.int64)
+    _types_of(atz, att, s, e, types)
+    y = np.empty(k)
+    cuts = np.empty(k, np.int64)
+    while True:
+        _solve_chain(w, f, types, tol, y, cuts)
+        held = False
+        for i in range(k - 1):
+            ti = types[i]
+            if ti == _EQ:
+                continue
+            d = y[i] - y[i + 1]
+            opening = d if ti == _GE else -d
+            if 0.0 < opening < rest:
+                types[i] = _EQ
+                held = True
+        if not held:
+            break
+    tmp = np.empty(k)
+    for i in range(k):
+        tmp[i] = w[i] * v0[i] * v0[i]
+    ke0 = 0.5 * _fsum(tmp, 0, k)
+    for i in range(k):
+        tmp[i] = w[i] * y[i] * y[i]
+    ke1 = 0.5 * _fsum(tmp, 0, k)
+    for i in range(k):
+        v[s + i] = y[i]
+    dp = np.empty(k)
+    acc = 0.0
+    for i in range(k):
+        x = w[i] * (y[i] - v0[i])
+        acc = x if i == 0 else acc + x
+        dp[i] = acc
+    lost = max(ke0 - ke1, 0.0)
+    share = np.empty(nj)
+    imp = np.empty(nj)
+    rel = np.empty(nj)
+    for q in range(nj):
+        imp[q] = abs(dp[js[q] - s])
+        rel[q] = abs(dvs[q])
+        share[q] = imp[q] * rel[q]
+    tot = _fsum(share, 0, nj)
+    for q in range(nj):
+        j = js[q]
+        d = dvs[q]
+        kind = K_IMPACT if (atz[j] and (d < 0 or not att[j])) else K_TAUT
+        ls = lost * (share[q] / tot) if tot > 0 else lost / nj
+        ev = _push(ev, cnt, kind, time, j, j + 1, line[j], rel[q], imp[q], ls)
+        cnt += 1
+    return ev, cnt
+
+
+@_jit
+def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt):
+    """Engine._impulses: resolve every joint between groups that is at a limit and closing."""
+    n = m.size
+    bad = np.empty(n, np.int64)
+    dvb = np.empty(n)
+    nbad = 0
+    for j in range(n - 1):
+        if gid[j] == gid[j + 1] or not same[j]:
+            continue
+        d = v[j] - v[j + 1]
+        if (d < -EPS_V and atz[j]) or (d > EPS_V and att[j]):
+            bad[nbad] = j
+            dvb[nbad] = d
+            nbad += 1
+    if nbad == 0:
+        return ev, cnt, False
+    i = 0
+    while i < nbad:
+        j = bad[i]
+        # the run of cars held by joints at a limit around joint j (a group's inner joints
+        # are all at a limit, so walking car by car ends at the same group boundaries)
+        s = j
+        while s > 0 and (atz[s - 1] or att[s - 1]):
+            s -= 1
+        e = j + 1
+        while e < n - 1 and (atz[e] or att[e]):
+            e += 1
+        e += 1
+        i0 = i
+        while i < nbad and bad[i] < e - 1:
+            i += 1
+        ev, cnt = _impulse_run(m, atz, att, v, s, e, bad[i0:i], dvb[i0:i], i - i0, rest, time, line, ev, cnt)
+    return ev, cnt, True
+
+
+@_jit
+def _group_end(gstart, ng, n, k):
+    return gstart[k + 1] - 1 if k + 1 < ng else n - 1
+
+
+@_jit
+def _advance(
+    tau,
+    n,
+    ng,
+    nj,
+    jb,
+    gid,
+    gstart,
+    gv,
+    ga,
+    dg,
+    gap,
+    hi,
+    atz,
+    att,
+    v,
+    xlead,
+    line,
+    line_first,
+    time,
+    dirty,
+    ev,
+    cnt,
+):
+    """Engine._advance: every group moves ``tau`` seconds at its acceleration."""
+    if not tau > 0.0:
+        return ev, cnt, dirty, time
+    for k in range(ng):
+        if gv[k] == 0.0 and ga[k] != 0.0:
+            s = gstart[k]
+            ev = _push(ev, cnt, K_STARTED, time, s, _group_end(gstart, ng, n, k), line[s], 0.0, 0.0, 0.0)
+            cnt += 1
+    t2 = tau * tau
+    for k in range(ng):
+        dg[k] = gv[k] * tau + 0.5 * ga[k] * t2
+        gv[k] = gv[k] + ga[k] * tau
+    for q in range(nj):
+        j = jb[q]
+        k = gid[j]
+        h = hi[j]
+        g = min(max(gap[j] + (dg[k] - dg[k + 1]), 0.0), h)
+        z = g < SNAP_GAP
+        near = (h - g) < SNAP_GAP
+        if z or near:
+            if z:
+                g = 0.0
+            if near:
+                g = h
+            dirty = True
+        gap[j] = g
+        atz[j] = g <= 0.0
+        att[j] = g >= h
+    for li in range(line_first.size):
+        xlead[li] += dg[gid[line_first[li]]]
+    for i in range(n):
+        v[i] = gv[gid[i]]
+    return ev, cnt, dirty, time + tau
+
+
+@_jit
+def step(
+    m, same, hi, line, line_first, atz, att, gap, v, a, xlead, gid,
+    drive, resist, dt, tol, rest, time, dirty, cap,
+):  # fmt: skip
+    """Engine.step's rounds. Returns (time, dirty, truncated, event table, event count);
+    the state arrays are updated in place."""
+    n = m.size
+    ev = np.empty((16, 8))
+    cnt = 0
+    gstart = np.empty(n, np.int64)
+    gm = np.empty(n)
+    gd = np.empty(n)
+    gr = np.empty(n)
+    gv = np.empty(n)
+    ga = np.empty(n)
+    dg = np.empty(n)
+    jb = np.empty(n, np.int64)
+    tc = np.empty(n)
+    tt = np.empty(n)
+    ts = np.empty(n)
+    remaining = dt
+    count = 0
+    truncated = False
+    while True:
+        if dirty:
+            ev, cnt, _ = _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt)
+            dirty = False
+        ng = regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga)
+        # -- next event
+        nj = 0
+        for j in range(n - 1):
+            if gid[j] != gid[j + 1] and same[j]:
+                jb[nj] = j
+                nj += 1
+        t_min = math.inf
+        for q in range(nj):
+            j = jb[q]
+            k = gid[j]
+            S = gap[j]
+            B = gv[k + 1] - gv[k]
+            A = (ga[k + 1] - ga[k]) * 0.5
+            t = _touch(B, A) if S <= 0.0 else _clash(S, A, B)
+            tc[q] = t
+            t_min = min(t_min, t)
+            h = hi[j]
+            if h < math.inf:
+                S2 = h - S
+                A2 = 0.0 - A
+                B2 = 0.0 - B
+                t = _touch(B2, A2) if S2 <= 0.0 else _clash(S2, A2, B2)
+            else:
+                t = math.inf
+            tt[q] = t
+            t_min = min(t_min, t)
+        for k in range(ng):
+            V = gv[k]
+            if V != 0.0:
+                M = gm[k]
+                t = _stop(gr[k] / M, gd[k] / M, V)
+            else:
+                t = math.inf
+            ts[k] = t
+            t_min = min(t_min, t)
+        last = t_min >= remaining
+        tau = remaining if last else t_min
+        # -- advance by tau
+        ev, cnt, dirty, time = _advance(
+            tau,
+            n,
+            ng,
+            nj,
+            jb,
+            gid,
+            gstart,
+            gv,
+            ga,
+            dg,
+            gap,
+            hi,
+            atz,
+            att,
+            v,
+            xlead,
+            line,
+            line_first,
+            time,
+            dirty,
+            ev,
+            cnt,
+        )
+        if last:
+            break
+        remaining -= tau
+        # -- apply the events at t_min
+        lim = t_min + T_TOL
+        for q in range(nj):
+            j = jb[q]
+            if tc[q] <= lim:
+                gap[j] = 0.0
+                atz[j] = True
+                att[j] = 0.0 >= hi[j]
+                dirty = True
+        for q in range(nj):
+            j = jb[q]
+            if tt[q] <= lim:
+                gap[j] = hi[j]
+                atz[j] = hi[j] <= 0.0
+                att[j] = True
+                dirty = True
+        for k in range(ng):
+            if ts[k] <= lim:
+                gv[k] = 0.0
+                s = gstart[k]
+                e = _group_end(gstart, ng, n, k)
+                for i in range(s, e + 1):
+                    v[i] = 0.0
+                ev = _push(ev, cnt, K_STOPPED, time, s, e, line[s], 0.0, 0.0, 0.0)
+                cnt += 1
+        count += 1
+        if count >= cap:
+            truncated = True
+            # the rest of the step without interactions (as Engine.step; never expected)
+            ev, cnt, dirty, time = _advance(
+                remaining,
+                n,
+                ng,
+                nj,
+                jb,
+                gid,
+                gstart,
+                gv,
+                ga,
+                dg,
+                gap,
+                hi,
+                atz,
+                att,
+                v,
+                xlead,
+                line,
+                line_first,
+                time,
+                dirty,
+                ev,
+                cnt,
+            )
+            break
+    return time, dirty, truncated, remaining, ev, cnt

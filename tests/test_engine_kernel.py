@@ -1,0 +1,170 @@
+"""The compiled engine step (tdbtools.physics._engine_kernel, docs/physics.md §1.6) gives the
+Python/numpy engine's numbers bit for bit: its building blocks against numpy's and Python's
+own sums and the Python block solver, and whole random runs state by state, event by event."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tdbtools.physics.engine as E
+from tdbtools.physics.engine import Bodies, Engine, EngineError
+
+K = pytest.importorskip("tdbtools.physics._engine_kernel", reason="the compiled engine needs numba")
+
+
+def test_constants_are_the_engines():
+    from tdbtools.physics import interaction as I
+
+    assert (K.EPS_V, K.SNAP_GAP, K.V_REST, K.T_TOL) == (E.EPS_V, E.SNAP_GAP, E.V_REST, E.T_TOL)
+    assert (K.LINEAR_EPS, K.STOP_EPS) == (I.LINEAR_EPS, I.STOP_EPS)
+    assert (K._GE, K._LE, K._EQ) == (E._GE, E._LE, E._EQ)
+    assert E._KINDS[K.K_IMPACT] == "impact" and E._KINDS[K.K_TAUT] == "coupler_taut"
+    assert E._KINDS[K.K_STOPPED] == "stopped" and E._KINDS[K.K_STARTED] == "started"
+
+
+def _nasty(rng, n):
+    """Values of mixed signs and magnitudes (sums that cancel and round)."""
+    return rng.normal(size=n) * 10.0 ** rng.integers(-8, 9, size=n)
+
+
+def test_segment_sums_are_numpys_reduceat():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        n = int(rng.integers(1, 1500))
+        a = _nasty(rng, n)
+        starts = np.unique(np.concatenate(([0], rng.integers(0, n, size=int(rng.integers(0, 30))))))
+        ref = np.add.reduceat(a, starts)
+        ends = np.append(starts[1:], n)
+        got = [K._seg_sum(a, int(s), int(e)) for s, e in zip(starts, ends)]
+        assert np.array_equal(np.array(got), ref)
+
+
+def test_fsum_is_pythons():
+    rng = np.random.default_rng(2)
+    cases = [[], [-0.0], [1.0, 1e100, 1.0, -1e100], [0.1] * 10, [1e308, -1e308, 5.0]]
+    cases += [_nasty(rng, int(rng.integers(1, 300))).tolist() for _ in range(300)]
+    # half-way cases: the round-half-even correction across partials
+    cases += [[1.0, 2.0**-53, 2.0**-106], [1.0, -(2.0**-53), -(2.0**-106)], [2.0**53, 1.0, 2.0**-60]]
+    for c in cases:
+        a = np.array(c, dtype=np.float64)
+        got = K._fsum(a, 0, a.size)
+        assert got == math.fsum(c) and math.copysign(1.0, got) == math.copysign(1.0, math.fsum(c))
+
+
+def _chain_case(rng, k):
+    w = rng.uniform(20e3, 90e3, k)
+    f = rng.normal(size=k) * rng.choice([1.0, 1e3, 1e5], size=k)
+    types = rng.choice([E._GE, E._LE, E._EQ], size=max(k - 1, 0), p=[0.45, 0.45, 0.1])
+    return w, f, types.astype(np.int64)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 7, 30, 49, 200])
+def test_block_solvers_are_the_python_ones(k):
+    rng = np.random.default_rng(k)
+    for _ in range(60):
+        w, f, types = _chain_case(rng, k)
+        tol = float(rng.choice([1e-300, 1e-3, 10.0]))
+        y_ref, cuts_ref = E._solve_chain(w.tolist(), f.tolist(), types.tolist(), tol)
+        y, cuts = np.empty(k), np.empty(k, np.int64)
+        nc = K._solve_chain(w, f, types, tol, y, cuts)
+        assert y.tolist() == y_ref and cuts[:nc].tolist() == cuts_ref
+        r = np.abs(rng.normal(size=k)) * 1e3
+        y_ref, cuts_ref = E._solve_static(w.tolist(), f.tolist(), r.tolist(), types.tolist(), tol)
+        nc = K._solve_static(w, f, r, types, tol, y, cuts)
+        assert y.tolist() == y_ref and cuts[:nc].tolist() == cuts_ref
+
+
+def _random_engines(seed: int):
+    """The same random yard twice (Python and compiled): several lines, trains and loose
+    cuts, rigid and slack couplers, uncoupled buffers, cars at rest and moving both ways."""
+    rng = np.random.default_rng(seed)
+    nl = int(rng.integers(1, 5))
+    mass, length, line, coupled, slack, x, v = [], [], [], [], [], [], []
+    for li in range(nl):
+        k = int(rng.integers(1, 90))
+        head = 0.0
+        vt = float(rng.choice([0.0, 0.0, 1.5, -1.0, 3.0]))
+        prev_cp, prev_sl = False, 0.0
+        for i in range(k):
+            m = float(rng.uniform(15e3, 95e3))
+            ln = float(rng.uniform(10.0, 25.0))
+            cp = bool(rng.random() < 0.85) and i < k - 1
+            sl = float(rng.choice([0.0, 0.02, 0.05, 0.1]))
+            if i:
+                if prev_cp:  # within its slack: buffers touching, taut or in between
+                    gap = float(rng.choice([0.0, prev_sl, rng.uniform(0, prev_sl)]))
+                else:
+                    gap = float(rng.choice([0.0, 0.3, 5.0]))
+                    if rng.random() < 0.5:  # a loose cut now and then: a speed of its own
+                        vt = float(rng.choice([0.0, 1.0, -0.5, 2.0]))
+                head = head - length[-1] - gap
+            mass.append(m)
+            length.append(ln)
+            line.append(li)
+            coupled.append(cp)
+            slack.append(sl)
+            x.append(head)
+            v.append(vt)
+            prev_cp, prev_sl = cp, sl
+    bodies = Bodies(np.array(mass), np.array(length), np.array(line), np.array(coupled), np.array(slack))
+    mk = lambda c: Engine(bodies, np.array(x), np.array(v), compiled=c)  # noqa: E731
+    n = len(mass)
+    drive_a = rng.normal(size=n) * rng.choice([0.0, 2e4, 1.5e5], size=n)
+    brake = rng.uniform(0.0, 0.15, n) * np.array(mass) * 9.81
+    return mk(False), mk(True), drive_a, brake, rng
+
+
+def _same_events(a, b):
+    assert len(a) == len(b)
+    for ea, eb in zip(a, b):
+        assert (ea.kind, ea.time, ea.cars, ea.line) == (eb.kind, eb.time, eb.cars, eb.line)
+        assert (ea.relative_speed, ea.impulse, ea.energy_lost) == (
+            eb.relative_speed,
+            eb.impulse,
+            eb.energy_lost,
+        )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_yards_step_for_step(seed):
+    py, co, drive_a, brake, rng = _random_engines(seed)
+    assert not py.compiled and co.compiled
+    n = py.n
+    events = 0
+    for k in range(150):
+        phase = (k // 30) % 4  # pull, coast, brake, push back: the slack runs out and in
+        av = np.abs(py.v)
+        resist = 500.0 + av * (20.0 + 1.2 * av) + (brake if phase == 2 else 0.0)
+        drive = drive_a * (1.0, 0.0, 0.0, -1.3)[phase]
+        if rng.random() < 0.1:
+            drive = float(rng.normal() * 1e3)  # scalar forces too
+        dt = float(rng.choice([0.1, 0.1, 0.5, 0.02]))
+        ea, eb = py.step(dt, drive, resist), co.step(dt, drive, resist)
+        _same_events(ea, eb)
+        events += len(ea)
+        for name in ("x", "v", "a", "gap", "groups"):
+            assert np.array_equal(getattr(py, name), getattr(co, name)), (k, name)
+        assert py.time == co.time and py.truncated_steps == co.truncated_steps
+    assert events > 0 and n > 0
+
+
+def test_the_arrays_handed_out_do_not_change():
+    py, co, drive_a, brake, _ = _random_engines(3)
+    v0, a0, g0, x0 = co.v, co.a, co.groups, co.x
+    keep = [np.array(z) for z in (v0, a0, g0, x0)]
+    co.step(0.5, drive_a, 1e3)
+    for held, copy in zip((v0, a0, g0, x0), keep):
+        assert np.array_equal(held, copy) and not held.flags.writeable
+
+
+def test_compiled_is_chosen_by_size_and_can_be_refused(monkeypatch):
+    b = Bodies.trains([[40e3] * 80], [[20.0] * 80])
+    assert Engine(b, -np.arange(80) * 20.0, np.zeros(80)).compiled == (80 >= E.COMPILED_MIN_CARS)
+    assert not Engine(b, -np.arange(80) * 20.0, np.zeros(80), compiled=False).compiled
+    monkeypatch.setattr(E, "_COMPILED", False)
+    assert not Engine(b, -np.arange(80) * 20.0, np.zeros(80)).compiled
+    with pytest.raises(EngineError, match="numba"):
+        Engine(b, -np.arange(80) * 20.0, np.zeros(80), compiled=True)
