@@ -353,39 +353,109 @@ def _types_of(atz, att, s, e, out):
 
 
 @_jit
-def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga):
+def _new_cache(n):
+    """The solutions of split blocks within one step: per first car ``s`` of a block, its end,
+    direction, joint limits and solution; ``owner[i]``: the block whose values car ``i`` holds
+    (a later block over the same cars takes them over)."""
+    owner = np.full(n, -1, np.int64)
+    end = np.zeros(n, np.int64)
+    sgn = np.zeros(n)
+    z = np.zeros(n, np.bool_)
+    t = np.zeros(n, np.bool_)
+    y = np.zeros(n)
+    cut = np.zeros(n, np.bool_)
+    return owner, end, sgn, z, t, y, cut
+
+
+@_jit
+def _cached_split(cache, atz, att, s, e, sg, a_car, brk):
+    """The cached solution of block ``s..e-1`` written to ``a_car``/``brk``: its number of
+    cuts, or -1 when it is not cached (Engine._split_blocks' cache, the same key)."""
+    owner, end, sgn, z, t, y, cut = cache
+    if owner[s] != s or end[s] != e or sgn[s] != sg:
+        return -1
+    for i in range(s, e):
+        if owner[i] != s:
+            return -1
+    for j in range(s, e - 1):
+        if z[j] != atz[j] or t[j] != att[j]:
+            return -1
+    c = 0
+    for i in range(s, e):
+        a_car[i] = y[i]
+    for j in range(s, e - 1):
+        if cut[j]:
+            brk[j] = True
+            c += 1
+    return c
+
+
+@_jit
+def _store_split(cache, atz, att, s, e, sg, ys, cuts, nc):
+    owner, end, sgn, z, t, y, cut = cache
+    end[s] = e
+    sgn[s] = sg
+    for i in range(s, e):
+        owner[i] = s
+        y[i] = ys[i - s]
+    for j in range(s, e - 1):
+        z[j] = atz[j]
+        t[j] = att[j]
+        cut[j] = False
+    for i in range(nc):
+        cut[s + cuts[i]] = True
+
+
+@_jit
+def _workspace(n):
+    j = max(n - 1, 0)
+    f = np.empty
+    bc_end = np.full(n, -1, np.int64)
+    return (
+        f(j, np.bool_), f(n, np.int64), f(n, np.int64), f(n), f(n), f(n), f(n), f(n), f(n), f(n),
+        f(n), f(j, np.bool_), f(n, np.bool_), f(n + 1), bc_end, f(n), f(n), f(n),
+    )  # fmt: skip
+
+
+@_jit
+def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, cache, ws):
     """Engine._regroup: the groups of this round. Writes the group of each car (``gid``),
     the groups' first cars, masses, drives, resists, speeds and accelerations, and the cars'
-    speeds and accelerations; returns the number of groups."""
+    speeds and accelerations; returns the number of groups. ``cache`` keeps the solutions
+    of the blocks that split (:func:`_new_cache`), ``ws`` the block sums of mass and forces
+    (:func:`_workspace`); both are valid while the forces are."""
+    lock, bid, bstart, mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, Pc, bc_end, bc_M, bc_D, bc_R = ws
     n = m.size
     # blocks: joints at a limit with equal speeds
-    lock = np.empty(max(n - 1, 0), np.bool_)
-    bid = np.empty(n, np.int64)
-    bstart = np.empty(n, np.int64)
     nb = 1
     bid[0] = 0
     bstart[0] = 0
     for j in range(n - 1):
         lk = (atz[j] or att[j]) and abs(v[j] - v[j + 1]) <= EPS_V
         lock[j] = lk
+        brk[j] = not lk
         if not lk:
             bstart[nb] = j + 1
             nb += 1
         bid[j + 1] = nb - 1
-    mv = m * v
-    Mb = np.empty(nb)
-    Db = np.empty(nb)
-    Rb = np.empty(nb)
-    vb = np.empty(nb)
-    ab = np.empty(nb)
-    sb = np.empty(nb)
+    for i in range(n):
+        mv[i] = m[i] * v[i]
     allmov = True
     for k in range(nb):
         s = bstart[k]
         e = bstart[k + 1] if k + 1 < nb else n
-        M = _seg_sum(m, s, e)
-        D = _seg_sum(drive, s, e)
-        R = _seg_sum(resist, s, e)
+        if bc_end[s] == e:  # the same cars as a block earlier in this step: the same sums
+            M = bc_M[s]
+            D = bc_D[s]
+            R = bc_R[s]
+        else:
+            M = _seg_sum(m, s, e)
+            D = _seg_sum(drive, s, e)
+            R = _seg_sum(resist, s, e)
+            bc_end[s] = e
+            bc_M[s] = M
+            bc_D[s] = D
+            bc_R[s] = R
         vk = _seg_sum(mv, s, e) / M
         Mb[k] = M
         Db[k] = D
@@ -399,17 +469,12 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
         vb[k] = vk
         sb[k] = sg
         ab[k] = (D - sg * R) / M if sg != 0.0 else 0.0
-    a_car = np.empty(n)
     for i in range(n):
         a_car[i] = ab[bid[i]]
-    brk = np.empty(max(n - 1, 0), np.bool_)
-    for j in range(n - 1):
-        brk[j] = not lock[j]
     if nb < n:
         # the joint forces of every block (running sums over all cars, as numpy's)
-        slow = np.zeros(nb, np.bool_)
+        slow[:nb] = False
         nslow = 0
-        Pc = np.empty(n + 1)
         Pc[0] = 0.0
         acc = 0.0
         for i in range(n):
@@ -449,10 +514,14 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
                 e = bstart[k + 1] if k + 1 < nb else n
                 if e - s < 2:
                     continue
+                moving = sb[k] != 0.0 and vb[k] != 0.0
+                sg = sb[k] if moving else 0.0
+                c = _cached_split(cache, atz, att, s, e, sg, a_car, brk)
+                if c >= 0:
+                    continue
                 _types_of(atz, att, s, e, types)
                 tol_k = 1e-9 * (_fsum(np.abs(drive[s:e]), 0, e - s) + _fsum(resist, s, e)) + 1e-300
-                if sb[k] != 0.0 and vb[k] != 0.0:
-                    sg = sb[k]
+                if moving:
                     f = np.empty(e - s)
                     for i in range(s, e):
                         f[i - s] = drive[i] - sg * resist[i]
@@ -463,6 +532,7 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
                     a_car[s + i] = y[i]
                 for i in range(c):
                     brk[s + cuts[i]] = True
+                _store_split(cache, atz, att, s, e, sg, y, cuts, c)
     # the groups
     ng = 1
     gid[0] = 0
@@ -472,12 +542,18 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
             gstart[ng] = j + 1
             ng += 1
         gid[j + 1] = ng - 1
+    same_as_blocks = ng == nb  # no block split: the sums over the same cars
     for k in range(ng):
         s = gstart[k]
-        e = gstart[k + 1] if k + 1 < ng else n
-        gm[k] = _seg_sum(m, s, e)
-        gd[k] = _seg_sum(drive, s, e)
-        gr[k] = _seg_sum(resist, s, e)
+        if same_as_blocks:
+            gm[k] = Mb[k]
+            gd[k] = Db[k]
+            gr[k] = Rb[k]
+        else:
+            e = gstart[k + 1] if k + 1 < ng else n
+            gm[k] = _seg_sum(m, s, e)
+            gd[k] = _seg_sum(drive, s, e)
+            gr[k] = _seg_sum(resist, s, e)
         gv[k] = vb[bid[s]]
         ga[k] = a_car[s]
     for i in range(n):
@@ -674,6 +750,8 @@ def step(
     tc = np.empty(n)
     tt = np.empty(n)
     ts = np.empty(n)
+    cache = _new_cache(n)
+    ws = _workspace(n)
     remaining = dt
     count = 0
     truncated = False
@@ -681,7 +759,7 @@ def step(
         if dirty:
             ev, cnt, _ = _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt)
             dirty = False
-        ng = regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga)
+        ng = regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, cache, ws)
         # -- next event
         nj = 0
         for j in range(n - 1):
