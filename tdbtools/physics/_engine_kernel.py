@@ -1,4 +1,4 @@
-"""The engine step compiled with numba (docs/physics.md §1.6): the same IEEE operations in
+"""The engine step compiled with numba (docs/physics.md §1.1): the same IEEE operations in
 the same order as :class:`tdbtools.physics.engine.Engine`'s own Python/numpy code, so both
 give the same numbers bit for bit (``tests/test_engine_kernel.py``).
 

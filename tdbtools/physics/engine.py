@@ -78,6 +78,11 @@ IEEE operations as the numpy path, so both give the same numbers bit for bit.
 
 State is kept as the x of the first car of each line plus the gaps, so a gap inside a group
 never drifts by rounding.
+
+With numba installed, :meth:`Engine.step` runs the same rounds compiled
+(``tdbtools.physics._engine_kernel``, docs/physics.md §1.1): the same operations in the same
+order, so the same numbers bit for bit; the code here is then the reference the tests hold
+the kernel to.
 """
 
 from __future__ import annotations
@@ -105,9 +110,10 @@ T_TOL = 1e-12
 # Up to this many blocks/groups the per-group arithmetic runs on Python floats (the same
 # IEEE operations as numpy's, without the fixed cost of a numpy call per operation).
 _SMALL = 16
-#: From this many cars an Engine runs its steps compiled (numba, when installed; see
-#: :func:`compiled_available`): the same numbers bit for bit, without the fixed cost of a
-#: numpy call per operation and per event round (docs/physics.md §1.6).
+#: Engines of at least this many cars run their steps compiled when numba is installed
+#: (:func:`compiled_available`): the same numbers bit for bit, without the fixed cost of a
+#: numpy call per operation and per event round (docs/physics.md §1.1). 1: every engine
+#: (even a 21-car train steps 3× faster); the tests raise it to run the Python code.
 COMPILED_MIN_CARS = 1
 
 # joint types at a limit (the constraint on the values y of the car ahead / behind)
@@ -477,6 +483,9 @@ class Engine:
     ``x[i]``: coordinate of the FRONT end of car ``i`` along its line (car ``i`` occupies
     ``[x[i] - length[i], x[i]]``); within a line ``x[i] - length[i] >= x[i + 1]`` and a
     coupled gap is at most its slack. ``v[i]``: speed, + = towards +x.
+
+    ``compiled``: run the steps in the compiled kernel (needs numba); ``None`` chooses it
+    when numba is installed (:data:`COMPILED_MIN_CARS`). Both give the same numbers.
     """
 
     def __init__(
