@@ -158,7 +158,7 @@ class _Encoder:
     def __init__(self) -> None:
         self.arrays: list[np.ndarray] = []
         self.index: dict[int, tuple[type, int]] = {}
-        self.rows: dict[type, list[list]] = {}
+        self.rows: dict[type, list[tuple]] = {}
         self.deps: dict[type, set[type]] = {}
         self.keep: list[Any] = []  # keeps ids stable while encoding
         self.getters: dict[type, Callable[[Any], tuple]] = {}
