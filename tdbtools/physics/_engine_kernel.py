@@ -434,10 +434,11 @@ def _workspace(n):
 
 
 @_lazy
-def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, cache, ws):
+def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, jb, cache, ws):
     """Engine._regroup: the groups of this round. Writes the group of each car (``gid``),
     the groups' first cars, masses, drives, resists, speeds and accelerations, and the cars'
-    speeds and accelerations; returns the number of groups. ``cache`` keeps the solutions
+    speeds and accelerations, and the joints between groups of one line (``jb``); returns
+    the numbers of groups and of those joints. ``cache`` keeps the solutions
     of the blocks that split (:func:`_new_cache`), ``ws`` the block sums of mass and forces
     (:func:`_workspace`); both are valid while the forces are."""
     lock, bid, bstart, mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, Pc, bc_end, bc_M, bc_D, bc_R = ws
@@ -447,6 +448,7 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
     bid[0] = 0
     bstart[0] = 0
     for j in range(n - 1):
+        mv[j] = m[j] * v[j]
         lk = (atz[j] or att[j]) and abs(v[j] - v[j + 1]) <= EPS_V
         lock[j] = lk
         brk[j] = not lk
@@ -454,8 +456,7 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
             bstart[nb] = j + 1
             nb += 1
         bid[j + 1] = nb - 1
-    for i in range(n):
-        mv[i] = m[i] * v[i]
+    mv[n - 1] = m[n - 1] * v[n - 1]
     allmov = True
     for k in range(nb):
         s = bstart[k]
@@ -485,40 +486,31 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
         vb[k] = vk
         sb[k] = sg
         ab[k] = (D - sg * R) / M if sg != 0.0 else 0.0
-    for i in range(n):
-        a_car[i] = ab[bid[i]]
-    if nb < n:
-        # the joint forces of every block (running sums over all cars, as numpy's)
+    if nb == n:  # every car a block of its own: no joint forces to check
+        for i in range(n):
+            a_car[i] = ab[i]
+    else:
+        # the joint forces of every block (running sums over all cars, as numpy's), the
+        # blocks whose forces have the wrong sign, and blocks at rest a car could leave
         slow[:nb] = False
         nslow = 0
         Pc[0] = 0.0
         acc = 0.0
         for i in range(n):
-            E = drive[i] - sb[bid[i]] * resist[i] - m[i] * a_car[i]
+            k = bid[i]
+            ai = ab[k]
+            a_car[i] = ai
+            E = drive[i] - sb[k] * resist[i] - m[i] * ai
             acc = E if i == 0 else acc + E
             Pc[i + 1] = acc
-        for j in range(n - 1):
-            if not lock[j]:
-                continue
-            z = atz[j]
-            t = att[j]
-            if z == t:
-                continue
-            sj = 1.0 if z else -1.0
-            k = bid[j]
-            if not allmov and sb[k] == 0.0:
-                continue
-            if sj * (Pc[j + 1] - Pc[bstart[k]]) > tol:
-                if not slow[k]:
+            if i < n - 1 and lock[i] and atz[i] != att[i] and (allmov or sb[k] != 0.0):
+                sj = 1.0 if atz[i] else -1.0
+                if sj * (acc - Pc[bstart[k]]) > tol and not slow[k]:
                     slow[k] = True
                     nslow += 1
-        if not allmov:
-            for i in range(n):
-                k = bid[i]
-                if sb[k] == 0.0 and abs(drive[i]) > resist[i] + tol:
-                    if not slow[k]:
-                        slow[k] = True
-                        nslow += 1
+            if not allmov and sb[k] == 0.0 and abs(drive[i]) > resist[i] + tol and not slow[k]:
+                slow[k] = True
+                nslow += 1
         if nslow:
             types = np.empty(n, np.int64)
             cuts = np.empty(n, np.int64)
@@ -549,34 +541,41 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
                 for i in range(c):
                     brk[s + cuts[i]] = True
                 _store_split(cache, atz, att, s, e, sg, y, cuts, c)
-    # the groups
-    ng = 1
-    gid[0] = 0
-    gstart[0] = 0
-    for j in range(n - 1):
-        if brk[j]:
-            gstart[ng] = j + 1
+    # the groups: their first cars, speeds and accelerations, each car's, and the joints
+    # between groups on one line (the only gaps that move)
+    ng = 0
+    nj = 0
+    for i in range(n):
+        if i == 0 or brk[i - 1]:
+            if i and same[i - 1]:
+                jb[nj] = i - 1
+                nj += 1
+            gstart[ng] = i
+            gv[ng] = vb[bid[i]]
+            ga[ng] = a_car[i]
             ng += 1
-        gid[j + 1] = ng - 1
-    same_as_blocks = ng == nb  # no block split: the sums over the same cars
+        k = ng - 1
+        gid[i] = k
+        v[i] = gv[k]
+        a[i] = ga[k]
     for k in range(ng):
         s = gstart[k]
-        if same_as_blocks:
+        if ng == nb:  # no block split: the blocks' sums
             gm[k] = Mb[k]
             gd[k] = Db[k]
             gr[k] = Rb[k]
+            continue
+        e = gstart[k + 1] if k + 1 < ng else n
+        if bc_end[s] == e:
+            gm[k] = bc_M[s]
+            gd[k] = bc_D[s]
+            gr[k] = bc_R[s]
         else:
-            e = gstart[k + 1] if k + 1 < ng else n
-            gm[k] = _seg_sum(m, s, e)
-            gd[k] = _seg_sum(drive, s, e)
-            gr[k] = _seg_sum(resist, s, e)
-        gv[k] = vb[bid[s]]
-        ga[k] = a_car[s]
-    for i in range(n):
-        k = gid[i]
-        v[i] = gv[k]
-        a[i] = ga[k]
-    return ng
+            gm[k] = bc_M[s] = _seg_sum(m, s, e)
+            gd[k] = bc_D[s] = _seg_sum(drive, s, e)
+            gr[k] = bc_R[s] = _seg_sum(resist, s, e)
+            bc_end[s] = e
+    return ng, nj
 
 
 @_lazy
@@ -759,13 +758,10 @@ def step(
         if dirty:
             ev, cnt, _ = _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt)
             dirty = False
-        ng = regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, cache, ws)
+        ng, nj = regroup(
+            m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, jb, cache, ws
+        )
         # -- next event
-        nj = 0
-        for j in range(n - 1):
-            if gid[j] != gid[j + 1] and same[j]:
-                jb[nj] = j
-                nj += 1
         t_min = math.inf
         for q in range(nj):
             j = jb[q]
