@@ -564,7 +564,9 @@ class Engine:
             self._line_arr = np.array(b.line, dtype=np.int64)
             self._cap = 10 * n + 100
             # load (or, the first time on this machine, compile) the step now, in the setup
-            from tdbtools.physics import _engine_kernel  # noqa: F401
+            from tdbtools.physics import _engine_kernel
+
+            self._kernel_step = _engine_kernel.step
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -713,14 +715,12 @@ class Engine:
 
     def _step_compiled(self, dt: float, drive: np.ndarray, resist: np.ndarray, tol: float) -> list[Event]:
         """:meth:`step`'s rounds in tdbtools.physics._engine_kernel (the same operations)."""
-        from tdbtools.physics import _engine_kernel as K
-
         # arrays already handed out (v, a, groups) are never changed: the kernel gets copies
         self._v = v = self._v.copy()
         self._a = a = np.empty(self.n)
         self._gid = gid = self._gid.copy()
         t_end = self._time + dt
-        _, dirty, truncated, moved, table, count = K.step(
+        _, dirty, truncated, moved, table, count = self._kernel_step(
             self._mk, self._same, self._hi, self._line_arr, self._line_first,
             self._atz, self._att, self._gap, v, a, self._xlead, gid,
             _writable(drive), _writable(resist),
