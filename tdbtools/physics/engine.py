@@ -567,6 +567,7 @@ class Engine:
             from tdbtools.physics import _engine_kernel
 
             self._kernel_step = _engine_kernel.step
+            self._work = _engine_kernel.work_arrays(n)
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -724,7 +725,7 @@ class Engine:
             self._mk, self._same, self._hi, self._line_arr, self._line_first,
             self._atz, self._att, self._gap, v, a, self._xlead, gid,
             _writable(drive), _writable(resist),
-            dt, tol, self.rest_speed, self._time, self._contacts_dirty, self._cap,
+            dt, tol, self.rest_speed, self._time, self._contacts_dirty, self._cap, *self._work,
         )  # fmt: skip
         self._contacts_dirty = bool(dirty)
         if truncated:
