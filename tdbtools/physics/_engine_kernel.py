@@ -730,18 +730,34 @@ def _advance(
 
 
 @_jit(
-    nt.Tuple((F8, B1, B1, B1, EV, I8))(
-        AF, AB, AF, AI, AI, AB, AB, AF, AF, AF, AF, AI, AF, AF, F8, F8, F8, F8, B1, I8, W2F, W2I, W2B
+    nt.Tuple((I8, B1, B1, B1, EV, I8))(
+        AF, AB, AF, AI, AI, AB, AB, AF, AF, AF, AF, AI, AF, AF, F8, F8, F8, B1, I8, W2F, W2I, W2B
     )
 )
 def step(
     m, same, hi, line, line_first, atz, att, gap, v, a, xlead, gid,
-    drive, resist, dt, tol, rest, time, dirty, cap, wf, wi, wb,
+    drive, resist, dt, rest, time, dirty, cap, wf, wi, wb,
 ):  # fmt: skip
-    """Engine.step's rounds. Returns (time, contacts dirty, truncated, gaps moved, event
-    table, event count); the state arrays are updated in place."""
+    """Engine.step's checks of the forces and its rounds. Returns (1 if a drive is not
+    finite or a resist not finite and >= 0, else 0; contacts dirty; truncated; gaps moved;
+    event table; event count); the state arrays are updated in place (not when 1)."""
     n = m.size
     ev = np.empty((16, 8))
+    # the tolerance of the joint-force signs from the largest |drive| and resist (max is
+    # exact: numpy's argmax gives the same numbers)
+    dmax = 0.0
+    rmax = 0.0
+    for i in range(n):
+        d = drive[i]
+        r = resist[i]
+        if not (math.isfinite(d) and math.isfinite(r) and r >= 0.0):
+            return 1, dirty, False, False, ev, 0
+        d = abs(d)
+        if d > dmax:
+            dmax = d
+        if r > rmax:
+            rmax = r
+    tol = 1e-9 * (dmax + rmax) + 1e-300
     cnt = 0
     gstart = wi[5]
     jb = wi[6]
@@ -846,4 +862,4 @@ def step(
             )  # fmt: skip
             moved = True
             break
-    return time, dirty, truncated, moved, ev, cnt
+    return 0, dirty, truncated, moved, ev, cnt
