@@ -650,11 +650,10 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
 
 
 @_lazy
-def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt):
-    """Engine._impulses: resolve every joint between groups that is at a limit and closing."""
+def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb):
+    """Engine._impulses: resolve every joint between groups that is at a limit and closing
+    (``bad``, ``dvb``: work arrays for the joints and their closing speeds)."""
     n = m.size
-    bad = np.empty(n, np.int64)
-    dvb = np.empty(n)
     nbad = 0
     for j in range(n - 1):
         if gid[j] == gid[j + 1] or not same[j]:
@@ -780,7 +779,7 @@ def step(
     moved = False
     while True:
         if dirty:
-            ev, cnt, _ = _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt)
+            ev, cnt, _ = _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, wi[7], wf[23])
             dirty = False
         ng, nj = regroup(
             m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, jb, cache, ws
