@@ -744,6 +744,10 @@ class Prepared:
     def curve(self, curvature: np.ndarray) -> np.ndarray:
         return self._mg_curve * np.abs(curvature)
 
+    def curve_rows(self, curvature: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """:meth:`curve` of the cars ``rows`` only (``curvature`` one value per row)."""
+        return self._mg_curve[rows] * np.abs(curvature)
+
     def brake(self, fraction: np.ndarray) -> np.ndarray:
         return np.clip(fraction, 0.0, 1.0) * self._brake
 

@@ -1,0 +1,43 @@
+"""The replay step's shortcuts give the numbers of the plain lookups, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import SAMPLE_INSTALL
+
+from tdbtools.physics.replay import Replay
+from tdbtools.physics.scenario import read_scenario
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_curve_forces_kept_between_steps_are_those_looked_up_anew(seed):
+    """Cars' middles wander over a random piece table (ends hit exactly, repeated ends,
+    beyond both ends, NaN): the kept curve resistance equals a fresh lookup each step."""
+    rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
+    rng = np.random.default_rng(seed)
+    lines = rep.lines
+    ends = np.sort(rng.uniform(0.0, 500.0, 60))
+    ends[10] = ends[11]  # a piece of no length
+    lines.P1 = ends
+    lines.PC = rng.choice([0.0, -0.0, 1e-3, -2e-3, 4e-3], len(ends))
+    lines.P1_lo = np.concatenate(([-np.inf], ends))
+    lines.P1_hi = np.concatenate((ends, [np.inf]))
+    n = len(rep.engine.x)
+    pre = rep._forces
+    gm = rng.uniform(-20.0, 520.0, n)
+    changed = 0
+    for _ in range(300):
+        step = rng.choice([0.0, 0.5, 3.0, 15.0], n) * rng.choice([-1.0, 1.0], n)
+        gm = gm + step
+        k = rng.integers(n)
+        if rng.random() < 0.2:
+            gm[k] = ends[rng.integers(len(ends))]  # exactly on a piece end
+        if rng.random() < 0.05:
+            gm[k] = np.nan
+        before = rep._crv.copy()
+        got = rep._curve_forces(gm).copy()
+        want = pre.curve(lines.curvature(gm))
+        assert got.tobytes() == want.tobytes()
+        changed += got.tobytes() != before.tobytes()
+    assert changed > 100  # the cars did change pieces
