@@ -11,9 +11,10 @@ from tdbtools.physics.scenario import read_scenario
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_curve_forces_kept_between_steps_are_those_looked_up_anew(seed):
+def test_curve_forces_kept_between_steps_are_those_looked_up_anew(seed, monkeypatch):
     """Cars' middles wander over a random piece table (ends hit exactly, repeated ends,
     beyond both ends, NaN): the kept curve resistance equals a fresh lookup each step."""
+    monkeypatch.setattr(Replay, "KEEP_CURVES_MIN_CARS", 0)
     rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
     rng = np.random.default_rng(seed)
     lines = rep.lines

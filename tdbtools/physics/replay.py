@@ -504,6 +504,9 @@ class Replay:
     #: below, per-train Python is cheaper (measured break-even: ~25 and ~50 trains).
     BATCH_MIN_TRAINS = 24
     BATCH_DRIVERS_MIN_TRAINS = 48
+    #: From this many cars on, a step keeps each car's curve resistance until its middle
+    #: leaves its curvature piece (below, looking all up is cheaper than the check).
+    KEEP_CURVES_MIN_CARS = 256
 
     def __init__(
         self,
@@ -909,6 +912,8 @@ class Replay:
         whose middle left its curvature piece since the last step (an element's value
         depends only on its piece). Kept between steps: do not change the result."""
         lines = self.lines
+        if len(gm) < self.KEEP_CURVES_MIN_CARS:  # (a few cars: the lookup costs less than the check)
+            return self._forces.curve(lines.curvature(gm))
         if not self._crv_set:
             i = np.searchsorted(lines.P1, gm, side="left")
             self._crv_lo, self._crv_hi = lines.P1_lo[i], lines.P1_hi[i]
