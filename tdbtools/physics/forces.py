@@ -645,6 +645,7 @@ class Prepared:
         "_e_power",
         "_e_has_power",
         "_e_curves",
+        "_e_curve_rows",
         "_e_force_l",
         "_e_power_l",
         "_e_has_power_l",
@@ -666,6 +667,7 @@ class Prepared:
         self._e_has_power_l = self._e_has_power.tolist()
         pos = {int(c): k for k, c in enumerate(self.engines)}
         self._e_curves = [(pos[i], c) for i, c in d.curves]
+        self._e_curve_rows = np.array([i for i, _c in self._e_curves], dtype=np.int64)
         self._mg_curve = model.mass * G * OSRD_CURVE_FACTOR
         self._a, self._b, self._c = model.davis_a, model.davis_b, model.davis_c
         self._brake = model.max_brake
@@ -704,8 +706,10 @@ class Prepared:
         # P/v where there is a power limit and the engine moves (no division by 0)
         cap = np.where(moving, self._e_power * t * t / np.where(moving, speed, 1.0), np.inf)
         f = np.minimum(f, cap)
-        for i, curve in self._e_curves:
-            f[i] = max(float(curve(float(t[i]), float(speed[i]))), 0.0)
+        if self._e_curves:
+            # (in Python floats: the same values as float(t[i]), without a numpy scalar each)
+            tl, sl = t.tolist(), speed.tolist()
+            f[self._e_curve_rows] = [max(float(curve(tl[i], sl[i])), 0.0) for i, curve in self._e_curves]
         f = f + 0.0
         if adhesive_g is not None:
             mu = 0.161 + 7.5 / (3.6 * np.abs(v) + 44.0)

@@ -1113,10 +1113,16 @@ class Replay:
         sc = np.array(scale)
         # (what np.where(thr > 0, thr, 1) and the division gave, in Python floats)
         ratio = [q / (t if t > 0 else 1.0) for q, t in zip(scale, thr)]
-        trac = trac0 * np.array(ratio, dtype=np.float64)[ct]
-        brk = (m.max_brake if mb_car is None else mb_car) * (
-            applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied)
-        )[ct]
+        full = m.max_brake if mb_car is None else mb_car
+        if len(ratio) == 1:  # (one train: its factors as scalars, the same products)
+            trac = trac0 * ratio[0]
+            brk = full * (0.0 if self.train_decel_mode_l[0] else float(applied[0]))
+        else:
+            trac = trac0 * np.array(ratio, dtype=np.float64)[ct]
+            brk = (
+                full
+                * (applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied))[ct]
+            )
         if any_decel:
             opp = forces.opposing_resistance(v, dav, crv, grav)
             dc = np.array(decel_car)[ct]
