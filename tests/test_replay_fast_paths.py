@@ -42,3 +42,29 @@ def test_curve_forces_kept_between_steps_are_those_looked_up_anew(seed, monkeypa
         assert got.tobytes() == want.tobytes()
         changed += got.tobytes() != before.tobytes()
     assert changed > 100  # the cars did change pieces
+
+
+def test_prepared_davis_skips_the_start_blend_only_when_no_car_needs_it():
+    """Prepared.davis with its quick test of the merge speeds equals the blend worked
+    out for every step (speeds above, below and around the merge speeds, NaN)."""
+    import dataclasses
+
+    from tdbtools.formats.stock import Stock
+    from tdbtools.physics import forces
+
+    diesel = dataclasses.replace(Stock.generic("engine", "diesel"), friction0_n=5000.0, merge_speed_ms=2.0)
+    wagon = dataclasses.replace(Stock.generic("wagon", "freight"), friction0_n=900.0, merge_speed_ms=0.5)
+    m = forces.CarModel.from_stock([diesel, wagon, Stock.generic("wagon", "freight")], [False, False, True])
+    pre = forces.Prepared(m)
+    assert pre._start
+    rng = np.random.default_rng(3)
+    blended = 0
+    for _ in range(400):
+        v = rng.choice([0.0, -0.0, 0.3, 0.5, 1.9999, 2.0, -2.5, 7.0, 30.0, np.nan], 3)
+        speed = np.abs(v)
+        f = pre._a + speed * (pre._b + speed * pre._c)
+        low = speed < pre._vm
+        want = np.where(low, pre._f0 + pre._slope * speed, f) if low.any() else f
+        blended += bool(low.any())
+        assert pre.davis(v).tobytes() == want.tobytes()
+    assert 50 < blended < 350

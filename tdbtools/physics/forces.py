@@ -639,6 +639,7 @@ class Prepared:
         "_f0",
         "_vm",
         "_slope",
+        "_vm_max",
         "_neg_mg",
         "engines",
         "_e_force",
@@ -682,6 +683,7 @@ class Prepared:
             self._f0 = np.where(has, f0, 0.0)
             self._vm = np.where(has, vm, 0.0)  # no blend where there is no F0
             self._slope = np.where(has, (at_merge - self._f0) / vm, 0.0)
+            self._vm_max = float(np.fmax.reduce(self._vm))  # (NaN: skipped, as `<` never holds)
 
     def gravity(self, elev_front_bogie: np.ndarray, elev_rear_bogie: np.ndarray) -> np.ndarray:
         # −m·g·sinθ, sinθ = Δy / spacing clipped to [−1, 1] (only a car standing on its
@@ -739,9 +741,10 @@ class Prepared:
         """:func:`running_resistance` (Davis, with the starting resistance if any)."""
         speed = np.abs(v)
         f = self._a + speed * (self._b + speed * self._c)
-        if self._start:
+        # (moving trains: no car is under its merge speed; fmin skips a NaN as `<` does)
+        if self._start and np.fmin.reduce(speed) < self._vm_max:
             low = speed < self._vm
-            if np.logical_or.reduce(low):  # (moving trains: none)
+            if np.logical_or.reduce(low):
                 return np.where(low, self._f0 + self._slope * speed, f)
         return f
 

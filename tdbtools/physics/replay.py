@@ -445,6 +445,8 @@ def _pmin(a, b):  # noqa: ANN001, ANN202
 def _taper_factors(force, other, inertia, v, vmax, dt: float) -> np.ndarray:  # noqa: ANN001
     """:func:`forces.taper_factor` over all trains (the same operations per element)."""
     on = (force > 0.0) & (v + dt * (force + other) / inertia > vmax - forces.TAPER_MS)
+    if not np.logical_or.reduce(on):  # (no train near its top speed: most steps)
+        return np.ones(len(on))
     slope = 1.0 / forces.TAPER_MS
     dv = (other + slope * force * (vmax - v)) / (inertia / dt + slope * force)
     return np.where(on, _pmin(_pmax(slope * (vmax - v - dv), 0.0), 1.0), 1.0)
@@ -673,7 +675,7 @@ class Replay:
         self.train_build_l = self.train_build.tolist()
         self.train_release_l = self.train_release.tolist()
         self._scale = np.zeros(T)
-        self._last_forces = (np.zeros(0),) * 3
+        self._last_forces = (np.zeros(0),) * 2
         for t in self.trains:
             _setup_driver(t, self)
         # Per-car views of the lines, for vectorised lookups and track-end checks.
@@ -829,9 +831,9 @@ class Replay:
             trac, brk, self._scale, _frac = self._traction_and_brakes(
                 ctrl, x, v, speeds, pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, dt
             )
-        grav, dav, crv = self._last_forces
+        grav, resist = self._last_forces  # (resist: dav + crv)
         x0 = x.copy()
-        evs = eng.step(dt, trac + grav, dav + crv + brk)
+        evs = eng.step(dt, trac + grav, resist + brk)
         if evs:
             self._engine_events(evs)
         self.time += dt
@@ -1031,7 +1033,6 @@ class Replay:
         build-up and release; deceleration: the hourly model); then the top-speed taper,
         solved implicitly per train. Per-train work is scalar Python (a few trains, a
         few numbers each: cheaper than numpy calls)."""
-        self._last_forces = (grav, dav, crv)
         m = self.model
         ct = self.car_train
         thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
@@ -1051,7 +1052,9 @@ class Replay:
                 None if self._adhesion is None else self._adhesive_g_eng,
             )
         n = len(v)
-        rows = np.concatenate((trac0, grav, dav + crv)).reshape(3, n)
+        resist = dav + crv
+        self._last_forces = (grav, resist)
+        rows = np.concatenate((trac0, grav, resist)).reshape(3, n)
         sums = np.add.reduceat(rows, self.train_start, axis=1).tolist()
         Fs, Gs, Rs = sums
         M = self.train_inertia_l
@@ -1147,7 +1150,6 @@ class Replay:
         are ``np.minimum`` / ``np.maximum`` where they agree: both keep a NaN ``x``, and
         they differ only on a tie of two zeros of different sign (``max(-0.0, 0.0)`` is
         −0.0 in Python), so :func:`_pmax` stands where such a zero could reach a result."""
-        self._last_forces = (grav, dav, crv)
         m = self.model
         ct = self.car_train
         tgt = ctl.target
@@ -1164,7 +1166,9 @@ class Replay:
                 thr[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
             )
         n = len(v)
-        rows = np.concatenate((trac0, grav, dav + crv)).reshape(3, n)
+        resist = dav + crv
+        self._last_forces = (grav, resist)
+        rows = np.concatenate((trac0, grav, resist)).reshape(3, n)
         F, Gs, Rs = np.add.reduceat(rows, self.train_start, axis=1)
         M = self.train_inertia
         applied = self.brake_applied
