@@ -607,9 +607,11 @@ class DriverBatch:
         go = free[rows]
         held = go & (time < self.depart)  # full brake until the departure time
         ok &= go & ~held
-        okl = ok.tolist()
-        for drv, x in zip(compress(autos, okl), new_applied[ok].tolist()):
-            drv._applied = x
+        # written back where the bits change (a train holding its speed keeps 0.0)
+        write = ok & (new_applied.view(np.int64) != applied.view(np.int64))
+        if np.logical_or.reduce(write):
+            for drv, x in zip(compress(autos, write.tolist()), new_applied[write].tolist()):
+                drv._applied = x
         braking = on_curve | over
         # Standing at a stop without end (the end of the run): what __call__ does first,
         # full brake at the planned deceleration, and its signal wrapper's check after.
