@@ -714,7 +714,7 @@ class Prepared:
             f[self._e_curve_rows] = [max(float(curve(tl[i], sl[i])), 0.0) for i, curve in self._e_curves]
         f = f + 0.0
         if adhesive_g is not None:
-            mu = 0.161 + 7.5 / (3.6 * np.abs(v) + 44.0)
+            mu = 0.161 + 7.5 / (3.6 * speed + 44.0)  # (speed: np.abs(v))
             f = np.minimum(f, mu * adhesive_g)
         return f
 
