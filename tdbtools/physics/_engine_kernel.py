@@ -730,16 +730,18 @@ def _advance(
 
 @_jit(
     nt.Tuple((I8, B1, B1, B1, EV, I8))(
-        AF, AB, AF, AI, AI, AB, AB, AF, AF, AF, AF, AI, AF, AF, F8, F8, F8, B1, I8, W2F, W2I, W2B
+        AF, AB, AF, AI, AI, AB, AB, AF, AF, AF, AF, AI, AF, AF, F8, F8, F8, B1, I8, W2F, W2I, W2B,
+        AF, AI, AI, AF,
     )
-)
+)  # fmt: skip
 def step(
     m, same, hi, line, line_first, atz, att, gap, v, a, xlead, gid,
-    drive, resist, dt, rest, time, dirty, cap, wf, wi, wb,
+    drive, resist, dt, rest, time, dirty, cap, wf, wi, wb, length, first_of_car, line_index, xout,
 ):  # fmt: skip
     """Engine.step's checks of the forces and its rounds. Returns (1 if a drive is not
     finite or a resist not finite and >= 0, else 0; contacts dirty; truncated; gaps moved;
-    event table; event count); the state arrays are updated in place (not when 1)."""
+    event table; event count); the state arrays are updated in place (not when 1), and
+    ``xout`` gets every car's x as Engine.x makes it."""
     n = m.size
     ev = np.empty((16, 8))
     # the tolerance of the joint-force signs from the largest |drive| and resist (max is
@@ -861,4 +863,15 @@ def step(
             )  # fmt: skip
             moved = True
             break
+    # Engine.x: the offsets behind each line's first car from one running sum over all
+    # joints (numpy's cumsum), subtracted from the line's first car
+    c = wf[24]
+    acc = 0.0
+    c[0] = 0.0
+    for i in range(n):
+        if i:
+            off = length[i - 1] + gap[i - 1] if same[i - 1] else 0.0
+            acc = off if i == 1 else acc + off
+            c[i] = acc
+        xout[i] = xlead[line_index[i]] - (c[i] - c[first_of_car[i]])
     return 0, dirty, truncated, moved, ev, cnt

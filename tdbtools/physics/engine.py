@@ -562,6 +562,9 @@ class Engine:
             # compilation of the whole step)
             self._mk = np.array(b.mass, dtype=np.float64)
             self._line_arr = np.array(b.line, dtype=np.int64)
+            self._length = np.array(b.length, dtype=np.float64)
+            self._first_of_car = np.array(self._first_of_car, dtype=np.int64)
+            self._line_index = np.array(self._line_index, dtype=np.int64)
             self._cap = 10 * n + 100
             # load (or, the first time on this machine, compile) the step now, in the setup
             from tdbtools.physics import _engine_kernel
@@ -721,12 +724,14 @@ class Engine:
         v = self._v.copy()
         a = np.empty(self.n)
         gid = self._gid.copy()
+        x = np.empty(self.n)
         t_end = self._time + dt
         bad, dirty, truncated, moved, table, count = self._kernel_step(
             self._mk, self._same, self._hi, self._line_arr, self._line_first,
             self._atz, self._att, self._gap, v, a, self._xlead, gid,
             _writable(drive), _writable(resist),
             dt, self.rest_speed, self._time, self._contacts_dirty, self._cap, *self._work,
+            self._length, self._first_of_car, self._line_index, x,
         )  # fmt: skip
         if bad:
             raise EngineError("Engine.step: resist must be finite and >= 0, drive finite")
@@ -736,9 +741,13 @@ class Engine:
             self.truncated_steps += 1
             self._snap_all()
             self._contacts_dirty = True
-        if moved:  # else the offsets behind each line's first car still hold
+        if moved:
             self._gaps_changed()
-        self._x_cache = None
+        if truncated:  # the gaps snapped after the kernel made x
+            self._x_cache = None
+        else:
+            x.flags.writeable = False
+            self._x_cache = x
         self._time = t_end
         events = _events_from_table(table[:count], self.bodies.line)
         self.event_count += len(events)
