@@ -341,6 +341,25 @@ def _pmin(a, b):  # noqa: ANN001, ANN202
     return np.where(b < a, b, a)
 
 
+_CORE: Any = None
+
+
+def _compiled_core() -> Any:
+    """The compiled core of :meth:`DriverBatch.drive` when numba is installed, else None
+    (the numpy calls; both give the same numbers)."""
+    global _CORE
+    if _CORE is None:
+        from .engine import compiled_available
+
+        if compiled_available():
+            from ._driver_kernel import core
+
+            _CORE = core
+        else:
+            _CORE = False
+    return _CORE or None
+
+
 def _count_at_or_below(ptr: np.ndarray, flat: np.ndarray, base: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``bisect_right(row, x[i])`` for every row ``flat[base[i] + 1 :]`` (led by −inf,
     padded with +inf), moved on from last step's counts ``ptr``: a front passes a post
@@ -535,75 +554,90 @@ class DriverBatch:
         first = counts[:m]
         base = self.base
         vk, d, valid = self.vk, self.d, self.valid
-        with np.errstate(all="ignore"):  # rows left to their own call may hold anything
-            # the cap: the lowest limit over the train, min(v[a : b + 1]) in order
-            a = np.maximum(counts[m:] - 1, 0)
-            b = np.maximum(first - 1, 0)
-            low = self.post_v[base + a]
-            for j in range(1, int((b - a).max()) + 1):
-                cand = self.post_v[base + np.minimum(a + j, b)]
-                low = np.where((a + j <= b) & (cand < low), cand, low)
-            cap = _pmin(self.vmax, low * self.sf)
-            top = np.maximum(sp, cap)
-            reach = top * top / self.two_a + 50.0 + sp * self.reach_lag
-            at = (base + first)[:, None] + self._window
-            vk[:, 0] = cap
-            post_v = vk[:, 1 : 1 + W]
-            np.multiply(self.post_v[at], self.sf[:, None], out=post_v)
-            np.subtract(self.post_s[at], fr[:, None], out=d[:, 1 : 1 + W])
-            np.less(post_v, cap[:, None], out=valid[:, 1 : 1 + W])
-            # the next post out of the window must be out of reach
-            after = self.post_s[base + first + W] - fr
-            # (max(x, 0.0) as np.maximum: no NaN in a valid column, and a zero's sign
-            # goes no further than a `> 0` test or a sum)
-            S = 1 + W
-            np.maximum(code - fr, 0.0, out=d[:, S])
-            valid[:, S] = code == code  # (not NaN: a stop)
-            np.maximum(self.sig_stop - fr, 0.0, out=d[:, S + 1])
-            np.subtract(self.creep_at, fr, out=d[:, S + 2])
-            np.greater(self.creep_at, fr, out=valid[:, S + 2])
-            if self.lim_a.shape[1]:
-                np.maximum(self.lim_a - fr[:, None], 0.0, out=d[:, S + 3 :])
-                valid[:, S + 3 :] = self.lim_there & ~(self.lim_b < re[:, None])
-            # _delay_left: the lag of the brake build-up still to come
-            short = np.maximum(self.dec - applied, 0.0)
-            delay = np.where(self.lag_on, short * short / self.lag_div, 0.0)
-            fwd = np.maximum(sp, 0.0)
-            ahead = fwd * (dt + delay)
-            room_all = np.maximum(d - ahead[:, None], 0.0)
-            p = np.where(d > 0.0, np.sqrt(vk * vk + self.two_a[:, None] * room_all), vk)
-            # `p < best` from best = inf: NaN and inf never win, the first minimum does
-            p = np.where(valid & (p < inf), p, inf)
-            k = self.flat_rows + np.argmin(p, axis=1)
-            best, vb, db = p.ravel()[k], vk.ravel()[k], d.ravel()[k]
-            on_curve = (db > 0.0) & (vb < sp) & (sp > best - AutoDriver.ON_CURVE)
-            room = db - fwd * delay
-            need = np.where(room > 1e-3, (sp * sp - vb * vb) / (2.0 * room), self.three_a)
-            over = ~on_curve & (sp > best + 1e-6)
-            asked = np.where(
-                on_curve,
-                _pmin(need, self.three_a),
-                np.where(over, _pmin((sp - best) / max(dt, 1e-3), self.three_a), 0.0),
-            )
-            emergency = on_curve & (db > 1e-3) & (need > self.emergency_at)
-            follow = applied + _pmin(_pmax(asked - applied, self.release), self.build)
-            new_applied = np.where(self.bd <= 0.0, asked, follow)
-            # Left out by constraints(): posts and targets beyond reach. With v ≥ 0 one
-            # can never win: d > reach ≥ cap²/2a + 50 + v·(dt + brake_delay) and ahead ≤
-            # v·(dt + brake_delay) (the lag left is at most brake_delay), so its permitted
-            # speed is > sqrt(cap² + 100·a) > cap, the first column's (`after` checks the
-            # first post outside the window; a post inside it but beyond reach is harmless).
-            ok = (
-                self.settled
-                & (sp >= 0.0)
-                & (code != -inf)
-                & ~(
-                    (code == code)
-                    & (np.abs(sp) < AutoDriver.STANDING)
-                    & (code - fr < AutoDriver.ARRIVED_WITHIN)
+        core = _compiled_core()
+        if core is not None:
+            # the same operations train by train, compiled (tdbtools.physics._driver_kernel)
+            best, asked, emergency = np.empty(m), np.empty(m), np.empty(m, dtype=bool)
+            new_applied, ok, braking = np.empty(m), np.empty(m, dtype=bool), np.empty(m, dtype=bool)
+            core(
+                fr, sp, re, code, applied, counts, self.post_v, self.post_s, base, self.sf,
+                self.vmax, self.two_a, self.three_a, self.reach_lag, self.dec, self.lag_on,
+                self.lag_div, self.bd, self.release, self.build, self.emergency_at, self.settled,
+                self.sig_stop, self.creep_at, self.lim_a, self.lim_b, self.lim_there, vk, d, valid,
+                dt, max(dt, 1e-3), W, AutoDriver.ON_CURVE, AutoDriver.STANDING,
+                AutoDriver.ARRIVED_WITHIN, best, asked, emergency, new_applied, ok, braking,
+            )  # fmt: skip
+        else:
+            with np.errstate(all="ignore"):  # rows left to their own call may hold anything
+                # the cap: the lowest limit over the train, min(v[a : b + 1]) in order
+                a = np.maximum(counts[m:] - 1, 0)
+                b = np.maximum(first - 1, 0)
+                low = self.post_v[base + a]
+                for j in range(1, int((b - a).max()) + 1):
+                    cand = self.post_v[base + np.minimum(a + j, b)]
+                    low = np.where((a + j <= b) & (cand < low), cand, low)
+                cap = _pmin(self.vmax, low * self.sf)
+                top = np.maximum(sp, cap)
+                reach = top * top / self.two_a + 50.0 + sp * self.reach_lag
+                at = (base + first)[:, None] + self._window
+                vk[:, 0] = cap
+                post_v = vk[:, 1 : 1 + W]
+                np.multiply(self.post_v[at], self.sf[:, None], out=post_v)
+                np.subtract(self.post_s[at], fr[:, None], out=d[:, 1 : 1 + W])
+                np.less(post_v, cap[:, None], out=valid[:, 1 : 1 + W])
+                # the next post out of the window must be out of reach
+                after = self.post_s[base + first + W] - fr
+                # (max(x, 0.0) as np.maximum: no NaN in a valid column, and a zero's sign
+                # goes no further than a `> 0` test or a sum)
+                S = 1 + W
+                np.maximum(code - fr, 0.0, out=d[:, S])
+                valid[:, S] = code == code  # (not NaN: a stop)
+                np.maximum(self.sig_stop - fr, 0.0, out=d[:, S + 1])
+                np.subtract(self.creep_at, fr, out=d[:, S + 2])
+                np.greater(self.creep_at, fr, out=valid[:, S + 2])
+                if self.lim_a.shape[1]:
+                    np.maximum(self.lim_a - fr[:, None], 0.0, out=d[:, S + 3 :])
+                    valid[:, S + 3 :] = self.lim_there & ~(self.lim_b < re[:, None])
+                # _delay_left: the lag of the brake build-up still to come
+                short = np.maximum(self.dec - applied, 0.0)
+                delay = np.where(self.lag_on, short * short / self.lag_div, 0.0)
+                fwd = np.maximum(sp, 0.0)
+                ahead = fwd * (dt + delay)
+                room_all = np.maximum(d - ahead[:, None], 0.0)
+                p = np.where(d > 0.0, np.sqrt(vk * vk + self.two_a[:, None] * room_all), vk)
+                # `p < best` from best = inf: NaN and inf never win, the first minimum does
+                p = np.where(valid & (p < inf), p, inf)
+                k = self.flat_rows + np.argmin(p, axis=1)
+                best, vb, db = p.ravel()[k], vk.ravel()[k], d.ravel()[k]
+                on_curve = (db > 0.0) & (vb < sp) & (sp > best - AutoDriver.ON_CURVE)
+                room = db - fwd * delay
+                need = np.where(room > 1e-3, (sp * sp - vb * vb) / (2.0 * room), self.three_a)
+                over = ~on_curve & (sp > best + 1e-6)
+                asked = np.where(
+                    on_curve,
+                    _pmin(need, self.three_a),
+                    np.where(over, _pmin((sp - best) / max(dt, 1e-3), self.three_a), 0.0),
                 )
-                & (after > reach + 1.0)
-            )
+                emergency = on_curve & (db > 1e-3) & (need > self.emergency_at)
+                follow = applied + _pmin(_pmax(asked - applied, self.release), self.build)
+                new_applied = np.where(self.bd <= 0.0, asked, follow)
+                # Left out by constraints(): posts and targets beyond reach. With v ≥ 0 one
+                # can never win: d > reach ≥ cap²/2a + 50 + v·(dt + brake_delay) and ahead ≤
+                # v·(dt + brake_delay) (the lag left is at most brake_delay), so its permitted
+                # speed is > sqrt(cap² + 100·a) > cap, the first column's (`after` checks the
+                # first post outside the window; a post inside it but beyond reach is harmless).
+                ok = (
+                    self.settled
+                    & (sp >= 0.0)
+                    & (code != -inf)
+                    & ~(
+                        (code == code)
+                        & (np.abs(sp) < AutoDriver.STANDING)
+                        & (code - fr < AutoDriver.ARRIVED_WITHIN)
+                    )
+                    & (after > reach + 1.0)
+                )
+            braking = on_curve | over
         go = free[rows]
         held = go & (time < self.depart)  # full brake until the departure time
         ok &= go & ~held
@@ -612,7 +646,6 @@ class DriverBatch:
         if np.logical_or.reduce(write):
             for drv, x in zip(compress(autos, write.tolist()), new_applied[write].tolist()):
                 drv._applied = x
-        braking = on_curve | over
         # Standing at a stop without end (the end of the run): what __call__ does first,
         # full brake at the planned deceleration, and its signal wrapper's check after.
         stand = go & ~held & self.fixed & (code == -inf)
