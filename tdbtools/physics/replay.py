@@ -1388,6 +1388,12 @@ class Replay:
         table, one more at each end for the rounding of the global distance."""
         lines = self.lines
         slop = self.CHECK_SLOP
+        shared, line_shares = self._shared_rows()
+        # only a node on two lines can be passed by trains of two lines: the others'
+        # traversals make no pair (the same pairs, fewer rows)
+        trains = trains[line_shares[self._train_line[trains]]]
+        if len(trains) < 2:
+            return []
         ln = self._train_line[trains]
         base = np.asarray(lines.base)[ln]
         front = x[self.train_start[trains]]
@@ -1411,6 +1417,7 @@ class Replay:
         lo = np.maximum(np.repeat(a + base, cnt), lines.SEG0[row])
         hi = np.minimum(np.repeat(b + base, cnt), lines.SEG1[row])
         keep = hi >= lo - slop
+        keep &= shared[row]
         row, who, lo, hi = row[keep], who[keep], lo[keep], hi[keep]
         sg = np.where(lines.SEG_DIR[row] == 1, 1.0, -1.0)
         o_lo = lines.SEG_OFF0[row] + sg * (lo - lines.SEG0[row])
@@ -1432,13 +1439,30 @@ class Replay:
         other &= np.minimum(o_hi[p], o_hi[q]) - np.maximum(o_lo[p], o_lo[q]) > -slop  # overlapping
         return np.union1d(ta[other], tb[other]).tolist()
 
+    def _shared_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which node traversals of the global table (rows) are on a node that another
+        line also passes, and which lines have any (made once: the lines do not change)."""
+        lines = self.lines
+        got = self.__dict__.get("_shared")
+        if got is not None and got[0] is lines:
+            return got[1], got[2]
+        n_lines = len(lines.seg_first) - 1
+        row_line = np.repeat(np.arange(n_lines), np.diff(lines.seg_first))
+        node_line = np.unique(np.stack([lines.SEG_NODE.astype(np.int64), row_line], axis=1), axis=0)
+        nodes, count = np.unique(node_line[:, 0], return_counts=True)
+        shared = np.isin(lines.SEG_NODE, nodes[count > 1])
+        line_shares = np.zeros(n_lines, dtype=bool)
+        line_shares[row_line[shared]] = True
+        self.__dict__["_shared"] = (lines, shared, line_shares)
+        return shared, line_shares
+
     def _side_by_side(self, cars: np.ndarray, X: np.ndarray, Z: np.ndarray) -> list[int]:
         """Trains with a car whose chord (rear → middle → front, the points
         side_collisions takes: the car clipped onto its line; ``X``, ``Z`` of ``cars``)
         comes within the clearance of a car on another line."""
         owner = self.car_train[cars]
         ii, jj = chords_within(
-            np.stack([X, Z], axis=2), DEFAULT_CLEARANCE_M + self.CHECK_SLOP, self._train_line[owner]
+            np.stack([X, Z], axis=2), DEFAULT_CLEARANCE_M + self.CHECK_SLOP, self._train_line[owner], owner
         )
         if not len(ii):
             return []

@@ -739,22 +739,24 @@ def _apart(A: np.ndarray, B: np.ndarray, reach: float) -> np.ndarray:
     return ok & ((lo > w) | (hi < -w))
 
 
-def chords_within(P: np.ndarray, reach: float, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def chords_within(
+    P: np.ndarray, reach: float, group: np.ndarray, owner: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Pairs ``i < j`` of cars of different groups whose chords may come closer than
     ``reach``: a superset of the pairs :func:`side_collisions` finds within ``reach``
     (docs/physics.md §5.4). ``P``: each car's rear, middle and front world (X, Z),
     shape (n, 3, 2). Boxes (:func:`box_pairs`), then a band test (:func:`_apart`), then
-    the distance between the chords."""
+    the distance between the chords. ``owner`` (optional; each owner's cars in a row
+    and of one group): the boxes of whole owners are paired first and only their cars
+    compared, the same pairs (a car's box lies inside its owner's)."""
     X, Z = P[:, :, 0], P[:, :, 1]
     mn, mx = np.minimum, np.maximum  # (faster than reductions over 3 columns)
-    ii, jj = box_pairs(
-        mn(mn(X[:, 0], X[:, 1]), X[:, 2]),
-        mx(mx(X[:, 0], X[:, 1]), X[:, 2]),
-        mn(mn(Z[:, 0], Z[:, 1]), Z[:, 2]),
-        mx(mx(Z[:, 0], Z[:, 1]), Z[:, 2]),
-        reach,
-        group=group,
-    )
+    lo_x, hi_x = mn(mn(X[:, 0], X[:, 1]), X[:, 2]), mx(mx(X[:, 0], X[:, 1]), X[:, 2])
+    lo_z, hi_z = mn(mn(Z[:, 0], Z[:, 1]), Z[:, 2]), mx(mx(Z[:, 0], Z[:, 1]), Z[:, 2])
+    if owner is None:
+        ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, reach, group=group)
+    else:
+        ii, jj = _owner_pairs(lo_x, hi_x, lo_z, hi_z, reach, np.asarray(group), np.asarray(owner))
     if len(ii):
         near = ~(_apart(P[ii], P[jj], reach) | _apart(P[jj], P[ii], reach))
         ii, jj = ii[near], jj[near]
@@ -770,6 +772,45 @@ def chords_within(P: np.ndarray, reach: float, group: np.ndarray) -> tuple[np.nd
         near = d4.reshape(4, len(ii)).min(axis=0) < reach
         ii, jj = ii[near], jj[near]
     return ii, jj
+
+
+def _owner_pairs(
+    lo_x: np.ndarray,
+    hi_x: np.ndarray,
+    lo_z: np.ndarray,
+    hi_z: np.ndarray,
+    pad: float,
+    group: np.ndarray,
+    owner: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`box_pairs` of the boxes with ``group``, by way of their owners' boxes: a
+    pair of boxes within ``pad`` has owners whose boxes (the boxes' bounds) are within
+    ``pad`` (the comparisons are monotonic), so only the boxes of such owners are
+    compared, every one of one against every one of the other."""
+    none = np.zeros(0, dtype=np.int64)
+    n = len(owner)
+    if n < 2:
+        return none, none
+    start = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+    size = np.diff(np.append(start, n))
+    oi, oj = box_pairs(
+        np.minimum.reduceat(lo_x, start),
+        np.maximum.reduceat(hi_x, start),
+        np.minimum.reduceat(lo_z, start),
+        np.maximum.reduceat(hi_z, start),
+        pad,
+        group=group[start],
+    )
+    if not len(oi):
+        return none, none
+    na, nb = size[oi], size[oj]
+    cnt = na * nb
+    tot = int(cnt.sum())
+    k = np.arange(tot) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    nbr = np.repeat(nb, cnt)
+    a = np.repeat(start[oi], cnt) + k // nbr
+    b = np.repeat(start[oj], cnt) + k % nbr
+    return _within(lo_x, hi_x, lo_z, hi_z, pad, np.minimum(a, b), np.maximum(a, b))
 
 
 class Occupancy:
