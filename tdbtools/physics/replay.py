@@ -1299,11 +1299,17 @@ class Replay:
                     y=float(y[j]),
                     z=float(lz[j]),
                 )
+        got = self.__dict__.get("_car_owner")
+        if got is None or got[0] is not self.car_train:  # (a list: a burst names hundreds of cars)
+            got = self.__dict__["_car_owner"] = (self.car_train, self.car_train.tolist())
+        owner = got[1]
+        first = [t.cars.start for t in self.trains]
+        names_of = self._names
         for i, e in enumerate(evs):
             names = []
             for c in (int(c) for c in e.cars):
-                t = self.trains[int(self.car_train[c])]
-                names.append((t.spec.name, c - t.cars.start))
+                k = owner[c]
+                names.append((names_of[k], c - first[k]))
             self._event(
                 CAR_EVENTS[e.kind](
                     time=float(e.time),
