@@ -65,6 +65,7 @@ the trains that may touch, with the events and contacts of the checks over all o
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -619,6 +620,14 @@ def _cells(
     return cx0, cz0, nx, nz
 
 
+@functools.lru_cache(maxsize=64)
+def _triu(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair i < j of n (at most 64: kept, read-only; a check asks each time)."""
+    ii, jj = np.triu_indices(n, 1)
+    ii.flags.writeable = jj.flags.writeable = False
+    return ii, jj
+
+
 def _run_ends(sorted_keys: np.ndarray) -> np.ndarray:
     """For each entry of a sorted array, the index after the last entry equal to it."""
     n = len(sorted_keys)
@@ -648,7 +657,7 @@ def box_pairs(
     if n < 2:
         return none, none
     if n <= 64:  # a few boxes: every pair costs less than the grid
-        ii, jj = np.triu_indices(n, 1)
+        ii, jj = _triu(n)
         if group is not None:
             g = np.asarray(group)
             other = g[ii] != g[jj]
