@@ -358,9 +358,15 @@ def _compare_on_placements(rep, seed: int, sequences: int) -> dict[str, int]:  #
     return counts
 
 
-def test_checks_match_the_reference_on_random_dk24_placements(dk24):  # noqa: ANN001
+@pytest.mark.parametrize("cross_max", [8192, 0])
+def test_checks_match_the_reference_on_random_dk24_placements(dk24, monkeypatch, cross_max):  # noqa: ANN001
     """Two random sets of trains, 30 sequences of 6 checks on each; the comparison sees
-    plenty of both kinds of event."""
+    plenty of both kinds of event. The side checks' pairs of cars come from pairs of
+    trains both ways (every car against every car, or only the cars near the other
+    train first)."""
+    from tdbtools.physics import safety
+
+    monkeypatch.setattr(safety, "OWNER_CROSS_MAX", cross_max)
     total = {"collision": 0, "side_collision": 0}
     for seed in (11, 12):
         counts = _compare_on_placements(_dk24_replay(dk24, seed), 2013 + seed, 30)
