@@ -1,4 +1,4 @@
-"""The compiled engine step (tdbtools.physics._engine_kernel, docs/physics.md §1.6) gives the
+"""The compiled engine step (tdbtools.physics._engine_kernel, docs/physics.md §1.1) gives the
 Python/numpy engine's numbers bit for bit: its building blocks against numpy's and Python's
 own sums and the Python block solver, and whole random runs state by state, event by event."""
 

@@ -1,4 +1,4 @@
-"""The engine step compiled with numba (docs/physics.md §1.6): the same IEEE operations in
+"""The engine step compiled with numba (docs/physics.md §1.1): the same IEEE operations in
 the same order as :class:`tdbtools.physics.engine.Engine`'s own Python/numpy code, so both
 give the same numbers bit for bit (``tests/test_engine_kernel.py``).
 
@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numba import types as nt
 
 # keep in step with tdbtools.physics.engine (tests/test_engine_kernel.py checks them)
 EPS_V = 1e-9
@@ -36,16 +37,31 @@ _LE = 2
 _EQ = 3
 
 # event kinds in the event table (column 0)
-K_IMPACT = 0
-K_TAUT = 1
-K_STOPPED = 2
-K_STARTED = 3
+# (numpy integers: numba types Python int constants as literals, each a specialisation)
+K_IMPACT = np.int64(0)
+K_TAUT = np.int64(1)
+K_STOPPED = np.int64(2)
+K_STARTED = np.int64(3)
 
-_jit = njit(cache=True, nogil=True)
+# Every function has its one signature: compiled once (at import, or loaded from the cache),
+# never again for other argument types (literal ints, read-only arrays would each make a
+# new specialisation of the whole call tree, ~20 s).
+F8, I8, B1 = nt.float64, nt.int64, nt.boolean
+AF, AI, AB = nt.float64[::1], nt.int64[::1], nt.boolean[::1]
+EV = nt.float64[:, ::1]
+CACHE = nt.Tuple((AI, AI, AF, AB, AB, AF, AB))
+WS = nt.Tuple((AB, AI, AI, AF, AF, AF, AF, AF, AF, AF, AF, AB, AB, AF, AI, AF, AF, AF))
+
+
+def _jit(sig):
+    return njit(sig, cache=True, nogil=True)
+
+
+_lazy = njit(cache=True, nogil=True)
 
 
 # ----------------------------------------------------------------------------- sums
-@_jit
+@_lazy
 def _pairwise(a, s, n):
     if n < 8:
         res = 0.0
@@ -83,7 +99,7 @@ def _pairwise(a, s, n):
     return _pairwise(a, s, n2) + _pairwise(a, s + n2, n - n2)
 
 
-@_jit
+@_lazy
 def _seg_sum(a, s, e):
     """``np.add.reduceat``'s sum of ``a[s:e]``."""
     if e - s == 1:
@@ -91,7 +107,7 @@ def _seg_sum(a, s, e):
     return a[s] + _pairwise(a, s + 1, e - s - 1)
 
 
-@_jit
+@_lazy
 def _fsum(a, s, e):
     """``math.fsum(a[s:e])`` (finite values)."""
     p = np.empty(e - s + 1)
@@ -140,7 +156,7 @@ def _fsum(a, s, e):
 
 
 # ----------------------------------------------------------------------------- block solver
-@_jit
+@_lazy
 def _max_upper_set(g, types, k, member):
     """engine._max_upper_set of ``g[:k]``; the set goes to ``member[:k]``."""
     back0 = np.zeros(k, np.int8)
@@ -171,7 +187,7 @@ def _max_upper_set(g, types, k, member):
     return best
 
 
-@_jit
+@_lazy
 def _solve_chain(w, f, types, tol, y, cuts):
     """engine._solve_chain: values to ``y``, the cuts (sorted) to ``cuts``; returns their count."""
     k = w.size
@@ -236,7 +252,7 @@ def _solve_chain(w, f, types, tol, y, cuts):
     return nc
 
 
-@_jit
+@_lazy
 def _solve_static(w, d, r, types, tol, y, cuts):
     """engine._solve_static; returns the number of cuts."""
     k = w.size
@@ -287,7 +303,7 @@ def _solve_static(w, d, r, types, tol, y, cuts):
 
 
 # ----------------------------------------------------------------------------- events
-@_jit
+@_lazy
 def _push(ev, cnt, kind, time, c0, c1, line, rel, imp, lost):
     if cnt == ev.shape[0]:
         ev2 = np.empty((2 * cnt + 16, 8))
@@ -304,7 +320,7 @@ def _push(ev, cnt, kind, time, c0, c1, line, rel, imp, lost):
     return ev
 
 
-@_jit
+@_lazy
 def _clash(s, A, B):
     """interaction.clash_times_ab of one element."""
     if abs(A) < LINEAR_EPS:
@@ -325,7 +341,7 @@ def _clash(s, A, B):
     return t + 0.0
 
 
-@_jit
+@_lazy
 def _touch(B, A):
     if B > EPS_V:
         return 0.0
@@ -334,7 +350,7 @@ def _touch(B, A):
     return math.inf
 
 
-@_jit
+@_lazy
 def _stop(fr, oth, V):
     """engine._stop_times of one moving group."""
     sg = 1.0 if V > 0.0 else -1.0
@@ -345,14 +361,14 @@ def _stop(fr, oth, V):
 
 
 # ----------------------------------------------------------------------------- rounds
-@_jit
+@_lazy
 def _types_of(atz, att, s, e, out):
     for j in range(s, e - 1):
         z = atz[j]
         out[j - s] = (_EQ if att[j] else _GE) if z else _LE
 
 
-@_jit
+@_lazy
 def _new_cache(n):
     """The solutions of split blocks within one step: per first car ``s`` of a block, its end,
     direction, joint limits and solution; ``owner[i]``: the block whose values car ``i`` holds
@@ -367,7 +383,7 @@ def _new_cache(n):
     return owner, end, sgn, z, t, y, cut
 
 
-@_jit
+@_lazy
 def _cached_split(cache, atz, att, s, e, sg, a_car, brk):
     """The cached solution of block ``s..e-1`` written to ``a_car``/``brk``: its number of
     cuts, or -1 when it is not cached (Engine._split_blocks' cache, the same key)."""
@@ -390,7 +406,7 @@ def _cached_split(cache, atz, att, s, e, sg, a_car, brk):
     return c
 
 
-@_jit
+@_lazy
 def _store_split(cache, atz, att, s, e, sg, ys, cuts, nc):
     owner, end, sgn, z, t, y, cut = cache
     end[s] = e
@@ -406,7 +422,7 @@ def _store_split(cache, atz, att, s, e, sg, ys, cuts, nc):
         cut[s + cuts[i]] = True
 
 
-@_jit
+@_lazy
 def _workspace(n):
     j = max(n - 1, 0)
     f = np.empty
@@ -417,11 +433,12 @@ def _workspace(n):
     )  # fmt: skip
 
 
-@_jit
-def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, cache, ws):
+@_lazy
+def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, jb, cache, ws):
     """Engine._regroup: the groups of this round. Writes the group of each car (``gid``),
     the groups' first cars, masses, drives, resists, speeds and accelerations, and the cars'
-    speeds and accelerations; returns the number of groups. ``cache`` keeps the solutions
+    speeds and accelerations, and the joints between groups of one line (``jb``); returns
+    the numbers of groups and of those joints. ``cache`` keeps the solutions
     of the blocks that split (:func:`_new_cache`), ``ws`` the block sums of mass and forces
     (:func:`_workspace`); both are valid while the forces are."""
     lock, bid, bstart, mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, Pc, bc_end, bc_M, bc_D, bc_R = ws
@@ -431,6 +448,7 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
     bid[0] = 0
     bstart[0] = 0
     for j in range(n - 1):
+        mv[j] = m[j] * v[j]
         lk = (atz[j] or att[j]) and abs(v[j] - v[j + 1]) <= EPS_V
         lock[j] = lk
         brk[j] = not lk
@@ -438,8 +456,7 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
             bstart[nb] = j + 1
             nb += 1
         bid[j + 1] = nb - 1
-    for i in range(n):
-        mv[i] = m[i] * v[i]
+    mv[n - 1] = m[n - 1] * v[n - 1]
     allmov = True
     for k in range(nb):
         s = bstart[k]
@@ -469,40 +486,31 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
         vb[k] = vk
         sb[k] = sg
         ab[k] = (D - sg * R) / M if sg != 0.0 else 0.0
-    for i in range(n):
-        a_car[i] = ab[bid[i]]
-    if nb < n:
-        # the joint forces of every block (running sums over all cars, as numpy's)
+    if nb == n:  # every car a block of its own: no joint forces to check
+        for i in range(n):
+            a_car[i] = ab[i]
+    else:
+        # the joint forces of every block (running sums over all cars, as numpy's), the
+        # blocks whose forces have the wrong sign, and blocks at rest a car could leave
         slow[:nb] = False
         nslow = 0
         Pc[0] = 0.0
         acc = 0.0
         for i in range(n):
-            E = drive[i] - sb[bid[i]] * resist[i] - m[i] * a_car[i]
+            k = bid[i]
+            ai = ab[k]
+            a_car[i] = ai
+            E = drive[i] - sb[k] * resist[i] - m[i] * ai
             acc = E if i == 0 else acc + E
             Pc[i + 1] = acc
-        for j in range(n - 1):
-            if not lock[j]:
-                continue
-            z = atz[j]
-            t = att[j]
-            if z == t:
-                continue
-            sj = 1.0 if z else -1.0
-            k = bid[j]
-            if not allmov and sb[k] == 0.0:
-                continue
-            if sj * (Pc[j + 1] - Pc[bstart[k]]) > tol:
-                if not slow[k]:
+            if i < n - 1 and lock[i] and atz[i] != att[i] and (allmov or sb[k] != 0.0):
+                sj = 1.0 if atz[i] else -1.0
+                if sj * (acc - Pc[bstart[k]]) > tol and not slow[k]:
                     slow[k] = True
                     nslow += 1
-        if not allmov:
-            for i in range(n):
-                k = bid[i]
-                if sb[k] == 0.0 and abs(drive[i]) > resist[i] + tol:
-                    if not slow[k]:
-                        slow[k] = True
-                        nslow += 1
+            if not allmov and sb[k] == 0.0 and abs(drive[i]) > resist[i] + tol and not slow[k]:
+                slow[k] = True
+                nslow += 1
         if nslow:
             types = np.empty(n, np.int64)
             cuts = np.empty(n, np.int64)
@@ -520,7 +528,7 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
                 if c >= 0:
                     continue
                 _types_of(atz, att, s, e, types)
-                tol_k = 1e-9 * (_fsum(np.abs(drive[s:e]), 0, e - s) + _fsum(resist, s, e)) + 1e-300
+                tol_k = 1e-9 * (_fsum(np.abs(drive[s:e]), np.int64(0), e - s) + _fsum(resist, s, e)) + 1e-300
                 if moving:
                     f = np.empty(e - s)
                     for i in range(s, e):
@@ -533,37 +541,44 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
                 for i in range(c):
                     brk[s + cuts[i]] = True
                 _store_split(cache, atz, att, s, e, sg, y, cuts, c)
-    # the groups
-    ng = 1
-    gid[0] = 0
-    gstart[0] = 0
-    for j in range(n - 1):
-        if brk[j]:
-            gstart[ng] = j + 1
+    # the groups: their first cars, speeds and accelerations, each car's, and the joints
+    # between groups on one line (the only gaps that move)
+    ng = 0
+    nj = 0
+    for i in range(n):
+        if i == 0 or brk[i - 1]:
+            if i and same[i - 1]:
+                jb[nj] = i - 1
+                nj += 1
+            gstart[ng] = i
+            gv[ng] = vb[bid[i]]
+            ga[ng] = a_car[i]
             ng += 1
-        gid[j + 1] = ng - 1
-    same_as_blocks = ng == nb  # no block split: the sums over the same cars
+        k = ng - 1
+        gid[i] = k
+        v[i] = gv[k]
+        a[i] = ga[k]
     for k in range(ng):
         s = gstart[k]
-        if same_as_blocks:
+        if ng == nb:  # no block split: the blocks' sums
             gm[k] = Mb[k]
             gd[k] = Db[k]
             gr[k] = Rb[k]
+            continue
+        e = gstart[k + 1] if k + 1 < ng else n
+        if bc_end[s] == e:
+            gm[k] = bc_M[s]
+            gd[k] = bc_D[s]
+            gr[k] = bc_R[s]
         else:
-            e = gstart[k + 1] if k + 1 < ng else n
-            gm[k] = _seg_sum(m, s, e)
-            gd[k] = _seg_sum(drive, s, e)
-            gr[k] = _seg_sum(resist, s, e)
-        gv[k] = vb[bid[s]]
-        ga[k] = a_car[s]
-    for i in range(n):
-        k = gid[i]
-        v[i] = gv[k]
-        a[i] = ga[k]
-    return ng
+            gm[k] = bc_M[s] = _seg_sum(m, s, e)
+            gd[k] = bc_D[s] = _seg_sum(drive, s, e)
+            gr[k] = bc_R[s] = _seg_sum(resist, s, e)
+            bc_end[s] = e
+    return ng, nj
 
 
-@_jit
+@_lazy
 def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
     """Engine._impulse_small / _impulse_block on the run of cars ``s..e-1``; appends the
     events of its violated joints ``js[:nj]``. Returns the event table and its count."""
@@ -575,7 +590,7 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
     for i in range(k):
         f[i] = w[i] * v0[i]
         af[i] = abs(f[i])
-    tol = 1e-12 * _fsum(af, 0, k) + 1e-300
+    tol = 1e-12 * _fsum(af, np.int64(0), k) + 1e-300
     types = np.empty(max(k - 1, 0), np.int64)
     _types_of(atz, att, s, e, types)
     y = np.empty(k)
@@ -597,10 +612,10 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
     tmp = np.empty(k)
     for i in range(k):
         tmp[i] = w[i] * v0[i] * v0[i]
-    ke0 = 0.5 * _fsum(tmp, 0, k)
+    ke0 = 0.5 * _fsum(tmp, np.int64(0), k)
     for i in range(k):
         tmp[i] = w[i] * y[i] * y[i]
-    ke1 = 0.5 * _fsum(tmp, 0, k)
+    ke1 = 0.5 * _fsum(tmp, np.int64(0), k)
     for i in range(k):
         v[s + i] = y[i]
     dp = np.empty(k)
@@ -617,7 +632,7 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
         imp[q] = abs(dp[js[q] - s])
         rel[q] = abs(dvs[q])
         share[q] = imp[q] * rel[q]
-    tot = _fsum(share, 0, nj)
+    tot = _fsum(share, np.int64(0), nj)
     for q in range(nj):
         j = js[q]
         d = dvs[q]
@@ -628,7 +643,7 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
     return ev, cnt
 
 
-@_jit
+@_lazy
 def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt):
     """Engine._impulses: resolve every joint between groups that is at a limit and closing."""
     n = m.size
@@ -664,36 +679,15 @@ def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt):
     return ev, cnt, True
 
 
-@_jit
+@_lazy
 def _group_end(gstart, ng, n, k):
     return gstart[k + 1] - 1 if k + 1 < ng else n - 1
 
 
-@_jit
+@_lazy
 def _advance(
-    tau,
-    n,
-    ng,
-    nj,
-    jb,
-    gid,
-    gstart,
-    gv,
-    ga,
-    dg,
-    gap,
-    hi,
-    atz,
-    att,
-    v,
-    xlead,
-    line,
-    line_first,
-    time,
-    dirty,
-    ev,
-    cnt,
-):
+    tau, n, ng, nj, jb, gid, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt,
+):  # fmt: skip
     """Engine._advance: every group moves ``tau`` seconds at its acceleration."""
     if not tau > 0.0:
         return ev, cnt, dirty, time
@@ -729,13 +723,17 @@ def _advance(
     return ev, cnt, dirty, time + tau
 
 
-@_jit
+@_jit(
+    nt.Tuple((F8, B1, B1, B1, EV, I8))(
+        AF, AB, AF, AI, AI, AB, AB, AF, AF, AF, AF, AI, AF, AF, F8, F8, F8, F8, B1, I8
+    )
+)
 def step(
     m, same, hi, line, line_first, atz, att, gap, v, a, xlead, gid,
     drive, resist, dt, tol, rest, time, dirty, cap,
 ):  # fmt: skip
-    """Engine.step's rounds. Returns (time, dirty, truncated, event table, event count);
-    the state arrays are updated in place."""
+    """Engine.step's rounds. Returns (time, contacts dirty, truncated, gaps moved, event
+    table, event count); the state arrays are updated in place."""
     n = m.size
     ev = np.empty((16, 8))
     cnt = 0
@@ -755,17 +753,15 @@ def step(
     remaining = dt
     count = 0
     truncated = False
+    moved = False
     while True:
         if dirty:
             ev, cnt, _ = _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt)
             dirty = False
-        ng = regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, cache, ws)
+        ng, nj = regroup(
+            m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, jb, cache, ws
+        )
         # -- next event
-        nj = 0
-        for j in range(n - 1):
-            if gid[j] != gid[j + 1] and same[j]:
-                jb[nj] = j
-                nj += 1
         t_min = math.inf
         for q in range(nj):
             j = jb[q]
@@ -799,29 +795,10 @@ def step(
         tau = remaining if last else t_min
         # -- advance by tau
         ev, cnt, dirty, time = _advance(
-            tau,
-            n,
-            ng,
-            nj,
-            jb,
-            gid,
-            gstart,
-            gv,
-            ga,
-            dg,
-            gap,
-            hi,
-            atz,
-            att,
-            v,
-            xlead,
-            line,
-            line_first,
-            time,
-            dirty,
-            ev,
-            cnt,
-        )
+            tau, n, ng, nj, jb, gid, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt
+        )  # fmt: skip
+        if nj and tau > 0.0:
+            moved = True
         if last:
             break
         remaining -= tau
@@ -834,6 +811,7 @@ def step(
                 atz[j] = True
                 att[j] = 0.0 >= hi[j]
                 dirty = True
+                moved = True
         for q in range(nj):
             j = jb[q]
             if tt[q] <= lim:
@@ -841,6 +819,7 @@ def step(
                 atz[j] = hi[j] <= 0.0
                 att[j] = True
                 dirty = True
+                moved = True
         for k in range(ng):
             if ts[k] <= lim:
                 gv[k] = 0.0
@@ -855,28 +834,8 @@ def step(
             truncated = True
             # the rest of the step without interactions (as Engine.step; never expected)
             ev, cnt, dirty, time = _advance(
-                remaining,
-                n,
-                ng,
-                nj,
-                jb,
-                gid,
-                gstart,
-                gv,
-                ga,
-                dg,
-                gap,
-                hi,
-                atz,
-                att,
-                v,
-                xlead,
-                line,
-                line_first,
-                time,
-                dirty,
-                ev,
-                cnt,
-            )
+                remaining, n, ng, nj, jb, gid, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt
+            )  # fmt: skip
+            moved = True
             break
-    return time, dirty, truncated, remaining, ev, cnt
+    return time, dirty, truncated, moved, ev, cnt

@@ -78,6 +78,11 @@ IEEE operations as the numpy path, so both give the same numbers bit for bit.
 
 State is kept as the x of the first car of each line plus the gaps, so a gap inside a group
 never drifts by rounding.
+
+With numba installed, :meth:`Engine.step` runs the same rounds compiled
+(``tdbtools.physics._engine_kernel``, docs/physics.md §1.1): the same operations in the same
+order, so the same numbers bit for bit; the code here is then the reference the tests hold
+the kernel to.
 """
 
 from __future__ import annotations
@@ -105,10 +110,11 @@ T_TOL = 1e-12
 # Up to this many blocks/groups the per-group arithmetic runs on Python floats (the same
 # IEEE operations as numpy's, without the fixed cost of a numpy call per operation).
 _SMALL = 16
-#: From this many cars an Engine runs its steps compiled (numba, when installed; see
-#: :func:`compiled_available`): the same numbers bit for bit, without the fixed cost of a
-#: numpy call per operation and per event round (docs/physics.md §1.6).
-COMPILED_MIN_CARS = 64
+#: Engines of at least this many cars run their steps compiled when numba is installed
+#: (:func:`compiled_available`): the same numbers bit for bit, without the fixed cost of a
+#: numpy call per operation and per event round (docs/physics.md §1.1). 1: every engine
+#: (even a 21-car train steps 3× faster); the tests raise it to run the Python code.
+COMPILED_MIN_CARS = 1
 
 # joint types at a limit (the constraint on the values y of the car ahead / behind)
 _GE = 1  # buffers touching: y_front >= y_rear (the cars can only move apart)
@@ -477,6 +483,9 @@ class Engine:
     ``x[i]``: coordinate of the FRONT end of car ``i`` along its line (car ``i`` occupies
     ``[x[i] - length[i], x[i]]``); within a line ``x[i] - length[i] >= x[i + 1]`` and a
     coupled gap is at most its slack. ``v[i]``: speed, + = towards +x.
+
+    ``compiled``: run the steps in the compiled kernel (needs numba); ``None`` chooses it
+    when numba is installed (:data:`COMPILED_MIN_CARS`). Both give the same numbers.
     """
 
     def __init__(
@@ -549,8 +558,13 @@ class Engine:
         self.compiled = bool(compiled)
         if self.compiled:
             self._gid = self._groups.of_car.copy()
-            self._line_arr = np.ascontiguousarray(b.line, dtype=np.int64)
+            # writable copies: numba compiles read-only arrays as other types (a second
+            # compilation of the whole step)
+            self._mk = np.array(b.mass, dtype=np.float64)
+            self._line_arr = np.array(b.line, dtype=np.int64)
             self._cap = 10 * n + 100
+            # load (or, the first time on this machine, compile) the step now, in the setup
+            from tdbtools.physics import _engine_kernel  # noqa: F401
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -706,10 +720,10 @@ class Engine:
         self._a = a = np.empty(self.n)
         self._gid = gid = self._gid.copy()
         t_end = self._time + dt
-        time, dirty, truncated, _, table, count = K.step(
-            self._m, self._same, self._hi, self._line_arr, self._line_first,
+        _, dirty, truncated, moved, table, count = K.step(
+            self._mk, self._same, self._hi, self._line_arr, self._line_first,
             self._atz, self._att, self._gap, v, a, self._xlead, gid,
-            np.ascontiguousarray(drive), np.ascontiguousarray(resist),
+            _writable(drive), _writable(resist),
             dt, tol, self.rest_speed, self._time, self._contacts_dirty, self._cap,
         )  # fmt: skip
         self._contacts_dirty = bool(dirty)
@@ -717,7 +731,8 @@ class Engine:
             self.truncated_steps += 1
             self._snap_all()
             self._contacts_dirty = True
-        self._gaps_changed()
+        if moved:  # else the offsets behind each line's first car still hold
+            self._gaps_changed()
         self._x_cache = None
         self._time = t_end
         events = _events_from_table(table[:count], self.bodies.line)
@@ -1363,6 +1378,13 @@ def _events_from_table(table: np.ndarray, line: np.ndarray) -> list[Event]:
         cars = (a, b) if k < 2 or a != b else (a,)
         out.append(Event(_KINDS[k], t, cars, int(ln), rel, imp, lost))
     return out
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """``a`` as the compiled step's one array type (writable, C-contiguous float64)."""
+    if a.flags.writeable and a.flags.c_contiguous:
+        return a
+    return np.array(a, dtype=np.float64)
 
 
 _COMPILED: bool | None = None
