@@ -93,7 +93,7 @@ def test_batch_drivers_give_the_controls_and_brake_state_of_their_own_calls(seed
     free = np.array([rng.random() > 0.02 for _ in range(n)])
     dt = 0.5
     driven_total = 0
-    seen = {"target": 0, "braking": 0, "emergency": 0, "held": 0}
+    seen = {"target": 0, "braking": 0, "emergency": 0, "held": 0, "standing": 0}
     for step in range(40):
         time = 40.0 + step * dt
         rear = front - length
@@ -103,6 +103,7 @@ def test_batch_drivers_give_the_controls_and_brake_state_of_their_own_calls(seed
         seen["braking"] += int((driven & (dec > 0)).sum())
         seen["emergency"] += int((driven & em).sum())
         seen["held"] += int((driven & (brk == 1.0)).sum())
+        seen["standing"] += int((driven & (brk == 1.0) & (dec > 0)).sum())  # at the end of the run
         for k in range(n):
             c = mine[k](DriveState(time, 0.0, float(speed[k]), float(front[k]), float(rear[k]), dt))
             if driven[k]:
@@ -118,6 +119,7 @@ def test_batch_drivers_give_the_controls_and_brake_state_of_their_own_calls(seed
                     c.speed_target
                 )
                 assert _bits(autos[k]._applied) == _bits(getattr(mine[k], "inner", mine[k])._applied), k
+                assert autos[k].finished == getattr(mine[k], "inner", mine[k]).finished, k
             else:
                 # the replay calls it itself: the batch's copy follows the same call
                 outer[k](DriveState(time, 0.0, float(speed[k]), float(front[k]), float(rear[k]), dt))

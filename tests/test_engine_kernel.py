@@ -168,3 +168,25 @@ def test_compiled_is_chosen_by_size_and_can_be_refused(monkeypatch):
     assert not Engine(b, -np.arange(80) * 20.0, np.zeros(80)).compiled
     with pytest.raises(EngineError, match="numba"):
         Engine(b, -np.arange(80) * 20.0, np.zeros(80), compiled=True)
+
+
+@pytest.mark.parametrize(
+    "drive,resist",
+    [(np.nan, 1.0), (1.0, np.nan), (1.0, -1.0), (np.inf, 1.0), (1.0, np.inf), (-np.inf, 0.0)],
+)
+def test_bad_forces_are_refused_and_change_nothing(drive, resist):
+    py, co, drive_a, brake, _ = _random_engines(5)
+    for eng in (py, co):
+        eng.step(0.3, drive_a, brake + 500.0)
+        before = [np.array(getattr(eng, k)) for k in ("x", "v", "a", "gap", "groups")] + [eng.time]
+        d = np.array(drive_a)
+        r = np.array(brake + 500.0)
+        d[-1], r[-1] = drive, resist  # the last car only: the check must see every car
+        with pytest.raises(EngineError, match="resist must be finite"):
+            eng.step(0.1, d, r)
+        after = [np.array(getattr(eng, k)) for k in ("x", "v", "a", "gap", "groups")] + [eng.time]
+        assert all(np.array_equal(b, a_, equal_nan=True) for b, a_ in zip(before[:-1], after[:-1]))
+        assert before[-1] == after[-1]
+    ea, eb = py.step(0.1, drive_a, brake + 500.0), co.step(0.1, drive_a, brake + 500.0)
+    _same_events(ea, eb)
+    assert np.array_equal(py.x, co.x)

@@ -404,3 +404,30 @@ def test_geojson_of_a_route_off_the_globe_reports_what_it_leaves_out(rw, tmp_pat
     assert not (tmp_path / "y.geojson").exists() and sorted(p.name for p in tmp_path.iterdir()) == [
         "x.geojson"
     ]
+
+
+def test_csv_of_a_route_off_the_globe_says_its_points_have_no_lon_lat(rw, tmp_path):
+    # The CSV keeps every point (node, offset, tile, x, y, z are known) but cannot give
+    # their lon/lat: empty cells and one OUTSIDE_PROJECTION finding, strict refuses.
+    from tdbtools.export import ExportError, csv_text, write_csv
+
+    route = load_route(rw)
+    with pytest.raises(ExportError, match="sample points lie where") as err:
+        csv_text(route)
+    assert "south of the South Pole" in str(err.value)
+    d = Diagnostics(strict=False)
+    rows = csv_text(route, diagnostics=d).splitlines()
+    (f,) = d.findings
+    assert (f.code, f.severity) == ("OUTSIDE_PROJECTION", "warning")
+    assert f.message.startswith(f"{len(rows) - 1} of {len(rows) - 1} sample points")
+    lon, lat = rows[0].split(",").index("lon"), rows[0].split(",").index("lat")
+    assert all(r.split(",")[lon] == "" == r.split(",")[lat] for r in rows[1:])
+    assert csv_text(route, lonlat=False)  # no lon/lat asked for: nothing to report
+    with pytest.raises(ExportError):
+        write_csv(route, tmp_path / "lib.csv")
+    assert list(tmp_path.iterdir()) == []
+    r = _cli("export", rw, "--out", tmp_path / "x.csv")
+    assert r.exit_code == 0 and "OUTSIDE_PROJECTION" in r.stderr and "sample points" in r.stderr
+    r = _cli("export", rw, "--out", tmp_path / "y.csv", "--strict")
+    assert r.exit_code == 2 and "sample points" in r.stderr and "Traceback" not in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.csv"]

@@ -64,8 +64,8 @@ def export_route(
     diagnostics: Diagnostics | None = None,
 ) -> str | Path:
     """Export ``route`` as ``fmt`` (one of :data:`FORMATS`): the text, or written to
-    ``path`` (atomically; an existing file only with ``overwrite``). GeoJSON features
-    outside the projection raise :class:`ExportError`, or with a lenient
+    ``path`` (atomically; an existing file only with ``overwrite``). GeoJSON features and
+    CSV points outside the projection raise :class:`ExportError`, or with a lenient
     ``diagnostics`` become its ``OUTSIDE_PROJECTION`` finding."""
     fmt = fmt.lower()
     if fmt == "geojson":
@@ -75,7 +75,9 @@ def export_route(
     if fmt == "json":
         return route_to_json(route) if path is None else write_json(route, path, overwrite=overwrite)
     if fmt == "csv":
-        return csv_text(route, step) if path is None else write_csv(route, path, step, overwrite=overwrite)
+        if path is None:
+            return csv_text(route, step, diagnostics=diagnostics)
+        return write_csv(route, path, step, overwrite=overwrite, diagnostics=diagnostics)
     if fmt in ("vtk", "vtp"):
         return vtp_text(route, step) if path is None else write_vtp(route, path, step, overwrite=overwrite)
     raise ExportError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .._fs import write_bytes_atomic
+from ..errors import Diagnostics, Finding
 from ..formats.route import Route
 from ..formats.tdb import VectorNode
 from ..track.geometry import point_at, section_geometry
@@ -118,9 +119,38 @@ def _fmt(v: float, digits: int) -> str:
     return "0" if s in ("-0", "") else s
 
 
-def csv_text(route: Route, step: float = 10.0, *, lonlat: bool = True) -> str:
-    """The sampled points as CSV (header :data:`CSV_COLUMNS`; empty cell = NaN)."""
+def _report_off_projection(cols: dict[str, np.ndarray], diagnostics: Diagnostics | None) -> None:
+    """Samples without longitude/latitude (outside the IGH projection's valid area, see
+    docs/findings.md §4): an ``OUTSIDE_PROJECTION`` finding, or strict an ExportError."""
+    off = np.flatnonzero(np.isnan(cols["lon"]))
+    if not off.size:
+        return
+    from .geo import OUTSIDE_PROJECTION, _where_off
+
+    i = int(off[0])
+    X = float(cols["tile_x"][i]) * 2048.0 + float(cols["x"][i])
+    Z = float(cols["tile_z"][i]) * 2048.0 + float(cols["z"][i])
+    message = (
+        f"{off.size} of {cols['lon'].size} sample points lie where the MSTS tile grid maps to no "
+        f"point of the Earth (outside the IGH projection's valid area): their lon/lat cells are "
+        f"empty; e.g. node {int(cols['node'][i])} at {_where_off(X, Z)}"
+    )
+    d = diagnostics if diagnostics is not None else Diagnostics(strict=True)
+    if d.strict:
+        raise ExportError(f"{message} (a lenient export writes them without lon/lat)")
+    d.add(Finding(message, code=OUTSIDE_PROJECTION, severity="warning"))
+
+
+def csv_text(
+    route: Route, step: float = 10.0, *, lonlat: bool = True, diagnostics: Diagnostics | None = None
+) -> str:
+    """The sampled points as CSV (header :data:`CSV_COLUMNS`; empty cell = NaN). Points
+    with no lon/lat (outside the projection) raise :class:`ExportError`, or with a lenient
+    ``diagnostics`` are written with empty lon/lat cells and an ``OUTSIDE_PROJECTION``
+    finding (``lonlat=False`` leaves both columns empty on purpose)."""
     cols = sample_track(route, step, lonlat=lonlat)
+    if lonlat:
+        _report_off_projection(cols, diagnostics)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -138,10 +168,16 @@ def csv_text(route: Route, step: float = 10.0, *, lonlat: bool = True) -> str:
 
 
 def write_csv(
-    route: Route, path: str | Path, step: float = 10.0, *, overwrite: bool = False, lonlat: bool = True
+    route: Route,
+    path: str | Path,
+    step: float = 10.0,
+    *,
+    overwrite: bool = False,
+    lonlat: bool = True,
+    diagnostics: Diagnostics | None = None,
 ) -> Path:
     p = check_target(path, overwrite)
-    write_bytes_atomic(p, csv_text(route, step, lonlat=lonlat).encode("utf-8"))
+    write_bytes_atomic(p, csv_text(route, step, lonlat=lonlat, diagnostics=diagnostics).encode("utf-8"))
     return p
 
 

@@ -43,14 +43,14 @@ K_TAUT = np.int64(1)
 K_STOPPED = np.int64(2)
 K_STARTED = np.int64(3)
 
-# Every function has its one signature: compiled once (at import, or loaded from the cache),
-# never again for other argument types (literal ints, read-only arrays would each make a
-# new specialisation of the whole call tree, ~20 s).
+# The entry point has its one signature: compiled once with its callees (at import, or
+# loaded from the cache), never again for other argument types (a read-only array would
+# make a new specialisation of the whole call tree, ~20 s). Callees get no literal ints
+# (numpy ints instead): each literal would be a specialisation of its own.
 F8, I8, B1 = nt.float64, nt.int64, nt.boolean
 AF, AI, AB = nt.float64[::1], nt.int64[::1], nt.boolean[::1]
 EV = nt.float64[:, ::1]
-CACHE = nt.Tuple((AI, AI, AF, AB, AB, AF, AB))
-WS = nt.Tuple((AB, AI, AI, AF, AF, AF, AF, AF, AF, AF, AF, AB, AB, AF, AI, AF, AF, AF))
+W2F, W2I, W2B = nt.float64[:, ::1], nt.int64[:, ::1], nt.boolean[:, ::1]
 
 
 def _jit(sig):
@@ -368,19 +368,24 @@ def _types_of(atz, att, s, e, out):
         out[j - s] = (_EQ if att[j] else _GE) if z else _LE
 
 
+# Work arrays: made once per engine (work_arrays) and reused by every step, so a step of a
+# short train does not spend its time allocating. Rows of (n + 1) values each.
+_WF, _WI, _WB = 26, 8, 6  # float, int and bool rows
+
+
+def work_arrays(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The float, int and bool work arrays of an engine of ``n`` cars."""
+    return np.zeros((_WF, n + 1)), np.zeros((_WI, n + 1), np.int64), np.zeros((_WB, n + 1), np.bool_)
+
+
 @_lazy
-def _new_cache(n):
+def _new_cache(wf, wi, wb):
     """The solutions of split blocks within one step: per first car ``s`` of a block, its end,
     direction, joint limits and solution; ``owner[i]``: the block whose values car ``i`` holds
-    (a later block over the same cars takes them over)."""
-    owner = np.full(n, -1, np.int64)
-    end = np.zeros(n, np.int64)
-    sgn = np.zeros(n)
-    z = np.zeros(n, np.bool_)
-    t = np.zeros(n, np.bool_)
-    y = np.zeros(n)
-    cut = np.zeros(n, np.bool_)
-    return owner, end, sgn, z, t, y, cut
+    (a later block over the same cars takes them over). Emptied for each step."""
+    owner = wi[0]
+    owner[:] = -1
+    return owner, wi[1], wf[0], wb[0], wb[1], wf[1], wb[2]
 
 
 @_lazy
@@ -423,13 +428,14 @@ def _store_split(cache, atz, att, s, e, sg, ys, cuts, nc):
 
 
 @_lazy
-def _workspace(n):
-    j = max(n - 1, 0)
-    f = np.empty
-    bc_end = np.full(n, -1, np.int64)
+def _workspace(wf, wi, wb):
+    """The blocks' work arrays of :func:`regroup`; the segment sums are emptied (valid
+    within one step)."""
+    bc_end = wi[2]
+    bc_end[:] = -1
     return (
-        f(j, np.bool_), f(n, np.int64), f(n, np.int64), f(n), f(n), f(n), f(n), f(n), f(n), f(n),
-        f(n), f(j, np.bool_), f(n, np.bool_), f(n + 1), bc_end, f(n), f(n), f(n),
+        wb[3], wi[3], wi[4], wf[2], wf[3], wf[4], wf[5], wf[6], wf[7], wf[8],
+        wf[9], wb[4], wb[5], wf[10], bc_end, wf[11], wf[12], wf[13],
     )  # fmt: skip
 
 
@@ -644,11 +650,10 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
 
 
 @_lazy
-def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt):
-    """Engine._impulses: resolve every joint between groups that is at a limit and closing."""
+def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb):
+    """Engine._impulses: resolve every joint between groups that is at a limit and closing
+    (``bad``, ``dvb``: work arrays for the joints and their closing speeds)."""
     n = m.size
-    bad = np.empty(n, np.int64)
-    dvb = np.empty(n)
     nbad = 0
     for j in range(n - 1):
         if gid[j] == gid[j + 1] or not same[j]:
@@ -724,39 +729,57 @@ def _advance(
 
 
 @_jit(
-    nt.Tuple((F8, B1, B1, B1, EV, I8))(
-        AF, AB, AF, AI, AI, AB, AB, AF, AF, AF, AF, AI, AF, AF, F8, F8, F8, F8, B1, I8
+    nt.Tuple((I8, B1, B1, B1, EV, I8))(
+        AF, AB, AF, AI, AI, AB, AB, AF, AF, AF, AF, AI, AF, AF, F8, F8, F8, B1, I8, W2F, W2I, W2B
     )
 )
 def step(
     m, same, hi, line, line_first, atz, att, gap, v, a, xlead, gid,
-    drive, resist, dt, tol, rest, time, dirty, cap,
+    drive, resist, dt, rest, time, dirty, cap, wf, wi, wb,
 ):  # fmt: skip
-    """Engine.step's rounds. Returns (time, contacts dirty, truncated, gaps moved, event
-    table, event count); the state arrays are updated in place."""
+    """Engine.step's checks of the forces and its rounds. Returns (1 if a drive is not
+    finite or a resist not finite and >= 0, else 0; contacts dirty; truncated; gaps moved;
+    event table; event count); the state arrays are updated in place (not when 1)."""
     n = m.size
     ev = np.empty((16, 8))
+    # the tolerance of the joint-force signs from the largest |drive| and resist (max is
+    # exact: numpy's argmax gives the same numbers)
+    dmax = 0.0
+    rmax = 0.0
+    for i in range(n):
+        d = drive[i]
+        r = resist[i]
+        if not (math.isfinite(d) and math.isfinite(r) and r >= 0.0):
+            return 1, dirty, False, False, ev, 0
+        d = abs(d)
+        if d > dmax:
+            dmax = d
+        if r > rmax:
+            rmax = r
+    tol = 1e-9 * (dmax + rmax) + 1e-300
     cnt = 0
-    gstart = np.empty(n, np.int64)
-    gm = np.empty(n)
-    gd = np.empty(n)
-    gr = np.empty(n)
-    gv = np.empty(n)
-    ga = np.empty(n)
-    dg = np.empty(n)
-    jb = np.empty(n, np.int64)
-    tc = np.empty(n)
-    tt = np.empty(n)
-    ts = np.empty(n)
-    cache = _new_cache(n)
-    ws = _workspace(n)
+    gstart = wi[5]
+    jb = wi[6]
+    gm, gd, gr, gv, ga, dg, tc, tt, ts = (
+        wf[14],
+        wf[15],
+        wf[16],
+        wf[17],
+        wf[18],
+        wf[19],
+        wf[20],
+        wf[21],
+        wf[22],
+    )
+    cache = _new_cache(wf, wi, wb)
+    ws = _workspace(wf, wi, wb)
     remaining = dt
     count = 0
     truncated = False
     moved = False
     while True:
         if dirty:
-            ev, cnt, _ = _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt)
+            ev, cnt, _ = _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, wi[7], wf[23])
             dirty = False
         ng, nj = regroup(
             m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, jb, cache, ws
@@ -838,4 +861,4 @@ def step(
             )  # fmt: skip
             moved = True
             break
-    return time, dirty, truncated, moved, ev, cnt
+    return 0, dirty, truncated, moved, ev, cnt

@@ -414,9 +414,10 @@ class DriverBatch:
         self.two_a, self.three_a = 2.0 * dec, 3.0 * dec
         self.emergency_at = EMERGENCY_OVER * dec
         # only these settings keep a train in the batch (the others: its own call)
-        self.settled = (
-            np.array([d.brakes_at is None for d in autos_], dtype=bool) & (self.cb == 0.0) & (dec > 0.0)
-        )
+        fixed = np.array([d.brakes_at is None for d in autos_], dtype=bool)
+        self.settled = fixed & (self.cb == 0.0) & (dec > 0.0)
+        #: trains that can stand at a last stop here (brakes_at would change decel first)
+        self.fixed = fixed
         counts = [len(d.limit_s) for d in autos_]
         width = max(counts, default=0) + self.WINDOW + 1
         # Post distances and limits, one row per train, padded with +inf (never ≤ a
@@ -606,24 +607,50 @@ class DriverBatch:
         go = free[rows]
         held = go & (time < self.depart)  # full brake until the departure time
         ok &= go & ~held
-        okl = ok.tolist()
-        for drv, x in zip(compress(autos, okl), new_applied[ok].tolist()):
-            drv._applied = x
+        # written back where the bits change (a train holding its speed keeps 0.0)
+        write = ok & (new_applied.view(np.int64) != applied.view(np.int64))
+        if np.logical_or.reduce(write):
+            for drv, x in zip(compress(autos, write.tolist()), new_applied[write].tolist()):
+                drv._applied = x
         braking = on_curve | over
+        # Standing at a stop without end (the end of the run): what __call__ does first,
+        # full brake at the planned deceleration, and its signal wrapper's check after.
+        stand = go & ~held & self.fixed & (code == -inf)
+        stand_dec = None
+        if np.logical_or.reduce(stand):
+            stand_dec = np.zeros(m)
+            for i in np.flatnonzero(stand).tolist():
+                drv = autos[i]
+                st = drv.stops
+                if not st or st[0].arrived_at is None or st[0].wait != inf:
+                    stand[i] = False
+                    continue
+                drv.finished = True
+                drv._applied = drv.decel
+                stand_dec[i] = drv.decel
+                if self.signals[i] is not None:  # SignalDriver.__call__ after its inner call
+                    stop = drv.stop_at
+                    if stop is not None and stop - drv.STOP_SHORT - float(fr[i]) >= drv.ARRIVED_WITHIN:
+                        drv.finished = False  # held at a signal, not at the end of the path
+        if stand_dec is not None:
+            full = held | stand
+            dec_now = np.where(ok & braking, asked, stand_dec)
+        else:
+            full = held
+            dec_now = np.where(ok & braking, asked, 0.0)
         if self.all_rows:
-            driven = ok | held
-            out_dec = np.where(ok & braking, asked, 0.0)
+            driven = ok | full
             out_tgt = np.where(ok & ~braking, best, nan)
             out_em = ok & emergency
-            out_brk = np.where(held, 1.0, 0.0)
-            return driven, (out_thr, out_brk, out_dec, out_tgt, out_em)
+            out_brk = np.where(full, 1.0, 0.0)
+            return driven, (out_thr, out_brk, dec_now, out_tgt, out_em)
         out_brk, out_dec, out_tgt = np.zeros(n), np.zeros(n), np.full(n, np.nan)
         out_em, driven = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         r_ok = rows[ok]
         driven[r_ok] = True
-        driven[rows[held]] = True
-        out_dec[r_ok] = np.where(braking, asked, 0.0)[ok]
+        driven[rows[full]] = True
+        out_dec[rows] = dec_now
         out_tgt[r_ok] = np.where(braking, nan, best)[ok]
         out_em[r_ok] = emergency[ok]
-        out_brk[rows[held]] = 1.0
+        out_brk[rows[full]] = 1.0
         return driven, (out_thr, out_brk, out_dec, out_tgt, out_em)

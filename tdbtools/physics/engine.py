@@ -564,7 +564,10 @@ class Engine:
             self._line_arr = np.array(b.line, dtype=np.int64)
             self._cap = 10 * n + 100
             # load (or, the first time on this machine, compile) the step now, in the setup
-            from tdbtools.physics import _engine_kernel  # noqa: F401
+            from tdbtools.physics import _engine_kernel
+
+            self._kernel_step = _engine_kernel.step
+            self._work = _engine_kernel.work_arrays(n)
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -670,6 +673,8 @@ class Engine:
             raise EngineError(f"Engine.step: dt must be finite and >= 0, got {dt}")
         drive = self._per_car(drive, "drive")
         resist = self._per_car(resist, "resist")
+        if self.compiled:
+            return self._step_compiled(dt, drive, resist)
         # argmin/argmax cost a fraction of min/max on small arrays and give the first nan
         ad = np.abs(drive)
         dmax = float(ad[ad.argmax()])
@@ -678,8 +683,6 @@ class Engine:
             raise EngineError("Engine.step: resist must be finite and >= 0, drive finite")
         # tolerance of the joint-force signs
         tol = 1e-9 * (dmax + rmax) + 1e-300
-        if self.compiled:
-            return self._step_compiled(dt, drive, resist, tol)
         events: list[Event] = []
         self._split_cache = {}  # see _split_blocks: valid while drive and resist are
         t_end = self._time + dt
@@ -711,21 +714,23 @@ class Engine:
         self.event_count += len(events)
         return events
 
-    def _step_compiled(self, dt: float, drive: np.ndarray, resist: np.ndarray, tol: float) -> list[Event]:
-        """:meth:`step`'s rounds in tdbtools.physics._engine_kernel (the same operations)."""
-        from tdbtools.physics import _engine_kernel as K
-
+    def _step_compiled(self, dt: float, drive: np.ndarray, resist: np.ndarray) -> list[Event]:
+        """:meth:`step`'s checks and rounds in tdbtools.physics._engine_kernel (the same
+        operations)."""
         # arrays already handed out (v, a, groups) are never changed: the kernel gets copies
-        self._v = v = self._v.copy()
-        self._a = a = np.empty(self.n)
-        self._gid = gid = self._gid.copy()
+        v = self._v.copy()
+        a = np.empty(self.n)
+        gid = self._gid.copy()
         t_end = self._time + dt
-        _, dirty, truncated, moved, table, count = K.step(
+        bad, dirty, truncated, moved, table, count = self._kernel_step(
             self._mk, self._same, self._hi, self._line_arr, self._line_first,
             self._atz, self._att, self._gap, v, a, self._xlead, gid,
             _writable(drive), _writable(resist),
-            dt, tol, self.rest_speed, self._time, self._contacts_dirty, self._cap,
+            dt, self.rest_speed, self._time, self._contacts_dirty, self._cap, *self._work,
         )  # fmt: skip
+        if bad:
+            raise EngineError("Engine.step: resist must be finite and >= 0, drive finite")
+        self._v, self._a, self._gid = v, a, gid
         self._contacts_dirty = bool(dirty)
         if truncated:
             self.truncated_steps += 1

@@ -639,12 +639,14 @@ class Prepared:
         "_f0",
         "_vm",
         "_slope",
+        "_vm_max",
         "_neg_mg",
         "engines",
         "_e_force",
         "_e_power",
         "_e_has_power",
         "_e_curves",
+        "_e_curve_rows",
         "_e_force_l",
         "_e_power_l",
         "_e_has_power_l",
@@ -666,6 +668,7 @@ class Prepared:
         self._e_has_power_l = self._e_has_power.tolist()
         pos = {int(c): k for k, c in enumerate(self.engines)}
         self._e_curves = [(pos[i], c) for i, c in d.curves]
+        self._e_curve_rows = np.array([i for i, _c in self._e_curves], dtype=np.int64)
         self._mg_curve = model.mass * G * OSRD_CURVE_FACTOR
         self._a, self._b, self._c = model.davis_a, model.davis_b, model.davis_c
         self._brake = model.max_brake
@@ -680,6 +683,7 @@ class Prepared:
             self._f0 = np.where(has, f0, 0.0)
             self._vm = np.where(has, vm, 0.0)  # no blend where there is no F0
             self._slope = np.where(has, (at_merge - self._f0) / vm, 0.0)
+            self._vm_max = float(np.fmax.reduce(self._vm))  # (NaN: skipped, as `<` never holds)
 
     def gravity(self, elev_front_bogie: np.ndarray, elev_rear_bogie: np.ndarray) -> np.ndarray:
         # −m·g·sinθ, sinθ = Δy / spacing clipped to [−1, 1] (only a car standing on its
@@ -704,11 +708,13 @@ class Prepared:
         # P/v where there is a power limit and the engine moves (no division by 0)
         cap = np.where(moving, self._e_power * t * t / np.where(moving, speed, 1.0), np.inf)
         f = np.minimum(f, cap)
-        for i, curve in self._e_curves:
-            f[i] = max(float(curve(float(t[i]), float(speed[i]))), 0.0)
+        if self._e_curves:
+            # (in Python floats: the same values as float(t[i]), without a numpy scalar each)
+            tl, sl = t.tolist(), speed.tolist()
+            f[self._e_curve_rows] = [max(float(curve(tl[i], sl[i])), 0.0) for i, curve in self._e_curves]
         f = f + 0.0
         if adhesive_g is not None:
-            mu = 0.161 + 7.5 / (3.6 * np.abs(v) + 44.0)
+            mu = 0.161 + 7.5 / (3.6 * speed + 44.0)  # (speed: np.abs(v))
             f = np.minimum(f, mu * adhesive_g)
         return f
 
@@ -735,14 +741,19 @@ class Prepared:
         """:func:`running_resistance` (Davis, with the starting resistance if any)."""
         speed = np.abs(v)
         f = self._a + speed * (self._b + speed * self._c)
-        if self._start:
+        # (moving trains: no car is under its merge speed; fmin skips a NaN as `<` does)
+        if self._start and np.fmin.reduce(speed) < self._vm_max:
             low = speed < self._vm
-            if np.logical_or.reduce(low):  # (moving trains: none)
+            if np.logical_or.reduce(low):
                 return np.where(low, self._f0 + self._slope * speed, f)
         return f
 
     def curve(self, curvature: np.ndarray) -> np.ndarray:
         return self._mg_curve * np.abs(curvature)
+
+    def curve_rows(self, curvature: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """:meth:`curve` of the cars ``rows`` only (``curvature`` one value per row)."""
+        return self._mg_curve[rows] * np.abs(curvature)
 
     def brake(self, fraction: np.ndarray) -> np.ndarray:
         return np.clip(fraction, 0.0, 1.0) * self._brake

@@ -445,6 +445,8 @@ def _pmin(a, b):  # noqa: ANN001, ANN202
 def _taper_factors(force, other, inertia, v, vmax, dt: float) -> np.ndarray:  # noqa: ANN001
     """:func:`forces.taper_factor` over all trains (the same operations per element)."""
     on = (force > 0.0) & (v + dt * (force + other) / inertia > vmax - forces.TAPER_MS)
+    if not np.logical_or.reduce(on):  # (no train near its top speed: most steps)
+        return np.ones(len(on))
     slope = 1.0 / forces.TAPER_MS
     dv = (other + slope * force * (vmax - v)) / (inertia / dt + slope * force)
     return np.where(on, _pmin(_pmax(slope * (vmax - v - dv), 0.0), 1.0), 1.0)
@@ -472,6 +474,9 @@ class _Lines:
             base += ln.length + self.GAP
         self.S, self.Y, self.X, self.Z = (np.concatenate(a) for a in (S, Y, X, Z))
         self.P1, self.PC = np.concatenate(P1), np.concatenate(PC)
+        # the piece ends around each searchsorted count i: P1[i − 1] and P1[i]
+        self.P1_lo = np.concatenate(([-np.inf], self.P1))
+        self.P1_hi = np.concatenate((self.P1, [np.inf]))
         # The node traversals of every line, for the collision checks' broad phase:
         # global end distance and node of each, and where each line's rows start.
         self.SEG0 = np.concatenate([ln.seg_s0 + b for ln, b in zip(lines, self.base)])
@@ -554,6 +559,9 @@ class Replay:
     #: below, per-train Python is cheaper (measured break-even: ~25 and ~50 trains).
     BATCH_MIN_TRAINS = 24
     BATCH_DRIVERS_MIN_TRAINS = 48
+    #: From this many cars on, a step keeps each car's curve resistance until its middle
+    #: leaves its curvature piece (below, looking all up is cheaper than the check).
+    KEEP_CURVES_MIN_CARS = 256
 
     def __init__(
         self,
@@ -720,7 +728,7 @@ class Replay:
         self.train_build_l = self.train_build.tolist()
         self.train_release_l = self.train_release.tolist()
         self._scale = np.zeros(T)
-        self._last_forces = (np.zeros(0),) * 3
+        self._last_forces = (np.zeros(0),) * 2
         for t in self.trains:
             _setup_driver(t, self)
         # Per-car views of the lines, for vectorised lookups and track-end checks.
@@ -740,18 +748,29 @@ class Replay:
         self._train_front0 = np.array([t.front0 for t in self.trains], dtype=np.float64)
         self._trace_rows: list[_TraceRow] = []
         self._running = list(range(len(self.trains)))  # trains not done yet, in order
-        self._len3 = np.tile(self.car_line_len, 3)
-        self._base3 = np.tile(self.car_base, 3)
+        # step's table distances: every car's bogies, rear then front from the last car
+        # on (each train's points rise along the table, so np.interp finds each next to
+        # the last: the numbers do not depend on the order), then the middles of the cars
+        pairs = (n := len(self.engine.x)) * 2
+        self._len3 = np.concatenate((np.repeat(self.car_line_len, 2)[::-1], self.car_line_len))
+        self._base3 = np.concatenate((np.repeat(self.car_base, 2)[::-1], self.car_base))
+        self._pairs = pairs
         self._front_bogie = (self.model.length - self.model.bogie_spacing) / 2.0
         self._half_length = self.model.length / 2.0
         # The bogie measures of every train are views into two arrays updated in place
         # each step: the bogies follow their cars along the line (docs/physics.md §5).
-        self._fb = np.asarray(self.engine.x) - self._front_bogie
-        self._rb = self._fb - self.model.bogie_spacing
+        # Both are the columns of one array (front, rear per car), read backwards above.
+        self._fbrb = np.empty((n, 2))
+        self._fb, self._rb = self._fbrb[:, 0], self._fbrb[:, 1]
+        np.subtract(np.asarray(self.engine.x), self._front_bogie, out=self._fb)
+        np.subtract(self._fb, self.model.bogie_spacing, out=self._rb)
+        # Per car: the curvature piece its middle was in at the last step (the bounds a
+        # searchsorted of the piece ends gave) and its curve resistance (None: none yet).
+        self._crv_lo = self._crv_hi = self._crv = np.zeros(0)
+        self._crv_set = False
         for t in self.trains:
             t.bogies.front = self._fb[t.cars]
             t.bogies.rear = self._rb[t.cars]
-        n = len(self.engine.x)
         self._trac_car, self._brake_car, self._vmax_car = np.zeros(n), np.zeros(n), np.zeros(n)
         self._xv: tuple | None = None
         self._batch: DriverBatch | None = None
@@ -847,28 +866,27 @@ class Replay:
                 ctl = _ControlArrays.of(ctrl)
         m = self.model
         lines = self.lines
-        n = len(x)
-        # _g of three per-car arrays in place: the front and rear bogies (the measures the last step left, of
-        # these x) and the middle of every car
-        g = np.concatenate((self._fb, self._rb, x - self._half_length))
+        pairs = self._pairs
+        # _g of three per-car arrays in place: the bogies (the measures the last step
+        # left, of these x; backwards, see __init__) and the middle of every car
+        g = np.concatenate((self._fbrb.ravel()[::-1], x - self._half_length))
         np.maximum(g, 0.0, out=g)
         np.minimum(g, self._len3, out=g)
         g += self._base3
-        y = np.interp(g[: 2 * n], lines.S, lines.Y)
-        yf, yr = y[:n], y[n:]
-        curv = lines.curvature(g[2 * n :])
+        y = np.interp(g[:pairs], lines.S, lines.Y)[::-1]  # front, rear of car 0, 1, ...
         pre = self._forces
+        crv = self._curve_forces(g[pairs:])
         if batch:
             trac, brk, self._scale, _frac = self._traction_and_brakes_batch(
-                ctl, x, v, v[starts], pre.gravity(yf, yr), pre.davis(v), pre.curve(curv), dt
+                ctl, x, v, v[starts], pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, dt
             )
         else:
             trac, brk, self._scale, _frac = self._traction_and_brakes(
-                ctrl, x, v, speeds, pre.gravity(yf, yr), pre.davis(v), pre.curve(curv), dt
+                ctrl, x, v, speeds, pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, dt
             )
-        grav, dav, crv = self._last_forces
+        grav, resist = self._last_forces  # (resist: dav + crv)
         x0 = x.copy()
-        evs = eng.step(dt, trac + grav, dav + crv + brk)
+        evs = eng.step(dt, trac + grav, resist + brk)
         if evs:
             self._engine_events(evs)
         self.time += dt
@@ -942,6 +960,31 @@ class Replay:
         if self.time + 1e-9 >= self._next_trace:
             self._next_trace += self.trace_every
             self._trace(trac, brk)
+
+    def _curve_forces(self, gm: np.ndarray) -> np.ndarray:
+        """Per car, the curve resistance at table distances ``gm`` of the cars' middles:
+        ``forces.Prepared.curve(lines.curvature(gm))``, looked up anew only for the cars
+        whose middle left its curvature piece since the last step (an element's value
+        depends only on its piece). Kept between steps: do not change the result."""
+        lines = self.lines
+        if len(gm) < self.KEEP_CURVES_MIN_CARS:  # (a few cars: the lookup costs less than the check)
+            return self._forces.curve(lines.curvature(gm))
+        if not self._crv_set:
+            i = np.searchsorted(lines.P1, gm, side="left")
+            self._crv_lo, self._crv_hi = lines.P1_lo[i], lines.P1_hi[i]
+            self._crv = self._forces.curve(lines.PC[np.minimum(i, len(lines.PC) - 1)])
+            self._crv_set = True
+            return self._crv
+        # lo < g <= hi: the same count of piece ends below g (a NaN g is looked up)
+        same = np.less(self._crv_lo, gm)
+        same &= gm <= self._crv_hi
+        if not np.logical_and.reduce(same):
+            idx = np.flatnonzero(~same)
+            i = np.searchsorted(lines.P1, gm[idx], side="left")
+            self._crv_lo[idx] = lines.P1_lo[i]
+            self._crv_hi[idx] = lines.P1_hi[i]
+            self._crv[idx] = self._forces.curve_rows(lines.PC[np.minimum(i, len(lines.PC) - 1)], idx)
+        return self._crv
 
     def _drive(self, k: int, front: float, speed: float, rear: float, dt: float) -> Controls:
         """Train k's driver, called for this step (a derailed train brakes)."""
@@ -1043,7 +1086,6 @@ class Replay:
         build-up and release; deceleration: the hourly model); then the top-speed taper,
         solved implicitly per train. Per-train work is scalar Python (a few trains, a
         few numbers each: cheaper than numpy calls)."""
-        self._last_forces = (grav, dav, crv)
         m = self.model
         ct = self.car_train
         thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
@@ -1063,7 +1105,9 @@ class Replay:
                 None if self._adhesion is None else self._adhesive_g_eng,
             )
         n = len(v)
-        rows = np.concatenate((trac0, grav, dav + crv)).reshape(3, n)
+        resist = dav + crv
+        self._last_forces = (grav, resist)
+        rows = np.concatenate((trac0, grav, resist)).reshape(3, n)
         sums = np.add.reduceat(rows, self.train_start, axis=1).tolist()
         Fs, Gs, Rs = sums
         M = self.train_inertia_l
@@ -1125,10 +1169,16 @@ class Replay:
         sc = np.array(scale)
         # (what np.where(thr > 0, thr, 1) and the division gave, in Python floats)
         ratio = [q / (t if t > 0 else 1.0) for q, t in zip(scale, thr)]
-        trac = trac0 * np.array(ratio, dtype=np.float64)[ct]
-        brk = (m.max_brake if mb_car is None else mb_car) * (
-            applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied)
-        )[ct]
+        full = m.max_brake if mb_car is None else mb_car
+        if len(ratio) == 1:  # (one train: its factors as scalars, the same products)
+            trac = trac0 * ratio[0]
+            brk = full * (0.0 if self.train_decel_mode_l[0] else float(applied[0]))
+        else:
+            trac = trac0 * np.array(ratio, dtype=np.float64)[ct]
+            brk = (
+                full
+                * (applied if not self._any_decel_mode else np.where(self.train_decel_mode, 0.0, applied))[ct]
+            )
         if any_decel:
             opp = forces.opposing_resistance(v, dav, crv, grav)
             dc = np.array(decel_car)[ct]
@@ -1153,7 +1203,6 @@ class Replay:
         are ``np.minimum`` / ``np.maximum`` where they agree: both keep a NaN ``x``, and
         they differ only on a tie of two zeros of different sign (``max(-0.0, 0.0)`` is
         −0.0 in Python), so :func:`_pmax` stands where such a zero could reach a result."""
-        self._last_forces = (grav, dav, crv)
         m = self.model
         ct = self.car_train
         tgt = ctl.target
@@ -1170,7 +1219,9 @@ class Replay:
                 thr[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
             )
         n = len(v)
-        rows = np.concatenate((trac0, grav, dav + crv)).reshape(3, n)
+        resist = dav + crv
+        self._last_forces = (grav, resist)
+        rows = np.concatenate((trac0, grav, resist)).reshape(3, n)
         F, Gs, Rs = np.add.reduceat(rows, self.train_start, axis=1)
         M = self.train_inertia
         applied = self.brake_applied

@@ -1,0 +1,70 @@
+"""The replay step's shortcuts give the numbers of the plain lookups, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import SAMPLE_INSTALL
+
+from tdbtools.physics.replay import Replay
+from tdbtools.physics.scenario import read_scenario
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_curve_forces_kept_between_steps_are_those_looked_up_anew(seed, monkeypatch):
+    """Cars' middles wander over a random piece table (ends hit exactly, repeated ends,
+    beyond both ends, NaN): the kept curve resistance equals a fresh lookup each step."""
+    monkeypatch.setattr(Replay, "KEEP_CURVES_MIN_CARS", 0)
+    rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
+    rng = np.random.default_rng(seed)
+    lines = rep.lines
+    ends = np.sort(rng.uniform(0.0, 500.0, 60))
+    ends[10] = ends[11]  # a piece of no length
+    lines.P1 = ends
+    lines.PC = rng.choice([0.0, -0.0, 1e-3, -2e-3, 4e-3], len(ends))
+    lines.P1_lo = np.concatenate(([-np.inf], ends))
+    lines.P1_hi = np.concatenate((ends, [np.inf]))
+    n = len(rep.engine.x)
+    pre = rep._forces
+    gm = rng.uniform(-20.0, 520.0, n)
+    changed = 0
+    for _ in range(300):
+        step = rng.choice([0.0, 0.5, 3.0, 15.0], n) * rng.choice([-1.0, 1.0], n)
+        gm = gm + step
+        k = rng.integers(n)
+        if rng.random() < 0.2:
+            gm[k] = ends[rng.integers(len(ends))]  # exactly on a piece end
+        if rng.random() < 0.05:
+            gm[k] = np.nan
+        before = rep._crv.copy()
+        got = rep._curve_forces(gm).copy()
+        want = pre.curve(lines.curvature(gm))
+        assert got.tobytes() == want.tobytes()
+        changed += got.tobytes() != before.tobytes()
+    assert changed > 100  # the cars did change pieces
+
+
+def test_prepared_davis_skips_the_start_blend_only_when_no_car_needs_it():
+    """Prepared.davis with its quick test of the merge speeds equals the blend worked
+    out for every step (speeds above, below and around the merge speeds, NaN)."""
+    import dataclasses
+
+    from tdbtools.formats.stock import Stock
+    from tdbtools.physics import forces
+
+    diesel = dataclasses.replace(Stock.generic("engine", "diesel"), friction0_n=5000.0, merge_speed_ms=2.0)
+    wagon = dataclasses.replace(Stock.generic("wagon", "freight"), friction0_n=900.0, merge_speed_ms=0.5)
+    m = forces.CarModel.from_stock([diesel, wagon, Stock.generic("wagon", "freight")], [False, False, True])
+    pre = forces.Prepared(m)
+    assert pre._start
+    rng = np.random.default_rng(3)
+    blended = 0
+    for _ in range(400):
+        v = rng.choice([0.0, -0.0, 0.3, 0.5, 1.9999, 2.0, -2.5, 7.0, 30.0, np.nan], 3)
+        speed = np.abs(v)
+        f = pre._a + speed * (pre._b + speed * pre._c)
+        low = speed < pre._vm
+        want = np.where(low, pre._f0 + pre._slope * speed, f) if low.any() else f
+        blended += bool(low.any())
+        assert pre.davis(v).tobytes() == want.tobytes()
+    assert 50 < blended < 350
