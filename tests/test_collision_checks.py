@@ -358,9 +358,15 @@ def _compare_on_placements(rep, seed: int, sequences: int) -> dict[str, int]:  #
     return counts
 
 
-def test_checks_match_the_reference_on_random_dk24_placements(dk24):  # noqa: ANN001
+@pytest.mark.parametrize("cross_max", [8192, 0])
+def test_checks_match_the_reference_on_random_dk24_placements(dk24, monkeypatch, cross_max):  # noqa: ANN001
     """Two random sets of trains, 30 sequences of 6 checks on each; the comparison sees
-    plenty of both kinds of event."""
+    plenty of both kinds of event. The side checks' pairs of cars come from pairs of
+    trains both ways (every car against every car, or only the cars near the other
+    train first)."""
+    from tdbtools.physics import safety
+
+    monkeypatch.setattr(safety, "OWNER_CROSS_MAX", cross_max)
     total = {"collision": 0, "side_collision": 0}
     for seed in (11, 12):
         counts = _compare_on_placements(_dk24_replay(dk24, seed), 2013 + seed, 30)
@@ -398,3 +404,40 @@ def test_replays_match_the_reference_on_dk24(dk24):  # noqa: ANN001
         }
         kinds |= {type(e) for e in new.events}
     assert {Collision, SideCollision} <= kinds
+
+
+def test_lookups_on_many_lines_are_each_lines_own(dk24):  # noqa: ANN001
+    """The replay's one-go lookups of engine-event locations (node, world X, Z, height)
+    give, bit for bit, what each line's own node_offset, world_xz and elevation give:
+    at random distances, at the samples and node ends themselves, between them, at a
+    line's two ends and just inside them."""
+    rep = _dk24_replay(dk24, 11)
+    lines = list({id(t.line): t.line for t in rep.trains}.values())
+    rng = np.random.default_rng(7)
+    idx, ss = [], []
+    for k, ln in enumerate(lines):
+        pts = np.concatenate(
+            [
+                rng.uniform(0.0, ln.length, 400),
+                ln.s,
+                ln.seg_s1,
+                ln.seg_s0,
+                (ln.s[:-1] + ln.s[1:]) / 2.0,
+                np.nextafter(ln.s, np.inf),
+                np.nextafter(ln.s, -np.inf),
+                [0.0, ln.length, 1e-12, ln.length - 1e-9],
+            ]
+        )
+        pts = np.clip(pts, 0.0, ln.length)
+        idx.append(np.full(len(pts), k))
+        ss.append(pts)
+    line, s = np.concatenate(idx), np.concatenate(ss)
+    order = rng.permutation(len(s))  # lines and distances in any order
+    line, s = line[order], s[order]
+    node, X, Z, Y = rep.lines.on_lines(line, s)
+    for k, ln in enumerate(lines):
+        m = line == k
+        want_x, want_z = ln.world_xz(s[m])
+        assert np.array_equal(node[m], ln.node_offset(s[m])[0])
+        for got, want in ((X[m], want_x), (Z[m], want_z), (Y[m], ln.elevation(s[m]))):
+            assert np.array_equal(got.view(np.int64), want.view(np.int64)), k

@@ -485,6 +485,10 @@ class _Lines:
         self.SEG_DIR = np.concatenate([ln.seg_dir for ln in lines])
         self.SEG_OFF0 = np.concatenate([ln.seg_off0 for ln in lines])
         self.seg_first = np.cumsum([0] + [len(ln.seg_s1) for ln in lines])
+        # each line's own distances, for lookups that give what the line's own give
+        self.SL = np.concatenate([ln.s for ln in lines])
+        self.SEG1L = np.concatenate([ln.seg_s1 for ln in lines])
+        self.pt_first = np.cumsum([0] + [len(ln.s) for ln in lines])
 
     def elevation(self, g: np.ndarray) -> np.ndarray:
         return np.interp(g, self.S, self.Y)
@@ -495,6 +499,55 @@ class _Lines:
 
     def world_xz(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.interp(g, self.S, self.X), np.interp(g, self.S, self.Z)
+
+    def on_lines(self, line: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(node, X, Z, height) at distances ``s`` (within [0, length]) of lines ``line``:
+        bit for bit what each line's own ``node_offset``, ``world_xz`` and ``elevation``
+        give, for points on many lines in one go. The global table finds each row to
+        within rounding; a few steps over the line's own distances make it the line's,
+        and the linear interpolation is np.interp's, operation for operation."""
+        g = s + np.asarray(self.base)[line]
+        # the node traversal: the line's searchsorted(seg_s1, s, "left"), clipped
+        f, last = self.seg_first[line], self.seg_first[line + 1] - 1
+        i = _settle(
+            np.clip(np.searchsorted(self.SEG1, g, side="left"), f, last), f, last, s, self.SEG1L, True
+        )
+        # the sample row: the last one at or before s (np.interp's)
+        p0, p1 = self.pt_first[line], self.pt_first[line + 1] - 1
+        j = _settle(np.clip(np.searchsorted(self.S, g, side="right") - 1, p0, p1), p0, p1, s, self.SL, False)
+        jn = np.minimum(j + 1, p1)
+        sj = self.SL[j]
+        den = self.SL[jn] - sj
+        den[den == 0.0] = 1.0  # (only at a line's last sample, whose value is taken as it is)
+        as_is = (j == p1) | (sj == s)
+        left = s < self.SL[p0]
+        d = s - sj
+
+        def interp(col: np.ndarray) -> np.ndarray:
+            cj = col[j]
+            out = np.where(as_is, cj, (col[jn] - cj) / den * d + cj)
+            return np.where(left, col[p0], out)
+
+        return self.SEG_NODE[i], interp(self.X), interp(self.Z), interp(self.Y)
+
+
+def _settle(
+    i: np.ndarray, lo: np.ndarray, hi: np.ndarray, s: np.ndarray, table: np.ndarray, left: bool
+) -> np.ndarray:
+    """Rows ``i`` (within [lo, hi] each) moved until ``table[i - 1] < s <= table[i]``
+    (``left``; searchsorted "left") or ``table[i] <= s < table[i + 1]`` (else; "right"
+    less one), or a bound is reached: what a search of the row's own stretch gives."""
+    while True:
+        down = (i > lo) & ((table[np.maximum(i - 1, lo)] >= s) if left else (table[i] > s))
+        if not down.any():
+            break
+        i = i - down
+    while True:
+        up = (i < hi) & ((table[i] < s) if left else (table[np.minimum(i + 1, hi)] <= s))
+        if not up.any():
+            break
+        i = i + up
+    return i
 
 
 class Replay:
@@ -1266,7 +1319,7 @@ class Replay:
 
     def _engine_events(self, evs: list) -> None:
         """The engine's events of one step as replay events; their locations are looked up
-        with one call per line (many trains' slack runs out in the same step)."""
+        for every line at once (many trains' slack runs out in the same step)."""
         x = self.engine.x
         # A slack closing at a walking pace (brakes or traction changing by a few per cent
         # per step) is a contact change, not a snatch or an impact; their number would
@@ -1276,24 +1329,18 @@ class Replay:
             for e in evs
             if not (e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED)
         ]
-        # the events are frozen: their locations are looked up first, then they are made
-        pending: dict[int, list[tuple[int, int]]] = {}
-        for i, e in enumerate(evs):
-            if len(e.cars):
-                car = int(e.cars[0])
-                pending.setdefault(int(self.car_train[car]), []).append((i, car))
-        by_line: dict[int, tuple[TrackLine, list[tuple[int, int]]]] = {}
-        for k, items in pending.items():
-            line = self.trains[k].line
-            by_line.setdefault(id(line), (line, []))[1].extend(items)
+        # the events are frozen: their locations are looked up first (every line at once),
+        # then they are made
         where: dict[int, EventLocation] = {}
-        for line, items in by_line.values():
-            s = np.array([min(max(float(x[car]), 0.0), line.length) for _i, car in items])
-            # the columns of TrackLine.at that a location needs, by the same calls
-            node = line.node_offset(s)[0].tolist()
-            X, Z = line.world_xz(s)
+        items = [(i, int(e.cars[0])) for i, e in enumerate(evs) if len(e.cars)]
+        if items:
+            car = np.array([c for _i, c in items], dtype=np.int64)
+            k = self.car_train[car]
+            lens = self._train_line_len[k].tolist()
+            s = np.array([min(max(v, 0.0), L) for v, L in zip(x[car].tolist(), lens)])
+            node, X, Z, y = self.lines.on_lines(self._train_line[k], s)
             tx, tz, lx, lz = (a.tolist() for a in normalize_tile(0, 0, X, Z))
-            y = line.elevation(s).tolist()
+            node, y = node.tolist(), y.tolist()
             for j, (i, _car) in enumerate(items):
                 where[i] = EventLocation(
                     node=int(node[j]),
@@ -1303,11 +1350,17 @@ class Replay:
                     y=float(y[j]),
                     z=float(lz[j]),
                 )
+        got = self.__dict__.get("_car_owner")
+        if got is None or got[0] is not self.car_train:  # (a list: a burst names hundreds of cars)
+            got = self.__dict__["_car_owner"] = (self.car_train, self.car_train.tolist())
+        owner = got[1]
+        first = [t.cars.start for t in self.trains]
+        names_of = self._names
         for i, e in enumerate(evs):
             names = []
             for c in (int(c) for c in e.cars):
-                t = self.trains[int(self.car_train[c])]
-                names.append((t.spec.name, c - t.cars.start))
+                k = owner[c]
+                names.append((names_of[k], c - first[k]))
             self._event(
                 CAR_EVENTS[e.kind](
                     time=float(e.time),
@@ -1439,6 +1492,12 @@ class Replay:
         table, one more at each end for the rounding of the global distance."""
         lines = self.lines
         slop = self.CHECK_SLOP
+        shared, line_shares = self._shared_rows()
+        # only a node on two lines can be passed by trains of two lines: the others'
+        # traversals make no pair (the same pairs, fewer rows)
+        trains = trains[line_shares[self._train_line[trains]]]
+        if len(trains) < 2:
+            return []
         ln = self._train_line[trains]
         base = np.asarray(lines.base)[ln]
         front = x[self.train_start[trains]]
@@ -1462,6 +1521,7 @@ class Replay:
         lo = np.maximum(np.repeat(a + base, cnt), lines.SEG0[row])
         hi = np.minimum(np.repeat(b + base, cnt), lines.SEG1[row])
         keep = hi >= lo - slop
+        keep &= shared[row]
         row, who, lo, hi = row[keep], who[keep], lo[keep], hi[keep]
         sg = np.where(lines.SEG_DIR[row] == 1, 1.0, -1.0)
         o_lo = lines.SEG_OFF0[row] + sg * (lo - lines.SEG0[row])
@@ -1483,13 +1543,30 @@ class Replay:
         other &= np.minimum(o_hi[p], o_hi[q]) - np.maximum(o_lo[p], o_lo[q]) > -slop  # overlapping
         return np.union1d(ta[other], tb[other]).tolist()
 
+    def _shared_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which node traversals of the global table (rows) are on a node that another
+        line also passes, and which lines have any (made once: the lines do not change)."""
+        lines = self.lines
+        got = self.__dict__.get("_shared")
+        if got is not None and got[0] is lines:
+            return got[1], got[2]
+        n_lines = len(lines.seg_first) - 1
+        row_line = np.repeat(np.arange(n_lines), np.diff(lines.seg_first))
+        node_line = np.unique(np.stack([lines.SEG_NODE.astype(np.int64), row_line], axis=1), axis=0)
+        nodes, count = np.unique(node_line[:, 0], return_counts=True)
+        shared = np.isin(lines.SEG_NODE, nodes[count > 1])
+        line_shares = np.zeros(n_lines, dtype=bool)
+        line_shares[row_line[shared]] = True
+        self.__dict__["_shared"] = (lines, shared, line_shares)
+        return shared, line_shares
+
     def _side_by_side(self, cars: np.ndarray, X: np.ndarray, Z: np.ndarray) -> list[int]:
         """Trains with a car whose chord (rear → middle → front, the points
         side_collisions takes: the car clipped onto its line; ``X``, ``Z`` of ``cars``)
         comes within the clearance of a car on another line."""
         owner = self.car_train[cars]
         ii, jj = chords_within(
-            np.stack([X, Z], axis=2), DEFAULT_CLEARANCE_M + self.CHECK_SLOP, self._train_line[owner]
+            np.stack([X, Z], axis=2), DEFAULT_CLEARANCE_M + self.CHECK_SLOP, self._train_line[owner], owner
         )
         if not len(ii):
             return []

@@ -65,6 +65,7 @@ the trains that may touch, with the events and contacts of the checks over all o
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -619,6 +620,14 @@ def _cells(
     return cx0, cz0, nx, nz
 
 
+@functools.lru_cache(maxsize=64)
+def _triu(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair i < j of n (at most 64: kept, read-only; a check asks each time)."""
+    ii, jj = np.triu_indices(n, 1)
+    ii.flags.writeable = jj.flags.writeable = False
+    return ii, jj
+
+
 def _run_ends(sorted_keys: np.ndarray) -> np.ndarray:
     """For each entry of a sorted array, the index after the last entry equal to it."""
     n = len(sorted_keys)
@@ -648,7 +657,7 @@ def box_pairs(
     if n < 2:
         return none, none
     if n <= 64:  # a few boxes: every pair costs less than the grid
-        ii, jj = np.triu_indices(n, 1)
+        ii, jj = _triu(n)
         if group is not None:
             g = np.asarray(group)
             other = g[ii] != g[jj]
@@ -739,22 +748,24 @@ def _apart(A: np.ndarray, B: np.ndarray, reach: float) -> np.ndarray:
     return ok & ((lo > w) | (hi < -w))
 
 
-def chords_within(P: np.ndarray, reach: float, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def chords_within(
+    P: np.ndarray, reach: float, group: np.ndarray, owner: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Pairs ``i < j`` of cars of different groups whose chords may come closer than
     ``reach``: a superset of the pairs :func:`side_collisions` finds within ``reach``
     (docs/physics.md §5.4). ``P``: each car's rear, middle and front world (X, Z),
     shape (n, 3, 2). Boxes (:func:`box_pairs`), then a band test (:func:`_apart`), then
-    the distance between the chords."""
+    the distance between the chords. ``owner`` (optional; each owner's cars in a row
+    and of one group): the boxes of whole owners are paired first and only their cars
+    compared, the same pairs (a car's box lies inside its owner's)."""
     X, Z = P[:, :, 0], P[:, :, 1]
     mn, mx = np.minimum, np.maximum  # (faster than reductions over 3 columns)
-    ii, jj = box_pairs(
-        mn(mn(X[:, 0], X[:, 1]), X[:, 2]),
-        mx(mx(X[:, 0], X[:, 1]), X[:, 2]),
-        mn(mn(Z[:, 0], Z[:, 1]), Z[:, 2]),
-        mx(mx(Z[:, 0], Z[:, 1]), Z[:, 2]),
-        reach,
-        group=group,
-    )
+    lo_x, hi_x = mn(mn(X[:, 0], X[:, 1]), X[:, 2]), mx(mx(X[:, 0], X[:, 1]), X[:, 2])
+    lo_z, hi_z = mn(mn(Z[:, 0], Z[:, 1]), Z[:, 2]), mx(mx(Z[:, 0], Z[:, 1]), Z[:, 2])
+    if owner is None:
+        ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, reach, group=group)
+    else:
+        ii, jj = _owner_pairs(lo_x, hi_x, lo_z, hi_z, reach, np.asarray(group), np.asarray(owner))
     if len(ii):
         near = ~(_apart(P[ii], P[jj], reach) | _apart(P[jj], P[ii], reach))
         ii, jj = ii[near], jj[near]
@@ -770,6 +781,77 @@ def chords_within(P: np.ndarray, reach: float, group: np.ndarray) -> tuple[np.nd
         near = d4.reshape(4, len(ii)).min(axis=0) < reach
         ii, jj = ii[near], jj[near]
     return ii, jj
+
+
+#: Up to this many box pairs from pairs of owners, every box of one owner is compared
+#: with every box of the other; above, first only the boxes near the other owner's box
+#: (the same pairs; measured: sorting out a few hundred costs more than it saves).
+OWNER_CROSS_MAX = 8192
+
+
+def _owner_pairs(
+    lo_x: np.ndarray,
+    hi_x: np.ndarray,
+    lo_z: np.ndarray,
+    hi_z: np.ndarray,
+    pad: float,
+    group: np.ndarray,
+    owner: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`box_pairs` of the boxes with ``group``, by way of their owners' boxes: a
+    pair of boxes within ``pad`` has owners whose boxes (the boxes' bounds) are within
+    ``pad``, and each box is within ``pad`` of the other's owner's box (the comparisons
+    are monotonic); so only such boxes of such owners are compared, every one of one
+    against every one of the other."""
+    none = np.zeros(0, dtype=np.int64)
+    n = len(owner)
+    if n < 2:
+        return none, none
+    start = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+    size = np.diff(np.append(start, n))
+    box = (
+        np.minimum.reduceat(lo_x, start),
+        np.maximum.reduceat(hi_x, start),
+        np.minimum.reduceat(lo_z, start),
+        np.maximum.reduceat(hi_z, start),
+    )
+    oi, oj = box_pairs(*box, pad, group=group[start])
+    if not len(oi):
+        return none, none
+
+    def near_other(mine: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Of each pair, the boxes of owner ``mine`` within ``pad`` of owner ``other``'s
+        box (a box within pad of one of the other's is), pair by pair; and how many."""
+        cnt = size[mine]
+        tot = int(cnt.sum())
+        c = np.repeat(start[mine], cnt) + (np.arange(tot) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        o = np.repeat(other, cnt)
+        olo_x, ohi_x, olo_z, ohi_z = box
+        keep = (
+            (lo_x[c] - pad <= ohi_x[o])
+            & (olo_x[o] - pad <= hi_x[c])
+            & (lo_z[c] - pad <= ohi_z[o])
+            & (olo_z[o] - pad <= hi_z[c])
+        )
+        return c[keep], np.add.reduceat(keep, np.cumsum(cnt) - cnt).astype(np.int64)
+
+    if int((size[oi] * size[oj]).sum()) <= OWNER_CROSS_MAX:
+        ca = cb = np.arange(n)
+        na, nb = size[oi], size[oj]
+        ca_at, cb_at = start[oi], start[oj]
+    else:
+        ca, na = near_other(oi, oj)
+        cb, nb = near_other(oj, oi)
+        ca_at, cb_at = np.cumsum(na) - na, np.cumsum(nb) - nb
+    cnt = na * nb
+    tot = int(cnt.sum())
+    if not tot:
+        return none, none
+    k = np.arange(tot) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    nbr = np.repeat(nb, cnt)
+    a = ca[np.repeat(ca_at, cnt) + k // nbr]
+    b = cb[np.repeat(cb_at, cnt) + k % nbr]
+    return _within(lo_x, hi_x, lo_z, hi_z, pad, np.minimum(a, b), np.maximum(a, b))
 
 
 class Occupancy:
