@@ -68,3 +68,33 @@ def test_prepared_davis_skips_the_start_blend_only_when_no_car_needs_it():
         blended += bool(low.any())
         assert pre.davis(v).tobytes() == want.tobytes()
     assert 50 < blended < 350
+
+
+def test_compiled_interp_with_kept_rows_is_numpys():
+    """The replay's compiled np.interp (tdbtools.physics._lookup_kernel) against np.interp:
+    random tables with repeated points, points at, between and outside the table points,
+    NaN, infinite values, and rows kept from call to call as a moving train's are."""
+    K = pytest.importorskip("tdbtools.physics._lookup_kernel", reason="needs numba")
+    rng = np.random.default_rng(7)
+    for t in range(120):
+        m = int(rng.integers(2, 2000))
+        xp = np.sort(rng.normal(size=m) * 1000.0)
+        if t % 3 == 0:
+            xp = np.sort(np.concatenate([xp, xp[rng.integers(0, m, size=m // 5)]]))
+        f1 = rng.normal(size=xp.size) * 10.0 ** float(rng.integers(-3, 4))
+        f2 = rng.normal(size=xp.size)
+        if t % 7 == 0:
+            f1[rng.integers(0, f1.size, 3)] = np.inf
+        n = int(rng.integers(1, 3000))
+        rows = rng.integers(-5, xp.size + 5, size=n).astype(np.int64)  # any start is fine
+        x = rng.normal(size=n) * 1200.0
+        for step in range(4):  # the points move on a little; their rows are kept
+            x = x + rng.normal(size=n) * 10.0 ** float(rng.integers(-1, 3))
+            x[rng.integers(0, n, size=n // 10)] = xp[rng.integers(0, xp.size, size=n // 10)]
+            x[rng.integers(0, n, 2)] = np.nan
+            x[rng.integers(0, n, 2)] = xp[-1]
+            o1, o2 = np.empty(n), np.empty(n)
+            K.interp(x, xp, f1, f2, o1, o2, rows, step % 2 == 0)
+            assert np.array_equal(o1, np.interp(x, xp, f1), equal_nan=True)
+            if step % 2 == 0:
+                assert np.array_equal(o2, np.interp(x, xp, f2), equal_nan=True)

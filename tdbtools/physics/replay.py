@@ -44,7 +44,7 @@ from ..track.paths import resolve_path
 from ..track.traveller import Switches
 from . import forces
 from .driver import AutoDriver, Controls, DriverBatch, DriveState, ScheduleDriver, Stop
-from .engine import Bodies, Engine
+from .engine import Bodies, Engine, compiled_available
 from .events import (
     CAR_EVENTS,
     SAFETY_EVENTS,
@@ -489,16 +489,44 @@ class _Lines:
         self.SL = np.concatenate([ln.s for ln in lines])
         self.SEG1L = np.concatenate([ln.seg_s1 for ln in lines])
         self.pt_first = np.cumsum([0] + [len(ln.s) for ln in lines])
+        # np.interp compiled, with each point's table row kept per call site between
+        # calls (tdbtools.physics._lookup_kernel; the same numbers), when numba is there
+        self._interp = None
+        if compiled_available():
+            from ._lookup_kernel import interp
 
-    def elevation(self, g: np.ndarray) -> np.ndarray:
-        return np.interp(g, self.S, self.Y)
+            self._interp = interp
+        self._rows: dict[str, np.ndarray] = {}
+
+    def _lookup(self, g: np.ndarray, site: str, f1: np.ndarray, f2: np.ndarray | None = None):
+        """``np.interp(g, S, f1)`` (and of ``f2``) for the points of one call ``site``."""
+        k = self._interp
+        if k is None:
+            return np.interp(g, self.S, f1), (None if f2 is None else np.interp(g, self.S, f2))
+        g = np.ascontiguousarray(g, dtype=np.float64)
+        rows = self._rows.get(site)
+        if rows is None or rows.size != g.size:
+            rows = self._rows[site] = np.full(g.size, -1, dtype=np.int64)
+        o1 = np.empty(g.size)
+        o2 = o1 if f2 is None else np.empty(g.size)
+        k(g, self.S, f1, f1 if f2 is None else f2, o1, o2, rows, f2 is not None)
+        return o1, (None if f2 is None else o2)
+
+    def elevation(self, g: np.ndarray, site: str | None = None) -> np.ndarray:
+        if site is None:
+            return np.interp(g, self.S, self.Y)
+        return self._lookup(g, site, self.Y)[0]
 
     def curvature(self, g: np.ndarray) -> np.ndarray:
         i = np.searchsorted(self.P1, g, side="left")
         return self.PC[np.minimum(i, len(self.PC) - 1)]
 
-    def world_xz(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return np.interp(g, self.S, self.X), np.interp(g, self.S, self.Z)
+    def world_xz(self, g: np.ndarray, site: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        if site is None:
+            return np.interp(g, self.S, self.X), np.interp(g, self.S, self.Z)
+        X, Z = self._lookup(g, site, self.X, self.Z)
+        assert Z is not None
+        return X, Z
 
     def on_lines(self, line: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, ...]:
         """(node, X, Z, height) at distances ``s`` (within [0, length]) of lines ``line``:
@@ -873,7 +901,7 @@ class Replay:
         np.maximum(g, 0.0, out=g)
         np.minimum(g, self._len3, out=g)
         g += self._base3
-        y = np.interp(g[:pairs], lines.S, lines.Y)[::-1]  # front, rear of car 0, 1, ...
+        y = lines.elevation(g[:pairs], "bogies")[::-1]  # front, rear of car 0, 1, ...
         pre = self._forces
         crv = self._curve_forces(g[pairs:])
         if batch:
@@ -1433,7 +1461,7 @@ class Replay:
         hi = np.minimum(np.maximum(x, 0.0), self.car_line_len)
         g = np.stack([lo, hi], axis=1)
         g += self.car_base[:, None]
-        X, Z = self.lines.world_xz(g[::-1].reshape(-1))
+        X, Z = self.lines.world_xz(g[::-1].reshape(-1), "car ends")
         rx, fx = X.reshape(-1, 2)[::-1].T
         rz, fz = Z.reshape(-1, 2)[::-1].T
         starts = self.train_start
@@ -1477,7 +1505,7 @@ class Replay:
         names = self._names
         cars = np.flatnonzero(near[self.car_train])
         # the cars' middles (of the part on the line, as side_collisions takes them)
-        mx, mz = self.lines.world_xz(((g[cars, 0] + g[cars, 1]) / 2.0)[::-1])
+        mx, mz = self.lines.world_xz(((g[cars, 0] + g[cars, 1]) / 2.0)[::-1], "car middles")
         rx, fx, rz, fz = (c[cars] for c in ends)
         X = np.stack([rx, mx[::-1], fx], axis=1)
         Z = np.stack([rz, mz[::-1], fz], axis=1)
