@@ -149,10 +149,17 @@ class _Skipped:
             f"of the Earth (outside the IGH projection's valid area) and were left out: "
             f"{', '.join(parts)}; e.g. {self.first}"
         )
-        d = diagnostics if diagnostics is not None else Diagnostics(strict=True)
-        if d.strict:
-            raise ExportError(f"{message} (a lenient export writes the rest)")
-        d.add(Finding(message, code=OUTSIDE_PROJECTION, severity="warning"))
+        outside_projection(message, "a lenient export writes the rest", diagnostics)
+
+
+def outside_projection(message: str, lenient: str, diagnostics: Diagnostics | None) -> None:
+    """Report an export's points outside the projection (docs/findings.md §4): raise
+    :class:`ExportError` when ``diagnostics`` is strict or None (saying what a lenient
+    export does), else add an ``OUTSIDE_PROJECTION`` warning to it."""
+    d = diagnostics if diagnostics is not None else Diagnostics(strict=True)
+    if d.strict:
+        raise ExportError(f"{message} ({lenient})")
+    d.add(Finding(message, code=OUTSIDE_PROJECTION, severity="warning"))
 
 
 # -- GeoJSON ---------------------------------------------------------------------------

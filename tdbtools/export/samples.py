@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .._fs import write_bytes_atomic
-from ..errors import Diagnostics, Finding
+from ..errors import Diagnostics
 from ..formats.route import Route
 from ..formats.tdb import VectorNode
 from ..track.geometry import point_at, section_geometry
@@ -125,7 +125,7 @@ def _report_off_projection(cols: dict[str, np.ndarray], diagnostics: Diagnostics
     off = np.flatnonzero(np.isnan(cols["lon"]))
     if not off.size:
         return
-    from .geo import OUTSIDE_PROJECTION, _where_off
+    from .geo import _where_off, outside_projection
 
     i = int(off[0])
     X = float(cols["tile_x"][i]) * 2048.0 + float(cols["x"][i])
@@ -135,10 +135,7 @@ def _report_off_projection(cols: dict[str, np.ndarray], diagnostics: Diagnostics
         f"point of the Earth (outside the IGH projection's valid area): their lon/lat cells are "
         f"empty; e.g. node {int(cols['node'][i])} at {_where_off(X, Z)}"
     )
-    d = diagnostics if diagnostics is not None else Diagnostics(strict=True)
-    if d.strict:
-        raise ExportError(f"{message} (a lenient export writes them without lon/lat)")
-    d.add(Finding(message, code=OUTSIDE_PROJECTION, severity="warning"))
+    outside_projection(message, "a lenient export writes them without lon/lat", diagnostics)
 
 
 def csv_text(

@@ -74,6 +74,8 @@ def interp(x, xp, f1, f2, out1, out2, rows, two):
             if two:
                 out2[i] = f2[j]
             continue
+        # (the two columns written out: a shared helper function, even inlined, made
+        # this loop 4.5x slower, 0.32 -> 1.43 ms for 42,000 points)
         dx = xp[j + 1] - xp[j]
         d0 = xv - xp[j]
         slope = (f1[j + 1] - f1[j]) / dx
