@@ -190,3 +190,12 @@ def test_bad_forces_are_refused_and_change_nothing(drive, resist):
     ea, eb = py.step(0.1, drive_a, brake + 500.0), co.step(0.1, drive_a, brake + 500.0)
     _same_events(ea, eb)
     assert np.array_equal(py.x, co.x)
+
+
+def test_compile_kernels_compiles_each_kernel_or_nothing(monkeypatch):
+    from tdbtools.physics import compiled
+
+    took = compiled.compile_kernels()
+    assert set(took) == {"engine", "drivers", "lookups"} and all(t >= 0.0 for t in took.values())
+    monkeypatch.setattr(compiled, "compiled_available", lambda: False)
+    assert compiled.compile_kernels() == {}

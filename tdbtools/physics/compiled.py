@@ -1,0 +1,55 @@
+"""The replay's compiled parts (numba, ``pip install "tdbtools[fast]"``; docs/physics.md §1.1).
+
+Three kernels give the numbers of the numpy code they stand for, bit for bit: the
+engine's step, the batch drivers' arithmetic and the line-table lookups. numba compiles
+each on its first use on a machine (about 25 s in all) and caches the machine code beside
+the modules; :func:`compile_kernels` does that now, by running each once on a tiny case
+with the argument types the replay gives it, so that a first replay, a test run or a
+worker of a sweep does not pay it (the CI does it after installing).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .engine import compiled_available
+
+__all__ = ["compile_kernels", "compiled_available"]
+
+
+def compile_kernels() -> dict[str, float]:
+    """Compile (or load from numba's cache) every kernel; seconds per kernel. Does
+    nothing (an empty dict) when numba is not installed."""
+    if not compiled_available():
+        return {}
+    from .driver import AutoDriver, DriverBatch, Stop
+    from .engine import Bodies, Engine
+
+    took: dict[str, float] = {}
+    t = time.perf_counter()
+    eng = Engine(Bodies.trains([[80e3, 40e3, 40e3]], [[20.0] * 3]), [0.0, -20.0, -40.0], [0.0] * 3)
+    eng.step(0.1, np.array([1e5, 0.0, 0.0]), np.full(3, 500.0))
+    took["engine"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    drivers = []
+    for k in range(2):
+        d = AutoDriver([0.0, 500.0], [20.0, 10.0], 900.0, max_speed=None, deceleration=0.5)
+        d.stops.append(Stop(700.0 + k, 0.0, "waiting point"))
+        drivers.append(d)
+    batch = DriverBatch(drivers, [None, None], [None, None], 1.0)
+    front = np.array([100.0, 150.0])
+    batch.drive(0.0, 0.1, front, np.array([5.0, 6.0]), front - 60.0, np.ones(2, dtype=bool))
+    took["drivers"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    from ._lookup_kernel import interp
+
+    xp = np.linspace(0.0, 100.0, 11)
+    x = np.array([5.0, 50.0])
+    out1, out2 = np.empty(2), np.empty(2)
+    interp(x, xp, xp * 2.0, xp * 3.0, out1, out2, np.full(2, -1, dtype=np.int64), True)
+    took["lookups"] = time.perf_counter() - t
+    return took
