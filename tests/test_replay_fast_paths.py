@@ -98,3 +98,35 @@ def test_compiled_interp_with_kept_rows_is_numpys():
             assert np.array_equal(o1, np.interp(x, xp, f1), equal_nan=True)
             if step % 2 == 0:
                 assert np.array_equal(o2, np.interp(x, xp, f2), equal_nan=True)
+
+
+def _replay_outputs(path):
+    res = Replay(read_scenario(path)).run()
+    summary = dict(res.summary)
+    for k in ("wall_seconds", "realtime_factor"):
+        summary.pop(k, None)
+    traces = {
+        name: {c: np.asarray(v).tobytes() for c, v in cols.items()} for name, cols in res.traces.items()
+    }
+    return summary, traces, [repr(e) for e in res.events]
+
+
+@pytest.mark.parametrize("name", ["shunt.toml", "signals_crossing.toml", "replay.toml"])
+def test_replays_without_numba_are_those_with_it(name, monkeypatch):
+    """A whole replay on the numpy code (no compiled engine, drivers or lookups, as
+    without numba) gives the compiled replay's traces, events and summary, bit for bit."""
+    pytest.importorskip("numba", reason="compares the compiled replay with the numpy one")
+    import importlib
+
+    import tdbtools.physics.driver as driver_mod
+    import tdbtools.physics.engine as engine_mod
+
+    replay_mod = importlib.import_module("tdbtools.physics.replay")  # (the package's `replay` is a function)
+
+    compiled = _replay_outputs(SAMPLE_INSTALL / name)
+    monkeypatch.setattr(engine_mod, "_COMPILED", False)
+    monkeypatch.setattr(driver_mod, "_CORE", False)
+    monkeypatch.setattr(replay_mod, "compiled_available", lambda: False)
+    plain = _replay_outputs(SAMPLE_INSTALL / name)
+    assert plain[0] == compiled[0] and plain[2] == compiled[2]
+    assert plain[1] == compiled[1]
