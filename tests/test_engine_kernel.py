@@ -199,3 +199,20 @@ def test_compile_kernels_compiles_each_kernel_or_nothing(monkeypatch):
     assert set(took) == {"engine", "drivers", "lookups"} and all(t >= 0.0 for t in took.values())
     monkeypatch.setattr(compiled, "compiled_available", lambda: False)
     assert compiled.compile_kernels() == {}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_yards_at_rest_with_forces_that_tie(seed):
+    """Blocks at rest whose drive equals their friction exactly, or both zero, next to
+    cars that can break free: the static-friction decisions of both paths agree."""
+    py, co, drive_a, brake, rng = _random_engines(100 + seed)
+    n = py.n
+    resist = np.abs(rng.normal(size=n)) * 2e4
+    drive = resist * rng.choice([-1.0, 1.0, 0.5, 2.0], n)  # |D| = R on many cars exactly
+    drive[rng.random(n) < 0.2] = 0.0
+    resist[rng.random(n) < 0.1] = 0.0
+    for k in range(60):
+        f = (drive, resist) if k % 3 else (np.zeros(n), np.zeros(n))
+        _same_events(py.step(0.2, *f), co.step(0.2, *f))
+        for name in ("x", "v", "a", "gap", "groups"):
+            assert np.array_equal(getattr(py, name), getattr(co, name)), (k, name)
