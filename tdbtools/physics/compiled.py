@@ -31,6 +31,17 @@ def compile_kernels() -> dict[str, float]:
     t = time.perf_counter()
     eng = Engine(Bodies.trains([[80e3, 40e3, 40e3]], [[20.0] * 3]), [0.0, -20.0, -40.0], [0.0] * 3)
     eng.step(0.1, np.array([1e5, 0.0, 0.0]), np.full(3, 500.0))
+    # and its building blocks on their own, as tests/test_engine_kernel.py calls them
+    from . import _engine_kernel as K
+
+    w = np.array([40e3, 50e3, 60e3])
+    f = np.array([1e3, -2e3, 5e2])
+    types = np.array([1, 2], dtype=np.int64)
+    y, cuts = np.empty(3), np.empty(3, dtype=np.int64)
+    K._seg_sum(f, 0, 3)
+    K._fsum(f, 0, 3)
+    K._solve_chain(w, f, types, 1e-9, y, cuts)
+    K._solve_static(w, f, np.abs(f), types, 1e-9, y, cuts)
     took["engine"] = time.perf_counter() - t
 
     t = time.perf_counter()
