@@ -13,7 +13,8 @@ What makes that possible:
 * numba does not contract ``a*b + c`` into fused multiply-adds nor reorder sums unless
   ``fastmath`` is set, and it is not.
 
-Only :mod:`tdbtools.physics.engine` imports this module, and only when numba is installed
+Only the physics package imports this module (the engine, and
+:func:`tdbtools.physics.compiled.compile_kernels`), and only when numba is installed
 (``pip install tdbtools[fast]``); compiled code is cached next to the module.
 """
 
