@@ -216,3 +216,18 @@ def test_yards_at_rest_with_forces_that_tie(seed):
         _same_events(py.step(0.2, *f), co.step(0.2, *f))
         for name in ("x", "v", "a", "gap", "groups"):
             assert np.array_equal(getattr(py, name), getattr(co, name)), (k, name)
+
+
+def test_a_broken_or_old_numba_counts_as_none(monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.setattr(E, "_COMPILED", None)
+    monkeypatch.setitem(sys.modules, "numba", types.SimpleNamespace(__version__="0.59.1"))
+    assert not E.compiled_available()
+    monkeypatch.setattr(E, "_COMPILED", None)
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    assert not E.compiled_available()
+    b = Bodies.trains([[40e3] * 3], [[20.0] * 3])
+    assert not Engine(b, [0.0, -20.0, -40.0], [0.0] * 3).compiled
+    # (monkeypatch puts the real numba and the cached answer back)

@@ -1406,12 +1406,18 @@ _COMPILED: bool | None = None
 
 
 def compiled_available() -> bool:
-    """Whether numba is installed, so that engines can run compiled (``tdbtools[fast]``)."""
+    """Whether a usable numba is installed, so that engines can run compiled
+    (``tdbtools[fast]``). A numba that cannot be imported (one made for another numpy,
+    say) or older than 0.60 counts as none: the replay then runs on numpy alone."""
     global _COMPILED
     if _COMPILED is None:
-        import importlib.util
-
-        _COMPILED = importlib.util.find_spec("numba") is not None
+        try:
+            import numba
+        except Exception:  # noqa: BLE001 - any broken install means "not available"
+            _COMPILED = False
+        else:
+            major, minor = (int(p) for p in numba.__version__.split(".")[:2])
+            _COMPILED = (major, minor) >= (0, 60)
     return _COMPILED
 
 
