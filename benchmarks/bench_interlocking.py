@@ -19,14 +19,12 @@ import argparse
 import dataclasses
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, os.environ.get("BENCH_SRC", str(HERE.parent)))
 
-from tdbtools.formats import load_route  # noqa: E402
 from tdbtools.physics.replay import Replay  # noqa: E402
 from tdbtools.physics.scenario import Scenario, TrainSpec  # noqa: E402
 from tdbtools.physics.signalling import ReplaySignals  # noqa: E402
@@ -93,11 +91,9 @@ def main() -> int:
         "--dump", type=Path, help="write the state after every cycle (pickle) to compare two checkouts"
     )
     args = ap.parse_args()
-    if not args.route.is_dir():
-        print(f"route folder not found: {args.route}", file=sys.stderr)
+    route = bench_replay.open_route(args.route)
+    if route is None:
         return 2
-    os.environ.setdefault("TDBTOOLS_CACHE_DIR", tempfile.mkdtemp(prefix="tdbtools-bench-"))
-    route = load_route(args.route)
     rep = Replay(scenario(route, args.setup, args.seconds), route=route, trace_every=1.0)
     if rep.signals is None:
         print("the route has no signals", file=sys.stderr)

@@ -83,6 +83,16 @@ def run(
     return res.summary["simulated_seconds"], wall, len(rep.engine.x), len(trains)
 
 
+def open_route(folder: Path):  # noqa: ANN201
+    """The route in ``folder`` for a benchmark, loaded with a cache folder of its own (unless
+    TDBTOOLS_CACHE_DIR is set); None, said on stderr, when the folder is not there."""
+    if not folder.is_dir():
+        print(f"route folder not found: {folder}", file=sys.stderr)
+        return None
+    os.environ.setdefault("TDBTOOLS_CACHE_DIR", tempfile.mkdtemp(prefix="tdbtools-bench-"))
+    return load_route(folder)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("route", nargs="?", type=Path, default=DEFAULT)
@@ -91,11 +101,9 @@ def main() -> int:
         "--cpu", action="store_true", help="time with this process's CPU seconds (a loaded machine)"
     )
     args = ap.parse_args()
-    if not args.route.is_dir():
-        print(f"route folder not found: {args.route}", file=sys.stderr)
+    route = open_route(args.route)
+    if route is None:
         return 2
-    os.environ.setdefault("TDBTOOLS_CACHE_DIR", tempfile.mkdtemp(prefix="tdbtools-bench-"))
-    route = load_route(args.route)
     paths = long_paths(route, 25, 5300.0)
     long = long_paths(route, 1, 14000.0)
     print(

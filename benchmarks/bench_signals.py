@@ -15,19 +15,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from tdbtools.formats import load_route  # noqa: E402
 from tdbtools.physics.replay import Replay  # noqa: E402
 from tdbtools.physics.scenario import Scenario, TrainSpec  # noqa: E402
 from tdbtools.physics.trackline import TrackLine  # noqa: E402
 from tdbtools.signals import Interlocking, load_signals  # noqa: E402
 from tdbtools.track.paths import resolve_route_paths  # noqa: E402
+
+sys.path.insert(1, str(HERE))
+from bench_replay import open_route  # noqa: E402
 
 DEFAULT = HERE.parent.parent / "shared" / "routes" / "DK24" / "ROUTES" / "OR_DK24"
 CONSIST = HERE.parent / "sample_routes" / "sample" / "TRAINS" / "CONSISTS" / "sample_freight.con"
@@ -67,11 +68,9 @@ def main() -> int:
     ap.add_argument("--trains", type=int, default=50)
     ap.add_argument("--no-signals", action="store_true", help="the same trains without signals (baseline)")
     args = ap.parse_args()
-    if not args.route.is_dir():
-        print(f"route folder not found: {args.route}", file=sys.stderr)
+    route = open_route(args.route)
+    if route is None:
         return 2
-    os.environ.setdefault("TDBTOOLS_CACHE_DIR", tempfile.mkdtemp(prefix="tdbtools-bench-"))
-    route = load_route(args.route)
     paths = signalled_paths(route, (args.trains + 1) // 2)
     per_line = -(-args.trains // max(len(paths), 1))
     trains = tuple(
