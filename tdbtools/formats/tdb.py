@@ -1301,14 +1301,21 @@ def _name(quoted: str | None, plain: str | None) -> str | None:
     return quoted if quoted is not None else plain
 
 
-def _platform(index: int, g: tuple) -> TrItem | None:
+def _linked_named(g: tuple, name_field: str) -> dict:
+    """The flags, linked item and name (into ``name_field``) that platforms and sidings
+    share, as keyword arguments: only those the item gives."""
     extra: dict = {}
     if g[12] is not None:
         extra["flags"] = g[12]
         extra["linked_item"] = int(g[13])
     name = _name(g[14], g[15])
     if name is not None:
-        extra["platform_name"] = name
+        extra[name_field] = name
+    return extra
+
+
+def _platform(index: int, g: tuple) -> TrItem | None:
+    extra = _linked_named(g, "platform_name")
     station = _name(g[16], g[17])
     if station is not None:
         extra["station"] = station
@@ -1320,14 +1327,7 @@ def _platform(index: int, g: tuple) -> TrItem | None:
 
 
 def _siding(index: int, g: tuple) -> TrItem | None:
-    extra: dict = {}
-    if g[12] is not None:
-        extra["flags"] = g[12]
-        extra["linked_item"] = int(g[13])
-    name = _name(g[14], g[15])
-    if name is not None:
-        extra["siding_name"] = name
-    return SidingItem(*_common(index, g), **extra)
+    return SidingItem(*_common(index, g), **_linked_named(g, "siding_name"))
 
 
 def _soundregion(index: int, g: tuple) -> TrItem | None:
