@@ -53,3 +53,42 @@ def signalled_sample_activity(tmp_path: Path, hour: int = 8 * 3600) -> tuple:
         duration=3600,
     )
     return route, act
+
+
+def _tdb_readers() -> dict:
+    from tdbtools.formats import tdb as tdb_mod
+
+    return {name: getattr(tdb_mod, name) for name in ("read_bulk_nodes", "read_bulk_items")}
+
+
+#: The .tdb bulk readers as they are before any test replaces them.
+_TDB_BULK_READERS = _tdb_readers()
+
+
+def read_tdb_spying(path: Path, reader: str, *, use: bool, plain: bool, strict: bool, monkeypatch) -> tuple:
+    """Read a .tdb/.rdb with the bulk reader ``reader`` ("read_bulk_nodes" or
+    "read_bulk_items") used or turned down (``use``), after a bulk parse or, with
+    ``plain``, the plain STF parse: (model or None, error, findings, whether the reader
+    gave its table)."""
+    from tdbtools.errors import Diagnostics, TdbToolsError
+    from tdbtools.formats import tdb as tdb_mod
+    from tdbtools.formats.tdb import parse_tdb, tdb_from_document
+    from tdbtools.stf import parse_file
+
+    real = _TDB_BULK_READERS[reader]
+    used = []
+
+    def spy(blk):  # noqa: ANN001, ANN202
+        out = real(blk) if use else None
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(tdb_mod, reader, spy)
+    diags = Diagnostics(strict=strict)
+    try:
+        doc = parse_file(path, diagnostics=diags) if plain else parse_tdb(path, diags)
+        db = tdb_from_document(doc, diags)
+        err = None
+    except TdbToolsError as exc:
+        db, err = None, (type(exc).__name__, str(exc))
+    return db, err, [(f.message, f.location, f.code) for f in diags.findings], any(used)

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import DK24_ROUTE, REPO, SAMPLE_ROUTE, needs_dk24
+from helpers import DK24_ROUTE, REPO, SAMPLE_ROUTE, needs_dk24, read_tdb_spying
 
-from tdbtools.errors import Diagnostics, TdbToolsError
+from tdbtools.errors import Diagnostics
 from tdbtools.formats import tdb as tdb_mod
 from tdbtools.formats.tdb import parse_tdb, tdb_from_document
 from tdbtools.stf import parse_file, parse_text
@@ -25,28 +25,11 @@ TDB_FILES = sorted(
 )
 
 
-_REAL_BULK = tdb_mod.read_bulk_nodes
-
-
 def _read(path: Path, *, bulk: bool, strict: bool, monkeypatch):
     """(model or None, error text or None, findings, whether the bulk reader was used)."""
-    used = []
-    real = _REAL_BULK
-
-    def spy(blk):  # noqa: ANN001, ANN202
-        out = real(blk) if bulk else None
-        used.append(out is not None)
-        return out
-
-    monkeypatch.setattr(tdb_mod, "read_bulk_nodes", spy)
-    diags = Diagnostics(strict=strict)
-    try:
-        doc = parse_tdb(path, diags) if bulk else parse_file(path, diagnostics=diags)
-        db = tdb_from_document(doc, diags)
-        err = None
-    except TdbToolsError as exc:
-        db, err = None, (type(exc).__name__, str(exc))
-    return db, err, [(f.message, f.location, f.code) for f in diags.findings], any(used)
+    return read_tdb_spying(
+        path, "read_bulk_nodes", use=bulk, plain=not bulk, strict=strict, monkeypatch=monkeypatch
+    )
 
 
 def _same(path: Path, monkeypatch, strict: bool) -> bool:

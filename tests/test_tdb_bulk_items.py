@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import DK24_ROUTE, REPO, SAMPLE_ROUTE, needs_dk24
+from helpers import DK24_ROUTE, REPO, SAMPLE_ROUTE, needs_dk24, read_tdb_spying
 
 from tdbtools.errors import Diagnostics, TdbToolsError
 from tdbtools.formats import tdb as tdb_mod
@@ -28,29 +28,19 @@ TDB_FILES = sorted(
 #: tiny.tdb: one item of every type, platforms and sidings with quoted names.
 GOOD = (DATA / "valid" / "tiny.tdb").read_bytes().decode("utf-16").replace("\r\n", "\n")
 
-_REAL = tdb_mod.read_bulk_items
-
 
 def _read(path: Path, mode: str, strict: bool, monkeypatch):
     """(model or None, error, findings, whether the bulk item reader gave the items).
     ``mode``: "bulk" (bulk parse and reader), "raw-tree" (bulk parse, the tree path for
     the items: the raw table split on demand), "plain" (no bulk parse)."""
-    used = []
-
-    def spy(blk):  # noqa: ANN001, ANN202
-        out = _REAL(blk) if mode == "bulk" else None
-        used.append(out is not None)
-        return out
-
-    monkeypatch.setattr(tdb_mod, "read_bulk_items", spy)
-    diags = Diagnostics(strict=strict)
-    try:
-        doc = parse_file(path, diagnostics=diags) if mode == "plain" else parse_tdb(path, diags)
-        db = tdb_from_document(doc, diags)
-        err = None
-    except TdbToolsError as exc:
-        db, err = None, (type(exc).__name__, str(exc))
-    return db, err, [(f.message, f.location, f.code) for f in diags.findings], any(used)
+    return read_tdb_spying(
+        path,
+        "read_bulk_items",
+        use=mode == "bulk",
+        plain=mode == "plain",
+        strict=strict,
+        monkeypatch=monkeypatch,
+    )
 
 
 def _same(path: Path, monkeypatch, strict: bool) -> bool:
