@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import operator
 import time as _time
@@ -132,6 +133,18 @@ class _Train:
     category: str = "passenger"
     waits: list = field(default_factory=list)  # (line distance, seconds): waiting points
     allowance: dict | None = None  # what the running-time allowance did
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _WATCHED:
+            _TRAIN_FLAGS[0] += 1
+        object.__setattr__(self, name, value)
+
+
+#: Counts the settings of any train's ``driver``, ``derailed`` or ``done_at`` (of any
+#: replay): the batch path re-reads those of all trains only when it changed
+#: (docs/running-time.md §2.1).
+_TRAIN_FLAGS = [0]
+_WATCHED = frozenset({"driver", "derailed", "done_at"})
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -423,6 +436,12 @@ class _ControlArrays:
             np.array([nan if c.speed_target is None else c.speed_target for c in ctrl], dtype=np.float64),
             np.array([c.emergency for c in ctrl], dtype=bool),
         )
+
+
+# (C-level attribute reads for the passes over all trains of each step)
+_DRIVER = operator.attrgetter("driver")
+_DONE_AT = operator.attrgetter("done_at")
+_FINISHED = operator.attrgetter("finished")
 
 
 def _replaced(before: list, now: list) -> bool:
@@ -807,6 +826,12 @@ class Replay:
         self._inner_kind: list[int] = []
         self._batch_dt: float | None = None
         self._batch_of: list = []
+        self._run_view: tuple | None = None
+        # (the keys of the per-step passes over all trains, see _TRAIN_FLAGS)
+        self._inner_key: tuple | None = None
+        self._batch_key: tuple | None = None
+        self._derailed_of: tuple | None = None
+        self._done_key: tuple | None = None
         self.occupancy = Occupancy()
         # What the collision checks need per train and car (docs/physics.md §5.4): the
         # trains' line objects (trains of one line never collide here), the positions at
@@ -968,17 +993,13 @@ class Replay:
                         due.append(k)
             else:
                 # _done does nothing for a train that runs on (saves the speeds)
-                inner, kind = self._inner_drivers()
-                due = [
-                    k
-                    for k in self._running
-                    if trains[k].derailed or kind[k] == 1 or (kind[k] == 2 and inner[k].finished)
-                ]
+                due = self._due_batch()
             if due:
                 top = np.maximum.reduceat(speed, self.train_start).tolist()
                 for k in due:
                     self._done(trains[k], dt, top[k])
-            self._running = [k for k in self._running if trains[k].done_at is None]
+            if due or not batch or self._done_overridden or self._any_done():
+                self._running = [k for k in self._running if trains[k].done_at is None]
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
             sw = self._pending_switches.pop(0)
             self.throw_switch(sw.junction, sw.route)
@@ -1029,11 +1050,68 @@ class Replay:
         t.controls = c
         return c
 
+    def _running_view(self) -> tuple[list, list, bool]:
+        """The running trains (``_running``) as their trains and their automatic inner
+        drivers, and whether any runs on a schedule; made anew when either changes."""
+        inner, kind = self._inner_drivers()
+        run = self._running
+        got = self._run_view
+        if got is None or got[0] is not run or got[1] is not inner:
+            trains = self.trains
+            got = self._run_view = (
+                run,
+                inner,
+                [trains[k] for k in run],
+                [inner[k] for k in run if kind[k] == 2],
+                any(kind[k] == 1 for k in run),
+            )
+        return got[2], got[3], got[4]
+
+    def _due_batch(self) -> list[int]:
+        """The running trains :meth:`_done` must look at (derailed, on a schedule, or with
+        an automatic driver that finished): most steps none, found by C-level passes over
+        the flags before the per-train list (docs/running-time.md §2.1)."""
+        run_trains, autos, sched = self._running_view()
+        if not sched and not self._derailed()[1] and not any(map(_FINISHED, autos)):
+            return []
+        inner, kind = self._inner_drivers()
+        trains = self.trains
+        return [
+            k
+            for k in self._running
+            if trains[k].derailed or kind[k] == 1 or (kind[k] == 2 and inner[k].finished)
+        ]
+
+    def _any_done(self) -> bool:
+        """Whether a running train has its ``done_at`` set (by this step's end of line,
+        the signals or a subclass)."""
+        key = (_TRAIN_FLAGS[0], len(self.trains), self._running)
+        got = self._done_key
+        if got is not None and got[0] == key[:2] and got[1] is key[2]:
+            return got[2]
+        run_trains = self._running_view()[0]
+        done = any(map(operator.is_not, map(_DONE_AT, run_trains), itertools.repeat(None)))
+        self._done_key = (key[:2], key[2], done)
+        return done
+
+    def _derailed(self) -> tuple[np.ndarray, bool]:
+        """Which trains are derailed, and whether any (made anew when a train's flags
+        were set)."""
+        key = (_TRAIN_FLAGS[0], len(self.trains))
+        got = self._derailed_of
+        if got is None or got[0] != key:
+            arr = np.array([t.derailed for t in self.trains], dtype=bool)
+            got = self._derailed_of = (key, arr, bool(arr.any()))
+        return got[1], got[2]
+
     def _inner_drivers(self) -> tuple[list, list[int]]:
         """Per train: its driver out of its wrapper (``inner``), and 1 for a schedule
         driver, 2 for an automatic one, 0 else; made anew when a train's driver is
         replaced (a wrapper's ``inner`` is taken to stay)."""
-        drivers = [t.driver for t in self.trains]
+        if self._inner_key == (_TRAIN_FLAGS[0], len(self.trains)):
+            return self._inner, self._inner_kind
+        self._inner_key = (_TRAIN_FLAGS[0], len(self.trains))
+        drivers = list(map(_DRIVER, self.trains))
         if _replaced(self._inner_of, drivers):
             inner = [getattr(d, "inner", d) for d in drivers]
             self._inner = inner
@@ -1048,7 +1126,10 @@ class Replay:
         train's driver was replaced (an activity's service drivers, a test's wrapper).
         Only plain automatic drivers, alone or in a signal or departure wrapper, are in
         it: any other driver (or one whose constraints were replaced) is called."""
-        drivers = [t.driver for t in self.trains]
+        if self._batch is not None and self._batch_key == (_TRAIN_FLAGS[0], len(self.trains)):
+            return self._batch
+        self._batch_key = (_TRAIN_FLAGS[0], len(self.trains))
+        drivers = list(map(_DRIVER, self.trains))
         if self._batch is None or _replaced(self._batch_of, drivers):
             autos: list[AutoDriver | None] = []
             departs: list[Any] = []
@@ -1080,7 +1161,7 @@ class Replay:
         front = x[self.train_start]
         speed = v[self.train_start]
         rear = x[self.train_end] - self._end_length
-        free = ~np.array([t.derailed for t in self.trains], dtype=bool)
+        free = ~self._derailed()[0]
         version = self.signals.version if self.signals is not None else 0
         driven, (thr, brk, dec, tgt, em) = self._driver_batch().drive(
             self.time, dt, front, speed, rear, free, version
