@@ -1,7 +1,8 @@
 """The replay's compiled parts (numba, ``pip install "tdbtools[fast]"``; docs/physics.md §1.1).
 
 Three kernels give the numbers of the numpy code they stand for, bit for bit: the
-engine's step, the batch drivers' arithmetic and the line-table lookups. numba compiles
+engine's step, the batch drivers' arithmetic and the line-table lookups (with the
+collision checks' pairing of nearby cars). numba compiles
 each on its first use on a machine (about 25 s in all) and caches the machine code beside
 the modules; :func:`compile_kernels` does that now, by running each once on a tiny case
 with the argument types the replay gives it, so that a first replay, a test run or a
@@ -62,5 +63,24 @@ def compile_kernels() -> dict[str, float]:
     x = np.array([5.0, 50.0])
     out1, out2 = np.empty(2), np.empty(2)
     interp(x, xp, xp * 2.0, xp * 3.0, out1, out2, np.full(2, -1, dtype=np.int64), True)
+    from ._lookup_kernel import owner_cross
+
+    one, two = np.array([0], dtype=np.int64), np.array([1], dtype=np.int64)
+    box = np.array([0.0, 1.0])
+    owner_cross(
+        one,
+        two,
+        np.array([0, 1]),
+        np.array([1, 1]),
+        box,
+        box + 1.0,
+        box,
+        box + 1.0,
+        box,
+        box + 1.0,
+        box,
+        box + 1.0,
+        10.0,
+    )
     took["lookups"] = time.perf_counter() - t
     return took

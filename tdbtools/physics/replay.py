@@ -1428,7 +1428,8 @@ class Replay:
 
     def _engine_events(self, evs: list) -> None:
         """The engine's events of one step as replay events; their locations are looked up
-        for every line at once (many trains' slack runs out in the same step)."""
+        for every line at once (many trains' slack runs out in the same step), and the
+        per-event Python is only the records' own making (a burst is thousands)."""
         x = self.engine.x
         # A slack closing at a walking pace (brakes or traction changing by a few per cent
         # per step) is a contact change, not a snatch or an impact; their number would
@@ -1438,46 +1439,49 @@ class Replay:
             for e in evs
             if not (e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED)
         ]
+        if not evs:
+            return
+        # per car: its train's name and its index in the train, as the events name it
+        # (made once: the cars do not change trains)
+        got = self.__dict__.get("_car_names")
+        if got is None or got[0] is not self.car_train:
+            first = np.asarray(self.train_start)[self.car_train]
+            idx = (np.arange(len(self.car_train)) - first).tolist()
+            names_of = self._names
+            pairs = [(names_of[k], i) for k, i in zip(self.car_train.tolist(), idx)]
+            got = self.__dict__["_car_names"] = (self.car_train, pairs)
+        pairs = got[1]
         # the events are frozen: their locations are looked up first (every line at once),
         # then they are made
-        where: dict[int, EventLocation] = {}
-        items = [(i, int(e.cars[0])) for i, e in enumerate(evs) if len(e.cars)]
-        if items:
-            car = np.array([c for _i, c in items], dtype=np.int64)
+        located = [i for i, e in enumerate(evs) if len(e.cars)]
+        where: list[EventLocation | None] = [None] * len(evs)
+        if located:
+            car = np.array([int(evs[i].cars[0]) for i in located], dtype=np.int64)
             k = self.car_train[car]
-            lens = self._train_line_len[k].tolist()
-            s = np.array([min(max(v, 0.0), L) for v, L in zip(x[car].tolist(), lens)])
+            # min(max(x, 0.0), length) as Python's builtins (the same zeros and NaN)
+            s = _pmin(_pmax(x[car], 0.0), self._train_line_len[k])
             node, X, Z, y = self.lines.on_lines(self._train_line[k], s)
-            tx, tz, lx, lz = (a.tolist() for a in normalize_tile(0, 0, X, Z))
-            node, y = node.tolist(), y.tolist()
-            for j, (i, _car) in enumerate(items):
-                where[i] = EventLocation(
-                    node=int(node[j]),
-                    tile_x=int(tx[j]),
-                    tile_z=int(tz[j]),
-                    x=float(lx[j]),
-                    y=float(y[j]),
-                    z=float(lz[j]),
-                )
-        got = self.__dict__.get("_car_owner")
-        if got is None or got[0] is not self.car_train:  # (a list: a burst names hundreds of cars)
-            got = self.__dict__["_car_owner"] = (self.car_train, self.car_train.tolist())
-        owner = got[1]
-        first = [t.cars.start for t in self.trains]
-        names_of = self._names
-        for i, e in enumerate(evs):
-            names = []
-            for c in (int(c) for c in e.cars):
-                k = owner[c]
-                names.append((names_of[k], c - first[k]))
-            self._event(
+            tx, tz, lx, lz = normalize_tile(0, 0, X, Z)
+            for i, n_, tx_, tz_, x_, y_, z_ in zip(
+                located,
+                map(int, node.tolist()),
+                map(int, tx.tolist()),
+                map(int, tz.tolist()),
+                map(float, lx.tolist()),
+                map(float, y.tolist()),
+                map(float, lz.tolist()),
+            ):
+                where[i] = EventLocation(node=n_, tile_x=tx_, tile_z=tz_, x=x_, y=y_, z=z_)
+        event = self._event
+        for e, loc in zip(evs, where):
+            event(
                 CAR_EVENTS[e.kind](
                     time=float(e.time),
-                    cars=tuple(names),
+                    cars=tuple(map(pairs.__getitem__, e.cars)),
                     relative_speed=float(e.relative_speed),
                     impulse=float(e.impulse),
                     energy_lost=float(e.energy_lost),
-                    location=where.get(i),
+                    location=loc,
                 )
             )
 
