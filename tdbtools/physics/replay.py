@@ -461,6 +461,21 @@ def _pmin(a, b):  # noqa: ANN001, ANN202
     return np.where(b < a, b, a)
 
 
+_CONTROLS: Any = None  # the compiled per-train controls (False: none), made on first use
+
+
+def _controls_kernel() -> Any:
+    """tdbtools.physics._driver_kernel.controls when numba is there, else None."""
+    global _CONTROLS
+    if _CONTROLS is None:
+        _CONTROLS = False
+        if compiled_available():
+            from ._driver_kernel import controls
+
+            _CONTROLS = controls
+    return _CONTROLS or None
+
+
 def _taper_factors(force, other, inertia, v, vmax, dt: float) -> np.ndarray:  # noqa: ANN001
     """:func:`forces.taper_factor` over all trains (the same operations per element)."""
     on = (force > 0.0) & (v + dt * (force + other) / inertia > vmax - forces.TAPER_MS)
@@ -1343,6 +1358,18 @@ class Replay:
             self._batch_dt = dt
             self._release_step = -dt / self.train_release
             self._build_step = dt / self.train_build
+        kernel = None if self._any_decel_mode else _controls_kernel()
+        if kernel is not None:  # (the same numbers train by train, compiled)
+            a, scale, ratio = np.empty(len(vk)), np.empty(len(vk)), np.empty(len(vk))
+            kernel(
+                vk, Gs, Rs, F, M, tgt, ctl.brake, ctl.deceleration, ctl.emergency, ctl.throttle,
+                applied, maxbrake, self._release_step, self._build_step, self.train_vmax, dt,
+                emergency, forces.TAPER_MS, a, scale, ratio,
+            )  # fmt: skip
+            self.brake_applied = a
+            trac = trac0 * ratio[ct]
+            brk = (m.max_brake if mb_car is None else mb_car) * a[ct]
+            return trac, brk, scale, a
         with np.errstate(all="ignore"):  # the branches not taken may divide by 0
             fwd = np.where(vk < 0.0, -1.0, 1.0)
             other = Gs - fwd * Rs
@@ -1737,9 +1764,19 @@ class Replay:
             return {t.spec.name: {k: np.array([]) for k in TRACE_COLUMNS} for t in self.trains}
         times = np.array([r.time for r in rows], dtype=np.float64)
         stack = {f: np.stack([getattr(r, f) for r in rows]) for f in _TraceRow.PER_TRAIN}
+        # the trains of one line looked up in one call (TrackLine.at is elementwise)
+        of_line: dict[int, list[int]] = {}
+        for k, t in enumerate(self.trains):
+            of_line.setdefault(id(t.line), []).append(k)
+        ats: list[dict] = [{}] * len(self.trains)
+        R = len(times)
+        for ks in of_line.values():
+            both = self.trains[ks[0]].line.at(stack["s_front"][:, ks].T.ravel())
+            for j, k in enumerate(ks):
+                ats[k] = {c: a[j * R : (j + 1) * R] for c, a in both.items()}
         out = {}
         for k, t in enumerate(self.trains):
-            at = t.line.at(stack["s_front"][:, k])
+            at = ats[k]
             out[t.spec.name] = {
                 "time": times,
                 "distance": stack["distance"][:, k],
