@@ -213,6 +213,29 @@ def test_compiled_owner_pairs_are_the_numpy_ones(monkeypatch):
     assert len(got[0])  # (the last trial has pairs)
 
 
+def test_compiled_sweep_finds_the_boxes_of_box_pairs():
+    """The collision checks' compiled sweep (_lookup_kernel.boxes_near) marks exactly the
+    boxes in a pair of box_pairs: random boxes of mixed sizes, with ties."""
+    pytest.importorskip("numba", reason="the compiled sweep needs numba (tdbtools[fast])")
+    from tdbtools.physics._lookup_kernel import boxes_near
+
+    rng = np.random.default_rng(4)
+    for trial in range(120):
+        n = int(rng.integers(1, 400))
+        lo_x = rng.uniform(-3000, 3000, n).round(int(trial % 3))
+        lo_z = rng.uniform(-3000, 3000, n).round(int(trial % 2))
+        w = rng.exponential(40.0, (2, n)) * (rng.uniform(size=n) < 0.97) + rng.exponential(2000.0, (2, n)) * (
+            rng.uniform(size=n) < 0.03
+        )
+        hi_x, hi_z = lo_x + w[0], lo_z + w[1]
+        pad = float(rng.choice([0.0, 3.61, 10.0]))
+        want = np.zeros(n, dtype=bool)
+        ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, pad)
+        want[ii] = want[jj] = True
+        got = boxes_near(lo_x, hi_x, lo_z, hi_z, pad, np.argsort(lo_x, kind="stable"))
+        assert np.array_equal(got, want), trial
+
+
 def test_box_pairs_over_a_world_of_tiny_cells():
     """Small boxes spread over ±30 million km (more cells than an int64 key holds with the
     groups): the cells are numbered densely first, and the pairs are still all there."""

@@ -161,3 +161,23 @@ def owner_cross(oi, oj, start, size, lo_x, hi_x, lo_z, hi_z, olo_x, ohi_x, olo_z
                             out_b[got] = max(a, b)
                         got += 1
     return out_a, out_b
+
+
+@_jit
+def boxes_near(lo_x, hi_x, lo_z, hi_z, pad, order):
+    """Which boxes have another within ``pad``: a box of a pair of
+    ``tdbtools.physics.safety.box_pairs`` (the same four tests as written there), by a
+    sweep over the boxes in ``order`` (by ``lo_x``, NaN last): a box's partners further on
+    start by ``lo_x - pad <= hi_x`` of the first, which stays false once false."""
+    n = lo_x.size
+    near = np.zeros(n, np.bool_)
+    for a in range(n):
+        i = order[a]
+        for b in range(a + 1, n):
+            j = order[b]
+            if not lo_x[j] - pad <= hi_x[i]:
+                break
+            if (lo_x[i] - pad <= hi_x[j]) & (lo_z[i] - pad <= hi_z[j]) & (lo_z[j] - pad <= hi_z[i]):
+                near[i] = True
+                near[j] = True
+    return near

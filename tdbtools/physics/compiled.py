@@ -54,6 +54,10 @@ def compile_kernels() -> dict[str, float]:
     batch = DriverBatch(drivers, [None, None], [None, None], 1.0)
     front = np.array([100.0, 150.0])
     batch.drive(0.0, 0.1, front, np.array([5.0, 6.0]), front - 60.0, np.ones(2, dtype=bool))
+    from ._driver_kernel import controls
+
+    one, no = np.ones(2), np.zeros(2, dtype=bool)
+    controls(*(one,) * 8, no, *(one,) * 6, 0.1, 1.15, 0.05, np.empty(2), np.empty(2), np.empty(2))
     took["drivers"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -63,7 +67,7 @@ def compile_kernels() -> dict[str, float]:
     x = np.array([5.0, 50.0])
     out1, out2 = np.empty(2), np.empty(2)
     interp(x, xp, xp * 2.0, xp * 3.0, out1, out2, np.full(2, -1, dtype=np.int64), True)
-    from ._lookup_kernel import owner_cross
+    from ._lookup_kernel import boxes_near, owner_cross
 
     one, two = np.array([0], dtype=np.int64), np.array([1], dtype=np.int64)
     box = np.array([0.0, 1.0])
@@ -82,5 +86,6 @@ def compile_kernels() -> dict[str, float]:
         box + 1.0,
         10.0,
     )
+    boxes_near(box, box + 1.0, box, box + 1.0, 10.0, np.argsort(box, kind="stable"))
     took["lookups"] = time.perf_counter() - t
     return took

@@ -526,10 +526,12 @@ class _Lines:
         # np.interp compiled, with each point's table row kept per call site between
         # calls (tdbtools.physics._lookup_kernel; the same numbers), when numba is there
         self._interp = None
+        self.boxes_near: Callable | None = None  # (Replay._check_collisions' sweep)
         if compiled_available():
-            from ._lookup_kernel import interp
+            from ._lookup_kernel import boxes_near, interp
 
             self._interp = interp
+            self.boxes_near = boxes_near
         self._rows: dict[str, np.ndarray] = {}
 
     def _lookup(self, g: np.ndarray, site: str, f1: np.ndarray, f2: np.ndarray | None = None):
@@ -1583,15 +1585,19 @@ class Replay:
         hi_z = np.maximum(np.maximum.reduceat(fz, starts), np.maximum.reduceat(rz, starts))
         pad = self.CHECK_PAD
         active = self.on_track()
-        if active is None:  # trains not (or no longer) on the track meet nothing
-            ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, pad)
-        else:
-            on = np.flatnonzero(active)
-            ii, jj = box_pairs(lo_x[on], hi_x[on], lo_z[on], hi_z[on], pad)
-            ii, jj = on[ii], on[jj]
         near_mask = np.zeros(len(self.trains), dtype=bool)
-        near_mask[ii] = True
-        near_mask[jj] = True
+        on = None if active is None else np.flatnonzero(active)  # (off the track: meet nothing)
+        box = (lo_x, hi_x, lo_z, hi_z) if on is None else (lo_x[on], hi_x[on], lo_z[on], hi_z[on])
+        sweep = self.lines.boxes_near
+        if sweep is not None:  # (the same trains, compiled)
+            near_on = sweep(*box, pad, np.argsort(box[0], kind="stable"))
+            near_mask[near_on if on is None else on[near_on]] = True
+        else:
+            ii, jj = box_pairs(*box, pad)
+            if on is not None:
+                ii, jj = on[ii], on[jj]
+            near_mask[ii] = True
+            near_mask[jj] = True
         near = np.flatnonzero(near_mask).tolist()
         occ = self.occupancy
         names = self._names
