@@ -177,3 +177,32 @@ def test_compiled_train_controls_are_the_numpy_ones(monkeypatch):
         assert out[0] == out[1], trial
         tapered += bool(np.any(np.frombuffer(out[0][2]) % 1.0))
     assert tapered > 100  # (the taper and partial targets were reached)
+
+
+def test_a_replay_freezes_the_older_objects_only_while_it_runs(monkeypatch):
+    """Replay.run keeps the objects made before it out of the garbage collector's passes
+    while it steps, and leaves the collector as it was: as found after, and untouched
+    when the caller froze objects itself."""
+    import gc
+
+    seen: list[int] = []
+    step = Replay.step
+
+    def counting(self):  # noqa: ANN001, ANN202
+        if len(seen) < 3:  # (the count walks the frozen objects)
+            seen.append(gc.get_freeze_count())
+        step(self)
+
+    monkeypatch.setattr(Replay, "step", counting)
+    assert gc.get_freeze_count() == 0
+    Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml")).run()
+    assert seen and min(seen) > 0 and gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        mine = gc.get_freeze_count()
+        seen.clear()
+        Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml")).run()
+        # (frozen objects that die leave the count; none joins it)
+        assert seen and max(seen) <= mine and gc.get_freeze_count() <= mine
+    finally:
+        gc.unfreeze()
