@@ -801,6 +801,7 @@ class Replay:
             t.bogies.rear = self._rb[t.cars]
         self._trac_car, self._brake_car, self._vmax_car = np.zeros(n), np.zeros(n), np.zeros(n)
         self._xv: tuple | None = None
+        self._ck = self._step_kernel_args(n)
         self._batch: DriverBatch | None = None
         self._inner_of: list = []
         self._inner: list = []
@@ -859,6 +860,109 @@ class Replay:
             consist, tuple(stocks), tuple(flipped), model, slack, tuple(str(w.message) for w in caught)
         )
 
+    def _step_kernel_args(self, n: int) -> tuple | None:
+        """The compiled per-car arithmetic of a step (tdbtools.physics._step_kernel, the
+        same numbers) and its fixed arguments; None without numba, or when a table is not
+        what the kernel takes for granted (sorted float64 piece ends, no NaN)."""
+        if not compiled_available():
+            return None
+        cols = self._forces.columns()
+        ln = self.lines
+        P1, PC = ln.P1, ln.PC
+        if (
+            cols is None
+            or any(a.dtype != np.float64 for a in (ln.S, ln.Y, P1, PC))
+            or not PC.size
+            or bool(np.isnan(P1).any())
+            or not bool((P1[1:] >= P1[:-1]).all())
+        ):
+            return None
+        from . import _step_kernel
+
+        def f64(a: Any) -> np.ndarray:  # (new, writable, contiguous: one kernel signature)
+            return np.array(np.broadcast_to(a, (n,)), dtype=np.float64)
+
+        rows = (np.full(2 * n, -1, dtype=np.int64), np.empty(2 * n), np.empty(2 * n))
+        before = (
+            f64(self.car_line_len), f64(self.car_base), f64(self._half_length),
+            np.ascontiguousarray(ln.S), np.ascontiguousarray(ln.Y), *rows,
+            np.ascontiguousarray(P1), np.ascontiguousarray(PC), np.full(n, -1, dtype=np.int64),
+            *cols,
+        )  # fmt: skip
+        after = (f64(self._front_bogie), f64(self.model.bogie_spacing), f64(self._line_len_tol))
+        trains = None  # the per-train loop's, without brake-shoe curves
+        if not self._forces.has_shoe_curves:
+            T = len(self.trains)
+            trains = (
+                np.array(self.train_start), self.train_end + 1, np.array(self.train_inertia),
+                np.array(self.train_maxbrake), np.array(self.train_decel_mode, dtype=np.bool_),
+                np.array(self.train_release), np.array(self.train_build), np.array(self.train_vmax),
+                np.array(self.train_spec_decel, dtype=np.float64), f64(self.model.max_brake),
+                f64(self._inertial), float(forces.EMERGENCY_FACTOR), float(forces.TAPER_MS),
+            )  # fmt: skip
+            if any(a.dtype != np.float64 for a in trains[2:4] + trains[5:11]) or len(trains[0]) != T:
+                trains = None
+        return _step_kernel, before, after, trains
+
+    def _train_forces(
+        self, ctrl: list[Controls], v: np.ndarray, grav: np.ndarray, dav: np.ndarray, crv: np.ndarray,
+        resist: np.ndarray, dt: float,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+        """:meth:`_traction_and_brakes` for trains without brake-shoe curves, its per-train
+        loop compiled (``_step_kernel.train_forces``, the same operations): traction,
+        brakes, and the engine's drive and opposing forces per car."""
+        ck = self._ck
+        assert ck is not None
+        n = len(v)
+        thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
+        eng = self._engines
+        trac0 = np.zeros(n)
+        if len(eng) <= 4:
+            trac0[eng] = self._forces.traction_few(
+                [thr[k] for k in self._engine_train_l], v[eng].tolist(), self._adhesive_g_eng_l
+            )
+        else:
+            trac0[eng] = self._forces.traction(
+                np.array(thr)[self._engine_train],
+                v[eng],
+                None if self._adhesion is None else self._adhesive_g_eng,
+            )
+        table = np.array(
+            [
+                (c.speed_target is not None, c.speed_target or 0.0, t, c.brake, c.deceleration, c.emergency)
+                for c, t in zip(ctrl, thr)
+            ],
+            dtype=np.float64,
+        )
+        trac, brk, drive, opposed = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        self._scale = np.empty(len(ctrl))
+        ck[0].train_forces(
+            table, dt, trac0, grav, resist, dav, crv, v, *ck[3], self.brake_applied,
+            trac, brk, drive, opposed, self._scale,
+        )  # fmt: skip
+        self._last_forces = (grav, resist)
+        return trac, brk, drive, opposed
+
+    def _car_forces(self, x: np.ndarray, v: np.ndarray) -> tuple:
+        """Per car at positions ``x`` and speeds ``v``, with the bogies where the last step
+        left them: gravity, Davis and curve resistance, and their sum (None: not summed)."""
+        ck = self._ck
+        if ck is not None:
+            n = len(x)
+            grav, dav, crv, resist = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+            ck[0].car_forces(x, v, self._fbrb, *ck[1], grav, dav, crv, resist)
+            return grav, dav, crv, resist
+        # _g of three per-car arrays in place: the bogies (the measures the last step
+        # left, of these x; backwards, see __init__) and the middle of every car
+        g = np.concatenate((self._fbrb.ravel()[::-1], x - self._half_length))
+        np.maximum(g, 0.0, out=g)
+        np.minimum(g, self._len3, out=g)
+        g += self._base3
+        y = self.lines.elevation(g[: self._pairs], "bogies")[::-1]  # front, rear of car 0, 1, ...
+        pre = self._forces
+        crv = self._curve_forces(g[self._pairs :])
+        return pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, None
+
     # -- the loop ---------------------------------------------------------------------------
     def _event(self, e: ReplayEvent) -> None:
         self.events.append(e)
@@ -893,46 +997,46 @@ class Replay:
             if batch:
                 ctl = _ControlArrays.of(ctrl)
         m = self.model
-        lines = self.lines
-        pairs = self._pairs
-        # _g of three per-car arrays in place: the bogies (the measures the last step
-        # left, of these x; backwards, see __init__) and the middle of every car
-        g = np.concatenate((self._fbrb.ravel()[::-1], x - self._half_length))
-        np.maximum(g, 0.0, out=g)
-        np.minimum(g, self._len3, out=g)
-        g += self._base3
-        y = lines.elevation(g[:pairs], "bogies")[::-1]  # front, rear of car 0, 1, ...
-        pre = self._forces
-        crv = self._curve_forces(g[pairs:])
+        ck = self._ck
+        grav, dav, crv, resist = self._car_forces(x, v)
+        drive = None
         if batch:
             trac, brk, self._scale, _frac = self._traction_and_brakes_batch(
-                ctl, x, v, v[starts], pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, dt
+                ctl, x, v, v[starts], grav, dav, crv, dt, resist
             )
+        elif ck is not None and ck[3] is not None and resist is not None:
+            trac, brk, drive, opposed = self._train_forces(ctrl, v, grav, dav, crv, resist, dt)
         else:
             trac, brk, self._scale, _frac = self._traction_and_brakes(
-                ctrl, x, v, speeds, pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, dt
+                ctrl, x, v, speeds, grav, dav, crv, dt, resist
             )
-        grav, resist = self._last_forces  # (resist: dav + crv)
-        x0 = x.copy()
-        evs = eng.step(dt, trac + grav, resist + brk)
+        if drive is None:
+            grav, resist = self._last_forces  # (resist: dav + crv)
+            drive, opposed = trac + grav, resist + brk
+        evs = eng.step(dt, drive, opposed)
         if evs:
             self._engine_events(evs)
         self.time += dt
-        x1, v1 = eng.x, eng.v
+        x1, v1 = eng.x, eng.v  # (new arrays: the engine never changes one handed out)
         self._xv = (x1, v1, eng.time)
-        dx = x1 - x0
         # Energy and top speed per car, in place; summed per train when asked for.
-        self._trac_car += np.maximum(trac * dx, 0.0)
-        self._brake_car += brk * np.abs(dx)
-        speed = np.abs(v1)
-        np.maximum(self._vmax_car, speed, out=self._vmax_car)
         # Bogies: measures along the line that follow their car. One past a line end
         # that is a track end derails its car (the exact event comes from BogieSet).
-        np.subtract(x1, self._front_bogie, out=self._fb)
-        np.subtract(self._fb, m.bogie_spacing, out=self._rb)
-        over = self._fb > self._line_len_tol
-        any_ = np.logical_or.reduce  # ndarray.any without its Python wrapper
-        if any_(over) or any_(self._rb < -1e-9):
+        if ck is not None:
+            sums = (self._trac_car, self._brake_car, self._vmax_car)
+            past = ck[0].after_step(x, x1, v1, trac, brk, *sums, self._fbrb, *ck[2])
+            past = past[0] or past[1]
+        else:
+            dx = x1 - x
+            self._trac_car += np.maximum(trac * dx, 0.0)
+            self._brake_car += brk * np.abs(dx)
+            np.maximum(self._vmax_car, np.abs(v1), out=self._vmax_car)
+            np.subtract(x1, self._front_bogie, out=self._fb)
+            np.subtract(self._fb, m.bogie_spacing, out=self._rb)
+            any_ = np.logical_or.reduce  # ndarray.any without its Python wrapper
+            past = any_(self._fb > self._line_len_tol) or any_(self._rb < -1e-9)
+        if past:
+            over = self._fb > self._line_len_tol
             off = (over & self.car_far_end) | ((self._rb < -1e-9) & self.car_near_end)
             for k in np.unique(self.car_train[off]).tolist():
                 for ev in self.trains[k].bogies.check(self.time):
@@ -975,7 +1079,7 @@ class Replay:
                     if trains[k].derailed or kind[k] == 1 or (kind[k] == 2 and inner[k].finished)
                 ]
             if due:
-                top = np.maximum.reduceat(speed, self.train_start).tolist()
+                top = np.maximum.reduceat(np.abs(v1), self.train_start).tolist()
                 for k in due:
                     self._done(trains[k], dt, top[k])
             self._running = [k for k in self._running if trains[k].done_at is None]
@@ -1106,6 +1210,7 @@ class Replay:
         dav: np.ndarray,
         crv: np.ndarray,
         dt: float,
+        resist: np.ndarray | None = None,
     ):
         """Per-car traction and brake forces from the drivers' controls
         (docs/running-time.md §2–§7): the automatic driver's speed target becomes the
@@ -1133,7 +1238,8 @@ class Replay:
                 None if self._adhesion is None else self._adhesive_g_eng,
             )
         n = len(v)
-        resist = dav + crv
+        if resist is None:
+            resist = dav + crv
         self._last_forces = (grav, resist)
         rows = np.concatenate((trac0, grav, resist)).reshape(3, n)
         sums = np.add.reduceat(rows, self.train_start, axis=1).tolist()
@@ -1223,6 +1329,7 @@ class Replay:
         dav: np.ndarray,
         crv: np.ndarray,
         dt: float,
+        resist: np.ndarray | None = None,
     ):
         """:meth:`_traction_and_brakes` with the per-train part as numpy calls over all
         trains (the controls as arrays): every branch of the scalar loop is an
@@ -1247,7 +1354,8 @@ class Replay:
                 thr[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
             )
         n = len(v)
-        resist = dav + crv
+        if resist is None:
+            resist = dav + crv
         self._last_forces = (grav, resist)
         rows = np.concatenate((trac0, grav, resist)).reshape(3, n)
         F, Gs, Rs = np.add.reduceat(rows, self.train_start, axis=1)
