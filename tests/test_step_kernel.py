@@ -85,24 +85,30 @@ def test_car_forces_are_the_numpy_lookups(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_train_forces_are_the_scalar_loop(seed):
+def test_few_train_forces_are_the_numpy_and_scalar_code(seed):
     """Random controls (speed targets, NaN targets, throttles, brakes, decelerations,
-    emergencies), forces and speeds of both signs, trains in force and in deceleration
-    mode: the compiled per-train loop gives _traction_and_brakes' traction, brakes,
-    scale and applied brake fractions, and the engine's drive and opposing forces."""
+    emergencies), positions and speeds of both signs, trains in force and in deceleration
+    mode, with and without adhesion, traction in the kernel or given to it: the compiled
+    few-train forces are _car_forces' and _traction_and_brakes' traction, brakes, scale
+    and applied brake fractions, and the engine's drive and opposing forces."""
     rep = _shunt()
     rng = np.random.default_rng(seed)
     n = len(rep.engine.x)
     T = len(rep.trains)
+    rep.lines.Y = rng.normal(size=rep.lines.S.size) * 3.0
+    length = float(rep.lines.S[-1])
     decel = 0
     for it in range(300):
-        if it % 50 == 0:  # a new brake mode per train (the kernel takes them at set-up)
+        if it % 50 == 0:  # new brake modes and adhesion (the kernel takes them at set-up)
             mode = rng.random(T) < 0.5
             rep.train_decel_mode = mode
             rep.train_decel_mode_l = mode.tolist()
             rep._any_decel_mode = bool(mode.any())
+            rep._adhesion = [None, "dry"][it // 50 % 2]
+            rep._adhesive_g_eng_l = None if rep._adhesion is None else rep._adhesive_g_eng.tolist()
             rep._ck = rep._step_kernel_args(n)
-            assert rep._ck is not None and rep._ck[3] is not None
+            assert rep._ck is not None and rep._ck.trains is not None
+            rep._ck.consts[1] = it // 100 % 2 == 0  # traction in the kernel, or given to it
         ctrl = []
         for _k in range(T):
             tgt = rng.choice([None, 0.0, 1.0, 5.0, 30.0, float("nan")])
@@ -115,21 +121,25 @@ def test_train_forces_are_the_scalar_loop(seed):
                     emergency=bool(rng.random() < 0.1),
                 )
             )
+        x = _ro(np.sort(rng.uniform(-20.0, length + 20.0, n))[::-1])
         v = rng.normal(size=n) * rng.choice([0.0, 1.0, 10.0, 40.0])
         v[rng.integers(n)] = rng.choice([0.0, -0.0, 25.0])
         v = _ro(v)
-        grav = rng.normal(size=n) * 1e4
-        dav = np.abs(rng.normal(size=n)) * 1e3
-        crv = rng.choice([0.0, 50.0, 400.0], n)
+        rep._fb[:] = x - rep._front_bogie
+        rep._rb[:] = rep._fb - rep.model.bogie_spacing
         dt = float(rng.choice([0.05, 0.1, 0.5]))
         applied0 = rng.choice([0.0, 0.2, 1.0, 1.15], T)
-        speeds = v[rep.train_start].tolist()
+        kernel, rep._ck = rep._ck, None
+        grav, dav, crv, _ = rep._car_forces(x, v)
+        rep._ck = kernel
         rep.brake_applied = applied0.copy()
-        trac, brk, scale, applied = rep._traction_and_brakes(ctrl, np.zeros(n), v, speeds, grav, dav, crv, dt)
+        speeds = v[rep.train_start].tolist()
+        trac, brk, scale, applied = rep._traction_and_brakes(ctrl, x, v, speeds, grav, dav, crv, dt)
         want = _bits(trac, brk, scale, applied, trac + grav, dav + crv + brk)
         rep.brake_applied = applied0.copy()
-        got = rep._train_forces(ctrl, v, grav, dav, crv, dav + crv, dt)
+        got = rep._few_train_forces(ctrl, x, v, dt)
         assert _bits(got[0], got[1], rep._scale, rep.brake_applied, got[2], got[3]) == want
+        assert _bits(*rep._last_forces) == _bits(grav, dav + crv)
         decel += bool(np.any(rep.train_decel_mode[rep.car_train] & (brk > 0)))  # the hourly brake
     assert decel > 20
 
@@ -147,10 +157,13 @@ def test_after_step_is_the_numpy_sums():
         v1 = rng.choice([0.0, -0.0, 4.0, -7.0, np.nan], n)
         trac = rng.choice([0.0, 1e5, -2e4], n)
         brk = rng.choice([0.0, 3e4], n)
-        sums = [rng.choice([0.0, 1e6], n) for _ in range(3)]
-        sums[2] = rng.choice([0.0, 5.0, np.nan], n)
+        sums = np.array(
+            [rng.choice([0.0, 1e6], n), rng.choice([0.0, 1e6], n), rng.choice([0.0, 5.0, np.nan], n)]
+        )
+        cars = np.ones((K.N_CAR_ROWS, n))
         front, spacing, tol = rng.uniform(1, 3, n), rng.uniform(5, 15, n), rng.uniform(-50, 150, n)
-        want = [s.copy() for s in sums]
+        cars[K.C_FRONT_BOGIE], cars[K.C_SPACING], cars[K.C_LEN_TOL] = front, spacing, tol
+        want = sums.copy()
         dx = x1 - x0
         want[0] += np.maximum(trac * dx, 0.0)
         want[1] += brk * np.abs(dx)
@@ -159,6 +172,6 @@ def test_after_step_is_the_numpy_sums():
         rb = fb - spacing
         pair = np.empty((n, 2))
         x0, x1, v1 = _ro(x0), _ro(x1), _ro(v1)
-        got = K.after_step(x0, x1, v1, trac, brk, *sums, pair, front, spacing, tol)
+        got = K.after_step(x0, x1, v1, trac, brk, sums, pair, cars)
         assert _bits(*sums, pair[:, 0], pair[:, 1]) == _bits(*want, fb, rb)
         assert got == (bool((fb > tol).any()), bool((rb < -1e-9).any()))

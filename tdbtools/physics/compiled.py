@@ -72,34 +72,29 @@ def compile_kernels() -> dict[str, float]:
 
 
 def _step_kernels() -> None:
-    """The replay step's kernels on two cars, with the array kinds the replay gives them:
-    the engine's x and v read-only, the bogie measures one (n, 2) array."""
+    """The replay step's kernels on one train of two cars, with the array kinds the
+    replay gives them (the engine's x and v read-only)."""
     from . import _step_kernel as K
 
     n = 2
-
-    def ro(a: np.ndarray) -> np.ndarray:
-        a.flags.writeable = False
-        return a
-
-    x, v = ro(np.array([0.0, -20.0])), ro(np.array([5.0, 5.0]))
+    x, v = np.array([0.0, -20.0]), np.array([5.0, 5.0])
+    x.flags.writeable = v.flags.writeable = False
     fbrb = np.array([[-2.0, -12.0], [-22.0, -32.0]])
-    f = np.full(n, 1.0)
-    table = np.array([-100.0, 0.0, 100.0])
-    rows = np.full(2 * n, -1, dtype=np.int64)
-    out = [np.empty(n) for _ in range(4)]
-    K.car_forces(
-        x, v, fbrb, f * 500.0, f * 100.0, f * 10.0, table, table * 0.01, rows, np.empty(2 * n),
-        np.empty(2 * n), table, table * 1e-3, rows[:n].copy(), f * -1e5, f * 14.0, f * 900.0, f * 20.0,
-        f * 4.0, True, f * 5e3, f * 1.0, f * 10.0, f * 2e3, *out,
-    )  # fmt: skip
-    grav, dav, crv, resist = out
-    trac, brk = np.empty(n), np.empty(n)
-    K.after_step(x, x, v, grav, dav, resist.copy(), crv.copy(), f.copy(), fbrb, f, f * 14.0, f * 500.0)
+    cars = np.ones((K.N_CAR_ROWS, n))
+    cars[K.C_LINE_LEN] = 500.0
+    consts = np.array([1.0, 1.0, 0.0, 1.15, 0.05])
+    lines = np.array([[-100.0, 0.0, 100.0], [-1.0, 0.0, 1.0]])
+    pieces = np.array([[0.0, 100.0], [0.0, 1e-3]])
+    rows = np.full(3 * n, -1, dtype=np.int64)
+    work = np.empty(4 * n)
+    out = np.empty((K.N_OUT_ROWS, n))
+    K.car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out[:4].copy())
     ctl = np.array([[1.0, 10.0, 1.0, 0.0, 0.0, 0.0]])
-    K.train_forces(
-        ctl, 0.1, f * 1e5, grav, resist, dav, crv, v, np.zeros(1, dtype=np.int64),
-        np.full(1, n, dtype=np.int64), f[:1] * 2e5, f[:1] * 1e5, np.zeros(1, dtype=np.bool_),
-        f[:1] * 20.0, f[:1] * 10.0, f[:1] * 30.0, f[:1] * 0.5, f * 5e4, f * 1e5, 1.15, 0.05,
-        np.zeros(1), trac, brk, np.empty(n), np.empty(n), np.empty(1),
+    trains = np.ones((K.N_TRAIN_ROWS, 1))
+    engines = np.array([[0.0], [0.0], [1e5], [1e6], [1.0], [0.0]])
+    bounds = np.array([0, n], dtype=np.int64)
+    K.few_train_forces(
+        x, v, fbrb, ctl, 0.1, cars, consts, lines, pieces, rows, work, trains, bounds, engines,
+        np.zeros(1), out, np.empty(1),
     )  # fmt: skip
+    K.after_step(x, x, v, out[K.F_TRAC], out[K.F_BRAKE], np.zeros((3, n)), fbrb, cars)

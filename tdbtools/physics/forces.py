@@ -690,6 +690,17 @@ class Prepared:
         """Whether a car's brake force depends on speed (:meth:`max_brake` is not None)."""
         return bool(self._shoes)
 
+    def engine_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """Per row of :attr:`engines`: the tractive force, the power limit and whether it
+        has one (1/0), as :meth:`traction` uses them; and whether an engine has a
+        tractive-force curve instead (which only Python can evaluate)."""
+        return (
+            self._e_force.astype(np.float64),
+            self._e_power.astype(np.float64),
+            self._e_has_power.astype(np.float64),
+            bool(self._e_curves),
+        )
+
     def columns(self) -> tuple | None:
         """Per car, what :meth:`gravity`, :meth:`davis` and :meth:`curve` work from, as
         new contiguous float arrays (for a compiled loop doing their operations): −m·g,

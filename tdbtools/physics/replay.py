@@ -559,6 +559,22 @@ class _Lines:
         return self.SEG_NODE[i], interp(self.X), interp(self.Z), interp(self.Y)
 
 
+@dataclass(slots=True)
+class _StepKernel:
+    """tdbtools.physics._step_kernel and a replay's fixed arguments to it (see there)."""
+
+    K: Any
+    cars: np.ndarray
+    consts: np.ndarray
+    lines: np.ndarray
+    pieces: np.ndarray
+    rows: np.ndarray
+    work: np.ndarray
+    trains: np.ndarray | None  # None: the per-train loop stays in Python (brake-shoe curves)
+    bounds: np.ndarray
+    engines: np.ndarray | None
+
+
 def _settle(
     i: np.ndarray, lo: np.ndarray, hi: np.ndarray, s: np.ndarray, table: np.ndarray, left: bool
 ) -> np.ndarray:
@@ -799,7 +815,9 @@ class Replay:
         for t in self.trains:
             t.bogies.front = self._fb[t.cars]
             t.bogies.rear = self._rb[t.cars]
-        self._trac_car, self._brake_car, self._vmax_car = np.zeros(n), np.zeros(n), np.zeros(n)
+        # per car: traction and brake energy, top speed (one array: one kernel argument)
+        self._sums = np.zeros((3, n))
+        self._trac_car, self._brake_car, self._vmax_car = self._sums
         self._xv: tuple | None = None
         self._ck = self._step_kernel_args(n)
         self._batch: DriverBatch | None = None
@@ -860,10 +878,11 @@ class Replay:
             consist, tuple(stocks), tuple(flipped), model, slack, tuple(str(w.message) for w in caught)
         )
 
-    def _step_kernel_args(self, n: int) -> tuple | None:
-        """The compiled per-car arithmetic of a step (tdbtools.physics._step_kernel, the
-        same numbers) and its fixed arguments; None without numba, or when a table is not
-        what the kernel takes for granted (sorted float64 piece ends, no NaN)."""
+    def _step_kernel_args(self, n: int) -> _StepKernel | None:
+        """The compiled arithmetic of a step around the engine (tdbtools.physics.
+        _step_kernel, the same numbers) and its fixed arguments; None without numba, or
+        when a table is not what the kernel takes for granted (float64, sorted piece ends
+        without NaN, one curvature per piece end)."""
         if not compiled_available():
             return None
         cols = self._forces.columns()
@@ -873,85 +892,68 @@ class Replay:
             cols is None
             or any(a.dtype != np.float64 for a in (ln.S, ln.Y, P1, PC))
             or not PC.size
+            or P1.size != PC.size
             or bool(np.isnan(P1).any())
             or not bool((P1[1:] >= P1[:-1]).all())
         ):
             return None
-        from . import _step_kernel
+        from . import _step_kernel as K
 
-        def f64(a: Any) -> np.ndarray:  # (new, writable, contiguous: one kernel signature)
-            return np.array(np.broadcast_to(a, (n,)), dtype=np.float64)
-
-        rows = (np.full(2 * n, -1, dtype=np.int64), np.empty(2 * n), np.empty(2 * n))
-        before = (
-            f64(self.car_line_len), f64(self.car_base), f64(self._half_length),
-            np.ascontiguousarray(ln.S), np.ascontiguousarray(ln.Y), *rows,
-            np.ascontiguousarray(P1), np.ascontiguousarray(PC), np.full(n, -1, dtype=np.int64),
-            *cols,
-        )  # fmt: skip
-        after = (f64(self._front_bogie), f64(self.model.bogie_spacing), f64(self._line_len_tol))
-        trains = None  # the per-train loop's, without brake-shoe curves
+        neg_mg, spacing, da, db, dc, start, f0, vm, slope, mg_curve = cols
+        per_car = {
+            K.C_LINE_LEN: self.car_line_len, K.C_BASE: self.car_base, K.C_HALF: self._half_length,
+            K.C_NEG_MG: neg_mg, K.C_SPACING: spacing, K.C_DA: da, K.C_DB: db, K.C_DC: dc, K.C_F0: f0,
+            K.C_VM: vm, K.C_SLOPE: slope, K.C_MG_CURVE: mg_curve, K.C_FULL_BRAKE: self.model.max_brake,
+            K.C_INERTIAL: self._inertial, K.C_FRONT_BOGIE: self._front_bogie, K.C_LEN_TOL: self._line_len_tol,
+        }  # fmt: skip
+        cars = np.empty((K.N_CAR_ROWS, n))
+        for row, col in per_car.items():
+            if np.asarray(col).dtype != np.float64:
+                return None
+            cars[row] = col
+        # the per-train loop's (trains without brake-shoe curves)
+        trains = engines = None
+        traction_here = False
         if not self._forces.has_shoe_curves:
-            T = len(self.trains)
-            trains = (
-                np.array(self.train_start), self.train_end + 1, np.array(self.train_inertia),
-                np.array(self.train_maxbrake), np.array(self.train_decel_mode, dtype=np.bool_),
-                np.array(self.train_release), np.array(self.train_build), np.array(self.train_vmax),
-                np.array(self.train_spec_decel, dtype=np.float64), f64(self.model.max_brake),
-                f64(self._inertial), float(forces.EMERGENCY_FACTOR), float(forces.TAPER_MS),
-            )  # fmt: skip
-            if any(a.dtype != np.float64 for a in trains[2:4] + trains[5:11]) or len(trains[0]) != T:
-                trains = None
-        return _step_kernel, before, after, trains
-
-    def _train_forces(
-        self, ctrl: list[Controls], v: np.ndarray, grav: np.ndarray, dav: np.ndarray, crv: np.ndarray,
-        resist: np.ndarray, dt: float,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
-        """:meth:`_traction_and_brakes` for trains without brake-shoe curves, its per-train
-        loop compiled (``_step_kernel.train_forces``, the same operations): traction,
-        brakes, and the engine's drive and opposing forces per car."""
-        ck = self._ck
-        assert ck is not None
-        n = len(v)
-        thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
-        eng = self._engines
-        trac0 = np.zeros(n)
-        if len(eng) <= 4:
-            trac0[eng] = self._forces.traction_few(
-                [thr[k] for k in self._engine_train_l], v[eng].tolist(), self._adhesive_g_eng_l
-            )
-        else:
-            trac0[eng] = self._forces.traction(
-                np.array(thr)[self._engine_train],
-                v[eng],
-                None if self._adhesion is None else self._adhesive_g_eng,
-            )
-        table = np.array(
-            [
-                (c.speed_target is not None, c.speed_target or 0.0, t, c.brake, c.deceleration, c.emergency)
-                for c, t in zip(ctrl, thr)
-            ],
-            dtype=np.float64,
+            per_train = {
+                K.T_INERTIA: self.train_inertia, K.T_MAXBRAKE: self.train_maxbrake,
+                K.T_DECEL_MODE: self.train_decel_mode, K.T_RELEASE: self.train_release,
+                K.T_BUILD: self.train_build, K.T_VMAX: self.train_vmax, K.T_SPEC_DECEL: self.train_spec_decel,
+            }  # fmt: skip
+            trains = np.empty((K.N_TRAIN_ROWS, len(self.trains)))
+            for row, col in per_train.items():
+                trains[row] = col
+            force, power, has_power, curves = self._forces.engine_table()
+            eng = self._engines
+            engines = np.empty((K.N_ENGINE_ROWS, len(eng)))
+            engines[K.E_ROW], engines[K.E_TRAIN] = eng, self._engine_train
+            engines[K.E_FORCE], engines[K.E_POWER], engines[K.E_HAS_POWER] = force, power, has_power
+            engines[K.E_ADHESIVE] = 0.0 if self._adhesion is None else self._adhesive_g_eng
+            # (as _traction_and_brakes: Prepared.traction_few's operations up to 4 engines)
+            traction_here = len(eng) <= 4 and not curves
+        return _StepKernel(
+            K,
+            cars,
+            np.array(
+                [start, traction_here, self._adhesion is not None, forces.EMERGENCY_FACTOR, forces.TAPER_MS]
+            ),
+            np.array([ln.S, ln.Y]),
+            np.array([P1, PC]),
+            np.full(3 * n, -1, dtype=np.int64),
+            np.empty(4 * n),
+            trains,
+            np.append(self.train_start, n),
+            engines,
         )
-        trac, brk, drive, opposed = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        self._scale = np.empty(len(ctrl))
-        ck[0].train_forces(
-            table, dt, trac0, grav, resist, dav, crv, v, *ck[3], self.brake_applied,
-            trac, brk, drive, opposed, self._scale,
-        )  # fmt: skip
-        self._last_forces = (grav, resist)
-        return trac, brk, drive, opposed
 
     def _car_forces(self, x: np.ndarray, v: np.ndarray) -> tuple:
         """Per car at positions ``x`` and speeds ``v``, with the bogies where the last step
         left them: gravity, Davis and curve resistance, and their sum (None: not summed)."""
         ck = self._ck
         if ck is not None:
-            n = len(x)
-            grav, dav, crv, resist = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-            ck[0].car_forces(x, v, self._fbrb, *ck[1], grav, dav, crv, resist)
-            return grav, dav, crv, resist
+            out = np.empty((4, len(x)))
+            ck.K.car_forces(x, v, self._fbrb, ck.cars, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work, out)
+            return out[0], out[1], out[2], out[3]
         # _g of three per-car arrays in place: the bogies (the measures the last step
         # left, of these x; backwards, see __init__) and the middle of every car
         g = np.concatenate((self._fbrb.ravel()[::-1], x - self._half_length))
@@ -962,6 +964,52 @@ class Replay:
         pre = self._forces
         crv = self._curve_forces(g[self._pairs :])
         return pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, None
+
+    def _few_train_forces(
+        self, ctrl: list[Controls], x: np.ndarray, v: np.ndarray, dt: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_car_forces` and :meth:`_traction_and_brakes` for trains without
+        brake-shoe curves, compiled (``_step_kernel.few_train_forces``, the same
+        operations): traction, brakes, and the engine's drive and opposing forces."""
+        ck = self._ck
+        assert ck is not None and ck.trains is not None
+        n = len(v)
+        K = ck.K
+        out = np.empty((K.N_OUT_ROWS, n))
+        table = np.array(
+            [
+                (
+                    c.speed_target is not None,
+                    0.0 if c.speed_target is None else c.speed_target,
+                    1.0 if c.speed_target is not None else c.throttle,
+                    c.brake,
+                    c.deceleration,
+                    c.emergency,
+                )
+                for c in ctrl
+            ],
+            dtype=np.float64,
+        )
+        if not ck.consts[1]:  # the engines' traction in Python, as _traction_and_brakes
+            thr = table[:, 2]
+            eng = self._engines
+            trac0 = out[K.F_TRAC]
+            trac0[:] = 0.0
+            if len(eng) <= 4:
+                trac0[eng] = self._forces.traction_few(
+                    thr[self._engine_train].tolist(), v[eng].tolist(), self._adhesive_g_eng_l
+                )
+            else:
+                trac0[eng] = self._forces.traction(
+                    thr[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
+                )
+        self._scale = np.empty(len(ctrl))
+        K.few_train_forces(
+            x, v, self._fbrb, table, dt, ck.cars, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work,
+            ck.trains, ck.bounds, ck.engines, self.brake_applied, out, self._scale,
+        )  # fmt: skip
+        self._last_forces = (out[K.F_GRAV], out[K.F_RESIST])
+        return out[K.F_TRAC], out[K.F_BRAKE], out[K.F_DRIVE], out[K.F_OPPOSED]
 
     # -- the loop ---------------------------------------------------------------------------
     def _event(self, e: ReplayEvent) -> None:
@@ -998,14 +1046,16 @@ class Replay:
                 ctl = _ControlArrays.of(ctrl)
         m = self.model
         ck = self._ck
-        grav, dav, crv, resist = self._car_forces(x, v)
+        few = not batch and ck is not None and ck.trains is not None
+        if not few:
+            grav, dav, crv, resist = self._car_forces(x, v)
         drive = None
         if batch:
             trac, brk, self._scale, _frac = self._traction_and_brakes_batch(
                 ctl, x, v, v[starts], grav, dav, crv, dt, resist
             )
-        elif ck is not None and ck[3] is not None and resist is not None:
-            trac, brk, drive, opposed = self._train_forces(ctrl, v, grav, dav, crv, resist, dt)
+        elif few:
+            trac, brk, drive, opposed = self._few_train_forces(ctrl, x, v, dt)
         else:
             trac, brk, self._scale, _frac = self._traction_and_brakes(
                 ctrl, x, v, speeds, grav, dav, crv, dt, resist
@@ -1023,8 +1073,7 @@ class Replay:
         # Bogies: measures along the line that follow their car. One past a line end
         # that is a track end derails its car (the exact event comes from BogieSet).
         if ck is not None:
-            sums = (self._trac_car, self._brake_car, self._vmax_car)
-            past = ck[0].after_step(x, x1, v1, trac, brk, *sums, self._fbrb, *ck[2])
+            past = ck.K.after_step(x, x1, v1, trac, brk, self._sums, self._fbrb, ck.cars)
             past = past[0] or past[1]
         else:
             dx = x1 - x
