@@ -1,8 +1,9 @@
 """The replay's compiled parts (numba, ``pip install "tdbtools[fast]"``; docs/physics.md §1.1).
 
-Three kernels give the numbers of the numpy code they stand for, bit for bit: the
-engine's step, the batch drivers' arithmetic and the line-table lookups (with the
-collision checks' pairing of nearby cars). numba compiles
+Four kernels give the numbers of the numpy code they stand for, bit for bit: the
+engine's step, the batch drivers' arithmetic, the line-table lookups (with the collision
+checks' pairing of nearby cars) and the per-car arithmetic of a replay step around the
+engine. numba compiles
 each on its first use on a machine (about 25 s in all) and caches the machine code beside
 the modules; :func:`compile_kernels` does that now, by running each once on a tiny case
 with the argument types the replay gives it, so that a first replay, a test run or a
@@ -88,4 +89,37 @@ def compile_kernels() -> dict[str, float]:
     )
     boxes_near(box, box + 1.0, box, box + 1.0, 10.0, np.argsort(box, kind="stable"))
     took["lookups"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    _step_kernels()
+    took["step"] = time.perf_counter() - t
     return took
+
+
+def _step_kernels() -> None:
+    """The replay step's kernels on one train of two cars, with the array kinds the
+    replay gives them (the engine's x and v read-only)."""
+    from . import _step_kernel as K
+
+    n = 2
+    x, v = np.array([0.0, -20.0]), np.array([5.0, 5.0])
+    x.flags.writeable = v.flags.writeable = False
+    fbrb = np.array([[-2.0, -12.0], [-22.0, -32.0]])
+    cars = np.ones((K.N_CAR_ROWS, n))
+    cars[K.C_LINE_LEN] = 500.0
+    consts = np.array([1.0, 1.0, 0.0, 1.15, 0.05])
+    lines = np.array([[-100.0, 0.0, 100.0], [-1.0, 0.0, 1.0]])
+    pieces = np.array([[0.0, 100.0], [0.0, 1e-3]])
+    rows = np.full(3 * n, -1, dtype=np.int64)
+    work = np.empty(4 * n)
+    out = np.empty((K.N_OUT_ROWS, n))
+    K.car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out[:4].copy())
+    ctl = np.array([[1.0, 10.0, 1.0, 0.0, 0.0, 0.0]])
+    trains = np.ones((K.N_TRAIN_ROWS, 1))
+    engines = np.array([[0.0], [0.0], [1e5], [1e6], [1.0], [0.0]])
+    bounds = np.array([0, n], dtype=np.int64)
+    K.few_train_forces(
+        x, v, fbrb, ctl, 0.1, cars, consts, lines, pieces, rows, work, trains, bounds, engines,
+        np.zeros(1), out, np.empty(1),
+    )  # fmt: skip
+    K.after_step(x, x, v, out[K.F_TRAC], out[K.F_BRAKE], np.zeros((3, n)), fbrb, cars)

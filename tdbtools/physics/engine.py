@@ -750,6 +750,8 @@ class Engine:
             x.flags.writeable = False
             self._x_cache = x
         self._time = t_end
+        if not count:  # (most steps)
+            return []
         events = _events_from_table(table[:count])
         self.event_count += len(events)
         return events

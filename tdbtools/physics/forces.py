@@ -685,6 +685,40 @@ class Prepared:
             self._slope = np.where(has, (at_merge - self._f0) / vm, 0.0)
             self._vm_max = float(np.fmax.reduce(self._vm))  # (NaN: skipped, as `<` never holds)
 
+    @property
+    def has_shoe_curves(self) -> bool:
+        """Whether a car's brake force depends on speed (:meth:`max_brake` is not None)."""
+        return bool(self._shoes)
+
+    def engine_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """Per row of :attr:`engines`: the tractive force, the power limit and whether it
+        has one (1/0), as :meth:`traction` uses them; and whether an engine has a
+        tractive-force curve instead (which only Python can evaluate)."""
+        return (
+            self._e_force.astype(np.float64),
+            self._e_power.astype(np.float64),
+            self._e_has_power.astype(np.float64),
+            bool(self._e_curves),
+        )
+
+    def columns(self) -> tuple | None:
+        """Per car, what :meth:`gravity`, :meth:`davis` and :meth:`curve` work from, as
+        new contiguous float arrays (for a compiled loop doing their operations): −m·g,
+        the bogie spacing, Davis A, B, C, whether any car has a starting resistance, and
+        per car its F0, merge speed and blend slope (0 where none), m·g·k_curve. None when
+        a column is not float64 (the loop would not do numpy's arithmetic)."""
+        n = len(self._a)
+        z = np.zeros(n)
+        start = self._start
+        f0, vm, slope = (self._f0, self._vm, self._slope) if start else (z, z, z)
+        cols = (self._neg_mg, self.model.bogie_spacing, self._a, self._b, self._c)
+        tail = (f0, vm, slope, self._mg_curve)
+        if any(np.asarray(c).dtype != np.float64 for c in (*cols, *tail)):
+            return None
+        arr = [np.array(np.broadcast_to(c, (n,)), dtype=np.float64) for c in cols]
+        arr2 = [np.array(np.broadcast_to(c, (n,)), dtype=np.float64) for c in tail]
+        return (*arr, bool(start), *arr2)
+
     def gravity(self, elev_front_bogie: np.ndarray, elev_rear_bogie: np.ndarray) -> np.ndarray:
         # −m·g·sinθ, sinθ = Δy / spacing clipped to [−1, 1] (only a car standing on its
         # end would need the clip).

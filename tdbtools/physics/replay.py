@@ -597,6 +597,22 @@ class _Lines:
         return self.SEG_NODE[i], interp(self.X), interp(self.Z), interp(self.Y)
 
 
+@dataclass(slots=True)
+class _StepKernel:
+    """tdbtools.physics._step_kernel and a replay's fixed arguments to it (see there)."""
+
+    K: Any
+    cars: np.ndarray
+    consts: np.ndarray
+    lines: np.ndarray
+    pieces: np.ndarray
+    rows: np.ndarray
+    work: np.ndarray
+    trains: np.ndarray | None  # None: the per-train loop stays in Python (brake-shoe curves)
+    bounds: np.ndarray
+    engines: np.ndarray | None
+
+
 def _settle(
     i: np.ndarray, lo: np.ndarray, hi: np.ndarray, s: np.ndarray, table: np.ndarray, left: bool
 ) -> np.ndarray:
@@ -837,8 +853,11 @@ class Replay:
         for t in self.trains:
             t.bogies.front = self._fb[t.cars]
             t.bogies.rear = self._rb[t.cars]
-        self._trac_car, self._brake_car, self._vmax_car = np.zeros(n), np.zeros(n), np.zeros(n)
+        # per car: traction and brake energy, top speed (one array: one kernel argument)
+        self._sums = np.zeros((3, n))
+        self._trac_car, self._brake_car, self._vmax_car = self._sums
         self._xv: tuple | None = None
+        self._ck = self._step_kernel_args(n)
         self._batch: DriverBatch | None = None
         self._inner_of: list = []
         self._inner: list = []
@@ -903,6 +922,139 @@ class Replay:
             consist, tuple(stocks), tuple(flipped), model, slack, tuple(str(w.message) for w in caught)
         )
 
+    def _step_kernel_args(self, n: int) -> _StepKernel | None:
+        """The compiled arithmetic of a step around the engine (tdbtools.physics.
+        _step_kernel, the same numbers) and its fixed arguments; None without numba, or
+        when a table is not what the kernel takes for granted (float64, sorted piece ends
+        without NaN, one curvature per piece end)."""
+        if not compiled_available():
+            return None
+        cols = self._forces.columns()
+        ln = self.lines
+        P1, PC = ln.P1, ln.PC
+        if (
+            cols is None
+            or any(a.dtype != np.float64 for a in (ln.S, ln.Y, P1, PC))
+            or not PC.size
+            or P1.size != PC.size
+            or bool(np.isnan(P1).any())
+            or not bool((P1[1:] >= P1[:-1]).all())
+        ):
+            return None
+        from . import _step_kernel as K
+
+        neg_mg, spacing, da, db, dc, start, f0, vm, slope, mg_curve = cols
+        per_car = {
+            K.C_LINE_LEN: self.car_line_len, K.C_BASE: self.car_base, K.C_HALF: self._half_length,
+            K.C_NEG_MG: neg_mg, K.C_SPACING: spacing, K.C_DA: da, K.C_DB: db, K.C_DC: dc, K.C_F0: f0,
+            K.C_VM: vm, K.C_SLOPE: slope, K.C_MG_CURVE: mg_curve, K.C_FULL_BRAKE: self.model.max_brake,
+            K.C_INERTIAL: self._inertial, K.C_FRONT_BOGIE: self._front_bogie, K.C_LEN_TOL: self._line_len_tol,
+        }  # fmt: skip
+        cars = np.empty((K.N_CAR_ROWS, n))
+        for row, col in per_car.items():
+            if np.asarray(col).dtype != np.float64:
+                return None
+            cars[row] = col
+        # the per-train loop's (trains without brake-shoe curves)
+        trains = engines = None
+        traction_here = False
+        if not self._forces.has_shoe_curves:
+            per_train = {
+                K.T_INERTIA: self.train_inertia, K.T_MAXBRAKE: self.train_maxbrake,
+                K.T_DECEL_MODE: self.train_decel_mode, K.T_RELEASE: self.train_release,
+                K.T_BUILD: self.train_build, K.T_VMAX: self.train_vmax, K.T_SPEC_DECEL: self.train_spec_decel,
+            }  # fmt: skip
+            trains = np.empty((K.N_TRAIN_ROWS, len(self.trains)))
+            for row, col in per_train.items():
+                trains[row] = col
+            force, power, has_power, curves = self._forces.engine_table()
+            eng = self._engines
+            engines = np.empty((K.N_ENGINE_ROWS, len(eng)))
+            engines[K.E_ROW], engines[K.E_TRAIN] = eng, self._engine_train
+            engines[K.E_FORCE], engines[K.E_POWER], engines[K.E_HAS_POWER] = force, power, has_power
+            engines[K.E_ADHESIVE] = 0.0 if self._adhesion is None else self._adhesive_g_eng
+            # (as _traction_and_brakes: Prepared.traction_few's operations up to 4 engines)
+            traction_here = len(eng) <= 4 and not curves
+        return _StepKernel(
+            K,
+            cars,
+            np.array(
+                [start, traction_here, self._adhesion is not None, forces.EMERGENCY_FACTOR, forces.TAPER_MS]
+            ),
+            np.array([ln.S, ln.Y]),
+            np.array([P1, PC]),
+            np.full(3 * n, -1, dtype=np.int64),
+            np.empty(4 * n),
+            trains,
+            np.append(self.train_start, n),
+            engines,
+        )
+
+    def _car_forces(self, x: np.ndarray, v: np.ndarray) -> tuple:
+        """Per car at positions ``x`` and speeds ``v``, with the bogies where the last step
+        left them: gravity, Davis and curve resistance, and their sum (None: not summed)."""
+        ck = self._ck
+        if ck is not None:
+            out = np.empty((4, len(x)))
+            ck.K.car_forces(x, v, self._fbrb, ck.cars, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work, out)
+            return out[0], out[1], out[2], out[3]
+        # _g of three per-car arrays in place: the bogies (the measures the last step
+        # left, of these x; backwards, see __init__) and the middle of every car
+        g = np.concatenate((self._fbrb.ravel()[::-1], x - self._half_length))
+        np.maximum(g, 0.0, out=g)
+        np.minimum(g, self._len3, out=g)
+        g += self._base3
+        y = self.lines.elevation(g[: self._pairs], "bogies")[::-1]  # front, rear of car 0, 1, ...
+        pre = self._forces
+        crv = self._curve_forces(g[self._pairs :])
+        return pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, None
+
+    def _few_train_forces(
+        self, ctrl: list[Controls], x: np.ndarray, v: np.ndarray, dt: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_car_forces` and :meth:`_traction_and_brakes` for trains without
+        brake-shoe curves, compiled (``_step_kernel.few_train_forces``, the same
+        operations): traction, brakes, and the engine's drive and opposing forces."""
+        ck = self._ck
+        assert ck is not None and ck.trains is not None
+        n = len(v)
+        K = ck.K
+        out = np.empty((K.N_OUT_ROWS, n))
+        table = np.array(
+            [
+                (
+                    c.speed_target is not None,
+                    0.0 if c.speed_target is None else c.speed_target,
+                    1.0 if c.speed_target is not None else c.throttle,
+                    c.brake,
+                    c.deceleration,
+                    c.emergency,
+                )
+                for c in ctrl
+            ],
+            dtype=np.float64,
+        )
+        if not ck.consts[1]:  # the engines' traction in Python, as _traction_and_brakes
+            thr = table[:, 2]
+            eng = self._engines
+            trac0 = out[K.F_TRAC]
+            trac0[:] = 0.0
+            if len(eng) <= 4:
+                trac0[eng] = self._forces.traction_few(
+                    thr[self._engine_train].tolist(), v[eng].tolist(), self._adhesive_g_eng_l
+                )
+            else:
+                trac0[eng] = self._forces.traction(
+                    thr[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
+                )
+        self._scale = np.empty(len(ctrl))
+        K.few_train_forces(
+            x, v, self._fbrb, table, dt, ck.cars, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work,
+            ck.trains, ck.bounds, ck.engines, self.brake_applied, out, self._scale,
+        )  # fmt: skip
+        self._last_forces = (out[K.F_GRAV], out[K.F_RESIST])
+        return out[K.F_TRAC], out[K.F_BRAKE], out[K.F_DRIVE], out[K.F_OPPOSED]
+
     # -- the loop ---------------------------------------------------------------------------
     def _event(self, e: ReplayEvent) -> None:
         self.events.append(e)
@@ -937,46 +1089,47 @@ class Replay:
             if batch:
                 ctl = _ControlArrays.of(ctrl)
         m = self.model
-        lines = self.lines
-        pairs = self._pairs
-        # _g of three per-car arrays in place: the bogies (the measures the last step
-        # left, of these x; backwards, see __init__) and the middle of every car
-        g = np.concatenate((self._fbrb.ravel()[::-1], x - self._half_length))
-        np.maximum(g, 0.0, out=g)
-        np.minimum(g, self._len3, out=g)
-        g += self._base3
-        y = lines.elevation(g[:pairs], "bogies")[::-1]  # front, rear of car 0, 1, ...
-        pre = self._forces
-        crv = self._curve_forces(g[pairs:])
+        ck = self._ck
+        few = not batch and ck is not None and ck.trains is not None
+        if not few:
+            grav, dav, crv, resist = self._car_forces(x, v)
+        drive = None
         if batch:
             trac, brk, self._scale, _frac = self._traction_and_brakes_batch(
-                ctl, x, v, v[starts], pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, dt
+                ctl, x, v, v[starts], grav, dav, crv, dt, resist
             )
+        elif few:
+            trac, brk, drive, opposed = self._few_train_forces(ctrl, x, v, dt)
         else:
             trac, brk, self._scale, _frac = self._traction_and_brakes(
-                ctrl, x, v, speeds, pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, dt
+                ctrl, x, v, speeds, grav, dav, crv, dt, resist
             )
-        grav, resist = self._last_forces  # (resist: dav + crv)
-        x0 = x.copy()
-        evs = eng.step(dt, trac + grav, resist + brk)
+        if drive is None:
+            grav, resist = self._last_forces  # (resist: dav + crv)
+            drive, opposed = trac + grav, resist + brk
+        evs = eng.step(dt, drive, opposed)
         if evs:
             self._engine_events(evs)
         self.time += dt
-        x1, v1 = eng.x, eng.v
+        x1, v1 = eng.x, eng.v  # (new arrays: the engine never changes one handed out)
         self._xv = (x1, v1, eng.time)
-        dx = x1 - x0
         # Energy and top speed per car, in place; summed per train when asked for.
-        self._trac_car += np.maximum(trac * dx, 0.0)
-        self._brake_car += brk * np.abs(dx)
-        speed = np.abs(v1)
-        np.maximum(self._vmax_car, speed, out=self._vmax_car)
         # Bogies: measures along the line that follow their car. One past a line end
         # that is a track end derails its car (the exact event comes from BogieSet).
-        np.subtract(x1, self._front_bogie, out=self._fb)
-        np.subtract(self._fb, m.bogie_spacing, out=self._rb)
-        over = self._fb > self._line_len_tol
-        any_ = np.logical_or.reduce  # ndarray.any without its Python wrapper
-        if any_(over) or any_(self._rb < -1e-9):
+        if ck is not None:
+            past = ck.K.after_step(x, x1, v1, trac, brk, self._sums, self._fbrb, ck.cars)
+            past = past[0] or past[1]
+        else:
+            dx = x1 - x
+            self._trac_car += np.maximum(trac * dx, 0.0)
+            self._brake_car += brk * np.abs(dx)
+            np.maximum(self._vmax_car, np.abs(v1), out=self._vmax_car)
+            np.subtract(x1, self._front_bogie, out=self._fb)
+            np.subtract(self._fb, m.bogie_spacing, out=self._rb)
+            any_ = np.logical_or.reduce  # ndarray.any without its Python wrapper
+            past = any_(self._fb > self._line_len_tol) or any_(self._rb < -1e-9)
+        if past:
+            over = self._fb > self._line_len_tol
             off = (over & self.car_far_end) | ((self._rb < -1e-9) & self.car_near_end)
             for k in np.unique(self.car_train[off]).tolist():
                 for ev in self.trains[k].bogies.check(self.time):
@@ -1014,7 +1167,7 @@ class Replay:
                 # _done does nothing for a train that runs on (saves the speeds)
                 due = self._due_batch()
             if due:
-                top = np.maximum.reduceat(speed, self.train_start).tolist()
+                top = np.maximum.reduceat(np.abs(v1), self.train_start).tolist()
                 for k in due:
                     self._done(trains[k], dt, top[k])
             if due or not batch or self._done_overridden or self._any_done():
@@ -1206,6 +1359,7 @@ class Replay:
         dav: np.ndarray,
         crv: np.ndarray,
         dt: float,
+        resist: np.ndarray | None = None,
     ):
         """Per-car traction and brake forces from the drivers' controls
         (docs/running-time.md §2–§7): the automatic driver's speed target becomes the
@@ -1233,7 +1387,8 @@ class Replay:
                 None if self._adhesion is None else self._adhesive_g_eng,
             )
         n = len(v)
-        resist = dav + crv
+        if resist is None:
+            resist = dav + crv
         self._last_forces = (grav, resist)
         rows = np.concatenate((trac0, grav, resist)).reshape(3, n)
         sums = np.add.reduceat(rows, self.train_start, axis=1).tolist()
@@ -1323,6 +1478,7 @@ class Replay:
         dav: np.ndarray,
         crv: np.ndarray,
         dt: float,
+        resist: np.ndarray | None = None,
     ):
         """:meth:`_traction_and_brakes` with the per-train part as numpy calls over all
         trains (the controls as arrays): every branch of the scalar loop is an
@@ -1347,7 +1503,8 @@ class Replay:
                 thr[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
             )
         n = len(v)
-        resist = dav + crv
+        if resist is None:
+            resist = dav + crv
         self._last_forces = (grav, resist)
         rows = np.concatenate((trac0, grav, resist)).reshape(3, n)
         F, Gs, Rs = np.add.reduceat(rows, self.train_start, axis=1)
