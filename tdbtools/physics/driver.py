@@ -565,9 +565,7 @@ class DriverBatch:
             self.reach_lag = dt + self.bd + self.cb
         fr, sp, re = (front, speed, rear) if self.all_rows else (front[rows], speed[rows], rear[rows])
         nan, inf = math.nan, math.inf
-        # The next stop's s (NaN: none; -inf: standing at it, or extra targets, or
-        # finished: such a train is left to its own call) and the brakes' state.
-        code, applied = self._state(time, dt)
+        code, applied = self._state(time, dt)  # the next stop's s and the brakes' state
         # bisect_right of the fronts and rears among the posts, kept up to date
         ends = np.concatenate((fr, re))
         if self._counts is None:
