@@ -180,6 +180,62 @@ def test_box_pairs_are_the_pairs_of_the_all_pairs_comparison():
     assert [len(a) for a in box_pairs(np.zeros(1), np.ones(1), np.zeros(1), np.ones(1), 10.0)] == [0, 0]
 
 
+def test_compiled_owner_pairs_are_the_numpy_ones(monkeypatch):
+    """safety._owner_pairs compiled (tdbtools.physics._lookup_kernel.owner_cross) gives the
+    numpy code's pairs, in its order, for random trains of random cars (some crossing,
+    some far apart, ties on the pad), with both of the numpy code's ways of pairing."""
+    pytest.importorskip("numba", reason="the compiled pairing needs numba (tdbtools[fast])")
+    from tdbtools.physics import safety
+
+    rng = np.random.default_rng(8)
+    for trial in range(80):
+        owners = int(rng.integers(2, 40))
+        size = rng.integers(1, 25, owners)
+        owner = np.repeat(np.arange(owners), size)
+        n = len(owner)
+        # each owner's cars in a row along a random heading from a random start
+        at = rng.uniform(-400, 400, (owners, 2))[owner]
+        heading = rng.uniform(0, 2 * np.pi, owners)[owner]
+        step = np.arange(n) - np.repeat(np.cumsum(size) - size, size)
+        lo_x = (at[:, 0] + 15.0 * step * np.cos(heading)).round(int(trial % 3))
+        lo_z = at[:, 1] + 15.0 * step * np.sin(heading)
+        hi_x, hi_z = lo_x + rng.uniform(0.0, 20.0, n), lo_z + rng.uniform(0.0, 20.0, n)
+        group = rng.integers(0, 4, owners)[owner]
+        pad = float(rng.choice([0.0, 3.61, 10.0]))
+        args = (lo_x, hi_x, lo_z, hi_z, pad, group, owner)
+        monkeypatch.setattr(safety, "_CROSS", None)
+        got = safety._owner_pairs(*args)
+        monkeypatch.setattr(safety, "_CROSS", False)
+        for cross_max in (8192, 0):
+            monkeypatch.setattr(safety, "OWNER_CROSS_MAX", cross_max)
+            want = safety._owner_pairs(*args)
+            assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(got, want)), trial
+    assert len(got[0])  # (the last trial has pairs)
+
+
+def test_compiled_sweep_finds_the_boxes_of_box_pairs():
+    """The collision checks' compiled sweep (_lookup_kernel.boxes_near) marks exactly the
+    boxes in a pair of box_pairs: random boxes of mixed sizes, with ties."""
+    pytest.importorskip("numba", reason="the compiled sweep needs numba (tdbtools[fast])")
+    from tdbtools.physics._lookup_kernel import boxes_near
+
+    rng = np.random.default_rng(4)
+    for trial in range(120):
+        n = int(rng.integers(1, 400))
+        lo_x = rng.uniform(-3000, 3000, n).round(int(trial % 3))
+        lo_z = rng.uniform(-3000, 3000, n).round(int(trial % 2))
+        w = rng.exponential(40.0, (2, n)) * (rng.uniform(size=n) < 0.97) + rng.exponential(2000.0, (2, n)) * (
+            rng.uniform(size=n) < 0.03
+        )
+        hi_x, hi_z = lo_x + w[0], lo_z + w[1]
+        pad = float(rng.choice([0.0, 3.61, 10.0]))
+        want = np.zeros(n, dtype=bool)
+        ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, pad)
+        want[ii] = want[jj] = True
+        got = boxes_near(lo_x, hi_x, lo_z, hi_z, pad, np.argsort(lo_x, kind="stable"))
+        assert np.array_equal(got, want), trial
+
+
 def test_box_pairs_over_a_world_of_tiny_cells():
     """Small boxes spread over ±30 million km (more cells than an int64 key holds with the
     groups): the cells are numbered densely first, and the pairs are still all there."""
@@ -358,15 +414,20 @@ def _compare_on_placements(rep, seed: int, sequences: int) -> dict[str, int]:  #
     return counts
 
 
-@pytest.mark.parametrize("cross_max", [8192, 0])
+@pytest.mark.parametrize("cross_max", [8192, 0, "compiled"])
 def test_checks_match_the_reference_on_random_dk24_placements(dk24, monkeypatch, cross_max):  # noqa: ANN001
     """Two random sets of trains, 30 sequences of 6 checks on each; the comparison sees
     plenty of both kinds of event. The side checks' pairs of cars come from pairs of
-    trains both ways (every car against every car, or only the cars near the other
-    train first)."""
+    trains all three ways (every car against every car, only the cars near the other
+    train first, or compiled)."""
     from tdbtools.physics import safety
 
-    monkeypatch.setattr(safety, "OWNER_CROSS_MAX", cross_max)
+    if cross_max == "compiled":
+        pytest.importorskip("numba", reason="the compiled pairing needs numba (tdbtools[fast])")
+        monkeypatch.setattr(safety, "_CROSS", None)  # made again: compiled
+    else:
+        monkeypatch.setattr(safety, "_CROSS", False)
+        monkeypatch.setattr(safety, "OWNER_CROSS_MAX", cross_max)
     total = {"collision": 0, "side_collision": 0}
     for seed in (11, 12):
         counts = _compare_on_placements(_dk24_replay(dk24, seed), 2013 + seed, 30)

@@ -266,3 +266,26 @@ def test_dk24_replay_is_the_same_with_the_batch_path(monkeypatch, tmp_path, dk24
             assert {"arrived", "waiting", "departed", "signal_wait"} <= kinds, kinds
     # both ways were taken: the batch drove a part, the drivers' own calls the rest
     assert 0.2 * driven[1] < driven[0] < 0.9 * driven[1], driven
+
+
+def test_the_batch_reads_the_drivers_again_after_a_step_it_did_not_see():
+    """A train the batch drove keeps its stop and brake state for the next step (the
+    batch's own copy); one it did not drive (its caller calls it) is read again, and
+    so is every train when a step is not the one after the last (the caller drove them
+    itself in between)."""
+    drivers = [AutoDriver([0.0], [20.0], 5000.0, max_speed=None, deceleration=0.5) for _ in range(3)]
+    batch = DriverBatch(drivers, [None] * 3, [None] * 3, CREEP)
+    front, speed = np.array([100.0, 200.0, 300.0]), np.array([10.0, 10.0, 10.0])
+    free = np.array([True, False, True])
+
+    def drive(time: float) -> list[bool]:
+        return batch.drive(time, 0.5, front, speed, front - 50.0, free)[0].tolist()
+
+    assert drive(0.0) == [True, False, True]
+    free[1] = True
+    drivers[1].add_target(Target(400.0, 5.0))  # not driven the step before: read again
+    assert drive(0.5) == [True, False, True]  # (a train with a target is left to its call)
+    drivers[1].targets.clear()
+    assert drive(1.0) == [True, True, True]
+    drivers[2].add_target(Target(400.0, 5.0))
+    assert drive(3.0) == [True, True, False]  # a step later than the next: all read again

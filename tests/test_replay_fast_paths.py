@@ -130,3 +130,79 @@ def test_replays_without_numba_are_those_with_it(name, monkeypatch):
     plain = _replay_outputs(SAMPLE_INSTALL / name)
     assert plain[0] == compiled[0] and plain[2] == compiled[2]
     assert plain[1] == compiled[1]
+
+
+def test_compiled_train_controls_are_the_numpy_ones(monkeypatch):
+    """The batch path's per-train traction and brakes compiled (_driver_kernel.controls)
+    against its numpy calls, from random controls, speeds (negative, ±0, near the top
+    speed), forces and brake states: the same forces, scales and brake fractions, bit for
+    bit."""
+    pytest.importorskip("numba", reason="the compiled controls need numba (tdbtools[fast])")
+    import importlib
+
+    from tdbtools.physics.replay import _ControlArrays
+
+    replay_mod = importlib.import_module("tdbtools.physics.replay")
+    rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
+    assert not rep._any_decel_mode
+    rng = np.random.default_rng(5)
+    T, n = len(rep.trains), len(rep.engine.x)
+    top = np.nan_to_num(rep.train_vmax, nan=30.0)
+
+    def pick(*choices: object, size: int = T) -> np.ndarray:
+        return np.array([choices[i] for i in rng.integers(len(choices), size=size)], dtype=np.float64)
+
+    tapered = 0
+    for trial in range(3000):
+        vk = np.where(rng.random(T) < 0.5, top - rng.uniform(-0.2, 0.3, T), pick(0.0, -0.0, -1.5, 7.0))
+        v = np.repeat(vk, np.diff(np.append(rep.train_start, n)))
+        ctl = _ControlArrays(
+            pick(0.0, 1.0, rng.uniform()),
+            pick(0.0, 0.0, 0.4, 1.0),
+            pick(0.0, -0.0, 0.3, 1.2),
+            pick(np.nan, np.nan, 0.0, vk[0] + 0.05, 25.0),
+            rng.random(T) < 0.05,
+        )
+        grav = rng.normal(0.0, 2e4, n) * rng.choice([0.0, 1.0, 10.0])
+        dav = rng.uniform(0.0, 3e3, n)
+        crv = rng.uniform(0.0, 500.0, n) * (rng.random(n) < 0.3)
+        dt = float(rng.choice([0.1, 0.5]))
+        start = pick(0.0, 0.3, 1.0, 1.15)
+        out = []
+        for kernel in (None, False):
+            monkeypatch.setattr(replay_mod, "_CONTROLS", kernel)
+            rep.brake_applied = start.copy()
+            trac, brk, scale, a = rep._traction_and_brakes_batch(ctl, v, v, vk, grav, dav, crv, dt)
+            out.append([np.asarray(x).tobytes() for x in (trac, brk, scale, a, rep.brake_applied)])
+        assert out[0] == out[1], trial
+        tapered += bool(np.any(np.frombuffer(out[0][2]) % 1.0))
+    assert tapered > 100  # (the taper and partial targets were reached)
+
+
+def test_a_replay_freezes_the_older_objects_only_while_it_runs(monkeypatch):
+    """Replay.run keeps the objects made before it out of the garbage collector's passes
+    while it steps, and leaves the collector as it was: as found after, and untouched
+    when the caller froze objects itself."""
+    import gc
+
+    seen: list[int] = []
+    step = Replay.step
+
+    def counting(self):  # noqa: ANN001, ANN202
+        if len(seen) < 3:  # (the count walks the frozen objects)
+            seen.append(gc.get_freeze_count())
+        step(self)
+
+    monkeypatch.setattr(Replay, "step", counting)
+    assert gc.get_freeze_count() == 0
+    Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml")).run()
+    assert seen and min(seen) > 0 and gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        mine = gc.get_freeze_count()
+        seen.clear()
+        Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml")).run()
+        # (frozen objects that die leave the count; none joins it)
+        assert seen and max(seen) <= mine and gc.get_freeze_count() <= mine
+    finally:
+        gc.unfreeze()

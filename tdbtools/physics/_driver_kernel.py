@@ -112,3 +112,72 @@ def core(
         best_out[i] = best
         asked_out[i] = asked
         braking_out[i] = on_curve or over
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _npmax(a, b):
+    """``np.maximum`` of two floats: a NaN from either, and ``b`` on a tie (so the second
+    of two zeros of different sign)."""
+    return a if (a > b or a != a) else b
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _npmin(a, b):
+    """``np.minimum`` of two floats (as :func:`_npmax`)."""
+    return a if (a < b or a != a) else b
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def controls(
+    vk, Gs, Rs, F, M, tgt, brake, decel, emergency, throttle, applied, maxbrake, release, build,
+    vmax, dt, emergency_factor, taper_ms, a_out, scale_out, ratio_out,
+):  # fmt: skip
+    """The per-train part of ``Replay._traction_and_brakes_batch`` in force mode, train by
+    train with its operations in its order: the brakes' new applied fraction, the
+    traction scale and its ratio to the throttle (``np.where`` takes the branch taken
+    here; ``_pmax``/``_pmin`` are Python's ``max``/``min``)."""
+    slope = 1.0 / taper_ms
+    for k in range(vk.size):
+        v = vk[k]
+        t = tgt[k]
+        has_t = t == t
+        th = 1.0 if has_t else throttle[k]
+        fwd = -1.0 if v < 0.0 else 1.0
+        other = Gs[k] - fwd * Rs[k]
+        f_other = fwd * other
+        m = M[k]
+        reach_t = m * (t - v) / dt
+        hold = _npmax(f_other - reach_t, 0.0)
+        mb = maxbrake[k]
+        if hold > 0.0:
+            demand = _npmin(hold / mb, 1.0)
+        elif brake[k] > 0 or decel[k] <= 0:
+            demand = brake[k]
+        else:
+            demand = _npmin(_npmax((m * decel[k] + f_other) / mb, 0.0), 1.0)
+        if emergency[k]:
+            demand = emergency_factor
+        ap = applied[k]
+        a = ap + _npmin(_npmax(demand - ap, release[k]), build[k])
+        a = _npmin(_npmax(a, 0.0), emergency_factor)
+        net = other - fwd * (a * mb)
+        f = F[k]
+        q = 1.0
+        if has_t:
+            q = 0.0
+            if f > 0:
+                x = (reach_t - net) / f
+                q = _npmin(0.0 if 0.0 > x else x, 1.0)
+        # the top-speed taper (forces.taper_factor), solved implicitly
+        force = f * q
+        taper = 1.0
+        top = vmax[k]
+        if force > 0.0 and v + dt * (force + net) / m > top - taper_ms:
+            dv = (net + slope * force * (top - v)) / (m / dt + slope * force)
+            x = slope * (top - v - dv)
+            x = 0.0 if 0.0 > x else x
+            taper = 1.0 if 1.0 < x else x
+        s = q * taper * th
+        a_out[k] = a
+        scale_out[k] = s
+        ratio_out[k] = s / (th if th > 0 else 1.0)

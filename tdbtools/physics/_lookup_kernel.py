@@ -8,10 +8,15 @@ done here operation for operation: ``fp[0]``/``fp[-1]`` outside the table, ``fp[
 the last point or where ``x == xp[j]``, else ``slope·(x - xp[j]) + fp[j]`` with
 ``slope = (fp[j+1] - fp[j]) / (xp[j+1] - xp[j])``, and from the right end when that is
 not a number. ``tests/test_replay_fast_paths.py`` compares it with ``np.interp``.
+
+:func:`owner_cross` is the collision checks' pairing of nearby cars of nearby trains
+(``safety._owner_pairs``) in one pass, without the numpy code's temporary arrays of every
+candidate pair; ``tests/test_collision_checks.py`` compares the two.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 _jit = njit(cache=True, nogil=True, error_model="numpy")
@@ -93,3 +98,86 @@ def interp(x, xp, f1, f2, out1, out2, rows, two):
                 if v != v and f2[j] == f2[j + 1]:
                     v = f2[j]
             out2[i] = v
+
+
+@_jit
+def owner_cross(oi, oj, start, size, lo_x, hi_x, lo_z, hi_z, olo_x, ohi_x, olo_z, ohi_z, pad):
+    """The pairs of boxes of the owner pairs ``(oi, oj)`` within ``pad`` of each other, as
+    ``tdbtools.physics.safety._owner_pairs`` makes them with numpy: per owner pair, the boxes
+    of one near the other's owner box against those of the other near the first's, the
+    first's boxes outer, each pair as (smaller, larger) index and tested as written there
+    (the same comparisons, so the same pairs in the same order)."""
+    n_max = 0
+    for p in range(oi.size):
+        n_max = max(n_max, size[oi[p]], size[oj[p]])
+    near_a = np.empty(n_max, np.int64)
+    near_b = np.empty(n_max, np.int64)
+    # twice: counting the pairs, then writing them (growing the output as it fills was
+    # ten times slower)
+    got = 0
+    out_a = np.empty(0, np.int64)
+    out_b = np.empty(0, np.int64)
+    for write in (False, True):
+        if write:
+            out_a = np.empty(got, np.int64)
+            out_b = np.empty(got, np.int64)
+            got = 0
+        for p in range(oi.size):
+            A = oi[p]
+            B = oj[p]
+            na = 0
+            for c in range(start[A], start[A] + size[A]):
+                if (
+                    (lo_x[c] - pad <= ohi_x[B])
+                    & (olo_x[B] - pad <= hi_x[c])
+                    & (lo_z[c] - pad <= ohi_z[B])
+                    & (olo_z[B] - pad <= hi_z[c])
+                ):
+                    near_a[na] = c
+                    na += 1
+            nb = 0
+            for c in range(start[B], start[B] + size[B]):
+                if (
+                    (lo_x[c] - pad <= ohi_x[A])
+                    & (olo_x[A] - pad <= hi_x[c])
+                    & (lo_z[c] - pad <= ohi_z[A])
+                    & (olo_z[A] - pad <= hi_z[c])
+                ):
+                    near_b[nb] = c
+                    nb += 1
+            for x in range(na):
+                a = near_a[x]
+                # (the four tests without branches between them: most pairs fail one, at
+                # random; the test is the same both ways round)
+                alx = lo_x[a] - pad
+                ahx = hi_x[a]
+                alz = lo_z[a] - pad
+                ahz = hi_z[a]
+                for y in range(nb):
+                    b = near_b[y]
+                    if (alx <= hi_x[b]) & (lo_x[b] - pad <= ahx) & (alz <= hi_z[b]) & (lo_z[b] - pad <= ahz):
+                        if write:
+                            out_a[got] = min(a, b)
+                            out_b[got] = max(a, b)
+                        got += 1
+    return out_a, out_b
+
+
+@_jit
+def boxes_near(lo_x, hi_x, lo_z, hi_z, pad, order):
+    """Which boxes have another within ``pad``: a box of a pair of
+    ``tdbtools.physics.safety.box_pairs`` (the same four tests as written there), by a
+    sweep over the boxes in ``order`` (by ``lo_x``, NaN last): a box's partners further on
+    start by ``lo_x - pad <= hi_x`` of the first, which stays false once false."""
+    n = lo_x.size
+    near = np.zeros(n, np.bool_)
+    for a in range(n):
+        i = order[a]
+        for b in range(a + 1, n):
+            j = order[b]
+            if not lo_x[j] - pad <= hi_x[i]:
+                break
+            if (lo_x[i] - pad <= hi_x[j]) & (lo_z[i] - pad <= hi_z[j]) & (lo_z[j] - pad <= hi_z[i]):
+                near[i] = True
+                near[j] = True
+    return near

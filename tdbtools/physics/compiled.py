@@ -1,8 +1,9 @@
 """The replay's compiled parts (numba, ``pip install "tdbtools[fast]"``; docs/physics.md §1.1).
 
 Four kernels give the numbers of the numpy code they stand for, bit for bit: the
-engine's step, the batch drivers' arithmetic, the line-table lookups and the per-car
-arithmetic of a replay step around the engine. numba compiles
+engine's step, the batch drivers' arithmetic, the line-table lookups (with the collision
+checks' pairing of nearby cars) and the per-car arithmetic of a replay step around the
+engine. numba compiles
 each on its first use on a machine (about 25 s in all) and caches the machine code beside
 the modules; :func:`compile_kernels` does that now, by running each once on a tiny case
 with the argument types the replay gives it, so that a first replay, a test run or a
@@ -54,6 +55,10 @@ def compile_kernels() -> dict[str, float]:
     batch = DriverBatch(drivers, [None, None], [None, None], 1.0)
     front = np.array([100.0, 150.0])
     batch.drive(0.0, 0.1, front, np.array([5.0, 6.0]), front - 60.0, np.ones(2, dtype=bool))
+    from ._driver_kernel import controls
+
+    one, no = np.ones(2), np.zeros(2, dtype=bool)
+    controls(*(one,) * 8, no, *(one,) * 6, 0.1, 1.15, 0.05, np.empty(2), np.empty(2), np.empty(2))
     took["drivers"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -63,6 +68,26 @@ def compile_kernels() -> dict[str, float]:
     x = np.array([5.0, 50.0])
     out1, out2 = np.empty(2), np.empty(2)
     interp(x, xp, xp * 2.0, xp * 3.0, out1, out2, np.full(2, -1, dtype=np.int64), True)
+    from ._lookup_kernel import boxes_near, owner_cross
+
+    one, two = np.array([0], dtype=np.int64), np.array([1], dtype=np.int64)
+    box = np.array([0.0, 1.0])
+    owner_cross(
+        one,
+        two,
+        np.array([0, 1]),
+        np.array([1, 1]),
+        box,
+        box + 1.0,
+        box,
+        box + 1.0,
+        box,
+        box + 1.0,
+        box,
+        box + 1.0,
+        10.0,
+    )
+    boxes_near(box, box + 1.0, box, box + 1.0, 10.0, np.argsort(box, kind="stable"))
     took["lookups"] = time.perf_counter() - t
 
     t = time.perf_counter()

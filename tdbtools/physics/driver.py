@@ -388,9 +388,12 @@ class DriverBatch:
     None). The settings (``decel``, ``brake_delay``, ``brake_level``, ``brakes_at``,
     ``speed_factor``, ``max_speed``, ``coast_before``, the limit posts, ``depart``) are
     read here, once: make a new batch when they change. The state is the drivers':
-    stops, targets, ``finished`` and ``_applied`` are read every step and ``_applied``
-    written back, so any step may drive a train by its own call instead; the signal
-    wrappers' values are read when ``signals_version`` changes."""
+    stops, targets, ``finished`` and ``_applied`` are read on the first step and then
+    of every train the step before did not drive (the caller drives it by its own call,
+    which may change them), and ``_applied`` is written back; a train the batch drove
+    keeps them otherwise, so a change to one from outside between steps needs a new
+    batch (docs/running-time.md §2.1). The signal wrappers' values are read when
+    ``signals_version`` changes."""
 
     #: Limit posts ahead of the front looked at each step; a train with more posts within
     #: its reach is left to its own call that step.
@@ -458,6 +461,40 @@ class DriverBatch:
         # next stop, then the signal's stop, creep and limits
         self._sig_version: object = None
         self._dt: float | None = None
+        # the rows' stops and brake state as the last step left them (_state)
+        self._stale: np.ndarray | None = None
+        self._code = self._applied_now = np.zeros(0)
+        self._next_time = math.nan
+
+    def _state(self, time: float, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: the next stop's s (NaN: none; -inf: standing at it, or extra targets,
+        or finished: such a train is left to its own call) and the brakes' state
+        (``_applied``). Read from the drivers of the rows the last step did not drive
+        (their own call may change them), from all on the first step or when this step
+        is not the one after the last (``time`` is not the last one plus ``dt``); a row
+        driven here keeps its stop and has the ``_applied`` written back."""
+        autos = self.autos
+        if self._stale is None or time != self._next_time:
+            read = range(self.m)
+            code = np.empty(self.m)
+            applied = np.empty(self.m)
+        else:
+            read = np.flatnonzero(self._stale).tolist()
+            code = self._code.copy()
+            applied = self._applied_now
+        self._next_time = time + dt
+        inf = math.inf
+        for i in read:
+            d = autos[i]
+            code[i] = (
+                -inf
+                if d.targets or d.finished
+                else (d.stops[0].s if d.stops[0].arrived_at is None else -inf)
+                if d.stops
+                else math.nan
+            )
+            applied[i] = d._applied
+        return code, applied
 
     def _read_signals(self) -> None:
         sigs = self.signals
@@ -528,20 +565,7 @@ class DriverBatch:
             self.reach_lag = dt + self.bd + self.cb
         fr, sp, re = (front, speed, rear) if self.all_rows else (front[rows], speed[rows], rear[rows])
         nan, inf = math.nan, math.inf
-        # The next stop's s (NaN: none; -inf: standing at it, or extra targets, or
-        # finished: such a train is left to its own call) and the brakes' state.
-        code = np.array(
-            [
-                -inf
-                if d.targets or d.finished
-                else (d.stops[0].s if d.stops[0].arrived_at is None else -inf)
-                if d.stops
-                else nan
-                for d in autos
-            ],
-            dtype=np.float64,
-        )
-        applied = np.array([d._applied for d in autos], dtype=np.float64)
+        code, applied = self._state(time, dt)  # the next stop's s and the brakes' state
         # bisect_right of the fronts and rears among the posts, kept up to date
         ends = np.concatenate((fr, re))
         if self._counts is None:
@@ -641,6 +665,10 @@ class DriverBatch:
         go = free[rows]
         held = go & (time < self.depart)  # full brake until the departure time
         ok &= go & ~held
+        # what the next step reads of the trains driven here (see _state)
+        self._code = code
+        self._applied_now = np.where(ok, new_applied, applied)
+        self._stale = ~ok
         # written back where the bits change (a train holding its speed keeps 0.0)
         write = ok & (new_applied.view(np.int64) != applied.view(np.int64))
         if np.logical_or.reduce(write):

@@ -22,12 +22,15 @@ forces; see the convergence test).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import gc
+import itertools
 import json
 import operator
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +135,18 @@ class _Train:
     category: str = "passenger"
     waits: list = field(default_factory=list)  # (line distance, seconds): waiting points
     allowance: dict | None = None  # what the running-time allowance did
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _WATCHED:
+            _TRAIN_FLAGS[0] += 1
+        object.__setattr__(self, name, value)
+
+
+#: Counts the settings of any train's ``driver``, ``derailed`` or ``done_at`` (of any
+#: replay): the batch path re-reads those of all trains only when it changed
+#: (docs/running-time.md §2.1).
+_TRAIN_FLAGS = [0]
+_WATCHED = frozenset({"driver", "derailed", "done_at"})
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -425,6 +440,12 @@ class _ControlArrays:
         )
 
 
+# (C-level attribute reads for the passes over all trains of each step)
+_DRIVER = operator.attrgetter("driver")
+_DONE_AT = operator.attrgetter("done_at")
+_FINISHED = operator.attrgetter("finished")
+
+
 def _replaced(before: list, now: list) -> bool:
     """Whether any object of ``now`` is not the one in ``before`` (by identity: a driver
     may compare equal to another)."""
@@ -440,6 +461,21 @@ def _pmax(a, b):  # noqa: ANN001, ANN202
 def _pmin(a, b):  # noqa: ANN001, ANN202
     """Python's ``min(a, b)`` elementwise."""
     return np.where(b < a, b, a)
+
+
+_CONTROLS: Any = None  # the compiled per-train controls (False: none), made on first use
+
+
+def _controls_kernel() -> Any:
+    """tdbtools.physics._driver_kernel.controls when numba is there, else None."""
+    global _CONTROLS
+    if _CONTROLS is None:
+        _CONTROLS = False
+        if compiled_available():
+            from ._driver_kernel import controls
+
+            _CONTROLS = controls
+    return _CONTROLS or None
 
 
 def _taper_factors(force, other, inertia, v, vmax, dt: float) -> np.ndarray:  # noqa: ANN001
@@ -492,10 +528,12 @@ class _Lines:
         # np.interp compiled, with each point's table row kept per call site between
         # calls (tdbtools.physics._lookup_kernel; the same numbers), when numba is there
         self._interp = None
+        self.boxes_near: Callable | None = None  # (Replay._check_collisions' sweep)
         if compiled_available():
-            from ._lookup_kernel import interp
+            from ._lookup_kernel import boxes_near, interp
 
             self._interp = interp
+            self.boxes_near = boxes_near
         self._rows: dict[str, np.ndarray] = {}
 
     def _lookup(self, g: np.ndarray, site: str, f1: np.ndarray, f2: np.ndarray | None = None):
@@ -826,6 +864,12 @@ class Replay:
         self._inner_kind: list[int] = []
         self._batch_dt: float | None = None
         self._batch_of: list = []
+        self._run_view: tuple | None = None
+        # (the keys of the per-step passes over all trains, see _TRAIN_FLAGS)
+        self._inner_key: tuple | None = None
+        self._batch_key: tuple | None = None
+        self._derailed_of: tuple | None = None
+        self._done_key: tuple | None = None
         self.occupancy = Occupancy()
         # What the collision checks need per train and car (docs/physics.md §5.4): the
         # trains' line objects (trains of one line never collide here), the positions at
@@ -1121,17 +1165,13 @@ class Replay:
                         due.append(k)
             else:
                 # _done does nothing for a train that runs on (saves the speeds)
-                inner, kind = self._inner_drivers()
-                due = [
-                    k
-                    for k in self._running
-                    if trains[k].derailed or kind[k] == 1 or (kind[k] == 2 and inner[k].finished)
-                ]
+                due = self._due_batch()
             if due:
                 top = np.maximum.reduceat(np.abs(v1), self.train_start).tolist()
                 for k in due:
                     self._done(trains[k], dt, top[k])
-            self._running = [k for k in self._running if trains[k].done_at is None]
+            if due or not batch or self._done_overridden or self._any_done():
+                self._running = [k for k in self._running if trains[k].done_at is None]
         while self._pending_switches and self._pending_switches[0].at <= self.time + 1e-9:
             sw = self._pending_switches.pop(0)
             self.throw_switch(sw.junction, sw.route)
@@ -1182,11 +1222,68 @@ class Replay:
         t.controls = c
         return c
 
+    def _running_view(self) -> tuple[list, list, bool]:
+        """The running trains (``_running``) as their trains and their automatic inner
+        drivers, and whether any runs on a schedule; made anew when either changes."""
+        inner, kind = self._inner_drivers()
+        run = self._running
+        got = self._run_view
+        if got is None or got[0] is not run or got[1] is not inner:
+            trains = self.trains
+            got = self._run_view = (
+                run,
+                inner,
+                [trains[k] for k in run],
+                [inner[k] for k in run if kind[k] == 2],
+                any(kind[k] == 1 for k in run),
+            )
+        return got[2], got[3], got[4]
+
+    def _due_batch(self) -> list[int]:
+        """The running trains :meth:`_done` must look at (derailed, on a schedule, or with
+        an automatic driver that finished): most steps none, found by C-level passes over
+        the flags before the per-train list (docs/running-time.md §2.1)."""
+        run_trains, autos, sched = self._running_view()
+        if not sched and not self._derailed()[1] and not any(map(_FINISHED, autos)):
+            return []
+        inner, kind = self._inner_drivers()
+        trains = self.trains
+        return [
+            k
+            for k in self._running
+            if trains[k].derailed or kind[k] == 1 or (kind[k] == 2 and inner[k].finished)
+        ]
+
+    def _any_done(self) -> bool:
+        """Whether a running train has its ``done_at`` set (by this step's end of line,
+        the signals or a subclass)."""
+        key = (_TRAIN_FLAGS[0], len(self.trains), self._running)
+        got = self._done_key
+        if got is not None and got[0] == key[:2] and got[1] is key[2]:
+            return got[2]
+        run_trains = self._running_view()[0]
+        done = any(map(operator.is_not, map(_DONE_AT, run_trains), itertools.repeat(None)))
+        self._done_key = (key[:2], key[2], done)
+        return done
+
+    def _derailed(self) -> tuple[np.ndarray, bool]:
+        """Which trains are derailed, and whether any (made anew when a train's flags
+        were set)."""
+        key = (_TRAIN_FLAGS[0], len(self.trains))
+        got = self._derailed_of
+        if got is None or got[0] != key:
+            arr = np.array([t.derailed for t in self.trains], dtype=bool)
+            got = self._derailed_of = (key, arr, bool(arr.any()))
+        return got[1], got[2]
+
     def _inner_drivers(self) -> tuple[list, list[int]]:
         """Per train: its driver out of its wrapper (``inner``), and 1 for a schedule
         driver, 2 for an automatic one, 0 else; made anew when a train's driver is
         replaced (a wrapper's ``inner`` is taken to stay)."""
-        drivers = [t.driver for t in self.trains]
+        if self._inner_key == (_TRAIN_FLAGS[0], len(self.trains)):
+            return self._inner, self._inner_kind
+        self._inner_key = (_TRAIN_FLAGS[0], len(self.trains))
+        drivers = list(map(_DRIVER, self.trains))
         if _replaced(self._inner_of, drivers):
             inner = [getattr(d, "inner", d) for d in drivers]
             self._inner = inner
@@ -1201,7 +1298,10 @@ class Replay:
         train's driver was replaced (an activity's service drivers, a test's wrapper).
         Only plain automatic drivers, alone or in a signal or departure wrapper, are in
         it: any other driver (or one whose constraints were replaced) is called."""
-        drivers = [t.driver for t in self.trains]
+        if self._batch is not None and self._batch_key == (_TRAIN_FLAGS[0], len(self.trains)):
+            return self._batch
+        self._batch_key = (_TRAIN_FLAGS[0], len(self.trains))
+        drivers = list(map(_DRIVER, self.trains))
         if self._batch is None or _replaced(self._batch_of, drivers):
             autos: list[AutoDriver | None] = []
             departs: list[Any] = []
@@ -1233,7 +1333,7 @@ class Replay:
         front = x[self.train_start]
         speed = v[self.train_start]
         rear = x[self.train_end] - self._end_length
-        free = ~np.array([t.derailed for t in self.trains], dtype=bool)
+        free = ~self._derailed()[0]
         version = self.signals.version if self.signals is not None else 0
         driven, (thr, brk, dec, tgt, em) = self._driver_batch().drive(
             self.time, dt, front, speed, rear, free, version
@@ -1419,6 +1519,18 @@ class Replay:
             self._batch_dt = dt
             self._release_step = -dt / self.train_release
             self._build_step = dt / self.train_build
+        kernel = None if self._any_decel_mode else _controls_kernel()
+        if kernel is not None:  # (the same numbers train by train, compiled)
+            a, scale, ratio = np.empty(len(vk)), np.empty(len(vk)), np.empty(len(vk))
+            kernel(
+                vk, Gs, Rs, F, M, tgt, ctl.brake, ctl.deceleration, ctl.emergency, ctl.throttle,
+                applied, maxbrake, self._release_step, self._build_step, self.train_vmax, dt,
+                emergency, forces.TAPER_MS, a, scale, ratio,
+            )  # fmt: skip
+            self.brake_applied = a
+            trac = trac0 * ratio[ct]
+            brk = (m.max_brake if mb_car is None else mb_car) * a[ct]
+            return trac, brk, scale, a
         with np.errstate(all="ignore"):  # the branches not taken may divide by 0
             fwd = np.where(vk < 0.0, -1.0, 1.0)
             other = Gs - fwd * Rs
@@ -1504,7 +1616,8 @@ class Replay:
 
     def _engine_events(self, evs: list) -> None:
         """The engine's events of one step as replay events; their locations are looked up
-        for every line at once (many trains' slack runs out in the same step)."""
+        for every line at once (many trains' slack runs out in the same step), and the
+        per-event Python is only the records' own making (a burst is thousands)."""
         x = self.engine.x
         # A slack closing at a walking pace (brakes or traction changing by a few per cent
         # per step) is a contact change, not a snatch or an impact; their number would
@@ -1514,46 +1627,49 @@ class Replay:
             for e in evs
             if not (e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED)
         ]
+        if not evs:
+            return
+        # per car: its train's name and its index in the train, as the events name it
+        # (made once: the cars do not change trains)
+        got = self.__dict__.get("_car_names")
+        if got is None or got[0] is not self.car_train:
+            first = np.asarray(self.train_start)[self.car_train]
+            idx = (np.arange(len(self.car_train)) - first).tolist()
+            names_of = self._names
+            pairs = [(names_of[k], i) for k, i in zip(self.car_train.tolist(), idx)]
+            got = self.__dict__["_car_names"] = (self.car_train, pairs)
+        pairs = got[1]
         # the events are frozen: their locations are looked up first (every line at once),
         # then they are made
-        where: dict[int, EventLocation] = {}
-        items = [(i, int(e.cars[0])) for i, e in enumerate(evs) if len(e.cars)]
-        if items:
-            car = np.array([c for _i, c in items], dtype=np.int64)
+        located = [i for i, e in enumerate(evs) if len(e.cars)]
+        where: list[EventLocation | None] = [None] * len(evs)
+        if located:
+            car = np.array([int(evs[i].cars[0]) for i in located], dtype=np.int64)
             k = self.car_train[car]
-            lens = self._train_line_len[k].tolist()
-            s = np.array([min(max(v, 0.0), L) for v, L in zip(x[car].tolist(), lens)])
+            # min(max(x, 0.0), length) as Python's builtins (the same zeros and NaN)
+            s = _pmin(_pmax(x[car], 0.0), self._train_line_len[k])
             node, X, Z, y = self.lines.on_lines(self._train_line[k], s)
-            tx, tz, lx, lz = (a.tolist() for a in normalize_tile(0, 0, X, Z))
-            node, y = node.tolist(), y.tolist()
-            for j, (i, _car) in enumerate(items):
-                where[i] = EventLocation(
-                    node=int(node[j]),
-                    tile_x=int(tx[j]),
-                    tile_z=int(tz[j]),
-                    x=float(lx[j]),
-                    y=float(y[j]),
-                    z=float(lz[j]),
-                )
-        got = self.__dict__.get("_car_owner")
-        if got is None or got[0] is not self.car_train:  # (a list: a burst names hundreds of cars)
-            got = self.__dict__["_car_owner"] = (self.car_train, self.car_train.tolist())
-        owner = got[1]
-        first = [t.cars.start for t in self.trains]
-        names_of = self._names
-        for i, e in enumerate(evs):
-            names = []
-            for c in (int(c) for c in e.cars):
-                k = owner[c]
-                names.append((names_of[k], c - first[k]))
-            self._event(
+            tx, tz, lx, lz = normalize_tile(0, 0, X, Z)
+            for i, n_, tx_, tz_, x_, y_, z_ in zip(
+                located,
+                map(int, node.tolist()),
+                map(int, tx.tolist()),
+                map(int, tz.tolist()),
+                map(float, lx.tolist()),
+                map(float, y.tolist()),
+                map(float, lz.tolist()),
+            ):
+                where[i] = EventLocation(node=n_, tile_x=tx_, tile_z=tz_, x=x_, y=y_, z=z_)
+        event = self._event
+        for e, loc in zip(evs, where):
+            event(
                 CAR_EVENTS[e.kind](
                     time=float(e.time),
-                    cars=tuple(names),
+                    cars=tuple(map(pairs.__getitem__, e.cars)),
                     relative_speed=float(e.relative_speed),
                     impulse=float(e.impulse),
                     energy_lost=float(e.energy_lost),
-                    location=where.get(i),
+                    location=loc,
                 )
             )
 
@@ -1628,15 +1744,19 @@ class Replay:
         hi_z = np.maximum(np.maximum.reduceat(fz, starts), np.maximum.reduceat(rz, starts))
         pad = self.CHECK_PAD
         active = self.on_track()
-        if active is None:  # trains not (or no longer) on the track meet nothing
-            ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, pad)
-        else:
-            on = np.flatnonzero(active)
-            ii, jj = box_pairs(lo_x[on], hi_x[on], lo_z[on], hi_z[on], pad)
-            ii, jj = on[ii], on[jj]
         near_mask = np.zeros(len(self.trains), dtype=bool)
-        near_mask[ii] = True
-        near_mask[jj] = True
+        on = None if active is None else np.flatnonzero(active)  # (off the track: meet nothing)
+        box = (lo_x, hi_x, lo_z, hi_z) if on is None else (lo_x[on], hi_x[on], lo_z[on], hi_z[on])
+        sweep = self.lines.boxes_near
+        if sweep is not None:  # (the same trains, compiled)
+            near_on = sweep(*box, pad, np.argsort(box[0], kind="stable"))
+            near_mask[near_on if on is None else on[near_on]] = True
+        else:
+            ii, jj = box_pairs(*box, pad)
+            if on is not None:
+                ii, jj = on[ii], on[jj]
+            near_mask[ii] = True
+            near_mask[jj] = True
         near = np.flatnonzero(near_mask).tolist()
         occ = self.occupancy
         names = self._names
@@ -1809,9 +1929,19 @@ class Replay:
             return {t.spec.name: {k: np.array([]) for k in TRACE_COLUMNS} for t in self.trains}
         times = np.array([r.time for r in rows], dtype=np.float64)
         stack = {f: np.stack([getattr(r, f) for r in rows]) for f in _TraceRow.PER_TRAIN}
+        # the trains of one line looked up in one call (TrackLine.at is elementwise)
+        of_line: dict[int, list[int]] = {}
+        for k, t in enumerate(self.trains):
+            of_line.setdefault(id(t.line), []).append(k)
+        ats: list[dict] = [{}] * len(self.trains)
+        R = len(times)
+        for ks in of_line.values():
+            both = self.trains[ks[0]].line.at(stack["s_front"][:, ks].T.ravel())
+            for j, k in enumerate(ks):
+                ats[k] = {c: a[j * R : (j + 1) * R] for c, a in both.items()}
         out = {}
         for k, t in enumerate(self.trains):
-            at = t.line.at(stack["s_front"][:, k])
+            at = ats[k]
             out[t.spec.name] = {
                 "time": times,
                 "distance": stack["distance"][:, k],
@@ -1835,17 +1965,18 @@ class Replay:
 
     def run(self, progress: Callable[[float], None] | None = None) -> ReplayResult:
         wall = _time.perf_counter()
-        self._trace(np.zeros(len(self.engine.x)), np.zeros(len(self.engine.x)))
-        self._next_trace = self.trace_every
-        self._check_collisions()
-        self._next_check = self.scenario.collision_check_interval
-        last_report = 0.0
-        while self.time < self.scenario.duration - 1e-9 and not self.finished():
-            self.step()
-            if progress is not None and self.time - last_report >= 1.0:
-                progress(self.time)
-                last_report = self.time
-        return self._result(_time.perf_counter() - wall)
+        with _older_objects_frozen():
+            self._trace(np.zeros(len(self.engine.x)), np.zeros(len(self.engine.x)))
+            self._next_trace = self.trace_every
+            self._check_collisions()
+            self._next_check = self.scenario.collision_check_interval
+            last_report = 0.0
+            while self.time < self.scenario.duration - 1e-9 and not self.finished():
+                self.step()
+                if progress is not None and self.time - last_report >= 1.0:
+                    progress(self.time)
+                    last_report = self.time
+            return self._result(_time.perf_counter() - wall)
 
     def _result(self, wall: float) -> ReplayResult:
         cars: dict[str, dict[str, np.ndarray]] = {}
@@ -1898,6 +2029,23 @@ class Replay:
             if t.allowance is not None:
                 trains_summary[t.spec.name]["allowance"] = t.allowance
         return ReplayResult(self.scenario.source, traces, cars, tuple(self.events), summary, wall)
+
+
+@contextlib.contextmanager
+def _older_objects_frozen() -> Iterator[None]:
+    """Leave the objects made before a replay (the route's, the replay's own set-up) out
+    of the cyclic garbage collector's passes while it runs: the events it makes by the
+    thousand set off full passes, each over every object of the process (0.16 s of a
+    1,000-train run's 2.9 s), for no garbage of theirs. Nothing when the collector is off
+    or the caller froze objects itself (docs/running-time.md §2.1)."""
+    mine = gc.isenabled() and gc.get_freeze_count() == 0
+    if mine:
+        gc.freeze()
+    try:
+        yield
+    finally:
+        if mine:
+            gc.unfreeze()
 
 
 def replay(

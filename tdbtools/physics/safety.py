@@ -783,6 +783,23 @@ def chords_within(
     return ii, jj
 
 
+_CROSS: Any = None  # the compiled owner_cross (False: none), made on first use
+
+
+def _cross_kernel() -> Any:
+    """tdbtools.physics._lookup_kernel.owner_cross when numba is there, else None."""
+    global _CROSS
+    if _CROSS is None:
+        from .engine import compiled_available
+
+        _CROSS = False
+        if compiled_available():
+            from ._lookup_kernel import owner_cross
+
+            _CROSS = owner_cross
+    return _CROSS or None
+
+
 #: Up to this many box pairs from pairs of owners, every box of one owner is compared
 #: with every box of the other; above, first only the boxes near the other owner's box
 #: (the same pairs; measured: sorting out a few hundred costs more than it saves).
@@ -818,6 +835,13 @@ def _owner_pairs(
     oi, oj = box_pairs(*box, pad, group=group[start])
     if not len(oi):
         return none, none
+    cross = _cross_kernel()
+    if cross is not None:  # (the same pairs in the same order, compiled)
+        f8 = functools.partial(np.ascontiguousarray, dtype=np.float64)
+        i8 = functools.partial(np.ascontiguousarray, dtype=np.int64)
+        return cross(
+            i8(oi), i8(oj), i8(start), i8(size), *map(f8, (lo_x, hi_x, lo_z, hi_z, *box)), float(pad)
+        )
 
     def near_other(mine: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Of each pair, the boxes of owner ``mine`` within ``pad`` of owner ``other``'s
