@@ -203,9 +203,9 @@ def test_compiled_owner_pairs_are_the_numpy_ones(monkeypatch):
         group = rng.integers(0, 4, owners)[owner]
         pad = float(rng.choice([0.0, 3.61, 10.0]))
         args = (lo_x, hi_x, lo_z, hi_z, pad, group, owner)
-        monkeypatch.setattr(safety, "_CROSS", None)
+        monkeypatch.setattr(safety._CROSS, "value", None)
         got = safety._owner_pairs(*args)
-        monkeypatch.setattr(safety, "_CROSS", False)
+        monkeypatch.setattr(safety._CROSS, "value", False)
         for cross_max in (8192, 0):
             monkeypatch.setattr(safety, "OWNER_CROSS_MAX", cross_max)
             want = safety._owner_pairs(*args)
@@ -424,9 +424,9 @@ def test_checks_match_the_reference_on_random_dk24_placements(dk24, monkeypatch,
 
     if cross_max == "compiled":
         pytest.importorskip("numba", reason="the compiled pairing needs numba (tdbtools[fast])")
-        monkeypatch.setattr(safety, "_CROSS", None)  # made again: compiled
+        monkeypatch.setattr(safety._CROSS, "value", None)  # made again: compiled
     else:
-        monkeypatch.setattr(safety, "_CROSS", False)
+        monkeypatch.setattr(safety._CROSS, "value", False)
         monkeypatch.setattr(safety, "OWNER_CROSS_MAX", cross_max)
     total = {"collision": 0, "side_collision": 0}
     for seed in (11, 12):

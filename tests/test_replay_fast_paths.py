@@ -120,6 +120,7 @@ def test_replays_without_numba_are_those_with_it(name, monkeypatch):
 
     import tdbtools.physics.driver as driver_mod
     import tdbtools.physics.engine as engine_mod
+    import tdbtools.physics.safety as safety_mod
 
     replay_mod = importlib.import_module("tdbtools.physics.replay")  # (the package's `replay` is a function)
 
@@ -127,6 +128,8 @@ def test_replays_without_numba_are_those_with_it(name, monkeypatch):
     monkeypatch.setattr(engine_mod, "_COMPILED", False)
     monkeypatch.setattr(driver_mod, "_CORE", False)
     monkeypatch.setattr(replay_mod, "compiled_available", lambda: False)
+    monkeypatch.setattr(replay_mod._CONTROLS, "value", False)
+    monkeypatch.setattr(safety_mod._CROSS, "value", False)
     plain = _replay_outputs(SAMPLE_INSTALL / name)
     assert plain[0] == compiled[0] and plain[2] == compiled[2]
     assert plain[1] == compiled[1]
@@ -170,7 +173,7 @@ def test_compiled_train_controls_are_the_numpy_ones(monkeypatch):
         start = pick(0.0, 0.3, 1.0, 1.15)
         out = []
         for kernel in (None, False):
-            monkeypatch.setattr(replay_mod, "_CONTROLS", kernel)
+            monkeypatch.setattr(replay_mod._CONTROLS, "value", kernel)
             rep.brake_applied = start.copy()
             trac, brk, scale, a = rep._traction_and_brakes_batch(ctl, v, v, vk, grav, dav, crv, dt)
             out.append([np.asarray(x).tobytes() for x in (trac, brk, scale, a, rep.brake_applied)])

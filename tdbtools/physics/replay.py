@@ -47,7 +47,7 @@ from ..track.paths import resolve_path
 from ..track.traveller import Switches
 from . import forces
 from .driver import AutoDriver, Controls, DriverBatch, DriveState, ScheduleDriver, Stop
-from .engine import Bodies, Engine, compiled_available
+from .engine import Bodies, Engine, LazyKernel, compiled_available
 from .events import (
     CAR_EVENTS,
     SAFETY_EVENTS,
@@ -463,19 +463,8 @@ def _pmin(a, b):  # noqa: ANN001, ANN202
     return np.where(b < a, b, a)
 
 
-_CONTROLS: Any = None  # the compiled per-train controls (False: none), made on first use
-
-
-def _controls_kernel() -> Any:
-    """tdbtools.physics._driver_kernel.controls when numba is there, else None."""
-    global _CONTROLS
-    if _CONTROLS is None:
-        _CONTROLS = False
-        if compiled_available():
-            from ._driver_kernel import controls
-
-            _CONTROLS = controls
-    return _CONTROLS or None
+#: the compiled per-train controls, imported on first use (None without numba)
+_CONTROLS = LazyKernel("_driver_kernel", "controls")
 
 
 def _taper_factors(force, other, inertia, v, vmax, dt: float) -> np.ndarray:  # noqa: ANN001
@@ -1009,6 +998,22 @@ class Replay:
         crv = self._curve_forces(g[self._pairs :])
         return pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, None
 
+    def _engine_traction(self, thr: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Per car, the traction without the taper at the trains' throttles ``thr`` (0 for
+        the cars that are not engines): Prepared.traction_few's Python floats up to four
+        engines, else Prepared.traction."""
+        eng = self._engines
+        trac0 = np.zeros(len(v))
+        if len(eng) <= 4:
+            trac0[eng] = self._forces.traction_few(
+                thr[self._engine_train].tolist(), v[eng].tolist(), self._adhesive_g_eng_l
+            )
+        else:
+            trac0[eng] = self._forces.traction(
+                thr[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
+            )
+        return trac0
+
     def _few_train_forces(
         self, ctrl: list[Controls], x: np.ndarray, v: np.ndarray, dt: float
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -1035,18 +1040,7 @@ class Replay:
             dtype=np.float64,
         )
         if not ck.consts[1]:  # the engines' traction in Python, as _traction_and_brakes
-            thr = table[:, 2]
-            eng = self._engines
-            trac0 = out[K.F_TRAC]
-            trac0[:] = 0.0
-            if len(eng) <= 4:
-                trac0[eng] = self._forces.traction_few(
-                    thr[self._engine_train].tolist(), v[eng].tolist(), self._adhesive_g_eng_l
-                )
-            else:
-                trac0[eng] = self._forces.traction(
-                    thr[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
-                )
+            out[K.F_TRAC] = self._engine_traction(table[:, 2], v)
         self._scale = np.empty(len(ctrl))
         K.few_train_forces(
             x, v, self._fbrb, table, dt, ck.cars, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work,
@@ -1492,16 +1486,7 @@ class Replay:
         tgt = ctl.target
         has_t = tgt == tgt  # (not NaN: a speed target)
         thr = np.where(has_t, 1.0, ctl.throttle)
-        eng = self._engines
-        trac0 = np.zeros(len(v))
-        if len(eng) <= 4:
-            trac0[eng] = self._forces.traction_few(
-                thr[self._engine_train].tolist(), v[eng].tolist(), self._adhesive_g_eng_l
-            )
-        else:
-            trac0[eng] = self._forces.traction(
-                thr[self._engine_train], v[eng], None if self._adhesion is None else self._adhesive_g_eng
-            )
+        trac0 = self._engine_traction(thr, v)
         n = len(v)
         if resist is None:
             resist = dav + crv
@@ -1519,7 +1504,7 @@ class Replay:
             self._batch_dt = dt
             self._release_step = -dt / self.train_release
             self._build_step = dt / self.train_build
-        kernel = None if self._any_decel_mode else _controls_kernel()
+        kernel = None if self._any_decel_mode else _CONTROLS()
         if kernel is not None:  # (the same numbers train by train, compiled)
             a, scale, ratio = np.empty(len(vk)), np.empty(len(vk)), np.empty(len(vk))
             kernel(

@@ -73,6 +73,7 @@ from typing import Any
 import numpy as np
 
 from ..track.geometry import WorldPoint
+from .engine import LazyKernel
 from .forces import CarModel
 from .trackline import TrackLine
 
@@ -783,21 +784,8 @@ def chords_within(
     return ii, jj
 
 
-_CROSS: Any = None  # the compiled owner_cross (False: none), made on first use
-
-
-def _cross_kernel() -> Any:
-    """tdbtools.physics._lookup_kernel.owner_cross when numba is there, else None."""
-    global _CROSS
-    if _CROSS is None:
-        from .engine import compiled_available
-
-        _CROSS = False
-        if compiled_available():
-            from ._lookup_kernel import owner_cross
-
-            _CROSS = owner_cross
-    return _CROSS or None
+#: the compiled owner_cross, imported on first use (None without numba)
+_CROSS = LazyKernel("_lookup_kernel", "owner_cross")
 
 
 #: Up to this many box pairs from pairs of owners, every box of one owner is compared
@@ -835,7 +823,7 @@ def _owner_pairs(
     oi, oj = box_pairs(*box, pad, group=group[start])
     if not len(oi):
         return none, none
-    cross = _cross_kernel()
+    cross = _CROSS()
     if cross is not None:  # (the same pairs in the same order, compiled)
         f8 = functools.partial(np.ascontiguousarray, dtype=np.float64)
         i8 = functools.partial(np.ascontiguousarray, dtype=np.int64)
