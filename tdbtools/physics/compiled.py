@@ -18,7 +18,7 @@ import numpy as np
 
 from .engine import compiled_available
 
-__all__ = ["compile_kernels", "compiled_available"]
+__all__ = ["compile_kernels", "compiled_available", "load_step_kernels"]
 
 
 def compile_kernels() -> dict[str, float]:
@@ -91,14 +91,22 @@ def compile_kernels() -> dict[str, float]:
     took["lookups"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    _step_kernels()
+    load_step_kernels()
     took["step"] = time.perf_counter() - t
     return took
 
 
-def _step_kernels() -> None:
-    """The replay step's kernels on one train of two cars, with the array kinds the
-    replay gives them (the engine's x and v read-only)."""
+_STEP_LOADED = False
+
+
+def load_step_kernels() -> None:
+    """Load (or compile) the replay step's kernels now, once per process: a replay calls
+    this when it is built, so that its first step does not pay for it. They run on one
+    train of two cars, with the array kinds the replay gives them (the engine's x and v
+    read-only)."""
+    global _STEP_LOADED
+    if _STEP_LOADED:
+        return
     from . import _step_kernel as K
 
     n = 2
@@ -123,3 +131,4 @@ def _step_kernels() -> None:
         np.zeros(1), out, np.empty(1),
     )  # fmt: skip
     K.after_step(x, x, v, out[K.F_TRAC], out[K.F_BRAKE], np.zeros((3, n)), fbrb, cars)
+    _STEP_LOADED = True

@@ -931,7 +931,9 @@ class Replay:
         ):
             return None
         from . import _step_kernel as K
+        from .compiled import load_step_kernels
 
+        load_step_kernels()  # (in the set-up, not in the first step)
         neg_mg, spacing, da, db, dc, start, f0, vm, slope, mg_curve = cols
         per_car = {
             K.C_LINE_LEN: self.car_line_len, K.C_BASE: self.car_base, K.C_HALF: self._half_length,
