@@ -265,3 +265,75 @@ def test_one_node_walk_serves_the_bulk_reader_and_the_lexer_hook():
     bad = blank[:after_count] + blank[after_count:].replace("TrVectorSections ( ", "TrVectorSections ( (", 1)
     assert [k for k, *_ in tdb_mod.scan_track_nodes(bad, after_count)][-1] == tdb_mod.BAD_NODE
     assert tdb_mod._table_run_end(bad, pos) is None
+
+
+def _awkward_spans(rng) -> tuple[str, list[tuple[int, int]]]:
+    """A text of random spans of numbers as route files write them and as they do not."""
+    tokens = [
+        "0", "00", "-0", "+3", "1", "-5642", "567.2473", "0.000490005", "-0.1632503", ".5", "5.",
+        "1e5", "1E-5", "2.5e+22", "7e-22", "3e23", "4e-23", "1e300", "-1.5e-300", "123456789012345",
+        "1234567890123456", "0.1234567890123456", "99999999999999999999", "nan", "inf", "-inf",
+        "1e", "1e+", ".", "-", "+-1", "1-2", "1,5", "12abc", "0x10", "1_000", "é", "\u20ac5",
+        "00000000000000000000012", "1.00000000000000000", "9007199254740993", "1e00022", "1e99999",
+    ]  # fmt: skip
+    spaces = [" ", "  ", "\t", "\r\n", "\n", "\x0b", "\x0c"]
+    text, spans = "", []
+    for _ in range(400):
+        n = int(rng.integers(0, 20))
+        plain = rng.random() < 0.6  # mostly spans the compiled reader takes
+        words = [
+            (tokens[int(rng.integers(0, 19))] if plain else tokens[int(rng.integers(0, len(tokens)))])
+            for _ in range(n)
+        ]
+        body = "".join(w + spaces[int(rng.integers(0, len(spaces)))] for w in words)
+        if rng.random() < 0.3:
+            body = spaces[int(rng.integers(0, len(spaces)))] + body
+        gap = "x(" if rng.random() < 0.5 else ")\u00e9 "
+        a = len(text) + len(gap)
+        text += gap + body
+        spans.append((a, len(text)))
+    return text, spans
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_number_spans_are_numpys(seed, monkeypatch):
+    """parse_number_spans against np.fromstring span by span: integers, decimals,
+    exponents at and past 10**±22, 15 and 16 significant digits, ±0, nan, inf, glued and
+    broken tokens, every white space, non-ASCII text (its slice goes to numpy), empty
+    spans: the same values bit for bit, and None where numpy refuses."""
+    import warnings
+
+    pytest.importorskip("numba", reason="the compiled reader needs numba")
+    import numpy as np
+
+    text, spans = _awkward_spans(np.random.default_rng(seed))
+    monkeypatch.setattr(tdb_mod._PARSE_SPANS, "value", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (as the tests run: numpy's partial reads refused)
+        got = tdb_mod.parse_number_spans(text, spans)
+        want = [tdb_mod._fromstring(text[a:b]) for a, b in spans]
+        # the slices without non-Latin-1 text go to the kernel
+        ascii_text = text.replace("\u20ac", "E")
+        got2 = tdb_mod.parse_number_spans(ascii_text, spans)
+        want2 = [tdb_mod._fromstring(ascii_text[a:b]) for a, b in spans]
+    for g, w in ((got, want), (got2, want2)):
+        assert [x is None for x in g] == [x is None for x in w]
+        assert [x.tobytes() for x in g if x is not None] == [x.tobytes() for x in w if x is not None]
+    assert sum(x is not None and len(x) > 0 for x in want2) > 150
+
+
+@needs_dk24
+def test_dk24_numbers_are_read_compiled(monkeypatch):
+    """Nearly every vector node of DK24.tdb is read by the compiled reader: numpy reads
+    only the spans with a number it does not take (DK24 has one, 4.163337e-18: an exponent
+    past 10**-22 there). The model is the tree reader's (test_bulk_reader_on_dk24)."""
+    pytest.importorskip("numba", reason="the compiled reader needs numba")
+    calls = []
+    plain = tdb_mod._fromstring
+    monkeypatch.setattr(tdb_mod, "_fromstring", lambda t: calls.append(t) or plain(t))
+    monkeypatch.setattr(tdb_mod._PARSE_SPANS, "value", None)
+    model = tdb_mod.read_tdb(DK24_ROUTE / "DK24.tdb")
+    vector = sum(1 for n in model.nodes if getattr(n, "section_count", 0))
+    assert vector > 1000
+    assert len(calls) <= vector // 1000
+    assert all("e-" in c for c in calls)

@@ -72,8 +72,9 @@ from typing import Any
 
 import numpy as np
 
+from .._jit import LazyKernel
 from ..track.geometry import WorldPoint
-from .engine import LazyKernel
+from .engine import compiled_available
 from .forces import CarModel
 from .trackline import TrackLine
 
@@ -785,7 +786,7 @@ def chords_within(
 
 
 #: the compiled owner_cross, imported on first use (None without numba)
-_CROSS = LazyKernel("_lookup_kernel", "owner_cross")
+_CROSS = LazyKernel("physics._lookup_kernel", "owner_cross", lambda: compiled_available())
 
 
 #: Up to this many box pairs from pairs of owners, every box of one owner is compared
