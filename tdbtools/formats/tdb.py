@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._jit import LazyKernel
 from ..errors import Diagnostics, truncate_value
 from ..stf import parse_file
 from ..stf.parser import ITEM_TABLE_RUN_ENDS, TABLE_RUN_ENDS, gc_paused
@@ -993,51 +992,6 @@ def scan_track_nodes(
         pos = me.end()
 
 
-#: the compiled number reader (None without numba; docs/formats.md "Reading numbers in bulk")
-_PARSE_SPANS = LazyKernel("formats._numbers_kernel", "parse_spans")
-
-
-def parse_number_spans(text: str, spans: list[tuple[int, int]]) -> list[np.ndarray | None]:
-    """``np.fromstring(text[a:b], dtype=float64, sep=" ")`` of each span ``(a, b)`` of
-    ``text`` (in rising order), None where numpy refuses it; the spans whose every number
-    one IEEE operation gives are read compiled in one call (the same values), the others
-    by numpy."""
-    out: list[np.ndarray | None] = []
-    kernel = _PARSE_SPANS() if spans else None
-    lo = spans[0][0] if spans else 0
-    try:
-        buf = np.frombuffer(text[lo : spans[-1][1]].encode("latin-1"), dtype=np.uint8) if kernel else None
-    except UnicodeEncodeError:  # (a character numpy would refuse anyway: it decides)
-        buf = None
-    if kernel is None or buf is None:
-        return [_fromstring(text[a:b]) for a, b in spans]
-    from ._numbers_kernel import POW10, max_numbers
-
-    starts = np.array([a - lo for a, _b in spans], dtype=np.int64)
-    ends = np.array([b - lo for _a, b in spans], dtype=np.int64)
-    room = np.array([max_numbers(b - a) for a, b in spans], dtype=np.int64)
-    offsets = np.zeros(len(spans), dtype=np.int64)
-    np.cumsum(room[:-1], out=offsets[1:])
-    values = np.empty(int(room.sum()))
-    counts = np.empty(len(spans), dtype=np.int64)
-    status = np.empty(len(spans), dtype=np.int8)
-    kernel(buf, starts, ends, POW10, values, offsets, counts, status)
-    for k, (a, b) in enumerate(spans):
-        if status[k]:
-            out.append(_fromstring(text[a:b]))
-        else:
-            o = int(offsets[k])
-            out.append(values[o : o + int(counts[k])])
-    return out
-
-
-def _fromstring(text: str) -> np.ndarray | None:
-    try:
-        return np.fromstring(text, dtype=np.float64, sep=" ")
-    except (ValueError, DeprecationWarning):
-        return None
-
-
 def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     """The nodes and sections of a TrackNodes block held as raw text, or None if the
     block is not raw or the tree path is needed (see above)."""
@@ -1053,40 +1007,25 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
         return None
     count = int(m.group(1))
     pos = m.end()
+    fromstring = np.fromstring
     nodes: list = [None]
     arrays: list[np.ndarray] = []
     columns = _BulkColumns()
     counts: list[int] = []
     owners: list[int] = []
     rows = 0
-    # Vector nodes wait in `pending` (index, span, pins, refs) until a slice is full, so
-    # that their numbers are read in one go (parse_number_spans).
-    pending: list[tuple[int, int, int, tuple[TrPin, ...], tuple[int, ...]]] = []
-
-    def flush() -> bool:
-        nonlocal rows
-        got = parse_number_spans(text, [(a, b) for _i, a, b, _p, _r in pending])
-        for (index, _a, _b, pins, refs), arr in zip(pending, got):
-            if arr is None:
-                return False
-            n = int(arr[0]) if len(arr) and math.isfinite(arr[0]) else -1
-            if n < 0 or len(arr) != 1 + 16 * n:
-                return False
-            nodes[index] = VectorNode(index, 1, 1, pins, rows, n, refs)
-            arrays.append(arr[1:])
-            counts.append(n)
-            owners.append(index)
-            rows += n
-        pending.clear()
-        ok = columns.add(arrays)
-        arrays.clear()
-        return ok
-
     for kind, mn, mt, a, b in scan_track_nodes(text, pos, n_text):
         index = len(nodes)
         if kind == VECTOR_NODE:
             assert mt is not None
             if int(mn.group(1)) != index:
+                return None
+            try:
+                arr = fromstring(text[a:b], dtype=np.float64, sep=" ")
+            except (ValueError, DeprecationWarning):
+                return None
+            n = int(arr[0]) if len(arr) and math.isfinite(arr[0]) else -1
+            if n < 0 or len(arr) != 1 + 16 * n:
                 return None
             g = mt.groups()
             refs: tuple[int, ...] = ()
@@ -1095,11 +1034,16 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
                 if len(refs) != int(g[0]):
                     return None
             pins: tuple[TrPin, ...] = (TrPin(int(g[2]), int(g[3])), TrPin(int(g[4]), int(g[5])))
-            nodes.append(None)  # (made by flush)
-            pending.append((index, a, b, pins, refs))
+            nodes.append(VectorNode(index, 1, 1, pins, rows, n, refs))
+            arrays.append(arr[1:])
+            counts.append(n)
+            owners.append(index)
+            rows += n
             pos = mt.end()
-            if len(pending) >= _BULK_SLICE and not flush():
-                return None
+            if len(arrays) >= _BULK_SLICE:
+                if not columns.add(arrays):
+                    return None
+                arrays.clear()
         elif kind == JUNCTION_NODE:
             g = mn.groups()
             values = tuple(g[1].split())
@@ -1130,8 +1074,9 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
         return None
     if len(nodes) - 1 != count:
         return None
-    if not flush():
+    if not columns.add(arrays):
         return None
+    arrays.clear()
     return nodes, columns.finish(counts, owners)
 
 

@@ -1,13 +1,13 @@
-"""The compiled parts (numba, ``pip install "tdbtools[fast]"``; docs/physics.md §1.1).
+"""The replay's compiled parts (numba, ``pip install "tdbtools[fast]"``; docs/physics.md §1.1).
 
-Each kernel gives the numbers of the numpy code it stands for, bit for bit: the engine's
-step, the batch drivers' arithmetic, the line-table lookups (with the collision checks'
-pairing of nearby cars), the per-car arithmetic of a replay step around the engine, and
-the .tdb reader's numbers (docs/formats.md §6.6). numba compiles each on its first use on
-a machine (about 30 s in all) and caches the machine code beside the modules;
-:func:`compile_kernels` does that now, by running each once on a tiny case with the
-argument types its callers give it, so that a first replay, a test run or a worker of a
-sweep does not pay it (the CI does it after installing).
+Four kernels give the numbers of the numpy code they stand for, bit for bit: the
+engine's step, the batch drivers' arithmetic, the line-table lookups (with the collision
+checks' pairing of nearby cars) and the per-car arithmetic of a replay step around the
+engine. numba compiles
+each on its first use on a machine (about 25 s in all) and caches the machine code beside
+the modules; :func:`compile_kernels` does that now, by running each once on a tiny case
+with the argument types the replay gives it, so that a first replay, a test run or a
+worker of a sweep does not pay it (the CI does it after installing).
 """
 
 from __future__ import annotations
@@ -93,12 +93,6 @@ def compile_kernels() -> dict[str, float]:
     t = time.perf_counter()
     load_step_kernels()
     took["step"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    from ..formats.tdb import parse_number_spans
-
-    parse_number_spans("x 1 2.5 ", [(1, 8)])  # the .tdb reader's numbers (docs/formats.md §6.6)
-    took["numbers"] = time.perf_counter() - t
     return took
 
 

@@ -89,10 +89,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from tdbtools._jit import numba_usable
 from tdbtools.errors import TdbToolsError
 from tdbtools.physics.interaction import STOP_EPS, clash_time, clash_times_ab, stopping_time
 
@@ -1416,8 +1416,35 @@ def compiled_available() -> bool:
     say) or older than 0.60 counts as none: the replay then runs on numpy alone."""
     global _COMPILED
     if _COMPILED is None:
-        _COMPILED = numba_usable()
+        try:
+            import numba
+        except Exception:  # noqa: BLE001 - any broken install means "not available"
+            _COMPILED = False
+        else:
+            major, minor = (int(p) for p in numba.__version__.split(".")[:2])
+            _COMPILED = (major, minor) >= (0, 60)
     return _COMPILED
+
+
+class LazyKernel:
+    """A compiled kernel, ``tdbtools.physics.<module>.<name>``, imported on its first call
+    when numba is usable (:func:`compiled_available`); calling gives it, or None without
+    numba. ``value`` holds what was found (None: not looked for yet, False: none)."""
+
+    __slots__ = ("module", "name", "value")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+        self.value: object = None
+
+    def __call__(self) -> Any:
+        if self.value is None:
+            self.value = False
+            if compiled_available():
+                import importlib
+
+                self.value = getattr(importlib.import_module(f"tdbtools.physics.{self.module}"), self.name)
+        return self.value or None
 
 
 def _stop_times(fr: np.ndarray, oth: np.ndarray, V: np.ndarray) -> np.ndarray:

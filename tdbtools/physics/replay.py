@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 
-from .._jit import LazyKernel
 from ..errors import Diagnostics, RouteError, TdbToolsError
 from ..formats.consist import Consist, read_consist, resolve_stock
 from ..formats.route import Route, load_route
@@ -48,7 +47,7 @@ from ..track.paths import resolve_path
 from ..track.traveller import Switches
 from . import forces
 from .driver import AutoDriver, Controls, DriverBatch, DriveState, ScheduleDriver, Stop
-from .engine import Bodies, Engine, compiled_available
+from .engine import Bodies, Engine, LazyKernel, compiled_available
 from .events import (
     CAR_EVENTS,
     SAFETY_EVENTS,
@@ -465,7 +464,7 @@ def _pmin(a, b):  # noqa: ANN001, ANN202
 
 
 #: the compiled per-train controls, imported on first use (None without numba)
-_CONTROLS = LazyKernel("physics._driver_kernel", "controls", lambda: compiled_available())
+_CONTROLS = LazyKernel("_driver_kernel", "controls")
 
 
 def _taper_factors(force, other, inertia, v, vmax, dt: float) -> np.ndarray:  # noqa: ANN001

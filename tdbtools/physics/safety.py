@@ -72,9 +72,8 @@ from typing import Any
 
 import numpy as np
 
-from .._jit import LazyKernel
 from ..track.geometry import WorldPoint
-from .engine import compiled_available
+from .engine import LazyKernel
 from .forces import CarModel
 from .trackline import TrackLine
 
@@ -786,7 +785,7 @@ def chords_within(
 
 
 #: the compiled owner_cross, imported on first use (None without numba)
-_CROSS = LazyKernel("physics._lookup_kernel", "owner_cross", lambda: compiled_available())
+_CROSS = LazyKernel("_lookup_kernel", "owner_cross")
 
 
 #: Up to this many box pairs from pairs of owners, every box of one owner is compared
