@@ -79,9 +79,9 @@ def batch_core(request, monkeypatch):
 
     if request.param == "compiled":
         pytest.importorskip("numba", reason="the compiled core needs numba (tdbtools[fast])")
-        monkeypatch.setattr(driver_mod, "_CORE", None)  # made again: compiled
+        monkeypatch.setattr(driver_mod._CORE, "value", None)  # made again: compiled
     else:
-        monkeypatch.setattr(driver_mod, "_CORE", False)
+        monkeypatch.setattr(driver_mod._CORE, "value", False)
     return request.param
 
 

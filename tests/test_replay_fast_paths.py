@@ -126,7 +126,7 @@ def test_replays_without_numba_are_those_with_it(name, monkeypatch):
 
     compiled = _replay_outputs(SAMPLE_INSTALL / name)
     monkeypatch.setattr(engine_mod, "_COMPILED", False)
-    monkeypatch.setattr(driver_mod, "_CORE", False)
+    monkeypatch.setattr(driver_mod._CORE, "value", False)
     monkeypatch.setattr(replay_mod, "compiled_available", lambda: False)
     monkeypatch.setattr(replay_mod._CONTROLS, "value", False)
     monkeypatch.setattr(safety_mod._CROSS, "value", False)

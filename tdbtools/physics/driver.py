@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .engine import LazyKernel
 from .events import DepartedPoint, ReplayEvent, WaitingAtPoint
 from .scenario import Command
 
@@ -341,23 +342,9 @@ def _pmin(a, b):  # noqa: ANN001, ANN202
     return np.where(b < a, b, a)
 
 
-_CORE: Any = None
-
-
-def _compiled_core() -> Any:
-    """The compiled core of :meth:`DriverBatch.drive` when numba is installed, else None
-    (the numpy calls; both give the same numbers)."""
-    global _CORE
-    if _CORE is None:
-        from .engine import compiled_available
-
-        if compiled_available():
-            from ._driver_kernel import core
-
-            _CORE = core
-        else:
-            _CORE = False
-    return _CORE or None
+#: the compiled core of :meth:`DriverBatch.drive`, imported on first use (None without
+#: numba: the numpy calls; both give the same numbers)
+_CORE = LazyKernel("_driver_kernel", "core")
 
 
 def _count_at_or_below(ptr: np.ndarray, flat: np.ndarray, base: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -578,7 +565,7 @@ class DriverBatch:
         first = counts[:m]
         base = self.base
         vk, d, valid = self.vk, self.d, self.valid
-        core = _compiled_core()
+        core = _CORE()
         if core is not None:
             # the same operations train by train, compiled (tdbtools.physics._driver_kernel)
             best, asked, emergency = np.empty(m), np.empty(m), np.empty(m, dtype=bool)
