@@ -1389,8 +1389,6 @@ _KINDS = ("impact", "coupler_taut", "stopped", "started")  # _engine_kernel's K_
 
 def _events_from_table(table: np.ndarray) -> list[Event]:
     """The compiled step's event table (kind, time, car, car, line, speed, impulse, energy)."""
-    if not len(table):
-        return []
     # the integer columns converted in one go each (a burst is thousands of events)
     kinds, c0s, c1s, lines = (table[:, c].astype(np.int64).tolist() for c in (0, 2, 3, 4))
     times, rels, imps, losts = (table[:, c].tolist() for c in (1, 5, 6, 7))

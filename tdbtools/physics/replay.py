@@ -786,7 +786,6 @@ class Replay:
         self._adhesive_g_eng = self._adhesive_g[self._engines] * (
             1.0 if self._adhesion != "wet" else forces.WET_RAIL_FACTOR
         )
-        self._engine_train_l = self._engine_train.tolist()
         self._adhesive_g_eng_l = None if self._adhesion is None else self._adhesive_g_eng.tolist()
         self.train_build = np.array([max(_build_up(t), 1e-6) for t in self.trains])
         self.train_release = np.array([max(_build_up(t) * RELEASE_OVER_BUILD_UP, 1e-6) for t in self.trains])
@@ -865,6 +864,7 @@ class Replay:
         # the last check and, per train, a function making its TrainPosition from them.
         self._train_line = np.array([index[id(t.line)] for t in self.trains], dtype=np.int64)
         self._names = [t.spec.name for t in self.trains]
+        self._car_names: list[tuple[str, int]] | None = None  # (_engine_events)
         self._name_set = set(self._names)
         self._checked = (np.asarray(self.engine.x).copy(), np.asarray(self.engine.v).copy())
         self._position_of = [functools.partial(self._position, k) for k in range(len(self.trains))]
@@ -1001,9 +1001,10 @@ class Replay:
         return pre.gravity(y[0::2], y[1::2]), pre.davis(v), crv, None
 
     def _engine_traction(self, thr: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Per car, the traction without the taper at the trains' throttles ``thr`` (0 for
-        the cars that are not engines): Prepared.traction_few's Python floats up to four
-        engines, else Prepared.traction."""
+        """Per car, the traction without the taper at the trains' throttles ``thr``: the
+        engines' only (wagons give 0), and with adhesion at most Curtius–Kniffler's μ(v)
+        times the adhesive weight (docs/running-time.md §6). Prepared.traction_few's
+        Python floats up to four engines, else Prepared.traction."""
         eng = self._engines
         trac0 = np.zeros(len(v))
         if len(eng) <= 4:
@@ -1367,21 +1368,7 @@ class Replay:
         m = self.model
         ct = self.car_train
         thr = [1.0 if c.speed_target is not None else c.throttle for c in ctrl]
-        # Traction of the engines only (wagons give 0): forces.traction without the taper.
-        # With adhesion: at most Curtius–Kniffler's μ(v) times the adhesive weight
-        # (docs/running-time.md §6).
-        eng = self._engines
-        trac0 = np.zeros(len(v))
-        if len(eng) <= 4:
-            trac0[eng] = self._forces.traction_few(
-                [thr[k] for k in self._engine_train_l], v[eng].tolist(), self._adhesive_g_eng_l
-            )
-        else:
-            trac0[eng] = self._forces.traction(
-                np.array(thr)[self._engine_train],
-                v[eng],
-                None if self._adhesion is None else self._adhesive_g_eng,
-            )
+        trac0 = self._engine_traction(np.array(thr), v)
         n = len(v)
         if resist is None:
             resist = dav + crv
@@ -1617,15 +1604,13 @@ class Replay:
         if not evs:
             return
         # per car: its train's name and its index in the train, as the events name it
-        # (made once: the cars do not change trains)
-        got = self.__dict__.get("_car_names")
-        if got is None or got[0] is not self.car_train:
+        # (made at the first event: the cars do not change trains)
+        pairs = self._car_names
+        if pairs is None:
             first = np.asarray(self.train_start)[self.car_train]
             idx = (np.arange(len(self.car_train)) - first).tolist()
             names_of = self._names
-            pairs = [(names_of[k], i) for k, i in zip(self.car_train.tolist(), idx)]
-            got = self.__dict__["_car_names"] = (self.car_train, pairs)
-        pairs = got[1]
+            pairs = self._car_names = [(names_of[k], i) for k, i in zip(self.car_train.tolist(), idx)]
         # the events are frozen: their locations are looked up first (every line at once),
         # then they are made
         located = [i for i, e in enumerate(evs) if len(e.cars)]
