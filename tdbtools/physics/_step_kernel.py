@@ -43,16 +43,28 @@ N_OUT_ROWS = 8
 
 
 @_jit
+def _on_table(g, cars, k):
+    """Car ``k``'s line distance ``g`` clipped onto its line (``[0, line_len]``, as
+    np.maximum / np.minimum: a NaN stays) and moved by the line's ``base`` into the
+    global tables."""
+    if g < 0.0:
+        g = 0.0
+    if g > cars[C_LINE_LEN, k]:
+        g = cars[C_LINE_LEN, k]
+    return g + cars[C_BASE, k]
+
+
+@_jit
 def car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out):
     """Per car: gravity (−m·g·sinθ from the elevations under its bogies), Davis (blended
     with the starting resistance below the merge speed if ``consts[0]``), the curve
     resistance at its middle, and Davis + curve: ``out[F_GRAV:F_RESIST + 1]``.
 
     ``fbrb``: the bogies' line distances (front, rear per car), ``x − half`` the middles';
-    each is clipped onto the car's line (``[0, line_len]``) and moved by the line's
-    ``base`` into the global tables (``lines``: distance, elevation; ``pieces``: the
-    curvature pieces' ends and values). ``rows``: each point's table row from the last call, bogies (2n)
-    then middles (n), -1 for none; ``work``: 4n floats."""
+    each goes into the global tables by :func:`_on_table` (``lines``: distance,
+    elevation; ``pieces``: the curvature pieces' ends and values). ``rows``: each point's
+    table row from the last call, bogies (2n) then middles (n), -1 for none; ``work``: 4n
+    floats."""
     n = x.size
     start = consts[0] != 0.0
     S = lines[0]
@@ -66,12 +78,7 @@ def car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out):
     for i in range(n):
         k = n - 1 - i
         for j in range(2):
-            g = fbrb[k, 1 - j]
-            if g < 0.0:  # np.maximum / np.minimum: a NaN stays
-                g = 0.0
-            if g > cars[C_LINE_LEN, k]:
-                g = cars[C_LINE_LEN, k]
-            gb[2 * i + j] = g + cars[C_BASE, k]
+            gb[2 * i + j] = _on_table(fbrb[k, 1 - j], cars, k)
     interp(gb, S, Y, Y, yb, yb, rows[: 2 * n], False)
     m = P1.size
     last_piece = PC.size - 1
@@ -89,12 +96,7 @@ def car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out):
         else:
             dav = cars[C_DA, k] + speed * (cars[C_DB, k] + speed * cars[C_DC, k])
         # the middle's curvature piece: searchsorted(P1, g, "left") (NaN: past the end)
-        g = x[k] - cars[C_HALF, k]
-        if g < 0.0:
-            g = 0.0
-        if g > cars[C_LINE_LEN, k]:
-            g = cars[C_LINE_LEN, k]
-        g = g + cars[C_BASE, k]
+        g = _on_table(x[k] - cars[C_HALF, k], cars, k)
         if g != g:
             p = m
         else:
