@@ -17,8 +17,8 @@ from tdbtools.physics.scenario import read_scenario
 pytest.importorskip("numba", reason="the kernels need numba")
 
 
-def _shunt() -> Replay:
-    rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
+def _shunt(name: str = "shunt.toml") -> Replay:
+    rep = Replay(read_scenario(SAMPLE_INSTALL / name))
     assert rep._ck is not None
     return rep
 
@@ -36,11 +36,13 @@ def _bits(*arrays: np.ndarray) -> list[bytes]:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_car_forces_are_the_numpy_lookups(seed):
-    """Cars' bogies and middles wander over random elevation and curvature tables
-    (points on table rows, repeated piece ends, beyond the line, NaN), with speeds of
-    both signs, ±0 and NaN, and starting resistance on some cars: gravity, Davis, curve
-    resistance and their sum are the numpy code's, call after call (rows kept)."""
-    rep = _shunt()
+    """Cars' bogies and middles wander over random elevation and curvature tables of two
+    lines (points on table rows, repeated piece ends, past either end of their own line
+    by a little or a lot, next to the other line's part of the table, NaN), with speeds
+    of both signs, ±0 and NaN, and starting resistance on some cars: gravity, Davis,
+    curve resistance and their sum are the numpy code's, call after call (rows kept)."""
+    rep = _shunt("signals_crossing.toml")  # (two lines: the second's table starts past 0)
+    assert rep.lines.base[1] > 0.0
     rng = np.random.default_rng(seed)
     n = len(rep.engine.x)
     ln = rep.lines
@@ -71,6 +73,12 @@ def test_car_forces_are_the_numpy_lookups(seed):
         v = rng.choice([0.0, -0.0, 0.7, 1.5, -1.2, 12.0, -30.0, np.nan], n)
         rep._fb[:] = x - rep._front_bogie + rng.choice([0.0, 1e-3, -5.0], n)
         rep._rb[:] = rep._fb - model.bogie_spacing
+        if rng.random() < 0.3:  # a car just past either end of its own line
+            k = rng.integers(n)
+            over = rep.car_line_len[k] + rng.choice([0.3, 2.0])
+            x[k] = rng.choice([-0.4, over + rep._half_length[k]])
+            rep._fb[k] = rng.choice([over, -0.2])
+            rep._rb[k] = rng.choice([-0.4, over - 1.0])
         if rng.random() < 0.1:
             rep._fb[rng.integers(n)] = np.nan
         x, v = _ro(x), _ro(v)
