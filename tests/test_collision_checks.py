@@ -382,7 +382,7 @@ def _compare_on_placements(rep, seed: int, sequences: int) -> dict[str, int]:  #
     rng = np.random.default_rng(seed)
     counts = {"collision": 0, "side_collision": 0}
     for seq in range(sequences):
-        rep.occupancy = Occupancy()
+        rep.occupancy = rep.watch.occupancy = Occupancy()
         ref = _OldOccupancy()
         t0 = rep.trains[int(rng.integers(len(rep.trains)))].line
         i = int(rng.integers(len(t0.s)))

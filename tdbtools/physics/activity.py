@@ -683,8 +683,16 @@ class ActivityReplay:
         return self.replay.events
 
     @property
+    def trace_every(self) -> float:
+        return self.replay.trace_every
+
+    @property
     def drivers(self) -> list[ServiceDriver]:
         return self.policy.drivers
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self.policy.dispatcher
 
     @property
     def index(self) -> dict[str, int]:
