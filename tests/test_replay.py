@@ -31,7 +31,7 @@ def scenario(tmp_path, body: str, route=SAMPLE_ROUTE):
 CONSISTS = SAMPLE_INSTALL / "TRAINS" / "CONSISTS"
 
 
-def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path):
+def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path, implementation):
     res = replay(SAMPLE_INSTALL / "replay.toml")
     s = res.summary["trains"]["passenger"]
     assert s["finished"] and not s["derailed"]
@@ -67,8 +67,10 @@ def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path):
     json.loads((tmp_path / "out" / "events.json").read_text())
 
 
-def test_shunt_into_standing_train_conserves_momentum():
+def test_shunt_into_standing_train_conserves_momentum(implementation):
     rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
+    compiled = implementation == "compiled"
+    assert rep.engine.compiled == compiled and (rep.forces.ck is not None) == compiled
     eng = rep.engine
     m = rep.bodies.mass
     t = {tr.spec.name: tr.cars for tr in rep.trains}
@@ -107,7 +109,7 @@ def test_shunt_into_standing_train_conserves_momentum():
     assert float(np.sum(m[standing] * v1[standing])) > 0.3 * p0
 
 
-def test_running_off_a_track_end_derails(tmp_path):
+def test_running_off_a_track_end_derails(tmp_path, implementation):
     sc = scenario(
         tmp_path,
         """
