@@ -1095,6 +1095,34 @@ def _replay_activity(
     return EXIT_FINDINGS if result.failed else 0
 
 
+@main.command("compare")
+@click.argument("trace", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("other", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--axis",
+    type=click.Choice(["time", "distance"]),
+    default="time",
+    show_default=True,
+    help="Compare against.",
+)
+@click.option(
+    "--plot", "plot_out", type=click.Path(path_type=Path, dir_okay=False), help="Draw both speeds (PNG)."
+)
+@_handle_errors
+def compare(trace: Path, other: Path, axis: str, plot_out: Path | None) -> None:
+    """Compare the speed of TRACE with OTHER (replay traces, Open Rails dumps): RMS, max
+    and bias of the difference per phase (docs/physics.md §7.7)."""
+    from .physics.compare import compare_traces, read_trace
+
+    cmp = compare_traces(read_trace(trace), read_trace(other), axis)
+    for line in cmp.lines():
+        click.echo(line)
+    if plot_out is not None:
+        from .render.compare_plot import plot_comparison
+
+        click.echo(f"wrote {plot_comparison(cmp, plot_out, (trace.name, other.name))}")
+
+
 class _NullBar:
     def __enter__(self):
         return self

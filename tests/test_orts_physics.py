@@ -13,7 +13,7 @@ import pytest
 
 from tdbtools.errors import Diagnostics, FormatError
 from tdbtools.formats.stock import read_stock
-from tdbtools.formats.stock_orts import DieselEngineSpec, Table
+from tdbtools.formats.stock_orts import Table
 from tdbtools.physics.orts import adhesion, brakes, diesel, steam, traction
 from tdbtools.physics.orts.airbrake import APPLY, LAP, AirBrakeTrain, Handle
 from tdbtools.physics.orts.run import Command, run_train
@@ -42,7 +42,14 @@ def test_fixtures_are_utf16_crlf():
 
 def test_reads_diesel_engines(dmu):
     (e,) = dmu.orts.diesel_engines
-    assert (e.idle_rpm, e.max_rpm, e.change_up, e.change_down, e.rate_up, e.rate_down) == (600, 2100, 150, 300, 50, 200)
+    assert (e.idle_rpm, e.max_rpm, e.change_up, e.change_down, e.rate_up, e.rate_down) == (
+        600,
+        2100,
+        150,
+        300,
+        50,
+        200,
+    )
     assert e.max_power_w == 260e3
     assert e.throttle_rpm == Table((0, 25, 50, 75, 100), (600, 1000, 1400, 1750, 2100))
     assert e.power(1750) == 220e3
@@ -52,11 +59,19 @@ def test_reads_diesel_engines(dmu):
 
 def test_reads_brake_equipment(dmu):
     o = dmu.orts
-    assert o.max_brake_shoe_force_n == 100e3 and o.brake_shoe_type == "Cast_Iron_P10" and o.num_brake_shoes == 8
+    assert (
+        o.max_brake_shoe_force_n == 100e3 and o.brake_shoe_type == "Cast_Iron_P10" and o.num_brake_shoes == 8
+    )
     assert o.brakes.max_cylinder_psi == pytest.approx(3.8 * BAR)
-    assert (o.brakes.max_application_rate, o.brakes.max_release_rate, o.brakes.aux_cyl_volume_ratio) == (14, 4, 2.5)
+    assert (o.brakes.max_application_rate, o.brakes.max_release_rate, o.brakes.aux_cyl_volume_ratio) == (
+        14,
+        4,
+        2.5,
+    )
     lb = o.loco_brakes
-    assert lb.max_system_psi == pytest.approx(5 * BAR) and lb.full_service_drop_psi == pytest.approx(1.5 * BAR)
+    assert lb.max_system_psi == pytest.approx(5 * BAR) and lb.full_service_drop_psi == pytest.approx(
+        1.5 * BAR
+    )
     assert (lb.pipe_charging_rate, lb.pipe_time_factor_s) == (21, 0.003)
 
 
@@ -65,7 +80,9 @@ def test_reads_steam_dynamic_and_wagon():
     assert s.orts.steam.cylinder_diameter_m == pytest.approx(0.508) and s.orts.steam.boiler_psi == 225
     assert s.orts.brakes.vacuum
     el = _stock("electric/EL_LOCO.eng")
-    assert el.orts.max_dynamic_brake_force_n == 240e3 and el.orts.dynamic_brake_curve(1.0, 50.0) == pytest.approx(120e3)
+    assert el.orts.max_dynamic_brake_force_n == 240e3 and el.orts.dynamic_brake_curve(
+        1.0, 50.0
+    ) == pytest.approx(120e3)
     assert el.max_continuous_force_n == 250e3
     w = _stock("wagons/COACH.wag")
     assert w.orts.loco_brakes is None and w.orts.max_brake_shoe_force_n == 110e3
@@ -73,12 +90,19 @@ def test_reads_steam_dynamic_and_wagon():
 
 def _write(tmp_path, body):
     p = tmp_path / "X.eng"
-    p.write_text("SIMISA@@@@@@@@@@JINX0D0t______\n\nWagon ( X Type ( Engine ) )\nEngine ( X Type ( Diesel ) " + body + " )\n")
+    p.write_text(
+        "SIMISA@@@@@@@@@@JINX0D0t______\n\nWagon ( X Type ( Engine ) )\nEngine ( X Type ( Diesel ) "
+        + body
+        + " )\n"
+    )
     return p
 
 
 def test_bad_diesel_block_is_located(tmp_path):
-    p = _write(tmp_path, "ORTSDieselEngines ( 2 Diesel ( IdleRPM ( 900 ) MaxRPM ( 600 ) ChangeUpRPMpS ( 1 ) ChangeDownRPMpS ( 1 ) ) )")
+    p = _write(
+        tmp_path,
+        "ORTSDieselEngines ( 2 Diesel ( IdleRPM ( 900 ) MaxRPM ( 600 ) ChangeUpRPMpS ( 1 ) ChangeDownRPMpS ( 1 ) ) )",
+    )
     with pytest.raises(FormatError, match="MaxRPM"):
         read_stock(p)
     diags = Diagnostics(strict=False)
@@ -283,7 +307,9 @@ def test_cylinder_build_up_time_closed_form():
 
 
 def test_emergency_equalises_reservoir_and_cylinder():
-    ab = AirBrakeTrain([20.0], app_rate=14.0, rel_rate=4.0, aux_rate=1.684, ratio=2.5, max_psi=72.5, full_service_drop=21.8)
+    ab = AirBrakeTrain(
+        [20.0], app_rate=14.0, rel_rate=4.0, aux_rate=1.684, ratio=2.5, max_psi=72.5, full_service_drop=21.8
+    )
     ab.bp[0] = 0.0
     for _ in range(2000):
         ab.step_valves(0.01)
@@ -320,7 +346,11 @@ def test_emu_accelerates_from_its_powered_cars():
 def test_dmu_station_run_is_plausible(dmu):
     r = run_train(
         [dmu, dmu],
-        [Command(0.0, throttle=1.0), Command(90.0, throttle=0.0), Command(100.0, handle=Handle("service", 21.8))],
+        [
+            Command(0.0, throttle=1.0),
+            Command(90.0, throttle=0.0),
+            Command(100.0, handle=Handle("service", 21.8)),
+        ],
         seconds=300.0,
         stop_at_rest_after=100.0,
     )

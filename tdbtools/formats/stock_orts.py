@@ -334,8 +334,8 @@ def read_orts(doc: Document, rd: Reader, kind: str) -> OrtsStock:
             if x is not None:
                 loco[name] = x
         elif k in _STEAM:
-            name, fam = _STEAM[k]
-            steam[name] = _num(rd, it, fam, 0.0)
+            sname, sfam = _STEAM[k]
+            steam[sname] = _num(rd, it, sfam, 0.0)
         elif k == "numcylinders":
             steam["num_cylinders"] = int(rd.value(it, 0, to_int32, 2, it.name))
 

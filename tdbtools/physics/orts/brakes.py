@@ -57,7 +57,9 @@ def shoe_factor(stock: Stock, speed_ms):
         return default_shoe_mu(speed_ms)
     if table is not None:
         return table.factors(speed_ms)
-    return np.clip(default_shoe_mu(speed_ms) / DEFAULT_SHOE_NORMALISER, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX)
+    return np.clip(
+        default_shoe_mu(speed_ms) / DEFAULT_SHOE_NORMALISER, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX
+    )
 
 
 def brake_force_capacity(stock: Stock) -> float:
@@ -68,7 +70,7 @@ def brake_force_capacity(stock: Stock) -> float:
     return stock.max_brake_force_n
 
 
-def cylinder_fraction(cyl_psi, max_cyl_psi: float, spring_psi: float = 0.0):
+def cylinder_fraction(cyl_psi, max_cyl_psi, spring_psi=0.0):
     """Share of the full brake force a cylinder pressure gives:
     ``clamp((p − spring)/(p_max − spring), 0, 1)``."""
     return np.clip((np.asarray(cyl_psi) - spring_psi) / (max_cyl_psi - spring_psi), 0.0, 1.0)

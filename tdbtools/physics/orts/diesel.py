@@ -93,7 +93,9 @@ def output_power(spec: DieselEngineSpec, rpm: float, supply_w: float = 0.0) -> f
     return max(p - supply_w, 0.0)
 
 
-def run_up_trace(spec: DieselEngineSpec, rpm0: float, demanded: float, dt: float, seconds: float) -> np.ndarray:
+def run_up_trace(
+    spec: DieselEngineSpec, rpm0: float, demanded: float, dt: float, seconds: float
+) -> np.ndarray:
     """RPM at every step of ``dt`` over ``seconds`` (for tests and plots)."""
     n = int(round(seconds / dt))
     out = np.empty(n + 1)

@@ -67,7 +67,9 @@ class _Unit:
         self.average = 0.0
         cf = stock.max_continuous_force_n
         self.derate = (
-            traction.ContinuousForce(stock.max_force_n or 0.0, cf, o.continuous_force_time_factor_s if o else 1800.0)
+            traction.ContinuousForce(
+                stock.max_force_n or 0.0, cf, o.continuous_force_time_factor_s if o else 1800.0
+            )
             if cf
             else None
         )
@@ -95,7 +97,9 @@ class _Unit:
         elif s.engine_type == "Diesel":
             vmax = s.max_velocity_ms or 0.0
             unload = s.orts.unloading_speed_ms if s.orts else 0.0
-            f = traction.basic_diesel_force(throttle, apparent, v, s.max_force_n or 0.0, self.rail_power, unload, vmax)
+            f = traction.basic_diesel_force(
+                throttle, apparent, v, s.max_force_n or 0.0, self.rail_power, unload, vmax
+            )
         else:
             f = traction.basic_electric_force(throttle, v, s.max_force_n or 0.0, self.rail_power)
         if self.derate is not None:
@@ -128,7 +132,11 @@ def _brake_train(stocks: Sequence[Stock]) -> tuple[AirBrakeTrain, np.ndarray, np
         service_tau=lb.service_time_factor_s,
         emergency_tau=lb.emergency_time_factor_s,
     )
-    return train, np.array([b.max_cylinder_psi for b in specs]), np.array([b.cylinder_spring_psi for b in specs])
+    return (
+        train,
+        np.array([b.max_cylinder_psi for b in specs]),
+        np.array([b.cylinder_spring_psi for b in specs]),
+    )
 
 
 def run_train(
@@ -146,7 +154,9 @@ def run_train(
     stocks = list(stocks)
     mass = np.array([s.mass_kg for s in stocks])
     total = float(mass.sum())
-    units = [_Unit(s) for s in stocks if s.kind == "engine" and s.engine_type in ("Diesel", "Electric", "Steam")]
+    units = [
+        _Unit(s) for s in stocks if s.kind == "engine" and s.engine_type in ("Diesel", "Electric", "Steam")
+    ]
     brakes, max_cyl, spring = _brake_train(stocks)
     capacity = np.array([brake_force_capacity(s) for s in stocks])
     a_, b_, c_ = (np.array([getattr(s, k) for s in stocks]) for k in ("davis_a", "davis_b", "davis_c"))

@@ -30,7 +30,9 @@ def starting_tractive_effort(spec: SteamSpec, wheel_radius_m: float) -> float:
     return lbf * LBF_N
 
 
-def steam_force(spec: SteamSpec, wheel_radius_m: float, regulator: float, speed: float, max_power_w: float) -> float:
+def steam_force(
+    spec: SteamSpec, wheel_radius_m: float, regulator: float, speed: float, max_power_w: float
+) -> float:
     """Force (N) at a regulator opening (0–1) and speed, power-limited."""
     f = min(max(regulator, 0.0), 1.0) * starting_tractive_effort(spec, wheel_radius_m)
     v = abs(speed)
