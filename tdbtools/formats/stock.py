@@ -1080,7 +1080,16 @@ def stock_from_document(doc: Document, diags: Diagnostics, kind: str | None = No
         rd.problem(doc, "no Wagon block in rolling-stock file")
     if kind == "engine" and not raw.has_engine:
         rd.problem(doc, "no Engine block in an engine file")
-    return replace(_finish(raw, path, kind, diags, rd, Path(path).stem), orts=read_orts(doc, rd, kind))
+    orts = read_orts(doc, rd, kind, _read_curve)
+    return replace(_finish(raw, path, kind, diags, rd, Path(path).stem), orts=orts)
+
+
+def _read_curve(rd: Reader, blk: Block) -> TractiveForceCurve | None:
+    """A 2-D force-curve block read as ``ORTSMaxTractiveForceCurves`` is (for the dynamic
+    brake's curves in formats/stock_orts.py)."""
+    holder = _Raw()
+    _h_curves(holder, blk, rd)
+    return holder.curve
 
 
 # -- generic stand-ins ----------------------------------------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 from ..stf.tree import Block, Document
 from ._read import Reader, to_float, to_int32
@@ -243,14 +242,6 @@ def _diesel_engines(rd: Reader, blk: Block) -> tuple[DieselEngineSpec, ...]:
     return tuple(engines)
 
 
-def _curve(rd: Reader, blk: Block):
-    from .stock import _h_curves  # the 2-D force-curve reader shared with ORTSMaxTractiveForceCurves
-
-    holder = SimpleNamespace(curve=None)
-    _h_curves(holder, blk, rd)  # type: ignore[arg-type]
-    return holder.curve
-
-
 _WAGON_BRAKE: dict[str, tuple[str, str]] = {
     "brakecylinderpressureformaxbrakebrakeforce": ("max_cylinder_psi", "pressure"),
     "maxreleaserate": ("max_release_rate", "pressure_rate"),
@@ -281,9 +272,13 @@ def _positive(rd: Reader, blk: Block, v: float) -> float | None:
     return v
 
 
-def read_orts(doc: Document, rd: Reader, kind: str) -> OrtsStock:
+def read_orts(
+    doc: Document, rd: Reader, kind: str, read_curve: Callable[[Reader, Block], object] | None = None
+) -> OrtsStock:
     """The :class:`OrtsStock` of a parsed stock file (``kind`` "engine" or "wagon"; a
-    ``.wag`` ignores ``Engine`` blocks, as Open Rails' MSTSWagon does)."""
+    ``.wag`` ignores ``Engine`` blocks, as Open Rails' MSTSWagon does). ``read_curve``
+    reads a 2-D force-curve block (the stock reader passes its
+    ``ORTSMaxTractiveForceCurves`` reader; without it such blocks are skipped)."""
     v: dict[str, object] = {}
     brakes: dict[str, object] = {}
     loco: dict[str, object] = {}
@@ -326,8 +321,8 @@ def read_orts(doc: Document, rd: Reader, kind: str) -> OrtsStock:
             v["max_dynamic_brake_force_n"] = _num(rd, it, "force", 0.0)
         elif k == "dynamicbrakesminusablespeed":
             v["dynamic_brake_min_speed_ms"] = _num(rd, it, "speed", 0.0)
-        elif k == "ortsdynamicbrakeforcecurves":
-            v["dynamic_brake_curve"] = _curve(rd, it)
+        elif k == "ortsdynamicbrakeforcecurves" and read_curve is not None:
+            v["dynamic_brake_curve"] = read_curve(rd, it)
         elif k in _LOCO_BRAKE:
             name, fam = _LOCO_BRAKE[k]
             x = _positive(rd, it, _num(rd, it, fam, 0.0))
