@@ -358,3 +358,59 @@ def test_dmu_station_run_is_plausible(dmu):
     assert 30 < kmh[int(20 / 0.1)] < 50  # about 40 km/h after 20 s
     assert 80 < kmh[int(90 / 0.1)] < 110
     assert 100 < r.time[-1] < 200 and r.speed[-1] == 0.0
+
+
+# -- the finer points the first mutants slipped past ----------------------------------------------
+
+
+def test_rate_under_one_rpm_per_second_counts_as_arrived(dmu):
+    e = dmu.orts.diesel_engines[0]
+    assert diesel.rpm_rate(e, 2100 - 0.005, 2100) == 0.0  # √(2·50·0.005) = 0.71 RPM/s
+    assert diesel.rpm_rate(e, 2100 - 0.1, 2100) == pytest.approx(math.sqrt(10.0))
+
+
+def test_power_capped_at_maximal_power(dmu):
+    e = dmu.orts.diesel_engines[0]
+    assert e.power(2400) > 260e3  # the table extrapolates past its last point
+    assert diesel.output_power(e, 2400) == 260e3
+
+
+def test_one_sweep_of_the_pipe():
+    """Sub-step h = τ: each pair equalises fully, front to back (equal volumes)."""
+    ab = AirBrakeTrain([20.0, 20.0, 20.0], app_rate=1, rel_rate=1, aux_rate=1, ratio=2.5, tau=0.01)
+    ab.bp[:] = [90.0, 70.0, 50.0]
+    ab._propagate(0.01)
+    assert ab.bp.tolist() == pytest.approx([80.0, 65.0, 65.0])
+    ab.bp[:] = [90.0, 70.0, 50.0]
+    ab._propagate(0.005)  # half a τ: half the difference of each pair moves
+    assert ab.bp.tolist() == pytest.approx([85.0, 68.75, 56.25])
+
+
+def test_lead_pipe_falls_at_the_service_rate():
+    """The lead's pipe loses h/τ_service of itself per sub-step: from 72.5 to 62.5 psi
+    after n sub-steps with (1 − h/τ_s)^n = 62.5/72.5."""
+    ab = AirBrakeTrain([20.0], app_rate=1, rel_rate=1, aux_rate=1, ratio=2.5, max_psi=72.5, tau=0.001)
+    h = 0.001
+    n = math.ceil(math.log(62.5 / 72.5) / math.log(1 - h / 1.009))
+    t = 0.0
+    while ab.bp[0] > 62.5:
+        ab.step_pipe(Handle("service", 10.0), h)
+        t += h
+    assert t == pytest.approx(n * h, abs=1.5 * h)
+    assert ab.bp[0] == 62.5
+
+
+def test_grade_first_step_closed_form():
+    co = _stock("wagons/COACH.wag")
+    r = run_train([co], [], seconds=0.2, grade=0.01, speed0=10.0)
+    sin_t = 0.01 / math.hypot(1.0, 0.01)
+    a = -(9.80665 * sin_t + co.davis_force_n(10.0) / co.mass_kg)
+    assert r.speed[1] == pytest.approx(10.0 + a * 0.1, rel=1e-12)
+    assert r.distance[1] == pytest.approx(0.05 * (10.0 + r.speed[1]), rel=1e-12)
+
+
+def test_traction_capped_by_adhesion():
+    el = _stock("electric/EL_LOCO.eng")
+    el = replace(el, orts=replace(el.orts, drive_wheel_weight_kg=50e3))
+    r = run_train([el], [Command(0.0, throttle=1.0)], seconds=0.1)
+    assert r.traction[0] == pytest.approx(float(adhesion.adhesion_limit(50e3, 0.0)))
