@@ -120,7 +120,9 @@ for k, (f, a, b) in enumerate(M):
             text=True,
         )
         failed = [
-            line.split(" - ")[0].replace("FAILED ", "") for line in r.stdout.splitlines() if line.startswith("FAILED")
+            line.split(" - ")[0].replace("FAILED ", "")
+            for line in r.stdout.splitlines()
+            if line.startswith("FAILED")
         ]
         print(
             k,
