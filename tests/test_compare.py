@@ -105,3 +105,25 @@ def test_cli(tmp_path):
     bad.write_text("nothing\n")
     r = CliRunner().invoke(main, ["compare", str(a), str(bad)])
     assert r.exit_code != 0 and "no time column" in r.output and "Traceback" not in r.output
+
+
+def test_run_traces_compare(tmp_path):
+    """A run of the Open Rails profile written as CSV reads back and compares: the same
+    DMU with its engines' run-up against one whose force came at once differs in the
+    start phase only."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from tdbtools.formats.stock import read_stock
+    from tdbtools.physics.orts.run import Command, run_train
+
+    dmu = read_stock(Path(__file__).parent / "data" / "orts_stock" / "dmu" / "DMU_A.eng")
+    instant = replace(dmu, orts=replace(dmu.orts, diesel_engines=()))
+    cmds = [Command(0.0, throttle=1.0)]
+    a = tmp_path / "a.csv"
+    b = tmp_path / "b.csv"
+    a.write_text(run_train([dmu, dmu], cmds, seconds=60.0).to_csv())
+    b.write_text(run_train([instant, instant], cmds, seconds=60.0).to_csv())
+    cmp = compare_traces(read_trace(a), read_trace(b))
+    assert cmp.overall.bias < 0 < cmp.overall.rms  # the engines' run-up makes it slower
+    assert read_trace(a).force is not None

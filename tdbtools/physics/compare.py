@@ -43,7 +43,7 @@ _NAMES = {
     "time": ("time", "seconds", "elapsed", "t", "gametime", "clock"),
     "speed": ("speed", "spd", "velocity", "v"),
     "distance": ("distance", "odometer", "dist", "travelled"),
-    "force": ("force", "tractive", "motive", "traction force", "tractiveforce"),
+    "force": ("force", "traction", "tractive", "motive", "traction force", "tractiveforce"),
     "throttle": ("throttle",),
     "brake": ("brake",),
 }

@@ -50,6 +50,14 @@ class RunTrace:
     cyl_last: np.ndarray
     notes: tuple[str, ...] = field(default=())
 
+    def to_csv(self) -> str:
+        """The trace as CSV (``time,distance,speed,traction,brake,rpm``; SI units), the
+        columns ``tdbtools compare`` reads."""
+        rows = ["time,distance,speed,traction,brake,rpm"]
+        for r in zip(self.time, self.distance, self.speed, self.traction, self.brake, self.rpm):
+            rows.append(",".join(f"{float(x):.6g}" for x in r))
+        return "\n".join(rows) + "\n"
+
     def first_time(self, mask: np.ndarray) -> float:
         """The first sample time where ``mask`` holds (NaN if never)."""
         idx = np.flatnonzero(mask)
