@@ -114,6 +114,24 @@ class _Unit:
             f, self.average = self.derate.step(f, self.average, dt)
         return min(f, float(adhesion_limit(self.drive_mass, v)))
 
+    def capacity(self, v: float) -> float:
+        """The force at full throttle with the engines as they run now (no state change)."""
+        s = self.stock
+        apparent = 1.0
+        if self.engines:
+            apparent = float(
+                np.mean([diesel.apparent_throttle(e, r) for e, r in zip(self.engines, self.rpm)])
+            )
+        if s.engine_type == "Steam" and s.orts is not None and s.orts.steam is not None:
+            f = steam.steam_force(s.orts.steam, s.driver_wheel_radius_m or 0.9, 1.0, v, self.rail_power)
+        elif s.tractive_force_curve is not None:
+            f = traction.curve_force(s.tractive_force_curve, apparent, v)
+        elif s.engine_type == "Diesel":
+            f = traction.basic_diesel_force(1.0, apparent, v, s.max_force_n or 0.0, self.rail_power)
+        else:
+            f = traction.basic_electric_force(1.0, v, s.max_force_n or 0.0, self.rail_power)
+        return min(f, float(adhesion_limit(self.drive_mass, v)))
+
     def dynamic(self, setting: float, v: float) -> float:
         o = self.stock.orts
         if o is None or (o.max_dynamic_brake_force_n <= 0 and o.dynamic_brake_curve is None):
