@@ -3,7 +3,7 @@
 Curtius–Kniffler: ``μ(v) = 7.5/(v + 44) + 0.161`` (v in km/h), the curve Open Rails'
 simple adhesion is built on; the force a locomotive can put on the rail is
 ``μ(v)·g·ORTSDriveWheelWeight`` (the whole mass when the file does not give it) times a
-weather factor (1 dry; wet rails lower it). Simplified: Open Rails' advanced adhesion
+weather factor (1 dry, 0.7 wet). Simplified: Open Rails' advanced adhesion
 (the axle model with creep and wheel slip) is not modelled; traction above the limit
 is cut to the limit.
 """
@@ -15,8 +15,8 @@ import numpy as np
 __all__ = ["G", "adhesion_limit", "curtius_kniffler"]
 
 G = 9.80665
-#: Weather factors tdbtools offers (a choice, not Open Rails' values).
-WEATHER = {"dry": 1.0, "wet": 0.8}
+#: Weather factors (those of the engineers' profile, docs/running-time.md §6; not Open Rails').
+WEATHER = {"dry": 1.0, "wet": 0.7}
 
 
 def curtius_kniffler(speed_ms):
