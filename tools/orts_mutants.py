@@ -90,9 +90,23 @@ M = [
         '"brakecylinderpressureformaxbrakebrakeforce": ("max_cylinder_psi", "pressure")',
         '"brakecylinderpressureformaxbrakebrakeforce": ("max_cylinder_psi", "")',
     ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        'Handle("service", frac * self.full_drop[k])',
+        'Handle("service", frac * self.full_drop[k] * 0.5)',
+    ),
+    ("tdbtools/physics/orts/replay_forces.py", "(1.0 if need > 0 else 0.0)", "0.0"),
+    ("tdbtools/physics/orts/replay_forces.py", "hold = max(-need, 0.0)", "hold = 0.0"),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "trac[i] = fwd * u.force(throttle, speed, dt)",
+        "trac[i] = fwd * u.force(1.0, speed, dt)",
+    ),
 ]
-only = sys.argv[1:]
+only = [int(a) for a in sys.argv[1:]]
 for k, (f, a, b) in enumerate(M):
+    if only and k not in only:
+        continue
     p = R / f
     src = p.read_text()
     n = src.count(a)
@@ -114,6 +128,7 @@ for k, (f, a, b) in enumerate(M):
                 "no:cacheprovider",
                 "tests/test_orts_physics.py",
                 "tests/test_compare.py",
+                "tests/test_orts_replay.py",
             ],
             cwd=R,
             capture_output=True,
