@@ -111,10 +111,20 @@ def test_bad_diesel_block_is_located(tmp_path):
     assert any("count says 2" in str(f) for f in diags.findings)
 
 
+def test_missing_rate_of_change_is_reported(tmp_path):
+    p = _write(
+        tmp_path,
+        "ORTSDieselEngines ( 1 Diesel ( IdleRPM ( 600 ) MaxRPM ( 900 ) ChangeUpRPMpS ( 1 ) ChangeDownRPMpS ( 1 ) ) )",
+    )
+    with pytest.raises(FormatError, match="RateOfChangeUpRPMpSS"):
+        read_stock(p)
+
+
 def test_table_rpms_made_increasing(tmp_path):
     p = _write(
         tmp_path,
         "ORTSDieselEngines ( 1 Diesel ( IdleRPM ( 600 ) MaxRPM ( 900 ) ChangeUpRPMpS ( 1 ) ChangeDownRPMpS ( 1 ) "
+        "RateOfChangeUpRPMpSS ( 1 ) RateOfChangeDownRPMpSS ( 1 ) "
         "ThrottleRPMTab ( 0 600 50 600 100 900 ) ) )",
     )
     assert read_stock(p).orts.diesel_engines[0].throttle_rpm.ys == (600, 601, 900)

@@ -224,6 +224,11 @@ def _diesel(rd: Reader, blk: Block) -> DieselEngineSpec:
         rd.problem(blk, f"Diesel: MaxRPM ({spec.max_rpm:g}) must exceed IdleRPM ({spec.idle_rpm:g})")
     if spec.change_up <= 0 or spec.change_down <= 0:
         rd.problem(blk, "Diesel: ChangeUpRPMpS and ChangeDownRPMpS must be positive")
+    if spec.rate_up <= 0 or spec.rate_down <= 0:
+        rd.problem(
+            blk,
+            "Diesel: RateOfChangeUpRPMpSS and RateOfChangeDownRPMpSS must be positive (else the RPM never moves)",
+        )
     return spec
 
 
