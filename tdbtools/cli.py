@@ -834,6 +834,7 @@ def bundled_scenario() -> Path:
     help="Write into a non-empty --out folder, replacing the files of the same names.",
 )
 @click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
+@click.option("--player", help="A timetable's train to play (it stays at its end); the others run as AI.")
 @_strict_option
 @_handle_errors
 def replay(
@@ -851,6 +852,7 @@ def replay(
     max_speed: float | None,
     overwrite: bool,
     no_signals: bool,
+    player: str | None,
     strict: bool,
 ) -> None:
     """Replay consists over a route: physics, derailments and collisions.
@@ -859,6 +861,12 @@ def replay(
     bundled sample scenario runs on the sample route. Writes <train>.csv traces,
     events.json and summary.json into --out (a new or empty folder; a folder that holds
     anything only with --overwrite).
+
+    SCENARIO may be an Open Rails timetable (.timetable-or in <route>/ACTIVITIES/OpenRails):
+    every train runs from its start time, stops at its stations, forms the next train,
+    goes to or comes from its pool and waits for its connections (docs/timetables.md);
+    --player picks the train that stays at its end. Exit status 1 when a train did not
+    reach its end.
 
     SCENARIO may be an activity (.act in <route>/ACTIVITIES): the player and every AI
     service run from their start times with station stops; --out also gets
@@ -869,6 +877,16 @@ def replay(
     from ._fs import check_output_folder
 
     check_output_folder(out_dir, overwrite)
+    if scenario is not None and scenario.suffix.lower() == ".timetable-or":
+        if route_opt or consist_opt or path_opt or cars:
+            raise click.UsageError("a timetable replay takes no --route/--consist/--path/--cars")
+        from ._cli_timetable import replay_timetable_command
+
+        raise click.exceptions.Exit(
+            replay_timetable_command(scenario, player, stand_in, out_dir, plot, step, duration, strict, no_signals)
+        )
+    if player is not None:
+        raise click.UsageError("--player goes with a timetable (.timetable-or)")
     if scenario is not None and scenario.suffix.lower() == ".act":
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")

@@ -101,6 +101,7 @@ class TTRun:
     decel_factor: float = 1.0
     synthetic: bool = False  # a $stable move
     disposal: str = "removed"
+    source: str = ""  # the train's heading in the file (static trains are renamed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +364,7 @@ def plan_timetable(
             max_speed=max_speed,
             decel_factor=decel,
             disposal=disposal,
+            source=t.name,
         )
         runs.append(run)
         runs.extend(extra)
@@ -451,7 +453,7 @@ def consist_files(plan: TTPlan, route_install: Path, route_folder: Path, tmp: Pa
         if r.consist_text in made:
             out[r.name] = made[r.consist_text]
             continue
-        src = tt.train(r.name)
+        src = tt.train(r.source or r.name)
         if src is None:  # a stable move of a composite train
             continue
         parts = []

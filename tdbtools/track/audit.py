@@ -120,6 +120,20 @@ CODES: dict[str, str] = {
     "ITEM_LINK_BROKEN": "warning",
     "ITEM_OFF_TRACK": "warning",
     "PATH_UNRESOLVED": "error",
+    # timetables (track/timetable_audit.py); the reader's own codes are listed with them
+    "TT_READ": "error",
+    "TT_PATH_MISSING": "error",
+    "TT_CONSIST_MISSING": "error",
+    "TT_STATION_UNKNOWN": "error",
+    "TT_STATION_OFF_PATH": "warning",
+    "TT_TIME_ORDER": "warning",
+    "TT_TRAIN_MISSING": "error",
+    "TT_LIST_MISSING": "error",
+    "TT_UNKNOWN_COMMAND": "warning",
+    "TT_UNKNOWN_ROW": "warning",
+    "TT_DUPLICATE_TRAIN": "error",
+    "TT_SPEED_ROWS": "warning",
+    "FORMAT": "warning",
 }
 
 _EXPECTED_PINS = {"vector": (1, 1), "junction": (1, 2), "end": (1, 0)}
@@ -386,6 +400,10 @@ def audit_route(
                 findings.append(
                     AuditFinding("PATH_UNRESOLVED", f"{p.file}: " + (p.error or "; ".join(p.problems)))
                 )
+    # The route's Open Rails timetables (track/timetable_audit.py, codes TT_*).
+    from .timetable_audit import audit_timetables
+
+    findings.extend(audit_timetables(route, paths=paths))
     return AuditReport(
         route=route.name,
         findings=tuple(findings),
