@@ -48,10 +48,14 @@ from .activity import (
 )
 from .driver import Controls, DriveState
 from .events import SetupWarning
-from .timetable_plan import TTLink, TTPlan, TTRun, TimetableReplayError, consist_files, plan_timetable
+from .timetable_plan import TTLink, TTPlan, TTRun, TTStop, TimetableReplayError, consist_files, plan_timetable
 
 #: Seconds between the timetable's own checks (links, pools, holds).
 CHECK_EVERY_S = 1.0
+#: $hold: the exit signal clears this long before the train leaves (manual: 2 minutes).
+HOLD_RELEASE_S = 120.0
+#: The exit signal of a platform: the first signal at most this far beyond the stop.
+HOLD_SIGNAL_M = 400.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,6 +233,7 @@ class TimetableReplay(ActivityReplay):
         self._holds: dict[tuple[str, str, str], float] = {}  # (train, reason, other) -> since
         self._wait_nodes: dict[tuple[str, int, str | None], int | None] = {}
         self._tt_next = 0.0
+        self._dwell_held: dict[int, bool] = {}
         for k, d in enumerate(self.drivers):
             r = self.runs[self.trains[k].spec.name]
             if r.static:
@@ -252,6 +257,7 @@ class TimetableReplay(ActivityReplay):
     def _place_timetable_stops(self, route: Route) -> None:
         """Wrap the drivers and put each run's stops, by station name, on its line."""
         plats = route_platforms(route)
+        self._tt_stops: dict[int, list[TTStop]] = {}
         by_station: dict[str, list[Platform]] = {}
         for p in {p.ids: p for p in plats.values()}.values():
             by_station.setdefault(p.station, []).append(p)
@@ -260,7 +266,7 @@ class TimetableReplay(ActivityReplay):
             d = new[k]
             t.driver = d
             r = self.runs[t.spec.name]
-            found: list[Stop] = []
+            found: list[tuple[Stop, TTStop]] = []
             for st in r.stops:
                 best = None
                 for p in by_station.get(st.station, ()):
@@ -278,20 +284,24 @@ class TimetableReplay(ActivityReplay):
                         )
                     )
                     continue
-                if st.terminal:
+                if st.terminal and self._ends_here(t, best):
+                    # $terminal: the front runs up to the far end of a platform where
+                    # the path ends (the manual's terminal platform)
                     hi = best.stop_s + (best.platform.length - t.length) / 2.0
                     best.stop_s = min(hi - 2.0, float(t.line.path_length))
-                found.append(best)
-            found.sort(key=lambda s: s.stop_s)
-            if found:
-                last = found[-1]
+                found.append((best, st))
+            found.sort(key=lambda s: s[0].stop_s)
+            self._tt_stops[k] = [st for _s, st in found]
+            stops = [s for s, _st in found]
+            if stops:
+                last = stops[-1]
                 b = last.booked
                 if b.arrival is None and b.depart is not None and not r.formed_by and self._ends_here(t, last):
                     # a single time at the final location is the arrival (docs §3.3)
                     last.booked = replace(b, arrival=b.depart, depart=None)
-            for s in found:
+            for s in stops:
                 s.stop_s = self._clear_of_junctions(t.line, s.stop_s)
-            d.stops = found
+            d.stops = stops
             self.drivers[k] = d
 
     @staticmethod
@@ -425,8 +435,10 @@ class TimetableReplay(ActivityReplay):
             self._note_hold(k, holding, station)
             if holding is None:
                 d.held = False
+                self._dwell_held[k] = False
                 continue
             self._still_since[k] = self.time  # waiting by the timetable is not being stuck
+            self._dwell_held[k] = d.state == "dwell"
             if d.state == "dwell":
                 d.dwell_until = max(d.dwell_until, now + CHECK_EVERY_S)
             else:
@@ -434,6 +446,33 @@ class TimetableReplay(ActivityReplay):
         for k, d in enumerate(self.drivers):
             if d.state == "running" and self._now() < d.hold_until:
                 self._still_since[k] = self.time
+        if self.signals is not None:
+            for k in range(len(self.drivers)):
+                self.signals.ilk.trains[k].holding = self._exit_held(k)
+
+    def _exit_held(self, k: int) -> bool:
+        """$hold: the exit signal of the next stop stays at danger until 2 minutes before
+        the train leaves (manual, "$hold"); a train held for another keeps it at danger.
+        The exit signal is the first signal beyond the stop within the platform's node
+        (here: within HOLD_SIGNAL_M of the stop)."""
+        d = self.drivers[k]
+        if d.state not in ("running", "dwell") or d.next_stop >= len(d.stops):
+            return False
+        tts = self._tt_stops.get(k, [])
+        if d.next_stop >= len(tts) or not tts[d.next_stop].hold:
+            return False
+        stop = d.stops[d.next_stop]
+        ts = self.signals.ilk.trains[k] if self.signals is not None else None
+        if ts is None or ts.next_signal >= len(ts.signals):
+            return False
+        sig_s = ts.signals[ts.next_signal][0]
+        if not (stop.stop_s - 1.0 <= sig_s <= stop.stop_s + HOLD_SIGNAL_M):
+            return False
+        if d.state == "dwell" and (d.held or self._dwell_held.get(k, False)):
+            return True
+        b = stop.booked
+        leave = d.dwell_until if d.state == "dwell" else (b.depart if b.depart is not None else None)
+        return leave is not None and self._now() < leave - HOLD_RELEASE_S
 
     def _at_start(self, k: int) -> bool:
         t = self.trains[k]

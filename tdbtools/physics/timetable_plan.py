@@ -64,6 +64,12 @@ class TTStop:
     terminal: bool
     stoptime: int | None
 
+    @property
+    def hold(self) -> bool:
+        """$hold or $forcehold (the station's or the train's), not cancelled by $nohold."""
+        names = {c.name for c in self.commands}
+        return bool(names & {"hold", "forcehold"}) and "nohold" not in names
+
 
 @dataclass(frozen=True, slots=True)
 class TTLink:

@@ -125,6 +125,9 @@ class TrainState:
     stopped_by: set[int] = field(default_factory=set)
     #: Its own track reaches its next signal (else another train is in between, §4.3).
     up_to_signal: bool = True
+    #: It asks for no signal while True: a timetable train standing at a platform whose
+    #: exit signal is held ($hold, docs/timetables.md §5.4).
+    holding: bool = False
 
     @property
     def extents(self) -> dict[int, tuple[float, float]]:
@@ -1177,6 +1180,7 @@ class Interlocking:
                 t.next_signal < len(t.signals)
                 and not t.done
                 and t.on_track
+                and not t.holding
                 and (self.ahead is None or t.signals[t.next_signal][0] - t.front <= self.ahead)
                 and (self.ahead is None or t.up_to_signal)
             ):
