@@ -800,7 +800,8 @@ TIMETABLE = [
     ["#comment", "", "", "", "", "", "", "", "", "", "", "", "Sampleby day"],
     ["#path", "MainWE", "MainEW", "MainWE", "MainEW", "MainWE", "MainWE", "", "MainEW", "MainWE", "MainEW",
      "SidingStore", ""],
-    ["#consist", "sample_passenger", "sample_passenger", "sample_passenger", "sample_passenger",
+    # (IC 2's consist is ignored: it is formed out of IC 1 and runs with IC 1's)
+    ["#consist", "sample_passenger", "sample_passenger", "sample_passenger", "sample_freight",
      "sample_double + sample_passenger", "sample_freight", "", "sample_double $reverse", "sample_double",
      "sample_double", "sample_double", ""],
     ["#start", "07:45", "07:52", "08:00", "08:08", "08:16", "08:24 $create=08:20", "", "08:30",
