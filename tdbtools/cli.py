@@ -883,7 +883,9 @@ def replay(
         from ._cli_timetable import replay_timetable_command
 
         raise click.exceptions.Exit(
-            replay_timetable_command(scenario, player, stand_in, out_dir, plot, step, duration, strict, no_signals)
+            replay_timetable_command(
+                scenario, player, stand_in, out_dir, plot, step, duration, strict, no_signals
+            )
         )
     if player is not None:
         raise click.UsageError("--player goes with a timetable (.timetable-or)")

@@ -91,7 +91,10 @@ def test_sample_timetable_as_spreadsheets_save_it():
     stable = l2.dispose[0]
     assert stable.name == "stable" and stable.qualifier("out_path") == ("MainWE",) and stable.has("static")
     ic3 = tt.train("IC 3")
-    assert [(p.name, p.reverse) for p in ic3.consist] == [("sample_double", False), ("sample_passenger", False)]
+    assert [(p.name, p.reverse) for p in ic3.consist] == [
+        ("sample_double", False),
+        ("sample_passenger", False),
+    ]
     st = [t for t in tt.trains if t.static]
     assert len(st) == 1 and st[0].name == "$static" and st[0].path == "SidingStore"
     assert tt.stations[0].name == "Sampleby" and [c.name for c in tt.stations[0].commands] == ["hold"]
@@ -109,7 +112,12 @@ def test_dk24_timetable_consist_strings():
     lok = tt.train("Lok 1146")
     assert lok.static and lok.start_commands[0].qualifier("pool") == ("Depot",)
     c = tt.train("RE 4507").stops[0].commands[0]
-    assert (c.name, c.value, c.qualifier("maxdelay"), c.qualifier("hold")) == ("connect", "IR 4506", ("10",), ("3",))
+    assert (c.name, c.value, c.qualifier("maxdelay"), c.qualifier("hold")) == (
+        "connect",
+        "IR 4506",
+        ("10",),
+        ("3",),
+    )
 
 
 @pytest.mark.parametrize("sep", [",", ";", "\t"])
@@ -137,7 +145,7 @@ def test_separators_and_encodings_round_trip(sep, encoding):
 def test_mixed_line_endings_quotes_and_empty_columns_kept():
     data = (
         b';"A";;\'B\'\r\n#path;" pa ";;pb\n#consist;ca;;cb\r#start;10:00;;"10:05"\r\n'
-        b"#comment;;;;\r\nX;\"10:10-10:12\";;10:20\r\n;;;\r\nY;;;\n"
+        b'#comment;;;;\r\nX;"10:10-10:12";;10:20\r\n;;;\r\nY;;;\n'
     )
     tt = parse_timetable(data)
     assert timetable_bytes(tt) == data

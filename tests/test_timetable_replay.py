@@ -215,7 +215,9 @@ def test_audit_station_off_path(tmp_path):
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_timetable", REPO / "benchmarks" / "bench_timetable.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_timetable", REPO / "benchmarks" / "bench_timetable.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

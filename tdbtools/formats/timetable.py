@@ -89,9 +89,23 @@ STATION_COMMANDS = frozenset(
 START_COMMANDS = frozenset({"create", "pool", "next", "static", "activated"})
 NOTE_COMMANDS = TIMING_COMMANDS | {"acc", "dec", "doo", "forcereversal"}
 DISPOSE_COMMANDS = frozenset(
-    {"forms", "triggers", "static", "stable", "pool", "remove", "attach", "detach", "pickup", "transfer", "activate"}
+    {
+        "forms",
+        "triggers",
+        "static",
+        "stable",
+        "pool",
+        "remove",
+        "attach",
+        "detach",
+        "pickup",
+        "transfer",
+        "activate",
+    }
 )
-SPEED_COMMANDS = frozenset({"max", "cruise", "maxdelay", "creep", "attach", "detach", "movingtable", "gradient"})
+SPEED_COMMANDS = frozenset(
+    {"max", "cruise", "maxdelay", "creep", "attach", "detach", "movingtable", "gradient"}
+)
 DELAY_COMMANDS = frozenset({"new", "path", "station", "follow", "attach", "detach", "movingtable", "reverse"})
 
 #: Reserved first-row/first-column words (docs/timetables.md §2).
@@ -321,7 +335,9 @@ class _CellReader:
             self.diags.problem(self.error(row, cell, f"cannot read {text!r}: expected {what}", col - 1))
             return None
 
-    def commands(self, row: Row, cell: Cell, tree: Tree | None, allowed: frozenset[str], where: str) -> list[Command]:
+    def commands(
+        self, row: Row, cell: Cell, tree: Tree | None, allowed: frozenset[str], where: str
+    ) -> list[Command]:
         out: list[Command] = []
         if tree is None:
             return out
@@ -384,7 +400,9 @@ class Timetable:
 
 def _decode(data: bytes, path: str) -> tuple[str, str]:
     if len(data) > MAX_TIMETABLE_BYTES:
-        raise TimetableError(f"timetable of {len(data)} bytes: at most {MAX_TIMETABLE_BYTES} are read", Location(path, 0, 0))
+        raise TimetableError(
+            f"timetable of {len(data)} bytes: at most {MAX_TIMETABLE_BYTES} are read", Location(path, 0, 0)
+        )
     boms = (
         (codecs.BOM_UTF8, "utf-8-sig"),
         (codecs.BOM_UTF16_LE, "utf-16-le"),
@@ -453,7 +471,9 @@ def _grid(lines: tuple[tuple[str, str], ...], sep: str, path: str) -> tuple[Row,
         cells, col = [], 1
         for p in parts:
             if len(p) > MAX_CELL_CHARS:
-                raise TimetableError(f"a cell of {len(p)} characters (at most {MAX_CELL_CHARS})", Location(path, k, col))
+                raise TimetableError(
+                    f"a cell of {len(p)} characters (at most {MAX_CELL_CHARS})", Location(path, k, col)
+                )
             cells.append(Cell(p, col))
             col += len(p) + 1
         rows.append(Row(tuple(cells), eol, k))
@@ -485,7 +505,9 @@ def read_timetable(
         with open(p, "rb") as f:
             data = f.read(MAX_TIMETABLE_BYTES + 1)
     except OSError as exc:
-        raise TimetableError(f"cannot read the timetable: {exc.strerror or exc}", Location(str(p), 0, 0)) from None
+        raise TimetableError(
+            f"cannot read the timetable: {exc.strerror or exc}", Location(str(p), 0, 0)
+        ) from None
     return parse_timetable(data, str(p), strict=strict, diagnostics=diagnostics)
 
 
@@ -522,7 +544,9 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
             last = None
             continue
         if t.startswith("#"):
-            diags.add(Finding(f"unknown column {t!r} (ignored)", cr.location(head, head.cells[c]), "TT_UNKNOWN_ROW"))
+            diags.add(
+                Finding(f"unknown column {t!r} (ignored)", cr.location(head, head.cells[c]), "TT_UNKNOWN_ROW")
+            )
             last = None
             continue
         train_cols.append(c)
@@ -535,18 +559,26 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
         k = _row_kind(r.cells[0].text if r.cells else "")
         if k == "#unknown":
             diags.add(
-                Finding(f"unknown row {r.cells[0].text!r} (ignored)", cr.location(r, r.cells[0]), "TT_UNKNOWN_ROW")
+                Finding(
+                    f"unknown row {r.cells[0].text!r} (ignored)", cr.location(r, r.cells[0]), "TT_UNKNOWN_ROW"
+                )
             )
         kinds.append(k if k else prev)  # a blank first cell continues the row above
         prev = kinds[-1] if k != "#comment" else prev
     description = ""
     comment_rows = [r for r, k in zip(rows[1:], kinds) if k == "#comment" and r.cells[0].text]
     if comment_rows and comment_cols:
-        c = _cell(comment_rows[0], comment_cols[0])
-        description = c.text if c else ""
+        dc = _cell(comment_rows[0], comment_cols[0])
+        description = dc.text if dc else ""
     speed_kinds = {k for k in kinds if k in ("#speed", "#speedkph", "#speedmph")}
     if len(speed_kinds) > 1:
-        diags.add(Finding("more than one kind of #speed row (Open Rails allows one)", Location(path, 1, 1), "TT_SPEED_ROWS"))
+        diags.add(
+            Finding(
+                "more than one kind of #speed row (Open Rails allows one)",
+                Location(path, 1, 1),
+                "TT_SPEED_ROWS",
+            )
+        )
     stations: list[Station] = []
     station_of_row: dict[int, str] = {}
     station_cmds: dict[str, list[Command]] = {}
@@ -564,9 +596,9 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
             last_station = None
             continue
         name = str(tree.children[0]).strip()
-        cmds = cr.commands(r, c0, tree, STATION_COMMANDS, "station")
-        stations.append(Station(name, tuple(cmds), r.line))
-        station_cmds.setdefault(name, []).extend(cmds)
+        scmds = cr.commands(r, c0, tree, STATION_COMMANDS, "station")
+        stations.append(Station(name, tuple(scmds), r.line))
+        station_cmds.setdefault(name, []).extend(scmds)
         station_of_row[r.line] = name
         last_station = name
     trains: list[Train] = []
@@ -598,7 +630,10 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
                             (
                                 str(tree.children[0]).strip(),
                                 tuple(
-                                    (str(q.children[0]).lower(), _values(q.children[1]) if len(q.children) > 1 else ())
+                                    (
+                                        str(q.children[0]).lower(),
+                                        _values(q.children[1]) if len(q.children) > 1 else (),
+                                    )
                                     for q in tree.children[1:]
                                 ),
                             )
@@ -643,10 +678,10 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
                 if tree is None:
                     continue
                 loc = loc or cr.location(r, cell)
-                for t in tree.children:
-                    if isinstance(t, Tree) and t.data == "timing":
+                for tm in tree.children:
+                    if isinstance(tm, Tree) and tm.data == "timing":
                         try:
-                            stamps = [_stamp(x) for x in t.children]
+                            stamps = [_stamp(x) for x in tm.children if isinstance(x, Token)]
                         except ValueError as exc:
                             diags.problem(cr.error(r, cell, str(exc)))
                             continue
@@ -680,7 +715,14 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
         )
     names = [t.name for t in trains if not t.static]
     for n in {n for n in names if names.count(n) > 1}:
-        diags.add(Finding(f"train name {n!r} is used more than once", Location(path, 1, 1), "TT_DUPLICATE_TRAIN", "error"))
+        diags.add(
+            Finding(
+                f"train name {n!r} is used more than once",
+                Location(path, 1, 1),
+                "TT_DUPLICATE_TRAIN",
+                "error",
+            )
+        )
     return Timetable(
         path,
         enc,
@@ -730,7 +772,12 @@ def with_cells(tt: Timetable, changes: dict[tuple[int, int], str], *, strict: bo
 
 
 def make_timetable(
-    grid: Iterable[Iterable[str]], *, separator: str = ";", encoding: str = "utf-8", eol: str = "\r\n", path: str = "<new>"
+    grid: Iterable[Iterable[str]],
+    *,
+    separator: str = ";",
+    encoding: str = "utf-8",
+    eol: str = "\r\n",
+    path: str = "<new>",
 ) -> Timetable:
     """A new timetable from a grid of cell texts (docs/timetables.md §6)."""
     lines = []
@@ -759,7 +806,12 @@ class TimetableList:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TimetableList):
             return NotImplemented
-        return (self.encoding, self.name, self.files, self.lines) == (other.encoding, other.name, other.files, other.lines)
+        return (self.encoding, self.name, self.files, self.lines) == (
+            other.encoding,
+            other.name,
+            other.files,
+            other.lines,
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -791,7 +843,9 @@ def read_timetable_list(path: str | Path) -> TimetableList:
             name = s[1:].strip()
         elif s:
             if "/" in s or "\\" in s or s in (".", ".."):
-                raise TimetableError(f"{s!r}: a list names timetable files of its own folder", Location(str(p), k + 1, 1))
+                raise TimetableError(
+                    f"{s!r}: a list names timetable files of its own folder", Location(str(p), k + 1, 1)
+                )
             files.append(s)
     return TimetableList(str(p), enc, name, tuple(files), tuple(lines))
 

@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from ..formats.activity import ActivityFile, ActivityHeader, ServiceFile, StopItem
 from ..formats.route import Route, load_route
@@ -38,8 +38,8 @@ from .activity import (
     ActivityPlan,
     ActivityReplay,
     ActivityResult,
-    Platform,
     PlannedTrain,
+    Platform,
     ServiceDriver,
     Stop,
     clock,
@@ -48,7 +48,7 @@ from .activity import (
 )
 from .driver import Controls, DriveState
 from .events import SetupWarning
-from .timetable_plan import TTLink, TTPlan, TTRun, TTStop, TimetableReplayError, consist_files, plan_timetable
+from .timetable_plan import TimetableReplayError, TTLink, TTPlan, TTRun, TTStop, consist_files, plan_timetable
 
 #: Seconds between the timetable's own checks (links, pools, holds).
 CHECK_EVERY_S = 1.0
@@ -164,7 +164,9 @@ class TimetableReplay(ActivityReplay):
         runs = [r for r in plan.runs if not r.pool_stock]
         if not runs:
             raise TimetableReplayError(f"{plan.timetable.path}: the timetable runs no trains")
-        timed = [r.create if r.create is not None and r.create >= 0 else r.start for r in runs if not r.static]
+        timed = [
+            r.create if r.create is not None and r.create >= 0 else r.start for r in runs if not r.static
+        ]
         timed = [t for t in timed if t >= 0]
         if not timed:
             raise TimetableReplayError(f"{plan.timetable.path}: no train has a start time")
@@ -181,8 +183,10 @@ class TimetableReplay(ActivityReplay):
                 cons[r.name] = cons[src.name]
             planned = []
             for r in runs:
-                placed = t0 if r.static or (r.create is not None and r.create < 0) else (
-                    r.create if r.create is not None else r.start
+                placed = (
+                    t0
+                    if r.static or (r.create is not None and r.create < 0)
+                    else (r.create if r.create is not None else r.start)
                 )
                 srv = ServiceFile(
                     path=str(plan.timetable.path),
@@ -197,7 +201,9 @@ class TimetableReplay(ActivityReplay):
                     platform_ids=(),
                     tree=None,  # type: ignore[arg-type]
                 )
-                planned.append(PlannedTrain(r.name, srv, int(max(placed, 0)), (), r.name == plan.player, True))
+                planned.append(
+                    PlannedTrain(r.name, srv, int(max(placed, 0)), (), r.name == plan.player, True)
+                )
             last = max(max(r.start for r in runs), t0)
             header = ActivityHeader(
                 route_id=Path(plan.route_folder).name,
@@ -234,7 +240,7 @@ class TimetableReplay(ActivityReplay):
         self._wait_nodes: dict[tuple[str, int, str | None], int | None] = {}
         self._tt_next = 0.0
         self._dwell_held: dict[int, bool] = {}
-        for k, d in enumerate(self.drivers):
+        for k, d in enumerate(self._tt_drivers()):
             r = self.runs[self.trains[k].spec.name]
             if r.static:
                 d.path_end = float(self.trains[k].front0)
@@ -250,6 +256,10 @@ class TimetableReplay(ActivityReplay):
                 d._set_speed_cap()
 
     # -- set-up --------------------------------------------------------------------------
+
+    def _tt_drivers(self) -> list[TimetableDriver]:
+        """The drivers, every one a TimetableDriver once the stops are placed."""
+        return cast("list[TimetableDriver]", self.drivers)
 
     def _drivers_from(self, base: list[ServiceDriver]) -> list[TimetableDriver]:
         return [TimetableDriver(d) for d in base]
@@ -296,7 +306,12 @@ class TimetableReplay(ActivityReplay):
             if stops:
                 last = stops[-1]
                 b = last.booked
-                if b.arrival is None and b.depart is not None and not r.formed_by and self._ends_here(t, last):
+                if (
+                    b.arrival is None
+                    and b.depart is not None
+                    and not r.formed_by
+                    and self._ends_here(t, last)
+                ):
                     # a single time at the final location is the arrival (docs §3.3)
                     last.booked = replace(b, arrival=b.depart, depart=None)
             for s in stops:
@@ -323,7 +338,7 @@ class TimetableReplay(ActivityReplay):
     def _train_delay(self, k: int) -> float:
         """Open Rails' running delay (manual, "Calculation of running delay"): how late
         against the booked arrival at the next station, never going down."""
-        d = self.drivers[k]
+        d = self._tt_drivers()[k]
         name = self.trains[k].spec.name
         now = self._now()
         cand = 0.0
@@ -345,10 +360,10 @@ class TimetableReplay(ActivityReplay):
 
     def _check(self) -> None:
         now = self._now()
-        for k, d in enumerate(self.drivers):
+        for k in range(len(self.drivers)):
             self._train_delay(k)
         # 1. ends: disposal, successors, pools, activations
-        for k, d in enumerate(self.drivers):
+        for k, d in enumerate(self._tt_drivers()):
             name = self.trains[k].spec.name
             if name in self._handled or not (d.finished or d.state in ("stuck", "not_started")):
                 continue
@@ -361,12 +376,14 @@ class TimetableReplay(ActivityReplay):
             self.outcome.setdefault(name, r.disposal)
             if r.pool_to and not r.static:
                 self.pools.setdefault(r.pool_to, []).append((name, now))
-                self._event(PoolEvent(time=self.time, clock=clock(now), train=name, pool=r.pool_to, action="in"))
+                self._event(
+                    PoolEvent(time=self.time, clock=clock(now), train=name, pool=r.pool_to, action="in")
+                )
             for where, tgt in r.activates:
                 if where == "END":
                     self.activated.setdefault(tgt, now)
         # 2. starts
-        for k, d in enumerate(self.drivers):
+        for k, d in enumerate(self._tt_drivers()):
             name = self.trains[k].spec.name
             r = self.runs[name]
             for where, tgt in r.activates:
@@ -374,7 +391,9 @@ class TimetableReplay(ActivityReplay):
                     continue
                 if where is None and d.state in ("running", "dwell", "done"):
                     self.activated[tgt] = now
-                elif where is not None and any(s.platform.station == where and s.arrival is not None for s in d.stops):
+                elif where is not None and any(
+                    s.platform.station == where and s.arrival is not None for s in d.stops
+                ):
                     self.activated[tgt] = now
             if d.state != "waiting" or math.isfinite(d.start):
                 continue
@@ -395,22 +414,35 @@ class TimetableReplay(ActivityReplay):
             if r.pool_from is not None:
                 stock = self.pools.get(r.pool_from, [])
                 if not stock:
-                    self._event(PoolEvent(time=self.time, clock=clock(now), train=name, pool=r.pool_from, action="underflow"))
+                    self._event(
+                        PoolEvent(
+                            time=self.time, clock=clock(now), train=name, pool=r.pool_from, action="underflow"
+                        )
+                    )
                     self._cancel(k, f"pool {r.pool_from!r} was empty at its start (pool underflow)")
                     continue
                 unit, _t = stock.pop(0)
                 self.pool_drawn[name] = unit
                 self._event(
-                    PoolEvent(time=self.time, clock=clock(now), train=name, pool=r.pool_from, action="out", unit=unit)
+                    PoolEvent(
+                        time=self.time,
+                        clock=clock(now),
+                        train=name,
+                        pool=r.pool_from,
+                        action="out",
+                        unit=unit,
+                    )
                 )
             if r.formed_by is not None:
                 kf = self.index[r.formed_by]
                 self._leave(kf)
                 how = self.runs[r.formed_by].disposal.split(" ")[0]
-                self._event(Formed(time=self.time, clock=clock(now), train=r.formed_by, new_train=name, how=how))
+                self._event(
+                    Formed(time=self.time, clock=clock(now), train=r.formed_by, new_train=name, how=how)
+                )
             d.start = now
         # 3. holds at the start and at stations
-        for k, d in enumerate(self.drivers):
+        for k, d in enumerate(self._tt_drivers()):
             name = self.trains[k].spec.name
             r = self.runs[name]
             if not r.links or d.state not in ("running", "dwell"):
@@ -422,7 +454,8 @@ class TimetableReplay(ActivityReplay):
             for link in r.links:
                 if link.kind in ("wait", "follow"):
                     here = (link.station is None and at_start) or (
-                        station is not None and (link.station == station or (link.kind == "follow" and link.station is None))
+                        station is not None
+                        and (link.station == station or (link.kind == "follow" and link.station is None))
                     )
                     if here and self._wait_holds(k, link):
                         holding = link
@@ -443,7 +476,7 @@ class TimetableReplay(ActivityReplay):
                 d.dwell_until = max(d.dwell_until, now + CHECK_EVERY_S)
             else:
                 d.held = True
-        for k, d in enumerate(self.drivers):
+        for k, d in enumerate(self._tt_drivers()):
             if d.state == "running" and self._now() < d.hold_until:
                 self._still_since[k] = self.time
         if self.signals is not None:
@@ -455,7 +488,7 @@ class TimetableReplay(ActivityReplay):
         the train leaves (manual, "$hold"); a train held for another keeps it at danger.
         The exit signal is the first signal beyond the stop within the platform's node
         (here: within HOLD_SIGNAL_M of the stop)."""
-        d = self.drivers[k]
+        d = self._tt_drivers()[k]
         if d.state not in ("running", "dwell") or d.next_stop >= len(d.stops):
             return False
         tts = self._tt_stops.get(k, [])
@@ -554,7 +587,7 @@ class TimetableReplay(ActivityReplay):
 
     def _leave(self, k: int) -> None:
         """The forming train leaves the track: its consist is the new train now."""
-        d = self.drivers[k]
+        d = self._tt_drivers()[k]
         name = self.trains[k].spec.name
         if d.ai:
             return
@@ -564,7 +597,7 @@ class TimetableReplay(ActivityReplay):
         self.on_off[name] = (self.on_off.get(name, (self.t0, 0.0))[0], self._now())
 
     def _cancel(self, k: int, why: str) -> None:
-        d = self.drivers[k]
+        d = self._tt_drivers()[k]
         name = self.trains[k].spec.name
         d.state = "not_started"
         self.trains[k].done_at = self.time
@@ -576,12 +609,12 @@ class TimetableReplay(ActivityReplay):
     def run(self, progress: Callable[[float], None] | None = None) -> TimetableResult:  # type: ignore[override]
         ar = super().run(progress)
         now = self._now()
-        for key, since in list(self._holds.items()):
+        for key, _since in list(self._holds.items()):
             self._holds.pop(key)
         outcomes = {}
         for k, t in enumerate(self.trains):
             name = t.spec.name
-            d = self.drivers[k]
+            d = self._tt_drivers()[k]
             r = self.runs[name]
             if name in self.outcome:
                 o = self.outcome[name]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import TdbToolsError
 from ..formats.consist import Consist, read_consist
-from ..formats.timetable import Command, Stamp, Timetable, Train, read_timetable
+from ..formats.timetable import Command, Stamp, Timetable, read_timetable
 from ..physics.scenario import resolve_file
 
 #: At most this many trains (and extra stable moves) are replayed.
@@ -153,7 +153,9 @@ def route_of(path: Path) -> Path:
     p = path.resolve().parent
     if p.name.lower() == "openrails" and p.parent.name.lower() == "activities":
         return p.parent.parent
-    raise TimetableReplayError(f"{path}: a timetable lives in <route>/ACTIVITIES/OpenRails/; cannot tell its route")
+    raise TimetableReplayError(
+        f"{path}: a timetable lives in <route>/ACTIVITIES/OpenRails/; cannot tell its route"
+    )
 
 
 def plan_timetable(
@@ -177,10 +179,18 @@ def plan_timetable(
     for t in tt.trains:
         for c in t.dispose:
             for how in ("forms", "triggers"):
-                tgt = c.value if c.name == how else (c.qualifier(how) or (None,))[0] if c.name == "stable" else None
+                tgt = (
+                    c.value
+                    if c.name == how
+                    else (c.qualifier(how) or (None,))[0]
+                    if c.name == "stable"
+                    else None
+                )
                 if tgt:
                     if tgt not in names:
-                        raise TimetableReplayError(f"train {t.name!r}: ${c.name} names no train of the timetable: {tgt!r}")
+                        raise TimetableReplayError(
+                            f"train {t.name!r}: ${c.name} names no train of the timetable: {tgt!r}"
+                        )
                     # a $stable move forms (or triggers) the new train from its inward run
                     formed[tgt] = (t.name if c.name == how else f"{t.name} (stable in)", how)
     for t in tt.trains:
@@ -208,7 +218,9 @@ def plan_timetable(
             if c.name == "create":
                 create = _time_value(c.value) if c.value else -1
                 if c.has("ahead"):
-                    simpl.append(f"{name}: $create /ahead is read, the train is placed at the start of its path")
+                    simpl.append(
+                        f"{name}: $create /ahead is read, the train is placed at the start of its path"
+                    )
             elif c.name == "pool":
                 pool_from = c.value
             elif c.name == "next":
@@ -221,14 +233,16 @@ def plan_timetable(
                     pool_stock, pool_from = True, None
                     pool_to_static = pq[0]
                 if c.has("ahead"):
-                    simpl.append(f"{name}: $static /ahead is read, the train is placed at the start of its path")
+                    simpl.append(
+                        f"{name}: $static /ahead is read, the train is placed at the start of its path"
+                    )
             elif c.name == "activated":
                 activated = True
         if start is None and not static:
             raise TimetableReplayError(f"train {name!r}: no start time in #start")
         links: list[TTLink] = []
         activates: list[tuple[str | None, str]] = []
-        max_speed = None
+        max_speed: float | None = None
         decel = 1.0
         for c in t.note:
             if c.name in ("wait", "follow") and c.value:
@@ -243,8 +257,8 @@ def plan_timetable(
                 simpl.append(f"{name}: ${c.name} in #note is not modelled")
         for c in t.speed:
             if c.name in ("max", "cruise") and c.value:
-                v = _speed(c.value, t.speed_unit)
-                max_speed = v if max_speed is None else min(max_speed, v)
+                vs = _speed(c.value, t.speed_unit)
+                max_speed = vs if max_speed is None else min(max_speed, vs)
                 if c.name == "cruise":
                     simpl.append(f"{name}: $cruise is used as a speed cap (no catching up when late)")
             elif c.name not in MODELLED:
@@ -270,7 +284,9 @@ def plan_timetable(
                     simpl.append(f"{name} at {s.station}: ${c.name} is not modelled")
             if stop_times is None:
                 continue
-            stoptime = next((int(c.value) for c in cmds if c.name == "stoptime" and c.value and c.value.isdigit()), None)
+            stoptime = next(
+                (int(c.value) for c in cmds if c.name == "stoptime" and c.value and c.value.isdigit()), None
+            )
             stops.append(
                 TTStop(
                     s.station,
@@ -325,7 +341,9 @@ def plan_timetable(
                 if nxt is not None:
                     in_path = (c.qualifier("in_path") or ("",))[0]
                     if not in_path:
-                        raise TimetableReplayError(f"train {name!r}: $stable /forms or /triggers needs /in_path")
+                        raise TimetableReplayError(
+                            f"train {name!r}: $stable /forms or /triggers needs /in_path"
+                        )
                     in_t = (c.qualifier("in_time") or (None,))[0]
                     extra.append(
                         TTRun(
@@ -388,10 +406,14 @@ def plan_timetable(
     for r in runs:
         for link in r.links:
             if link.train not in known:
-                raise TimetableReplayError(f"train {r.name!r}: ${link.kind} names no train of the timetable: {link.train!r}")
+                raise TimetableReplayError(
+                    f"train {r.name!r}: ${link.kind} names no train of the timetable: {link.train!r}"
+                )
         for _where, tgt in r.activates:
             if tgt not in known:
-                raise TimetableReplayError(f"train {r.name!r}: $activate names no train of the timetable: {tgt!r}")
+                raise TimetableReplayError(
+                    f"train {r.name!r}: $activate names no train of the timetable: {tgt!r}"
+                )
     return TTPlan(tt, folder, tuple(runs), player, tuple(warnings), tuple(dict.fromkeys(simpl)))
 
 
@@ -431,7 +453,13 @@ def assemble_consist(parts: list[tuple[Consist, bool]], name: str) -> str:
         for c in seq:
             cars.append((c, c.flipped != rev))
     vmax = [c.max_velocity for c, _ in parts if c.max_velocity]
-    lines = ["SIMISA@@@@@@@@@@JINX0D0t______", "", "Train (", f"\tTrainCfg ( {_q(name)}", f"\t\tName ( {_q(name)} )"]
+    lines = [
+        "SIMISA@@@@@@@@@@JINX0D0t______",
+        "",
+        "Train (",
+        f"\tTrainCfg ( {_q(name)}",
+        f"\t\tName ( {_q(name)} )",
+    ]
     lines.append("\t\tSerial ( 1 )")
     if vmax:
         lines.append(f"\t\tMaxVelocity ( {min(vmax):.5f} 0.00100 )")
@@ -466,7 +494,9 @@ def consist_files(plan: TTPlan, route_install: Path, route_folder: Path, tmp: Pa
         for cp in src.consist:
             f = resolve_file(Path(cp.name), *folders, suffix=".con")
             if f is None:
-                raise TimetableReplayError(f"train {r.name!r}: consist {cp.name!r} not found in TRAINS/CONSISTS")
+                raise TimetableReplayError(
+                    f"train {r.name!r}: consist {cp.name!r} not found in TRAINS/CONSISTS"
+                )
             parts.append((read_consist(f), cp.reverse))
         target = tmp / f"tt_consist_{len(made)}.con"
         target.write_text(assemble_consist(parts, r.consist_text), encoding="utf-8")

@@ -73,7 +73,13 @@ def audit_timetables(route: Route, *, paths: bool = True) -> list[AuditFinding]:
                 continue
             for name in tl.files:
                 if not (folder / name).is_file():
-                    out.append(_f("TT_LIST_MISSING", f"{p.name}: lists {name!r}, which is not in {folder.name}/", "error"))
+                    out.append(
+                        _f(
+                            "TT_LIST_MISSING",
+                            f"{p.name}: lists {name!r}, which is not in {folder.name}/",
+                            "error",
+                        )
+                    )
             continue
         try:
             tt = read_timetable(p, strict=False)
@@ -81,7 +87,8 @@ def audit_timetables(route: Route, *, paths: bool = True) -> list[AuditFinding]:
             out.append(_f("TT_READ", str(exc).splitlines()[0], "error"))
             continue
         out.extend(
-            AuditFinding(f.code, f"{p.name}: " + str(f).split(": ", 1)[-1], level=f.severity) for f in tt.findings
+            AuditFinding(f.code, f"{p.name}: " + str(f).split(": ", 1)[-1], level=f.severity)
+            for f in tt.findings
         )
         out.extend(_check(route, tt, p.name, paths))
     return out
@@ -92,13 +99,18 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[Au
     rf = Path(route.folder)
     install = Path(route.install_root)
     path_dir = resolve_case_insensitive(rf / "PATHS")
-    con_dirs = [resolve_case_insensitive(install / "TRAINS" / "CONSISTS"), resolve_case_insensitive(rf / "CONSISTS")]
+    con_dirs = [
+        resolve_case_insensitive(install / "TRAINS" / "CONSISTS"),
+        resolve_case_insensitive(rf / "CONSISTS"),
+    ]
     plats = platforms(route)
     stations = {it.station for (_n, _a, _b, it, _o) in plats.values()}
     names = {t.name for t in tt.trains}
     for s in tt.stations:
         if s.name not in stations:
-            out.append(_f("TT_STATION_UNKNOWN", f"{fname}:{s.line}: {s.name!r} is no station of the route", "error"))
+            out.append(
+                _f("TT_STATION_UNKNOWN", f"{fname}:{s.line}: {s.name!r} is no station of the route", "error")
+            )
     resolved: dict[str, dict[str, list[float]] | None] = {}
     for t in tt.trains:
         who = f"{fname}: train {t.name!r}"
@@ -106,13 +118,21 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[Au
             out.append(_f("TT_PATH_MISSING", f"{who}: path {t.path!r} is not in PATHS", "error"))
         for c in t.consist:
             if not any(_exists(d, c.name, ".con") for d in con_dirs):
-                out.append(_f("TT_CONSIST_MISSING", f"{who}: consist {c.name!r} is not in TRAINS/CONSISTS", "error"))
-        for c in (*t.start_commands, *t.note, *t.dispose, *(x for s in t.stops for x in s.commands)):
-            for q in _TRAIN_REFS.get(c.name, ()):
-                refs = c.values if q is None else (c.qualifier(q) or ())
+                out.append(
+                    _f("TT_CONSIST_MISSING", f"{who}: consist {c.name!r} is not in TRAINS/CONSISTS", "error")
+                )
+        for cmd in (*t.start_commands, *t.note, *t.dispose, *(x for s in t.stops for x in s.commands)):
+            for q in _TRAIN_REFS.get(cmd.name, ()):
+                refs = cmd.values if q is None else (cmd.qualifier(q) or ())
                 for ref in refs:
                     if ref and ref not in names and ":" not in ref:
-                        out.append(_f("TT_TRAIN_MISSING", f"{who}: ${c.name} names no train of the file: {ref!r}", "error"))
+                        out.append(
+                            _f(
+                                "TT_TRAIN_MISSING",
+                                f"{who}: ${c.name} names no train of the file: {ref!r}",
+                                "error",
+                            )
+                        )
         if not with_paths or not t.path or not _exists(path_dir, t.path, ".pat"):
             continue
         if t.path not in resolved:
@@ -121,25 +141,29 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[Au
         if pos is None:
             continue  # PATH_UNRESOLVED says why
         along = []
-        for s in t.stops:
-            if s.station not in pos:
-                if s.station in stations:
+        for stp in t.stops:
+            if stp.station not in pos:
+                if stp.station in stations:
                     out.append(
-                        _f("TT_STATION_OFF_PATH", f"{who}: path {t.path!r} does not pass {s.station!r}", "warning")
+                        _f(
+                            "TT_STATION_OFF_PATH",
+                            f"{who}: path {t.path!r} does not pass {stp.station!r}",
+                            "warning",
+                        )
                     )
                 continue
-            along.append((min(pos[s.station]), s))
+            along.append((min(pos[stp.station]), stp))
         along.sort(key=lambda x: x[0])
         last = t.start.seconds if t.start is not None and t.start.seconds is not None else None
-        for _d, s in along:
-            for stamp in (s.arrival, s.depart):
+        for _d, stp in along:
+            for stamp in (stp.arrival, stp.depart):
                 if stamp is None or stamp.seconds is None:
                     continue
                 if last is not None and stamp.seconds < last:
                     out.append(
                         _f(
                             "TT_TIME_ORDER",
-                            f"{who}: {s.station} at {stamp.seconds // 3600:02d}:{stamp.seconds // 60 % 60:02d} "
+                            f"{who}: {stp.station} at {stamp.seconds // 3600:02d}:{stamp.seconds // 60 % 60:02d} "
                             "is before the time before it along the path",
                             "warning",
                         )
