@@ -86,6 +86,7 @@ from .geometry import (
 )
 from .paths import resolve_route_paths
 from .spatial import distance_to_sections, nearest_track
+from .timetable_audit import audit_timetables
 
 __all__ = [
     "CODES",
@@ -401,9 +402,9 @@ def audit_route(
                     AuditFinding("PATH_UNRESOLVED", f"{p.file}: " + (p.error or "; ".join(p.problems)))
                 )
     # The route's Open Rails timetables (track/timetable_audit.py, codes TT_*).
-    from .timetable_audit import audit_timetables
-
-    findings.extend(audit_timetables(route, paths=paths))
+    findings.extend(
+        AuditFinding(code, msg, level=level) for code, msg, level in audit_timetables(route, paths=paths)
+    )
     return AuditReport(
         route=route.name,
         findings=tuple(findings),

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ..errors import SourceError
 from ..formats.route import Route
+from ..formats.tdb import PlatformItem
 from ..formats.timetable import Timetable, read_timetable, read_timetable_list
 from ..stf import resolve_case_insensitive
-from .audit import AuditFinding
 from .pathbuild import platforms
 from .paths import resolve_path
 
@@ -46,8 +46,12 @@ def timetable_folder(route: Route) -> Path | None:
     return p if p.is_dir() else None
 
 
-def _f(code: str, message: str, level: str) -> AuditFinding:
-    return AuditFinding(code, message, level=level)
+#: A finding: (code, message, severity); track/audit.py makes them AuditFindings.
+TTFinding = tuple[str, str, str]
+
+
+def _f(code: str, message: str, level: str) -> TTFinding:
+    return (code, message, level)
 
 
 def _exists(folder: Path, name: str, suffix: str) -> bool:
@@ -57,12 +61,12 @@ def _exists(folder: Path, name: str, suffix: str) -> bool:
     return p.is_file()
 
 
-def audit_timetables(route: Route, *, paths: bool = True) -> list[AuditFinding]:
+def audit_timetables(route: Route, *, paths: bool = True) -> list[TTFinding]:
     """The findings of every timetable of ``route`` (module docstring)."""
     folder = timetable_folder(route)
     if folder is None:
         return []
-    out: list[AuditFinding] = []
+    out: list[TTFinding] = []
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".timetable-or", ".timetablelist-or"))
     for p in files[:MAX_FILES]:
         if p.suffix.lower() == ".timetablelist-or":
@@ -86,16 +90,13 @@ def audit_timetables(route: Route, *, paths: bool = True) -> list[AuditFinding]:
         except SourceError as exc:
             out.append(_f("TT_READ", str(exc).splitlines()[0], "error"))
             continue
-        out.extend(
-            AuditFinding(f.code, f"{p.name}: " + str(f).split(": ", 1)[-1], level=f.severity)
-            for f in tt.findings
-        )
+        out.extend((f.code, f"{p.name}: " + str(f).split(": ", 1)[-1], f.severity) for f in tt.findings)
         out.extend(_check(route, tt, p.name, paths))
     return out
 
 
-def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[AuditFinding]:
-    out: list[AuditFinding] = []
+def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TTFinding]:
+    out: list[TTFinding] = []
     rf = Path(route.folder)
     install = Path(route.install_root)
     path_dir = resolve_case_insensitive(rf / "PATHS")
@@ -104,7 +105,9 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[Au
         resolve_case_insensitive(rf / "CONSISTS"),
     ]
     plats = platforms(route)
-    stations = {it.station for (_n, _a, _b, it, _o) in plats.values()}
+    # every platform item names its station (a platform whose two items are broken apart
+    # is an ITEM_LINK_BROKEN finding, its station still exists)
+    stations = {it.station for it in route.tdb.items if isinstance(it, PlatformItem)}
     names = {t.name for t in tt.trains}
     for s in tt.stations:
         if s.name not in stations:
