@@ -261,3 +261,19 @@ def test_dk24_timetable(tmp_path):
     assert s["timetable"]["drawn_from_pool"] == {"RE 4507": "Lok 1146", "IC 808": "IC 802"}
     assert s["trains"]["static 1"]["distance_m"] < 1.0
     assert s["realtime_factor"] > 1.0
+
+
+@pytest.mark.slow
+def test_readme_timetable_command_runs(tmp_path):
+    import shlex
+
+    line = next(
+        x for x in (REPO / "README.md").read_text().splitlines() if x.startswith('tdbtools replay "sample')
+    )
+    words = shlex.split(line)[1:]
+    assert words[words.index("--out") + 1] == "tt-out"
+    words[words.index("--out") + 1] = str(tmp_path / "tt-out")
+    words[0] = str(REPO / words[0])
+    r = CliRunner().invoke(main, words)
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "tt-out" / "spacetime.png").is_file()

@@ -414,7 +414,38 @@ def plan_timetable(
                 raise TimetableReplayError(
                     f"train {r.name!r}: $activate names no train of the timetable: {tgt!r}"
                 )
+    used = _used_commands(tt)
+    simpl.extend(note for name, note in SIMPLIFIED.items() if name in used)
     return TTPlan(tt, folder, tuple(runs), player, tuple(warnings), tuple(dict.fromkeys(simpl)))
+
+
+#: How the replay simplifies commands it does model (docs/timetables.md §5): said on
+#: stderr by every run that uses them.
+SIMPLIFIED = {
+    "pool": "$pool: pools have no storage tracks here: a train sent to a pool leaves the track, "
+    "one taken out starts at the start of its own path with its own consist",
+    "forms": "$forms/$triggers: the train that forms another stays where it ended until the new "
+    "one starts, then leaves the track (no run-round, no coupling)",
+    "stable": "$stable: the moves out and in are extra trains on their paths; /runround and /rrpos are not done",
+    "wait": "$wait/$follow: a train is held at its start or at its stations only, never between them",
+    "hold": "$hold/$forcehold: the held exit signal is the first signal within 400 m beyond the stop",
+    "nowaitsignal": "$nowaitsignal: no train waits at a platform for its exit signal (each draws up to it)",
+    "terminal": "$terminal: applied at the last stop of a path ending within 400 m beyond the platform",
+}
+
+
+def _used_commands(tt: Timetable) -> set[str]:
+    names = {c.name for st in tt.stations for c in st.commands}
+    for t in tt.trains:
+        for group in (t.start_commands, t.note, t.dispose, t.speed, *(x.commands for x in t.stops)):
+            names |= {c.name for c in group}
+    if "triggers" in names:
+        names.add("forms")
+    if "follow" in names:
+        names.add("wait")
+    if "forcehold" in names:
+        names.add("hold")
+    return names
 
 
 def _replace(r: TTRun, **kw: object) -> TTRun:
