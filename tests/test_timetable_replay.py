@@ -277,3 +277,54 @@ def test_readme_timetable_command_runs(tmp_path):
     r = CliRunner().invoke(main, words)
     assert r.exit_code == 0, r.output
     assert (tmp_path / "tt-out" / "spacetime.png").is_file()
+
+
+def _small_timetable(tmp_path, grid):  # noqa: ANN001
+    from tdbtools.formats.timetable import make_timetable, write_timetable
+
+    folder, tt = _sample(tmp_path)
+    for p in tt.parent.iterdir():
+        p.unlink()
+    path = tt.parent / "small.timetable-or"
+    write_timetable(make_timetable(grid), path)
+    return folder, path
+
+
+@pytest.mark.slow
+def test_formed_train_waits_for_a_late_train_forming_it(tmp_path):
+    # IC 2 is booked to leave the east end at 08:02, before IC 1 can be there (about
+    # 08:04): it starts when IC 1 is in (manual, $forms: "the start of the new train is
+    # also delayed"), and runs late from there
+    grid = [
+        ["", "IC 1", "IC 2"],
+        ["#path", "MainWE", "MainEW"],
+        ["#consist", "sample_passenger", "sample_freight"],
+        ["#start", "08:00", "08:02"],
+        ["Sampleby", "08:01-08:02", "08:04-08:05"],
+        ["#dispose", "$forms=IC 2", ""],
+    ]
+    folder, path = _small_timetable(tmp_path, grid)
+    res = replay_timetable(path, route=load_route(folder, cache=False), stand_in=True)
+    assert not res.failed
+    on = res.activity.on_track
+    (f,) = _events(res, "formed")
+    ic1_end = res.replay.summary["trains"]["IC 1"]
+    assert ic1_end["reached_end"]
+    assert on["IC 2"][0] >= 8 * 3600 + 3 * 60 and on["IC 2"][0] == pytest.approx(
+        f.time + res.activity.t0, abs=2
+    )
+    assert on["IC 1"][1] == pytest.approx(on["IC 2"][0], abs=2.0)
+    assert _rows(res)["IC 2"]["dep_delay_s"] > 0
+    assert res.replay.summary["trains"]["IC 2"]["cars"] == 7  # IC 1's consist
+
+
+def test_first_rejoin():
+    from types import SimpleNamespace
+
+    from tdbtools.physics.timetable import _first_rejoin
+
+    line = SimpleNamespace(seg_node=[1, 2, 3, 4, 5], seg_s1=[100.0, 200.0, 300.0, 400.0, 500.0])
+    assert _first_rejoin(line, 0.0, {1, 2, 4, 5}) == 4  # common, apart at 3, common again at 4
+    assert _first_rejoin(line, 0.0, {1, 2, 3, 4, 5}) is None  # never apart: no wait position
+    assert _first_rejoin(line, 250.0, {1, 5}) == 5  # searched from where the train is
+    assert _first_rejoin(line, 0.0, {9}) is None
