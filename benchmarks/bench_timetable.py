@@ -35,6 +35,7 @@ PATHS = {
     "TT_W_E2_S3": (W, E2, "Tommerup, Spor 3"),
     "TT_E1_W_S2": (E1, W, "Tommerup, Spor 2"),
     "TT_E2_W_S1": (E2, W, "Tommerup, Spor 1"),
+    "TT_E2_W_S2": (E2, W, "Tommerup, Spor 2"),  # (tests: $hold)
     "TT_E1_STABLE": (E1, "920@2500"),
     "TT_STATIC": ("366", "584@8000"),
 }

@@ -273,7 +273,7 @@ def test_readme_timetable_command_runs(tmp_path):
     words = shlex.split(line)[1:]
     assert words[words.index("--out") + 1] == "tt-out"
     words[words.index("--out") + 1] = str(tmp_path / "tt-out")
-    words[0] = str(REPO / words[0])
+    words[1] = str(REPO / words[1])
     r = CliRunner().invoke(main, words)
     assert r.exit_code == 0, r.output
     assert (tmp_path / "tt-out" / "spacetime.png").is_file()
@@ -328,3 +328,31 @@ def test_first_rejoin():
     assert _first_rejoin(line, 0.0, {1, 2, 3, 4, 5}) is None  # never apart: no wait position
     assert _first_rejoin(line, 250.0, {1, 5}) == 5  # searched from where the train is
     assert _first_rejoin(line, 0.0, {9}) is None
+
+
+@pytest.mark.dk24
+@pytest.mark.slow
+@needs_dk24
+def test_dk24_hold_lets_the_crossing_train_in(tmp_path):
+    # RE waits at Tommerup (Spor 1, on to E1) for IR, which comes the other way from E2
+    # into Spor 2 over the junctions RE would take next. With the station's $hold, RE's
+    # exit signal stays at danger while it waits, so IR gets its route in; without it RE
+    # would hold that route while waiting for IR (the manual's warning at $connect)
+    from tdbtools.formats.timetable import make_timetable, write_timetable
+
+    grid = [
+        ["", "RE", "IR"],
+        ["#path", "TT_W_E1_S1", "TT_E2_W_S2"],
+        ["#consist", "DSB IC3 VIA x1", "DSB IR4 VIA"],
+        ["#start", "10:00", "10:02"],
+        ["#speedkph", "", "$max=70"],
+        ["Tommerup $hold", "10:03-10:04 $connect=IR /maxdelay=10 /hold=3", "10:04-10:05"],
+    ]
+    src = tmp_path / "hold.timetable-or"
+    write_timetable(make_timetable(grid), src)
+    tt = _bench().install_timetable(DK24_ROUTE, tmp_path / "inst", src)
+    res = replay_timetable(tt, route=load_route(tt.parent.parent.parent, cache=False), stand_in=True)
+    assert not res.failed, res.replay.summary["timetable"]["outcomes"]
+    rows = _rows(res)
+    assert rows["RE"]["actual_arr"] < rows["IR"]["actual_arr"] <= rows["IR"]["sched_arr"] + 240
+    assert rows["RE"]["actual_dep"] >= rows["IR"]["actual_arr"] + 180 - 1

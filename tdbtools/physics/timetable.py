@@ -54,8 +54,6 @@ from .timetable_plan import TimetableReplayError, TTLink, TTPlan, TTRun, TTStop,
 CHECK_EVERY_S = 1.0
 #: $hold: the exit signal clears this long before the train leaves (manual: 2 minutes).
 HOLD_RELEASE_S = 120.0
-#: The exit signal of a platform: the first signal at most this far beyond the stop.
-HOLD_SIGNAL_M = 400.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -481,31 +479,33 @@ class TimetableReplay(ActivityReplay):
                 self._still_since[k] = self.time
         if self.signals is not None:
             for k in range(len(self.drivers)):
-                self.signals.ilk.trains[k].holding = self._exit_held(k)
+                self.signals.ilk.trains[k].hold_s = self._exit_held(k)
 
-    def _exit_held(self, k: int) -> bool:
-        """$hold: the exit signal of the next stop stays at danger until 2 minutes before
-        the train leaves (manual, "$hold"); a train held for another keeps it at danger.
-        The exit signal is the first signal beyond the stop within the platform's node
-        (here: within HOLD_SIGNAL_M of the stop)."""
+    def _exit_held(self, k: int) -> float | None:
+        """$hold: the exit of the next stop stays closed until 2 minutes before the train
+        leaves (manual, "$hold"), and while the train is held for another: the line
+        distance beyond which it asks for no signal and reserves no track, or None.
+        Open Rails holds the platform's exit signal; here the exit is the end of the
+        stop, whether a signal stands there or the track is worked without one."""
         d = self._tt_drivers()[k]
         if d.state not in ("running", "dwell") or d.next_stop >= len(d.stops):
-            return False
+            return None
         tts = self._tt_stops.get(k, [])
         if d.next_stop >= len(tts) or not tts[d.next_stop].hold:
-            return False
+            return None
         stop = d.stops[d.next_stop]
-        ts = self.signals.ilk.trains[k] if self.signals is not None else None
-        if ts is None or ts.next_signal >= len(ts.signals):
-            return False
-        sig_s = ts.signals[ts.next_signal][0]
-        if not (stop.stop_s - 1.0 <= sig_s <= stop.stop_s + HOLD_SIGNAL_M):
-            return False
+        hold_at = stop.stop_s + 1.0
         if d.state == "dwell" and (d.held or self._dwell_held.get(k, False)):
-            return True
+            return hold_at
         b = stop.booked
         leave = d.dwell_until if d.state == "dwell" else (b.depart if b.depart is not None else None)
-        return leave is not None and self._now() < leave - HOLD_RELEASE_S
+        # a connection still to come keeps it closed on the approach too
+        for link in self.runs[self.trains[k].spec.name].links:
+            if link.kind == "connect" and link.station == stop.platform.station:
+                until = self._connect_until(k, link, link.station)
+                if until is not None:
+                    leave = until if leave is None else max(leave, until)
+        return hold_at if leave is not None and self._now() < leave - HOLD_RELEASE_S else None
 
     def _at_start(self, k: int) -> bool:
         t = self.trains[k]
