@@ -428,7 +428,8 @@ SIMPLIFIED = {
     "one starts, then leaves the track (no run-round, no coupling)",
     "stable": "$stable: the moves out and in are extra trains on their paths; /runround and /rrpos are not done",
     "wait": "$wait/$follow: a train is held at its start or at its stations only, never between them",
-    "hold": "$hold/$forcehold: the held exit signal is the first signal within 400 m beyond the stop",
+    "hold": "$hold/$forcehold: the held exit is the end of the stop (no signal asked for, no track "
+    "reserved beyond it), whether a signal stands there or not",
     "nowaitsignal": "$nowaitsignal: no train waits at a platform for its exit signal (each draws up to it)",
     "terminal": "$terminal: applied at the last stop of a path ending within 400 m beyond the platform",
 }
