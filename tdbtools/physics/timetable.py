@@ -29,13 +29,14 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from ..formats.activity import ActivityFile, ActivityHeader, ServiceFile, StopItem
 from ..formats.route import Route, load_route
 from ..signals.events import ReplayEvent
 from .activity import (
     ActivityPlan,
+    ActivityPolicy,
     ActivityReplay,
     ActivityResult,
     PlannedTrain,
@@ -48,6 +49,8 @@ from .activity import (
 )
 from .driver import Controls, DriveState
 from .events import SetupWarning
+from .replay import Replay, ReplayError
+from .scenario import Scenario, TrainSpec
 from .timetable_plan import TimetableReplayError, TTLink, TTPlan, TTRun, TTStop, consist_files, plan_timetable
 
 #: Seconds between the timetable's own checks (links, pools, holds).
@@ -142,90 +145,20 @@ def _first_rejoin(line_a, s_from: float, nodes_b: set[int]) -> int | None:  # no
     return None
 
 
-class TimetableReplay(ActivityReplay):
-    """An :class:`ActivityReplay` of a timetable's runs (module docstring)."""
+class TimetablePolicy(ActivityPolicy):
+    """The activity policy (docs/activities.md §4) with the timetable's rules (module
+    docstring): its drivers are :class:`TimetableDriver` s, their stops are found by
+    station name, and :meth:`_check` acts on the links between trains once a second
+    before the activity's own dispatching."""
 
     def __init__(
-        self,
-        plan: TTPlan,
-        *,
-        route: Route | None = None,
-        stand_in: bool = False,
-        step: float = 0.5,
-        duration: float | None = None,
-        trace_every: float = 2.0,
-        signals: bool | None = None,
-        stuck_after: float = 1800.0,
+        self, aplan: ActivityPlan, route: Route, t0: float, stuck_after: float, tt_plan: TTPlan
     ) -> None:
-        self.tt_plan = plan
-        route = route if route is not None else load_route(plan.route_folder)
-        runs = [r for r in plan.runs if not r.pool_stock]
-        if not runs:
-            raise TimetableReplayError(f"{plan.timetable.path}: the timetable runs no trains")
-        timed = [
-            r.create if r.create is not None and r.create >= 0 else r.start for r in runs if not r.static
-        ]
-        timed = [t for t in timed if t >= 0]
-        if not timed:
-            raise TimetableReplayError(f"{plan.timetable.path}: no train has a start time")
-        t0 = min(timed)
-        self.runs = {r.name: r for r in runs}
-        with tempfile.TemporaryDirectory(prefix="tdbtools-tt-") as tmp:
-            cons = consist_files(plan, Path(route.install_root), Path(route.folder), Path(tmp))
-            # A train formed by $forms runs with the consist of the train that forms it.
-            for r in runs:
-                src, seen = r, set()
-                while src.keeps_consist_of and src.keeps_consist_of in self.runs and src.name not in seen:
-                    seen.add(src.name)
-                    src = self.runs[src.keeps_consist_of]
-                cons[r.name] = cons[src.name]
-            planned = []
-            for r in runs:
-                placed = (
-                    t0
-                    if r.static or (r.create is not None and r.create < 0)
-                    else (r.create if r.create is not None else r.start)
-                )
-                srv = ServiceFile(
-                    path=str(plan.timetable.path),
-                    serial=None,
-                    name=r.name,
-                    train_config=cons[r.name],
-                    path_id=r.path,
-                    max_wheel_acceleration=None,
-                    efficiency=None,
-                    starting_speed=0.0,
-                    ending_speed=None,
-                    platform_ids=(),
-                    tree=None,  # type: ignore[arg-type]
-                )
-                planned.append(
-                    PlannedTrain(r.name, srv, int(max(placed, 0)), (), r.name == plan.player, True)
-                )
-            last = max(max(r.start for r in runs), t0)
-            header = ActivityHeader(
-                route_id=Path(plan.route_folder).name,
-                name=plan.timetable.description or Path(plan.timetable.path).stem,
-                start_time=int(t0),
-                duration=int(last - t0 + 3 * 3600),
-            )
-            act = ActivityFile(str(plan.timetable.path), None, header, None, None, (), 0, None)  # type: ignore[arg-type]
-            aplan = ActivityPlan(act, Path(plan.route_folder), tuple(planned), plan.warnings)
-            super().__init__(
-                aplan,
-                route=route,
-                stand_in=stand_in,
-                step=step,
-                stuck_after=stuck_after,
-                duration=duration,
-                trace_every=trace_every,
-                signals=signals,
-            )
-        for s in plan.simplifications:
-            self._event(SetupWarning(time=0.0, message=f"simplified: {s}"))
-        self._place_timetable_stops(route)
+        super().__init__(aplan, route, t0, stuck_after)
+        self.tt_plan = tt_plan
+        self.runs = {r.name: r for r in tt_plan.runs if not r.pool_stock}
         self.pools: dict[str, list[tuple[str, float]]] = {}
-        for r in plan.runs:
+        for r in tt_plan.runs:
             if r.pool_stock and r.pool_to:
                 self.pools.setdefault(r.pool_to, []).append((r.name, float(t0)))
         self.finished_at: dict[str, float] = {}
@@ -238,6 +171,16 @@ class TimetableReplay(ActivityReplay):
         self._wait_nodes: dict[tuple[str, int, str | None], int | None] = {}
         self._tt_next = 0.0
         self._dwell_held: dict[int, bool] = {}
+        self._tt_stops: dict[int, list[TTStop]] = {}
+
+    def driver(self, spec: TrainSpec, auto: Any, default: Any, train: Any) -> TimetableDriver:
+        return TimetableDriver(super().driver(spec, auto, default, train))
+
+    def start(self, replay: Replay) -> None:
+        super().start(replay)
+        for s in self.tt_plan.simplifications:
+            replay.log.add(SetupWarning(time=0.0, message=f"simplified: {s}"))
+        self._place_timetable_stops(self.route)
         for k, d in enumerate(self._tt_drivers()):
             r = self.runs[self.trains[k].spec.name]
             if r.static:
@@ -259,20 +202,15 @@ class TimetableReplay(ActivityReplay):
         """The drivers, every one a TimetableDriver once the stops are placed."""
         return cast("list[TimetableDriver]", self.drivers)
 
-    def _drivers_from(self, base: list[ServiceDriver]) -> list[TimetableDriver]:
-        return [TimetableDriver(d) for d in base]
-
     def _place_timetable_stops(self, route: Route) -> None:
-        """Wrap the drivers and put each run's stops, by station name, on its line."""
+        """Put each run's stops, found by station name, on its line."""
         plats = route_platforms(route)
-        self._tt_stops: dict[int, list[TTStop]] = {}
+        self._tt_stops = {}
         by_station: dict[str, list[Platform]] = {}
         for p in {p.ids: p for p in plats.values()}.values():
             by_station.setdefault(p.station, []).append(p)
-        new = self._drivers_from(self.drivers)
         for k, t in enumerate(self.trains):
-            d = new[k]
-            t.driver = d
+            d = self._tt_drivers()[k]
             r = self.runs[t.spec.name]
             found: list[tuple[Stop, TTStop]] = []
             for st in r.stops:
@@ -284,7 +222,7 @@ class TimetableReplay(ActivityReplay):
                     if got and (best is None or got[0].stop_s < best.stop_s):
                         best = got[0]
                 if best is None:
-                    self._event(
+                    self.log.add(
                         SetupWarning(
                             time=0.0,
                             train=t.spec.name,
@@ -313,9 +251,8 @@ class TimetableReplay(ActivityReplay):
                     # a single time at the final location is the arrival (docs §3.3)
                     last.booked = replace(b, arrival=b.depart, depart=None)
             for s in stops:
-                s.stop_s = self._clear_of_junctions(t.line, s.stop_s)
+                s.stop_s = self.clear_of_junctions(t.line, s.stop_s)
             d.stops = stops
-            self.drivers[k] = d
 
     @staticmethod
     def _ends_here(t, stop: Stop) -> bool:  # noqa: ANN001
@@ -324,11 +261,11 @@ class TimetableReplay(ActivityReplay):
 
     # -- the timetable's rules, once a second ---------------------------------------------
 
-    def step(self) -> None:
-        if self.time + 1e-9 >= self._tt_next:
+    def before_step(self, replay: Replay) -> None:
+        if replay.time + 1e-9 >= self._tt_next:
             self._tt_next += CHECK_EVERY_S
             self._check()
-        super().step()
+        super().before_step(replay)
 
     def _now(self) -> float:
         return self.t0 + self.time
@@ -374,7 +311,7 @@ class TimetableReplay(ActivityReplay):
             self.outcome.setdefault(name, r.disposal)
             if r.pool_to and not r.static:
                 self.pools.setdefault(r.pool_to, []).append((name, now))
-                self._event(
+                self.log.add(
                     PoolEvent(time=self.time, clock=clock(now), train=name, pool=r.pool_to, action="in")
                 )
             for where, tgt in r.activates:
@@ -412,7 +349,7 @@ class TimetableReplay(ActivityReplay):
             if r.pool_from is not None:
                 stock = self.pools.get(r.pool_from, [])
                 if not stock:
-                    self._event(
+                    self.log.add(
                         PoolEvent(
                             time=self.time, clock=clock(now), train=name, pool=r.pool_from, action="underflow"
                         )
@@ -421,7 +358,7 @@ class TimetableReplay(ActivityReplay):
                     continue
                 unit, _t = stock.pop(0)
                 self.pool_drawn[name] = unit
-                self._event(
+                self.log.add(
                     PoolEvent(
                         time=self.time,
                         clock=clock(now),
@@ -435,7 +372,7 @@ class TimetableReplay(ActivityReplay):
                 kf = self.index[r.formed_by]
                 self._leave(kf)
                 how = self.runs[r.formed_by].disposal.split(" ")[0]
-                self._event(
+                self.log.add(
                     Formed(time=self.time, clock=clock(now), train=r.formed_by, new_train=name, how=how)
                 )
             d.start = now
@@ -518,7 +455,7 @@ class TimetableReplay(ActivityReplay):
         for key in [x for x in self._holds if x[0] == name]:
             if link is None or key != (name, link.kind, link.train):
                 since = self._holds.pop(key)
-                self._event(
+                self.log.add(
                     Held(
                         time=self.time,
                         clock=clock(since),
@@ -600,43 +537,145 @@ class TimetableReplay(ActivityReplay):
         d = self._tt_drivers()[k]
         name = self.trains[k].spec.name
         d.state = "not_started"
-        self.trains[k].done_at = self.time
+        self.trains[k].finish(self.time)
         self.outcome[name] = f"cancelled: {why}"
-        self._event(SetupWarning(time=self.time, train=name, message=f"cancelled: {why}"))
+        self.log.add(SetupWarning(time=self.time, train=name, message=f"cancelled: {why}"))
 
     # -- the result ----------------------------------------------------------------------
 
-    def run(self, progress: Callable[[float], None] | None = None) -> TimetableResult:  # type: ignore[override]
-        ar = super().run(progress)
-        now = self._now()
-        for key, _since in list(self._holds.items()):
-            self._holds.pop(key)
-        outcomes = {}
+    def outcomes(self) -> dict[str, str]:
+        """How every train ended (and the units that were in a pool from the start)."""
+        out = {}
         for k, t in enumerate(self.trains):
             name = t.spec.name
             d = self._tt_drivers()[k]
-            r = self.runs[name]
             if name in self.outcome:
-                o = self.outcome[name]
+                out[name] = self.outcome[name]
             elif d.finished:
-                o = r.disposal
+                out[name] = self.runs[name].disposal
             else:
-                o = f"did not reach its end ({d.state})"
-            outcomes[name] = o
+                out[name] = f"did not reach its end ({d.state})"
         for r in self.tt_plan.runs:
             if r.pool_stock:
-                outcomes[r.name] = f"in pool {r.pool_to} from the start"
-        s = ar.replay.summary
-        s["timetable"] = {
+                out[r.name] = f"in pool {r.pool_to} from the start"
+        return out
+
+
+class TimetableReplay(ActivityReplay):
+    """A replay of a timetable's runs: an :class:`ActivityReplay` whose policy is a
+    :class:`TimetablePolicy` (module docstring)."""
+
+    def __init__(
+        self,
+        plan: TTPlan,
+        *,
+        route: Route | None = None,
+        stand_in: bool = False,
+        step: float = 0.5,
+        duration: float | None = None,
+        trace_every: float = 2.0,
+        signals: bool | None = None,
+        stuck_after: float = 1800.0,
+    ) -> None:
+        self.tt_plan = plan
+        route = route if route is not None else load_route(plan.route_folder)
+        runs = [r for r in plan.runs if not r.pool_stock]
+        if not runs:
+            raise TimetableReplayError(f"{plan.timetable.path}: the timetable runs no trains")
+        timed = [
+            r.create if r.create is not None and r.create >= 0 else r.start for r in runs if not r.static
+        ]
+        timed = [t for t in timed if t >= 0]
+        if not timed:
+            raise TimetableReplayError(f"{plan.timetable.path}: no train has a start time")
+        t0 = min(timed)
+        by_name = {r.name: r for r in runs}
+        with tempfile.TemporaryDirectory(prefix="tdbtools-tt-") as tmp:
+            cons = consist_files(plan, Path(route.install_root), Path(route.folder), Path(tmp))
+            # A train formed by $forms runs with the consist of the train that forms it.
+            for r in runs:
+                src, seen = r, set()
+                while src.keeps_consist_of and src.keeps_consist_of in by_name and src.name not in seen:
+                    seen.add(src.name)
+                    src = by_name[src.keeps_consist_of]
+                cons[r.name] = cons[src.name]
+            planned, specs = [], []
+            for r in runs:
+                placed = (
+                    t0
+                    if r.static or (r.create is not None and r.create < 0)
+                    else (r.create if r.create is not None else r.start)
+                )
+                srv = ServiceFile(
+                    path=str(plan.timetable.path),
+                    serial=None,
+                    name=r.name,
+                    train_config=cons[r.name],
+                    path_id=r.path,
+                    max_wheel_acceleration=None,
+                    efficiency=None,
+                    starting_speed=0.0,
+                    ending_speed=None,
+                    platform_ids=(),
+                    tree=None,  # type: ignore[arg-type]
+                )
+                planned.append(
+                    PlannedTrain(r.name, srv, int(max(placed, 0)), (), r.name == plan.player, True)
+                )
+                specs.append(
+                    TrainSpec(
+                        name=r.name,
+                        consist=Path(cons[r.name] + ".con"),
+                        path=Path(r.path + ".pat"),
+                        driver="auto",
+                        start_speed=0.0,
+                    )
+                )
+            last = max(max(r.start for r in runs), t0)
+            header = ActivityHeader(
+                route_id=Path(plan.route_folder).name,
+                name=plan.timetable.description or Path(plan.timetable.path).stem,
+                start_time=int(t0),
+                duration=int(last - t0 + 3 * 3600),
+            )
+            act = ActivityFile(str(plan.timetable.path), None, header, None, None, (), 0, None)  # type: ignore[arg-type]
+            self.plan = ActivityPlan(act, Path(plan.route_folder), tuple(planned), plan.warnings)
+            self.t0 = float(t0)
+            dur = duration if duration is not None else float(last - t0 + 4 * 3600)
+            sc = Scenario(
+                Path(plan.route_folder),
+                tuple(specs),
+                step=step,
+                duration=dur,
+                stand_in=stand_in,
+                source=str(Path(plan.timetable.path).resolve()),
+            )
+            self.policy = TimetablePolicy(self.plan, route, self.t0, stuck_after, plan)
+            try:
+                self.replay = Replay(
+                    sc,
+                    route=route,
+                    trace_every=trace_every,
+                    signals=False if signals is False else None,
+                    policy=self.policy,
+                )
+            except ReplayError as exc:
+                raise TimetableReplayError(str(exc)) from None
+
+    def run(self, progress: Callable[[float], None] | None = None) -> TimetableResult:  # type: ignore[override]
+        ar = super().run(progress)
+        pol = self.policy
+        assert isinstance(pol, TimetablePolicy)
+        outcomes = pol.outcomes()
+        ar.replay.summary["timetable"] = {
             "file": str(self.tt_plan.timetable.path),
             "description": self.tt_plan.timetable.description,
             "player": self.tt_plan.player,
             "outcomes": outcomes,
-            "pools": {p: [u for u, _t in v] for p, v in self.pools.items()},
-            "drawn_from_pool": dict(self.pool_drawn),
-            "delays_s": {k: round(v, 1) for k, v in self.delay.items()},
+            "pools": {p: [u for u, _t in v] for p, v in pol.pools.items()},
+            "drawn_from_pool": dict(pol.pool_drawn),
+            "delays_s": {k: round(v, 1) for k, v in pol.delay.items()},
             "simplifications": list(self.tt_plan.simplifications),
-            "clock_end": clock(now),
         }
         return TimetableResult(ar, outcomes, self.tt_plan.simplifications)
 
@@ -703,6 +742,7 @@ __all__ = [
     "PoolEvent",
     "TTRun",
     "TimetableDriver",
+    "TimetablePolicy",
     "TimetableReplay",
     "TimetableResult",
     "replay_timetable",
