@@ -15,12 +15,11 @@ from tdbtools.formats.timetable import (
     make_timetable,
     parse_timetable,
     read_timetable,
-    read_timetable_list,
     timetable_bytes,
-    timetable_list_bytes,
     with_cells,
     write_timetable,
 )
+from tdbtools.formats.timetable_list import read_timetable_list, timetable_list_bytes
 
 SAMPLE_TT = SAMPLE_ROUTE / "ACTIVITIES" / "OpenRails" / "Sampleby day.timetable-or"
 SAMPLE_LIST = SAMPLE_ROUTE / "ACTIVITIES" / "OpenRails" / "Sampleby.timetablelist-or"

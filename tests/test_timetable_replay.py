@@ -321,7 +321,7 @@ def test_formed_train_waits_for_a_late_train_forming_it(tmp_path):
 def test_first_rejoin():
     from types import SimpleNamespace
 
-    from tdbtools.physics.timetable import _first_rejoin
+    from tdbtools.physics.timetable_driver import first_rejoin as _first_rejoin
 
     line = SimpleNamespace(seg_node=[1, 2, 3, 4, 5], seg_s1=[100.0, 200.0, 300.0, 400.0, 500.0])
     assert _first_rejoin(line, 0.0, {1, 2, 4, 5}) == 4  # common, apart at 3, common again at 4

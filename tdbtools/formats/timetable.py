@@ -1,5 +1,6 @@
-"""Open Rails timetables (``.timetable-or``) and timetable lists (``.timetablelist-or``):
-a typed, frozen model, a reader and a lossless writer (docs/timetables.md).
+"""Open Rails timetables (``.timetable-or``): a typed, frozen model, a reader and a
+lossless writer (docs/timetables.md); lists are :mod:`.timetable_list`, the cell
+language :mod:`.timetable_cells`.
 
 A timetable is a grid of cells: the file is cut into rows (CR, LF or CRLF) and cells
 (the separator, ``;`` ``,`` or tab, is the first of those on the first line), as Open
@@ -19,14 +20,29 @@ from __future__ import annotations
 import codecs
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedInput
+from lark import Token, Tree
 
-from ..errors import DecodeError, Diagnostics, Finding, Location, SourceError, caret_line
-from ..stf.resources import grammar_text
+from ..errors import DecodeError, Diagnostics, Finding, Location, caret_line
+from .timetable_cells import (
+    DELAY_COMMANDS,
+    DISPOSE_COMMANDS,
+    NOTE_COMMANDS,
+    SPEED_COMMANDS,
+    START_COMMANDS,
+    STATION_COMMANDS,
+    TIMING_COMMANDS,
+    Cell,
+    Command,
+    ConsistPart,
+    Row,
+    Stamp,
+    TimetableError,
+    _CellReader,
+    _stamp,
+    _values,
+)
 
 #: A timetable file larger than this is refused (real ones are a few hundred kB).
 MAX_TIMETABLE_BYTES = 16 << 20
@@ -36,77 +52,6 @@ MAX_COLUMNS = 5_000
 MAX_CELL_CHARS = 4_000
 
 SEPARATORS = (";", ",", "\t")
-
-#: Commands by where Open Rails reads them (docs/timetables.md §4); others are findings.
-TIMING_COMMANDS = frozenset(
-    {
-        "wait",
-        "follow",
-        "connect",
-        "waitany",
-        "callon",
-        "hold",
-        "nohold",
-        "forcehold",
-        "forcewait",
-        "nowaitsignal",
-        "waitsignal",
-        "noclaim",
-        "detach",
-        "attach",
-        "pickup",
-        "transfer",
-        "activate",
-        "req",
-        "terminal",
-        "stoptime",
-        "closeupsignal",
-        "closeup",
-        "keepclear",
-        "endstop",
-        "extendplatformtosignal",
-        "restrictplatformtosignal",
-    }
-)
-STATION_COMMANDS = frozenset(
-    {
-        "hold",
-        "nohold",
-        "forcehold",
-        "forcewait",
-        "nowaitsignal",
-        "terminal",
-        "closeupsignal",
-        "extendplatformtosignal",
-        "restrictplatformtosignal",
-        "stoptime",
-        "closeup",
-        "keepclear",
-        "endstop",
-        "req",
-    }
-)
-START_COMMANDS = frozenset({"create", "pool", "next", "static", "activated"})
-NOTE_COMMANDS = TIMING_COMMANDS | {"acc", "dec", "doo", "forcereversal"}
-DISPOSE_COMMANDS = frozenset(
-    {
-        "forms",
-        "triggers",
-        "static",
-        "stable",
-        "pool",
-        "remove",
-        "attach",
-        "detach",
-        "pickup",
-        "transfer",
-        "activate",
-    }
-)
-SPEED_COMMANDS = frozenset(
-    {"max", "cruise", "maxdelay", "creep", "attach", "detach", "movingtable", "gradient"}
-)
-DELAY_COMMANDS = frozenset({"new", "path", "station", "follow", "attach", "detach", "movingtable", "reverse"})
 
 #: Reserved first-row/first-column words (docs/timetables.md §2).
 ROW_KINDS = (
@@ -122,84 +67,6 @@ ROW_KINDS = (
     "#restartdelay",
     "#briefing",
 )
-
-
-class TimetableError(SourceError):
-    """A timetable that cannot be read: encoding, structure or a cell's syntax."""
-
-
-# -- the grid ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """One cell: ``raw`` as in the file, ``text`` without enclosing quotes and blanks;
-    ``column``: 1-based character column of its first character on its line."""
-
-    raw: str
-    column: int
-
-    @property
-    def text(self) -> str:
-        return unquote(self.raw)
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    cells: tuple[Cell, ...]
-    eol: str  # "\r\n", "\n", "\r" or "" (the last line without one)
-    line: int  # 1-based
-
-
-def unquote(raw: str) -> str:
-    """A cell's value: enclosing double or single quotes taken off (a doubled quote
-    inside stands for one), blanks trimmed. Quotes do not protect separators: Open
-    Rails cuts at every one (docs/timetables.md §1)."""
-    s = raw.strip()
-    if len(s) >= 2 and s[0] == s[-1] and s[0] in "\"'":
-        s = s[1:-1].replace(s[0] * 2, s[0]).strip()
-    return s
-
-
-# -- the cell language ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    """``$name = v1 + v2 /q1=x /q2``: ``values`` and ``qualifiers`` (name, values)."""
-
-    name: str
-    values: tuple[str, ...] = ()
-    qualifiers: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    location: Location | None = field(default=None, compare=False)
-
-    @property
-    def value(self) -> str | None:
-        return self.values[0] if self.values else None
-
-    def qualifier(self, name: str) -> tuple[str, ...] | None:
-        for q, v in self.qualifiers:
-            if q == name:
-                return v
-        return None
-
-    def has(self, name: str) -> bool:
-        return any(q == name for q, _ in self.qualifiers)
-
-
-@dataclass(frozen=True, slots=True)
-class Stamp:
-    """A time of day in seconds, or None for a lone mark; ``mark``: ':' (plain), 'x'
-    (request stop), '*' (may depart early), 'P' (passing time)."""
-
-    seconds: int | None
-    mark: str = ":"
-
-
-@dataclass(frozen=True, slots=True)
-class ConsistPart:
-    name: str
-    reverse: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,113 +115,6 @@ class Train:
             if c.name == name:
                 return c
         return None
-
-
-@cache
-def _parser() -> Lark:
-    return Lark(
-        grammar_text("timetable.lark"),
-        parser="lalr",
-        start=["timing_cell", "station_cell", "start_cell", "consist_cell", "path_cell", "command_cell"],
-        propagate_positions=False,
-        maybe_placeholders=False,
-    )
-
-
-def _stamp(tok: Token) -> Stamp:
-    s = str(tok)
-    if tok.type == "MARK":
-        return Stamp(None, s.lower())
-    # h?mm[:ss] or hh?mm[:ss]: the mark is the first character after the hours
-    i = 1 if not s[1].isdigit() else 2
-    h, mark, m = int(s[:i]), s[i], int(s[i + 1 : i + 3])
-    sec = int(s[i + 4 : i + 6]) if len(s) > i + 3 else 0
-    if m > 59 or sec > 59 or h > 47:
-        raise ValueError(f"time {s!r} out of range")
-    return Stamp(h * 3600 + m * 60 + sec, ":" if mark == ":" else ("P" if mark in "Pp" else mark.lower()))
-
-
-def _values(t: Tree | None) -> tuple[str, ...]:
-    if t is None:
-        return ()
-    return tuple(str(v).strip() for v in t.children)
-
-
-def _command(t: Tree, loc: Location | None) -> Command:
-    name = str(t.children[0]).lower()
-    vals: tuple[str, ...] = ()
-    quals: list[tuple[str, tuple[str, ...]]] = []
-    for ch in t.children[1:]:
-        if isinstance(ch, Tree) and ch.data == "values":
-            vals = _values(ch)
-        elif isinstance(ch, Tree) and ch.data == "qualifier":
-            q = str(ch.children[0]).lower()
-            quals.append((q, _values(ch.children[1]) if len(ch.children) > 1 else ()))
-    return Command(name, vals, tuple(quals), loc)
-
-
-class _CellReader:
-    """Parses cells of one file into commands, with located errors."""
-
-    def __init__(self, path: str, text: str, rows: tuple[Row, ...], diags: Diagnostics) -> None:
-        self.path = path
-        self.text = text
-        self.rows = rows
-        self.diags = diags
-        self._line_starts: list[int] = []
-        pos = 0
-        for r in rows:
-            self._line_starts.append(pos)
-            pos += sum(len(c.raw) for c in r.cells) + max(len(r.cells) - 1, 0) + len(r.eol)
-
-    def location(self, row: Row, cell: Cell, offset: int = 0) -> Location:
-        lead = len(cell.raw) - len(cell.raw.lstrip())
-        quote = 1 if cell.text and cell.raw.strip()[:1] in "\"'" and cell.raw.strip() != cell.text else 0
-        return Location(self.path, row.line, cell.column + lead + quote + offset)
-
-    def error(self, row: Row, cell: Cell, message: str, offset: int = 0) -> TimetableError:
-        loc = self.location(row, cell, offset)
-        start = self._line_starts[row.line - 1]
-        end = start + sum(len(c.raw) for c in row.cells) + max(len(row.cells) - 1, 0)
-        return TimetableError(message, loc, caret_line(self.text, start, end, loc.column))
-
-    def parse(self, row: Row, cell: Cell, kind: str) -> Tree | None:
-        text = cell.text
-        try:
-            return _parser().parse(text, start=kind)
-        except UnexpectedInput as exc:
-            col = getattr(exc, "column", 1) or 1
-            what = {
-                "timing_cell": "a timing (hh:mm, hh:mm:ss or arrival-departure) and $commands",
-                "station_cell": "a station name and $commands",
-                "start_cell": "a start time and $commands",
-                "consist_cell": "consist names joined by '+', each optionally with $reverse",
-                "path_cell": "a path name and /qualifiers",
-                "command_cell": "$commands",
-            }[kind]
-            self.diags.problem(self.error(row, cell, f"cannot read {text!r}: expected {what}", col - 1))
-            return None
-
-    def commands(
-        self, row: Row, cell: Cell, tree: Tree | None, allowed: frozenset[str], where: str
-    ) -> list[Command]:
-        out: list[Command] = []
-        if tree is None:
-            return out
-        loc = self.location(row, cell)
-        for t in tree.find_data("command"):
-            c = _command(t, loc)
-            if c.name not in allowed:
-                self.diags.add(
-                    Finding(
-                        f"unknown {where} command ${c.name} (Open Rails ignores it)",
-                        loc,
-                        "TT_UNKNOWN_COMMAND",
-                        "warning",
-                    )
-                )
-            out.append(c)
-        return out
 
 
 # -- the file -------------------------------------------------------------------------------
@@ -790,70 +550,6 @@ def make_timetable(
     return parse_timetable(_encode("".join(lines), encoding), path)
 
 
-# -- timetable lists ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class TimetableList:
-    """A ``.timetablelist-or``: an optional ``#name`` first line and timetable file names."""
-
-    path: str
-    encoding: str
-    name: str
-    files: tuple[str, ...]
-    lines: tuple[tuple[str, str], ...]  # (text, line ending) as read
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TimetableList):
-            return NotImplemented
-        return (self.encoding, self.name, self.files, self.lines) == (
-            other.encoding,
-            other.name,
-            other.files,
-            other.lines,
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-def read_timetable_list(path: str | Path) -> TimetableList:
-    p = Path(path)
-    try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_TIMETABLE_BYTES + 1)
-    except OSError as exc:
-        raise TimetableError(f"cannot read the list: {exc.strerror or exc}", Location(str(p), 0, 0)) from None
-    text, enc = _decode(data, str(p))
-    lines: list[tuple[str, str]] = []
-    i, n = 0, len(text)
-    while i < n:
-        j = i
-        while j < n and text[j] not in "\r\n":
-            j += 1
-        eol = "\r\n" if text.startswith("\r\n", j) else text[j : j + 1]
-        lines.append((text[i:j], eol))
-        i = j + len(eol)
-        if len(lines) > MAX_ROWS:
-            raise TimetableError(f"more than {MAX_ROWS} lines", Location(str(p), MAX_ROWS + 1, 1))
-    name = ""
-    files: list[str] = []
-    for k, (line, _eol) in enumerate(lines):
-        s = line.strip()
-        if k == 0 and s.startswith("#"):
-            name = s[1:].strip()
-        elif s:
-            if "/" in s or "\\" in s or s in (".", ".."):
-                raise TimetableError(
-                    f"{s!r}: a list names timetable files of its own folder", Location(str(p), k + 1, 1)
-                )
-            files.append(s)
-    return TimetableList(str(p), enc, name, tuple(files), tuple(lines))
-
-
-def timetable_list_bytes(tl: TimetableList) -> bytes:
-    return _encode("".join(t + e for t, e in tl.lines), tl.encoding)
-
-
 __all__ = [
     "Cell",
     "Command",
@@ -864,14 +560,11 @@ __all__ = [
     "Stop",
     "Timetable",
     "TimetableError",
-    "TimetableList",
     "Train",
     "make_timetable",
     "parse_timetable",
     "read_timetable",
-    "read_timetable_list",
     "timetable_bytes",
-    "timetable_list_bytes",
     "with_cells",
     "write_timetable",
 ]

@@ -29,11 +29,10 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, cast
 
 from ..formats.activity import ActivityFile, ActivityHeader, ServiceFile, StopItem
 from ..formats.route import Route, load_route
-from ..signals.events import ReplayEvent
 from .activity import (
     ActivityPlan,
     ActivityPolicy,
@@ -41,108 +40,21 @@ from .activity import (
     ActivityResult,
     PlannedTrain,
     Platform,
-    ServiceDriver,
     Stop,
     clock,
     place_stops,
     route_platforms,
 )
-from .driver import Controls, DriveState
 from .events import SetupWarning
 from .replay import Replay, ReplayError
 from .scenario import Scenario, TrainSpec
+from .timetable_driver import Formed, Held, PoolEvent, TimetableDriver, first_rejoin
 from .timetable_plan import TimetableReplayError, TTLink, TTPlan, TTRun, TTStop, consist_files, plan_timetable
 
 #: Seconds between the timetable's own checks (links, pools, holds).
 CHECK_EVERY_S = 1.0
 #: $hold: the exit signal clears this long before the train leaves (manual: 2 minutes).
 HOLD_RELEASE_S = 120.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Formed(ReplayEvent):
-    """``train`` ended and ``new_train`` is formed (or triggered) out of it."""
-
-    kind: ClassVar[str] = "formed"
-    clock: str
-    train: str
-    new_train: str
-    how: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PoolEvent(ReplayEvent):
-    """A train stored into (``action`` "in") or taken out of ("out") a pool, or a
-    pool that was empty when a train should come out of it ("underflow")."""
-
-    kind: ClassVar[str] = "pool"
-    clock: str
-    train: str
-    pool: str
-    action: str
-    unit: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Held(ReplayEvent):
-    """A train held for another (``$wait``, ``$follow``, ``$connect``) at ``station``
-    (None: at its start), from ``clock`` for ``seconds``."""
-
-    kind: ClassVar[str] = "held"
-    clock: str
-    train: str
-    reason: str
-    other: str
-    station: str | None
-    seconds: float
-
-
-class TimetableDriver(ServiceDriver):
-    """A :class:`ServiceDriver` that can also be held standing while "running": before
-    its booked start after ``$create``, and while a ``$wait``/``$follow`` holds it at
-    its start."""
-
-    def __init__(self, base: ServiceDriver) -> None:
-        super().__init__(
-            base.name,
-            base.auto,
-            base.t0,
-            base.start,
-            base.stops,
-            base.path_end,
-            base.passenger_cars,
-            base.ai,
-            base.vmax,
-            base.final_efficiency,
-            base.signalled,
-        )
-        self.hold_until = -math.inf
-        self.held = False
-
-    def __call__(self, st: DriveState) -> Controls:
-        now = self.t0 + st.time
-        if self.state == "running" and (self.held or now + 1e-9 < self.hold_until):
-            return Controls(0.0, 1.0, 0.0)
-        return super().__call__(st)
-
-
-def _first_rejoin(line_a, s_from: float, nodes_b: set[int]) -> int | None:  # noqa: ANN001
-    """The first node of ``line_a`` beyond ``s_from`` that ``nodes_b`` holds, after a
-    part that it does not hold (Open Rails' wait position: the first common section
-    beyond where the paths differ)."""
-    i = 0
-    n = len(line_a.seg_node)
-    while i < n and float(line_a.seg_s1[i]) <= s_from:
-        i += 1
-    seen_apart = False
-    while i < n:
-        node = int(line_a.seg_node[i])
-        if node not in nodes_b:
-            seen_apart = True
-        elif seen_apart:
-            return node
-        i += 1
-    return None
 
 
 class TimetablePolicy(ActivityPolicy):
@@ -490,7 +402,7 @@ class TimetablePolicy(ActivityPolicy):
         key = (name, self.drivers[k].next_stop, link.train)
         if key not in self._wait_nodes:
             other = self.trains[ko]
-            self._wait_nodes[key] = _first_rejoin(t.line, front, {int(n) for n in other.line.seg_node})
+            self._wait_nodes[key] = first_rejoin(t.line, front, {int(n) for n in other.line.seg_node})
         node = self._wait_nodes[key]
         if node is None:
             return False

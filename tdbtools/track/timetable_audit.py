@@ -16,7 +16,8 @@ from pathlib import Path
 from ..errors import SourceError
 from ..formats.route import Route
 from ..formats.tdb import PlatformItem
-from ..formats.timetable import Timetable, read_timetable, read_timetable_list
+from ..formats.timetable import Timetable, read_timetable
+from ..formats.timetable_list import read_timetable_list
 from ..stf import resolve_case_insensitive
 from .pathbuild import platforms
 from .paths import resolve_path
