@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..formats.sigcfg import ASPECTS, CLEAR_2, STOP, SUBTYPES
 from .circuits import BLOCK_CLEAR, MAX_WALK
+from .events import ScriptFailed
 from .objects import Head
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class HeadRuntime:
         "approach_position",
         "approach_speed",
         "type",
+        "failed",
         "_dds",
         "_feat",
     )
@@ -45,6 +47,8 @@ class HeadRuntime:
         self.state = STOP
         self.draw_state = 0
         self.enabled = 0
+        #: Its script failed once (ScriptFailed): it follows the basic rule from then on.
+        self.failed = False
         t = head.type
         self.approach_position = int(t.approach_position) if t and t.approach_position is not None else -1
         self.approach_speed = int(t.approach_speed) if t and t.approach_speed is not None else -1
@@ -367,9 +371,12 @@ class SignalAspects:
             h.enabled = 1 if force_enabled else int(enabled_train[h.sig] >= 0)
             sc = h.head.script
             before = (h.state, h.draw_state)
-            if sc is not None:
-                h.state, h.draw_state = sc.function(h)
-            else:
+            if sc is not None and not h.failed:
+                try:
+                    h.state, h.draw_state = sc.function(h)
+                except Exception as exc:  # noqa: BLE001 - any failure of one route's script
+                    self._fail(h, exc)
+            if sc is None or h.failed:
                 h.state = (
                     h.type.least_restrictive() if block[h.sig] == BLOCK_CLEAR else h.type.most_restrictive()
                 )
@@ -378,7 +385,27 @@ class SignalAspects:
                 changed = True
         self.at_rest = None if changed or self.lvar_changed else key
 
+    def _fail(self, h: HeadRuntime, exc: Exception) -> None:
+        """Disable a head's script that raised (a division by zero, ...): recorded as a
+        :class:`ScriptFailed` event at the script's location; the replay goes on with the
+        head on the basic rule (as a head without a script)."""
+        h.failed = True
+        sc = h.head.script
+        assert sc is not None
+        self.ilk.events.append(
+            ScriptFailed(
+                time=self.ilk.time,
+                signal=h.sig,
+                head=h.hid,
+                script=sc.name,
+                path=sc.path,
+                line=sc.line,
+                message=f"{type(exc).__name__}: {exc}",
+            )
+        )
+
     def aspect(self, sig: int) -> int:
-        """The aspect a train reads: the least restrictive of the NORMAL heads."""
+        """The aspect a train reads: the least restrictive of the NORMAL heads; a state
+        outside the aspect table (a script may set any int, as in Open Rails) reads STOP."""
         a = self.sig_lr(sig, 0)
-        return STOP if a < 0 else a
+        return STOP if a < 0 or a >= len(ASPECTS) else a
