@@ -8,13 +8,18 @@ interlocking and reads the interlocking's block states, claims and routes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import bisect
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..formats.sigcfg import ASPECTS, CLEAR_2, STOP, SUBTYPES
 from .circuits import BLOCK_CLEAR, MAX_WALK
 from .events import ScriptFailed
 from .objects import Head
+
+#: How far (sections, along the switches as set) a look-up for the next signal of a function
+#: goes; Open Rails goes on to the end of the set track.
+SEARCH_SECTIONS = 256
 
 if TYPE_CHECKING:
     from .runtime import Interlocking
@@ -220,6 +225,8 @@ class SignalAspects:
         self.passes = 0
         self._sig_in: dict[tuple[int, int], list[int]] = {}
         self._all_sig: dict[int, list[tuple[float, int]]] = {}
+        # (signal, function) -> ((switch epoch, enabled train), next signal found)
+        self._next: dict[tuple[int, int], tuple[tuple[int, int], int]] = {}
 
     # -- signal look-ups for the scripts (§2.6, §2.7) -------------------------------------------
     def sig_lr(self, sig: int, fn: int) -> int:
@@ -237,34 +244,79 @@ class SignalAspects:
         return -1 if worst == 99 else worst
 
     def next_signal(self, sig: int, fn: int) -> int:
-        """The next signal with a head of function ``fn`` (§2.7, simplified): along the
-        enabled train's route, else along the switches as set."""
+        """The next signal with a head of function ``fn`` ahead of ``sig`` (§2.7), as Open
+        Rails' ``SONextSignal``: for a NORMAL signal asking for NORMAL, the end signal of its
+        route; else along the sections as set (the switches as they lie, those of a cleared
+        route set for its train), past NORMAL signals, up to SEARCH_SECTIONS sections or the
+        end of the track; not found that way, along the enabled train's path up to the next
+        NORMAL signal (the signal's route)."""
         ilk = self.ilk
-        t_idx = ilk.enabled_train[sig]
-        if fn == 0:
+        if fn == 0 and ilk.objects[sig].is_normal:
             return ilk.next_normal[sig]
-        o = ilk.objects[sig]
-        if t_idx >= 0:
-            t = ilk.trains[t_idx]
-            lst = self.all_signals(t)
+        t_idx = ilk.enabled_train[sig]
+        key = (sig, fn)
+        stamp = (ilk.circuits.switch_epoch, t_idx)
+        hit = self._next.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        found = -1
+        for x in self._ahead(sig):
+            if any(h.head.function_index == fn for h in self.heads_of[x]):
+                found = x
+                break
+        if found < 0 and t_idx >= 0:
+            # not found along the set sections: the signal's own route for its train (up to
+            # the next NORMAL signal), as Open Rails falls back on the signal's route
+            lst = self.all_signals(ilk.trains[t_idx])
             pos = next((i for i, (_s, x) in enumerate(lst) if x == sig), -1)
-            if pos >= 0:
-                for _s, x in lst[pos + 1 :]:
-                    if any(h.head.function_index == fn for h in self.heads_of[x]):
-                        return x
-                    if o.is_normal and ilk.objects[x].is_normal:
-                        return -1
-                return -1
-        sec = ilk.sig_section[sig]
-        if sec < 0:
-            return -1
-        for s_id, sd in ilk.circuits.walk_from(sec, o.tc_direction):
-            for x in self.signals_in(s_id, sd):
+            for _s, x in lst[pos + 1 :] if pos >= 0 else ():
                 if any(h.head.function_index == fn for h in self.heads_of[x]):
-                    return x
-                if o.is_normal and ilk.objects[x].is_normal:
-                    return -1
-        return -1
+                    found = x
+                    break
+                if ilk.objects[x].is_normal:
+                    break
+        self._next[key] = (stamp, found)
+        return found
+
+    def _ahead(self, sig: int) -> Iterator[int]:
+        """The signals facing the same way beyond ``sig``, in order, along the sections as
+        set (each once; ``sig`` itself not), up to SEARCH_SECTIONS sections."""
+        ilk = self.ilk
+        o = ilk.objects[sig]
+        d = o.tc_direction
+        sec = ilk.sig_section[sig] if o.is_normal else self._section_at(o.node, o.offset)
+        if sec < 0:
+            return
+        seen = {sig}
+        if not o.is_normal:  # the rest of its own section first
+            for x in self.signals_in(sec, d):
+                off = ilk.objects[x].offset
+                if x not in seen and (off > o.offset + 1e-6 if d == 1 else off < o.offset - 1e-6):
+                    seen.add(x)
+                    yield x
+        walked = 0
+        cur = sec
+        while walked < SEARCH_SECTIONS:
+            walk = ilk.circuits.walk_from(cur, d)
+            if not walk:
+                return
+            for s_id, sd in walk:
+                walked += 1
+                for x in self.signals_in(s_id, sd):
+                    if x not in seen:
+                        seen.add(x)
+                        yield x
+            cur, d = walk[-1]
+
+    def _section_at(self, node: int, offset: float) -> int:
+        """The section of a vector node holding ``offset`` (-1: not a track node)."""
+        ilk = self.ilk
+        ids = ilk.node_secs.get(node)
+        if not ids:
+            return -1
+        bounds = ilk.circuits.node_cuts[node]
+        i = min(max(bisect.bisect_right(bounds, offset) - 1, 0), len(ids) - 1)
+        return ids[i]
 
     def signals_in(self, sec: int, d: int) -> list[int]:
         """The signals facing direction ``d`` in section ``sec``, in the order met."""
@@ -296,7 +348,11 @@ class SignalAspects:
                         else e.s0 + (sections[e.section].end - o.offset)
                     )
                     out.append((s, x))
-            hit = self._all_sig[t.index] = sorted(set(out))
+            # each signal once: one standing where a section is cut is in both sections
+            first: dict[int, float] = {}
+            for d_s, x in sorted(out):
+                first.setdefault(x, d_s)
+            hit = self._all_sig[t.index] = sorted((d_s, x) for x, d_s in first.items())
         return hit
 
     def dist_multi(self, sig: int, fn1: int, fn2: int, *, use_route_set: bool) -> int:
