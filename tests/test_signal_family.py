@@ -119,7 +119,7 @@ def test_every_signal_behind_a_standing_train_shows_its_occupied_block_aspect(sa
     stop, creep, limits = ilk.targets(1)
     assert creep == pytest.approx(500.0)
     assert limits[0] == (200.0, 500.0, pytest.approx(40 / 3.6))
-    assert limits[1] == (500.0, 900.0, pytest.approx(9 / 3.6))
+    assert limits[1] == (500.0, 900.0, pytest.approx(15 / 3.6))
 
 
 def test_the_section_state_order_is_open_rails(sample_route):
@@ -139,3 +139,24 @@ def test_the_section_state_order_is_open_rails(sample_route):
     assert ilk._section_state(sec, 0, 1) == rt.RESERVED_OTHER
     ilk.reserve_section(sec.index, -1)
     assert ilk._section_state(sec, 0, 1) == rt.RESERVABLE
+
+
+def test_the_driver_behind_creeps_at_open_rails_speed_and_keeps_the_aspect_limits(sample_route):
+    """What the interlocking sets for the train behind reaches its driver as constraints:
+    2.5 m/s from the STOP_AND_PROCEED signal on (Open Rails' creep speed), 40 km/h from the
+    APPROACH_1 signal (the ASK type's SpeedKPH), 15 km/h past H3 (HOME's STOP_AND_PROCEED)."""
+    from tdbtools.physics.driver import AutoDriver, DriveState
+    from tdbtools.physics.signalling import SignalDriver
+
+    ilk = family_line(sample_route)
+    ilk.add_train("standing", FakeLine(4, 1, 1153.6, 0.0), 60.0, front=650.0, end_s=1150.0)
+    ilk.add_train("behind", FakeLine(4, 1, 1153.6, 0.0), 40.0, front=50.0, end_s=1150.0)
+    run(ilk, [650.0, 50.0], [0.0, 10.0])
+    auto = AutoDriver([0.0], [40.0], 1150.0, max_speed=None, deceleration=0.5)
+    d = SignalDriver(auto, depart=0.0)
+    d.stop_s, d.creep_at, d.limits = ilk.targets(1)
+    st = DriveState(time=10.0, travelled=0.0, speed=10.0, front=50.0, rear=10.0)
+    got = auto.constraints(st)
+    assert (pytest.approx(2.5), pytest.approx(450.0)) in got
+    assert (pytest.approx(40 / 3.6), pytest.approx(150.0)) in got
+    assert (pytest.approx(15 / 3.6), pytest.approx(450.0)) in got
