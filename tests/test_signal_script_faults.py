@@ -64,9 +64,7 @@ def test_a_state_outside_the_aspect_table_is_kept_and_read_as_stop(tmp_path, sam
     assert [e.aspect for e in ilk.events if e.kind == "aspect"] == ["STOP"]
 
 
-def test_a_script_that_fails_is_disabled_with_a_located_event_and_the_replay_goes_on(
-    tmp_path, sample_route
-):
+def test_a_script_that_fails_is_disabled_with_a_located_event_and_the_replay_goes_on(tmp_path, sample_route):
     ilk = _line(tmp_path, sample_route, DIV_0)
     ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=100.0)
     for k in range(4):
