@@ -81,3 +81,31 @@ def test_a_script_that_fails_is_disabled_with_a_located_event_and_the_replay_goe
     assert h0.failed and h0.state == 7
     stop, _creep, _limits = ilk.targets(0)
     assert stop is None or stop > 200.0
+
+
+APPROACH = """SCRIPT B3
+    extern float block_state (); extern float approach_control_position ();
+    extern float state; extern float draw_state; extern float enabled;
+    if (!enabled || block_state () !=# BLOCK_CLEAR) { state = SIGASP_STOP; }
+    else if (!approach_control_position (150)) { state = SIGASP_STOP; }
+    else { state = SIGASP_CLEAR_2; }
+    draw_state = 2;
+"""
+
+
+def test_approach_control_holds_a_signal_until_its_train_is_close(tmp_path, sample_route):
+    """Open Rails' ApproachControlPosition: the signal clears once the train it is cleared
+    for is closer than the distance, only for the train's next signal (not forced), and
+    stays clear for that train (docs/signals.md §4.5)."""
+    ilk = _line(tmp_path, sample_route, APPROACH)
+    ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=20.0)
+    steps = [20.0, 20.0, 60.0, 60.0, 100.0, 100.0, 260.0, 260.0]
+    seen = []
+    for k, front in enumerate(steps):
+        ilk.update(float(k), [front], [5.0])
+        seen.append((ilk.heads[0].state, ilk.heads[1].state))
+    # 180 m from S0: held; 140 m: clear; S1 (cleared ahead, not the next signal): held until
+    # the train has passed S0 and is 140 m from S1
+    assert seen[:2] == [(0, 0), (0, 0)]
+    assert seen[3] == (7, 0) and seen[5] == (7, 0)
+    assert seen[-1][1] == 7

@@ -169,12 +169,13 @@ class HeadRuntime:
         return self.asp.lvars[sid].get(i, 0) if 0 <= sid < len(self.ilk.objects) else 0
 
     def approach_control_position(self, d: int) -> int:
-        return 1
+        return self.asp.approach(self.sig, d, None, forced=False)
 
-    approach_control_position_forced = approach_control_position
+    def approach_control_position_forced(self, d: int) -> int:
+        return self.asp.approach(self.sig, d, None, forced=True)
 
     def approach_control_speed(self, d: int, v: int) -> int:
-        return 1
+        return self.asp.approach(self.sig, d, v, forced=False)
 
     approach_control_next_stop = approach_control_speed
 
@@ -223,6 +224,11 @@ class SignalAspects:
         self.lvar_changed = False
         #: Passes of the scripts that ran (not skipped): aspects change only then.
         self.passes = 0
+        #: A script of the last pass read something that moves with the trains (approach
+        #: control): the next pass is not skipped.
+        self.volatile = False
+        #: Signal -> the train its approach control cleared for (until the signal is reset).
+        self.approach_cleared: dict[int, int] = {}
         self._sig_in: dict[tuple[int, int], list[int]] = {}
         self._all_sig: dict[int, list[tuple[float, int]]] = {}
         # (signal, function) -> ((switch epoch, enabled train), next signal found)
@@ -419,6 +425,7 @@ class SignalAspects:
             return
         self.passes += 1
         self.lvar_changed = False
+        self.volatile = False
         changed = False
         enabled_train, block = ilk.enabled_train, ilk.block
         for h in self.order:
@@ -439,7 +446,7 @@ class SignalAspects:
                 h.draw_state = h.type.def_draw_state(h.state)
             if not changed and (h.state, h.draw_state) != before:
                 changed = True
-        self.at_rest = None if changed or self.lvar_changed else key
+        self.at_rest = None if changed or self.lvar_changed or self.volatile else key
 
     def _fail(self, h: HeadRuntime, exc: Exception) -> None:
         """Disable a head's script that raised (a division by zero, ...): recorded as a
@@ -459,6 +466,30 @@ class SignalAspects:
                 message=f"{type(exc).__name__}: {exc}",
             )
         )
+
+    def approach(self, sig: int, distance: int, speed: int | None, *, forced: bool) -> int:
+        """Approach control (Open Rails ``ApproachControlPosition`` / ``ApproachControlSpeed``,
+        docs/signals.md §4.5): 1 once the train the signal is cleared for is closer than
+        ``distance`` m (and, with ``speed``, slower than ``speed`` m/s); it stays 1 for that
+        train until the signal is reset. Not ``forced``: only for the train's next signal."""
+        self.volatile = True  # (the answer moves with the trains: no pass is skipped)
+        ilk = self.ilk
+        t_idx = ilk.enabled_train[sig]
+        if t_idx < 0:
+            return 0
+        if self.approach_cleared.get(sig) == t_idx:
+            return 1
+        t = ilk.trains[t_idx]
+        if not forced:
+            if t.next_signal >= len(t.signals) or t.signals[t.next_signal][1] != sig:
+                return 0
+        at = next((s for s, x in self.all_signals(t) if x == sig), None)
+        if at is None or at - t.front >= distance:
+            return 0
+        if speed is not None and abs(t.speed) >= speed:
+            return 0
+        self.approach_cleared[sig] = t_idx
+        return 1
 
     def aspect(self, sig: int) -> int:
         """The aspect a train reads: the least restrictive of the NORMAL heads; a state
