@@ -40,12 +40,12 @@ def test_a_wait_that_leads_to_no_moving_train_still_times_out():
         d.blocked_by = set()
     names = [t.spec.name for t in rp.trains]
     rp.drivers[0].blocked_by = {names[1]}
-    assert rp._live_waits(v) == set()  # the blocker stands: the wait is not live
+    assert rp.policy._live_waits(v) == set()  # the blocker stands: the wait is not live
     rp.drivers[1].state = "dwell"
-    assert rp._live_waits(v) == {names[0]}  # it dwells at a station: it will leave
+    assert rp.policy._live_waits(v) == {names[0]}  # it dwells at a station: it will leave
     rp.drivers[1].state = "running"
     rp.drivers[1].blocked_by = {names[0]}  # a cycle of two standing trains
-    assert rp._live_waits(v) == set()
+    assert rp.policy._live_waits(v) == set()
     v[rp.train_start[2]] = 3.0
     rp.drivers[1].blocked_by = {names[0], names[2]}  # ... one of which waits for a moving one
-    assert rp._live_waits(v) == {names[0], names[1]}
+    assert rp.policy._live_waits(v) == {names[0], names[1]}

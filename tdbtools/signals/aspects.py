@@ -22,8 +22,11 @@ from .objects import Head
 SEARCH_SECTIONS = 256
 
 if TYPE_CHECKING:
-    from .runtime import Interlocking
     from .trains import TrainState
+
+#: The interlocking this part belongs to (:class:`~tdbtools.signals.runtime.Interlocking`;
+#: not imported: runtime imports this module).
+Interlocking = Any
 
 
 class HeadRuntime:
