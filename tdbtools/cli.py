@@ -981,10 +981,25 @@ def replay(
     for line in _event_lines(result.events):
         click.echo(line)
     click.echo(f"wrote {len(files)} files to {out_dir}")
-    if any(t["derailed"] for t in s["trains"].values()) or any(
-        e.kind in ("collision", "side_collision") for e in result.events
+    if (
+        any(t["derailed"] for t in s["trains"].values())
+        or any(e.kind in ("collision", "side_collision") for e in result.events)
+        or _script_errors(result.events)
     ):
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _script_errors(events) -> bool:  # noqa: ANN001
+    """Print the signal scripts that failed during a replay (on stderr); True if any did:
+    the replay ran on, those heads on the basic rule, but its outcome is not the scripts'."""
+    bad = [e for e in events if e.kind == "script_error"]
+    for e in bad:
+        click.echo(
+            f"{e.path}:{e.line}: signal script {e.script} (signal {e.signal}) failed at {e.time:.0f} s: "
+            f"{e.message}; the head follows the basic rule from then on",
+            err=True,
+        )
+    return bool(bad)
 
 
 def _cars_text(cars) -> str:  # noqa: ANN001
@@ -1116,7 +1131,8 @@ def _replay_activity(
                 f"  event {getattr(e, 'clock', None) or ''} {e.kind}: {who}{getattr(e, 'message', None) or ''}"
             )
     click.echo(f"wrote {len(files)} files to {out_dir}")
-    return EXIT_FINDINGS if result.failed else 0
+    script_failed = _script_errors(result.replay.events)
+    return EXIT_FINDINGS if result.failed or script_failed else 0
 
 
 def _replay_timetable(
