@@ -124,7 +124,7 @@ _LE = 2  # coupler taut:      y_front <= y_rear (they can only come closer)
 _EQ = 3  # both (rigid coupler, slack 0)
 
 
-class EngineError(TdbToolsError):
+class EngineError(TdbToolsError, ValueError):
     """Bad input to the physics engine (shapes, negative masses, overlapping cars...)."""
 
 

@@ -31,7 +31,7 @@ MAX_LEG_M = 500_000.0
 MAX_VIA = 64
 
 
-class PathBuildError(TdbToolsError):
+class PathBuildError(TdbToolsError, ValueError):
     """No path can be built between the places asked for."""
 
 
@@ -56,6 +56,25 @@ class BuiltPath:
     junction_at: tuple[int, ...]  # for each junction, the index of the leg passing it
     reversals: tuple[int, ...]  # indices into ``places`` where the train turns
     length: float
+
+    def _facts(self) -> list[tuple[str, object]]:
+        return [
+            ("name", self.name),
+            ("places", list(self.labels)),
+            ("length_m", round(self.length, 3)),
+            ("junctions", len(self.junctions)),
+            ("reversals", list(self.reversals)),
+        ]
+
+    def __repr__(self) -> str:
+        from .._display import short_repr
+
+        return short_repr("BuiltPath", self._facts())
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Path {self.name}", self._facts())
 
     def node_sequence(self) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []

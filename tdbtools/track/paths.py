@@ -35,7 +35,7 @@ SEARCH_FACTOR = 8.0
 SEARCH_EXTRA_M = 20_000.0
 
 
-class PathError(TdbToolsError):
+class PathError(TdbToolsError, ValueError):
     """A path that cannot be resolved on its route."""
 
 
@@ -92,6 +92,28 @@ class ResolvedPath:
     @property
     def ok(self) -> bool:
         return not self.problems and len(self.legs) == max(len(self.points) - 1, 0)
+
+    def _facts(self) -> list[tuple[str, object]]:
+        return [
+            ("path", self.path),
+            ("name", self.name),
+            ("ok", self.ok),
+            ("length_m", round(self.length, 3)),
+            ("legs", len(self.legs)),
+            ("reversals", len(self.reversals)),
+            ("switches", len(self.switches)),
+            ("problems", list(self.problems)[:3]),
+        ]
+
+    def __repr__(self) -> str:
+        from .._display import short_repr
+
+        return short_repr("ResolvedPath", self._facts())
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Path {self.name}", self._facts())
 
     @property
     def length(self) -> float:

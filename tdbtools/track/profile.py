@@ -53,6 +53,26 @@ class Profile:
     def __len__(self) -> int:
         return len(self.columns["distance_m"])
 
+    def _facts(self) -> list[tuple[str, object]]:
+        return [
+            ("route", self.route),
+            ("source", self.source),
+            ("length_m", round(self.length, 1)),
+            ("samples", len(self)),
+            ("events", len(self.events)),
+        ]
+
+    def __repr__(self) -> str:
+        # The columns (one row per step) are in .columns and .to_csv().
+        from .._display import short_repr
+
+        return short_repr("Profile", self._facts())
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Profile {self.source}", self._facts())
+
     @property
     def length(self) -> float:
         d = self.columns["distance_m"]
