@@ -84,6 +84,20 @@ class BuiltPath:
         return out
 
 
+def check_pat_target(out: str | Path, overwrite: bool = False) -> Path:
+    """The checks :func:`write_path` makes before writing, to be made before any work:
+    a ``.pat`` name, an existing folder, no file in the way unless ``overwrite``."""
+    from .._fs import check_target
+
+    target = Path(out)
+    if target.suffix.lower() != ".pat":
+        raise PathBuildError(f"the output must be a .pat file, got {str(target)!r}")
+    if not target.parent.is_dir():
+        raise PathBuildError(f"folder {str(target.parent)!r} does not exist")
+    check_target(target, overwrite)
+    return target
+
+
 # -- places -------------------------------------------------------------------------------
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -336,15 +350,12 @@ def path_document(route: Route, built: BuiltPath, path_id: str) -> Block:
     return Block("", [Block("Serial", ["1"]), Block("TrackPDPs", pdps), track_path])
 
 
-def write_path(route: Route, built: BuiltPath, out: str | Path) -> Path:
-    """Write ``built`` as a ``.pat`` file (UTF-16LE with BOM, as MSTS writes them)."""
+def write_path(route: Route, built: BuiltPath, out: str | Path, *, overwrite: bool = False) -> Path:
+    """Write ``built`` as a ``.pat`` file (UTF-16LE with BOM, as MSTS writes them),
+    atomically; an existing file only with ``overwrite`` (the rule of every writer)."""
     from ..stf.writer import format_stf, write_text_atomic
 
-    target = Path(out)
-    if target.suffix.lower() != ".pat":
-        raise PathBuildError(f"the output must be a .pat file, got {str(target)!r}")
-    if not target.parent.is_dir():
-        raise PathBuildError(f"folder {str(target.parent)!r} does not exist")
+    target = check_pat_target(out, overwrite)
     doc = path_document(route, built, target.stem)
     write_text_atomic(target, format_stf(doc, signature=PAT_SIGNATURE))
     return target
@@ -355,6 +366,7 @@ __all__ = [
     "PathBuildError",
     "Spot",
     "build_path",
+    "check_pat_target",
     "locate",
     "path_document",
     "platforms",

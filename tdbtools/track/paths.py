@@ -334,10 +334,29 @@ def _unwind(net: _Net, prev, start: Place, direction: int, last, total, final, f
     return float(total), trav, switches
 
 
+def find_path_file(route: Route, name: str | Path) -> Path:
+    """A ``.pat`` given as a file, or by name in the route's PATHS folder (``"10.pat"``,
+    ``"10"``; any case), as every command that takes ``--path`` finds it."""
+    from .._fs import is_file
+    from ..stf import resolve_case_insensitive
+
+    p = Path(name)
+    paths = Path(route.folder) / "PATHS"
+    cands = [p] if p.is_absolute() else [p, paths / p]
+    if not p.suffix:
+        cands.append(paths / (p.name + ".pat"))
+    for c in cands:
+        r = resolve_case_insensitive(c)
+        if is_file(r):
+            return r
+    raise PathError(f"{str(name)!r} is neither a file nor a path in {str(paths)!r}")
+
+
 def resolve_path(route: Route, path: PathFile | str | Path) -> ResolvedPath:
-    """Resolve a path (a :class:`PathFile` or a .pat file) on ``route``."""
+    """Resolve a path (a :class:`PathFile`, a .pat file, or the name of one in the
+    route's PATHS folder) on ``route``."""
     if not isinstance(path, PathFile):
-        path = read_pat(path, diagnostics=Diagnostics(strict=False))
+        path = read_pat(find_path_file(route, path), diagnostics=Diagnostics(strict=False))
     chain = path.main_chain()
     problems: list[str] = []
     if not chain.ok:

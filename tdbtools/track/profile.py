@@ -193,8 +193,9 @@ def profile_path(
     step: float = 10.0,  # noqa: ANN001
     category: str = "passenger",
 ) -> Profile:
-    """The profile along a ``.pat`` path (a file, a PathFile or a ResolvedPath), with
-    the limits a train of ``category`` meets in its direction of travel."""
+    """The profile along a ``.pat`` path (a file, a name in the route's PATHS folder
+    such as ``"10.pat"``, a PathFile or a ResolvedPath), with the limits a train of
+    ``category`` meets in its direction of travel."""
     res = path if isinstance(path, ResolvedPath) else resolve_path(route, path)
     if not res.ok:
         raise TdbToolsError(f"path {res.path} does not resolve: {'; '.join(res.problems)}")
