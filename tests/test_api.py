@@ -15,27 +15,32 @@ from tdbtools.stf import dumps_deep
 from tdbtools.track import audit_route, locate_point
 
 
-def _json(*args: str) -> object:
+def _json(*args: str, schema: str) -> object:
+    """What the command prints with --json, less its ``schema`` key (checked)."""
     r = CliRunner().invoke(main, list(args))
     assert r.exit_code == 0, r.output
-    return json.loads(r.output)
+    data = json.loads(r.stdout)
+    assert data.pop("schema") == f"tdbtools.{schema}/1"
+    return data
 
 
 def test_audit_route_is_what_audit_json_prints():
     report = audit_route(load_route(SAMPLE_ROUTE), paths=True)
     assert report.path_resolution is not None and len(report.path_resolution) == 3
-    assert _json("audit", str(SAMPLE_ROUTE), "--json") == json.loads(json.dumps(report.to_json()))
+    assert _json("audit", str(SAMPLE_ROUTE), "--json", schema="audit") == json.loads(
+        json.dumps(report.to_json())
+    )
     bare = audit_route(load_route(SAMPLE_ROUTE))
     assert bare.paths is None and "path_resolution" not in bare.to_json()
-    assert _json("audit", str(SAMPLE_ROUTE), "--json", "--no-paths") == json.loads(json.dumps(bare.to_json()))
+    assert _json("audit", str(SAMPLE_ROUTE), "--json", "--no-paths", schema="audit") == json.loads(
+        json.dumps(bare.to_json())
+    )
 
 
 def test_locate_point_is_what_locate_json_prints():
     loc = locate_point(load_route(SAMPLE_ROUTE), -5631, 15116, -43.0, -364.7)
     assert loc.node == 2 and abs(loc.lateral) < 2.5 and loc.radius is None
-    printed = _json(
-        "locate", str(SAMPLE_ROUTE), "--tile", "-5631", "15116", "--pos", "-43", "-364.7", "--json"
-    )
+    printed = _json("locate", str(SAMPLE_ROUTE), "--at", "-5631,15116,-43,-364.7", "--json", schema="locate")
     assert printed == loc.to_json()
 
 

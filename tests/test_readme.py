@@ -89,6 +89,8 @@ def concrete(line: str, ctx: Ctx, tmp: Path) -> list[str]:
             pytest.skip(f"{ctx.route.name} has no activity")
         words = [str(acts[0]) if w == "ROUTE/ACTIVITIES/NAME.act" else w for w in words]
     subs = {
+        "TX,TZ,X,Z": ",".join((*ctx.tile, *ctx.pos)),
+        "FILE.csv": str(tmp / "profile.csv"),
         "ROUTE": str(ctx.route),
         "NAME.con": ctx.consist,
         "NAME.pat": ctx.path,
