@@ -1083,6 +1083,14 @@ def replay(
         raise click.UsageError("--route, --consist and --path go together")
     if scenario is not None and not scenario.is_file():
         raise click.BadParameter(f"{str(scenario)!r} is not a file", param_hint="SCENARIO")
+    from .physics.scenario import MAX_STEP, run_limits_problem
+
+    for name, problem in (
+        ("--step", None if step is None else run_limits_problem(step, step)),
+        ("--duration", None if duration is None else run_limits_problem(MAX_STEP, duration)),
+    ):
+        if problem is not None:
+            raise click.BadParameter(problem[1], param_hint=name)
     if plot:
         _need("matplotlib", "--plot")
     check_output_folder(out_dir, overwrite)
