@@ -886,6 +886,7 @@ def sweep(
         else read_sweep_spec(spec, max_combinations=max_combinations)
     )
     _load(Path(sweep_spec.route), strict=strict)  # the summary once, here, not once per worker
+    _kernel_notice()  # compiled once here: the workers load them from numba's cache
     try:
         result = run_sweep(
             sweep_spec,

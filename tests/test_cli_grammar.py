@@ -227,3 +227,34 @@ def test_compile_and_the_first_time_notice(monkeypatch, tmp_path):
     monkeypatch.setattr(compiled, "kernels_cached", lambda: True)
     r = run("replay", "--out", tmp_path / "o2", "--duration", "5")
     assert "numba" not in r.stderr
+
+
+def test_kernels_cached_reads_numbas_index_files(tmp_path, monkeypatch):
+    import os
+    import sys
+
+    from tdbtools.physics import compiled
+
+    if not compiled.compiled_available():
+        assert compiled.kernels_cached(tmp_path)  # nothing to compile
+        return
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    tag = f"py{sys.version_info[0]}{sys.version_info[1]}"
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    for mod in compiled._KERNEL_MODULES:
+        (tmp_path / f"{mod}.py").write_text("# kernel\n")
+    assert not compiled.kernels_cached(tmp_path)  # nothing compiled yet
+    for mod in compiled._KERNEL_MODULES:
+        (cache / f"{mod}.f-1.{tag}.nbi").write_bytes(b"")
+    assert compiled.kernels_cached(tmp_path)
+    # A module edited after its machine code was cached: numba compiles it again.
+    src = tmp_path / f"{compiled._KERNEL_MODULES[0]}.py"
+    later = src.stat().st_mtime + 100
+    os.utime(src, (later, later))
+    assert not compiled.kernels_cached(tmp_path)
+    # Another Python's cache does not count.
+    for f in cache.iterdir():
+        f.rename(cache / f.name.replace(tag, "py27"))
+    os.utime(src, (later - 200, later - 200))
+    assert not compiled.kernels_cached(tmp_path)

@@ -30,14 +30,15 @@ KERNEL_GROUPS = ("engine", "drivers", "lookups", "step")
 _KERNEL_MODULES = ("_engine_kernel", "_driver_kernel", "_lookup_kernel", "_step_kernel")
 
 
-def kernels_cached() -> bool:
+def kernels_cached(folder: Path | None = None) -> bool:
     """Whether numba's cache seems to hold every kernel module's machine code already
     (an index file, newer than the module, for this Python, beside the module or in
     ``NUMBA_CACHE_DIR``): if not, the first replay compiles them (about 30 s). A guess
-    from the files numba writes; used only to tell the user before the wait."""
+    from the files numba writes; used only to tell the user before the wait. ``folder``:
+    where the kernel modules are (default: this package)."""
     if not compiled_available():
         return True  # nothing to compile
-    here = Path(__file__).resolve().parent
+    here = folder if folder is not None else Path(__file__).resolve().parent
     tag = f"py{sys.version_info[0]}{sys.version_info[1]}"
     folders = [here / "__pycache__"]
     if os.environ.get("NUMBA_CACHE_DIR"):
