@@ -27,7 +27,7 @@ def short_repr(kind: str, facts: Iterable[tuple[str, object]]) -> str:
     """``Kind(key=value, key=value, …)`` with each value cut to :data:`MAX_VALUE` and the
     whole to :data:`MAX_REPR` characters."""
     parts = [f"{k}={_cut(repr(v), MAX_VALUE)}" for k, v in facts]
-    return f"{kind}({', '.join(parts)})"
+    return _cut(f"{kind}({', '.join(parts)})", MAX_REPR)
 
 
 def html_summary(title: str, rows: Iterable[tuple[str, object]]) -> str:
