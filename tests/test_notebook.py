@@ -109,3 +109,12 @@ def test_python_m_tdbtools_is_the_command_line():
         [sys.executable, "-m", "tdbtools", "--version"], capture_output=True, text=True, cwd=REPO, timeout=120
     )
     assert p.returncode == 0 and p.stdout.startswith("tdbtools, version"), p.stderr
+
+
+def test_a_display_is_bounded_whatever_it_is_given():
+    from tdbtools._display import MAX_REPR, html_summary, short_repr
+
+    facts = [(f"key{i}", "v" * 500) for i in range(100)]
+    assert len(short_repr("Big", facts)) <= MAX_REPR
+    assert len(html_summary("<b>" * 100, facts)) <= MAX_REPR
+    assert "<b><b>" not in html_summary("<b>" * 100, facts)
