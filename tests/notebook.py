@@ -90,7 +90,13 @@ signal_data = tdbtools.signals.signal_report(route)
 show("signals", tdbtools.signals.load_signals(route))
 
 # %% export and convert (tdbtools export, tdbtools convert)
-csv_text = tdbtools.export.export_route(route, "csv", step=25.0)
+model_json = tdbtools.export.export_route(route, "json")  # the whole model, lossless
+try:
+    import pyproj  # noqa: F401  (CSV and GeoJSON carry longitude/latitude: tdbtools[geo])
+except ImportError:
+    pass
+else:
+    csv_text = tdbtools.export.export_route(route, "csv", step=25.0)
 tdbtools.export.export_route(route, "vtk", OUT / "route.vtp")
 (OUT / "converted").mkdir()
 written = tdbtools.export.convert_route(route, OUT / "converted")
