@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine import compiled_available
+from .kernels import compiled_available
 
 __all__ = ["KERNEL_GROUPS", "compile_kernels", "compiled_available", "kernels_cached", "load_step_kernels"]
 
