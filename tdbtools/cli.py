@@ -1030,6 +1030,11 @@ def bundled_scenario() -> Path:
 )
 @click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and the files written as JSON.")
+@click.option(
+    "--physics",
+    type=click.Choice(["engineering", "openrails"]),
+    help="Physics profile (overrides the scenario; docs/physics.md §7).",
+)
 @_strict_option
 @_handle_errors
 def replay(
@@ -1048,6 +1053,7 @@ def replay(
     overwrite: bool,
     no_signals: bool,
     as_json: bool,
+    physics: str | None,
     strict: bool,
 ) -> None:
     """Replay consists over a route: physics, derailments and collisions.
@@ -1115,8 +1121,16 @@ def replay(
         duration=duration,
         beyond_path=beyond_path,
         max_speed=None if max_speed is None else max_speed / 3.6,
+        physics=physics,
     )
-    _kernel_notice()
+    if sc.physics == "openrails":
+        click.echo(
+            "note: Open Rails physics profile (docs/physics.md §7), simplified: no vacuum or engine brakes, "
+            "no wheel-slip model, numpy only",
+            err=True,
+        )
+    else:
+        _kernel_notice()
     rep = Replay(
         sc, route=_load(Path(sc.route), strict=strict), cars_trace=cars, signals=False if no_signals else None
     )
@@ -1374,6 +1388,34 @@ def compile_cmd(as_json: bool) -> None:
     click.echo(
         "compiled (or loaded from numba's cache): " + ", ".join(f"{k} {v:.1f} s" for k, v in took.items())
     )
+
+
+@main.command("compare")
+@click.argument("trace", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("other", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--axis",
+    type=click.Choice(["time", "distance"]),
+    default="time",
+    show_default=True,
+    help="Compare against.",
+)
+@click.option(
+    "--plot", "plot_out", type=click.Path(path_type=Path, dir_okay=False), help="Draw both speeds (PNG)."
+)
+@_handle_errors
+def compare(trace: Path, other: Path, axis: str, plot_out: Path | None) -> None:
+    """Compare the speed of TRACE with OTHER (replay traces, Open Rails dumps): RMS, max
+    and bias of the difference per phase (docs/physics.md §7.7)."""
+    from .physics.compare import compare_traces, read_trace
+
+    cmp = compare_traces(read_trace(trace), read_trace(other), axis)
+    for line in cmp.lines():
+        click.echo(line)
+    if plot_out is not None:
+        from .render.compare_plot import plot_comparison
+
+        click.echo(f"wrote {plot_comparison(cmp, plot_out, (trace.name, other.name))}")
 
 
 class _NullBar:
