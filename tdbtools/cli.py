@@ -1080,6 +1080,8 @@ def replay(
         raise click.UsageError(
             "an activity replay takes no --route/--consist/--path/--cars/--beyond-path/--max-speed"
         )
+    if activity and physics is not None:
+        raise click.UsageError("--physics is not available for activities yet")
     if scenario is not None and (route_opt or consist_opt or path_opt):
         raise click.UsageError("give a scenario file or --route/--consist/--path, not both")
     if (
