@@ -99,7 +99,7 @@ TIMETABLE_COLUMNS = (
 )
 
 
-class ActivityError(TdbToolsError):
+class ActivityError(TdbToolsError, ValueError):
     """An activity that cannot be replayed (missing service, path or consist)."""
 
 
@@ -812,6 +812,27 @@ class ActivityResult:
     def failed(self) -> bool:
         s = self.replay.summary
         return bool(s["derailed"] or s["collisions"] or s["stuck"] or s["deadlocks"])
+
+    def _facts(self) -> list[tuple[str, object]]:
+        s = self.replay.summary
+        return [
+            ("activity", s.get("activity")),
+            ("trains", list(s.get("trains", {}))[:8]),
+            ("clock", f"{s.get('clock_start')}-{s.get('clock_end')}"),
+            ("timetable_rows", len(self.timetable)),
+            ("events", len(self.replay.events)),
+            ("failed", self.failed),
+        ]
+
+    def __repr__(self) -> str:
+        from .._display import short_repr
+
+        return short_repr("ActivityResult", self._facts())
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Activity {self.replay.summary.get('activity')}", self._facts())
 
     def timetable_csv(self) -> str:
         buf = io.StringIO()
