@@ -125,15 +125,20 @@ def test_bad_animation_suffix(route, tmp_path):
 
 
 def _expected_counts(route):
+    """Markers per layer, counted from the items' own classes and flags (a speed post
+    with neither the warning nor the limit bit is a milepost: docs/formats.md §6.5)."""
     nodes = route.tdb.nodes[1:]
-    items = route.tdb.items
-    kinds = {"signal", "speedpost", "platform", "siding"}
+    items = [i for i in route.tdb.items if i.r_data is not None]
     exp = {
         "junction": sum(isinstance(n, JunctionNode) and n.uid is not None for n in nodes),
         "end": sum(isinstance(n, EndNode) and n.uid is not None for n in nodes),
     }
-    for k in kinds:
-        exp[k] = sum(i.kind == k and i.r_data is not None for i in items)
+    for k in ("signal", "platform", "siding", "crossover", "levelcr", "soundregion"):
+        exp[k] = sum(i.kind == k for i in items)
+    exp["speedpost"] = sum(i.kind == "speedpost" and i.flags & 3 != 0 for i in items)
+    exp["milepost"] = sum(i.kind == "speedpost" and i.flags & 3 == 0 for i in items)
+    road = route.rdb.items if route.rdb is not None else ()
+    exp["carspawner"] = sum(i.kind == "carspawner" and i.r_data is not None for i in road)
     return sum(isinstance(n, VectorNode) for n in nodes), exp
 
 
@@ -147,7 +152,21 @@ def test_scene_contents(route, color_by):
         i for i, n in enumerate(route.tdb.nodes) if isinstance(n, VectorNode)
     ]
     assert {k: len(m) for k, m in scene.markers.items()} == exp
-    assert exp == {"junction": 1, "end": 3, "signal": 3, "speedpost": 3, "platform": 2, "siding": 2}
+    assert exp == {
+        "junction": 1,
+        "end": 3,
+        "signal": 3,
+        "speedpost": 2,
+        "milepost": 1,
+        "platform": 2,
+        "siding": 2,
+        "crossover": 0,
+        "levelcr": 1,
+        "soundregion": 0,
+        "carspawner": 2,
+    }
+    assert scene.markers["milepost"].labels == ("km 12",)  # its distance, not "12" as a speed
+    assert scene.markers["speedpost"].labels == ("80", "80")
     assert scene.scalars in scene.track.array_names
     for m in scene.markers.values():
         assert m.glyphs.n_points == len(m)  # one point per marker: drawn at a size in pixels
@@ -178,6 +197,11 @@ def test_dk24_scene_contents():
     assert scene.track.n_cells == n_vector == 1381
     assert {k: len(m) for k, m in scene.markers.items()} == exp
     assert exp["junction"] == 819 and exp["end"] == 321
+    # DK24 (MilepostUnitsKilometers): 50 of its 102 speed posts are kilometre posts
+    # (flags 0x80 and 0x280), none of them drawn or labelled as a speed post
+    assert exp["speedpost"] == 52 and exp["milepost"] == 50 and exp["crossover"] == 124
+    assert all(t.startswith("km ") for t in scene.markers["milepost"].labels)
+    assert not any(t.startswith("km") for t in scene.markers["speedpost"].labels)
 
 
 # -- trains ----------------------------------------------------------------------------------------
