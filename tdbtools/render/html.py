@@ -482,7 +482,7 @@ _FIT_JS = """
   var gd = document.getElementById('{plot_id}');
   var FRAME = %s;
   var NOTES = (gd.layout.meta && gd.layout.meta.tdb_notes) || [];
-  var sizes = null, placing = false, timer = null;
+  var sizes = null, placing = false, busy = true, timer = null;
   function mul(m, v) { var o = [0, 0, 0, 0]; for (var i = 0; i < 4; i++) for (var j = 0; j < 4; j++) o[i] += m[j * 4 + i] * v[j]; return o; }
   function canvasRect() { return gd.querySelector('.gl-container canvas').getBoundingClientRect(); }
   window.tdbProject = function (p) {
@@ -553,8 +553,8 @@ _FIT_JS = """
     return false;
   }
   function place(first) {
-    var anns = gd._fullLayout.scene.annotations || [];
-    if (!anns.length) { gd.dataset.fitted = '1'; return; }
+    var anns = (gd.layout.scene && gd.layout.scene.annotations) || [];   // _fullLayout drops a hidden one's place
+    if (!anns.length) { busy = false; gd.dataset.fitted = '1'; return; }
     if (!sizes) measure();
     var shown = {};
     gd._fullData.forEach(function (t) { if (t.visible === true) shown[t.name] = true; });
@@ -578,31 +578,46 @@ _FIT_JS = """
           var sp = spots[s], x0 = q[0] + sp[2] - (sp[0] === 'right' ? sz[0] : sp[0] === 'center' ? sz[0] / 2 : 0);
           var y1 = q[1] - sp[3] + (sp[1] === 'top' ? sz[1] : sp[1] === 'middle' ? sz[1] / 2 : 0);
           var b = [x0, y1 - sz[1], x0 + sz[0], y1];
-          if (meta[2] || (b[0] >= r.left && b[2] <= r.right && b[1] >= r.top && b[3] <= r.bottom && !hit(b, boxes, 2))) {
+          if (meta[2] || (b[0] >= r.left && b[2] <= r.right && b[1] >= r.top && b[3] <= r.bottom && !hit(b, boxes, 4))) {
             spot = sp; boxes.push(b);
           }
         }
       }
       var vis = !!spot;
-      if (a.visible !== vis) upd[key + '.visible'] = vis;
-      if (spot && !meta[2] && (a.xanchor !== spot[0] || a.yanchor !== spot[1])) {
+      if ((a.visible !== false) !== vis) upd[key + '.visible'] = vis;
+      if (spot && !meta[2] && (a.xanchor !== spot[0] || a.yanchor !== spot[1] || a.xshift !== spot[2])) {
         upd[key + '.xanchor'] = spot[0]; upd[key + '.yanchor'] = spot[1];
         upd[key + '.xshift'] = spot[2]; upd[key + '.yshift'] = spot[3];
       }
       if (vis) placed++;
     });
     gd.dataset.labels = String(placed);
-    var done = function () { placing = false; requestAnimationFrame(function () { requestAnimationFrame(function () { gd.dataset.fitted = '1'; }); }); };
+    placedSig = sig();
+    var done = function () { placing = false; busy = false; placedSig = sig(); requestAnimationFrame(function () { requestAnimationFrame(function () { gd.dataset.fitted = '1'; }); }); };
     if (Object.keys(upd).length) { placing = true; Plotly.relayout(gd, upd).then(done); } else done();
   }
   function later() {
-    if (placing || gd.dataset.fitted !== '1') return;
-    clearTimeout(timer); timer = setTimeout(function () { gd.dataset.fitted = ''; place(false); }, 120);
+    if (placing || busy) return;
+    gd.dataset.fitted = '';
+    clearTimeout(timer); timer = setTimeout(function () { placedSig = sig(); place(false); }, 120);
   }
+  // Every way the view changes (drag, wheel, buttons, relayout) changes the camera
+  // matrices: when they have changed and then held still for a moment, place again.
+  var placedSig = '', lastSig = '';
+  function sig() {
+    var sc = gd._fullLayout.scene._scene; if (!sc || !sc.glplot || !sc.glplot.cameraParams) return '';
+    var cp = sc.glplot.cameraParams, r = canvasRect();
+    return [cp.view, cp.projection, cp.model].map(function (m) { return Array.prototype.map.call(m, function (v) { return v.toPrecision(6); }).join(','); }).join('|') + r.width + 'x' + r.height;
+  }
+  setInterval(function () {
+    if (placing || busy) return;
+    var s = sig();
+    if (s !== lastSig) { lastSig = s; return; }
+    if (s !== placedSig) later();
+  }, 150);
   window.tdbPlace = later;
-  window.tdbFit = function () { gd.dataset.fitted = ''; requestAnimationFrame(function () { fit(8); }); };
+  window.tdbFit = function () { busy = true; gd.dataset.fitted = ''; requestAnimationFrame(function () { fit(8); }); };
   gd.on('plotly_buttonclicked', function () { setTimeout(window.tdbFit, 0); });
-  gd.on('plotly_relayout', function (ev) { if (ev && Object.keys(ev).some(function (k) { return k.indexOf('scene.camera') === 0 || k === 'scene'; })) later(); });
   gd.on('plotly_restyle', later);
   window.tdbFit();
 })();
