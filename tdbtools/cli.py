@@ -562,6 +562,14 @@ def convert(source: Path, out: Path, overwrite: bool, strict: bool) -> None:
     help="Animations: this many frames, evenly over the replay (default: one per 0.1 s of video "
     "at 10x real time, at most 300).",
 )
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    metavar="FILE",
+    help="Draw a path over the track: a .pat file (or a name in the route's PATHS folder), or an "
+    ".act activity (every service's path, with its booked stops). Repeatable.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @_strict_option
 @_handle_errors
@@ -577,6 +585,7 @@ def render(
     replay_src: Path | None,
     follow: str | None,
     frames: int | None,
+    paths: tuple[str, ...],
     overwrite: bool,
     strict: bool,
 ) -> None:
@@ -603,12 +612,28 @@ def render(
     if out is not None and suffix not in (".png", ".html", ".gif", ".mp4"):
         raise click.UsageError(f"--out {out}: give a .png, .html, .gif or .mp4 file")
     r = _load(route, strict=strict)
-    scene = build_scene(r, color_by=color_by, audit=True if audit else None, focus=focus)
+    try:
+        from .export.geo import _proj, world_to_lonlat
+
+        _proj()
+        lonlat = world_to_lonlat
+    except TdbToolsError:  # no pyproj: the pick and the hover give no lat/lon
+        click.echo(
+            "note: no pyproj, so no latitude/longitude readout (pip install 'tdbtools[geo]')", err=True
+        )
+        lonlat = None
+    scene = build_scene(
+        r, color_by=color_by, audit=True if audit else None, focus=focus, lonlat=lonlat, paths=paths
+    )
+    for ov in scene.paths:
+        for why in ov.problems:
+            click.echo(f"warning: path {ov.name}: {why} (drawn as far as it resolves)", err=True)
     if out is not None and suffix == ".html":
         from .render.html import write_html
 
         write_html(scene, out, exaggerate=exaggerate)
         click.echo(f"wrote {out}")
+        _paths_exit(scene)
         return
     result = rp = None
     if replay_src is not None:
@@ -629,6 +654,7 @@ def render(
             frames=frames,
         )
         click.echo(f"wrote {out}")
+        _paths_exit(scene)
         return
     if result is not None:
         placer = TrainPlacer(result, scene.origin, replay=rp)
@@ -641,6 +667,13 @@ def render(
         return
     render_png(scene, out, window_size=(w, h), view=view or "map", exaggerate=exaggerate)
     click.echo(f"wrote {out}")
+    _paths_exit(scene)
+
+
+def _paths_exit(scene) -> None:  # noqa: ANN001
+    """Exit 1 when a drawn path did not resolve to its end (said on stderr already)."""
+    if any(ov.problems for ov in scene.paths):
+        raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
 @main.command()
@@ -923,11 +956,19 @@ def replay(
     files = result.write(out_dir)
     if plot:
         from .physics.replay import safe_name
-        from .render.plots import plot_speed_distance
+        from .render.plots import line_marks, plot_speed_distance
 
         for name, cols in result.traces.items():
+            limit, marks = line_marks(rep, name)
             files.append(
-                plot_speed_distance(cols, name, result.events, out_dir / f"{safe_name(name)}_speed.png")
+                plot_speed_distance(
+                    cols,
+                    name,
+                    result.events,
+                    out_dir / f"{safe_name(name)}_speed.png",
+                    limit=limit,
+                    marks=marks,
+                )
             )
         if rep.signals is not None:
             from .physics.signalling import space_time
