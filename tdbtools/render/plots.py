@@ -162,7 +162,9 @@ def plot_speed_distance(
         else:
             ax.plot([xm], [ytop * 0.02], marker="^", color="0.3", ms=5, ls="none")
             if xm - last_label["signal"] >= gap:
-                ax.text(xm, ytop * 0.05, label, rotation=90, va="bottom", ha="center", fontsize=6, color="0.3")
+                ax.text(
+                    xm, ytop * 0.05, label, rotation=90, va="bottom", ha="center", fontsize=6, color="0.3"
+                )
                 last_label["signal"] = xm
     ax.set_ylabel("speed (km/h)")
     ax.set_title(f"{name}: {trace['distance'][-1] / 1000:.2f} km in {trace['time'][-1]:.0f} s")

@@ -30,16 +30,43 @@ def _blocks(signals: list[dict], length: float) -> list[tuple[float, float]]:
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b - a > 1.0]
 
 
+#: Train colours that stay apart from each other and from the aspect colours (no red,
+#: orange, yellow or green): the first 12 trains each have their own.
+TRAIN_COLOURS = (
+    "#1f77b4",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#393b79",
+    "#7f7f7f",
+    "#843c39",
+    "#5254a3",
+    "#ad494a",
+    "#6baed6",
+    "#000000",
+)
+
+
 def train_colours(n: int) -> list:
-    """``n`` colours that stay apart: matplotlib's tab10 up to 10 trains, tab20 up to 20,
-    then evenly spaced hues (a legend names each train)."""
+    """``n`` train colours: :data:`TRAIN_COLOURS`, then evenly spaced hues of a cyclic
+    map (the charts also write each train's name on its run, so a repeated look never
+    leaves a train unnamed)."""
+    if n <= len(TRAIN_COLOURS):
+        return list(TRAIN_COLOURS[:n])
     from matplotlib import colormaps
 
-    if n <= 10:
-        return [colormaps["tab10"](i) for i in range(n)]
-    if n <= 20:
-        return [colormaps["tab20"](i) for i in range(n)]
-    return [colormaps["hsv"](i / n) for i in range(n)]
+    return list(TRAIN_COLOURS) + [colormaps["twilight"](i / (n - 12)) for i in range(n - 12)]
+
+
+def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def clock_axis(ax, lo_s: float, hi_s: float, *, t0: float = 0.0) -> None:  # noqa: ANN001
@@ -95,6 +122,7 @@ def plot_signal_chart(
     colours = train_colours(len(trains))
     lo, hi = np.inf, -np.inf
     handles = []
+    names: list[tuple[float, float, str, object]] = []
     for i, (name, tr) in enumerate(trains.items()):
         t = np.asarray(tr["time"], dtype=np.float64)
         f = np.asarray(tr["front"], dtype=np.float64) / 1000.0
@@ -114,26 +142,30 @@ def plot_signal_chart(
         )
         ax.plot(t, f, color=c, lw=1.0)
         lo, hi = min(lo, np.nanmin(np.minimum(f, r))), max(hi, np.nanmax(np.maximum(f, r)))
-    # Block occupancy: a block is occupied while any train overlaps it.
+        first = int(np.flatnonzero(ok)[0])
+        names.append((float(t[first]), float(f[first]), name, c))
+    # Block occupancy: a block is occupied while any train overlaps it (one shade per
+    # block and time, whichever trains are in it: shades of several trains do not stack).
     sigs = data["signals"]
     for a, b in _blocks(sigs, data["length"]):
-        for tr in trains.values():
-            times = tr["time"]
-            lo_t, hi_t = np.minimum(tr["front"], tr["rear"]), np.maximum(tr["front"], tr["rear"])
+        spans = []
+        for name, tr in trains.items():
+            times = np.asarray(tr["time"], dtype=np.float64)
+            fr, rr = np.asarray(tr["front"], dtype=np.float64), np.asarray(tr["rear"], dtype=np.float64)
+            if on_track is not None and name in on_track:
+                inside = (times >= on_track[name][0]) & (times <= on_track[name][1])
+                fr = np.where(inside, fr, np.nan)
+            lo_t, hi_t = np.minimum(fr, rr), np.maximum(fr, rr)
             o = (np.isfinite(lo_t) & (hi_t > a) & (lo_t < b)).astype(int)
             edges = np.flatnonzero(np.diff(np.r_[0, o, 0]))
-            for s0, s1 in zip(edges[::2], edges[1::2]):
-                t1 = times[min(s1, len(times) - 1)]
-                ax.add_patch(
-                    plt.Rectangle(
-                        (times[s0], a / 1000.0),
-                        t1 - times[s0],
-                        (b - a) / 1000.0,
-                        color="0.5",
-                        alpha=0.18,
-                        lw=0,
-                    )
-                )
+            spans += [
+                (float(times[s0]), float(times[min(s1, len(times) - 1)]))
+                for s0, s1 in zip(edges[::2], edges[1::2])
+            ]
+        for t0_, t1_ in _merge(spans):
+            ax.add_patch(
+                plt.Rectangle((t0_, a / 1000.0), t1_ - t0_, (b - a) / 1000.0, color="0.5", alpha=0.15, lw=0)
+            )
     if np.isfinite(lo):
         pad = 0.2
         ylo, yhi = max(lo - pad, 0.0), min(hi + pad, data["length"] / 1000.0)
@@ -143,7 +175,13 @@ def plot_signal_chart(
     clock_axis(ax, 0.0, duration, t0=clock0)
     # Signals: a bar per aspect period; a signal on a loop beside the line dashed, just above.
     per_px = (yhi - ylo) / (fig.get_size_inches()[1] * fig.dpi * 0.8)
-    for s in sigs:
+    at = np.array([s["s"] / 1000.0 for s in sigs])
+    # each bar no thicker than the gap to its neighbours (in points), so dense stations
+    # show their signals side by side, not as one band
+    gaps = np.diff(at) / per_px if len(at) > 1 else np.array([])
+    near = np.minimum(np.r_[np.inf, gaps], np.r_[gaps, np.inf]) if len(at) > 1 else np.full(len(at), np.inf)
+    widths = np.clip(0.8 * near * 72.0 / fig.dpi, 0.5, 2.5)
+    for s, lw in zip(sigs, widths):
         beside = not s.get("on_line", True)
         y = s["s"] / 1000.0 + (4 * per_px if beside else 0.0)
         changes = s["aspects"] or [(0.0, "UNKNOWN")]
@@ -153,7 +191,7 @@ def plot_signal_chart(
                 [t0, t1],
                 [y, y],
                 color=ASPECT_COLOURS.get(asp, "k"),
-                lw=2.5 if not beside else 1.5,
+                lw=float(lw) if not beside else float(min(lw, 1.5)),
                 solid_capstyle="butt",
                 ls="-" if not beside else (0, (4, 2)),
             )
@@ -176,6 +214,18 @@ def plot_signal_chart(
             va="center",
             fontsize=7,
             bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.8),
+        )
+    for tx, fy, name, c in names:  # each train named where its run begins
+        ax.annotate(
+            name,
+            (tx, fy),
+            xytext=(4, 4),
+            textcoords="offset points",
+            fontsize=8,
+            color=c,
+            fontweight="bold",
+            annotation_clip=True,
+            bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none", alpha=0.7),
         )
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
