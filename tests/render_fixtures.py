@@ -103,7 +103,9 @@ def _track_places(route, every: float, span: float):
 def _with_items(route, items):
     start = len(route.tdb.items)
     items = [dataclasses.replace(it, index=start + k, item_id=start + k) for k, it in enumerate(items)]
-    return dataclasses.replace(route, tdb=dataclasses.replace(route.tdb, items=route.tdb.items + tuple(items)))
+    return dataclasses.replace(
+        route, tdb=dataclasses.replace(route.tdb, items=route.tdb.items + tuple(items))
+    )
 
 
 def with_mileposts(route):

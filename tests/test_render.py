@@ -297,6 +297,24 @@ def test_scene_image(route, renderer, color_by):
     )
 
 
+@pytest.mark.parametrize(
+    "fixture, color_by",
+    [("short_sections", "grade"), ("with_mileposts", "kind"), ("dense_labels", "kind")],
+)
+def test_fixture_image(route, renderer, fixture, color_by):
+    """References of the sub-metre-section, milepost and dense-label fixtures
+    (tests/render_fixtures.py): grey-blue-red grade at ±5 ‰ (not ±1000 ‰), kilometre
+    posts as their own layer, and the labels that fit of 50 sidings in 2 km."""
+    import render_fixtures
+
+    r = getattr(render_fixtures, fixture)(route)
+    scene = scene_mod.build_scene(r, color_by=color_by)
+    img = scene_mod.screenshot(scene, window_size=WINDOW)
+    name = f"fixture_{fixture}.png"
+    err = _compare(img, name)
+    assert err < IMAGE_THRESHOLD, f"image differs from tests/data/images/{name}: error {err:.0f}"
+
+
 @pytest.mark.parametrize("which", ["sample", "northsouth"])
 @pytest.mark.parametrize("view", ["map", "3d"])
 def test_view_image(route, northsouth, renderer, which, view):

@@ -279,7 +279,12 @@ def test_focus_page_frames_the_place_and_pans_to_the_route(browser, tmp_path):
         x0, y0, w, h = c["x"], c["y"], c["width"], c["height"]
         # the focus fills the plot
         px = np.array(page.evaluate("pts => pts.map(p => window.tdbProject(p))", scene.focus.tolist()))
-        assert px[:, 0].min() > x0 and px[:, 0].max() < x0 + w and px[:, 1].min() > y0 and px[:, 1].max() < y0 + h
+        assert (
+            px[:, 0].min() > x0
+            and px[:, 0].max() < x0 + w
+            and px[:, 1].min() > y0
+            and px[:, 1].max() < y0 + h
+        )
         assert max(np.ptp(px[:, 0]) / w, np.ptp(px[:, 1]) / h) > 0.6
         # scale bar and north arrow in view
         for name in ("scale bar", "north arrow"):
