@@ -202,6 +202,14 @@ def test_dk24_scene_contents():
     assert exp["speedpost"] == 52 and exp["milepost"] == 50 and exp["crossover"] == 124
     assert all(t.startswith("km ") for t in scene.markers["milepost"].labels)
     assert not any(t.startswith("km") for t in scene.markers["speedpost"].labels)
+    # grade from the sections' pitch: the colour bar within ±25 ‰ (a finite difference
+    # across a join read 610,191 ‰ at one point), no point steeper than a section
+    g = scene_mod.build_scene(route, color_by="grade")
+    assert g.clim[1] == -g.clim[0] and g.clim[1] <= 25.0, g.clim
+    from tdbtools.track.geometry import section_geometry
+
+    pitch = np.nanmax(np.abs(np.tan(section_geometry(route).ax))) * 1000.0
+    assert np.abs(g.track.point_data["grade"]).max() <= pitch + 1e-9
 
 
 # -- trains ----------------------------------------------------------------------------------------

@@ -41,7 +41,13 @@ READY = (
 def sample_scene():
     from tdbtools.render.scene import build_scene
 
-    return build_scene(load_route(SAMPLE_ROUTE, cache=False), color_by="grade")
+    try:
+        from tdbtools.export.geo import _proj, world_to_lonlat
+
+        _proj()
+    except Exception:  # no pyproj: no lat/lon in the hover
+        world_to_lonlat = None
+    return build_scene(load_route(SAMPLE_ROUTE, cache=False), color_by="grade", lonlat=world_to_lonlat)
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +150,8 @@ def test_page_in_browser_draws_fills_and_hovers(browser, sample_html, sample_sce
         page.wait_for_selector(".hovertext", timeout=10_000)
         text = page.evaluate("() => document.querySelector('.hovertext').textContent")
         assert "node" in text and "grade" in text and "offset" in text, text
+        if "lat" in pd:
+            assert "lat 55." in text and "lon 10." in text, text
         # layer toggle: a click on a legend entry hides that layer
         page.mouse.move(5, 5)
         before = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.visible)")

@@ -350,6 +350,17 @@ def test_cli_render_views_focus_audit_html(tmp_path, renderer):
     assert r.exit_code == 2 and "--overwrite" in r.output + r.stderr  # an existing picture is kept
     r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--overwrite", "--size", "200x100"])
     assert r.exit_code == 0 and iio.imread(png).shape[:2] == (100, 200)
+    # --path: a name in the route's PATHS folder; a missing one is bad input; a path that
+    # does not resolve to its end is drawn as far as it goes, said on stderr, exit 1
+    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--overwrite", "--path", "MainWE"])
+    assert r.exit_code == 0, r.output + r.stderr
+    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--overwrite", "--path", "nothing.pat"])
+    assert r.exit_code == 2 and "no such file" in r.output + r.stderr
+    text = (SAMPLE_ROUTE / "PATHS" / "MainWE.pat").read_text(encoding="utf-16")
+    bad = tmp_path / "bad.pat"
+    bad.write_text(text.replace("-760.357921", "-1760.357921"), encoding="utf-16")  # last point off the track
+    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--overwrite", "--path", str(bad)])
+    assert r.exit_code == 1 and "warning: path" in r.stderr, r.output + r.stderr
 
 
 # -- grades, item layers, paths, lat/lon (issue 30) -------------------------------------------
