@@ -518,7 +518,7 @@ def convert(source: Path, out: Path, overwrite: bool, strict: bool) -> None:
     "--out",
     type=click.Path(path_type=Path),
     help="A picture (.png), an interactive page (.html, opens in any browser) or an animation of "
-    "a replay (.gif, .mp4); without it, a window (click: what is this; keys 1-5: layers).",
+    "a replay (.gif, .mp4); without it, a window (click: what is this; keys 1-6: layers).",
 )
 @click.option("--color-by", type=click.Choice(["kind", "grade", "speed"]), default="kind", show_default=True)
 @click.option(

@@ -469,3 +469,28 @@ def test_probe_success_is_remembered(monkeypatch, tmp_path, renderer):
     assert ok and "remembered" in detail  # no child process the second time
     monkeypatch.setenv("DISPLAY", ":99")  # another display: probe again
     assert scene_mod._probe_marker() != next((tmp_path / "tdbtools").glob("renderer-ok-*"))
+
+
+@needs_pyvista
+def test_cars_follow_the_exaggerated_track(renderer):
+    """A car on a 20 ‰ grade drawn ×50: each floor corner on the exaggerated rail under
+    it (the body pitched with the drawn slope, its height true), not a level box whose
+    ends cut into the track."""
+    import pyvista as pv
+
+    route = load_route(SAMPLE_ROUTE, cache=False)
+    scene = scene_mod.build_scene(route)
+    sv = scene_mod.SceneView(scene, (320, 240), view="3d", exaggerate=50.0)
+    try:
+        base = sv.base
+        rear = np.array([[0.0, 0.0, base + 1.0]])
+        front = rear + [20.0, 0.0, 0.4]  # 20 ‰ over 20 m
+        pts, faces = train_boxes(front, rear, 24.0, 3.0, 4.0, lift=0.3)
+        out = sv.set_trains(pv.PolyData(pts, faces), lift=0.3).reshape(8, 3)
+        rail = pts[:4, 2] - 0.3  # the true rail under each floor corner
+        assert np.allclose(out[:4, 2], base + (rail - base) * 50.0 + 0.3)
+        assert np.allclose(out[4:, 2] - out[:4, 2], pts[4:, 2] - pts[:4, 2])  # true height
+        slope = (out[1, 2] - out[0, 2]) / (out[1, 0] - out[0, 0])
+        assert slope == pytest.approx(0.02 * 50, rel=1e-3)
+    finally:
+        sv.close()
