@@ -525,8 +525,10 @@ _FIT_JS = """
     var c = s.mid ? model(s.mid) : [cam.center.x, cam.center.y, cam.center.z];
     if (ortho) {   // plotly zooms an orthographic view by the aspect ratio (the model scales with it)
       var ar = gd._fullLayout.scene.aspectratio;
-      upd['scene.aspectratio'] = {x: ar.x / f, y: ar.y / f, z: ar.z / f};
-      c = [c[0] / f, c[1] / f, c[2] / f];
+      // heights keep their scale: a focus on 300 m of a 200 km route would otherwise
+      // stretch them past the camera, and WebGL clips the whole track away
+      upd['scene.aspectratio'] = {x: ar.x / f, y: ar.y / f, z: ar.z};
+      c = [c[0] / f, c[1] / f, c[2]];
       f = 1;
     }
     var e = cam.eye, o = cam.center;
