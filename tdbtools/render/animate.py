@@ -489,8 +489,14 @@ def render_animation(
         )
         c = np.asarray(pts)[rows].mean(axis=0)
         r = 0.5 * view_distance
-        exaggerate = auto_exaggeration(scene, around=c + np.array([[-r, -r, 0.0], [r, r, 0.0]]))
-    sv = SceneView(scene, window_size, view=view, exaggerate=exaggerate, labels=labels)
+        window = c + np.array([[-r, -r, 0.0], [r, r, 0.0]])
+        exaggerate = auto_exaggeration(scene, around=window)
+        tp = np.asarray(scene.track.points)
+        near = tp[((tp[:, :2] >= window[0, :2]) & (tp[:, :2] <= window[1, :2])).all(axis=1)]
+        base = float(near[:, 2].min()) if len(near) else None
+    else:
+        base = None
+    sv = SceneView(scene, window_size, view=view, exaggerate=exaggerate, labels=labels, base=base)
     sv.set_trains(pv.PolyData(pts, faces), _speeds(result, placer, float(times[0])), clim)
     p = sv.plotter
     back = tuple(np.subtract(sv.camera.position, sv.camera.focal_point))

@@ -601,6 +601,20 @@ def build_scene(
 FOCUS_RADIUS = 150.0  # metres shown around a focused point, at least
 
 
+def _base_height(scene: Scene, tp: np.ndarray) -> float:
+    """The height exaggeration stretches about: the lowest track point inside the
+    focus's horizontal box, else of the whole route."""
+    if not len(tp):
+        return 0.0
+    if scene.focus is not None and len(scene.focus):
+        b = np.asarray(scene.focus, dtype=np.float64).reshape(-1, 3)
+        lo, hi = b[:, :2].min(axis=0), b[:, :2].max(axis=0)
+        sel = ((tp[:, :2] >= lo) & (tp[:, :2] <= hi)).all(axis=1)
+        if sel.any():
+            return float(tp[sel, 2].min())
+    return float(tp[:, 2].min())
+
+
 def auto_exaggeration(scene: Scene, around: np.ndarray | None = None) -> float:
     """The 3-D view's automatic exaggeration (:func:`view.auto_exaggeration`) for the
     track inside the horizontal box of ``around`` (default: the focus, else the whole
@@ -812,6 +826,7 @@ class SceneView:
         view: str = "map",
         exaggerate: float | None = None,
         labels: bool = True,
+        base: float | None = None,
     ) -> None:
         if view not in V.VIEWS:
             raise TdbToolsError(f"view must be one of {', '.join(V.VIEWS)}, not {view!r}")
@@ -820,7 +835,9 @@ class SceneView:
         self.view = view
         self.window_size = (int(window_size[0]), int(window_size[1]))
         tp = np.asarray(scene.track.points) if scene.track.n_points else np.zeros((0, 3))
-        self.base = float(tp[:, 2].min()) if len(tp) else 0.0
+        # Heights are stretched about the lowest track of the place shown (a focus: its
+        # own window), so a local view's track does not float kilometres above the grid.
+        self.base = _base_height(scene, tp) if base is None else float(base)
         if view == "map":
             self.exaggeration = 1.0
         elif exaggerate is None:
@@ -846,8 +863,12 @@ class SceneView:
 
         self._lifted = lifted
         if scene.grid.n_points:
+            grid = scene.grid.copy(deep=True)
+            gp = np.asarray(grid.points).copy()
+            gp[:, 2] = base - 1.0  # just under the lowest track drawn
+            grid.points = gp
             self.actors["grid"].append(
-                p.add_mesh(scene.grid, color="#d0d0d0", line_width=1, name="grid", lighting=False)
+                p.add_mesh(grid, color="#d0d0d0", line_width=1, name="grid", lighting=False)
             )
         if scene.track.n_points:
             track = lifted(scene.track)
