@@ -324,3 +324,23 @@ def test_focus_page_frames_the_place_and_pans_to_the_route(browser, tmp_path):
         assert rng[1][0] <= track[:, 1].min() + 1 and rng[1][1] >= track[:, 1].max() - 1
     finally:
         page.close()
+
+
+def test_a_path_name_is_text_not_markup(tmp_path):
+    pytest.importorskip("plotly")
+    from tdbtools.render.html import write_html
+    from tdbtools.render.scene import build_scene
+
+    text = (SAMPLE_ROUTE / "PATHS" / "MainWE.pat").read_text(encoding="utf-16")
+    evil = tmp_path / "evil.pat"
+    evil.write_text(text.replace("Main line west - east", "<img src=x onerror=alert(1)>"), encoding="utf-16")
+    scene = build_scene(load_route(SAMPLE_ROUTE, cache=False), paths=[str(evil)])
+    assert scene.paths[0].name == "<img src=x onerror=alert(1)>"
+    from tdbtools.render.html import figure
+
+    fig = figure(scene)  # plotly draws trace names and annotations as its own HTML subset
+    shown = [t.name or "" for t in fig.data] + [a.text or "" for a in fig.layout.scene.annotations]
+    assert not [t for t in shown if "<img" in t]
+    assert "path: &lt;img src=x onerror=alert(1)&gt;" in shown
+    page = write_html(scene, tmp_path / "p.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in page

@@ -90,7 +90,8 @@ def _marker_notes(scene: Scene) -> list[tuple[np.ndarray, str, str, int, bool]]:
             if t
         ]
     for ov in scene.paths:
-        out += [(p, t, f"path: {ov.name}", LABEL_PRIORITY["path"], False) for _k, p, t in ov.points if t]
+        layer = _html.escape(f"path: {ov.name}")  # the name is the file's: text, never markup
+        out += [(p, t, layer, LABEL_PRIORITY["path"], False) for _k, p, t in ov.points if t]
     return out
 
 
@@ -371,7 +372,7 @@ def figure(scene: Scene, *, exaggerate: float | None = None):
 
 def _path_traces(go, ov, span: float) -> list:  # noqa: ANN001
     """A path's line, arrowheads (chevrons 1.2 % of the frame long) and points."""
-    group = f"path: {ov.name}"
+    group = _html.escape(f"path: {ov.name}")  # the name is the file's: text, never markup
     out = []
     if len(ov.line):
         L = ov.line.astype(np.float32)
