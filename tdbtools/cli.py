@@ -613,9 +613,9 @@ def render(
         raise click.UsageError(f"--out {out}: give a .png, .html, .gif or .mp4 file")
     r = _load(route, strict=strict)
     try:
-        from .export.geo import _proj, world_to_lonlat
+        from .export.geo import world_to_lonlat
 
-        _proj()
+        world_to_lonlat([0.0], [0.0])  # raises without pyproj
         lonlat = world_to_lonlat
     except TdbToolsError:  # no pyproj: the pick and the hover give no lat/lon
         click.echo(

@@ -42,9 +42,9 @@ def sample_scene():
     from tdbtools.render.scene import build_scene
 
     try:
-        from tdbtools.export.geo import _proj, world_to_lonlat
+        from tdbtools.export.geo import world_to_lonlat
 
-        _proj()
+        world_to_lonlat([0.0], [0.0])  # raises without pyproj
     except Exception:  # no pyproj: no lat/lon in the hover
         world_to_lonlat = None
     return build_scene(load_route(SAMPLE_ROUTE, cache=False), color_by="grade", lonlat=world_to_lonlat)
