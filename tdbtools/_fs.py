@@ -16,15 +16,20 @@ from pathlib import Path
 from .errors import TdbToolsError
 
 __all__ = [
+    "FileTooLargeError",
     "OutputExistsError",
     "check_output_folder",
     "check_target",
     "clean_stale_temps",
     "find_install_root",
     "is_file",
+    "inside",
     "install_above",
     "is_install_root",
+    "is_relative_name",
+    "links_allowed",
     "new_file_mode",
+    "read_bounded",
     "resolve_case_insensitive",
     "safe_basename",
     "write_bytes_atomic",
@@ -106,6 +111,63 @@ def find_install_root(path: Path) -> Path:
     above ``path`` (:func:`install_above`), else the file's own folder."""
     root = install_above(path)
     return root if root is not None else path.parent.resolve()
+
+
+#: Set to 1 to follow symbolic links that lead out of the install (docs/security.md §3).
+FOLLOW_LINKS_ENV = "TDBTOOLS_FOLLOW_LINKS"
+
+
+def links_allowed() -> bool:
+    """True when the user asked to follow links leading out of the install."""
+    return os.environ.get(FOLLOW_LINKS_ENV, "").strip().lower() in ("1", "yes", "true")
+
+
+def is_relative_name(name: str) -> bool:
+    """True for a relative name that stays below its folder (``/`` or ``\\`` separated): no
+    drive, no root, no ``..`` component, no NUL."""
+    parts = re.split(r"[/\\]", name)
+    return (
+        bool(name.strip())
+        and "\x00" not in name
+        and not re.match(r"^[A-Za-z]:", name)
+        and parts[0] != ""
+        and ".." not in parts
+    )
+
+
+def inside(path: str | Path, root: str | Path) -> bool:
+    """True if ``path``, with every symbolic link followed, is ``root`` or below it (or the
+    user allows links out, :func:`links_allowed`). A name with ``..`` that climbs out is
+    outside too."""
+    if links_allowed():
+        return True
+    try:
+        real = Path(os.path.realpath(path))
+        base = Path(os.path.realpath(root))
+    except (OSError, ValueError):
+        return False
+    return real == base or base in real.parents
+
+
+def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of ``path``, refused (:class:`FileTooLargeError`) when it holds more than
+    ``limit`` bytes, checked on the open file before reading and again while reading (a file
+    that grows, or a device that reports no size, is never read past ``limit + 1`` bytes)."""
+    with open(path, "rb") as fh:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+        except OSError:
+            size = 0
+        if size > limit:
+            raise FileTooLargeError(f"{what} {str(path)!r}: {size} bytes, more than the limit of {limit}")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLargeError(f"{what} {str(path)!r}: more than the limit of {limit} bytes")
+    return data
+
+
+class FileTooLargeError(TdbToolsError):
+    """A file larger than the limit for its kind (docs/security.md §2)."""
 
 
 # -- names ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fs import FOLLOW_LINKS_ENV, inside
 from ..errors import Finding, Location
 from ..formats.route import Route
 from ..formats.sigcfg import FUNCTIONS, SUBTYPES, SignalConfig, SignalType
@@ -237,6 +238,13 @@ def load_signals(route: Route, *, strict: bool = False, cache: bool = True) -> S
     for sp in cfg.script_paths():
         if not sp.is_file():
             warn(f"signal script file {sp.name!r} not found", Location(cfg.path, 1, 1))
+            continue
+        if not inside(sp, route.folder):  # a link out of the route (docs/security.md §3)
+            warn(
+                f"signal script file {sp.name!r} leads outside the route folder: not read "
+                f"(set {FOLLOW_LINKS_ENV}=1 to follow such links)",
+                Location(cfg.path, 1, 1),
+            )
             continue
         files.append(_scripts(sp, strict, functions, subtypes, cache))
     bound = _bind_scripts(cfg, files, warn)

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from .._fs import FileTooLargeError, read_bounded
 from ..errors import Diagnostics, Finding, Location, SourceError, TdbToolsError, caret_line
 from ..formats.sigcfg import ASPECTS, FUNCTIONS, SUBTYPES
 from ..stf.resources import grammar_text
@@ -525,7 +526,9 @@ class _Compiler:
             a = args[k]
             sign = "-" if len(a.children) == 2 and str(a.children[0]) == "-" else ""
             word = str(a.children[-1])
-            out.append(str(self.fn_arg(word)) if kind == "f" else _wrap(f"{sign}{self.name(word)}", bool(sign)))
+            out.append(
+                str(self.fn_arg(word)) if kind == "f" else _wrap(f"{sign}{self.name(word)}", bool(sign))
+            )
         if len(args) > len(kinds):
             self.warn(f"{fname}: {len(args) - len(kinds)} extra argument(s) ignored")
         return f"h.{fname}({', '.join(out)})"
@@ -911,9 +914,12 @@ def read_scripts(
     """Read, parse and compile a signal-script file (lenient by default, as Open Rails)."""
     p = str(path)
     if text is None:
-        data = Path(path).read_bytes()
-        if len(data) > MAX_SCRIPT_BYTES:
-            raise ScriptError(f"signal-script file larger than {MAX_SCRIPT_BYTES} bytes", Location(p, 1, 1))
+        try:  # the size is checked before anything is read (docs/security.md §2)
+            data = read_bounded(path, MAX_SCRIPT_BYTES, "signal-script file")
+        except FileTooLargeError:
+            raise ScriptError(
+                f"signal-script file larger than {MAX_SCRIPT_BYTES} bytes", Location(p, 1, 1)
+            ) from None
         text = _decode(data)
     text = text.lstrip("\ufeff")
     diags = Diagnostics(strict=strict)
