@@ -916,7 +916,10 @@ def _follow(
         at = low.index("[[samename]]")
         name = name[:at] + Path(src.path).name + name[at + len("[[samename]]") :]
     base = Path(src.path).parent
-    target = resolve_case_insensitive(base / name.replace("\\", "/"))
+    joined = base / name.replace("\\", "/")
+    if links_allowed():  # "..": the folder the name shows, not the one a link leads to
+        joined = Path(os.path.normpath(os.path.abspath(joined)))
+    target = resolve_case_insensitive(joined)
     try:
         resolved = target.resolve()
     except (OSError, ValueError, RuntimeError) as exc:  # a NUL, a symlink loop, ...
