@@ -10,13 +10,15 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import TdbToolsError
 
 __all__ = [
     "FileTooLargeError",
+    "atomic_output",
     "OutputExistsError",
     "check_output_folder",
     "check_target",
@@ -282,11 +284,7 @@ def write_bytes_atomic(path: str | Path, data: bytes | Iterable[bytes], *, mode:
     target = Path(path)
     prefix = f".{target.name}."
     clean_stale_temps(target.parent, f"{glob_escape(prefix)}*.tmp")
-    try:
-        old_mode = target.stat().st_mode & 0o7777
-    except (OSError, ValueError):
-        old_mode = None
-    want = old_mode if old_mode is not None else (mode if mode is not None else new_file_mode())
+    want = _mode_for(target, mode)
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".tmp")
     except OSError as exc:  # name the file asked for, not the temporary one
@@ -306,6 +304,44 @@ def write_bytes_atomic(path: str | Path, data: bytes | Iterable[bytes], *, mode:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def atomic_output(path: str | Path, *, mode: int | None = None) -> Iterator[Path]:
+    """A temporary file for a writer that wants a file name (matplotlib, PIL, ffmpeg,
+    pyarrow): made by ``mkstemp`` (``O_CREAT | O_EXCL``, a random name: no link followed, no
+    name to guess) in the target's folder with the target's extension, renamed over the
+    target when the block ends normally and removed otherwise (docs/security.md §5)::
+
+        with atomic_output(out) as tmp:
+            fig.savefig(tmp)
+
+    A new file gets ``mode`` (default 0666 less the umask); an existing one keeps its mode.
+    """
+    target = Path(path)
+    prefix = f".{target.name}."
+    clean_stale_temps(target.parent, f"{glob_escape(prefix)}*.tmp*")
+    want = _mode_for(target, mode)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".tmp" + target.suffix)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, want)
+        os.close(fd)
+        yield Path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _mode_for(target: Path, mode: int | None) -> int:
+    try:
+        return target.stat().st_mode & 0o7777
+    except (OSError, ValueError):
+        return mode if mode is not None else new_file_mode()
 
 
 def write_text_atomic(

@@ -146,3 +146,51 @@ def test_stock_linked_out_of_the_install_is_refused_unless_asked(inst, tmp_path,
         resolve_stock(c, inst)
     monkeypatch.setenv(_fs.FOLLOW_LINKS_ENV, "1")
     assert len(resolve_stock(c, inst)) == len(c.cars)
+
+
+# -- writers (docs/security.md §5) ---------------------------------------------------------
+
+
+def test_atomic_output_never_follows_a_planted_link(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    out = tmp_path / "out" / "X.png"
+    out.parent.mkdir()
+    for name in (".X.png.tmp.png", ".X.png.tmp", ".X.png.tmp.html", "X.png.tmp"):
+        (out.parent / name).symlink_to(victim)
+    with _fs.atomic_output(out) as tmp:
+        assert tmp.parent == out.parent and tmp.suffix == ".png" and not tmp.is_symlink()
+        tmp.write_bytes(b"picture")
+    assert out.read_bytes() == b"picture" and victim.read_text() == "precious"
+
+
+def test_atomic_output_leaves_nothing_when_the_writer_fails(tmp_path):
+    out = tmp_path / "X.gif"
+    out.write_bytes(b"old")
+    with pytest.raises(RuntimeError), _fs.atomic_output(out) as tmp:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("killed")
+    assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["X.gif"]
+
+
+def test_save_figure_goes_through_a_private_temporary_file(tmp_path):
+    pytest.importorskip("matplotlib")
+    from tdbtools.render.plots import pyplot, save_figure
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (tmp_path / ".p.png.tmp.png").symlink_to(victim)
+    fig = pyplot().figure()
+    save_figure(fig, tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG" and victim.read_text() == "precious"
+
+
+def test_no_writer_uses_a_predictable_temporary_name():
+    # Every temporary file is made by _fs (mkstemp): no writer builds a ".tmp" name itself.
+    root = Path(__file__).resolve().parents[1] / "tdbtools"
+    offenders = [
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if p.name != "_fs.py" and ('.tmp"' in p.read_text() or ".tmp{" in p.read_text())
+    ]
+    assert offenders == []

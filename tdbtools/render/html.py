@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._fs import write_bytes_atomic
 from ..errors import TdbToolsError
 from . import view as V
 from .scene import (
@@ -446,7 +447,6 @@ def write_html(scene: Scene, out: str | Path, *, exaggerate: float | None = None
 
     fig = figure(scene, exaggerate=exaggerate)
     out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp.html")
     bundle = _vendored_plotlyjs()
     page = fig.to_html(
         include_plotlyjs=bundle is None,
@@ -461,9 +461,5 @@ def write_html(scene: Scene, out: str | Path, *, exaggerate: float | None = None
     if bundle is not None:
         head += f'\n    <script type="text/javascript">{bundle}</script>'
     page = page.replace("<head>", head, 1)
-    try:
-        tmp.write_text(page, encoding="utf-8")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_bytes_atomic(out, page.encode("utf-8"))
     return out

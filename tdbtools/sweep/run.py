@@ -259,9 +259,10 @@ def _write_parquet(path: Path, columns: list[str], rows: list[dict]) -> None:
             for c in columns
         }
     )
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    from .._fs import atomic_output
+
+    with atomic_output(path) as tmp:
+        pq.write_table(table, tmp)
 
 
 @dataclass(slots=True)
