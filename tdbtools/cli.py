@@ -866,14 +866,16 @@ def replay(
     signals keep the trains apart (--no-signals: plain block occupancy). Exit status 1
     when a train derailed, collided, deadlocked or got stuck.
     """
-    from ._fs import check_output_folder
+    from ._outputs import claim_output_folder
 
-    check_output_folder(out_dir, overwrite)
+    # One run per folder (a lock, released when the command ends); manifest.json last.
+    run = claim_output_folder(out_dir, overwrite)
+    click.get_current_context().call_on_close(run.release)
     if scenario is not None and scenario.suffix.lower() == ".act":
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
         raise click.exceptions.Exit(
-            _replay_activity(scenario, stand_in, out_dir, plot, step, duration, strict, no_signals)
+            _replay_activity(scenario, stand_in, out_dir, plot, step, duration, strict, no_signals, run)
         )
     from .physics.events import StandIn
     from .physics.replay import Replay
@@ -922,13 +924,11 @@ def replay(
         result = rep.run(progress)
     files = result.write(out_dir)
     if plot:
-        from .physics.replay import safe_name
         from .render.plots import plot_speed_distance
 
+        stems = result.file_stems()
         for name, cols in result.traces.items():
-            files.append(
-                plot_speed_distance(cols, name, result.events, out_dir / f"{safe_name(name)}_speed.png")
-            )
+            files.append(plot_speed_distance(cols, name, result.events, out_dir / f"{stems[name]}_speed.png"))
         if rep.signals is not None:
             from .physics.signalling import space_time
             from .render.signal_chart import plot_signal_chart
@@ -948,6 +948,7 @@ def replay(
         )
     for line in _event_lines(result.events):
         click.echo(line)
+    files.append(run.finish(files))
     click.echo(f"wrote {len(files)} files to {out_dir}")
     if any(t["derailed"] for t in s["trains"].values()) or any(
         e.kind in ("collision", "side_collision") for e in result.events
@@ -1041,6 +1042,7 @@ def _replay_activity(
     duration: float | None,
     strict: bool = False,
     no_signals: bool = False,
+    run=None,  # noqa: ANN001  (an OutputRun: finished when every file is written)
 ) -> int:
     from .physics.activity import clock, replay_activity
 
@@ -1060,6 +1062,8 @@ def _replay_activity(
         from .render.spacetime import plot_space_time
 
         files.append(plot_space_time(result, out_dir / "spacetime.png"))
+    if run is not None:
+        files.append(run.finish(files))
     s = result.replay.summary
     click.echo(
         f"{s['activity']} ({s['route']}): {s['clock_start']}-{s['clock_end']}, {s['simulated_seconds']:.0f} s "

@@ -270,10 +270,19 @@ def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: boo
     sj = p / "summary.json"
     if sj.is_file():
         summary = json.loads(sj.read_text(encoding="utf-8"))
-    # summary.json names trains as given; the CSV stems are safe names: map back.
+    # summary.json names trains as given; the CSV stems are in its "files" (older folders:
+    # the safe names): map back.
     from ..physics.replay import safe_name
 
-    trains = {safe_name(k): v for k, v in summary.get("trains", {}).items()}
+    got = summary.get("files")
+    files: dict = got if isinstance(got, dict) else {}
+
+    def stem(name: str) -> str:
+        f = files.get(name)
+        t = f.get("trace") if isinstance(f, dict) else None
+        return t[:-4] if isinstance(t, str) and t.endswith(".csv") else safe_name(name)
+
+    trains = {stem(k): v for k, v in summary.get("trains", {}).items()}
     summary = {**summary, "trains": trains}
     events: tuple = ()
     ej = p / "events.json"
