@@ -201,18 +201,12 @@ def parse(file: Path, as_json: bool, strict: bool, lenient: bool, root: Path | N
 def _load(route: Path | None, *, no_cache: bool = False, strict: bool = False, quiet: bool = False):
     """Load a route as the command line does (docs/findings.md §1): as Open Rails would,
     with one summary of what was tolerated on stderr; ``strict`` refuses instead."""
-    from .errors import SourceError
     from .formats.route import load_route
 
     folder = route if route is not None else bundled_sample_route()
-    try:
-        # A clean route reads the same either way: the strict read shares its cache entry
-        # with the Python API's default.
-        r = load_route(folder, cache=not no_cache, strict=True)
-    except SourceError:
-        if strict:
-            raise
-        r = load_route(folder, cache=not no_cache, strict=False)
+    # One lenient, cached load (with its findings) decides: strict refuses a route with
+    # problems (load_route parses again only to raise the located error).
+    r = load_route(folder, cache=not no_cache, strict=strict)
     if not quiet:
         _tolerated(r.warnings)
     return r
