@@ -1025,6 +1025,12 @@ def signals_cmd(route: Path, as_json: bool, strict: bool) -> None:
         )
     for w in rep["warnings"][:50]:
         click.echo(f"  warning: {w}")
+    if strict and rep["defects"]:
+        # --strict refuses what Open Rails tolerates: the signalling input too.
+        click.echo(
+            f"error: {rep['defects']} signalling defect(s) (sigcfg.dat, scripts, world signals)", err=True
+        )
+        raise click.exceptions.Exit(EXIT_INPUT)
 
 
 def _replay_activity(

@@ -194,3 +194,19 @@ def test_no_writer_uses_a_predictable_temporary_name():
         if p.name != "_fs.py" and ('.tmp"' in p.read_text() or ".tmp{" in p.read_text())
     ]
     assert offenders == []
+
+
+def test_signals_strict_refuses_a_defective_script(inst):
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    dst = inst / SIGNALS
+    with open(dst / "sigscr.dat", "ab") as fh:
+        fh.write("\r\nSCRIPT BROKEN\r\nstate = (1 + ;\r\n".encode("utf-16-le"))  # the file is UTF-16
+    r = CliRunner().invoke(main, ["signals", str(dst)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["signals", str(dst), "--strict"])
+    assert r.exit_code == 2 and "signalling defect" in r.output
+    r = CliRunner().invoke(main, ["signals", str(inst / "ROUTES" / "SAMPLE"), "--strict"])
+    assert r.exit_code == 0, r.output  # no signalling at all is no defect

@@ -155,6 +155,8 @@ class SignalSet:
                 "bound": len(self.scripts),
             },
             "warnings": [str(w) for w in self.warnings],
+            # Defects a strict read refuses (notes on legal but odd constructs are not).
+            "defects": sum(w.count for w in self.warnings if w.severity != "info"),
         }
 
 
@@ -228,7 +230,10 @@ def load_signals(route: Route, *, strict: bool = False, cache: bool = True) -> S
     inputs = load_signal_world(route.folder, strict=strict, cache=cache)
     cfg = inputs.config
     if cfg is None:
-        warn("no sigcfg.dat: the route has no signal configuration")
+        # Not a defect: many routes have no signalling (a note, never refused by --strict).
+        warnings.append(
+            Finding("no sigcfg.dat: the route has no signal configuration", None, "IGNORED", "info")
+        )
         return SignalSet(route.name, None, (), {}, (), (), 0, tuple(warnings))
     functions = {n: k for k, n in enumerate(FUNCTIONS)}
     for k, fname in enumerate(cfg.custom_functions):
