@@ -4,14 +4,17 @@
 
 Each case takes a seed file -- a file of the sample route (``sample_routes/sample``) or
 of the real DK24 route (``../shared/routes/DK24``, if present: its small files, the
-DK24TEST route, and windows cut from the big .tdb/.rdb/tsection.dat) -- and mutates
+DK24TEST route, its sigcfg.dat, sigscr.dat and world files, and windows cut from the big
+.tdb/.rdb/tsection.dat/world files) -- and mutates
 it: in the text (numbers swapped for NaN, inf, huge values and words; counts made
 huge; parentheses deleted or added; blocks duplicated, swapped, deleted or nested
 thousands deep; include/comment directives, odd characters, 40,000-character words
 and long white space inserted; text truncated), in the encoding (UTF-16 with or without BOM, UTF-8, cp1252, mixed halves,
 a zlib-compressed SIMISA@F file, possibly cut), and in the bytes (bit flips,
 deletions, insertions, truncations, duplicated and swapped runs). The result is read
-by the reader of its file type in strict and in lenient mode, and the model it gives
+by the reader of its file type (STF, .tdb/.rdb, tsection.dat, .trk, .pat, .con, .eng/.wag,
+sigcfg.dat, signal scripts -- compiled and each run once --, world files, .act/.srv/.trf,
+scenario and sweep TOML) in strict and in lenient mode, and the model it gives
 is used (path chains, stock lookup, a traveller walk and an audit of the sample route
 with a fuzzed track database, path resolution with a fuzzed path).
 
@@ -86,6 +89,56 @@ def _scenario(path: Path, diags: Diagnostics):
     return read_scenario(path)  # TOML: no lenient mode, every defect is a ScenarioError
 
 
+def _scripts(path: Path, diags: Diagnostics):
+    from tdbtools.signals.script import read_scripts
+
+    out = read_scripts(path, strict=diags.strict)
+    for s in out.scripts:  # run each compiled script once on a fixed head
+        try:
+            s.function(_HEAD)
+        except TdbToolsError:
+            pass  # '%' by zero: Open Rails throws too (the runtime disables the script)
+    return out
+
+
+class _Head:
+    """A head context answering every built-in with a fixed int (the fuzzer's stand-in)."""
+
+    state = 0
+    draw_state = 0
+    enabled = 1
+    approach_position = -1
+    approach_speed = -1
+
+    def __getattr__(self, name: str):
+        return lambda *a: 7 if name.endswith("lr") else 1
+
+
+_HEAD = _Head()
+
+
+def _sigcfg(path: Path, diags: Diagnostics):
+    from tdbtools.formats.sigcfg import read_sigcfg
+
+    return read_sigcfg(path, diagnostics=diags)
+
+
+def _world(path: Path, diags: Diagnostics):
+    from tdbtools.formats.world import read_world
+
+    return read_world(path, diagnostics=diags)
+
+
+def _activity(kind: str):
+    def read(path: Path, diags: Diagnostics):
+        from tdbtools.formats import activity
+
+        fn = {"act": activity.read_activity, "srv": activity.read_service, "trf": activity.read_traffic}[kind]
+        return fn(path, diagnostics=diags)
+
+    return read
+
+
 def _sweep(path: Path, diags: Diagnostics):
     from tdbtools.sweep.spec import read_sweep_spec
 
@@ -103,6 +156,12 @@ READERS = {
     "stock": lambda p, d: read_stock(p, diagnostics=d),
     "scenario": _scenario,
     "sweep": _sweep,
+    "sigcfg": _sigcfg,
+    "sigscr": _scripts,
+    "world": _world,
+    "act": _activity("act"),
+    "srv": _activity("srv"),
+    "trf": _activity("trf"),
 }
 
 
@@ -111,6 +170,10 @@ def reader_for(name: str) -> str:
     low = name.lower()
     if low == "tsection.dat":
         return "tsection"
+    if low.endswith("sigcfg.dat"):
+        return "sigcfg"
+    if low.endswith("sigscr.dat"):
+        return "sigscr"
     if low.endswith("sweep.toml"):
         return "sweep"
     return {
@@ -122,11 +185,17 @@ def reader_for(name: str) -> str:
         ".eng": "stock",
         ".wag": "stock",
         ".toml": "scenario",
+        ".w": "world",
+        ".act": "act",
+        ".srv": "srv",
+        ".trf": "trf",
     }.get(Path(low).suffix, "stf")
 
 
 #: Readers of TOML settings: no lenient mode, no STF round trip.
 TOML_READERS = ("scenario", "sweep")
+#: Readers with no STF round trip (the signal-script language is not STF).
+NO_ROUNDTRIP = (*TOML_READERS, "sigscr")
 
 #: Errors lenient mode may raise: it cannot go on after them (Open Rails cannot either).
 LENIENT_FATAL = (DecodeError, StfSyntaxError)
@@ -186,12 +255,15 @@ def load_seeds(
             size = p.stat().st_size
             if kind in small:
                 small[kind].append(p)
-            elif kind in ("tdb", "trk", "tsection") and size <= 64_000:
+            elif kind in ("tdb", "trk", "tsection", "world") and size <= 64_000:
                 text, enc = _decode(p.read_bytes())
-                seeds.append(Seed(rel, "dk24", text, enc, 2.0))
-            elif kind in ("tdb", "tsection") and size > 64_000:
+                seeds.append(Seed(rel, "dk24", text, enc, 0.2 if kind == "world" else 2.0))
+            elif kind in ("sigcfg", "sigscr"):  # read whole: a window would cut its scripts/types
                 text, enc = _decode(p.read_bytes())
-                seeds.append(Seed(rel, "dk24", text, enc, 2.0, window=True))
+                seeds.append(Seed(rel, "dk24", text, enc, 3.0))
+            elif kind in ("tdb", "tsection", "world") and size > 64_000:
+                text, enc = _decode(p.read_bytes())
+                seeds.append(Seed(rel, "dk24", text, enc, 0.2 if kind == "world" else 2.0, window=True))
         for files in small.values():
             if dk24_files is not None and len(files) > dk24_files:
                 files = sorted(rng.sample(files, dk24_files))
@@ -1061,7 +1133,7 @@ class Fuzzer:
             elif strict.outcome == "ok" and lenient.outcome != "ok":
                 lenient.failed = True
                 lenient.detail = f"strict mode read the file, lenient raised: {lenient.detail}"
-        if strict.outcome == "ok" and case.reader not in TOML_READERS:
+        if strict.outcome == "ok" and case.reader not in NO_ROUNDTRIP:
             run, _ = timed("roundtrip", lambda: self._roundtrip(case, strict_value))
             case.runs.append(run)
             if run.outcome != "ok":
