@@ -79,6 +79,30 @@ HANG_S = 10.0
 
 SIG = "SIMISA@@@@@@@@@@JINX0T0t______"
 
+WORLD_SEED = """SIMISA@@@@@@@@@@JINX0w0t______
+
+Tr_Worldfile (
+    Static ( UiD ( 1 ) FileName ( tree.s ) Position ( 0 0 0 ) QDirection ( 0 0 0 1 ) )
+    Signal (
+        UiD ( 7 )
+        FileName ( B3Sig.s )
+        Position ( 270 42 100 )
+        QDirection ( 0 0.7 0 0.7 )
+        SignalSubObj ( 00000003 )
+        SignalUnits ( 2 SignalUnit ( 0 TrItemId ( 0 0 ) ) SignalUnit ( 1 TrItemId ( 0 1 ) ) )
+    )
+    Speedpost (
+        UiD ( 9 )
+        Speed_Digit_Tex ( t.ace )
+        Speed_Sign_Shape ( 1 0 1.6 0 0 )
+        TrItemId ( 0 3 )
+        FileName ( post.s )
+        Position ( 1 2 3 )
+        QDirection ( 0 0 0 1 )
+    )
+)
+"""
+
 
 # ---------------------------------------------------------------------------------------
 # readers
@@ -244,6 +268,9 @@ def load_seeds(
             continue
         text, enc = _decode(p.read_bytes())
         seeds.append(Seed(p.relative_to(SAMPLE).as_posix(), "sample", text, enc, 3.0))
+    # The sample install has no world file: one like the signalled route's (every kind of
+    # object the signals read).
+    seeds.append(Seed("ROUTES/SIGNALS/WORLD/w-005631+015118.w", "sample", WORLD_SEED, "utf-16", 3.0))
     if use_dk24 and dk24_available():
         rng = rng or random.Random(0)
         small: dict[str, list[Path]] = {"pat": [], "con": []}

@@ -210,3 +210,25 @@ def test_signals_strict_refuses_a_defective_script(inst):
     assert r.exit_code == 2 and "signalling defect" in r.output
     r = CliRunner().invoke(main, ["signals", str(inst / "ROUTES" / "SAMPLE"), "--strict"])
     assert r.exit_code == 0, r.output  # no signalling at all is no defect
+
+
+@pytest.mark.parametrize("kind", ["pat", "world"])
+def test_over_large_path_and_world_files_are_refused_before_parsing(tmp_path, monkeypatch, kind):
+    from tdbtools.formats import pat as pat_mod
+    from tdbtools.formats import world as world_mod
+    from tdbtools.formats.pat import read_pat
+    from tdbtools.formats.world import read_world
+
+    limit = pat_mod.MAX_PAT_BYTES if kind == "pat" else world_mod.MAX_WORLD_BYTES
+    p = tmp_path / ("big.pat" if kind == "pat" else "w-000001+000001.w")
+    with open(p, "wb") as fh:
+        fh.write(b"SIMISA@@@@@@@@@@JINX0P0t______\n\n")
+        fh.truncate(limit + 1)  # sparse: a million nodes' worth costs no disk
+    parsed = []
+    monkeypatch.setattr(pat_mod, "parse_file", lambda *a, **k: parsed.append(1))
+    monkeypatch.setattr(world_mod, "parse_file", lambda *a, **k: parsed.append(1))
+    for strict in (True, False):
+        with pytest.raises(TdbToolsError, match="more than the limit") as e:
+            (read_pat if kind == "pat" else read_world)(p, strict=strict)
+        assert (e.value.location.line, e.value.location.column) == (1, 1)
+    assert parsed == []
