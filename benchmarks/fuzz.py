@@ -22,7 +22,7 @@ A case fails when
 
 * any exception other than a :class:`tdbtools.errors.TdbToolsError` escapes (a warning
   too: the test suite turns warnings into errors),
-* a read takes more than 2 s (a hang is stopped after 10 s),
+* a read takes more than 2 s of CPU (a hang is stopped after 10 s on the wall clock),
 * an error about the file is not a :class:`~tdbtools.errors.SourceError` with a path,
   line and column,
 * lenient mode raises where strict mode reads the file, or raises anything but a
@@ -1009,8 +1009,10 @@ class Case:
 
 
 def timed(step: str, fn, *, expect_ok: bool = False) -> tuple[Run, object]:
-    """Run ``fn()`` under the timers; classify what happens."""
-    t0 = time.perf_counter()
+    """Run ``fn()`` under the timers; classify what happens. SLOW is judged on the CPU time
+    of this process (on a shared machine the wall clock measures the neighbours); a HANG
+    on the wall clock (a read blocked on anything)."""
+    t0 = time.process_time()
     value = None
     try:
         with warnings.catch_warnings():
@@ -1034,7 +1036,7 @@ def timed(step: str, fn, *, expect_ok: bool = False) -> tuple[Run, object]:
         raise
     except BaseException as exc:  # SystemExit, MemoryError, ...
         run = Run(step, f"CRASH {type(exc).__name__}", 0.0, f"{exc!s:.200} {_where(exc)}", True)
-    run.seconds = time.perf_counter() - t0
+    run.seconds = time.process_time() - t0
     if run.seconds > SLOW_S and not run.failed:
         run.failed = True
         run.detail = f"took {run.seconds:.2f} s (limit {SLOW_S} s); {run.outcome} {run.detail}"
@@ -1296,12 +1298,15 @@ class Fuzzer:
 
 
 def _same_model(a, b) -> bool:
-    """Equal models, ignoring the file path they were read from."""
+    """Equal models, ignoring the file path they were read from and the notes about its text."""
     if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b) and type(a) is type(b):
         fa = {f.name for f in dataclasses.fields(a)}
         if "path" in fa:
             a = dataclasses.replace(a, path="") if not type(a).__name__ == "TrackDB" else a
             b = dataclasses.replace(b, path="") if not type(b).__name__ == "TrackDB" else b
+        if "warnings" in fa:  # notes about the text (a stray '+'), which the writer normalises
+            a = dataclasses.replace(a, warnings=())
+            b = dataclasses.replace(b, warnings=())
         if type(a).__name__ == "TSection":
             a = dataclasses.replace(a, files=())
             b = dataclasses.replace(b, files=())

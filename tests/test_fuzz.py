@@ -153,7 +153,13 @@ def test_fuzz_harness_catches_foreign_exceptions_and_hangs(monkeypatch):
     run, _ = fuzz.timed("strict", lambda: (_ for _ in ()).throw(FormatError("bad", None)))
     assert not run.failed and run.outcome == "FormatError"
     monkeypatch.setattr(fuzz, "SLOW_S", 0.01)
-    run, _ = fuzz.timed("strict", lambda: time.sleep(0.05))
+
+    def busy() -> None:  # SLOW is CPU time (the machine may be shared)
+        t = time.process_time()
+        while time.process_time() - t < 0.05:
+            pass
+
+    run, _ = fuzz.timed("strict", busy)
     assert run.failed and run.outcome == "SLOW"
     monkeypatch.setattr(fuzz, "HANG_S", 0.05)
     run, _ = fuzz.timed("strict", lambda: time.sleep(2))
