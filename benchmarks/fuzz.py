@@ -65,6 +65,7 @@ if str(REPO) not in sys.path:
 
 from tdbtools.errors import DecodeError, Diagnostics, SourceError, StfSyntaxError, TdbToolsError  # noqa: E402
 from tdbtools.formats import read_consist, read_pat, read_stock, read_tdb, read_trk, read_tsection_file  # noqa: E402
+from tdbtools.formats.consist import EmptyConsistError  # noqa: E402
 from tdbtools.physics.scenario import read_scenario  # noqa: E402
 from tdbtools.stf import parse_file, parse_text  # noqa: E402
 from tdbtools.stf.writer import format_stf, write_text_atomic  # noqa: E402
@@ -221,8 +222,9 @@ TOML_READERS = ("scenario", "sweep")
 #: Readers with no STF round trip (the signal-script language is not STF).
 NO_ROUNDTRIP = (*TOML_READERS, "sigscr")
 
-#: Errors lenient mode may raise: it cannot go on after them (Open Rails cannot either).
-LENIENT_FATAL = (DecodeError, StfSyntaxError)
+#: Errors lenient mode may raise: it cannot go on after them (Open Rails cannot either; a
+#: consist without a car gives nothing to run).
+LENIENT_FATAL = (DecodeError, StfSyntaxError, EmptyConsistError)
 
 
 # ---------------------------------------------------------------------------------------

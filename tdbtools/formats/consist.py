@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._fs import FOLLOW_LINKS_ENV, inside, is_file, is_relative_name
-from ..errors import Diagnostics, RouteError, truncate_value
+from ..errors import Diagnostics, FormatError, RouteError, truncate_value
 from ..stf import parse_file, resolve_case_insensitive
 from ..stf.tree import Block, Document
 from ._read import Reader, to_int
@@ -38,6 +38,7 @@ from .stock import Stock, read_stock
 __all__ = [
     "CarEntry",
     "Consist",
+    "EmptyConsistError",
     "StandInWarning",
     "consist_from_document",
     "read_consist",
@@ -48,6 +49,10 @@ __all__ = [
 
 #: Consist name when the file gives neither a label nor ``Name``.
 DEFAULT_NAME = "Loose consist."
+
+
+class EmptyConsistError(FormatError):
+    """A consist without a car: nothing can run, in lenient mode either (docs/security.md §2)."""
 
 
 class StandInWarning(UserWarning):
@@ -116,7 +121,7 @@ def consist_from_document(doc: Document, diags: Diagnostics) -> Consist:
                 cars.append(car)
     if not cars:
         # Nothing can run without a car: an error in lenient mode too (docs/security.md §2).
-        raise rd.error(cfg, "consist has no cars (no readable Engine or Wagon block)")
+        raise rd.error(cfg, "consist has no cars (no readable Engine or Wagon block)", cls=EmptyConsistError)
     return Consist(
         doc.path,
         name if name is not None else (label or DEFAULT_NAME),
