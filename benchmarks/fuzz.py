@@ -22,7 +22,8 @@ A case fails when
 
 * any exception other than a :class:`tdbtools.errors.TdbToolsError` escapes (a warning
   too: the test suite turns warnings into errors),
-* a read takes more than 2 s of CPU (a hang is stopped after 10 s on the wall clock),
+* a read takes more than 2 s of CPU (a hang is stopped after 10 s of CPU, or 120 s on the
+  wall clock for a read blocked without using CPU),
 * an error about the file is not a :class:`~tdbtools.errors.SourceError` with a path,
   line and column,
 * lenient mode raises where strict mode reads the file, or raises anything but a
@@ -943,24 +944,36 @@ class CaseTimeout(BaseException):
     ``except Exception`` in the code under test can swallow it)."""
 
 
+#: The wall-clock guard is this many times HANG_S: a read blocked on something (no CPU used).
+HANG_WALL_FACTOR = 12
+
+
 @contextlib.contextmanager
 def hang_guard(seconds: float):
-    """Stop the block after ``seconds`` (SIGALRM; only in the main thread on POSIX)."""
+    """Stop the block after ``seconds`` of this process's CPU time (SIGPROF: on a shared
+    machine the wall clock runs several times faster), or after HANG_WALL_FACTOR times as
+    long on the wall clock (SIGALRM: a read blocked without using CPU). Main thread, POSIX."""
     usable = hasattr(signal, "setitimer") and threading_main()
     if not usable:
         yield
         return
 
     def fire(signum, frame):
-        raise CaseTimeout(f"still running after {seconds:.0f} s")
+        clock = "CPU" if signum == signal.SIGPROF else "wall-clock"
+        limit = seconds if signum == signal.SIGPROF else seconds * HANG_WALL_FACTOR
+        raise CaseTimeout(f"still running after {limit:.0f} s ({clock})")
 
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    old_prof = signal.signal(signal.SIGPROF, fire)
+    old_alrm = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds * HANG_WALL_FACTOR)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.signal(signal.SIGPROF, old_prof)
+        signal.signal(signal.SIGALRM, old_alrm)
 
 
 def threading_main() -> bool:

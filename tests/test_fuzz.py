@@ -162,8 +162,16 @@ def test_fuzz_harness_catches_foreign_exceptions_and_hangs(monkeypatch):
     run, _ = fuzz.timed("strict", busy)
     assert run.failed and run.outcome == "SLOW"
     monkeypatch.setattr(fuzz, "HANG_S", 0.05)
-    run, _ = fuzz.timed("strict", lambda: time.sleep(2))
-    assert run.failed and run.outcome == "HANG"
+    run, _ = fuzz.timed("strict", lambda: time.sleep(2))  # blocked: the wall-clock guard
+    assert run.failed and run.outcome == "HANG" and "wall-clock" in run.detail
+
+    def spin() -> None:  # busy: the CPU guard
+        t = time.process_time()
+        while time.process_time() - t < 2.0:
+            pass
+
+    run, _ = fuzz.timed("strict", spin)
+    assert run.failed and run.outcome == "HANG" and "CPU" in run.detail
 
 
 # ---------------------------------------------------------------------------------------
