@@ -87,8 +87,9 @@ def _alive(pid: int) -> bool:
 class OutputRun:
     """A claimed output folder: the lock file is held until :meth:`finish` or :meth:`release`."""
 
-    def __init__(self, folder: Path, lock: Path) -> None:
+    def __init__(self, folder: Path, lock: Path, created: bool = False) -> None:
         self.folder, self.lock = folder, lock
+        self.created = created  # the folder was made for this run
         self.finished = False
 
     def finish(self, files: Iterable[str | Path]) -> Path:
@@ -116,11 +117,18 @@ class OutputRun:
         return out
 
     def release(self) -> None:
-        """Remove the lock (a run that failed leaves no manifest: its folder is incomplete)."""
+        """Remove the lock (a run that failed leaves no manifest: its folder is incomplete),
+        and the folder itself when this run made it and wrote nothing (a refused run leaves
+        nothing behind)."""
         try:
             self.lock.unlink()
         except FileNotFoundError:
             pass
+        if self.created and not self.finished:
+            try:
+                self.folder.rmdir()  # only if empty
+            except OSError:
+                pass
 
 
 def _read_lock(lock: Path) -> dict:
@@ -176,6 +184,7 @@ def claim_output_folder(
                 "wait for it, or remove the lock file if no such run is active"
             )
     check_output_folder(p, overwrite, error)
+    created = not p.exists()
     p.mkdir(parents=True, exist_ok=True)
     info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -185,4 +194,4 @@ def claim_output_folder(
         raise error(f"output folder {str(p)!r} is in use by another run ({LOCK_NAME})") from None
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(info, fh)
-    return OutputRun(p, lock)
+    return OutputRun(p, lock, created)

@@ -865,7 +865,9 @@ class RouteCache:
         self.folder = folder or cache_dir()
 
     def _entry(self, files, strict: bool) -> Path:
-        key = f"{files.folder}|{'strict' if strict else 'lenient'}|{__version__}|{CACHE_FORMAT}"
+        # One entry per route whatever ``strict`` says: load_route keeps the lenient model
+        # with its findings and decides strictness from them (docs/security.md §1).
+        key = f"{files.folder}|one|{__version__}|{CACHE_FORMAT}"
         digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
         return self.folder / f"{files.folder.name}-{digest}{_SUFFIX}"
 
