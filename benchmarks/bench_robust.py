@@ -91,14 +91,31 @@ def scripts(sizes: list[float]) -> list[dict]:
     return rows
 
 
-def errors(bad: list[int], megabytes: float = 1.0) -> list[dict]:
+def one_script(megabytes: float, bad: int) -> str:
+    """One script of about ``megabytes`` (assignments and if/else blocks), ``bad`` of its
+    lines spread over it made syntax errors (the issue's "1 MB script with 200 bad lines")."""
+    lines = ["SCRIPT BIG", "float a;", "float b;"]
+    size, k = 0, 0
+    while size < megabytes * 1e6:
+        chunk = f"if (a == {k}) {{ b = a * 2 + {k}; }} else {{ b = b - 1; }}"
+        lines.append(chunk)
+        size += len(chunk) + 1
+        k += 1
+    step = max(1, (len(lines) - 3) // max(bad, 1))
+    for i in range(3, len(lines), step)[:bad]:
+        lines[i] = lines[i].replace("b = a", "b = ( a", 1)
+    lines.append("state = b;")
+    return "\n".join(lines) + "\n"
+
+
+def errors(bad: list[int], megabytes: float = 1.0, one: bool = False) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in bad:
             p = Path(tmp) / f"e{n}.dat"
-            p.write_text(big_script(megabytes, n), encoding="utf-8")
+            p.write_text(one_script(megabytes, n) if one else big_script(megabytes, n), encoding="utf-8")
             res = _child(READ, str(p))
-            rows.append({"MB": round(p.stat().st_size / 1e6, 2), "bad_lines": n, **res})
+            rows.append({"MB": round(p.stat().st_size / 1e6, 2), "one_script": one, "bad_lines": n, **res})
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -144,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("errors")
     e.add_argument("--bad", default="20,200")
     e.add_argument("--mb", type=float, default=1.0)
+    e.add_argument("--one", action="store_true", help="one big script (else DK24's, repeated)")
     c = sub.add_parser("cache")
     c.add_argument("copies", type=int)
     c.add_argument("out", type=Path)
@@ -152,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "scripts":
         scripts([float(x) for x in args.sizes.split(",")])
     elif args.what == "errors":
-        errors([int(x) for x in args.bad.split(",")], args.mb)
+        errors([int(x) for x in args.bad.split(",")], args.mb, args.one)
     else:
         args.out.mkdir(parents=True, exist_ok=True)
         cache(args.copies, args.out)
