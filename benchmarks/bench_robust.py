@@ -29,10 +29,19 @@ SIGSCR = DK24 / "ROUTES" / "OR_DK24" / "sigscr.dat"
 
 
 def _child(code: str, *args: str) -> dict:
-    """Run ``code`` in a child interpreter; its CPU seconds and peak RSS (MB)."""
+    """Run ``code`` in a child interpreter; its CPU seconds and peak RSS (MB), and which
+    tdbtools it ran."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
+    # cwd: a neutral folder, so that ``-c`` (which puts the cwd first on sys.path) imports the
+    # tdbtools of PYTHONPATH, not a checkout the command was started in.
+    r = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tempfile.gettempdir(),
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
@@ -41,7 +50,8 @@ def _child(code: str, *args: str) -> dict:
         "cpu_s": round((after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), 3),
         "wall_s": round(wall, 3),
         "peak_mb": round(after.ru_maxrss / 1024.0, 1),
-        "out": r.stdout.strip()[-300:],
+        "out": r.stdout.strip()[-120:],
+        "module": (r.stdout.splitlines() or [""])[0],
     }
 
 
@@ -73,7 +83,8 @@ def big_script(megabytes: float, bad: int = 0) -> str:
 
 
 READ = (
-    "import sys, time; from tdbtools.signals.script import read_scripts\n"
+    "import sys, time, tdbtools; print(tdbtools.__file__)\n"
+    "from tdbtools.signals.script import read_scripts\n"
     "t = time.process_time(); f = read_scripts(sys.argv[1])\n"
     "print(len(f.scripts), f.errors, round(time.process_time() - t, 3))\n"
 )
@@ -121,7 +132,8 @@ def errors(bad: list[int], megabytes: float = 1.0, one: bool = False) -> list[di
 
 
 INFO = (
-    "import sys; from tdbtools.cli import main\n"
+    "import sys, tdbtools; print(tdbtools.__file__)\n"
+    "from tdbtools.cli import main\n"
     "try:\n    main(['info', sys.argv[1]], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
 )
 
