@@ -351,7 +351,7 @@ def parse_script(raw: RawScript, ctx: _Ctx) -> tuple[Tree | None, int]:
             li = getattr(exc, "line", -1)
             col = getattr(exc, "column", 1)
             if not at_end and li in dropped:  # the lexer stumbled in a dropped line
-                _skip_line(ip, body, starts[li])
+                _skip_line(ip, body, starts, li)
                 continue
             errors += 1
             if at_end or not isinstance(li, int) or li < 1 or li > len(frags):
@@ -372,8 +372,8 @@ def parse_script(raw: RawScript, ctx: _Ctx) -> tuple[Tree | None, int]:
             # Rewind to the start of line li (the state is unchanged when the lexer failed
             # before reading a token of it) and skip the line.
             if li in snaps:
-                ip = _restore(snaps[li])
-            _skip_line(ip, body, starts[li])
+                _restore(ip, snaps[li])
+            _skip_line(ip, body, starts, li)
             for k in [k for k in snaps if k >= li]:
                 del snaps[k]
     ctx.diags.problem(
@@ -382,26 +382,35 @@ def parse_script(raw: RawScript, ctx: _Ctx) -> tuple[Tree | None, int]:
     return None, errors
 
 
-def _skip_line(ip: Any, body: str, end: int) -> None:
-    """Move the lexer of ``ip`` to ``end`` (the start of the next line)."""
+def _skip_line(ip: Any, body: str, starts: list[int], li: int) -> None:
+    """Put the lexer of ``ip`` at the start of body line ``li + 1`` (line ``li`` skipped)."""
     counter = ip.lexer_thread.state.line_ctr
-    end = min(end, len(body))
-    if counter.char_pos < end:
-        counter.feed(body[counter.char_pos : end])
+    end = min(starts[li], len(body))
+    counter.char_pos = counter.line_start_pos = end
+    counter.line, counter.column = li + 1, 1
 
 
-def _snapshot(ip: Any) -> tuple[Any, list[tuple[Tree, int]]]:
+#: A parser state kept at the start of a line: its state and value stacks, and the length of
+#: every tree's child list on the value stack.
+_Snap = tuple[list[Any], list[Any], list[tuple[Tree, int]]]
+
+
+def _snapshot(ip: Any) -> _Snap:
     # Lark's LALR tree builder extends a left-recursive child's list in place (the `_stmt*`
-    # lists), so a shallow copy of the value stack is kept with the length of each list.
-    vals = ip.parser_state.value_stack
-    return ip.copy(deepcopy_values=False), [(v, len(v.children)) for v in vals if isinstance(v, Tree)]
+    # lists), so the value stack is kept with the length of each list. Cheaper than
+    # InteractiveParser.copy(), whose lexer copy went through copy.copy on every line.
+    ps = ip.parser_state
+    vals = ps.value_stack
+    return list(ps.state_stack), list(vals), [(v, len(v.children)) for v in vals if isinstance(v, Tree)]
 
 
-def _restore(snap: tuple[Any, list[tuple[Tree, int]]]) -> Any:
-    ip, lengths = snap
+def _restore(ip: Any, snap: _Snap) -> None:
+    states, values, lengths = snap
     for tree, n in lengths:
         del tree.children[n:]
-    return ip.copy(deepcopy_values=False)
+    ps = ip.parser_state
+    ps.state_stack[:] = states
+    ps.value_stack[:] = values
 
 
 def _parse_by_reparsing(raw: RawScript, ctx: _Ctx) -> tuple[Tree | None, int]:
