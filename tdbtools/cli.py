@@ -828,6 +828,11 @@ def bundled_scenario() -> Path:
     help="Write into a non-empty --out folder, replacing the files of the same names.",
 )
 @click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
+@click.option(
+    "--physics",
+    type=click.Choice(["engineering", "openrails"]),
+    help="Physics profile (overrides the scenario; docs/physics.md §7).",
+)
 @_strict_option
 @_handle_errors
 def replay(
@@ -845,6 +850,7 @@ def replay(
     max_speed: float | None,
     overwrite: bool,
     no_signals: bool,
+    physics: str | None,
     strict: bool,
 ) -> None:
     """Replay consists over a route: physics, derailments and collisions.
@@ -866,6 +872,8 @@ def replay(
     run = claim_output_folder(out_dir, overwrite)
     click.get_current_context().call_on_close(run.release)
     if scenario is not None and scenario.suffix.lower() == ".act":
+        if physics is not None:
+            raise click.UsageError("--physics is not available for activities yet")
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
         raise click.exceptions.Exit(
@@ -883,7 +891,7 @@ def replay(
         sc = one_train_scenario(route_opt, consist_opt, path_opt, stand_in=stand_in)
     else:
         sc = read_scenario(scenario if scenario is not None else bundled_scenario())
-    sc = with_settings(sc, stand_in=True if stand_in else None, step=step, duration=duration)
+    sc = with_settings(sc, stand_in=True if stand_in else None, step=step, duration=duration, physics=physics)
     if beyond_path is not None or max_speed is not None:
         import dataclasses
 
@@ -896,6 +904,12 @@ def replay(
             for t in sc.trains
         )
         sc = dataclasses.replace(sc, trains=trains)
+    if sc.physics == "openrails":
+        click.echo(
+            "note: Open Rails physics profile (docs/physics.md §7), simplified: no vacuum or engine brakes, "
+            "no wheel-slip model, numpy only",
+            err=True,
+        )
     rep = Replay(
         sc, route=_load(Path(sc.route), strict=strict), cars_trace=cars, signals=False if no_signals else None
     )
@@ -1089,6 +1103,34 @@ def _replay_activity(
             )
     click.echo(f"wrote {len(files)} files to {out_dir}")
     return EXIT_FINDINGS if result.failed else 0
+
+
+@main.command("compare")
+@click.argument("trace", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("other", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--axis",
+    type=click.Choice(["time", "distance"]),
+    default="time",
+    show_default=True,
+    help="Compare against.",
+)
+@click.option(
+    "--plot", "plot_out", type=click.Path(path_type=Path, dir_okay=False), help="Draw both speeds (PNG)."
+)
+@_handle_errors
+def compare(trace: Path, other: Path, axis: str, plot_out: Path | None) -> None:
+    """Compare the speed of TRACE with OTHER (replay traces, Open Rails dumps): RMS, max
+    and bias of the difference per phase (docs/physics.md §7.7)."""
+    from .physics.compare import compare_traces, read_trace
+
+    cmp = compare_traces(read_trace(trace), read_trace(other), axis)
+    for line in cmp.lines():
+        click.echo(line)
+    if plot_out is not None:
+        from .render.compare_plot import plot_comparison
+
+        click.echo(f"wrote {plot_comparison(cmp, plot_out, (trace.name, other.name))}")
 
 
 class _NullBar:
