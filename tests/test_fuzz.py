@@ -170,6 +170,7 @@ def test_fuzz_harness_catches_foreign_exceptions_and_hangs(monkeypatch):
         while time.process_time() - t < 2.0:
             pass
 
+    monkeypatch.setattr(fuzz, "HANG_WALL_FACTOR", 10_000)  # only the CPU guard can fire
     run, _ = fuzz.timed("strict", spin)
     assert run.failed and run.outcome == "HANG" and "CPU" in run.detail
 
