@@ -122,12 +122,15 @@ def make_route(copies: int, root: Path, paths: list[str] = ()) -> Path:
     folder = root / "ROUTES" / f"BIG{copies}"
     tdb = folder / "DK24.tdb"
     (folder / "PATHS").mkdir(parents=True, exist_ok=True)
-    # copied, not linked: includes may not point outside the install root
-    for src, dst in ((DK24 / "GLOBAL", root / "GLOBAL"), (ROUTE / "OPENRAILS", folder / "OPENRAILS")):
+    # copied, not linked: includes may not point outside the install root, and stock linked
+    # out of the install is not read (docs/security.md §3)
+    for src, dst in (
+        (DK24 / "GLOBAL", root / "GLOBAL"),
+        (ROUTE / "OPENRAILS", folder / "OPENRAILS"),
+        (DK24 / "TRAINS", root / "TRAINS"),
+    ):
         if not dst.exists():
             shutil.copytree(src, dst)
-    if not (root / "TRAINS").exists():
-        os.symlink(DK24 / "TRAINS", root / "TRAINS")
     for name in ("DK24.trk", "DK24.rdb", "tsection.dat"):
         if not (folder / name).exists():
             os.symlink(ROUTE / name, folder / name)

@@ -10,21 +10,28 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import TdbToolsError
 
 __all__ = [
+    "FileTooLargeError",
+    "atomic_output",
     "OutputExistsError",
     "check_output_folder",
     "check_target",
     "clean_stale_temps",
     "find_install_root",
     "is_file",
+    "inside",
     "install_above",
     "is_install_root",
+    "is_relative_name",
+    "links_allowed",
     "new_file_mode",
+    "read_bounded",
     "resolve_case_insensitive",
     "safe_basename",
     "write_bytes_atomic",
@@ -106,6 +113,63 @@ def find_install_root(path: Path) -> Path:
     above ``path`` (:func:`install_above`), else the file's own folder."""
     root = install_above(path)
     return root if root is not None else path.parent.resolve()
+
+
+#: Set to 1 to follow symbolic links that lead out of the install (docs/security.md §3).
+FOLLOW_LINKS_ENV = "TDBTOOLS_FOLLOW_LINKS"
+
+
+def links_allowed() -> bool:
+    """True when the user asked to follow links leading out of the install."""
+    return os.environ.get(FOLLOW_LINKS_ENV, "").strip().lower() in ("1", "yes", "true")
+
+
+def is_relative_name(name: str) -> bool:
+    """True for a relative name that stays below its folder (``/`` or ``\\`` separated): no
+    drive, no root, no ``..`` component, no NUL."""
+    parts = re.split(r"[/\\]", name)
+    return (
+        bool(name.strip())
+        and "\x00" not in name
+        and not re.match(r"^[A-Za-z]:", name)
+        and parts[0] != ""
+        and ".." not in parts
+    )
+
+
+def inside(path: str | Path, root: str | Path) -> bool:
+    """True if ``path``, with every symbolic link followed, is ``root`` or below it (or the
+    user allows links out, :func:`links_allowed`). A name with ``..`` that climbs out is
+    outside too."""
+    if links_allowed():
+        return True
+    try:
+        real = Path(os.path.realpath(path))
+        base = Path(os.path.realpath(root))
+    except (OSError, ValueError):
+        return False
+    return real == base or base in real.parents
+
+
+def read_bounded(path: str | Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of ``path``, refused (:class:`FileTooLargeError`) when it holds more than
+    ``limit`` bytes, checked on the open file before reading and again while reading (a file
+    that grows, or a device that reports no size, is never read past ``limit + 1`` bytes)."""
+    with open(path, "rb") as fh:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+        except OSError:
+            size = 0
+        if size > limit:
+            raise FileTooLargeError(f"{what} {str(path)!r}: {size} bytes, more than the limit of {limit}")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLargeError(f"{what} {str(path)!r}: more than the limit of {limit} bytes")
+    return data
+
+
+class FileTooLargeError(TdbToolsError):
+    """A file larger than the limit for its kind (docs/security.md §2)."""
 
 
 # -- names ------------------------------------------------------------------------------
@@ -220,11 +284,7 @@ def write_bytes_atomic(path: str | Path, data: bytes | Iterable[bytes], *, mode:
     target = Path(path)
     prefix = f".{target.name}."
     clean_stale_temps(target.parent, f"{glob_escape(prefix)}*.tmp")
-    try:
-        old_mode = target.stat().st_mode & 0o7777
-    except (OSError, ValueError):
-        old_mode = None
-    want = old_mode if old_mode is not None else (mode if mode is not None else new_file_mode())
+    want = _mode_for(target, mode)
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".tmp")
     except OSError as exc:  # name the file asked for, not the temporary one
@@ -244,6 +304,44 @@ def write_bytes_atomic(path: str | Path, data: bytes | Iterable[bytes], *, mode:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def atomic_output(path: str | Path, *, mode: int | None = None) -> Iterator[Path]:
+    """A temporary file for a writer that wants a file name (matplotlib, PIL, ffmpeg,
+    pyarrow): made by ``mkstemp`` (``O_CREAT | O_EXCL``, a random name: no link followed, no
+    name to guess) in the target's folder with the target's extension, renamed over the
+    target when the block ends normally and removed otherwise (docs/security.md §5)::
+
+        with atomic_output(out) as tmp:
+            fig.savefig(tmp)
+
+    A new file gets ``mode`` (default 0666 less the umask); an existing one keeps its mode.
+    """
+    target = Path(path)
+    prefix = f".{target.name}."
+    clean_stale_temps(target.parent, f"{glob_escape(prefix)}*.tmp*")
+    want = _mode_for(target, mode)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".tmp" + target.suffix)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, want)
+        os.close(fd)
+        yield Path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _mode_for(target: Path, mode: int | None) -> int:
+    try:
+        return target.stat().st_mode & 0o7777
+    except (OSError, ValueError):
+        return mode if mode is not None else new_file_mode()
 
 
 def write_text_atomic(

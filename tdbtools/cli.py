@@ -270,18 +270,12 @@ def parse(file: Path, as_json: bool, strict: bool, lenient: bool, root: Path | N
 def _load(route: Path | None, *, no_cache: bool = False, strict: bool = False, quiet: bool = False):
     """Load a route as the command line does (docs/findings.md §1): as Open Rails would,
     with one summary of what was tolerated on stderr; ``strict`` refuses instead."""
-    from .errors import SourceError
     from .formats.route import load_route
 
     folder = route if route is not None else bundled_sample_route()
-    try:
-        # A clean route reads the same either way: the strict read shares its cache entry
-        # with the Python API's default.
-        r = load_route(folder, cache=not no_cache, strict=True)
-    except SourceError:
-        if strict:
-            raise
-        r = load_route(folder, cache=not no_cache, strict=False)
+    # One lenient, cached load (with its findings) decides: strict refuses a route with
+    # problems (load_route parses again only to raise the located error).
+    r = load_route(folder, cache=not no_cache, strict=strict)
     if not quiet:
         _tolerated(r.warnings)
     return r
@@ -1110,7 +1104,7 @@ def replay(
     signals keep the trains apart (--no-signals: plain block occupancy). Exit status 1
     when a train derailed, collided, deadlocked or got stuck.
     """
-    from ._fs import check_output_folder
+    from ._outputs import claim_output_folder
 
     # The arguments first, then the extras, then the output folder: a mistake is named
     # as itself, before anything is read or written.
@@ -1154,16 +1148,22 @@ def replay(
             raise click.BadParameter(problem[1], param_hint=name)
     if plot:
         _need("matplotlib", "--plot")
-    check_output_folder(out_dir, overwrite)
+    # One run per folder (a lock, released when the command ends); manifest.json last.
+    run = claim_output_folder(out_dir, overwrite)
+    click.get_current_context().call_on_close(run.release)
     if timetable:
         assert scenario is not None
         raise click.exceptions.Exit(
-            _replay_timetable(scenario, player, stand_in, out_dir, plot, step, duration, strict, no_signals)
+            _replay_timetable(
+                scenario, player, stand_in, out_dir, plot, step, duration, strict, no_signals, run
+            )
         )
     if activity:
         assert scenario is not None
         raise click.exceptions.Exit(
-            _replay_activity(scenario, stand_in, out_dir, plot, step, duration, strict, no_signals, as_json)
+            _replay_activity(
+                scenario, stand_in, out_dir, plot, step, duration, strict, no_signals, as_json, run
+            )
         )
     from .physics.events import StandIn
     from .physics.replay import Replay
@@ -1212,9 +1212,9 @@ def replay(
         result = rep.run(progress)
     files = result.write(out_dir)
     if plot:
-        from .physics.replay import safe_name
         from .render.plots import line_marks, plot_speed_distance
 
+        stems = result.file_stems()
         for name, cols in result.traces.items():
             limit, marks = line_marks(rep, name)
             files.append(
@@ -1222,7 +1222,7 @@ def replay(
                     cols,
                     name,
                     result.events,
-                    out_dir / f"{safe_name(name)}_speed.png",
+                    out_dir / f"{stems[name]}_speed.png",
                     limit=limit,
                     marks=marks,
                 )
@@ -1238,6 +1238,7 @@ def replay(
         or any(e.kind in ("collision", "side_collision") for e in result.events)
         or bool(_script_errors(result.events))
     )
+    files.append(run.finish(files))
     if as_json:
         _echo_json("replay", {"summary": s, "files": [str(f) for f in files], "failed": failed})
         if failed:
@@ -1341,6 +1342,12 @@ def signals_cmd(route: Path, as_json: bool, strict: bool) -> None:
         )
     for w in rep["warnings"][:50]:
         click.echo(f"  warning: {w}")
+    if strict and rep["defects"]:
+        # --strict refuses what Open Rails tolerates: the signalling input too.
+        click.echo(
+            f"error: {rep['defects']} signalling defect(s) (sigcfg.dat, scripts, world signals)", err=True
+        )
+        raise click.exceptions.Exit(EXIT_INPUT)
 
 
 def _replay_activity(
@@ -1353,6 +1360,7 @@ def _replay_activity(
     strict: bool = False,
     no_signals: bool = False,
     as_json: bool = False,
+    run=None,  # noqa: ANN001  (an OutputRun: finished when every file is written)
 ) -> int:
     from .physics.activity import clock, replay_activity
 
@@ -1373,6 +1381,8 @@ def _replay_activity(
         from .render.spacetime import plot_space_time
 
         files.append(plot_space_time(result, out_dir / "spacetime.png"))
+    if run is not None:
+        files.append(run.finish(files))
     s = result.replay.summary
     if as_json:
         _echo_json(
@@ -1430,6 +1440,7 @@ def _replay_timetable(
     duration: float | None,
     strict: bool = False,
     no_signals: bool = False,
+    run=None,  # noqa: ANN001  (an OutputRun: finished when every file is written)
 ) -> int:
     """Replay, write the outputs, report on stdout, and say on stderr what was
     simplified or went wrong; returns the exit status (1: a train did not reach its
@@ -1453,6 +1464,8 @@ def _replay_timetable(
         from .render.spacetime import plot_space_time
 
         files.append(plot_space_time(result.activity, out_dir / "spacetime.png"))
+    if run is not None:
+        files.append(run.finish(files))
     s = result.replay.summary
     tt = s["timetable"]
     click.echo(

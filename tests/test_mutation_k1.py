@@ -734,7 +734,9 @@ def test_replay_summary_and_traces_of_a_short_run(tmp_path):
     assert cars_csv[0] == "time,car,front,speed,gap,force" and cars_csv[2] == "0,1,118.98,5,nan,0"
     ev = json.loads((tmp_path / "new" / "out" / "events.json").read_text())
     assert ev == {"units": EVENT_UNITS, "events": []}
-    assert json.loads((tmp_path / "new" / "out" / "summary.json").read_text()) == s
+    # summary.json also lists each train's files (docs/security.md §5)
+    files = {"b/1": {"trace": "b_1.csv", "cars": "b_1_cars.csv"}}
+    assert json.loads((tmp_path / "new" / "out" / "summary.json").read_text()) == {**s, "files": files}
     assert safe_name("a b/c-d_e.f:é") == "a_b_c-d_e.f_é"
 
 

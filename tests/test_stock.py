@@ -449,7 +449,9 @@ def test_consist_names_and_kind_from_data_block():
     c = _consist(d, "Wagon ( UiD ( 5 ) EngineData ( x Y ) )", name=None, label="")
     assert c.name == "Loose consist." and c.cars[0].kind == "engine" and c.cars[0].extension == ".eng"
     assert any("read as an engine" in f.message for f in d.findings)
-    assert _consist(Diagnostics(), "", name=None, label="lbl").name == "lbl"
+    assert (
+        _consist(Diagnostics(), "Wagon ( UiD ( 1 ) WagonData ( x Y ) )", name=None, label="lbl").name == "lbl"
+    )
     with pytest.raises(FormatError, match="no EngineData or WagonData"):
         _consist(Diagnostics(), "Wagon ( UiD ( 1 ) )")
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import Diagnostics, FormatError, Location, UnitError, truncate_value
@@ -11,6 +13,20 @@ from ..stf.tree import Block
 from ..stf.units import parse_quantity, split_quantity
 
 T = TypeVar("T")
+
+
+def check_size(path: str | Path, limit: int, what: str) -> None:
+    """Refuse ``path`` before it is parsed when it holds more than ``limit`` bytes (a located
+    error at its start, in lenient mode too: docs/security.md §2)."""
+    try:
+        size = os.stat(path).st_size
+    except (OSError, ValueError):
+        return  # the reader reports a missing file as it always has
+    if size > limit:
+        raise FormatError(
+            f"{what} of {size} bytes: more than the limit of {limit} bytes (docs/security.md §2)",
+            Location(str(path), 1, 1),
+        )
 
 
 def _clean(text: str) -> str:

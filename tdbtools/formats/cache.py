@@ -82,12 +82,32 @@ def cache_dir() -> Path:
     return Path(user_cache_dir("tdbtools", appauthor=False))
 
 
+#: Files up to this size are hashed whole in their stamp; larger ones by their first and
+#: last :data:`STAMP_EDGE_BYTES` (with the size and mtime, which any edit changes).
+STAMP_HASH_BYTES = 4 << 20
+STAMP_EDGE_BYTES = 64 << 10
+
+
 def _stamp(path: str | Path) -> list | None:
+    """What says a source file is unchanged: its size, its mtime (ns) and a CRC-32 of its
+    content (whole up to :data:`STAMP_HASH_BYTES`, else its two ends). Not the inode nor
+    the ctime: a hard-linked copy of an install (``cp -al``, ``rsync --link-dest``) or a
+    ``chmod`` keeps the content, and must keep the cache warm (docs/security.md §1)."""
     try:
         st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):  # a folder: its entries (a new file) change its mtime
+            return [st.st_size, st.st_mtime_ns]
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if st.st_size <= STAMP_HASH_BYTES:
+                crc = zlib.crc32(fh.read(STAMP_HASH_BYTES + 1))
+            else:
+                crc = zlib.crc32(fh.read(STAMP_EDGE_BYTES))
+                fh.seek(-STAMP_EDGE_BYTES, os.SEEK_END)
+                crc = zlib.crc32(fh.read(STAMP_EDGE_BYTES), crc)
     except (OSError, ValueError):
         return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+    return [st.st_size, st.st_mtime_ns, crc]
 
 
 # -- the record registry ----------------------------------------------------------------
@@ -850,7 +870,9 @@ class RouteCache:
         self.folder = folder or cache_dir()
 
     def _entry(self, files, strict: bool) -> Path:
-        key = f"{files.folder}|{'strict' if strict else 'lenient'}|{__version__}|{CACHE_FORMAT}"
+        # One entry per route whatever ``strict`` says: load_route keeps the lenient model
+        # with its findings and decides strictness from them (docs/security.md §1).
+        key = f"{files.folder}|one|{__version__}|{CACHE_FORMAT}"
         digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
         return self.folder / f"{files.folder.name}-{digest}{_SUFFIX}"
 

@@ -27,8 +27,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._fs import is_file
-from ..errors import Diagnostics, RouteError
+from .._fs import FOLLOW_LINKS_ENV, inside, is_file, is_relative_name
+from ..errors import Diagnostics, FormatError, RouteError, truncate_value
 from ..stf import parse_file, resolve_case_insensitive
 from ..stf.tree import Block, Document
 from ._read import Reader, to_int
@@ -39,6 +39,7 @@ from .stock import Stock, read_stock
 __all__ = [
     "CarEntry",
     "Consist",
+    "EmptyConsistError",
     "StandInWarning",
     "consist_from_document",
     "read_consist",
@@ -50,6 +51,10 @@ __all__ = [
 
 #: Consist name when the file gives neither a label nor ``Name``.
 DEFAULT_NAME = "Loose consist."
+
+
+class EmptyConsistError(FormatError):
+    """A consist without a car: nothing can run, in lenient mode either (docs/security.md §2)."""
 
 
 class StandInWarning(UserWarning):
@@ -116,6 +121,9 @@ def consist_from_document(doc: Document, diags: Diagnostics) -> Consist:
             car = _car(rd, blk, diags)
             if car is not None:
                 cars.append(car)
+    if not cars:
+        # Nothing can run without a car: an error in lenient mode too (docs/security.md §2).
+        raise rd.error(cfg, "consist has no cars (no readable Engine or Wagon block)", cls=EmptyConsistError)
     return Consist(
         doc.path,
         name if name is not None else (label or DEFAULT_NAME),
@@ -148,6 +156,11 @@ def _car(rd: Reader, blk: Block, diags: Diagnostics) -> CarEntry | None:
                 rd.problem(sub, f"{sub.name}: expected ( file folder ), found {len(vals)} value(s)")
                 continue
             data = ("engine" if k == "enginedata" else "wagon", str(vals[0]), str(vals[1]))
+            bad = next((v for v in data[1:] if not is_relative_name(v)), None)
+            if bad is not None:
+                # The stock must stay in TRAINS/TRAINSET (docs/security.md §3).
+                rd.problem(sub, f"{sub.name}: {truncate_value(bad)} is not a name inside TRAINS/TRAINSET")
+                return None
     if data is None:
         rd.problem(blk, f"{blk.name}: no EngineData or WagonData block")
         return None
@@ -168,11 +181,14 @@ def _car(rd: Reader, blk: Block, diags: Diagnostics) -> CarEntry | None:
 def stock_path(install_root: str | Path, car: CarEntry) -> tuple[Path, Path | None]:
     """``(expected path, existing file or None)`` for a car: the ``OpenRails/`` override if
     it exists, else the plain file; names match in any case."""
-    folder = Path(install_root) / "TRAINS" / "TRAINSET" / car.folder
-    name = car.file + car.extension
+    trainset = Path(install_root) / "TRAINS" / "TRAINSET"
+    folder = trainset / car.folder.replace("\\", "/")
+    name = car.file.replace("\\", "/") + car.extension
+    if not (is_relative_name(car.folder) and is_relative_name(car.file)):
+        return folder / name, None  # never looked up outside TRAINSET
     for candidate in (folder / "OpenRails" / name, folder / name):
         found = resolve_case_insensitive(candidate)
-        if is_file(found):
+        if is_file(found) and inside(found, install_root):
             return folder / name, found
     return folder / name, None
 
@@ -266,6 +282,11 @@ def resolve_stock(
     if missing and not stand_in:
         lines = [
             f"  {p}  (car{'s' if len(idx) > 1 else ''} {', '.join(map(str, idx))})"
+            + (
+                f"  [found, but it leads outside the install: set {FOLLOW_LINKS_ENV}=1 to follow it]"
+                if is_file(resolve_case_insensitive(p))
+                else ""
+            )
             for p, idx in missing.items()
         ]
         err = RouteError(

@@ -33,8 +33,12 @@ from typing import Any
 from ..errors import Diagnostics
 from ..stf import parse_file
 from ..stf.tree import Block, Document
-from ._read import Reader, to_float, to_hex, to_int, to_int32, to_uint
+from ._read import Reader, check_size, to_float, to_hex, to_int, to_int32, to_uint
 from ._records import fast_pickle
+
+#: A path file larger than this is refused before parsing (real ones are a few KB; a path of
+#: 100,000 nodes takes about 6 MB): docs/security.md §2.
+MAX_PAT_BYTES = 16 << 20
 
 #: The "no next node" value of ``nextMain`` / ``nextSiding``.
 NO_NODE = 0xFFFFFFFF
@@ -280,6 +284,7 @@ fast_pickle(TrackPDP, TrPathNode, Chain, PathFile)
 def read_pat(path: str | Path, *, strict: bool = True, diagnostics: Diagnostics | None = None) -> PathFile:
     """Read a ``.pat`` path file into a :class:`PathFile`."""
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
+    check_size(path, MAX_PAT_BYTES, "path file")
     return pat_from_document(parse_file(path, diagnostics=diags), diags)
 
 

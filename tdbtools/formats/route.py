@@ -293,19 +293,33 @@ def load_route(path: str | Path, *, cache: bool = True, strict: bool = True) -> 
     ``GLOBAL``; then the route-local file). Strict mode raises at the first defect;
     lenient mode records them in :attr:`Route.warnings`. With ``cache``, a parsed route
     is kept on disk and reused while its source files are unchanged.
+
+    One cache entry serves both modes: the route is parsed once, leniently, and kept with
+    its findings; a strict load of a route whose findings hold a problem (anything but an
+    ``info`` note: strict mode raises exactly where lenient mode records one) parses again
+    strictly to raise the located error. So a defective route loads from the cache as fast
+    as a clean one, and a clean route's strict and lenient loads are the same entry.
     """
     files = find_route_files(path)
     if cache:
         from .cache import RouteCache
 
         store = RouteCache()
-        hit = store.get(files, strict)
+        hit = store.get(files, False)
         if hit.__class__ is Route:
-            return hit
-        route = _load(files, strict)
-        store.put(files, strict, route)
+            route = hit
+        else:
+            route = _load(files, False)
+            store.put(files, False, route)
+        if strict and refused_by_strict(route.warnings):
+            return _load(files, True)  # raises the located error (only a refusal re-parses)
         return route
     return _load(files, strict)
 
 
-__all__ = ["Route", "RouteFiles", "find_route_files", "load_route"]
+def refused_by_strict(findings: tuple[Finding, ...] | list[Finding]) -> bool:
+    """True if a strict read would have refused what these lenient findings record."""
+    return any(f.severity != "info" for f in findings)
+
+
+__all__ = ["Route", "RouteFiles", "find_route_files", "load_route", "refused_by_strict"]

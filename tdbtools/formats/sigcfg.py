@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import Diagnostics, Finding, FormatError, RouteError
+from .._fs import is_relative_name
+from ..errors import Diagnostics, Finding, FormatError, RouteError, truncate_value
 from ..stf import parse_file, resolve_case_insensitive
 from ..stf.tree import Block, Document
 from ._read import Reader, to_float, to_int
@@ -158,7 +159,7 @@ class SignalConfig:
 
     def script_paths(self) -> list[Path]:
         """The script files, relative to the folder of this sigcfg, found case-insensitively."""
-        return [resolve_case_insensitive(self.folder / name) for name in self.script_files]
+        return [resolve_case_insensitive(self.folder / name.replace("\\", "/")) for name in self.script_files]
 
 
 def find_sigcfg(route_folder: str | Path) -> tuple[Path, str] | None:
@@ -474,7 +475,16 @@ class _Cfg:
         if blk is None:
             self.warn(root, "sigcfg: missing block 'ScriptFiles'")
             return ()
-        return tuple(self.r.string(b, 0) for b in blk.blocks("ScriptFile"))[:MAX_ENTRIES]
+        names = []
+        for b in list(blk.blocks("ScriptFile"))[:MAX_ENTRIES]:
+            name = self.r.string(b, 0)
+            if is_relative_name(name):
+                names.append(name)
+            else:  # read nothing outside the route (docs/security.md §3)
+                self.warn(
+                    b, f"sigcfg: ScriptFile {truncate_value(name)} is not a name inside the route, ignored"
+                )
+        return tuple(names)
 
 
 def sigcfg_from_document(doc: Document, mode: str, diags: Diagnostics) -> SignalConfig:

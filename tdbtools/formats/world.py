@@ -17,8 +17,12 @@ from typing import Any
 from ..errors import Diagnostics, Finding
 from ..stf import parse_file
 from ..stf.tree import Block, Document
-from ._read import Reader, to_float, to_hex, to_int
+from ._read import Reader, check_size, to_float, to_hex, to_int
 from .sigcfg import SignalConfig, find_sigcfg, read_sigcfg
+
+#: A world file larger than this is refused before parsing (DK24's largest is 0.37 MB; big
+#: routes have a few MB): docs/security.md §2.
+MAX_WORLD_BYTES = 64 << 20
 
 _NAME = re.compile(r"^w([+-]\d{6})([+-]\d{6})\.w$", re.I)
 #: Bound on the signal units of one object.
@@ -171,6 +175,7 @@ def read_world(
     """Read one world file (lenient by default: a bad value is a warning, as in Open Rails).
     With ``kinds`` (lower-cased block names, e.g. :data:`SIGNAL_KINDS`), only those objects."""
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
+    check_size(path, MAX_WORLD_BYTES, "world file")
     return world_from_document(parse_file(path, diagnostics=diags), diags, kinds=kinds)
 
 

@@ -835,15 +835,19 @@ class ActivityResult:
         return html_summary(f"Activity {self.replay.summary.get('activity')}", self._facts())
 
     def timetable_csv(self) -> str:
+        """The timetable as CSV; names from the activity are made inert for spreadsheets
+        (``_outputs.spreadsheet_text``, docs/security.md §5)."""
+        from .._outputs import spreadsheet_text as text
+
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(TIMETABLE_COLUMNS)
         for r in self.timetable:
             w.writerow(
                 [
-                    r["train"],
-                    r["station"],
-                    r["platform"],
+                    text(str(r["train"])),
+                    text(str(r["station"])),
+                    text(str(r["platform"])),
                     clock(r["sched_arr"]),
                     clock(r["sched_dep"]),
                     clock(r["actual_arr"]),

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._fs import atomic_output
 from ..errors import TdbToolsError
 from ..formats.route import Route
 from .scene import (
@@ -278,10 +279,19 @@ def load_replay(path: str | Path, *, route: Route | None = None, cars_trace: boo
     sj = p / "summary.json"
     if sj.is_file():
         summary = json.loads(sj.read_text(encoding="utf-8"))
-    # summary.json names trains as given; the CSV stems are safe names: map back.
+    # summary.json names trains as given; the CSV stems are in its "files" (older folders:
+    # the safe names): map back.
     from ..physics.replay import safe_name
 
-    trains = {safe_name(k): v for k, v in summary.get("trains", {}).items()}
+    got = summary.get("files")
+    files: dict = got if isinstance(got, dict) else {}
+
+    def stem(name: str) -> str:
+        f = files.get(name)
+        t = f.get("trace") if isinstance(f, dict) else None
+        return t[:-4] if isinstance(t, str) and t.endswith(".csv") else safe_name(name)
+
+    trains = {stem(k): v for k, v in summary.get("trains", {}).items()}
     summary = {**summary, "trains": trains}
     events: tuple = ()
     ej = p / "events.json"
@@ -504,60 +514,58 @@ def render_animation(
         sum(len(t.length) for t in placer.trains[:lead]) * 8,
         sum(len(t.length) for t in placer.trains[: lead + 1]) * 8,
     )
-    tmp = out.with_name(f".{out.name}.tmp{ext}")
-    writer = (
-        iio2.get_writer(
-            tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264", macro_block_size=16, quality=7
+    with atomic_output(out) as tmp:  # renamed into place when complete
+        writer = (
+            iio2.get_writer(
+                tmp, format="FFMPEG", mode="I", fps=fps, codec="libx264", macro_block_size=16, quality=7
+            )
+            if ext == ".mp4"
+            else None
         )
-        if ext == ".mp4"
-        else None
-    )
-    bar = (
-        _Progress(len(times), f"rendering {out.name}")
-        if (progress or (progress is None and len(times) > 30))
-        else None
-    )
-    shots = []
-    try:
-        for k, t in enumerate(times):
-            pts, _f = placer.boxes(float(t))
-            v = _speeds(result, placer, float(t))
-            lifted = sv.set_trains(pv.PolyData(pts, _f), v, clim)
-            if aspects is not None:
-                sv.set_signal_aspects(aspects.at(float(t)))
-            if follow:
-                c = lifted[lead_rows].mean(axis=0)
-                r = 0.5 * view_distance
-                ring = c + np.array([[-r, -r, 0], [r, r, 0], [-r, r, 0], [r, -r, 0], [0, 0, 0]])
-                sv.apply_camera(V.frame(ring, view, sv.window_size, direction=back))
-            who = (
-                f"   {names[lead]}: {v[sum(len(x.length) for x in placer.trains[:lead])]:.0f} km/h"
-                if follow and len(v) and np.isfinite(v).all()
-                else ""
-            )
-            p.add_text(
-                f"{_clock(float(t) + clock0)}{who}",
-                position=(8, sv.window_size[1] - 44),
-                font_size=12,
-                name="clock",
-            )
-            p.render()
-            img = np.asarray(p.screenshot(return_img=True))
+        bar = (
+            _Progress(len(times), f"rendering {out.name}")
+            if (progress or (progress is None and len(times) > 30))
+            else None
+        )
+        shots = []
+        try:
+            for k, t in enumerate(times):
+                pts, _f = placer.boxes(float(t))
+                v = _speeds(result, placer, float(t))
+                lifted = sv.set_trains(pv.PolyData(pts, _f), v, clim)
+                if aspects is not None:
+                    sv.set_signal_aspects(aspects.at(float(t)))
+                if follow:
+                    c = lifted[lead_rows].mean(axis=0)
+                    r = 0.5 * view_distance
+                    ring = c + np.array([[-r, -r, 0], [r, r, 0], [-r, r, 0], [r, -r, 0], [0, 0, 0]])
+                    sv.apply_camera(V.frame(ring, view, sv.window_size, direction=back))
+                who = (
+                    f"   {names[lead]}: {v[sum(len(x.length) for x in placer.trains[:lead])]:.0f} km/h"
+                    if follow and len(v) and np.isfinite(v).all()
+                    else ""
+                )
+                p.add_text(
+                    f"{_clock(float(t) + clock0)}{who}",
+                    position=(8, sv.window_size[1] - 44),
+                    font_size=12,
+                    name="clock",
+                )
+                p.render()
+                img = np.asarray(p.screenshot(return_img=True))
+                if writer is not None:
+                    writer.append_data(_even(img))
+                else:
+                    shots.append(img)
+                if bar is not None:
+                    bar.update(k + 1)
             if writer is not None:
-                writer.append_data(_even(img))
+                writer.close()
+                writer = None
             else:
-                shots.append(img)
-            if bar is not None:
-                bar.update(k + 1)
-        if writer is not None:
-            writer.close()
-            writer = None
-        else:
-            _write_gif(shots, tmp, fps)
-        tmp.replace(out)
-    finally:
-        if writer is not None:
-            writer.close()
-        sv.close()
-        tmp.unlink(missing_ok=True)
+                _write_gif(shots, tmp, fps)
+        finally:
+            if writer is not None:
+                writer.close()
+            sv.close()
     return out

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._fs import write_bytes_atomic
 from ..errors import TdbToolsError
 from ..formats.route import Route
 from . import items as I
@@ -663,7 +664,6 @@ def write_html(scene: Scene | Route, out: str | Path, *, exaggerate: float | Non
 
     fig = figure(scene, exaggerate=exaggerate)
     out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp.html")
     bundle = _vendored_plotlyjs()
     page = fig.to_html(
         include_plotlyjs=bundle is None,
@@ -678,9 +678,5 @@ def write_html(scene: Scene | Route, out: str | Path, *, exaggerate: float | Non
     if bundle is not None:
         head += f'\n    <script type="text/javascript">{bundle}</script>'
     page = page.replace("<head>", head, 1)
-    try:
-        tmp.write_text(page, encoding="utf-8")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_bytes_atomic(out, page.encode("utf-8"))
     return out

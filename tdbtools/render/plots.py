@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._fs import atomic_output
 from ..errors import TdbToolsError
 from ..track.profile import Profile
 
@@ -31,13 +32,11 @@ def save_figure(fig, out: str | Path, *, dpi: int = 110) -> Path:  # noqa: ANN00
     """Save a matplotlib figure atomically (never a half-written picture) and close it."""
     plt = pyplot()
     out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
     try:
-        fig.savefig(tmp, dpi=dpi)
-        tmp.replace(out)
+        with atomic_output(out) as tmp:
+            fig.savefig(tmp, dpi=dpi, format=out.suffix[1:].lower() or None)
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
     return out
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from .._fs import atomic_output, write_bytes_atomic
 from ..errors import TdbToolsError
 from ..formats.route import Route
 from ..formats.tdb import EndNode, JunctionNode, SpeedPostItem
@@ -189,7 +190,7 @@ def _probe(timeout: float = 60.0) -> tuple[bool, str]:
         if marker is not None:
             try:
                 marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.write_text(r.stdout.strip() + "\n", encoding="utf-8")
+                write_bytes_atomic(marker, (r.stdout.strip() + "\n").encode("utf-8"))
             except OSError:
                 pass  # a read-only cache only costs the probe next time
         return True, r.stdout.strip()
@@ -1584,14 +1585,12 @@ def render_png(
     scene = as_scene(scene)
     check_renderer()
     out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp.png")
     sv = SceneView(scene, window_size, view=view, exaggerate=exaggerate, labels=labels)
     try:
-        sv.plotter.screenshot(str(tmp), return_img=False)
-        tmp.replace(out)
+        with atomic_output(out) as tmp:
+            sv.plotter.screenshot(str(tmp), return_img=False)
     finally:
         sv.close()
-        tmp.unlink(missing_ok=True)
     return out
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fs import FOLLOW_LINKS_ENV, inside
 from ..errors import Finding, Location
 from ..formats.route import Route
 from ..formats.sigcfg import FUNCTIONS, SUBTYPES, SignalConfig, SignalType
@@ -176,6 +177,8 @@ class SignalSet:
                 "bound": len(self.scripts),
             },
             "warnings": [str(w) for w in self.warnings],
+            # Defects a strict read refuses (notes on legal but odd constructs are not).
+            "defects": sum(w.count for w in self.warnings if w.severity != "info"),
         }
 
 
@@ -249,7 +252,10 @@ def load_signals(route: Route, *, strict: bool = False, cache: bool = True) -> S
     inputs = load_signal_world(route.folder, strict=strict, cache=cache)
     cfg = inputs.config
     if cfg is None:
-        warn("no sigcfg.dat: the route has no signal configuration")
+        # Not a defect: many routes have no signalling (a note, never refused by --strict).
+        warnings.append(
+            Finding("no sigcfg.dat: the route has no signal configuration", None, "IGNORED", "info")
+        )
         return SignalSet(route.name, None, (), {}, (), (), 0, tuple(warnings))
     functions = {n: k for k, n in enumerate(FUNCTIONS)}
     for k, fname in enumerate(cfg.custom_functions):
@@ -259,6 +265,13 @@ def load_signals(route: Route, *, strict: bool = False, cache: bool = True) -> S
     for sp in cfg.script_paths():
         if not sp.is_file():
             warn(f"signal script file {sp.name!r} not found", Location(cfg.path, 1, 1))
+            continue
+        if not inside(sp, route.folder):  # a link out of the route (docs/security.md §3)
+            warn(
+                f"signal script file {sp.name!r} leads outside the route folder: not read "
+                f"(set {FOLLOW_LINKS_ENV}=1 to follow such links)",
+                Location(cfg.path, 1, 1),
+            )
             continue
         files.append(_scripts(sp, strict, functions, subtypes, cache))
     bound = _bind_scripts(cfg, files, warn)

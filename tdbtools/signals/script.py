@@ -30,7 +30,8 @@ from typing import Any, Protocol
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from ..errors import Diagnostics, Finding, Location, SourceError, TdbToolsError, caret_snippet
+from .._fs import FileTooLargeError, read_bounded
+from ..errors import Diagnostics, Finding, Location, SourceError, TdbToolsError, caret_line
 from ..formats.sigcfg import ASPECTS, FUNCTIONS, SUBTYPES
 from ..stf.resources import grammar_text
 
@@ -38,11 +39,22 @@ from ..stf.resources import grammar_text
 MAX_SCRIPT_BYTES = 16 << 20
 MAX_SCRIPTS = 10_000
 MAX_RECOVERIES = 200
-#: Nesting limits: recursion in the compiler, Python's own limits on nested blocks (100) and
-#: parentheses (200) in the generated code.
-MAX_NEST = 300
+#: Nesting limits (docs/signals.md §2.6): the depth of a script's tree, measured without
+#: recursion before the compiler (which recurses) sees it; Python's own limits on nested
+#: blocks (100) and parentheses (200) in the generated code.
+MAX_NEST = 200
 MAX_BLOCKS = 60
 MAX_PARENS = 150
+#: An integer literal longer than this is no 32-bit number (it reads 0, as an unknown name);
+#: Python refuses to convert integers of more than 4,300 digits.
+MAX_LITERAL_CHARS = 24
+#: Generated Python per script (DK24's largest is about 6 KB) and per ``compile()`` call.
+MAX_SOURCE_CHARS = 1 << 20
+COMPILE_CHUNK_CHARS = 256 << 10
+#: An ``else if`` chain longer than this is compiled flat (one ``if`` per branch guarded by a
+#: flag): Python nests ``elif`` in its syntax tree and fails on a few thousand of them.
+MAX_ELIF = 32
+INT_MIN = -(1 << 31)
 
 BLOCK = {"BLOCK_CLEAR": 0, "BLOCK_OCCUPIED": 1, "BLOCK_JN_OBSTRUCTED": 2}
 
@@ -67,7 +79,7 @@ def _paren_depth(code: str) -> int:
 
 
 class ScriptRuntimeError(TdbToolsError, RuntimeError):
-    """A script operation Open Rails would throw on (``%`` by zero)."""
+    """A script operation Open Rails throws on (``%`` by zero, the smallest int divided by -1)."""
 
 
 class HeadContext(Protocol):
@@ -236,7 +248,7 @@ class Script:
     name: str  # upper-cased, as written
     path: str
     line: int
-    tree: Tree | None = field(repr=False)
+    tree: Tree | None = field(repr=False)  # not kept (None): see compile_scripts
     source: str = field(repr=False)  # the generated Python
     function: Callable[[Any], tuple[int, int]] = field(repr=False)
     calls: dict[str, int] = field(default_factory=dict)  # built-in function -> number of calls
@@ -264,12 +276,23 @@ class ScriptFile:
 class _Ctx:
     def __init__(self, path: str, text: str, diags: Diagnostics) -> None:
         self.path, self.text, self.diags = path, text, diags
+        self._starts: list[int] | None = None
 
     def loc(self, frag: tuple[str, int, int], col: int = 1) -> Location:
         return Location(self.path, frag[1], frag[2] + col - 1)
 
+    def snippet(self, line: int, column: int) -> str:
+        # Line offsets found once per file: a snippet per error must not split the file.
+        if self._starts is None:
+            self._starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        if not 1 <= line <= len(self._starts):
+            return ""
+        start = self._starts[line - 1]
+        end = self._starts[line] - 1 if line < len(self._starts) else len(self.text)
+        return caret_line(self.text, start, end, column)
+
     def error(self, message: str, loc: Location) -> ScriptError:
-        return ScriptError(message, loc, caret_snippet(self.text, loc.line, loc.column))
+        return ScriptError(message, loc, self.snippet(loc.line, loc.column))
 
     def warn(self, message: str, loc: Location | None) -> None:
         self.diags.note(message, loc)
@@ -289,7 +312,110 @@ def _describe(exc: UnexpectedInput) -> str:
 
 
 def parse_script(raw: RawScript, ctx: _Ctx) -> tuple[Tree | None, int]:
-    """Parse one script body; returns the tree and the number of errors recovered from."""
+    """Parse one script body; returns the tree and the number of errors recovered from.
+
+    Recovery drops the fragment (body line) holding the error and goes on, as Open Rails skips
+    a statement it cannot read. The result is the parse of the body with those fragments blank,
+    but the body is read once: the parser's state is kept at the start of every line, and an
+    error rewinds to the start of its line, skips the line and goes on, so recovering from many
+    errors costs the size of the script once, not once per error (docs/signals.md §2.7).
+    """
+    frags = raw.fragments
+    body = "\n".join(f[0] for f in frags)
+    starts = [0]  # offset of each body line
+    for f in frags:
+        starts.append(starts[-1] + len(f[0]) + 1)
+    dropped: set[int] = set()
+    snaps: dict[int, Any] = {}  # line -> parser state before its first token
+    last_col: dict[int, int] = {}  # line -> column of its last token read
+    errors = 0
+    ip = _parser().parse_interactive(body)
+    while True:
+        li = -1
+        try:
+            line = 0
+            for tok in ip.lexer_thread.lex(ip.parser_state):
+                tl = tok.line if isinstance(tok.line, int) else 0
+                if tl in dropped:  # read again after a rewind: still dropped
+                    continue
+                if tl != line:
+                    line = tl
+                    if tl not in snaps:
+                        snaps[tl] = _snapshot(ip)
+                last_col[tl] = tok.column if isinstance(tok.column, int) else 1
+                ip.feed_token(tok)
+            return ip.feed_eof(), errors
+        except UnexpectedInput as exc:
+            tok = getattr(exc, "token", None)
+            at_end = tok is not None and getattr(tok, "type", "") == "$END"
+            li = getattr(exc, "line", -1)
+            col = getattr(exc, "column", 1)
+            if not at_end and li in dropped:  # the lexer stumbled in a dropped line
+                _skip_line(ip, body, starts, li)
+                continue
+            errors += 1
+            if at_end or not isinstance(li, int) or li < 1 or li > len(frags):
+                left = [k for k in range(len(frags), 0, -1) if k not in dropped]
+                li = left[0] if left else max(len(frags), 1)
+                col = last_col.get(li, 1)
+            frag = frags[li - 1] if frags else ("", raw.line, 1)
+            err = ctx.error(
+                f"script {raw.name}: {_describe(exc)}",
+                ctx.loc(frag, col if isinstance(col, int) and col > 0 else 1),
+            )
+            ctx.diags.problem(err)  # strict: raises here
+            if not frags or len(dropped) >= len(frags):
+                return None, errors
+            if errors > MAX_RECOVERIES:
+                break
+            dropped.add(li)
+            # Rewind to the start of line li (the state is unchanged when the lexer failed
+            # before reading a token of it) and skip the line.
+            if li in snaps:
+                _restore(ip, snaps[li])
+            _skip_line(ip, body, starts, li)
+            for k in [k for k in snaps if k >= li]:
+                del snaps[k]
+    ctx.diags.problem(
+        ctx.error(f"script {raw.name}: too many errors, script dropped", Location(ctx.path, raw.line, 1))
+    )
+    return None, errors
+
+
+def _skip_line(ip: Any, body: str, starts: list[int], li: int) -> None:
+    """Put the lexer of ``ip`` at the start of body line ``li + 1`` (line ``li`` skipped)."""
+    counter = ip.lexer_thread.state.line_ctr
+    end = min(starts[li], len(body))
+    counter.char_pos = counter.line_start_pos = end
+    counter.line, counter.column = li + 1, 1
+
+
+#: A parser state kept at the start of a line: its state and value stacks, and the length of
+#: every tree's child list on the value stack.
+_Snap = tuple[list[Any], list[Any], list[tuple[Tree, int]]]
+
+
+def _snapshot(ip: Any) -> _Snap:
+    # Lark's LALR tree builder extends a left-recursive child's list in place (the `_stmt*`
+    # lists), so the value stack is kept with the length of each list. Cheaper than
+    # InteractiveParser.copy(), whose lexer copy went through copy.copy on every line.
+    ps = ip.parser_state
+    vals = ps.value_stack
+    return list(ps.state_stack), list(vals), [(v, len(v.children)) for v in vals if isinstance(v, Tree)]
+
+
+def _restore(ip: Any, snap: _Snap) -> None:
+    states, values, lengths = snap
+    for tree, n in lengths:
+        del tree.children[n:]
+    ps = ip.parser_state
+    ps.state_stack[:] = states
+    ps.value_stack[:] = values
+
+
+def _parse_by_reparsing(raw: RawScript, ctx: _Ctx) -> tuple[Tree | None, int]:
+    """The plain form of :func:`parse_script` (parse again after each dropped fragment), kept
+    as the reference the tests compare it with; its cost is the script's size per error."""
     frags = list(raw.fragments)
     errors = 0
     for _ in range(MAX_RECOVERIES + 1):
@@ -309,10 +435,10 @@ def parse_script(raw: RawScript, ctx: _Ctx) -> tuple[Tree | None, int]:
                 f"script {raw.name}: {_describe(exc)}",
                 ctx.loc(frag, col if isinstance(col, int) and col > 0 else 1),
             )
-            ctx.diags.problem(err)  # strict: raises here
+            ctx.diags.problem(err)
             if not frags or not any(f[0] for f in frags):
                 return None, errors
-            frags[li - 1] = ("", frag[1], frag[2])  # drop the statement part, as OR does
+            frags[li - 1] = ("", frag[1], frag[2])
     ctx.diags.problem(
         ctx.error(f"script {raw.name}: too many errors, script dropped", Location(ctx.path, raw.line, 1))
     )
@@ -334,6 +460,7 @@ class _Compiler:
         self.lines: list[str] = []
         self.decl_phase = 0  # 0: extern, 1: float, 2: statements
         self.nest = 0
+        self.flags = 0  # flags of flat "else if" chains
 
     def warn(self, message: str) -> None:
         self.ctx.warn(f"script {self.raw.name}: {message}", Location(self.ctx.path, self.raw.line, 1))
@@ -342,9 +469,9 @@ class _Compiler:
     def name(self, word: str) -> str:
         """Python expression for an operand (docs/signals.md §2.4)."""
         w = word[1:] if word.startswith("#") else word
-        if _INT.match(w):
+        if len(w) <= MAX_LITERAL_CHARS and _INT.match(w):
             v = int(w)
-            if -(1 << 31) <= v < (1 << 31):
+            if INT_MIN <= v < (1 << 31):
                 return str(v)
         if w in EXTERNALS:
             return EXTERNALS[w]
@@ -382,7 +509,7 @@ class _Compiler:
     def fn_arg(self, word: str) -> int:
         w = word[1:] if word.startswith("#") else word
         if _INT.match(w):
-            return int(w) if 0 <= int(w) < len(FUNCTIONS) else 0
+            return int(w) if len(w) <= MAX_LITERAL_CHARS and 0 <= int(w) < len(FUNCTIONS) else 0
         if w in self.locals:
             self.warn(f"local {w[:40]!r} used as a function type: its slot number is taken")
             return self.locals[w]
@@ -408,7 +535,9 @@ class _Compiler:
             a = args[k]
             sign = "-" if len(a.children) == 2 and str(a.children[0]) == "-" else ""
             word = str(a.children[-1])
-            out.append(str(self.fn_arg(word)) if kind == "f" else f"({sign}{self.name(word)})")
+            out.append(
+                str(self.fn_arg(word)) if kind == "f" else _wrap(f"{sign}{self.name(word)}", bool(sign))
+            )
         if len(args) > len(kinds):
             self.warn(f"{fname}: {len(args) - len(kinds)} extra argument(s) ignored")
         return f"h.{fname}({', '.join(out)})"
@@ -441,11 +570,15 @@ class _Compiler:
     def expr(self, t: Tree) -> str:
         self.enter()
         try:
-            return self._expr(t)
+            e, ring = self._expr(t)
+            return _wrap(e, ring)
         finally:
             self.nest -= 1
 
-    def _expr(self, t: Tree) -> str:
+    def _expr(self, t: Tree) -> tuple[str, bool]:
+        """(expression, whether it may leave 32 bits): ``+ - *`` and negation wrap like
+        32-bit ints once at the end (wrapping commutes with them); ``/`` and ``%`` wrap
+        their operands themselves."""
         ch = t.children
         i = 0
         lead = None
@@ -453,11 +586,12 @@ class _Compiler:
             lead = str(ch[0])
             i = 1
         e, is_call = self.term(ch[i])
+        ring = False
         if lead == "-":
             if is_call:
                 self.warn("'-' before a function call is ignored (Open Rails negates it twice)")
             else:
-                e = f"(-{e})"
+                e, ring = f"(-{e})", True
         i += 1
         while i < len(ch):
             op = str(ch[i])
@@ -467,12 +601,12 @@ class _Compiler:
                 self.warn("'a - f()' evaluates as 'a + f()' (Open Rails negates the call twice)")
                 op = "+"
             if op == "/":
-                e = f"_div({e}, {rhs})"
+                e, ring = f"_div({e}, {rhs})", False
             elif op == "%":
-                e = f"_mod({e}, {rhs})"
+                e, ring = f"_mod({e}, {rhs})", False
             else:
-                e = f"({e} {op} {rhs})"
-        return e
+                e, ring = f"({e} {op} {rhs})", True
+        return e, ring
 
     def operand(self, t: Any) -> str:
         if isinstance(t, Tree):
@@ -480,7 +614,7 @@ class _Compiler:
                 return self.call(t)
             if t.data == "signed":
                 v = self.name(str(t.children[1]))
-                return f"(-{v})" if str(t.children[0]) == "-" else v
+                return _wrap(f"-{v}", True) if str(t.children[0]) == "-" else v
         return self.name(str(t))
 
     def cond_item(self, t: Tree) -> str:
@@ -584,25 +718,43 @@ class _Compiler:
             self.emit(depth, "return state, draw")
 
     def if_chain(self, t: Tree, depth: int, kw: str) -> None:
-        # Iterative over the chain: "else if" (also split over lines) and "elseif" become elif,
-        # so a long chain neither nests in Python nor recurses here.
+        # Iterative over the chain: "else if" (also split over lines) and "elseif" are one
+        # chain, so a long chain does not recurse here.
+        branches: list[tuple[Tree, Tree]] = []
+        last: Tree | None = None
         while True:
             ch = [c for c in t.children if isinstance(c, Tree)]
-            cond, body = ch[0], ch[1]
-            self.emit(depth, f"{kw} {self.checked(self.condition(cond))}:")
-            self.stmts([body], depth + 1)
+            branches.append((ch[0], ch[1]))
             if len(ch) <= 2:
-                return
+                break
             e = ch[2]
             if e.data == "else_":
                 inner = [c for c in e.children if isinstance(c, Tree)][0]
-                if inner.data == "if_stmt":
-                    t, kw = inner, "elif"
-                    continue
+                if inner.data != "if_stmt":
+                    last = inner
+                    break
+                t = inner
+            else:
+                t = e
+        if len(branches) <= MAX_ELIF:
+            for k, (cond, body) in enumerate(branches):
+                self.emit(depth, f"{'if' if k == 0 else 'elif'} {self.checked(self.condition(cond))}:")
+                self.stmts([body], depth + 1)
+            if last is not None:
                 self.emit(depth, "else:")
-                self.stmts([inner], depth + 1)
-                return
-            t, kw = e, "elif"
+                self.stmts([last], depth + 1)
+            return
+        # Flat: Python nests "elif" in its syntax tree, and compile() fails on a few thousand.
+        flag = f"c{self.flags}"
+        self.flags += 1
+        self.emit(depth, f"{flag} = 1")
+        for cond, body in branches:
+            self.emit(depth, f"if {flag} and {self.checked(self.condition(cond))}:")
+            self.emit(depth + 1, f"{flag} = 0")
+            self.stmts([body], depth + 1)
+        if last is not None:
+            self.emit(depth, f"if {flag}:")
+            self.stmts([last], depth + 1)
 
     def compile(self, tree: Tree, index: int) -> str:
         self.lines = []
@@ -615,18 +767,60 @@ class _Compiler:
         return "\n".join(head + body + ["    return state, draw", ""])
 
 
+def _wrap(e: str, ring: bool) -> str:
+    """``e`` reduced to a 32-bit two's-complement int (Open Rails' C# ``int``, unchecked)."""
+    return f"(({e} + 2147483648 & 4294967295) - 2147483648)" if ring else e
+
+
+def _int32(v: int) -> int:
+    return ((v + 2147483648) & 4294967295) - 2147483648
+
+
+def _chain_link(parent: Tree, child: Tree, last: bool) -> bool:
+    """True if ``child`` continues ``parent``'s ``else if`` chain (compiled flat, no nesting)."""
+    if parent.data in ("if_stmt", "elseif"):
+        return last and child.data in ("else_", "elseif")
+    return parent.data == "else_" and child.data == "if_stmt"
+
+
+def tree_depth(tree: Tree) -> int:
+    """How deeply the compiler recurses on ``tree`` (an ``else if`` chain counts once), found
+    with an explicit stack: a hostile script of any depth costs its size, never the stack."""
+    best = 0
+    stack: list[tuple[Tree, int]] = [(tree, 0)]
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        subs = [c for c in node.children if isinstance(c, Tree)]
+        for k, c in enumerate(subs):
+            stack.append((c, d if _chain_link(node, c, k == len(subs) - 1) else d + 1))
+    return best
+
+
 def _div(a: int, b: int) -> int:
+    """C#'s ``int /``: truncates toward zero; Open Rails' scripts give 0 for ``/ 0``."""
+    a, b = _int32(a), _int32(b)
     if b == 0:
         return 0
+    if a == INT_MIN and b == -1:
+        raise ScriptRuntimeError("signal script: the smallest int divided by -1 (Open Rails throws here)")
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
 
 
 def _mod(a: int, b: int) -> int:
+    """C#'s ``int %``: the sign of the dividend; by 0 (and the smallest int by -1) it throws."""
+    a, b = _int32(a), _int32(b)
     if b == 0:
         raise ScriptRuntimeError("signal script: '%' by zero (Open Rails throws here)")
+    if a == INT_MIN and b == -1:
+        raise ScriptRuntimeError("signal script: the smallest int '%' -1 (Open Rails throws here)")
     r = abs(a) % abs(b)
     return r if a >= 0 else -r
+
+
+def _fallback(k: int) -> str:
+    return f"def _script{k}(h):\n    return h.state, h.draw_state\n"
 
 
 def compile_scripts(
@@ -636,33 +830,74 @@ def compile_scripts(
     functions: dict[str, int] | None = None,
     subtypes: dict[str, int] | None = None,
 ) -> list[Script]:
-    """Parse and compile every script; one ``compile()`` call for the whole file."""
+    """Parse and compile every script: ``compile()`` once per chunk of generated source (the
+    cost of a call is mostly fixed; a bounded chunk bounds its memory). A script that is nested
+    too deeply or generates too much source is dropped with a located problem; the trees are
+    not kept (``Script.tree`` is None), so memory follows the largest script, not the file."""
     fns = functions if functions is not None else {n: k for k, n in enumerate(FUNCTIONS)}
     subs = subtypes or {}
-    parsed: list[tuple[RawScript, Tree | None, int, _Compiler, str]] = []
+    parsed: list[tuple[RawScript, int, _Compiler, str]] = []
     for k, raw in enumerate(raws):
         tree, errors = parse_script(raw, ctx)
         comp = _Compiler(ctx, raw, fns, subs)
-        src = f"def _script{k}(h):\n    return h.state, h.draw_state\n"
+        src = _fallback(k)
         if tree is not None:
-            try:
-                src = comp.compile(tree, k)
-            except _TooDeep:
+            why = ""
+            if tree_depth(tree) > MAX_NEST:
+                why = f"nested more than {MAX_NEST} deep"
+            else:
+                try:
+                    src = comp.compile(tree, k)
+                except _TooDeep:
+                    why = "nested too deeply"
+                if not why and len(src) > MAX_SOURCE_CHARS:
+                    why = f"generates more than {MAX_SOURCE_CHARS} characters of code"
+            if why:
+                src = _fallback(k)
                 ctx.diags.problem(
-                    ctx.error(
-                        f"script {raw.name}: nested too deeply, script dropped",
-                        Location(ctx.path, raw.line, 1),
-                    )
+                    ctx.error(f"script {raw.name}: {why}, script dropped", Location(ctx.path, raw.line, 1))
                 )
                 errors += 1
-        parsed.append((raw, tree, errors, comp, src))
-    source = "\n".join(p[4] for p in parsed)
+        del tree
+        parsed.append((raw, errors, comp, src))
     namespace: dict[str, Any] = {"_div": _div, "_mod": _mod, "__builtins__": {}}
-    exec(compile(source, f"<signal scripts of {Path(ctx.path).name}>", "exec"), namespace)  # noqa: S102
+    chunk: list[int] = []
+    size = 0
+    for k in range(len(parsed) + 1):
+        if chunk and (k == len(parsed) or size + len(parsed[k][3]) > COMPILE_CHUNK_CHARS):
+            _compile_chunk([(m, parsed[m][3]) for m in chunk], ctx, parsed, namespace)
+            chunk, size = [], 0
+        if k < len(parsed):
+            chunk.append(k)
+            size += len(parsed[k][3])
     return [
-        Script(raw.name, ctx.path, raw.line, tree, src, namespace[f"_script{k}"], dict(comp.calls), errors)
-        for k, (raw, tree, errors, comp, src) in enumerate(parsed)
+        Script(raw.name, ctx.path, raw.line, None, src, namespace[f"_script{k}"], dict(comp.calls), errors)
+        for k, (raw, errors, comp, src) in enumerate(parsed)
     ]
+
+
+def _compile_chunk(
+    chunk: list[tuple[int, str]], ctx: _Ctx, parsed: list[Any], namespace: dict[str, Any]
+) -> None:
+    name = f"<signal scripts of {Path(ctx.path).name}>"
+    try:
+        exec(compile("\n".join(src for _, src in chunk), name, "exec"), namespace)  # noqa: S102
+        return
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        if len(chunk) == 1:
+            k = chunk[0][0]
+            raw = parsed[k][0]
+            ctx.diags.problem(
+                ctx.error(
+                    f"script {raw.name}: Python cannot compile it, script dropped",
+                    Location(ctx.path, raw.line, 1),
+                )
+            )
+            parsed[k] = (raw, parsed[k][1] + 1, parsed[k][2], _fallback(k))
+            exec(compile(_fallback(k), name, "exec"), namespace)  # noqa: S102
+            return
+    for item in chunk:  # one by one, to find the script Python refuses
+        _compile_chunk([item], ctx, parsed, namespace)
 
 
 def _decode(data: bytes) -> str:
@@ -688,9 +923,12 @@ def read_scripts(
     """Read, parse and compile a signal-script file (lenient by default, as Open Rails)."""
     p = str(path)
     if text is None:
-        data = Path(path).read_bytes()
-        if len(data) > MAX_SCRIPT_BYTES:
-            raise ScriptError(f"signal-script file larger than {MAX_SCRIPT_BYTES} bytes", Location(p, 1, 1))
+        try:  # the size is checked before anything is read (docs/security.md §2)
+            data = read_bounded(path, MAX_SCRIPT_BYTES, "signal-script file")
+        except FileTooLargeError:
+            raise ScriptError(
+                f"signal-script file larger than {MAX_SCRIPT_BYTES} bytes", Location(p, 1, 1)
+            ) from None
         text = _decode(data)
     text = text.lstrip("\ufeff")
     diags = Diagnostics(strict=strict)

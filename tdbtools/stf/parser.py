@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import functools
 import gc
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.utils import TextSlice
 
-from .._fs import find_install_root, is_file, resolve_case_insensitive
+from .._fs import find_install_root, is_file, links_allowed, resolve_case_insensitive
 from ..errors import Diagnostics, IncludeError, Location, StfSyntaxError
 from . import tree as _tree
 from .resources import grammar_path, grammar_text
@@ -915,13 +916,22 @@ def _follow(
         at = low.index("[[samename]]")
         name = name[:at] + Path(src.path).name + name[at + len("[[samename]]") :]
     base = Path(src.path).parent
-    target = resolve_case_insensitive(base / name.replace("\\", "/"))
+    joined = base / name.replace("\\", "/")
+    if links_allowed():  # "..": the folder the name shows, not the one a link leads to
+        joined = Path(os.path.normpath(os.path.abspath(joined)))
+    target = resolve_case_insensitive(joined)
     try:
         resolved = target.resolve()
     except (OSError, ValueError, RuntimeError) as exc:  # a NUL, a symlink loop, ...
         diags.problem(IncludeError(f"include {name!r} cannot be resolved: {exc}", loc, src.snippet(loc)))
         return []
-    if confine is not None and not resolved.is_relative_to(confine):
+    if (
+        confine is not None
+        and not resolved.is_relative_to(confine)
+        # A user who follows links out of the install (docs/security.md §3) reads an include
+        # of linked content where its name puts it, inside the install.
+        and not (links_allowed() and Path(os.path.normpath(os.path.abspath(target))).is_relative_to(confine))
+    ):
         diags.problem(
             IncludeError(
                 f"include {name!r} points outside the install root {str(confine)!r}", loc, src.snippet(loc)

@@ -235,8 +235,13 @@ def _table_csv(columns: list[str], rows: list[dict]) -> bytes:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
+    from .._outputs import spreadsheet_text
+
     for r in rows:
-        w.writerow([_cell(r.get(c)) for c in columns])
+        # Text from the spec (paths, consists, names) made inert for spreadsheets (§5).
+        w.writerow(
+            [spreadsheet_text(v) if isinstance(v, str) else v for v in (_cell(r.get(c)) for c in columns)]
+        )
     return buf.getvalue().encode("utf-8")
 
 
@@ -259,9 +264,10 @@ def _write_parquet(path: Path, columns: list[str], rows: list[dict]) -> None:
             for c in columns
         }
     )
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    from .._fs import atomic_output
+
+    with atomic_output(path) as tmp:
+        pq.write_table(table, tmp)
 
 
 @dataclass(slots=True)

@@ -106,20 +106,36 @@ class ReplayResult:
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
         written = []
+        stems = self.file_stems()
         for name, cols in self.traces.items():
-            p = folder / f"{safe_name(name)}.csv"
+            p = folder / f"{stems[name]}.csv"
             write_bytes_atomic(p, _csv(cols, TRACE_COLUMNS).encode())
             written.append(p)
         for name, cols in self.car_traces.items():
-            p = folder / f"{safe_name(name)}_cars.csv"
+            p = folder / f"{stems[name]}_cars.csv"
             write_bytes_atomic(p, _csv(cols, CAR_COLUMNS).encode())
             written.append(p)
         events = {"units": EVENT_UNITS, "events": [e.to_dict() for e in self.events]}
-        for fname, data in (("events.json", events), ("summary.json", self.summary)):
+        # Each train's files, one per train whatever the names (docs/security.md §5).
+        files = {
+            n: {
+                "trace": f"{stems[n]}.csv",
+                **({"cars": f"{stems[n]}_cars.csv"} if n in self.car_traces else {}),
+            }
+            for n in self.traces
+        }
+        summary = {**self.summary, "files": files}
+        for fname, data in (("events.json", events), ("summary.json", summary)):
             p = folder / fname
             write_bytes_atomic(p, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
             written.append(p)
         return written
+
+    def file_stems(self) -> dict[str, str]:
+        """Train name -> the stem of its files, one per train (docs/security.md §5)."""
+        from ..._outputs import unique_stems
+
+        return unique_stems([*self.traces, *self.car_traces])
 
 
 def safe_name(name: str) -> str:
