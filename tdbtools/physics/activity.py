@@ -46,11 +46,13 @@ from ..formats.activity import (
 from ..formats.route import Route, load_route
 from ..track.pathbuild import platforms
 from .driver import AutoDriver, Controls, DriveState
+from .driver import Stop as DriverStop
 from .events import (
     Arrived,
     Collision,
     Deadlock,
     NotAtEnd,
+    Reversed,
     ServiceStarted,
     SetupWarning,
     SideCollision,
@@ -58,8 +60,10 @@ from .events import (
     Stuck,
 )
 from .replay import Replay, ReplayError, ReplayResult
+from .reversal import REVERSAL_S
 from .scenario import Scenario, TrainSpec
 from .signalling import SignalDriver
+from .wholepath import ServicePart, assign_stops, part_name, service_parts
 
 #: Blocks are vector nodes cut into pieces of this length (metres of node offset), and junctions.
 BLOCK_M = 250.0
@@ -343,6 +347,8 @@ class ServiceDriver:
         self.path_end = path_end
         self.passenger_cars = passenger_cars
         self.ai = ai
+        self.leaves = ai  # taken off the track at its end (AI trains, parts before a reversal)
+        self.hold_until = -math.inf  # clock time: stands until then (the change of ends at a reversal)
         self.vmax = vmax
         self.final_efficiency = final_efficiency
         self.authority = math.inf  # line distance the front may reach
@@ -372,10 +378,15 @@ class ServiceDriver:
         return min(cands)
 
     @property
+    def events(self) -> list:
+        """The automatic driver's events (waiting points); the replay collects them."""
+        return self.auto.events
+
+    @property
     def on_track(self) -> bool:
         """Started and not taken off: an AI train leaves the world at the end of its path
         (docs/activities.md §4); the player's train stays."""
-        return self.state in ("running", "dwell", "stuck") or (self.state == "done" and not self.ai)
+        return self.state in ("running", "dwell", "stuck") or (self.state == "done" and not self.leaves)
 
     def __call__(self, st: DriveState) -> Controls:
         now = self.t0 + st.time
@@ -391,6 +402,8 @@ class ServiceDriver:
             self.next_stop += 1
             self._set_speed_cap()
             self.state = "running"
+        if now + 1e-9 < self.hold_until:
+            return Controls(0.0, 1.0, 0.0)
         s, kind = self.target()
         self.auto.stop_at = s + AutoDriver.STOP_SHORT
         self.auto.finished = False
@@ -774,18 +787,27 @@ class ActivityReplay(Replay):
         last = max(t.start for t in plan.trains)
         act_end = plan.activity.header.start_time + plan.activity.header.duration
         dur = duration if duration is not None else max(act_end, last) - self.t0 + 4 * 3600.0
-        specs = []
-        for pt in plan.trains:
-            srv = pt.service
-            specs.append(
-                TrainSpec(
-                    name=pt.name,
-                    consist=Path(srv.train_config + ".con"),
-                    path=Path(srv.path_id + ".pat"),
-                    driver="auto",
-                    start_speed=0.0,
+        # A path with reversals runs as one replay train per part (docs/activities.md §4.4).
+        sdir = Path(plan.activity.path).resolve().parent
+        self.parts: list[ServicePart] = []
+        try:
+            for pt in plan.trains:
+                srv = pt.service
+                self.parts.extend(
+                    service_parts(
+                        pt.name,
+                        Path(srv.train_config + ".con"),
+                        Path(srv.path_id + ".pat"),
+                        route,
+                        sdir,
+                        stand_in,
+                        lambda j: fouling_length(route, j),
+                    )
                 )
-            )
+        except TdbToolsError as exc:
+            raise ActivityError(str(exc)) from None
+        specs = [sp.spec for sp in self.parts]
+        given = {sp.spec.name: sp.plan.line for sp in self.parts if sp.plan is not None}
         sc = Scenario(
             Path(plan.route_folder),
             tuple(specs),
@@ -796,7 +818,11 @@ class ActivityReplay(Replay):
         )
         try:
             super().__init__(
-                sc, route=route, trace_every=trace_every, signals=False if signals is False else None
+                sc,
+                route=route,
+                trace_every=trace_every,
+                signals=False if signals is False else None,
+                lines=given or None,
             )
         except ReplayError as exc:
             raise ActivityError(str(exc)) from None
@@ -812,13 +838,12 @@ class ActivityReplay(Replay):
         self.drivers: list[ServiceDriver] = []
         for w in plan.warnings:
             self._event(SetupWarning(time=0.0, message=w))
+        self.part_of = {sp.spec.name: sp for sp in self.parts}
+        stops_of = self._whole_path_stops(plan, plats)
         for t in self.trains:
-            pt = by_name[t.spec.name]
-            stops, warns = place_stops(t.line, t.front0, t.length, pt.stops, plats)
-            for st in stops:
-                st.stop_s = self._clear_of_junctions(t.line, st.stop_s)
-            for w in warns:
-                self._event(SetupWarning(time=0.0, train=t.spec.name, message=w))
+            sp = self.part_of[t.spec.name]
+            pt = by_name[sp.service]
+            stops = stops_of[t.spec.name]
             auto = t.driver
             if isinstance(auto, SignalDriver):
                 # Its constraints obey the signals; the ServiceDriver drives the AutoDriver inside.
@@ -828,24 +853,56 @@ class ActivityReplay(Replay):
             eng = t.model.max_velocity[t.model.is_engine]
             if vmax is None and len(eng) and np.isfinite(eng).any():
                 vmax = float(np.nanmin(eng))
+            end = sp.plan.end_s if sp.plan is not None else (t.end_s if t.end_s is not None else t.line.path_length)
             d = ServiceDriver(
                 t.spec.name,
                 auto,
                 self.t0,
-                float(pt.start),
+                float(pt.start) if sp.index == 0 else math.inf,  # later parts: at the reversal
                 stops,
-                float(t.end_s if t.end_s is not None else t.line.path_length),
+                float(end),
                 int(t.model.is_passenger.sum()),
                 not pt.player,
                 vmax,
                 pt.service.efficiency,
                 self.signals is not None,
             )
+            d.leaves = d.ai or not sp.last  # a part that ends at a reversal leaves the track
+            for s_at, wait in sp.waits:
+                if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:
+                    auto.stops.append(DriverStop(s_at, wait, "waiting point"))
+            auto.stops.sort(key=lambda p: p.s)
             t.driver = d
             self.drivers.append(d)
         self.dispatcher = Dispatcher(self)
         self._next_dispatch = 0.0
         self._still_since = [0.0] * len(self.trains)
+
+    def _whole_path_stops(self, plan: ActivityPlan, plats: dict[int, Platform]) -> dict[str, list[Stop]]:
+        """Every replay train's station stops: each service's booked stops matched over
+        its parts (docs/activities.md §5), moved out of junction clearances except at the
+        train's origin."""
+        out: dict[str, list[Stop]] = {}
+        for pt in plan.trains:
+            sps = [sp for sp in self.parts if sp.service == pt.name]
+            ts = [self.trains[self.index[sp.spec.name]] for sp in sps]
+            spans = [
+                (
+                    t.line,
+                    t.front0,
+                    sp.plan.end_s if sp.plan is not None else float(t.line.path_length),
+                )
+                for sp, t in zip(sps, ts)
+            ]
+            per, warns, origin = assign_stops(spans, ts[0].length, pt.stops, plats, place_stops, Stop)
+            for w in warns:
+                self._event(SetupWarning(time=0.0, train=pt.name, message=w))
+            for k, (sp, t) in enumerate(zip(sps, ts)):
+                for n, st in enumerate(per[k]):
+                    if not (origin[k] and n == 0):
+                        st.stop_s = self._clear_of_junctions(t.line, st.stop_s)
+                out[sp.spec.name] = per[k]
+        return out
 
     def _clear_of_junctions(self, line, s: float) -> float:  # noqa: ANN001
         """A station stop moved back out of the clearance zone of a junction just ahead
@@ -871,14 +928,39 @@ class ActivityReplay(Replay):
             t = self.trains[k]
             if d.finished and t.done_at is None:
                 t.done_at = self.time
-                if d.ai and self.signals is not None:
+                if d.leaves and self.signals is not None:
                     self.signals.ilk.leave(k)  # off the track: its sections are free again
-                if d.ai:
+                if d.leaves:
                     self.on_off[t.spec.name] = (
                         self.on_off.get(t.spec.name, (self.t0, 0.0))[0],
                         self.t0 + self.time,
                     )
+                sp = self.part_of[t.spec.name]
+                if not sp.last:
+                    self._reverse(k, sp)
+                    continue
                 self._event(Arrived(time=self.time, clock=clock(self.t0 + self.time), train=t.spec.name))
+
+    def _reverse(self, k: int, sp: ServicePart) -> None:
+        """Part ``k`` stands at its reversal: the next part takes over there after the
+        change of ends (docs/activities.md §4.4)."""
+        nxt = self.index[part_name(sp.service, sp.index + 1)]
+        # It takes over the track at once (nobody slips in while the ends are changed)
+        # and stands REVERSAL_S before it moves.
+        self.drivers[nxt].start = self.t0 + self.time
+        self.drivers[nxt].hold_until = self.t0 + self.time + REVERSAL_S
+        t = self.trains[k]
+        self._event(
+            Reversed(
+                time=self.time,
+                clock=clock(self.t0 + self.time),
+                train=sp.service,
+                part=sp.index + 1,
+                at=round(float(self.engine.x[self.train_start[k]]), 3),
+                lead=str(self.trains[nxt].consist.cars[0].file) if self.trains[nxt].consist.cars else "",
+                message=f"stopped {t.length:.0f} m train to reverse; part {sp.index + 2} leads with the former rear car",
+            )
+        )
 
     def engine_line_key(self, spec: TrainSpec, key: object) -> object:
         # Services on one path run at different times: each has its own engine line

@@ -70,6 +70,7 @@ from .safety import (
     chords_within,
     throw_switch,
 )
+from .reversal import reverse_consist
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
 from .signalling import DepartDriver, ReplaySignals, SignalDriver, signals_for, wrap_driver
 from .trackline import TrackLine
@@ -671,7 +672,7 @@ class Replay:
         placed: list[_Placement] = []
         for spec in scenario.trains:
             stand_in = spec.stand_in if spec.stand_in is not None else scenario.stand_in
-            ckey = (str(spec.consist), bool(stand_in))
+            ckey = (str(spec.consist), bool(stand_in), spec.turned)
             if ckey not in consists:
                 consists[ckey] = self._read_consist(spec, sdir, stand_in)
             stock = consists[ckey]
@@ -880,6 +881,8 @@ class Replay:
     def _read_consist(self, spec: TrainSpec, sdir: Path, stand_in: bool) -> _ConsistStock:
         """A train's consist with its stock, car model and coupler slack."""
         consist = _consist(spec, self.route, sdir)
+        if spec.turned:  # after a reversal the rear car leads (docs/activities.md §4.4)
+            consist = reverse_consist(consist)
         try:
             import warnings
 
