@@ -885,6 +885,12 @@ def replay(
         if not (route_opt and consist_opt and path_opt):
             raise click.UsageError("--route, --consist and --path go together")
         sc = one_train_scenario(route_opt, consist_opt, path_opt, stand_in=stand_in)
+        if duration is None:
+            # It runs until the train reaches its path end (the replay ends when it does),
+            # for a day at most and within the work limits.
+            from .physics.scenario import MAX_STEPS
+
+            duration = min(86400.0, MAX_STEPS * (step if step is not None else sc.step))
     else:
         sc = read_scenario(scenario if scenario is not None else bundled_scenario())
     sc = with_settings(sc, stand_in=True if stand_in else None, step=step, duration=duration)
@@ -949,8 +955,29 @@ def replay(
     for line in _event_lines(result.events):
         click.echo(line)
     click.echo(f"wrote {len(files)} files to {out_dir}")
-    if any(t["derailed"] for t in s["trains"].values()) or any(
-        e.kind in ("collision", "side_collision") for e in result.events
+    short = []
+    if route_opt is not None:
+        # replay --route runs to the path end: stopping short of it is a problem (issue 26)
+        for name, t in s["trains"].items():
+            if not t["finished"]:
+                short.append(name)
+                click.echo(
+                    f"problem: {name} did not reach the end of its path ({t['distance_m']:.0f} m run in "
+                    f"{s['simulated_seconds']:.0f} s)",
+                    err=True,
+                )
+        parts = rep.trains[0].line.parts
+        if parts > 1:
+            short.append("reversals")
+            click.echo(
+                f"problem: the path has {parts - 1} reversal(s); replay --route runs its first part only "
+                "(an activity with this path runs it whole, docs/activities.md §4.4)",
+                err=True,
+            )
+    if (
+        short
+        or any(t["derailed"] for t in s["trains"].values())
+        or any(e.kind in ("collision", "side_collision") for e in result.events)
     ):
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
@@ -1043,6 +1070,7 @@ def _replay_activity(
     no_signals: bool = False,
 ) -> int:
     from .physics.activity import clock, replay_activity
+    from .physics.outcome import tolerated
 
     folder = act.resolve().parent
     # An activity lives in <route>/ACTIVITIES: its route is read as every command reads one.
@@ -1065,20 +1093,28 @@ def _replay_activity(
         f"{s['activity']} ({s['route']}): {s['clock_start']}-{s['clock_end']}, {s['simulated_seconds']:.0f} s "
         f"simulated in {s['wall_seconds']:.2f} s ({s['realtime_factor']}x real time)"
     )
-    for name, t in s["trains"].items():
-        state = (
-            "derailed"
-            if t["derailed"]
-            else "stuck"
-            if t["stuck"]
-            else "reached its end"
-            if t["reached_end"]
-            else "did not reach its end"
-        )
+    starts = {t["service"]: t["start"] for t in reversed(list(s["trains"].values()))}
+    for name, o in s["services"].items():
+        turns = f", {o['parts'] - 1} reversal(s)" if o["parts"] > 1 else ""
         click.echo(
-            f"  {name}: start {t['start']}, {t['distance_m'] / 1000.0:.2f} km, "
-            f"{t['stops']}/{t['booked_stops']} stops; {state}"
+            f"  {name}: start {starts.get(name, '')}, {o['distance_m'] / 1000.0:.2f} of "
+            f"{o['path_m'] / 1000.0:.2f} km{turns}, {o['stops']}/{o['booked_stops']} booked stops made; "
+            + ("reached its end" if o["reached_end"] else f"stopped short: {o['reason']}")
         )
+    for name, o in s["services"].items():
+        if not o["reached_end"]:
+            click.echo(
+                f"problem: {name} stopped {(o['path_m'] - o['distance_m']) / 1000.0:.2f} km short of its "
+                f"path end ({o['reason']})",
+                err=True,
+            )
+        if o["stops"] < o["booked_stops"]:
+            click.echo(
+                f"problem: {name} made {o['stops']} of its {o['booked_stops']} booked stops", err=True
+            )
+    tol = tolerated(result.replay.events)
+    if tol:
+        click.echo("tolerated: " + "\n           ".join(tol), err=True)
     for r in result.timetable:
         click.echo(
             f"  {r['train']} at {r['platform']}: booked {clock(r['sched_arr'])}-{clock(r['sched_dep'])}, "

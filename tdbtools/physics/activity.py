@@ -63,6 +63,7 @@ from .replay import Replay, ReplayError, ReplayResult
 from .reversal import REVERSAL_S
 from .scenario import Scenario, TrainSpec
 from .signalling import SignalDriver
+from .outcome import service_outcomes
 from .wholepath import ServicePart, assign_stops, part_name, service_parts
 
 #: Blocks are vector nodes cut into pieces of this length (metres of node offset), and junctions.
@@ -1012,7 +1013,7 @@ class ActivityReplay(Replay):
                 b = s.booked
                 rows.append(
                     {
-                        "train": t.spec.name,
+                        "train": self.part_of[t.spec.name].service,
                         "station": s.platform.station,
                         "platform": s.platform.name,
                         "sched_arr": b.arrival,
@@ -1026,16 +1027,17 @@ class ActivityReplay(Replay):
                     }
                 )
         events = list(base.events)
-        for k, t in enumerate(self.trains):
-            d = self.drivers[k]
-            if not d.finished:
+        outcomes = service_outcomes(self)
+        for name, o in outcomes.items():
+            if not o.reached_end:
                 events.append(
                     NotAtEnd(
                         time=self.time,
                         clock=clock(self.t0 + self.time),
-                        train=t.spec.name,
-                        state=d.state,
-                        message=f"never reached the end of its path ({d.state})",
+                        train=name,
+                        state=o.reason,
+                        message=f"never reached the end of its path ({o.reason}, "
+                        f"{o.distance_m / 1000.0:.2f} of {o.path_m / 1000.0:.2f} km)",
                     )
                 )
         summary = dict(base.summary)
@@ -1055,9 +1057,14 @@ class ActivityReplay(Replay):
         summary["collisions"] = sum(1 for e in events if isinstance(e, (Collision, SideCollision)))
         summary["derailed"] = sorted(t.spec.name for t in self.trains if t.derailed)
         summary["stuck"] = sorted(self.stuck)
-        summary["not_at_end"] = sorted(
-            t.spec.name for k, t in enumerate(self.trains) if not self.drivers[k].finished
-        )
+        summary["services"] = {name: o.to_dict() for name, o in outcomes.items()}
+        summary["not_at_end"] = sorted(name for name, o in outcomes.items() if not o.reached_end)
+        summary["stops_missed"] = sorted(name for name, o in outcomes.items() if o.stops < o.booked_stops)
+        for k, t in enumerate(self.trains):
+            sp = self.part_of[t.spec.name]
+            st = summary["trains"][t.spec.name]
+            st["service"], st["part"] = sp.service, sp.index + 1
+            st["lead_car"] = t.consist.cars[0].file if t.consist.cars else ""
         clocked = {}
         for name, cols in base.traces.items():
             c = dict(cols)
@@ -1082,8 +1089,17 @@ class ActivityResult:
 
     @property
     def failed(self) -> bool:
+        """A problem: a derailment, collision, stuck train or deadlock, a service short of
+        its path end (or never started), a booked stop not made (docs/activities.md §4.6)."""
         s = self.replay.summary
-        return bool(s["derailed"] or s["collisions"] or s["stuck"] or s["deadlocks"])
+        return bool(
+            s["derailed"]
+            or s["collisions"]
+            or s["stuck"]
+            or s["deadlocks"]
+            or s.get("not_at_end")
+            or s.get("stops_missed")
+        )
 
     def timetable_csv(self) -> str:
         buf = io.StringIO()
