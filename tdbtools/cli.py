@@ -1109,9 +1109,7 @@ def _replay_activity(
                 err=True,
             )
         if o["stops"] < o["booked_stops"]:
-            click.echo(
-                f"problem: {name} made {o['stops']} of its {o['booked_stops']} booked stops", err=True
-            )
+            click.echo(f"problem: {name} made {o['stops']} of its {o['booked_stops']} booked stops", err=True)
     tol = tolerated(result.replay.events)
     if tol:
         click.echo("tolerated: " + "\n           ".join(tol), err=True)

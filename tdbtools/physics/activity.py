@@ -59,11 +59,11 @@ from .events import (
     StartDelayed,
     Stuck,
 )
+from .outcome import service_outcomes
 from .replay import Replay, ReplayError, ReplayResult
 from .reversal import REVERSAL_S
 from .scenario import Scenario, TrainSpec
 from .signalling import SignalDriver
-from .outcome import service_outcomes
 from .wholepath import ServicePart, assign_stops, part_name, service_parts
 
 #: Blocks are vector nodes cut into pieces of this length (metres of node offset), and junctions.
@@ -854,7 +854,11 @@ class ActivityReplay(Replay):
             eng = t.model.max_velocity[t.model.is_engine]
             if vmax is None and len(eng) and np.isfinite(eng).any():
                 vmax = float(np.nanmin(eng))
-            end = sp.plan.end_s if sp.plan is not None else (t.end_s if t.end_s is not None else t.line.path_length)
+            end = (
+                sp.plan.end_s
+                if sp.plan is not None
+                else (t.end_s if t.end_s is not None else t.line.path_length)
+            )
             d = ServiceDriver(
                 t.spec.name,
                 auto,
@@ -1060,7 +1064,7 @@ class ActivityReplay(Replay):
         summary["services"] = {name: o.to_dict() for name, o in outcomes.items()}
         summary["not_at_end"] = sorted(name for name, o in outcomes.items() if not o.reached_end)
         summary["stops_missed"] = sorted(name for name, o in outcomes.items() if o.stops < o.booked_stops)
-        for k, t in enumerate(self.trains):
+        for t in self.trains:
             sp = self.part_of[t.spec.name]
             st = summary["trains"][t.spec.name]
             st["service"], st["part"] = sp.service, sp.index + 1

@@ -60,6 +60,7 @@ from .events import (
     SwitchThrow,
     TrainStopped,
 )
+from .reversal import reverse_consist
 from .safety import (
     DEFAULT_CLEARANCE_M,
     BogieSet,
@@ -70,7 +71,6 @@ from .safety import (
     chords_within,
     throw_switch,
 )
-from .reversal import reverse_consist
 from .scenario import Scenario, TrainSpec, read_scenario, resolve_file
 from .signalling import DepartDriver, ReplaySignals, SignalDriver, signals_for, wrap_driver
 from .trackline import TrackLine
@@ -667,7 +667,7 @@ class Replay:
         waits_by_name: dict[str, list] = {}
         # Trains of one scenario mostly share consists: each consist file is read, its
         # stock resolved and its car model built once (the models are read-only).
-        consists: dict[tuple[str, bool], _ConsistStock] = {}
+        consists: dict[tuple[str, bool, bool], _ConsistStock] = {}
         line_ids: dict = {}  # trains on the same line object share an engine line
         placed: list[_Placement] = []
         for spec in scenario.trains:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import Diagnostics, TdbToolsError
 from ..formats.activity import StopItem
-from ..formats.consist import read_consist, resolve_stock
+from ..formats.consist import resolve_stock
 from ..formats.pat import read_pat
 from ..formats.route import Route
 from ..track.paths import ResolvedPath, resolve_path
@@ -152,7 +154,7 @@ def _platform_span(line, p) -> list[tuple[float, float]]:  # noqa: ANN001
 
 
 def assign_stops(
-    parts: list[tuple[object, float, float]],  # (line, front0, end_s) per part
+    parts: Sequence[tuple[Any, float, float]],  # (line, front0, end_s) per part
     train_length: float,
     booked: tuple[StopItem, ...],
     plats: dict,
@@ -212,4 +214,3 @@ def distance_run(x_front: float, front0: float) -> float:
 def path_length_of(end_s: float, front0: float) -> float:
     """Metres a part has to run: from its front at the start to its stopping place."""
     return max(float(end_s) - float(front0), 0.0)
-
