@@ -881,9 +881,25 @@ def replay(
 
     if scenario is not None and (route_opt or consist_opt or path_opt):
         raise click.UsageError("give a scenario file or --route/--consist/--path, not both")
+    rroute = None
     if scenario is None and (route_opt or consist_opt or path_opt):
         if not (route_opt and consist_opt and path_opt):
             raise click.UsageError("--route, --consist and --path go together")
+        from .physics.pathrun import path_reversals, replay_path_whole
+
+        rroute = _load(Path(route_opt).resolve(), strict=strict)
+        if path_reversals(rroute, path_opt):
+            # A path with reversals runs whole, as an activity's train (docs/activities.md §4.4).
+            whole = replay_path_whole(
+                rroute,
+                consist_opt,
+                path_opt,
+                stand_in=stand_in,
+                step=step if step is not None else 0.1,
+                duration=duration if duration is not None else 86400.0,
+                signals=False if no_signals else None,
+            )
+            raise click.exceptions.Exit(_report_activity(whole, out_dir, plot))
         sc = one_train_scenario(route_opt, consist_opt, path_opt, stand_in=stand_in)
         if duration is None:
             # It runs until the train reaches its path end (the replay ends when it does),
@@ -907,7 +923,10 @@ def replay(
         )
         sc = dataclasses.replace(sc, trains=trains)
     rep = Replay(
-        sc, route=_load(Path(sc.route), strict=strict), cars_trace=cars, signals=False if no_signals else None
+        sc,
+        route=rroute if rroute is not None else _load(Path(sc.route), strict=strict),
+        cars_trace=cars,
+        signals=False if no_signals else None,
     )
     for e in rep.events:
         if isinstance(e, StandIn):
@@ -966,14 +985,6 @@ def replay(
                     f"{s['simulated_seconds']:.0f} s)",
                     err=True,
                 )
-        parts = rep.trains[0].line.parts
-        if parts > 1:
-            short.append("reversals")
-            click.echo(
-                f"problem: the path has {parts - 1} reversal(s); replay --route runs its first part only "
-                "(an activity with this path runs it whole, docs/activities.md §4.4)",
-                err=True,
-            )
     if (
         short
         or any(t["derailed"] for t in s["trains"].values())
@@ -1069,8 +1080,7 @@ def _replay_activity(
     strict: bool = False,
     no_signals: bool = False,
 ) -> int:
-    from .physics.activity import clock, replay_activity
-    from .physics.outcome import tolerated
+    from .physics.activity import replay_activity
 
     folder = act.resolve().parent
     # An activity lives in <route>/ACTIVITIES: its route is read as every command reads one.
@@ -1083,6 +1093,14 @@ def _replay_activity(
         duration=duration,
         signals=False if no_signals else None,
     )
+    return _report_activity(result, out_dir, plot)
+
+
+def _report_activity(result, out_dir: Path, plot: bool) -> int:  # noqa: ANN001
+    """Write an activity replay's files and tell how every service did (exit status)."""
+    from .physics.activity import clock
+    from .physics.outcome import tolerated
+
     files = result.write(out_dir)
     if plot:
         from .render.spacetime import plot_space_time

@@ -213,23 +213,28 @@ def test_cli_whole_path_exit_0(route_dir: Path, tmp_path: Path) -> None:
     assert "1 reversal(s)" in r.output and "reached its end" in r.output
 
 
-def test_replay_route_says_it_runs_the_first_part_only(route_dir: Path, tmp_path: Path) -> None:
+def test_replay_route_runs_the_whole_path(route_dir: Path, tmp_path: Path) -> None:
+    args = ["replay", "--route", str(route_dir), "--consist", str(CONSISTS / "sample_passenger.con")]
+    pat = str(route_dir / "Paths" / "ThreeRev_Rev3.pat")
+    r = CliRunner().invoke(main, [*args, "--path", pat, "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    assert "3 reversal(s)" in r.output and "reached its end" in r.output
+    import json
+
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    o = s["services"]["sample_passenger"]
+    assert o["parts"] == 4 and o["distance_m"] == pytest.approx(o["path_m"], abs=4 * AUTO_STOP_TOL)
+    # with --duration short of the end: a problem, exit 1
+    r = CliRunner().invoke(main, [*args, "--path", pat, "--duration", "120", "--out", str(tmp_path / "p")])
+    assert r.exit_code == 1 and "problem: sample_passenger stopped" in r.output
+    # a path without reversals runs until its end without --duration (not 3600 s)
+    slow = route_dir / "Paths" / "Wait_Waiter.pat"
     r = CliRunner().invoke(
-        main,
-        [
-            "replay",
-            "--route",
-            str(route_dir),
-            "--consist",
-            str(CONSISTS / "sample_passenger.con"),
-            "--path",
-            str(route_dir / "Paths" / "OneRev_Rev1.pat"),
-            "--out",
-            str(tmp_path / "o"),
-        ],
+        main, [*args, "--path", str(slow), "--max-speed", "3", "--step", "0.5", "--out", str(tmp_path / "q")]
     )
-    assert r.exit_code == 1
-    assert "replay --route runs its first part only" in r.output
+    assert r.exit_code == 0, r.output
+    s = json.loads((tmp_path / "q" / "summary.json").read_text())
+    assert s["simulated_seconds"] > 3600 and s["trains"]["sample_passenger"]["finished"]
 
 
 def test_missing_platform_is_tolerated_and_said(route_dir: Path) -> None:
