@@ -11,6 +11,7 @@ import pytest
 from helpers import DK24_ROUTE, SAMPLE_INSTALL, needs_dk24
 
 from tdbtools.signals import runtime as rt
+from tdbtools.signals.aspects import SignalAspects
 
 
 def _plain_free_block(ilk: rt.Interlocking, sig: int) -> tuple[int, int]:
@@ -18,7 +19,7 @@ def _plain_free_block(ilk: rt.Interlocking, sig: int) -> tuple[int, int]:
     sec = ilk.sig_section[sig]
     if sec < 0:
         return rt.BLOCK_JN_OBSTRUCTED, ilk.next_normal[sig]
-    walk = ilk._walk_from(sec, ilk.objects[sig].tc_direction, rt.MAX_WALK)
+    walk = ilk.circuits.walk(sec, ilk.objects[sig].tc_direction, rt.MAX_WALK)
     worst, nxt = rt.BLOCK_CLEAR, -1
     for s_id, sd in walk:
         s = ilk.sections[s_id]
@@ -41,7 +42,7 @@ def _both_ways(monkeypatch, run):  # noqa: ANN001, ANN202
     checked against a fresh walk."""
     fast = run()
     checked = {"blocks": 0, "passes": 0}
-    update_blocks, run_scripts = rt.Interlocking.update_blocks, rt.Interlocking.run_scripts
+    update_blocks, run_scripts = rt.Interlocking.update_blocks, SignalAspects.run_scripts
 
     def blocks_checked(self: rt.Interlocking) -> None:
         update_blocks(self)
@@ -50,14 +51,14 @@ def _both_ways(monkeypatch, run):  # noqa: ANN001, ANN202
                 assert (self.block[k], self.next_normal[k]) == _plain_free_block(self, k)
                 checked["blocks"] += 1
 
-    def every_cycle(self: rt.Interlocking, **kw: bool) -> None:
-        self._scripts_at_rest = None  # never skip a pass
+    def every_cycle(self: SignalAspects, **kw: bool) -> None:
+        self.at_rest = None  # never skip a pass
         run_scripts(self, **kw)
         checked["passes"] += 1
 
     with monkeypatch.context() as m:
         m.setattr(rt.Interlocking, "update_blocks", blocks_checked)
-        m.setattr(rt.Interlocking, "run_scripts", every_cycle)
+        m.setattr(SignalAspects, "run_scripts", every_cycle)
         plain = run()
     assert checked["blocks"] > 0 and checked["passes"] > 0
     assert any(e.kind == "signal" for e in fast.events)

@@ -154,7 +154,7 @@ def test_a_standing_train_that_starts_moving_changes_the_free_block_behind_it(tm
 
     def release(k: int, ilk: rt.Interlocking) -> None:
         if k == 0:
-            ilk.sections[4].reserved = -1
+            ilk.reserve_section(4, -1)
 
     got = []
     for incremental in (True, False):

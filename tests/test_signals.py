@@ -466,8 +466,8 @@ def test_runtime_scripts_only_converge_in_two_cycles(tmp_path, sample_route):
     ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=700.0)
     ilk.time = 0.0
     for s in ilk.sections:
-        s.occupants = {}
-    ilk.sections[ilk.node_secs[4][3]].occupants[0] = 1  # the train stands between S3 and S4
+        ilk.set_occupants(s.index, {})
+    ilk.set_occupants(ilk.node_secs[4][3], {0: 1})  # the train stands between S3 and S4
     ilk.trains[0].speed = 0.0
     ilk.update_blocks()
     ilk.run_scripts(force_enabled=True)
@@ -482,8 +482,8 @@ def test_runtime_a_pass_that_changed_nothing_is_skipped_until_an_input_changes(t
     ilk = b3_line(tmp_path, sample_route)
     ilk.add_train("t", FakeLine(4, 1, 1153.6, 0.0), 50.0, front=700.0)
     for s in ilk.sections:
-        s.occupants = {}
-    ilk.sections[ilk.node_secs[4][3]].occupants[0] = 1
+        ilk.set_occupants(s.index, {})
+    ilk.set_occupants(ilk.node_secs[4][3], {0: 1})
     ilk.trains[0].speed = 0.0
     passes = []
     for _ in range(4):
@@ -494,7 +494,8 @@ def test_runtime_a_pass_that_changed_nothing_is_skipped_until_an_input_changes(t
     assert passes == [1, 2, 3, 3]
     before = names(ilk)
     for s in ilk.sections:  # the train leaves: the blocks change
-        s.occupants, s.reserved = {}, -1
+        ilk.set_occupants(s.index, {})
+        ilk.reserve_section(s.index, -1)
     ilk.update_blocks()
     ilk.run_scripts(force_enabled=True)
     assert ilk.script_passes == 4 and names(ilk) != before

@@ -1,0 +1,384 @@
+"""Aspects and scripts: the heads as the scripts see them, the signal look-ups the
+scripts call, and the passes of the scripts (docs/signals.md §2.6, §2.7, §4.5).
+
+Open Rails keeps the same concept in ``SignalHead`` / ``SignalObject`` and its script
+interpreter (Simulation/Signalling); here :class:`SignalAspects` owns the heads of one
+interlocking and reads the interlocking's block states, claims and routes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..formats.sigcfg import ASPECTS, CLEAR_2, STOP, SUBTYPES
+from .circuits import BLOCK_CLEAR, MAX_WALK
+from .objects import Head
+
+if TYPE_CHECKING:
+    from .runtime import Interlocking
+    from .trains import TrainState
+
+
+class HeadRuntime:
+    """A head while the runtime runs it: what its script reads (docs/signals.md §2.6)."""
+
+    __slots__ = (
+        "ilk",
+        "asp",
+        "sig",
+        "head",
+        "hid",
+        "state",
+        "draw_state",
+        "enabled",
+        "approach_position",
+        "approach_speed",
+        "type",
+        "_dds",
+        "_feat",
+    )
+
+    def __init__(self, ilk: Interlocking, asp: SignalAspects, sig: int, head: Head, hid: int) -> None:
+        self.ilk, self.asp, self.sig, self.head, self.hid = ilk, asp, sig, head, hid
+        self.type = head.type
+        self.state = STOP
+        self.draw_state = 0
+        self.enabled = 0
+        t = head.type
+        self.approach_position = int(t.approach_position) if t and t.approach_position is not None else -1
+        self.approach_speed = int(t.approach_speed) if t and t.approach_speed is not None else -1
+        # What the scripts ask every pass of data that never changes (types and world
+        # flags are frozen): worked out once.
+        self._dds = {a: t.def_draw_state(a) for a in range(len(ASPECTS))} if t is not None else {}
+        o = ilk.objects[sig]
+        self._feat = tuple(o.sig_feature(f) for f in range(len(SUBTYPES)))
+
+    # MSTS set ---------------------------------------------------------------------------------
+    def block_state(self) -> int:
+        return self.ilk.block[self.sig]
+
+    def route_set(self) -> int:
+        return self.asp.route_set(self.sig, self.head)
+
+    def next_sig_lr(self, fn: int) -> int:
+        nxt = self.asp.next_signal(self.sig, fn)
+        if nxt < 0:
+            return STOP
+        a = self.asp.sig_lr(nxt, fn)
+        return CLEAR_2 if a < 0 and fn == 0 else (STOP if a < 0 else a)
+
+    def next_sig_mr(self, fn: int) -> int:
+        nxt = self.asp.next_signal(self.sig, fn)
+        if nxt < 0:
+            return STOP
+        a = self.asp.sig_mr(nxt, fn)
+        return STOP if a < 0 else a
+
+    def this_sig_lr(self, fn: int) -> int:
+        return self.asp.sig_lr(self.sig, fn)
+
+    def this_sig_mr(self, fn: int) -> int:
+        return self.asp.sig_mr(self.sig, fn)
+
+    def opp_sig_lr(self, fn: int) -> int:
+        return STOP
+
+    opp_sig_mr = opp_sig_lr
+
+    def dist_multi_sig_mr(self, fn1: int, fn2: int) -> int:
+        return self.asp.dist_multi(self.sig, fn1, fn2, use_route_set=True)
+
+    def dist_multi_sig_mr_of_lr(self, fn1: int, fn2: int) -> int:
+        return self.asp.dist_multi(self.sig, fn1, fn2, use_route_set=False)
+
+    def sig_feature(self, feature: int) -> int:
+        if 0 <= feature < len(self._feat):
+            return self._feat[feature]
+        return self.ilk.objects[self.sig].sig_feature(feature)
+
+    def hashead(self, n: int) -> int:
+        return self.ilk.objects[self.sig].hashead(n)
+
+    def def_draw_state(self, aspect: int) -> int:
+        d = self._dds.get(aspect)
+        if d is not None:
+            return d
+        return self.type.def_draw_state(aspect) if self.type is not None else -1
+
+    # OR additions (the common ones; the rest read 0) ------------------------------------------
+    def next_nsig_lr(self, fn: int, n: int) -> int:
+        sig = self.sig
+        a = STOP
+        for _ in range(max(n, 1)):
+            sig = self.asp.next_signal(sig, fn)
+            if sig < 0:
+                return STOP
+            a = self.asp.sig_lr(sig, fn)
+            if a <= STOP:
+                return STOP
+        return a
+
+    def next_sig_id(self, fn: int) -> int:
+        return self.asp.next_signal(self.sig, fn)
+
+    def next_nsig_id(self, fn: int, n: int) -> int:
+        sig = self.sig
+        for _ in range(max(n, 1)):
+            sig = self.asp.next_signal(sig, fn)
+            if sig < 0:
+                return -1
+        return sig
+
+    def opp_sig_id(self, fn: int) -> int:
+        return -1
+
+    def id_sig_enabled(self, sid: int) -> int:
+        return int(0 <= sid < len(self.ilk.objects) and self.ilk.enabled_train[sid] >= 0)
+
+    def id_sig_lr(self, sid: int, fn: int) -> int:
+        if not 0 <= sid < len(self.ilk.objects):
+            return STOP
+        a = self.asp.sig_lr(sid, fn)
+        return STOP if a < 0 else a
+
+    def store_lvar(self, i: int, v: int) -> int:
+        lv = self.asp.lvars[self.sig]
+        if lv.get(i) != v or i not in lv:
+            self.asp.lvar_changed = True
+        lv[i] = v
+        return 0
+
+    def this_sig_lvar(self, i: int) -> int:
+        return self.asp.lvars[self.sig].get(i, 0)
+
+    def next_sig_lvar(self, fn: int, i: int) -> int:
+        nxt = self.asp.next_signal(self.sig, fn)
+        return self.asp.lvars[nxt].get(i, 0) if nxt >= 0 else 0
+
+    def id_sig_lvar(self, sid: int, i: int) -> int:
+        return self.asp.lvars[sid].get(i, 0) if 0 <= sid < len(self.ilk.objects) else 0
+
+    def approach_control_position(self, d: int) -> int:
+        return 1
+
+    approach_control_position_forced = approach_control_position
+
+    def approach_control_speed(self, d: int, v: int) -> int:
+        return 1
+
+    approach_control_next_stop = approach_control_speed
+
+    def this_sig_noupdate(self) -> int:
+        return 0
+
+    def switchstand(self, a0: int, a1: int) -> int:
+        return a0
+
+    def __getattr__(self, name: str) -> Callable[..., int]:
+        # Built-ins the runtime does not model (call-on, timing triggers, debug output) read 0.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _zero
+
+
+def _zero(*_args: Any) -> int:
+    return 0
+
+
+class SignalAspects:
+    """The heads of one interlocking, the look-ups their scripts make, the script passes."""
+
+    def __init__(self, ilk: Interlocking) -> None:
+        self.ilk = ilk
+        objects = ilk.objects
+        n = len(objects)
+        self.lvars: list[dict[int, int]] = [{} for _ in range(n)]
+        self.heads: list[HeadRuntime] = []
+        self.heads_of: list[list[HeadRuntime]] = [[] for _ in range(n)]
+        for k, o in enumerate(objects):
+            for h in o.heads:
+                hr = HeadRuntime(ilk, self, k, h, len(self.heads))
+                self.heads.append(hr)
+                self.heads_of[k].append(hr)
+        # NORMAL heads first, then the others (§4.5).
+        self.order = [h for h in self.heads if h.head.function == "NORMAL"] + [
+            h for h in self.heads if h.head.function != "NORMAL"
+        ]
+        self.normal_typed = [
+            [h for h in hs if h.head.function == "NORMAL" and h.type is not None] for hs in self.heads_of
+        ]
+        # What the scripts read when their last pass changed nothing (None: run them);
+        # see run_scripts.
+        self.at_rest: tuple | None = None
+        self.lvar_changed = False
+        #: Passes of the scripts that ran (not skipped): aspects change only then.
+        self.passes = 0
+        self._sig_in: dict[tuple[int, int], list[int]] = {}
+        self._all_sig: dict[int, list[tuple[float, int]]] = {}
+
+    # -- signal look-ups for the scripts (§2.6, §2.7) -------------------------------------------
+    def sig_lr(self, sig: int, fn: int) -> int:
+        best = -1
+        for h in self.heads_of[sig]:
+            if h.head.function_index == fn and h.state > best:
+                best = h.state
+        return best
+
+    def sig_mr(self, sig: int, fn: int) -> int:
+        worst = 99
+        for h in self.heads_of[sig]:
+            if h.head.function_index == fn and h.state < worst:
+                worst = h.state
+        return -1 if worst == 99 else worst
+
+    def next_signal(self, sig: int, fn: int) -> int:
+        """The next signal with a head of function ``fn`` (§2.7, simplified): along the
+        enabled train's route, else along the switches as set."""
+        ilk = self.ilk
+        t_idx = ilk.enabled_train[sig]
+        if fn == 0:
+            return ilk.next_normal[sig]
+        o = ilk.objects[sig]
+        if t_idx >= 0:
+            t = ilk.trains[t_idx]
+            lst = self.all_signals(t)
+            pos = next((i for i, (_s, x) in enumerate(lst) if x == sig), -1)
+            if pos >= 0:
+                for _s, x in lst[pos + 1 :]:
+                    if any(h.head.function_index == fn for h in self.heads_of[x]):
+                        return x
+                    if o.is_normal and ilk.objects[x].is_normal:
+                        return -1
+                return -1
+        sec = ilk.sig_section[sig]
+        if sec < 0:
+            return -1
+        for s_id, sd in ilk.circuits.walk_from(sec, o.tc_direction):
+            for x in self.signals_in(s_id, sd):
+                if any(h.head.function_index == fn for h in self.heads_of[x]):
+                    return x
+                if o.is_normal and ilk.objects[x].is_normal:
+                    return -1
+        return -1
+
+    def signals_in(self, sec: int, d: int) -> list[int]:
+        """The signals facing direction ``d`` in section ``sec``, in the order met."""
+        key = (sec, d)
+        hit = self._sig_in.get(key)
+        if hit is None:
+            s = self.ilk.sections[sec]
+            found = [
+                (o.offset, i)
+                for i, o in enumerate(self.ilk.objects)
+                if o.node == s.node and o.tc_direction == d and s.start - 1e-6 <= o.offset <= s.end + 1e-6
+            ]
+            found.sort(reverse=(d == 0))
+            hit = self._sig_in[key] = [i for _o, i in found]
+        return hit
+
+    def all_signals(self, t: TrainState) -> list[tuple[float, int]]:
+        """(line distance, signal) of every signal along a train's path in its direction."""
+        hit = self._all_sig.get(t.index)
+        if hit is None:
+            out = []
+            sections, objects = self.ilk.sections, self.ilk.objects
+            for e in t.elements:
+                for x in self.signals_in(e.section, e.direction):
+                    o = objects[x]
+                    s = (
+                        e.s0 + (o.offset - sections[e.section].start)
+                        if e.direction == 1
+                        else e.s0 + (sections[e.section].end - o.offset)
+                    )
+                    out.append((s, x))
+            hit = self._all_sig[t.index] = sorted(set(out))
+        return hit
+
+    def dist_multi(self, sig: int, fn1: int, fn2: int, *, use_route_set: bool) -> int:
+        result = CLEAR_2
+        found = False
+        cur = sig
+        for _ in range(32):
+            cur = self.next_signal(cur, fn1)
+            if cur < 0:
+                break
+            heads = [
+                h
+                for h in self.heads_of[cur]
+                if h.head.function_index == fn1 and (not use_route_set or self.route_set(cur, h.head))
+            ]
+            if heads:
+                found = True
+                result = min(
+                    result, min(h.state for h in heads) if use_route_set else max(h.state for h in heads)
+                )
+            if any(h.head.function_index == fn2 for h in self.heads_of[cur]):
+                break
+        return result if found else STOP
+
+    def route_set(self, sig: int, head: Head) -> int:
+        if head.junction is None:
+            return 1
+        ilk = self.ilk
+        main = head.junction[2]
+        t_idx = ilk.enabled_train[sig]
+        if t_idx >= 0:
+            elems = ilk.route_of[sig] or []
+            if any(ilk.sections[e.section].node == main for e in elems):
+                return 1
+        sec = ilk.sig_section[sig]
+        if sec < 0:
+            sec = next((i for i, s in enumerate(ilk.sections) if s.node == head.node), -1)
+            if sec < 0:
+                return 0
+        for s_id, _d in ilk.circuits.walk_from(sec, 1 - head.direction, limit=MAX_WALK):
+            if ilk.sections[s_id].node == main:
+                return 1
+        return 0
+
+    # -- the passes (§4.5) -----------------------------------------------------------------------
+    def run_scripts(self, *, force_enabled: bool = False) -> None:
+        """One pass of every head's script, NORMAL heads first (§4.5). ``force_enabled``
+        makes every signal read ENABLED = 1 (for testing the scripts alone).
+
+        The scripts are pure functions of what this key holds (docs/signals.md §4.5:
+        timers and call-on read 0): when a pass changed no head and no lvar, another pass
+        over the same inputs gives the same result, so it is skipped until one changes."""
+        ilk = self.ilk
+        key = (
+            force_enabled,
+            ilk.circuits.switch_epoch,
+            list(ilk.block),
+            list(ilk.enabled_train),
+            list(ilk.next_normal),
+            list(ilk.route_of),
+            [(h.state, h.draw_state) for h in self.order],
+        )
+        if key == self.at_rest:
+            return
+        self.passes += 1
+        self.lvar_changed = False
+        changed = False
+        enabled_train, block = ilk.enabled_train, ilk.block
+        for h in self.order:
+            if h.type is None:
+                continue
+            h.enabled = 1 if force_enabled else int(enabled_train[h.sig] >= 0)
+            sc = h.head.script
+            before = (h.state, h.draw_state)
+            if sc is not None:
+                h.state, h.draw_state = sc.function(h)
+            else:
+                h.state = (
+                    h.type.least_restrictive() if block[h.sig] == BLOCK_CLEAR else h.type.most_restrictive()
+                )
+                h.draw_state = h.type.def_draw_state(h.state)
+            if not changed and (h.state, h.draw_state) != before:
+                changed = True
+        self.at_rest = None if changed or self.lvar_changed else key
+
+    def aspect(self, sig: int) -> int:
+        """The aspect a train reads: the least restrictive of the NORMAL heads."""
+        a = self.sig_lr(sig, 0)
+        return STOP if a < 0 else a

@@ -1,0 +1,438 @@
+"""Route requests and reservations: a train's claim on the signals ahead of it, the
+routes they clear, the sections reserved for it, the block states of signals no train
+has claimed, and the train's authority up to its next signal (docs/signals.md §4.2, §4.3).
+
+Open Rails keeps the same concept in its ``Signals`` route setting and the trains'
+authority (Simulation/Signalling, ``SignalObject.requestClearSignal``,
+``TrackCircuitSection.Reserve``); here :class:`RouteSetting` is the part of the
+:class:`~tdbtools.signals.runtime.Interlocking` that sets and releases routes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable
+
+from .aspects import SignalAspects
+from .circuits import (
+    BLOCK_CLEAR,
+    BLOCK_JN_OBSTRUCTED,
+    BLOCK_OCCUPIED,
+    BLOCKED,
+    FORCED_WAIT,
+    OCC_OPPOSITE,
+    OCC_SAME,
+    RESERVABLE,
+    RESERVED,
+    RESERVED_OTHER,
+    Element,
+    Section,
+    TrackCircuits,
+)
+from .deadlock import DeadlockWatch
+from .objects import SignalObject
+from .trains import TrainState
+
+#: Speed below which a train counts as standing (m/s), as in Open Rails.
+STANDING = 0.5
+#: Gap the driver keeps before a signal at danger (m; Open Rails' AI value).
+STOP_GAP = 15.0
+#: Gap kept behind another train on the same stretch without a signal between (m).
+FOLLOW_GAP = 50.0
+#: Metres beyond a stop target searched for a junction whose clearance zone it is in.
+JUNCTION_LOOK = 200.0
+#: A stretch shorter than this between junctions is part of a junction area (not to wait on).
+SHORT_LINK_M = 400.0
+
+
+class RouteSetting:
+    """Route requests, reservations, free blocks and authorities of an interlocking."""
+
+    # (the interlocking's state this part reads and writes; set in Interlocking.__init__)
+    objects: list[SignalObject]
+    circuits: TrackCircuits
+    sections: list[Section]
+    switches: dict[int, int]
+    sig_section: list[int]
+    aspects: SignalAspects
+    deadlock: DeadlockWatch
+    trains: list[TrainState]
+    ahead: float | None
+    clearance: Callable[[int], float] | None
+    incremental: bool
+    block: list[int]
+    enabled_train: list[int]
+    req: list[int]
+    route_of: list[list[Element] | None]
+    next_normal: list[int]
+    _clear_cache: dict[int, float]
+    _holders: dict[int, set[int]]
+    _routes: dict[tuple[int, int], tuple[list[Element], int]]
+    _routes_ahead: float | None
+    _nca: list[tuple[int, int, int]]
+    _free_walks: dict[int, tuple[list[tuple[Section, int]], int]]
+    _free_epoch: int
+    _free_result: dict[int, tuple[int, int]]
+    _walk_sigs: dict[int, list[int]]
+
+    def _hold_start(self, t: TrainState, *, quiet: bool) -> None:
+        """Auto Node: the train holds its track up to the first signal (§4.3)."""
+        upto = t.signals[t.next_signal][0] if t.next_signal < len(t.signals) else t.end_s
+        upto = self._horizon(t, t.front, upto)
+        for e in self._elements_between(t, t.front - t.length, upto - 1e-3):
+            tcs = self.sections[e.section]
+            if e.s0 > t.front and (
+                (tcs.reserved >= 0 and tcs.reserved != t.index)
+                or any(k != t.index for k in tcs.occupants)
+                or self.deadlock.opposed(t, e.section)
+            ):
+                break  # ahead of its front it holds nothing beyond what it cannot have
+            if tcs.reserved < 0:
+                self._reserve(tcs, t.index)
+                if e.route >= 0:
+                    self.circuits.set_switch(tcs.node, e.route, quiet=quiet)
+
+    def _clear(self, junction: int) -> float:
+        if self.clearance is None:
+            return 0.0
+        c = self._clear_cache.get(junction)
+        if c is None:
+            c = self._clear_cache[junction] = float(self.clearance(junction))
+        return c
+
+    def _horizon(self, t: TrainState, s: float, upto: float) -> float:
+        """Where reservations from ``s`` stop: ``upto``, or with ``ahead`` set, the first
+        junction at least ``ahead`` metres on (reserved up to just before it)."""
+        if self.ahead is None or upto <= s + self.ahead:
+            return upto
+        i = bisect.bisect_left(t.e_s1, s + self.ahead)
+        while i < len(t.elements):
+            e = t.elements[i]
+            if e.s0 >= upto:
+                break
+            if self.sections[e.section].kind == "junction" and e.s0 >= s + self.ahead:
+                return e.s0
+            i += 1
+        return upto
+
+    def _clear_stop(self, t: TrainState, stop: float) -> float:
+        """A stop target moved back out of the clearance zone of a junction just ahead."""
+        if self.clearance is None:
+            return stop
+        i = bisect.bisect_left(t.e_s1, stop - 1.0)
+        while i < len(t.elements) and t.elements[i].s0 <= stop + JUNCTION_LOOK:
+            e = t.elements[i]
+            if self.sections[e.section].kind == "junction":
+                c = self._clear(self.sections[e.section].node)
+                if e.s0 - c < stop <= e.s0 + 1e-6:
+                    stop = max(e.s0 - c - 1.0, t.front)
+            i += 1
+        return stop
+
+    def _elements_between(self, t: TrainState, a: float, b: float) -> list[Element]:
+        i = bisect.bisect_left(t.e_s1, a)
+        out = []
+        while i < len(t.elements) and t.elements[i].s0 <= b + 1e-6:
+            out.append(t.elements[i])
+            i += 1
+        return out
+
+    def _section_state(self, sec: Section, train: int, direction: int, route: int = -1) -> int:
+        state = RESERVED if sec.reserved == train else RESERVABLE
+        if sec.reserved >= 0 and sec.reserved != train:
+            state = RESERVED_OTHER
+        for other, odir in sec.occupants.items():
+            if other == train:
+                continue
+            ot = self.trains[other]
+            if sec.kind == "junction" and route >= 0 and self.switches.get(sec.node, 0) != route:
+                return BLOCKED
+            if abs(ot.speed) <= STANDING or odir == direction:
+                state = max(state, OCC_SAME)
+            else:
+                state = max(state, OCC_OPPOSITE)
+        return state
+
+    def signal_route(self, sig: int, t: TrainState) -> list[Element]:
+        """The train's elements from just beyond the signal up to the next NORMAL signal.
+
+        It depends only on the train's path and ``ahead``: worked out once per train and
+        signal (the list is shared; nobody changes it)."""
+        if not self.incremental:
+            return self._signal_route_of(sig, t)
+        if self._routes_ahead != self.ahead:
+            self._routes.clear()
+            self._routes_ahead = self.ahead
+        key = (t.index, sig)
+        hit = self._routes.get(key)
+        if hit is None:
+            elems = self._signal_route_of(sig, t)
+            # (not on its path: next_normal is left as it is, -2 says so)
+            nxt = self.next_normal[sig] if any(x == sig for _s, x in t.signals) else -2
+            hit = self._routes[key] = (elems, nxt)
+            return elems
+        elems, nxt = hit
+        if nxt != -2:
+            self.next_normal[sig] = nxt
+        return elems
+
+    def _signal_route_of(self, sig: int, t: TrainState) -> list[Element]:
+        pos = next((i for i, (_s, x) in enumerate(t.signals) if x == sig), -1)
+        if pos < 0:
+            return []
+        s_sig = t.signals[pos][0]
+        s_next = t.signals[pos + 1][0] if pos + 1 < len(t.signals) else self._horizon(t, s_sig, t.end_s)
+        self.next_normal[sig] = t.signals[pos + 1][1] if pos + 1 < len(t.signals) else -1
+        return [
+            e
+            for e in self._elements_between(t, s_sig + 1e-3, s_next - 1e-3)
+            if e.s1 > s_sig + 1e-3 or e.s0 > s_sig
+        ]
+
+    def _route_state(self, elems: list[Element], train: int) -> tuple[int, int]:
+        worst, blocker = RESERVABLE, -1
+        for e in elems:
+            st = self._section_state(self.sections[e.section], train, e.direction, e.route)
+            if st > worst:
+                worst, blocker = st, e.section
+            if st > RESERVABLE:
+                break
+        return worst, blocker
+
+    def _request(self, sig: int, t: TrainState, clear_next: int, propagated: bool) -> None:
+        """Enable ``sig`` for train ``t`` and check its route (§4.3)."""
+        if self.enabled_train[sig] not in (-1, t.index):
+            return
+        self.enabled_train[sig] = t.index
+        elems = self.signal_route(sig, t)
+        self.route_of[sig] = elems
+        msts, orts, normal_heads = self._nca[sig]
+        if msts > -2:
+            req = (clear_next if clear_next > 0 else msts) - normal_heads
+        elif orts == -1:
+            req = clear_next if clear_next > 0 else 1
+        elif orts == 0:
+            req = 0
+        else:
+            req = (clear_next - 1) if clear_next > 0 else orts - 1
+        self.req[sig] = req
+        state, _ = self._route_state(elems, t.index)
+        if state <= RESERVABLE and self.deadlock.avoid:
+            opp: set[int] = set()
+            for e in elems:
+                if self.sections[e.section].reserved != t.index:
+                    opp |= self.deadlock.opposed(t, e.section)
+            if opp:
+                t.opposed = opp
+                state = FORCED_WAIT
+        if state <= RESERVABLE:
+            for e in elems:
+                sec = self.sections[e.section]
+                self._reserve(sec, t.index)
+                if e.route >= 0:
+                    self.circuits.set_switch(sec.node, e.route)
+            self.block[sig] = BLOCK_CLEAR
+            nxt = self.next_normal[sig]
+            if req > 0 and nxt >= 0:
+                self._request(nxt, t, req, True)
+        else:
+            self.block[sig] = BLOCK_OCCUPIED if state == OCC_SAME else BLOCK_JN_OBSTRUCTED
+
+    def _reserve(self, sec: Section, train: int) -> None:
+        """Reserve ``sec`` for ``train`` (-1: release it); a change is noted for the free blocks."""
+        self.circuits.reserve(sec, train)
+
+    def _set_occupants(self, k: int) -> None:
+        """Section ``k``'s occupants from its holders, in train order (as if filled afresh)."""
+        hs = self._holders.get(k)
+        trains = self.trains
+        self.circuits.put_occupants(k, {x: trains[x].occ[k] for x in sorted(hs)} if hs else {})
+
+    def _take_over(self, sig: int, t: TrainState) -> None:
+        """A signal asked for by a train further back, and not cleared for it, goes to a
+        train nearer to it (one that came in between from a branch, §4.3): else the nearer
+        train waits at a red that only clears for the one behind it."""
+        owner = self.enabled_train[sig]
+        if owner < 0 or owner == t.index or self.block[sig] == BLOCK_CLEAR:
+            return
+        o = self.trains[owner]
+        mine = t.signals[t.next_signal][0] - t.front
+        theirs = next((s - o.front for s, x in o.signals[o.next_signal :] if x == sig), math.inf)
+        if mine < theirs:
+            self.enabled_train[sig] = -1
+            self.route_of[sig] = None
+
+    def update_blocks(self) -> None:
+        """Block states: signals no train has claimed from their default route; claimed
+        ones re-check their route when it was not clear.
+
+        A free signal's block depends only on the sections of its walk (their reservation,
+        occupants and whether these move): it is worked out again only when one of them
+        changed since the last update (or a switch was thrown), else it is the one worked
+        out last. Not ``incremental``: every free block is worked out afresh."""
+        self._free_caches_current()
+        touched = self.circuits.touched
+        walk_sigs = self._walk_sigs
+        # (sections written from here on stay in touched for the next update)
+        affected: set[int] = set()
+        if self.incremental:
+            for sec in touched:
+                affected.update(walk_sigs.get(sec, ()))
+        else:
+            affected.update(range(len(self.objects)))
+        touched.clear()
+        result = self._free_result
+        for k in range(len(self.objects)):
+            if self.enabled_train[k] < 0:
+                r = result.get(k)
+                if r is None or k in affected:
+                    self._free_block(k)
+                else:
+                    self.block[k], self.next_normal[k] = r
+            else:
+                t = self.trains[self.enabled_train[k]]
+                if self.block[k] != BLOCK_CLEAR:
+                    self._request(k, t, self.req[k] if self.req[k] > 0 else 0, False)
+                    if self._free_caches_current():  # it threw a switch
+                        walk_sigs = self._walk_sigs
+                    for sec in touched:  # reserved just now: later signals see it
+                        affected.update(walk_sigs.get(sec, ()))
+
+    def _free_caches_current(self) -> bool:
+        """Drop the free signals' walks and blocks when a switch was thrown since they
+        were worked out; True if it did."""
+        if self._free_epoch == self.circuits.switch_epoch:
+            return False
+        self._free_walks.clear()
+        self._free_result.clear()
+        self._walk_sigs.clear()
+        self._free_epoch = self.circuits.switch_epoch
+        return True
+
+    def _free_block(self, sig: int) -> None:
+        """Block state of a signal no train has claimed: its default route (§4.2)."""
+        sec = self.sig_section[sig]
+        if sec < 0:
+            self.block[sig] = BLOCK_JN_OBSTRUCTED
+            return
+        # (docs/signals.md §4.4) The walk's sections and the signal ending it stay the same until a switch is
+        # thrown: only the occupants and reservations are read every cycle.
+        self._free_caches_current()
+        fw = self._free_walks.get(sig)
+        if fw is None:
+            walk = self.circuits.walk_from(sec, self.objects[sig].tc_direction)
+            nxt = -1
+            for s_id, sd in walk:
+                s = self.sections[s_id]
+                if s.kind == "normal" and s.end_signal[sd] >= 0:
+                    nxt = s.end_signal[sd]
+            fw = self._free_walks[sig] = ([(self.sections[s_id], sd) for s_id, sd in walk], nxt)
+            for s_id, _sd in walk:
+                self._walk_sigs.setdefault(s_id, []).append(sig)
+        secs, self.next_normal[sig] = fw
+        if not secs:
+            self.block[sig] = BLOCK_JN_OBSTRUCTED
+            self._free_result[sig] = (BLOCK_JN_OBSTRUCTED, fw[1])
+            return
+        worst = BLOCK_CLEAR
+        for s, sd in secs:
+            if s.reserved >= 0:
+                worst = BLOCK_JN_OBSTRUCTED  # the worst there is
+                break
+            if s.occupants:
+                moving_opp = any(
+                    abs(self.trains[x].speed) > STANDING and od != sd for x, od in s.occupants.items()
+                )
+                if moving_opp:
+                    worst = BLOCK_JN_OBSTRUCTED
+                    break
+                worst = BLOCK_OCCUPIED
+        self.block[sig] = worst
+        self._free_result[sig] = (worst, fw[1])
+
+    def _authority(self, t: TrainState) -> float | None:
+        """Auto Node (§4.3): the track up to the next signal is the train's if no other train
+        holds it; the first stretch another train holds (reserved or occupied) ends its
+        authority. Returns where the front must stop, or None."""
+        tel, sections, ti, front, ahead = t.elements, self.sections, t.index, t.front, self.ahead
+        upto = t.signals[t.next_signal][0] if t.next_signal < len(t.signals) else t.end_s
+        bound = upto if ahead is None or upto <= front + ahead else self._horizon(t, front, upto)
+        i = bisect.bisect_left(t.e_s1, front)
+        held: list[Element] = []  # ahead of the front, held by this train, in order
+
+        n, upto_m, bound_m = len(tel), upto - 1e-3, bound - 1e-3
+        while i < n and tel[i].s0 < upto_m:
+            e = tel[i]
+            if e.s0 >= bound_m:
+                # Not reserved yet (beyond the horizon): stop before it, clear of the junction.
+                return self._clear_stop(t, e.s0 - STOP_GAP)
+            sec = sections[e.section]
+            occ = sec.occupants
+            if sec.reserved == ti and (not occ or (len(occ) == 1 and ti in occ)):
+                # Its own and no other train on it (the common case): nothing to decide.
+                if e.s0 > front:
+                    held.append(e)
+                i += 1
+                continue
+            others = [k for k in occ if k != ti]
+            if (
+                others
+                and self.ahead is not None
+                and e.s0 > t.front
+                and any(sec.occupants[k] != e.direction for k in others)
+            ):
+                t.stopped_by = set(others)
+                return self._give_back(t, held, e.s0 - STOP_GAP)  # a train coming the other way
+            if others:
+                t.stopped_by = set(others)
+                if sec.kind == "junction" and e.s0 > t.front:
+                    # A junction is not followed into: wait clear of it (its clearance zone).
+                    return self._give_back(t, held, e.s0 - STOP_GAP)
+                # Following in the same stretch: stop short of the nearest train ahead.
+                near = math.inf
+                for k in others:
+                    lo, hi = self.trains[k].extent(e.section) or (sec.start, sec.end)
+                    for off in (lo, hi):
+                        sm = e.s0 + (off - sec.start) if e.direction == 1 else e.s0 + (sec.end - off)
+                        if sm > t.front - 1.0:
+                            near = min(near, sm)
+                if near < math.inf:
+                    return self._clear_stop(t, near - FOLLOW_GAP)
+                if e.s0 > t.front:
+                    return self._give_back(t, held, e.s0 - STOP_GAP)
+            elif sec.reserved >= 0 and sec.reserved != t.index:
+                t.stopped_by = {sec.reserved}
+                return self._give_back(t, held, e.s0 - STOP_GAP) if e.s0 > t.front else None
+            if sec.reserved < 0 and e.s0 > t.front:
+                opp = self.deadlock.opposed(t, e.section)
+                if opp:
+                    t.opposed = opp
+                    return self._give_back(t, held, e.s0 - STOP_GAP)
+            if sec.reserved < 0:
+                self._reserve(sec, ti)
+                if e.route >= 0:
+                    self.circuits.set_switch(sec.node, e.route)
+            if e.s0 > t.front:
+                held.append(e)
+            i += 1
+        return None
+
+    def _give_back(self, t: TrainState, held: list[Element], stop: float) -> float:
+        """Do not wait inside a junction area (§4.8): junctions and short links ``held``
+        just before the blocked stretch go back, the train stops before them."""
+        if self.ahead is None:
+            return stop
+        while held:
+            e = held[-1]
+            sec = self.sections[e.section]
+            if (
+                not (sec.kind == "junction" or e.s1 - e.s0 < SHORT_LINK_M)
+                or t.index in sec.occupants
+                or e.s0 <= t.front
+            ):
+                break
+            self._reserve(sec, -1)
+            held.pop()
+            stop = e.s0 - STOP_GAP
+        return self._clear_stop(t, stop)
