@@ -834,6 +834,11 @@ def bundled_scenario() -> Path:
     help="Write into a non-empty --out folder, replacing the files of the same names.",
 )
 @click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
+@click.option(
+    "--skip-missing",
+    is_flag=True,
+    help="Activity: run without AI services or a traffic file that do not exist (else exit 2).",
+)
 @_strict_option
 @_handle_errors
 def replay(
@@ -851,6 +856,7 @@ def replay(
     max_speed: float | None,
     overwrite: bool,
     no_signals: bool,
+    skip_missing: bool,
     strict: bool,
 ) -> None:
     """Replay consists over a route: physics, derailments and collisions.
@@ -873,7 +879,9 @@ def replay(
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
         raise click.exceptions.Exit(
-            _replay_activity(scenario, stand_in, out_dir, plot, step, duration, strict, no_signals)
+            _replay_activity(
+                scenario, stand_in, out_dir, plot, step, duration, strict, no_signals, skip_missing
+            )
         )
     from .physics.events import StandIn
     from .physics.replay import Replay
@@ -1079,6 +1087,7 @@ def _replay_activity(
     duration: float | None,
     strict: bool = False,
     no_signals: bool = False,
+    skip_missing: bool = False,
 ) -> int:
     from .physics.activity import replay_activity
 
@@ -1092,6 +1101,7 @@ def _replay_activity(
         step=step if step is not None else 0.5,
         duration=duration,
         signals=False if no_signals else None,
+        skip_missing=skip_missing,
     )
     return _report_activity(result, out_dir, plot)
 

@@ -256,3 +256,22 @@ def test_missing_platform_is_tolerated_and_said(route_dir: Path) -> None:
         "1 booked stop(s) skipped: B: platform 'P' (id 3) is not on the path",
         "traffic file 'T' not found",
     ]
+
+
+def test_missing_traffic_file_is_bad_input(route_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    install = tmp_path / "install"
+    shutil.copytree(route_dir.parents[1], install)
+    rdir = install / "ROUTES" / "SIGNALS"
+    (rdir / "Traffic" / "AiRev.trf").rename(rdir / "Traffic" / "AiRevs.trf")
+    act = str(rdir / "Activities" / "AiRev.act")
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["replay", act, "--out", str(out)])
+    assert r.exit_code == 2
+    assert "AiRev.trf not found; the nearest that exists is 'AiRevs.trf'" in r.output
+    assert "--skip-missing" in r.output
+    assert not out.exists() or not any(out.iterdir())  # nothing half-written
+    r = CliRunner().invoke(main, ["replay", act, "--skip-missing", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "tolerated: traffic file: " in r.output

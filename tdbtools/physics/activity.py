@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import difflib
 import io
 import json
 import math
@@ -44,6 +45,7 @@ from ..formats.activity import (
     read_traffic,
 )
 from ..formats.route import Route, load_route
+from ..stf import resolve_case_insensitive
 from ..track.pathbuild import platforms
 from .driver import AutoDriver, Controls, DriveState
 from .driver import Stop as DriverStop
@@ -144,8 +146,24 @@ def _route_folder(act_path: Path) -> Path:
     raise ActivityError(f"{act_path}: an activity lives in <route>/ACTIVITIES/; cannot tell its route")
 
 
-def plan_activity(path: str | Path, *, route_folder: str | Path | None = None) -> ActivityPlan:
-    """Read an activity and everything it names: services, traffic times."""
+def _missing(folder: Path, kind: str, name: str) -> str:
+    """The message for a service or traffic file an activity names that does not exist:
+    the file looked for and the nearest name that does (docs/activities.md §4.7)."""
+    sub, ext = {"srv": ("SERVICES", ".srv"), "trf": ("TRAFFIC", ".trf")}[kind]
+    where = resolve_case_insensitive(folder / sub)
+    have = sorted(f.stem for f in where.iterdir() if f.suffix.lower() == ext) if where.is_dir() else []
+    near = difflib.get_close_matches(name, have, n=1, cutoff=0.0)
+    hint = f"; the nearest that exists is {near[0] + ext!r}" if near else f"; {where} has no {ext} file"
+    return f"{where / (name + ext)} not found{hint}"
+
+
+def plan_activity(
+    path: str | Path, *, route_folder: str | Path | None = None, skip_missing: bool = False
+) -> ActivityPlan:
+    """Read an activity and everything it names: services, traffic times. A service or
+    traffic file that does not exist is an error (Open Rails refuses such an activity);
+    with ``skip_missing`` an AI service without its file is left out and a missing
+    traffic file leaves the AI services without booked times, each with a warning."""
     p = Path(path)
     if not p.is_file():
         raise ActivityError(f"activity file not found: {str(p)!r}")
@@ -153,10 +171,14 @@ def plan_activity(path: str | Path, *, route_folder: str | Path | None = None) -
     folder = Path(route_folder) if route_folder is not None else _route_folder(p)
     warnings: list[str] = []
 
-    def service(name: str) -> ServiceFile:
+    def service(name: str) -> ServiceFile | None:
         f = find_activity_file(folder, "srv", name)
         if f is None:
-            raise ActivityError(f"service {name!r} not found in {folder / 'SERVICES'}")
+            msg = f"service {name!r}: " + _missing(folder, "srv", name)
+            if skip_missing and not (act.player is not None and name == act.player.name):
+                warnings.append(msg + ": the service is left out (--skip-missing)")
+                return None
+            raise ActivityError(msg + ("" if skip_missing else " (--skip-missing runs without it)"))
         srv = read_service(f)
         for what, v in (("Train_Config", srv.train_config), ("PathID", srv.path_id)):
             if "/" in v or "\\" in v or v in (".", ".."):
@@ -170,7 +192,10 @@ def plan_activity(path: str | Path, *, route_folder: str | Path | None = None) -
     if act.traffic_name:
         f = find_activity_file(folder, "trf", act.traffic_name)
         if f is None:
-            warnings.append(f"traffic file {act.traffic_name!r} not found: AI services have no booked times")
+            msg = "traffic file: " + _missing(folder, "trf", act.traffic_name)
+            if not skip_missing:
+                raise ActivityError(msg + " (--skip-missing runs without it: no booked AI times)")
+            warnings.append(msg + ": AI services have no booked times (--skip-missing)")
         else:
             traffic = read_traffic(f)
     trains: list[PlannedTrain] = []
@@ -185,13 +210,17 @@ def plan_activity(path: str | Path, *, route_folder: str | Path | None = None) -
 
     if act.player is not None:
         srv = service(act.player.name)
+        assert srv is not None  # (a missing player service is always an error)
         trains.append(
             PlannedTrain(
                 unique(srv.name or act.player.name), srv, act.player.time, act.player.stops, True, True
             )
         )
     for ref in act.services:
-        srv = service(ref.name)
+        found = service(ref.name)
+        if found is None:
+            continue
+        srv = found
         entry = traffic.entry(ref.name, ref.time) if traffic is not None else None
         if entry is None and traffic is not None:
             warnings.append(
@@ -1145,10 +1174,12 @@ def replay_activity(
     duration: float | None = None,
     progress: Callable[[float], None] | None = None,
     signals: bool | None = None,
+    skip_missing: bool = False,
 ) -> ActivityResult:
     """Replay an activity file to its end (see the module docstring): with the route's
-    signals when it has them, ``signals=False``: on plain occupancy (docs/activities.md §4)."""
-    plan = plan_activity(path)
+    signals when it has them, ``signals=False``: on plain occupancy (docs/activities.md §4).
+    ``skip_missing``: run without AI services or a traffic file that do not exist."""
+    plan = plan_activity(path, skip_missing=skip_missing)
     return ActivityReplay(
         plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals
     ).run(progress)
