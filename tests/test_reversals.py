@@ -275,3 +275,17 @@ def test_missing_traffic_file_is_bad_input(route_dir: Path, tmp_path: Path) -> N
     r = CliRunner().invoke(main, ["replay", act, "--skip-missing", "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "tolerated: traffic file: " in r.output
+
+
+def test_sample_turnback_activity() -> None:
+    act = Path(__file__).resolve().parents[1] / "sample_routes/sample/ROUTES/SIGNALS/ACTIVITIES/Turnback.act"
+    res = replay_activity(act)
+    o = res.replay.summary["services"]["Turn back"]
+    assert o["reached_end"] and o["parts"] == 2 and o["stops"] == o["booked_stops"] == 2
+    c = read_consist(CONSISTS / "sample_passenger.con")
+    assert o["lead_cars"] == [c.cars[0].file, c.cars[-1].file]
+    rows = res.timetable
+    assert [r["platform"] for r in rows] == ["Midtby, Spor 1", "Midtby, Spor 2"]
+    # on time: in before the booked arrival, out at the booked departure
+    assert all(r["arr_delay_s"] <= 0 and r["dep_delay_s"] == 0 for r in rows)
+    assert not res.failed
