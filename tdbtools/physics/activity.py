@@ -1068,9 +1068,8 @@ class ActivityReplay(Replay):
                         time=self.time,
                         clock=clock(self.t0 + self.time),
                         train=name,
-                        state=o.reason,
-                        message=f"never reached the end of its path ({o.reason}, "
-                        f"{o.distance_m / 1000.0:.2f} of {o.path_m / 1000.0:.2f} km)",
+                        state=o.state,
+                        message=f"never reached the end of its path ({o.state})",
                     )
                 )
         summary = dict(base.summary)

@@ -24,6 +24,7 @@ class ServiceOutcome:
     stops: int  # booked stops made
     booked_stops: int  # booked items (made, missed or not on the path)
     lead_cars: tuple[str, ...]  # per part, the car in front
+    state: str = "done"  # the service driver's state in the part where it stopped
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -54,6 +55,7 @@ def service_outcomes(rep) -> dict[str, ServiceOutcome]:  # noqa: ANN001  (an Act
         ks = [rep.index[sp.spec.name] for sp in rep.parts if sp.service == pt.name]
         path = dist = 0.0
         reason = "end of path"
+        state = "done"
         made = 0
         for n, k in enumerate(ks):
             t, d = rep.trains[k], rep.drivers[k]
@@ -62,7 +64,7 @@ def service_outcomes(rep) -> dict[str, ServiceOutcome]:  # noqa: ANN001  (an Act
                 dist += max(float(x[rep.train_start[k]]) - t.front0, 0.0)
             made += sum(1 for s in d.stops if s.arrival is not None)
             if reason == "end of path" and not d.finished:
-                reason = _reason(rep, k, n == 0)
+                reason, state = _reason(rep, k, n == 0), d.state
         out[pt.name] = ServiceOutcome(
             path,
             dist,
@@ -72,6 +74,7 @@ def service_outcomes(rep) -> dict[str, ServiceOutcome]:  # noqa: ANN001  (an Act
             made,
             len(pt.stops),
             tuple(str(rep.trains[k].consist.cars[0].file) if rep.trains[k].consist.cars else "" for k in ks),
+            state,
         )
     return out
 
