@@ -3,7 +3,7 @@
     python benchmarks/bench_checks.py dk24            # bench_replay.py's 50 trains on DK24
     python benchmarks/bench_checks.py scale [--trains 1000] [--seconds 60]   # bench_scale.py trains
 
-Runs the replay with ``Replay._check_collisions`` timed by ``time.process_time`` and
+Runs the replay with ``Replay.check_collisions`` timed by ``time.process_time`` and
 prints the replay's CPU time, the checks' share and cost per check, and a digest of the
 events (old and new code must give the same). ``BENCH_SRC`` picks the checkout to
 measure, as for the other benchmarks.
@@ -73,7 +73,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float)
     args = ap.parse_args()
     rep = _dk24(args.seconds or 600.0) if args.what == "dk24" else _scale(args.trains, args.seconds or 60.0)
-    check = rep._check_collisions
+    check = rep.check_collisions
     spent = [0.0, 0]
 
     def timed() -> None:
@@ -82,7 +82,7 @@ def main() -> int:
         spent[0] += time.process_time() - c
         spent[1] += 1
 
-    rep._check_collisions = timed  # type: ignore[method-assign]
+    rep.check_collisions = timed  # type: ignore[method-assign]
     c0 = time.process_time()
     res = rep.run()
     cpu = time.process_time() - c0

@@ -1001,11 +1001,6 @@ def replay(
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
-#: Buffer impacts up to this relative speed are the ordinary slack action of a train
-#: starting and stopping (m/s; 5 km/h, the usual limit for coupling).
-GENTLE_IMPACT_MS = 5.0 / 3.6
-
-
 def _cars_text(cars) -> str:  # noqa: ANN001
     """[['passenger', 0], ['passenger', 1]] → passenger car 0 and car 1; two trains by name."""
     if not cars:
@@ -1022,13 +1017,10 @@ def _event_lines(events, limit: int = 20) -> list[str]:  # noqa: ANN001
     """The events a reader of the console needs: derailments, collisions and hard
     impacts one by one; gentle buffer impacts (slack running in at a stop) as one count."""
     out: list[str] = []
-    gentle = [e for e in events if e.kind == "impact" and e.relative_speed <= GENTLE_IMPACT_MS]
-    serious = [
-        e
-        for e in events
-        if e.kind in ("derailment", "collision", "side_collision")
-        or (e.kind == "impact" and e.relative_speed > GENTLE_IMPACT_MS)
-    ]
+    from .physics.events import is_gentle_impact, serious_events
+
+    gentle = [e for e in events if is_gentle_impact(e)]
+    serious: list = serious_events(events)  # (their fields by kind)
     for e in serious[:limit]:
         what = getattr(e, "message", None) or ""
         if e.kind == "impact":

@@ -106,12 +106,12 @@ class _OldOccupancy:
 
 
 def _old_check(rep, occ: _OldOccupancy) -> list[SafetyEvent]:  # noqa: ANN001
-    """Replay._check_collisions before the broad phase over cars."""
+    """Replay.check_collisions before the broad phase over cars."""
     if len(rep.trains) < 2:
         return []
     x, v = rep.engine.x, rep.engine.v
-    fx, fz = rep.lines.world_xz(rep._g(x))
-    rx, rz = rep.lines.world_xz(rep._g(x - rep.bodies.length))
+    fx, fz = rep.lines.world_xz(rep.layout.g(x))
+    rx, rz = rep.lines.world_xz(rep.layout.g(x - rep.bodies.length))
     X, Z = np.concatenate([fx, rx]), np.concatenate([fz, rz])
     owner = np.concatenate([rep.car_train, rep.car_train])
     T = len(rep.trains)
@@ -382,7 +382,7 @@ def _compare_on_placements(rep, seed: int, sequences: int) -> dict[str, int]:  #
     rng = np.random.default_rng(seed)
     counts = {"collision": 0, "side_collision": 0}
     for seq in range(sequences):
-        rep.occupancy = Occupancy()
+        rep.occupancy = rep.watch.occupancy = Occupancy()
         ref = _OldOccupancy()
         t0 = rep.trains[int(rng.integers(len(rep.trains)))].line
         i = int(rng.integers(len(t0.s)))
@@ -392,9 +392,11 @@ def _compare_on_placements(rep, seed: int, sequences: int) -> dict[str, int]:  #
         active = np.ones(len(rep.trains), dtype=bool)
         for check in range(6):
             x = _place(rep, rng, focus, x)
-            v = np.repeat(rng.uniform(-25.0, 25.0, len(rep.trains)), rep.train_end - rep.train_start + 1)
+            v = np.repeat(
+                rng.uniform(-25.0, 25.0, len(rep.trains)), rep.layout.train_end - rep.train_start + 1
+            )
             v += rng.normal(0.0, 0.05, len(v))
-            rep.engine = SimpleNamespace(x=x, v=v)
+            rep.engine = rep.watch.engine = SimpleNamespace(x=x, v=v)
             rep.time = 0.5 * check
             if mode:
                 flip = rng.uniform(size=len(active)) < (0.1 if mode == 1 else 0.3)
@@ -403,8 +405,8 @@ def _compare_on_placements(rep, seed: int, sequences: int) -> dict[str, int]:  #
             else:
                 rep.on_track = lambda: None
             got: list[SafetyEvent] = []
-            rep._safety = got.append
-            rep._check_collisions()
+            rep.watch.safety = got.append
+            rep.check_collisions()
             want = _old_check(rep, ref)
             assert got == want, (seed, seq, check)
             assert rep.occupancy.watched() == list(ref.trains), (seed, seq, check)
@@ -447,10 +449,10 @@ def test_replays_match_the_reference_on_dk24(dk24):  # noqa: ANN001
     from tdbtools.physics.scenario import Scenario
 
     class OldReplay(Replay):
-        def _check_collisions(self) -> None:
+        def check_collisions(self) -> None:
             occ = self.__dict__.setdefault("_old_occupancy", _OldOccupancy())
             for ev in _old_check(self, occ):
-                self._safety(ev)
+                self.watch.safety(ev)
 
     kinds = set()
     for seed in (21, 22):

@@ -16,6 +16,7 @@ from tdbtools.physics.driver import AutoDriver, DriverBatch, DriveState, Stop, T
 from tdbtools.physics.replay import Replay
 from tdbtools.physics.scenario import Command, Scenario, TrainSpec
 from tdbtools.physics.signalling import DepartDriver, SignalDriver
+from tdbtools.physics.stages.driving import DrivingStage
 from tdbtools.signals.runtime import CREEP
 
 FREIGHT = SAMPLE_INSTALL / "TRAINS" / "CONSISTS" / "sample_freight.con"
@@ -249,8 +250,8 @@ def test_dk24_replay_is_the_same_with_the_batch_path(monkeypatch, tmp_path, dk24
     ):
         results = []
         for batch_min, drivers_min in modes:
-            monkeypatch.setattr(Replay, "BATCH_MIN_TRAINS", batch_min)
-            monkeypatch.setattr(Replay, "BATCH_DRIVERS_MIN_TRAINS", drivers_min)
+            monkeypatch.setattr(DrivingStage, "BATCH_MIN_TRAINS", batch_min)
+            monkeypatch.setattr(DrivingStage, "BATCH_DRIVERS_MIN_TRAINS", drivers_min)
             sc = Scenario(dk24.folder, tuple(specs), step=step, duration=duration)
             rep = Replay(sc, route=dk24, signals=dk24_signals, trace_every=1.0)
             for t in rep.trains[::3]:  # waiting points

@@ -47,7 +47,7 @@ def freight_stop(decel: float, dt: float, grade: float = 0.0) -> tuple[Replay, R
     )
     rep = Replay(Scenario(ROUTE, (spec,), step=dt, duration=1000), lines={"t": line}, trace_every=1.0)
     rec = Recorder(rep.trains[0].driver)
-    rep.trains[0].driver = rec
+    rep.trains[0].replace_driver(rec)
     s = rep.run().summary["trains"]["t"]
     return rep, rec, s
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tdbtools.physics.engine as E
+from tdbtools.physics import kernels
 from tdbtools.physics.engine import Bodies, Engine, EngineError
 
 K = pytest.importorskip("tdbtools.physics._engine_kernel", reason="the compiled engine needs numba")
@@ -164,7 +165,7 @@ def test_compiled_is_chosen_by_size_and_can_be_refused(monkeypatch):
     b = Bodies.trains([[40e3] * 80], [[20.0] * 80])
     assert Engine(b, -np.arange(80) * 20.0, np.zeros(80)).compiled == (80 >= E.COMPILED_MIN_CARS)
     assert not Engine(b, -np.arange(80) * 20.0, np.zeros(80), compiled=False).compiled
-    monkeypatch.setattr(E, "_COMPILED", False)
+    monkeypatch.setattr(kernels, "_COMPILED", False)
     assert not Engine(b, -np.arange(80) * 20.0, np.zeros(80)).compiled
     with pytest.raises(EngineError, match="numba"):
         Engine(b, -np.arange(80) * 20.0, np.zeros(80), compiled=True)
@@ -222,12 +223,33 @@ def test_a_broken_or_old_numba_counts_as_none(monkeypatch):
     import sys
     import types
 
-    monkeypatch.setattr(E, "_COMPILED", None)
+    monkeypatch.setattr(kernels, "_COMPILED", None)
     monkeypatch.setitem(sys.modules, "numba", types.SimpleNamespace(__version__="0.59.1"))
-    assert not E.compiled_available()
-    monkeypatch.setattr(E, "_COMPILED", None)
+    assert not kernels.compiled_available()
+    monkeypatch.setattr(kernels, "_COMPILED", None)
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
-    assert not E.compiled_available()
+    assert not kernels.compiled_available()
     b = Bodies.trains([[40e3] * 3], [[20.0] * 3])
     assert not Engine(b, [0.0, -20.0, -40.0], [0.0] * 3).compiled
     # (monkeypatch puts the real numba and the cached answer back)
+
+
+def test_the_environment_switch_runs_the_reference_code(monkeypatch):
+    """TDBTOOLS_PURE_PYTHON=1 turns every kernel off (the engine's, and the lazily
+    imported ones); without it they run again."""
+    pytest.importorskip("numba", reason="compares with the compiled kernels")
+    from tdbtools.physics.driver import _CORE
+
+    b = Bodies.trains([[40e3] * 3], [[20.0] * 3])
+    monkeypatch.setenv(kernels.PURE_PYTHON_ENV, "1")
+    kernels.reset()
+    try:
+        assert not kernels.compiled_available() and _CORE() is None
+        assert not Engine(b, [0.0, -20.0, -40.0], [0.0] * 3).compiled
+        monkeypatch.setenv(kernels.PURE_PYTHON_ENV, "0")
+        kernels.reset()
+        assert kernels.compiled_available() and _CORE() is not None
+        assert Engine(b, [0.0, -20.0, -40.0], [0.0] * 3).compiled
+    finally:
+        monkeypatch.delenv(kernels.PURE_PYTHON_ENV)
+        kernels.reset()

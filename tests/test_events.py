@@ -9,6 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import SAMPLE_INSTALL
 from test_activity_replay import services
@@ -100,3 +101,24 @@ def test_driver_events_keep_the_key_order_of_the_dicts_they_replaced():
     assert list(w.to_dict()) == ["kind", "time", "at", "wait", "train"]
     assert w.to_dict() == {"kind": "waiting", "time": 5.0, "at": 120.0, "wait": 30.0, "train": "p"}
     assert list(DepartedPoint(time=35.0, at=120.0, train="p").to_dict()) == ["kind", "time", "at", "train"]
+
+
+def test_the_gentle_impact_rule_is_the_librarys():
+    """Impacts up to 5 km/h are gentle (slack running in), faster ones serious, as are
+    derailments and collisions; other events are neither (the CLI lists the serious ones)."""
+    from tdbtools.physics.events import (
+        GENTLE_IMPACT_MS,
+        Impact,
+        SwitchThrow,
+        is_gentle_impact,
+        serious_events,
+    )
+
+    def impact(v: float) -> Impact:
+        return Impact(time=1.0, relative_speed=v, cars=(("t", 0), ("t", 1)), impulse=1.0, energy_lost=1.0)
+
+    at, over = impact(GENTLE_IMPACT_MS), impact(float(np.nextafter(GENTLE_IMPACT_MS, 10.0)))
+    throw = SwitchThrow(time=2.0, junction=3, route=1)
+    assert GENTLE_IMPACT_MS == 5.0 / 3.6
+    assert is_gentle_impact(at) and not is_gentle_impact(over) and not is_gentle_impact(throw)
+    assert serious_events([at, over, throw, at]) == [over]

@@ -983,7 +983,7 @@ def test_a_train_rolling_back_off_its_line_start_derails_there():
         schedule=(Command(0.0, 0.0, 0.0),),
     )
     rp = Replay(_sc(spec, duration=20.0), lines={"b": TrackLine.synthetic(3000.0)})
-    assert rp._rb.tolist() == pytest.approx([24.52, 5.54])
+    assert rp.layout.rb.tolist() == pytest.approx([24.52, 5.54])
     res = rp.run()
     der = [e for e in res.events if isinstance(e, Derailment)]
     assert [(e.cars, e.message) for e in der] == [((1,), "ran off the track end at the near end of the line")]

@@ -699,14 +699,14 @@ def test_stops_are_moved_out_of_junction_areas(sample_copy):
     rp = ActivityReplay(plan_activity(act), route=sample_copy)
     line = rp.trains[0].line
     js, j = float(line.junction_s[0]), int(line.junction_node[0])
-    f = rp.signal_clearance(j)
+    f = rp.policy.signal_clearance()(j)
     assert f == fouling_length(sample_copy, j)
     moved = js - f - 1.0
-    assert rp._clear_of_junctions(line, js - 5.0) == pytest.approx(moved)
-    assert rp._clear_of_junctions(line, js) == pytest.approx(moved)
-    assert rp._clear_of_junctions(line, js - f + 0.5) == pytest.approx(moved)
-    assert rp._clear_of_junctions(line, js + 10.0) == js + 10.0  # the junction is behind
-    assert rp._clear_of_junctions(line, js - f - 50.0) == js - f - 50.0  # clear of it already
+    assert rp.policy.clear_of_junctions(line, js - 5.0) == pytest.approx(moved)
+    assert rp.policy.clear_of_junctions(line, js) == pytest.approx(moved)
+    assert rp.policy.clear_of_junctions(line, js - f + 0.5) == pytest.approx(moved)
+    assert rp.policy.clear_of_junctions(line, js + 10.0) == js + 10.0  # the junction is behind
+    assert rp.policy.clear_of_junctions(line, js - f - 50.0) == js - f - 50.0  # clear of it already
 
 
 def test_activity_replay_errors_name_the_train(sample_copy):

@@ -8,13 +8,14 @@ from helpers import SAMPLE_INSTALL
 
 from tdbtools.physics.replay import Replay
 from tdbtools.physics.scenario import read_scenario
+from tdbtools.physics.stages.forces import CurveCache
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_curve_forces_kept_between_steps_are_those_looked_up_anew(seed, monkeypatch):
     """Cars' middles wander over a random piece table (ends hit exactly, repeated ends,
     beyond both ends, NaN): the kept curve resistance equals a fresh lookup each step."""
-    monkeypatch.setattr(Replay, "KEEP_CURVES_MIN_CARS", 0)
+    monkeypatch.setattr(CurveCache, "KEEP_CURVES_MIN_CARS", 0)
     rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
     rng = np.random.default_rng(seed)
     lines = rep.lines
@@ -25,7 +26,7 @@ def test_curve_forces_kept_between_steps_are_those_looked_up_anew(seed, monkeypa
     lines.P1_lo = np.concatenate(([-np.inf], ends))
     lines.P1_hi = np.concatenate((ends, [np.inf]))
     n = len(rep.engine.x)
-    pre = rep._forces
+    pre = rep.forces.prepared
     gm = rng.uniform(-20.0, 520.0, n)
     changed = 0
     for _ in range(300):
@@ -36,8 +37,8 @@ def test_curve_forces_kept_between_steps_are_those_looked_up_anew(seed, monkeypa
             gm[k] = ends[rng.integers(len(ends))]  # exactly on a piece end
         if rng.random() < 0.05:
             gm[k] = np.nan
-        before = rep._crv.copy()
-        got = rep._curve_forces(gm).copy()
+        before = rep.forces.curves.crv.copy()
+        got = rep.forces.curves(gm).copy()
         want = pre.curve(lines.curvature(gm))
         assert got.tobytes() == want.tobytes()
         changed += got.tobytes() != before.tobytes()
@@ -114,23 +115,21 @@ def _replay_outputs(path):
 @pytest.mark.parametrize("name", ["shunt.toml", "signals_crossing.toml", "replay.toml"])
 def test_replays_without_numba_are_those_with_it(name, monkeypatch):
     """A whole replay on the numpy code (no compiled engine, drivers or lookups, as
-    without numba) gives the compiled replay's traces, events and summary, bit for bit."""
+    without numba: the TDBTOOLS_PURE_PYTHON switch) gives the compiled replay's traces,
+    events and summary, bit for bit."""
     pytest.importorskip("numba", reason="compares the compiled replay with the numpy one")
-    import importlib
+    from tdbtools.physics import kernels
 
-    import tdbtools.physics.driver as driver_mod
-    import tdbtools.physics.engine as engine_mod
-    import tdbtools.physics.safety as safety_mod
-
-    replay_mod = importlib.import_module("tdbtools.physics.replay")  # (the package's `replay` is a function)
-
+    monkeypatch.delenv(kernels.PURE_PYTHON_ENV, raising=False)
+    kernels.reset()
     compiled = _replay_outputs(SAMPLE_INSTALL / name)
-    monkeypatch.setattr(engine_mod, "_COMPILED", False)
-    monkeypatch.setattr(driver_mod._CORE, "value", False)
-    monkeypatch.setattr(replay_mod, "compiled_available", lambda: False)
-    monkeypatch.setattr(replay_mod._CONTROLS, "value", False)
-    monkeypatch.setattr(safety_mod._CROSS, "value", False)
-    plain = _replay_outputs(SAMPLE_INSTALL / name)
+    monkeypatch.setenv(kernels.PURE_PYTHON_ENV, "1")
+    kernels.reset()
+    try:
+        plain = _replay_outputs(SAMPLE_INSTALL / name)
+    finally:
+        monkeypatch.delenv(kernels.PURE_PYTHON_ENV)
+        kernels.reset()
     assert plain[0] == compiled[0] and plain[2] == compiled[2]
     assert plain[1] == compiled[1]
 
@@ -141,16 +140,15 @@ def test_compiled_train_controls_are_the_numpy_ones(monkeypatch):
     speed), forces and brake states: the same forces, scales and brake fractions, bit for
     bit."""
     pytest.importorskip("numba", reason="the compiled controls need numba (tdbtools[fast])")
-    import importlib
 
-    from tdbtools.physics.replay import _ControlArrays
+    from tdbtools.physics.stages import forces as forces_stage
+    from tdbtools.physics.stages.driving import ControlArrays as _ControlArrays
 
-    replay_mod = importlib.import_module("tdbtools.physics.replay")
     rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
-    assert not rep._any_decel_mode
+    assert not rep.forces.per_train.any_decel_mode
     rng = np.random.default_rng(5)
     T, n = len(rep.trains), len(rep.engine.x)
-    top = np.nan_to_num(rep.train_vmax, nan=30.0)
+    top = np.nan_to_num(rep.forces.per_train.vmax, nan=30.0)
 
     def pick(*choices: object, size: int = T) -> np.ndarray:
         return np.array([choices[i] for i in rng.integers(len(choices), size=size)], dtype=np.float64)
@@ -173,10 +171,10 @@ def test_compiled_train_controls_are_the_numpy_ones(monkeypatch):
         start = pick(0.0, 0.3, 1.0, 1.15)
         out = []
         for kernel in (None, False):
-            monkeypatch.setattr(replay_mod._CONTROLS, "value", kernel)
-            rep.brake_applied = start.copy()
-            trac, brk, scale, a = rep._traction_and_brakes_batch(ctl, v, v, vk, grav, dav, crv, dt)
-            out.append([np.asarray(x).tobytes() for x in (trac, brk, scale, a, rep.brake_applied)])
+            monkeypatch.setattr(forces_stage._CONTROLS, "value", kernel)
+            rep.forces.brake_applied = start.copy()
+            trac, brk, scale, a = rep.forces.traction_and_brakes_batch(ctl, v, v, vk, grav, dav, crv, dt)
+            out.append([np.asarray(x).tobytes() for x in (trac, brk, scale, a, rep.forces.brake_applied)])
         assert out[0] == out[1], trial
         tapered += bool(np.any(np.frombuffer(out[0][2]) % 1.0))
     assert tapered > 100  # (the taper and partial targets were reached)

@@ -684,7 +684,7 @@ def test_emergency_braking_is_stronger_than_full_service():
             duration=200,
         )
         rep = Replay(sc, lines={"t": line})
-        rep.trains[0].driver = lambda st: Controls(brake=1.0, emergency=emergency)
+        rep.trains[0].replace_driver(lambda st: Controls(brake=1.0, emergency=emergency))
         x0 = float(rep.engine.x[0])
         while rep.engine.v[0] > 0 and rep.time < 150:
             rep.step()

@@ -19,7 +19,7 @@ pytest.importorskip("numba", reason="the kernels need numba")
 
 def _shunt(name: str = "shunt.toml") -> Replay:
     rep = Replay(read_scenario(SAMPLE_INSTALL / name))
-    assert rep._ck is not None
+    assert rep.forces.ck is not None
     return rep
 
 
@@ -57,35 +57,35 @@ def test_car_forces_are_the_numpy_lookups(seed):
     model = dataclasses.replace(
         rep.model, starting_resistance=f0, merge_speed=np.where(rng.random(n) < 0.2, np.nan, 1.5)
     )
-    rep._forces = forces.Prepared(model)
-    rep._ck = rep._step_kernel_args(n)
-    assert rep._ck is not None
-    kernel = rep._ck
+    rep.forces.prepared = rep.forces.curves.prepared = forces.Prepared(model)
+    rep.forces.ck = rep.forces.step_kernel_args(n)
+    assert rep.forces.ck is not None
+    kernel = rep.forces.ck
     x = np.asarray(rep.engine.x).copy()
     length = float(ln.S[-1])
     blended = 0
     for _ in range(200):
         x = x + rng.choice([0.0, 0.4, 3.0, 40.0], n) * rng.choice([-1.0, 1.0], n)
         if rng.random() < 0.3:
-            x[rng.integers(n)] = ends[rng.integers(len(ends))] + rep._half_length[0]
+            x[rng.integers(n)] = ends[rng.integers(len(ends))] + rep.layout.half_length[0]
         if rng.random() < 0.1:
             x[rng.integers(n)] = rng.choice([-50.0, length + 80.0])
         v = rng.choice([0.0, -0.0, 0.7, 1.5, -1.2, 12.0, -30.0, np.nan], n)
-        rep._fb[:] = x - rep._front_bogie + rng.choice([0.0, 1e-3, -5.0], n)
-        rep._rb[:] = rep._fb - model.bogie_spacing
+        rep.layout.fb[:] = x - rep.layout.front_bogie + rng.choice([0.0, 1e-3, -5.0], n)
+        rep.layout.rb[:] = rep.layout.fb - model.bogie_spacing
         if rng.random() < 0.3:  # a car just past either end of its own line
             k = rng.integers(n)
-            over = rep.car_line_len[k] + rng.choice([0.3, 2.0])
-            x[k] = rng.choice([-0.4, over + rep._half_length[k]])
-            rep._fb[k] = rng.choice([over, -0.2])
-            rep._rb[k] = rng.choice([-0.4, over - 1.0])
+            over = rep.layout.car_line_len[k] + rng.choice([0.3, 2.0])
+            x[k] = rng.choice([-0.4, over + rep.layout.half_length[k]])
+            rep.layout.fb[k] = rng.choice([over, -0.2])
+            rep.layout.rb[k] = rng.choice([-0.4, over - 1.0])
         if rng.random() < 0.1:
-            rep._fb[rng.integers(n)] = np.nan
+            rep.layout.fb[rng.integers(n)] = np.nan
         x, v = _ro(x), _ro(v)
-        rep._ck = None
-        want = rep._car_forces(x, v)
-        rep._ck = kernel
-        got = rep._car_forces(x, v)
+        rep.forces.ck = None
+        want = rep.forces.car_forces(x, v)
+        rep.forces.ck = kernel
+        got = rep.forces.car_forces(x, v)
         assert _bits(*got[:3]) == _bits(*want[:3])
         assert _bits(got[3]) == _bits(want[1] + want[2])
         blended += bool(np.any(np.abs(v) < 1.5))
@@ -109,14 +109,16 @@ def test_few_train_forces_are_the_numpy_and_scalar_code(seed):
     for it in range(300):
         if it % 50 == 0:  # new brake modes and adhesion (the kernel takes them at set-up)
             mode = rng.random(T) < 0.5
-            rep.train_decel_mode = mode
-            rep.train_decel_mode_l = mode.tolist()
-            rep._any_decel_mode = bool(mode.any())
-            rep._adhesion = [None, "dry"][it // 50 % 2]
-            rep._adhesive_g_eng_l = None if rep._adhesion is None else rep._adhesive_g_eng.tolist()
-            rep._ck = rep._step_kernel_args(n)
-            assert rep._ck is not None and rep._ck.trains is not None
-            rep._ck.consts[1] = it // 100 % 2 == 0  # traction in the kernel, or given to it
+            rep.forces.per_train.decel_mode = mode
+            rep.forces.per_train.decel_mode_l = mode.tolist()
+            rep.forces.per_train.any_decel_mode = bool(mode.any())
+            rep.forces.adhesion = [None, "dry"][it // 50 % 2]
+            rep.forces.adhesive_g_eng_l = (
+                None if rep.forces.adhesion is None else rep.forces.adhesive_g_eng.tolist()
+            )
+            rep.forces.ck = rep.forces.step_kernel_args(n)
+            assert rep.forces.ck is not None and rep.forces.ck.trains is not None
+            rep.forces.ck.consts[1] = it // 100 % 2 == 0  # traction in the kernel, or given to it
         ctrl = []
         for _k in range(T):
             tgt = rng.choice([None, 0.0, 1.0, 5.0, 30.0, float("nan")])
@@ -133,22 +135,22 @@ def test_few_train_forces_are_the_numpy_and_scalar_code(seed):
         v = rng.normal(size=n) * rng.choice([0.0, 1.0, 10.0, 40.0])
         v[rng.integers(n)] = rng.choice([0.0, -0.0, 25.0])
         v = _ro(v)
-        rep._fb[:] = x - rep._front_bogie
-        rep._rb[:] = rep._fb - rep.model.bogie_spacing
+        rep.layout.fb[:] = x - rep.layout.front_bogie
+        rep.layout.rb[:] = rep.layout.fb - rep.model.bogie_spacing
         dt = float(rng.choice([0.05, 0.1, 0.5]))
         applied0 = rng.choice([0.0, 0.2, 1.0, 1.15], T)
-        kernel, rep._ck = rep._ck, None
-        grav, dav, crv, _ = rep._car_forces(x, v)
-        rep._ck = kernel
-        rep.brake_applied = applied0.copy()
+        kernel, rep.forces.ck = rep.forces.ck, None
+        grav, dav, crv, _ = rep.forces.car_forces(x, v)
+        rep.forces.ck = kernel
+        rep.forces.brake_applied = applied0.copy()
         speeds = v[rep.train_start].tolist()
-        trac, brk, scale, applied = rep._traction_and_brakes(ctrl, x, v, speeds, grav, dav, crv, dt)
+        trac, brk, scale, applied = rep.forces.traction_and_brakes(ctrl, x, v, speeds, grav, dav, crv, dt)
         want = _bits(trac, brk, scale, applied, trac + grav, dav + crv + brk)
-        rep.brake_applied = applied0.copy()
-        got = rep._few_train_forces(ctrl, x, v, dt)
-        assert _bits(got[0], got[1], rep._scale, rep.brake_applied, got[2], got[3]) == want
-        assert _bits(*rep._last_forces) == _bits(grav, dav + crv)
-        decel += bool(np.any(rep.train_decel_mode[rep.car_train] & (brk > 0)))  # the hourly brake
+        rep.forces.brake_applied = applied0.copy()
+        got = rep.forces.few_train_forces(ctrl, x, v, dt)
+        assert _bits(got[0], got[1], rep.forces.scale, rep.forces.brake_applied, got[2], got[3]) == want
+        assert _bits(*rep.forces.last_forces) == _bits(grav, dav + crv)
+        decel += bool(np.any(rep.forces.per_train.decel_mode[rep.car_train] & (brk > 0)))  # the hourly brake
     assert decel > 20
 
 

@@ -24,12 +24,14 @@ from __future__ import annotations
 import csv
 import dataclasses
 import difflib
+import functools
 import io
 import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,18 +49,31 @@ from ..formats.activity import (
 from ..formats.route import Route, load_route
 from ..stf import resolve_case_insensitive
 from ..track.pathbuild import platforms
+from .dispatch import (  # noqa: F401  (their home before the dispatcher had its own module)
+    BLOCK_M,
+    BLOCK_MARGIN_M,
+    DEADLOCK_AFTER_S,
+    DISPATCH_EVERY_S,
+    FOUL_SEPARATION_M,
+    JUNCTION_MAX_M,
+    JUNCTION_MIN_M,
+    RESERVE_EXTRA_M,
+    Dispatcher,
+    block_name,
+    clock,
+    fouling_length,
+)
 from .driver import AutoDriver, Controls, DriveState
 from .driver import Stop as DriverStop
 from .events import (
     Arrived,
     Collision,
     Deadlock,
+    EventLog,
     NotAtEnd,
     Reversed,
-    ServiceStarted,
     SetupWarning,
     SideCollision,
-    StartDelayed,
     Stuck,
 )
 from .outcome import service_outcomes
@@ -66,24 +81,9 @@ from .replay import Replay, ReplayError, ReplayResult
 from .reversal import REVERSAL_S
 from .scenario import Scenario, TrainSpec
 from .signalling import SignalDriver
+from .stages.policy import ReplayPolicy
 from .wholepath import ServicePart, assign_stops, part_name, service_parts
 
-#: Blocks are vector nodes cut into pieces of this length (metres of node offset), and junctions.
-BLOCK_M = 250.0
-#: Metres a train stops short of a block another train holds.
-BLOCK_MARGIN_M = 20.0
-#: A junction block covers the track either side of the switch point up to where its two
-#: branches are this far apart (centre lines; cars are about 3 m wide), found per
-#: junction by walking both branches; at least JUNCTION_MIN_M, at most JUNCTION_MAX_M.
-FOUL_SEPARATION_M = 4.0
-JUNCTION_MIN_M = 20.0
-JUNCTION_MAX_M = 200.0
-#: Metres of track reserved beyond the braking distance.
-RESERVE_EXTRA_M = 400.0
-#: Seconds between dispatcher runs.
-DISPATCH_EVERY_S = 1.0
-#: A cycle of waiting trains standing this long is reported as a deadlock (s).
-DEADLOCK_AFTER_S = 60.0
 #: Boarding: 10 s per waiting passenger per passenger car, at least 20 s (docs §5).
 BOARDING_PER_PASSENGER_S = 10.0
 MIN_BOARDING_S = 20.0
@@ -108,14 +108,6 @@ TIMETABLE_COLUMNS = (
 
 class ActivityError(TdbToolsError):
     """An activity that cannot be replayed (missing service, path or consist)."""
-
-
-def clock(t: float | None) -> str:
-    """HH:MM:SS of seconds since midnight (empty for None)."""
-    if t is None or not math.isfinite(t):
-        return ""
-    s = int(round(t)) % 86400
-    return f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 # -- the plan -----------------------------------------------------------------------------
@@ -454,350 +446,269 @@ class ServiceDriver:
         return c
 
 
-# -- the dispatcher -------------------------------------------------------------------------
-
-
-def fouling_length(route: Route, junction: int) -> float:
-    """Metres from the switch point of ``junction`` along its branches to where they are
-    FOUL_SEPARATION_M apart (the clearance point)."""
-    from ..formats.tdb import JunctionNode
-    from ..track.traveller import Traveller, TravellerError
-
-    j = route.tdb.nodes[junction]
-    if not isinstance(j, JunctionNode) or len(j.pins) < 3:
-        return JUNCTION_MIN_M
-    walkers = []
-    for pin in j.pins[1:3]:
-        node = route.tdb.nodes[pin.link]
-        if node is None or not hasattr(node, "pins") or not node.pins:
-            return JUNCTION_MIN_M
-        at_start = node.pins[0].link == junction
-        try:
-            walkers.append(
-                Traveller(
-                    route, pin.link, 0.0 if at_start else route.node_length(pin.link), 1 if at_start else 0
-                )
-            )
-        except TravellerError:
-            return JUNCTION_MIN_M
-    a, b = walkers
-    d = 0.0
-    step = 5.0
-    while d < JUNCTION_MAX_M:
-        la, lb = a.location, b.location
-        if math.hypot(la.X - lb.X, la.Z - lb.Z) >= FOUL_SEPARATION_M:
-            return max(d, JUNCTION_MIN_M)
-        if a.move(step) > 0.01 or b.move(step) > 0.01:  # (move returns what it could not travel)
-            return max(d + step, JUNCTION_MIN_M)  # a branch ends: a buffer stop inside the turnout
-        d += step
-    return JUNCTION_MAX_M
-
-
-def block_name(b: tuple[str, int]) -> str:
-    if b[0] == "j":
-        return f"junction {b[1]}"
-    node, piece = divmod(b[1], 100_000)
-    return f"node {node} [{piece * BLOCK_M:.0f}-{(piece + 1) * BLOCK_M:.0f} m]"
-
-
-class Dispatcher:
-    """Plain occupancy: blocks are vector nodes and junctions (module docstring)."""
-
-    def __init__(self, replay: ActivityReplay) -> None:
-        self.rp = replay
-        self.holder: dict[tuple[str, int], str] = {}
-        self.foul: dict[int, float] = {}
-        self.reserved: dict[tuple[str, int], str] = {}  # last run's reservations
-        self.cycle_since: dict[frozenset, float] = {}
-        self.reported: set[frozenset] = set()
-
-    def _blocks(self, t, lo: float, hi: float) -> list[tuple[tuple[str, int], float]]:  # noqa: ANN001
-        """Blocks of a train's line between two line distances, with the line distance
-        where each begins (in line order)."""
-        ln = t.line
-        out: list[tuple[tuple[str, int], float]] = []
-        i0 = int(np.searchsorted(ln.seg_s1, lo, side="right"))
-        i1 = int(np.searchsorted(ln.seg_s0, hi, side="right"))
-        for i in range(max(i0, 0), min(i1, len(ln.seg_s0))):
-            s0, s1 = float(ln.seg_s0[i]), float(ln.seg_s1[i])
-            a, b = max(lo, s0), min(hi, s1)
-            if b < a:
-                continue
-            off0 = float(ln.seg_off0[i])
-            sg = 1.0 if ln.seg_dir[i] == 1 else -1.0
-            oa, ob = off0 + sg * (a - s0), off0 + sg * (b - s0)
-            node = int(ln.seg_node[i])
-            for piece in range(int(min(oa, ob) // BLOCK_M), int(max(oa, ob) // BLOCK_M) + 1):
-                # where the line enters this piece: its low end going forward, else its high end
-                edge = piece * BLOCK_M if sg > 0 else (piece + 1) * BLOCK_M
-                enter = min(max(s0 + sg * (edge - off0), s0), s1)
-                out.append(((("n", node * 100_000 + piece)), enter))
-        j0 = int(np.searchsorted(ln.junction_s, lo - JUNCTION_MAX_M, side="left"))
-        j1 = int(np.searchsorted(ln.junction_s, hi + JUNCTION_MAX_M, side="right"))
-        for j in range(j0, j1):
-            jn = int(ln.junction_node[j])
-            f = self.foul.get(jn)
-            if f is None:
-                f = self.foul[jn] = fouling_length(self.rp.route, jn)
-            js = float(ln.junction_s[j])
-            if js + f >= lo and js - f <= hi:
-                out.append(((("j", jn)), js - f))
-        out.sort(key=lambda b: b[1])
-        return out
-
-    def run(self, now: float) -> None:
-        if self.rp.signals is not None:
-            self._run_signalled()
-            return
-        rp = self.rp
-        x, v = rp.engine.x, rp.engine.v
-        holder: dict[tuple[str, int], str] = {}
-        occupied: dict[str, list] = {}
-        # 1. occupied blocks (every train, started or not: it is on the track)
-        for k, t in enumerate(rp.trains):
-            front = float(x[rp.train_start[k]])
-            rear = float(x[rp.train_end[k]] - rp.bodies.length[rp.train_end[k]])
-            occ = self._blocks(t, rear, front)
-            occupied[t.spec.name] = occ
-            if rp.drivers[k].on_track:
-                for b, _s in occ:
-                    holder.setdefault(b, t.spec.name)
-        # trains due to start go on the track where it is free, in order of start time
-        for k in sorted(range(len(rp.trains)), key=lambda k: (rp.drivers[k].start, k)):
-            d = rp.drivers[k]
-            if d.state != "ready":
-                continue
-            name = rp.trains[k].spec.name
-            taken = {holder[b] for b, _ in occupied[name] if b in holder and holder[b] != name}
-            taken |= {
-                self.reserved[b]
-                for b, _ in occupied[name]
-                if self.reserved.get(b, name) != name and rp.drivers[rp.index[self.reserved[b]]].on_track
-            }
-            if taken:
-                d.blocked_by = taken
-                if not d.delayed:
-                    d.delayed = True
-                    rp._event(
-                        StartDelayed(
-                            time=rp.time,
-                            clock=clock(rp.t0 + rp.time),
-                            train=name,
-                            waiting_for=tuple(sorted(taken)),
-                            message=f"its start is occupied by {', '.join(sorted(taken))}",
-                        )
-                    )
-                continue
-            d.state = "running"
-            rp.on_off[name] = (rp.t0 + rp.time, math.inf)
-            rp._event(ServiceStarted(time=rp.time, clock=clock(rp.t0 + rp.time), train=name))
-            for b, _s in occupied[name]:
-                holder[b] = name
-        # 2. reservations ahead, in order of the trains' start times (first come first
-        #    served); a block reserved last time stays with its train while it wants it,
-        #    so nobody's authority shrinks under it
-        prev = self.reserved
-        running = {t.spec.name for k, t in enumerate(rp.trains) if rp.drivers[k].state == "running"}
-        reserved: dict[tuple[str, int], str] = {}
-        order = sorted(range(len(rp.trains)), key=lambda k: (rp.drivers[k].start, k))
-        for k in order:
-            t = rp.trains[k]
-            d = rp.drivers[k]
-            name = t.spec.name
-            if d.state != "running" or t.derailed:
-                continue
-            d.blocked_by = set()
-            d.blocked_blocks = set()
-            front = float(x[rp.train_start[k]])
-            speed = abs(float(v[rp.train_start[k]]))
-            reach = speed * speed / (2.0 * d.auto.decel) + RESERVE_EXTRA_M + 2.0 * speed * DISPATCH_EVERY_S
-            hi = min(front + reach, float(t.line.path_length))
-            # Plain track is taken whole, up to the next junction area: on a single line
-            # that is the way to the next loop, so trains cross there, never head-on.
-            ln = t.line
-            j = int(np.searchsorted(ln.junction_s, hi, side="left"))
-            if j < len(ln.junction_s):
-                jn = int(ln.junction_node[j])
-                f = self.foul.get(jn)
-                if f is None:
-                    f = self.foul[jn] = fouling_length(rp.route, jn)
-                hi = min(max(hi, float(ln.junction_s[j]) - f), float(ln.path_length))
-            else:
-                hi = float(ln.path_length)
-            own = {b for b, _ in occupied[name]}
-            authority = math.inf
-            claims: list[tuple[tuple[str, int], float]] = []
-            for b, s0 in self._blocks(t, front, hi):
-                if b in own:
-                    # shared with a train in the same block: stop behind its rear
-                    other = holder.get(b)
-                    if other is not None and other != name:
-                        lim = self._behind(k, b, other, front)
-                        if lim is not None:
-                            authority = lim
-                            d.blocked_by.add(other)
-                            d.blocked_blocks.add(b)
-                            break
-                    continue
-                other = holder.get(b)
-                if other is None and prev.get(b, name) != name and prev[b] in running:
-                    other = prev[b]
-                if other is not None and other != name:
-                    authority = s0 - BLOCK_MARGIN_M
-                    d.blocked_by.add(other)
-                    d.blocked_blocks.add(b)
-                    # Do not wait inside a junction area: give back the junctions (and the
-                    # short links between them) claimed just before, so a train waiting
-                    # for a line ahead does not block the station throat behind it.
-                    while claims and (claims[-1][0][0] == "j" or self._short(claims[-1][0])):
-                        cb, cs = claims.pop()
-                        del holder[cb]
-                        del reserved[cb]
-                        authority = cs - BLOCK_MARGIN_M
-                    break
-                holder[b] = name
-                reserved[b] = name
-                claims.append((b, s0))
-            d.authority = authority
-        self.holder = holder
-        self.reserved = reserved
-        self._deadlocks(now)
-
-    def _run_signalled(self) -> None:
-        """With the route's signals the interlocking is the authority (docs/activities.md
-        §4.3): trains due to start enter where the interlocking has their track free, in
-        order of start time; their movement authority is the signals'."""
-        rp = self.rp
-        assert rp.signals is not None
-        ilk = rp.signals.ilk
-        x = rp.engine.x
-        for k in sorted(range(len(rp.trains)), key=lambda k: (rp.drivers[k].start, k)):
-            d = rp.drivers[k]
-            if d.state == "running":
-                d.authority = math.inf
-                d.blocked_by = ilk.waiting_for(k)  # named when it is stuck
-            if d.state != "ready":
-                continue
-            name = rp.trains[k].spec.name
-            front = float(x[rp.train_start[k]])
-            taken = ilk.can_enter(k, front)
-            if taken:
-                d.blocked_by = taken
-                if not d.delayed:
-                    d.delayed = True
-                    rp._event(
-                        StartDelayed(
-                            time=rp.time,
-                            clock=clock(rp.t0 + rp.time),
-                            train=name,
-                            waiting_for=tuple(sorted(taken)),
-                            message=f"its start is occupied by {', '.join(sorted(taken))}",
-                        )
-                    )
-                continue
-            d.blocked_by = set()
-            d.state = "running"
-            d.authority = math.inf
-            ilk.enter(k, front)
-            rp.on_off[name] = (rp.t0 + rp.time, math.inf)
-            rp._event(ServiceStarted(time=rp.time, clock=clock(rp.t0 + rp.time), train=name))
-
-    def _short(self, b: tuple[str, int]) -> bool:
-        """A vector piece of a node too short to wait on (a link inside a junction area)."""
-        return b[0] == "n" and self.rp.route.node_length(b[1] // 100_000) < 2 * JUNCTION_MAX_M
-
-    def _behind(self, k: int, block: tuple[str, int], other: str, front: float) -> float | None:
-        """Where train ``k`` must stop for ``other`` in a vector node both occupy, or None
-        when ``other`` is not ahead."""
-        if block[0] != "n":
-            return None
-        node_id = block[1] // 100_000
-        rp = self.rp
-        t = rp.trains[k]
-        ko = rp.index[other]
-        o = rp.trains[ko]
-        x = rp.engine.x
-        ofront = float(x[rp.train_start[ko]])
-        orear = float(x[rp.train_end[ko]] - rp.bodies.length[rp.train_end[ko]])
-        best = None
-        for node, a, b in o.line.occupancy(orear, ofront):
-            if node != node_id:
-                continue
-            for off in (a, b):
-                for s in t.line.locate(node, off, tol=1.0):
-                    if s > front - 1.0 and (best is None or s < best):
-                        best = float(s)
-        return None if best is None else best - BLOCK_MARGIN_M
-
-    def _deadlocks(self, now: float) -> None:
-        rp = self.rp
-        v = rp.engine.v
-        waiting = {}
-        for k, t in enumerate(rp.trains):
-            d = rp.drivers[k]
-            if (
-                d.state == "running"
-                and d.blocked_by
-                and abs(float(v[rp.train_start[k]])) < 0.05
-                and d.authority - float(rp.engine.x[rp.train_start[k]]) < BLOCK_MARGIN_M + 5.0
-            ):
-                waiting[t.spec.name] = d.blocked_by
-        # cycles in the wait-for graph
-        seen_cycles = set()
-        for start in waiting:
-            path, cur = [], start
-            while cur in waiting and cur not in path:
-                path.append(cur)
-                nxt = sorted(waiting[cur])
-                cur = nxt[0]
-            if cur in path:
-                cyc = frozenset(path[path.index(cur) :])
-                seen_cycles.add(cyc)
-        for cyc in list(self.cycle_since):
-            if cyc not in seen_cycles:
-                del self.cycle_since[cyc]
-        for cyc in seen_cycles:
-            since = self.cycle_since.setdefault(cyc, now)
-            if now - since >= DEADLOCK_AFTER_S and cyc not in self.reported:
-                self.reported.add(cyc)
-                trains = sorted(cyc)
-                blocks = sorted(
-                    {block_name(b) for n in trains for b in rp.drivers[rp.index[n]].blocked_blocks}
-                )
-                rp._event(
-                    Deadlock(
-                        time=rp.time,
-                        clock=clock(rp.t0 + rp.time),
-                        trains=tuple(trains),
-                        sections=tuple(blocks),
-                        message=f"{', '.join(trains)} wait for each other at {', '.join(blocks)}",
-                    )
-                )
-                for n in trains:
-                    k = rp.index[n]
-                    rp.drivers[k].state = "stuck"
-                    rp.trains[k].done_at = rp.time
-                    rp.stuck.add(n)
-
-
 # -- the replay -----------------------------------------------------------------------------
 
 
-class ActivityReplay(Replay):
-    """A :class:`Replay` of an activity's trains, with their service drivers. ``signals``:
+class ActivityPolicy(ReplayPolicy):
+    """What an activity changes about a replay (docs/activities.md §4): trains enter the
+    track at their start time and AI trains leave it at the end of their path; each
+    service has its own engine line; a :class:`ServiceDriver` drives each train's
+    automatic driver to its station stops; the :class:`Dispatcher` runs before every
+    step. With signals the interlocking is the movement authority (§4.3)."""
+
+    #: Trains enter the interlocking at their start time, not at time 0 (signalling.py).
+    signals_on_track_at_start = False
+    #: With signals: Auto Node reserves this far ahead and on to the next junction, as the
+    #: dispatcher does (§4.1), not the whole way to a signal tens of kilometres on.
+    signals_ahead_m = RESERVE_EXTRA_M + 2000.0
+
+    def __init__(
+        self, plan: ActivityPlan, route: Route, t0: float, stuck_after: float, parts: list[ServicePart]
+    ) -> None:
+        self.plan = plan
+        self.route = route
+        # the replay trains of each service: one per part of a path with reversals (§4.4)
+        self.parts = parts
+        self.part_of = {sp.spec.name: sp for sp in parts}
+        self.t0 = t0  # clock time of replay time 0
+        self.stuck_after = stuck_after
+        self.plats = route_platforms(route)
+        self.by_name = {pt.name: pt for pt in plan.trains}
+        self.drivers: list[ServiceDriver] = []
+        self.index: dict[str, int] = {}
+        self.stuck: set[str] = set()
+        self.on_off: dict[str, tuple[float, float]] = {}
+        self._warnings: list[tuple[str, str]] = []  # (train, message) of placing the stops
+        self.rp: Replay | None = None
+        self.dispatcher = Dispatcher(self)
+        self._next_dispatch = 0.0
+        self._still_since: list[float] = []
+
+    # (what the dispatcher reads of the replay)
+    @property
+    def replay(self) -> Replay:
+        assert self.rp is not None, "the policy's replay is not set up yet"
+        return self.rp
+
+    @property
+    def trains(self) -> list:
+        return self.replay.trains
+
+    @property
+    def engine(self) -> Any:
+        return self.replay.engine
+
+    @property
+    def bodies(self) -> Any:
+        return self.replay.bodies
+
+    @property
+    def signals(self) -> Any:
+        return self.replay.signals
+
+    @property
+    def train_start(self) -> np.ndarray:
+        return self.replay.layout.train_start
+
+    @property
+    def train_end(self) -> np.ndarray:
+        return self.replay.layout.train_end
+
+    @property
+    def time(self) -> float:
+        return self.replay.time
+
+    @property
+    def log(self) -> EventLog:
+        return self.replay.log
+
+    # -- the policy -------------------------------------------------------------------------
+    def signal_clearance(self) -> Callable[[int], float]:
+        """Metres to a junction's clearance point (the interlocking stops trains outside it)."""
+        return functools.partial(fouling_length, self.route)
+
+    def engine_line_key(self, spec: TrainSpec, key: object) -> object:
+        # Services on one path run at different times: each has its own engine line
+        # (a train not yet started, or taken off, must not be met there).
+        return (key, spec.name)
+
+    def driver(self, spec: TrainSpec, auto: Any, default: Any, train: Any) -> ServiceDriver:
+        """The train's service driver around its automatic driver (with signals, the
+        automatic driver's constraints obey them through ``default``'s signal wrapper)."""
+        assert isinstance(auto, AutoDriver)
+        sp = self.part_of[spec.name]
+        pt = self.by_name[sp.service]
+        vmax = train.consist.max_velocity if train.consist.max_velocity else None
+        eng = train.model.max_velocity[train.model.is_engine]
+        if vmax is None and len(eng) and np.isfinite(eng).any():
+            vmax = float(np.nanmin(eng))
+        end = (
+            sp.plan.end_s
+            if sp.plan is not None
+            else (train.end_s if train.end_s is not None else train.line.path_length)
+        )
+        d = ServiceDriver(
+            spec.name,
+            auto,
+            self.t0,
+            float(pt.start) if sp.index == 0 else math.inf,  # later parts: at the reversal
+            [],  # the stops: when every part is placed (start)
+            float(end),
+            int(train.model.is_passenger.sum()),
+            not pt.player,
+            vmax,
+            pt.service.efficiency,
+            isinstance(default, SignalDriver),
+        )
+        d.leaves = d.ai or not sp.last  # a part that ends at a reversal leaves the track
+        for s_at, wait in sp.waits:
+            if s_at > train.front0 + AutoDriver.ARRIVED_WITHIN:
+                auto.stops.append(DriverStop(s_at, wait, "waiting point"))
+        auto.stops.sort(key=lambda p: p.s)
+        return d
+
+    def start(self, replay: Replay) -> None:
+        self.rp = replay
+        if replay.signals is not None:
+            # Trains wait at loops for trains coming the other way (docs/signals.md §4.9).
+            replay.signals.ilk.avoid_deadlocks = True
+        self.index = {t.spec.name: k for k, t in enumerate(replay.trains)}
+        self.drivers = [d for t in replay.trains if isinstance(d := t.driver, ServiceDriver)]
+        self._still_since = [0.0] * len(replay.trains)
+        for name, stops in self._whole_path_stops(replay).items():
+            d = self.drivers[self.index[name]]
+            d.stops = stops
+            d._set_speed_cap()
+        for w in self.plan.warnings:
+            replay.log.add(SetupWarning(time=0.0, message=w))
+        for name, w in self._warnings:
+            replay.log.add(SetupWarning(time=0.0, train=name, message=w))
+
+    def _whole_path_stops(self, replay: Replay) -> dict[str, list[Stop]]:
+        """Every replay train's station stops: each service's booked stops matched over
+        its parts (docs/activities.md §5), moved out of junction clearances except at the
+        train's origin."""
+        out: dict[str, list[Stop]] = {}
+        for pt in self.plan.trains:
+            sps = [sp for sp in self.parts if sp.service == pt.name]
+            ts = [replay.trains[self.index[sp.spec.name]] for sp in sps]
+            spans = [
+                (t.line, t.front0, sp.plan.end_s if sp.plan is not None else float(t.line.path_length))
+                for sp, t in zip(sps, ts)
+            ]
+            per, warns, origin = assign_stops(spans, ts[0].length, pt.stops, self.plats, place_stops, Stop)
+            self._warnings.extend((pt.name, w) for w in warns)
+            for k, (sp, t) in enumerate(zip(sps, ts)):
+                for n, st in enumerate(per[k]):
+                    if not (origin[k] and n == 0):
+                        st.stop_s = self.clear_of_junctions(t.line, st.stop_s)
+                out[sp.spec.name] = per[k]
+        return out
+
+    def clear_of_junctions(self, line, s: float) -> float:  # noqa: ANN001
+        """A station stop moved back out of the clearance zone of a junction just ahead
+        (docs/activities.md §5): a train standing there would foul the other branch."""
+        js, jn = line.junction_s, line.junction_node
+        j = int(np.searchsorted(js, s - JUNCTION_MAX_M, side="left"))
+        while j < len(js) and float(js[j]) <= s + JUNCTION_MAX_M:
+            a = float(js[j])
+            if a >= s - 1e-6:
+                f = fouling_length(self.route, int(jn[j]))
+                if a - f < s:
+                    s = a - f - 1.0
+            j += 1
+        return s
+
+    def on_track(self, replay: Replay) -> np.ndarray:
+        return np.array([d.on_track for d in self.drivers], dtype=bool)
+
+    def before_step(self, replay: Replay) -> None:
+        if replay.time + 1e-9 >= self._next_dispatch:
+            self._next_dispatch += DISPATCH_EVERY_S
+            self.dispatcher.run(replay.time)
+            self._watch()
+
+    def after_step(self, replay: Replay) -> None:
+        for k, d in enumerate(self.drivers):
+            t = replay.trains[k]
+            if d.finished and t.done_at is None:
+                t.finish(replay.time)
+                if d.leaves and replay.signals is not None:
+                    replay.signals.ilk.leave(k)  # off the track: its sections are free again
+                if d.leaves:
+                    self.on_off[t.spec.name] = (
+                        self.on_off.get(t.spec.name, (self.t0, 0.0))[0],
+                        self.t0 + replay.time,
+                    )
+                sp = self.part_of[t.spec.name]
+                if not sp.last:
+                    self._reverse(replay, k, sp)
+                    continue
+                replay.log.add(
+                    Arrived(time=replay.time, clock=clock(self.t0 + replay.time), train=t.spec.name)
+                )
+
+    def _reverse(self, replay: Replay, k: int, sp: ServicePart) -> None:
+        """Part ``k`` stands at its reversal: the next part takes over there after the
+        change of ends (docs/activities.md §4.4)."""
+        nxt = self.index[part_name(sp.service, sp.index + 1)]
+        # It takes over the track at once (nobody slips in while the ends are changed)
+        # and stands REVERSAL_S before it moves.
+        self.drivers[nxt].start = self.t0 + replay.time
+        self.drivers[nxt].hold_until = self.t0 + replay.time + REVERSAL_S
+        t, n = replay.trains[k], replay.trains[nxt]
+        replay.log.add(
+            Reversed(
+                time=replay.time,
+                clock=clock(self.t0 + replay.time),
+                train=sp.service,
+                part=sp.index + 1,
+                at=round(float(replay.engine.x[replay.layout.train_start[k]]), 3),
+                lead=str(n.consist.cars[0].file) if n.consist.cars else "",
+                message=f"stopped {t.length:.0f} m train to reverse; part {sp.index + 2} "
+                "leads with the former rear car",
+            )
+        )
+
+    def _watch(self) -> None:
+        """Trains that stand waiting for track far too long are stuck."""
+        rp = self.replay
+        v = rp.engine.v
+        for k, d in enumerate(self.drivers):
+            t = rp.trains[k]
+            if t.done_at is not None:
+                continue
+            moving = abs(float(v[rp.layout.train_start[k]])) > 0.05
+            # Waiting only for trains that will never move again (stuck, or the player's
+            # train at the end of its path) is hopeless at once.
+            hopeless = bool(d.blocked_by) and all(
+                n in self.stuck or self.drivers[self.index[n]].state == "done" for n in d.blocked_by
+            )
+            if moving or d.state not in ("running", "ready"):
+                self._still_since[k] = rp.time
+            elif rp.time - self._still_since[k] >= (DEADLOCK_AFTER_S if hopeless else self.stuck_after):
+                self.stuck.add(t.spec.name)
+                d.state = "stuck" if d.state == "running" else "not_started"
+                t.finish(rp.time)
+                rp.log.add(
+                    Stuck(
+                        time=rp.time,
+                        clock=clock(self.t0 + rp.time),
+                        train=t.spec.name,
+                        waiting_for=tuple(sorted(d.blocked_by)),
+                        message=f"stood {rp.time - self._still_since[k]:.0f} s waiting for track held by "
+                        f"{', '.join(sorted(d.blocked_by)) or 'nobody'}"
+                        + (", which will not move again" if hopeless else ""),
+                    )
+                )
+
+
+class ActivityReplay:
+    """A replay of an activity's trains with their service drivers: a
+    :class:`~tdbtools.physics.replay.Replay` with an :class:`ActivityPolicy`. ``signals``:
     None or True (default) runs the route's signals when it has them, the interlocking
     being the movement authority (docs/activities.md §4.3); False, or a route without
     signals, keeps the trains apart by plain occupancy (§4.1)."""
-
-    #: Trains enter the interlocking at their start time, not at time 0 (signalling.py).
-    SIGNALS_ON_TRACK_AT_START = False
-    #: With signals: Auto Node reserves this far ahead and on to the next junction, as the
-    #: dispatcher does (§4.1), not the whole way to a signal tens of kilometres on.
-    SIGNALS_AHEAD_M = RESERVE_EXTRA_M + 2000.0
-
-    def signal_clearance(self, junction: int) -> float:
-        """Metres to a junction's clearance point (the interlocking stops trains outside it)."""
-        return fouling_length(self.route, junction)
 
     def __init__(
         self,
@@ -831,7 +742,7 @@ class ActivityReplay(Replay):
                         route,
                         sdir,
                         stand_in,
-                        lambda j: fouling_length(route, j),
+                        functools.partial(fouling_length, route),
                     )
                 )
         except TdbToolsError as exc:
@@ -846,207 +757,82 @@ class ActivityReplay(Replay):
             stand_in=stand_in,
             source=str(Path(plan.activity.path).resolve()),
         )
+        use = False if signals is False else None
+        self.policy = ActivityPolicy(plan, route, self.t0, stuck_after, self.parts)
         try:
-            super().__init__(
-                sc,
-                route=route,
-                trace_every=trace_every,
-                signals=False if signals is False else None,
-                lines=given or None,
+            self.replay = Replay(
+                sc, route=route, trace_every=trace_every, signals=use, lines=given or None, policy=self.policy
             )
         except ReplayError as exc:
             raise ActivityError(str(exc)) from None
-        if self.signals is not None:
-            # Trains wait at loops for trains coming the other way (docs/signals.md §4.9).
-            self.signals.ilk.avoid_deadlocks = True
-        self.index = {t.spec.name: k for k, t in enumerate(self.trains)}
-        self.stuck: set[str] = set()
-        self.on_off: dict[str, tuple[float, float]] = {}
-        self.stuck_after = stuck_after
-        plats = route_platforms(self.route)
-        by_name = {pt.name: pt for pt in plan.trains}
-        self.drivers: list[ServiceDriver] = []
-        for w in plan.warnings:
-            self._event(SetupWarning(time=0.0, message=w))
-        self.part_of = {sp.spec.name: sp for sp in self.parts}
-        stops_of = self._whole_path_stops(plan, plats)
-        for t in self.trains:
-            sp = self.part_of[t.spec.name]
-            pt = by_name[sp.service]
-            stops = stops_of[t.spec.name]
-            auto = t.driver
-            if isinstance(auto, SignalDriver):
-                # Its constraints obey the signals; the ServiceDriver drives the AutoDriver inside.
-                auto = auto.inner
-            assert isinstance(auto, AutoDriver)
-            vmax = t.consist.max_velocity if t.consist.max_velocity else None
-            eng = t.model.max_velocity[t.model.is_engine]
-            if vmax is None and len(eng) and np.isfinite(eng).any():
-                vmax = float(np.nanmin(eng))
-            end = (
-                sp.plan.end_s
-                if sp.plan is not None
-                else (t.end_s if t.end_s is not None else t.line.path_length)
-            )
-            d = ServiceDriver(
-                t.spec.name,
-                auto,
-                self.t0,
-                float(pt.start) if sp.index == 0 else math.inf,  # later parts: at the reversal
-                stops,
-                float(end),
-                int(t.model.is_passenger.sum()),
-                not pt.player,
-                vmax,
-                pt.service.efficiency,
-                self.signals is not None,
-            )
-            d.leaves = d.ai or not sp.last  # a part that ends at a reversal leaves the track
-            for s_at, wait in sp.waits:
-                if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:
-                    auto.stops.append(DriverStop(s_at, wait, "waiting point"))
-            auto.stops.sort(key=lambda p: p.s)
-            t.driver = d
-            self.drivers.append(d)
-        self.dispatcher = Dispatcher(self)
-        self._next_dispatch = 0.0
-        self._still_since = [0.0] * len(self.trains)
 
-    def _whole_path_stops(self, plan: ActivityPlan, plats: dict[int, Platform]) -> dict[str, list[Stop]]:
-        """Every replay train's station stops: each service's booked stops matched over
-        its parts (docs/activities.md §5), moved out of junction clearances except at the
-        train's origin."""
-        out: dict[str, list[Stop]] = {}
-        for pt in plan.trains:
-            sps = [sp for sp in self.parts if sp.service == pt.name]
-            ts = [self.trains[self.index[sp.spec.name]] for sp in sps]
-            spans = [
-                (
-                    t.line,
-                    t.front0,
-                    sp.plan.end_s if sp.plan is not None else float(t.line.path_length),
-                )
-                for sp, t in zip(sps, ts)
-            ]
-            per, warns, origin = assign_stops(spans, ts[0].length, pt.stops, plats, place_stops, Stop)
-            for w in warns:
-                self._event(SetupWarning(time=0.0, train=pt.name, message=w))
-            for k, (sp, t) in enumerate(zip(sps, ts)):
-                for n, st in enumerate(per[k]):
-                    if not (origin[k] and n == 0):
-                        st.stop_s = self._clear_of_junctions(t.line, st.stop_s)
-                out[sp.spec.name] = per[k]
-        return out
+    # (the replay's and the policy's parts callers read)
+    @property
+    def scenario(self) -> Scenario:
+        return self.replay.scenario
 
-    def _clear_of_junctions(self, line, s: float) -> float:  # noqa: ANN001
-        """A station stop moved back out of the clearance zone of a junction just ahead
-        (docs/activities.md §5): a train standing there would foul the other branch."""
-        js, jn = line.junction_s, line.junction_node
-        j = int(np.searchsorted(js, s - JUNCTION_MAX_M, side="left"))
-        while j < len(js) and float(js[j]) <= s + JUNCTION_MAX_M:
-            a = float(js[j])
-            if a >= s - 1e-6:
-                f = self.signal_clearance(int(jn[j]))
-                if a - f < s:
-                    s = a - f - 1.0
-            j += 1
-        return s
+    @property
+    def route(self) -> Route:
+        return self.replay.route
+
+    @property
+    def trains(self) -> list:
+        return self.replay.trains
+
+    @property
+    def engine(self) -> Any:
+        return self.replay.engine
+
+    @property
+    def signals(self) -> Any:
+        return self.replay.signals
+
+    @property
+    def train_start(self) -> np.ndarray:
+        return self.replay.layout.train_start
+
+    @property
+    def time(self) -> float:
+        return self.replay.time
+
+    @property
+    def events(self) -> list:
+        return self.replay.events
+
+    @property
+    def trace_every(self) -> float:
+        return self.replay.trace_every
+
+    @property
+    def drivers(self) -> list[ServiceDriver]:
+        return self.policy.drivers
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self.policy.dispatcher
+
+    @property
+    def index(self) -> dict[str, int]:
+        return self.policy.index
+
+    @property
+    def stuck(self) -> set[str]:
+        return self.policy.stuck
 
     def step(self) -> None:
-        if self.time + 1e-9 >= self._next_dispatch:
-            self._next_dispatch += DISPATCH_EVERY_S
-            self.dispatcher.run(self.time)
-            self._watch()
-        super().step()
-        for k, d in enumerate(self.drivers):
-            t = self.trains[k]
-            if d.finished and t.done_at is None:
-                t.done_at = self.time
-                if d.leaves and self.signals is not None:
-                    self.signals.ilk.leave(k)  # off the track: its sections are free again
-                if d.leaves:
-                    self.on_off[t.spec.name] = (
-                        self.on_off.get(t.spec.name, (self.t0, 0.0))[0],
-                        self.t0 + self.time,
-                    )
-                sp = self.part_of[t.spec.name]
-                if not sp.last:
-                    self._reverse(k, sp)
-                    continue
-                self._event(Arrived(time=self.time, clock=clock(self.t0 + self.time), train=t.spec.name))
+        self.replay.step()
 
-    def _reverse(self, k: int, sp: ServicePart) -> None:
-        """Part ``k`` stands at its reversal: the next part takes over there after the
-        change of ends (docs/activities.md §4.4)."""
-        nxt = self.index[part_name(sp.service, sp.index + 1)]
-        # It takes over the track at once (nobody slips in while the ends are changed)
-        # and stands REVERSAL_S before it moves.
-        self.drivers[nxt].start = self.t0 + self.time
-        self.drivers[nxt].hold_until = self.t0 + self.time + REVERSAL_S
-        t = self.trains[k]
-        self._event(
-            Reversed(
-                time=self.time,
-                clock=clock(self.t0 + self.time),
-                train=sp.service,
-                part=sp.index + 1,
-                at=round(float(self.engine.x[self.train_start[k]]), 3),
-                lead=str(self.trains[nxt].consist.cars[0].file) if self.trains[nxt].consist.cars else "",
-                message=f"stopped {t.length:.0f} m train to reverse; part {sp.index + 2} leads with the former rear car",
-            )
-        )
-
-    def engine_line_key(self, spec: TrainSpec, key: object) -> object:
-        # Services on one path run at different times: each has its own engine line
-        # (a train not yet started, or taken off, must not be met there).
-        return (key, spec.name)
-
-    def on_track(self) -> np.ndarray:
-        return np.array([d.on_track for d in self.drivers], dtype=bool)
-
-    def _watch(self) -> None:
-        """Trains that stand waiting for track far too long are stuck."""
-        v = self.engine.v
-        for k, d in enumerate(self.drivers):
-            t = self.trains[k]
-            if t.done_at is not None:
-                continue
-            moving = abs(float(v[self.train_start[k]])) > 0.05
-            # Waiting only for trains that will never move again (stuck, or the player's
-            # train at the end of its path) is hopeless at once.
-            hopeless = bool(d.blocked_by) and all(
-                n in self.stuck or self.drivers[self.index[n]].state == "done" for n in d.blocked_by
-            )
-            if moving or d.state not in ("running", "ready"):
-                self._still_since[k] = self.time
-            elif self.time - self._still_since[k] >= (DEADLOCK_AFTER_S if hopeless else self.stuck_after):
-                self.stuck.add(t.spec.name)
-                d.state = "stuck" if d.state == "running" else "not_started"
-                t.done_at = self.time
-                self._event(
-                    Stuck(
-                        time=self.time,
-                        clock=clock(self.t0 + self.time),
-                        train=t.spec.name,
-                        waiting_for=tuple(sorted(d.blocked_by)),
-                        message=f"stood {self.time - self._still_since[k]:.0f} s waiting for track held by "
-                        f"{', '.join(sorted(d.blocked_by)) or 'nobody'}"
-                        + (", which will not move again" if hopeless else ""),
-                    )
-                )
-
-    def run(self, progress: Callable[[float], None] | None = None) -> ActivityResult:  # type: ignore[override]
-        base = super().run(progress)
-        return self._activity_result(base)
+    def run(self, progress: Callable[[float], None] | None = None) -> ActivityResult:
+        return self._activity_result(self.replay.run(progress))
 
     def _activity_result(self, base: ReplayResult) -> ActivityResult:
         rows = []
-        for k, t in enumerate(self.trains):
-            for s in self.drivers[k].stops:
+        for k, t in enumerate(self.replay.trains):
+            for s in self.policy.drivers[k].stops:
                 b = s.booked
                 rows.append(
                     {
-                        "train": self.part_of[t.spec.name].service,
+                        "train": self.policy.part_of[t.spec.name].service,
                         "station": s.platform.station,
                         "platform": s.platform.name,
                         "sched_arr": b.arrival,
@@ -1065,8 +851,8 @@ class ActivityReplay(Replay):
             if not o.reached_end:
                 events.append(
                     NotAtEnd(
-                        time=self.time,
-                        clock=clock(self.t0 + self.time),
+                        time=self.replay.time,
+                        clock=clock(self.t0 + self.replay.time),
                         train=name,
                         state=o.state,
                         message=f"never reached the end of its path ({o.state})",
@@ -1076,24 +862,24 @@ class ActivityReplay(Replay):
         summary["activity"] = self.plan.activity.header.name
         summary["clock_start"] = clock(self.t0)
         summary["clock_start_s"] = self.t0  # a trace's time + this = seconds since midnight
-        summary["clock_end"] = clock(self.t0 + self.time)
-        for k, t in enumerate(self.trains):
-            d = self.drivers[k]
+        summary["clock_end"] = clock(self.t0 + self.replay.time)
+        for k, t in enumerate(self.replay.trains):
+            d = self.policy.drivers[k]
             st = summary["trains"][t.spec.name]
             st["start"] = clock(d.start)
             st["reached_end"] = d.finished
-            st["stuck"] = t.spec.name in self.stuck
+            st["stuck"] = t.spec.name in self.policy.stuck
             st["stops"] = sum(1 for s in d.stops if s.arrival is not None)
             st["booked_stops"] = len(d.stops)
         summary["deadlocks"] = sum(1 for e in events if isinstance(e, Deadlock))
         summary["collisions"] = sum(1 for e in events if isinstance(e, (Collision, SideCollision)))
-        summary["derailed"] = sorted(t.spec.name for t in self.trains if t.derailed)
-        summary["stuck"] = sorted(self.stuck)
+        summary["derailed"] = sorted(t.spec.name for t in self.replay.trains if t.derailed)
+        summary["stuck"] = sorted(self.policy.stuck)
         summary["services"] = {name: o.to_dict() for name, o in outcomes.items()}
         summary["not_at_end"] = sorted(name for name, o in outcomes.items() if not o.reached_end)
         summary["stops_missed"] = sorted(name for name, o in outcomes.items() if o.stops < o.booked_stops)
-        for t in self.trains:
-            sp = self.part_of[t.spec.name]
+        for t in self.replay.trains:
+            sp = self.policy.part_of[t.spec.name]
             st = summary["trains"][t.spec.name]
             st["service"], st["part"] = sp.service, sp.index + 1
             st["lead_car"] = t.consist.cars[0].file if t.consist.cars else ""
@@ -1103,9 +889,9 @@ class ActivityReplay(Replay):
             c["clock"] = np.asarray(c["time"], dtype=np.float64) + self.t0
             clocked[name] = c
         res = ReplayResult(base.scenario, clocked, base.car_traces, tuple(events), summary, base.wall_seconds)
-        lines = {t.spec.name: t.line for t in self.trains}
-        stops = {t.spec.name: list(self.drivers[k].stops) for k, t in enumerate(self.trains)}
-        return ActivityResult(res, tuple(rows), self.t0, lines, stops, dict(self.on_off))
+        lines = {t.spec.name: t.line for t in self.replay.trains}
+        stops = {t.spec.name: list(self.policy.drivers[k].stops) for k, t in enumerate(self.replay.trains)}
+        return ActivityResult(res, tuple(rows), self.t0, lines, stops, dict(self.policy.on_off))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -1191,6 +977,7 @@ def summary_json(result: ActivityResult) -> str:
 __all__ = [
     "ActivityError",
     "ActivityPlan",
+    "ActivityPolicy",
     "ActivityReplay",
     "ActivityResult",
     "Dispatcher",

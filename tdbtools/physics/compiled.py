@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from .engine import compiled_available
+from .kernels import compiled_available
 
 __all__ = ["compile_kernels", "compiled_available", "load_step_kernels"]
 

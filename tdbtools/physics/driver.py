@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .engine import LazyKernel
 from .events import DepartedPoint, ReplayEvent, WaitingAtPoint
+from .kernels import LazyKernel
 from .scenario import Command
 
 __all__ = ["AutoDriver", "Controls", "DriveState", "DriverBatch", "ScheduleDriver", "Stop", "Target"]

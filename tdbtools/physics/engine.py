@@ -89,12 +89,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from tdbtools.errors import TdbToolsError
 from tdbtools.physics.interaction import STOP_EPS, clash_time, clash_times_ab, stopping_time
+from tdbtools.physics.kernels import compiled_available
 
 __all__ = ["Bodies", "Engine", "Event", "EngineError", "EPS_V", "SNAP_GAP"]
 
@@ -1403,46 +1403,6 @@ def _writable(a: np.ndarray) -> np.ndarray:
     if a.flags.writeable and a.flags.c_contiguous:
         return a
     return np.array(a, dtype=np.float64)
-
-
-_COMPILED: bool | None = None
-
-
-def compiled_available() -> bool:
-    """Whether a usable numba is installed, so that engines can run compiled
-    (``tdbtools[fast]``). A numba that cannot be imported (one made for another numpy,
-    say) or older than 0.60 counts as none: the replay then runs on numpy alone."""
-    global _COMPILED
-    if _COMPILED is None:
-        try:
-            import numba
-        except Exception:  # noqa: BLE001 - any broken install means "not available"
-            _COMPILED = False
-        else:
-            major, minor = (int(p) for p in numba.__version__.split(".")[:2])
-            _COMPILED = (major, minor) >= (0, 60)
-    return _COMPILED
-
-
-class LazyKernel:
-    """A compiled kernel, ``tdbtools.physics.<module>.<name>``, imported on its first call
-    when numba is usable (:func:`compiled_available`); calling gives it, or None without
-    numba. ``value`` holds what was found (None: not looked for yet, False: none)."""
-
-    __slots__ = ("module", "name", "value")
-
-    def __init__(self, module: str, name: str) -> None:
-        self.module, self.name = module, name
-        self.value: object = None
-
-    def __call__(self) -> Any:
-        if self.value is None:
-            self.value = False
-            if compiled_available():
-                import importlib
-
-                self.value = getattr(importlib.import_module(f"tdbtools.physics.{self.module}"), self.name)
-        return self.value or None
 
 
 def _stop_times(fr: np.ndarray, oth: np.ndarray, V: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ coming to rest and for a scheduled train ending its run).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -268,6 +269,39 @@ class NotAtEnd(ReplayEvent):
     message: str
 
 
+#: Buffer impacts up to this relative speed are the ordinary slack action of a train
+#: starting and stopping (m/s; 5 km/h, the usual limit for coupling).
+GENTLE_IMPACT_MS = 5.0 / 3.6
+
+#: The kinds of event that are a fault of the run in themselves.
+FAULT_KINDS = frozenset({"derailment", "collision", "side_collision"})
+
+
+def is_gentle_impact(e: ReplayEvent) -> bool:
+    """A buffer impact no faster than :data:`GENTLE_IMPACT_MS`: slack running in at a stop
+    or a start, normal running, not a fault."""
+    return e.kind == "impact" and getattr(e, "relative_speed", 0.0) <= GENTLE_IMPACT_MS
+
+
+def serious_events(events: Iterable[ReplayEvent]) -> list[ReplayEvent]:
+    """The events a reader must see one by one: derailments, collisions, side collisions
+    and impacts harder than :data:`GENTLE_IMPACT_MS`, in order."""
+    return [e for e in events if e.kind in FAULT_KINDS or (e.kind == "impact" and not is_gentle_impact(e))]
+
+
+class EventLog:
+    """The events of one replay in the order they happened. Every stage of the replay, the
+    signalling (:class:`~tdbtools.physics.signalling.ReplaySignals`) and a replay's policy
+    (an activity's dispatcher) hand theirs to :meth:`add`; ``events`` is the list."""
+
+    __slots__ = ("add", "events")
+
+    def __init__(self) -> None:
+        self.events: list[ReplayEvent] = []
+        #: log an event (the list's own append: the engine's bursts are thousands)
+        self.add = self.events.append
+
+
 __all__ = [
     "CAR_EVENTS",
     "SAFETY_EVENTS",
@@ -282,6 +316,9 @@ __all__ = [
     "DepartedPoint",
     "Derailment",
     "EndOfLine",
+    "EventLog",
+    "FAULT_KINDS",
+    "GENTLE_IMPACT_MS",
     "EventLocation",
     "Impact",
     "NotAtEnd",
@@ -301,4 +338,6 @@ __all__ = [
     "SwitchThrow",
     "TrainStopped",
     "WaitingAtPoint",
+    "is_gentle_impact",
+    "serious_events",
 ]

@@ -73,8 +73,8 @@ from typing import Any
 import numpy as np
 
 from ..track.geometry import WorldPoint
-from .engine import LazyKernel
 from .forces import CarModel
+from .kernels import LazyKernel
 from .trackline import TrackLine
 
 __all__ = [

@@ -103,19 +103,19 @@ class ReplaySignals:
             switch_setter=self._throw,
             deadlock_after=deadlock_after,
             initial_switches=initial,
-            ahead=getattr(replay, "SIGNALS_AHEAD_M", None),
-            clearance=getattr(replay, "signal_clearance", None),
+            ahead=replay.policy.signals_ahead_m,
+            clearance=replay.policy.signal_clearance(),
         )
         self.drivers: list[SignalDriver | None] = []
         x = replay.engine.x
         # A replay whose trains enter later (an activity) registers them off the track:
         # it calls ilk.enter / ilk.leave itself (docs/signals.md §4.8).
-        on = bool(getattr(replay, "SIGNALS_ON_TRACK_AT_START", True))
+        on = replay.policy.signals_on_track_at_start
         for t in replay.trains:
             front = float(x[t.cars][0])
             end = t.end_s if t.end_s is not None else (t.line.length if t.line.ends_at_track_end else None)
             self.ilk.add_train(t.spec.name, t.line, t.length, front=front, end_s=end, on_track=on)
-            self.drivers.append(t.driver if isinstance(t.driver, SignalDriver) else None)
+            self.drivers.append(t.signal_driver)
         self._shown = {k: -1 for k, o in enumerate(self.ilk.objects) if o.is_normal}
         self._passes_shown = -1  # the scripts' pass whose aspects _shown holds
 
@@ -134,10 +134,10 @@ class ReplaySignals:
                 d.stop_s, d.creep_at, d.limits = t.stop_s, t.creep_at, t.limits
             rt = self.replay.trains[k]
             if t.deadlocked and rt.done_at is None:
-                rt.done_at = time
+                rt.finish(time)
         self.version += 1  # the drivers' signal values changed (a batch of drivers reads them anew)
         for e in ilk.events:  # typed by the runtime (tdbtools.signals.events)
-            self.replay._event(e)
+            self.replay.log.add(e)
         ilk.events.clear()
         # Aspect changes of the NORMAL signals (for the space-time chart and render --replay).
         if ilk.script_passes == self._passes_shown:
@@ -147,7 +147,7 @@ class ReplaySignals:
             a = ilk.aspect(k)
             if a != old:
                 self._shown[k] = a
-                self.replay._event(
+                self.replay.log.add(
                     SignalAspect(
                         time=time,
                         signal=k,

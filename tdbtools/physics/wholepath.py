@@ -68,7 +68,7 @@ class ServicePart:
 
 def _train_length(consist_name: Path, route: Route, sdir: Path, stand_in: bool) -> float | None:
     """The consist's length in metres (None when it cannot be read: the replay then says why)."""
-    from .replay import _consist, _stock_root
+    from .stages.setup import _consist, _stock_root
 
     try:
         spec = TrainSpec(name="-", consist=consist_name)

@@ -1,0 +1,87 @@
+"""Which code a replay runs: the compiled kernels or the numpy reference they stand for.
+
+Every compiled part of a replay asks this module, and only this module, whether it may
+run: the engine's step (``_engine_kernel``), the batch drivers and their controls
+(``_driver_kernel``), the line-table lookups and the collision checks' pairing of cars
+(``_lookup_kernel``) and the per-car arithmetic around the engine (``_step_kernel``).
+Each gives the numbers of its numpy reference bit for bit (the tests compare them).
+
+The kernels run when a usable numba is installed (``pip install "tdbtools[fast]"``;
+numba ≥ 0.60 that imports). One environment switch turns them all off:
+
+    TDBTOOLS_PURE_PYTHON=1 tdbtools replay ...
+
+runs a whole replay on the numpy reference code, as a machine without numba does (for a
+user who suspects a kernel, and for the CI job that runs the physics tests so). It is
+read when a replay first asks; :func:`reset` makes the next question read it again.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+#: The environment variable that runs every replay on the numpy reference code ("1").
+PURE_PYTHON_ENV = "TDBTOOLS_PURE_PYTHON"
+
+_COMPILED: bool | None = None
+
+
+def pure_python_requested() -> bool:
+    """Whether the environment asks for the numpy reference code (module docstring)."""
+    return os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def compiled_available() -> bool:
+    """Whether the compiled kernels run: a usable numba is installed (one that imports,
+    0.60 or newer) and :data:`PURE_PYTHON_ENV` does not ask for the reference code. A
+    numba that cannot be imported (one made for another numpy, say) counts as none: the
+    replay then runs on numpy alone."""
+    global _COMPILED
+    if _COMPILED is None:
+        if pure_python_requested():
+            _COMPILED = False
+        else:
+            try:
+                import numba
+            except Exception:  # noqa: BLE001 - any broken install means "not available"
+                _COMPILED = False
+            else:
+                major, minor = (int(p) for p in numba.__version__.split(".")[:2])
+                _COMPILED = (major, minor) >= (0, 60)
+    return _COMPILED
+
+
+class LazyKernel:
+    """A compiled kernel, ``tdbtools.physics.<module>.<name>``, imported on its first call
+    when :func:`compiled_available`; calling gives it, or None. ``value`` holds what was
+    found (None: not looked for yet, False: none)."""
+
+    __slots__ = ("module", "name", "value")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+        self.value: object = None
+        _LAZY.append(self)
+
+    def __call__(self) -> Any:
+        if self.value is None:
+            self.value = False
+            if compiled_available():
+                self.value = getattr(importlib.import_module(f"tdbtools.physics.{self.module}"), self.name)
+        return self.value or None
+
+
+_LAZY: list[LazyKernel] = []
+
+
+def reset() -> None:
+    """Forget what was decided: the next replay asks numba and the environment again."""
+    global _COMPILED
+    _COMPILED = None
+    for k in _LAZY:
+        k.value = None
+
+
+__all__ = ["PURE_PYTHON_ENV", "LazyKernel", "compiled_available", "pure_python_requested", "reset"]
