@@ -49,7 +49,7 @@ def test_dk24_reversing_path_runs_whole(tmp_path):
     assert res_path.ok and len(res_path.reversals) == 1
     res = replay_activity(act, route=route, stand_in=True)
     o = res.replay.summary["services"]["IC turn"]
-    print(o, res.timetable)
+    print(f"path {res_path.length:.1f} m, reversal at point {res_path.reversals}", o, res.timetable)
     assert o["reached_end"] and o["parts"] == 2 and o["stops"] == o["booked_stops"] == 1
     assert o["distance_m"] == pytest.approx(o["path_m"], abs=5.0)
     assert o["path_m"] > 0.9 * res_path.length - 500.0
