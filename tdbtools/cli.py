@@ -839,6 +839,11 @@ def bundled_scenario() -> Path:
     is_flag=True,
     help="Activity: run without AI services or a traffic file that do not exist (else exit 2).",
 )
+@click.option(
+    "--physics",
+    type=click.Choice(["engineering", "openrails"]),
+    help="Physics profile (overrides the scenario; docs/physics.md §7).",
+)
 @_strict_option
 @_handle_errors
 def replay(
@@ -857,6 +862,7 @@ def replay(
     overwrite: bool,
     no_signals: bool,
     skip_missing: bool,
+    physics: str | None,
     strict: bool,
 ) -> None:
     """Replay consists over a route: physics, derailments and collisions.
@@ -876,6 +882,8 @@ def replay(
 
     check_output_folder(out_dir, overwrite)
     if scenario is not None and scenario.suffix.lower() == ".act":
+        if physics is not None:
+            raise click.UsageError("--physics is not available for activities yet")
         if route_opt or consist_opt or path_opt or cars:
             raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
         raise click.exceptions.Exit(
@@ -898,6 +906,10 @@ def replay(
         rroute = _load(Path(route_opt).resolve(), strict=strict)
         if path_reversals(rroute, path_opt):
             # A path with reversals runs whole, as an activity's train (docs/activities.md §4.4).
+            if physics is not None:
+                raise click.UsageError(
+                    "--physics is not available for a path with reversals (it runs as an activity)"
+                )
             whole = replay_path_whole(
                 rroute,
                 consist_opt,
@@ -917,7 +929,7 @@ def replay(
             duration = min(86400.0, MAX_STEPS * (step if step is not None else sc.step))
     else:
         sc = read_scenario(scenario if scenario is not None else bundled_scenario())
-    sc = with_settings(sc, stand_in=True if stand_in else None, step=step, duration=duration)
+    sc = with_settings(sc, stand_in=True if stand_in else None, step=step, duration=duration, physics=physics)
     if beyond_path is not None or max_speed is not None:
         import dataclasses
 
@@ -930,6 +942,12 @@ def replay(
             for t in sc.trains
         )
         sc = dataclasses.replace(sc, trains=trains)
+    if sc.physics == "openrails":
+        click.echo(
+            "note: Open Rails physics profile (docs/physics.md §7), simplified: no vacuum or engine brakes, "
+            "no wheel-slip model, numpy only",
+            err=True,
+        )
     rep = Replay(
         sc,
         route=rroute if rroute is not None else _load(Path(sc.route), strict=strict),
@@ -1147,6 +1165,34 @@ def _report_activity(result, out_dir: Path, plot: bool) -> int:  # noqa: ANN001
             )
     click.echo(f"wrote {len(files)} files to {out_dir}")
     return EXIT_FINDINGS if result.failed else 0
+
+
+@main.command("compare")
+@click.argument("trace", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("other", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--axis",
+    type=click.Choice(["time", "distance"]),
+    default="time",
+    show_default=True,
+    help="Compare against.",
+)
+@click.option(
+    "--plot", "plot_out", type=click.Path(path_type=Path, dir_okay=False), help="Draw both speeds (PNG)."
+)
+@_handle_errors
+def compare(trace: Path, other: Path, axis: str, plot_out: Path | None) -> None:
+    """Compare the speed of TRACE with OTHER (replay traces, Open Rails dumps): RMS, max
+    and bias of the difference per phase (docs/physics.md §7.7)."""
+    from .physics.compare import compare_traces, read_trace
+
+    cmp = compare_traces(read_trace(trace), read_trace(other), axis)
+    for line in cmp.lines():
+        click.echo(line)
+    if plot_out is not None:
+        from .render.compare_plot import plot_comparison
+
+        click.echo(f"wrote {plot_comparison(cmp, plot_out, (trace.name, other.name))}")
 
 
 class _NullBar:

@@ -33,6 +33,7 @@ from ..stf import parse_file, resolve_case_insensitive
 from ..stf.tree import Block, Document
 from ._read import Reader, to_int
 from ._records import fast_pickle
+from .stand_in_classes import ClassHint, class_hint
 from .stock import Stock, read_stock
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "consist_from_document",
     "read_consist",
     "resolve_stock",
+    "stand_in_class",
     "stand_in_variant",
     "stock_path",
 ]
@@ -192,8 +194,24 @@ _ELECTRIC = re.compile(
 )
 
 
+def stand_in_class(car: CarEntry, consist: Consist | None = None) -> ClassHint | None:
+    """The class designation an engine's file or folder name (else its consist's name)
+    carries, per the table of :mod:`tdbtools.formats.stand_in_classes`; None for wagons
+    and unknown names."""
+    if car.kind != "engine":
+        return None
+    return class_hint(f"{car.file} {car.folder}") or (
+        class_hint(consist.name) if consist is not None else None
+    )
+
+
 def stand_in_variant(car: CarEntry, consist: Consist | None = None) -> str:
     """The generic stand-in for a missing car.
+
+    An engine whose names carry a class designation of the table in
+    :mod:`tdbtools.formats.stand_in_classes` (``EN57``, ``SM42``, ``BR 642``,
+    ``BB 67400``, ``Class 158``) gets what the table says (a multiple unit's power car
+    also when its wagons share its folder). Otherwise:
 
     Engines: a multiple unit (``"dmu"``/``"emu"``) when a wagon of the consist comes from
     the engine's own folder (its stock is one unit), else a locomotive
@@ -205,11 +223,14 @@ def stand_in_variant(car: CarEntry, consist: Consist | None = None) -> str:
     otherwise a passenger coach, as unnamed trailers in real consists are mostly coaches.
     """
     if car.kind == "engine":
-        text = f"{car.file} {car.folder} {consist.name if consist is not None else ''}"
-        diesel = bool(_DIESEL.search(text)) and not _ELECTRIC.search(text)
         unit = consist is not None and any(
             c.kind == "wagon" and c.folder.lower() == car.folder.lower() for c in consist.cars
         )
+        hint = stand_in_class(car, consist)
+        if hint is not None:
+            return ("dmu" if hint.traction == "diesel" else "emu") if (hint.unit or unit) else hint.traction
+        text = f"{car.file} {car.folder} {consist.name if consist is not None else ''}"
+        diesel = bool(_DIESEL.search(text)) and not _ELECTRIC.search(text)
         if unit:
             return "dmu" if diesel else "emu"
         return "diesel" if diesel else "electric"
@@ -267,7 +288,9 @@ def resolve_stock(
                 "diesel": "diesel locomotive",
                 "electric": "electric locomotive",
             }.get(variant, f"{variant} wagon")
-            message = f"consist {consist.name!r}: {expected} is missing; using a generic {what} stand-in"
+            hint = stand_in_class(car, consist)
+            why = f" ({hint.label})" if hint is not None else ""
+            message = f"consist {consist.name!r}: {expected} is missing; using a generic {what} stand-in{why}"
             warnings.warn(StandInWarning(message), stacklevel=2)
             if diagnostics is not None:
                 diagnostics.note(message)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from ..stf import parse_file
 from ..stf.tree import Block, Document
 from ._read import Reader, to_float, to_int, to_int32
 from ._records import fast_pickle
+from .stock_orts import OrtsStock, read_orts
 
 __all__ = [
     "BrakeShoeFriction",
@@ -333,6 +334,9 @@ class Stock:
     label: str = ""
     #: ``ORTSBrakeShoeFriction`` if the file gives a usable one; None: constant brake force.
     brake_shoe_friction: BrakeShoeFriction | None = None
+    #: The Open Rails values (diesel engines, brake system, …: formats/stock_orts.py);
+    #: None for the generic stand-ins.
+    orts: OrtsStock | None = None
 
     # -- helpers ------------------------------------------------------------------------
     def coupler(self, flipped: bool = False) -> Coupler:
@@ -1076,7 +1080,16 @@ def stock_from_document(doc: Document, diags: Diagnostics, kind: str | None = No
         rd.problem(doc, "no Wagon block in rolling-stock file")
     if kind == "engine" and not raw.has_engine:
         rd.problem(doc, "no Engine block in an engine file")
-    return _finish(raw, path, kind, diags, rd, Path(path).stem)
+    orts = read_orts(doc, rd, kind, _read_curve)
+    return replace(_finish(raw, path, kind, diags, rd, Path(path).stem), orts=orts)
+
+
+def _read_curve(rd: Reader, blk: Block) -> TractiveForceCurve | None:
+    """A 2-D force-curve block read as ``ORTSMaxTractiveForceCurves`` is (for the dynamic
+    brake's curves in formats/stock_orts.py)."""
+    holder = _Raw()
+    _h_curves(holder, blk, rd)
+    return holder.curve
 
 
 # -- generic stand-ins ----------------------------------------------------------------------

@@ -8,6 +8,7 @@ A scenario is a TOML file (or the same structure built in Python)::
     stand_in = true            # missing .eng/.wag: generic stock of the same kind
     rotating_mass = true       # rotating-mass factors 1.15 engines, 1.05 other cars
     adhesion = "dry"           # traction limited by adhesion: "dry", "wet" or "off"
+    physics = "engineering"    # or "openrails": Open Rails' laws (docs/physics.md §7)
 
     [[train]]
     name = "IC3"
@@ -167,6 +168,8 @@ class Scenario:
     collision_check_interval: float = 0.5  # s between occupancy/side-collision checks
     rotating_mass: bool = True  # default rotating-mass factors (running-time.md §5)
     adhesion: str = "dry"  # "dry" | "wet" | "off"
+    #: "engineering" (docs/running-time.md) or "openrails" (docs/physics.md §7)
+    physics: str = "engineering"
 
     def __post_init__(self) -> None:
         # Also when built in Python or changed with dataclasses.replace (replay --step).
@@ -174,6 +177,9 @@ class Scenario:
         if bad is not None:
             raise ScenarioError(bad[1], Location(self.source, 1, 1))
 
+
+#: The physics profiles a scenario may choose (docs/physics.md §7).
+PHYSICS_PROFILES = ("engineering", "openrails")
 
 _TOP = {
     "route",
@@ -185,6 +191,7 @@ _TOP = {
     "collision_check_interval",
     "rotating_mass",
     "adhesion",
+    "physics",
 }
 #: The keys of a ``[[train]]`` table.
 TRAIN_KEYS = {
@@ -359,12 +366,20 @@ def with_settings(
     stand_in: bool | None = None,
     step: float | None = None,
     duration: float | None = None,
+    physics: str | None = None,
 ) -> Scenario:
     """``scenario`` with the settings that are not None replaced (the replay command's
-    ``--stand-in``, ``--step`` and ``--duration``)."""
+    ``--stand-in``, ``--step``, ``--duration`` and ``--physics``; choosing ``openrails``
+    also drops the rotating-mass factors, which Open Rails does not have)."""
     changes: dict[str, Any] = {
         k: v for k, v in (("stand_in", stand_in), ("step", step), ("duration", duration)) if v is not None
     }
+    if physics is not None:
+        if physics not in PHYSICS_PROFILES:
+            raise ValueError(f"physics must be one of {PHYSICS_PROFILES}, not {physics!r}")
+        changes["physics"] = physics
+        if physics == "openrails":
+            changes["rotating_mass"] = False
     return dataclasses.replace(scenario, **changes) if changes else scenario
 
 
@@ -431,7 +446,11 @@ def scenario_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | N
         lo=step,
         hi=60.0,
     )
-    rotating = data.get("rotating_mass", True)
+    physics = data.get("physics", "engineering")
+    if physics not in PHYSICS_PROFILES:
+        raise ctx.error(f'physics must be "engineering" or "openrails", got {physics!r}', "physics")
+    # Open Rails' diesel and electric models have no rotating-mass factor
+    rotating = data.get("rotating_mass", physics != "openrails")
     if not isinstance(rotating, bool):
         raise ctx.error("rotating_mass: expected true or false", "rotating_mass")
     adhesion = data.get("adhesion", "dry")
@@ -448,6 +467,7 @@ def scenario_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | N
         cci,
         rotating,
         adhesion,
+        physics,
     )
 
 

@@ -50,6 +50,8 @@ FAMILIES: dict[str, dict[str, float]] = {
     "angle": {"rad": 1.0, "deg": 0.0174533},
     "force_rate": {"n/s": 1.0, "kn/s": 1000.0, "lbf/s": _LBF},
     "power_rate": {"w/s": 1.0, "kw/s": 1000.0, "hp/s": 745.699872},
+    # Brake rates (Open Rails' PressureRateDefaultPSIpS): psi/s, like pressures.
+    "pressure_rate": {"psi/s": 1.0, "bar/s": 14.5037738, "inhg/s": 0.4911542, "kpa/s": 0.145037738},
 }
 
 #: The unit a bare number has, per family (as a factor to SI).

@@ -187,7 +187,16 @@ class ForceStage:
         self.sums = np.zeros((3, n))
         self._batch_dt: float | None = None
         self._steps = (np.zeros(0), np.zeros(0))  # the batch's release and build-up steps at _batch_dt
-        self.ck = self.step_kernel_args(n)
+        #: the Open Rails profile's traction and brakes (docs/physics.md §7.9); None: the
+        #: engineers' laws of this module. The profile runs on numpy/Python only.
+        self.orts = None
+        if scenario.physics == "openrails":
+            from ..orts.replay_forces import OrtsTrainForces
+
+            self.orts = OrtsTrainForces(
+                [t.stocks for t in self.trains], layout.train_start, self.per_train.inertia
+            )
+        self.ck = None if self.orts is not None else self.step_kernel_args(n)
 
     def step_kernel_args(self, n: int) -> StepKernel | None:
         """The compiled arithmetic of a step around the engine (tdbtools.physics.
@@ -266,6 +275,8 @@ class ForceStage:
         the drivers' controls ``ctl`` (a list of :class:`Controls`, or
         :class:`ControlArrays` when ``batch``; ``speeds``: the trains' speeds as floats
         for the per-train loop)."""
+        if self.orts is not None:
+            return self.orts_forces(ctl, x, v, dt, batch)
         ck = self.ck
         if not batch and ck is not None and ck.trains is not None:
             return self.few_train_forces(ctl, x, v, dt)
@@ -278,6 +289,27 @@ class ForceStage:
             assert speeds is not None
             trac, brk, self.scale, _ = self.traction_and_brakes(ctl, x, v, speeds, grav, dav, crv, dt, resist)
         grav, resist = self.last_forces  # (resist: dav + crv)
+        return trac, brk, trac + grav, resist + brk
+
+    def orts_forces(
+        self, ctl: Any, x: np.ndarray, v: np.ndarray, dt: float, batch: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`evaluate` by the Open Rails profile (``OrtsTrainForces``)."""
+        assert self.orts is not None
+        if batch:  # the per-train controls back from their arrays
+            ctl = [
+                Controls(
+                    float(ctl.throttle[k]), float(ctl.brake[k]), float(ctl.deceleration[k]),
+                    None if np.isnan(ctl.target[k]) else float(ctl.target[k]), bool(ctl.emergency[k]),
+                )
+                for k in range(len(ctl.throttle))
+            ]  # fmt: skip
+        grav, dav, crv, resist = self.car_forces(x, v)
+        if resist is None:
+            resist = dav + crv
+        self.last_forces = (grav, resist)
+        trac, brk, self.scale, applied = self.orts.forces(ctl, v, grav, resist, dt)
+        self.brake_applied[:] = applied
         return trac, brk, trac + grav, resist + brk
 
     def account(

@@ -79,6 +79,7 @@ class Train:
     category: str = "passenger"
     waits: list = field(default_factory=list)  # (line distance, seconds): waiting points
     allowance: dict | None = None  # what the running-time allowance did
+    stocks: tuple[Stock, ...] = ()  # the cars' stock, front to back (the Open Rails profile reads it)
 
     @property
     def driver(self) -> Callable[[DriveState], Controls]:
@@ -482,6 +483,7 @@ def build(
             warnings=list(st.warnings),
             category=category,
             waits=waits_by_name.get(spec.name, []),
+            stocks=st.stocks,
         )
         # the automatic driver told what the replay knows first, then the policy's
         # driver around it (an activity's service driver changes its top speed)

@@ -1,0 +1,362 @@
+"""The Open Rails parts of a ``.eng`` / ``.wag`` the Open Rails physics profile needs
+(docs/physics.md §7): diesel prime movers (``ORTSDieselEngines``), brake shoes and the
+air or vacuum brake system, dynamic braking, steam cylinders and boiler, the continuous
+force and rail-power limits.
+
+Read once per file into one immutable :class:`OrtsStock` (``Stock.orts``). Like the rest
+of the stock reader, the last occurrence of a field wins, and every physical value goes
+through the unit families of :mod:`tdbtools.stf.units` (pressures stay in psi, as Open
+Rails keeps them; pressure rates in psi/s). Values that do not parse are findings
+(strict: errors) and leave the field at its Open Rails default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..stf.tree import Block, Document
+from ._read import Reader, to_float, to_int32
+from ._records import fast_pickle
+
+__all__ = [
+    "AirBrakeSpec",
+    "DieselEngineSpec",
+    "LocoBrakeSpec",
+    "OrtsStock",
+    "SteamSpec",
+    "Table",
+    "read_orts",
+]
+
+#: A table longer than this many (x, y) pairs is refused (hostile input).
+MAX_TABLE_POINTS = 200
+#: At most this many prime movers in one ORTSDieselEngines block.
+MAX_DIESEL_ENGINES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A 1-D table (Open Rails' Interpolator): linear between points, the end segments
+    extended past the ends. ``xs`` strictly increase."""
+
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+
+    def __call__(self, x: float) -> float:
+        xs, ys = self.xs, self.ys
+        if len(xs) == 1:
+            return ys[0]
+        n = len(xs)
+        i = 0
+        if x >= xs[1]:
+            i = n - 2
+            while i > 0 and xs[i] > x:
+                i -= 1
+        d = xs[i + 1] - xs[i]
+        return ((xs[i + 1] - x) * ys[i] + (x - xs[i]) * ys[i + 1]) / d
+
+    def inverse(self) -> Table:
+        """The table read the other way round (y → x); ys must strictly increase."""
+        return Table(self.ys, self.xs)
+
+
+@dataclass(frozen=True, slots=True)
+class DieselEngineSpec:
+    """One ``Diesel ( … )`` of ``ORTSDieselEngines`` (Open Rails' DieselEngine.Parse).
+
+    RPMs are revolutions per minute; ``change_up``/``change_down`` are the RPM rate
+    limits (RPM/s), ``rate_up``/``rate_down`` the limits of the rate's change (RPM/s²).
+    ``throttle_rpm`` maps throttle % (0–100) to demanded RPM; its RPMs are made strictly
+    increasing (each at least 1 RPM above the one before) as Open Rails does, so that the
+    inverse (the *apparent throttle*) exists. ``power`` maps RPM to power (W).
+    """
+
+    idle_rpm: float = 0.0
+    max_rpm: float = 0.0
+    governor_rpm: float = 0.0
+    change_up: float = 0.0
+    change_down: float = 0.0
+    rate_up: float = 0.0
+    rate_down: float = 0.0
+    max_power_w: float = 0.0
+    throttle_rpm: Table | None = None
+    power: Table | None = None
+    torque: Table | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AirBrakeSpec:
+    """A car's brake equipment (``BrakeSystemType`` and the MSTS/ORTS brake tokens of the
+    ``Wagon`` block). Pressures psi, rates psi/s; defaults are AirSinglePipe's."""
+
+    system: str = "air_single_pipe"
+    max_cylinder_psi: float = 64.0  # BrakeCylinderPressureForMaxBrakeBrakeForce
+    max_release_rate: float = 1.86  # MaxReleaseRate
+    max_application_rate: float = 0.9  # MaxApplicationRate
+    max_aux_charging_rate: float = 1.684  # MaxAuxilaryChargingRate
+    aux_cyl_volume_ratio: float = 2.5  # TripleValveRatio
+    cylinder_spring_psi: float = 0.0  # ORTSBrakeCylinderSpringPressure
+
+    @property
+    def vacuum(self) -> bool:
+        return self.system.startswith("vacuum")
+
+
+@dataclass(frozen=True, slots=True)
+class LocoBrakeSpec:
+    """The locomotive's train-brake controller and brake pipe (``Engine`` block).
+    Pressures psi (vacuum systems: inHg of vacuum), rates psi/s, times s."""
+
+    max_system_psi: float = 90.0  # TrainBrakesControllerMaxSystemPressure
+    full_service_drop_psi: float = 26.0  # TrainBrakesControllerFullServicePressureDrop
+    pipe_charging_rate: float = 21.0  # BrakePipeChargingRate
+    pipe_time_factor_s: float = 0.0015  # BrakePipeTimeFactor
+    service_time_factor_s: float = 1.009  # BrakeServiceTimeFactor
+    emergency_time_factor_s: float = 0.1  # BrakeEmergencyTimeFactor
+
+
+@dataclass(frozen=True, slots=True)
+class SteamSpec:
+    """Cylinders and boiler (``Engine`` block): diameter and stroke in m, boiler pressure
+    psi, the number of cylinders (Open Rails' default 2)."""
+
+    num_cylinders: int = 2
+    cylinder_diameter_m: float = 0.0
+    cylinder_stroke_m: float = 0.0
+    boiler_psi: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class OrtsStock:
+    """The Open Rails values of one stock file (None / 0: not given)."""
+
+    diesel_engines: tuple[DieselEngineSpec, ...] = ()
+    max_brake_shoe_force_n: float = 0.0
+    brake_shoe_type: str = ""
+    num_brake_shoes: int = 0
+    brakes: AirBrakeSpec = field(default_factory=AirBrakeSpec)
+    loco_brakes: LocoBrakeSpec | None = None
+    drive_wheel_weight_kg: float | None = None
+    max_rail_power_w: float = 0.0
+    unloading_speed_ms: float = 0.0
+    continuous_force_time_factor_s: float = 1800.0
+    max_dynamic_brake_force_n: float = 0.0
+    dynamic_brake_min_speed_ms: float = 0.0
+    dynamic_brake_curve: object | None = None  # a stock.TractiveForceCurve
+    steam: SteamSpec | None = None
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def _table(rd: Reader, blk: Block, ys_family: str | None = None) -> Table | None:
+    """``Name ( x y x y … )`` as a :class:`Table`, or None (reported) when unusable."""
+    items = blk.items
+    if len(items) > 2 * MAX_TABLE_POINTS:
+        rd.problem(blk, f"{blk.name}: more than {MAX_TABLE_POINTS} pairs")
+        return None
+    vals: list[float] = []
+    for j, it in enumerate(items):
+        if it.__class__ is Block:
+            rd.problem(blk, f"{blk.name}: expected numbers, found block {it.name!r}", j)
+            return None
+        if j % 2 and ys_family is not None:
+            v = rd.quantity_of(blk, str(it), j, (ys_family,), None)
+        else:
+            v = rd.value(blk, j, to_float, None, "a table value")
+        if v is None:
+            return None
+        vals.append(float(v))
+    if len(vals) % 2:
+        rd.problem(blk, f"{blk.name}: odd number of values (the last one is ignored)", len(vals) - 1)
+        vals.pop()
+    xs, ys = vals[0::2], vals[1::2]
+    if len(xs) < 2:
+        rd.problem(blk, f"{blk.name}: at least two pairs are needed")
+        return None
+    if any(b <= a for a, b in zip(xs, xs[1:])):
+        rd.problem(blk, f"{blk.name}: the first values of the pairs must increase")
+        return None
+    return Table(tuple(xs), tuple(ys))
+
+
+def _num(rd: Reader, blk: Block, family: str | None, default: float) -> float:
+    if family is None:
+        return float(rd.value(blk, 0, to_float, default, blk.name))
+    return float(rd.quantity(blk, 0, family, default=default))
+
+
+_DIESEL_FIELDS: dict[str, tuple[str, str | None]] = {
+    "idlerpm": ("idle_rpm", None),
+    "maxrpm": ("max_rpm", None),
+    "govenorrpm": ("governor_rpm", None),  # sic: Open Rails' spelling
+    "changeuprpmps": ("change_up", None),
+    "changedownrpmps": ("change_down", None),
+    "rateofchangeuprpmpss": ("rate_up", None),
+    "rateofchangedownrpmpss": ("rate_down", None),
+    "maximalpower": ("max_power_w", "power"),
+}
+
+
+def _diesel(rd: Reader, blk: Block) -> DieselEngineSpec:
+    values: dict[str, object] = {}
+    for it in blk.items:
+        if it.__class__ is not Block:
+            continue
+        known = _DIESEL_FIELDS.get(it.key)
+        if known is not None:
+            values[known[0]] = _num(rd, it, known[1], 0.0)
+        elif it.key == "throttlerpmtab":
+            t = _table(rd, it)
+            if t is not None:
+                ys = list(t.ys)
+                for i in range(1, len(ys)):  # Open Rails: keep the RPMs strictly increasing
+                    if ys[i] <= ys[i - 1]:
+                        ys[i] = ys[i - 1] + 1.0
+                values["throttle_rpm"] = Table(t.xs, tuple(ys))
+        elif it.key == "dieselpowertab":
+            values["power"] = _table(rd, it, "power")
+        elif it.key == "dieseltorquetab":
+            values["torque"] = _table(rd, it, "force")
+    spec = DieselEngineSpec(**values)  # type: ignore[arg-type]
+    if spec.max_rpm <= spec.idle_rpm:
+        rd.problem(blk, f"Diesel: MaxRPM ({spec.max_rpm:g}) must exceed IdleRPM ({spec.idle_rpm:g})")
+    if spec.change_up <= 0 or spec.change_down <= 0:
+        rd.problem(blk, "Diesel: ChangeUpRPMpS and ChangeDownRPMpS must be positive")
+    if spec.rate_up <= 0 or spec.rate_down <= 0:
+        rd.problem(
+            blk,
+            "Diesel: RateOfChangeUpRPMpSS and RateOfChangeDownRPMpSS must be positive (else the RPM never moves)",
+        )
+    return spec
+
+
+def _diesel_engines(rd: Reader, blk: Block) -> tuple[DieselEngineSpec, ...]:
+    engines = [_diesel(rd, it) for it in blk.items if it.__class__ is Block and it.key == "diesel"]
+    if len(engines) > MAX_DIESEL_ENGINES:
+        rd.problem(blk, f"{blk.name}: more than {MAX_DIESEL_ENGINES} engines; the rest are ignored")
+        engines = engines[:MAX_DIESEL_ENGINES]
+    count = next((it for it in blk.items if it.__class__ is not Block), None)
+    if count is not None:
+        n = rd.value(blk, 0, to_int32, len(engines), "the number of engines")
+        if n != len(engines):
+            rd.problem(blk, f"{blk.name}: the count says {n} engines, found {len(engines)}", 0)
+    if not engines:
+        rd.problem(blk, f"{blk.name}: no Diesel block")
+    return tuple(engines)
+
+
+_WAGON_BRAKE: dict[str, tuple[str, str]] = {
+    "brakecylinderpressureformaxbrakebrakeforce": ("max_cylinder_psi", "pressure"),
+    "maxreleaserate": ("max_release_rate", "pressure_rate"),
+    "maxapplicationrate": ("max_application_rate", "pressure_rate"),
+    "maxauxilarychargingrate": ("max_aux_charging_rate", "pressure_rate"),
+    "triplevalveratio": ("aux_cyl_volume_ratio", ""),
+    "ortsbrakecylinderspringpressure": ("cylinder_spring_psi", "pressure"),
+}
+_LOCO_BRAKE: dict[str, tuple[str, str]] = {
+    "trainbrakescontrollermaxsystempressure": ("max_system_psi", "pressure"),
+    "trainbrakescontrollerfullservicepressuredrop": ("full_service_drop_psi", "pressure"),
+    "brakepipechargingrate": ("pipe_charging_rate", "pressure_rate"),
+    "brakepipetimefactor": ("pipe_time_factor_s", "time"),
+    "brakeservicetimefactor": ("service_time_factor_s", "time"),
+    "brakeemergencytimefactor": ("emergency_time_factor_s", "time"),
+}
+_STEAM: dict[str, tuple[str, str | None]] = {
+    "cylinderdiameter": ("cylinder_diameter_m", "distance"),
+    "cylinderstroke": ("cylinder_stroke_m", "distance"),
+    "maxboilerpressure": ("boiler_psi", "pressure"),
+}
+
+
+def _positive(rd: Reader, blk: Block, v: float) -> float | None:
+    if not v > 0:
+        rd.problem(blk, f"{blk.name}: must be positive, found {v:g}")
+        return None
+    return v
+
+
+def read_orts(
+    doc: Document, rd: Reader, kind: str, read_curve: Callable[[Reader, Block], object] | None = None
+) -> OrtsStock:
+    """The :class:`OrtsStock` of a parsed stock file (``kind`` "engine" or "wagon"; a
+    ``.wag`` ignores ``Engine`` blocks, as Open Rails' MSTSWagon does). ``read_curve``
+    reads a 2-D force-curve block (the stock reader passes its
+    ``ORTSMaxTractiveForceCurves`` reader; without it such blocks are skipped)."""
+    v: dict[str, object] = {}
+    brakes: dict[str, object] = {}
+    loco: dict[str, object] = {}
+    steam: dict[str, object] = {}
+    handlers: dict[str, Callable[[Block], None]] = {}
+
+    def wagon(it: Block) -> None:
+        k = it.key
+        if k == "ortsmaxbrakeshoeforce":
+            v["max_brake_shoe_force_n"] = _num(rd, it, "force", 0.0)
+        elif k == "ortsbrakeshoetype":
+            v["brake_shoe_type"] = rd.string(it, 0, "")
+        elif k == "ortsnumbercarbrakeshoes":
+            v["num_brake_shoes"] = int(rd.value(it, 0, to_int32, 0, it.name))
+        elif k == "brakesystemtype":
+            brakes["system"] = rd.string(it, 0, "air_single_pipe").lower()
+        elif k in _WAGON_BRAKE:
+            name, fam = _WAGON_BRAKE[k]
+            x = _positive(rd, it, _num(rd, it, fam or None, 0.0))
+            if x is not None:
+                brakes[name] = x
+        elif k == "brakeequipmenttype":
+            pass  # informational in Open Rails' simple systems
+
+    def engine(it: Block) -> None:
+        k = it.key
+        if k == "ortsdieselengines":
+            v["diesel_engines"] = _diesel_engines(rd, it)
+        elif k == "ortsdrivewheelweight":
+            v["drive_wheel_weight_kg"] = _num(rd, it, "mass", 0.0)
+        elif k == "ortsmaxrailoutputpower":
+            v["max_rail_power_w"] = _num(rd, it, "power", 0.0)
+        elif k == "ortsunloadingspeed":
+            v["unloading_speed_ms"] = _num(rd, it, "speed", 0.0)
+        elif k == "ortscontinuousforcetimefactor":
+            x = _positive(rd, it, _num(rd, it, "time", 1800.0))
+            if x is not None:
+                v["continuous_force_time_factor_s"] = x
+        elif k == "dynamicbrakesmaximumforce" or k == "ortsmaxdynamicbrakeforce":
+            v["max_dynamic_brake_force_n"] = _num(rd, it, "force", 0.0)
+        elif k == "dynamicbrakesminusablespeed":
+            v["dynamic_brake_min_speed_ms"] = _num(rd, it, "speed", 0.0)
+        elif k == "ortsdynamicbrakeforcecurves" and read_curve is not None:
+            v["dynamic_brake_curve"] = read_curve(rd, it)
+        elif k in _LOCO_BRAKE:
+            name, fam = _LOCO_BRAKE[k]
+            x = _positive(rd, it, _num(rd, it, fam, 0.0))
+            if x is not None:
+                loco[name] = x
+        elif k in _STEAM:
+            sname, sfam = _STEAM[k]
+            steam[sname] = _num(rd, it, sfam, 0.0)
+        elif k == "numcylinders":
+            steam["num_cylinders"] = int(rd.value(it, 0, to_int32, 2, it.name))
+
+    handlers["wagon"] = wagon
+    if kind == "engine":
+        handlers["engine"] = engine
+    for top in doc.items:
+        if top.__class__ is not Block:
+            continue
+        h = handlers.get(top.key)
+        if h is None:
+            continue
+        for it in top.items:
+            if it.__class__ is Block:
+                h(it)
+    if kind == "engine" and (loco or brakes):
+        v["loco_brakes"] = LocoBrakeSpec(**loco)  # type: ignore[arg-type]
+    v["brakes"] = AirBrakeSpec(**brakes)  # type: ignore[arg-type]
+    if kind == "engine" and steam.get("cylinder_diameter_m"):
+        v["steam"] = SteamSpec(**steam)  # type: ignore[arg-type]
+    return OrtsStock(**v)  # type: ignore[arg-type]
+
+
+fast_pickle(Table, DieselEngineSpec, AirBrakeSpec, LocoBrakeSpec, SteamSpec, OrtsStock)

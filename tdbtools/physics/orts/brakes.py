@@ -1,0 +1,76 @@
+"""Brake shoes (docs/physics.md §7.3; facts from Open Rails' ``MSTSWagon`` /
+``TrainCar`` brake-shoe code and ``AirSinglePipe.Update``).
+
+Two ways a file gives its brake force:
+
+* ``MaxBrakeForce`` is the force **at the wheel** at full cylinder pressure and
+  standstill. The friction curve only *scales* it: factor ``μ(v)/μ(0)`` clamped to
+  [0.01, 1] (``ORTSBrakeShoeFriction`` if given, else the default curve normalised by
+  0.2, so the force starts falling above about 41 km/h).
+* ``ORTSMaxBrakeShoeForce`` with a known ``ORTSBrakeShoeType`` is the force **on the
+  shoes**; the wheel gets it times the friction coefficient ``μ(v)`` itself (from
+  ``ORTSBrakeShoeFriction`` if given, else the default curve). Without a known shoe type
+  Open Rails ignores it and uses MaxBrakeForce.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...formats.stock import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN, Stock
+
+__all__ = [
+    "DEFAULT_SHOE_NORMALISER",
+    "brake_force_capacity",
+    "cylinder_fraction",
+    "default_shoe_mu",
+    "shoe_factor",
+]
+
+#: The default curve is divided by this (its value at ≈ 41 km/h) to make a factor.
+DEFAULT_SHOE_NORMALISER = 0.2
+KNOWN_SHOE_TYPES = {"cast_iron_p10", "cast_iron_p6", "high_friction_composite", "disc_pads", "user_defined"}
+
+
+def default_shoe_mu(speed_ms):
+    """Open Rails' default shoe friction (a Curtius–Kniffler shoe curve):
+    ``μ = 7.6/(v + 17.5) + 0.07`` with v in km/h."""
+    v = np.abs(np.asarray(speed_ms, dtype=np.float64)) * 3.6
+    return 7.6 / (v + 17.5) + 0.07
+
+
+def uses_shoe_force(stock: Stock) -> bool:
+    """Whether the wheel force is shoe force × μ (``ORTSMaxBrakeShoeForce`` with a known
+    ``ORTSBrakeShoeType``) rather than MaxBrakeForce × factor."""
+    o = stock.orts
+    return o is not None and o.max_brake_shoe_force_n > 0 and o.brake_shoe_type.lower() in KNOWN_SHOE_TYPES
+
+
+def shoe_factor(stock: Stock, speed_ms):
+    """What multiplies the full-pressure brake force at ``speed_ms``: μ(v) on the shoe-
+    force path, else the clamped μ(v)/μ(0) (default curve / 0.2 without a table)."""
+    table = stock.brake_shoe_friction
+    if uses_shoe_force(stock):
+        if table is not None:
+            mu = np.array([table(float(v)) for v in np.atleast_1d(speed_ms)])
+            return np.maximum(mu if np.ndim(speed_ms) else mu[0], 0.0)
+        return default_shoe_mu(speed_ms)
+    if table is not None:
+        return table.factors(speed_ms)
+    return np.clip(
+        default_shoe_mu(speed_ms) / DEFAULT_SHOE_NORMALISER, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX
+    )
+
+
+def brake_force_capacity(stock: Stock) -> float:
+    """The force the friction factor multiplies (N): ORTSMaxBrakeShoeForce on the shoe-
+    force path, else MaxBrakeForce."""
+    if uses_shoe_force(stock):
+        return stock.orts.max_brake_shoe_force_n  # type: ignore[union-attr]
+    return stock.max_brake_force_n
+
+
+def cylinder_fraction(cyl_psi, max_cyl_psi, spring_psi=0.0):
+    """Share of the full brake force a cylinder pressure gives:
+    ``clamp((p − spring)/(p_max − spring), 0, 1)``."""
+    return np.clip((np.asarray(cyl_psi) - spring_psi) / (max_cyl_psi - spring_psi), 0.0, 1.0)

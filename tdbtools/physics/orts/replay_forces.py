@@ -1,0 +1,108 @@
+"""The Open Rails profile inside a route replay (``physics = "openrails"``;
+docs/physics.md §7.9): per train, each step, the traction of its powered cars and the
+brake force of every car from the driver's controls, by the laws of this package.
+
+The driver's controls map onto Open Rails' controls: ``throttle`` is the throttle (a
+diesel's engines then run up to it); ``brake`` (a fraction) is a service application
+of that fraction of the full-service pipe reduction on the train-brake handle, an
+emergency the emergency position; the automatic driver's deceleration demand becomes
+the reduction whose full cylinder force would give it at the present speed, and its
+speed target the throttle whose force (at the engines' present apparent throttle)
+reaches it within the step. The brakes then act through the brake pipe, valves and
+cylinders, so they lag behind the handle as Open Rails' do. numpy/Python only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...formats.stock import Stock
+from .airbrake import Handle
+from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
+from .run import _brake_train, _Unit
+
+__all__ = ["OrtsTrainForces"]
+
+
+class _TrainBrakes:
+    def __init__(self, stocks: Sequence[Stock]) -> None:
+        self.stocks = list(stocks)
+        self.air, self.max_cyl, self.spring = _brake_train(stocks)
+        self.capacity = np.array([brake_force_capacity(s) for s in stocks])
+
+    def full(self, v: float) -> float:
+        """The train's brake force with full cylinders at speed ``v``."""
+        return float(np.sum(self.capacity * np.array([float(shoe_factor(s, v)) for s in self.stocks])))
+
+    def step(self, handle: Handle, dt: float, v_cars: np.ndarray) -> tuple[np.ndarray, float]:
+        """Per car brake force after ``dt`` s at ``handle``; and the mean cylinder fraction."""
+        self.air.step(handle, dt)
+        factor = np.array([float(shoe_factor(s, float(abs(v)))) for s, v in zip(self.stocks, v_cars)])
+        frac = cylinder_fraction(self.air.cyl, self.max_cyl, self.spring)
+        return self.capacity * frac * factor, float(np.mean(frac))
+
+
+class OrtsTrainForces:
+    """Traction and brakes of every train of a replay by the Open Rails profile."""
+
+    def __init__(self, stocks_per_train: Sequence[Sequence[Stock]], train_start: np.ndarray, inertia) -> None:  # noqa: ANN001
+        self.start = [int(s) for s in train_start]
+        self.units: list[list[tuple[int, _Unit]]] = []
+        self.brakes: list[_TrainBrakes] = []
+        for k, stocks in enumerate(stocks_per_train):
+            base = self.start[k]
+            self.units.append(
+                [
+                    (base + i, _Unit(s))
+                    for i, s in enumerate(stocks)
+                    if s.kind == "engine" and s.engine_type in ("Diesel", "Electric", "Steam")
+                ]
+            )
+            self.brakes.append(_TrainBrakes(stocks))
+        self.inertia = [float(m) for m in inertia]
+        self.full_drop = [b.air.full_service_drop for b in self.brakes]
+
+    def forces(
+        self, ctl: Sequence, v: np.ndarray, grav: np.ndarray, resist: np.ndarray, dt: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per car traction (signed along the train) and brake force (≥ 0); per train the
+        throttle used and the mean cylinder fraction (the traces' throttle and brake)."""
+        n = len(v)
+        trac = np.zeros(n)
+        brk = np.zeros(n)
+        scale = np.zeros(len(ctl))
+        applied = np.zeros(len(ctl))
+        ends = [*self.start[1:], n]
+        for k, c in enumerate(ctl):
+            a, b = self.start[k], ends[k]
+            vk = float(v[a])
+            speed = abs(vk)
+            fwd = -1.0 if vk < 0.0 else 1.0
+            other = float(np.sum(grav[a:b])) - fwd * float(np.sum(resist[a:b]))
+            M = self.inertia[k]
+            units = self.units[k]
+            tb = self.brakes[k]
+            throttle = float(c.throttle)
+            hold = 0.0
+            if c.speed_target is not None:
+                need = M * (c.speed_target - speed) / dt - fwd * other
+                cap = sum(u.capacity(speed) for _, u in units)
+                throttle = min(max(need / cap, 0.0), 1.0) if cap > 0 else (1.0 if need > 0 else 0.0)
+                hold = max(-need, 0.0)
+            if c.emergency:
+                handle = Handle("emergency")
+            else:
+                frac = float(c.brake)
+                full = tb.full(speed)
+                if c.deceleration > 0 and full > 0:
+                    frac = max(frac, min(max((M * c.deceleration + fwd * other) / full, 0.0), 1.0))
+                if hold > 0 and full > 0:
+                    frac = max(frac, min(hold / full, 1.0))
+                handle = Handle("service", frac * self.full_drop[k]) if frac > 0 else Handle("release")
+            for i, u in units:
+                trac[i] = fwd * u.force(throttle, speed, dt)
+            brk[a:b], applied[k] = tb.step(handle, dt, v[a:b])
+            scale[k] = throttle
+        return trac, brk, scale, applied

@@ -1,0 +1,237 @@
+"""A train run with the Open Rails profile's laws on a straight line of constant grade
+(docs/physics.md §7.6): the driver's commands (throttle, brake handle, dynamic brake) at
+given times, every car's traction, brakes and resistance, one mass.
+
+This is the profile's reference integrator and what its tests drive; the route replay
+(:mod:`tdbtools.physics.replay`) does not use it yet. numpy only (no compiled kernel).
+No rotating-mass factor: Open Rails' diesel and electric models have none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...formats.stock import Stock
+from ...formats.stock_orts import AirBrakeSpec, LocoBrakeSpec
+from . import diesel, steam, traction
+from .adhesion import G, adhesion_limit
+from .airbrake import AirBrakeTrain, Handle
+from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
+
+__all__ = ["Command", "RunTrace", "run_train"]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """From ``time`` on: the throttle (0–1), the brake handle and the dynamic-brake
+    setting (0–1); None keeps the previous value."""
+
+    time: float
+    throttle: float | None = None
+    handle: Handle | None = None
+    dynamic: float | None = None
+
+
+@dataclass(frozen=True)
+class RunTrace:
+    """Samples of a run, one row per step (SI units; pressures psi)."""
+
+    time: np.ndarray
+    distance: np.ndarray
+    speed: np.ndarray
+    traction: np.ndarray
+    brake: np.ndarray
+    rpm: np.ndarray
+    bp_last: np.ndarray
+    cyl_first: np.ndarray
+    cyl_last: np.ndarray
+    notes: tuple[str, ...] = field(default=())
+
+    def to_csv(self) -> str:
+        """The trace as CSV (``time,distance,speed,traction,brake,rpm``; SI units), the
+        columns ``tdbtools compare`` reads."""
+        rows = ["time,distance,speed,traction,brake,rpm"]
+        for r in zip(self.time, self.distance, self.speed, self.traction, self.brake, self.rpm):
+            rows.append(",".join(f"{float(x):.6g}" for x in r))
+        return "\n".join(rows) + "\n"
+
+    def first_time(self, mask: np.ndarray) -> float:
+        """The first sample time where ``mask`` holds (NaN if never)."""
+        idx = np.flatnonzero(mask)
+        return float(self.time[idx[0]]) if idx.size else float("nan")
+
+
+class _Unit:
+    """One powered car's traction state."""
+
+    def __init__(self, stock: Stock) -> None:
+        self.stock = stock
+        o = stock.orts
+        self.engines = o.diesel_engines if (o is not None and stock.engine_type == "Diesel") else ()
+        self.rpm = [e.idle_rpm for e in self.engines]
+        self.average = 0.0
+        cf = stock.max_continuous_force_n
+        self.derate = (
+            traction.ContinuousForce(
+                stock.max_force_n or 0.0, cf, o.continuous_force_time_factor_s if o else 1800.0
+            )
+            if cf
+            else None
+        )
+        self.drive_mass = (o.drive_wheel_weight_kg if o is not None else None) or stock.mass_kg
+        power = stock.max_power_w or 0.0
+        if o is not None and o.max_rail_power_w > 0:
+            power = o.max_rail_power_w
+        elif not power and self.engines:
+            power = sum(e.max_power_w for e in self.engines)
+        self.rail_power = power
+
+    def force(self, throttle: float, v: float, dt: float) -> float:
+        s = self.stock
+        apparent = throttle
+        if self.engines:
+            app = []
+            for k, e in enumerate(self.engines):
+                self.rpm[k] = diesel.step_rpm(e, self.rpm[k], diesel.demanded_rpm(e, throttle), dt)
+                app.append(diesel.apparent_throttle(e, self.rpm[k]))
+            apparent = min(throttle, float(np.mean(app)))
+        if s.engine_type == "Steam" and s.orts is not None and s.orts.steam is not None:
+            f = steam.steam_force(s.orts.steam, s.driver_wheel_radius_m or 0.9, throttle, v, self.rail_power)
+        elif s.tractive_force_curve is not None:
+            f = traction.curve_force(s.tractive_force_curve, apparent, v)
+        elif s.engine_type == "Diesel":
+            vmax = s.max_velocity_ms or 0.0
+            unload = s.orts.unloading_speed_ms if s.orts else 0.0
+            f = traction.basic_diesel_force(
+                throttle, apparent, v, s.max_force_n or 0.0, self.rail_power, unload, vmax
+            )
+        else:
+            f = traction.basic_electric_force(throttle, v, s.max_force_n or 0.0, self.rail_power)
+        if self.derate is not None:
+            f, self.average = self.derate.step(f, self.average, dt)
+        return min(f, float(adhesion_limit(self.drive_mass, v)))
+
+    def capacity(self, v: float) -> float:
+        """The force at full throttle with the engines as they run now (no state change)."""
+        s = self.stock
+        apparent = 1.0
+        if self.engines:
+            apparent = float(
+                np.mean([diesel.apparent_throttle(e, r) for e, r in zip(self.engines, self.rpm)])
+            )
+        if s.engine_type == "Steam" and s.orts is not None and s.orts.steam is not None:
+            f = steam.steam_force(s.orts.steam, s.driver_wheel_radius_m or 0.9, 1.0, v, self.rail_power)
+        elif s.tractive_force_curve is not None:
+            f = traction.curve_force(s.tractive_force_curve, apparent, v)
+        elif s.engine_type == "Diesel":
+            f = traction.basic_diesel_force(1.0, apparent, v, s.max_force_n or 0.0, self.rail_power)
+        else:
+            f = traction.basic_electric_force(1.0, v, s.max_force_n or 0.0, self.rail_power)
+        return min(f, float(adhesion_limit(self.drive_mass, v)))
+
+    def dynamic(self, setting: float, v: float) -> float:
+        o = self.stock.orts
+        if o is None or (o.max_dynamic_brake_force_n <= 0 and o.dynamic_brake_curve is None):
+            return 0.0
+        return traction.dynamic_brake_force(
+            setting, v, o.max_dynamic_brake_force_n, o.dynamic_brake_curve, o.dynamic_brake_min_speed_ms
+        )
+
+
+def _brake_train(stocks: Sequence[Stock]) -> tuple[AirBrakeTrain, np.ndarray, np.ndarray]:
+    specs = [(s.orts.brakes if s.orts is not None else AirBrakeSpec()) for s in stocks]
+    lead = next((s.orts.loco_brakes for s in stocks if s.orts is not None and s.orts.loco_brakes), None)
+    lb = lead or LocoBrakeSpec()
+    train = AirBrakeTrain(
+        [s.length_m for s in stocks],
+        app_rate=[b.max_application_rate for b in specs],
+        rel_rate=[b.max_release_rate for b in specs],
+        aux_rate=[b.max_aux_charging_rate for b in specs],
+        ratio=[b.aux_cyl_volume_ratio for b in specs],
+        max_psi=lb.max_system_psi,
+        full_service_drop=lb.full_service_drop_psi,
+        charging_rate=lb.pipe_charging_rate,
+        tau=lb.pipe_time_factor_s,
+        service_tau=lb.service_time_factor_s,
+        emergency_tau=lb.emergency_time_factor_s,
+    )
+    return (
+        train,
+        np.array([b.max_cylinder_psi for b in specs]),
+        np.array([b.cylinder_spring_psi for b in specs]),
+    )
+
+
+def run_train(
+    stocks: Sequence[Stock],
+    commands: Sequence[Command],
+    *,
+    seconds: float,
+    dt: float = 0.1,
+    grade: float = 0.0,
+    speed0: float = 0.0,
+    stop_at_rest_after: float | None = None,
+) -> RunTrace:
+    """Run the train ``seconds`` s (``grade`` rise/run, positive uphill). With
+    ``stop_at_rest_after``, the run ends at the first standstill after that time."""
+    stocks = list(stocks)
+    mass = np.array([s.mass_kg for s in stocks])
+    total = float(mass.sum())
+    units = [
+        _Unit(s) for s in stocks if s.kind == "engine" and s.engine_type in ("Diesel", "Electric", "Steam")
+    ]
+    brakes, max_cyl, spring = _brake_train(stocks)
+    capacity = np.array([brake_force_capacity(s) for s in stocks])
+    a_, b_, c_ = (np.array([getattr(s, k) for s in stocks]) for k in ("davis_a", "davis_b", "davis_c"))
+    sin_t = grade / np.hypot(1.0, grade)
+    notes = []
+    if any(s.orts is not None and s.orts.brakes.vacuum for s in stocks):
+        notes.append("vacuum brakes are run with the air-brake law (the vacuum variant is not modelled)")
+    cmds = sorted(commands, key=lambda c: c.time)
+    throttle, handle, dyn = 0.0, Handle("release"), 0.0
+    n = int(round(seconds / dt))
+    cols = {k: np.zeros(n + 1) for k in ("t", "x", "v", "f", "b", "rpm", "bp", "c0", "c1")}
+    v, x, ci = speed0, 0.0, 0
+    last = n
+    for i in range(n + 1):
+        t = i * dt
+        while ci < len(cmds) and cmds[ci].time <= t + 1e-9:
+            c = cmds[ci]
+            throttle = throttle if c.throttle is None else min(max(c.throttle, 0.0), 1.0)
+            handle = handle if c.handle is None else c.handle
+            dyn = dyn if c.dynamic is None else c.dynamic
+            ci += 1
+        ft = sum(u.force(throttle, v, dt) for u in units)
+        fd = sum(u.dynamic(dyn, v) for u in units)
+        brakes.step(handle, dt)
+        factor = np.array([float(shoe_factor(s, v)) for s in stocks])
+        fb = float(np.sum(capacity * cylinder_fraction(brakes.cyl, max_cyl, spring) * factor))
+        resist = float(np.sum(a_ + v * (b_ + v * c_)))
+        gravity = total * G * sin_t
+        rpm = units[0].rpm[0] if units and units[0].rpm else 0.0
+        for k, val in zip(cols, (t, x, v, ft, fb + fd, rpm, brakes.bp[-1], brakes.cyl[0], brakes.cyl[-1])):
+            cols[k][i] = val
+        if stop_at_rest_after is not None and t >= stop_at_rest_after and v <= 0.0:
+            last = i
+            break
+        opposing = resist + fb + fd
+        if v <= 0.0 and ft - gravity <= opposing:
+            v = 0.0  # at rest: the opposing forces hold it (no rolling back in this model)
+            continue
+        a = (ft - gravity - opposing) / total
+        nv = v + a * dt
+        if nv < 0.0:
+            # stops within the step: at constant deceleration, after v/|a| s
+            x += v * v / (2.0 * -a)
+            v = 0.0
+            continue
+        x += 0.5 * (v + nv) * dt
+        v = nv
+    sl = slice(0, last + 1)
+    return RunTrace(
+        cols["t"][sl], cols["x"][sl], cols["v"][sl], cols["f"][sl], cols["b"][sl],
+        cols["rpm"][sl], cols["bp"][sl], cols["c0"][sl], cols["c1"][sl], tuple(notes),
+    )  # fmt: skip

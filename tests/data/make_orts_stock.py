@@ -1,0 +1,258 @@
+"""Writes tests/data/orts_stock/: real-format Open Rails stock written from the manual's
+token descriptions (UTF-16LE with BOM, CRLF, the SIMISA header), for the Open Rails
+physics profile (docs/physics.md §7.8 gives each file's derivation).
+
+Run from the repository root: ``python tests/data/make_orts_stock.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).parent / "orts_stock"
+HEADER = "SIMISA@@@@@@@@@@JINX0D0t______\n\n"
+
+
+def curves(name: str, max_force_kn: float, power_kw: float, speeds: list[float]) -> str:
+    """Force curves ``F(t, v) = min(t·Fmax, t·P/v)`` sampled at ``speeds`` (m/s)."""
+    lines = [f"\t{name} ("]
+    for t in (0.0, 0.25, 0.5, 0.75, 1.0):
+        pts = []
+        for v in speeds:
+            f = t * max_force_kn if v == 0 else min(t * max_force_kn, t * power_kw / v)
+            pts.append(f"{v:g} {f * 1000:.0f}")
+        lines.append(f"\t\t{t:g} ( {' '.join(pts)} )")
+    lines.append("\t)")
+    return "\n".join(lines)
+
+
+DMU_SPEEDS = [0, 2, 5, 10, 15, 20, 25, 30, 35, 40.2]
+DMU = f"""Wagon ( DMU_A
+\tType ( Engine )
+\tMass ( 38.5t )
+\tSize ( 2.7m 3.8m 23.2m )
+\tWheelRadius ( 0.42m )
+\tORTSNumberAxles ( 2 )
+\tORTSBearingType ( Roller )
+\tORTSDavis_A ( 1200N )
+\tORTSDavis_B ( 25N/m/s )
+\tORTSDavis_C ( 4.5N/m/s^2 )
+\tBrakeSystemType ( "Air_single_pipe" )
+\tORTSMaxBrakeShoeForce ( 100kN )
+\tORTSBrakeShoeType ( Cast_Iron_P10 )
+\tORTSNumberCarBrakeShoes ( 8 )
+\tBrakeCylinderPressureForMaxBrakeBrakeForce ( 3.8bar )
+\tMaxReleaseRate ( 4 )
+\tMaxApplicationRate ( 14 )
+\tMaxAuxilaryChargingRate ( 1.684 )
+\tTripleValveRatio ( 2.5 )
+\tCoupling ( Type ( Automatic ) Spring ( Stiffness ( 1e6N/m 5e6N/m ) r0 ( 0m 0.05m ) Break ( 1e6N 1e6N ) ) )
+)
+Engine ( DMU_A
+\tType ( Diesel )
+\tName ( "Test DMU power car" )
+\tWheelRadius ( 0.42m )
+\tORTSNumberDriveAxles ( 2 )
+\tORTSDriveWheelWeight ( 19t )
+\tMaxPower ( 200kW )
+\tMaxForce ( 40kN )
+\tMaxVelocity ( 90mph )
+\tTrainBrakesControllerMaxSystemPressure ( 5bar )
+\tTrainBrakesControllerFullServicePressureDrop ( 1.5bar )
+\tBrakePipeChargingRate ( 21 )
+\tBrakePipeTimeFactor ( 0.003 )
+\tBrakeServiceTimeFactor ( 1.009 )
+\tBrakeEmergencyTimeFactor ( 0.1 )
+{curves("ORTSMaxTractiveForceCurves", 40.0, 200.0, DMU_SPEEDS)}
+\tORTSDieselEngines ( 1
+\t\tDiesel (
+\t\t\tIdleRPM ( 600 )
+\t\t\tMaxRPM ( 2100 )
+\t\t\tStartingRPM ( 400 )
+\t\t\tStartingConfirmRPM ( 570 )
+\t\t\tChangeUpRPMpS ( 150 )
+\t\t\tChangeDownRPMpS ( 300 )
+\t\t\tRateOfChangeUpRPMpSS ( 50 )
+\t\t\tRateOfChangeDownRPMpSS ( 200 )
+\t\t\tMaximalPower ( 260kW )
+\t\t\tIdleExhaust ( 5 )
+\t\t\tMaxExhaust ( 50 )
+\t\t\tExhaustDynamics ( 10 )
+\t\t\tExhaustColor ( 00fefefe )
+\t\t\tExhaustTransientColor ( 00000000 )
+\t\t\tDieselPowerTab ( 600 0 1000 80000 1400 160000 1750 220000 2100 260000 )
+\t\t\tDieselConsumptionTab ( 600 10 2100 70 )
+\t\t\tThrottleRPMTab ( 0 600 25 1000 50 1400 75 1750 100 2100 )
+\t\t\tDieselTorqueTab ( 600 0 2100 1200 )
+\t\t\tMinOilPressure ( 40 )
+\t\t\tMaxOilPressure ( 90 )
+\t\t\tMaxTemperature ( 120 )
+\t\t\tCooling ( 3 )
+\t\t\tTempTimeConstant ( 720 )
+\t\t\tOptTemperature ( 90 )
+\t\t\tIdleTemperature ( 70 )
+\t\t)
+\t)
+)
+"""
+
+EL_SPEEDS = [0, 5, 10, 15, 20, 25, 30, 40, 50, 55.6]
+ELECTRIC = f"""Wagon ( EL_LOCO
+\tType ( Engine )
+\tMass ( 87t )
+\tSize ( 3m 4.3m 19m )
+\tWheelRadius ( 0.625m )
+\tORTSBearingType ( Roller )
+\tBrakeSystemType ( "Air_single_pipe" )
+\tMaxBrakeForce ( 180kN )
+\tBrakeCylinderPressureForMaxBrakeBrakeForce ( 3.8bar )
+\tMaxReleaseRate ( 4 )
+\tMaxApplicationRate ( 14 )
+\tTripleValveRatio ( 2.5 )
+)
+Engine ( EL_LOCO
+\tType ( Electric )
+\tName ( "Test Bo'Bo' electric" )
+\tWheelRadius ( 0.625m )
+\tORTSNumberDriveAxles ( 4 )
+\tORTSDriveWheelWeight ( 87t )
+\tMaxPower ( 6400kW )
+\tMaxForce ( 300kN )
+\tMaxContinuousForce ( 250kN )
+\tMaxVelocity ( 200km/h )
+\tTrainBrakesControllerMaxSystemPressure ( 5bar )
+\tTrainBrakesControllerFullServicePressureDrop ( 1.5bar )
+\tBrakePipeChargingRate ( 21 )
+\tBrakePipeTimeFactor ( 0.003 )
+\tBrakeServiceTimeFactor ( 1.009 )
+\tBrakeEmergencyTimeFactor ( 0.1 )
+\tDynamicBrakesMaximumForce ( 240kN )
+\tDynamicBrakesMinUsableSpeed ( 5km/h )
+{curves("ORTSMaxTractiveForceCurves", 300.0, 6400.0, EL_SPEEDS)}
+{curves("ORTSDynamicBrakeForceCurves", 240.0, 6000.0, EL_SPEEDS)}
+)
+"""
+
+EMU_SPEEDS = [0, 5, 10, 12.5, 20, 30, 40, 44.5]
+EMU_M = f"""Wagon ( EMU_M
+\tType ( Engine )
+\tMass ( 50t )
+\tSize ( 2.9m 4.1m 24m )
+\tWheelRadius ( 0.425m )
+\tORTSBearingType ( Roller )
+\tBrakeSystemType ( "Air_single_pipe" )
+\tMaxBrakeForce ( 60kN )
+\tBrakeCylinderPressureForMaxBrakeBrakeForce ( 3.8bar )
+\tMaxApplicationRate ( 14 )
+\tMaxReleaseRate ( 4 )
+)
+Engine ( EMU_M
+\tType ( Electric )
+\tName ( "Test EMU motor car" )
+\tWheelRadius ( 0.425m )
+\tORTSNumberDriveAxles ( 4 )
+\tORTSDriveWheelWeight ( 50t )
+\tMaxPower ( 1000kW )
+\tMaxForce ( 80kN )
+\tMaxVelocity ( 160km/h )
+\tTrainBrakesControllerMaxSystemPressure ( 5bar )
+\tTrainBrakesControllerFullServicePressureDrop ( 1.5bar )
+{curves("ORTSMaxTractiveForceCurves", 80.0, 1000.0, EMU_SPEEDS)}
+)
+"""
+
+EMU_T = """Wagon ( EMU_T
+\tType ( Carriage )
+\tMass ( 36t )
+\tSize ( 2.9m 4.1m 24m )
+\tWheelRadius ( 0.425m )
+\tORTSBearingType ( Roller )
+\tBrakeSystemType ( "Air_single_pipe" )
+\tMaxBrakeForce ( 45kN )
+\tBrakeCylinderPressureForMaxBrakeBrakeForce ( 3.8bar )
+\tMaxApplicationRate ( 14 )
+\tMaxReleaseRate ( 4 )
+)
+"""
+
+STEAM = """Wagon ( STEAM
+\tType ( Engine )
+\tMass ( 95t )
+\tSize ( 2.8m 4.0m 15m )
+\tWheelRadius ( 0.5m )
+\tORTSBearingType ( Friction )
+\tBrakeSystemType ( "Vacuum_single_pipe" )
+\tMaxBrakeForce ( 120kN )
+)
+Engine ( STEAM
+\tType ( Steam )
+\tName ( "Test 4-6-2 steam locomotive" )
+\tWheelRadius ( 0.94m )
+\tORTSNumberDriveAxles ( 3 )
+\tORTSDriveWheelWeight ( 60t )
+\tMaxPower ( 1500kW )
+\tMaxForce ( 120kN )
+\tMaxVelocity ( 90mph )
+\tNumCylinders ( 2 )
+\tCylinderDiameter ( 20in )
+\tCylinderStroke ( 26in )
+\tMaxBoilerPressure ( 225psi )
+)
+"""
+
+COACH = """Wagon ( COACH
+\tType ( Carriage )
+\tMass ( 42t )
+\tSize ( 2.825m 4.05m 26.4m )
+\tWheelRadius ( 0.46m )
+\tORTSBearingType ( Roller )
+\tBrakeSystemType ( "Air_single_pipe" )
+\tORTSMaxBrakeShoeForce ( 110kN )
+\tORTSBrakeShoeType ( Cast_Iron_P10 )
+\tORTSNumberCarBrakeShoes ( 16 )
+\tBrakeCylinderPressureForMaxBrakeBrakeForce ( 3.8bar )
+\tMaxReleaseRate ( 4 )
+\tMaxApplicationRate ( 14 )
+\tMaxAuxilaryChargingRate ( 1.684 )
+\tTripleValveRatio ( 2.5 )
+)
+"""
+
+FREIGHT = """Wagon ( FREIGHT
+\tType ( Freight )
+\tMass ( 60t )
+\tSize ( 3m 3.2m 15.7m )
+\tWheelRadius ( 0.46m )
+\tORTSBearingType ( Roller )
+\tBrakeSystemType ( "Air_single_pipe" )
+\tMaxBrakeForce ( 50kN )
+\tORTSBrakeShoeFriction ( 0 0.49 8 0.39 20 0.30 40 0.25 80 0.20 160 0.16 )
+\tBrakeCylinderPressureForMaxBrakeBrakeForce ( 64psi )
+\tMaxReleaseRate ( 1.86 )
+\tMaxApplicationRate ( 0.9 )
+\tMaxAuxilaryChargingRate ( 1.684 )
+\tTripleValveRatio ( 2.5 )
+)
+"""
+
+FILES = {
+    "dmu/DMU_A.eng": DMU,
+    "electric/EL_LOCO.eng": ELECTRIC,
+    "emu/EMU_M.eng": EMU_M,
+    "emu/EMU_T.wag": EMU_T,
+    "steam/STEAM.eng": STEAM,
+    "wagons/COACH.wag": COACH,
+    "wagons/FREIGHT.wag": FREIGHT,
+}
+
+
+def main() -> None:
+    for name, body in FILES.items():
+        path = HERE / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = (HEADER + body).replace("\n", "\r\n")
+        path.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+
+
+if __name__ == "__main__":
+    main()

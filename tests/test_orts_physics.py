@@ -1,0 +1,426 @@
+"""The Open Rails physics profile's laws (docs/physics.md §7), tested from the laws: closed
+forms of the rate limits, the curve values, conservation of air, and runs of the
+real-format fixtures in tests/data/orts_stock (written by tests/data/make_orts_stock.py)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tdbtools.errors import Diagnostics, FormatError
+from tdbtools.formats.stock import read_stock
+from tdbtools.formats.stock_orts import Table
+from tdbtools.physics.orts import adhesion, brakes, diesel, steam, traction
+from tdbtools.physics.orts.airbrake import APPLY, LAP, AirBrakeTrain, Handle
+from tdbtools.physics.orts.run import Command, run_train
+
+DATA = Path(__file__).parent / "data" / "orts_stock"
+BAR = 14.5037738
+
+
+@pytest.fixture(scope="module")
+def dmu():
+    return read_stock(DATA / "dmu" / "DMU_A.eng")
+
+
+def _stock(name):
+    return read_stock(DATA / name)
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def test_fixtures_are_utf16_crlf():
+    for f in DATA.rglob("*.*[gn]"):
+        raw = f.read_bytes()
+        assert raw[:2] == b"\xff\xfe" and "\r\n" in raw[2:].decode("utf-16-le")
+
+
+def test_reads_diesel_engines(dmu):
+    (e,) = dmu.orts.diesel_engines
+    assert (e.idle_rpm, e.max_rpm, e.change_up, e.change_down, e.rate_up, e.rate_down) == (
+        600,
+        2100,
+        150,
+        300,
+        50,
+        200,
+    )
+    assert e.max_power_w == 260e3
+    assert e.throttle_rpm == Table((0, 25, 50, 75, 100), (600, 1000, 1400, 1750, 2100))
+    assert e.power(1750) == 220e3
+    assert dmu.orts.drive_wheel_weight_kg == 19e3
+    assert dmu.tractive_force_curve is not None
+
+
+def test_reads_brake_equipment(dmu):
+    o = dmu.orts
+    assert (
+        o.max_brake_shoe_force_n == 100e3 and o.brake_shoe_type == "Cast_Iron_P10" and o.num_brake_shoes == 8
+    )
+    assert o.brakes.max_cylinder_psi == pytest.approx(3.8 * BAR)
+    assert (o.brakes.max_application_rate, o.brakes.max_release_rate, o.brakes.aux_cyl_volume_ratio) == (
+        14,
+        4,
+        2.5,
+    )
+    lb = o.loco_brakes
+    assert lb.max_system_psi == pytest.approx(5 * BAR) and lb.full_service_drop_psi == pytest.approx(
+        1.5 * BAR
+    )
+    assert (lb.pipe_charging_rate, lb.pipe_time_factor_s) == (21, 0.003)
+
+
+def test_reads_steam_dynamic_and_wagon():
+    s = _stock("steam/STEAM.eng")
+    assert s.orts.steam.cylinder_diameter_m == pytest.approx(0.508) and s.orts.steam.boiler_psi == 225
+    assert s.orts.brakes.vacuum
+    el = _stock("electric/EL_LOCO.eng")
+    assert el.orts.max_dynamic_brake_force_n == 240e3 and el.orts.dynamic_brake_curve(
+        1.0, 50.0
+    ) == pytest.approx(120e3)
+    assert el.max_continuous_force_n == 250e3
+    w = _stock("wagons/COACH.wag")
+    assert w.orts.loco_brakes is None and w.orts.max_brake_shoe_force_n == 110e3
+
+
+def _write(tmp_path, body):
+    p = tmp_path / "X.eng"
+    p.write_text(
+        "SIMISA@@@@@@@@@@JINX0D0t______\n\nWagon ( X Type ( Engine ) )\nEngine ( X Type ( Diesel ) "
+        + body
+        + " )\n"
+    )
+    return p
+
+
+def test_bad_diesel_block_is_located(tmp_path):
+    p = _write(
+        tmp_path,
+        "ORTSDieselEngines ( 2 Diesel ( IdleRPM ( 900 ) MaxRPM ( 600 ) ChangeUpRPMpS ( 1 ) ChangeDownRPMpS ( 1 ) ) )",
+    )
+    with pytest.raises(FormatError, match="MaxRPM"):
+        read_stock(p)
+    diags = Diagnostics(strict=False)
+    s = read_stock(p, diagnostics=diags)
+    assert len(s.orts.diesel_engines) == 1
+    assert any("count says 2" in str(f) for f in diags.findings)
+
+
+def test_missing_rate_of_change_is_reported(tmp_path):
+    p = _write(
+        tmp_path,
+        "ORTSDieselEngines ( 1 Diesel ( IdleRPM ( 600 ) MaxRPM ( 900 ) ChangeUpRPMpS ( 1 ) ChangeDownRPMpS ( 1 ) ) )",
+    )
+    with pytest.raises(FormatError, match="RateOfChangeUpRPMpSS"):
+        read_stock(p)
+
+
+def test_table_rpms_made_increasing(tmp_path):
+    p = _write(
+        tmp_path,
+        "ORTSDieselEngines ( 1 Diesel ( IdleRPM ( 600 ) MaxRPM ( 900 ) ChangeUpRPMpS ( 1 ) ChangeDownRPMpS ( 1 ) "
+        "RateOfChangeUpRPMpSS ( 1 ) RateOfChangeDownRPMpSS ( 1 ) "
+        "ThrottleRPMTab ( 0 600 50 600 100 900 ) ) )",
+    )
+    assert read_stock(p).orts.diesel_engines[0].throttle_rpm.ys == (600, 601, 900)
+
+
+# -- diesel --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("r0", "r1"), [(600, 2100), (600, 1000), (1400, 1420)])
+def test_run_up_time_against_closed_form(dmu, r0, r1):
+    e = dmu.orts.diesel_engines[0]
+    dt = 1e-3
+    trace = diesel.run_up_trace(e, r0, r1, dt, 15.0)
+    gap = 1.0  # time to come within 1 RPM: the closed form less the time the last RPM takes
+    measured = np.argmax(trace >= r1 - gap) * dt
+    expect = diesel.run_up_time(r0, r1, e.change_up, e.rate_up) - math.sqrt(2 * gap / e.rate_up)
+    assert measured == pytest.approx(expect, abs=3 * dt)
+
+
+def test_run_up_closed_form_values():
+    assert diesel.run_up_time(600, 2100, 150, 50) == pytest.approx(11.5)  # 1500/150 + 150/100
+    assert diesel.run_up_time(0, 100, 150, 50) == pytest.approx(2.0)  # under the knee: sqrt(2·100/50)
+
+
+def test_run_down_is_faster_and_lands(dmu):
+    e = dmu.orts.diesel_engines[0]
+    trace = diesel.run_up_trace(e, 2100, 600, 1e-3, 10.0)
+    measured = np.argmax(trace <= 601.0) * 1e-3
+    expect = diesel.run_up_time(2100, 600, e.change_down, e.rate_down) - math.sqrt(2 / e.rate_down)
+    assert measured == pytest.approx(expect, abs=3e-3)
+    assert abs(trace[-1] - 600) < 0.5
+
+
+def test_apparent_throttle_inverts_the_table(dmu):
+    e = dmu.orts.diesel_engines[0]
+    for t in (0.0, 0.1, 0.25, 0.6, 1.0):
+        assert diesel.apparent_throttle(e, diesel.demanded_rpm(e, t)) == pytest.approx(t)
+    assert diesel.apparent_throttle(e, 1200) == pytest.approx(0.375)
+    assert diesel.output_power(e, 1575) == pytest.approx(190e3)
+    assert diesel.output_power(e, 1575, supply_w=50e3) == pytest.approx(140e3)
+
+
+def test_force_at_apparent_throttle(dmu):
+    """Full throttle from idle: each car's force is the curve at the apparent throttle of
+    the engine's RPM (not the handle's), so it ramps up over the run-up."""
+    r = run_train([dmu, dmu], [Command(0.0, throttle=1.0)], seconds=12.0)
+    e = dmu.orts.diesel_engines[0]
+    curve = dmu.tractive_force_curve
+    for i in (1, 10, 30, 60, 100):
+        app = diesel.apparent_throttle(e, r.rpm[i])
+        assert r.traction[i] == pytest.approx(2 * curve(app, r.speed[i]), rel=1e-12)
+    assert r.traction[1] < 0.3 * r.traction[100]
+
+
+def test_part_throttle_holds_its_rpm(dmu):
+    r = run_train([dmu, dmu], [Command(0.0, throttle=0.5)], seconds=30.0)
+    # at 0.1 s steps the explicit rate law dithers within a few tenths of an RPM (as Open Rails')
+    assert r.rpm[-1] == pytest.approx(1400, abs=1.0)
+    assert r.traction[-1] == pytest.approx(2 * dmu.tractive_force_curve(0.5, r.speed[-1]), rel=1e-3)
+
+
+def test_basic_diesel_uses_apparent_power():
+    # 10 m/s, throttle 1, apparent 0.5: t·F = 300 kN but t·P/v = 200 kN, power P·0.5 → 100 kN
+    assert traction.basic_diesel_force(1.0, 0.5, 10.0, 300e3, 2e6) == pytest.approx(100e3)
+    assert traction.basic_diesel_force(0.5, 0.5, 0.0, 300e3, 2e6) == pytest.approx(150e3)
+    # above the unloading speed the power falls linearly to 0 at twice that speed
+    assert traction.basic_diesel_force(1.0, 1.0, 30.0, 300e3, 3e6, 20.0, 40.0) == pytest.approx(50e3)
+
+
+def test_basic_electric_force():
+    assert traction.basic_electric_force(0.5, 20.0, 300e3, 6e6) == pytest.approx(75e3)  # 6e6·0.25/20
+    assert traction.basic_electric_force(0.5, 1.0, 300e3, 6e6) == pytest.approx(150e3)
+
+
+# -- continuous force ----------------------------------------------------------------------------
+
+
+def test_continuous_force_derating_converges():
+    law = traction.ContinuousForce(300e3, 250e3, tau=100.0)
+    f, avg = 0.0, 0.0
+    first = None
+    for _ in range(5000):
+        f, avg = law.step(300e3, avg, 1.0)
+        first = f if first is None else first
+    assert first == 300e3  # nothing pulled yet: the full force
+    assert f == pytest.approx(250e3, rel=1e-6)  # full demand settles at MaxContinuousForce
+    assert law.steady_force(150e3) == pytest.approx(150e3 / (1 + (50e3 / 7.5e10) * 150e3))
+
+
+def test_run_derates_the_electric(tmp_path):
+    el = _stock("electric/EL_LOCO.eng")
+    # a drive-wheel weight well above the mass takes adhesion out of the way
+    el = replace(el, orts=replace(el.orts, continuous_force_time_factor_s=10.0, drive_wheel_weight_kg=200e3))
+    r = run_train([el], [Command(0.0, throttle=1.0)], seconds=3.0, grade=0.5)
+    assert r.speed[-1] == 0.0  # held on a 50 % grade; the force settles at the continuous force
+    assert r.traction[0] == pytest.approx(300e3)
+    k = (300e3 - 250e3) / (300e3 * 250e3)
+    avg1 = 0.01 * 300e3  # the mean after one 0.1 s step of a 10 s time constant
+    assert r.traction[1] == pytest.approx(300e3 * (1 - k * avg1), rel=1e-12)
+    assert 250e3 < r.traction[-1] < r.traction[1]
+
+
+# -- brakes --------------------------------------------------------------------------------------
+
+
+def test_default_shoe_curve_values():
+    assert brakes.default_shoe_mu(0.0) == pytest.approx(7.6 / 17.5 + 0.07)
+    assert brakes.default_shoe_mu(100 / 3.6) == pytest.approx(7.6 / 117.5 + 0.07)
+    assert brakes.default_shoe_mu(41.0 / 3.6) == pytest.approx(0.2, abs=1e-3)
+
+
+def test_shoe_factor_paths(dmu):
+    # shoe-force path (ORTSMaxBrakeShoeForce + a known shoe type): force on shoes × μ(v)
+    assert brakes.brake_force_capacity(dmu) == 100e3
+    assert brakes.shoe_factor(dmu, 100 / 3.6) == pytest.approx(7.6 / 117.5 + 0.07)
+    # without a shoe type Open Rails ignores ORTSMaxBrakeShoeForce: MaxBrakeForce × clamp(μ/0.2)
+    plain = replace(dmu, orts=replace(dmu.orts, brake_shoe_type=""))
+    assert brakes.brake_force_capacity(plain) == plain.max_brake_force_n == 89e3
+    assert brakes.shoe_factor(plain, 0.0) == 1.0
+    assert brakes.shoe_factor(plain, 100 / 3.6) == pytest.approx((7.6 / 117.5 + 0.07) / 0.2)
+    fr = _stock("wagons/FREIGHT.wag")  # MaxBrakeForce with a table: μ(v)/μ(0)
+    assert brakes.shoe_factor(fr, 100 / 3.6) == pytest.approx(0.19 / 0.49)
+    assert float(brakes.cylinder_fraction(36.0, 64.0, 8.0)) == pytest.approx(0.5)
+
+
+# -- air brakes ----------------------------------------------------------------------------------
+
+
+def _freight_train(n):
+    fr = _stock("wagons/FREIGHT.wag")
+    el = _stock("electric/EL_LOCO.eng")
+    return [el] + [fr] * n
+
+
+def _air(stocks, **kw):
+    from tdbtools.physics.orts.run import _brake_train
+
+    return _brake_train(stocks)[0]
+
+
+def test_pipe_keeps_the_air():
+    ab = AirBrakeTrain([20.0, 15.0, 30.0], app_rate=1, rel_rate=1, aux_rate=1, ratio=2.5, tau=0.01)
+    ab.bp[:] = [90.0, 70.0, 50.0]
+    before = float(np.sum(ab.bp * ab.vol))
+    ab._propagate(0.01)
+    assert float(np.sum(ab.bp * ab.vol)) == pytest.approx(before, rel=1e-14)
+    assert ab.bp[0] < 90 and ab.bp[2] > 50
+
+
+def propagation_time(n_cars, reduction=10.0):
+    """Seconds from a service application until the last car's valve applies."""
+    ab = _air(_freight_train(n_cars))
+    dt, t = 0.05, 0.0
+    while t < 120:
+        ab.step(Handle("service", reduction), dt)
+        t += dt
+        if ab.state[-1] == APPLY or ab.cyl[-1] > 0:
+            return t
+    return math.inf
+
+
+def test_brake_pipe_propagation_along_40_cars():
+    t40 = propagation_time(40)
+    t20 = propagation_time(20)
+    t5 = propagation_time(5)
+    assert t5 < t20 < t40 < 60
+    # the pipe equalises neighbour by neighbour: a longer train waits more than in proportion
+    assert t40 / t20 > 1.3
+
+
+def test_cylinder_build_up_time_closed_form():
+    """A car whose pipe falls by Δ: the cylinder rises at MaxApplicationRate until it has
+    taken Δ·TripleValveRatio from the reservoir (lap): Δ·r/rate seconds."""
+    ab = AirBrakeTrain([20.0], app_rate=14.0, rel_rate=4.0, aux_rate=1.684, ratio=2.5, max_psi=72.5)
+    ab.bp[0] = 72.5 - 10.0
+    dt, t = 1e-3, 0.0
+    while ab.state[0] != LAP or t == 0:
+        ab.step_valves(dt)
+        t += dt
+        assert t < 10
+    assert t == pytest.approx(10.0 * 2.5 / 14.0, abs=2 * dt)
+    assert ab.cyl[0] == pytest.approx(25.0) and ab.aux[0] == pytest.approx(62.5)
+    # release: the pipe back up, the cylinder empties at MaxReleaseRate
+    ab.bp[0] = 72.5
+    t = 0.0
+    while ab.cyl[0] > 0:
+        ab.step_valves(dt)
+        t += dt
+    assert t == pytest.approx(25.0 / 4.0, abs=2 * dt)
+
+
+def test_emergency_equalises_reservoir_and_cylinder():
+    ab = AirBrakeTrain(
+        [20.0], app_rate=14.0, rel_rate=4.0, aux_rate=1.684, ratio=2.5, max_psi=72.5, full_service_drop=21.8
+    )
+    ab.bp[0] = 0.0
+    for _ in range(2000):
+        ab.step_valves(0.01)
+    assert ab.cyl[0] == pytest.approx(72.5 * 2.5 / 3.5)
+
+
+# -- adhesion, steam -----------------------------------------------------------------------------
+
+
+def test_adhesion_curve():
+    assert adhesion.curtius_kniffler(0.0) == pytest.approx(7.5 / 44 + 0.161)
+    assert adhesion.adhesion_limit(19e3, 0.0) == pytest.approx((7.5 / 44 + 0.161) * 9.80665 * 19e3)
+
+
+def test_steam_starting_effort():
+    s = _stock("steam/STEAM.eng")
+    lbf = 0.85 * 225 * 20**2 * 26 / (2 * 0.94 / 0.0254)
+    assert steam.starting_tractive_effort(s.orts.steam, 0.94) == pytest.approx(lbf * 4.44822162)
+    assert steam.steam_force(s.orts.steam, 0.94, 1.0, 20.0, 1.5e6) == pytest.approx(75e3)
+
+
+# -- multiple units and whole runs ---------------------------------------------------------------
+
+
+def test_emu_accelerates_from_its_powered_cars():
+    m, t = _stock("emu/EMU_M.eng"), _stock("emu/EMU_T.wag")
+    r = run_train([m, t, m], [Command(0.0, throttle=1.0)], seconds=1.0)
+    mass = 50e3 + 36e3 + 50e3
+    a0 = (2 * 80e3 - (2 * m.davis_a + t.davis_a)) / mass
+    assert r.speed[1] == pytest.approx(a0 * 0.1, rel=1e-12)
+    assert 1.0 < a0 < 1.3
+
+
+def test_dmu_station_run_is_plausible(dmu):
+    r = run_train(
+        [dmu, dmu],
+        [
+            Command(0.0, throttle=1.0),
+            Command(90.0, throttle=0.0),
+            Command(100.0, handle=Handle("service", 21.8)),
+        ],
+        seconds=300.0,
+        stop_at_rest_after=100.0,
+    )
+    kmh = r.speed * 3.6
+    assert 30 < kmh[int(20 / 0.1)] < 50  # about 40 km/h after 20 s
+    assert 80 < kmh[int(90 / 0.1)] < 110
+    assert 100 < r.time[-1] < 200 and r.speed[-1] == 0.0
+
+
+# -- the finer points the first mutants slipped past ----------------------------------------------
+
+
+def test_rate_under_one_rpm_per_second_counts_as_arrived(dmu):
+    e = dmu.orts.diesel_engines[0]
+    assert diesel.rpm_rate(e, 2100 - 0.005, 2100) == 0.0  # √(2·50·0.005) = 0.71 RPM/s
+    assert diesel.rpm_rate(e, 2100 - 0.1, 2100) == pytest.approx(math.sqrt(10.0))
+
+
+def test_power_capped_at_maximal_power(dmu):
+    e = dmu.orts.diesel_engines[0]
+    assert e.power(2400) > 260e3  # the table extrapolates past its last point
+    assert diesel.output_power(e, 2400) == 260e3
+
+
+def test_one_sweep_of_the_pipe():
+    """Sub-step h = τ: each pair equalises fully, front to back (equal volumes)."""
+    ab = AirBrakeTrain([20.0, 20.0, 20.0], app_rate=1, rel_rate=1, aux_rate=1, ratio=2.5, tau=0.01)
+    ab.bp[:] = [90.0, 70.0, 50.0]
+    ab._propagate(0.01)
+    assert ab.bp.tolist() == pytest.approx([80.0, 65.0, 65.0])
+    ab.bp[:] = [90.0, 70.0, 50.0]
+    ab._propagate(0.005)  # half a τ: half the difference of each pair moves
+    assert ab.bp.tolist() == pytest.approx([85.0, 68.75, 56.25])
+
+
+def test_lead_pipe_falls_at_the_service_rate():
+    """The lead's pipe loses h/τ_service of itself per sub-step: from 72.5 to 62.5 psi
+    after n sub-steps with (1 − h/τ_s)^n = 62.5/72.5."""
+    ab = AirBrakeTrain([20.0], app_rate=1, rel_rate=1, aux_rate=1, ratio=2.5, max_psi=72.5, tau=0.001)
+    h = 0.001
+    n = math.ceil(math.log(62.5 / 72.5) / math.log(1 - h / 1.009))
+    t = 0.0
+    while ab.bp[0] > 62.5:
+        ab.step_pipe(Handle("service", 10.0), h)
+        t += h
+    assert t == pytest.approx(n * h, abs=1.5 * h)
+    assert ab.bp[0] == 62.5
+
+
+def test_grade_first_step_closed_form():
+    co = _stock("wagons/COACH.wag")
+    r = run_train([co], [], seconds=0.2, grade=0.01, speed0=10.0)
+    sin_t = 0.01 / math.hypot(1.0, 0.01)
+    a = -(9.80665 * sin_t + co.davis_force_n(10.0) / co.mass_kg)
+    assert r.speed[1] == pytest.approx(10.0 + a * 0.1, rel=1e-12)
+    assert r.distance[1] == pytest.approx(0.05 * (10.0 + r.speed[1]), rel=1e-12)
+
+
+def test_traction_capped_by_adhesion():
+    el = _stock("electric/EL_LOCO.eng")
+    el = replace(el, orts=replace(el.orts, drive_wheel_weight_kg=50e3))
+    r = run_train([el], [Command(0.0, throttle=1.0)], seconds=0.1)
+    assert r.traction[0] == pytest.approx(float(adhesion.adhesion_limit(50e3, 0.0)))

@@ -1,0 +1,107 @@
+"""The Open Rails profile inside the route replay (physics = "openrails"; docs/physics.md §7.9)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tdbtools.cli import bundled_scenario, main
+from tdbtools.physics.replay import Replay
+from tdbtools.physics.scenario import ScenarioError, read_scenario, scenario_from_text, with_settings
+
+
+def test_scenario_key():
+    text = 'route = "x"\nphysics = "openrails"\n[[train]]\nconsist = "c"\npath = "p"\n'
+    sc = scenario_from_text(text)
+    assert sc.physics == "openrails" and sc.rotating_mass is False  # Open Rails has no factor
+    sc = scenario_from_text(text.replace('"openrails"', '"openrails"\nrotating_mass = true'))
+    assert sc.rotating_mass is True
+    assert scenario_from_text(text.replace('physics = "openrails"\n', "")).physics == "engineering"
+    with pytest.raises(ScenarioError, match="physics must be"):
+        scenario_from_text(text.replace('"openrails"', '"msts"'))
+    base = scenario_from_text(text.replace('physics = "openrails"\n', ""))
+    assert with_settings(base, physics="openrails").rotating_mass is False
+
+
+def test_sample_replay_runs_with_open_rails_laws():
+    sc = with_settings(read_scenario(bundled_scenario()), physics="openrails", duration=400)
+    rep = Replay(sc)
+    assert rep.forces.orts is not None and rep.forces.ck is None
+    result = rep.run()
+    (cols,) = result.traces.values()
+    assert np.nanmax(cols["speed"]) > 15.0  # it got going
+    assert np.nanmax(cols["brake"]) > 0.3  # and braked through its cylinders
+    (t,) = result.summary["trains"].values()
+    assert t["finished"]
+
+
+def test_cli_says_which_profile(tmp_path):
+    r = CliRunner().invoke(
+        main, ["replay", "--physics", "openrails", "--duration", "60", "--out", str(tmp_path / "o")]
+    )
+    assert r.exit_code == 0, r.output
+    assert "Open Rails physics profile" in r.output
+
+
+def _orts_forces():
+    from pathlib import Path
+
+    from tdbtools.formats.stock import read_stock
+    from tdbtools.physics.orts.replay_forces import OrtsTrainForces
+
+    d = Path(__file__).parent / "data" / "orts_stock"
+    stocks = [read_stock(d / "dmu" / "DMU_A.eng"), read_stock(d / "wagons" / "COACH.wag")]
+    mass = sum(s.mass_kg for s in stocks)
+    return stocks, OrtsTrainForces([stocks], np.array([0]), [mass]), mass
+
+
+def test_brake_fraction_is_a_pipe_reduction():
+    from tdbtools.physics.driver import Controls
+
+    stocks, f, _ = _orts_forces()
+    z = np.zeros(2)
+    for _ in range(300):  # 30 s: the pipe and the cylinders settle
+        trac, brk, scale, applied = f.forces([Controls(brake=0.5)], z, z, z, 0.1)
+    drop = 0.5 * f.full_drop[0]
+    cyl = f.brakes[0].air.cyl
+    assert cyl == pytest.approx([drop * 2.5] * 2, rel=1e-3)
+    frac = drop * 2.5 / (3.8 * 14.5037738)
+    # at rest: the DMU's 100 kN shoe force × μ(0), the coach's 110 kN × μ(0)
+    mu0 = 7.6 / 17.5 + 0.07
+    assert brk == pytest.approx([100e3 * frac * mu0, 110e3 * frac * mu0], rel=1e-3)
+    assert applied[0] == pytest.approx(frac, rel=1e-3) and trac.tolist() == [0.0, 0.0]
+
+
+def test_throttle_and_speed_target_drive_the_engines():
+    from tdbtools.physics.driver import Controls
+
+    stocks, f, mass = _orts_forces()
+    v = np.full(2, 5.0)
+    z = np.zeros(2)
+    trac, *_ = f.forces([Controls(throttle=0.5)], v, z, z, 0.1)
+    ((_, unit),) = f.units[0]
+    e = stocks[0].orts.diesel_engines[0]
+    from tdbtools.physics.orts import diesel
+
+    app = min(0.5, diesel.apparent_throttle(e, unit.rpm[0]))
+    assert trac[0] == pytest.approx(stocks[0].tractive_force_curve(app, 5.0)) and trac[1] == 0.0
+    # a speed target above the speed, engines near idle: full throttle
+    _, _, scale, _ = f.forces([Controls(speed_target=20.0)], v, z, z, 0.1)
+    assert scale[0] == 1.0
+    # a target below the speed on the level: no traction, and the brakes are asked for
+    _, _, scale, _ = f.forces([Controls(speed_target=4.0)], v, z, z, 0.1)
+    assert scale[0] == 0.0 and f.brakes[0].air.bp[0] < f.brakes[0].air.max_psi
+
+
+def test_engines_at_idle_get_full_throttle_for_a_higher_target():
+    """At idle RPM the apparent throttle is 0, so is the force the curves give: the
+    target still asks for full throttle (else the engines would never run up)."""
+    from tdbtools.physics.driver import Controls
+
+    _, f, _ = _orts_forces()
+    z = np.zeros(2)
+    ((_, unit),) = f.units[0]
+    assert unit.capacity(0.0) == 0.0
+    _, _, scale, _ = f.forces([Controls(speed_target=10.0)], z, z, z, 0.1)
+    assert scale[0] == 1.0

@@ -1,0 +1,153 @@
+"""Planted mutants of the Open Rails profile's laws (docs/physics.md §7): each is applied,
+the law tests run, and the file restored. Every mutant must be KILLED.
+
+Run from anywhere: ``python tools/orts_mutants.py``.
+"""
+
+import pathlib
+import subprocess
+import sys
+
+R = pathlib.Path(__file__).resolve().parents[1]
+M = [
+    ("tdbtools/physics/orts/diesel.py", "math.sqrt(2.0 * spec.rate_up", "math.sqrt(1.0 * spec.rate_up"),
+    ("tdbtools/physics/orts/diesel.py", "up = min(math.sqrt", "up = max(math.sqrt"),
+    ("tdbtools/physics/orts/diesel.py", "return up if up > ARRIVED_RPM_PS else 0.0", "return up"),
+    ("tdbtools/physics/orts/diesel.py", "math.sqrt(2.0 * spec.rate_down", "math.sqrt(2.0 * spec.rate_up"),
+    ("tdbtools/physics/orts/diesel.py", "spec.throttle_rpm.inverse()(rpm)", "spec.throttle_rpm(rpm)"),
+    (
+        "tdbtools/physics/orts/diesel.py",
+        "return gap / change + change / (2.0 * rate)",
+        "return gap / change + change / rate",
+    ),
+    ("tdbtools/physics/orts/diesel.py", "min(spec.power(rpm), spec.max_power_w)", "spec.power(rpm)"),
+    ("tdbtools/physics/orts/run.py", "apparent = min(throttle, float(np.mean(app)))", "apparent = throttle"),
+    (
+        "tdbtools/physics/orts/traction.py",
+        "out = force * (1.0 - (fm - fc) / (fm * fc) * average)",
+        "out = force * (1.0 - (fm - fc) / (fm * fm) * average)",
+    ),
+    ("tdbtools/physics/orts/traction.py", "w = max((self.tau - dt) / self.tau, 0.0)", "w = 0.0"),
+    ("tdbtools/physics/orts/traction.py", "power = rail_power * apparent", "power = rail_power * throttle"),
+    (
+        "tdbtools/physics/orts/traction.py",
+        "force = min(force, max_power * throttle * throttle / v)",
+        "force = min(force, max_power * throttle / v)",
+    ),
+    ("tdbtools/physics/orts/brakes.py", "return 7.6 / (v + 17.5) + 0.07", "return 7.6 / (v + 15.5) + 0.07"),
+    (
+        "tdbtools/physics/orts/brakes.py",
+        "o.max_brake_shoe_force_n > 0 and o.brake_shoe_type.lower() in KNOWN_SHOE_TYPES",
+        "o.max_brake_shoe_force_n > 0",
+    ),
+    ("tdbtools/physics/orts/brakes.py", "DEFAULT_SHOE_NORMALISER = 0.2", "DEFAULT_SHOE_NORMALISER = 0.25"),
+    ("tdbtools/physics/orts/airbrake.py", "bp[i] -= d * vol[i - 1] / s", "bp[i] -= d * vol[i] / s"),
+    ("tdbtools/physics/orts/airbrake.py", "k = min(h / self.tau, 1.0)", "k = min(h / self.tau, 1.0) * 0.2"),
+    ("tdbtools/physics/orts/airbrake.py", "aux -= dp / r", "aux -= dp * r"),
+    ("tdbtools/physics/orts/airbrake.py", "dp = dt * self.app_rate", "dp = dt * self.rel_rate"),
+    (
+        "tdbtools/physics/orts/airbrake.py",
+        "cyl[rel] - dt * self.rel_rate[rel]",
+        "cyl[rel] - dt * self.app_rate[rel]",
+    ),
+    (
+        "tdbtools/physics/orts/airbrake.py",
+        "dp = np.where(meet, (aux - cyl) * r / (1.0 + r), dp)",
+        "dp = np.where(meet, (aux - cyl) * r, dp)",
+    ),
+    (
+        "tdbtools/physics/orts/airbrake.py",
+        "drop = min(h / tau, 0.95) * bp[0]",
+        "drop = min(h / tau, 0.95) * bp[0] * 0.1",
+    ),
+    (
+        "tdbtools/physics/orts/adhesion.py",
+        "return 7.5 / (v + 44.0) + 0.161",
+        "return 7.5 / (v + 44.0) + 0.17",
+    ),
+    ("tdbtools/physics/orts/steam.py", "MEP_FACTOR = 0.85", "MEP_FACTOR = 0.8"),
+    (
+        "tdbtools/physics/orts/run.py",
+        "a = (ft - gravity - opposing) / total",
+        "a = (ft + gravity - opposing) / total",
+    ),
+    (
+        "tdbtools/physics/orts/run.py",
+        "ft = sum(u.force(throttle, v, dt) for u in units)",
+        "ft = sum(u.force(throttle, v, dt) for u in units[:1])",
+    ),
+    ("tdbtools/physics/orts/run.py", "return min(f, float(adhesion_limit(self.drive_mass, v)))", "return f"),
+    ("tdbtools/physics/compare.py", "err = sa - sb", "err = sb - sa"),
+    (
+        "tdbtools/physics/compare.py",
+        'return [f"{row[2 * k]}.{row[2 * k + 1]}" for k in range(n)]',
+        'return [f"{row[2 * k]}{row[2 * k + 1]}" for k in range(n)]',
+    ),
+    ("tdbtools/physics/compare.py", 'ph[acc < -0.15] = "braking"', 'ph[acc < -5.0] = "braking"'),
+    ("tdbtools/formats/stock_orts.py", "ys[i] = ys[i - 1] + 1.0", "ys[i] = ys[i - 1]"),
+    (
+        "tdbtools/formats/stock_orts.py",
+        '"brakecylinderpressureformaxbrakebrakeforce": ("max_cylinder_psi", "pressure")',
+        '"brakecylinderpressureformaxbrakebrakeforce": ("max_cylinder_psi", "")',
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        'Handle("service", frac * self.full_drop[k])',
+        'Handle("service", frac * self.full_drop[k] * 0.5)',
+    ),
+    ("tdbtools/physics/orts/replay_forces.py", "(1.0 if need > 0 else 0.0)", "0.0"),
+    ("tdbtools/physics/orts/replay_forces.py", "hold = max(-need, 0.0)", "hold = 0.0"),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "trac[i] = fwd * u.force(throttle, speed, dt)",
+        "trac[i] = fwd * u.force(1.0, speed, dt)",
+    ),
+]
+only = [int(a) for a in sys.argv[1:]]
+for k, (f, a, b) in enumerate(M):
+    if only and k not in only:
+        continue
+    p = R / f
+    src = p.read_text()
+    n = src.count(a)
+    if n != 1:
+        print(k, "NOT FOUND/AMBIGUOUS", f, a, n)
+        continue
+    p.write_text(src.replace(a, b))
+    try:
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-n",
+                "0",
+                "-x",
+                "-p",
+                "no:cacheprovider",
+                "tests/test_orts_physics.py",
+                "tests/test_compare.py",
+                "tests/test_orts_replay.py",
+            ],
+            cwd=R,
+            capture_output=True,
+            text=True,
+        )
+        failed = [
+            line.split(" - ")[0].replace("FAILED ", "")
+            for line in r.stdout.splitlines()
+            if line.startswith("FAILED")
+        ]
+        print(
+            k,
+            "KILLED" if r.returncode else "SURVIVED",
+            f.split("/")[-1],
+            "|",
+            a[:60],
+            "->",
+            failed[:1],
+            flush=True,
+        )
+    finally:
+        p.write_text(src)
