@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import pickle
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +164,28 @@ def dk24_converted(tmp_path_factory: pytest.TempPathFactory, dk24: Route) -> Pat
         return folder
 
     return _once_per_run(tmp_path_factory, "dk24_converted", make)
+
+
+@pytest.fixture(params=["compiled", "reference"])
+def implementation(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs a behavioural test body once on the compiled kernels and once on their numpy
+    reference (the ``TDBTOOLS_PURE_PYTHON`` switch of tdbtools/physics/kernels.py), so one
+    body checks every implementation. Under that switch for the whole run (the CI's
+    reference job) the compiled run is skipped."""
+    from tdbtools.physics import kernels
+
+    if request.param == "compiled":
+        pytest.importorskip("numba", reason="the compiled kernels need numba (tdbtools[fast])")
+        if kernels.pure_python_requested():
+            pytest.skip("the whole run is on the reference code (TDBTOOLS_PURE_PYTHON)")
+    saved = os.environ.get(kernels.PURE_PYTHON_ENV)
+    os.environ[kernels.PURE_PYTHON_ENV] = "1" if request.param == "reference" else "0"
+    kernels.reset()
+    try:
+        yield request.param
+    finally:
+        if saved is None:
+            del os.environ[kernels.PURE_PYTHON_ENV]
+        else:
+            os.environ[kernels.PURE_PYTHON_ENV] = saved
+        kernels.reset()

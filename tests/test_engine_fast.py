@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 
-import tdbtools.physics.engine as engine_mod
+import tdbtools.physics.joints as joints_mod
 from tdbtools.physics.engine import _EQ, _GE, _LE, _solve_chain, _stop_times
 from tdbtools.physics.interaction import clash_times, clash_times_ab, stopping_times
 
@@ -32,7 +32,7 @@ def test_chain_solver_gives_the_same_bits_on_lists_and_arrays(monkeypatch):
         assert got[1] == ref[1]
         assert [float(x).hex() for x in got[0]] == [float(x).hex() for x in ref[0]]
     # and with every run checked by the cumulative-sum path
-    monkeypatch.setattr(engine_mod, "_CHAIN_NUMPY", 0)
+    monkeypatch.setattr(joints_mod, "_CHAIN_NUMPY", 0)
     for w, f, types, tol in _chains(4, 200):
         ref = _solve_chain(np.array(w), np.array(f), np.array(types, dtype=np.int64), tol)
         got = _solve_chain(list(w), list(f), list(types), tol)

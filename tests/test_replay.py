@@ -31,7 +31,7 @@ def scenario(tmp_path, body: str, route=SAMPLE_ROUTE):
 CONSISTS = SAMPLE_INSTALL / "TRAINS" / "CONSISTS"
 
 
-def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path):
+def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path, implementation):
     res = replay(SAMPLE_INSTALL / "replay.toml")
     s = res.summary["trains"]["passenger"]
     assert s["finished"] and not s["derailed"]
@@ -67,8 +67,10 @@ def test_bundled_replay_stops_at_the_end_of_its_path(tmp_path):
     json.loads((tmp_path / "out" / "events.json").read_text())
 
 
-def test_shunt_into_standing_train_conserves_momentum():
+def test_shunt_into_standing_train_conserves_momentum(implementation):
     rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
+    compiled = implementation == "compiled"
+    assert rep.engine.compiled == compiled and (rep.forces.ck is not None) == compiled
     eng = rep.engine
     m = rep.bodies.mass
     t = {tr.spec.name: tr.cars for tr in rep.trains}
@@ -107,7 +109,7 @@ def test_shunt_into_standing_train_conserves_momentum():
     assert float(np.sum(m[standing] * v1[standing])) > 0.3 * p0
 
 
-def test_running_off_a_track_end_derails(tmp_path):
+def test_running_off_a_track_end_derails(tmp_path, implementation):
     sc = scenario(
         tmp_path,
         """
@@ -301,3 +303,69 @@ beyond_path = 2000                # DK24's paths are 10 m stubs: shorter than th
     )
     assert res.summary["trains"]["mz"]["cars"] == 1
     assert any("diesel locomotive" in e.message for e in res.events if isinstance(e, StandIn))
+
+
+def test_a_trains_flags_change_only_through_methods_that_bump_its_replays_version():
+    """A train's driver, derailed and done flags are read-only: setting one is an error,
+    not a stale cache; each method that changes one bumps the version of its own replay
+    (not of another), and the driving stage's per-train caches see the change."""
+    from tdbtools.physics.driver import Controls
+
+    rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
+    other = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
+    t = rep.trains[0]
+    for name, value in (("done_at", 1.0), ("derailed", True), ("driver", None)):
+        with pytest.raises(AttributeError):
+            setattr(t, name, value)
+    v0 = t.changes.version
+    assert all(u.changes is t.changes for u in rep.trains)
+    assert not rep.driving.derailed()[0].any()  # (cached now)
+    t.derail()
+    assert t.derailed and t.changes.version == v0 + 1
+    assert rep.driving.derailed()[0].tolist() == [True] + [False] * (len(rep.trains) - 1)
+    t.finish(3.0)
+    assert t.done_at == 3.0 and t.changes.version == v0 + 2
+    assert rep.driving.any_done()
+
+    def brake(st):  # noqa: ANN001, ANN202
+        return Controls(0.0, 1.0, 0.0)
+
+    t.replace_driver(brake)
+    assert t.driver is brake and t.changes.version == v0 + 3
+    assert rep.driving.inner_drivers()[0][0] is brake
+    assert other.trains[0].changes is not t.changes and not other.driving.derailed()[0].any()
+
+
+def test_a_policy_is_asked_around_every_step_and_for_the_trains_on_the_track():
+    """A :class:`ReplayPolicy` given to a replay: started once, called before and after
+    every step, asked which trains are on the track (a train off it meets no switch
+    thrown under it), and its driver factory drives the trains."""
+    from tdbtools.physics.driver import Controls
+    from tdbtools.physics.stages.policy import ReplayPolicy
+
+    calls: list[str] = []
+
+    class Held(ReplayPolicy):
+        def driver(self, spec, auto, default, train):  # noqa: ANN001, ANN201
+            return lambda st: Controls(0.0, 1.0, 0.0)  # brakes held: nobody moves
+
+        def start(self, replay):  # noqa: ANN001, ANN201
+            calls.append("start")
+
+        def before_step(self, replay):  # noqa: ANN001, ANN201
+            calls.append("before")
+
+        def after_step(self, replay):  # noqa: ANN001, ANN201
+            calls.append("after")
+
+        def on_track(self, replay):  # noqa: ANN001, ANN201
+            return np.zeros(len(replay.trains), dtype=bool)
+
+    sc = read_scenario(SAMPLE_INSTALL / "shunt.toml")
+    rep = Replay(sc, policy=Held())
+    assert calls == ["start"]
+    rep.step()
+    rep.step()
+    assert calls == ["start", "before", "after", "before", "after"]
+    assert all(t.controls == Controls(0.0, 1.0, 0.0) for t in rep.trains)  # the policy's drivers
+    assert rep.on_track() is not None and not rep.on_track().any()

@@ -10,15 +10,12 @@ track where it is free (§4.3).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from ..formats.route import Route
 from .events import Deadlock, ServiceStarted, StartDelayed
-
-if TYPE_CHECKING:
-    from .activity import ActivityPolicy
 
 #: Blocks are vector nodes cut into pieces of this length (metres of node offset), and junctions.
 BLOCK_M = 250.0
@@ -95,7 +92,8 @@ def block_name(b: tuple[str, int]) -> str:
 class Dispatcher:
     """Plain occupancy: blocks are vector nodes and junctions (module docstring)."""
 
-    def __init__(self, policy: ActivityPolicy) -> None:
+    def __init__(self, policy: Any) -> None:
+        # (an activity.ActivityPolicy: the replay's trains, drivers and clock)
         self.rp = policy
         self.holder: dict[tuple[str, int], str] = {}
         self.foul: dict[int, float] = {}

@@ -1,44 +1,17 @@
-"""The events the signalling runtime records, and the base of every replay event
-(docs/signals.md §4, docs/physics.md §6).
+"""The events the signalling runtime records (docs/signals.md §4, docs/physics.md §6).
 
 They are defined here, below physics, so that :class:`~tdbtools.signals.Interlocking`
 records them as typed events directly; :mod:`tdbtools.physics.events` re-exports them
-beside the other replay events (one family: every one a :class:`ReplayEvent`).
+beside the other replay events (one family: every one a :class:`ReplayEvent`, whose
+base is :mod:`tdbtools.events`, below every layer that records events).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
-
-def _plain(v: Any) -> Any:
-    """A field value as JSON-ready Python (tuples become lists, records dicts)."""
-    if isinstance(v, tuple):
-        return [_plain(x) for x in v]
-    if hasattr(v, "to_dict"):  # a record (an event, or physics' EventLocation)
-        return v.to_dict()
-    return v
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReplayEvent:
-    """Base of every replay event: ``time`` is simulated seconds since the start."""
-
-    kind: ClassVar[str] = ""
-    _optional: ClassVar[frozenset[str]] = frozenset()
-
-    time: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event as the JSON object of ``events.json``."""
-        d: dict[str, Any] = {"kind": self.kind}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if v is None and f.name in self._optional:
-                continue
-            d[f.name] = _plain(v)
-        return d
+from ..events import ReplayEvent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,13 +11,14 @@ that runs before every step (docs/development.md §3).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ..replay import Replay
-    from ..scenario import TrainSpec
+from ..scenario import TrainSpec
+
+#: (a :class:`~tdbtools.physics.replay.Replay`; the replay module imports this one)
+_Replay = Any
 
 
 class ReplayPolicy:
@@ -47,16 +48,16 @@ class ReplayPolicy:
         front, length, model; its events are not logged yet)."""
         return default
 
-    def start(self, replay: Replay) -> None:
+    def start(self, replay: _Replay) -> None:
         """Called once when the replay is set up (its set-up events logged)."""
 
-    def on_track(self, replay: Replay) -> np.ndarray | None:
+    def on_track(self, replay: _Replay) -> np.ndarray | None:
         """Which trains are on the track now (None: all): a train off the track is not
         under a switch thrown and meets no other train."""
         return None
 
-    def before_step(self, replay: Replay) -> None:
+    def before_step(self, replay: _Replay) -> None:
         """Called at the start of every step (before the drivers)."""
 
-    def after_step(self, replay: Replay) -> None:
+    def after_step(self, replay: _Replay) -> None:
         """Called at the end of every step."""
