@@ -506,6 +506,9 @@ PATHS = [
      [(on(2, 420.0), 0), (J1_PDP, 0), (on(6, 450.0), 0)]),
     ("MainEW", "Main line east - west, stop at Sampleby", "Østende", "Vestende",
      [(on(4, 1130.0), 0), (J1_PDP, 0), (on(2, 120.0), 0x003C0002), (on(2, 410.0), 0)]),
+    # where the timetable's static train stands (its rear at the start)
+    ("SidingStore", "Sampleby siding, storage at its end", "Sidespor", "Sidespor",
+     [(on(6, 410.0), 0), (on(6, 460.0), 0)]),
 ]
 
 
@@ -786,6 +789,42 @@ def write_activity(act_name: str = "Morning",
          ["SIMISA@@@@@@@@@@JINX0a0t______", ""] + block("Tr_Activity", act), final_newline=True)
 
 
+# --------------------------------------------------------------------------- timetable
+# An Open Rails timetable (docs/timetables.md in the repository), saved as spreadsheets
+# save "Unicode text": UTF-16LE with BOM, tab-separated, CRLF. Ten columns: nine trains
+# on the main line through Sampleby and a static train in the siding. IC 1 forms IC 2 at
+# the east end, IC 2 triggers IC 3 at the west end, IC 3 goes to the pool Depot, L 1
+# comes out of it and forms L 2, which is stabled at the east end for the night.
+TIMETABLE = [
+    ["", "RB 2", "RB 3", "IC 1", "IC 2", "IC 3", "G 1", "", "RB 1", "L 1", "L 2", "$static", "#comment"],
+    ["#comment", "", "", "", "", "", "", "", "", "", "", "", "Sampleby day"],
+    ["#path", "MainWE", "MainEW", "MainWE", "MainEW", "MainWE", "MainWE", "", "MainEW", "MainWE", "MainEW",
+     "SidingStore", ""],
+    # (IC 2's consist is ignored: it is formed out of IC 1 and runs with IC 1's)
+    ["#consist", "sample_passenger", "sample_passenger", "sample_passenger", "sample_freight",
+     "sample_double + sample_passenger", "sample_freight", "", "sample_double $reverse", "sample_double",
+     "sample_double", "sample_double", ""],
+    ["#start", "07:45", "07:52", "08:00", "08:08", "08:16", "08:24 $create=08:20", "", "08:30",
+     "08:40 $pool=Depot", "08:50", "", ""],
+    ["#note", "", "", "", "", "", "$follow=IC 3", "", "", "", "", "", "the freight follows IC 3"],
+    ["#speedkph", "", "", "", "", "", "$max=60", "", "", "", "", "", ""],
+    ["Sampleby $hold", "07:46-07:47", "07:55-07:56 $wait=IC 1 /notstarted", "08:01-08:02", "08:11-08:12 $nohold",
+     "08:17-08:18", "", "$nowaitsignal", "08:33-08:34 $connect=IC 3 /maxdelay=5 /hold=1", "08:41-08:42 $forcehold",
+     "08:53:30-08:54:30 $terminal", "", ""],
+    ["#dispose", "$remove", "", "$forms=IC 2", "$triggers=IC 3", "$pool=Depot", "$remove", "", "", "$forms=L 2",
+     "$stable /out_path=MainWE /out_time=09:00 /static", "", ""],
+]
+
+
+def write_timetable() -> None:
+    text = "".join("\t".join(row) + "\r\n" for row in TIMETABLE)
+    path = OUT / f"ROUTES/{ROUTE}/ACTIVITIES/OpenRails/Sampleby day.timetable-or"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+    lst = OUT / f"ROUTES/{ROUTE}/ACTIVITIES/OpenRails/Sampleby.timetablelist-or"
+    lst.write_bytes(("#Sampleby, all day\r\nSampleby day.timetable-or\r\n").encode("utf-8"))
+
+
 def main() -> None:
     check()
     write_global_tsection()
@@ -795,6 +834,7 @@ def main() -> None:
     save(f"ROUTES/{ROUTE}/{ROUTE}.rdb", trackdb(RN, RITEMS, 1), final_newline=False)
     write_paths()
     write_activity()
+    write_timetable()
     # Summary for the README (lengths in metres).
     for n in N.values():
         print(f"tdb node {n.index} {n.label:7s} {n.kind:8s} len {n.length:9.3f} pins {n.pins} items {n.items}")

@@ -844,6 +844,7 @@ def bundled_scenario() -> Path:
     type=click.Choice(["engineering", "openrails"]),
     help="Physics profile (overrides the scenario; docs/physics.md §7).",
 )
+@click.option("--player", help="A timetable's train to play (it stays at its end); the others run as AI.")
 @_strict_option
 @_handle_errors
 def replay(
@@ -863,6 +864,7 @@ def replay(
     no_signals: bool,
     skip_missing: bool,
     physics: str | None,
+    player: str | None,
     strict: bool,
 ) -> None:
     """Replay consists over a route: physics, derailments and collisions.
@@ -871,6 +873,12 @@ def replay(
     bundled sample scenario runs on the sample route. Writes <train>.csv traces,
     events.json and summary.json into --out (a new or empty folder; a folder that holds
     anything only with --overwrite).
+
+    SCENARIO may be an Open Rails timetable (.timetable-or in <route>/ACTIVITIES/OpenRails):
+    every train runs from its start time, stops at its stations, forms the next train,
+    goes to or comes from its pool and waits for its connections (docs/timetables.md);
+    --player picks the train that stays at its end. Exit status 1 when a train did not
+    reach its end.
 
     SCENARIO may be an activity (.act in <route>/ACTIVITIES): the player and every AI
     service run from their start times with station stops; --out also gets
@@ -881,6 +889,16 @@ def replay(
     from ._fs import check_output_folder
 
     check_output_folder(out_dir, overwrite)
+    if scenario is not None and scenario.suffix.lower() == ".timetable-or":
+        if physics is not None:
+            raise click.UsageError("--physics is not available for timetables yet")
+        if route_opt or consist_opt or path_opt or cars:
+            raise click.UsageError("a timetable replay takes no --route/--consist/--path/--cars")
+        raise click.exceptions.Exit(
+            _replay_timetable(scenario, player, stand_in, out_dir, plot, step, duration, strict, no_signals)
+        )
+    if player is not None:
+        raise click.UsageError("--player goes with a timetable (.timetable-or)")
     if scenario is not None and scenario.suffix.lower() == ".act":
         if physics is not None:
             raise click.UsageError("--physics is not available for activities yet")
@@ -1163,6 +1181,76 @@ def _report_activity(result, out_dir: Path, plot: bool) -> int:  # noqa: ANN001
             click.echo(
                 f"  event {getattr(e, 'clock', None) or ''} {e.kind}: {who}{getattr(e, 'message', None) or ''}"
             )
+    click.echo(f"wrote {len(files)} files to {out_dir}")
+    return EXIT_FINDINGS if result.failed else 0
+
+
+def _replay_timetable(
+    path: Path,
+    player: str | None,
+    stand_in: bool,
+    out_dir: Path,
+    plot: bool,
+    step: float | None,
+    duration: float | None,
+    strict: bool = False,
+    no_signals: bool = False,
+) -> int:
+    """Replay, write the outputs, report on stdout, and say on stderr what was
+    simplified or went wrong; returns the exit status (1: a train did not reach its
+    end, or derailed, collided, deadlocked, got stuck)."""
+    from .physics.activity import clock
+    from .physics.timetable import replay_timetable
+    from .physics.timetable_plan import route_of
+
+    route = _load(route_of(path), strict=strict)
+    result = replay_timetable(
+        path,
+        player=player,
+        route=route,
+        stand_in=stand_in,
+        step=step if step is not None else 0.5,
+        duration=duration,
+        signals=False if no_signals else None,
+    )
+    files = result.write(out_dir)
+    if plot:
+        from .render.spacetime import plot_space_time
+
+        files.append(plot_space_time(result.activity, out_dir / "spacetime.png"))
+    s = result.replay.summary
+    tt = s["timetable"]
+    click.echo(
+        f"{s['activity']} ({s['route']}): {s['clock_start']}-{s['clock_end']}, {s['simulated_seconds']:.0f} s "
+        f"simulated in {s['wall_seconds']:.2f} s ({s['realtime_factor']}x real time)"
+    )
+    for name, t in s["trains"].items():
+        click.echo(
+            f"  {name}: start {t['start']}, {t['distance_m'] / 1000.0:.2f} km, "
+            f"{t['stops']}/{t['booked_stops']} stops; {tt['outcomes'].get(name, '')}"
+        )
+    for name, o in tt["outcomes"].items():
+        if name not in s["trains"]:
+            click.echo(f"  {name}: {o}")
+    for r in result.timetable:
+        click.echo(
+            f"  {r['train']} at {r['station']}: booked {clock(r['sched_arr'])}-{clock(r['sched_dep'])}, "
+            f"actual {clock(r['actual_arr'])}-{clock(r['actual_dep'])}"
+        )
+    for simp in result.simplifications:
+        click.echo(f"simplified: {simp}", err=True)
+    for e in result.replay.events:
+        if e.kind in ("deadlock", "stuck", "derailment", "collision", "side_collision", "not_at_end") or (
+            e.kind == "warning" and "simplified" not in (getattr(e, "message", "") or "")
+        ):
+            train = getattr(e, "train", None)
+            who = f"{train}: " if train is not None else ""
+            click.echo(
+                f"  event {getattr(e, 'clock', None) or ''} {e.kind}: {who}{getattr(e, 'message', None) or ''}",
+                err=True,
+            )
+    if s["not_at_end"]:
+        click.echo(f"not at their end: {', '.join(s['not_at_end'])}", err=True)
     click.echo(f"wrote {len(files)} files to {out_dir}")
     return EXIT_FINDINGS if result.failed else 0
 

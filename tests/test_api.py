@@ -23,7 +23,7 @@ def _json(*args: str) -> object:
 
 def test_audit_route_is_what_audit_json_prints():
     report = audit_route(load_route(SAMPLE_ROUTE), paths=True)
-    assert report.path_resolution is not None and len(report.path_resolution) == 3
+    assert report.path_resolution is not None and len(report.path_resolution) == 4
     assert _json("audit", str(SAMPLE_ROUTE), "--json") == json.loads(json.dumps(report.to_json()))
     bare = audit_route(load_route(SAMPLE_ROUTE))
     assert bare.paths is None and "path_resolution" not in bare.to_json()

@@ -293,11 +293,16 @@ def test_world_point_normalises():
 
 def test_sample_paths_clean(sample):
     rep = audit_paths(sample)
-    assert rep.exists and [p.file for p in rep.paths] == ["MainEW.pat", "MainWE.pat", "Siding.pat"]
+    assert rep.exists and [p.file for p in rep.paths] == [
+        "MainEW.pat",
+        "MainWE.pat",
+        "Siding.pat",
+        "SidingStore.pat",
+    ]
     assert all(p.ok and p.issues == () for p in rep.paths), rep.to_json()
     assert rep.counts == {
-        "files": 3,
-        "ok": 3,
+        "files": 4,
+        "ok": 4,
         "findings": 0,
         "error": 0,
         "off_track_pdps": 0,

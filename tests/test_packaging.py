@@ -32,6 +32,10 @@ def test_wheel_contains_grammars_and_sample_route(tmp_path):
     for g in (REPO / "grammars").glob("*.lark"):
         assert f"tdbtools/grammars/{g.name}" in names
     assert "tdbtools/sample_routes/sample/ROUTES/SAMPLE/SAMPLE.tdb" in names
+    assert "tdbtools/grammars/timetable.lark" in names
+    assert (
+        "tdbtools/sample_routes/sample/ROUTES/SAMPLE/ACTIVITIES/OpenRails/Sampleby day.timetable-or" in names
+    )
     assert "tdbtools/render/vendor/plotly-gl3d.min.js" in names  # the HTML pages' viewer
     assert any(n.endswith("entry_points.txt") for n in names)
     # The unpacked wheel works on its own: grammars are found inside the package.

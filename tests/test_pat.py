@@ -65,8 +65,9 @@ def sample_paths() -> dict[str, PathFile]:
     return {p.stem: read_pat(p) for p in sorted(SAMPLE_PATHS.glob("*.pat"))}
 
 
-def test_sample_has_three_paths(sample_paths):
-    assert sorted(sample_paths) == ["MainEW", "MainWE", "Siding"]
+def test_sample_has_four_paths(sample_paths):
+    # (SidingStore: where the sample timetable's static train stands)
+    assert sorted(sample_paths) == ["MainEW", "MainWE", "Siding", "SidingStore"]
 
 
 def test_main_we(sample_paths):

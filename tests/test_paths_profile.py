@@ -200,7 +200,7 @@ def test_cli_audit_sample_is_clean_and_json_has_closure():
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["findings"] == [] and d["closure"]["joins"] == 14 and d["closure"]["max"] < 0.001
-    assert d["paths"]["counts"]["resolved"] == 3 and d["paths"]["counts"]["read_ok"] == 3
+    assert d["paths"]["counts"]["resolved"] == 4 and d["paths"]["counts"]["read_ok"] == 4
 
 
 def test_dk24_paths_and_audit(dk24_audit):

@@ -514,7 +514,7 @@ def test_sweep_counts_combinations_before_building_them(tmp_path):
         encoding="utf-8",
     )
     t0 = time.perf_counter()
-    with pytest.raises(TooManyCombinations, match="2,430,000 combinations") as exc:
+    with pytest.raises(TooManyCombinations, match="3,240,000 combinations") as exc:
         read_sweep_spec(spec)
     assert time.perf_counter() - t0 < 2
     assert "--max-combinations" in str(exc.value)
@@ -524,9 +524,9 @@ def test_sweep_counts_combinations_before_building_them(tmp_path):
         "[grid]\nbeyond_path = [0, 100]\n",
         encoding="utf-8",
     )
-    with pytest.raises(TooManyCombinations):
-        read_sweep_spec(small, max_combinations=5)
-    assert len(read_sweep_spec(small, max_combinations=6).combinations) == 6
+    with pytest.raises(TooManyCombinations):  # the sample's 4 paths x 2 values
+        read_sweep_spec(small, max_combinations=7)
+    assert len(read_sweep_spec(small, max_combinations=8).combinations) == 8
 
 
 # -- geometry validated at load; the spatial index bounded (docs/security.md §2) --------

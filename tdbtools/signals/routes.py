@@ -358,6 +358,8 @@ class RouteSetting:
         tel, sections, ti, front, ahead = t.elements, self.sections, t.index, t.front, self.ahead
         upto = t.signals[t.next_signal][0] if t.next_signal < len(t.signals) else t.end_s
         bound = upto if ahead is None or upto <= front + ahead else self._horizon(t, front, upto)
+        if t.hold_s is not None:  # a held exit ($hold): nothing beyond it is reserved
+            bound = min(bound, max(t.hold_s, front))
         i = bisect.bisect_left(t.e_s1, front)
         held: list[Element] = []  # ahead of the front, held by this train, in order
 

@@ -417,6 +417,7 @@ class Interlocking(RouteSetting):
                 t.next_signal < len(t.signals)
                 and not t.done
                 and t.on_track
+                and (t.hold_s is None or t.signals[t.next_signal][0] <= t.hold_s)
                 and (self.ahead is None or t.signals[t.next_signal][0] - t.front <= self.ahead)
                 and (self.ahead is None or t.up_to_signal)
             ):

@@ -48,6 +48,10 @@ class TrainState:
     stopped_by: set[int] = field(default_factory=set)
     #: Its own track reaches its next signal (else another train is in between, §4.3).
     up_to_signal: bool = True
+    #: Line distance beyond which it asks for no signal and reserves no track while set:
+    #: a timetable train at or approaching a platform whose exit is held ($hold,
+    #: docs/timetables.md §5.4).
+    hold_s: float | None = None
 
     @property
     def extents(self) -> dict[int, tuple[float, float]]:

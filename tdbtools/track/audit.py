@@ -86,6 +86,7 @@ from .geometry import (
 )
 from .paths import resolve_route_paths
 from .spatial import distance_to_sections, nearest_track
+from .timetable_audit import audit_timetables
 
 __all__ = [
     "CODES",
@@ -120,6 +121,20 @@ CODES: dict[str, str] = {
     "ITEM_LINK_BROKEN": "warning",
     "ITEM_OFF_TRACK": "warning",
     "PATH_UNRESOLVED": "error",
+    # timetables (track/timetable_audit.py); the reader's own codes are listed with them
+    "TT_READ": "error",
+    "TT_PATH_MISSING": "error",
+    "TT_CONSIST_MISSING": "error",
+    "TT_STATION_UNKNOWN": "error",
+    "TT_STATION_OFF_PATH": "warning",
+    "TT_TIME_ORDER": "warning",
+    "TT_TRAIN_MISSING": "error",
+    "TT_LIST_MISSING": "error",
+    "TT_UNKNOWN_COMMAND": "warning",
+    "TT_UNKNOWN_ROW": "warning",
+    "TT_DUPLICATE_TRAIN": "error",
+    "TT_SPEED_ROWS": "warning",
+    "FORMAT": "warning",
 }
 
 _EXPECTED_PINS = {"vector": (1, 1), "junction": (1, 2), "end": (1, 0)}
@@ -386,6 +401,10 @@ def audit_route(
                 findings.append(
                     AuditFinding("PATH_UNRESOLVED", f"{p.file}: " + (p.error or "; ".join(p.problems)))
                 )
+    # The route's Open Rails timetables (track/timetable_audit.py, codes TT_*).
+    findings.extend(
+        AuditFinding(code, msg, level=level) for code, msg, level in audit_timetables(route, paths=paths)
+    )
     return AuditReport(
         route=route.name,
         findings=tuple(findings),

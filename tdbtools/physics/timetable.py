@@ -1,0 +1,661 @@
+"""Replaying an Open Rails timetable (docs/timetables.md §5) on the activity replay.
+
+Every run of a :class:`~tdbtools.physics.timetable_plan.TTPlan` becomes a train of an
+:class:`~tdbtools.physics.activity.ActivityReplay` (its path, its consist, its stops
+found by station name on its path); a :class:`TimetableDriver` adds what timetables
+have and activities do not, and :class:`TimetableReplay` acts on the links between
+trains once a second, before the activity replay's own dispatching:
+
+* a train formed (``$forms``/``$triggers``/``$stable``) by another starts when that
+  one has reached the end of its path (and not before its own booked start); the
+  forming train stays on the track until then and leaves as the new one enters;
+* ``$pool``: a train that ends into a pool is stored there (off the track); a train
+  that starts from a pool takes the first one stored, or is cancelled when the pool
+  is empty at its start time (pool underflow);
+* ``$wait``/``$follow`` hold a train at its start or at a station until the other train
+  has passed the first track both share beyond where their paths differ;
+* ``$connect`` holds a train at a station until the other train has arrived there and
+  the connection time has passed, unless that one is later than ``/maxdelay``;
+* ``$create`` places a train before its start, where it stands until then; static
+  trains stand where their path starts the whole time;
+* ``$activate``/``$activated``, ``$terminal``, ``$stoptime``, ``$max``/``$cruise``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, cast
+
+from ..formats.activity import ActivityFile, ActivityHeader, ServiceFile, StopItem
+from ..formats.route import Route, load_route
+from .activity import (
+    ActivityPlan,
+    ActivityPolicy,
+    ActivityReplay,
+    ActivityResult,
+    PlannedTrain,
+    Platform,
+    Stop,
+    clock,
+    place_stops,
+    route_platforms,
+)
+from .events import SetupWarning
+from .replay import Replay, ReplayError
+from .scenario import Scenario, TrainSpec
+from .timetable_driver import Formed, Held, PoolEvent, TimetableDriver, first_rejoin
+from .timetable_plan import TimetableReplayError, TTLink, TTPlan, TTRun, TTStop, consist_files, plan_timetable
+
+#: Seconds between the timetable's own checks (links, pools, holds).
+CHECK_EVERY_S = 1.0
+#: $hold: the exit signal clears this long before the train leaves (manual: 2 minutes).
+HOLD_RELEASE_S = 120.0
+
+
+class TimetablePolicy(ActivityPolicy):
+    """The activity policy (docs/activities.md §4) with the timetable's rules (module
+    docstring): its drivers are :class:`TimetableDriver` s, their stops are found by
+    station name, and :meth:`_check` acts on the links between trains once a second
+    before the activity's own dispatching."""
+
+    def __init__(
+        self, aplan: ActivityPlan, route: Route, t0: float, stuck_after: float, tt_plan: TTPlan
+    ) -> None:
+        super().__init__(aplan, route, t0, stuck_after)
+        self.tt_plan = tt_plan
+        self.runs = {r.name: r for r in tt_plan.runs if not r.pool_stock}
+        self.pools: dict[str, list[tuple[str, float]]] = {}
+        for r in tt_plan.runs:
+            if r.pool_stock and r.pool_to:
+                self.pools.setdefault(r.pool_to, []).append((r.name, float(t0)))
+        self.finished_at: dict[str, float] = {}
+        self.activated: dict[str, float] = {}
+        self.outcome: dict[str, str] = {}
+        self.pool_drawn: dict[str, str] = {}
+        self.delay: dict[str, float] = {}
+        self._handled: set[str] = set()
+        self._holds: dict[tuple[str, str, str], float] = {}  # (train, reason, other) -> since
+        self._wait_nodes: dict[tuple[str, int, str | None], int | None] = {}
+        self._tt_next = 0.0
+        self._dwell_held: dict[int, bool] = {}
+        self._tt_stops: dict[int, list[TTStop]] = {}
+
+    def driver(self, spec: TrainSpec, auto: Any, default: Any, train: Any) -> TimetableDriver:
+        return TimetableDriver(super().driver(spec, auto, default, train))
+
+    def start(self, replay: Replay) -> None:
+        super().start(replay)
+        for s in self.tt_plan.simplifications:
+            replay.log.add(SetupWarning(time=0.0, message=f"simplified: {s}"))
+        self._place_timetable_stops(self.route)
+        for k, d in enumerate(self._tt_drivers()):
+            r = self.runs[self.trains[k].spec.name]
+            if r.static:
+                d.path_end = float(self.trains[k].front0)
+                d.ai = False
+            else:
+                d.ai = not r.stays
+                if r.create is not None:
+                    d.hold_until = float(r.start)
+                if r.formed_by is not None or r.pool_from is not None or r.activated:
+                    d.start = math.inf  # released by _check
+            if r.max_speed is not None:
+                d.vmax = r.max_speed if d.vmax is None else min(d.vmax, r.max_speed)
+                d._set_speed_cap()
+
+    # -- set-up --------------------------------------------------------------------------
+
+    def _tt_drivers(self) -> list[TimetableDriver]:
+        """The drivers, every one a TimetableDriver once the stops are placed."""
+        return cast("list[TimetableDriver]", self.drivers)
+
+    def _place_timetable_stops(self, route: Route) -> None:
+        """Put each run's stops, found by station name, on its line."""
+        plats = route_platforms(route)
+        self._tt_stops = {}
+        by_station: dict[str, list[Platform]] = {}
+        for p in {p.ids: p for p in plats.values()}.values():
+            by_station.setdefault(p.station, []).append(p)
+        for k, t in enumerate(self.trains):
+            d = self._tt_drivers()[k]
+            r = self.runs[t.spec.name]
+            found: list[tuple[Stop, TTStop]] = []
+            for st in r.stops:
+                best = None
+                for p in by_station.get(st.station, ()):
+                    pl = p if st.stoptime is None else replace(p, min_wait=st.stoptime)
+                    item = StopItem(p.ids[0], st.arrival, st.depart, 0, 0.0, None)
+                    got, _w = place_stops(t.line, t.front0, t.length, (item,), {p.ids[0]: pl})
+                    if got and (best is None or got[0].stop_s < best.stop_s):
+                        best = got[0]
+                if best is None:
+                    self.log.add(
+                        SetupWarning(
+                            time=0.0,
+                            train=t.spec.name,
+                            message=f"station {st.station!r} is not on the path {r.path!r}: no stop there",
+                        )
+                    )
+                    continue
+                if st.terminal and self._ends_here(t, best):
+                    # $terminal: the front runs up to the far end of a platform where
+                    # the path ends (the manual's terminal platform)
+                    hi = best.stop_s + (best.platform.length - t.length) / 2.0
+                    best.stop_s = min(hi - 2.0, float(t.line.path_length))
+                found.append((best, st))
+            found.sort(key=lambda s: s[0].stop_s)
+            self._tt_stops[k] = [st for _s, st in found]
+            stops = [s for s, _st in found]
+            if stops:
+                last = stops[-1]
+                b = last.booked
+                if (
+                    b.arrival is None
+                    and b.depart is not None
+                    and not r.formed_by
+                    and self._ends_here(t, last)
+                ):
+                    # a single time at the final location is the arrival (docs §3.3)
+                    last.booked = replace(b, arrival=b.depart, depart=None)
+            for s in stops:
+                s.stop_s = self.clear_of_junctions(t.line, s.stop_s)
+            d.stops = stops
+
+    @staticmethod
+    def _ends_here(t, stop: Stop) -> bool:  # noqa: ANN001
+        end = float(t.end_s if t.end_s is not None else t.line.path_length)
+        return end - stop.stop_s < stop.platform.length + 400.0
+
+    # -- the timetable's rules, once a second ---------------------------------------------
+
+    def before_step(self, replay: Replay) -> None:
+        if replay.time + 1e-9 >= self._tt_next:
+            self._tt_next += CHECK_EVERY_S
+            self._check()
+        super().before_step(replay)
+
+    def _now(self) -> float:
+        return self.t0 + self.time
+
+    def _train_delay(self, k: int) -> float:
+        """Open Rails' running delay (manual, "Calculation of running delay"): how late
+        against the booked arrival at the next station, never going down."""
+        d = self._tt_drivers()[k]
+        name = self.trains[k].spec.name
+        now = self._now()
+        cand = 0.0
+        if d.state in ("waiting", "ready"):
+            r = self.runs[name]
+            if math.isfinite(d.start) or r.formed_by or r.pool_from:
+                cand = max(0.0, now - r.start)
+        elif d.next_stop < len(d.stops):
+            b = d.stops[d.next_stop].booked
+            due = b.arrival if b.arrival is not None else b.depart
+            if due is not None:
+                cand = max(0.0, now - due)
+        v = max(self.delay.get(name, 0.0), cand)
+        self.delay[name] = v
+        return v
+
+    def _gone(self, k: int) -> bool:
+        return self.drivers[k].finished or self.drivers[k].state in ("stuck", "not_started")
+
+    def _check(self) -> None:
+        now = self._now()
+        for k in range(len(self.drivers)):
+            self._train_delay(k)
+        # 1. ends: disposal, successors, pools, activations
+        for k, d in enumerate(self._tt_drivers()):
+            name = self.trains[k].spec.name
+            if name in self._handled or not (d.finished or d.state in ("stuck", "not_started")):
+                continue
+            self._handled.add(name)
+            r = self.runs[name]
+            if not d.finished:
+                self.outcome.setdefault(name, f"did not reach its end ({d.state})")
+                continue
+            self.finished_at[name] = now
+            self.outcome.setdefault(name, r.disposal)
+            if r.pool_to and not r.static:
+                self.pools.setdefault(r.pool_to, []).append((name, now))
+                self.log.add(
+                    PoolEvent(time=self.time, clock=clock(now), train=name, pool=r.pool_to, action="in")
+                )
+            for where, tgt in r.activates:
+                if where == "END":
+                    self.activated.setdefault(tgt, now)
+        # 2. starts
+        for k, d in enumerate(self._tt_drivers()):
+            name = self.trains[k].spec.name
+            r = self.runs[name]
+            for where, tgt in r.activates:
+                if tgt in self.activated or where == "END":
+                    continue
+                if where is None and d.state in ("running", "dwell", "done"):
+                    self.activated[tgt] = now
+                elif where is not None and any(
+                    s.platform.station == where and s.arrival is not None for s in d.stops
+                ):
+                    self.activated[tgt] = now
+            if d.state != "waiting" or math.isfinite(d.start):
+                continue
+            release = float(r.start)
+            if r.activated:
+                if name not in self.activated:
+                    continue
+                release = max(release, self.activated[name])
+            if r.formed_by is not None:
+                if r.formed_by not in self.finished_at:
+                    kf = self.index.get(r.formed_by)
+                    if kf is not None and self._gone(kf) and not self.drivers[kf].finished:
+                        self._cancel(k, f"{r.formed_by} that forms it never reached its end")
+                    continue
+                release = max(release, self.finished_at[r.formed_by])
+            if now + 1e-9 < release:
+                continue
+            if r.pool_from is not None:
+                stock = self.pools.get(r.pool_from, [])
+                if not stock:
+                    self.log.add(
+                        PoolEvent(
+                            time=self.time, clock=clock(now), train=name, pool=r.pool_from, action="underflow"
+                        )
+                    )
+                    self._cancel(k, f"pool {r.pool_from!r} was empty at its start (pool underflow)")
+                    continue
+                unit, _t = stock.pop(0)
+                self.pool_drawn[name] = unit
+                self.log.add(
+                    PoolEvent(
+                        time=self.time,
+                        clock=clock(now),
+                        train=name,
+                        pool=r.pool_from,
+                        action="out",
+                        unit=unit,
+                    )
+                )
+            if r.formed_by is not None:
+                kf = self.index[r.formed_by]
+                self._leave(kf)
+                how = self.runs[r.formed_by].disposal.split(" ")[0]
+                self.log.add(
+                    Formed(time=self.time, clock=clock(now), train=r.formed_by, new_train=name, how=how)
+                )
+            d.start = now
+        # 3. holds at the start and at stations
+        for k, d in enumerate(self._tt_drivers()):
+            name = self.trains[k].spec.name
+            r = self.runs[name]
+            if not r.links or d.state not in ("running", "dwell"):
+                d.held = False
+                continue
+            at_start = d.state == "running" and d.next_stop == 0 and self._at_start(k)
+            station = d.stops[d.next_stop].platform.station if d.state == "dwell" else None
+            holding = None
+            for link in r.links:
+                if link.kind in ("wait", "follow"):
+                    here = (link.station is None and at_start) or (
+                        station is not None
+                        and (link.station == station or (link.kind == "follow" and link.station is None))
+                    )
+                    if here and self._wait_holds(k, link):
+                        holding = link
+                        break
+                elif link.kind == "connect" and station is not None and link.station == station:
+                    until = self._connect_until(k, link, station)
+                    if until is not None and now + 1e-9 < until:
+                        holding = link
+                        break
+            self._note_hold(k, holding, station)
+            if holding is None:
+                d.held = False
+                self._dwell_held[k] = False
+                continue
+            self._still_since[k] = self.time  # waiting by the timetable is not being stuck
+            self._dwell_held[k] = d.state == "dwell"
+            if d.state == "dwell":
+                d.dwell_until = max(d.dwell_until, now + CHECK_EVERY_S)
+            else:
+                d.held = True
+        for k, d in enumerate(self._tt_drivers()):
+            if d.state == "running" and self._now() < d.hold_until:
+                self._still_since[k] = self.time
+        if self.signals is not None:
+            for k in range(len(self.drivers)):
+                self.signals.ilk.trains[k].hold_s = self._exit_held(k)
+
+    def _exit_held(self, k: int) -> float | None:
+        """$hold: the exit of the next stop stays closed until 2 minutes before the train
+        leaves (manual, "$hold"), and while the train is held for another: the line
+        distance beyond which it asks for no signal and reserves no track, or None.
+        Open Rails holds the platform's exit signal; here the exit is the end of the
+        stop, whether a signal stands there or the track is worked without one."""
+        d = self._tt_drivers()[k]
+        if d.state not in ("running", "dwell") or d.next_stop >= len(d.stops):
+            return None
+        tts = self._tt_stops.get(k, [])
+        if d.next_stop >= len(tts) or not tts[d.next_stop].hold:
+            return None
+        stop = d.stops[d.next_stop]
+        hold_at = stop.stop_s + 1.0
+        if d.state == "dwell" and (d.held or self._dwell_held.get(k, False)):
+            return hold_at
+        b = stop.booked
+        leave = d.dwell_until if d.state == "dwell" else (b.depart if b.depart is not None else None)
+        # a connection still to come keeps it closed on the approach too
+        for link in self.runs[self.trains[k].spec.name].links:
+            if link.kind == "connect" and link.station == stop.platform.station:
+                until = self._connect_until(k, link, link.station)
+                if until is not None:
+                    leave = until if leave is None else max(leave, until)
+        return hold_at if leave is not None and self._now() < leave - HOLD_RELEASE_S else None
+
+    def _at_start(self, k: int) -> bool:
+        t = self.trains[k]
+        front = float(self.engine.x[self.train_start[k]])
+        return front - float(t.front0) < 5.0
+
+    def _note_hold(self, k: int, link: TTLink | None, station: str | None) -> None:
+        name = self.trains[k].spec.name
+        now = self._now()
+        for key in [x for x in self._holds if x[0] == name]:
+            if link is None or key != (name, link.kind, link.train):
+                since = self._holds.pop(key)
+                self.log.add(
+                    Held(
+                        time=self.time,
+                        clock=clock(since),
+                        train=name,
+                        reason=key[1],
+                        other=key[2],
+                        station=station,
+                        seconds=now - since,
+                    )
+                )
+        if link is not None:
+            self._holds.setdefault((name, link.kind, link.train), now)
+
+    def _wait_holds(self, k: int, link: TTLink) -> bool:
+        ko = self.index.get(link.train)
+        if ko is None:
+            return False
+        od = self.drivers[ko]
+        if self._gone(ko):
+            return False
+        if od.state in ("waiting", "ready") and not link.notstarted:
+            return False
+        name = self.trains[k].spec.name
+        own = self.delay.get(name, 0.0)
+        if link.owndelay is not None and own < link.owndelay:
+            return False
+        maxdelay = link.maxdelay if link.maxdelay is not None else 0.0
+        if self.delay.get(link.train, 0.0) - own > maxdelay + 1e-9:
+            return False
+        t = self.trains[k]
+        front = float(self.engine.x[self.train_start[k]])
+        key = (name, self.drivers[k].next_stop, link.train)
+        if key not in self._wait_nodes:
+            other = self.trains[ko]
+            self._wait_nodes[key] = first_rejoin(t.line, front, {int(n) for n in other.line.seg_node})
+        node = self._wait_nodes[key]
+        if node is None:
+            return False
+        # has the other train's rear passed the end of that node on its own line?
+        ol = self.trains[ko].line
+        ends = [float(ol.seg_s1[i]) for i in range(len(ol.seg_node)) if int(ol.seg_node[i]) == node]
+        if not ends:
+            return False
+        orear = float(self.engine.x[self.train_end[ko]] - self.bodies.length[self.train_end[ko]])
+        if od.state in ("waiting", "ready"):
+            return True
+        return orear < min(ends) - 1e-6
+
+    def _connect_until(self, k: int, link: TTLink, station: str) -> float | None:
+        ko = self.index.get(link.train)
+        if ko is None:
+            return None
+        stop = next((s for s in self.drivers[ko].stops if s.platform.station == station), None)
+        if stop is None:
+            return None
+        if stop.arrival is not None:
+            return stop.arrival + link.hold
+        if self._gone(ko):
+            return None
+        due = stop.booked.arrival if stop.booked.arrival is not None else stop.booked.depart
+        late = max(0.0, self._now() - due) if due is not None else 0.0
+        late = max(late, self.delay.get(link.train, 0.0))
+        if link.maxdelay is not None and late > link.maxdelay:
+            return None
+        return math.inf
+
+    def _leave(self, k: int) -> None:
+        """The forming train leaves the track: its consist is the new train now."""
+        d = self._tt_drivers()[k]
+        name = self.trains[k].spec.name
+        if d.ai:
+            return
+        d.ai = True
+        if self.signals is not None:
+            self.signals.ilk.leave(k)
+        self.on_off[name] = (self.on_off.get(name, (self.t0, 0.0))[0], self._now())
+
+    def _cancel(self, k: int, why: str) -> None:
+        d = self._tt_drivers()[k]
+        name = self.trains[k].spec.name
+        d.state = "not_started"
+        self.trains[k].finish(self.time)
+        self.outcome[name] = f"cancelled: {why}"
+        self.log.add(SetupWarning(time=self.time, train=name, message=f"cancelled: {why}"))
+
+    # -- the result ----------------------------------------------------------------------
+
+    def outcomes(self) -> dict[str, str]:
+        """How every train ended (and the units that were in a pool from the start)."""
+        out = {}
+        for k, t in enumerate(self.trains):
+            name = t.spec.name
+            d = self._tt_drivers()[k]
+            if name in self.outcome:
+                out[name] = self.outcome[name]
+            elif d.finished:
+                out[name] = self.runs[name].disposal
+            else:
+                out[name] = f"did not reach its end ({d.state})"
+        for r in self.tt_plan.runs:
+            if r.pool_stock:
+                out[r.name] = f"in pool {r.pool_to} from the start"
+        return out
+
+
+class TimetableReplay(ActivityReplay):
+    """A replay of a timetable's runs: an :class:`ActivityReplay` whose policy is a
+    :class:`TimetablePolicy` (module docstring)."""
+
+    def __init__(
+        self,
+        plan: TTPlan,
+        *,
+        route: Route | None = None,
+        stand_in: bool = False,
+        step: float = 0.5,
+        duration: float | None = None,
+        trace_every: float = 2.0,
+        signals: bool | None = None,
+        stuck_after: float = 1800.0,
+    ) -> None:
+        self.tt_plan = plan
+        route = route if route is not None else load_route(plan.route_folder)
+        runs = [r for r in plan.runs if not r.pool_stock]
+        if not runs:
+            raise TimetableReplayError(f"{plan.timetable.path}: the timetable runs no trains")
+        timed = [
+            r.create if r.create is not None and r.create >= 0 else r.start for r in runs if not r.static
+        ]
+        timed = [t for t in timed if t >= 0]
+        if not timed:
+            raise TimetableReplayError(f"{plan.timetable.path}: no train has a start time")
+        t0 = min(timed)
+        by_name = {r.name: r for r in runs}
+        with tempfile.TemporaryDirectory(prefix="tdbtools-tt-") as tmp:
+            cons = consist_files(plan, Path(route.install_root), Path(route.folder), Path(tmp))
+            # A train formed by $forms runs with the consist of the train that forms it.
+            for r in runs:
+                src, seen = r, set()
+                while src.keeps_consist_of and src.keeps_consist_of in by_name and src.name not in seen:
+                    seen.add(src.name)
+                    src = by_name[src.keeps_consist_of]
+                cons[r.name] = cons[src.name]
+            planned, specs = [], []
+            for r in runs:
+                placed = (
+                    t0
+                    if r.static or (r.create is not None and r.create < 0)
+                    else (r.create if r.create is not None else r.start)
+                )
+                srv = ServiceFile(
+                    path=str(plan.timetable.path),
+                    serial=None,
+                    name=r.name,
+                    train_config=cons[r.name],
+                    path_id=r.path,
+                    max_wheel_acceleration=None,
+                    efficiency=None,
+                    starting_speed=0.0,
+                    ending_speed=None,
+                    platform_ids=(),
+                    tree=None,  # type: ignore[arg-type]
+                )
+                planned.append(
+                    PlannedTrain(r.name, srv, int(max(placed, 0)), (), r.name == plan.player, True)
+                )
+                specs.append(
+                    TrainSpec(
+                        name=r.name,
+                        consist=Path(cons[r.name] + ".con"),
+                        path=Path(r.path + ".pat"),
+                        driver="auto",
+                        start_speed=0.0,
+                    )
+                )
+            last = max(max(r.start for r in runs), t0)
+            header = ActivityHeader(
+                route_id=Path(plan.route_folder).name,
+                name=plan.timetable.description or Path(plan.timetable.path).stem,
+                start_time=int(t0),
+                duration=int(last - t0 + 3 * 3600),
+            )
+            act = ActivityFile(str(plan.timetable.path), None, header, None, None, (), 0, None)  # type: ignore[arg-type]
+            self.plan = ActivityPlan(act, Path(plan.route_folder), tuple(planned), plan.warnings)
+            self.t0 = float(t0)
+            dur = duration if duration is not None else float(last - t0 + 4 * 3600)
+            sc = Scenario(
+                Path(plan.route_folder),
+                tuple(specs),
+                step=step,
+                duration=dur,
+                stand_in=stand_in,
+                source=str(Path(plan.timetable.path).resolve()),
+            )
+            self.policy = TimetablePolicy(self.plan, route, self.t0, stuck_after, plan)
+            try:
+                self.replay = Replay(
+                    sc,
+                    route=route,
+                    trace_every=trace_every,
+                    signals=False if signals is False else None,
+                    policy=self.policy,
+                )
+            except ReplayError as exc:
+                raise TimetableReplayError(str(exc)) from None
+
+    def run(self, progress: Callable[[float], None] | None = None) -> TimetableResult:  # type: ignore[override]
+        ar = super().run(progress)
+        pol = self.policy
+        assert isinstance(pol, TimetablePolicy)
+        outcomes = pol.outcomes()
+        ar.replay.summary["timetable"] = {
+            "file": str(self.tt_plan.timetable.path),
+            "description": self.tt_plan.timetable.description,
+            "player": self.tt_plan.player,
+            "outcomes": outcomes,
+            "pools": {p: [u for u, _t in v] for p, v in pol.pools.items()},
+            "drawn_from_pool": dict(pol.pool_drawn),
+            "delays_s": {k: round(v, 1) for k, v in pol.delay.items()},
+            "simplifications": list(self.tt_plan.simplifications),
+        }
+        return TimetableResult(ar, outcomes, self.tt_plan.simplifications)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TimetableResult:
+    """A replayed timetable: the activity result (traces, events, timetable rows) and
+    every train's outcome."""
+
+    activity: ActivityResult
+    outcomes: dict = field(default_factory=dict)
+    simplifications: tuple[str, ...] = ()
+
+    @property
+    def replay(self):  # noqa: ANN201
+        return self.activity.replay
+
+    @property
+    def timetable(self) -> tuple[dict, ...]:
+        return self.activity.timetable
+
+    @property
+    def failed(self) -> bool:
+        """Derailed, collided, deadlocked, stuck, or a train that did not reach its end
+        (cancelled ones included)."""
+        s = self.activity.replay.summary
+        return self.activity.failed or bool(s["not_at_end"])
+
+    def timetable_csv(self) -> str:
+        return self.activity.timetable_csv()
+
+    def write(self, out: str | Path) -> list[Path]:
+        from .._fs import write_bytes_atomic
+
+        files = self.activity.write(out)
+        p = Path(out) / "outcomes.json"
+        write_bytes_atomic(p, json.dumps(self.outcomes, indent=2, ensure_ascii=False).encode())
+        files.append(p)
+        return files
+
+
+def replay_timetable(
+    path: str | Path,
+    *,
+    player: str | None = None,
+    route: Route | None = None,
+    stand_in: bool = False,
+    step: float = 0.5,
+    duration: float | None = None,
+    progress: Callable[[float], None] | None = None,
+    signals: bool | None = None,
+) -> TimetableResult:
+    """Replay every train of a ``.timetable-or`` (module docstring); ``player``: the
+    train that stays on the track at its end (the others are AI trains)."""
+    plan = plan_timetable(path, player=player, route_folder=None if route is None else route.folder)
+    return TimetableReplay(
+        plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals
+    ).run(progress)
+
+
+__all__ = [
+    "Formed",
+    "Held",
+    "PoolEvent",
+    "TTRun",
+    "TimetableDriver",
+    "TimetablePolicy",
+    "TimetableReplay",
+    "TimetableResult",
+    "replay_timetable",
+]

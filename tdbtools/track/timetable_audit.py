@@ -1,0 +1,204 @@
+"""Checking a route's Open Rails timetables (``ACTIVITIES/OpenRails/*.timetable-or``
+and ``*.timetablelist-or``) against the route: docs/findings.md §3, codes ``TT_*``.
+
+What is checked: the file reads (``TT_READ``, with the reader's own findings); every
+``#path`` and ``#consist`` exists (``TT_PATH_MISSING``, ``TT_CONSIST_MISSING``); every
+station row names a station of the route (``TT_STATION_UNKNOWN``); with ``paths``,
+each train's path passes its stations (``TT_STATION_OFF_PATH``) and its times run
+forward along the path (``TT_TIME_ORDER``); commands that name another train name one
+of the file (``TT_TRAIN_MISSING``); lists name files that exist (``TT_LIST_MISSING``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import SourceError
+from ..formats.route import Route
+from ..formats.tdb import PlatformItem
+from ..formats.timetable import Timetable, read_timetable
+from ..formats.timetable_list import read_timetable_list
+from ..stf import resolve_case_insensitive
+from .pathbuild import platforms
+from .paths import resolve_path
+
+#: At most this many timetable files of a route are checked.
+MAX_FILES = 200
+
+#: Commands whose value (or qualifier) names another train.
+_TRAIN_REFS = {
+    "forms": (None,),
+    "triggers": (None,),
+    "wait": (None,),
+    "follow": (None,),
+    "connect": (None,),
+    "activate": (None,),
+    "attach": (None,),
+    "pickup": (None,),
+    "transfer": (None,),
+    "stable": ("forms", "triggers"),
+    "create": ("ahead",),
+    "detach": ("forms",),
+}
+
+
+def timetable_folder(route: Route) -> Path | None:
+    p = resolve_case_insensitive(Path(route.folder) / "ACTIVITIES" / "OpenRails")
+    return p if p.is_dir() else None
+
+
+#: A finding: (code, message, severity); track/audit.py makes them AuditFindings.
+TTFinding = tuple[str, str, str]
+
+
+def _f(code: str, message: str, level: str) -> TTFinding:
+    return (code, message, level)
+
+
+def _exists(folder: Path, name: str, suffix: str) -> bool:
+    if not name or "/" in name or "\\" in name or name in (".", ".."):
+        return False
+    p = resolve_case_insensitive(folder / (name if name.lower().endswith(suffix) else name + suffix))
+    return p.is_file()
+
+
+def audit_timetables(route: Route, *, paths: bool = True) -> list[TTFinding]:
+    """The findings of every timetable of ``route`` (module docstring)."""
+    folder = timetable_folder(route)
+    if folder is None:
+        return []
+    out: list[TTFinding] = []
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".timetable-or", ".timetablelist-or"))
+    for p in files[:MAX_FILES]:
+        if p.suffix.lower() == ".timetablelist-or":
+            try:
+                tl = read_timetable_list(p)
+            except SourceError as exc:
+                out.append(_f("TT_READ", str(exc).splitlines()[0], "error"))
+                continue
+            for name in tl.files:
+                if not (folder / name).is_file():
+                    out.append(
+                        _f(
+                            "TT_LIST_MISSING",
+                            f"{p.name}: lists {name!r}, which is not in {folder.name}/",
+                            "error",
+                        )
+                    )
+            continue
+        try:
+            tt = read_timetable(p, strict=False)
+        except SourceError as exc:
+            out.append(_f("TT_READ", str(exc).splitlines()[0], "error"))
+            continue
+        out.extend((f.code, f"{p.name}: " + str(f).split(": ", 1)[-1], f.severity) for f in tt.findings)
+        out.extend(_check(route, tt, p.name, paths))
+    return out
+
+
+def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TTFinding]:
+    out: list[TTFinding] = []
+    rf = Path(route.folder)
+    install = Path(route.install_root)
+    path_dir = resolve_case_insensitive(rf / "PATHS")
+    con_dirs = [
+        resolve_case_insensitive(install / "TRAINS" / "CONSISTS"),
+        resolve_case_insensitive(rf / "CONSISTS"),
+    ]
+    plats = platforms(route)
+    # every platform item names its station (a platform whose two items are broken apart
+    # is an ITEM_LINK_BROKEN finding, its station still exists)
+    stations = {it.station for it in route.tdb.items if isinstance(it, PlatformItem)}
+    names = {t.name for t in tt.trains}
+    for s in tt.stations:
+        if s.name not in stations:
+            out.append(
+                _f("TT_STATION_UNKNOWN", f"{fname}:{s.line}: {s.name!r} is no station of the route", "error")
+            )
+    resolved: dict[str, dict[str, list[float]] | None] = {}
+    for t in tt.trains:
+        who = f"{fname}: train {t.name!r}"
+        if t.path and not _exists(path_dir, t.path, ".pat"):
+            out.append(_f("TT_PATH_MISSING", f"{who}: path {t.path!r} is not in PATHS", "error"))
+        for c in t.consist:
+            if not any(_exists(d, c.name, ".con") for d in con_dirs):
+                out.append(
+                    _f("TT_CONSIST_MISSING", f"{who}: consist {c.name!r} is not in TRAINS/CONSISTS", "error")
+                )
+        for cmd in (*t.start_commands, *t.note, *t.dispose, *(x for s in t.stops for x in s.commands)):
+            for q in _TRAIN_REFS.get(cmd.name, ()):
+                refs = cmd.values if q is None else (cmd.qualifier(q) or ())
+                for ref in refs:
+                    if ref and ref not in names and ":" not in ref:
+                        out.append(
+                            _f(
+                                "TT_TRAIN_MISSING",
+                                f"{who}: ${c.name} names no train of the file: {ref!r}",
+                                "error",
+                            )
+                        )
+        if not with_paths or not t.path or not _exists(path_dir, t.path, ".pat"):
+            continue
+        if t.path not in resolved:
+            resolved[t.path] = _station_positions(route, path_dir, t.path, plats)
+        pos = resolved[t.path]
+        if pos is None:
+            continue  # PATH_UNRESOLVED says why
+        along = []
+        for stp in t.stops:
+            if stp.station not in pos:
+                if stp.station in stations:
+                    out.append(
+                        _f(
+                            "TT_STATION_OFF_PATH",
+                            f"{who}: path {t.path!r} does not pass {stp.station!r}",
+                            "warning",
+                        )
+                    )
+                continue
+            along.append((min(pos[stp.station]), stp))
+        along.sort(key=lambda x: x[0])
+        last = t.start.seconds if t.start is not None and t.start.seconds is not None else None
+        for _d, stp in along:
+            for stamp in (stp.arrival, stp.depart):
+                if stamp is None or stamp.seconds is None:
+                    continue
+                if last is not None and stamp.seconds < last:
+                    out.append(
+                        _f(
+                            "TT_TIME_ORDER",
+                            f"{who}: {stp.station} at {stamp.seconds // 3600:02d}:{stamp.seconds // 60 % 60:02d} "
+                            "is before the time before it along the path",
+                            "warning",
+                        )
+                    )
+                last = stamp.seconds
+    return out
+
+
+def _station_positions(route: Route, path_dir: Path, name: str, plats: dict) -> dict[str, list[float]] | None:
+    """Metres along the path to each station's platforms it passes."""
+    p = resolve_case_insensitive(path_dir / (name if name.lower().endswith(".pat") else name + ".pat"))
+    try:
+        res = resolve_path(route, p)
+    except SourceError:
+        return None
+    if not res.legs:
+        return None
+    by_node: dict[int, list[tuple[float, float, str]]] = {}
+    for node, a, b, it, _o in plats.values():
+        by_node.setdefault(node, []).append((a, b, it.station))
+    out: dict[str, list[float]] = {}
+    acc = 0.0
+    for leg in res.legs:
+        for tr in leg.traversals:
+            lo, hi = sorted((tr.start, tr.end))
+            for a, b, st in by_node.get(tr.node, ()):
+                if b >= lo and a <= hi:
+                    mid = min(max((a + b) / 2.0, lo), hi)
+                    out.setdefault(st, []).append(acc + abs(mid - tr.start))
+            acc += tr.length
+    return out
+
+
+__all__ = ["audit_timetables", "timetable_folder"]
