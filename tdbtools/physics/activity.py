@@ -369,7 +369,7 @@ class ServiceDriver:
         self.path_end = path_end
         self.passenger_cars = passenger_cars
         self.ai = ai
-        self.leaves = ai  # taken off the track at its end (AI trains, parts before a reversal)
+        self.turns = False  # its path part ends at a reversal: it leaves the track there
         self.hold_until = -math.inf  # clock time: stands until then (the change of ends at a reversal)
         self.vmax = vmax
         self.final_efficiency = final_efficiency
@@ -398,6 +398,11 @@ class ServiceDriver:
             cands.append((self.stops[self.next_stop].stop_s, "stop"))
         cands.append((self.authority, "authority"))
         return min(cands)
+
+    @property
+    def leaves(self) -> bool:
+        """Taken off the track at its end: AI trains, and path parts before a reversal."""
+        return self.ai or self.turns
 
     @property
     def events(self) -> list:
@@ -463,13 +468,19 @@ class ActivityPolicy(ReplayPolicy):
     signals_ahead_m = RESERVE_EXTRA_M + 2000.0
 
     def __init__(
-        self, plan: ActivityPlan, route: Route, t0: float, stuck_after: float, parts: list[ServicePart]
+        self,
+        plan: ActivityPlan,
+        route: Route,
+        t0: float,
+        stuck_after: float,
+        parts: list[ServicePart] | None = None,
     ) -> None:
         self.plan = plan
         self.route = route
-        # the replay trains of each service: one per part of a path with reversals (§4.4)
-        self.parts = parts
-        self.part_of = {sp.spec.name: sp for sp in parts}
+        # the replay trains of each service: one per part of a path with reversals (§4.4);
+        # a train not given here is a service of its own (its spec's name)
+        self.parts = list(parts) if parts is not None else []
+        self.part_of = {sp.spec.name: sp for sp in self.parts}
         self.t0 = t0  # clock time of replay time 0
         self.stuck_after = stuck_after
         self.plats = route_platforms(route)
@@ -536,7 +547,10 @@ class ActivityPolicy(ReplayPolicy):
         """The train's service driver around its automatic driver (with signals, the
         automatic driver's constraints obey them through ``default``'s signal wrapper)."""
         assert isinstance(auto, AutoDriver)
-        sp = self.part_of[spec.name]
+        sp = self.part_of.get(spec.name)
+        if sp is None:
+            sp = self.part_of[spec.name] = ServicePart(spec.name, spec, None)
+            self.parts.append(sp)
         pt = self.by_name[sp.service]
         vmax = train.consist.max_velocity if train.consist.max_velocity else None
         eng = train.model.max_velocity[train.model.is_engine]
@@ -560,7 +574,7 @@ class ActivityPolicy(ReplayPolicy):
             pt.service.efficiency,
             isinstance(default, SignalDriver),
         )
-        d.leaves = d.ai or not sp.last  # a part that ends at a reversal leaves the track
+        d.turns = not sp.last
         for s_at, wait in sp.waits:
             if s_at > train.front0 + AutoDriver.ARRIVED_WITHIN:
                 auto.stops.append(DriverStop(s_at, wait, "waiting point"))
@@ -591,6 +605,8 @@ class ActivityPolicy(ReplayPolicy):
         out: dict[str, list[Stop]] = {}
         for pt in self.plan.trains:
             sps = [sp for sp in self.parts if sp.service == pt.name]
+            if not sps:
+                continue
             ts = [replay.trains[self.index[sp.spec.name]] for sp in sps]
             spans = [
                 (t.line, t.front0, sp.plan.end_s if sp.plan is not None else float(t.line.path_length))
@@ -730,11 +746,11 @@ class ActivityReplay:
         dur = duration if duration is not None else max(act_end, last) - self.t0 + 4 * 3600.0
         # A path with reversals runs as one replay train per part (docs/activities.md §4.4).
         sdir = Path(plan.activity.path).resolve().parent
-        self.parts: list[ServicePart] = []
+        parts: list[ServicePart] = []
         try:
             for pt in plan.trains:
                 srv = pt.service
-                self.parts.extend(
+                parts.extend(
                     service_parts(
                         pt.name,
                         Path(srv.train_config + ".con"),
@@ -747,8 +763,8 @@ class ActivityReplay:
                 )
         except TdbToolsError as exc:
             raise ActivityError(str(exc)) from None
-        specs = [sp.spec for sp in self.parts]
-        given = {sp.spec.name: sp.plan.line for sp in self.parts if sp.plan is not None}
+        specs = [sp.spec for sp in parts]
+        given = {sp.spec.name: sp.plan.line for sp in parts if sp.plan is not None}
         sc = Scenario(
             Path(plan.route_folder),
             tuple(specs),
@@ -758,7 +774,7 @@ class ActivityReplay:
             source=str(Path(plan.activity.path).resolve()),
         )
         use = False if signals is False else None
-        self.policy = ActivityPolicy(plan, route, self.t0, stuck_after, self.parts)
+        self.policy = ActivityPolicy(plan, route, self.t0, stuck_after, parts)
         try:
             self.replay = Replay(
                 sc, route=route, trace_every=trace_every, signals=use, lines=given or None, policy=self.policy
@@ -810,6 +826,10 @@ class ActivityReplay:
     @property
     def dispatcher(self) -> Dispatcher:
         return self.policy.dispatcher
+
+    @property
+    def parts(self) -> list[ServicePart]:
+        return self.policy.parts
 
     @property
     def index(self) -> dict[str, int]:

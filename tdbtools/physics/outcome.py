@@ -53,6 +53,8 @@ def service_outcomes(rep) -> dict[str, ServiceOutcome]:  # noqa: ANN001  (an Act
     out: dict[str, ServiceOutcome] = {}
     for pt in rep.plan.trains:
         ks = [rep.index[sp.spec.name] for sp in rep.parts if sp.service == pt.name]
+        if not ks:  # (a planned train the replay does not run)
+            continue
         path = dist = 0.0
         reason = "end of path"
         state = "done"
