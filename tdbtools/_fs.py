@@ -36,7 +36,7 @@ __all__ = [
 STALE_TEMP_SECONDS = 600.0
 
 
-class OutputExistsError(TdbToolsError):
+class OutputExistsError(TdbToolsError, FileExistsError):
     """An output file exists and ``overwrite`` was not given (or the target is unusable)."""
 
 

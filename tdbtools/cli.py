@@ -98,6 +98,70 @@ def _lenient_option(func):
     return click.option("--lenient", is_flag=True, hidden=True)(func)
 
 
+def _deprecated(old: str, new: str) -> None:
+    """An old spelling still works for one release, with this warning on stderr
+    (README, "One grammar")."""
+    click.echo(f"warning: {old} is deprecated and goes in the next release: use {new}", err=True)
+
+
+#: What each optional extra brings, by the module a command needs from it.
+EXTRAS = {
+    "matplotlib": "plot",
+    "pyproj": "geo",
+    "pyvista": "render",
+    "plotly": "render",
+    "imageio": "render",
+    "distributed": "sweep",
+    "pyarrow": "",
+}
+
+
+def _need(module: str, what: str) -> None:
+    """Fail now (exit 2), before any work or output, when ``what`` needs an optional
+    package that is not installed."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        extra = EXTRAS.get(module, "")
+        how = f'pip install "tdbtools[{extra}]"' if extra else f"pip install {module}"
+        raise click.UsageError(f"{what} needs {module}, which is not installed: {how}")
+
+
+class WorldPointType(click.ParamType):
+    """A world point, written the one way every command takes it: ``TX,TZ,X,Z``."""
+
+    name = "TX,TZ,X,Z"
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201
+        if isinstance(value, tuple):
+            return value
+        from .track.locate import parse_world_point
+
+        try:
+            return parse_world_point(value)
+        except TdbToolsError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+WORLD_POINT = WorldPointType()
+
+#: The version of every command's --json output (docs/cli-json.md): a change that
+#: removes or renames a key, or changes its meaning, raises it.
+JSON_SCHEMA_VERSION = 1
+
+
+def _echo_json(command: str, data: dict) -> None:
+    """Print a command's --json report: a JSON object whose first key ``schema`` names
+    the command and the version of its keys (docs/cli-json.md), and nothing else on
+    stdout."""
+    out = {"schema": f"tdbtools.{command}/{JSON_SCHEMA_VERSION}", **data}
+    click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+
+
 def _tolerated(findings, hint: str | None = None) -> None:  # noqa: ANN001
     """One short summary on stderr of the defects a lenient read tolerated (warnings and
     errors; remarks stay for `audit`)."""
@@ -138,7 +202,7 @@ def info(route: Path | None, as_json: bool, no_cache: bool, strict: bool, lenien
     if as_json:
         summary["warning_messages"] = [str(w) for w in r.warnings]
         summary["tolerated"] = [w.to_json() for w in r.warnings]  # typed: docs/findings.md
-        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+        _echo_json("info", summary)
         return
     n = summary["nodes"]
     ext = summary["tile_extent"]
@@ -191,7 +255,12 @@ def parse(file: Path, as_json: bool, strict: bool, lenient: bool, root: Path | N
     doc = parse_file(file, diagnostics=diags, root=root)
     _tolerated(diags.findings, "--json shows the tree as read; --strict refuses such files")
     if as_json:
-        click.echo(dumps_deep(doc.to_json(), indent=1))
+        tree = doc.to_json()
+        body = dumps_deep(tree, indent=1)
+        # The tree can be deep (dumps_deep has no recursion limit): the schema key is
+        # put in front of the tree's own keys as text.
+        head = f'{{\n "schema": "tdbtools.parse/{JSON_SCHEMA_VERSION}",'
+        click.echo(head + body[1:] if body.startswith("{\n") else body)
         return
     from .stf.writer import format_stf
 
@@ -221,7 +290,14 @@ def _load(route: Path | None, *, no_cache: bool = False, strict: bool = False, q
 @main.command()
 @click.argument("route", required=False, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--strict", is_flag=True, help="Warnings count too: exit 1 when any warning or error is found.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning"]),
+    default="error",
+    show_default=True,
+    help="Exit 1 when a finding of this severity or above is found.",
+)
+@click.option("--strict", is_flag=True, hidden=True, help="Deprecated: --fail-on warning.")
 @click.option(
     "--paths/--no-paths",
     default=True,
@@ -237,25 +313,31 @@ def _load(route: Path | None, *, no_cache: bool = False, strict: bool = False, q
     help="Metres above which a join between sections is a gap.",
 )
 @_handle_errors
-def audit(route: Path | None, as_json: bool, strict: bool, paths: bool, lenient: bool, gap: float) -> None:
+def audit(
+    route: Path | None, as_json: bool, fail_on: str, strict: bool, paths: bool, lenient: bool, gap: float
+) -> None:
     """Check a route for defects: broken or one-way pin links, wrong pin counts, unknown
     sections, gaps between sections and at node ends, broken item references, items off
     their track, and paths that do not resolve.
 
     Every finding has a code (docs/findings.md), a severity, a message, node/item ids and
     a world location. The route is always read (what the reader tolerated are findings
-    too). Exit status 1 when an error is found; with --strict, also a warning.
+    too). Exit status 1 when an error is found; with --fail-on warning, also a warning.
     """
     from .track.audit import audit_route
 
+    if strict:
+        # Elsewhere --strict refuses tolerated input; audit never refuses a route.
+        _deprecated("audit --strict", "audit --fail-on warning")
+        fail_on = "warning"
     r = _load(route, quiet=True)
     say = _stderr_progress("resolving paths")
     report = audit_route(r, gap_tolerance=gap, node_end_tolerance=gap, paths=paths, progress=say)
     findings = report.findings
-    problems = report.problems("warning" if strict else "error")
+    problems = report.problems(fail_on)
     unresolved = report.unresolved_paths
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        _echo_json("audit", report.to_json())
     else:
         c = report.closure
         click.echo(f"route       {r.name}")
@@ -312,15 +394,14 @@ def _stderr_progress(label: str):
 
 @main.command()
 @click.argument("route", type=click.Path(path_type=Path))
-@click.option("--tile", nargs=2, type=int, required=True, metavar="TX TZ", help="Tile of the point.")
 @click.option(
-    "--pos",
-    nargs=2,
-    type=float,
-    required=True,
-    metavar="X Z",
-    help="Position in the tile (metres from its centre).",
+    "--at",
+    "point",
+    type=WORLD_POINT,
+    help="The world point: tile x, tile z, then metres east and north of the tile's centre.",
 )
+@click.option("--tile", nargs=2, type=int, hidden=True, help="Deprecated: --at.")
+@click.option("--pos", nargs=2, type=float, hidden=True, help="Deprecated: --at.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option(
     "--tolerance",
@@ -334,8 +415,9 @@ def _stderr_progress(label: str):
 @_handle_errors
 def locate(
     route: Path,
-    tile: tuple[int, int],
-    pos: tuple[float, float],
+    point: tuple[int, int, float, float] | None,
+    tile: tuple[int, int] | None,
+    pos: tuple[float, float] | None,
     as_json: bool,
     tolerance: float,
     strict: bool,
@@ -343,9 +425,10 @@ def locate(
     """Find the track at a world point: node, section, offset, heading, grade, curvature."""
     from .track.locate import locate_point
 
-    loc = locate_point(_load(route, strict=strict), tile[0], tile[1], pos[0], pos[1], tolerance=tolerance)
+    point = _point_or_old(point, tile, pos, "--at", "--tile TX TZ --pos X Z")
+    loc = locate_point(_load(route, strict=strict), *point, tolerance=tolerance)
     if as_json:
-        click.echo(json.dumps(loc.to_json(), indent=2))
+        _echo_json("locate", loc.to_json())
         return
     click.echo(
         f"node {loc.node} ({loc.node_kind}), section {loc.section} (id {loc.section_id}), "
@@ -361,30 +444,52 @@ def locate(
     )
 
 
-def _route_path_file(route, name: Path) -> Path:
-    """A .pat given as a file, or by name in the route's PATHS folder (as `replay --path`)."""
-    from .physics.scenario import resolve_file
-
-    found = resolve_file(Path(name), Path.cwd(), Path(route.folder) / "PATHS", suffix=".pat")
-    if found is None:
-        raise click.BadParameter(
-            f"{str(name)!r} is neither a file nor a path in {Path(route.folder) / 'PATHS'}",
-            param_hint="--path",
-        )
-    return found
+def _point_or_old(point, tile, pos, new: str, old: str):  # noqa: ANN001, ANN202
+    """The world point of ``new`` (TX,TZ,X,Z), or of the deprecated pair of options
+    ``old`` (with a warning); usage error when neither or both are given."""
+    if (tile is None) != (pos is None):
+        raise click.UsageError(f"{old} go together (deprecated: use {new} TX,TZ,X,Z)")
+    if tile is not None:
+        if point is not None:
+            raise click.UsageError(f"give {new} or {old}, not both")
+        _deprecated(old, f"{new} TX,TZ,X,Z")
+        return (int(tile[0]), int(tile[1]), float(pos[0]), float(pos[1]))
+    if point is None:
+        raise click.UsageError(f"give the world point: {new} TX,TZ,X,Z")
+    return point
 
 
 @main.command()
 @click.argument("route", type=click.Path(path_type=Path))
-@click.option("--path", "path_file", type=click.Path(path_type=Path), help="A .pat path to follow.")
-@click.option("--from-tile", nargs=2, type=int, metavar="TX TZ", help="Start tile (with --from-pos).")
-@click.option("--from-pos", nargs=2, type=float, metavar="X Z", help="Start position in the tile.")
+@click.option(
+    "--path",
+    "path_file",
+    type=click.Path(path_type=Path),
+    help="A .pat path to follow (a file, or a name in PATHS).",
+)
+@click.option("--from", "start", type=WORLD_POINT, help="Start at this world point (with --distance).")
+@click.option("--from-tile", nargs=2, type=int, hidden=True, help="Deprecated: --from TX,TZ,X,Z.")
+@click.option("--from-pos", nargs=2, type=float, hidden=True, help="Deprecated: --from TX,TZ,X,Z.")
 @click.option("--distance", type=float, help="Metres to follow the track from the start point.")
 @click.option("--backward", is_flag=True, help="From a point: go against the track's own direction.")
-@click.option("--step", type=float, default=10.0, show_default=True, help="Metres between samples.")
-@click.option("--csv", "csv_out", type=click.Path(path_type=Path), help="Write the samples as CSV.")
-@click.option("--plot", "plot_out", type=click.Path(path_type=Path), help="Draw the profile (PNG, SVG, PDF).")
-@click.option("--overwrite", is_flag=True, help="Replace existing --csv/--plot files.")
+@click.option(
+    "--spacing", type=float, default=None, metavar="M", help="Metres between samples.  [default: 10]"
+)
+@click.option("--step", "old_step", type=float, hidden=True, help="Deprecated: --spacing (metres).")
+@click.option("--out", type=click.Path(path_type=Path), help="Write the samples as CSV to this file.")
+@click.option("--csv", "csv_out", type=click.Path(path_type=Path), hidden=True, help="Deprecated: --out.")
+@click.option(
+    "--plot",
+    "plot_opt",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    help="Also draw the profile: beside --out (its name with .png), else profile.png (needs tdbtools[plot]).",
+)
+@click.option("--overwrite", is_flag=True, help="Replace existing --out/--plot files.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the summary and the events along the way as JSON."
+)
 @click.option(
     "--category",
     type=click.Choice(["passenger", "freight"]),
@@ -397,14 +502,18 @@ def _route_path_file(route, name: Path) -> Path:
 def profile(
     route: Path,
     path_file: Path | None,
+    start: tuple[int, int, float, float] | None,
     from_tile,
     from_pos,
     distance: float | None,
     backward: bool,
-    step: float,
+    spacing: float | None,
+    old_step: float | None,
+    out: Path | None,
     csv_out: Path | None,
-    plot_out: Path | None,
+    plot_opt: str | None,
     overwrite: bool,
+    as_json: bool,
     strict: bool,
     category: str = "passenger",
 ) -> None:
@@ -412,28 +521,60 @@ def profile(
     from ._fs import check_target, write_text_atomic
     from .track.profile import profile_from, profile_path
 
-    if path_file is None and not (from_tile and from_pos and distance is not None):
-        raise click.UsageError("give --path FILE.pat, or --from-tile TX TZ --from-pos X Z --distance M")
-    for target in (csv_out, plot_out):
+    if old_step is not None:
+        _deprecated("profile --step M", "--spacing M (--step is a time step in seconds)")
+        spacing = old_step if spacing is None else spacing
+    step = 10.0 if spacing is None else spacing
+    if csv_out is not None:
+        _deprecated("profile --csv FILE", "--out FILE")
+        out = csv_out if out is None else out
+    plot_out: Path | None = None
+    if plot_opt is not None:
+        _need("matplotlib", "--plot")
+        if plot_opt:
+            _deprecated("profile --plot FILE", "--plot (beside --out)")
+            plot_out = Path(plot_opt)
+        else:
+            plot_out = out.with_suffix(".png") if out is not None else Path("profile.png")
+    if path_file is None and (start is not None or from_tile is not None or from_pos is not None):
+        start = _point_or_old(start, from_tile, from_pos, "--from", "--from-tile TX TZ --from-pos X Z")
+    if path_file is None and not (start is not None and distance is not None):
+        raise click.UsageError("give --path FILE.pat, or --from TX,TZ,X,Z --distance M")
+    for target in (out, plot_out):
         if target is not None:
             check_target(target, overwrite)
     r = _load(route, strict=strict)
     if path_file is not None:
-        prof = profile_path(r, _route_path_file(r, path_file), step=step, category=category)
+        prof = profile_path(r, path_file, step=step, category=category)
     else:
-        assert distance is not None  # checked above
-        prof = profile_from(
-            r,
-            from_tile[0],
-            from_tile[1],
-            from_pos[0],
-            from_pos[1],
-            distance,
-            step=step,
-            backward=backward,
-            category=category,
-        )
+        assert distance is not None and start is not None  # checked above
+        prof = profile_from(r, *start, distance, step=step, backward=backward, category=category)
     c = prof.columns
+    written: list[str] = []
+    if out is not None:
+        write_text_atomic(out, prof.to_csv(), encoding="utf-8", newline="\n")
+        written.append(str(out))
+    if plot_out is not None:
+        from .render.plots import plot_profile
+
+        plot_profile(prof, plot_out)
+        written.append(str(plot_out))
+    if as_json:
+        _echo_json(
+            "profile",
+            {
+                "route": prof.route,
+                "source": prof.source,
+                "length_m": round(prof.length, 3),
+                "samples": len(prof),
+                "spacing_m": step,
+                "elevation_m": [float(c["elevation_m"].min()), float(c["elevation_m"].max())],
+                "grade_permille": [float(c["grade_permille"].min()), float(c["grade_permille"].max())],
+                "events": [{"at_m": round(float(at), 3), "text": text} for at, text in prof.events],
+                "files": written,
+            },
+        )
+        return
     click.echo(
         f"{prof.route}: {prof.source}: {prof.length:.1f} m, {len(prof)} samples, "
         f"elevation {c['elevation_m'].min():.1f}..{c['elevation_m'].max():.1f} m, "
@@ -441,14 +582,8 @@ def profile(
     )
     for at, text in prof.events[:40]:
         click.echo(f"  {at:10.1f} m  {text}")
-    if csv_out is not None:
-        write_text_atomic(csv_out, prof.to_csv(), encoding="utf-8", newline="\n")
-        click.echo(f"wrote {csv_out}")
-    if plot_out is not None:
-        from .render.plots import plot_profile
-
-        plot_profile(prof, plot_out)
-        click.echo(f"wrote {plot_out}")
+    for f in written:
+        click.echo(f"wrote {f}")
 
 
 @main.command("export")
@@ -461,24 +596,48 @@ def profile(
     "polylines. Default: from the --out suffix (.geojson, .json, .csv, .vtp/.vtk).",
 )
 @click.option("--out", type=click.Path(path_type=Path), help="Output file (default: standard output).")
-@click.option("--step", type=float, default=10.0, show_default=True, help="Sampling step for csv/vtk (m).")
+@click.option(
+    "--spacing",
+    type=float,
+    default=None,
+    metavar="M",
+    help="Metres between samples for csv/vtk.  [default: 10]",
+)
+@click.option("--step", "old_step", type=float, hidden=True, help="Deprecated: --spacing (metres).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing output file.")
 @_strict_option
 @_handle_errors
 def export_cmd(
-    route: Path, fmt: str | None, out: Path | None, step: float, overwrite: bool, strict: bool
+    route: Path,
+    fmt: str | None,
+    out: Path | None,
+    spacing: float | None,
+    old_step: float | None,
+    overwrite: bool,
+    strict: bool,
 ) -> None:
     """Export a route for GIS and 3-D tools (GeoJSON needs pyproj: tdbtools[geo])."""
-    from .export import export_route
+    from ._fs import check_target
+    from .export import check_vtk_name, export_route
 
+    if old_step is not None:
+        _deprecated("export --step M", "--spacing M (--step is a time step in seconds)")
+        spacing = old_step if spacing is None else spacing
+    step = 10.0 if spacing is None else spacing
+    if out is not None:
+        check_vtk_name(out)  # before the format is guessed from it: .vtk is refused by name
     if fmt is None:
-        by_suffix = {".geojson": "geojson", ".json": "json", ".csv": "csv", ".vtp": "vtk", ".vtk": "vtk"}
+        by_suffix = {".geojson": "geojson", ".json": "json", ".csv": "csv", ".vtp": "vtk"}
         fmt = by_suffix.get(out.suffix.lower()) if out is not None else None
         if fmt is None:
             raise click.UsageError(
                 "give --format geojson|json|csv|vtk (or an --out file ending in "
                 ".geojson, .json, .csv or .vtp)"
             )
+    if fmt == "geojson":
+        _need("pyproj", "a GeoJSON export")
+    if out is not None:
+        check_target(out, overwrite)
     from .errors import Diagnostics
 
     r = _load(route, strict=strict)
@@ -602,6 +761,14 @@ def render(
     suffix = out.suffix.lower() if out is not None else ""
     if out is not None and suffix not in (".png", ".html", ".gif", ".mp4"):
         raise click.UsageError(f"--out {out}: give a .png, .html, .gif or .mp4 file")
+    if suffix == ".html":
+        _need("plotly", "an HTML page")
+    else:
+        _need("pyvista", "a picture or a window")
+        if suffix in (".gif", ".mp4"):
+            _need("imageio", "an animation")
+            if replay_src is None:
+                raise click.UsageError("an animation (--out .gif/.mp4) needs --replay")
     r = _load(route, strict=strict)
     scene = build_scene(r, color_by=color_by, audit=True if audit else None, focus=focus)
     if out is not None and suffix == ".html":
@@ -708,12 +875,18 @@ def sweep(
     def log(message: str) -> None:
         click.echo(message, err=True)
 
+    _need("distributed", "a sweep")
+    if plot:
+        _need("matplotlib", "--plot")
+    if parquet:
+        _need("pyarrow", "--parquet")
     sweep_spec = (
         read_sweep_spec(spec)
         if max_combinations is None
         else read_sweep_spec(spec, max_combinations=max_combinations)
     )
     _load(Path(sweep_spec.route), strict=strict)  # the summary once, here, not once per worker
+    _kernel_notice()  # compiled once here: the workers load them from numba's cache
     try:
         result = run_sweep(
             sweep_spec,
@@ -729,13 +902,21 @@ def sweep(
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
-    if as_json:
-        click.echo(json.dumps(result.summary(), indent=2))
+    plot_file = plot_sweep(result, out_dir / "sweep.png") if plot else None
+    if as_json:  # JSON only on stdout: the files are in it
+        _echo_json(
+            "sweep",
+            {
+                **result.summary(),
+                "table": str(result.table_path),
+                "plot": None if plot_file is None else str(plot_file),
+            },
+        )
     else:
         click.echo(result.summary_text())
-    click.echo(f"table: {result.table_path}")
-    if plot:
-        click.echo(f"plot: {plot_sweep(result, out_dir / 'sweep.png')}")
+        click.echo(f"table: {result.table_path}")
+        if plot_file is not None:
+            click.echo(f"plot: {plot_file}")
     if result.has_problems:
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
@@ -747,13 +928,15 @@ def sweep(
     "start",
     required=True,
     metavar="PLACE",
-    help='Start (the rear of the train): "TX TZ X Z", a track node number, or a platform/station name.',
+    help="Start (the rear of the train): a world point TX,TZ,X,Z, a track node number, or a "
+    "platform/station name.",
 )
 @click.option("--to", "end", required=True, metavar="PLACE", help="End, as --from.")
 @click.option("--via", multiple=True, metavar="PLACE", help="A point to pass, as --from (repeatable).")
 @click.option("--reversals", is_flag=True, help="Allow the train to turn at a via point.")
 @click.option("--name", default="", help="Display name written into the file.")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="The .pat file to write.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the built path as JSON.")
 @_strict_option
 @_handle_errors
@@ -765,15 +948,27 @@ def path_cmd(
     reversals: bool,
     name: str,
     out: Path,
+    overwrite: bool,
     as_json: bool,
     strict: bool,
 ) -> None:
     """Build the shortest path between places and write it as a .pat file Open Rails loads."""
-    from .track.pathbuild import build_path, write_path
+    import re
 
+    from .track.pathbuild import build_path, check_pat_target, write_path
+
+    spaced = re.compile(r"^\s*\S+\s+\S+\s+\S+\s+\S+\s*$")
+    places = []
+    for place in (start, end, *via):
+        if spaced.match(place) and "," not in place and re.fullmatch(r"[-+0-9.eE\s]+", place):
+            _deprecated(f'the place "{place.strip()}"', ",".join(place.split()) + " (TX,TZ,X,Z)")
+            place = ",".join(place.split())
+        places.append(place)
+    start, end, via = places[0], places[1], tuple(places[2:])
+    check_pat_target(out, overwrite)
     r = _load(route, strict=strict)
     built = build_path(r, start, end, list(via), reversals=reversals, name=name)
-    write_path(r, built, out)
+    write_path(r, built, out, overwrite=overwrite)
     d = {
         "file": str(out),
         "length_m": round(built.length, 3),
@@ -784,7 +979,7 @@ def path_cmd(
         "nodes": [list(x) for x in built.node_sequence()],
     }
     if as_json:
-        click.echo(json.dumps(d, indent=2))
+        _echo_json("path", d)
         return
     click.echo(
         f"wrote {out}: {d['from']} -> {d['to']}, {built.length / 1000.0:.3f} km over "
@@ -834,6 +1029,7 @@ def bundled_scenario() -> Path:
     help="Write into a non-empty --out folder, replacing the files of the same names.",
 )
 @click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary and the files written as JSON.")
 @click.option(
     "--skip-missing",
     is_flag=True,
@@ -862,6 +1058,7 @@ def replay(
     max_speed: float | None,
     overwrite: bool,
     no_signals: bool,
+    as_json: bool,
     skip_missing: bool,
     physics: str | None,
     player: str | None,
@@ -888,37 +1085,67 @@ def replay(
     """
     from ._fs import check_output_folder
 
+    # The arguments first, then the extras, then the output folder: a mistake is named
+    # as itself, before anything is read or written.
+    activity = scenario is not None and scenario.suffix.lower() == ".act"
+    timetable = scenario is not None and scenario.suffix.lower() == ".timetable-or"
+    if timetable and (
+        route_opt or consist_opt or path_opt or cars or beyond_path is not None or max_speed is not None
+    ):
+        raise click.UsageError(
+            "a timetable replay takes no --route/--consist/--path/--cars/--beyond-path/--max-speed"
+        )
+    if timetable and physics is not None:
+        raise click.UsageError("--physics is not available for timetables yet")
+    if player is not None and not timetable:
+        raise click.UsageError("--player goes with a timetable (.timetable-or)")
+    if activity and (
+        route_opt or consist_opt or path_opt or cars or beyond_path is not None or max_speed is not None
+    ):
+        raise click.UsageError(
+            "an activity replay takes no --route/--consist/--path/--cars/--beyond-path/--max-speed"
+        )
+    if activity and physics is not None:
+        raise click.UsageError("--physics is not available for activities yet")
+    if scenario is not None and (route_opt or consist_opt or path_opt):
+        raise click.UsageError("give a scenario file or --route/--consist/--path, not both")
+    if (
+        scenario is None
+        and (route_opt or consist_opt or path_opt)
+        and not (route_opt and consist_opt and path_opt)
+    ):
+        raise click.UsageError("--route, --consist and --path go together")
+    if scenario is not None and not scenario.is_file():
+        raise click.BadParameter(f"{str(scenario)!r} is not a file", param_hint="SCENARIO")
+    from .physics.scenario import MAX_STEP, run_limits_problem
+
+    for name, problem in (
+        ("--step", None if step is None else run_limits_problem(step, step)),
+        ("--duration", None if duration is None else run_limits_problem(MAX_STEP, duration)),
+    ):
+        if problem is not None:
+            raise click.BadParameter(problem[1], param_hint=name)
+    if plot:
+        _need("matplotlib", "--plot")
     check_output_folder(out_dir, overwrite)
-    if scenario is not None and scenario.suffix.lower() == ".timetable-or":
-        if physics is not None:
-            raise click.UsageError("--physics is not available for timetables yet")
-        if route_opt or consist_opt or path_opt or cars:
-            raise click.UsageError("a timetable replay takes no --route/--consist/--path/--cars")
+    if timetable:
+        assert scenario is not None
         raise click.exceptions.Exit(
             _replay_timetable(scenario, player, stand_in, out_dir, plot, step, duration, strict, no_signals)
         )
-    if player is not None:
-        raise click.UsageError("--player goes with a timetable (.timetable-or)")
-    if scenario is not None and scenario.suffix.lower() == ".act":
-        if physics is not None:
-            raise click.UsageError("--physics is not available for activities yet")
-        if route_opt or consist_opt or path_opt or cars:
-            raise click.UsageError("an activity replay takes no --route/--consist/--path/--cars")
+    if activity:
+        assert scenario is not None
         raise click.exceptions.Exit(
             _replay_activity(
-                scenario, stand_in, out_dir, plot, step, duration, strict, no_signals, skip_missing
+                scenario, stand_in, out_dir, plot, step, duration, strict, no_signals, as_json, skip_missing
             )
         )
     from .physics.events import StandIn
     from .physics.replay import Replay
     from .physics.scenario import one_train_scenario, read_scenario, with_settings
 
-    if scenario is not None and (route_opt or consist_opt or path_opt):
-        raise click.UsageError("give a scenario file or --route/--consist/--path, not both")
     rroute = None
-    if scenario is None and (route_opt or consist_opt or path_opt):
-        if not (route_opt and consist_opt and path_opt):
-            raise click.UsageError("--route, --consist and --path go together")
+    if scenario is None and route_opt and consist_opt and path_opt:
         from .physics.pathrun import path_reversals, replay_path_whole
 
         rroute = _load(Path(route_opt).resolve(), strict=strict)
@@ -937,7 +1164,7 @@ def replay(
                 duration=duration if duration is not None else 86400.0,
                 signals=False if no_signals else None,
             )
-            raise click.exceptions.Exit(_report_activity(whole, out_dir, plot))
+            raise click.exceptions.Exit(_report_activity(whole, out_dir, plot, as_json))
         sc = one_train_scenario(route_opt, consist_opt, path_opt, stand_in=stand_in)
         if duration is None:
             # It runs until the train reaches its path end (the replay ends when it does),
@@ -947,25 +1174,23 @@ def replay(
             duration = min(86400.0, MAX_STEPS * (step if step is not None else sc.step))
     else:
         sc = read_scenario(scenario if scenario is not None else bundled_scenario())
-    sc = with_settings(sc, stand_in=True if stand_in else None, step=step, duration=duration, physics=physics)
-    if beyond_path is not None or max_speed is not None:
-        import dataclasses
-
-        trains = tuple(
-            dataclasses.replace(
-                t,
-                beyond_path=t.beyond_path if beyond_path is None else beyond_path,
-                max_speed=t.max_speed if max_speed is None else max_speed / 3.6,
-            )
-            for t in sc.trains
-        )
-        sc = dataclasses.replace(sc, trains=trains)
+    sc = with_settings(
+        sc,
+        stand_in=True if stand_in else None,
+        step=step,
+        duration=duration,
+        beyond_path=beyond_path,
+        max_speed=None if max_speed is None else max_speed / 3.6,
+        physics=physics,
+    )
     if sc.physics == "openrails":
         click.echo(
             "note: Open Rails physics profile (docs/physics.md §7), simplified: no vacuum or engine brakes, "
             "no wheel-slip model, numpy only",
             err=True,
         )
+    else:
+        _kernel_notice()
     rep = Replay(
         sc,
         route=rroute if rroute is not None else _load(Path(sc.route), strict=strict),
@@ -1004,6 +1229,26 @@ def replay(
 
             files.append(plot_signal_chart(space_time(rep, result), out_dir / "signals_space_time.png"))
     s = result.summary
+    # replay --route runs to the path end: stopping short of it is a problem (issue 26)
+    short = [name for name, t in s["trains"].items() if not t["finished"]] if route_opt is not None else []
+    for name in short:
+        t = s["trains"][name]
+        click.echo(
+            f"problem: {name} did not reach the end of its path ({t['distance_m']:.0f} m run in "
+            f"{s['simulated_seconds']:.0f} s)",
+            err=True,
+        )
+    failed = (
+        bool(short)
+        or any(t["derailed"] for t in s["trains"].values())
+        or any(e.kind in ("collision", "side_collision") for e in result.events)
+        or bool(_script_errors(result.events))
+    )
+    if as_json:
+        _echo_json("replay", {"summary": s, "files": [str(f) for f in files], "failed": failed})
+        if failed:
+            raise click.exceptions.Exit(EXIT_FINDINGS)
+        return
     click.echo(
         f"{s['route']}: {s['simulated_seconds']:.1f} s simulated in {s['wall_seconds']:.2f} s "
         f"({s['realtime_factor']}x real time)"
@@ -1018,23 +1263,21 @@ def replay(
     for line in _event_lines(result.events):
         click.echo(line)
     click.echo(f"wrote {len(files)} files to {out_dir}")
-    short = []
-    if route_opt is not None:
-        # replay --route runs to the path end: stopping short of it is a problem (issue 26)
-        for name, t in s["trains"].items():
-            if not t["finished"]:
-                short.append(name)
-                click.echo(
-                    f"problem: {name} did not reach the end of its path ({t['distance_m']:.0f} m run in "
-                    f"{s['simulated_seconds']:.0f} s)",
-                    err=True,
-                )
-    if (
-        short
-        or any(t["derailed"] for t in s["trains"].values())
-        or any(e.kind in ("collision", "side_collision") for e in result.events)
-    ):
+    if failed:
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _script_errors(events) -> bool:  # noqa: ANN001
+    """Print the signal scripts that failed during a replay (on stderr); True if any did:
+    the replay ran on, those heads on the basic rule, but its outcome is not the scripts'."""
+    bad = [e for e in events if e.kind == "script_error"]
+    for e in bad:
+        click.echo(
+            f"{e.path}:{e.line}: signal script {e.script} (signal {e.signal}) failed at {e.time:.0f} s: "
+            f"{e.message}; the head follows the basic rule from then on",
+            err=True,
+        )
+    return bool(bad)
 
 
 def _cars_text(cars) -> str:  # noqa: ANN001
@@ -1088,7 +1331,7 @@ def signals_cmd(route: Path, as_json: bool, strict: bool) -> None:
 
     rep = signal_report(_load(route, strict=strict))
     if as_json:
-        click.echo(json.dumps(rep, indent=2, ensure_ascii=False))
+        _echo_json("signals", rep)
         return
     sc = rep["scripts"]
     click.echo(
@@ -1115,6 +1358,7 @@ def _replay_activity(
     duration: float | None,
     strict: bool = False,
     no_signals: bool = False,
+    as_json: bool = False,
     skip_missing: bool = False,
 ) -> int:
     from .physics.activity import replay_activity
@@ -1122,6 +1366,7 @@ def _replay_activity(
     folder = act.resolve().parent
     # An activity lives in <route>/ACTIVITIES: its route is read as every command reads one.
     route = _load(folder.parent, strict=strict) if folder.name.lower() == "activities" else None
+    _kernel_notice()
     result = replay_activity(
         act,
         route=route,
@@ -1131,10 +1376,10 @@ def _replay_activity(
         signals=False if no_signals else None,
         skip_missing=skip_missing,
     )
-    return _report_activity(result, out_dir, plot)
+    return _report_activity(result, out_dir, plot, as_json)
 
 
-def _report_activity(result, out_dir: Path, plot: bool) -> int:  # noqa: ANN001
+def _report_activity(result, out_dir: Path, plot: bool, as_json: bool = False) -> int:  # noqa: ANN001
     """Write an activity replay's files and tell how every service did (exit status)."""
     from .physics.activity import clock
     from .physics.outcome import tolerated
@@ -1145,6 +1390,17 @@ def _report_activity(result, out_dir: Path, plot: bool) -> int:  # noqa: ANN001
 
         files.append(plot_space_time(result, out_dir / "spacetime.png"))
     s = result.replay.summary
+    if as_json:
+        _echo_json(
+            "replay",
+            {
+                "summary": s,
+                "timetable": list(result.timetable),
+                "files": [str(f) for f in files],
+                "failed": result.failed,
+            },
+        )
+        return EXIT_FINDINGS if result.failed else 0
     click.echo(
         f"{s['activity']} ({s['route']}): {s['clock_start']}-{s['clock_end']}, {s['simulated_seconds']:.0f} s "
         f"simulated in {s['wall_seconds']:.2f} s ({s['realtime_factor']}x real time)"
@@ -1182,7 +1438,8 @@ def _report_activity(result, out_dir: Path, plot: bool) -> int:  # noqa: ANN001
                 f"  event {getattr(e, 'clock', None) or ''} {e.kind}: {who}{getattr(e, 'message', None) or ''}"
             )
     click.echo(f"wrote {len(files)} files to {out_dir}")
-    return EXIT_FINDINGS if result.failed else 0
+    script_failed = _script_errors(result.replay.events)
+    return EXIT_FINDINGS if result.failed or script_failed else 0
 
 
 def _replay_timetable(
@@ -1253,6 +1510,59 @@ def _replay_timetable(
         click.echo(f"not at their end: {', '.join(s['not_at_end'])}", err=True)
     click.echo(f"wrote {len(files)} files to {out_dir}")
     return EXIT_FINDINGS if result.failed else 0
+
+
+def _kernel_notice() -> None:
+    """Before a replay that will compile numba's kernels (the first one after an
+    install: about 30 s of silence otherwise), say so on stderr in one line, with each
+    kernel group as it is done; later runs load them from numba's cache and say nothing."""
+    from .physics.compiled import compile_kernels, kernels_cached
+
+    if kernels_cached():
+        return
+    t0 = time.perf_counter()
+    click.echo(
+        "compiling the replay's kernels with numba, once after an install (about 30 s; "
+        "`tdbtools compile` does it ahead):",
+        err=True,
+        nl=False,
+    )
+
+    def progress(group: str) -> None:
+        click.echo(f" {group}…", err=True, nl=False)
+
+    compile_kernels(progress)
+    click.echo(f" done in {time.perf_counter() - t0:.0f} s", err=True)
+
+
+@main.command("compile")
+@click.option("--json", "as_json", is_flag=True, help="Print the seconds per kernel group as JSON.")
+@_handle_errors
+def compile_cmd(as_json: bool) -> None:
+    """Compile the replay's numba kernels now (tdbtools[fast]) into numba's cache, so that
+    the first replay, test run or sweep worker does not wait for them. Without numba:
+    says so and does nothing (the replay runs on numpy, with the same numbers)."""
+    from .physics.compiled import compile_kernels, compiled_available
+
+    if not compiled_available():
+        if as_json:
+            _echo_json("compile", {"numba": False, "seconds": {}})
+        else:
+            click.echo('numba is not installed (pip install "tdbtools[fast]"): nothing to compile')
+        return
+    show = not as_json
+
+    def progress(group: str) -> None:
+        if show:
+            click.echo(f"  {group} …", err=True)
+
+    took = compile_kernels(progress)
+    if as_json:
+        _echo_json("compile", {"numba": True, "seconds": {k: round(v, 3) for k, v in took.items()}})
+        return
+    click.echo(
+        "compiled (or loaded from numba's cache): " + ", ".join(f"{k} {v:.1f} s" for k, v in took.items())
+    )
 
 
 @main.command("compare")

@@ -29,7 +29,11 @@ def truncate_value(value: object, limit: int = MAX_ECHO_CHARS) -> str:
 
 
 class TdbToolsError(Exception):
-    """Root of every error tdbtools raises for bad input or a failed operation."""
+    """Root of every error tdbtools raises for bad input or a failed operation.
+
+    Each error class also derives from the builtin a caller would catch without knowing
+    tdbtools: bad content is a :class:`ValueError`, a missing route or file a
+    :class:`FileNotFoundError`, an output that exists a :class:`FileExistsError`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +77,7 @@ def caret_line(text: str, start: int, end: int, column: int, *, width: int = 100
     return f"    {prefix}{cut}{suffix}\n    {' ' * (len(prefix) + col - first)}^"
 
 
-class SourceError(TdbToolsError):
+class SourceError(TdbToolsError, ValueError):
     """An error at a place in a file: path, line, column and a caret snippet."""
 
     def __init__(
@@ -131,8 +135,9 @@ class FormatError(SourceError):
     """Well-formed STF whose content does not fit the file type (missing block, bad value)."""
 
 
-class RouteError(TdbToolsError):
-    """A route folder that cannot be loaded: missing files, no .trk, wrong layout."""
+class RouteError(TdbToolsError, FileNotFoundError):
+    """A route folder that cannot be loaded: missing files, no .trk, wrong layout (a
+    :class:`FileNotFoundError` too)."""
 
 
 #: Severities of findings, lowest first.

@@ -6,6 +6,10 @@ is parametrised with a path inside DK24, or carries ``@pytest.mark.dk24``. Such 
 are marked ``dk24`` here (so ``-m dk24`` / ``-m "not dk24"`` select them) and, when the
 route is absent, skipped with one reason.
 
+Hermetic: every test process gets its own temporary cache folder (``TDBTOOLS_CACHE_DIR``
+points into a fresh temporary folder from the start of the run), so the suite neither
+reads nor writes the user's tdbtools cache, whatever the environment says.
+
 The expensive DK24 fixtures (the parsed route, its audit with paths, the converted
 files) are made once per run even under pytest-xdist: the first worker makes and
 pickles them, the other loads them (:func:`_once_per_run`).
@@ -15,7 +19,9 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,22 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: each worker makes its own
     fcntl = None  # type: ignore[assignment]
+
+_PRIVATE_CACHE: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A temporary cache for this test process (each xdist worker runs this too), set
+    before any test imports or loads anything."""
+    global _PRIVATE_CACHE
+    _PRIVATE_CACHE = tempfile.mkdtemp(prefix="tdbtools-test-cache-")
+    os.environ["TDBTOOLS_CACHE_DIR"] = os.path.join(_PRIVATE_CACHE, "tdbtools")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _PRIVATE_CACHE is not None:
+        shutil.rmtree(_PRIVATE_CACHE, ignore_errors=True)
+
 
 SKIP_DK24 = pytest.mark.skip(
     reason=f"the real DK24 route is not at {DK24} (../shared/routes/DK24 beside the repository)"

@@ -92,3 +92,26 @@ def read_tdb_spying(path: Path, reader: str, *, use: bool, plain: bool, strict: 
     except TdbToolsError as exc:
         db, err = None, (type(exc).__name__, str(exc))
     return db, err, [(f.message, f.location, f.code) for f in diags.findings], any(used)
+
+
+#: Work limits in the tests are CPU seconds of this process (``time.process_time``, all
+#: its threads), never wall-clock seconds: another process's load cannot stretch them.
+#: Each limit is about CPU_SLACK times what the work takes on an idle machine.
+CPU_SLACK = 3.0
+
+
+class CpuTimer:
+    """``with CpuTimer() as t: ...``, then ``t.seconds``: the CPU seconds the block used."""
+
+    seconds: float = 0.0
+
+    def __enter__(self) -> CpuTimer:
+        import time
+
+        self._t0 = time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import time
+
+        self.seconds = time.process_time() - self._t0

@@ -29,7 +29,7 @@ def test_export_each_format(tmp_path):
         ("csv", lambda t: t.splitlines()[0].startswith("node,offset")),
         ("vtk", lambda t: t.lstrip().startswith("<?xml") or "<VTKFile" in t),
     ):
-        out = tmp_path / f"sample.{fmt}"
+        out = tmp_path / f"sample.{'vtp' if fmt == 'vtk' else fmt}"
         r = run("export", SAMPLE_ROUTE, "--format", fmt, "--out", out)
         assert r.exit_code == 0, r.output
         assert check(out.read_text(encoding="utf-8")), fmt
@@ -56,3 +56,16 @@ def test_convert_round_trip_through_json(tmp_path):
 def test_convert_refuses_its_own_folder():
     r = run("convert", SAMPLE_ROUTE, "--out", SAMPLE_ROUTE)
     assert r.exit_code == 2
+
+
+def test_a_vtk_name_is_refused_with_the_right_one_named(tmp_path):
+    # VTK reads .vtk as its legacy format; the export is XML PolyData (.vtp).
+    for args in (("--out", tmp_path / "x.vtk"), ("--format", "vtk", "--out", tmp_path / "x.vtk")):
+        r = run("export", SAMPLE_ROUTE, *args)
+        assert r.exit_code == 2 and ".vtp" in r.stderr, r.output
+        assert not (tmp_path / "x.vtk").exists()
+    from tdbtools.export import ExportError, export_route
+
+    with pytest.raises(ExportError, match=r"\.vtp"):
+        export_route(load_route(SAMPLE_ROUTE), "vtk", tmp_path / "y.vtk")
+    assert not (tmp_path / "y.vtk").exists()

@@ -20,14 +20,17 @@ def _plain_free_block(ilk: rt.Interlocking, sig: int) -> tuple[int, int]:
     if sec < 0:
         return rt.BLOCK_JN_OBSTRUCTED, ilk.next_normal[sig]
     walk = ilk.circuits.walk(sec, ilk.objects[sig].tc_direction, rt.MAX_WALK)
-    worst, nxt = rt.BLOCK_CLEAR, -1
+    # the first section that is not clear decides, its occupants before its reservation
+    worst, nxt, decided = rt.BLOCK_CLEAR, -1, False
     for s_id, sd in walk:
         s = ilk.sections[s_id]
-        if s.occupants:
-            opp = any(abs(ilk.trains[x].speed) > rt.STANDING and od != sd for x, od in s.occupants.items())
-            worst = max(worst, rt.BLOCK_JN_OBSTRUCTED if opp else rt.BLOCK_OCCUPIED)
-        if s.reserved >= 0:
-            worst = max(worst, rt.BLOCK_JN_OBSTRUCTED)
+        if not decided and s.occupants:
+            only_opp = all(
+                abs(ilk.trains[x].speed) > rt.STANDING and od != sd for x, od in s.occupants.items()
+            )
+            worst, decided = (rt.BLOCK_JN_OBSTRUCTED if only_opp else rt.BLOCK_OCCUPIED), True
+        elif not decided and s.reserved >= 0:
+            worst, decided = rt.BLOCK_JN_OBSTRUCTED, True
         if s.kind == "normal" and s.end_signal[sd] >= 0:
             nxt = s.end_signal[sd]
     return (rt.BLOCK_JN_OBSTRUCTED if not walk else worst), nxt

@@ -129,6 +129,7 @@ def test_valid_fixture_cli_parse_json(name):
     result = _cli("parse", str(VALID / name), "--json")
     assert result.exit_code == 0, result.output
     tree = json.loads(result.stdout)
+    assert next(iter(tree)) == "schema" and tree.pop("schema") == "tdbtools.parse/1"
     tree.pop("path")
     assert tree == _golden(name)
 

@@ -34,6 +34,7 @@ from tdbtools.physics.activity import (
 from tdbtools.physics.activity_build import ServiceSpec, write_activity_files
 from tdbtools.physics.events import (
     Arrived,
+    CarsStarted,
     CarsStopped,
     Deadlock,
     NotAtEnd,
@@ -322,16 +323,17 @@ def test_deadlock_and_the_trains_stuck_behind_it(sample_copy):
     assert s["trains"]["Passenger"]["stops"] == 0 and s["trains"]["Passenger"]["booked_stops"] == 1
 
 
-def test_a_train_waiting_for_a_moving_one_is_stuck_after_stuck_after(sample_copy):
+def test_a_train_waiting_for_a_moving_one_is_late_not_stuck(sample_copy):
+    """Freight west waits from its start time (60 s) for the first freight, which runs on:
+    far longer than stuck_after (30 s), but its blocker moves, so it waits, starts late and
+    reaches its end, as Open Rails' trains wait (issue 27; docs/signals.md §4.7)."""
     rp, res = _replay(sample_copy, "Morning", stuck_after=30.0)
     ev = res.replay.events
-    st = _first(ev, Stuck, "Freight west")
-    # waiting from its start time (60 s) for the first freight, which still runs
-    assert st.time == 90.0 and st.waiting_for == ("Freight east",)
-    assert st.message == "stood 30 s waiting for track held by Freight east"
-    assert not [e for e in ev if isinstance(e, ServiceStarted) and e.train == "Freight west"]
-    assert _first(ev, NotAtEnd, "Freight west").state == "not_started"
-    assert res.replay.summary["stuck"] == ["Freight west"]
+    delayed = _first(ev, StartDelayed, "Freight west")
+    started = _first(ev, ServiceStarted, "Freight west")
+    assert delayed.waiting_for == ("Freight east",) and started.time - delayed.time > 30.0
+    assert not [e for e in ev if isinstance(e, Stuck)] and res.replay.summary["stuck"] == []
+    assert all(t["reached_end"] for t in res.replay.summary["trains"].values())
 
 
 # -- blocks -------------------------------------------------------------------------------------
@@ -788,19 +790,28 @@ def test_signalled_activity_starts_and_ends(tmp_path):
 
 
 def test_a_running_train_standing_too_long_is_stuck(sample_copy):
-    """The local stands at J1 for the first freight: with stuck_after = 5 s that is
-    already too long (it is "stuck", the freight behind it not started)."""
+    """With stuck_after = 5 s: the local standing at J1 for the first freight (which moves)
+    waits and is not stuck; Freight west, standing 5 s with nobody to wait for, is stuck,
+    and the passenger whose start it holds is stuck at once as hopeless (it waits for a
+    train that will not move again)."""
     rp, res = _replay(sample_copy, "Morning", stuck_after=5.0)
     ev = res.replay.events
-    st = _first(ev, Stuck, "Local")
     stood = next(e.time for e in ev if isinstance(e, CarsStopped) and e.cars[0][0] == "Local")
-    assert st.time == math.floor(stood) + 5.0 and st.waiting_for == ("Freight east",)
-    assert st.message == "stood 5 s waiting for track held by Freight east"
+    started = next(
+        e.time for e in ev if isinstance(e, CarsStarted) and e.cars[0][0] == "Local" and e.time > stood
+    )
+    assert started - stood > 5.0  # the local stood longer than stuck_after ...
+    stuck = {e.train: e for e in ev if isinstance(e, Stuck)}
+    assert "Local" not in stuck  # ... but waited for a moving train
+    assert stuck["Freight west"].waiting_for == ()
+    assert stuck["Freight west"].message == "stood 5 s waiting for track held by nobody"
+    assert stuck["Passenger"].waiting_for == ("Freight west",)
+    assert stuck["Passenger"].message.endswith("which will not move again")
     assert {e.train: e.state for e in ev if isinstance(e, NotAtEnd)} == {
-        "Local": "stuck",
-        "Freight west": "not_started",
+        "Freight west": "stuck",
+        "Passenger": "not_started",
     }
-    assert res.replay.summary["stuck"] == ["Freight west", "Local"]
+    assert res.replay.summary["stuck"] == ["Freight west", "Passenger"]
 
 
 def test_collisions_between_many_trains_on_one_node(lines):

@@ -38,6 +38,13 @@ def test_wheel_contains_grammars_and_sample_route(tmp_path):
     )
     assert "tdbtools/render/vendor/plotly-gl3d.min.js" in names  # the HTML pages' viewer
     assert any(n.endswith("entry_points.txt") for n in names)
+    assert "tdbtools/py.typed" in names  # downstream type checkers read our annotations
+    assert "tdbtools/__main__.py" in names  # python -m tdbtools
+    licence = [n for n in names if n.endswith("/LICENSE") and ".dist-info/" in n]
+    assert licence, sorted(n for n in names if ".dist-info/" in n)
+    meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License :: OSI Approved :: MIT License" in meta and "Requires-Python: >=3.10" in meta
+    assert "Provides-Extra: dev" in meta and "platformdirs" in meta
     # The unpacked wheel works on its own: grammars are found inside the package.
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
@@ -255,3 +262,49 @@ def test_nothing_refers_to_documents_outside_the_repository():
     assert bad == [], "\n".join(bad)
     docs = {p.name for p in (REPO / "docs").glob("*.md")}
     assert {"formats.md", "physics.md"} <= docs
+
+
+def _pyproject() -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_packaging_metadata_is_honest():
+    project = _pyproject()["project"]
+    extras = project["optional-dependencies"]
+    names = {e: {re.split(r"[<>=\[; ]", d)[0] for d in deps} for e, deps in extras.items()}
+    # Developer tools are the dev extra; the test extra runs the tests (and builds the wheel).
+    assert {"ruff", "mypy"} <= names["dev"] and not {"ruff", "mypy"} & names["test"]
+    assert "platformdirs" in {re.split(r"[<>=; ]", d)[0] for d in project["dependencies"]}
+    assert project["license"] == {"text": "MIT"} and (REPO / "LICENSE").read_text().startswith("MIT License")
+    classifiers = project["classifiers"]
+    low = project["requires-python"].removeprefix(">=")
+    assert f"Programming Language :: Python :: {low}" in classifiers
+    # CI runs the lowest and the highest Python the classifiers claim (where pyenv has them).
+    versions = sorted(
+        (
+            c.rsplit(" ", 1)[1]
+            for c in classifiers
+            if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+        ),
+        key=lambda v: int(v.split(".")[1]),
+    )
+    ci = (REPO / ".ci" / "run").read_text()
+    assert f"for minor in {versions[0]} {versions[-1]}" in ci
+
+
+def test_every_doc_is_linked_from_the_readme_and_the_index():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    index = (REPO / "docs" / "README.md").read_text(encoding="utf-8")
+    for doc in sorted((REPO / "docs").glob("*.md")):
+        if doc.name == "README.md":
+            continue
+        assert f"](docs/{doc.name})" in readme, doc.name
+        assert f"]({doc.name})" in index, doc.name
+    assert "](docs/README.md)" in readme
+    for target in re.findall(r"\]\(([^)#]+)\)", readme):
+        if not target.startswith("http"):
+            assert (REPO / target).exists(), target

@@ -132,7 +132,7 @@ def test_profile_from_a_point_stops_at_a_track_end(sample):
 
 
 def test_cli_profile_csv_and_plot(tmp_path):
-    out_csv, out_png = tmp_path / "p.csv", tmp_path / "p.png"
+    out_csv, out_png = tmp_path / "p.csv", tmp_path / "p.png"  # --plot: beside --out
     r = CliRunner().invoke(
         main,
         [
@@ -140,13 +140,13 @@ def test_cli_profile_csv_and_plot(tmp_path):
             str(SAMPLE_ROUTE),
             "--path",
             str(PATHS / "Siding.pat"),
-            "--csv",
+            "--out",
             str(out_csv),
             "--plot",
-            str(out_png),
         ],
     )
     assert r.exit_code == 0, r.output
+    assert r.stderr == ""  # the new spellings: no deprecation warning
     with out_csv.open() as fh:
         rows = list(csv.DictReader(fh))
     assert math.isclose(float(rows[-1]["distance_m"]), 870.0, abs_tol=0.01)
@@ -167,17 +167,14 @@ def test_cli_locate(sample):
         [
             "locate",
             str(SAMPLE_ROUTE),
-            "--tile",
-            str(p.tile_x),
-            str(p.tile_z),
-            "--pos",
-            str(p.x),
-            str(p.z),
+            "--at",
+            f"{p.tile_x},{p.tile_z},{p.x},{p.z}",
             "--json",
         ],
     )
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)
+    assert d.pop("schema") == "tdbtools.locate/1"
     assert d["node"] == 4 and math.isclose(d["offset"], 333.0, abs_tol=0.01)
     r = CliRunner().invoke(
         main,
@@ -196,9 +193,9 @@ def test_cli_locate(sample):
 
 
 def test_cli_audit_sample_is_clean_and_json_has_closure():
-    r = CliRunner().invoke(main, ["audit", str(SAMPLE_ROUTE), "--json", "--strict"])
+    r = CliRunner().invoke(main, ["audit", str(SAMPLE_ROUTE), "--json", "--fail-on", "warning"])
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)
     assert d["findings"] == [] and d["closure"]["joins"] == 14 and d["closure"]["max"] < 0.001
     assert d["paths"]["counts"]["resolved"] == 4 and d["paths"]["counts"]["read_ok"] == 4
 
@@ -216,9 +213,10 @@ def test_dk24_paths_and_audit(dk24_audit):
         if p.ok:
             assert p.length_m > 0 and read_pat(DK24_ROUTE / "PATHS" / p.file).nodes
     # The command prints the same report (its path part is checked on the sample route).
-    r = CliRunner().invoke(main, ["audit", str(DK24_ROUTE), "--json", "--strict", "--no-paths"])
+    r = CliRunner().invoke(main, ["audit", str(DK24_ROUTE), "--json", "--fail-on", "warning", "--no-paths"])
     assert r.exit_code == 1  # findings exist
-    d = json.loads(r.output)
+    d = json.loads(r.stdout)
+    assert d.pop("schema") == "tdbtools.audit/1"
     want = {k: v for k, v in dk24_audit.to_json().items() if k not in ("paths", "path_resolution")}
     # Paths that do not resolve are findings of the audit with paths only.
     assert [f["message"][:7] for f in want["findings"] if f["code"] == "PATH_UNRESOLVED"] == ["58.pat:"]

@@ -89,6 +89,8 @@ def concrete(line: str, ctx: Ctx, tmp: Path) -> list[str]:
             pytest.skip(f"{ctx.route.name} has no activity")
         words = [str(acts[0]) if w == "ROUTE/ACTIVITIES/NAME.act" else w for w in words]
     subs = {
+        "TX,TZ,X,Z": ",".join((*ctx.tile, *ctx.pos)),
+        "FILE.csv": str(tmp / "profile.csv"),
         "ROUTE": str(ctx.route),
         "NAME.con": ctx.consist,
         "NAME.pat": ctx.path,
@@ -173,7 +175,42 @@ def test_the_command_list_names_every_route_command():
         "sweep",
         "locate",
         "profile",
+        "path",
+        "signals",
+        "compile",
     } <= names
+
+
+def walkthrough_lines() -> list[str]:
+    """The commands of the README's "Your own route" walkthrough."""
+    block = README.split("## Your own route", 1)[1]
+    body = _blocks_in(block, "sh")[0]
+    return [line.split("  #")[0].strip() for line in body.splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_your_own_route_walkthrough_runs(tmp_path, monkeypatch):
+    """info → audit → path → replay → render on a copy of the sample install, each
+    command as written (ROUTE, PLACE and NAME.con filled in), exit 0."""
+    import shutil
+
+    lines = walkthrough_lines()
+    assert [line.split()[1] for line in lines] == ["info", "audit", "path", "replay", "render"]
+    inst = tmp_path / "install"
+    shutil.copytree(SAMPLE_INSTALL, inst)
+    route = inst / "ROUTES" / "SAMPLE"
+    monkeypatch.chdir(tmp_path)
+    for line in lines:
+        words = line.replace("ROUTE", str(route)).split()[1:]
+        places = iter(("Sampleby", "1"))
+        words = [
+            next(places) if w == "PLACE" else "sample_passenger" if w == "NAME.con" else w for w in words
+        ]
+        if words[0] == "render":
+            pytest.importorskip("pyvista")
+        r = CliRunner().invoke(main, words)
+        assert r.exit_code == 0, f"{words}: exit {r.exit_code}\n{r.output}"
+    assert (route / "PATHS" / "mine.pat").is_file() and (tmp_path / "my-replay" / "summary.json").is_file()
 
 
 @pytest.mark.slow

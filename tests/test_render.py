@@ -411,7 +411,8 @@ def test_animation_follows_a_train_with_clock_speed_colours_and_progress(
 
 
 def test_probe_success_is_remembered(monkeypatch, tmp_path, renderer):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    # The marker lives in the cache folder, wherever the user put it.
+    monkeypatch.setenv("TDBTOOLS_CACHE_DIR", str(tmp_path / "tdbtools"))
     ok, detail = scene_mod._probe(timeout=60)
     assert ok and "remembered" not in detail
     assert len(list((tmp_path / "tdbtools").glob("renderer-ok-*"))) == 1

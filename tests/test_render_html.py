@@ -189,9 +189,8 @@ def test_dk24_page_opens(browser, dk24, tmp_path):
     page, seconds, outside = _open(browser, out)
     try:
         assert outside == []
-        # Under 5 s on an idle 2-core machine (docs/render.md §7); the bound here leaves
-        # room for a machine busy with other work.
-        assert seconds < 20, seconds
+        # Under 5 s on an idle 2-core machine (docs/render.md §7); no wall-clock bound
+        # here (the browser runs in another process): _open's 60 s wait catches a hang.
         names = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.name)")
         assert "audit findings" in names and "gaps in nodes" in names
     finally:

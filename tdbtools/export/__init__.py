@@ -49,7 +49,7 @@ from .msts import (
     write_tdb,
     write_tsection,
 )
-from .samples import CSV_COLUMNS, csv_text, sample_track, vtp_text, write_csv, write_vtp
+from .samples import CSV_COLUMNS, check_vtk_name, csv_text, sample_track, vtp_text, write_csv, write_vtp
 
 FORMATS = ("geojson", "json", "csv", "vtk")
 
@@ -85,6 +85,7 @@ def export_route(
 
 __all__ = [
     "FORMATS",
+    "check_vtk_name",
     "export_route",
     "convert_route",
     "merge_blocks",

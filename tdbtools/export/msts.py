@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 
-class ExportError(TdbToolsError):
+class ExportError(TdbToolsError, ValueError):
     """An export or conversion that cannot be done (target exists, model not writable)."""
 
 

@@ -265,6 +265,16 @@ def vtp_text(route: Route, step: float = 10.0, *, binary: bool = False, origin: 
     return "\n".join(parts) + "\n"
 
 
+def check_vtk_name(path: str | Path) -> None:
+    """The VTK export is VTK's XML PolyData, whose extension is ``.vtp``: VTK reads a
+    ``.vtk`` file as the legacy format and rejects it, so that name is refused."""
+    if Path(path).suffix.lower() == ".vtk":
+        raise ExportError(
+            f"{str(path)!r}: VTK reads .vtk files as its legacy format; tdbtools writes VTK XML "
+            "PolyData, whose extension is .vtp: name the file .vtp"
+        )
+
+
 def write_vtp(
     route: Route,
     path: str | Path,
@@ -274,6 +284,7 @@ def write_vtp(
     origin: str = "first",
     overwrite: bool = False,
 ) -> Path:
+    check_vtk_name(path)
     p = check_target(path, overwrite)
     write_bytes_atomic(p, vtp_text(route, step, binary=binary, origin=origin).encode("ascii"))
     return p

@@ -1,7 +1,9 @@
 """On-disk cache of loaded routes, in a format that cannot run code.
 
-An entry lives under the user's cache folder (``$TDBTOOLS_CACHE_DIR``, else
-``$XDG_CACHE_HOME/tdbtools``, else ``~/.cache/tdbtools``), keyed by the route folder
+An entry lives under the user's cache folder (``$TDBTOOLS_CACHE_DIR``, else the
+platform's own from platformdirs: ``$XDG_CACHE_HOME/tdbtools`` or ``~/.cache/tdbtools``
+on Linux, ``~/Library/Caches/tdbtools`` on macOS, ``%LOCALAPPDATA%/tdbtools/Cache`` on
+Windows), keyed by the route folder
 and the reading mode. It holds JSON for the records (frozen dataclasses of the
 modules in :data:`_RECORD_MODULES` only, named by class) and the raw bytes of the
 numpy columns (plain numeric dtypes, read with ``np.frombuffer`` from the memory-mapped
@@ -70,11 +72,14 @@ _RECORD_MODULES = (
 
 
 def cache_dir() -> Path:
+    """``$TDBTOOLS_CACHE_DIR``, else the user cache folder the OS expects (platformdirs;
+    on Linux it honours ``$XDG_CACHE_HOME``)."""
     env = os.environ.get("TDBTOOLS_CACHE_DIR")
     if env:
         return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "tdbtools"
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("tdbtools", appauthor=False))
 
 
 def _stamp(path: str | Path) -> list | None:

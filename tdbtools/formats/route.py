@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._display import html_summary, short_repr
 from .._fs import is_file, safe_basename
 from ..errors import Diagnostics, Finding, FormatError, RouteError, truncate_value
 from ..stf import find_install_root, parse_file, resolve_case_insensitive
@@ -51,6 +52,26 @@ class Route:
     @property
     def name(self) -> str:
         return self.trk.name
+
+    def _facts(self) -> list[tuple[str, object]]:
+        c = self.tdb.counts()
+        return [
+            ("name", self.trk.name),
+            ("folder", self.folder),
+            ("nodes", c["total"]),
+            ("sections", len(self.tdb.sections)),
+            ("items", len(self.tdb.items)),
+            ("track_km", round(self.track_km, 3)),
+            ("warnings", len(self.warnings)),
+        ]
+
+    def __repr__(self) -> str:
+        # The dataclass repr would print every node and array (a million characters on
+        # DK24); .summary() has the whole picture.
+        return short_repr("Route", self._facts())
+
+    def _repr_html_(self) -> str:
+        return html_summary(f"Route {self.trk.name}", self._facts())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Route):

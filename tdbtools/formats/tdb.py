@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._display import short_repr
 from ..errors import Diagnostics, truncate_value
 from ..stf import parse_file
 from ..stf.parser import ITEM_TABLE_RUN_ENDS, TABLE_RUN_ENDS, gc_paused
@@ -388,6 +389,17 @@ class TrackDB:
     nodes: tuple[AnyNode | None, ...]  # nodes[0] is None: track nodes are 1-based
     sections: VectorSections
     items: tuple[TrItem, ...]
+
+    def __repr__(self) -> str:
+        return short_repr(
+            "TrackDB",
+            [
+                ("path", self.path),
+                ("nodes", self.node_count),
+                ("sections", len(self.sections)),
+                ("items", len(self.items)),
+            ],
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TrackDB):

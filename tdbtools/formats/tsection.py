@@ -170,6 +170,14 @@ class TSection:
     track_paths: dict[int, tuple[int, ...]] = field(default_factory=dict)
     files: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        from .._display import short_repr
+
+        return short_repr(
+            "TSection",
+            [("sections", len(self.sections.ids)), ("shapes", len(self.shapes.ids)), ("files", self.files)],
+        )
+
     def section(self, index: int) -> TrackSection | None:
         s = self.sections
         pos = int(np.searchsorted(s.ids, index))

@@ -106,7 +106,7 @@ TIMETABLE_COLUMNS = (
 )
 
 
-class ActivityError(TdbToolsError):
+class ActivityError(TdbToolsError, ValueError):
     """An activity that cannot be replayed (missing service, path or consist)."""
 
 
@@ -687,14 +687,18 @@ class ActivityPolicy(ReplayPolicy):
         )
 
     def _watch(self) -> None:
-        """Trains that stand waiting for track far too long are stuck."""
+        """Trains that stand waiting for track far too long are stuck; a train whose wait
+        leads (through the trains it waits for) to a train that moves, dwells at a station
+        or has yet to start waits on as long as that lasts, as in Open Rails: it is late,
+        not stuck (docs/signals.md §4.7)."""
         rp = self.replay
         v = rp.engine.v
+        live = self._live_waits(v)
         for k, d in enumerate(self.drivers):
             t = rp.trains[k]
             if t.done_at is not None:
                 continue
-            moving = abs(float(v[rp.layout.train_start[k]])) > 0.05
+            moving = abs(float(v[rp.layout.train_start[k]])) > 0.05 or t.spec.name in live
             # Waiting only for trains that will never move again (stuck, or the player's
             # train at the end of its path) is hopeless at once.
             hopeless = bool(d.blocked_by) and all(
@@ -717,6 +721,27 @@ class ActivityPolicy(ReplayPolicy):
                         + (", which will not move again" if hopeless else ""),
                     )
                 )
+
+    def _live_waits(self, v: np.ndarray) -> set[str]:
+        """Names of the trains whose blockers, followed from train to train, reach one that
+        moves, dwells or has yet to start (so the wait will end)."""
+        rp = self.replay
+        going = {
+            rp.trains[k].spec.name
+            for k, d in enumerate(self.drivers)
+            if rp.trains[k].done_at is None
+            and (d.state in ("dwell", "waiting") or abs(float(v[rp.layout.train_start[k]])) > 0.05)
+        }
+        live: set[str] = set()
+        changed = True
+        while changed:  # (a fixpoint over the waits-for graph: a cycle alone never gets in)
+            changed = False
+            for k, d in enumerate(self.drivers):
+                n = rp.trains[k].spec.name
+                if n not in live and d.blocked_by and any(b in going or b in live for b in d.blocked_by):
+                    live.add(n)
+                    changed = True
+        return live
 
 
 class ActivityReplay:
@@ -938,6 +963,27 @@ class ActivityResult:
             or s.get("not_at_end")
             or s.get("stops_missed")
         )
+
+    def _facts(self) -> list[tuple[str, object]]:
+        s = self.replay.summary
+        return [
+            ("activity", s.get("activity")),
+            ("trains", list(s.get("trains", {}))[:8]),
+            ("clock", f"{s.get('clock_start')}-{s.get('clock_end')}"),
+            ("timetable_rows", len(self.timetable)),
+            ("events", len(self.replay.events)),
+            ("failed", self.failed),
+        ]
+
+    def __repr__(self) -> str:
+        from .._display import short_repr
+
+        return short_repr("ActivityResult", self._facts())
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Activity {self.replay.summary.get('activity')}", self._facts())
 
     def timetable_csv(self) -> str:
         buf = io.StringIO()

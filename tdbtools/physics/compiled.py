@@ -12,24 +12,67 @@ worker of a sweep does not pay it (the CI does it after installing).
 
 from __future__ import annotations
 
+import os
+import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from .kernels import compiled_available
 
-__all__ = ["compile_kernels", "compiled_available", "load_step_kernels"]
+__all__ = ["KERNEL_GROUPS", "compile_kernels", "compiled_available", "kernels_cached", "load_step_kernels"]
+
+#: The kernels' groups, in the order :func:`compile_kernels` makes them.
+KERNEL_GROUPS = ("engine", "drivers", "lookups", "step")
+#: The modules whose functions numba compiles (one cache index file per function).
+_KERNEL_MODULES = ("_engine_kernel", "_driver_kernel", "_lookup_kernel", "_step_kernel")
 
 
-def compile_kernels() -> dict[str, float]:
-    """Compile (or load from numba's cache) every kernel; seconds per kernel. Does
+def kernels_cached(folder: Path | None = None) -> bool:
+    """Whether numba's cache seems to hold every kernel module's machine code already
+    (an index file, newer than the module, for this Python, beside the module or in
+    ``NUMBA_CACHE_DIR``): if not, the first replay compiles them (about 30 s). A guess
+    from the files numba writes; used only to tell the user before the wait. ``folder``:
+    where the kernel modules are (default: this package)."""
+    if not compiled_available():
+        return True  # nothing to compile
+    here = folder if folder is not None else Path(__file__).resolve().parent
+    tag = f"py{sys.version_info[0]}{sys.version_info[1]}"
+    folders = [here / "__pycache__"]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        folders.append(Path(os.environ["NUMBA_CACHE_DIR"]))
+    for mod in _KERNEL_MODULES:
+        src = here / f"{mod}.py"
+        newest = src.stat().st_mtime if src.exists() else 0.0
+        found = False
+        for folder in folders:
+            pattern = f"{mod}.*.{tag}.nbi"
+            hits = folder.glob(pattern) if folder == here / "__pycache__" else folder.rglob(pattern)
+            if any(h.stat().st_mtime >= newest for h in hits):
+                found = True
+                break
+        if not found:
+            return False
+    return True
+
+
+def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, float]:
+    """Compile (or load from numba's cache) every kernel; seconds per kernel group.
+    ``progress(group)`` is told before each group of :data:`KERNEL_GROUPS`. Does
     nothing (an empty dict) when numba is not installed."""
     if not compiled_available():
         return {}
     from .driver import AutoDriver, DriverBatch, Stop
     from .engine import Bodies, Engine
 
+    def tell(group: str) -> None:
+        if progress is not None:
+            progress(group)
+
     took: dict[str, float] = {}
+    tell("engine")
     t = time.perf_counter()
     eng = Engine(Bodies.trains([[80e3, 40e3, 40e3]], [[20.0] * 3]), [0.0, -20.0, -40.0], [0.0] * 3)
     eng.step(0.1, np.array([1e5, 0.0, 0.0]), np.full(3, 500.0))
@@ -46,6 +89,7 @@ def compile_kernels() -> dict[str, float]:
     K._solve_static(w, f, np.abs(f), types, 1e-9, y, cuts)
     took["engine"] = time.perf_counter() - t
 
+    tell("drivers")
     t = time.perf_counter()
     drivers = []
     for k in range(2):
@@ -61,6 +105,7 @@ def compile_kernels() -> dict[str, float]:
     controls(*(one,) * 8, no, *(one,) * 6, 0.1, 1.15, 0.05, np.empty(2), np.empty(2), np.empty(2))
     took["drivers"] = time.perf_counter() - t
 
+    tell("lookups")
     t = time.perf_counter()
     from ._lookup_kernel import interp
 
@@ -90,6 +135,7 @@ def compile_kernels() -> dict[str, float]:
     boxes_near(box, box + 1.0, box, box + 1.0, 10.0, np.argsort(box, kind="stable"))
     took["lookups"] = time.perf_counter() - t
 
+    tell("step")
     t = time.perf_counter()
     load_step_kernels()
     took["step"] = time.perf_counter() - t

@@ -130,7 +130,7 @@ _SMALL = 16
 COMPILED_MIN_CARS = 1
 
 
-class EngineError(TdbToolsError):
+class EngineError(TdbToolsError, ValueError):
     """Bad input to the physics engine (shapes, negative masses, overlapping cars...)."""
 
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 # The base and the signalling runtime's events live below physics (the runtime records
 # them); they are part of this module's family and re-exported here.
-from ..signals.events import AspectSeen, Deadlock, ReplayEvent, SignalAspect, SignalWait, Spad
+from ..signals.events import AspectSeen, Deadlock, ReplayEvent, ScriptFailed, SignalAspect, SignalWait, Spad
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,7 +209,7 @@ class DepartedPoint(ReplayEvent):
     train: str
 
 
-# -- signals: SignalAspect, AspectSeen, SignalWait, Spad, Deadlock (tdbtools.signals.events) --
+# -- signals: SignalAspect, AspectSeen, SignalWait, Spad, Deadlock, ScriptFailed (tdbtools.signals.events) --
 
 
 # -- activities (docs/activities.md §4) ----------------------------------------------------
@@ -331,6 +331,7 @@ __all__ = [
     "SideCollision",
     "SignalAspect",
     "SignalWait",
+    "ScriptFailed",
     "Spad",
     "StandIn",
     "StartDelayed",

@@ -342,22 +342,38 @@ def read_toml_text(path: str | Path, what: str = "scenario") -> str:
 
 
 def read_scenario(path: str | Path) -> Scenario:
+    """A scenario TOML file. An activity (``.act``) is not a scenario: it is replayed by
+    :func:`tdbtools.physics.replay` or :func:`tdbtools.physics.replay_activity`."""
     p = Path(path)
+    if p.suffix.lower() in (".act", ".srv", ".trf"):
+        raise ScenarioError(
+            f"{str(p)!r} is an MSTS activity file, not a scenario: replay it with "
+            "tdbtools.physics.replay (or replay_activity)",
+            Location(str(p), 0, 0),
+        )
     return scenario_from_text(read_toml_text(p), str(p), base=p.parent)
 
 
 def one_train_scenario(
-    route: str | Path, consist: str | Path, path: str | Path, *, stand_in: bool = False
+    route: str | Path,
+    consist: str | Path,
+    path: str | Path,
+    *,
+    stand_in: bool = False,
+    beyond_path: float | None = None,
+    max_speed: float | None = None,
 ) -> Scenario:
     """A scenario of one train (named after the consist, automatic driver) without a
     file: what ``tdbtools replay --route R --consist C --path P`` runs. Relative consist
-    and path names resolve as in a scenario file in the working directory."""
-    return Scenario(
+    and path names resolve as in a scenario file in the working directory.
+    ``beyond_path`` (m) and ``max_speed`` (m/s) as in :func:`with_settings`."""
+    sc = Scenario(
         Path(route).resolve(),
         (TrainSpec(name=Path(consist).stem, consist=Path(consist), path=Path(path), driver="auto"),),
         stand_in=stand_in,
         source=str(Path.cwd() / "<command line>"),
     )
+    return with_settings(sc, beyond_path=beyond_path, max_speed=max_speed)
 
 
 def with_settings(
@@ -366,11 +382,22 @@ def with_settings(
     stand_in: bool | None = None,
     step: float | None = None,
     duration: float | None = None,
+    beyond_path: float | None = None,
+    max_speed: float | None = None,
     physics: str | None = None,
 ) -> Scenario:
-    """``scenario`` with the settings that are not None replaced (the replay command's
-    ``--stand-in``, ``--step``, ``--duration`` and ``--physics``; choosing ``openrails``
-    also drops the rotating-mass factors, which Open Rails does not have)."""
+    """``scenario`` with the settings that are not None replaced: the replay command's
+    ``--stand-in``, ``--step`` (s), ``--duration`` (s) and ``--physics`` (choosing
+    ``openrails`` also drops the rotating-mass factors, which Open Rails does not have),
+    and for every train ``--beyond-path`` (metres run on past the end of its path) and
+    ``--max-speed`` (here in m/s, the automatic driver's top speed; the command takes
+    km/h)."""
+    for name, value, low, high in (
+        ("beyond_path", beyond_path, 0.0, 1e6),
+        ("max_speed", max_speed, 0.01, 300.0),
+    ):
+        if value is not None and not (low <= value <= high):
+            raise ScenarioError(f"{name} must be in {low:g}..{high:g}, not {value!r}")
     changes: dict[str, Any] = {
         k: v for k, v in (("stand_in", stand_in), ("step", step), ("duration", duration)) if v is not None
     }
@@ -380,6 +407,11 @@ def with_settings(
         changes["physics"] = physics
         if physics == "openrails":
             changes["rotating_mass"] = False
+    train_changes: dict[str, Any] = {
+        k: v for k, v in (("beyond_path", beyond_path), ("max_speed", max_speed)) if v is not None
+    }
+    if train_changes:
+        changes["trains"] = tuple(dataclasses.replace(t, **train_changes) for t in scenario.trains)
     return dataclasses.replace(scenario, **changes) if changes else scenario
 
 

@@ -94,7 +94,7 @@ _EPS = 1e-9
 _END_TOL = 1e-3
 
 
-class TrackLineError(TdbToolsError):
+class TrackLineError(TdbToolsError, ValueError):
     """A track line cannot be built (path does not resolve, bad start, bad step)."""
 
 

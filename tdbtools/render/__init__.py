@@ -8,12 +8,14 @@ animations); the data drawn comes from :mod:`tdbtools.track` and
 from .animate import TrainPlacer, load_replay, render_animation
 from .html import write_html
 from .plots import plot_profile, plot_speed_distance, pyplot, save_figure
-from .scene import Scene, SceneView, build_scene, render_png, resolve_focus, show
+from .scene import Scene, SceneView, as_scene, build_scene, render_png, resolve_focus, screenshot, show
 
 __all__ = [
     "Scene",
     "SceneView",
     "TrainPlacer",
+    "as_scene",
+    "screenshot",
     "build_scene",
     "load_replay",
     "plot_profile",

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TdbToolsError
+from ..formats.route import Route
 from . import view as V
 from .scene import (
     GAP_COLOR,
@@ -24,6 +25,7 @@ from .scene import (
     SEVERITY_COLORS,
     Scene,
     _item_info,
+    as_scene,
 )
 
 NO_PLOTLY = "an HTML page needs plotly: pip install 'tdbtools[render]' (plotly)"
@@ -439,10 +441,12 @@ def _vendored_plotlyjs() -> str | None:
     return text.replace("</script", "<\\/script")
 
 
-def write_html(scene: Scene, out: str | Path, *, exaggerate: float | None = None) -> Path:
-    """Write the scene as one self-contained HTML page (plotly.js embedded; no network
-    or Python needed to open it), atomically."""
+def write_html(scene: Scene | Route, out: str | Path, *, exaggerate: float | None = None) -> Path:
+    """Write the scene (or a route's default scene) as one self-contained HTML page
+    (plotly.js embedded; no network or Python needed to open it), atomically."""
     import json
+
+    scene = as_scene(scene)
 
     fig = figure(scene, exaggerate=exaggerate)
     out = Path(out)

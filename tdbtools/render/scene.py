@@ -1389,8 +1389,18 @@ def _plotter(
     )
 
 
+def as_scene(scene: Scene | Route) -> Scene:
+    """``scene``, or the default scene of a route (:func:`build_scene` with its
+    defaults): every drawing function takes either."""
+    if isinstance(scene, Route):
+        return build_scene(scene)
+    if not isinstance(scene, Scene):
+        raise TdbToolsError(f"expected a Route or a Scene, not {type(scene).__name__}")
+    return scene
+
+
 def render_png(
-    scene: Scene,
+    scene: Scene | Route,
     out: str | Path,
     *,
     window_size: tuple[int, int] = (1280, 960),
@@ -1398,7 +1408,8 @@ def render_png(
     view: str = "map",
     exaggerate: float | None = None,
 ) -> Path:
-    """Render the scene offscreen to a PNG (atomically)."""
+    """Render the scene (or a route's default scene) offscreen to a PNG (atomically)."""
+    scene = as_scene(scene)
     check_renderer()
     out = Path(out)
     tmp = out.with_name(f".{out.name}.tmp.png")
@@ -1413,14 +1424,15 @@ def render_png(
 
 
 def screenshot(
-    scene: Scene,
+    scene: Scene | Route,
     *,
     window_size: tuple[int, int] = (640, 480),
     labels: bool = True,
     view: str = "map",
     exaggerate: float | None = None,
 ) -> np.ndarray:
-    """The rendered scene as an RGB array (height, width, 3)."""
+    """The rendered scene (or a route's default scene) as an RGB array (height, width, 3)."""
+    scene = as_scene(scene)
     check_renderer()
     sv = SceneView(scene, window_size, view=view, exaggerate=exaggerate, labels=labels)
     try:
@@ -1430,7 +1442,7 @@ def screenshot(
 
 
 def show(
-    scene: Scene,
+    scene: Scene | Route,
     *,
     window_size: tuple[int, int] = (1280, 960),
     view: str = "map",
@@ -1442,4 +1454,5 @@ def show(
         os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     ):
         raise TdbToolsError("no display for an interactive window: use --out FILE.png|.html|.mp4|.gif")
+    scene = as_scene(scene)
     SceneView(scene, window_size, off_screen=False, view=view, exaggerate=exaggerate).interact()

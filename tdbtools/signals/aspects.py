@@ -8,16 +8,25 @@ interlocking and reads the interlocking's block states, claims and routes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import bisect
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..formats.sigcfg import ASPECTS, CLEAR_2, STOP, SUBTYPES
 from .circuits import BLOCK_CLEAR, MAX_WALK
+from .events import ScriptFailed
 from .objects import Head
 
+#: How far (sections, along the switches as set) a look-up for the next signal of a function
+#: goes; Open Rails goes on to the end of the set track.
+SEARCH_SECTIONS = 256
+
 if TYPE_CHECKING:
-    from .runtime import Interlocking
     from .trains import TrainState
+
+#: The interlocking this part belongs to (:class:`~tdbtools.signals.runtime.Interlocking`;
+#: not imported: runtime imports this module).
+Interlocking = Any
 
 
 class HeadRuntime:
@@ -35,6 +44,7 @@ class HeadRuntime:
         "approach_position",
         "approach_speed",
         "type",
+        "failed",
         "_dds",
         "_feat",
     )
@@ -45,6 +55,8 @@ class HeadRuntime:
         self.state = STOP
         self.draw_state = 0
         self.enabled = 0
+        #: Its script failed once (ScriptFailed): it follows the basic rule from then on.
+        self.failed = False
         t = head.type
         self.approach_position = int(t.approach_position) if t and t.approach_position is not None else -1
         self.approach_speed = int(t.approach_speed) if t and t.approach_speed is not None else -1
@@ -160,12 +172,13 @@ class HeadRuntime:
         return self.asp.lvars[sid].get(i, 0) if 0 <= sid < len(self.ilk.objects) else 0
 
     def approach_control_position(self, d: int) -> int:
-        return 1
+        return self.asp.approach(self.sig, d, None, forced=False)
 
-    approach_control_position_forced = approach_control_position
+    def approach_control_position_forced(self, d: int) -> int:
+        return self.asp.approach(self.sig, d, None, forced=True)
 
     def approach_control_speed(self, d: int, v: int) -> int:
-        return 1
+        return self.asp.approach(self.sig, d, v, forced=False)
 
     approach_control_next_stop = approach_control_speed
 
@@ -214,8 +227,15 @@ class SignalAspects:
         self.lvar_changed = False
         #: Passes of the scripts that ran (not skipped): aspects change only then.
         self.passes = 0
+        #: A script of the last pass read something that moves with the trains (approach
+        #: control): the next pass is not skipped.
+        self.volatile = False
+        #: Signal -> the train its approach control cleared for (until the signal is reset).
+        self.approach_cleared: dict[int, int] = {}
         self._sig_in: dict[tuple[int, int], list[int]] = {}
         self._all_sig: dict[int, list[tuple[float, int]]] = {}
+        # (signal, function) -> ((switch epoch, enabled train), next signal found)
+        self._next: dict[tuple[int, int], tuple[tuple[int, int], int]] = {}
 
     # -- signal look-ups for the scripts (§2.6, §2.7) -------------------------------------------
     def sig_lr(self, sig: int, fn: int) -> int:
@@ -233,34 +253,79 @@ class SignalAspects:
         return -1 if worst == 99 else worst
 
     def next_signal(self, sig: int, fn: int) -> int:
-        """The next signal with a head of function ``fn`` (§2.7, simplified): along the
-        enabled train's route, else along the switches as set."""
+        """The next signal with a head of function ``fn`` ahead of ``sig`` (§2.7), as Open
+        Rails' ``SONextSignal``: for a NORMAL signal asking for NORMAL, the end signal of its
+        route; else along the sections as set (the switches as they lie, those of a cleared
+        route set for its train), past NORMAL signals, up to SEARCH_SECTIONS sections or the
+        end of the track; not found that way, along the enabled train's path up to the next
+        NORMAL signal (the signal's route)."""
         ilk = self.ilk
-        t_idx = ilk.enabled_train[sig]
-        if fn == 0:
+        if fn == 0 and ilk.objects[sig].is_normal:
             return ilk.next_normal[sig]
-        o = ilk.objects[sig]
-        if t_idx >= 0:
-            t = ilk.trains[t_idx]
-            lst = self.all_signals(t)
+        t_idx = ilk.enabled_train[sig]
+        key = (sig, fn)
+        stamp = (ilk.circuits.switch_epoch, t_idx)
+        hit = self._next.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        found = -1
+        for x in self._ahead(sig):
+            if any(h.head.function_index == fn for h in self.heads_of[x]):
+                found = x
+                break
+        if found < 0 and t_idx >= 0:
+            # not found along the set sections: the signal's own route for its train (up to
+            # the next NORMAL signal), as Open Rails falls back on the signal's route
+            lst = self.all_signals(ilk.trains[t_idx])
             pos = next((i for i, (_s, x) in enumerate(lst) if x == sig), -1)
-            if pos >= 0:
-                for _s, x in lst[pos + 1 :]:
-                    if any(h.head.function_index == fn for h in self.heads_of[x]):
-                        return x
-                    if o.is_normal and ilk.objects[x].is_normal:
-                        return -1
-                return -1
-        sec = ilk.sig_section[sig]
-        if sec < 0:
-            return -1
-        for s_id, sd in ilk.circuits.walk_from(sec, o.tc_direction):
-            for x in self.signals_in(s_id, sd):
+            for _s, x in lst[pos + 1 :] if pos >= 0 else ():
                 if any(h.head.function_index == fn for h in self.heads_of[x]):
-                    return x
-                if o.is_normal and ilk.objects[x].is_normal:
-                    return -1
-        return -1
+                    found = x
+                    break
+                if ilk.objects[x].is_normal:
+                    break
+        self._next[key] = (stamp, found)
+        return found
+
+    def _ahead(self, sig: int) -> Iterator[int]:
+        """The signals facing the same way beyond ``sig``, in order, along the sections as
+        set (each once; ``sig`` itself not), up to SEARCH_SECTIONS sections."""
+        ilk = self.ilk
+        o = ilk.objects[sig]
+        d = o.tc_direction
+        sec = ilk.sig_section[sig] if o.is_normal else self._section_at(o.node, o.offset)
+        if sec < 0:
+            return
+        seen = {sig}
+        if not o.is_normal:  # the rest of its own section first
+            for x in self.signals_in(sec, d):
+                off = ilk.objects[x].offset
+                if x not in seen and (off > o.offset + 1e-6 if d == 1 else off < o.offset - 1e-6):
+                    seen.add(x)
+                    yield x
+        walked = 0
+        cur = sec
+        while walked < SEARCH_SECTIONS:
+            walk = ilk.circuits.walk_from(cur, d)
+            if not walk:
+                return
+            for s_id, sd in walk:
+                walked += 1
+                for x in self.signals_in(s_id, sd):
+                    if x not in seen:
+                        seen.add(x)
+                        yield x
+            cur, d = walk[-1]
+
+    def _section_at(self, node: int, offset: float) -> int:
+        """The section of a vector node holding ``offset`` (-1: not a track node)."""
+        ilk = self.ilk
+        ids = ilk.node_secs.get(node)
+        if not ids:
+            return -1
+        bounds = ilk.circuits.node_cuts[node]
+        i = min(max(bisect.bisect_right(bounds, offset) - 1, 0), len(ids) - 1)
+        return ids[i]
 
     def signals_in(self, sec: int, d: int) -> list[int]:
         """The signals facing direction ``d`` in section ``sec``, in the order met."""
@@ -292,7 +357,11 @@ class SignalAspects:
                         else e.s0 + (sections[e.section].end - o.offset)
                     )
                     out.append((s, x))
-            hit = self._all_sig[t.index] = sorted(set(out))
+            # each signal once: one standing where a section is cut is in both sections
+            first: dict[int, float] = {}
+            for d_s, x in sorted(out):
+                first.setdefault(x, d_s)
+            hit = self._all_sig[t.index] = sorted((d_s, x) for x, d_s in first.items())
         return hit
 
     def dist_multi(self, sig: int, fn1: int, fn2: int, *, use_route_set: bool) -> int:
@@ -359,6 +428,7 @@ class SignalAspects:
             return
         self.passes += 1
         self.lvar_changed = False
+        self.volatile = False
         changed = False
         enabled_train, block = ilk.enabled_train, ilk.block
         for h in self.order:
@@ -367,18 +437,65 @@ class SignalAspects:
             h.enabled = 1 if force_enabled else int(enabled_train[h.sig] >= 0)
             sc = h.head.script
             before = (h.state, h.draw_state)
-            if sc is not None:
-                h.state, h.draw_state = sc.function(h)
-            else:
+            if sc is not None and not h.failed:
+                try:
+                    h.state, h.draw_state = sc.function(h)
+                except Exception as exc:  # noqa: BLE001 - any failure of one route's script
+                    self._fail(h, exc)
+            if sc is None or h.failed:
                 h.state = (
                     h.type.least_restrictive() if block[h.sig] == BLOCK_CLEAR else h.type.most_restrictive()
                 )
                 h.draw_state = h.type.def_draw_state(h.state)
             if not changed and (h.state, h.draw_state) != before:
                 changed = True
-        self.at_rest = None if changed or self.lvar_changed else key
+        self.at_rest = None if changed or self.lvar_changed or self.volatile else key
+
+    def _fail(self, h: HeadRuntime, exc: Exception) -> None:
+        """Disable a head's script that raised (a division by zero, ...): recorded as a
+        :class:`ScriptFailed` event at the script's location; the replay goes on with the
+        head on the basic rule (as a head without a script)."""
+        h.failed = True
+        sc = h.head.script
+        assert sc is not None
+        self.ilk.events.append(
+            ScriptFailed(
+                time=self.ilk.time,
+                signal=h.sig,
+                head=h.hid,
+                script=sc.name,
+                path=sc.path,
+                line=sc.line,
+                message=f"{type(exc).__name__}: {exc}",
+            )
+        )
+
+    def approach(self, sig: int, distance: int, speed: int | None, *, forced: bool) -> int:
+        """Approach control (Open Rails ``ApproachControlPosition`` / ``ApproachControlSpeed``,
+        docs/signals.md §4.5): 1 once the train the signal is cleared for is closer than
+        ``distance`` m (and, with ``speed``, slower than ``speed`` m/s); it stays 1 for that
+        train until the signal is reset. Not ``forced``: only for the train's next signal."""
+        self.volatile = True  # (the answer moves with the trains: no pass is skipped)
+        ilk = self.ilk
+        t_idx = ilk.enabled_train[sig]
+        if t_idx < 0:
+            return 0
+        if self.approach_cleared.get(sig) == t_idx:
+            return 1
+        t = ilk.trains[t_idx]
+        if not forced:
+            if t.next_signal >= len(t.signals) or t.signals[t.next_signal][1] != sig:
+                return 0
+        at = next((s for s, x in self.all_signals(t) if x == sig), None)
+        if at is None or at - t.front >= distance:
+            return 0
+        if speed is not None and abs(t.speed) >= speed:
+            return 0
+        self.approach_cleared[sig] = t_idx
+        return 1
 
     def aspect(self, sig: int) -> int:
-        """The aspect a train reads: the least restrictive of the NORMAL heads."""
+        """The aspect a train reads: the least restrictive of the NORMAL heads; a state
+        outside the aspect table (a script may set any int, as in Open Rails) reads STOP."""
         a = self.sig_lr(sig, 0)
-        return STOP if a < 0 else a
+        return STOP if a < 0 or a >= len(ASPECTS) else a

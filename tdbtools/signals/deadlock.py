@@ -8,13 +8,16 @@ sections and writes :class:`~tdbtools.signals.events.Deadlock` events.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .events import Deadlock
 
 if TYPE_CHECKING:
-    from .runtime import Interlocking
     from .trains import TrainState
+
+#: The interlocking this part belongs to (:class:`~tdbtools.signals.runtime.Interlocking`;
+#: not imported: runtime imports this module).
+Interlocking = Any
 
 
 class DeadlockWatch:

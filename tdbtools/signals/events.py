@@ -72,4 +72,19 @@ class Deadlock(ReplayEvent):
     waiting_since: float | None = None
 
 
-__all__ = ["AspectSeen", "Deadlock", "ReplayEvent", "SignalAspect", "SignalWait", "Spad"]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptFailed(ReplayEvent):
+    """A head's script failed while it ran (``message``; the script at ``path``:``line``):
+    it is not run again in this replay, the head follows the basic rule instead
+    (docs/signals.md §4.5)."""
+
+    kind: ClassVar[str] = "script_error"
+    signal: int
+    head: int
+    script: str
+    path: str
+    line: int
+    message: str
+
+
+__all__ = ["AspectSeen", "Deadlock", "ReplayEvent", "ScriptFailed", "SignalAspect", "SignalWait", "Spad"]

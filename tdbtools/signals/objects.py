@@ -110,6 +110,28 @@ class SignalSet:
     def heads(self) -> tuple[Head, ...]:
         return tuple(h for s in self.signals for h in s.heads)
 
+    def _facts(self) -> list[tuple[str, object]]:
+        return [
+            ("route", self.route),
+            ("mode", self.config.mode if self.config else None),
+            ("signals", len(self.signals)),
+            ("heads", sum(len(s.heads) for s in self.signals)),
+            ("speedposts", len(self.speedposts)),
+            ("scripts", len(self.scripts)),
+            ("warnings", len(self.warnings)),
+        ]
+
+    def __repr__(self) -> str:
+        # .signals, .speedposts and .summary() have the objects themselves.
+        from .._display import short_repr
+
+        return short_repr("SignalSet", self._facts())
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Signals of {self.route}", self._facts())
+
     def summary(self) -> dict[str, Any]:
         """The JSON the ``signals`` command prints."""
         return {

@@ -139,19 +139,32 @@ class RouteSetting:
         return out
 
     def _section_state(self, sec: Section, train: int, direction: int, route: int = -1) -> int:
-        state = RESERVED if sec.reserved == train else RESERVABLE
-        if sec.reserved >= 0 and sec.reserved != train:
-            state = RESERVED_OTHER
-        for other, odir in sec.occupants.items():
-            if other == train:
-                continue
-            ot = self.trains[other]
-            if sec.kind == "junction" and route >= 0 and self.switches.get(sec.node, 0) != route:
+        """A section's state for ``train`` entering it in ``direction`` (docs/signals.md §4.2),
+        in Open Rails' order (``TrackCircuitSection.GetSectionState``): occupied by the train
+        itself counts as its own reservation; else occupied by another train (standing or
+        the same way before the other way); a junction another train stands on set against
+        the route is blocked; only a section no other train occupies reads its reservation."""
+        occ = sec.occupants
+        if train in occ:
+            state = RESERVED
+        elif occ:
+            state = OCC_OPPOSITE
+            for other, odir in occ.items():
+                if abs(self.trains[other].speed) <= STANDING or odir == direction:
+                    state = OCC_SAME
+                    break
+        else:
+            state = -1
+        if occ and sec.kind == "junction" and route >= 0 and self.switches.get(sec.node, 0) != route:
+            if any(k != train for k in occ):
                 return BLOCKED
-            if abs(ot.speed) <= STANDING or odir == direction:
-                state = max(state, OCC_SAME)
+        if state < 0:
+            if sec.reserved == train:
+                state = RESERVED
+            elif sec.reserved >= 0:
+                state = RESERVED_OTHER
             else:
-                state = max(state, OCC_OPPOSITE)
+                state = RESERVABLE
         return state
 
     def signal_route(self, sig: int, t: TrainState) -> list[Element]:
@@ -335,19 +348,16 @@ class RouteSetting:
             self.block[sig] = BLOCK_JN_OBSTRUCTED
             self._free_result[sig] = (BLOCK_JN_OBSTRUCTED, fw[1])
             return
+        # The first section that is not clear decides, occupancy before reservation (§4.2).
         worst = BLOCK_CLEAR
         for s, sd in secs:
-            if s.reserved >= 0:
-                worst = BLOCK_JN_OBSTRUCTED  # the worst there is
-                break
             if s.occupants:
-                moving_opp = any(
-                    abs(self.trains[x].speed) > STANDING and od != sd for x, od in s.occupants.items()
-                )
-                if moving_opp:
-                    worst = BLOCK_JN_OBSTRUCTED
-                    break
-                worst = BLOCK_OCCUPIED
+                same = any(abs(self.trains[x].speed) <= STANDING or od == sd for x, od in s.occupants.items())
+                worst = BLOCK_OCCUPIED if same else BLOCK_JN_OBSTRUCTED
+                break
+            if s.reserved >= 0:
+                worst = BLOCK_JN_OBSTRUCTED
+                break
         self.block[sig] = worst
         self._free_result[sig] = (worst, fw[1])
 

@@ -66,7 +66,7 @@ def _paren_depth(code: str) -> int:
     return best
 
 
-class ScriptRuntimeError(TdbToolsError):
+class ScriptRuntimeError(TdbToolsError, RuntimeError):
     """A script operation Open Rails would throw on (``%`` by zero)."""
 
 

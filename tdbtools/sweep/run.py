@@ -282,6 +282,17 @@ class SweepResult:
     def table_path(self) -> Path:
         return self.out / TABLE
 
+    def __repr__(self) -> str:
+        # One row per combination (thousands): .rows and .summary() hold them.
+        from .._display import short_repr
+
+        return short_repr("SweepResult", [("out", str(self.out)), *self.summary().items()])
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Sweep in {self.out}", list(self.summary().items()))
+
     @property
     def has_problems(self) -> bool:
         """A replay failed, derailed or collided, or a task was lost (``tdbtools sweep``

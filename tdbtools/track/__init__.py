@@ -15,9 +15,10 @@ Coordinates and conventions: ``docs/formats.md``.
 from .audit import AuditFinding, AuditReport, audit_paths, audit_route
 from .geometry import TILE_SIZE, SectionGeometry, WorldPoint, point_at, sample_route, section_geometry
 from .items import ItemPosition, PassedItem, item_positions
-from .locate import TrackLocation, locate_point
+from .locate import TrackLocation, WorldPointError, locate_point, parse_world_point
 from .network import BACKWARD, FORWARD, Pose, TravellerError
-from .paths import PathError, ResolvedPath, resolve_path, resolve_route_paths
+from .pathbuild import BuiltPath, PathBuildError, build_path, check_pat_target, write_path
+from .paths import PathError, ResolvedPath, find_path_file, resolve_path, resolve_route_paths
 from .profile import Profile, profile_from, profile_path
 from .spatial import nearest_track
 from .switches import Switches
@@ -29,6 +30,14 @@ __all__ = [
     "TILE_SIZE",
     "AuditFinding",
     "AuditReport",
+    "BuiltPath",
+    "PathBuildError",
+    "WorldPointError",
+    "build_path",
+    "check_pat_target",
+    "find_path_file",
+    "parse_world_point",
+    "write_path",
     "ItemPosition",
     "Located",
     "PassedItem",

@@ -198,6 +198,34 @@ class AuditReport:
     def unresolved_paths(self) -> list[PathResolution]:
         return [p for p in self.path_resolution or () if not p.ok]
 
+    def _facts(self) -> list[tuple[str, object]]:
+        facts: list[tuple[str, object]] = [
+            ("route", self.route),
+            ("errors", sum(f.severity == "error" for f in self.findings)),
+            ("warnings", sum(f.severity == "warning" for f in self.findings)),
+            ("findings", len(self.findings)),
+            ("codes", self.counts),
+        ]
+        if self.path_resolution is not None:
+            facts.append(
+                (
+                    "paths",
+                    f"{len(self.path_resolution) - len(self.unresolved_paths)} of {len(self.path_resolution)} resolve",
+                )
+            )
+        return facts
+
+    def __repr__(self) -> str:
+        # Every finding is in .findings; the repr says how many.
+        from .._display import short_repr
+
+        return short_repr("AuditReport", self._facts())
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Audit of {self.route}", self._facts())
+
     @property
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

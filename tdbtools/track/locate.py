@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import TdbToolsError, truncate_value
 from ..formats.route import Route
 from .traveller import MAX_CENTERLINE_OFFSET, Traveller
 
-__all__ = ["TrackLocation", "locate_point"]
+__all__ = ["TrackLocation", "WorldPointError", "locate_point", "parse_world_point"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,3 +92,38 @@ def locate_point(
         curvature=p.curvature,
         radius=1.0 / abs(p.curvature) if p.curvature else None,
     )
+
+
+#: Tiles beyond this are not on any route (MSTS tiles are numbered within ±16384).
+MAX_TILE = 1 << 20
+#: Metres from a tile's centre: a point in a tile is within ±1024 m; a little more is allowed.
+MAX_IN_TILE = 1e6
+
+
+def parse_world_point(text: str) -> tuple[int, int, float, float]:
+    """A world point as every command writes it: ``TX,TZ,X,Z`` (tile x, tile z, then
+    metres east and north of the tile's centre), e.g. ``-5631,15116,-43,-364.7``.
+    Spaces around the commas are allowed. Raises :class:`ValueError` (a
+    :class:`~tdbtools.errors.TdbToolsError`) for anything else."""
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        if len(parts) != 4:
+            raise ValueError
+        tx, tz = int(parts[0]), int(parts[1])
+        x, z = float(parts[2]), float(parts[3])
+    except ValueError:
+        raise WorldPointError(
+            f"{truncate_value(text)} is not a world point TX,TZ,X,Z (two whole tile numbers, then "
+            "two coordinates in metres, e.g. -5631,15116,-43,-364.7)"
+        ) from None
+    if not (
+        abs(tx) <= MAX_TILE
+        and abs(tz) <= MAX_TILE
+        and all(math.isfinite(v) and abs(v) <= MAX_IN_TILE for v in (x, z))
+    ):
+        raise WorldPointError(f"{truncate_value(text)}: coordinates out of range")
+    return tx, tz, x, z
+
+
+class WorldPointError(TdbToolsError, ValueError):
+    """Text that is not a world point ``TX,TZ,X,Z``."""

@@ -43,7 +43,7 @@ _TWO_PI = 2.0 * math.pi
 _EPS = 1e-9
 
 
-class TravellerError(TdbToolsError):
+class TravellerError(TdbToolsError, ValueError):
     """A traveller cannot be placed or set up (no track near a point, a bad node,
     offset or switch)."""
 

@@ -31,7 +31,7 @@ MAX_LEG_M = 500_000.0
 MAX_VIA = 64
 
 
-class PathBuildError(TdbToolsError):
+class PathBuildError(TdbToolsError, ValueError):
     """No path can be built between the places asked for."""
 
 
@@ -57,12 +57,45 @@ class BuiltPath:
     reversals: tuple[int, ...]  # indices into ``places`` where the train turns
     length: float
 
+    def _facts(self) -> list[tuple[str, object]]:
+        return [
+            ("name", self.name),
+            ("places", list(self.labels)),
+            ("length_m", round(self.length, 3)),
+            ("junctions", len(self.junctions)),
+            ("reversals", list(self.reversals)),
+        ]
+
+    def __repr__(self) -> str:
+        from .._display import short_repr
+
+        return short_repr("BuiltPath", self._facts())
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Path {self.name}", self._facts())
+
     def node_sequence(self) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
         for t in self.traversals:
             if not out or out[-1] != (t.node, t.direction):
                 out.append((t.node, t.direction))
         return out
+
+
+def check_pat_target(out: str | Path, overwrite: bool = False) -> Path:
+    """The checks :func:`write_path` makes before writing, to be made before any work:
+    a ``.pat`` name, an existing folder, no file in the way unless ``overwrite``."""
+    from .._fs import check_target
+
+    target = Path(out)
+    if target.suffix.lower() != ".pat":
+        raise PathBuildError(f"the output must be a .pat file, got {str(target)!r}")
+    if not target.parent.is_dir():
+        raise PathBuildError(f"folder {str(target.parent)!r} does not exist")
+    check_target(target, overwrite)
+    return target
 
 
 # -- places -------------------------------------------------------------------------------
@@ -317,15 +350,12 @@ def path_document(route: Route, built: BuiltPath, path_id: str) -> Block:
     return Block("", [Block("Serial", ["1"]), Block("TrackPDPs", pdps), track_path])
 
 
-def write_path(route: Route, built: BuiltPath, out: str | Path) -> Path:
-    """Write ``built`` as a ``.pat`` file (UTF-16LE with BOM, as MSTS writes them)."""
+def write_path(route: Route, built: BuiltPath, out: str | Path, *, overwrite: bool = False) -> Path:
+    """Write ``built`` as a ``.pat`` file (UTF-16LE with BOM, as MSTS writes them),
+    atomically; an existing file only with ``overwrite`` (the rule of every writer)."""
     from ..stf.writer import format_stf, write_text_atomic
 
-    target = Path(out)
-    if target.suffix.lower() != ".pat":
-        raise PathBuildError(f"the output must be a .pat file, got {str(target)!r}")
-    if not target.parent.is_dir():
-        raise PathBuildError(f"folder {str(target.parent)!r} does not exist")
+    target = check_pat_target(out, overwrite)
     doc = path_document(route, built, target.stem)
     write_text_atomic(target, format_stf(doc, signature=PAT_SIGNATURE))
     return target
@@ -336,6 +366,7 @@ __all__ = [
     "PathBuildError",
     "Spot",
     "build_path",
+    "check_pat_target",
     "locate",
     "path_document",
     "platforms",

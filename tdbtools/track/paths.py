@@ -35,7 +35,7 @@ SEARCH_FACTOR = 8.0
 SEARCH_EXTRA_M = 20_000.0
 
 
-class PathError(TdbToolsError):
+class PathError(TdbToolsError, ValueError):
     """A path that cannot be resolved on its route."""
 
 
@@ -92,6 +92,28 @@ class ResolvedPath:
     @property
     def ok(self) -> bool:
         return not self.problems and len(self.legs) == max(len(self.points) - 1, 0)
+
+    def _facts(self) -> list[tuple[str, object]]:
+        return [
+            ("path", self.path),
+            ("name", self.name),
+            ("ok", self.ok),
+            ("length_m", round(self.length, 3)),
+            ("legs", len(self.legs)),
+            ("reversals", len(self.reversals)),
+            ("switches", len(self.switches)),
+            ("problems", list(self.problems)[:3]),
+        ]
+
+    def __repr__(self) -> str:
+        from .._display import short_repr
+
+        return short_repr("ResolvedPath", self._facts())
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Path {self.name}", self._facts())
 
     @property
     def length(self) -> float:
@@ -312,10 +334,29 @@ def _unwind(net: _Net, prev, start: Place, direction: int, last, total, final, f
     return float(total), trav, switches
 
 
+def find_path_file(route: Route, name: str | Path) -> Path:
+    """A ``.pat`` given as a file, or by name in the route's PATHS folder (``"10.pat"``,
+    ``"10"``; any case), as every command that takes ``--path`` finds it."""
+    from .._fs import is_file
+    from ..stf import resolve_case_insensitive
+
+    p = Path(name)
+    paths = Path(route.folder) / "PATHS"
+    cands = [p] if p.is_absolute() else [p, paths / p]
+    if not p.suffix:
+        cands.append(paths / (p.name + ".pat"))
+    for c in cands:
+        r = resolve_case_insensitive(c)
+        if is_file(r):
+            return r
+    raise PathError(f"{str(name)!r} is neither a file nor a path in {str(paths)!r}")
+
+
 def resolve_path(route: Route, path: PathFile | str | Path) -> ResolvedPath:
-    """Resolve a path (a :class:`PathFile` or a .pat file) on ``route``."""
+    """Resolve a path (a :class:`PathFile`, a .pat file, or the name of one in the
+    route's PATHS folder) on ``route``."""
     if not isinstance(path, PathFile):
-        path = read_pat(path, diagnostics=Diagnostics(strict=False))
+        path = read_pat(find_path_file(route, path), diagnostics=Diagnostics(strict=False))
     chain = path.main_chain()
     problems: list[str] = []
     if not chain.ok:

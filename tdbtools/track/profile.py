@@ -53,6 +53,26 @@ class Profile:
     def __len__(self) -> int:
         return len(self.columns["distance_m"])
 
+    def _facts(self) -> list[tuple[str, object]]:
+        return [
+            ("route", self.route),
+            ("source", self.source),
+            ("length_m", round(self.length, 1)),
+            ("samples", len(self)),
+            ("events", len(self.events)),
+        ]
+
+    def __repr__(self) -> str:
+        # The columns (one row per step) are in .columns and .to_csv().
+        from .._display import short_repr
+
+        return short_repr("Profile", self._facts())
+
+    def _repr_html_(self) -> str:
+        from .._display import html_summary
+
+        return html_summary(f"Profile {self.source}", self._facts())
+
     @property
     def length(self) -> float:
         d = self.columns["distance_m"]
@@ -173,8 +193,9 @@ def profile_path(
     step: float = 10.0,  # noqa: ANN001
     category: str = "passenger",
 ) -> Profile:
-    """The profile along a ``.pat`` path (a file, a PathFile or a ResolvedPath), with
-    the limits a train of ``category`` meets in its direction of travel."""
+    """The profile along a ``.pat`` path (a file, a name in the route's PATHS folder
+    such as ``"10.pat"``, a PathFile or a ResolvedPath), with the limits a train of
+    ``category`` meets in its direction of travel."""
     res = path if isinstance(path, ResolvedPath) else resolve_path(route, path)
     if not res.ok:
         raise TdbToolsError(f"path {res.path} does not resolve: {'; '.join(res.problems)}")

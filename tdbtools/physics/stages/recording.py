@@ -74,6 +74,29 @@ class ReplayResult:
     summary: dict
     wall_seconds: float
 
+    def _facts(self) -> list[tuple[str, object]]:
+        trains = self.summary.get("trains", {})
+        facts: list[tuple[str, object]] = [
+            ("scenario", self.scenario),
+            ("trains", list(trains)[:8]),
+            ("simulated_s", self.summary.get("simulated_seconds")),
+            ("events", len(self.events)),
+        ]
+        for name, t in list(trains.items())[:4]:
+            facts.append((name, f"{t.get('distance_m', 0):.0f} m in {t.get('running_time_s', 0):.0f} s"))
+        return facts
+
+    def __repr__(self) -> str:
+        # The traces are megabytes of columns: .traces, .events and .summary hold them.
+        from ..._display import short_repr
+
+        return short_repr("ReplayResult", self._facts())
+
+    def _repr_html_(self) -> str:
+        from ..._display import html_summary
+
+        return html_summary(f"Replay of {self.scenario}", self._facts())
+
     def write(self, out: str | Path) -> list[Path]:
         """Write ``<train>.csv`` (and ``<train>_cars.csv``), ``events.json`` and
         ``summary.json`` into ``out``, each file atomically. events.json is ``{"units":

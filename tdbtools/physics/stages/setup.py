@@ -32,7 +32,7 @@ from .linetable import LineTable
 from .policy import ReplayPolicy
 
 
-class ReplayError(TdbToolsError):
+class ReplayError(TdbToolsError, ValueError):
     """A replay that cannot start (no consist, no path, a train that does not fit)."""
 
 
