@@ -677,7 +677,7 @@ def convert(source: Path, out: Path, overwrite: bool, strict: bool) -> None:
     "--out",
     type=click.Path(path_type=Path),
     help="A picture (.png), an interactive page (.html, opens in any browser) or an animation of "
-    "a replay (.gif, .mp4); without it, a window (click: what is this; keys 1-5: layers).",
+    "a replay (.gif, .mp4); without it, a window (click: what is this; keys 1-6: layers).",
 )
 @click.option("--color-by", type=click.Choice(["kind", "grade", "speed"]), default="kind", show_default=True)
 @click.option(
@@ -721,6 +721,14 @@ def convert(source: Path, out: Path, overwrite: bool, strict: bool) -> None:
     help="Animations: this many frames, evenly over the replay (default: one per 0.1 s of video "
     "at 10x real time, at most 300).",
 )
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    metavar="FILE",
+    help="Draw a path over the track: a .pat file (or a name in the route's PATHS folder), or an "
+    ".act activity (every service's path, with its booked stops). Repeatable.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 @_strict_option
 @_handle_errors
@@ -736,6 +744,7 @@ def render(
     replay_src: Path | None,
     follow: str | None,
     frames: int | None,
+    paths: tuple[str, ...],
     overwrite: bool,
     strict: bool,
 ) -> None:
@@ -770,12 +779,28 @@ def render(
             if replay_src is None:
                 raise click.UsageError("an animation (--out .gif/.mp4) needs --replay")
     r = _load(route, strict=strict)
-    scene = build_scene(r, color_by=color_by, audit=True if audit else None, focus=focus)
+    try:
+        from .export.geo import world_to_lonlat
+
+        world_to_lonlat([0.0], [0.0])  # raises without pyproj
+        lonlat = world_to_lonlat
+    except TdbToolsError:  # no pyproj: the pick and the hover give no lat/lon
+        click.echo(
+            "note: no pyproj, so no latitude/longitude readout (pip install 'tdbtools[geo]')", err=True
+        )
+        lonlat = None
+    scene = build_scene(
+        r, color_by=color_by, audit=True if audit else None, focus=focus, lonlat=lonlat, paths=paths
+    )
+    for ov in scene.paths:
+        for why in ov.problems:
+            click.echo(f"warning: path {ov.name}: {why} (drawn as far as it resolves)", err=True)
     if out is not None and suffix == ".html":
         from .render.html import write_html
 
         write_html(scene, out, exaggerate=exaggerate)
         click.echo(f"wrote {out}")
+        _paths_exit(scene)
         return
     result = rp = None
     if replay_src is not None:
@@ -796,6 +821,7 @@ def render(
             frames=frames,
         )
         click.echo(f"wrote {out}")
+        _paths_exit(scene)
         return
     if result is not None:
         placer = TrainPlacer(result, scene.origin, replay=rp)
@@ -808,6 +834,13 @@ def render(
         return
     render_png(scene, out, window_size=(w, h), view=view or "map", exaggerate=exaggerate)
     click.echo(f"wrote {out}")
+    _paths_exit(scene)
+
+
+def _paths_exit(scene) -> None:  # noqa: ANN001
+    """Exit 1 when a drawn path did not resolve to its end (said on stderr already)."""
+    if any(ov.problems for ov in scene.paths):
+        raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
 @main.command()
@@ -1217,11 +1250,19 @@ def replay(
     files = result.write(out_dir)
     if plot:
         from .physics.replay import safe_name
-        from .render.plots import plot_speed_distance
+        from .render.plots import line_marks, plot_speed_distance
 
         for name, cols in result.traces.items():
+            limit, marks = line_marks(rep, name)
             files.append(
-                plot_speed_distance(cols, name, result.events, out_dir / f"{safe_name(name)}_speed.png")
+                plot_speed_distance(
+                    cols,
+                    name,
+                    result.events,
+                    out_dir / f"{safe_name(name)}_speed.png",
+                    limit=limit,
+                    marks=marks,
+                )
             )
         if rep.signals is not None:
             from .physics.signalling import space_time

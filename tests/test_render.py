@@ -125,15 +125,20 @@ def test_bad_animation_suffix(route, tmp_path):
 
 
 def _expected_counts(route):
+    """Markers per layer, counted from the items' own classes and flags (a speed post
+    with neither the warning nor the limit bit is a milepost: docs/formats.md §6.5)."""
     nodes = route.tdb.nodes[1:]
-    items = route.tdb.items
-    kinds = {"signal", "speedpost", "platform", "siding"}
+    items = [i for i in route.tdb.items if i.r_data is not None]
     exp = {
         "junction": sum(isinstance(n, JunctionNode) and n.uid is not None for n in nodes),
         "end": sum(isinstance(n, EndNode) and n.uid is not None for n in nodes),
     }
-    for k in kinds:
-        exp[k] = sum(i.kind == k and i.r_data is not None for i in items)
+    for k in ("signal", "platform", "siding", "crossover", "levelcr", "soundregion"):
+        exp[k] = sum(i.kind == k for i in items)
+    exp["speedpost"] = sum(i.kind == "speedpost" and i.flags & 3 != 0 for i in items)
+    exp["milepost"] = sum(i.kind == "speedpost" and i.flags & 3 == 0 for i in items)
+    road = route.rdb.items if route.rdb is not None else ()
+    exp["carspawner"] = sum(i.kind == "carspawner" and i.r_data is not None for i in road)
     return sum(isinstance(n, VectorNode) for n in nodes), exp
 
 
@@ -147,7 +152,21 @@ def test_scene_contents(route, color_by):
         i for i, n in enumerate(route.tdb.nodes) if isinstance(n, VectorNode)
     ]
     assert {k: len(m) for k, m in scene.markers.items()} == exp
-    assert exp == {"junction": 1, "end": 3, "signal": 3, "speedpost": 3, "platform": 2, "siding": 2}
+    assert exp == {
+        "junction": 1,
+        "end": 3,
+        "signal": 3,
+        "speedpost": 2,
+        "milepost": 1,
+        "platform": 2,
+        "siding": 2,
+        "crossover": 0,
+        "levelcr": 1,
+        "soundregion": 0,
+        "carspawner": 2,
+    }
+    assert scene.markers["milepost"].labels == ("km 12",)  # its distance, not "12" as a speed
+    assert scene.markers["speedpost"].labels == ("80", "80")
     assert scene.scalars in scene.track.array_names
     for m in scene.markers.values():
         assert m.glyphs.n_points == len(m)  # one point per marker: drawn at a size in pixels
@@ -178,6 +197,19 @@ def test_dk24_scene_contents():
     assert scene.track.n_cells == n_vector == 1381
     assert {k: len(m) for k, m in scene.markers.items()} == exp
     assert exp["junction"] == 819 and exp["end"] == 321
+    # DK24 (MilepostUnitsKilometers): 50 of its 102 speed posts are kilometre posts
+    # (flags 0x80 and 0x280), none of them drawn or labelled as a speed post
+    assert exp["speedpost"] == 52 and exp["milepost"] == 50 and exp["crossover"] == 124
+    assert all(t.startswith("km ") for t in scene.markers["milepost"].labels)
+    assert not any(t.startswith("km") for t in scene.markers["speedpost"].labels)
+    # grade from the sections' pitch: the colour bar within ±25 ‰ (a finite difference
+    # across a join read 610,191 ‰ at one point), no point steeper than a section
+    g = scene_mod.build_scene(route, color_by="grade")
+    assert g.clim[1] == -g.clim[0] and g.clim[1] <= 25.0, g.clim
+    from tdbtools.track.geometry import section_geometry
+
+    pitch = np.nanmax(np.abs(np.tan(section_geometry(route).ax))) * 1000.0
+    assert np.abs(g.track.point_data["grade"]).max() <= pitch + 1e-9
 
 
 # -- trains ----------------------------------------------------------------------------------------
@@ -271,6 +303,24 @@ def test_scene_image(route, renderer, color_by):
     assert err < IMAGE_THRESHOLD, (
         f"image differs from tests/data/images/sample_{color_by}.png: error {err:.0f}"
     )
+
+
+@pytest.mark.parametrize(
+    "fixture, color_by",
+    [("short_sections", "grade"), ("with_mileposts", "kind"), ("dense_labels", "kind")],
+)
+def test_fixture_image(route, renderer, fixture, color_by):
+    """References of the sub-metre-section, milepost and dense-label fixtures
+    (tests/render_fixtures.py): grey-blue-red grade at ±5 ‰ (not ±1000 ‰), kilometre
+    posts as their own layer, and the labels that fit of 50 sidings in 2 km."""
+    import render_fixtures
+
+    r = getattr(render_fixtures, fixture)(route)
+    scene = scene_mod.build_scene(r, color_by=color_by)
+    img = scene_mod.screenshot(scene, window_size=WINDOW)
+    name = f"fixture_{fixture}.png"
+    err = _compare(img, name)
+    assert err < IMAGE_THRESHOLD, f"image differs from tests/data/images/{name}: error {err:.0f}"
 
 
 @pytest.mark.parametrize("which", ["sample", "northsouth"])
@@ -420,3 +470,28 @@ def test_probe_success_is_remembered(monkeypatch, tmp_path, renderer):
     assert ok and "remembered" in detail  # no child process the second time
     monkeypatch.setenv("DISPLAY", ":99")  # another display: probe again
     assert scene_mod._probe_marker() != next((tmp_path / "tdbtools").glob("renderer-ok-*"))
+
+
+@needs_pyvista
+def test_cars_follow_the_exaggerated_track(renderer):
+    """A car on a 20 ‰ grade drawn ×50: each floor corner on the exaggerated rail under
+    it (the body pitched with the drawn slope, its height true), not a level box whose
+    ends cut into the track."""
+    import pyvista as pv
+
+    route = load_route(SAMPLE_ROUTE, cache=False)
+    scene = scene_mod.build_scene(route)
+    sv = scene_mod.SceneView(scene, (320, 240), view="3d", exaggerate=50.0)
+    try:
+        base = sv.base
+        rear = np.array([[0.0, 0.0, base + 1.0]])
+        front = rear + [20.0, 0.0, 0.4]  # 20 ‰ over 20 m
+        pts, faces = train_boxes(front, rear, 24.0, 3.0, 4.0, lift=0.3)
+        out = sv.set_trains(pv.PolyData(pts, faces), lift=0.3).reshape(8, 3)
+        rail = pts[:4, 2] - 0.3  # the true rail under each floor corner
+        assert np.allclose(out[:4, 2], base + (rail - base) * 50.0 + 0.3)
+        assert np.allclose(out[4:, 2] - out[:4, 2], pts[4:, 2] - pts[:4, 2])  # true height
+        slope = (out[1, 2] - out[0, 2]) / (out[1, 0] - out[0, 0])
+        assert slope == pytest.approx(0.02 * 50, rel=1e-3)
+    finally:
+        sv.close()

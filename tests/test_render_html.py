@@ -41,7 +41,13 @@ READY = (
 def sample_scene():
     from tdbtools.render.scene import build_scene
 
-    return build_scene(load_route(SAMPLE_ROUTE, cache=False), color_by="grade")
+    try:
+        from tdbtools.export.geo import world_to_lonlat
+
+        world_to_lonlat([0.0], [0.0])  # raises without pyproj
+    except Exception:  # no pyproj: no lat/lon in the hover
+        world_to_lonlat = None
+    return build_scene(load_route(SAMPLE_ROUTE, cache=False), color_by="grade", lonlat=world_to_lonlat)
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +150,13 @@ def test_page_in_browser_draws_fills_and_hovers(browser, sample_html, sample_sce
         page.wait_for_selector(".hovertext", timeout=10_000)
         text = page.evaluate("() => document.querySelector('.hovertext').textContent")
         assert "node" in text and "grade" in text and "offset" in text, text
+        if "lat" in pd:  # the point's latitude and longitude (the sample lies on Funen)
+            import re
+
+            m = re.search(r"lat (\d+\.\d{6}), lon (\d+\.\d{6})", text)
+            assert m and abs(float(m[1]) - pd["lat"][j]) < 1e-5 and abs(float(m[2]) - pd["lon"][j]) < 1e-5, (
+                text
+            )
         # layer toggle: a click on a legend entry hides that layer
         page.mouse.move(5, 5)
         before = page.evaluate("() => document.querySelector('.js-plotly-plot').data.map(t => t.visible)")
@@ -195,3 +208,138 @@ def test_dk24_page_opens(browser, dk24, tmp_path):
         assert "audit findings" in names and "gaps in nodes" in names
     finally:
         page.close()
+
+
+def _label_boxes(page):
+    """Pixel boxes (x0, y0, x1, y1) and texts of the labels drawn now."""
+    return page.evaluate(
+        "() => [...document.querySelectorAll('.annotation-scene')].map(e => {"
+        " const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom, e.textContent]; })"
+    )
+
+
+def _overlaps(boxes):
+    return [
+        (a[4], b[4])
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+    ]
+
+
+@pytest.fixture(scope="module")
+def dense_html(tmp_path_factory):
+    pytest.importorskip("plotly", reason="plotly is not installed (pip install 'tdbtools[render]')")
+    from render_fixtures import dense_labels
+
+    from tdbtools.render.html import write_html
+    from tdbtools.render.scene import build_scene
+
+    route = dense_labels(load_route(SAMPLE_ROUTE, cache=False))
+    scene = build_scene(route)
+    assert len(scene.markers["siding"]) == 2 + 50  # the sample's two and 50 more in 2 km
+    return write_html(scene, tmp_path_factory.mktemp("dense") / "dense.html")
+
+
+@pytest.mark.slow
+def test_dense_labels_never_overlap_and_show_more_when_zoomed(browser, dense_html):
+    page, _s, outside = _open(browser, dense_html)
+    try:
+        assert outside == []
+        boxes = _label_boxes(page)
+        names = [b[4] for b in boxes if b[4].startswith("Siding ")]
+        assert 15 <= len(names) < 50, names  # many shown, not all: they would pile up
+        assert _overlaps(boxes) == []
+        # every label stays inside the plot
+        c = page.locator(".gl-container canvas").bounding_box()
+        assert all(b[0] >= c["x"] - 1 and b[2] <= c["x"] + c["width"] + 1 for b in boxes)
+        # zoomed in 3 times about the middle of the view (as plotly zooms a top-down
+        # view: by the aspect ratio): more names of the place in view, without overlap
+        page.evaluate(
+            "() => { const gd = document.querySelector('.js-plotly-plot'); gd.dataset.fitted = '';"
+            " const s = gd._fullLayout.scene, a = s.aspectratio, c = s.camera.center, e = s.camera.eye;"
+            " Plotly.relayout(gd, {'scene.aspectratio': {x: a.x * 3, y: a.y * 3, z: a.z * 3},"
+            " 'scene.camera.center': {x: c.x * 3, y: c.y * 3, z: c.z * 3},"
+            " 'scene.camera.eye': {x: c.x * 3, y: c.y * 3, z: c.z * 3 + (e.z - c.z)}}); }"
+        )
+        page.wait_for_function(READY, timeout=30_000)
+        zoomed = _label_boxes(page)
+        assert _overlaps(zoomed) == []
+        assert any(b[4] not in names for b in zoomed if b[4].startswith("Siding ")), names
+        # hiding the sidings layer takes their names away
+        page.evaluate(
+            "() => { const gd = document.querySelector('.js-plotly-plot'); gd.dataset.fitted = '';"
+            " Plotly.restyle(gd, {visible: 'legendonly'}, [gd.data.findIndex(t => t.name === 'sidings')]); }"
+        )
+        page.wait_for_function(READY, timeout=30_000)
+        assert not [b for b in _label_boxes(page) if b[4].startswith("Siding ")]
+    finally:
+        page.close()
+
+
+@pytest.mark.slow
+def test_focus_page_frames_the_place_and_pans_to_the_route(browser, tmp_path):
+    pytest.importorskip("plotly")
+    from tdbtools.render.html import write_html
+    from tdbtools.render.scene import build_scene
+
+    scene = build_scene(load_route(SAMPLE_ROUTE, cache=False), focus="Sampleby")
+    out = write_html(scene, tmp_path / "focus.html")
+    page, _s, _o = _open(browser, out)
+    try:
+        c = page.locator(".gl-container canvas").bounding_box()
+        x0, y0, w, h = c["x"], c["y"], c["width"], c["height"]
+        # the focus fills the plot
+        px = np.array(page.evaluate("pts => pts.map(p => window.tdbProject(p))", scene.focus.tolist()))
+        assert (
+            px[:, 0].min() > x0
+            and px[:, 0].max() < x0 + w
+            and px[:, 1].min() > y0
+            and px[:, 1].max() < y0 + h
+        )
+        assert max(np.ptp(px[:, 0]) / w, np.ptp(px[:, 1]) / h) > 0.6
+        # scale bar and north arrow in view
+        for name in ("scale bar", "north arrow"):
+            pts = page.evaluate(
+                "n => { const t = document.querySelector('.js-plotly-plot').data.find(t => t.name === n);"
+                " return t.x.map((x, i) => [x, t.y[i], t.z[i]]); }",
+                name,
+            )
+            q = np.array(page.evaluate("pts => pts.map(p => window.tdbProject(p))", pts))
+            assert (q[:, 0] > x0).all() and (q[:, 0] < x0 + w).all(), name
+            assert (q[:, 1] > y0).all() and (q[:, 1] < y0 + h).all(), name
+        texts = [b[4] for b in _label_boxes(page)]
+        assert "N" in texts and any(t.endswith(" m") for t in texts)
+        # the whole route is in the page (not clipped to the focus): part of it is outside
+        # the view now, to pan to; the axes span all of it
+        track = np.asarray(scene.track.points)
+        q = np.array(page.evaluate("pts => pts.map(p => window.tdbProject(p))", track.tolist()))
+        assert ((q[:, 0] < x0) | (q[:, 0] > x0 + w)).any()
+        rng = page.evaluate(
+            "() => { const s = document.querySelector('.js-plotly-plot')._fullLayout.scene;"
+            " return [s.xaxis.range, s.yaxis.range]; }"
+        )
+        assert rng[0][0] <= track[:, 0].min() + 1 and rng[0][1] >= track[:, 0].max() - 1
+        assert rng[1][0] <= track[:, 1].min() + 1 and rng[1][1] >= track[:, 1].max() - 1
+    finally:
+        page.close()
+
+
+def test_a_path_name_is_text_not_markup(tmp_path):
+    pytest.importorskip("plotly")
+    from tdbtools.render.html import write_html
+    from tdbtools.render.scene import build_scene
+
+    text = (SAMPLE_ROUTE / "PATHS" / "MainWE.pat").read_text(encoding="utf-16")
+    evil = tmp_path / "evil.pat"
+    evil.write_text(text.replace("Main line west - east", "<img src=x onerror=alert(1)>"), encoding="utf-16")
+    scene = build_scene(load_route(SAMPLE_ROUTE, cache=False), paths=[str(evil)])
+    assert scene.paths[0].name == "<img src=x onerror=alert(1)>"
+    from tdbtools.render.html import figure
+
+    fig = figure(scene)  # plotly draws trace names and annotations as its own HTML subset
+    shown = [t.name or "" for t in fig.data] + [a.text or "" for a in fig.layout.scene.annotations]
+    assert not [t for t in shown if "<img" in t]
+    assert "path: &lt;img src=x onerror=alert(1)&gt;" in shown
+    page = write_html(scene, tmp_path / "p.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in page

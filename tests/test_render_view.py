@@ -117,7 +117,10 @@ def test_route_projected_inside_frame(route, northsouth, renderer, which, view, 
     try:
         px = sv.project(sv.track_points)
         assert _inside(px, size, 0.03), (px.min(axis=0), px.max(axis=0))
-        assert max(np.ptp(px[:, 0]) / size[0], np.ptp(px[:, 1]) / size[1]) > 0.7
+        # what is framed (the track and every marker, the car spawners off the track
+        # too) fills the window in one direction
+        fp = sv.project(sv._frame_points())
+        assert max(np.ptp(fp[:, 0]) / size[0], np.ptp(fp[:, 1]) / size[1]) > 0.7
         img = sv.screenshot()
         dark = img.min(axis=2) < 200
         # nothing of the route touches the window's edge rows/columns beyond the overlays
@@ -347,3 +350,158 @@ def test_cli_render_views_focus_audit_html(tmp_path, renderer):
     assert r.exit_code == 2 and "--overwrite" in r.output + r.stderr  # an existing picture is kept
     r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--overwrite", "--size", "200x100"])
     assert r.exit_code == 0 and iio.imread(png).shape[:2] == (100, 200)
+    # --path: a name in the route's PATHS folder; a missing one is bad input; a path that
+    # does not resolve to its end is drawn as far as it goes, said on stderr, exit 1
+    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--overwrite", "--path", "MainWE"])
+    assert r.exit_code == 0, r.output + r.stderr
+    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--overwrite", "--path", "nothing.pat"])
+    assert r.exit_code == 2 and "no such file" in r.output + r.stderr
+    text = (SAMPLE_ROUTE / "PATHS" / "MainWE.pat").read_text(encoding="utf-16")
+    bad = tmp_path / "bad.pat"
+    bad.write_text(text.replace("-760.357921", "-1760.357921"), encoding="utf-16")  # last point off the track
+    r = run(main, ["render", str(SAMPLE_ROUTE), "--out", str(png), "--overwrite", "--path", str(bad)])
+    assert r.exit_code == 1 and "warning: path" in r.stderr, r.output + r.stderr
+
+
+# -- grades, item layers, paths, lat/lon (issue 30) -------------------------------------------
+
+
+def test_grade_limits_use_the_98th_percentile_of_magnitude():
+    g = np.r_[np.full(198, 3.0), [-800.0, 610191.0]]  # 1 % freak points do not set the scale
+    assert V.grade_limits(g) == (-5.0, 5.0)
+    assert V.grade_limits(-np.abs(g)) == (-5.0, 5.0)  # symmetric whichever way the data lean
+    assert V.grade_limits(np.full(10, 5.00004)) == (-5.0, 5.0)  # a float32 pitch's 5 ‰ is 5
+    assert V.grade_limits([]) == (-1.0, 1.0)
+
+
+def test_exaggeration_keeps_a_flat_route_legible():
+    # 50 km with 60 m of rise, grades up to 11 ‰: the old rule gave ×100, drawing 11 ‰ at 1.1
+    x = np.linspace(0, 50_000, 501)
+    pts = np.column_stack([x, np.zeros_like(x), 60.0 * np.sin(x / 8000.0) ** 2])
+    old = V.auto_exaggeration(pts)
+    e = V.auto_exaggeration(pts, grades=np.full(len(x), 11.0))
+    assert old > 90 and e == pytest.approx(0.35 / 0.011)
+    assert V.auto_exaggeration(pts, grades=np.zeros(len(x))) == pytest.approx(old)  # level: no cap
+
+
+@pytest.mark.usefixtures("renderer")
+def test_grade_from_pitch_on_sub_metre_sections(route):
+    """Sections of 0.4 m whose next start is recorded 2 cm higher (as real routes round
+    them): a difference between sample points a millimetre apart read 10⁴ ‰ there; the
+    section's own pitch is the route's ±5 ‰."""
+    from render_fixtures import short_sections
+
+    from tdbtools.render.scene import build_scene
+    from tdbtools.track.geometry import sample_route, section_geometry
+
+    short = short_sections(route)
+    assert (np.asarray(short.section_length) < 1.0).sum() >= 5
+    poly = sample_route(section_geometry(short), 0.5)
+    P = np.asarray(poly.points)
+    d = np.diff(P, axis=0)
+    h = np.hypot(d[:, 0], d[:, 2])
+    naive = np.abs(np.divide(d[:, 1], h, out=np.zeros_like(h), where=h > 1e-6)) * 1000.0
+    assert naive.max() > 1000  # the fixture has what broke the old grade
+    scene = build_scene(short, color_by="grade")
+    g = np.asarray(scene.track.point_data["grade"])
+    pitch = np.abs(np.tan(section_geometry(short).ax)).max() * 1000.0
+    assert np.abs(g).max() <= pitch + 1e-9 and pitch == pytest.approx(5.0, abs=0.01)
+    assert scene.clim == (-5.0, 5.0)
+    sv = _view(scene, "map", (640, 480))
+    try:
+        for j in np.linspace(0, len(sv.track_points) - 1, 40).astype(int):
+            x, y = sv.project(sv.track_points[j : j + 1])[0]
+            info = sv.pick(x, y)
+            if info and info["kind"] == "track":
+                assert abs(info["grade_permille"]) <= 5.01
+    finally:
+        sv.close()
+
+
+@pytest.mark.usefixtures("renderer")
+def test_mileposts_are_their_own_layer(route):
+    from render_fixtures import with_mileposts
+
+    from tdbtools.render.scene import build_scene
+
+    scene = build_scene(with_mileposts(route))
+    mp, sp = scene.markers["milepost"], scene.markers["speedpost"]
+    assert len(mp) == 1 + 10 and len(sp) == 2 + 10
+    assert all(t.startswith("km ") for t in mp.labels) and not any(t.startswith("km") for t in sp.labels)
+    assert "km 120" in mp.labels and "60" in sp.labels
+    sv = _view(scene, "map", (640, 480))
+    try:
+        x, y = sv.project(sv.marker_points["milepost"][1:2])[0]
+        info = sv.pick(x, y, radius=3)
+        assert info["kind"] == "milepost" and info["type"] == "milepost" and info["milepost"] == 120.0
+        assert "speed_kmh" not in info
+    finally:
+        sv.close()
+
+
+@pytest.mark.usefixtures("renderer")
+def test_path_drawn_with_direction_points_and_stops(route):
+    from tdbtools.render.scene import build_scene
+    from tdbtools.track.paths import resolve_path
+
+    folder = SAMPLE_ROUTE
+    scene = build_scene(route, paths=["MainWE.pat", "Siding"])
+    main, siding = scene.paths
+    res = resolve_path(route, folder / "PATHS" / "MainWE.pat")
+    assert main.name == res.name and main.color != siding.color and not main.problems
+    kinds = [k for k, _p, _t in main.points]
+    assert kinds[0] == "start" and kinds[-1] == "end"
+    line = main.line[np.isfinite(main.line[:, 0])]
+    # the drawn line is as long as the path, from its start point to its end point
+    seg = np.hypot(*np.diff(line[:, :2], axis=0).T)
+    assert seg.sum() == pytest.approx(res.length, rel=0.02)
+    start, end = main.points[0][1], main.points[-1][1]
+    assert np.hypot(*(line[0, :2] - start[:2])) < 1.0 and np.hypot(*(line[-1, :2] - end[:2])) < 1.0
+    # every arrow points the way the path is driven: towards the end
+    for _p, u in main.arrows:
+        assert np.dot(u[:2], end[:2] - start[:2]) > 0
+    # an activity: every service's path, with its booked stops
+    act = build_scene(route, paths=[str(folder / "ACTIVITIES" / "Morning.act")])
+    assert len(act.paths) >= 2
+    stops = [t for ov in act.paths for k, _p, t in ov.points if k == "station"]
+    assert stops and all("Sampleby" in t for t in stops)
+    assert any(k == "wait" for ov in act.paths for k, _p, _t in ov.points)
+    sv = _view(scene, "map", (640, 480))
+    try:
+        assert sv.actors["paths"] and sv._path_arrows
+        assert {"path: " + main.name, "path: " + siding.name} <= {t for k, t, *_ in sv.placed_labels()} | {
+            f"path: {ov.name}" for ov in scene.paths
+        }
+        assert sv.toggle("paths") is False and not any(a.GetVisibility() for a in sv.actors["paths"])
+    finally:
+        sv.close()
+    with pytest.raises(TdbToolsError, match="no such file"):
+        build_scene(route, paths=["nothing.pat"])
+    with pytest.raises(TdbToolsError, match="no such file"):
+        build_scene(route, paths=["../PATHS/MainWE.pat"])  # only plain names are looked up
+
+
+@pytest.mark.usefixtures("renderer")
+def test_pick_gives_lat_lon_and_keeps_clear_of_the_north_arrow(route):
+    pytest.importorskip("pyproj")
+    from tdbtools.export.geo import world_to_lonlat
+    from tdbtools.render.scene import build_scene
+
+    scene = build_scene(route, lonlat=world_to_lonlat)
+    sv = _view(scene, "map", (640, 480))
+    try:
+        j = len(sv.track_points) // 2
+        x, y = sv.project(sv.track_points[j : j + 1])[0]
+        info = sv.click(x, y)
+        P = np.asarray(scene.track.points)[j]
+        lon, lat = world_to_lonlat(P[0] + scene.origin[0], P[1] + scene.origin[1])
+        assert info["lat"] == pytest.approx(float(lat), abs=1e-6) and info["lon"] == pytest.approx(
+            float(lon), abs=1e-6
+        )
+        assert 54 < info["lat"] < 58 and 8 < info["lon"] < 13  # the sample lies on Funen
+        # the pick text hangs from the upper left, below the title: not over the north
+        # arrow (lower right) nor the scale bar (lower left)
+        px, py = sv._pick_actor.GetPosition()
+        assert px < 0.2 * 640 and py > 0.8 * 480
+    finally:
+        sv.close()

@@ -27,7 +27,16 @@ import numpy as np
 
 from ..errors import TdbToolsError
 from ..formats.route import Route
-from .scene import Scene, SceneView, _pv, build_scene, check_renderer, to_scene, train_boxes
+from .scene import (
+    Scene,
+    SceneView,
+    _pv,
+    auto_exaggeration,
+    build_scene,
+    check_renderer,
+    to_scene,
+    train_boxes,
+)
 
 CAR_WIDTH = 3.0
 CAR_HEIGHT = 3.8
@@ -386,7 +395,7 @@ def _write_gif(frames: list[np.ndarray], path: Path, fps: float) -> None:
 
 def _clock(t: float) -> str:
     s = int(round(t))
-    return f"{s // 3600:d}:{s // 60 % 60:02d}:{s % 60:02d}"
+    return f"{s // 3600 % 24:d}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 def render_animation(
@@ -443,6 +452,16 @@ def render_animation(
             raise TdbToolsError(f"no train {follow!r} in the replay (trains: {', '.join(names)})")
         lead = names.index(follow)
     t0, t1 = placer.time_range
+    # The clock shows the time of day when the replay knows it (an activity's traces
+    # carry a "clock" column), else the time since the replay's start.
+    clock0 = next(
+        (
+            float(tr["clock"][0]) - float(tr["time"][0])
+            for tr in result.traces.values()
+            if "clock" in tr and len(tr["clock"]) and len(tr["time"])
+        ),
+        0.0,
+    )
     times = frame_times(t0, t1, fps=fps, speedup=speedup, max_frames=max_frames, frames=frames)
     pv = _pv()
     from . import view as V
@@ -460,7 +479,24 @@ def render_animation(
     aspects = signal_aspects(route, result, scene)
     if aspects is not None:
         aspects.apply(scene, float(times[0]))
-    sv = SceneView(scene, window_size, view=view, exaggerate=exaggerate, labels=labels)
+    if follow and exaggerate is None and view == "3d":
+        # A follow view shows a window of view_distance metres: its exaggeration is
+        # chosen from the track in that window around the followed train's start, not
+        # from the whole route (whose factor stood cars across the track).
+        rows = slice(
+            sum(len(t.length) for t in placer.trains[:lead]) * 8,
+            sum(len(t.length) for t in placer.trains[: lead + 1]) * 8,
+        )
+        c = np.asarray(pts)[rows].mean(axis=0)
+        r = 0.5 * view_distance
+        window = c + np.array([[-r, -r, 0.0], [r, r, 0.0]])
+        exaggerate = auto_exaggeration(scene, around=window)
+        tp = np.asarray(scene.track.points)
+        near = tp[((tp[:, :2] >= window[0, :2]) & (tp[:, :2] <= window[1, :2])).all(axis=1)]
+        base = float(near[:, 2].min()) if len(near) else None
+    else:
+        base = None
+    sv = SceneView(scene, window_size, view=view, exaggerate=exaggerate, labels=labels, base=base)
     sv.set_trains(pv.PolyData(pts, faces), _speeds(result, placer, float(times[0])), clim)
     p = sv.plotter
     back = tuple(np.subtract(sv.camera.position, sv.camera.focal_point))
@@ -500,7 +536,10 @@ def render_animation(
                 else ""
             )
             p.add_text(
-                f"{_clock(float(t))}{who}", position=(8, sv.window_size[1] - 44), font_size=12, name="clock"
+                f"{_clock(float(t) + clock0)}{who}",
+                position=(8, sv.window_size[1] - 44),
+                font_size=12,
+                name="clock",
             )
             p.render()
             img = np.asarray(p.screenshot(return_img=True))

@@ -40,26 +40,21 @@ import numpy as np
 
 from ..errors import TdbToolsError
 from ..formats.route import Route
-from ..formats.tdb import EndNode, JunctionNode, PlatformItem, SidingItem, SignalItem, SpeedPostItem
+from ..formats.tdb import EndNode, JunctionNode, SpeedPostItem
+from . import items as I
 from . import view as V
 
 TILE = 2048.0
 COLOR_BY = ("kind", "grade", "speed")
 KIND_NAMES = ("link", "spur", "isolated")
 KIND_COLORS = ("#1f4e9c", "#2ca02c", "#d62728")
-MARKER_KINDS = ("junction", "end", "signal", "speedpost", "platform", "siding")
-MARKER_COLORS = {
-    "junction": "#e6a800",
-    "end": "#505050",
-    "signal": "#1a9e3f",
-    "speedpost": "#8c564b",
-    "platform": "#0095d9",
-    "siding": "#9b4dca",
-}
+MARKER_KINDS = tuple(k.kind for k in I.KINDS)
+MARKER_COLORS = {k.kind: k.color for k in I.KINDS}
 #: Glyph diameters in pixels (screen space: the same size at every zoom).
-MARKER_PX = {"junction": 6, "end": 5, "signal": 7, "speedpost": 6, "platform": 9, "siding": 7}
-#: Label priority: stations over signals over speed posts (docs/render.md §4).
-LABEL_PRIORITY = {"finding": 5, "platform": 4, "signal": 3, "speedpost": 2, "siding": 1}
+MARKER_PX = {k.kind: k.px for k in I.KINDS}
+#: Label priority: findings, stations, signals, speed limits, sidings, mileposts
+#: (docs/render.md §4); layers without names have none.
+LABEL_PRIORITY = {"finding": 9, "path": 7, **{k.kind: k.priority for k in I.KINDS if k.priority}}
 
 
 def GRADE_CMAP():  # noqa: N802
@@ -71,13 +66,21 @@ def GRADE_CMAP():  # noqa: N802
 
 SEVERITY_COLORS = {"error": "#e00000", "warning": "#ff8c00", "info": "#1e64ff"}
 GAP_COLOR = "#d400d4"
-LAYERS = ("track", "markers", "labels", "audit", "grid", "trains")
+LAYERS = ("track", "markers", "labels", "audit", "grid", "trains", "paths")
 #: Signal glyph colours by aspect category in a replay (docs/render.md §8): the codes of
 #: ``scene.extra["signal_aspect"]``, one per signal marker.
 ASPECT_NAMES = ("signal: no aspect", "signal: stop", "signal: caution", "signal: clear")
 ASPECT_COLORS = ("#9a9a9a", "#e00000", "#f2c200", "#00b050")
 #: Keys of the interactive window that show or hide a layer.
-LAYER_KEYS = {"1": "markers", "2": "labels", "3": "audit", "4": "grid", "5": "trains"}
+LAYER_KEYS = {"1": "markers", "2": "labels", "3": "audit", "4": "grid", "5": "trains", "6": "paths"}
+#: Glyph colours of a path's points (docs/render.md §10).
+PATH_POINT_COLORS = {
+    "start": "#00a000",
+    "end": "#d00000",
+    "reversal": "#ff00ff",
+    "wait": "#ff9900",
+    "station": "#0060ff",
+}
 NO_RENDERER = (
     "no renderer: 3-D pictures need a working OpenGL. On Debian/Ubuntu: "
     "apt-get install libegl1 libgl1 libgl1-mesa-dri (offscreen, no display needed)"
@@ -258,6 +261,10 @@ class Scene:
     #: Gaps inside vector nodes that the audit found: a line from each computed section
     #: end to the next recorded start (PolyData), or None.
     gaps: Any = None
+    #: Items of the road database (car spawners) by index, for picking.
+    road_items: dict = field(default_factory=dict)
+    #: Paths drawn over the track (:class:`tdbtools.render.paths.PathOverlay`).
+    paths: tuple = ()
 
     @property
     def bounds(self) -> tuple[float, ...]:
@@ -309,15 +316,6 @@ def _along(points: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndar
     return s, np.concatenate([horiz, [0.0]]), np.concatenate([rise, [0.0]])
 
 
-def _grade_points(points: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    _s, horiz, rise = _along(points, offsets)
-    g = np.divide(rise, horiz, out=np.zeros_like(rise), where=horiz > 1e-6) * 1000.0
-    last = offsets[1:] - 1
-    ok = last > offsets[:-1]
-    g[last[ok]] = g[last[ok] - 1]  # a polyline's last point takes its last segment's grade
-    return g
-
-
 def _speed_points(route: Route, points: np.ndarray, offsets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     from ..track.traveller import item_positions
 
@@ -341,20 +339,6 @@ def _speed_points(route: Route, points: np.ndarray, offsets: np.ndarray, nodes: 
     return out
 
 
-def _item_label(it) -> str:
-    if isinstance(it, SpeedPostItem):
-        if it.speed_ms:
-            return f"{it.speed_ms * 3.6:.0f}"
-        return "" if it.value is None else f"{it.value:g}"
-    if isinstance(it, PlatformItem):
-        return it.platform_name or it.station
-    if isinstance(it, SidingItem):
-        return it.siding_name
-    if isinstance(it, SignalItem):
-        return it.signal_type
-    return ""
-
-
 def _grid(pv, route: Route, origin: tuple[float, float], height: float):
     ext = route.tile_extent()
     if ext is None:
@@ -373,17 +357,25 @@ def _grid(pv, route: Route, origin: tuple[float, float], height: float):
 
 def _sections_along(
     geom, nodes: np.ndarray, offsets: np.ndarray, s: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per point: the section's position in its node, its TrackSection id and the
-    curvature of its centre line (1/km, + = right)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per point: the section's position in its node, its TrackSection id, the
+    curvature of its centre line (1/km, + = right) and its grade (‰, + = rising in the
+    node's direction).
+
+    The grade is the section's own pitch (−tan AX, as ``profile`` and the traveller
+    take it), not a difference between sample points: at a join the computed end of
+    one section and the recorded start of the next are kept as two points a millimetre
+    apart whose heights may differ by centimetres, which read as 10⁴–10⁶ ‰."""
     pos = np.zeros(len(s), dtype=np.int64)
     sid = np.full(len(s), -1, dtype=np.int64)
     curv = np.zeros(len(s))
+    grade = np.zeros(len(s))
     if len(geom) == 0:
-        return pos, sid, curv
+        return pos, sid, curv, grade
     order = np.argsort(geom.node, kind="stable")
     gnode = geom.node[order]
     k_all = geom.curvature * 1000.0
+    g_all = np.nan_to_num(-np.tan(np.asarray(geom.ax, dtype=np.float64)) * 1000.0)
     for k, n in enumerate(nodes):
         lo, hi = np.searchsorted(gnode, [n, n + 1])
         rows = order[lo:hi]
@@ -395,7 +387,8 @@ def _sections_along(
         pos[a:b] = j
         sid[a:b] = geom.section_index[rows][j]
         curv[a:b] = k_all[rows][j]
-    return pos, sid, curv
+        grade[a:b] = g_all[rows][j]
+    return pos, sid, curv, grade
 
 
 def _item_info(it) -> dict:
@@ -407,8 +400,12 @@ def _item_info(it) -> dict:
         v = getattr(it, f.name)
         if isinstance(v, (int, float, str)) and v not in ("", None):
             out[f.name] = v
-    if isinstance(it, SpeedPostItem) and it.speed_ms:
-        out["speed_kmh"] = round(it.speed_ms * 3.6, 1)
+    if isinstance(it, SpeedPostItem):
+        if it.is_milepost:
+            out["type"] = "milepost"
+            out["milepost"] = it.value
+        elif it.speed_ms:
+            out["speed_kmh"] = round(it.speed_ms * 3.6, 1)
     return out
 
 
@@ -467,12 +464,18 @@ def build_scene(
     glyph_size: float | None = None,
     audit=None,
     focus: str | None = None,
+    lonlat=None,
+    paths=(),
 ) -> Scene:
     """The scene of a route: track polylines (one line cell per vector node, coloured
     by ``color_by``; per point the node, section, offset, grade and curvature),
     junction, end-node and item markers with labels, the grid of 2048 m tiles, and,
     with ``audit`` (True, or an :class:`~tdbtools.track.audit.AuditReport`), every audit
-    finding. ``focus``: see :func:`resolve_focus`. No rendering happens here."""
+    finding. ``focus``: see :func:`resolve_focus`. ``lonlat``: a function of absolute
+    (X, Z) arrays giving (lon, lat) in degrees (e.g.
+    :func:`tdbtools.export.geo.world_to_lonlat`), kept per track point for the pick and
+    the page's hover. ``paths``: .pat files (or names in the route's PATHS folder) and
+    .act activities whose paths are drawn over the track (:mod:`tdbtools.render.paths`). No rendering happens here."""
     if color_by not in COLOR_BY:
         raise TdbToolsError(f"color_by must be one of {', '.join(COLOR_BY)}, not {color_by!r}")
     pv = _pv()
@@ -503,12 +506,15 @@ def build_scene(
         s, _h, _r = _along(P, offsets)
         track.point_data["node"] = np.repeat(nodes, counts)
         track.point_data["offset_m"] = s
-        sec, sid, curv = _sections_along(geom, nodes, offsets, s)
+        sec, sid, curv, grade = _sections_along(geom, nodes, offsets, s)
         track.point_data["section"] = sec
         track.point_data["section_id"] = sid
         track.point_data["curvature_per_km"] = curv
-        grade = _grade_points(P, offsets)
         track.point_data["grade"] = grade
+        if lonlat is not None:
+            lon, lat = lonlat(P[:, 0], P[:, 2])
+            track.point_data["lon"] = np.asarray(lon, dtype=np.float64)
+            track.point_data["lat"] = np.asarray(lat, dtype=np.float64)
         if color_by == "speed":
             track.point_data["speed_kmh"] = _speed_points(route, P, offsets, nodes)
     scalars = {"kind": "kind", "grade": "grade", "speed": "speed_kmh"}[color_by]
@@ -516,11 +522,7 @@ def build_scene(
         clim = (-0.5, 2.5)
     elif len(nodes):
         v = np.asarray(track.point_data[scalars])
-        clim = (
-            V.robust_limits(v, symmetric=True, floor=1.0)
-            if color_by == "grade"
-            else V.robust_limits(v, floor=10.0)
-        )
+        clim = V.grade_limits(v) if color_by == "grade" else V.robust_limits(v, floor=10.0)
     # markers
     groups: dict[str, tuple[list, list, list]] = {k: ([], [], []) for k in MARKER_KINDS}
     for n in route.tdb.nodes[1:]:
@@ -530,28 +532,29 @@ def build_scene(
             g[0].append((u.tile_x * TILE + u.x, u.y, u.tile_z * TILE + u.z))
             g[1].append(n.index)
             g[2].append("")
-    item_cls = {
-        "signal": SignalItem,
-        "speedpost": SpeedPostItem,
-        "platform": PlatformItem,
-        "siding": SidingItem,
-    }
-    items = {}
+    items: dict = {}
+    road_items: dict = {}
     seen_station: set[str] = set()
-    for it in route.tdb.items:
-        for k, cls in item_cls.items():
-            if isinstance(it, cls) and it.r_data is not None:
-                r = it.r_data
-                g = groups[k]
-                g[0].append((r.tile_x * TILE + r.x, r.y, r.tile_z * TILE + r.z))
-                g[1].append(it.index)
-                label = _item_label(it)
-                if k == "platform":  # a station's name once, not at each platform end
-                    label = getattr(it, "station", "") or getattr(it, "platform_name", "")
-                    label = "" if label in seen_station else label
-                    seen_station.add(label)
-                g[2].append(label)
-                items[it.index] = it
+    km = bool(getattr(route.trk, "milepost_units_km", True))
+    sources = [(route.tdb.items, items, False)]
+    if route.rdb is not None:
+        sources.append((route.rdb.items, road_items, True))
+    for table, into, road in sources:
+        for it in table:
+            k = I.item_kind(it, road=road)
+            if k is None or it.r_data is None:
+                continue
+            r = it.r_data
+            g = groups[k]
+            g[0].append((r.tile_x * TILE + r.x, r.y, r.tile_z * TILE + r.z))
+            g[1].append(it.index)
+            label = I.item_label(it, milepost_km=km)
+            if k == "platform":  # a station's name once, not at each platform end
+                label = getattr(it, "station", "") or getattr(it, "platform_name", "")
+                label = "" if label in seen_station else label
+                seen_station.add(label)
+            g[2].append(label)
+            into[it.index] = it
     markers = {}
     for k, (xyz, ids, labels) in groups.items():
         a = np.array(xyz, dtype=np.float64).reshape(-1, 3)
@@ -583,7 +586,12 @@ def build_scene(
         findings=findings,
         items=items,
         gaps=gaps,
+        road_items=road_items,
     )
+    if paths:
+        from .paths import overlays
+
+        scene.paths = overlays(route, scene, paths)
     if focus:
         scene.focus, scene.focus_label = resolve_focus(route, scene, focus, audit=audit)
         scene.title += f", focus on {scene.focus_label}"
@@ -591,6 +599,38 @@ def build_scene(
 
 
 FOCUS_RADIUS = 150.0  # metres shown around a focused point, at least
+
+
+def _base_height(scene: Scene, tp: np.ndarray) -> float:
+    """The height exaggeration stretches about: the lowest track point inside the
+    focus's horizontal box, else of the whole route."""
+    if not len(tp):
+        return 0.0
+    if scene.focus is not None and len(scene.focus):
+        b = np.asarray(scene.focus, dtype=np.float64).reshape(-1, 3)
+        lo, hi = b[:, :2].min(axis=0), b[:, :2].max(axis=0)
+        sel = ((tp[:, :2] >= lo) & (tp[:, :2] <= hi)).all(axis=1)
+        if sel.any():
+            return float(tp[sel, 2].min())
+    return float(tp[:, 2].min())
+
+
+def auto_exaggeration(scene: Scene, around: np.ndarray | None = None) -> float:
+    """The 3-D view's automatic exaggeration (:func:`view.auto_exaggeration`) for the
+    track inside the horizontal box of ``around`` (default: the focus, else the whole
+    route), from those points' heights and grades."""
+    tp = np.asarray(scene.track.points) if scene.track.n_points else np.zeros((0, 3))
+    box = scene.focus if around is None else around
+    if box is None or not len(tp):
+        sel = np.ones(len(tp), dtype=bool)
+    else:
+        b = np.asarray(box, dtype=np.float64).reshape(-1, 3)
+        lo, hi = b[:, :2].min(axis=0), b[:, :2].max(axis=0)
+        sel = ((tp[:, :2] >= lo) & (tp[:, :2] <= hi)).all(axis=1)
+        if sel.sum() < 2:
+            return V.auto_exaggeration(b)
+    grades = np.asarray(scene.track.point_data["grade"])[sel] if len(tp) else None
+    return V.auto_exaggeration(tp[sel], grades=grades)
 
 
 def resolve_focus(route: Route, scene: Scene, spec: str, *, audit=None) -> tuple[np.ndarray, str]:
@@ -786,6 +826,7 @@ class SceneView:
         view: str = "map",
         exaggerate: float | None = None,
         labels: bool = True,
+        base: float | None = None,
     ) -> None:
         if view not in V.VIEWS:
             raise TdbToolsError(f"view must be one of {', '.join(V.VIEWS)}, not {view!r}")
@@ -794,11 +835,13 @@ class SceneView:
         self.view = view
         self.window_size = (int(window_size[0]), int(window_size[1]))
         tp = np.asarray(scene.track.points) if scene.track.n_points else np.zeros((0, 3))
-        self.base = float(tp[:, 2].min()) if len(tp) else 0.0
+        # Heights are stretched about the lowest track of the place shown (a focus: its
+        # own window), so a local view's track does not float kilometres above the grid.
+        self.base = _base_height(scene, tp) if base is None else float(base)
         if view == "map":
             self.exaggeration = 1.0
         elif exaggerate is None:
-            self.exaggeration = V.auto_exaggeration(tp if scene.focus is None else scene.focus)
+            self.exaggeration = auto_exaggeration(scene)
         else:
             if not (math.isfinite(exaggerate) and 0 < exaggerate <= 10000):
                 raise TdbToolsError(f"exaggerate must be in (0, 10000], not {exaggerate}")
@@ -820,8 +863,12 @@ class SceneView:
 
         self._lifted = lifted
         if scene.grid.n_points:
+            grid = scene.grid.copy(deep=True)
+            gp = np.asarray(grid.points).copy()
+            gp[:, 2] = base - 1.0  # just under the lowest track drawn
+            grid.points = gp
             self.actors["grid"].append(
-                p.add_mesh(scene.grid, color="#d0d0d0", line_width=1, name="grid", lighting=False)
+                p.add_mesh(grid, color="#d0d0d0", line_width=1, name="grid", lighting=False)
             )
         if scene.track.n_points:
             track = lifted(scene.track)
@@ -920,6 +967,9 @@ class SceneView:
             self.actors["audit"].append(
                 p.add_mesh(lifted(scene.gaps), color=GAP_COLOR, line_width=5, lighting=False, name="gaps")
             )
+        self._path_arrows: list[tuple[np.ndarray, np.ndarray, str]] = []
+        for j, ov in enumerate(scene.paths):
+            self._add_path(pv, j, ov)
         if scene.trains is not None and scene.trains.n_points:
             self.set_trains(scene.trains)
         self._legend()
@@ -927,6 +977,42 @@ class SceneView:
         self._info = None
         self.camera = V.frame(self._frame_points(), view, self.window_size)
         self.apply_camera(self.camera)
+
+    def _add_path(self, pv, j: int, ov) -> None:  # noqa: ANN001
+        """A path over the track: its line (wide, in its colour), glyphs at its start,
+        end, reversals, waits and booked stops; arrowheads in :meth:`_overlays`."""
+        p, e, base = self.plotter, self.exaggeration, self.base
+        line = ov.line
+        if len(line):
+            pieces = [q[np.isfinite(q[:, 0])] for q in np.split(line, np.flatnonzero(np.isnan(line[:, 0])))]
+            pieces = [q for q in pieces if len(q) >= 2]
+            if pieces:
+                pts = V.exaggerate(np.vstack(pieces), e, base) + [0.0, 0.0, 0.5]
+                offs = np.concatenate([[0], np.cumsum([len(q) for q in pieces])]).astype(np.int64)
+                mesh = pv.PolyData(pts, lines=_polyline_cells(offs))
+                self.actors["paths"].append(
+                    p.add_mesh(
+                        mesh, color=ov.color, line_width=7, lighting=False, name=f"path-{j}", opacity=0.8
+                    )
+                )
+        if len(ov.arrows):
+            at = V.exaggerate(ov.arrows[:, 0], e, base)
+            self._path_arrows.append((at, ov.arrows[:, 1], ov.color))
+        for kind, color in PATH_POINT_COLORS.items():
+            q = [pt for k, pt, _t in ov.points if k == kind]
+            if not q:
+                continue
+            g = pv.PolyData(V.exaggerate(np.array(q), e, base))
+            self.actors["paths"].append(
+                p.add_mesh(
+                    g,
+                    color=color,
+                    point_size=12 * self.scene.glyph_size,
+                    render_points_as_spheres=True,
+                    lighting=False,
+                    name=f"path-{j}-{kind}",
+                )
+            )
 
     # -- camera and projection
 
@@ -982,14 +1068,7 @@ class SceneView:
         if sc.color_by == "kind" and sc.track.n_points:
             present = set(np.unique(sc.track.cell_data["kind"]).tolist())
             entries += [[f"track: {KIND_NAMES[i]}", KIND_COLORS[i]] for i in range(3) if i in present]
-        names = {
-            "junction": "junction",
-            "end": "end of track",
-            "signal": "signal",
-            "speedpost": "speed post",
-            "platform": "platform",
-            "siding": "siding",
-        }
+        names = {k.kind: k.name for k in I.KINDS}
         aspects = sc.extra.get("signal_aspect")
         for k in MARKER_KINDS:
             if not len(sc.markers.get(k, ())):
@@ -1007,6 +1086,8 @@ class SceneView:
             entries += [[f"audit {s}", SEVERITY_COLORS[s]] for s in ("error", "warning", "info") if s in sevs]
         if sc.gaps is not None and sc.gaps.n_points:
             entries.append(["gap in a node", GAP_COLOR])
+        for ov in sc.paths:
+            entries.append([f"path: {ov.name}", ov.color])
         self._legend_box = None
         if not entries:
             return
@@ -1089,6 +1170,25 @@ class SceneView:
             (tuple(tip), tuple(tip - d * 9 - side * 6)),
         ]
         self._text2d(vtkTextActor, "N", *(tip + d * 6 - [5, 0]), size=14, bold=True)
+        path_segs: list[tuple[tuple, tuple, str]] = []
+        if self.visible["paths"]:
+            for at, u, color in self._path_arrows:
+                a0 = self.project(at)
+                a1 = self.project(at + u * mpp * 10)
+                for q0, q1 in zip(a0, a1):
+                    dd = q1 - q0
+                    nn = float(np.hypot(*dd)) if np.isfinite(dd).all() else 0.0
+                    if nn < 1e-6 or not (0 <= q0[0] < w and 0 <= q0[1] < h):
+                        continue
+                    dd = dd / nn
+                    sd = np.array([-dd[1], dd[0]])
+                    tip_ = q0 + dd * 6
+                    for wing in (tip_ - dd * 9 + sd * 6, tip_ - dd * 9 - sd * 6):
+                        path_segs.append((tuple(tip_), tuple(wing), color))
+        if path_segs:
+            self._segments2d(
+                [(a_, b_) for a_, b_, _c in path_segs], [c_ for _a, _b, c_ in path_segs], width=3
+            )
         pts = vtkPoints()
         lines = vtkCellArray()
         for a_, b_ in segs:
@@ -1109,6 +1209,33 @@ class SceneView:
         r.add_actor(actor, reset_camera=False, pickable=False)
         self._overlay_actors.append(actor)
         self._place_labels()
+
+    def _segments2d(self, segs, colors, *, width: float = 2) -> None:  # noqa: ANN001
+        """Screen-space line segments, one colour each, in the overlay layer."""
+        from vtkmodules.vtkCommonCore import vtkPoints, vtkUnsignedCharArray
+        from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
+        from vtkmodules.vtkRenderingCore import vtkActor2D, vtkPolyDataMapper2D
+
+        pts, lines, cols = vtkPoints(), vtkCellArray(), vtkUnsignedCharArray()
+        cols.SetNumberOfComponents(3)
+        for (a_, b_), c in zip(segs, colors):
+            i = pts.InsertNextPoint(a_[0], a_[1], 0)
+            j = pts.InsertNextPoint(b_[0], b_[1], 0)
+            lines.InsertNextCell(2)
+            lines.InsertCellPoint(i)
+            lines.InsertCellPoint(j)
+            cols.InsertNextTuple3(*(int(255 * v) for v in _rgb(c)))
+        pd = vtkPolyData()
+        pd.SetPoints(pts)
+        pd.SetLines(lines)
+        pd.GetCellData().SetScalars(cols)
+        mapper = vtkPolyDataMapper2D()
+        mapper.SetInputData(pd)
+        actor = vtkActor2D()
+        actor.SetMapper(mapper)
+        actor.GetProperty().SetLineWidth(width)
+        self.plotter.renderer.add_actor(actor, reset_camera=False, pickable=False)
+        self._overlay_actors.append(actor)
 
     def _text2d(
         self,
@@ -1154,6 +1281,14 @@ class SceneView:
                     T.append(t)
                     R.append(LABEL_PRIORITY[k])
                     K.append(k)
+        if self.visible["paths"]:
+            for ov in self.scene.paths:
+                for _k, q, t in ov.points:
+                    if t:
+                        P.append(V.exaggerate(q, self.exaggeration, self.base)[0])
+                        T.append(t)
+                        R.append(LABEL_PRIORITY["path"])
+                        K.append("path")
         return np.array(P, dtype=np.float64).reshape(-1, 3), T, R, K
 
     def placed_labels(self) -> list[tuple[str, str, float, float, float, float]]:
@@ -1177,7 +1312,7 @@ class SceneView:
         px = self.project(P)
         reserved: list[tuple[float, float, float, float]] = [
             (0.0, 0.0, w, 0.13 * h),
-            (0.0, h * 0.93, 0.6 * w, h),
+            (0.0, min(h * 0.93, h - 56.0), 0.6 * w, h),
         ]
         if self._legend_box:
             x0, y0, x1, y1 = self._legend_box
@@ -1202,7 +1337,7 @@ class SceneView:
         self.visible[layer] = on
         for a in self.actors[layer]:
             a.SetVisibility(on)
-        self._place_labels()
+        self._overlays()  # labels, and the paths' arrowheads
         return on
 
     def set_trains(
@@ -1217,10 +1352,15 @@ class SceneView:
         made it); ``scalars`` per box colour them (e.g. speed)."""
         pts = np.asarray(mesh.points, dtype=np.float64).copy()
         if self.exaggeration != 1.0 and len(pts):
+            # Each floor corner sits on the exaggerated rail under it (the box follows
+            # the drawn slope, else its ends cut into or float over the track); the
+            # body keeps its true height above the floor.
             boxes = pts.reshape(-1, 8, 3)
-            floor = boxes[:, :4, 2].mean(axis=1)
-            rail = floor - lift  # the rail is stretched with the track, the box is not
-            boxes[:, :, 2] += ((self.base + (rail - self.base) * self.exaggeration + lift) - floor)[:, None]
+            floor = boxes[:, :4, 2].copy()
+            rail = floor - lift
+            new_floor = self.base + (rail - self.base) * self.exaggeration + lift
+            boxes[:, :4, 2] = new_floor
+            boxes[:, 4:, 2] += new_floor - floor
             pts = boxes.reshape(-1, 3)
         if getattr(self, "_trains", None) is None:
             m = mesh.copy(deep=True)
@@ -1271,7 +1411,20 @@ class SceneView:
         an audit finding, else an item or node marker, else the track (node, section,
         offset, grade, curvature); None if nothing is near."""
         best: tuple[float, str, int] | None = None
-        kinds: tuple[str, ...] = ("finding", "platform", "signal", "speedpost", "siding", "junction", "end")
+        kinds: tuple[str, ...] = (
+            "finding",
+            "platform",
+            "signal",
+            "speedpost",
+            "milepost",
+            "siding",
+            "levelcr",
+            "crossover",
+            "soundregion",
+            "carspawner",
+            "junction",
+            "end",
+        )
         order = [
             k
             for k in kinds
@@ -1302,7 +1455,8 @@ class SceneView:
                 }
             if k in ("junction", "end"):
                 return {"kind": k, "node": i}
-            return {"kind": k, **_item_info(sc.items[i])}
+            table = sc.road_items if k in I.ROAD_KINDS else sc.items
+            return {"kind": k, **_item_info(table[i])}
         if not len(self.track_points) or not self.visible["track"]:
             return None
         px = self.project(self.track_points)
@@ -1323,6 +1477,9 @@ class SceneView:
         }
         if "speed_kmh" in pd:
             out["speed_limit_kmh"] = round(float(pd["speed_kmh"][j]), 1)
+        if "lat" in pd and np.isfinite(pd["lat"][j]):
+            out["lat"] = round(float(pd["lat"][j]), 6)
+            out["lon"] = round(float(pd["lon"][j]), 6)
         return out
 
     # -- output
@@ -1337,10 +1494,20 @@ class SceneView:
     def click(self, x: float, y: float) -> dict | None:
         """What a click at pixel (x, y) shows: :meth:`pick`, written in the lower right
         corner of the window (and returned)."""
+        from vtkmodules.vtkRenderingCore import vtkTextActor
+
         info = self.pick(x, y)
         text = "nothing here" if info is None else "\n".join(f"{k}: {v}" for k, v in info.items())
         self.info_text = text
-        self.plotter.add_text(text, position="lower_right", font_size=10, name="pick")
+        # Upper left, below the title and the help line, hanging down: the bottom right
+        # holds the north arrow, the bottom the colour bar and the scale bar.
+        r = self.plotter.renderer
+        old = getattr(self, "_pick_actor", None)
+        if old is not None:
+            r.remove_actor(old, reset_camera=False, render=False)
+        t = self._text2d(vtkTextActor, text, 10, self.window_size[1] - 52, size=11, bg=True, layer=[])
+        t.GetTextProperty().SetVerticalJustificationToTop()
+        self._pick_actor = t
         return info
 
     def key(self, key: str) -> bool | None:
@@ -1366,11 +1533,16 @@ class SceneView:
         p.iren.add_observer("MouseWheelBackwardEvent", after)
         for k in LAYER_KEYS:
             p.add_key_event(k, lambda k=k: (self.key(k), p.render()))
-        p.add_text(
+        from vtkmodules.vtkRenderingCore import vtkTextActor
+
+        # The second line under the title (it covered the title at the upper edge).
+        self._text2d(
+            vtkTextActor,
             "click: what is this   keys: " + "  ".join(f"{k} {v}" for k, v in LAYER_KEYS.items()),
-            position="upper_edge",
-            font_size=9,
-            name="help",
+            10,
+            self.window_size[1] - 44,
+            size=10,
+            layer=[],
         )
         p.show()
 

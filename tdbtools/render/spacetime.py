@@ -81,8 +81,11 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
     plt = pyplot()
     ref_name = reference or reference_train(result)
     ref = result.lines[ref_name]
-    fig, ax = plt.subplots(figsize=(12, 7))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    from .signal_chart import train_colours
+
+    fig, ax = plt.subplots(figsize=(13, 7))
+    # one colour per train for any number of trains (the cycle repeated after 10)
+    colors = train_colours(len(result.replay.traces))
     plats = {}
     ref_cols = result.replay.traces.get(ref_name)
     pts = _reference_points(ref, ref_cols) if ref_cols is not None else None
@@ -91,6 +94,8 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
         clock = np.asarray(cols["clock"], dtype=float)
         s = _on_reference(ref, np.asarray(cols["node"]), np.asarray(cols["offset"], dtype=float))
         s = _beside(pts, cols, s)
+        if result.on_track and name not in result.on_track:
+            continue  # never entered the world: not drawn standing from the start
         t_on, t_off = result.on_track.get(name, (-np.inf, np.inf))
         s = np.where((clock >= t_on) & (clock <= t_off), s, np.nan)  # not in the world before or after
         ax.plot(clock / 3600.0, s / 1000.0, color=c, lw=1.6, label=name)
@@ -142,7 +147,8 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
     name = result.replay.summary.get("activity", "")
     ax.set_title(f"{name}: actual runs (solid, thick = standing at a platform), schedule (dashed)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    # beside the axes: inside, the legend covered the lines
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False)
     fig.tight_layout()
     return save_figure(fig, out)
 

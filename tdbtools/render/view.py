@@ -27,6 +27,7 @@ __all__ = [
     "project",
     "nice_length",
     "robust_limits",
+    "grade_limits",
     "auto_exaggeration",
     "place_labels",
     "exaggerate",
@@ -191,9 +192,24 @@ def exaggerate(points: np.ndarray, factor: float, base: float) -> np.ndarray:
     return out
 
 
-def auto_exaggeration(points: np.ndarray, *, target: float = 0.12, limit: float = 200.0) -> float:
-    """A vertical exaggeration that makes the route's height range (2nd–98th percentile)
-    ``target`` of its horizontal extent, between 1 and ``limit``."""
+#: The steepest slope an exaggerated grade may be drawn at (rise over run): the 98th
+#: percentile of |grade| times the exaggeration stays under it (docs/render.md §3).
+MAX_DRAWN_SLOPE = 0.35
+
+
+def auto_exaggeration(
+    points: np.ndarray,
+    *,
+    target: float = 0.12,
+    limit: float = 200.0,
+    grades=None,
+    max_slope: float = MAX_DRAWN_SLOPE,
+) -> float:
+    """A vertical exaggeration that makes the height range (2nd–98th percentile) of
+    ``points`` ``target`` of their horizontal extent, between 1 and ``limit``; with
+    ``grades`` (‰), also no more than makes the 98th percentile of |grade| look
+    ``max_slope`` steep, so that a flat route's bridges and dips do not turn into
+    spikes (and a 600 m window of a follow view keeps its cars on the track)."""
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
     if len(pts) < 2:
         return 1.0
@@ -201,7 +217,15 @@ def auto_exaggeration(points: np.ndarray, *, target: float = 0.12, limit: float 
     span = float(np.ptp(pts[:, :2], axis=0).max())
     if rise <= 0.01 or span <= 0:
         return 1.0
-    return float(min(max(target * span / rise, 1.0), limit))
+    e = min(target * span / rise, limit)
+    if grades is not None:
+        g = np.abs(np.asarray(grades, dtype=np.float64).ravel())
+        g = g[np.isfinite(g)]
+        if len(g):
+            g98 = float(np.percentile(g, 98)) / 1000.0
+            if g98 > 1e-6:
+                e = min(e, max_slope / g98)
+    return float(max(e, 1.0))
 
 
 def nice_length(x: float) -> float:
@@ -241,6 +265,18 @@ def robust_limits(
         hi = lo + floor
     step = _nice_up((hi - lo) / 5.0)
     return (math.floor(lo / step) * step, math.ceil(hi / step) * step)
+
+
+def grade_limits(grades, *, floor: float = 1.0) -> tuple[float, float]:
+    """Symmetric colour limits of a grade map: ± the 98th percentile of |grade| rounded
+    up to a round number (at least ± ``floor``), so level track stays grey and one odd
+    section does not pale the rest."""
+    v = np.abs(np.asarray(grades, dtype=np.float64).ravel())
+    v = v[np.isfinite(v)]
+    # to 0.01 ‰: a pitch stored as a float32 angle reads 5.00004 ‰, which is 5, not 10
+    m = round(float(np.percentile(v, 98)), 2) if len(v) else 0.0
+    m = _nice_up(max(m, floor))
+    return (-m, m)
 
 
 def place_labels(
