@@ -109,6 +109,12 @@ PATHS = [
     ("West_loop", "East - west through the loop", "Øst", "Vest",
      [(g.on(7, 1450.0), 0), (g.PDP(J_E_POSE, True), 0), (g.on(5, L_LOOP / 2), 0), (g.PDP(J_W_POSE, True), 0),
       (g.on(2, 1450.0), 0)]),
+    # East over the main track, a reversal point (flags 1) 400 m past J_E, back west through
+    # the loop: the train turns once its whole length is past J_E (docs/activities.md §4.4).
+    ("Turn_back", "West - east - back west through the loop", "Vest", "Vest",
+     [(g.on(2, 1450.0), 0), (g.PDP(J_W_POSE, True), 0), (g.on(4, L_MAIN / 2), 0), (g.PDP(J_E_POSE, True), 0),
+      (g.on(7, 400.0), 1), (g.PDP(J_E_POSE, True), 0), (g.on(5, L_LOOP / 2), 0), (g.PDP(J_W_POSE, True), 0),
+      (g.on(2, 1200.0), 0)]),
 ]
 
 SIGCFG = """SIMISA@@@@@@@@@@JINX0G0t______
@@ -230,6 +236,12 @@ SERVICES = [
     ("LocalWest", "Local west", "sample_double", "West_loop", H + 450, [(MIDTBY_2, H + 560, H + 590)]),
 ]
 PLAYER = "LocalWest"
+# The activity "Turnback": the player runs east, calls at Midtby Spor 1, turns beyond the
+# station's east junction and calls at Spor 2 on its way back west (docs/activities.md §4.4).
+TURN_SERVICES = [
+    ("TurnBack", "Turn back", "sample_passenger", "Turn_back", H,
+     [(MIDTBY_1, H + 135, H + 180), (MIDTBY_2, H + 360, H + 400)]),
+]
 
 
 def check() -> None:
@@ -275,6 +287,8 @@ def main() -> None:
     g.write_paths()
     g.SERVICES, g.PLAYER = SERVICES, PLAYER
     g.write_activity("Crossing", "Four trains on the single line: they cross at the Midtby loop and follow each other")
+    g.SERVICES, g.PLAYER = TURN_SERVICES, "TurnBack"
+    g.write_activity("Turnback", "The player turns back beyond Midtby and calls there on both tracks")
     g.save(f"ROUTES/{ROUTE}/sigcfg.dat", SIGCFG.split("\n"), final_newline=True)
     g.save(f"ROUTES/{ROUTE}/sigscr.dat", SIGSCR.split("\n"), final_newline=True)
     for name, text in (("signals_follow.toml", FOLLOW), ("signals_crossing.toml", CROSSING)):

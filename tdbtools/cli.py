@@ -1058,6 +1058,11 @@ def bundled_scenario() -> Path:
 @click.option("--no-signals", is_flag=True, help="Ignore the route's signals (by default they are obeyed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and the files written as JSON.")
 @click.option(
+    "--skip-missing",
+    is_flag=True,
+    help="Activity: run without AI services or a traffic file that do not exist (else exit 2).",
+)
+@click.option(
     "--physics",
     type=click.Choice(["engineering", "openrails"]),
     help="Physics profile (overrides the scenario; docs/physics.md §7).",
@@ -1081,6 +1086,7 @@ def replay(
     overwrite: bool,
     no_signals: bool,
     as_json: bool,
+    skip_missing: bool,
     physics: str | None,
     player: str | None,
     strict: bool,
@@ -1162,15 +1168,51 @@ def replay(
         assert scenario is not None
         raise click.exceptions.Exit(
             _replay_activity(
-                scenario, stand_in, out_dir, plot, step, duration, strict, no_signals, as_json, run
+                scenario,
+                stand_in,
+                out_dir,
+                plot,
+                step,
+                duration,
+                strict,
+                no_signals,
+                as_json,
+                run=run,
+                skip_missing=skip_missing,
             )
         )
     from .physics.events import StandIn
     from .physics.replay import Replay
     from .physics.scenario import one_train_scenario, read_scenario, with_settings
 
+    rroute = None
     if scenario is None and route_opt and consist_opt and path_opt:
+        from .physics.pathrun import path_reversals, replay_path_whole
+
+        rroute = _load(Path(route_opt).resolve(), strict=strict)
+        if path_reversals(rroute, path_opt):
+            # A path with reversals runs whole, as an activity's train (docs/activities.md §4.4).
+            if physics is not None:
+                raise click.UsageError(
+                    "--physics is not available for a path with reversals (it runs as an activity)"
+                )
+            whole = replay_path_whole(
+                rroute,
+                consist_opt,
+                path_opt,
+                stand_in=stand_in,
+                step=step if step is not None else 0.1,
+                duration=duration if duration is not None else 86400.0,
+                signals=False if no_signals else None,
+            )
+            raise click.exceptions.Exit(_report_activity(whole, out_dir, plot, as_json, run))
         sc = one_train_scenario(route_opt, consist_opt, path_opt, stand_in=stand_in)
+        if duration is None:
+            # It runs until the train reaches its path end (the replay ends when it does),
+            # for a day at most and within the work limits.
+            from .physics.scenario import MAX_STEPS
+
+            duration = min(86400.0, MAX_STEPS * (step if step is not None else sc.step))
     else:
         sc = read_scenario(scenario if scenario is not None else bundled_scenario())
     sc = with_settings(
@@ -1191,7 +1233,10 @@ def replay(
     else:
         _kernel_notice()
     rep = Replay(
-        sc, route=_load(Path(sc.route), strict=strict), cars_trace=cars, signals=False if no_signals else None
+        sc,
+        route=rroute if rroute is not None else _load(Path(sc.route), strict=strict),
+        cars_trace=cars,
+        signals=False if no_signals else None,
     )
     for e in rep.events:
         if isinstance(e, StandIn):
@@ -1233,8 +1278,18 @@ def replay(
 
             files.append(plot_signal_chart(space_time(rep, result), out_dir / "signals_space_time.png"))
     s = result.summary
+    # replay --route runs to the path end: stopping short of it is a problem (issue 26)
+    short = [name for name, t in s["trains"].items() if not t["finished"]] if route_opt is not None else []
+    for name in short:
+        t = s["trains"][name]
+        click.echo(
+            f"problem: {name} did not reach the end of its path ({t['distance_m']:.0f} m run in "
+            f"{s['simulated_seconds']:.0f} s)",
+            err=True,
+        )
     failed = (
-        any(t["derailed"] for t in s["trains"].values())
+        bool(short)
+        or any(t["derailed"] for t in s["trains"].values())
         or any(e.kind in ("collision", "side_collision") for e in result.events)
         or bool(_script_errors(result.events))
     )
@@ -1361,8 +1416,9 @@ def _replay_activity(
     no_signals: bool = False,
     as_json: bool = False,
     run=None,  # noqa: ANN001  (an OutputRun: finished when every file is written)
+    skip_missing: bool = False,
 ) -> int:
-    from .physics.activity import clock, replay_activity
+    from .physics.activity import replay_activity
 
     folder = act.resolve().parent
     # An activity lives in <route>/ACTIVITIES: its route is read as every command reads one.
@@ -1375,7 +1431,16 @@ def _replay_activity(
         step=step if step is not None else 0.5,
         duration=duration,
         signals=False if no_signals else None,
+        skip_missing=skip_missing,
     )
+    return _report_activity(result, out_dir, plot, as_json, run)
+
+
+def _report_activity(result, out_dir: Path, plot: bool, as_json: bool = False, run=None) -> int:  # noqa: ANN001
+    """Write an activity replay's files and tell how every service did (exit status)."""
+    from .physics.activity import clock
+    from .physics.outcome import tolerated
+
     files = result.write(out_dir)
     if plot:
         from .render.spacetime import plot_space_time
@@ -1399,20 +1464,26 @@ def _replay_activity(
         f"{s['activity']} ({s['route']}): {s['clock_start']}-{s['clock_end']}, {s['simulated_seconds']:.0f} s "
         f"simulated in {s['wall_seconds']:.2f} s ({s['realtime_factor']}x real time)"
     )
-    for name, t in s["trains"].items():
-        state = (
-            "derailed"
-            if t["derailed"]
-            else "stuck"
-            if t["stuck"]
-            else "reached its end"
-            if t["reached_end"]
-            else "did not reach its end"
-        )
+    starts = {t["service"]: t["start"] for t in reversed(list(s["trains"].values()))}
+    for name, o in s["services"].items():
+        turns = f", {o['parts'] - 1} reversal(s)" if o["parts"] > 1 else ""
         click.echo(
-            f"  {name}: start {t['start']}, {t['distance_m'] / 1000.0:.2f} km, "
-            f"{t['stops']}/{t['booked_stops']} stops; {state}"
+            f"  {name}: start {starts.get(name, '')}, {o['distance_m'] / 1000.0:.2f} of "
+            f"{o['path_m'] / 1000.0:.2f} km{turns}, {o['stops']}/{o['booked_stops']} booked stops made; "
+            + ("reached its end" if o["reached_end"] else f"stopped short: {o['reason']}")
         )
+    for name, o in s["services"].items():
+        if not o["reached_end"]:
+            click.echo(
+                f"problem: {name} stopped {(o['path_m'] - o['distance_m']) / 1000.0:.2f} km short of its "
+                f"path end ({o['reason']})",
+                err=True,
+            )
+        if o["stops"] < o["booked_stops"]:
+            click.echo(f"problem: {name} made {o['stops']} of its {o['booked_stops']} booked stops", err=True)
+    tol = tolerated(result.replay.events)
+    if tol:
+        click.echo("tolerated: " + "\n           ".join(tol), err=True)
     for r in result.timetable:
         click.echo(
             f"  {r['train']} at {r['platform']}: booked {clock(r['sched_arr'])}-{clock(r['sched_dep'])}, "

@@ -177,13 +177,6 @@ def test_fuzz_harness_catches_foreign_exceptions_and_hangs(monkeypatch):
     assert run.failed and run.outcome == "HANG" and "CPU" in run.detail
 
 
-def _spin(cpu_seconds: float) -> None:
-    """Burn this much CPU time (a stand-in for a slow or hanging reader)."""
-    end = time.process_time() + cpu_seconds
-    while time.process_time() < end:
-        pass
-
-
 # ---------------------------------------------------------------------------------------
 # hypothesis: mutated trees of the sample files, random trees, through every typed reader
 # ---------------------------------------------------------------------------------------

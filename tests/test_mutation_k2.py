@@ -153,8 +153,19 @@ def test_plan_without_traffic_entries(sample_copy):
     freight = next(t for t in plan.trains if t.name == "Freight east")
     assert freight.booked
     trf_path.unlink()
-    plan = plan_activity(act)
-    assert plan.warnings == ("traffic file 'Morning' not found: AI services have no booked times",)
+    # Open Rails refuses an activity whose traffic file is missing: so does the plan,
+    # naming the file and the nearest name there is; --skip-missing runs without it
+    (trf_path.parent / "Evening.trf").write_bytes(b"")
+    with pytest.raises(
+        ActivityError, match=r"TRAFFIC/Morning.trf not found; the nearest that exists is 'Evening.trf'"
+    ):
+        plan_activity(act)
+    plan = plan_activity(act, skip_missing=True)
+    assert len(plan.warnings) == 1
+    assert (
+        plan.warnings[0].startswith("traffic file: ")
+        and "AI services have no booked times" in plan.warnings[0]
+    )
     assert [t.booked for t in plan.trains] == [True, False, False, False]  # the player's are its own
     # the warning is an event of the replay
     rp = ActivityReplay(plan, route=sample_copy, duration=1.0)
@@ -179,8 +190,13 @@ def test_plan_names_services_apart_and_finds_them(sample_copy, tmp_path):
     shutil.copy(act, loose)
     assert len(plan_activity(loose, route_folder=folder).trains) == 3
     (folder / "SERVICES" / "Same_B.srv").unlink()
-    with pytest.raises(ActivityError, match=r"service 'Same_B' not found in .*SERVICES"):
+    with pytest.raises(
+        ActivityError, match=r"service 'Same_B': .*SERVICES/Same_B.srv not found; the nearest"
+    ):
         plan_activity(act)
+    # --skip-missing leaves the AI service out, with a warning
+    plan = plan_activity(act, skip_missing=True)
+    assert [t.name for t in plan.trains] == ["P", "A"] and "left out" in plan.warnings[0]
     with pytest.raises(ActivityError, match="activity file not found"):
         plan_activity(folder / "ACTIVITIES" / "none.act")
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import difflib
 import functools
 import io
 import json
@@ -46,6 +47,7 @@ from ..formats.activity import (
     read_traffic,
 )
 from ..formats.route import Route, load_route
+from ..stf import resolve_case_insensitive
 from ..track.pathbuild import platforms
 from .dispatch import (  # noqa: F401  (their home before the dispatcher had its own module)
     BLOCK_M,
@@ -62,20 +64,25 @@ from .dispatch import (  # noqa: F401  (their home before the dispatcher had its
     fouling_length,
 )
 from .driver import AutoDriver, Controls, DriveState
+from .driver import Stop as DriverStop
 from .events import (
     Arrived,
     Collision,
     Deadlock,
     EventLog,
     NotAtEnd,
+    Reversed,
     SetupWarning,
     SideCollision,
     Stuck,
 )
+from .outcome import service_outcomes
 from .replay import Replay, ReplayError, ReplayResult
+from .reversal import REVERSAL_S
 from .scenario import Scenario, TrainSpec
 from .signalling import SignalDriver
 from .stages.policy import ReplayPolicy
+from .wholepath import ServicePart, assign_stops, part_name, service_parts
 
 #: Boarding: 10 s per waiting passenger per passenger car, at least 20 s (docs §5).
 BOARDING_PER_PASSENGER_S = 10.0
@@ -131,8 +138,24 @@ def _route_folder(act_path: Path) -> Path:
     raise ActivityError(f"{act_path}: an activity lives in <route>/ACTIVITIES/; cannot tell its route")
 
 
-def plan_activity(path: str | Path, *, route_folder: str | Path | None = None) -> ActivityPlan:
-    """Read an activity and everything it names: services, traffic times."""
+def _missing(folder: Path, kind: str, name: str) -> str:
+    """The message for a service or traffic file an activity names that does not exist:
+    the file looked for and the nearest name that does (docs/activities.md §4.7)."""
+    sub, ext = {"srv": ("SERVICES", ".srv"), "trf": ("TRAFFIC", ".trf")}[kind]
+    where = resolve_case_insensitive(folder / sub)
+    have = sorted(f.stem for f in where.iterdir() if f.suffix.lower() == ext) if where.is_dir() else []
+    near = difflib.get_close_matches(name, have, n=1, cutoff=0.0)
+    hint = f"; the nearest that exists is {near[0] + ext!r}" if near else f"; {where} has no {ext} file"
+    return f"{where / (name + ext)} not found{hint}"
+
+
+def plan_activity(
+    path: str | Path, *, route_folder: str | Path | None = None, skip_missing: bool = False
+) -> ActivityPlan:
+    """Read an activity and everything it names: services, traffic times. A service or
+    traffic file that does not exist is an error (Open Rails refuses such an activity);
+    with ``skip_missing`` an AI service without its file is left out and a missing
+    traffic file leaves the AI services without booked times, each with a warning."""
     p = Path(path)
     if not p.is_file():
         raise ActivityError(f"activity file not found: {str(p)!r}")
@@ -140,10 +163,14 @@ def plan_activity(path: str | Path, *, route_folder: str | Path | None = None) -
     folder = Path(route_folder) if route_folder is not None else _route_folder(p)
     warnings: list[str] = []
 
-    def service(name: str) -> ServiceFile:
+    def service(name: str) -> ServiceFile | None:
         f = find_activity_file(folder, "srv", name)
         if f is None:
-            raise ActivityError(f"service {name!r} not found in {folder / 'SERVICES'}")
+            msg = f"service {name!r}: " + _missing(folder, "srv", name)
+            if skip_missing and not (act.player is not None and name == act.player.name):
+                warnings.append(msg + ": the service is left out (--skip-missing)")
+                return None
+            raise ActivityError(msg + ("" if skip_missing else " (--skip-missing runs without it)"))
         srv = read_service(f)
         for what, v in (("Train_Config", srv.train_config), ("PathID", srv.path_id)):
             if "/" in v or "\\" in v or v in (".", ".."):
@@ -157,7 +184,10 @@ def plan_activity(path: str | Path, *, route_folder: str | Path | None = None) -
     if act.traffic_name:
         f = find_activity_file(folder, "trf", act.traffic_name)
         if f is None:
-            warnings.append(f"traffic file {act.traffic_name!r} not found: AI services have no booked times")
+            msg = "traffic file: " + _missing(folder, "trf", act.traffic_name)
+            if not skip_missing:
+                raise ActivityError(msg + " (--skip-missing runs without it: no booked AI times)")
+            warnings.append(msg + ": AI services have no booked times (--skip-missing)")
         else:
             traffic = read_traffic(f)
     trains: list[PlannedTrain] = []
@@ -172,13 +202,17 @@ def plan_activity(path: str | Path, *, route_folder: str | Path | None = None) -
 
     if act.player is not None:
         srv = service(act.player.name)
+        assert srv is not None  # (a missing player service is always an error)
         trains.append(
             PlannedTrain(
                 unique(srv.name or act.player.name), srv, act.player.time, act.player.stops, True, True
             )
         )
     for ref in act.services:
-        srv = service(ref.name)
+        found = service(ref.name)
+        if found is None:
+            continue
+        srv = found
         entry = traffic.entry(ref.name, ref.time) if traffic is not None else None
         if entry is None and traffic is not None:
             warnings.append(
@@ -335,6 +369,8 @@ class ServiceDriver:
         self.path_end = path_end
         self.passenger_cars = passenger_cars
         self.ai = ai
+        self.turns = False  # its path part ends at a reversal: it leaves the track there
+        self.hold_until = -math.inf  # clock time: stands until then (the change of ends at a reversal)
         self.vmax = vmax
         self.final_efficiency = final_efficiency
         self.authority = math.inf  # line distance the front may reach
@@ -364,10 +400,20 @@ class ServiceDriver:
         return min(cands)
 
     @property
+    def leaves(self) -> bool:
+        """Taken off the track at its end: AI trains, and path parts before a reversal."""
+        return self.ai or self.turns
+
+    @property
+    def events(self) -> list:
+        """The automatic driver's events (waiting points); the replay collects them."""
+        return self.auto.events
+
+    @property
     def on_track(self) -> bool:
         """Started and not taken off: an AI train leaves the world at the end of its path
         (docs/activities.md §4); the player's train stays."""
-        return self.state in ("running", "dwell", "stuck") or (self.state == "done" and not self.ai)
+        return self.state in ("running", "dwell", "stuck") or (self.state == "done" and not self.leaves)
 
     def __call__(self, st: DriveState) -> Controls:
         now = self.t0 + st.time
@@ -383,6 +429,8 @@ class ServiceDriver:
             self.next_stop += 1
             self._set_speed_cap()
             self.state = "running"
+        if now + 1e-9 < self.hold_until:
+            return Controls(0.0, 1.0, 0.0)
         s, kind = self.target()
         self.auto.stop_at = s + AutoDriver.STOP_SHORT
         self.auto.finished = False
@@ -419,9 +467,20 @@ class ActivityPolicy(ReplayPolicy):
     #: dispatcher does (§4.1), not the whole way to a signal tens of kilometres on.
     signals_ahead_m = RESERVE_EXTRA_M + 2000.0
 
-    def __init__(self, plan: ActivityPlan, route: Route, t0: float, stuck_after: float) -> None:
+    def __init__(
+        self,
+        plan: ActivityPlan,
+        route: Route,
+        t0: float,
+        stuck_after: float,
+        parts: list[ServicePart] | None = None,
+    ) -> None:
         self.plan = plan
         self.route = route
+        # the replay trains of each service: one per part of a path with reversals (§4.4);
+        # a train not given here is a service of its own (its spec's name)
+        self.parts = list(parts) if parts is not None else []
+        self.part_of = {sp.spec.name: sp for sp in self.parts}
         self.t0 = t0  # clock time of replay time 0
         self.stuck_after = stuck_after
         self.plats = route_platforms(route)
@@ -488,28 +547,38 @@ class ActivityPolicy(ReplayPolicy):
         """The train's service driver around its automatic driver (with signals, the
         automatic driver's constraints obey them through ``default``'s signal wrapper)."""
         assert isinstance(auto, AutoDriver)
-        pt = self.by_name[spec.name]
-        stops, warns = place_stops(train.line, train.front0, train.length, pt.stops, self.plats)
-        for st in stops:
-            st.stop_s = self.clear_of_junctions(train.line, st.stop_s)
-        self._warnings.extend((spec.name, w) for w in warns)
+        sp = self.part_of.get(spec.name)
+        if sp is None:
+            sp = self.part_of[spec.name] = ServicePart(spec.name, spec, None)
+            self.parts.append(sp)
+        pt = self.by_name[sp.service]
         vmax = train.consist.max_velocity if train.consist.max_velocity else None
         eng = train.model.max_velocity[train.model.is_engine]
         if vmax is None and len(eng) and np.isfinite(eng).any():
             vmax = float(np.nanmin(eng))
+        end = (
+            sp.plan.end_s
+            if sp.plan is not None
+            else (train.end_s if train.end_s is not None else train.line.path_length)
+        )
         d = ServiceDriver(
             spec.name,
             auto,
             self.t0,
-            float(pt.start),
-            stops,
-            float(train.end_s if train.end_s is not None else train.line.path_length),
+            float(pt.start) if sp.index == 0 else math.inf,  # later parts: at the reversal
+            [],  # the stops: when every part is placed (start)
+            float(end),
             int(train.model.is_passenger.sum()),
             not pt.player,
             vmax,
             pt.service.efficiency,
             isinstance(default, SignalDriver),
         )
+        d.turns = not sp.last
+        for s_at, wait in sp.waits:
+            if s_at > train.front0 + AutoDriver.ARRIVED_WITHIN:
+                auto.stops.append(DriverStop(s_at, wait, "waiting point"))
+        auto.stops.sort(key=lambda p: p.s)
         return d
 
     def start(self, replay: Replay) -> None:
@@ -520,10 +589,37 @@ class ActivityPolicy(ReplayPolicy):
         self.index = {t.spec.name: k for k, t in enumerate(replay.trains)}
         self.drivers = [d for t in replay.trains if isinstance(d := t.driver, ServiceDriver)]
         self._still_since = [0.0] * len(replay.trains)
+        for name, stops in self._whole_path_stops(replay).items():
+            d = self.drivers[self.index[name]]
+            d.stops = stops
+            d._set_speed_cap()
         for w in self.plan.warnings:
             replay.log.add(SetupWarning(time=0.0, message=w))
         for name, w in self._warnings:
             replay.log.add(SetupWarning(time=0.0, train=name, message=w))
+
+    def _whole_path_stops(self, replay: Replay) -> dict[str, list[Stop]]:
+        """Every replay train's station stops: each service's booked stops matched over
+        its parts (docs/activities.md §5), moved out of junction clearances except at the
+        train's origin."""
+        out: dict[str, list[Stop]] = {}
+        for pt in self.plan.trains:
+            sps = [sp for sp in self.parts if sp.service == pt.name]
+            if not sps:
+                continue
+            ts = [replay.trains[self.index[sp.spec.name]] for sp in sps]
+            spans = [
+                (t.line, t.front0, sp.plan.end_s if sp.plan is not None else float(t.line.path_length))
+                for sp, t in zip(sps, ts)
+            ]
+            per, warns, origin = assign_stops(spans, ts[0].length, pt.stops, self.plats, place_stops, Stop)
+            self._warnings.extend((pt.name, w) for w in warns)
+            for k, (sp, t) in enumerate(zip(sps, ts)):
+                for n, st in enumerate(per[k]):
+                    if not (origin[k] and n == 0):
+                        st.stop_s = self.clear_of_junctions(t.line, st.stop_s)
+                out[sp.spec.name] = per[k]
+        return out
 
     def clear_of_junctions(self, line, s: float) -> float:  # noqa: ANN001
         """A station stop moved back out of the clearance zone of a junction just ahead
@@ -553,16 +649,42 @@ class ActivityPolicy(ReplayPolicy):
             t = replay.trains[k]
             if d.finished and t.done_at is None:
                 t.finish(replay.time)
-                if d.ai and replay.signals is not None:
+                if d.leaves and replay.signals is not None:
                     replay.signals.ilk.leave(k)  # off the track: its sections are free again
-                if d.ai:
+                if d.leaves:
                     self.on_off[t.spec.name] = (
                         self.on_off.get(t.spec.name, (self.t0, 0.0))[0],
                         self.t0 + replay.time,
                     )
+                sp = self.part_of[t.spec.name]
+                if not sp.last:
+                    self._reverse(replay, k, sp)
+                    continue
                 replay.log.add(
                     Arrived(time=replay.time, clock=clock(self.t0 + replay.time), train=t.spec.name)
                 )
+
+    def _reverse(self, replay: Replay, k: int, sp: ServicePart) -> None:
+        """Part ``k`` stands at its reversal: the next part takes over there after the
+        change of ends (docs/activities.md §4.4)."""
+        nxt = self.index[part_name(sp.service, sp.index + 1)]
+        # It takes over the track at once (nobody slips in while the ends are changed)
+        # and stands REVERSAL_S before it moves.
+        self.drivers[nxt].start = self.t0 + replay.time
+        self.drivers[nxt].hold_until = self.t0 + replay.time + REVERSAL_S
+        t, n = replay.trains[k], replay.trains[nxt]
+        replay.log.add(
+            Reversed(
+                time=replay.time,
+                clock=clock(self.t0 + replay.time),
+                train=sp.service,
+                part=sp.index + 1,
+                at=round(float(replay.engine.x[replay.layout.train_start[k]]), 3),
+                lead=str(n.consist.cars[0].file) if n.consist.cars else "",
+                message=f"stopped {t.length:.0f} m train to reverse; part {sp.index + 2} "
+                "leads with the former rear car",
+            )
+        )
 
     def _watch(self) -> None:
         """Trains that stand waiting for track far too long are stuck; a train whose wait
@@ -647,18 +769,27 @@ class ActivityReplay:
         last = max(t.start for t in plan.trains)
         act_end = plan.activity.header.start_time + plan.activity.header.duration
         dur = duration if duration is not None else max(act_end, last) - self.t0 + 4 * 3600.0
-        specs = []
-        for pt in plan.trains:
-            srv = pt.service
-            specs.append(
-                TrainSpec(
-                    name=pt.name,
-                    consist=Path(srv.train_config + ".con"),
-                    path=Path(srv.path_id + ".pat"),
-                    driver="auto",
-                    start_speed=0.0,
+        # A path with reversals runs as one replay train per part (docs/activities.md §4.4).
+        sdir = Path(plan.activity.path).resolve().parent
+        parts: list[ServicePart] = []
+        try:
+            for pt in plan.trains:
+                srv = pt.service
+                parts.extend(
+                    service_parts(
+                        pt.name,
+                        Path(srv.train_config + ".con"),
+                        Path(srv.path_id + ".pat"),
+                        route,
+                        sdir,
+                        stand_in,
+                        functools.partial(fouling_length, route),
+                    )
                 )
-            )
+        except TdbToolsError as exc:
+            raise ActivityError(str(exc)) from None
+        specs = [sp.spec for sp in parts]
+        given = {sp.spec.name: sp.plan.line for sp in parts if sp.plan is not None}
         sc = Scenario(
             Path(plan.route_folder),
             tuple(specs),
@@ -668,9 +799,11 @@ class ActivityReplay:
             source=str(Path(plan.activity.path).resolve()),
         )
         use = False if signals is False else None
-        self.policy = ActivityPolicy(plan, route, self.t0, stuck_after)
+        self.policy = ActivityPolicy(plan, route, self.t0, stuck_after, parts)
         try:
-            self.replay = Replay(sc, route=route, trace_every=trace_every, signals=use, policy=self.policy)
+            self.replay = Replay(
+                sc, route=route, trace_every=trace_every, signals=use, lines=given or None, policy=self.policy
+            )
         except ReplayError as exc:
             raise ActivityError(str(exc)) from None
 
@@ -720,6 +853,10 @@ class ActivityReplay:
         return self.policy.dispatcher
 
     @property
+    def parts(self) -> list[ServicePart]:
+        return self.policy.parts
+
+    @property
     def index(self) -> dict[str, int]:
         return self.policy.index
 
@@ -740,7 +877,7 @@ class ActivityReplay:
                 b = s.booked
                 rows.append(
                     {
-                        "train": t.spec.name,
+                        "train": self.policy.part_of[t.spec.name].service,
                         "station": s.platform.station,
                         "platform": s.platform.name,
                         "sched_arr": b.arrival,
@@ -754,16 +891,16 @@ class ActivityReplay:
                     }
                 )
         events = list(base.events)
-        for k, t in enumerate(self.replay.trains):
-            d = self.policy.drivers[k]
-            if not d.finished:
+        outcomes = service_outcomes(self)
+        for name, o in outcomes.items():
+            if not o.reached_end:
                 events.append(
                     NotAtEnd(
                         time=self.replay.time,
                         clock=clock(self.t0 + self.replay.time),
-                        train=t.spec.name,
-                        state=d.state,
-                        message=f"never reached the end of its path ({d.state})",
+                        train=name,
+                        state=o.state,
+                        message=f"never reached the end of its path ({o.state})",
                     )
                 )
         summary = dict(base.summary)
@@ -783,9 +920,14 @@ class ActivityReplay:
         summary["collisions"] = sum(1 for e in events if isinstance(e, (Collision, SideCollision)))
         summary["derailed"] = sorted(t.spec.name for t in self.replay.trains if t.derailed)
         summary["stuck"] = sorted(self.policy.stuck)
-        summary["not_at_end"] = sorted(
-            t.spec.name for k, t in enumerate(self.replay.trains) if not self.policy.drivers[k].finished
-        )
+        summary["services"] = {name: o.to_dict() for name, o in outcomes.items()}
+        summary["not_at_end"] = sorted(name for name, o in outcomes.items() if not o.reached_end)
+        summary["stops_missed"] = sorted(name for name, o in outcomes.items() if o.stops < o.booked_stops)
+        for t in self.replay.trains:
+            sp = self.policy.part_of[t.spec.name]
+            st = summary["trains"][t.spec.name]
+            st["service"], st["part"] = sp.service, sp.index + 1
+            st["lead_car"] = t.consist.cars[0].file if t.consist.cars else ""
         clocked = {}
         for name, cols in base.traces.items():
             c = dict(cols)
@@ -810,8 +952,17 @@ class ActivityResult:
 
     @property
     def failed(self) -> bool:
+        """A problem: a derailment, collision, stuck train or deadlock, a service short of
+        its path end (or never started), a booked stop not made (docs/activities.md §4.6)."""
         s = self.replay.summary
-        return bool(s["derailed"] or s["collisions"] or s["stuck"] or s["deadlocks"])
+        return bool(
+            s["derailed"]
+            or s["collisions"]
+            or s["stuck"]
+            or s["deadlocks"]
+            or s.get("not_at_end")
+            or s.get("stops_missed")
+        )
 
     def _facts(self) -> list[tuple[str, object]]:
         s = self.replay.summary
@@ -878,10 +1029,12 @@ def replay_activity(
     duration: float | None = None,
     progress: Callable[[float], None] | None = None,
     signals: bool | None = None,
+    skip_missing: bool = False,
 ) -> ActivityResult:
     """Replay an activity file to its end (see the module docstring): with the route's
-    signals when it has them, ``signals=False``: on plain occupancy (docs/activities.md §4)."""
-    plan = plan_activity(path)
+    signals when it has them, ``signals=False``: on plain occupancy (docs/activities.md §4).
+    ``skip_missing``: run without AI services or a traffic file that do not exist."""
+    plan = plan_activity(path, skip_missing=skip_missing)
     return ActivityReplay(
         plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals
     ).run(progress)

@@ -245,6 +245,20 @@ class Stuck(ReplayEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Reversed(ReplayEvent):
+    """A service stopped at a reversal of its path; part ``part`` (from 1) has ended and
+    the next one starts there the other way, led by car ``lead`` (docs/activities.md §4.4)."""
+
+    kind: ClassVar[str] = "reversed"
+    clock: str
+    train: str
+    part: int
+    at: float
+    lead: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NotAtEnd(ReplayEvent):
     """A service never reached the end of its path (``state`` its driver's state)."""
 
@@ -310,6 +324,7 @@ __all__ = [
     "NotAtEnd",
     "PathChanged",
     "ReplayEvent",
+    "Reversed",
     "SafetyRecord",
     "ServiceStarted",
     "SetupWarning",

@@ -146,6 +146,7 @@ class TrainSpec:
     allowance_min_per_100km: float = 0.0  # and minutes per 100 km
     allowance_mode: str = "linear"  # "linear" (lower speeds) | "eco" (coasting)
     depart: float = 0.0  # s: the train stands (full brake) until then
+    turned: bool = False  # the consist runs back to front (a path part after a reversal)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from ...track.paths import resolve_path
 from .. import forces
 from ..driver import AutoDriver, Controls, DriveState, ScheduleDriver, Stop
 from ..engine import Bodies, Engine
+from ..reversal import reverse_consist
 from ..safety import BogieSet
 from ..scenario import Scenario, TrainSpec, resolve_file
 from ..signalling import SignalDriver, wrap_driver
@@ -302,6 +303,8 @@ def read_consist_stock(
 ) -> _ConsistStock:
     """A train's consist with its stock, car model and coupler slack."""
     consist = _consist(spec, route, sdir)
+    if spec.turned:  # after a reversal the rear car leads (docs/activities.md §4.4)
+        consist = reverse_consist(consist)
     try:
         import warnings
 
@@ -343,12 +346,12 @@ def _place(
     waits_by_name: dict[str, list] = {}
     # Trains of one scenario mostly share consists: each consist file is read, its
     # stock resolved and its car model built once (the models are read-only).
-    consists: dict[tuple[str, bool], _ConsistStock] = {}
+    consists: dict[tuple[str, bool, bool], _ConsistStock] = {}
     line_ids: dict = {}  # trains on the same line object share an engine line
     placed: list[_Placement] = []
     for spec in scenario.trains:
         stand_in = spec.stand_in if spec.stand_in is not None else scenario.stand_in
-        ckey = (str(spec.consist), bool(stand_in))
+        ckey = (str(spec.consist), bool(stand_in), spec.turned)
         if ckey not in consists:
             consists[ckey] = read_consist_stock(spec, route, sdir, stand_in, scenario, diags)
         stock = consists[ckey]
