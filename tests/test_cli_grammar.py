@@ -169,7 +169,8 @@ def test_replay_json_is_only_json(tmp_path):
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["schema"] == "tdbtools.replay/1" and d["failed"] is False
-    assert set(d["summary"]["trains"]) == {"passenger"} and len(d["files"]) == 3
+    assert set(d["summary"]["trains"]) == {"passenger"} and len(d["files"]) == 4
+    assert Path(d["files"][-1]).name == "manifest.json"  # written last (docs/security.md)
 
 
 def test_sweep_json_is_only_json(tmp_path):

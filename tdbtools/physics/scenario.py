@@ -349,7 +349,7 @@ def read_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(
             f"{str(p)!r} is an MSTS activity file, not a scenario: replay it with "
             "tdbtools.physics.replay (or replay_activity)",
-            Location(str(p), 0, 0),
+            Location(str(p), 1, 1),  # the file's kind, told from its name: its first character
         )
     return scenario_from_text(read_toml_text(p), str(p), base=p.parent)
 
