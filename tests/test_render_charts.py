@@ -143,3 +143,20 @@ def test_speed_distance_shows_the_permitted_speed_stations_and_signals(captured,
     assert "Midtby" in texts and "S7" in texts and "S8" not in texts  # 10 m apart: one name
     leg = [t.get_text() for t in ax.get_legend().get_texts()]
     assert {"speed", "permitted speed", "station", "signal"} <= set(leg)
+
+
+def test_station_labels_are_one_per_station_and_never_print_over_each_other():
+    from tdbtools.render.spacetime import station_labels
+
+    marks = [
+        (10.00, "Aby"),
+        (10.02, "Aby"),  # a second platform of the same station
+        (10.30, "Bro"),  # closer than a label's height to Aby's
+        (11.50, "Cove"),
+        (11.70, "Dale"),
+        (12.00, "Eby"),
+    ]
+    shown = station_labels(marks, gap=0.4)
+    assert shown == [(10.0, "Aby"), (11.5, "Cove"), (12.0, "Eby")]
+    assert all(b[0] - a[0] >= 0.4 for a, b in zip(shown, shown[1:]))
+    assert station_labels(marks, gap=0.0) == [m for m in marks if m != (10.02, "Aby")]

@@ -129,10 +129,14 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
             ax.plot(
                 np.array(t_s) / 3600.0, np.array(p_s) / 1000.0, color=c, ls="--", lw=1.0, marker="|", ms=10
             )
-    for ps_, station in {v for v in plats.values() if v[0] is not None}:
-        ps = float(ps_ or 0.0)
-        ax.axhline(ps / 1000.0, color="0.7", lw=0.6, zorder=0)
-        ax.text(ax.get_xlim()[0], ps / 1000.0, f" {station}", fontsize=7, va="bottom", color="0.4")
+    marks = sorted((float(ps_) / 1000.0, station) for ps_, station in set(plats.values()) if ps_ is not None)
+    for km, _station in marks:
+        ax.axhline(km, color="0.7", lw=0.6, zorder=0)
+    lo_km, hi_km = ax.get_ylim()
+    # A label is about 9 points tall: that height in km is the least gap between labels.
+    gap = 9.0 / 72.0 * fig.dpi / max(ax.get_window_extent().height, 1.0) * (hi_km - lo_km)
+    for km, station in station_labels(marks, gap):
+        ax.text(ax.get_xlim()[0], km, f" {station}", fontsize=7, va="bottom", color="0.4")
     # Ticks on whole minutes (matplotlib's own would fall on 1.5 min and be mislabelled).
     lo, hi = ax.get_xlim()
     span = (hi - lo) * 60.0
@@ -153,6 +157,18 @@ def plot_space_time(result: ActivityResult, out: str | Path, *, reference: str |
     return save_figure(fig, out)
 
 
+def station_labels(marks: list[tuple[float, str]], gap: float) -> list[tuple[float, str]]:
+    """The station names to write beside the chart, from (position, name) marks sorted by
+    position: one per station (its platforms' lines are close together), and none closer
+    than ``gap`` to the label below it, so no two labels print over each other."""
+    out: list[tuple[float, str]] = []
+    for pos, name in marks:
+        if out and (name == out[-1][1] or pos - out[-1][0] < gap):
+            continue
+        out.append((pos, name))
+    return out
+
+
 def _platform_s(result: ActivityResult, ref, row: dict) -> float | None:  # noqa: ANN001
     """Where a platform is on the reference line; a platform beside it (another track of
     the same station) is drawn at the station's platform that the reference passes."""
@@ -167,4 +183,4 @@ def _platform_s(result: ActivityResult, ref, row: dict) -> float | None:  # noqa
     return None
 
 
-__all__ = ["plot_space_time", "reference_train"]
+__all__ = ["plot_space_time", "reference_train", "station_labels"]
