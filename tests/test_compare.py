@@ -3,6 +3,8 @@ per-phase speed errors."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -105,6 +107,28 @@ def test_cli(tmp_path):
     bad.write_text("nothing\n")
     r = CliRunner().invoke(main, ["compare", str(a), str(bad)])
     assert r.exit_code != 0 and "no time column" in r.output and "Traceback" not in r.output
+
+
+def test_cli_grammar_plot_flag_out_overwrite_and_json(tmp_path):
+    t = np.arange(0.0, 10.0, 0.5)
+    a = _ours(tmp_path / "a.csv", t, t)
+    b = _ours(tmp_path / "b.csv", t, t + 0.1)
+    out = tmp_path / "speeds.png"
+    r = CliRunner().invoke(main, ["compare", str(a), str(b), "--plot", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.stat().st_size > 0 and "deprecated" not in r.output
+    # an existing picture is refused before any work, as by every writer
+    r = CliRunner().invoke(main, ["compare", str(a), str(b), "--plot", "--out", str(out)])
+    assert r.exit_code == 2 and "--overwrite" in r.output
+    r = CliRunner().invoke(main, ["compare", str(a), str(b), "--plot", "--out", str(out), "--overwrite"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["compare", str(a), str(b), "--out", str(out)])
+    assert r.exit_code == 2 and "--plot" in r.output
+    r = CliRunner().invoke(main, ["compare", str(a), str(b), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["schema"] == "tdbtools.compare/1" and d["axis"] == "time" and d["files"] == []
+    assert d["overall"]["bias_mps"] == pytest.approx(-0.1) and d["overall"]["rms_mps"] == pytest.approx(0.1)
 
 
 def test_run_traces_compare(tmp_path):

@@ -212,6 +212,21 @@ class Comparison:
     speed_b: np.ndarray
     phase_of: np.ndarray
 
+    def to_json(self) -> dict:
+        """The figures as ``tdbtools compare --json`` prints them (docs/cli-json.md)."""
+
+        def row(s: PhaseStats) -> dict:
+            nan = math.isnan
+            return {
+                "phase": s.phase,
+                "samples": s.samples,
+                "rms_mps": None if nan(s.rms) else s.rms,
+                "max_mps": None if nan(s.max_abs) else s.max_abs,
+                "bias_mps": None if nan(s.bias) else s.bias,
+            }
+
+        return {"axis": self.axis, "overall": row(self.overall), "phases": [row(p) for p in self.phases]}
+
     def lines(self) -> list[str]:
         out = [f"speed error against {self.axis} (first − second), m/s:"]
         out.append(f"  {'phase':<10} {'samples':>8} {'RMS':>8} {'max':>8} {'bias':>8}")
