@@ -1116,24 +1116,20 @@ def replay(
     # as itself, before anything is read or written.
     activity = scenario is not None and scenario.suffix.lower() == ".act"
     timetable = scenario is not None and scenario.suffix.lower() == ".timetable-or"
-    if timetable and (
-        route_opt or consist_opt or path_opt or cars or beyond_path is not None or max_speed is not None
-    ):
-        raise click.UsageError(
-            "a timetable replay takes no --route/--consist/--path/--cars/--beyond-path/--max-speed"
-        )
-    if timetable and physics is not None:
-        raise click.UsageError("--physics is not available for timetables yet")
     if player is not None and not timetable:
         raise click.UsageError("--player goes with a timetable (.timetable-or)")
-    if activity and (
-        route_opt or consist_opt or path_opt or cars or beyond_path is not None or max_speed is not None
+    for kind, what, plural in (
+        (timetable, "a timetable", "timetables"),
+        (activity, "an activity", "activities"),
     ):
-        raise click.UsageError(
-            "an activity replay takes no --route/--consist/--path/--cars/--beyond-path/--max-speed"
-        )
-    if activity and physics is not None:
-        raise click.UsageError("--physics is not available for activities yet")
+        if kind and (
+            route_opt or consist_opt or path_opt or cars or beyond_path is not None or max_speed is not None
+        ):
+            raise click.UsageError(
+                f"{what} replay takes no --route/--consist/--path/--cars/--beyond-path/--max-speed"
+            )
+        if kind and physics is not None:
+            raise click.UsageError(f"--physics is not available for {plural} yet")
     if scenario is not None and (route_opt or consist_opt or path_opt):
         raise click.UsageError("give a scenario file or --route/--consist/--path, not both")
     if (
