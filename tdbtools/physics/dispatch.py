@@ -165,18 +165,7 @@ class Dispatcher:
                 if self.reserved.get(b, name) != name and rp.drivers[rp.index[self.reserved[b]]].on_track
             }
             if taken:
-                d.blocked_by = taken
-                if not d.delayed:
-                    d.delayed = True
-                    rp.log.add(
-                        StartDelayed(
-                            time=rp.time,
-                            clock=clock(rp.t0 + rp.time),
-                            train=name,
-                            waiting_for=tuple(sorted(taken)),
-                            message=f"its start is occupied by {', '.join(sorted(taken))}",
-                        )
-                    )
+                _delay_start(rp, d, name, taken)
                 continue
             d.state = "running"
             rp.on_off[name] = (rp.t0 + rp.time, math.inf)
@@ -272,18 +261,7 @@ class Dispatcher:
             front = float(x[rp.train_start[k]])
             taken = ilk.can_enter(k, front)
             if taken:
-                d.blocked_by = taken
-                if not d.delayed:
-                    d.delayed = True
-                    rp.log.add(
-                        StartDelayed(
-                            time=rp.time,
-                            clock=clock(rp.t0 + rp.time),
-                            train=name,
-                            waiting_for=tuple(sorted(taken)),
-                            message=f"its start is occupied by {', '.join(sorted(taken))}",
-                        )
-                    )
+                _delay_start(rp, d, name, taken)
                 continue
             d.blocked_by = set()
             d.state = "running"
@@ -368,6 +346,22 @@ class Dispatcher:
                     rp.drivers[k].state = "stuck"
                     rp.trains[k].finish(rp.time)
                     rp.stuck.add(n)
+
+
+def _delay_start(rp, d, name: str, taken: set) -> None:  # noqa: ANN001
+    """A train whose start is taken waits: who blocks it, and one event the first time."""
+    d.blocked_by = taken
+    if not d.delayed:
+        d.delayed = True
+        rp.log.add(
+            StartDelayed(
+                time=rp.time,
+                clock=clock(rp.t0 + rp.time),
+                train=name,
+                waiting_for=tuple(sorted(taken)),
+                message=f"its start is occupied by {', '.join(sorted(taken))}",
+            )
+        )
 
 
 __all__ = [
