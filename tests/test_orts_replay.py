@@ -105,3 +105,67 @@ def test_engines_at_idle_get_full_throttle_for_a_higher_target():
     assert unit.capacity(0.0) == 0.0
     _, _, scale, _ = f.forces([Controls(speed_target=10.0)], z, z, z, 0.1)
     assert scale[0] == 1.0
+
+
+def _final_front(physics: str):
+    sc = with_settings(read_scenario(bundled_scenario()), physics=physics)
+    rep = Replay(sc)
+    result = rep.run()
+    (t,) = rep.layout.trains
+    (stop,) = [p for p in t.auto.stops if p.kind == "end"]
+    (summary,) = result.summary["trains"].values()
+    return summary, float(rep.layout.engine.x[t.cars.start]), stop
+
+
+def test_automatic_driver_stops_at_the_end_with_open_rails_brakes():
+    """The brakes lag ~35 s (AirSinglePipe defaults, 7 cars): the driver brakes that much
+    earlier, laps the handle instead of easing a brake that would release fully, and
+    stands within ARRIVED_WITHIN (5 m) before its stopping point, never past it."""
+    from tdbtools.physics.stages.setup import ORTS_ARRIVED_WITHIN
+
+    summary, front, stop = _final_front("openrails")
+    assert summary["finished"] and summary["events"].get("arrived") == 1
+    assert stop.arrived_at is not None
+    assert stop.s - ORTS_ARRIVED_WITHIN <= front <= stop.s + 0.5
+    assert "derailment" not in summary["events"]
+
+
+def test_lapping_keeps_brakes_that_are_still_wanted():
+    from tdbtools.physics.driver import AutoDriver
+
+    d = AutoDriver([0.0], [30.0], None, max_speed=None, deceleration=0.5)
+    d.lap_brakes, d.brake_delay, d._held, d._applied = True, 0.0, 0.5, 0.5
+    d.ARRIVED_WITHIN = 5.0
+    # 20 m/s, 0.5 m/s²: 400 m to stop; a stop 402 m ahead still wants them
+    assert d._keep_applied([(30.0, 0.0), (0.0, 402.0)], 20.0)
+    # 410 m ahead: they would stop the train 10 m short (more than ARRIVED_WITHIN, 5 m)
+    assert not d._keep_applied([(30.0, 0.0), (0.0, 410.0)], 20.0)
+    # still building up (applied 0.25 → held 0.5 at 0.05 m/s³): the lag counts too
+    d._applied, d.brake_delay, d.brake_level = 0.25, 5.0, 0.5
+    lag = 0.25**2 / (2 * 0.5 * 0.05)
+    assert d._keep_applied([(0.0, 400.0 + 20.0 * lag - 1.0)], 20.0)
+    assert not d._keep_applied([(0.0, 400.0 + 20.0 * lag + d.ARRIVED_WITHIN + 1.0)], 20.0)
+
+
+def test_brake_plan_lag_is_half_the_linear_build_up():
+    """One car, a full-service reduction Δ: its cylinder rises at MaxApplicationRate to
+    min(Δ·ratio, the cylinder of the full force), a ramp: the lag is half its time (plus
+    the pipe's fall, under a second); reduction_for inverts the cylinder law."""
+    from pathlib import Path
+
+    from tdbtools.formats.stock import read_stock
+    from tdbtools.physics.orts.auto_brakes import brake_plan
+
+    d = Path(__file__).parent / "data" / "orts_stock"
+    s = read_stock(d / "wagons" / "FREIGHT.wag")
+    b = s.orts.brakes
+    plan = brake_plan([s])
+    top = min(plan.full_drop * b.aux_cyl_volume_ratio, b.max_cylinder_psi)
+    ramp = top / b.max_application_rate
+    assert ramp / 2 <= plan.lag_s <= ramp / 2 + 1.0
+    assert plan.full_fraction == pytest.approx(min(top / b.max_cylinder_psi, 1.0), rel=1e-3)
+    assert plan.reduction_for(1.0) == pytest.approx(
+        min(b.max_cylinder_psi / b.aux_cyl_volume_ratio, plan.full_drop)
+    )
+    assert plan.reduction_for(0.5) == pytest.approx(plan.reduction_for(1.0) / 2)
+    assert plan.reduction_for(0.0) == 0.0

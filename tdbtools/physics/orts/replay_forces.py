@@ -20,10 +20,16 @@ import numpy as np
 
 from ...formats.stock import Stock
 from .airbrake import Handle
+from .auto_brakes import brake_plan
 from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
 from .run import _brake_train, _Unit
 
 __all__ = ["OrtsTrainForces"]
+
+
+#: The automatic driver takes no traction while the train's mean cylinder force share
+#: is above this (the brakes are still applied or releasing).
+BRAKES_ON = 0.02
 
 
 class _TrainBrakes:
@@ -31,17 +37,20 @@ class _TrainBrakes:
         self.stocks = list(stocks)
         self.air, self.max_cyl, self.spring = _brake_train(stocks)
         self.capacity = np.array([brake_force_capacity(s) for s in stocks])
+        self.plan = brake_plan(stocks)
+        self.applied = 0.0  # the last step's mean cylinder force share
 
     def full(self, v: float) -> float:
-        """The train's brake force with full cylinders at speed ``v``."""
-        return float(np.sum(self.capacity * np.array([float(shoe_factor(s, v)) for s in self.stocks])))
+        """The train's brake force of a full-service application at speed ``v``."""
+        return self.plan.full_force(v)
 
     def step(self, handle: Handle, dt: float, v_cars: np.ndarray) -> tuple[np.ndarray, float]:
         """Per car brake force after ``dt`` s at ``handle``; and the mean cylinder fraction."""
         self.air.step(handle, dt)
         factor = np.array([float(shoe_factor(s, float(abs(v)))) for s, v in zip(self.stocks, v_cars)])
         frac = cylinder_fraction(self.air.cyl, self.max_cyl, self.spring)
-        return self.capacity * frac * factor, float(np.mean(frac))
+        self.applied = float(np.mean(frac))
+        return self.capacity * frac * factor, self.applied
 
 
 class OrtsTrainForces:
@@ -63,6 +72,14 @@ class OrtsTrainForces:
             self.brakes.append(_TrainBrakes(stocks))
         self.inertia = [float(m) for m in inertia]
         self.full_drop = [b.air.full_service_drop for b in self.brakes]
+        #: per train: the pipe reduction the automatic driver's handle stands at (psi)
+        self.held = [0.0] * len(self.brakes)
+        #: per train: the last step's brake deceleration (m/s², brakes alone)
+        self.brake_decel = [0.0] * len(self.brakes)
+
+    def brake_decel_of(self, k: int) -> float:
+        """Train ``k``'s brake deceleration of the last step (m/s², brakes alone)."""
+        return self.brake_decel[k]
 
     def forces(
         self, ctl: Sequence, v: np.ndarray, grav: np.ndarray, resist: np.ndarray, dt: float
@@ -94,15 +111,29 @@ class OrtsTrainForces:
             if c.emergency:
                 handle = Handle("emergency")
             else:
-                frac = float(c.brake)
+                # a schedule's brake: that share of the full-service reduction
+                reduction = float(c.brake) * self.full_drop[k]
+                share = 0.0
                 full = tb.full(speed)
                 if c.deceleration > 0 and full > 0:
-                    frac = max(frac, min(max((M * c.deceleration + fwd * other) / full, 0.0), 1.0))
+                    share = (M * c.deceleration + fwd * other) / full
                 if hold > 0 and full > 0:
-                    frac = max(frac, min(hold / full, 1.0))
-                handle = Handle("service", frac * self.full_drop[k]) if frac > 0 else Handle("release")
+                    share = max(share, hold / full)
+                if share > 0 or c.deceleration > 0:
+                    # The automatic driver brakes as one does with a brake that releases
+                    # fully as soon as the pipe rises (AirSinglePipe's triple valve):
+                    # it makes a further reduction when it needs more, laps the handle
+                    # when it needs less, and releases only to drive on.
+                    reduction = max(reduction, self.held[k], tb.plan.reduction_for(share))
+                    self.held[k] = reduction
+                elif c.speed_target is not None:
+                    self.held[k] = 0.0
+                handle = Handle("service", reduction) if reduction > 0 else Handle("release")
+            if c.speed_target is not None and tb.applied > BRAKES_ON:
+                throttle = 0.0  # no traction against brakes still applied (or releasing)
             for i, u in units:
                 trac[i] = fwd * u.force(throttle, speed, dt)
             brk[a:b], applied[k] = tb.step(handle, dt, v[a:b])
+            self.brake_decel[k] = float(np.sum(brk[a:b])) / M
             scale[k] = throttle
         return trac, brk, scale, applied

@@ -13,6 +13,7 @@ tests/test_replay_fast_paths.py). The force laws themselves are in
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,6 +197,10 @@ class ForceStage:
             self.orts = OrtsTrainForces(
                 [t.stocks for t in self.trains], layout.train_start, self.per_train.inertia
             )
+            for k, t in enumerate(self.trains):
+                if t.auto is not None:
+                    # the automatic driver reads the brakes it has, not its ramp
+                    t.auto.brakes_now = functools.partial(self.orts.brake_decel_of, k)
         self.ck = None if self.orts is not None else self.step_kernel_args(n)
 
     def step_kernel_args(self, n: int) -> StepKernel | None:

@@ -242,15 +242,53 @@ def build_up(t: Train) -> float:
     return float(b) if b is not None else BUILD_UP_S.get(t.category, 4.0)
 
 
-def setup_driver(t: Train, adhesion: str | None) -> None:
+#: The share of a full-service application's deceleration the automatic driver plans
+#: with under the Open Rails profile (the rest is its margin for the build-up it cannot
+#: see exactly: the cars' valves do not all apply together).
+ORTS_PLAN_SHARE = 0.75
+#: Under the Open Rails profile a train standing this close before its stopping point
+#: (m) has arrived: its brakes lag too much for the last metre (docs/physics.md §7.9).
+ORTS_ARRIVED_WITHIN = 5.0
+
+
+def _plan_orts_brakes(t: Train, d: AutoDriver) -> None:
+    """The Open Rails profile's brakes lag (pipe, valves, cylinders: about 70 s to full
+    with AirSinglePipe's default 0.9 psi/s) and their force follows the shoes' friction
+    curve: the driver starts braking the measured lag earlier and plans at each speed
+    with a share of the full-service deceleration there (docs/physics.md §7.9)."""
+    from ..orts.auto_brakes import brake_plan
+
+    plan = brake_plan(t.stocks)
+    m = t.model
+    davis0, inertia = float(forces.davis(m, 0.0).sum()), float(m.inertial_mass.sum())
+    planned = t.spec.deceleration
+    d.brake_delay = plan.lag_s
+    full0 = (plan.full_force(0.0) + davis0) / inertia
+    d.brake_level = full0
+    d.decel = min(planned, ORTS_PLAN_SHARE * full0)
+
+    def brakes_at(v: float) -> tuple[float, float]:
+        full = (plan.full_force(v) + davis0) / inertia
+        return min(planned, ORTS_PLAN_SHARE * full), full
+
+    d.brakes_at = brakes_at
+    d.lap_brakes = True
+    d.ARRIVED_WITHIN = ORTS_ARRIVED_WITHIN
+    d.release_over_build = plan.release_over_build
+
+
+def setup_driver(t: Train, adhesion: str | None, physics: str = "engineering") -> None:
     """Tell the automatic driver what the replay knows: the train length, the braking it
-    can count on in force mode, waiting points, the allowance."""
+    can count on in force mode (``physics="openrails"``: the Open Rails brakes'), waiting
+    points, the allowance."""
     d = t.auto
     if d is None:
         return
     d.train_length = t.length
     d.train = t.spec.name
-    if t.spec.brake_mode == "force":
+    if physics == "openrails":
+        _plan_orts_brakes(t, d)
+    elif t.spec.brake_mode == "force":
         # Plan with what the brakes give on the level, with a margin, and start braking
         # half a build-up time earlier (a linear build-up is a dead time of T/2).
         # With brake-shoe friction curves, the least brake force up to the fastest the
@@ -487,7 +525,7 @@ def build(
         )
         # the automatic driver told what the replay knows first, then the policy's
         # driver around it (an activity's service driver changes its top speed)
-        setup_driver(t, adhesion)
+        setup_driver(t, adhesion, scenario.physics)
         t._driver = policy.driver(spec, auto, default, t)
         trains.append(t)
     model = forces.CarModel.concat([t.model for t in trains])
