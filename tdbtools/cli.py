@@ -1118,18 +1118,13 @@ def replay(
     timetable = scenario is not None and scenario.suffix.lower() == ".timetable-or"
     if player is not None and not timetable:
         raise click.UsageError("--player goes with a timetable (.timetable-or)")
-    for kind, what, plural in (
-        (timetable, "a timetable", "timetables"),
-        (activity, "an activity", "activities"),
-    ):
+    for kind, what in ((timetable, "a timetable"), (activity, "an activity")):
         if kind and (
             route_opt or consist_opt or path_opt or cars or beyond_path is not None or max_speed is not None
         ):
             raise click.UsageError(
                 f"{what} replay takes no --route/--consist/--path/--cars/--beyond-path/--max-speed"
             )
-        if kind and physics is not None:
-            raise click.UsageError(f"--physics is not available for {plural} yet")
     if scenario is not None and (route_opt or consist_opt or path_opt):
         raise click.UsageError("give a scenario file or --route/--consist/--path, not both")
     if (
@@ -1157,7 +1152,7 @@ def replay(
         assert scenario is not None
         raise click.exceptions.Exit(
             _replay_timetable(
-                scenario, player, stand_in, out_dir, plot, step, duration, strict, no_signals, run
+                scenario, player, stand_in, out_dir, plot, step, duration, strict, no_signals, run, physics
             )
         )
     if activity:
@@ -1175,6 +1170,7 @@ def replay(
                 as_json,
                 run=run,
                 skip_missing=skip_missing,
+                physics=physics,
             )
         )
     from .physics.events import StandIn
@@ -1220,20 +1216,15 @@ def replay(
         max_speed=None if max_speed is None else max_speed / 3.6,
         physics=physics,
     )
-    if sc.physics == "openrails":
-        click.echo(
-            "note: Open Rails physics profile (docs/physics.md §7), simplified: no vacuum or engine brakes, "
-            "no wheel-slip model, numpy only",
-            err=True,
-        )
-    else:
-        _kernel_notice()
+    if sc.physics != "openrails":
+        _kernel_notice()  # (the profile may still be chosen by the stock: see below)
     rep = Replay(
         sc,
         route=rroute if rroute is not None else _load(Path(sc.route), strict=strict),
         cars_trace=cars,
         signals=False if no_signals else None,
     )
+    _profile_notice(rep.scenario.physics, given=sc.physics is not None)
     for e in rep.events:
         if isinstance(e, StandIn):
             click.echo(f"warning: train {e.train!r}: {e.message}", err=True)
@@ -1413,6 +1404,7 @@ def _replay_activity(
     as_json: bool = False,
     run=None,  # noqa: ANN001  (an OutputRun: finished when every file is written)
     skip_missing: bool = False,
+    physics: str | None = None,
 ) -> int:
     from .physics.activity import replay_activity
 
@@ -1428,7 +1420,9 @@ def _replay_activity(
         duration=duration,
         signals=False if no_signals else None,
         skip_missing=skip_missing,
+        physics=physics,
     )
+    _profile_notice(result.replay.summary.get("physics"), given=physics is not None)
     return _report_activity(result, out_dir, plot, as_json, run)
 
 
@@ -1508,6 +1502,7 @@ def _replay_timetable(
     strict: bool = False,
     no_signals: bool = False,
     run=None,  # noqa: ANN001  (an OutputRun: finished when every file is written)
+    physics: str | None = None,
 ) -> int:
     """Replay, write the outputs, report on stdout, and say on stderr what was
     simplified or went wrong; returns the exit status (1: a train did not reach its
@@ -1525,7 +1520,9 @@ def _replay_timetable(
         step=step if step is not None else 0.5,
         duration=duration,
         signals=False if no_signals else None,
+        physics=physics,
     )
+    _profile_notice(result.activity.replay.summary.get("physics"), given=physics is not None)
     files = result.write(out_dir)
     if plot:
         from .render.spacetime import plot_space_time
@@ -1568,6 +1565,21 @@ def _replay_timetable(
         click.echo(f"not at their end: {', '.join(s['not_at_end'])}", err=True)
     click.echo(f"wrote {len(files)} files to {out_dir}")
     return EXIT_FINDINGS if result.failed else 0
+
+
+def _profile_notice(physics: str | None, given: bool) -> None:
+    """Say on stderr when a replay runs the Open Rails profile, and why (docs/physics.md §7)."""
+    why = (
+        ""
+        if given
+        else " (the default for stock read from .eng/.wag files; --physics engineering for the engineers' laws)"
+    )
+    if physics == "openrails":
+        click.echo(
+            f"note: Open Rails physics profile{why} (docs/physics.md §7), simplified: no vacuum or engine "
+            "brakes, no wheel-slip model, numpy only",
+            err=True,
+        )
 
 
 def _kernel_notice() -> None:

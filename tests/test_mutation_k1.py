@@ -683,7 +683,15 @@ def test_replay_summary_and_traces_of_a_short_run(tmp_path):
     assert rp.engine.v.tolist() == [5.0, 5.0]
     res = rp.run()
     s = res.summary
-    assert set(s) == {"scenario", "route", "simulated_seconds", "wall_seconds", "trains", "realtime_factor"}
+    assert set(s) == {
+        "scenario",
+        "route",
+        "physics",
+        "simulated_seconds",
+        "wall_seconds",
+        "trains",
+        "realtime_factor",
+    }
     assert (s["scenario"], s["route"], s["simulated_seconds"]) == ("<scenario>", "tdbtools sample route", 3.0)
     assert s["wall_seconds"] == round(res.wall_seconds, 3) and res.wall_seconds > 0
     assert s["realtime_factor"] == round(3.0 / res.wall_seconds, 1)

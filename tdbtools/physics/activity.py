@@ -762,6 +762,7 @@ class ActivityReplay:
         duration: float | None = None,
         trace_every: float = 2.0,
         signals: bool | None = None,
+        physics: str | None = None,
     ) -> None:
         self.plan = plan
         route = route if route is not None else load_route(plan.route_folder)
@@ -797,6 +798,7 @@ class ActivityReplay:
             duration=dur,
             stand_in=stand_in,
             source=str(Path(plan.activity.path).resolve()),
+            physics=physics,
         )
         use = False if signals is False else None
         self.policy = ActivityPolicy(plan, route, self.t0, stuck_after, parts)
@@ -1030,13 +1032,15 @@ def replay_activity(
     progress: Callable[[float], None] | None = None,
     signals: bool | None = None,
     skip_missing: bool = False,
+    physics: str | None = None,
 ) -> ActivityResult:
     """Replay an activity file to its end (see the module docstring): with the route's
     signals when it has them, ``signals=False``: on plain occupancy (docs/activities.md §4).
-    ``skip_missing``: run without AI services or a traffic file that do not exist."""
+    ``skip_missing``: run without AI services or a traffic file that do not exist.
+    ``physics``: "engineering" or "openrails" (None: by the stock, Scenario.profile)."""
     plan = plan_activity(path, skip_missing=skip_missing)
     return ActivityReplay(
-        plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals
+        plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals, physics=physics
     ).run(progress)
 
 

@@ -34,6 +34,7 @@ forces; see the convergence test).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import time as _time
 from collections.abc import Callable, Iterator
@@ -94,6 +95,10 @@ class Replay:
             signalled=self.signal_set is not None,
             adhesion=None if scenario.adhesion == "off" else scenario.adhesion,
             diags=self.diags,
+        )
+        # the profile the stock chose when the scenario gives none (Scenario.profile)
+        self.scenario = scenario = dataclasses.replace(
+            scenario, physics=lay.physics, rotating_mass=lay.rotating_mass
         )
         # (the layout's parts every caller reads)
         self.trains, self.model, self.bodies, self.engine = lay.trains, lay.model, lay.bodies, lay.engine

@@ -7,8 +7,11 @@ A scenario is a TOML file (or the same structure built in Python)::
     duration = 3600            # s, at most
     stand_in = true            # missing .eng/.wag: generic stock of the same kind
     rotating_mass = true       # rotating-mass factors 1.15 engines, 1.05 other cars
+                               # (default: the engineers' profile's, none in Open Rails')
     adhesion = "dry"           # traction limited by adhesion: "dry", "wet" or "off"
-    physics = "engineering"    # or "openrails": Open Rails' laws (docs/physics.md §7)
+    physics = "engineering"    # or "openrails": Open Rails' laws (docs/physics.md §7);
+                               # default: openrails when every car's stock comes from
+                               # its .eng/.wag file, engineering with stand-in stock
 
     [[train]]
     name = "IC3"
@@ -166,16 +169,29 @@ class Scenario:
     events: tuple[SwitchEvent, ...] = ()
     source: str = "<scenario>"
     collision_check_interval: float = 0.5  # s between occupancy/side-collision checks
-    rotating_mass: bool = True  # default rotating-mass factors (running-time.md §5)
+    #: default rotating-mass factors (running-time.md §5); None: the profile's default
+    #: (the engineers' profile has them, Open Rails' has none)
+    rotating_mass: bool | None = None
     adhesion: str = "dry"  # "dry" | "wet" | "off"
-    #: "engineering" (docs/running-time.md) or "openrails" (docs/physics.md §7)
-    physics: str = "engineering"
+    #: "engineering" (docs/running-time.md) or "openrails" (docs/physics.md §7); None:
+    #: chosen by the stock (:meth:`profile`)
+    physics: str | None = None
 
     def __post_init__(self) -> None:
         # Also when built in Python or changed with dataclasses.replace (replay --step).
         bad = run_limits_problem(self.step, self.duration)
         if bad is not None:
             raise ScenarioError(bad[1], Location(self.source, 1, 1))
+
+    def profile(self, stand_ins: bool) -> tuple[str, bool]:
+        """The physics profile and whether rotating-mass factors apply, for a replay
+        whose stock is (``stand_ins``: partly) generic: the profile given, else Open
+        Rails' when every car comes from its .eng/.wag file and the engineers' with
+        stand-ins (their values are the engineers' estimates, not a file's); the factors
+        given, else the profile's (Open Rails' diesel and electric models have none)."""
+        physics = self.physics or ("engineering" if stand_ins else "openrails")
+        rotating = self.rotating_mass if self.rotating_mass is not None else physics == "engineering"
+        return physics, rotating
 
 
 #: The physics profiles a scenario may choose (docs/physics.md §7).
@@ -387,8 +403,8 @@ def with_settings(
     physics: str | None = None,
 ) -> Scenario:
     """``scenario`` with the settings that are not None replaced: the replay command's
-    ``--stand-in``, ``--step`` (s), ``--duration`` (s) and ``--physics`` (choosing
-    ``openrails`` also drops the rotating-mass factors, which Open Rails does not have),
+    ``--stand-in``, ``--step`` (s), ``--duration`` (s) and ``--physics`` (which also
+    brings the profile's rotating-mass default: none in Open Rails, the engineers' factors),
     and for every train ``--beyond-path`` (metres run on past the end of its path) and
     ``--max-speed`` (here in m/s, the automatic driver's top speed; the command takes
     km/h)."""
@@ -405,8 +421,7 @@ def with_settings(
         if physics not in PHYSICS_PROFILES:
             raise ValueError(f"physics must be one of {PHYSICS_PROFILES}, not {physics!r}")
         changes["physics"] = physics
-        if physics == "openrails":
-            changes["rotating_mass"] = False
+        changes["rotating_mass"] = None
     train_changes: dict[str, Any] = {
         k: v for k, v in (("beyond_path", beyond_path), ("max_speed", max_speed)) if v is not None
     }
@@ -478,12 +493,12 @@ def scenario_from_dict(data: dict, ctx: TomlSource | None = None, base: Path | N
         lo=step,
         hi=60.0,
     )
-    physics = data.get("physics", "engineering")
-    if physics not in PHYSICS_PROFILES:
+    physics = data.get("physics")
+    if physics is not None and physics not in PHYSICS_PROFILES:
         raise ctx.error(f'physics must be "engineering" or "openrails", got {physics!r}', "physics")
-    # Open Rails' diesel and electric models have no rotating-mass factor
-    rotating = data.get("rotating_mass", physics != "openrails")
-    if not isinstance(rotating, bool):
+    # (absent: the profile's default, Scenario.profile)
+    rotating = data.get("rotating_mass")
+    if rotating is not None and not isinstance(rotating, bool):
         raise ctx.error("rotating_mass: expected true or false", "rotating_mass")
     adhesion = data.get("adhesion", "dry")
     if adhesion not in ("dry", "wet", "off"):

@@ -488,6 +488,7 @@ class TimetableReplay(ActivityReplay):
         trace_every: float = 2.0,
         signals: bool | None = None,
         stuck_after: float = 1800.0,
+        physics: str | None = None,
     ) -> None:
         self.tt_plan = plan
         route = route if route is not None else load_route(plan.route_folder)
@@ -561,6 +562,7 @@ class TimetableReplay(ActivityReplay):
                 duration=dur,
                 stand_in=stand_in,
                 source=str(Path(plan.timetable.path).resolve()),
+                physics=physics,
             )
             self.policy = TimetablePolicy(self.plan, route, self.t0, stuck_after, plan)
             try:
@@ -639,12 +641,14 @@ def replay_timetable(
     duration: float | None = None,
     progress: Callable[[float], None] | None = None,
     signals: bool | None = None,
+    physics: str | None = None,
 ) -> TimetableResult:
     """Replay every train of a ``.timetable-or`` (module docstring); ``player``: the
-    train that stays on the track at its end (the others are AI trains)."""
+    train that stays on the track at its end (the others are AI trains). ``physics``:
+    "engineering" or "openrails" (None: by the stock, Scenario.profile)."""
     plan = plan_timetable(path, player=player, route_folder=None if route is None else route.folder)
     return TimetableReplay(
-        plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals
+        plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals, physics=physics
     ).run(progress)
 
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernels import LazyKernel
+
 __all__ = ["APPLY", "EMERGENCY", "LAP", "RELEASE", "AirBrakeTrain", "Handle", "pipe_volumes_ft3"]
 
 LAP, APPLY, RELEASE, EMERGENCY = 0, 1, 2, 3
@@ -40,6 +42,10 @@ LAP, APPLY, RELEASE, EMERGENCY = 0, 1, 2, 3
 AUX_PIPE_VOLUME_RATIO = 3.1
 #: Triple-valve switching band (psi).
 VALVE_BAND = 1.0
+#: The compiled sub-steps of :meth:`AirBrakeTrain.step_pipe` (None without numba)
+_PIPE = LazyKernel("_orts_kernel", "step_pipe")
+#: A pipe within this of the handle's pressure everywhere (psi) has settled.
+SETTLED_PSI = 1e-6
 
 
 def pipe_volumes_ft3(lengths_m) -> np.ndarray:
@@ -106,6 +112,8 @@ class AirBrakeTrain:
         self.aux = np.full(n, p0)
         self.cyl = np.zeros(n)
         self.state = np.full(n, LAP, dtype=np.int8)
+        #: advance the pipe with the compiled kernel when numba is there (the same numbers)
+        self.compiled = True
 
     # -- the pipe ---------------------------------------------------------------------------
     def _lead(self, target: float | None, emergency: bool, h: float) -> None:
@@ -130,10 +138,24 @@ class AirBrakeTrain:
 
     def step_pipe(self, handle: Handle, dt: float) -> None:
         """Advance the brake pipe by ``dt`` s (sub-steps of at most τ)."""
+        target = handle.target(self.max_psi, self.full_service_drop)
+        bp = self.bp
+        if target is not None and float(np.max(np.abs(bp - target))) <= SETTLED_PSI:
+            # the pipe stands at the handle's pressure: the sub-steps would not move it
+            # (more than float rounding); skipping them keeps a running train cheap
+            bp[:] = target
+            return
+        emergency = handle.position == "emergency"
+        kernel = _PIPE() if self.compiled else None
+        if kernel is not None:
+            kernel(
+                bp, self.vol, 0.0 if target is None else float(target), target is not None, emergency,
+                float(self.charging_rate), float(self.service_tau), float(self.emergency_tau),
+                float(self.tau), float(dt),
+            )  # fmt: skip
+            return
         n = int(dt / self.tau + 1)
         h = dt / n
-        target = handle.target(self.max_psi, self.full_service_drop)
-        emergency = handle.position == "emergency"
         for _ in range(n):
             self._lead(target, emergency, h)
             self._propagate(h)

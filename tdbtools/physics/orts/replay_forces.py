@@ -30,6 +30,8 @@ __all__ = ["OrtsTrainForces"]
 #: The automatic driver takes no traction while the train's mean cylinder force share
 #: is above this (the brakes are still applied or releasing).
 BRAKES_ON = 0.02
+#: m/s: above this a train runs (below it is starting)
+MOVING = 0.5
 
 
 class _TrainBrakes:
@@ -96,6 +98,8 @@ class OrtsTrainForces:
             a, b = self.start[k], ends[k]
             vk = float(v[a])
             speed = abs(vk)
+            # the net force along the train's forward direction but for traction and
+            # brakes (resistance opposes the motion); traction always pulls forward
             fwd = -1.0 if vk < 0.0 else 1.0
             other = float(np.sum(grav[a:b])) - fwd * float(np.sum(resist[a:b]))
             M = self.inertia[k]
@@ -104,7 +108,7 @@ class OrtsTrainForces:
             throttle = float(c.throttle)
             hold = 0.0
             if c.speed_target is not None:
-                need = M * (c.speed_target - speed) / dt - fwd * other
+                need = M * (c.speed_target - vk) / dt - other
                 cap = sum(u.capacity(speed) for _, u in units)
                 throttle = min(max(need / cap, 0.0), 1.0) if cap > 0 else (1.0 if need > 0 else 0.0)
                 hold = max(-need, 0.0)
@@ -116,7 +120,7 @@ class OrtsTrainForces:
                 share = 0.0
                 full = tb.full(speed)
                 if c.deceleration > 0 and full > 0:
-                    share = (M * c.deceleration + fwd * other) / full
+                    share = (M * c.deceleration + other) / full
                 if hold > 0 and full > 0:
                     share = max(share, hold / full)
                 if share > 0 or c.deceleration > 0:
@@ -129,10 +133,12 @@ class OrtsTrainForces:
                 elif c.speed_target is not None:
                     self.held[k] = 0.0
                 handle = Handle("service", reduction) if reduction > 0 else Handle("release")
-            if c.speed_target is not None and tb.applied > BRAKES_ON:
-                throttle = 0.0  # no traction against brakes still applied (or releasing)
+            if c.speed_target is not None and tb.applied > BRAKES_ON and vk > MOVING:
+                # no traction against brakes still applied (or releasing) while running;
+                # to start, the driver opens the throttle as it releases (no rolling back)
+                throttle = 0.0
             for i, u in units:
-                trac[i] = fwd * u.force(throttle, speed, dt)
+                trac[i] = u.force(throttle, speed, dt)
             brk[a:b], applied[k] = tb.step(handle, dt, v[a:b])
             self.brake_decel[k] = float(np.sum(brk[a:b])) / M
             scale[k] = throttle

@@ -191,7 +191,7 @@ class ForceStage:
         #: the Open Rails profile's traction and brakes (docs/physics.md §7.9); None: the
         #: engineers' laws of this module. The profile runs on numpy/Python only.
         self.orts = None
-        if scenario.physics == "openrails":
+        if layout.physics == "openrails":
             from ..orts.replay_forces import OrtsTrainForces
 
             self.orts = OrtsTrainForces(

@@ -268,6 +268,7 @@ class Recorder:
         summary: dict = {
             "scenario": scenario.source,
             "route": route_name,
+            "physics": scenario.physics,
             "simulated_seconds": round(time, 6),
             "wall_seconds": round(wall, 3),
             "trains": trains_summary,

@@ -356,7 +356,7 @@ def read_consist_stock(
         ) from None
     flipped = [c.flipped for c in consist.cars]
     model = forces.CarModel.from_stock(
-        stocks, flipped, trailing_loco_factor=True, rotating_mass=scenario.rotating_mass
+        stocks, flipped, trailing_loco_factor=True, rotating_mass=bool(scenario.rotating_mass)
     )
     if consist.max_velocity:
         # The consist's MaxVelocity is a hard limit: no engine pulls beyond it.
@@ -454,6 +454,9 @@ class Layout:
     fbrb: np.ndarray
     fb: np.ndarray
     rb: np.ndarray
+    #: the physics profile the replay runs (Scenario.profile: by the stock if not given)
+    physics: str = "engineering"
+    rotating_mass: bool = True
 
     def bogies_at(self, x: np.ndarray) -> None:
         """Move every car's bogies to follow its front at ``x`` (docs/physics.md §5)."""
@@ -480,6 +483,18 @@ def build(
         Path(scenario.source).parent if scenario.source and not scenario.source.startswith("<") else Path(".")
     )
     placed, waits_by_name = _place(scenario, route, sdir, given_lines, policy, diags)
+    physics, rotating = scenario.profile(any(p.stock.warnings for p in placed))
+    if rotating != bool(scenario.rotating_mass):
+        # the models were read before the profile was known (it depends on the stock)
+        redone: dict[int, _ConsistStock] = {}
+        for cs in (p.stock for p in placed):
+            if id(cs) not in redone:
+                m = cs.model
+                factors = np.where(m.is_engine, forces.ROTATING_MASS_ENGINE, forces.ROTATING_MASS_CAR)
+                redone[id(cs)] = dataclasses.replace(
+                    cs, model=dataclasses.replace(m, rotating_mass=factors if rotating else np.ones(len(m)))
+                )
+        placed = [dataclasses.replace(p, stock=redone[id(p.stock)]) for p in placed]
     trains: list[Train] = []
     changes = Changes()
     masses, lengths, car_line, coupled, slack, x, v = [], [], [], [], [], [], []
@@ -525,7 +540,7 @@ def build(
         )
         # the automatic driver told what the replay knows first, then the policy's
         # driver around it (an activity's service driver changes its top speed)
-        setup_driver(t, adhesion, scenario.physics)
+        setup_driver(t, adhesion, physics)
         t._driver = policy.driver(spec, auto, default, t)
         trains.append(t)
     model = forces.CarModel.concat([t.model for t in trains])
@@ -573,6 +588,8 @@ def build(
         fbrb=fbrb,
         fb=fbrb[:, 0],
         rb=fbrb[:, 1],
+        physics=physics,
+        rotating_mass=rotating,
     )
     lay.bogies_at(np.asarray(engine.x))
     for t in trains:
