@@ -97,8 +97,11 @@ def test_stop_placement(sample_copy, tmp_path):
 
 def test_sample_activity_runs_to_schedule(sample_copy, tmp_path):
     act = write_activity_files(sample_copy, "Morning", services())
-    res = replay_activity(act, route=sample_copy)
+    # the booked times were set with the engineers' laws (docs/running-time.md); the
+    # sample's stock comes from .eng/.wag files, whose default is Open Rails' (below)
+    res = replay_activity(act, route=sample_copy, physics="engineering")
     s = res.replay.summary
+    assert s["physics"] == "engineering"
     assert not res.failed and s["deadlocks"] == 0 and s["collisions"] == 0 and not s["stuck"]
     assert all(t["reached_end"] for t in s["trains"].values())
     kinds = [e.kind for e in res.replay.events]
@@ -117,6 +120,19 @@ def test_sample_activity_runs_to_schedule(sample_copy, tmp_path):
     assert rows[0]["sched_dep"] == "08:13:00" and rows[0]["actual_dep"] == "08:13:00"
     tr = res.replay.traces["Passenger"]
     assert np.all(tr["clock"] >= H)
+
+
+def test_sample_activity_with_open_rails_physics(sample_copy):
+    """The default for the sample's .eng/.wag stock: Open Rails' laws. Its brakes lag
+    (AirSinglePipe defaults: ~35 s) and release slowly, so the trains run later than
+    booked, but every one reaches its end and makes its stops, without a problem."""
+    act = write_activity_files(sample_copy, "Morning", services())
+    res = replay_activity(act, route=sample_copy)
+    s = res.replay.summary
+    assert s["physics"] == "openrails"
+    assert not res.failed and s["deadlocks"] == 0 and s["collisions"] == 0 and not s["stuck"]
+    assert all(t["reached_end"] for t in s["trains"].values())
+    assert all(row["actual_arr"] is not None for row in res.timetable)
 
 
 def test_conflicting_variant_reports_deadlock(sample_copy, tmp_path):
@@ -184,7 +200,7 @@ def test_shipped_sample_activity():
     """sample_routes/generate.py writes an activity on the sample's own paths: every train
     reaches its end, stops where booked, leaves on time, and nothing deadlocks."""
     act = SAMPLE_INSTALL / "ROUTES" / "SAMPLE" / "ACTIVITIES" / "Morning.act"
-    res = replay_activity(act)
+    res = replay_activity(act, physics="engineering")  # (booked with the engineers' laws)
     s = res.replay.summary
     assert len(s["trains"]) == 4 and not res.failed
     assert all(t["reached_end"] and t["stops"] == t["booked_stops"] for t in s["trains"].values())

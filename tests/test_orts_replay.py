@@ -14,14 +14,48 @@ from tdbtools.physics.scenario import ScenarioError, read_scenario, scenario_fro
 def test_scenario_key():
     text = 'route = "x"\nphysics = "openrails"\n[[train]]\nconsist = "c"\npath = "p"\n'
     sc = scenario_from_text(text)
-    assert sc.physics == "openrails" and sc.rotating_mass is False  # Open Rails has no factor
+    assert sc.physics == "openrails" and sc.rotating_mass is None
+    assert sc.profile(False) == sc.profile(True) == ("openrails", False)  # Open Rails has no factor
     sc = scenario_from_text(text.replace('"openrails"', '"openrails"\nrotating_mass = true'))
-    assert sc.rotating_mass is True
-    assert scenario_from_text(text.replace('physics = "openrails"\n', "")).physics == "engineering"
+    assert sc.profile(False) == ("openrails", True)
+    # no key: by the stock, Open Rails' for .eng/.wag files, the engineers' with stand-ins
+    sc = scenario_from_text(text.replace('physics = "openrails"\n', ""))
+    assert sc.physics is None
+    assert sc.profile(False) == ("openrails", False) and sc.profile(True) == ("engineering", True)
     with pytest.raises(ScenarioError, match="physics must be"):
         scenario_from_text(text.replace('"openrails"', '"msts"'))
-    base = scenario_from_text(text.replace('physics = "openrails"\n', ""))
-    assert with_settings(base, physics="openrails").rotating_mass is False
+    with pytest.raises(ScenarioError, match="rotating_mass"):
+        scenario_from_text(text.replace('physics = "openrails"', "rotating_mass = 1"))
+    base = scenario_from_text(text.replace('physics = "openrails"\n', "rotating_mass = true\n"))
+    assert with_settings(base, physics="openrails").profile(False) == ("openrails", False)
+    assert with_settings(base, physics="engineering").profile(False) == ("engineering", True)
+
+
+def test_the_sample_defaults_to_open_rails_and_stand_ins_to_engineering():
+    rep = Replay(with_settings(read_scenario(bundled_scenario()), duration=1))
+    assert rep.scenario.physics == "openrails" and rep.forces.orts is not None
+    assert float(rep.model.rotating_mass.max()) == 1.0
+    eng = Replay(with_settings(read_scenario(bundled_scenario()), duration=1, physics="engineering"))
+    assert eng.forces.orts is None and float(eng.model.rotating_mass.max()) > 1.0
+
+
+def test_stand_in_stock_brings_the_engineers_laws(tmp_path):
+    from tdbtools.cli import bundled_sample_route
+
+    con = tmp_path / "odd.con"
+    con.write_text(
+        'SIMISA@@@@@@@@@@JINX0D0t______\nTrain ( TrainCfg ( "odd" Name ( "odd" ) '
+        "Engine ( UiD ( 1 ) EngineData ( NOPE_LOCO NOPE_FOLDER ) ) ) )\n"
+    )
+    text = f'route = "{bundled_sample_route()}"\nstand_in = true\nduration = 1\n'
+    text += f'[[train]]\nname = "odd"\nconsist = "{con}"\npath = "MainWE.pat"\n'
+    rep = Replay(scenario_from_text(text))
+    assert rep.scenario.physics == "engineering" and rep.forces.orts is None
+    assert float(rep.model.rotating_mass.max()) > 1.0
+    rep = Replay(
+        scenario_from_text(text.replace("stand_in = true", 'stand_in = true\nphysics = "openrails"'))
+    )
+    assert rep.scenario.physics == "openrails" and rep.forces.orts is not None
 
 
 def test_sample_replay_runs_with_open_rails_laws():

@@ -21,6 +21,8 @@ from ._records import fast_pickle
 
 __all__ = [
     "AirBrakeSpec",
+    "ControllerSpec",
+    "Notch",
     "DieselEngineSpec",
     "LocoBrakeSpec",
     "OrtsStock",
@@ -128,6 +130,30 @@ class SteamSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class Notch:
+    """One notch of a cab controller: its value, whether the handle moves smoothly from
+    it to the next, and its type (the token without the ``TrainBrakesController`` /
+    ``EngineBrakesController`` prefix and the ``Start`` suffix, lower case: ``release``,
+    ``fullservice``, ``graduatedselflaplimited``, ``emergency``, ``dummy`` …)."""
+
+    value: float
+    smooth: bool
+    kind: str = "dummy"
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSpec:
+    """A cab controller (``EngineControllers ( Throttle ( min max step default
+    NumNotches ( n Notch ( value smooth type ) … ) ) )``; docs/physics.md §7.10)."""
+
+    minimum: float = 0.0
+    maximum: float = 1.0
+    step: float = 0.0
+    default: float = 0.0
+    notches: tuple[Notch, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class OrtsStock:
     """The Open Rails values of one stock file (None / 0: not given)."""
 
@@ -145,6 +171,9 @@ class OrtsStock:
     dynamic_brake_min_speed_ms: float = 0.0
     dynamic_brake_curve: object | None = None  # a stock.TractiveForceCurve
     steam: SteamSpec | None = None
+    throttle: ControllerSpec | None = None  # EngineControllers ( Throttle ( … ) )
+    train_brake: ControllerSpec | None = None  # EngineControllers ( Brake_Train ( … ) )
+    min_reduction_psi: float = 0.0  # TrainBrakesControllerMinPressureReduction
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -270,6 +299,58 @@ _STEAM: dict[str, tuple[str, str | None]] = {
 }
 
 
+#: Prefixes Open Rails strips from a notch's type (MSTSNotch).
+_NOTCH_PREFIXES = ("trainbrakescontroller", "enginebrakescontroller", "brakemanbrakescontroller")
+#: At most this many notches in one controller (hostile input).
+MAX_NOTCHES = 64
+
+
+def _notch_kind(token: str) -> str:
+    k = token.lower()
+    for p in _NOTCH_PREFIXES:
+        if k.startswith(p):
+            k = k[len(p) :]
+            break
+    return k[: -len("start")] if k.endswith("start") else (k or "dummy")
+
+
+def _controller(rd: Reader, blk: Block) -> ControllerSpec | None:
+    """``Name ( min max step default NumNotches ( n Notch ( v smooth type ) … ) )``."""
+    nums: list[float] = []
+    notches: list[Notch] = []
+    for j, it in enumerate(blk.items):
+        if it.__class__ is Block:
+            if it.key != "numnotches":
+                continue
+            for nb in it.items:
+                if nb.__class__ is not Block or nb.key != "notch":
+                    continue
+                if len(notches) >= MAX_NOTCHES:
+                    rd.problem(it, f"{blk.name}: more than {MAX_NOTCHES} notches; the rest are ignored")
+                    break
+                value = rd.value(nb, 0, to_float, None, "a notch value")
+                smooth = rd.value(nb, 1, to_float, 0.0, "a notch's smooth flag")
+                kind = rd.string(nb, 2, "dummy") if len(nb.items) > 2 else "dummy"
+                if value is not None:
+                    notches.append(Notch(float(value), float(smooth) != 0.0, _notch_kind(kind)))
+        elif len(nums) < 4:
+            x = rd.value(blk, j, to_float, None, f"{blk.name}'s min, max, step and default")
+            if x is None:
+                return None
+            nums.append(float(x))
+    if len(nums) < 4:
+        rd.problem(blk, f"{blk.name}: expected min, max, step and default")
+        return None
+    lo, hi, step, default = nums
+    if not hi > lo:
+        rd.problem(blk, f"{blk.name}: the maximum ({hi:g}) must exceed the minimum ({lo:g})")
+        return None
+    if any(b.value < a.value for a, b in zip(notches, notches[1:])):
+        rd.problem(blk, f"{blk.name}: the notch values must not decrease")
+        return None
+    return ControllerSpec(lo, hi, step, default, tuple(notches))
+
+
 def _positive(rd: Reader, blk: Block, v: float) -> float | None:
     if not v > 0:
         rd.problem(blk, f"{blk.name}: must be positive, found {v:g}")
@@ -338,6 +419,14 @@ def read_orts(
             steam[sname] = _num(rd, it, sfam, 0.0)
         elif k == "numcylinders":
             steam["num_cylinders"] = int(rd.value(it, 0, to_int32, 2, it.name))
+        elif k == "trainbrakescontrollerminpressurereduction":
+            v["min_reduction_psi"] = _num(rd, it, "pressure", 0.0)
+        elif k == "enginecontrollers":
+            for c in it.items:
+                if c.__class__ is Block and c.key in ("throttle", "brake_train"):
+                    spec = _controller(rd, c)
+                    if spec is not None:
+                        v["throttle" if c.key == "throttle" else "train_brake"] = spec
 
     handlers["wagon"] = wagon
     if kind == "engine":
@@ -359,4 +448,4 @@ def read_orts(
     return OrtsStock(**v)  # type: ignore[arg-type]
 
 
-fast_pickle(Table, DieselEngineSpec, AirBrakeSpec, LocoBrakeSpec, SteamSpec, OrtsStock)
+fast_pickle(Table, DieselEngineSpec, AirBrakeSpec, LocoBrakeSpec, SteamSpec, Notch, ControllerSpec, OrtsStock)

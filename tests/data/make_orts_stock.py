@@ -96,6 +96,40 @@ Engine ( DMU_A
 )
 """
 
+# The same power car with its cab controllers, written as Open Rails users write such
+# files: an include of the original .eng (relative path, odd case), then an Engine block
+# with what is added; UTF-8 without BOM, # comments, units in odd case.
+DMU_NOTCHED = """Include ( "../DMU_a.ENG" )
+Engine ( DMU_N
+\tcomment ( "a 7-notch throttle like a British DMU's; a graduated self-lapping brake" )
+\tEngineControllers (
+\t\tThrottle ( 0 1 0.143 0
+\t\t\tNumNotches ( 8
+\t\t\t\tNotch ( 0 0 Dummy )
+\t\t\t\tNotch ( 0.143 0 Dummy )
+\t\t\t\tNotch ( 0.286 0 Dummy )
+\t\t\t\tNotch ( 0.429 0 Dummy )
+\t\t\t\tNotch ( 0.571 0 Dummy )
+\t\t\t\tNotch ( 0.714 0 Dummy )
+\t\t\t\tNotch ( 0.857 0 Dummy )
+\t\t\t\tNotch ( 1 0 Dummy )
+\t\t\t)
+\t\t)
+\t\tBrake_Train ( 0 1 0.05 0
+\t\t\tNumNotches ( 5
+\t\t\t\tNotch ( 0 0 TrainBrakesControllerReleaseStart )
+\t\t\t\tNotch ( 0.1 0 TrainBrakesControllerRunningStart )
+\t\t\t\tNotch ( 0.2 1 TrainBrakesControllerGraduatedSelfLapLimitedStart )
+\t\t\t\tNotch ( 0.85 0 TrainBrakesControllerFullServiceStart )
+\t\t\t\tNotch ( 1 0 TrainBrakesControllerEmergencyStart )
+\t\t\t)
+\t\t)
+\t)
+\tTrainBrakesControllerMinPressureReduction ( 0.4BAR )
+\tMaxContinuousForce ( 36KN )
+)
+"""
+
 EL_SPEEDS = [0, 5, 10, 15, 20, 25, 30, 40, 50, 55.6]
 ELECTRIC = f"""Wagon ( EL_LOCO
 \tType ( Engine )
@@ -237,6 +271,7 @@ FREIGHT = """Wagon ( FREIGHT
 
 FILES = {
     "dmu/DMU_A.eng": DMU,
+    "dmu/notched/DMU_N.eng": DMU_NOTCHED,
     "electric/EL_LOCO.eng": ELECTRIC,
     "emu/EMU_M.eng": EMU_M,
     "emu/EMU_T.wag": EMU_T,
@@ -245,11 +280,17 @@ FILES = {
     "wagons/FREIGHT.wag": FREIGHT,
 }
 
+#: written as UTF-8 (no BOM, LF), as files edited by hand often are
+UTF8 = {"dmu/notched/DMU_N.eng"}
+
 
 def main() -> None:
     for name, body in FILES.items():
         path = HERE / name
         path.parent.mkdir(parents=True, exist_ok=True)
+        if name in UTF8:
+            path.write_text(HEADER + body, encoding="utf-8", newline="\n")
+            continue
         text = (HEADER + body).replace("\n", "\r\n")
         path.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
 

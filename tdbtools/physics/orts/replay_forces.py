@@ -22,6 +22,7 @@ from ...formats.stock import Stock
 from .airbrake import Handle
 from .auto_brakes import brake_plan
 from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
+from .controllers import brake_handle, lead_controllers, throttle_value
 from .run import _brake_train, _Unit
 
 __all__ = ["OrtsTrainForces"]
@@ -58,7 +59,15 @@ class _TrainBrakes:
 class OrtsTrainForces:
     """Traction and brakes of every train of a replay by the Open Rails profile."""
 
-    def __init__(self, stocks_per_train: Sequence[Sequence[Stock]], train_start: np.ndarray, inertia) -> None:  # noqa: ANN001
+    def __init__(
+        self,
+        stocks_per_train: Sequence[Sequence[Stock]],
+        train_start: np.ndarray,
+        inertia,  # noqa: ANN001
+        schedule: Sequence[bool] | None = None,
+    ) -> None:
+        """``schedule[k]``: train k is driven by a schedule of handle positions (its
+        throttle and brake go through the lead's cab controllers); default all."""
         self.start = [int(s) for s in train_start]
         self.units: list[list[tuple[int, _Unit]]] = []
         self.brakes: list[_TrainBrakes] = []
@@ -74,6 +83,17 @@ class OrtsTrainForces:
             self.brakes.append(_TrainBrakes(stocks))
         self.inertia = [float(m) for m in inertia]
         self.full_drop = [b.air.full_service_drop for b in self.brakes]
+        # the lead's cab controllers (docs/physics.md §7.10): what a schedule's handle
+        # positions give
+        # (a train an automatic driver drives, or holds: its brake fraction is a share of
+        # the full-service reduction, 1 = full service, as a driver holds a train)
+        none = (None, None, 0.0)
+        self.cab = [
+            lead_controllers(stocks) if handles else none
+            for stocks, handles in zip(
+                stocks_per_train, schedule if schedule is not None else [True] * len(stocks_per_train)
+            )
+        ]
         #: per train: the pipe reduction the automatic driver's handle stands at (psi)
         self.held = [0.0] * len(self.brakes)
         #: per train: the last step's brake deceleration (m/s², brakes alone)
@@ -105,7 +125,8 @@ class OrtsTrainForces:
             M = self.inertia[k]
             units = self.units[k]
             tb = self.brakes[k]
-            throttle = float(c.throttle)
+            throttle_spec, brake_spec, min_drop = self.cab[k]
+            throttle = throttle_value(throttle_spec, float(c.throttle))
             hold = 0.0
             if c.speed_target is not None:
                 need = M * (c.speed_target - vk) / dt - other
@@ -115,8 +136,9 @@ class OrtsTrainForces:
             if c.emergency:
                 handle = Handle("emergency")
             else:
-                # a schedule's brake: that share of the full-service reduction
-                reduction = float(c.brake) * self.full_drop[k]
+                # a schedule's brake: the handle at that position of the lead's controller
+                scheduled = brake_handle(brake_spec, float(c.brake), self.full_drop[k], min_drop)
+                reduction = scheduled.reduction if scheduled.position == "service" else 0.0
                 share = 0.0
                 full = tb.full(speed)
                 if c.deceleration > 0 and full > 0:
@@ -130,9 +152,11 @@ class OrtsTrainForces:
                     # when it needs less, and releases only to drive on.
                     reduction = max(reduction, self.held[k], tb.plan.reduction_for(share))
                     self.held[k] = reduction
-                elif c.speed_target is not None:
-                    self.held[k] = 0.0
-                handle = Handle("service", reduction) if reduction > 0 else Handle("release")
+                    handle = Handle("service", reduction)
+                else:
+                    if c.speed_target is not None:
+                        self.held[k] = 0.0
+                    handle = scheduled
             if c.speed_target is not None and tb.applied > BRAKES_ON and vk > MOVING:
                 # no traction against brakes still applied (or releasing) while running;
                 # to start, the driver opens the throttle as it releases (no rolling back)

@@ -20,19 +20,23 @@ from . import diesel, steam, traction
 from .adhesion import G, adhesion_limit
 from .airbrake import AirBrakeTrain, Handle
 from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
+from .controllers import brake_handle, lead_controllers, throttle_value
 
 __all__ = ["Command", "RunTrace", "run_train"]
 
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """From ``time`` on: the throttle (0–1), the brake handle and the dynamic-brake
-    setting (0–1); None keeps the previous value."""
+    """From ``time`` on: the throttle handle (0–1, through the lead's throttle
+    controller), the brake as a :class:`Handle` (``handle``) or as the train-brake handle's
+    position (``brake``, 0–1, through the lead's brake controller; docs/physics.md §7.10)
+    and the dynamic-brake setting (0–1); None keeps the previous value."""
 
     time: float
     throttle: float | None = None
     handle: Handle | None = None
     dynamic: float | None = None
+    brake: float | None = None
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,7 @@ def run_train(
     if any(s.orts is not None and s.orts.brakes.vacuum for s in stocks):
         notes.append("vacuum brakes are run with the air-brake law (the vacuum variant is not modelled)")
     cmds = sorted(commands, key=lambda c: c.time)
+    throttle_spec, brake_spec, min_drop = lead_controllers(stocks)
     throttle, handle, dyn = 0.0, Handle("release"), 0.0
     n = int(round(seconds / dt))
     cols = {k: np.zeros(n + 1) for k in ("t", "x", "v", "f", "b", "rpm", "bp", "c0", "c1")}
@@ -200,8 +205,10 @@ def run_train(
         t = i * dt
         while ci < len(cmds) and cmds[ci].time <= t + 1e-9:
             c = cmds[ci]
-            throttle = throttle if c.throttle is None else min(max(c.throttle, 0.0), 1.0)
+            throttle = throttle if c.throttle is None else throttle_value(throttle_spec, c.throttle)
             handle = handle if c.handle is None else c.handle
+            if c.brake is not None:
+                handle = brake_handle(brake_spec, c.brake, brakes.full_service_drop, min_drop)
             dyn = dyn if c.dynamic is None else c.dynamic
             ci += 1
         ft = sum(u.force(throttle, v, dt) for u in units)

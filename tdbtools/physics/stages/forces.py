@@ -195,7 +195,10 @@ class ForceStage:
             from ..orts.replay_forces import OrtsTrainForces
 
             self.orts = OrtsTrainForces(
-                [t.stocks for t in self.trains], layout.train_start, self.per_train.inertia
+                [t.stocks for t in self.trains],
+                layout.train_start,
+                self.per_train.inertia,
+                [t.spec.driver == "schedule" for t in self.trains],
             )
             for k, t in enumerate(self.trains):
                 if t.auto is not None:
