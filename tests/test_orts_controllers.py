@@ -120,3 +120,42 @@ def test_brake_handle_in_a_run(notched):
     b = notched.orts.brakes
     assert tr.bp_last[-1] == pytest.approx(notched.orts.loco_brakes.max_system_psi - red, abs=0.05)
     assert tr.cyl_first[-1] == pytest.approx(min(red * b.aux_cyl_volume_ratio, 1e9), rel=0.02)
+
+
+def test_a_file_written_as_real_british_files_are():
+    """diesel/LOCO_CC.eng: long tons, lbf, hp, inches, bar/s, Comment blocks after values,
+    Open Rails' ORTSCylinderSpringPressure and ORTSBrakePipeChargingRate tokens (reading a
+    real Class 47 file showed both were missed), a smooth throttle notch."""
+    s = read_stock(D / "diesel" / "LOCO_CC.eng")
+    o = s.orts
+    assert s.mass_kg == pytest.approx(110 * 1016.05, rel=1e-5)  # long tons
+    assert s.max_force_n == pytest.approx(55000 * 4.4482216)
+    assert s.driver_wheel_radius_m == pytest.approx(22.5 * 0.0254)
+    assert o.max_brake_shoe_force_n == pytest.approx(150000 * 4.4482216)
+    assert o.brakes.cylinder_spring_psi == 5.0
+    assert o.brakes.max_application_rate == pytest.approx(1.5 * BAR)
+    assert o.loco_brakes.pipe_charging_rate == pytest.approx(4.5 * BAR)
+    assert o.diesel_engines[0].max_power_w == pytest.approx(2500 * 745.6999, rel=1e-6)
+    # the smooth notch from 0.1: 50 % is 50 %; 5 % falls to notch 0 (not smooth): 0
+    assert throttle_value(o.throttle, 0.5) == 0.5 and throttle_value(o.throttle, 0.05) == 0.0
+
+
+def test_real_format_locomotive_brakes_to_the_closed_form():
+    """Full service at rest: the pipe falls 1.5 bar; the valve stops where reservoir and
+    cylinder meet (p·r/(1 + r) from the charged 5 bar) if that comes before reduction·r;
+    the shoe force × μ(0) × (p − spring)/(p_max − spring) holds the train."""
+    s = read_stock(D / "diesel" / "LOCO_CC.eng")
+    o = s.orts
+    lb, b = o.loco_brakes, o.brakes
+    tr = run_train([s], [Command(0.0, brake=1.0)], seconds=30.0)
+    r = b.aux_cyl_volume_ratio
+    p = min(lb.full_service_drop_psi * r, lb.max_system_psi * r / (1 + r))
+    assert tr.cyl_first[-1] == pytest.approx(p, rel=1e-3)
+    mu0 = 7.6 / 17.5 + 0.07
+    frac = (p - b.cylinder_spring_psi) / (b.max_cylinder_psi - b.cylinder_spring_psi)
+    assert tr.brake[-1] == pytest.approx(o.max_brake_shoe_force_n * mu0 * frac, rel=1e-3)
+    # full throttle from rest: the engine runs up, the speed rises, the force follows the
+    # curves at the apparent throttle and never exceeds the adhesion limit
+    run = run_train([s], [Command(0.0, throttle=1.0)], seconds=60.0)
+    assert run.rpm[-1] == pytest.approx(750.0, abs=1.0) and run.speed[-1] > run.speed[100] > 0
+    assert run.traction.max() <= 0.35 * s.mass_kg * 9.81

@@ -98,7 +98,7 @@ class AirBrakeSpec:
     max_application_rate: float = 0.9  # MaxApplicationRate
     max_aux_charging_rate: float = 1.684  # MaxAuxilaryChargingRate
     aux_cyl_volume_ratio: float = 2.5  # TripleValveRatio
-    cylinder_spring_psi: float = 0.0  # ORTSBrakeCylinderSpringPressure
+    cylinder_spring_psi: float = 0.0  # ORTSCylinderSpringPressure
 
     @property
     def vacuum(self) -> bool:
@@ -112,7 +112,7 @@ class LocoBrakeSpec:
 
     max_system_psi: float = 90.0  # TrainBrakesControllerMaxSystemPressure
     full_service_drop_psi: float = 26.0  # TrainBrakesControllerFullServicePressureDrop
-    pipe_charging_rate: float = 21.0  # BrakePipeChargingRate
+    pipe_charging_rate: float = 21.0  # (ORTS)BrakePipeChargingRate
     pipe_time_factor_s: float = 0.0015  # BrakePipeTimeFactor
     service_time_factor_s: float = 1.009  # BrakeServiceTimeFactor
     emergency_time_factor_s: float = 0.1  # BrakeEmergencyTimeFactor
@@ -282,12 +282,15 @@ _WAGON_BRAKE: dict[str, tuple[str, str]] = {
     "maxapplicationrate": ("max_application_rate", "pressure_rate"),
     "maxauxilarychargingrate": ("max_aux_charging_rate", "pressure_rate"),
     "triplevalveratio": ("aux_cyl_volume_ratio", ""),
+    # Open Rails' token (AirSinglePipe.Parse); the longer name was ours, still read
+    "ortscylinderspringpressure": ("cylinder_spring_psi", "pressure"),
     "ortsbrakecylinderspringpressure": ("cylinder_spring_psi", "pressure"),
 }
 _LOCO_BRAKE: dict[str, tuple[str, str]] = {
     "trainbrakescontrollermaxsystempressure": ("max_system_psi", "pressure"),
     "trainbrakescontrollerfullservicepressuredrop": ("full_service_drop_psi", "pressure"),
     "brakepipechargingrate": ("pipe_charging_rate", "pressure_rate"),
+    "ortsbrakepipechargingrate": ("pipe_charging_rate", "pressure_rate"),  # (real files: ORTS…)
     "brakepipetimefactor": ("pipe_time_factor_s", "time"),
     "brakeservicetimefactor": ("service_time_factor_s", "time"),
     "brakeemergencytimefactor": ("emergency_time_factor_s", "time"),

@@ -130,6 +130,67 @@ Engine ( DMU_N
 )
 """
 
+# A Co-Co diesel locomotive written the way real British files are (what reading real
+# Open Rails stock taught, docs/physics.md §7.8): imperial units (long tons "t-uk", lbf,
+# hp, inches, feet and inches), pressure rates in bar/s, Comment ( … ) blocks after values
+# on the same line, ORTSCylinderSpringPressure and ORTSBrakePipeChargingRate (Open Rails'
+# tokens), a throttle with a smooth notch from 0.1 to 1 directly in the Engine block's
+# EngineControllers, a diesel with a Comment inside, curves in N at m/s.
+LOCO_CC = f"""Wagon ( LOCO_CC
+\tType ( Engine )
+\tMass ( 110t-uk )
+\tSize ( 2.8m 3.9m 19.4m )
+\tORTSLengthBogieCentre ( 37ft 0in )
+\tORTSBearingType ( Roller )
+\tORTSDavis_A ( 900 )
+\tORTSDavis_B ( 40 )
+\tORTSDavis_C ( 3.4 )
+\tBrakeSystemType ( Air_single_pipe )
+\tORTSMaxBrakeShoeForce ( 150000lbf )
+\tORTSBrakeShoeType ( Cast_Iron_P6 )
+\tBrakeCylinderPressureForMaxBrakeBrakeForce ( 70psi )
+\tORTSCylinderSpringPressure ( 5.0psi )
+\tMaxApplicationRate ( 1.5bar/s ) Comment ( a locomotive's quick application )
+\tMaxReleaseRate ( 0.5bar/s )
+\tMaxAuxilaryChargingRate ( 0.4bar/s )
+\tTripleValveRatio ( 2.5 )
+)
+Engine ( LOCO_CC
+\tType ( Diesel )
+\tName ( "Test Co-Co diesel" )
+\tWheelRadius ( 22.5in )
+\tORTSNumberDriveAxles ( 6 )
+\tORTSDriveWheelWeight ( 110t-uk )
+\tMaxForce ( 55000lbf )
+\tMaxVelocity ( 90mph )
+\tORTSBrakePipeChargingRate ( 4.5bar/s )
+\tTrainBrakesControllerMaxSystemPressure ( 5.0bar )
+\tTrainBrakesControllerFullServicePressureDrop ( 1.5bar )
+\tEngineControllers (
+\t\tThrottle ( 0 1 0.0125 0
+\t\t\tNumNotches ( 3
+\t\t\t\tNotch( 0.0  0 Dummy )
+\t\t\t\tNotch( 0.1  1 Dummy )
+\t\t\t\tNotch( 1.0  0 Dummy ) ) )
+\t)
+{curves("ORTSMaxTractiveForceCurves", 245.0, 1400.0, [0, 2, 4, 6, 8, 10, 15, 20, 30, 40, 45])}
+\tORTSDieselEngines ( 1
+\t\tDiesel (
+\t\t\tIdleRPM ( 325 )
+\t\t\tMaxRPM ( 750 )
+\t\t\tChangeUpRPMpS ( 50 )
+\t\t\tChangeDownRPMpS ( 40 )
+\t\t\tRateOfChangeUpRPMpSS ( 10 )
+\t\t\tRateOfChangeDownRPMpSS ( 10 )
+\t\t\tMaximalPower ( 2500hp )
+\t\t\tIdleExhaust ( 4 ) Comment ( 4-stroke = rpm / 80 )
+\t\t\tDieselPowerTab ( 0 0 325 100000 450 550000 600 1200000 750 1864250 )
+\t\t\tThrottleRPMTab ( 0 325 10 330 40 450 100 750 )
+\t\t)
+\t)
+)
+"""
+
 EL_SPEEDS = [0, 5, 10, 15, 20, 25, 30, 40, 50, 55.6]
 ELECTRIC = f"""Wagon ( EL_LOCO
 \tType ( Engine )
@@ -272,6 +333,7 @@ FREIGHT = """Wagon ( FREIGHT
 FILES = {
     "dmu/DMU_A.eng": DMU,
     "dmu/notched/DMU_N.eng": DMU_NOTCHED,
+    "diesel/LOCO_CC.eng": LOCO_CC,
     "electric/EL_LOCO.eng": ELECTRIC,
     "emu/EMU_M.eng": EMU_M,
     "emu/EMU_T.wag": EMU_T,
