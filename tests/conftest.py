@@ -48,6 +48,22 @@ def pytest_configure(config: pytest.Config) -> None:
     global _PRIVATE_CACHE
     _PRIVATE_CACHE = tempfile.mkdtemp(prefix="tdbtools-test-cache-")
     os.environ["TDBTOOLS_CACHE_DIR"] = os.path.join(_PRIVATE_CACHE, "tdbtools")
+    config.addinivalue_line(
+        "markers", "by_stock: the replay's profile is chosen by the stock (the default outside the tests)"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _engineers_profile_unless_by_stock(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The suite's replays were written for the engineers' laws, and the sample's stock
+    comes from .eng/.wag files, whose default is Open Rails' profile: pin the engineers'
+    (TDBTOOLS_PHYSICS) but in the tests marked ``by_stock`` (docs/physics.md §7)."""
+    if request.node.get_closest_marker("by_stock") is None:
+        monkeypatch.setenv("TDBTOOLS_PHYSICS", "engineering")
+    else:
+        monkeypatch.delenv("TDBTOOLS_PHYSICS", raising=False)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

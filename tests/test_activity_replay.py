@@ -122,6 +122,7 @@ def test_sample_activity_runs_to_schedule(sample_copy, tmp_path):
     assert np.all(tr["clock"] >= H)
 
 
+@pytest.mark.by_stock
 def test_sample_activity_with_open_rails_physics(sample_copy):
     """The default for the sample's .eng/.wag stock: Open Rails' laws. Its brakes lag
     (AirSinglePipe defaults: ~35 s) and release slowly, so the trains run later than

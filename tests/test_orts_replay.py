@@ -11,6 +11,7 @@ from tdbtools.physics.replay import Replay
 from tdbtools.physics.scenario import ScenarioError, read_scenario, scenario_from_text, with_settings
 
 
+@pytest.mark.by_stock
 def test_scenario_key():
     text = 'route = "x"\nphysics = "openrails"\n[[train]]\nconsist = "c"\npath = "p"\n'
     sc = scenario_from_text(text)
@@ -31,6 +32,7 @@ def test_scenario_key():
     assert with_settings(base, physics="engineering").profile(False) == ("engineering", True)
 
 
+@pytest.mark.by_stock
 def test_the_sample_defaults_to_open_rails_and_stand_ins_to_engineering():
     rep = Replay(with_settings(read_scenario(bundled_scenario()), duration=1))
     assert rep.scenario.physics == "openrails" and rep.forces.orts is not None
@@ -39,6 +41,7 @@ def test_the_sample_defaults_to_open_rails_and_stand_ins_to_engineering():
     assert eng.forces.orts is None and float(eng.model.rotating_mass.max()) > 1.0
 
 
+@pytest.mark.by_stock
 def test_stand_in_stock_brings_the_engineers_laws(tmp_path):
     from tdbtools.cli import bundled_sample_route
 
@@ -164,23 +167,6 @@ def test_automatic_driver_stops_at_the_end_with_open_rails_brakes():
     assert "derailment" not in summary["events"]
 
 
-def test_lapping_keeps_brakes_that_are_still_wanted():
-    from tdbtools.physics.driver import AutoDriver
-
-    d = AutoDriver([0.0], [30.0], None, max_speed=None, deceleration=0.5)
-    d.lap_brakes, d.brake_delay, d._held, d._applied = True, 0.0, 0.5, 0.5
-    d.ARRIVED_WITHIN = 5.0
-    # 20 m/s, 0.5 m/s²: 400 m to stop; a stop 402 m ahead still wants them
-    assert d._keep_applied([(30.0, 0.0), (0.0, 402.0)], 20.0)
-    # 410 m ahead: they would stop the train 10 m short (more than ARRIVED_WITHIN, 5 m)
-    assert not d._keep_applied([(30.0, 0.0), (0.0, 410.0)], 20.0)
-    # still building up (applied 0.25 → held 0.5 at 0.05 m/s³): the lag counts too
-    d._applied, d.brake_delay, d.brake_level = 0.25, 5.0, 0.5
-    lag = 0.25**2 / (2 * 0.5 * 0.05)
-    assert d._keep_applied([(0.0, 400.0 + 20.0 * lag - 1.0)], 20.0)
-    assert not d._keep_applied([(0.0, 400.0 + 20.0 * lag + d.ARRIVED_WITHIN + 1.0)], 20.0)
-
-
 def test_brake_plan_lag_is_half_the_linear_build_up():
     """One car, a full-service reduction Δ: its cylinder rises at MaxApplicationRate to
     min(Δ·ratio, the cylinder of the full force), a ramp: the lag is half its time (plus
@@ -229,3 +215,17 @@ def test_compiled_pipe_gives_the_python_numbers():
         assert np.array_equal(a.bp, b.bp) and np.array_equal(a.cyl, b.cyl)
         peak = max(peak, float(b.cyl.max()))
     assert peak > 20.0 and float(b.cyl.max()) < peak  # applied, then releasing
+
+
+def test_traction_pulls_forward_when_rolling_back():
+    """A train rolling back (brakes released on a rising grade) with the driver asking
+    for a speed ahead: the traction pulls forward, against the motion (it once pushed
+    along the motion, and a train ran off backwards)."""
+    from tdbtools.physics.driver import Controls
+
+    _, f, _ = _orts_forces()
+    v = np.full(2, -0.4)
+    z = np.zeros(2)
+    for _ in range(50):  # the engines run up
+        trac, *_ = f.forces([Controls(speed_target=5.0)], v, z, z, 0.1)
+    assert trac[0] > 0.0 and trac[1] == 0.0

@@ -76,7 +76,11 @@ M = [
         "ft = sum(u.force(throttle, v, dt) for u in units)",
         "ft = sum(u.force(throttle, v, dt) for u in units[:1])",
     ),
-    ("tdbtools/physics/orts/run.py", "return min(f, float(adhesion_limit(self.drive_mass, v)))", "return f"),
+    (
+        "tdbtools/physics/orts/run.py",
+        "self.derate.step(f, self.average, dt)\n        return min(f, float(adhesion_limit(self.drive_mass, v)))",
+        "self.derate.step(f, self.average, dt)\n        return f",
+    ),
     ("tdbtools/physics/compare.py", "err = sa - sb", "err = sb - sa"),
     (
         "tdbtools/physics/compare.py",
@@ -91,16 +95,21 @@ M = [
         '"brakecylinderpressureformaxbrakebrakeforce": ("max_cylinder_psi", "")',
     ),
     (
-        "tdbtools/physics/orts/replay_forces.py",
-        'Handle("service", frac * self.full_drop[k])',
-        'Handle("service", frac * self.full_drop[k] * 0.5)',
+        "tdbtools/physics/orts/controllers.py",
+        'return Handle("service", full_drop * v) if v > 0 else Handle("release")',
+        'return Handle("service", full_drop * v * 0.5) if v > 0 else Handle("release")',
     ),
     ("tdbtools/physics/orts/replay_forces.py", "(1.0 if need > 0 else 0.0)", "0.0"),
     ("tdbtools/physics/orts/replay_forces.py", "hold = max(-need, 0.0)", "hold = 0.0"),
     (
         "tdbtools/physics/orts/replay_forces.py",
+        "trac[i] = u.force(throttle, speed, dt)",
+        "trac[i] = u.force(1.0, speed, dt)",
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "trac[i] = u.force(throttle, speed, dt)",
         "trac[i] = fwd * u.force(throttle, speed, dt)",
-        "trac[i] = fwd * u.force(1.0, speed, dt)",
     ),
 ]
 M += [
@@ -133,11 +142,11 @@ M += [
         "r = float(np.sum(w * p * self.ratio) / np.sum(w))",
     ),
     (
-        "tdbtools/physics/driver.py",
-        "v * lag + (v * v - vk * vk) / (2.0 * a) >= d - self.ARRIVED_WITHIN",
-        "(v * v - vk * vk) / (2.0 * a) >= d - self.ARRIVED_WITHIN",
+        "tdbtools/physics/orts/replay_forces.py",
+        "reduction = max(reduction, self.held[k], tb.plan.reduction_for(share))",
+        "reduction = max(reduction, tb.plan.reduction_for(share))",
     ),
-    ("tdbtools/physics/stages/setup.py", "d.lap_brakes = True", "d.lap_brakes = False"),
+    ("tdbtools/physics/driver.py", "self._applied = self.brakes_now()", "pass"),
     ("tdbtools/physics/stages/setup.py", "d.brake_delay = plan.lag_s", "d.brake_delay = 0.1 * plan.lag_s"),
     # real files' tokens
     ("tdbtools/formats/stock_orts.py", '"ortscylinderspringpressure": (', '"ortscylinderspringpressurex": ('),

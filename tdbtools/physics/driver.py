@@ -153,20 +153,12 @@ class AutoDriver:
         self.brakes_at: Callable[[float], tuple[float, float]] | None = None
         #: What the brakes give now, as far as the driver can tell (m/s²).
         self._applied = 0.0
-        #: Brakes that release fully as soon as they are eased (Open Rails' AirSinglePipe
-        #: triple valve): under the braking curve the driver keeps the application
-        #: (laps the handle) while the brakes as the handle has them would not stop it
-        #: more than :attr:`ARRIVED_WITHIN` short of the target, instead of easing them.
-        self.lap_brakes = False
         #: Releasing is this many times slower than building up (as the driver models it).
         self.release_over_build = RELEASE_OVER_BUILD_UP
         #: What the brakes give now (m/s²) as the replay measures it, read at each call
         #: in place of the driver's own estimate (the Open Rails profile sets it: its
         #: brakes lag through the pipe and valves in a way a ramp does not follow).
         self.brakes_now: Callable[[], float] | None = None
-        #: Lapping: the most the driver has asked since it last released (m/s²), what
-        #: the brakes build up to while the handle is lapped.
-        self._held = 0.0
         self.finished = False
         #: The train's name in the events below (the replay sets it).
         self.train = ""
@@ -262,19 +254,6 @@ class AutoDriver:
         step = asked - self._applied
         self._applied += min(max(step, -dt * rate / self.release_over_build), dt * rate)
 
-    def _keep_applied(self, cons: list[tuple[float, float]], v: float) -> bool:
-        """Lapping: whether the brakes as the handle has them (building up from
-        :attr:`_applied` to :attr:`_held` at the driver's build-up rate) are still wanted
-        for a lower target ahead, i.e. would not bring the train down to it more than
-        :attr:`ARRIVED_WITHIN` before it."""
-        a = max(self._held, self._applied)
-        short = a - self._applied
-        lag = short * short / (2.0 * a * self._build_rate()) if self.brake_delay > 0.0 else 0.0
-        for vk, d in cons:
-            if d > 0.0 and vk < v and v * lag + (v * v - vk * vk) / (2.0 * a) >= d - self.ARRIVED_WITHIN:
-                return True
-        return False
-
     def __call__(self, st: DriveState) -> Controls:
         v = st.speed
         if self.brakes_at is not None:
@@ -341,20 +320,14 @@ class AutoDriver:
             room = d - max(v, 0.0) * delay
             need = (v * v - vk * vk) / (2.0 * room) if room > 1e-3 else 3.0 * decel
             asked = min(need, 3.0 * decel)
-            self._held = max(self._held, asked)
             self._follow_brakes(asked, dt)
             # Far over the curve (a target appeared late, e.g. a signal): emergency.
             return Controls(deceleration=asked, emergency=d > 1e-3 and need > EMERGENCY_OVER * decel)
         if v > best + 1e-6:
             # Over the limit that holds now (a lower one has reached the train).
             asked = min((v - best) / max(dt, 1e-3), 3.0 * decel)
-            self._held = max(self._held, asked)
             self._follow_brakes(asked, dt)
             return Controls(deceleration=asked)
-        if self.lap_brakes and self._held > 0.0 and self._keep_applied(cons, v):
-            self._follow_brakes(self._held, dt)
-            return Controls(deceleration=self._held)
-        self._held = 0.0
         # _follow_brakes(0.0, dt), inlined
         if bd <= 0.0:
             self._applied = 0.0

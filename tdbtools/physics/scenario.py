@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -189,13 +190,24 @@ class Scenario:
         Rails' when every car comes from its .eng/.wag file and the engineers' with
         stand-ins (their values are the engineers' estimates, not a file's); the factors
         given, else the profile's (Open Rails' diesel and electric models have none)."""
-        physics = self.physics or ("engineering" if stand_ins else "openrails")
+        physics = self.physics or default_physics() or ("engineering" if stand_ins else "openrails")
         rotating = self.rotating_mass if self.rotating_mass is not None else physics == "engineering"
         return physics, rotating
 
 
 #: The physics profiles a scenario may choose (docs/physics.md §7).
 PHYSICS_PROFILES = ("engineering", "openrails")
+#: The environment variable that sets the profile of replays that choose none, instead
+#: of the choice by the stock (the test suite sets it to the engineers' profile for the
+#: tests written for its laws; docs/physics.md §7).
+PHYSICS_ENV = "TDBTOOLS_PHYSICS"
+
+
+def default_physics() -> str | None:
+    """The profile ``TDBTOOLS_PHYSICS`` names (None: unset or not a profile)."""
+    value = os.environ.get(PHYSICS_ENV, "").strip().lower()
+    return value if value in PHYSICS_PROFILES else None
+
 
 _TOP = {
     "route",

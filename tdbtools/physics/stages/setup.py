@@ -272,7 +272,6 @@ def _plan_orts_brakes(t: Train, d: AutoDriver) -> None:
         return min(planned, ORTS_PLAN_SHARE * full), full
 
     d.brakes_at = brakes_at
-    d.lap_brakes = True
     d.ARRIVED_WITHIN = ORTS_ARRIVED_WITHIN
     d.release_over_build = plan.release_over_build
 
