@@ -278,13 +278,15 @@ def test_scenario_defaults_and_orders():
         base=Path("/base"),
     )
     assert sc.route == Path("/base/r/ROUTE").resolve()
+    # rotating_mass None: the profile's default (Scenario.profile: the engineers' has it)
     assert (sc.duration, sc.stand_in, sc.rotating_mass, sc.adhesion, sc.source) == (
         3600.0,
         False,
-        True,
+        None,
         "dry",
         "s.toml",
     )
+    assert sc.profile(True) == ("engineering", True)
     assert sc.collision_check_interval == 0.8  # max(0.5, step)
     assert [(e.at, e.junction, e.route) for e in sc.events] == [(2.0, 5, 0), (9.0, 4, 1)]
     t = sc.trains[0]
