@@ -48,6 +48,8 @@ def pytest_configure(config: pytest.Config) -> None:
     global _PRIVATE_CACHE
     _PRIVATE_CACHE = tempfile.mkdtemp(prefix="tdbtools-test-cache-")
     os.environ["TDBTOOLS_CACHE_DIR"] = os.path.join(_PRIVATE_CACHE, "tdbtools")
+    # (process-wide: module- and session-scoped fixtures replay before any test's own)
+    os.environ["TDBTOOLS_PHYSICS"] = "engineering"
     config.addinivalue_line(
         "markers", "by_stock: the replay's profile is chosen by the stock (the default outside the tests)"
     )
@@ -60,9 +62,7 @@ def _engineers_profile_unless_by_stock(
     """The suite's replays were written for the engineers' laws, and the sample's stock
     comes from .eng/.wag files, whose default is Open Rails' profile: pin the engineers'
     (TDBTOOLS_PHYSICS) but in the tests marked ``by_stock`` (docs/physics.md §7)."""
-    if request.node.get_closest_marker("by_stock") is None:
-        monkeypatch.setenv("TDBTOOLS_PHYSICS", "engineering")
-    else:
+    if request.node.get_closest_marker("by_stock") is not None:
         monkeypatch.delenv("TDBTOOLS_PHYSICS", raising=False)
 
 
