@@ -8,6 +8,7 @@ import pytest
 from engine_scenarios import GOLDEN, SCENARIOS, trace
 
 import tdbtools.physics.engine as engine_mod
+import tdbtools.physics.engine_groups as engine_groups
 import tdbtools.physics.joints as joints_mod
 
 
@@ -42,7 +43,7 @@ def test_traces_match_the_golden_engine(name, engine_path):
 @pytest.mark.parametrize("name", ["train_21", "shunting", "many_trains"])
 def test_scalar_and_numpy_paths_give_the_same_traces(name, small, monkeypatch):
     monkeypatch.setattr(engine_mod, "COMPILED_MIN_CARS", 10**9)
-    monkeypatch.setattr(engine_mod, "_SMALL", small)
+    monkeypatch.setattr(engine_groups, "SMALL", small)
     _check(name)
 
 
