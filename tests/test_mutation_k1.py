@@ -394,20 +394,20 @@ def test_main_line_pieces_are_the_sections_walked():
     j = 420.0
     sec = [80.0, 60.0, 60.0, 250.0, 43.633232, 120.0, 40.0, 250.0, 250.0]
     bounds = [0.0, 420.0 - 337.266463, 420.0 - 250.0, j] + list(j + np.cumsum(sec))
-    assert line.piece_s1[-1] == line.length == pytest.approx(j + 1153.633232, abs=1e-5)
-    assert np.array_equal(line.piece_s0[1:], line.piece_s1[:-1])
-    assert line.piece_s0[0] == 0.0
-    edges = np.concatenate([line.piece_s0, line.piece_s1[-1:]])
+    assert line.pieces.s1[-1] == line.length == pytest.approx(j + 1153.633232, abs=1e-5)
+    assert np.array_equal(line.pieces.s0[1:], line.pieces.s1[:-1])
+    assert line.pieces.s0[0] == 0.0
+    edges = np.concatenate([line.pieces.s0, line.pieces.s1[-1:]])
     # the last 250 m section of V_main crosses a tile boundary: walked as two pieces
     assert np.allclose(np.delete(edges, -2), bounds, atol=1e-5)
-    assert line.piece_row.tolist() == list(range(2, -1, -1)) + list(range(3, 12)) + [11]
-    assert line.piece_dir.tolist() == [0, 0, 0] + [1] * 10
-    assert line.piece_soff0[:4] == pytest.approx([420.0 - 337.266463, 87.266463, 250.0, 0.0], abs=1e-5)
-    assert line.piece_soff0[-1] == pytest.approx(line.piece_s0[-1] - line.piece_s0[-2], abs=1e-9)
+    assert line.pieces.row.tolist() == list(range(2, -1, -1)) + list(range(3, 12)) + [11]
+    assert line.pieces.dir.tolist() == [0, 0, 0] + [1] * 10
+    assert line.pieces.soff0[:4] == pytest.approx([420.0 - 337.266463, 87.266463, 250.0, 0.0], abs=1e-5)
+    assert line.pieces.soff0[-1] == pytest.approx(line.pieces.s0[-1] - line.pieces.s0[-2], abs=1e-9)
     tan4, tan5 = math.tan(0.004), math.tan(0.005)
-    assert line.piece_grade == pytest.approx([tan4, tan4, 0, 0, 0, 0, tan5, tan5, 0, 0, 0, 0, 0], abs=1e-6)
+    assert line.pieces.grade == pytest.approx([tan4, tan4, 0, 0, 0, 0, tan5, tan5, 0, 0, 0, 0, 0], abs=1e-6)
     # R500 +10° walked backward turns left; V_main: R1200 left, R500 left, R1500 right
-    assert line.piece_curvature == pytest.approx(
+    assert line.pieces.curvature == pytest.approx(
         [0, -1 / 500, 0, 0, 0, -1 / 1200, 0, -1 / 500, 1 / 1500, 0, 0, 0, 0], abs=1e-6
     )
     assert (line.seg_node.tolist(), line.seg_dir.tolist()) == ([V_A, V_MAIN], [0, 1])
@@ -437,8 +437,8 @@ def test_lines_the_other_way_and_into_the_siding():
     (jn,) = ew.junctions
     assert (jn.node, jn.route, jn.facing) == (J1, 0, False)
     assert jn.s == pytest.approx(1130.0, abs=1e-5)
-    assert ew.piece_dir.tolist() == [0] * 9 + [1] * 5
-    assert ew.piece_grade[ew.piece_grade != 0] == pytest.approx(
+    assert ew.pieces.dir.tolist() == [0] * 9 + [1] * 5
+    assert ew.pieces.grade[ew.pieces.grade != 0] == pytest.approx(
         [-math.tan(0.005)] * 2 + [-math.tan(0.004)] * 3, abs=1e-6
     )
     assert ew.limit_s.tolist() == [0.0] and ew.post_s.size == 0 and ew.post_kind == ()
@@ -576,9 +576,13 @@ def test_synthetic_line_columns():
         [0.0],
         [95.0],
     )
-    assert line.seg_off0.tolist() == [0.0] and line.piece_soff0.tolist() == [0.0]
-    assert (line.piece_s0.tolist(), line.piece_s1.tolist(), line.piece_dir.tolist()) == ([0.0], [95.0], [1])
-    assert line.piece_grade.tolist() == [g] and line.piece_curvature.tolist() == [0.002]
+    assert line.seg_off0.tolist() == [0.0] and line.pieces.soff0.tolist() == [0.0]
+    assert (line.pieces.s0.tolist(), line.pieces.s1.tolist(), line.pieces.dir.tolist()) == (
+        [0.0],
+        [95.0],
+        [1],
+    )
+    assert line.pieces.grade.tolist() == [g] and line.pieces.curvature.tolist() == [0.002]
     assert line.junctions == [] and line.junction_s.size == 0
     assert line.heading_at([30.0]).tolist() == [0.0]
     assert line.node_offset([30.0])[1].tolist() == [30.0]

@@ -84,15 +84,15 @@ def test_exact_positions_in_the_last_section_of_a_line():
     from test_mutation_k1 import _line, _route
 
     main = _line()
-    k = int(np.nonzero(main.piece_curvature)[0][0])  # the first curve, after a straight
-    s0 = float(main.piece_s0[k]) - 50.0
+    k = int(np.nonzero(main.pieces.curvature)[0][0])  # the first curve, after a straight
+    s0 = float(main.pieces.s0[k]) - 50.0
     loc = main.location(s0)
-    half = 0.5 * float(main.piece_s1[k] - main.piece_s0[k])
+    half = 0.5 * float(main.pieces.s1[k] - main.pieces.s0[k])
     sub = TrackLine.from_point(
         _route(), loc.tile_x, loc.tile_z, loc.x, loc.z, backward=True, length=50.0 + half
     )
-    assert len(sub.piece_s1) == 2 and sub.piece_curvature[0] == 0.0
-    assert sub.curvature_at(sub.length - 1.0) == main.piece_curvature[k] != 0.0
+    assert len(sub.pieces.s1) == 2 and sub.pieces.curvature[0] == 0.0
+    assert sub.curvature_at(sub.length - 1.0) == main.pieces.curvature[k] != 0.0
     ex, want = sub.at([sub.length], exact=True), main.at([s0 + sub.length], exact=True)
     for col in ("X", "Z", "heading"):
         assert ex[col] == pytest.approx(want[col], abs=1e-6)

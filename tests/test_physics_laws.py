@@ -226,11 +226,11 @@ def test_the_planners_piece_lookup_is_the_lines():
     from tdbtools.physics.trackline import TrackLine
 
     line = TrackLine.from_path(load_route(SAMPLE_ROUTE, cache=False), SAMPLE_ROUTE / "PATHS" / "MainEW.pat")
-    s1 = line.piece_s1.tolist()
-    assert len(s1) > 5 and len(set(line.piece_grade.tolist())) > 1
+    s1 = line.pieces.s1.tolist()
+    assert len(s1) > 5 and len(set(line.pieces.grade.tolist())) > 1
     rng = np.random.default_rng(4)
     L = line.length
     for s in [0.0, *s1, *(np.array(s1) + 1e-9).tolist(), L, L + 50.0, *rng.uniform(0.0, L, 200)]:
         k = min(bisect.bisect_left(s1, s), len(s1) - 1)
-        assert line.piece_grade[k] == line.grade_at(np.array([s]))[0], s
-        assert line.piece_curvature[k] == line.curvature_at(np.array([s]))[0], s
+        assert line.pieces.grade[k] == line.grade_at(np.array([s]))[0], s
+        assert line.pieces.curvature[k] == line.curvature_at(np.array([s]))[0], s

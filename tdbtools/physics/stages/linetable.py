@@ -27,8 +27,8 @@ class LineTable:
             Y.append(ln.y)
             X.append(ln.X)
             Z.append(ln.Z)
-            P1.append(ln.piece_s1 + base)
-            PC.append(ln.piece_curvature)
+            P1.append(ln.pieces.s1 + base)
+            PC.append(ln.pieces.curvature)
             base += ln.length + self.GAP
         self.S, self.Y, self.X, self.Z = (np.concatenate(a) for a in (S, Y, X, Z))
         self.P1, self.PC = np.concatenate(P1), np.concatenate(PC)
