@@ -423,7 +423,11 @@ class DriverBatch:
         departs: Sequence[Any],
         signals: Sequence[Any],
         creep: float,
+        *,
+        compiled: bool = True,
     ) -> None:
+        # the compiled core when numba is there (the replay's choice: kernels.replay_compiled)
+        self.compiled = compiled
         self.n = len(autos)
         rows = [k for k, d in enumerate(autos) if d is not None and len(d.limit_s) > 0]
         self.rows = np.array(rows, dtype=np.int64)
@@ -606,7 +610,7 @@ class DriverBatch:
         first = counts[:m]
         base = self.base
         vk, d, valid = sig.vk, sig.d, sig.valid
-        core = _CORE()
+        core = _CORE() if self.compiled else None
         if core is not None:
             # the same operations train by train, compiled (tdbtools.physics._driver_kernel)
             best, asked, emergency = np.empty(m), np.empty(m), np.empty(m, dtype=bool)

@@ -20,7 +20,7 @@ from ...formats.consist import Consist, read_consist, resolve_stock
 from ...formats.route import Route
 from ...formats.stock import Stock
 from ...track.paths import resolve_path
-from .. import forces
+from .. import forces, kernels
 from ..driver import AutoDriver, Controls, DriveState, ScheduleDriver, Stop
 from ..engine import Bodies, Engine
 from ..reversal import reverse_consist
@@ -416,6 +416,9 @@ class Layout:
     fbrb: np.ndarray
     fb: np.ndarray
     rb: np.ndarray
+    # the replay's choice of code (kernels.replay_compiled): the kernels, or the numpy
+    # reference they stand for (the same numbers)
+    compiled: bool
 
     def bogies_at(self, x: np.ndarray) -> None:
         """Move every car's bogies to follow its front at ``x`` (docs/physics.md §5)."""
@@ -501,10 +504,12 @@ def build(
         np.concatenate(coupled),
         np.concatenate(slack),
     )
-    engine = Engine(bodies, np.concatenate(x), np.concatenate(v))
+    # compiled kernels or the numpy reference, once for the whole replay
+    compiled = kernels.replay_compiled(len(inertial), scenario.duration / scenario.step)
+    engine = Engine(bodies, np.concatenate(x), np.concatenate(v), compiled=compiled)
     # Per-car views of the lines, for vectorised lookups and track-end checks.
     distinct = list({id(t.line): t.line for t in trains}.values())
-    table = LineTable(distinct)
+    table = LineTable(distinct, compiled=compiled)
     index = {id(ln): k for k, ln in enumerate(distinct)}
     counts = [t.cars.stop - t.cars.start for t in trains]
     car_line_len = np.repeat([t.line.length for t in trains], counts)
@@ -535,6 +540,7 @@ def build(
         fbrb=fbrb,
         fb=fbrb[:, 0],
         rb=fbrb[:, 1],
+        compiled=compiled,
     )
     lay.bogies_at(np.asarray(engine.x))
     for t in trains:
