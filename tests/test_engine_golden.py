@@ -25,17 +25,10 @@ def _check(name: str) -> None:
             )
 
 
-@pytest.fixture(params=["python", "compiled"])
-def engine_path(request, monkeypatch):
-    """Every engine of the test on the Python/numpy code or on the compiled kernel."""
-    if request.param == "compiled":
-        pytest.importorskip("numba", reason="the compiled engine needs numba (tdbtools[fast])")
-    monkeypatch.setattr(engine_mod, "COMPILED_MIN_CARS", 0 if request.param == "compiled" else 10**9)
-    return request.param
-
-
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_traces_match_the_golden_engine(name, engine_path):
+def test_traces_match_the_golden_engine(name, implementation):
+    """On the compiled kernel and on the Python/numpy code (the ``implementation``
+    fixture: the TDBTOOLS_PURE_PYTHON switch), the same traces bit for bit."""
     _check(name)
 
 
