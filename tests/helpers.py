@@ -49,6 +49,20 @@ NO_PYVISTA = "pyvista is not installed (pip install 'tdbtools[render]')"
 needs_pyvista = pytest.mark.skipif(not HAVE_PYVISTA, reason=NO_PYVISTA)
 
 
+def _reference_only() -> bool:
+    from tdbtools.physics import kernels
+
+    return kernels.pure_python_requested()
+
+
+#: Marks a test that compares the compiled kernels with their reference or looks inside
+#: them: skipped when the whole run is on the reference code (TDBTOOLS_PURE_PYTHON, the
+#: CI's reference run), where there is no kernel to compare.
+needs_kernels = pytest.mark.skipif(
+    _reference_only(), reason="the whole run is on the reference code (TDBTOOLS_PURE_PYTHON)"
+)
+
+
 def dk24_available() -> bool:
     return (DK24_ROUTE / "DK24.tdb").is_file()
 
