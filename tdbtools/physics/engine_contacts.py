@@ -11,7 +11,7 @@ is resolved on Python floats (:func:`impulse_small`), a long one with numpy
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -20,8 +20,9 @@ from tdbtools.physics.engine_bodies import Event
 from tdbtools.physics.engine_groups import joint_types
 from tdbtools.physics.joints import _EQ, _GE, _LE, EPS_V, _solve_chain
 
-if TYPE_CHECKING:
-    from tdbtools.physics.engine import Engine
+#: The Engine of tdbtools.physics.engine, whose state these functions read and write (not
+#: imported: that module imports this one).
+Engine = Any
 
 __all__ = ["impulses"]
 

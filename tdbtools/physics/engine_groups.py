@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from tdbtools.physics.engine_bodies import V_REST
 from tdbtools.physics.joints import _EQ, _GE, _LE, EPS_V, _solve_chain, _solve_static
 
-if TYPE_CHECKING:
-    from tdbtools.physics.engine import Engine
+#: The Engine of tdbtools.physics.engine, whose state these functions read and write (not
+#: imported: that module imports this one).
+Engine = Any
 
 __all__ = ["SMALL", "joint_types", "regroup"]
 

@@ -10,7 +10,7 @@ stopping times are the vectorised ones element by element, so both give the same
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -18,8 +18,9 @@ from tdbtools.physics.engine_bodies import SNAP_GAP, T_TOL, Event
 from tdbtools.physics.interaction import clash_time, clash_times_ab, stopping_time
 from tdbtools.physics.joints import _stop_times, _touch_time, _touch_times
 
-if TYPE_CHECKING:
-    from tdbtools.physics.engine import Engine
+#: The Engine of tdbtools.physics.engine, whose state these functions read and write (not
+#: imported: that module imports this one).
+Engine = Any
 
 __all__ = ["advance", "apply", "next_event"]
 
