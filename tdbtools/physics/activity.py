@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TdbToolsError
+from ..errors import SourceError, TdbToolsError
 from ..formats.activity import (
     ActivityFile,
     ServiceFile,
@@ -489,7 +489,8 @@ class ActivityPolicy(ReplayPolicy):
         self.index: dict[str, int] = {}
         self.stuck: set[str] = set()
         self.on_off: dict[str, tuple[float, float]] = {}
-        self._warnings: list[tuple[str, str]] = []  # (train, message) of placing the stops
+        # (train, message): placing the stops, waiting-point orders not carried out
+        self._warnings: list[tuple[str, str]] = [(sp.service, n) for sp in self.parts for n in sp.notes]
         self.rp: Replay | None = None
         self.dispatcher = Dispatcher(self)
         self._next_dispatch = 0.0
@@ -575,9 +576,10 @@ class ActivityPolicy(ReplayPolicy):
             isinstance(default, SignalDriver),
         )
         d.turns = not sp.last
-        for s_at, wait in sp.waits:
+        auto.clock0 = self.t0  # (waiting points until a clock time)
+        for s_at, wait, until in sp.waits:
             if s_at > train.front0 + AutoDriver.ARRIVED_WITHIN:
-                auto.stops.append(DriverStop(s_at, wait, "waiting point"))
+                auto.stops.append(DriverStop(s_at, wait, "waiting point", until=until))
         auto.stops.sort(key=lambda p: p.s)
         return d
 
@@ -786,6 +788,8 @@ class ActivityReplay:
                         functools.partial(fouling_length, route),
                     )
                 )
+        except SourceError:
+            raise  # (located: it says where)
         except TdbToolsError as exc:
             raise ActivityError(str(exc)) from None
         specs = [sp.spec for sp in parts]
