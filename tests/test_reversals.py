@@ -292,6 +292,41 @@ def test_missing_platform_is_tolerated_and_said(route_dir: Path) -> None:
         "1 booked stop(s) skipped: B: platform 'P' (id 3) is not on the path",
         "traffic file 'T' not found",
     ]
+    from tdbtools.signals.events import ScriptFailed
+
+    fail = ScriptFailed(time=3.0, signal=4, head=7, script="b3", path="sigscr.dat", line=12, message="x")
+    assert tolerated([fail]) == [
+        "1 signal script(s) disabled after an error, basic rule from then on: signal 4 head 7 (b3, sigscr.dat:12)"
+    ]
+
+
+def test_unscripted_signals_are_tolerated_and_said(route_dir: Path, tmp_path: Path) -> None:
+    """A signal type whose script is missing: its heads follow the basic rule, and the
+    tolerated summary on stderr names the type and the signals (issue 26 item 4)."""
+    import shutil
+
+    install = tmp_path / "install"
+    shutil.copytree(route_dir.parents[1], install)
+    rdir = install / "ROUTES" / "SIGNALS"
+    scr = rdir / "sigscr.dat"
+    raw = scr.read_bytes()
+    scr.write_bytes(
+        raw[:2] + raw[2:].decode("utf-16-le").replace("SCRIPT B3", "SCRIPT B3X").encode("utf-16-le")
+    )
+    r = CliRunner().invoke(
+        main, ["replay", str(rdir / "Activities" / "OneRev.act"), "--out", str(tmp_path / "o")]
+    )
+    assert r.exit_code in (0, 1), r.output
+    (line,) = [ln for ln in r.output.splitlines() if "without a script" in ln]
+    assert (
+        line
+        == "tolerated: 6 signal head(s) without a script follow the basic rule: type 'b3' (signals 0, 1, 2, 3, 4, 5)"
+    )
+    # the route as shipped has none
+    r = CliRunner().invoke(
+        main, ["replay", str(route_dir / "Activities" / "OneRev.act"), "--out", str(tmp_path / "p")]
+    )
+    assert r.exit_code == 0 and "without a script" not in r.output
 
 
 def test_missing_traffic_file_is_bad_input(route_dir: Path, tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ from .events import (
     SideCollision,
     Stuck,
 )
-from .outcome import service_outcomes
+from .outcome import service_outcomes, unscripted_signals
 from .replay import Replay, ReplayError, ReplayResult
 from .reversal import REVERSAL_S
 from .scenario import Scenario, TrainSpec
@@ -597,6 +597,9 @@ class ActivityPolicy(ReplayPolicy):
             d._set_speed_cap()
         for w in self.plan.warnings:
             replay.log.add(SetupWarning(time=0.0, message=w))
+        if replay.signals is not None:
+            for w in unscripted_signals(replay.signals.ilk.aspects.heads):
+                replay.log.add(SetupWarning(time=0.0, message=w))
         for name, w in self._warnings:
             replay.log.add(SetupWarning(time=0.0, train=name, message=w))
 
