@@ -153,11 +153,7 @@ def test_known_flags_change_nothing(install: Path, tmp_path: Path) -> None:
 def test_wait_point_on_a_missing_node_is_a_located_error(install: Path, tmp_path: Path) -> None:
     rdir = _copy(install, tmp_path)
     pat = rdir / "Paths" / "Wait_Waiter.pat"
-    text = _text(pat)
-    waiting = [
-        n for n, j in enumerate(_node_lines(text)) if int(text.split("\n")[j].split()[2], 16) & 0x3 == 0x2
-    ]
-    (node,) = waiting
+    node = _waiting_node(pat)
     line = _edit_node(pat, node, pdp="99")
     out = tmp_path / "out"
     r = _replay_cli(rdir / "Activities" / "Wait.act", out)
@@ -167,18 +163,30 @@ def test_wait_point_on_a_missing_node_is_a_located_error(install: Path, tmp_path
     assert not out.exists() or not any(out.iterdir())
 
 
-def test_wait_until_a_clock_time(install: Path, tmp_path: Path) -> None:
-    """3HHMM: the train stands until that clock time (08:05 here, 300 s after the start)."""
-    rdir = _copy(install, tmp_path)
-    pat = rdir / "Paths" / "Wait_Waiter.pat"
+def _waiting_node(pat: Path) -> int:
+    """The one waiting point (flags bit 1 without bit 0) of ``pat``."""
     text = _text(pat)
     (node,) = [
         n for n, j in enumerate(_node_lines(text)) if int(text.split("\n")[j].split()[2], 16) & 0x3 == 0x2
     ]
-    _edit_node(pat, node, flags=f"{(30805 << 16) | 0x2:08x}")
+    return node
+
+
+def _wait_run(rdir: Path, value: int):  # noqa: ANN202
+    """Set the waiting point of the ``Wait`` activity's path to ``value`` and replay it:
+    (node, result, the waiting event, the departed event)."""
+    pat = rdir / "Paths" / "Wait_Waiter.pat"
+    node = _waiting_node(pat)
+    _edit_node(pat, node, flags=f"{(value << 16) | 0x2:08x}")
     res = replay_activity(rdir / "Activities" / "Wait.act")
     (w,) = [e for e in res.replay.events if e.kind == "waiting"]
     (d,) = [e for e in res.replay.events if e.kind == "departed"]
+    return node, res, w, d
+
+
+def test_wait_until_a_clock_time(install: Path, tmp_path: Path) -> None:
+    """3HHMM: the train stands until that clock time (08:05 here, 300 s after the start)."""
+    _node, res, w, d = _wait_run(_copy(install, tmp_path), 30805)
     assert w.time < 300.0 - 30.0  # it arrived well before 08:05
     assert res.t0 == H and d.time == pytest.approx(300.0, abs=0.51)
     tr = res.replay.traces["Waiter"]
@@ -191,14 +199,7 @@ def test_uncouple_order_waits_and_is_tolerated(install: Path, tmp_path: Path) ->
     """4NNSS: waits SS seconds; the uncoupling is not modelled, and the console says so."""
     rdir = _copy(install, tmp_path)
     pat = rdir / "Paths" / "Wait_Waiter.pat"
-    text = _text(pat)
-    (node,) = [
-        n for n, j in enumerate(_node_lines(text)) if int(text.split("\n")[j].split()[2], 16) & 0x3 == 0x2
-    ]
-    _edit_node(pat, node, flags=f"{(40245 << 16) | 0x2:08x}")
-    res = replay_activity(rdir / "Activities" / "Wait.act")
-    (w,) = [e for e in res.replay.events if e.kind == "waiting"]
-    (d,) = [e for e in res.replay.events if e.kind == "departed"]
+    node, res, w, d = _wait_run(rdir, 40245)
     assert w.wait == 45.0 and d.time - w.time == pytest.approx(45.0, abs=0.51)
     r = _replay_cli(rdir / "Activities" / "Wait.act", tmp_path / "o")
     assert r.exit_code == 0, r.output
