@@ -29,8 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Diagnostics, FormatError
-from ..formats._read import Reader
+from ..errors import Diagnostics, FormatError, Location
 from ..formats.pat import PathFile, read_pat
 from ..formats.route import Route
 from ..stf import parse_file
@@ -99,11 +98,9 @@ def node_error(pat: str | Path, node: int | None, message: str, item: int = 0) -
     file as a whole when the node cannot be found."""
     blocks = _node_blocks(pat) if node is not None else []
     if node is not None and 0 <= node < len(blocks):
-        err = Reader(Diagnostics()).error(blocks[node], message, item, PathNodeError)
-        assert isinstance(err, PathNodeError)
-        return err
-    from ..errors import Location
-
+        blk = blocks[node]
+        loc = blk.item_location(item) or blk.location
+        return PathNodeError(message, loc, blk.snippet(loc))
     return PathNodeError(message, Location(str(pat), 0, 0))
 
 
