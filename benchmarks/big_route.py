@@ -135,7 +135,9 @@ def copy_world(copies: int, folder: Path, n_items: int) -> int:
             dst = world / f"w{int(m.group(1)) + dx:+07d}{int(m.group(2)) + dz:+07d}.w"
             if not dst.exists():
                 body = re.sub(
-                    r"TrItemId \( 0 (\d+) \)", lambda t: f"TrItemId ( 0 {int(t.group(1)) + k * n_items} )", text
+                    r"TrItemId \( 0 (\d+) \)",
+                    lambda t, k=k: f"TrItemId ( 0 {int(t.group(1)) + k * n_items} )",
+                    text,
                 )
                 dst.write_text(body, encoding="latin-1")
                 n += 1

@@ -494,7 +494,9 @@ class SignalAspects:
                     self._fail(h, exc)
             if sc is None or h.failed:
                 reads.add(BLK + sig)
-                h.state = h.type.least_restrictive() if block[sig] == BLOCK_CLEAR else h.type.most_restrictive()
+                h.state = (
+                    h.type.least_restrictive() if block[sig] == BLOCK_CLEAR else h.type.most_restrictive()
+                )
                 h.draw_state = h.type.def_draw_state(h.state)
             sched.record(p, reads, self.head_volatile)
             if (h.state, h.draw_state) != before:
