@@ -63,7 +63,9 @@ def _line(tmp_path, route, script: str, offsets, dirs=None, nca: int = 2) -> rt.
     objs = []
     for k, off in enumerate(offsets):
         d = 0 if dirs is None else dirs[k]
-        objs.append(SignalObject(k, "signal", (Head(100 + k, "b3", b3, "NORMAL", 0, d, 4, off, None, sc),), 4, off, d))
+        objs.append(
+            SignalObject(k, "signal", (Head(100 + k, "b3", b3, "NORMAL", 0, d, 4, off, None, sc),), 4, off, d)
+        )
     return rt.Interlocking(route, objs)
 
 
