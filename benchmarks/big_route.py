@@ -6,15 +6,15 @@ Copy ``k`` of every track node gets index ``i + k·N`` (N: DK24's node count), e
 ``j + k·M``, and every tile coordinate (vector sections, UiDs, item positions, path points)
 is moved by whole tiles on a grid (8 copies side by side along z, then the next row along
 x), so the copies never touch: a route of ``copies`` independent DK24 networks. The
-install around it (GLOBAL, TRAINS, the route's tsection.dat/OPENRAILS/.rdb) is linked to
-DK24's, so only the .tdb and the copied .pat files are written. Used by bench_scale.py;
+install around it (GLOBAL, TRAINS, the route's tsection.dat/OPENRAILS/.rdb) is taken from
+DK24's (copied: links out of the install are not read), so only the .tdb and the copied
+.pat files are generated. Used by bench_scale.py;
 the routes go to a temporary folder, never into the repository.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import sys
@@ -162,8 +162,10 @@ def make_route(copies: int, root: Path, paths: list[str] = (), *, world: bool = 
         if not dst.exists():
             shutil.copytree(src, dst)
     for name in ("DK24.trk", "DK24.rdb", "tsection.dat"):
-        if not (folder / name).exists():
-            os.symlink(ROUTE / name, folder / name)
+        # copied: a route file linked out of the install is not read (docs/security.md §3)
+        if not (folder / name).exists() or (folder / name).is_symlink():
+            (folder / name).unlink(missing_ok=True)
+            shutil.copyfile(ROUTE / name, folder / name)
     if not tdb.exists():
         tmp = tdb.with_suffix(".tmp")
         make_tdb(copies, tmp)

@@ -14,14 +14,14 @@ from __future__ import annotations
 import random
 
 import pytest
-from test_signal_cycle import _cycles, _state
+from test_signal_cycle import _cycles
 from test_signals import B3_CFG, FakeLine
 
 from tdbtools.formats.sigcfg import read_sigcfg
 from tdbtools.signals import runtime as rt
 from tdbtools.signals.aspects import HeadRuntime
-from tdbtools.signals.script import read_scripts
 from tdbtools.signals.schedule import BLK, EN, ST, ScriptSchedule, changed_at
+from tdbtools.signals.script import read_scripts
 
 #: Reads its own lvar (a counter it stores: the head is never at rest while it counts), the
 #: next signal's aspect and lvar, signal 2 by id, whether the next signal is enabled, and
