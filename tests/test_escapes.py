@@ -235,7 +235,13 @@ def test_over_large_path_and_world_files_are_refused_before_parsing(tmp_path, mo
 
 
 @pytest.mark.parametrize(
-    "rel", ["ROUTES/SAMPLE/SAMPLE.tdb", "ROUTES/SAMPLE/SAMPLE.trk", "ROUTES/SAMPLE/tsection.dat", "GLOBAL/tsection.dat"]
+    "rel",
+    [
+        "ROUTES/SAMPLE/SAMPLE.tdb",
+        "ROUTES/SAMPLE/SAMPLE.trk",
+        "ROUTES/SAMPLE/tsection.dat",
+        "GLOBAL/tsection.dat",
+    ],
 )
 def test_route_files_linked_out_of_the_install_are_refused(inst, tmp_path, monkeypatch, rel):
     """A route's own files (.trk, .tdb, tsection.dat) are checked like every other link

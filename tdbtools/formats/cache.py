@@ -1123,11 +1123,21 @@ def _check(tp: Any) -> Callable[[Any, set[int]], bool]:
     elif origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         inner = _check(args[0])
         item = args[0]
+        plain = _plain_classes(item)
 
         def check(v: Any, seen: set[int]) -> bool:
             if v.__class__ is _LazyTuple:  # its records' classes, without making it
                 return all(_takes(item, c) for c in v.kinds) and (not v.none or _takes(item, type(None)))
-            return v.__class__ is tuple and all(inner(x, seen) for x in v)
+            if v.__class__ is not tuple:
+                return False
+            # (the classes of its items found in C: plain values and records of checked
+            # tables need nothing more; a route holds hundreds of thousands of them)
+            kinds = set(map(type, v))
+            if kinds <= plain or all(
+                k in plain or (k in getattr(seen, "classes", ()) and _takes(item, k)) for k in kinds
+            ):
+                return True
+            return all(inner(x, seen) for x in v)
 
     elif origin is tuple:
         items = [_check(a) for a in args]
@@ -1137,9 +1147,27 @@ def _check(tp: Any) -> Callable[[Any, set[int]], bool]:
 
     elif origin is dict:
         kf, vf = _check(args[0]), _check(args[1])
+        keys = _plain_classes(args[0])
+        vargs = typing.get_args(args[1])
+        # dict[K, tuple[X, ...]] of plain K and X (a route's dynamic-track paths): checked in C
+        flat = (
+            _plain_classes(vargs[0])
+            if typing.get_origin(args[1]) is tuple and len(vargs) == 2 and vargs[1] is Ellipsis
+            else set()
+        )
 
         def check(v: Any, seen: set[int]) -> bool:
-            return v.__class__ is dict and all(kf(k, seen) and vf(x, seen) for k, x in v.items())
+            if v.__class__ is not dict:
+                return False
+            if (
+                keys
+                and flat
+                and set(map(type, v)) <= keys
+                and set(map(type, v.values())) <= {tuple}
+                and set(map(type, _chain.from_iterable(v.values()))) <= flat
+            ):
+                return True
+            return all(kf(k, seen) and vf(x, seen) for k, x in v.items())
 
     elif origin is None and isinstance(tp, type):
         subclasses: list[type] = tp.__subclasses__()
@@ -1153,6 +1181,19 @@ def _check(tp: Any) -> Callable[[Any, set[int]], bool]:
 
 
 _RECORD_CHECKS: dict[type, tuple] = {}
+
+
+def _plain_classes(tp: Any) -> set[type]:
+    """The classes of plain values a field of type ``tp`` holds as they are (no record)."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return set().union(*(_plain_classes(a) for a in typing.get_args(tp)))
+    if tp is None or tp is type(None):
+        return {type(None)}
+    if tp is float:
+        return {float, int}
+    if tp in (int, str, bool):
+        return {tp}
+    return set()
 
 
 class _Trusted(set):
