@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 import threading
 from collections import Counter
@@ -1206,7 +1207,7 @@ class _ItemPatterns:
         ws = r"[\x00-\x20]+"
         #: item type as written -> (its shape, what makes the record of its groups)
         self.shapes: dict[str, tuple[Any, Callable[[int, tuple], TrItem | None]]] = {
-            cls.token: (re.compile(ws + terms[term]).match, maker)
+            cls.token: (_head_in_order(re.compile(ws + terms[term]), terms[term]), maker)
             for cls, term, maker in (
                 (EmptyItem, "EMPTY", _plain_item(EmptyItem)),
                 (CrossoverItem, "CROSSOVER", _crossover),
@@ -1227,6 +1228,46 @@ class _ItemPatterns:
             r"\([\x00-\x20]*([0-9]+)[\x00-\x20]+([0-9]+)[\x00-\x20]+([0-9]+)[\x00-\x20]+([0-9]+)"
         )
         self.tail = re.compile(r"[\x00-\x20]*\Z")
+
+
+#: The head blocks of an item (tdb_items.lark _HEAD) and their groups, in group order.
+_HEAD_BLOCKS = (("TrItemId", 1), ("TrItemSData", 2), ("TrItemPData", 4), ("TrItemRData", 5))
+
+
+def _head_in_order(rx: re.Pattern, text: str) -> Callable[[str, int, int], Any]:
+    """``rx.match`` giving its groups in the order of tdb_items.lark's comment (0 TrItemId,
+    1-2 SData, 3-6 PData, 7-11 RData, then the type's): the head's blocks may come in any
+    order, and Lark writes their alternatives longest first, which numbers the groups so."""
+    where = sorted((text.find(name + "["), name, n) for name, n in _HEAD_BLOCKS)
+    if any(pos < 0 for pos, _name, _n in where):
+        raise ValueError("tdb_items.lark: a head block is missing from a shape")
+    first: dict[str, int] = {}
+    at = 0
+    for _pos, name, n in where:
+        first[name] = at
+        at += n
+    perm = [first[name] + k for name, n in _HEAD_BLOCKS for k in range(n)] + list(range(at, rx.groups))
+    if perm == list(range(rx.groups)):
+        return rx.match
+    pick = operator.itemgetter(*perm)
+
+    class _Reordered:
+        __slots__ = ("m",)
+
+        def __init__(self, m: re.Match) -> None:
+            self.m = m
+
+        def groups(self) -> tuple:
+            return pick(self.m.groups())
+
+        def end(self) -> int:
+            return self.m.end()
+
+    def match(s: str, pos: int, endpos: int) -> _Reordered | None:
+        m = rx.match(s, pos, endpos)
+        return None if m is None else _Reordered(m)
+
+    return match
 
 
 @functools.cache
