@@ -32,7 +32,12 @@ Interlocking = Any
 
 
 class HeadRuntime:
-    """A head while the runtime runs it: what its script reads (docs/signals.md §2.6)."""
+    """A head while the runtime runs it: what its script reads (docs/signals.md §2.6).
+
+    Every built-in that reads something that can change (a block, an enabled train, a
+    head's state, an lvar, a switch, a route) records it in ``self.asp.reads`` as a cell of
+    :mod:`.schedule`: a head runs again only when a cell it read changed (§4.4). A new
+    built-in must do the same (``tests/test_signal_schedule.py`` lists them)."""
 
     __slots__ = (
         "ilk",
