@@ -178,14 +178,18 @@ def _float_index(doc):
     spec[0] = "f"
 
 
-def _pins_of_other_records(doc):
-    # a node's pins referring to rows of another table (in range)
-    for tag in ("VectorNode", "JunctionNode"):
-        spec = next(c for c in _class(doc, tag)[2] if c[0] == "R")
-        spec[1] = "UiD" if any(c[0] == "UiD" for c in doc["classes"]) else "TrPin"
-        if spec[1] == "UiD":
-            return
-    raise AssertionError("no table to point at")
+def _dirs_of_other_records(doc):
+    # a signal's directions referring to rows of the (longer) pins table, in range
+    spec = next(c for c in _class(doc, "SignalItem")[2] if c[0] == "R")
+    assert spec[1] == "SignalDir"
+    spec[1] = "TrPin"
+
+
+def _uid_of_other_records(doc):
+    # a junction's UiD referring to a row of the pins table (in range)
+    spec = next(c for c in _class(doc, "JunctionNode")[2] if c[0] == "r")
+    assert spec[1] == "UiD"
+    spec[1] = "TrPin"
 
 
 def _int_geometry(doc):
@@ -228,7 +232,8 @@ def _items_as_nodes(doc):
     [
         _str_pins,
         _float_index,
-        _pins_of_other_records,
+        _dirs_of_other_records,
+        _uid_of_other_records,
         _int_geometry,
         _short_lengths,
         _str_in_plain_column,
