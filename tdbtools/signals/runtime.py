@@ -94,10 +94,17 @@ class Interlocking(RouteSetting):
         self.next_normal: list[int] = [-1] * n
         self.aspects = SignalAspects(self)
         self._occupied: set[int] = set()
-        self._free_walks: dict[int, tuple[list[tuple[Section, int]], int]] = {}
-        self._free_epoch = 0
-        self._free_result: dict[int, tuple[int, int]] = {}  # signal -> (block, next signal)
-        self._walk_sigs: dict[int, list[int]] = {}  # section -> free signals walking it
+        # Free signals (docs/signals.md §4.4): signal -> (its walk's sections, the signal
+        # ending it, the section ids), signal -> (block, next signal), section -> free
+        # signals walking it; signals to look at in the next update, claimed signals not
+        # clear; the block, enabled-train and next-signal lists as the last update began.
+        self._free_walks: dict[int, tuple[list[tuple[Section, int]], int, list[int]]] = {}
+        self._free_result: dict[int, tuple[int, int]] = {}
+        self._walk_sigs: dict[int, set[int]] = {}
+        self._redo: set[int] = set()
+        self._pending: set[int] = set()
+        self._block_shadow: tuple[list[int], list[int], list[int]] | None = None
+        self._thrown_seen = 0
         #: True: a cycle redoes only what changed (occupancy per train, signal routes per
         #: train and signal, free blocks of changed sections); False: everything is worked
         #: out afresh every cycle, the plain computation the tests compare with
