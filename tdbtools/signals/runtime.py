@@ -252,6 +252,7 @@ class Interlocking(RouteSetting):
                 self.enabled_train[sig] = -1
                 self.route_of[sig] = None
                 self.block[sig] = BLOCK_JN_OBSTRUCTED
+        self.aspects.forget_train(train)
         t.stop_s, t.creep_at, t.limits = None, None, []
         if t.waiting_since is not None:
             self._end_wait(t)
