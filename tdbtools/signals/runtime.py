@@ -24,6 +24,7 @@ from typing import Any
 
 from ..formats.route import Route
 from ..formats.sigcfg import ASPECTS, RESTRICTING, STOP, STOP_AND_PROCEED
+from .aspect_speed import aspect_speed, no_speed_reduction, passed_limit
 from .aspects import HeadRuntime, SignalAspects
 from .circuits import (
     BLOCK_CLEAR,
@@ -228,7 +229,7 @@ class Interlocking(RouteSetting):
         """Put a registered train into the world with its front at ``front``: it holds its
         track up to its first signal and requests routes from the next cycle on (§4.8)."""
         t = self.trains[train]
-        t.on_track, t.done, t.front = True, False, front
+        t.on_track, t.done, t.front, t.passed = True, False, front, None
         t.up_to_signal = False  # known after its first update: a train may stand between
         while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= front:
             t.next_signal += 1
@@ -399,6 +400,8 @@ class Interlocking(RouteSetting):
                             distance=round(s_sig, 3),
                         )
                     )
+                s_next = t.signals[t.next_signal + 1][0] if t.next_signal + 1 < len(t.signals) else t.end_s
+                t.passed = passed_limit(self.aspects, s_sig, sig, s_next)
                 self.enabled_train[sig] = -1
                 self.route_of[sig] = None
                 self.block[sig] = BLOCK_JN_OBSTRUCTED
@@ -439,6 +442,8 @@ class Interlocking(RouteSetting):
         t.up_to_signal = t.stop_s is None
         t.creep_at = None
         t.limits = []
+        if t.passed is not None and t.passed[1] >= t.front - t.length:
+            t.limits.append(t.passed)  # the limit of the signal it passed holds to the next one
         prev_s = None
         for j in range(t.next_signal, len(t.signals)):
             s, sig = t.signals[j]
@@ -462,12 +467,9 @@ class Interlocking(RouteSetting):
             if not mine or a == STOP:
                 t.stop_s = self._clear_stop(t, s - STOP_GAP)
                 break
-            if a in (STOP_AND_PROCEED, RESTRICTING):
+            if a in (STOP_AND_PROCEED, RESTRICTING) and not no_speed_reduction(self.aspects, sig):
                 t.creep_at = s if t.creep_at is None else t.creep_at
-            head_speed = max(
-                (h.type.speed(h.state) for h in self.aspects.normal_typed[sig] if h.type is not None),
-                default=-1.0,
-            )
+            head_speed = aspect_speed(self.aspects, sig)
             nxt = t.signals[j + 1][0] if j + 1 < len(t.signals) else t.end_s
             if head_speed > 0:
                 t.limits.append((s, nxt, head_speed))
