@@ -125,3 +125,19 @@ def test_a_signal_no_train_reserved_is_not_enabled_and_a_leaving_train_frees_it(
     run(ilk, [50.0], [10.0])
     ilk.leave(0)
     assert [ilk.aspects.enabled_for(k) for k in (0, 2, 4)] == [-1, -1, -1]
+
+
+def test_a_train_passing_a_distant_signal_in_its_own_section_is_seen_at_once(sample_route):
+    """The block of a signal without a NORMAL head follows the trains within its own
+    section (only those ahead of it count), also when the section's occupants stay the
+    same from one cycle to the next (the incremental update, docs/signals.md §4.4)."""
+    for incremental in (True, False):
+        ilk = guard_line(sample_route)
+        ilk.incremental = incremental
+        ilk.add_train("lone", FakeLine(4, 1, 1153.6, 0.0), 40.0, front=250.0, end_s=1150.0)
+        for k in range(4):
+            ilk.update(float(k), [250.0], [10.0])
+        assert ilk.block[2] == rt.BLOCK_CLEAR  # 210-250 m: behind G2 (300 m)
+        for k in range(4, 6):
+            ilk.update(float(k), [330.0], [10.0])
+        assert ilk.block[2] == rt.BLOCK_OCCUPIED, incremental  # 290-330 m: past it

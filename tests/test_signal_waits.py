@@ -26,7 +26,9 @@ def _crossing(tmp_path, nca: int):  # noqa: ANN001, ANN202
     cfg = inst / "ROUTES" / "SIGNALS" / "sigcfg.dat"
     text = cfg.read_bytes().decode("utf-16")
     assert "SignalNumClearAhead ( 2 )" in text
-    cfg.write_bytes(text.replace("SignalNumClearAhead ( 2 )", f"SignalNumClearAhead ( {nca} )").encode("utf-16"))
+    cfg.write_bytes(
+        text.replace("SignalNumClearAhead ( 2 )", f"SignalNumClearAhead ( {nca} )").encode("utf-16")
+    )
     return inst / "ROUTES" / "SIGNALS" / "ACTIVITIES" / "Crossing.act"
 
 

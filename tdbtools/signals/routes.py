@@ -404,7 +404,12 @@ class RouteSetting:
             worst = BLOCK_OCCUPIED
             break
         self.block[sig] = worst
-        self._free_result[sig] = (worst, fw[1])
+        if secs and secs[0][0].occupants:
+            # where in its own section a train stands is not a change the update notes:
+            # worked out again every cycle while that section is occupied
+            self._free_result.pop(sig, None)
+        else:
+            self._free_result[sig] = (worst, fw[1])
 
     def _ahead_of(self, train: int, sec: int, offset: float, d: int) -> bool:
         """Some of ``train`` lies in section ``sec`` beyond node offset ``offset`` in
