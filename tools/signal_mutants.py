@@ -40,6 +40,7 @@ M = [
     # signals without a NORMAL head: enabled by the reserving train, their own block
     (S + "routes.py", "self.aspects.note_reserved(sec.index, direction, train)", "pass"),
     (S + "routes.py", "if i == 0 and not any(", "if False and not any("),
+    (S + "routes.py", "if secs and secs[0][0].occupants:", "if False:"),
     (
         S + "routes.py",
         "            worst = BLOCK_OCCUPIED\n            break\n        self.block[sig] = worst",
