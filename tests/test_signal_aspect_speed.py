@@ -24,6 +24,7 @@ def _behind_a_standing_train(route):  # noqa: ANN001, ANN202
 
 def test_the_limit_of_a_passed_signal_holds_up_to_the_next_signal(sample_route):  # noqa: F811
     ilk = _behind_a_standing_train(sample_route)
+    ilk.keep_aspect_limit = True
     # A1 shows APPROACH_1 (ASK: SpeedKPH 40) as the train passes it; the train is now
     # between A1 (200 m) and H3 (500 m)
     for k in range(6, 9):
@@ -37,6 +38,16 @@ def test_the_limit_of_a_passed_signal_holds_up_to_the_next_signal(sample_route):
     stop, creep, limits = ilk.targets(1)
     assert not any(v == pytest.approx(40 / 3.6) for _a, _b, v in limits)
     assert (500.0, 900.0, pytest.approx(15 / 3.6)) in limits
+
+
+def test_by_default_the_limit_of_a_passed_signal_ends_at_it(sample_route):  # noqa: F811
+    """tdbtools' default (docs/signals.md §4.6): the limit applies on the approach only."""
+    ilk = _behind_a_standing_train(sample_route)
+    for k in range(6, 9):
+        ilk.update(float(k), [650.0, 260.0], [0.0, 10.0])
+    stop, creep, limits = ilk.targets(1)
+    assert not any(v == pytest.approx(40 / 3.6) for _a, _b, v in limits)
+    assert ilk.trains[1].passed == (200.0, 500.0, pytest.approx(40 / 3.6))
 
 
 def test_no_speed_reduction_lets_a_train_approach_stop_and_proceed_at_line_speed(sample_route):  # noqa: F811

@@ -15,7 +15,8 @@ M = [
     (S + "runtime.py", "CREEP = 2.5", "CREEP = 5.0"),
     # the aspect speed limits: ahead of the train, and the one it takes past a signal
     (S + "runtime.py", "if head_speed > 0:", "if head_speed > 1e9:"),
-    (S + "runtime.py", "if t.passed is not None and t.passed[1]", "if False and t.passed[1]"),
+    (S + "runtime.py", "if self.keep_aspect_limit and t.passed is not None", "if t.passed is not None"),
+    (S + "runtime.py", "if self.keep_aspect_limit and t.passed is not None and", "if False and"),
     (S + "aspect_speed.py", "return (s_sig, s_next, v) if v > 0 else None", "return None"),
     (S + "runtime.py", "and not no_speed_reduction(self.aspects, sig)", ""),
     # the section-state order: occupied before reserved

@@ -104,6 +104,10 @@ class Interlocking(RouteSetting):
         #: out afresh every cycle, the plain computation the tests compare with
         #: (docs/signals.md §4.4). Both give the same results.
         self.incremental = True
+        #: Keep the speed of the aspect a train passes up to the next signal (Open Rails'
+        #: activity mode, docs/signals.md §4.6). Off by default: on DK24 it turns one
+        #: restrictive aspect at the last signal of a path into 56 km at 80 km/h.
+        self.keep_aspect_limit = False
         self._holders: dict[int, set[int]] = {}  # section -> trains occupying it
         # (train, signal) -> (its route, next NORMAL signal); see signal_route.
         self._routes: dict[tuple[int, int], tuple[list[Element], int]] = {}
@@ -442,7 +446,7 @@ class Interlocking(RouteSetting):
         t.up_to_signal = t.stop_s is None
         t.creep_at = None
         t.limits = []
-        if t.passed is not None and t.passed[1] >= t.front - t.length:
+        if self.keep_aspect_limit and t.passed is not None and t.passed[1] >= t.front - t.length:
             t.limits.append(t.passed)  # the limit of the signal it passed holds to the next one
         prev_s = None
         for j in range(t.next_signal, len(t.signals)):
