@@ -157,7 +157,7 @@ class HeadRuntime:
         if not 0 <= sid < len(self.ilk.objects):
             return 0
         self.asp.reads.add(EN + sid)
-        return int(self.ilk.enabled_train[sid] >= 0)
+        return int(self.asp.enabled_for(sid) >= 0)
 
     def id_sig_lr(self, sid: int, fn: int) -> int:
         if not 0 <= sid < len(self.ilk.objects):
@@ -260,6 +260,31 @@ class SignalAspects:
         self._all_sig: dict[int, list[tuple[float, int]]] = {}
         # (signal, function) -> ((switch epoch, enabled train), next signal found)
         self._next: dict[tuple[int, int], tuple[tuple[int, int], int, set[int]]] = {}
+        #: Signal -> the train a signal without a NORMAL head is enabled for (-1: none):
+        #: the last train that reserved the section holding it, in its direction (§4.5).
+        self.enabled_other = [-1] * n
+
+    def enabled_for(self, sig: int) -> int:
+        """The train ``sig`` is enabled for (-1: none): a NORMAL signal's is the train it
+        was requested by; any other signal's is the last train that reserved its section."""
+        if self.ilk.objects[sig].is_normal:
+            return self.ilk.enabled_train[sig]
+        return self.enabled_other[sig]
+
+    def note_reserved(self, sec: int, direction: int, train: int) -> None:
+        """A section reserved for ``train`` running ``direction``: every signal in it facing
+        that way with no NORMAL head becomes enabled for the train, as Open Rails'
+        ``TrackCircuitSection.Reserve`` sets ``enabledTrain`` of the non-NORMAL signals of
+        the section (Simulation/Signalling/TrackCircuitSection.cs, read for facts). It stays
+        so until another train reserves the section (Open Rails does not reset it either)."""
+        objects = self.ilk.objects
+        for x in self.signals_in(sec, direction):
+            if not objects[x].is_normal:
+                self.enabled_other[x] = train
+
+    def forget_train(self, train: int) -> None:
+        """A train left the world: the signals enabled for it are free."""
+        self.enabled_other = [-1 if k == train else k for k in self.enabled_other]
 
     # -- signal look-ups for the scripts (§2.6, §2.7) -------------------------------------------
     def sig_lr(self, sig: int, fn: int) -> int:
@@ -291,7 +316,7 @@ class SignalAspects:
             reads.add(NN + sig)
             return ilk.next_normal[sig]
         reads.add(EN + sig)
-        t_idx = ilk.enabled_train[sig]
+        t_idx = self.enabled_for(sig)
         key = (sig, fn)
         stamp = (ilk.circuits.switch_epoch, t_idx)
         hit = self._next.get(key)
@@ -475,7 +500,7 @@ class SignalAspects:
         self.passes += 1
         self.lvar_changed = False
         self.volatile = False
-        enabled_train, block = ilk.enabled_train, ilk.block
+        block = ilk.block
         heap = sorted(due)
         readers, later = sched.readers, sched.dirty
         changed = self.changed
@@ -489,7 +514,7 @@ class SignalAspects:
             reads = self.reads = {EN + sig, ST + sig}
             written = self.written = []
             self.head_volatile = False
-            h.enabled = 1 if force_enabled else int(enabled_train[sig] >= 0)
+            h.enabled = 1 if force_enabled else int(self.enabled_for(sig) >= 0)
             sc = h.head.script
             before = (h.state, h.draw_state)
             if sc is not None and not h.failed:

@@ -95,7 +95,7 @@ class RouteSetting:
             ):
                 break  # ahead of its front it holds nothing beyond what it cannot have
             if tcs.reserved < 0:
-                self._reserve(tcs, t.index)
+                self._reserve(tcs, t.index, e.direction)
                 if e.route >= 0:
                     self.circuits.set_switch(tcs.node, e.route, quiet=quiet)
 
@@ -248,7 +248,7 @@ class RouteSetting:
         if state <= RESERVABLE:
             for e in elems:
                 sec = self.sections[e.section]
-                self._reserve(sec, t.index)
+                self._reserve(sec, t.index, e.direction)
                 if e.route >= 0:
                     self.circuits.set_switch(sec.node, e.route)
             self.block[sig] = BLOCK_CLEAR
@@ -258,9 +258,13 @@ class RouteSetting:
         else:
             self.block[sig] = BLOCK_OCCUPIED if state == OCC_SAME else BLOCK_JN_OBSTRUCTED
 
-    def _reserve(self, sec: Section, train: int) -> None:
-        """Reserve ``sec`` for ``train`` (-1: release it); a change is noted for the free blocks."""
+    def _reserve(self, sec: Section, train: int, direction: int = -1) -> None:
+        """Reserve ``sec`` for ``train`` (-1: release it); a change is noted for the free
+        blocks. With the ``direction`` the train runs, the signals without a NORMAL head in
+        the section facing it become enabled for the train (§4.5)."""
         self.circuits.reserve(sec, train)
+        if train >= 0 and direction >= 0:
+            self.aspects.note_reserved(sec.index, direction, train)
 
     def _set_occupants(self, k: int) -> None:
         """Section ``k``'s occupants from its holders, in train order (as if filled afresh)."""
@@ -396,6 +400,9 @@ class RouteSetting:
 
     def _free_block(self, sig: int) -> None:
         """Block state of a signal no train has claimed: its default route (§4.2)."""
+        if not self.objects[sig].is_normal:
+            self._other_block(sig)
+            return
         sec = self.sig_section[sig]
         if sec < 0:
             self.block[sig] = BLOCK_JN_OBSTRUCTED
@@ -435,6 +442,59 @@ class RouteSetting:
                 break
         self.block[sig] = worst
         self._free_result[sig] = (worst, fw[1])
+
+    def _other_block(self, sig: int) -> None:
+        """Block state of a signal without a NORMAL head (DISTANCE, REPEATER, SHUNTING,
+        INFO ...), as Open Rails' ``getBlockState_notRouted`` (Simulation/Signalling/
+        SignalObject.cs, read for facts): from the section holding the signal along the
+        switches as set up to the section that ends at a NORMAL signal, any train occupying
+        a section makes it OCCUPIED (in the signal's own section only a train ahead of the
+        signal counts); reservations do not count (§4.5). Before issue 27 these signals
+        had no section and always read JN_OBSTRUCTED."""
+        o = self.objects[sig]
+        d = o.tc_direction
+        fw = self._free_walks.get(sig)
+        if fw is None:
+            own = self.aspects._section_at(o.node, o.offset)
+            walk: list[tuple[int, int]] = []
+            nxt = -1
+            if own >= 0:
+                walk = [(own, d)]
+                if self.sections[own].end_signal[d] < 0:
+                    walk += self.circuits.walk_from(own, d)
+                last, ld = walk[-1]
+                if self.sections[last].kind == "normal":
+                    nxt = self.sections[last].end_signal[ld]
+            ids = [s_id for s_id, _sd in walk]
+            fw = self._free_walks[sig] = ([(self.sections[s_id], sd) for s_id, sd in walk], nxt, ids)
+            for s_id in ids:
+                self._walk_sigs.setdefault(s_id, set()).add(sig)
+        secs, self.next_normal[sig] = fw[0], fw[1]
+        worst = BLOCK_CLEAR if secs else BLOCK_JN_OBSTRUCTED
+        for i, (s, _sd) in enumerate(secs):
+            if not s.occupants:
+                continue
+            if i == 0 and not any(self._ahead_of(x, s.index, o.offset, d) for x in s.occupants):
+                continue
+            worst = BLOCK_OCCUPIED
+            break
+        self.block[sig] = worst
+        if secs and secs[0][0].occupants:
+            # where in its own section a train stands is not a change the update notes:
+            # worked out again at every update while that section is occupied
+            self._free_result.pop(sig, None)
+            self._redo.add(sig)
+        else:
+            self._free_result[sig] = (worst, fw[1])
+
+    def _ahead_of(self, train: int, sec: int, offset: float, d: int) -> bool:
+        """Some of ``train`` lies in section ``sec`` beyond node offset ``offset`` in
+        direction ``d`` (1: forward along the node)."""
+        ext = self.trains[train].extent(sec)
+        if ext is None:
+            return True
+        lo, hi = ext
+        return hi > offset if d == 1 else lo < offset
 
     def _authority(self, t: TrainState) -> float | None:
         """Auto Node (§4.3): the track up to the next signal is the train's if no other train
@@ -497,7 +557,7 @@ class RouteSetting:
                     t.opposed = opp
                     return self._give_back(t, held, e.s0 - STOP_GAP)
             if sec.reserved < 0:
-                self._reserve(sec, ti)
+                self._reserve(sec, ti, e.direction)
                 if e.route >= 0:
                     self.circuits.set_switch(sec.node, e.route)
             if e.s0 > t.front:

@@ -53,13 +53,14 @@ class ScriptSchedule:
         readers of every input changed since (the runtime's lists compared with copies)."""
         due = self.dirty
         due |= self.volatile
-        now = (ilk.block, ilk.enabled_train, ilk.next_normal, ilk.route_of)
+        # (a signal without a NORMAL head is enabled from enabled_other: the same EN cell)
+        now = (ilk.block, ilk.enabled_train, ilk.aspects.enabled_other, ilk.next_normal, ilk.route_of)
         thrown = ilk.circuits.thrown
         if self._shadow is None or force_enabled != self._force:
             due.update(range(len(self.deps)))
         else:
             readers = self.readers
-            for kind, cur, old in zip((BLK, EN, NN, RO), now, self._shadow):
+            for kind, cur, old in zip((BLK, EN, EN, NN, RO), now, self._shadow):
                 for k in changed_at(cur, old):
                     due.update(readers.get(kind + k, ()))
             for j in thrown[self._thrown :]:
