@@ -179,12 +179,17 @@ def _stamp(tok: Token) -> Stamp:
     s = str(tok)
     if tok.type == "MARK":
         return Stamp(None, s.lower())
+    passing = s[0] in "Pp"  # P10:05: a passing time written with a leading P
+    if passing:
+        s = s[1:]
     # h?mm[:ss] or hh?mm[:ss]: the mark is the first character after the hours
     i = 1 if not s[1].isdigit() else 2
     h, mark, m = int(s[:i]), s[i], int(s[i + 1 : i + 3])
     sec = int(s[i + 4 : i + 6]) if len(s) > i + 3 else 0
     if m > 59 or sec > 59 or h > 47:
-        raise ValueError(f"time {s!r} out of range")
+        raise ValueError(f"time {str(tok)!r} out of range")
+    if passing:
+        return Stamp(h * 3600 + m * 60 + sec, "P")
     return Stamp(h * 3600 + m * 60 + sec, ":" if mark == ":" else ("P" if mark in "Pp" else mark.lower()))
 
 

@@ -49,7 +49,16 @@ from .events import SetupWarning
 from .replay import Replay, ReplayError
 from .scenario import Scenario, TrainSpec
 from .timetable_driver import Formed, Held, PoolEvent, TimetableDriver, first_rejoin
-from .timetable_plan import TimetableReplayError, TTLink, TTPlan, TTRun, TTStop, consist_files, plan_timetable
+from .timetable_plan import (
+    TimetableReplayError,
+    TTLink,
+    TTPlan,
+    TTRun,
+    TTStop,
+    consist_files,
+    plan_timetable,
+    with_route_stations,
+)
 
 #: Seconds between the timetable's own checks (links, pools, holds).
 CHECK_EVERY_S = 1.0
@@ -489,8 +498,9 @@ class TimetableReplay(ActivityReplay):
         signals: bool | None = None,
         stuck_after: float = 1800.0,
     ) -> None:
-        self.tt_plan = plan
         route = route if route is not None else load_route(plan.route_folder)
+        plan = with_route_stations(plan, {p.station for p in route_platforms(route).values()})
+        self.tt_plan = plan
         runs = [r for r in plan.runs if not r.pool_stock]
         if not runs:
             raise TimetableReplayError(f"{plan.timetable.path}: the timetable runs no trains")

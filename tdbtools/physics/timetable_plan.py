@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import TdbToolsError
 from ..formats.consist import Consist, read_consist
-from ..formats.timetable import Command, Stamp, Timetable, read_timetable
+from ..formats.timetable import Command, Stamp, Timetable, read_timetable, relative_file_name
 from ..physics.scenario import resolve_file
 
 #: At most this many trains (and extra stable moves) are replayed.
@@ -174,6 +174,7 @@ def plan_timetable(
         raise TimetableReplayError(
             f"no train {player!r} to play in {p.name} (trains: {', '.join(sorted(t.name for t in tt.trains if not t.static))})"
         )
+    tt = _with_canonical_refs(tt)
     formed: dict[str, tuple[str, str]] = {}  # new train -> (by, how)
     static_count = 0
     for t in tt.trains:
@@ -204,9 +205,8 @@ def plan_timetable(
             raise TimetableReplayError(f"train {name!r}: no #path")
         if not t.consist:
             raise TimetableReplayError(f"train {name!r}: no #consist")
-        for v in (t.path, *(c.name for c in t.consist)):
-            if "/" in v or "\\" in v or v in (".", ".."):
-                raise TimetableReplayError(f"train {name!r}: {v!r} must be a plain file name")
+        tpath = file_name(t.path, ".pat", f"train {name!r}: path")
+        tcons = [file_name(c.name, ".con", f"train {name!r}: consist") for c in t.consist]
         start = t.start.seconds if t.start is not None and t.start.seconds is not None else None
         create = None
         pool_from = None
@@ -325,7 +325,7 @@ def plan_timetable(
                 nxt = (c.qualifier("forms") or c.qualifier("triggers") or (None,))[0]
                 out = TTRun(
                     f"{name} (stable out)",
-                    out_path,
+                    file_name(out_path, ".pat", f"train {name!r}: $stable /out_path"),
                     "",
                     "",
                     _time_value(out_t) if out_t else 0,
@@ -348,7 +348,7 @@ def plan_timetable(
                     extra.append(
                         TTRun(
                             f"{name} (stable in)",
-                            in_path,
+                            file_name(in_path, ".pat", f"train {name!r}: $stable /in_path"),
                             "",
                             "",
                             _time_value(in_t) if in_t else 0,
@@ -366,11 +366,11 @@ def plan_timetable(
         by, how = formed.get(t.name, (None, ""))
         if player is not None and t.name == player:
             stays = True
-        consist_text = " + ".join(f"{c.name}{' $reverse' if c.reverse else ''}" for c in t.consist)
+        consist_text = " + ".join(f"{c}{' $reverse' if p.reverse else ''}" for c, p in zip(tcons, t.consist))
         run = TTRun(
             name,
-            t.path,
-            t.consist[0].name if len(t.consist) == 1 and not t.consist[0].reverse else "",
+            tpath,
+            tcons[0] if len(t.consist) == 1 and not t.consist[0].reverse else "",
             consist_text,
             start if start is not None else -1,
             create,
@@ -449,6 +449,86 @@ def _used_commands(tt: Timetable) -> set[str]:
     return names
 
 
+#: Commands whose value (None) or qualifiers name another train.
+_TRAIN_REFS: dict[str, tuple[str | None, ...]] = {
+    "forms": (None,),
+    "triggers": (None,),
+    "wait": (None,),
+    "follow": (None,),
+    "connect": (None,),
+    "activate": (None,),
+    "stable": ("forms", "triggers"),
+    "create": ("ahead",),
+    "static": ("ahead",),
+}
+
+
+def _with_canonical_refs(tt: Timetable) -> Timetable:
+    """``tt`` with every train a command names spelt as its column spells it: Open Rails
+    finds trains case-insensitively and accepts ``name:description`` for the trains of
+    the file (:meth:`Timetable.find`)."""
+    import dataclasses
+
+    def canon(v: str) -> str:
+        t = tt.find(v)
+        return t.name if t is not None else v
+
+    def fix(c: Command) -> Command:
+        where = _TRAIN_REFS.get(c.name)
+        if not where:
+            return c
+        vals = tuple(canon(v) for v in c.values) if None in where else c.values
+        quals = tuple((q, tuple(canon(v) for v in vs) if q in where else vs) for q, vs in c.qualifiers)
+        return dataclasses.replace(c, values=vals, qualifiers=quals)
+
+    def fixall(cs: tuple[Command, ...]) -> tuple[Command, ...]:
+        return tuple(fix(c) for c in cs)
+
+    trains = tuple(
+        dataclasses.replace(
+            t,
+            start_commands=fixall(t.start_commands),
+            note=fixall(t.note),
+            dispose=fixall(t.dispose),
+            stops=tuple(dataclasses.replace(x, commands=fixall(x.commands)) for x in t.stops),
+        )
+        for t in tt.trains
+    )
+    return dataclasses.replace(tt, trains=trains)
+
+
+def with_route_stations(plan: TTPlan, route_stations: set[str]) -> TTPlan:
+    """``plan`` with its station names spelt as the route's platforms spell them: Open
+    Rails matches a timetable's station rows to platform names case-insensitively
+    (it lower-cases both; ProcessTimetable.cs, StopInfo)."""
+    import dataclasses
+
+    spell = {n.strip().lower(): n for n in sorted(route_stations)}
+
+    def st(n: str | None) -> str | None:
+        return None if n is None else spell.get(n.strip().lower(), n)
+
+    runs = tuple(
+        dataclasses.replace(
+            r,
+            stops=tuple(dataclasses.replace(x, station=st(x.station) or x.station) for x in r.stops),
+            links=tuple(dataclasses.replace(lk, station=st(lk.station)) for lk in r.links),
+            activates=tuple((w if w in (None, "END") else st(w), n) for w, n in r.activates),
+        )
+        for r in plan.runs
+    )
+    return dataclasses.replace(plan, runs=runs)
+
+
+def file_name(name: str, suffix: str, who: str) -> str:
+    """:func:`~tdbtools.formats.timetable.relative_file_name`, refusing a name that
+    would lead outside its folder."""
+    rel = relative_file_name(name, suffix)
+    if rel is None:
+        raise TimetableReplayError(f"{who} {name!r} must name a file inside its folder")
+    return rel
+
+
 def _replace(r: TTRun, **kw: object) -> TTRun:
     import dataclasses
 
@@ -524,7 +604,9 @@ def consist_files(plan: TTPlan, route_install: Path, route_folder: Path, tmp: Pa
             continue
         parts = []
         for cp in src.consist:
-            f = resolve_file(Path(cp.name), *folders, suffix=".con")
+            f = resolve_file(
+                Path(file_name(cp.name, ".con", f"train {r.name!r}: consist")), *folders, suffix=".con"
+            )
             if f is None:
                 raise TimetableReplayError(
                     f"train {r.name!r}: consist {cp.name!r} not found in TRAINS/CONSISTS"
@@ -551,6 +633,8 @@ __all__ = [
     "TTRun",
     "TTStop",
     "TimetableReplayError",
+    "with_route_stations",
+    "file_name",
     "assemble_consist",
     "consist_files",
     "plan_timetable",

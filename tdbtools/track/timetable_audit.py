@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import SourceError
 from ..formats.route import Route
 from ..formats.tdb import PlatformItem
-from ..formats.timetable import Timetable, read_timetable
+from ..formats.timetable import Timetable, read_timetable, relative_file_name
 from ..formats.timetable_list import read_timetable_list
 from ..stf import resolve_case_insensitive
 from .pathbuild import platforms
@@ -56,9 +56,10 @@ def _f(code: str, message: str, level: str) -> TTFinding:
 
 
 def _exists(folder: Path, name: str, suffix: str) -> bool:
-    if not name or "/" in name or "\\" in name or name in (".", ".."):
+    rel = relative_file_name(name, suffix)
+    if rel is None:
         return False
-    p = resolve_case_insensitive(folder / (name if name.lower().endswith(suffix) else name + suffix))
+    p = resolve_case_insensitive(folder / (rel + suffix))
     return p.is_file()
 
 
@@ -108,10 +109,10 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
     plats = platforms(route)
     # every platform item names its station (a platform whose two items are broken apart
     # is an ITEM_LINK_BROKEN finding, its station still exists)
-    stations = {it.station for it in route.tdb.items if isinstance(it, PlatformItem)}
-    names = {t.name for t in tt.trains}
+    # Open Rails matches station rows to platform names ignoring case
+    stations = {it.station.strip().lower() for it in route.tdb.items if isinstance(it, PlatformItem)}
     for s in tt.stations:
-        if s.name not in stations:
+        if s.name.strip().lower() not in stations:
             out.append(
                 _f("TT_STATION_UNKNOWN", f"{fname}:{s.line}: {s.name!r} is no station of the route", "error")
             )
@@ -129,11 +130,13 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
             for q in _TRAIN_REFS.get(cmd.name, ()):
                 refs = cmd.values if q is None else (cmd.qualifier(q) or ())
                 for ref in refs:
-                    if ref and ref not in names and ":" not in ref:
+                    # "name:description" may name a train of another timetable of a list
+                    own = ref.rsplit(":", 1)[-1].strip().lower() == tt.description.strip().lower()
+                    if ref and tt.find(ref) is None and (":" not in ref or own):
                         out.append(
                             _f(
                                 "TT_TRAIN_MISSING",
-                                f"{who}: ${c.name} names no train of the file: {ref!r}",
+                                f"{who}: ${cmd.name} names no train of the file: {ref!r}",
                                 "error",
                             )
                         )
@@ -146,8 +149,9 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
             continue  # PATH_UNRESOLVED says why
         along = []
         for stp in t.stops:
-            if stp.station not in pos:
-                if stp.station in stations:
+            key = stp.station.strip().lower()
+            if key not in pos:
+                if key in stations:
                     out.append(
                         _f(
                             "TT_STATION_OFF_PATH",
@@ -156,7 +160,7 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
                         )
                     )
                 continue
-            along.append((min(pos[stp.station]), stp))
+            along.append((min(pos[key]), stp))
         along.sort(key=lambda x: x[0])
         last = t.start.seconds if t.start is not None and t.start.seconds is not None else None
         for _d, stp in along:
@@ -178,7 +182,10 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
 
 def _station_positions(route: Route, path_dir: Path, name: str, plats: dict) -> dict[str, list[float]] | None:
     """Metres along the path to each station's platforms it passes."""
-    p = resolve_case_insensitive(path_dir / (name if name.lower().endswith(".pat") else name + ".pat"))
+    rel = relative_file_name(name, ".pat")
+    if rel is None:
+        return None
+    p = resolve_case_insensitive(path_dir / (rel + ".pat"))
     try:
         res = resolve_path(route, p)
     except SourceError:
@@ -196,7 +203,7 @@ def _station_positions(route: Route, path_dir: Path, name: str, plats: dict) -> 
             for a, b, st in by_node.get(tr.node, ()):
                 if b >= lo and a <= hi:
                     mid = min(max((a + b) / 2.0, lo), hi)
-                    out.setdefault(st, []).append(acc + abs(mid - tr.start))
+                    out.setdefault(st.strip().lower(), []).append(acc + abs(mid - tr.start))
             acc += tr.length
     return out
 

@@ -1,0 +1,167 @@
+"""Timetables as real files have them (docs/timetables.md §1-§2, "What real files
+hold"): the layout YoRyan/autotable writes (a blank-headed station-command column, all
+three speed rows, empty rows, #comment rows under the stations, tab separators), the
+cutting rules of Open Rails' reader (the separator is the first character; a blank
+first cell continues only a station row), passing times written ``P10:05``, names
+matched as Open Rails matches them (ignoring case, ``train:description``), static
+trains named ``Name $static``, and path or consist names with a suffix or a subfolder.
+Every fixture is our own, written in those shapes."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from helpers import SAMPLE_INSTALL
+
+from tdbtools.formats.route import load_route
+from tdbtools.formats.timetable import parse_timetable, relative_file_name, timetable_bytes
+from tdbtools.physics.timetable import replay_timetable
+from tdbtools.physics.timetable_plan import TimetableReplayError, plan_timetable, with_route_stations
+from tdbtools.track.audit import audit_route
+
+
+def autotable_like(*, forms: str = "ic 2 westbound", station: str = "Sampleby") -> bytes:
+    """The sample route's trains in the layout autotable writes (tab, CRLF, UTF-8)."""
+    rows = [
+        ["", "", "#comment", "IC 1 Eastbound", "IC 2 Westbound", "G 1 Freight"],
+        ["#comment", "", "Sampleby generated"],
+        ["#path", "", "", "MainWE", "MainEW.pat", "MainWE"],
+        ["#consist", "", "", "sample_passenger", "sample_passenger", "sample_freight"],
+        ["#start", "", "", "7:45", "08:00", "08:10 $create=08:05"],
+        ["#note", "", "", "", "", ""],
+        ["#speed", "", "", "", "", ""],
+        ["#speedkph", "", "", "", "", "$max=40"],
+        ["#speedmph", "", "", "", "", ""],
+        ["#restartdelay", "", "", "", "", ""],
+        [],
+        [station, "$hold", "", "07:46-07:47", "08:03:30", "P08:13"],
+        ["#comment", "", "", "S1 - Sampleby", "S1 - Sampleby", ""],
+        [],
+        ["#dispose", "", "", f"$forms={forms}", "", ""],
+    ]
+    return "".join("\t".join(r) + "\r\n" for r in rows).encode("utf-8")
+
+
+def test_autotable_layout_reads_as_open_rails_reads_it():
+    data = autotable_like()
+    tt = parse_timetable(data, "auto.timetable-or")
+    assert timetable_bytes(tt) == data  # lossless
+    assert tt.separator == "\t" and tt.description == "Sampleby generated"
+    # the blank-headed second column holds station commands (Open Rails' addStationInfo)
+    (st,) = tt.stations
+    assert st.name == "Sampleby" and [c.name for c in st.commands] == ["hold"]
+    ic1, ic2, g1 = tt.trains
+    assert ic1.start is not None and ic1.start.seconds == 7 * 3600 + 45 * 60  # "7:45"
+    assert ic2.stops[0].depart is not None and ic2.stops[0].depart.seconds == 8 * 3600 + 3 * 60 + 30
+    # P08:13: a passing time, no stop
+    assert g1.stops[0].passing
+    # three speed rows: Open Rails reads the first (#speed, empty) and ignores the rest,
+    # so G 1's $max=40 in #speedkph is not applied, and a finding says so
+    assert g1.speed == () and g1.speed_unit == "m/s"
+    assert [f.code for f in tt.findings] == ["TT_SPEED_ROWS"]
+    # an empty later speed row is no finding
+    quiet = data.replace(b"$max=40", b"")
+    assert parse_timetable(quiet, "q").findings == ()
+    # trains are found as Open Rails finds them: ignoring case, with the description
+    assert tt.find("ic 2 westbound") is ic2 and tt.find("IC 2 WESTBOUND:sampleby generated") is ic2
+    assert tt.find("IC 2 Westbound:Other timetable") is None
+
+
+def test_separator_is_the_first_character():
+    # tab-separated with commas and semicolons in the text: Open Rails cuts at the first
+    # character's separator, not at the first ';' or ',' it meets
+    text = "\tA, the express;\tB\r\n#path\tp1\tp2\r\n#consist\tc\tc\r\n#start\t10:00\t10:05\r\n"
+    tt = parse_timetable(text.encode(), "t")
+    assert tt.separator == "\t" and [t.name for t in tt.trains] == ["A, the express;", "B"]
+
+
+def test_blank_first_cell_continues_only_a_station_row():
+    rows = [
+        ";A",
+        "#path;p",
+        "#consist;c",
+        "#start;10:00",
+        "#note;$acc=2",
+        ";$dec=2",  # after #note: a comment row (Open Rails), not more of the note
+        "X;10:10",
+        ";$hold",  # after a station: more of that station's cell
+        ";$nohold",  # a second blank row: a comment again
+    ]
+    tt = parse_timetable(("\r\n".join(rows) + "\r\n").encode(), "t")
+    (a,) = tt.trains
+    assert [c.name for c in a.note] == ["acc"]
+    assert [c.name for c in a.stops[0].commands] == ["hold"]
+
+
+def test_static_train_named_before_its_dollar():
+    text = ";Shunter $static;$static;A\r\n#path;p;q;r\r\n#consist;c;c;c\r\n#start;;;10:00\r\n"
+    tt = parse_timetable(text.encode(), "t")
+    assert [(t.name, t.static) for t in tt.trains] == [("Shunter", True), ("$static", True), ("A", False)]
+
+
+@pytest.mark.parametrize(
+    ("name", "want"),
+    [
+        ("MainWE", "MainWE"),
+        ("MainWE.pat", "MainWE"),
+        ("MainWE.PAT", "MainWE"),
+        ("Sub\\Set", "Sub/Set"),
+        ("Sub/Set.pat", "Sub/Set"),
+        ("..\\x", None),
+        ("a/../b", None),
+        ("C:\\x", None),
+        ("\\x", None),
+        ("", None),
+    ],
+)
+def test_relative_file_names(name, want):
+    assert relative_file_name(name, ".pat") == want
+
+
+def _sample(tmp_path, data: bytes, name: str = "Auto.timetable-or"):
+    inst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, inst)
+    folder = inst / "ROUTES" / "SAMPLE"
+    f = folder / "ACTIVITIES" / "OpenRails" / name
+    f.write_bytes(data)
+    return folder, f
+
+
+def test_plan_matches_names_as_open_rails_does(tmp_path):
+    folder, f = _sample(tmp_path, autotable_like(station="SAMPLEBY"))
+    plan = plan_timetable(f)
+    runs = {r.name: r for r in plan.runs}
+    assert runs["IC 1 Eastbound"].disposal == "forms IC 2 Westbound"
+    assert runs["IC 2 Westbound"].formed_by == "IC 1 Eastbound"
+    assert runs["IC 2 Westbound"].path == "MainEW"  # "MainEW.pat" names the same file
+    # the station row's spelling is the route's once the route is known
+    route = load_route(folder, cache=False)
+    stations = {it.station for it in route.tdb.items if getattr(it, "station", None)}
+    fixed = with_route_stations(plan, stations)
+    assert {s.station for r in fixed.runs for s in r.stops} == {"Sampleby"}
+    # a reference to a train that is not there is still refused, named
+    _folder2, f2 = _sample(tmp_path / "b", autotable_like(forms="IC 9"))
+    with pytest.raises(TimetableReplayError, match="IC 9"):
+        plan_timetable(f2)
+
+
+def test_audit_of_an_autotable_timetable(tmp_path):
+    folder, _f = _sample(tmp_path, autotable_like(station="sampleby"))
+    codes = [f.code for f in audit_route(load_route(folder, cache=False)).findings if f.code.startswith("TT_")]
+    # the station (another case) and the lower-case $forms reference are found
+    assert codes == ["TT_SPEED_ROWS"]
+
+
+@pytest.mark.slow
+def test_autotable_timetable_replays(tmp_path):
+    folder, f = _sample(tmp_path, autotable_like(station="sampleby"))
+    res = replay_timetable(f, route=load_route(folder, cache=False), stand_in=True)
+    assert not res.failed
+    out = res.replay.summary["timetable"]["outcomes"]
+    assert out["IC 1 Eastbound"] == "forms IC 2 Westbound" and out["G 1 Freight"] == "removed"
+    rows = {r["train"]: r for r in res.timetable}
+    # the passing freight makes no stop; the two passenger trains stop at Sampleby
+    assert set(rows) == {"IC 1 Eastbound", "IC 2 Westbound"}
+    assert rows["IC 1 Eastbound"]["actual_dep"] >= 7 * 3600 + 47 * 60 - 1e-6
+    assert rows["IC 2 Westbound"]["actual_dep"] >= 8 * 3600 + 3 * 60 + 30 - 1e-6
