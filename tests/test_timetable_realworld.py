@@ -148,7 +148,9 @@ def test_plan_matches_names_as_open_rails_does(tmp_path):
 
 def test_audit_of_an_autotable_timetable(tmp_path):
     folder, _f = _sample(tmp_path, autotable_like(station="sampleby"))
-    codes = [f.code for f in audit_route(load_route(folder, cache=False)).findings if f.code.startswith("TT_")]
+    codes = [
+        f.code for f in audit_route(load_route(folder, cache=False)).findings if f.code.startswith("TT_")
+    ]
     # the station (another case) and the lower-case $forms reference are found
     assert codes == ["TT_SPEED_ROWS"]
 
