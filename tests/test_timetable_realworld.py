@@ -140,10 +140,26 @@ def test_plan_matches_names_as_open_rails_does(tmp_path):
     stations = {it.station for it in route.tdb.items if getattr(it, "station", None)}
     fixed = with_route_stations(plan, stations)
     assert {s.station for r in fixed.runs for s in r.stops} == {"Sampleby"}
-    # a reference to a train that is not there is still refused, named
+    assert plan.defects == ()
+    # a reference to a train that is not there is ignored, as Open Rails does, and said
     _folder2, f2 = _sample(tmp_path / "b", autotable_like(forms="IC 9"))
-    with pytest.raises(TimetableReplayError, match="IC 9"):
-        plan_timetable(f2)
+    plan2 = plan_timetable(f2)
+    assert plan2.defects == (
+        "train 'IC 1 Eastbound': $forms names no train of the timetable: 'IC 9' (ignored)",
+    )
+    assert {r.name: r for r in plan2.runs}["IC 1 Eastbound"].disposal == "removed"
+
+
+def test_trains_that_cannot_run_are_left_out_and_said(tmp_path):
+    data = autotable_like().replace(b"	7:45	", b"	7h45	").replace(b"MainEW.pat", b"..\\x")
+    _folder, f = _sample(tmp_path, data)
+    plan = plan_timetable(f)
+    assert [r.name for r in plan.runs] == ["G 1 Freight"]
+    assert any("7h45" in d for d in plan.defects)  # the cell, located
+    assert "train 'IC 1 Eastbound' is left out: no start time in #start" in plan.defects
+    assert any(d.startswith("train 'IC 2 Westbound' is left out: path") for d in plan.defects)
+    with pytest.raises(TimetableReplayError, match="cannot run"):
+        plan_timetable(f, player="IC 1 Eastbound")
 
 
 def test_audit_of_an_autotable_timetable(tmp_path):
@@ -167,3 +183,14 @@ def test_autotable_timetable_replays(tmp_path):
     assert set(rows) == {"IC 1 Eastbound", "IC 2 Westbound"}
     assert rows["IC 1 Eastbound"]["actual_dep"] >= 7 * 3600 + 47 * 60 - 1e-6
     assert rows["IC 2 Westbound"]["actual_dep"] >= 8 * 3600 + 3 * 60 + 30 - 1e-6
+
+
+@pytest.mark.slow
+def test_a_run_with_parts_left_out_fails_honestly(tmp_path):
+    data = autotable_like(station="sampleby").replace(b"\t7:45\t", b"\t7h45\t")
+    folder, f = _sample(tmp_path, data)
+    res = replay_timetable(f, route=load_route(folder, cache=False), stand_in=True)
+    assert res.failed and res.replay.summary["not_at_end"] == []  # the trains that run are fine
+    assert res.replay.summary["timetable"]["defects"] == list(res.defects) and len(res.defects) >= 2
+    said = [e.message for e in res.replay.events if e.kind == "warning"]
+    assert any("left out of the timetable: train 'IC 1 Eastbound'" in m for m in said)

@@ -101,6 +101,9 @@ class TimetablePolicy(ActivityPolicy):
         super().start(replay)
         for s in self.tt_plan.simplifications:
             replay.log.add(SetupWarning(time=0.0, message=f"simplified: {s}"))
+        for defect in self.tt_plan.defects:
+            if defect not in self.tt_plan.warnings:  # the reader's findings are said already
+                replay.log.add(SetupWarning(time=0.0, message=f"left out of the timetable: {defect}"))
         self._place_timetable_stops(self.route)
         for k, d in enumerate(self._tt_drivers()):
             r = self.runs[self.trains[k].spec.name]
@@ -598,8 +601,9 @@ class TimetableReplay(ActivityReplay):
             "drawn_from_pool": dict(pol.pool_drawn),
             "delays_s": {k: round(v, 1) for k, v in pol.delay.items()},
             "simplifications": list(self.tt_plan.simplifications),
+            "defects": list(self.tt_plan.defects),
         }
-        return TimetableResult(ar, outcomes, self.tt_plan.simplifications)
+        return TimetableResult(ar, outcomes, self.tt_plan.simplifications, self.tt_plan.defects)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -610,6 +614,7 @@ class TimetableResult:
     activity: ActivityResult
     outcomes: dict = field(default_factory=dict)
     simplifications: tuple[str, ...] = ()
+    defects: tuple[str, ...] = ()  # what of the file was left out (TTPlan.defects)
 
     @property
     def replay(self):  # noqa: ANN201
@@ -621,10 +626,10 @@ class TimetableResult:
 
     @property
     def failed(self) -> bool:
-        """Derailed, collided, deadlocked, stuck, or a train that did not reach its end
-        (cancelled ones included)."""
+        """Derailed, collided, deadlocked, stuck, a train that did not reach its end
+        (cancelled ones included), or a part of the file left out (``defects``)."""
         s = self.activity.replay.summary
-        return self.activity.failed or bool(s["not_at_end"])
+        return self.activity.failed or bool(s["not_at_end"]) or bool(self.defects)
 
     def timetable_csv(self) -> str:
         return self.activity.timetable_csv()

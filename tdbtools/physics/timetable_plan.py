@@ -119,6 +119,9 @@ class TTPlan:
     warnings: tuple[str, ...] = ()
     simplifications: tuple[str, ...] = ()
     assembled: dict = field(default_factory=dict, compare=False)  # consist text -> Consist
+    #: What of the file was left out (cells that cannot be read, trains that cannot
+    #: run, commands naming missing trains): the replay says it and exits 1.
+    defects: tuple[str, ...] = ()
 
 
 def _minutes(cmd: Command, q: str) -> float | None:
@@ -163,9 +166,12 @@ def plan_timetable(
 ) -> TTPlan:
     """Read a timetable and turn its trains into runs (module docstring)."""
     p = Path(path)
-    tt = read_timetable(p, strict=True)
+    # read as Open Rails reads: a cell that cannot be read is left out and said, the
+    # other trains run (the run then exits 1: TimetableResult.failed)
+    tt = read_timetable(p, strict=False)
     folder = Path(route_folder) if route_folder is not None else route_of(p)
     warnings = [str(f) for f in tt.findings]
+    defects = [str(f) for f in tt.findings if f.code == "FORMAT" or f.severity == "error"]
     simpl: list[str] = []
     station_cmds = {s.name: s.commands for s in tt.stations}
     runs: list[TTRun] = []
@@ -175,6 +181,11 @@ def plan_timetable(
             f"no train {player!r} to play in {p.name} (trains: {', '.join(sorted(t.name for t in tt.trains if not t.static))})"
         )
     tt = _with_canonical_refs(tt)
+    tt = _drop_bad_trains(tt, defects)
+    names = {t.name for t in tt.trains}
+    if player is not None and player not in names:
+        raise TimetableReplayError(f"train {player!r} cannot run: {'; '.join(defects)}")
+    tt = _drop_bad_refs(tt, names, defects)
     formed: dict[str, tuple[str, str]] = {}  # new train -> (by, how)
     static_count = 0
     for t in tt.trains:
@@ -416,7 +427,15 @@ def plan_timetable(
                 )
     used = _used_commands(tt)
     simpl.extend(note for name, note in SIMPLIFIED.items() if name in used)
-    return TTPlan(tt, folder, tuple(runs), player, tuple(warnings), tuple(dict.fromkeys(simpl)))
+    return TTPlan(
+        tt,
+        folder,
+        tuple(runs),
+        player,
+        tuple(warnings),
+        tuple(dict.fromkeys(simpl)),
+        defects=tuple(dict.fromkeys(defects)),
+    )
 
 
 #: How the replay simplifies commands it does model (docs/timetables.md §5): said on
@@ -491,6 +510,62 @@ def _with_canonical_refs(tt: Timetable) -> Timetable:
             note=fixall(t.note),
             dispose=fixall(t.dispose),
             stops=tuple(dataclasses.replace(x, commands=fixall(x.commands)) for x in t.stops),
+        )
+        for t in tt.trains
+    )
+    return dataclasses.replace(tt, trains=trains)
+
+
+def _drop_bad_trains(tt: Timetable, defects: list[str]) -> Timetable:
+    """``tt`` without the trains Open Rails does not include (no path, no consist, no
+    valid start time, a file name leading out of its folder: TTTrainInfo.BuildTrain),
+    each said in ``defects``."""
+    import dataclasses
+
+    keep = []
+    for t in tt.trains:
+        why = None
+        if not t.path:
+            why = "no #path"
+        elif not t.consist:
+            why = "no #consist"
+        elif (t.start is None or t.start.seconds is None) and not t.static:
+            why = "no start time in #start"
+        elif relative_file_name(t.path, ".pat") is None:
+            why = f"path {t.path!r} must name a file inside PATHS"
+        elif any(relative_file_name(c.name, ".con") is None for c in t.consist):
+            why = "a consist must name a file inside TRAINS/CONSISTS"
+        if why is None:
+            keep.append(t)
+        else:
+            defects.append(f"train {t.name!r} is left out: {why}")
+    return dataclasses.replace(tt, trains=tuple(keep))
+
+
+def _drop_bad_refs(tt: Timetable, names: set[str], defects: list[str]) -> Timetable:
+    """``tt`` without the commands that name a train it does not run (Open Rails
+    ignores them with a message), each said in ``defects``."""
+    import dataclasses
+
+    def ok(t_name: str, c: Command) -> bool:
+        where = _TRAIN_REFS.get(c.name, ())
+        refs = [v for v in c.values if None in where] + [
+            v for q, vs in c.qualifiers if q in where and c.name not in ("create", "static") for v in vs
+        ]
+        bad = [r for r in refs if r and r not in names]
+        for r in bad:
+            defects.append(f"train {t_name!r}: ${c.name} names no train of the timetable: {r!r} (ignored)")
+        return not bad
+
+    def keep(t_name: str, cs: tuple[Command, ...]) -> tuple[Command, ...]:
+        return tuple(c for c in cs if ok(t_name, c))
+
+    trains = tuple(
+        dataclasses.replace(
+            t,
+            note=keep(t.name, t.note),
+            dispose=keep(t.name, t.dispose),
+            stops=tuple(dataclasses.replace(x, commands=keep(t.name, x.commands)) for x in t.stops),
         )
         for t in tt.trains
     )
