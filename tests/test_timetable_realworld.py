@@ -16,6 +16,7 @@ from helpers import SAMPLE_INSTALL
 
 from tdbtools.formats.route import load_route
 from tdbtools.formats.timetable import parse_timetable, relative_file_name, timetable_bytes
+from tdbtools.formats.timetable_list import read_timetable_list, timetable_list_bytes
 from tdbtools.physics.timetable import replay_timetable
 from tdbtools.physics.timetable_plan import TimetableReplayError, plan_timetable, with_route_stations
 from tdbtools.track.audit import audit_route
@@ -82,6 +83,7 @@ def test_blank_first_cell_continues_only_a_station_row():
         "#path;p",
         "#consist;c",
         "#start;10:00",
+        "#direction;up",  # no longer used by Open Rails, still accepted
         "#note;$acc=2",
         ";$dec=2",  # after #note: a comment row (Open Rails), not more of the note
         "X;10:10",
@@ -90,6 +92,7 @@ def test_blank_first_cell_continues_only_a_station_row():
     ]
     tt = parse_timetable(("\r\n".join(rows) + "\r\n").encode(), "t")
     (a,) = tt.trains
+    assert tt.findings == ()
     assert [c.name for c in a.note] == ["acc"]
     assert [c.name for c in a.stops[0].commands] == ["hold"]
 
@@ -194,3 +197,13 @@ def test_a_run_with_parts_left_out_fails_honestly(tmp_path):
     assert res.replay.summary["timetable"]["defects"] == list(res.defects) and len(res.defects) >= 2
     said = [e.message for e in res.replay.events if e.kind == "warning"]
     assert any("left out of the timetable: train 'IC 1 Eastbound'" in m for m in said)
+
+
+def test_list_as_autotable_writes_it(tmp_path):
+    # "#Name" without a blank, no line ending after the last name
+    f = tmp_path / "All.timetablelist-or"
+    data = b"#All services - Fri\nA - Fri.timetable-or\nB - Fri.timetable-or"
+    f.write_bytes(data)
+    tl = read_timetable_list(f)
+    assert tl.name == "All services - Fri" and tl.files == ("A - Fri.timetable-or", "B - Fri.timetable-or")
+    assert timetable_list_bytes(tl) == data

@@ -66,6 +66,7 @@ ROW_KINDS = (
     "#speedmph",
     "#restartdelay",
     "#briefing",
+    "#direction",  # no longer used by Open Rails, still accepted (and ignored)
 )
 
 
