@@ -18,12 +18,17 @@ from ..formats.route import Route
 from ..formats.tdb import PlatformItem
 from ..formats.timetable import Timetable, read_timetable, relative_file_name
 from ..formats.timetable_list import read_timetable_list
+from ..formats.timetable_pool import POOL_SUFFIXES, read_pool_file
 from ..stf import resolve_case_insensitive
 from .pathbuild import platforms
 from .paths import resolve_path
 
 #: At most this many timetable files of a route are checked.
 MAX_FILES = 200
+
+#: Open Rails reads both spellings of the suffixes (ProcessTimetable.cs, GetFilenames).
+TIMETABLE_SUFFIXES = (".timetable-or", ".timetable_or")
+LIST_SUFFIXES = (".timetablelist-or", ".timetablelist_or")
 
 #: Commands whose value (or qualifier) names another train.
 _TRAIN_REFS = {
@@ -69,9 +74,31 @@ def audit_timetables(route: Route, *, paths: bool = True) -> list[TTFinding]:
     if folder is None:
         return []
     out: list[TTFinding] = []
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".timetable-or", ".timetablelist-or"))
+    # Open Rails reads every pool file of the folder (PoolInfo.cs), "_or" suffixes too
+    pool_keys: set[str] = set()
+    path_dir = resolve_case_insensitive(Path(route.folder) / "PATHS")
+    for p in sorted(p for p in folder.iterdir() if p.suffix.lower() in POOL_SUFFIXES)[:MAX_FILES]:
+        try:
+            pf = read_pool_file(p)
+        except SourceError as exc:
+            out.append(_f("TT_READ", str(exc).splitlines()[0], "error"))
+            continue
+        out.extend((f.code, f"{p.name}: " + str(f).split(": ", 1)[-1], f.severity) for f in pf.findings)
+        for pool in pf.pools:
+            pool_keys.add(pool.key)
+            for st in pool.storages:
+                for what, name in (("storage", st.path), *(("access", a) for a in st.access)):
+                    if not _exists(path_dir, name, ".pat"):
+                        out.append(
+                            _f(
+                                "TT_PATH_MISSING",
+                                f"{p.name}: pool {pool.name!r}: {what} path {name!r} is not in PATHS",
+                                "error",
+                            )
+                        )
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in TIMETABLE_SUFFIXES + LIST_SUFFIXES)
     for p in files[:MAX_FILES]:
-        if p.suffix.lower() == ".timetablelist-or":
+        if p.suffix.lower() in LIST_SUFFIXES:
             try:
                 tl = read_timetable_list(p)
             except SourceError as exc:
@@ -94,6 +121,28 @@ def audit_timetables(route: Route, *, paths: bool = True) -> list[TTFinding]:
             continue
         out.extend((f.code, f"{p.name}: " + str(f).split(": ", 1)[-1], f.severity) for f in tt.findings)
         out.extend(_check(route, tt, p.name, paths))
+        out.extend(_check_pools(tt, p.name, pool_keys))
+    return out
+
+
+def _check_pools(tt: Timetable, fname: str, pool_keys: set[str]) -> list[TTFinding]:
+    """Pools named by ``$pool`` (#start, #dispose) and ``$static /pool`` that no pool
+    file of the folder defines: Open Rails does not create such a train."""
+    out: list[TTFinding] = []
+    for t in tt.trains:
+        for c in (*t.start_commands, *t.dispose):
+            names = (
+                c.values if c.name == "pool" else (c.qualifier("pool") or ()) if c.name == "static" else ()
+            )
+            for n in names:
+                if n and n.strip().lower() not in pool_keys:
+                    out.append(
+                        _f(
+                            "TT_POOL_UNKNOWN",
+                            f"{fname}: train {t.name!r}: pool {n!r} is defined in no .pool-or file of the folder",
+                            "warning",
+                        )
+                    )
     return out
 
 
