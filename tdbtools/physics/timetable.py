@@ -33,6 +33,7 @@ from typing import Any, cast
 
 from ..formats.activity import ActivityFile, ActivityHeader, ServiceFile, StopItem
 from ..formats.route import Route, load_route
+from ..formats.tdb import PlatformItem
 from .activity import (
     ActivityPlan,
     ActivityPolicy,
@@ -502,7 +503,7 @@ class TimetableReplay(ActivityReplay):
         stuck_after: float = 1800.0,
     ) -> None:
         route = route if route is not None else load_route(plan.route_folder)
-        plan = with_route_stations(plan, {p.station for p in route_platforms(route).values()})
+        plan = with_route_stations(plan, {it.station for it in route.tdb.items if isinstance(it, PlatformItem)})
         self.tt_plan = plan
         runs = [r for r in plan.runs if not r.pool_stock]
         if not runs:
