@@ -207,3 +207,12 @@ def test_list_as_autotable_writes_it(tmp_path):
     tl = read_timetable_list(f)
     assert tl.name == "All services - Fri" and tl.files == ("A - Fri.timetable-or", "B - Fri.timetable-or")
     assert timetable_list_bytes(tl) == data
+
+
+def test_path_cell_with_a_path_command():
+    text = ";A;B\r\n#path;MainWE $endatlastsignal /reverse;Sub\\Main WE.pat\r\n#consist;c;c\r\n#start;10:00;10:01\r\n"
+    tt = parse_timetable(text.encode(), "t")
+    a, b = tt.trains
+    assert a.path == "MainWE" and a.path_qualifiers == (("endatlastsignal", ("reverse",)),)
+    assert b.path == "Sub\\Main WE.pat" and relative_file_name(b.path, ".pat") == "Sub/Main WE"
+    assert tt.findings == ()

@@ -29,6 +29,7 @@ from .timetable_cells import (
     DELAY_COMMANDS,
     DISPOSE_COMMANDS,
     NOTE_COMMANDS,
+    PATH_COMMANDS,
     SPEED_COMMANDS,
     START_COMMANDS,
     STATION_COMMANDS,
@@ -432,18 +433,18 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
                 if k == "#path":
                     tree = cr.parse(r, cell, "path_cell")
                     if tree is not None:
-                        acc["path"].append(
+                        quals = [
                             (
-                                str(tree.children[0]).strip(),
-                                tuple(
-                                    (
-                                        str(q.children[0]).lower(),
-                                        _values(q.children[1]) if len(q.children) > 1 else (),
-                                    )
-                                    for q in tree.children[1:]
-                                ),
+                                str(q.children[0]).lower(),
+                                _values(q.children[1]) if len(q.children) > 1 else (),
                             )
-                        )
+                            for q in tree.children[1:]
+                            if isinstance(q, Tree) and q.data == "qualifier"
+                        ]
+                        # path commands ($endatlastsignal /reverse): (name, its qualifiers' names)
+                        for pc in cr.commands(r, cell, tree, PATH_COMMANDS, "path"):
+                            quals.append((pc.name, tuple(q for q, _v in pc.qualifiers)))
+                        acc["path"].append((str(tree.children[0]).strip(), tuple(quals)))
                 elif k == "#consist":
                     tree = cr.parse(r, cell, "consist_cell")
                     if tree is not None:

@@ -64,6 +64,7 @@ STATION_COMMANDS = frozenset(
     }
 )
 START_COMMANDS = frozenset({"create", "pool", "next", "static", "activated"})
+PATH_COMMANDS = frozenset({"endatlastsignal"})
 NOTE_COMMANDS = TIMING_COMMANDS | {"acc", "dec", "doo", "forcereversal"}
 DISPOSE_COMMANDS = frozenset(
     {
@@ -280,6 +281,7 @@ __all__ = [
     "DELAY_COMMANDS",
     "DISPOSE_COMMANDS",
     "NOTE_COMMANDS",
+    "PATH_COMMANDS",
     "SPEED_COMMANDS",
     "START_COMMANDS",
     "STATION_COMMANDS",

@@ -503,7 +503,9 @@ class TimetableReplay(ActivityReplay):
         stuck_after: float = 1800.0,
     ) -> None:
         route = route if route is not None else load_route(plan.route_folder)
-        plan = with_route_stations(plan, {it.station for it in route.tdb.items if isinstance(it, PlatformItem)})
+        plan = with_route_stations(
+            plan, {it.station for it in route.tdb.items if isinstance(it, PlatformItem)}
+        )
         self.tt_plan = plan
         runs = [r for r in plan.runs if not r.pool_stock]
         if not runs:

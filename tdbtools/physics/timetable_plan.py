@@ -217,6 +217,8 @@ def plan_timetable(
         if not t.consist:
             raise TimetableReplayError(f"train {name!r}: no #consist")
         tpath = file_name(t.path, ".pat", f"train {name!r}: path")
+        if any(q == "endatlastsignal" for q, _v in t.path_qualifiers):
+            simpl.append(f"{name}: $endatlastsignal is read; the train runs to the end of its path")
         tcons = [file_name(c.name, ".con", f"train {name!r}: consist") for c in t.consist]
         start = t.start.seconds if t.start is not None and t.start.seconds is not None else None
         create = None
