@@ -216,3 +216,17 @@ def test_path_cell_with_a_path_command():
     assert a.path == "MainWE" and a.path_qualifiers == (("endatlastsignal", ("reverse",)),)
     assert b.path == "Sub\\Main WE.pat" and relative_file_name(b.path, ".pat") == "Sub/Main WE"
     assert tt.findings == ()
+
+
+def test_command_cells_read_as_open_rails_cuts_them():
+    # Open Rails cuts #note/#dispose/#speed cells at every '$' and reads the first piece
+    # as a command too; free text is a command it does not know (ignored, said)
+    text = (
+        ";A;B\r\n#path;p;p\r\n#consist;c;c\r\n#start;10:00;10:05\r\n"
+        "#note;acc=2 $dec=0.5;runs daily except Sundays\r\n#dispose;forms=B /runround=p;\r\n"
+    )
+    tt = parse_timetable(text.encode(), "t")
+    a, b = tt.trains
+    assert [(c.name, c.values) for c in a.note] == [("acc", ("2",)), ("dec", ("0.5",))]
+    assert [(c.name, c.value, c.qualifier("runround")) for c in a.dispose] == [("forms", "B", ("p",))]
+    assert [f.code for f in tt.findings] == ["TT_UNKNOWN_COMMAND"] and "runs daily" in tt.findings[0].message

@@ -201,7 +201,7 @@ def _values(t: Tree | None) -> tuple[str, ...]:
 
 
 def _command(t: Tree, loc: Location | None) -> Command:
-    name = str(t.children[0]).lower()
+    name = str(t.children[0]).strip().lower()
     vals: tuple[str, ...] = ()
     quals: list[tuple[str, tuple[str, ...]]] = []
     for ch in t.children[1:]:
