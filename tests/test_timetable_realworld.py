@@ -230,3 +230,47 @@ def test_command_cells_read_as_open_rails_cuts_them():
     assert [(c.name, c.values) for c in a.note] == [("acc", ("2",)), ("dec", ("0.5",))]
     assert [(c.name, c.value, c.qualifier("runround")) for c in a.dispose] == [("forms", "B", ("p",))]
     assert [f.code for f in tt.findings] == ["TT_UNKNOWN_COMMAND"] and "runs daily" in tt.findings[0].message
+
+
+def _list_files(tmp_path):
+    morning = (
+        ";RB;IC 1;#comment\r\n#comment;;;Morning\r\n#path;MainEW;MainWE\r\n#consist;sample_passenger;sample_passenger\r\n"
+        "#start;07:40;08:00\r\nSampleby $hold;07:43-07:44;08:01-08:02\r\n#dispose;;$forms=ic 2:afternoon\r\n"
+    )
+    afternoon = (
+        ";IC 2;RB;#comment\r\n#comment;;;Afternoon\r\n#path;MainEW;MainWE\r\n#consist;sample_freight;sample_passenger\r\n"
+        "#start;08:08;08:30\r\nSampleby;08:11-08:12;08:31-08:32\r\n#dispose;$triggers=RB\r\n"
+    )
+    folder, _f = _sample(tmp_path, morning.encode("utf-8"), "Morning.timetable-or")
+    ttdir = folder / "ACTIVITIES" / "OpenRails"
+    (ttdir / "Afternoon.timetable-or").write_bytes(afternoon.encode("utf-8"))
+    lst = ttdir / "Day.timetablelist-or"
+    lst.write_bytes(b"#The day\r\nMorning.timetable-or\r\nafternoon.timetable-or\r\nGone.timetable-or\r\n")
+    return folder, lst
+
+
+def test_a_list_runs_its_timetables_together(tmp_path):
+    _folder, lst = _list_files(tmp_path)
+    plan = plan_timetable(lst)
+    runs = {r.name: r for r in plan.runs}
+    # a name two files use is "name:description"; the others keep their own
+    assert set(runs) == {"RB:Morning", "IC 1", "IC 2", "RB:Afternoon"}
+    # name:description names a train of another file; a plain name one of its own file
+    assert runs["IC 1"].disposal == "forms IC 2" and runs["IC 2"].formed_by == "IC 1"
+    assert runs["IC 2"].disposal == "triggers RB:Afternoon"
+    # station commands stay with their own file's trains
+    assert runs["IC 1"].stops[0].hold and not runs["IC 2"].stops[0].hold
+    # the file the list names that is not there is said, and fails the run
+    assert plan.defects == ("Day.timetablelist-or lists 'Gone.timetable-or', which is not in its folder",)
+    assert plan.timetable.description == "The day"
+
+
+def test_cli_replays_a_list(tmp_path):
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    _folder, lst = _list_files(tmp_path)
+    r = CliRunner().invoke(main, ["replay", str(lst), "--stand-in", "--out", str(tmp_path / "out")])
+    assert r.exit_code == 1, r.output  # the missing file
+    assert "IC 2: start 08:08:00" in r.output and "Gone.timetable-or" in r.output

@@ -18,7 +18,7 @@ ignores what it does not know.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -542,6 +542,48 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
     )
 
 
+#: Commands whose value (None) or qualifiers name another train.
+TRAIN_REFS: dict[str, tuple[str | None, ...]] = {
+    "forms": (None,),
+    "triggers": (None,),
+    "wait": (None,),
+    "follow": (None,),
+    "connect": (None,),
+    "activate": (None,),
+    "stable": ("forms", "triggers"),
+    "create": ("ahead",),
+    "static": ("ahead",),
+}
+
+
+def with_train_refs(tt: Timetable, canon: Callable[[str], str]) -> Timetable:
+    """``tt`` with every train name a command holds replaced by ``canon(name)``."""
+    import dataclasses
+
+    def fix(c: Command) -> Command:
+        where = TRAIN_REFS.get(c.name)
+        if not where:
+            return c
+        vals = tuple(canon(v) for v in c.values) if None in where else c.values
+        quals = tuple((q, tuple(canon(v) for v in vs) if q in where else vs) for q, vs in c.qualifiers)
+        return dataclasses.replace(c, values=vals, qualifiers=quals)
+
+    def fixall(cs: tuple[Command, ...]) -> tuple[Command, ...]:
+        return tuple(fix(c) for c in cs)
+
+    trains = tuple(
+        dataclasses.replace(
+            t,
+            start_commands=fixall(t.start_commands),
+            note=fixall(t.note),
+            dispose=fixall(t.dispose),
+            stops=tuple(dataclasses.replace(x, commands=fixall(x.commands)) for x in t.stops),
+        )
+        for t in tt.trains
+    )
+    return dataclasses.replace(tt, trains=trains)
+
+
 def relative_file_name(name: str, suffix: str) -> str | None:
     """A path or consist name of a timetable as a relative file name (``/``-separated)
     without ``suffix``; None when it would lead outside its folder (``..``, a root, a
@@ -624,6 +666,8 @@ __all__ = [
     "make_timetable",
     "parse_timetable",
     "read_timetable",
+    "TRAIN_REFS",
+    "with_train_refs",
     "relative_file_name",
     "timetable_bytes",
     "with_cells",

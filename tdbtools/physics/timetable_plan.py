@@ -14,7 +14,16 @@ from pathlib import Path
 
 from ..errors import TdbToolsError
 from ..formats.consist import Consist, read_consist
-from ..formats.timetable import Command, Stamp, Timetable, read_timetable, relative_file_name
+from ..formats.timetable import (
+    TRAIN_REFS,
+    Command,
+    Stamp,
+    Timetable,
+    read_timetable,
+    relative_file_name,
+    with_train_refs,
+)
+from ..formats.timetable_list import LIST_SUFFIXES, read_timetable_group
 from ..physics.scenario import resolve_file
 
 #: At most this many trains (and extra stable moves) are replayed.
@@ -168,10 +177,16 @@ def plan_timetable(
     p = Path(path)
     # read as Open Rails reads: a cell that cannot be read is left out and said, the
     # other trains run (the run then exits 1: TimetableResult.failed)
-    tt = read_timetable(p, strict=False)
+    left_out: tuple[str, ...] = ()
+    if p.suffix.lower() in LIST_SUFFIXES:
+        # a list: its timetables run together, as Open Rails runs them
+        tt, left_out = read_timetable_group(p)
+    else:
+        tt = read_timetable(p, strict=False)
     folder = Path(route_folder) if route_folder is not None else route_of(p)
     warnings = [str(f) for f in tt.findings]
     defects = [str(f) for f in tt.findings if f.code == "FORMAT" or f.severity == "error"]
+    defects.extend(left_out)
     simpl: list[str] = []
     station_cmds = {s.name: s.commands for s in tt.stations}
     runs: list[TTRun] = []
@@ -470,52 +485,19 @@ def _used_commands(tt: Timetable) -> set[str]:
     return names
 
 
-#: Commands whose value (None) or qualifiers name another train.
-_TRAIN_REFS: dict[str, tuple[str | None, ...]] = {
-    "forms": (None,),
-    "triggers": (None,),
-    "wait": (None,),
-    "follow": (None,),
-    "connect": (None,),
-    "activate": (None,),
-    "stable": ("forms", "triggers"),
-    "create": ("ahead",),
-    "static": ("ahead",),
-}
+_TRAIN_REFS = TRAIN_REFS
 
 
 def _with_canonical_refs(tt: Timetable) -> Timetable:
     """``tt`` with every train a command names spelt as its column spells it: Open Rails
     finds trains case-insensitively and accepts ``name:description`` for the trains of
     the file (:meth:`Timetable.find`)."""
-    import dataclasses
 
     def canon(v: str) -> str:
         t = tt.find(v)
         return t.name if t is not None else v
 
-    def fix(c: Command) -> Command:
-        where = _TRAIN_REFS.get(c.name)
-        if not where:
-            return c
-        vals = tuple(canon(v) for v in c.values) if None in where else c.values
-        quals = tuple((q, tuple(canon(v) for v in vs) if q in where else vs) for q, vs in c.qualifiers)
-        return dataclasses.replace(c, values=vals, qualifiers=quals)
-
-    def fixall(cs: tuple[Command, ...]) -> tuple[Command, ...]:
-        return tuple(fix(c) for c in cs)
-
-    trains = tuple(
-        dataclasses.replace(
-            t,
-            start_commands=fixall(t.start_commands),
-            note=fixall(t.note),
-            dispose=fixall(t.dispose),
-            stops=tuple(dataclasses.replace(x, commands=fixall(x.commands)) for x in t.stops),
-        )
-        for t in tt.trains
-    )
-    return dataclasses.replace(tt, trains=trains)
+    return with_train_refs(tt, canon)
 
 
 def _drop_bad_trains(tt: Timetable, defects: list[str]) -> Timetable:
