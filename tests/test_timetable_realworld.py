@@ -274,3 +274,14 @@ def test_cli_replays_a_list(tmp_path):
     r = CliRunner().invoke(main, ["replay", str(lst), "--stand-in", "--out", str(tmp_path / "out")])
     assert r.exit_code == 1, r.output  # the missing file
     assert "IC 2: start 08:08:00" in r.output and "Gone.timetable-or" in r.output
+
+
+def test_timings_with_one_side_empty():
+    # Open Rails cuts a timing at its first '-' and reads each side
+    text = ";A;B;C\r\n#path;p;p;p\r\n#consist;c;c;c\r\n#start;10:00;10:00;10:00\r\nX;10:05-;-10:07;10:05 - 10:06\r\n"
+    tt = parse_timetable(text.encode(), "t")
+    got = [
+        (s.arrival and s.arrival.seconds, s.depart and s.depart.seconds) for t in tt.trains for s in t.stops
+    ]
+    assert got == [(36300, None), (None, 36420), (36300, 36360)]
+    assert timetable_bytes(tt) == text.encode()

@@ -486,7 +486,7 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
                     continue
                 loc = loc or cr.location(r, cell)
                 for tm in tree.children:
-                    if isinstance(tm, Tree) and tm.data == "timing":
+                    if isinstance(tm, Tree) and tm.data in ("timing", "arrival_only", "departure_only"):
                         try:
                             stamps = [_stamp(x) for x in tm.children if isinstance(x, Token)]
                         except ValueError as exc:
@@ -494,7 +494,10 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
                             continue
                         if arr is not None or dep is not None:
                             diags.problem(cr.error(r, cell, f"a second timing for train {name!r} at {st!r}"))
-                        arr, dep = (stamps[0], stamps[1]) if len(stamps) == 2 else (None, stamps[0])
+                        if tm.data == "arrival_only":
+                            arr, dep = stamps[0], None
+                        else:
+                            arr, dep = (stamps[0], stamps[1]) if len(stamps) == 2 else (None, stamps[0])
                 cmds.extend(cr.commands(r, cell, tree, TIMING_COMMANDS, "timing"))
             stops.append(Stop(st, arr, dep, tuple(cmds), loc))
         if any(c.name == "static" for c in acc["start"]):
