@@ -5,8 +5,9 @@ that reads them, and located errors with a caret; the grid of cells is
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
@@ -176,6 +177,34 @@ def _parser() -> Lark:
     )
 
 
+_TIME = r"[Pp]?[0-9]{1,2}[:xX*Pp][0-9]{2}(?::[0-9]{2})?"
+#: A timing cell that is just "time" or "time-time" (most cells of a real timetable):
+#: read without the parser, to the tree the grammar gives it.
+_PLAIN_TIMING = re.compile(rf"[ \t\u00a0]*({_TIME})[ \t\u00a0]*(?:-[ \t\u00a0]*({_TIME})[ \t\u00a0]*)?")
+
+
+@lru_cache(maxsize=8192)
+def _parse_cell(kind: str, text: str) -> Tree:
+    """The tree of a cell (trees are only read, so equal cells share one; real
+    timetables repeat their paths, consists and commands in every column)."""
+    if kind == "timing_cell":
+        cut = text.find("$")
+        head, rest = (text, "") if cut < 0 else (text[:cut], text[cut:])
+        m = _PLAIN_TIMING.fullmatch(head)
+        if m or not head.strip():
+            # the time as above, the commands (which repeat) parsed once
+            children: list = []
+            if m:
+                children.append(Tree("timing", [Token("TIME", g) for g in m.groups() if g is not None]))
+            if rest:
+                try:
+                    children.extend(_parse_cell("command_cell", rest).children)
+                except UnexpectedInput:
+                    return _parser().parse(text, start=kind)  # raises, located in the whole cell
+            return Tree("timing_cell", children)
+    return _parser().parse(text, start=kind)
+
+
 def _stamp(tok: Token) -> Stamp:
     s = str(tok)
     if tok.type == "MARK":
@@ -241,7 +270,7 @@ class _CellReader:
     def parse(self, row: Row, cell: Cell, kind: str) -> Tree | None:
         text = cell.text
         try:
-            return _parser().parse(text, start=kind)
+            return _parse_cell(kind, text)
         except UnexpectedInput as exc:
             col = getattr(exc, "column", 1) or 1
             what = {
