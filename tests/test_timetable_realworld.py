@@ -15,7 +15,7 @@ import pytest
 from helpers import SAMPLE_INSTALL
 
 from tdbtools.formats.route import load_route
-from tdbtools.formats.timetable import parse_timetable, relative_file_name, timetable_bytes
+from tdbtools.formats.timetable import TimetableError, parse_timetable, relative_file_name, timetable_bytes
 from tdbtools.formats.timetable_list import read_timetable_list, timetable_list_bytes
 from tdbtools.physics.timetable import replay_timetable
 from tdbtools.physics.timetable_plan import TimetableReplayError, plan_timetable, with_route_stations
@@ -285,3 +285,30 @@ def test_timings_with_one_side_empty():
     ]
     assert got == [(36300, None), (None, 36420), (36300, 36360)]
     assert timetable_bytes(tt) == text.encode()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "10:05",
+        " 7:45 - 8:00 ",
+        "P10:05",
+        "10x05-10:07",
+        "10:05-",
+        "$hold",
+        "",
+        "10:05 $wait=IC 1 /maxdelay=5 $hold",
+        "x",
+    ],
+)
+def test_fast_timing_reading_gives_the_grammars_tree(text):
+    from tdbtools.formats.timetable_cells import _parse_cell, _parser
+
+    assert _parse_cell("timing_cell", text) == _parser().parse(text, start="timing_cell")
+
+
+def test_bad_command_after_a_time_is_located_in_the_whole_cell():
+    text = ";A\r\n#path;p\r\n#consist;c\r\n#start;10:00\r\nX;10:05 $=\r\n"
+    with pytest.raises(TimetableError) as e:
+        parse_timetable(text.encode(), "t")
+    assert e.value.location.line == 5 and e.value.location.column == 3 + len("10:05 $")
