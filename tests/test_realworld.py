@@ -362,7 +362,7 @@ def test_smaller_cli_points(rw, tmp_path):
 
 
 def test_gentle_buffer_impacts_are_not_listed_as_faults():
-    from tdbtools.cli import _event_lines
+    from tdbtools.cli.events import _event_lines
     from tdbtools.physics.events import EventLocation, Impact
 
     gentle = Impact(time=50.0, relative_speed=0.3, cars=(("t", 0), ("t", 1)), impulse=1.0, energy_lost=1.0)
