@@ -184,6 +184,7 @@ def test_autotable_timetable_replays(tmp_path):
     rows = {r["train"]: r for r in res.timetable}
     # the passing freight makes no stop; the two passenger trains stop at Sampleby
     assert set(rows) == {"IC 1 Eastbound", "IC 2 Westbound"}
+    assert rows["IC 1 Eastbound"]["actual_arr"] < 7 * 3600 + 45 * 60 + 40  # (test_restart_delays)
     assert rows["IC 1 Eastbound"]["actual_dep"] >= 7 * 3600 + 47 * 60 - 1e-6
     assert rows["IC 2 Westbound"]["actual_dep"] >= 8 * 3600 + 3 * 60 + 30 - 1e-6
 
@@ -312,3 +313,24 @@ def test_bad_command_after_a_time_is_located_in_the_whole_cell():
     with pytest.raises(TimetableError) as e:
         parse_timetable(text.encode(), "t")
     assert e.value.location.line == 5 and e.value.location.column == 3 + len("10:05 $")
+
+
+@pytest.mark.slow
+def test_restart_delays(tmp_path):
+    # IC 1: $new /fix=20 and $station /fix=20 /var=20: its start 20 s later, its departure
+    # 20 + 10 s (the mean of the random part) later than it would leave
+    data = autotable_like(station="sampleby").replace(
+        b"#restartdelay\t\t\t\t", b"#restartdelay\t\t\t$new /fix=20 $station /fix=20 /var=20\t"
+    )
+    folder, f = _sample(tmp_path, data)
+    plan = plan_timetable(f)
+    ic1 = {r.name: r for r in plan.runs}["IC 1 Eastbound"]
+    assert (ic1.restart_new_s, ic1.restart_station_s) == (20.0, 30.0)
+    assert any("#restartdelay" in s for s in plan.simplifications)
+    res = replay_timetable(f, route=load_route(folder, cache=False), stand_in=True)
+    assert not res.failed
+    row = {r["train"]: r for r in res.timetable}["IC 1 Eastbound"]
+    assert row["actual_dep"] == pytest.approx(7 * 3600 + 47 * 60 + 30, abs=1.0)
+    # without the delays it arrives 34.5 s after 07:45 (test_autotable_timetable_replays);
+    # held 20 s at its start, it arrives about 20 s later
+    assert row["actual_arr"] >= 7 * 3600 + 45 * 60 + 34.5 + 19.0

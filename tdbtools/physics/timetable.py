@@ -93,6 +93,7 @@ class TimetablePolicy(ActivityPolicy):
         self._wait_nodes: dict[tuple[str, int, str | None], int | None] = {}
         self._tt_next = 0.0
         self._dwell_held: dict[int, bool] = {}
+        self._restarted: set[tuple[int, int]] = set()  # (train, stop) given its restart delay
         self._tt_stops: dict[int, list[TTStop]] = {}
 
     def driver(self, spec: TrainSpec, auto: Any, default: Any, train: Any) -> TimetableDriver:
@@ -113,8 +114,8 @@ class TimetablePolicy(ActivityPolicy):
                 d.ai = False
             else:
                 d.ai = not r.stays
-                if r.create is not None:
-                    d.hold_until = float(r.start)
+                if r.create is not None or r.restart_new_s > 0.0:
+                    d.hold_until = float(r.start) + r.restart_new_s
                 if r.formed_by is not None or r.pool_from is not None or r.activated:
                     d.start = math.inf  # released by _check
             if r.max_speed is not None:
@@ -301,6 +302,12 @@ class TimetablePolicy(ActivityPolicy):
                     Formed(time=self.time, clock=clock(now), train=r.formed_by, new_train=name, how=how)
                 )
             d.start = now
+        # #restartdelay $station: once a stop has begun, its departure is that much later
+        for k, d in enumerate(self._tt_drivers()):
+            r = self.runs[self.trains[k].spec.name]
+            if r.restart_station_s > 0.0 and d.state == "dwell" and (k, d.next_stop) not in self._restarted:
+                self._restarted.add((k, d.next_stop))
+                d.dwell_until += r.restart_station_s
         # 3. holds at the start and at stations
         for k, d in enumerate(self._tt_drivers()):
             name = self.trains[k].spec.name

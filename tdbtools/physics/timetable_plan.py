@@ -114,6 +114,8 @@ class TTRun:
     activates: tuple[tuple[str | None, str], ...] = ()  # (station or None=start, "END"), train
     max_speed: float | None = None  # m/s
     decel_factor: float = 1.0
+    restart_new_s: float = 0.0  # #restartdelay $new: added to its start
+    restart_station_s: float = 0.0  # #restartdelay $station: added to each departure
     synthetic: bool = False  # a $stable move
     disposal: str = "removed"
     source: str = ""  # the train's heading in the file (static trains are renamed)
@@ -131,6 +133,16 @@ class TTPlan:
     #: What of the file was left out (cells that cannot be read, trains that cannot
     #: run, commands naming missing trains): the replay says it and exits 1.
     defects: tuple[str, ...] = ()
+
+
+def _number(v: tuple[str, ...] | None) -> float:
+    """A #restartdelay value in seconds (0 when missing or not a number, as Open Rails
+    leaves a value it cannot read unset)."""
+    try:
+        x = float(v[0]) if v else 0.0
+    except ValueError:
+        return 0.0
+    return x if 0.0 <= x < 86400.0 else 0.0
 
 
 def _minutes(cmd: Command, q: str) -> float | None:
@@ -291,8 +303,19 @@ def plan_timetable(
                     simpl.append(f"{name}: $cruise is used as a speed cap (no catching up when late)")
             elif c.name not in MODELLED:
                 simpl.append(f"{name}: speed command ${c.name} is not modelled")
-        if t.restart_delay:
-            simpl.append(f"{name}: #restartdelay is read; the replay has no random restart delays")
+        restart: dict[str, float] = {}
+        for c in t.restart_delay:
+            fix, var = _number(c.qualifier("fix")), _number(c.qualifier("var"))
+            if c.name in ("new", "station"):
+                # Open Rails draws fix + a random part up to var; here the mean of it
+                restart[c.name] = fix + var / 2.0
+            else:
+                simpl.append(f"{name}: #restartdelay ${c.name} is read and not applied")
+        if restart:
+            simpl.append(
+                f"{name}: #restartdelay: the fixed part plus half the random part (its mean) is added "
+                "when the train starts and when it leaves a stop"
+            )
         stops: list[TTStop] = []
         for s in t.stops:
             cmds = s.commands + station_cmds.get(s.station, ())
@@ -415,6 +438,8 @@ def plan_timetable(
             activates=tuple(activates),
             max_speed=max_speed,
             decel_factor=decel,
+            restart_new_s=restart.get("new", 0.0),
+            restart_station_s=restart.get("station", 0.0),
             disposal=disposal,
             source=t.name,
         )
