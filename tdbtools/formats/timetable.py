@@ -18,7 +18,7 @@ ignores what it does not know.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +44,7 @@ from .timetable_cells import (
     _stamp,
     _values,
 )
-from .timetable_refs import TRAIN_REFS, relative_file_name, with_train_refs
+from .timetable_refs import TRAIN_REFS, relative_file_name
 
 #: A timetable file larger than this is refused (real ones are a few hundred kB).
 MAX_TIMETABLE_BYTES = 16 << 20
@@ -544,6 +544,34 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
         tuple(trains),
         tuple(diags.findings[first_findings:]),
     )
+
+
+def with_train_refs(tt: Timetable, canon: Callable[[str], str]) -> Timetable:
+    """``tt`` with every train name a command holds replaced by ``canon(name)``."""
+    import dataclasses
+
+    def fix(c: Command) -> Command:
+        where = TRAIN_REFS.get(c.name)
+        if not where:
+            return c
+        vals = tuple(canon(v) for v in c.values) if None in where else c.values
+        quals = tuple((q, tuple(canon(v) for v in vs) if q in where else vs) for q, vs in c.qualifiers)
+        return dataclasses.replace(c, values=vals, qualifiers=quals)
+
+    def fixall(cs: tuple[Command, ...]) -> tuple[Command, ...]:
+        return tuple(fix(c) for c in cs)
+
+    trains = tuple(
+        dataclasses.replace(
+            t,
+            start_commands=fixall(t.start_commands),
+            note=fixall(t.note),
+            dispose=fixall(t.dispose),
+            stops=tuple(dataclasses.replace(x, commands=fixall(x.commands)) for x in t.stops),
+        )
+        for t in tt.trains
+    )
+    return dataclasses.replace(tt, trains=trains)
 
 
 # -- writing --------------------------------------------------------------------------------

@@ -1,17 +1,7 @@
 """Names a timetable's cells hold (docs/timetables.md §2): the commands that name
-other trains (and rewriting them), and path or consist names as relative file names."""
+other trains, and path or consist names as relative file names."""
 
 from __future__ import annotations
-
-import dataclasses
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-from .timetable_cells import Command
-
-if TYPE_CHECKING:
-    from .timetable import Timetable
-
 
 #: Commands whose value (None) or qualifiers name another train.
 TRAIN_REFS: dict[str, tuple[str | None, ...]] = {
@@ -27,33 +17,6 @@ TRAIN_REFS: dict[str, tuple[str | None, ...]] = {
 }
 
 
-def with_train_refs(tt: Timetable, canon: Callable[[str], str]) -> Timetable:
-    """``tt`` with every train name a command holds replaced by ``canon(name)``."""
-
-    def fix(c: Command) -> Command:
-        where = TRAIN_REFS.get(c.name)
-        if not where:
-            return c
-        vals = tuple(canon(v) for v in c.values) if None in where else c.values
-        quals = tuple((q, tuple(canon(v) for v in vs) if q in where else vs) for q, vs in c.qualifiers)
-        return dataclasses.replace(c, values=vals, qualifiers=quals)
-
-    def fixall(cs: tuple[Command, ...]) -> tuple[Command, ...]:
-        return tuple(fix(c) for c in cs)
-
-    trains = tuple(
-        dataclasses.replace(
-            t,
-            start_commands=fixall(t.start_commands),
-            note=fixall(t.note),
-            dispose=fixall(t.dispose),
-            stops=tuple(dataclasses.replace(x, commands=fixall(x.commands)) for x in t.stops),
-        )
-        for t in tt.trains
-    )
-    return dataclasses.replace(tt, trains=trains)
-
-
 def relative_file_name(name: str, suffix: str) -> str | None:
     """A path or consist name of a timetable as a relative file name (``/``-separated)
     without ``suffix``; None when it would lead outside its folder (``..``, a root, a
@@ -67,4 +30,4 @@ def relative_file_name(name: str, suffix: str) -> str | None:
     return rel[: -len(suffix)] if rel.lower().endswith(suffix) else rel
 
 
-__all__ = ["TRAIN_REFS", "relative_file_name", "with_train_refs"]
+__all__ = ["TRAIN_REFS", "relative_file_name"]
