@@ -1022,7 +1022,7 @@ def test_waiting_points_reach_the_driver_and_replay_uses_the_route_given(tmp_pat
     spec = TrainSpec("w", CONSISTS / "sample_double.con", path=Path("MainEW.pat"))
     rp = Replay(_sc(spec, duration=1.0))
     t = rp.trains[0]
-    assert t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0)]
+    assert t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0, None)]
     stops = [(p.s, p.wait, p.kind) for p in t.driver.stops]
     assert stops == [
         (pytest.approx(1250.0, abs=1e-5), 60.0, "waiting point"),

@@ -207,7 +207,7 @@ def test_a_train_placed_at_its_waiting_point_does_not_wait_there():
         "w", CONSISTS / "sample_double.con", path=Path("MainEW.pat"), start_offset=1250.0 - length
     )
     t = Replay(_sc(spec, duration=1.0)).trains[0]
-    assert t.front0 == pytest.approx(1250.0) and t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0)]
+    assert t.front0 == pytest.approx(1250.0) and t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0, None)]
     assert [p.kind for p in t.driver.stops] == ["end"]
 
 
@@ -383,7 +383,7 @@ def test_a_path_whose_reader_skips_a_bad_value_still_gives_its_waiting_point(tmp
     (tmp_path / "EW.pat").write_text(text.replace("Serial ( 1 )", "Serial ( x )"), encoding="utf-16")
     spec = TrainSpec("w", CONSISTS / "sample_double.con", path=tmp_path / "EW.pat")
     t = Replay(_sc(spec, duration=1.0)).trains[0]
-    assert t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0)]
+    assert t.waits == [(pytest.approx(1250.0, abs=1e-5), 60.0, None)]
 
 
 def test_a_train_running_off_its_line_is_not_moved_by_another_trains_line():

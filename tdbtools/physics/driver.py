@@ -80,6 +80,16 @@ class Stop:
     wait: float = math.inf
     kind: str = "stop"
     arrived_at: float | None = None
+    #: A waiting point until a clock time (seconds since midnight; Open Rails' 3HHMM):
+    #: on arrival the wait becomes the time left until then (0 when it has passed).
+    until: float | None = None
+
+
+def _until(clock: float, now: float) -> float:
+    """Seconds from the clock time ``now`` to the clock time ``clock`` (both seconds since
+    midnight, ``now`` perhaps past 24 h): 0 when ``clock`` is up to 12 hours behind."""
+    left = (clock - now) % 86400.0
+    return left if left < 43200.0 else 0.0
 
 
 class ScheduleDriver:
@@ -138,6 +148,8 @@ class AutoDriver:
         #: than this many seconds ahead at the current speed (0 = never coast).
         self.coast_before = float(coast_before)
         self.stops: list[Stop] = sorted(stops, key=lambda p: p.s)
+        #: Clock time (seconds since midnight) at replay time 0, for waits until a clock time.
+        self.clock0 = 0.0
         self._stop_at: float | None = None
         self.stop_at = stop_at
         #: Extra targets (signals, …): kept sorted by s.
@@ -267,6 +279,8 @@ class AutoDriver:
                 return Controls(0.0, 1.0, self.decel)
         if stop is not None and abs(v) < self.STANDING and stop.s - st.front < self.ARRIVED_WITHIN:
             stop.arrived_at = st.time
+            if stop.until is not None:
+                stop.wait = _until(stop.until, self.clock0 + st.time)
             if stop.wait == math.inf:
                 self.finished = True
             else:
