@@ -62,6 +62,9 @@ def install_timetable(route: Path, tmp: Path, timetable: Path = TIMETABLE) -> Pa
     target = folder / "ACTIVITIES" / "OpenRails"
     target.mkdir(parents=True)
     shutil.copy2(timetable, target / timetable.name)
+    # the pool files beside it (Open Rails reads every one of the folder)
+    for pool in sorted(timetable.parent.glob("*.pool-or")):
+        shutil.copy2(pool, target / pool.name)
     return target / timetable.name
 
 

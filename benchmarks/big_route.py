@@ -1,20 +1,20 @@
 """Synthetic big routes: ``copies`` renumbered, shifted copies of DK24 in one track database.
 
-    python benchmarks/big_route.py COPIES OUT_DIR [--paths N]
+    python benchmarks/big_route.py COPIES OUT_DIR [--world]
 
 Copy ``k`` of every track node gets index ``i + k·N`` (N: DK24's node count), every item
 ``j + k·M``, and every tile coordinate (vector sections, UiDs, item positions, path points)
 is moved by whole tiles on a grid (8 copies side by side along z, then the next row along
 x), so the copies never touch: a route of ``copies`` independent DK24 networks. The
-install around it (GLOBAL, TRAINS, the route's tsection.dat/OPENRAILS/.rdb) is linked to
-DK24's, so only the .tdb and the copied .pat files are written. Used by bench_scale.py;
+install around it (GLOBAL, TRAINS, the route's tsection.dat/OPENRAILS/.rdb) is taken from
+DK24's (copied: links out of the install are not read), so only the .tdb and the copied
+.pat files are generated. Used by bench_scale.py;
 the routes go to a temporary folder, never into the repository.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import sys
@@ -115,10 +115,40 @@ def copy_pat(src: Path, out: Path, k: int) -> None:
     out.write_text(re.sub(r"TrackPDP \(([^()]*)\)", pdp, text), encoding="ascii")
 
 
-def make_route(copies: int, root: Path, paths: list[str] = ()) -> Path:
+def copy_world(copies: int, folder: Path, n_items: int) -> int:
+    """DK24's world files onto every copy (tiles moved, signal units' item ids renumbered)
+    and its sigcfg.dat / sigscr.dat: the copies are signalled as DK24 is. Returns the
+    number of world files written."""
+    world = folder / "WORLD"
+    world.mkdir(exist_ok=True)
+    for name in ("sigcfg.dat", "sigscr.dat"):
+        if not (folder / name).exists():
+            shutil.copyfile(ROUTE / name, folder / name)  # (a link out of the route is not read)
+    n = 0
+    for src in sorted((ROUTE / "WORLD").glob("w*.w")):
+        m = re.fullmatch(r"w([+-]\d+)([+-]\d+)\.w", src.name)
+        if m is None:
+            continue
+        text = src.read_text(encoding="latin-1")
+        for k in range(copies):
+            dx, dz = shift_of(k)
+            dst = world / f"w{int(m.group(1)) + dx:+07d}{int(m.group(2)) + dz:+07d}.w"
+            if not dst.exists():
+                body = re.sub(
+                    r"TrItemId \( 0 (\d+) \)",
+                    lambda t, k=k: f"TrItemId ( 0 {int(t.group(1)) + k * n_items} )",
+                    text,
+                )
+                dst.write_text(body, encoding="latin-1")
+                n += 1
+    return n
+
+
+def make_route(copies: int, root: Path, paths: list[str] = (), *, world: bool = False) -> Path:
     """An install under ``root`` whose route BIG<copies> holds ``copies`` copies of DK24,
     with the .pat files ``paths`` (names in DK24's PATHS) copied onto every copy as
-    ``c<k>_<name>``. Returns the route folder (reused if it exists)."""
+    ``c<k>_<name>``; with ``world``, DK24's signals on every copy (:func:`copy_world`).
+    Returns the route folder (reused if it exists)."""
     folder = root / "ROUTES" / f"BIG{copies}"
     tdb = folder / "DK24.tdb"
     (folder / "PATHS").mkdir(parents=True, exist_ok=True)
@@ -132,12 +162,18 @@ def make_route(copies: int, root: Path, paths: list[str] = ()) -> Path:
         if not dst.exists():
             shutil.copytree(src, dst)
     for name in ("DK24.trk", "DK24.rdb", "tsection.dat"):
-        if not (folder / name).exists():
-            os.symlink(ROUTE / name, folder / name)
+        # copied: a route file linked out of the install is not read (docs/security.md §3)
+        if not (folder / name).exists() or (folder / name).is_symlink():
+            (folder / name).unlink(missing_ok=True)
+            shutil.copyfile(ROUTE / name, folder / name)
     if not tdb.exists():
         tmp = tdb.with_suffix(".tmp")
         make_tdb(copies, tmp)
         tmp.replace(tdb)
+    if world:
+        m_items = re.search(r"\n\tTrItemTable \( (\d+)", (ROUTE / "DK24.tdb").read_text(encoding="ascii"))
+        assert m_items
+        copy_world(copies, folder, int(m_items.group(1)))
     for name in paths:
         for k in range(copies):
             dst = folder / "PATHS" / f"c{k}_{name}"
@@ -150,11 +186,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("copies", type=int)
     ap.add_argument("out", type=Path)
+    ap.add_argument("--world", action="store_true", help="DK24's world files and signals on every copy")
     args = ap.parse_args()
     if not (ROUTE / "DK24.tdb").is_file():
         print(f"DK24 not found at {ROUTE}", file=sys.stderr)
         return 2
-    folder = make_route(args.copies, args.out)
+    folder = make_route(args.copies, args.out, world=args.world)
     print(f"{folder}: {(folder / 'DK24.tdb').stat().st_size / 1e6:.1f} MB .tdb")
     return 0
 

@@ -823,6 +823,20 @@ def write_timetable() -> None:
     path.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
     lst = OUT / f"ROUTES/{ROUTE}/ACTIVITIES/OpenRails/Sampleby.timetablelist-or"
     lst.write_bytes(("#Sampleby, all day\r\nSampleby day.timetable-or\r\n").encode("utf-8"))
+    # The pool Depot the timetable's trains go to and come from (Open Rails needs it
+    # defined): the end of the siding, reached by the path from the west end.
+    pool = OUT / f"ROUTES/{ROUTE}/ACTIVITIES/OpenRails/Sampleby.pool-or"
+    pool.write_bytes("".join(";".join(r) + "\r\n" for r in POOLS).encode("utf-8"))
+
+
+POOLS = [
+    ["", "Sampleby pools"],
+    ["#comment", "Depot: the end of the Sampleby siding"],
+    ["#name", "Depot"],
+    ["#storage", "SidingStore"],
+    ["#access", "Siding"],
+    ["#maxunits", "2"],
+]
 
 
 def main() -> None:

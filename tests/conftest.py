@@ -204,6 +204,38 @@ def dk24_converted(tmp_path_factory: pytest.TempPathFactory, dk24: Route) -> Pat
     return _once_per_run(tmp_path_factory, "dk24_converted", make)
 
 
+# the replays' own threshold for the compiled kernels (kernels.COMPILED_MIN_WORK) as the
+# package sets it, before _kernels_on_every_replay lowers it to 0
+_PACKAGE_MIN_WORK: list[int] = []
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _kernels_on_every_replay() -> Iterator[None]:
+    """Where numba is installed the tests run the compiled kernels on every replay, however
+    small (a replay below kernels.COMPILED_MIN_WORK would run the reference code, and most
+    test replays are small): the kernels stay covered by every replay test, and the
+    reference code by the ``implementation`` fixture and the CI's TDBTOOLS_PURE_PYTHON
+    run. The ``package_threshold`` fixture gives a test the package's threshold back."""
+    from tdbtools.physics import kernels
+
+    saved = kernels.COMPILED_MIN_WORK
+    _PACKAGE_MIN_WORK[:] = [saved]
+    kernels.COMPILED_MIN_WORK = 0
+    try:
+        yield
+    finally:
+        kernels.COMPILED_MIN_WORK = saved
+
+
+@pytest.fixture
+def package_threshold(monkeypatch: pytest.MonkeyPatch) -> int:
+    """For one test, kernels.COMPILED_MIN_WORK as the package sets it (returned)."""
+    from tdbtools.physics import kernels
+
+    monkeypatch.setattr(kernels, "COMPILED_MIN_WORK", _PACKAGE_MIN_WORK[0])
+    return _PACKAGE_MIN_WORK[0]
+
+
 @pytest.fixture(params=["compiled", "reference"])
 def implementation(request: pytest.FixtureRequest) -> Iterator[str]:
     """Runs a behavioural test body once on the compiled kernels and once on their numpy

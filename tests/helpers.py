@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,12 +15,52 @@ SAMPLE_ROUTE = SAMPLE_INSTALL / "ROUTES" / "SAMPLE"
 DK24 = (REPO / ".." / "shared" / "routes" / "DK24").resolve()
 DK24_ROUTE = DK24 / "ROUTES" / "OR_DK24"
 DK24_TEST_ROUTE = DK24 / "ROUTES" / "OR_DK24TEST"
+SAMPLE_PATHS = SAMPLE_ROUTE / "PATHS"
+CONSISTS = SAMPLE_INSTALL / "TRAINS" / "CONSISTS"
+#: the sample route's track nodes (sample_routes/README.md): V_a, junction J1, V_main, the siding
+V_A, J1, V_MAIN, V_SID = 2, 3, 4, 6
+
+
+@functools.lru_cache(maxsize=1)
+def sample_route() -> Any:
+    """The sample route, read once (no cache: the tests stay hermetic)."""
+    from tdbtools.formats import load_route
+
+    return load_route(SAMPLE_ROUTE, cache=False)
+
+
+def sample_line(name: str = "MainWE.pat", **kw: Any) -> Any:
+    """The TrackLine of a sample path (TrackLine.from_path's keywords)."""
+    from tdbtools.physics.trackline import TrackLine
+
+    return TrackLine.from_path(sample_route(), SAMPLE_PATHS / name, **kw)
+
+
+def sample_scenario(*trains: Any, **kw: Any) -> Any:
+    """A Scenario of ``trains`` (TrainSpec) on the sample route (Scenario's keywords)."""
+    from tdbtools.physics.scenario import Scenario
+
+    return Scenario(SAMPLE_ROUTE, tuple(trains), **kw)
 
 
 #: Whether pyvista is installed (looked up, not imported: importing it takes a second).
 HAVE_PYVISTA = importlib.util.find_spec("pyvista") is not None
 NO_PYVISTA = "pyvista is not installed (pip install 'tdbtools[render]')"
 needs_pyvista = pytest.mark.skipif(not HAVE_PYVISTA, reason=NO_PYVISTA)
+
+
+def _reference_only() -> bool:
+    from tdbtools.physics import kernels
+
+    return kernels.pure_python_requested()
+
+
+#: Marks a test that compares the compiled kernels with their reference or looks inside
+#: them: skipped when the whole run is on the reference code (TDBTOOLS_PURE_PYTHON, the
+#: CI's reference run), where there is no kernel to compare.
+needs_kernels = pytest.mark.skipif(
+    _reference_only(), reason="the whole run is on the reference code (TDBTOOLS_PURE_PYTHON)"
+)
 
 
 def dk24_available() -> bool:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
+from helpers import SAMPLE_INSTALL
+from test_activity_replay import H, services
 
 from tdbtools.errors import Diagnostics, TdbToolsError
 from tdbtools.formats.activity import (
@@ -21,6 +25,9 @@ from tdbtools.formats.activity import (
     traffic_from_tree,
     write_stf_file,
 )
+from tdbtools.formats.route import load_route
+from tdbtools.physics.activity import plan_activity
+from tdbtools.physics.activity_build import ServiceSpec, write_activity_files
 from tdbtools.stf import parse_file
 from tdbtools.stf.parser import parse_text
 
@@ -161,3 +168,104 @@ def test_find_files_any_case(tmp_path):
     assert find_activity_file(tmp_path, "act", "morning") is not None
     assert find_activity_file(tmp_path, "srv", "x") is None
     assert find_activity_file(tmp_path, "act", "../Activities/Morning") is None
+
+
+@pytest.fixture
+def sample_copy(tmp_path):
+    dst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, dst)
+    return load_route(dst / "ROUTES" / "SAMPLE", cache=False)
+
+
+def test_written_activity_reads_back(sample_copy):
+    """Every file write_activity_files writes says what the specs asked for."""
+    specs = [
+        ServiceSpec("Goods 1", "sample_freight", H, ("2@420", "5"), efficiency=0.7),
+        ServiceSpec("Local", "sample_double", H + 30, ("7", "1"), stops=(("Sampleby", H + 180, H + 210),)),
+        ServiceSpec(
+            "Player",
+            "sample_passenger",
+            H + 360,
+            ("5", "1"),
+            stops=(("sampleby, spor 1", None, None),),
+            player=True,
+        ),
+    ]
+    act = write_activity_files(sample_copy, "My day", specs, description="a test", duration=1800)
+    folder = act.parents[1]
+    assert act == folder / "ACTIVITIES" / "My_day.act"
+    assert sorted(p.name for p in (folder / "PATHS").glob("My_day_*.pat")) == [
+        "My_day_Goods_1.pat",
+        "My_day_Local.pat",
+        "My_day_Player.pat",
+    ]
+    srv = read_service(folder / "SERVICES" / "My_day_Goods_1.srv")
+    assert (srv.name, srv.train_config, srv.path_id, srv.efficiency) == (
+        "Goods 1",
+        "sample_freight",
+        "My_day_Goods_1",
+        0.7,
+    )
+    assert srv.platform_ids == ()
+    assert read_service(folder / "SERVICES" / "My_day_Local.srv").platform_ids == (1,)
+    trf = read_traffic(folder / "TRAFFIC" / "My_day.trf")
+    assert [(s.name, s.time) for s in trf.services] == [("My_day_Goods_1", H), ("My_day_Local", H + 30)]
+    (stop,) = trf.services[1].stops
+    assert (stop.platform_id, stop.arrival, stop.depart) == (1, H + 180, H + 210)
+    plan = plan_activity(act)
+    h = plan.activity.header
+    assert (h.route_id, h.name, h.description, h.start_time, h.duration, h.path_id) == (
+        "SAMPLE",
+        "My day",
+        "a test",
+        H + 360,
+        1800,
+        "Player",
+    )
+    assert plan.activity.traffic_name == "My_day" and plan.warnings == ()
+    by = {t.name: t for t in plan.trains}
+    assert [t.name for t in plan.trains] == ["Player", "Goods 1", "Local"]
+    assert by["Player"].player and not by["Local"].player and by["Local"].booked
+    assert by["Player"].start == H + 360 and by["Goods 1"].start == H and by["Local"].start == H + 30
+    (ps,) = by["Player"].stops
+    assert (ps.platform_id, ps.arrival, ps.depart, ps.efficiency) == (1, None, None, None)
+    (ls,) = by["Local"].stops
+    assert (ls.platform_id, ls.arrival, ls.depart, ls.efficiency) == (1, H + 180, H + 210, 0.9)
+
+
+def test_activity_files_go_into_new_folders(tmp_path):
+    dst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, dst)
+    route = load_route(dst / "ROUTES" / "SAMPLE", cache=False)
+    for sub in ("PATHS", "SERVICES", "TRAFFIC", "ACTIVITIES"):
+        shutil.rmtree(dst / "ROUTES" / "SAMPLE" / sub, ignore_errors=True)
+    act = write_activity_files(route, "New", services())
+    assert act.is_file() and len(plan_activity(act).trains) == 4
+
+
+def test_written_activity_books_every_stop_at_the_path_start_distance(tmp_path):
+    """The .act written for an activity gives each booked stop of each service (player
+    and AI) a DistanceDownPath of 0: Open Rails works the distance out itself."""
+    import shutil
+
+    from helpers import SAMPLE_INSTALL
+    from test_activity_replay import services
+
+    from tdbtools.formats.activity import read_activity
+    from tdbtools.formats.route import load_route
+    from tdbtools.physics.activity import ActivityReplay, plan_activity
+    from tdbtools.physics.activity_build import write_activity_files
+
+    shutil.copytree(SAMPLE_INSTALL, tmp_path / "sample")
+    route = load_route(tmp_path / "sample" / "ROUTES" / "SAMPLE", cache=False)
+    act = write_activity_files(route, "Day", services())
+    a = read_activity(act)
+    stops = [s for ref in (a.player, *a.services) if ref is not None for s in ref.stops]
+    assert len(stops) == 2 and all(s.distance_down_path == 0.0 for s in stops)
+    # before the first step nothing holds a block; the dispatcher's first run hands them out
+    rp = ActivityReplay(plan_activity(act), route=route)
+    assert rp.trace_every == 2.0  # an activity's trace: every 2 s unless asked
+    assert rp.dispatcher.holder == {}
+    while not rp.dispatcher.holder and rp.time < 120.0:
+        rp.step()
+    assert set(rp.dispatcher.holder.values()) == {"Freight east"}

@@ -13,7 +13,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from helpers import CONSISTS, SAMPLE_ROUTE, sample_scenario
 
+from tdbtools.formats.route import load_route
+from tdbtools.physics.replay import Replay
 from tdbtools.physics.safety import (
     Occupancy,
     SafetyEvent,
@@ -23,6 +26,7 @@ from tdbtools.physics.safety import (
     box_pairs,
     side_collisions,
 )
+from tdbtools.physics.scenario import TrainSpec
 from tdbtools.physics.trackline import TrackLine
 
 REPO = Path(__file__).resolve().parents[1]
@@ -504,3 +508,323 @@ def test_lookups_on_many_lines_are_each_lines_own(dk24):  # noqa: ANN001
         assert np.array_equal(node[m], ln.node_offset(s[m])[0])
         for got, want in ((X[m], want_x), (Z[m], want_z), (Y[m], ln.elevation(s[m]))):
             assert np.array_equal(got.view(np.int64), want.view(np.int64)), k
+
+
+def test_side_collision_found_wherever_the_grid_cells_fall():
+    """The pair is found whichever neighbouring grid cell the other car's centre falls
+    in, and whichever train comes first: slide both along the line, both orders."""
+    from test_physics_parts import _parallel
+
+    from tdbtools.formats import load_route
+    from tdbtools.physics.safety import TrainPosition, side_collisions
+    from tdbtools.physics.trackline import TrackLine
+
+    route = load_route(SAMPLE_ROUTE, cache=False)
+    line = TrackLine.from_path(route, SAMPLE_ROUTE / "PATHS" / "MainWE.pat")
+    near = _parallel(line, 3.0)
+    missed = []
+    for s in np.arange(120.0, 420.0, 7.3):  # V_a's straight: the cells are 23.6 m (a car and the clearance)
+        a = TrainPosition("A", line, [s], [20.0], speed=1.0)
+        for off in (-15.0, 15.0):  # the other car's centre behind or ahead
+            b = TrainPosition("B", near, [s + off], [20.0])
+            for pair in ((a, b), (b, a)):
+                if len(side_collisions(list(pair), 0.0, cell=10.0)) != 1:
+                    missed.append((float(s), off, pair[0].train))
+    assert missed == []
+
+
+V_A, J1, V_MAIN = 2, 3, 4
+
+
+@pytest.fixture(scope="module")
+def lines():
+    from helpers import SAMPLE_ROUTE
+
+    from tdbtools.physics.trackline import TrackLine
+
+    route = load_route(SAMPLE_ROUTE, cache=False)
+    return tuple(
+        TrackLine.from_path(route, SAMPLE_ROUTE / "PATHS" / f"{p}.pat") for p in ("MainWE", "MainEW")
+    )
+
+
+def _parallel(line, lateral: float):  # noqa: ANN001, ANN202
+    """The same line moved ``lateral`` metres to the right (a parallel track)."""
+    import dataclasses
+
+    h = line._heading_u
+    return dataclasses.replace(line, X=line.X + lateral * np.cos(h), Z=line.Z - lateral * np.sin(h))
+
+
+def test_side_collision_lists_every_car_involved(lines):
+    from tdbtools.physics.safety import TrainPosition, side_collisions
+
+    we = lines[0]
+    s = 300.0
+    a = TrainPosition("A", we, [s, s - 20.5, s - 41.0], [20.0, 20.0, 20.0], speed=10.0)
+    # B's two cars overlap A's first two, not its third; B runs the other way
+    b = TrainPosition("B", _parallel(we, 3.0), [s + 10.0, s - 10.5], [20.0, 20.0], speed=[-5.0, -5.0])
+    (e,) = side_collisions([b, a], 4.0)  # the event names the first of the two trains as given
+    assert (e.train, e.other_train, e.cars, e.other_cars) == ("B", "A", (0, 1), (0, 1))
+    assert (e.kind, e.time, e.node) == ("side_collision", 4.0, V_A)
+    assert e.cause == "cars 3.00 m apart (clearance 3.6 m) on different lines"
+    assert e.closing_speed == pytest.approx(15.0)
+    assert e.s in (pytest.approx(s), pytest.approx(s - 20.5))  # the middle of one of B's cars
+    assert e.location.as_tuple() == pytest.approx(b.line.location(e.s).as_tuple())
+    # moving together at the same speed: no closing speed
+    same = TrainPosition("B", _parallel(we, 3.0), [s + 10.0], [20.0], speed=10.0)
+    (e2,) = side_collisions([a, same], 1.0)
+    assert e2.closing_speed == pytest.approx(0.0, abs=1e-9)
+    assert e2.cars == (0,) and e2.s == pytest.approx(s - 10.0)
+
+
+def test_side_collision_clearance_and_cells(lines):
+    from tdbtools.physics.safety import TrainPosition, side_collisions
+
+    we = lines[0]
+    s = 300.0
+    a = TrainPosition("A", we, [s], [20.0])
+    b = TrainPosition("B", _parallel(we, 4.0), [s + 5.0], [20.0])
+    assert side_collisions([a, b], 0.0) == []
+    (e,) = side_collisions([a, b], 0.0, clearance=4.5)
+    assert e.cause == "cars 4.00 m apart (clearance 4.5 m) on different lines"
+    # cells far smaller than a car: enlarged, the pair is still found
+    assert len(side_collisions([a, b], 0.0, clearance=4.5, cell=1.0)) == 1
+    # a train wholly off its line is not anywhere: nothing to collide with
+    off = TrainPosition("C", _parallel(we, 1.0), [-30.0], [20.0])
+    assert side_collisions([a, off], 0.0) == []
+    assert side_collisions([off], 0.0) == []
+    # a car partly off the line's start still counts with the part that is on it
+    part = TrainPosition("D", _parallel(we, 2.0), [8.0], [20.0])
+    near0 = TrainPosition("A", we, [15.0], [20.0])
+    (e,) = side_collisions([near0, part], 0.0)
+    assert e.other_train == "D" and e.s == pytest.approx(5.0)
+
+
+def test_segment_distance():
+    from tdbtools.physics.safety import _seg_dist
+
+    def d(p1, q1, p2, q2):  # noqa: ANN001, ANN202
+        return float(_seg_dist(*(np.array([x], dtype=float) for x in (p1, q1, p2, q2)))[0])
+
+    assert d((0, 0), (10, 0), (5, -1), (5, 1)) == 0.0  # crossing
+    assert d((0, 0), (10, 0), (0, 3), (10, 3)) == pytest.approx(3.0)  # parallel
+    assert d((0, 0), (10, 0), (12, 0), (20, 0)) == pytest.approx(2.0)  # in line, end to end
+    assert d((0, 0), (10, 0), (13, 4), (13, 4)) == pytest.approx(5.0)  # a point beyond an end
+    assert d((0, 0), (0, 0), (3, 4), (3, 4)) == pytest.approx(5.0)  # two points
+    assert d((0, 0), (10, 0), (5, 2), (5, 1)) == pytest.approx(1.0)  # a T short of the bar
+    assert d((5, 2), (5, 1), (0, 0), (10, 0)) == pytest.approx(1.0)
+    assert d((0, 0), (10, 10), (0, 10), (5, 5)) == pytest.approx(0.0)  # touching at an end
+
+
+def test_collision_event_details(lines):
+    from tdbtools.physics.safety import Occupancy, TrainPosition, collisions
+
+    we, ew = lines
+    j_we, j_ew = we.junctions[0].s, ew.junctions[0].s
+    # A eastbound on V_main [380, 480]; B westbound on V_main [440, 540]
+    a = TrainPosition("A", we, [j_we + 480.0, j_we + 430.0], [50.0, 50.0], speed=[10.0, 10.0])
+    b = TrainPosition("B", ew, [j_ew - 440.0], [100.0], speed=5.0)
+    (e,) = collisions([a, b], 2.0)
+    assert (e.train, e.other_train, e.node, e.cars, e.other_cars) == ("A", "B", V_MAIN, (0,), (0,))
+    assert e.cause == "both trains occupy node 4 around offset 460.00 m"
+    assert e.s == pytest.approx(j_we + 460.0) and e.closing_speed == pytest.approx(15.0)
+    # given the other way round: named from B, closing just as fast
+    (e,) = collisions([b, a], 2.0)
+    assert (e.train, e.other_train, e.closing_speed) == ("B", "A", pytest.approx(15.0))
+    assert e.s == pytest.approx(j_ew - 460.0)
+    # moving apart: a negative closing speed
+    back = TrainPosition("B", ew, [j_ew - 440.0], [100.0], speed=-12.0)
+    (e,) = collisions([a, back], 2.0)
+    assert e.closing_speed == pytest.approx(-2.0)
+    # the nearest car of a train: its second car overlaps B, its first not
+    a2 = TrainPosition("A", we, [j_we + 560.0, j_we + 500.0], [50.0, 60.0], speed=[3.0, 4.0])
+    (e,) = collisions([a2, b], 2.0)
+    # A's centre is east of B's: going east while B goes west, they draw apart
+    assert e.cars == (1,) and e.closing_speed == pytest.approx(-9.0)
+    # contacts are reported once until the trains part; all of them when asked
+    occ = Occupancy([a, b])
+    assert len(occ.collisions(1.0)) == 1 and occ.collisions(2.0) == []
+    assert len(occ.collisions(3.0, only_new=False)) == 1
+    assert occ.intervals("A") == a.intervals()
+    occ.remove("B")
+    occ.remove("nobody")
+    assert occ.collisions(4.0) == [] and [t.train for t in occ.trains] == ["A"]
+    occ.update(b)
+    assert len(occ.collisions(5.0)) == 1  # new again after parting
+    assert occ.by_node() == {
+        V_MAIN: [
+            ("A", pytest.approx(380.0), pytest.approx(480.0)),
+            ("B", pytest.approx(440.0), pytest.approx(540.0)),
+        ]
+    }
+
+
+def test_a_train_removed_and_put_back_touches_anew_whichever_side_it_was(lines):
+    """Occupancy.remove forgets the removed train's contacts at once: put back, the
+    same pair is reported again with no check in between to clear it, whichever of the
+    two was taken off. (A train put back comes last, so the event then names it second:
+    which side of a contact the removal clears cannot be told apart from outside.)"""
+    from tdbtools.physics.safety import Occupancy, TrainPosition
+
+    we, ew = lines
+    j_we, j_ew = we.junctions[0].s, ew.junctions[0].s
+    a = TrainPosition("A", we, [j_we + 480.0], [100.0], speed=10.0)
+    b = TrainPosition("B", ew, [j_ew - 440.0], [100.0], speed=5.0)
+    for gone, back in (("A", a), ("B", b)):
+        occ = Occupancy([a, b])
+        (e,) = occ.collisions(1.0)
+        assert (e.train, e.other_train) == ("A", "B")
+        assert occ.collisions(2.0) == []  # the same contact: not new
+        occ.remove(gone)
+        occ.update(back)
+        assert len(occ.collisions(3.0)) == 1, gone
+
+
+def test_collision_picks_the_longest_overlap(lines):
+    from tdbtools.physics.safety import TrainPosition, collisions
+
+    we, ew = lines
+    j_we, j_ew = we.junctions[0].s, ew.junctions[0].s
+    # A: 30 m of V_a before J1 and 10 m of V_main after it; B westbound: 40 m into V_main... and
+    # through J1 onto V_a for 25 m
+    a = TrainPosition("A", we, [j_we + 10.0], [40.0], speed=1.0)
+    b = TrainPosition("B", ew, [j_ew + 25.0], [60.0], speed=1.0)
+    (e,) = collisions([a, b], 0.0)
+    assert e.node == V_A  # 25 m shared there, 10 m on V_main
+
+
+def test_side_collision_events_reported_once(lines):
+    from tdbtools.physics.safety import Occupancy, TrainPosition
+
+    we = lines[0]
+    a = TrainPosition("A", we, [300.0], [20.0])
+    b = TrainPosition("B", _parallel(we, 3.0), [305.0], [20.0])
+    occ = Occupancy([a, b])
+    assert len(occ.side_collisions(0.0)) == 1 and occ.side_collisions(1.0) == []
+    assert len(occ.side_collisions(1.0, only_new=False)) == 1
+    assert len(occ.side_collisions(1.0, clearance=2.0, only_new=False)) == 0
+    # collisions and side collisions are remembered apart (the parallel copy shares the nodes)
+    assert len(occ.collisions(1.0)) == 1 and len(occ.side_collisions(2.0, only_new=False)) == 1
+
+
+def test_track_end_derailments_at_both_ends():
+    import dataclasses
+
+    from tdbtools.physics.safety import BogieSet
+    from tdbtools.physics.trackline import TrackLine
+
+    line = dataclasses.replace(TrackLine.synthetic(500.0, node=7), starts_at_track_end=True)
+    bs = BogieSet("T", line, [100.0, 79.5], [20.0, 20.0], [14.0, 14.0])
+    assert bs.bogies[1] == pytest.approx([76.5, 62.5])
+    assert bs.move(-60.0, 1.0) == [] and bs.move(-2.0, 2.0) == []  # the rear bogie 0.5 m from 0
+    (e,) = bs.move(-1.0, 3.0)
+    assert (e.kind, e.time, e.train, e.cars, e.node, e.s) == ("derailment", 3.0, "T", (1,), 7, 0.0)
+    assert e.cause == "ran off the track end at the near end of the line"
+    assert e.location.as_tuple() == pytest.approx(line.location(0.0).as_tuple())
+    (e,) = bs.move(-21.0, 4.0)  # the first car follows; the second is not reported again
+    assert e.cars == (0,)
+    far = BogieSet("F", line, [495.0], [20.0], [14.0])
+    assert far.move([2.5], 1.0) == [] and list(far.beyond_line()) == []
+    (e,) = far.move([6.0], 2.0)  # the front bogie 0.5 m beyond the end
+    assert e.cause == "ran off the track end at the far end of the line" and e.s == 500.0
+    assert list(far.beyond_line()) == [0] and list(far.derailed) == [True]
+    assert far.move(3.0, 3.0) == []
+
+
+def test_switch_events_say_why(lines):
+    from tdbtools.physics.safety import BogieSet
+
+    we = lines[0]
+    j = we.junctions[0].s
+    under = BogieSet("A", we, [j + 10.0], [20.0], [14.0])
+    (e,) = under.throw_switch(J1, 1, 5.0)
+    assert e.kind == "derailment" and e.s == pytest.approx(j) and e.node == J1
+    assert e.cause == (
+        "switch 3 thrown to route 1 under the car (the line takes route 0): its bogies take different routes"
+    )
+    assert under.throw_switch(J1, 1, 6.0) == []  # already derailed
+    ahead = BogieSet("B", we, [j - 20.0], [20.0], [14.0])
+    (e,) = ahead.throw_switch(J1, 1, 5.0)
+    assert (e.kind, e.cars, e.s) == ("path_changed", (), pytest.approx(j))
+    assert e.cause == "facing switch 3 ahead now set to route 1; the line takes route 0: rebuild the line"
+    assert ahead.throw_switch(99, 1, 5.0) == []  # a junction the line does not pass
+    # a trailing switch ahead is not reported
+    ew = lines[1]
+    trailing = BogieSet("C", ew, [ew.junctions[0].s - 50.0], [20.0], [14.0])
+    assert trailing.throw_switch(J1, 1, 5.0) == []
+
+
+def test_train_position_parts(lines):
+    from tdbtools.physics.safety import TrainPosition, _node_dir
+
+    we, ew = lines
+    t = TrainPosition("A", we, [100.0, 79.0, 58.0], 20.0, speed=[1.0, 2.0, 3.0])
+    assert t.front == 100.0 and t.rear == 38.0
+    assert list(t.car_length) == [20.0, 20.0, 20.0]
+    assert [t.nearest_car(s) for s in (101.0, 90.0, 79.5, 70.0, 59.0, 30.0)] == [0, 0, 0, 1, 1, 2]
+    assert [t.car_speed(i) for i in range(3)] == [1.0, 2.0, 3.0]
+    assert TrainPosition("B", we, [5.0], [5.0], speed=4.0).car_speed(0) == 4.0
+    assert _node_dir(we, V_MAIN, 100.0) == 1 and _node_dir(ew, V_MAIN, 100.0) == 0
+    assert _node_dir(ew, V_A, 10.0) == 1 and _node_dir(we, V_A, 10.0) == 0
+    assert _node_dir(we, 99, 0.0) == 1  # a node the line does not pass
+
+
+def test_collisions_between_many_trains_on_one_node(lines):
+    """Four trains on V_main (each on a line of its own): the long one overlaps the two
+    short ones inside it, never the one beyond it."""
+    from tdbtools.physics.safety import TrainPosition, collisions
+
+    we = lines[0]
+    j = we.junctions[0].s
+    spans = {"long": (0.0, 100.0), "a": (10.0, 20.0), "b": (50.0, 60.0), "far": (200.0, 300.0)}
+    trains = [TrainPosition(n, we, [j + hi], [hi - lo], line_key=n) for n, (lo, hi) in spans.items()]
+    pairs = {(e.train, e.other_train): e for e in collisions(trains, 0.0)}
+    assert set(pairs) == {("long", "a"), ("long", "b")}
+    assert pairs[("long", "b")].cause == "both trains occupy node 4 around offset 55.00 m"
+
+
+def test_a_second_collision_of_the_same_two_trains_is_reported():
+    """Train B runs at 30 m/s (1 s steps) through standing train A, away, and back over
+    A's track (a line that doubles back over the same node, as a balloon loop does): both
+    collisions are reported, although B leaves A's surroundings within one step."""
+    import dataclasses
+
+    from tdbtools.physics.events import Collision
+
+    a_line = TrackLine.synthetic(600.0, route_limit=40.0)
+    b0 = TrackLine.synthetic(600.0, route_limit=40.0, step=1.0)
+    back = b0.s > 300.0
+    fold = np.where(back, 600.0 - b0.s, b0.s)
+    b_line = dataclasses.replace(
+        b0,
+        Z=fold,
+        z=fold,
+        offset=fold,
+        direction=np.where(back, -1, 1).astype(np.int8),
+        heading=np.where(back, np.pi, 0.0),
+        _heading_u=np.where(back, np.pi, 0.0),
+        seg_node=np.array([1, 1], np.int64),
+        seg_dir=np.array([1, -1], np.int8),
+        seg_s0=np.array([0.0, 300.0]),
+        seg_s1=np.array([300.0, 600.0]),
+        seg_off0=np.array([0.0, 300.0]),
+    )
+    assert b_line.occupancy(440.0, 480.0) == [(1, 160.0, 120.0)]  # back over node 1
+    double = CONSISTS / "sample_double.con"
+    a = TrainSpec("A", double, path=Path("x"), start_offset=120.0, driver="schedule")
+    b = TrainSpec("B", double, path=Path("x"), start_speed=30.0, driver="schedule")
+    res = Replay(sample_scenario(a, b, duration=20.0, step=1.0), lines={"A": a_line, "B": b_line}).run()
+    hits = [e for e in res.events if isinstance(e, Collision)]
+    # B closes on A at its own speed both times, over the node forwards and then backwards
+    assert hits[0].closing_speed == pytest.approx(30.0, abs=0.5)
+    assert [(e.train, e.other_train) for e in hits] == [("A", "B")] * 2
+    assert hits[1].closing_speed == pytest.approx(29.4, abs=0.5)  # B coasts, a little slower
+    assert hits[0].time < 6.0 < 12.0 < hits[1].time
+
+
+def test_train_position_stores_whole_metre_fronts_as_float():
+    from tdbtools.physics.safety import TrainPosition
+
+    pos = TrainPosition("A", TrackLine.synthetic(500.0), [250, 229], [20.0, 20.0])
+    assert pos.car_front.dtype == np.float64 and pos.car_front.tolist() == [250.0, 229.0]

@@ -73,21 +73,8 @@ def _random_driver(rng: random.Random, k: int):  # noqa: ANN202
     return s, d, s, s
 
 
-@pytest.fixture(params=["numpy", "compiled"])
-def batch_core(request, monkeypatch):
-    """DriverBatch.drive's core as numpy calls or compiled (tdbtools.physics._driver_kernel)."""
-    import tdbtools.physics.driver as driver_mod
-
-    if request.param == "compiled":
-        pytest.importorskip("numba", reason="the compiled core needs numba (tdbtools[fast])")
-        monkeypatch.setattr(driver_mod._CORE, "value", None)  # made again: compiled
-    else:
-        monkeypatch.setattr(driver_mod._CORE, "value", False)
-    return request.param
-
-
 @pytest.mark.parametrize("seed", range(6))
-def test_batch_drivers_give_the_controls_and_brake_state_of_their_own_calls(seed, batch_core):
+def test_batch_drivers_give_the_controls_and_brake_state_of_their_own_calls(seed, implementation):
     """Random drivers in random states, stepped 40 times: every control and ``_applied``
     of the trains the batch drives equal their own call's; the others are left to it."""
     n = 300

@@ -9,9 +9,14 @@ The numbers are worked out by hand from the formulas of docs/running-time.md §2
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import numpy as np
 import pytest
+from helpers import CONSISTS, sample_scenario
+from test_running_time import install_with_shoe_curve
 
+from tdbtools.physics import forces as F
 from tdbtools.physics.driver import (
     EMERGENCY_OVER,
     RELEASE_OVER_BUILD_UP,
@@ -23,7 +28,9 @@ from tdbtools.physics.driver import (
     Target,
 )
 from tdbtools.physics.events import DepartedPoint, WaitingAtPoint
-from tdbtools.physics.scenario import Command
+from tdbtools.physics.replay import Replay
+from tdbtools.physics.scenario import Command, TrainSpec
+from tdbtools.physics.trackline import TrackLine
 
 A_MAX = 0.4  # m/s²: what full traction gives the point mass
 
@@ -556,3 +563,48 @@ def test_the_brake_law_follows_the_speed_when_the_replay_gives_one():
     drv.brakes_at = None
     drv(state(100.0, 5.0))
     assert (drv.decel, drv.brake_level) == pytest.approx((0.4, 2.0))  # kept as last set
+
+
+@pytest.mark.parametrize("mode", ["force", "deceleration"])
+def test_the_driver_holds_its_limit_down_a_falling_grade(mode):
+    """Down 2.5 % the freight would run away on its own: the brakes hold it at the limit
+    (in force mode they build up over 20 s, so they must be applied before the limit)."""
+    from test_running_time import KMH, run_replay
+
+    from tdbtools.physics.trackline import TrackLine
+
+    line = TrackLine.synthetic(2500.0, grade=-0.025, route_limit=40 * KMH)
+    s, rep = run_replay("sample_freight", line, mode=mode)
+    assert s["finished"] and not s["derailed"]
+    # measured: 41.4 km/h at most in force mode (the build-up lags), 40.1 in deceleration
+    over = 2.0 if mode == "force" else 0.5
+    assert float(np.max(rep.trace["speed"])) < (40 + over) * KMH
+
+
+def test_force_mode_driver_plans_with_at_most_nine_tenths_of_the_brakes():
+    """Asked to plan 1.2 m/s² with brakes that give less on the level, the driver of a
+    force-mode freight plans with 90 % of what they give."""
+    line = TrackLine.synthetic(3000.0, route_limit=20.0)
+    spec = TrainSpec(
+        "f", CONSISTS / "sample_freight.con", path=Path("x"), brake_mode="force", deceleration=1.2
+    )
+    rp = Replay(sample_scenario(spec, duration=1.0), lines={"f": line})
+    d = rp.trains[0].driver
+    assert 0.0 < 0.9 * d.brake_level < 1.2
+    assert d.decel == pytest.approx(0.9 * d.brake_level, rel=1e-12)
+
+
+def test_force_mode_driver_knows_the_full_braking_with_shoe_curves(tmp_path):
+    """With brake-shoe curves the force-mode driver is told, per speed, what full brakes
+    give: the brake force at that speed plus the rolling resistance, over the inertia."""
+    inst = install_with_shoe_curve(tmp_path)
+    line = TrackLine.synthetic(3000.0, route_limit=40.0)
+    spec = TrainSpec(
+        "p", inst / "TRAINS" / "CONSISTS" / "sample_passenger.con", path=Path("x"), brake_mode="force"
+    )
+    rp = Replay(sample_scenario(spec, duration=1.0), lines={"p": line})
+    m, d = rp.trains[0].model, rp.trains[0].driver
+    davis0, inertia = float(F.davis(m, 0.0).sum()), float(m.inertial_mass.sum())
+    for v in (0.0, 10.0, 30.0):
+        _planned, full = d.brakes_at(v)
+        assert full == pytest.approx((float(F.brake(m, 1.0, v).sum()) + davis0) / inertia, rel=1e-12)

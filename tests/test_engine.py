@@ -3,13 +3,17 @@ forms and invariants (momentum, energy, gaps within [0, slack])."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
 import numpy as np
 import pytest
+from helpers import CONSISTS
 
 from tdbtools.errors import TdbToolsError
+from tdbtools.formats.consist import read_consist, resolve_stock
+from tdbtools.physics import forces as F
 from tdbtools.physics.engine import (
     _EQ,
     _GE,
@@ -21,7 +25,14 @@ from tdbtools.physics.engine import (
     _solve_chain,
     _solve_static,
 )
-from tdbtools.physics.interaction import clash_time, clash_times, stopping_time, stopping_times
+from tdbtools.physics.interaction import (
+    LINEAR_EPS,
+    STOP_EPS,
+    clash_time,
+    clash_times,
+    stopping_time,
+    stopping_times,
+)
 
 INF = math.inf
 
@@ -582,3 +593,244 @@ def test_trains_constructor():
     np.testing.assert_array_equal(b.coupled, [True, False, False])
     np.testing.assert_array_equal(b.line, [2, 2, 2])
     np.testing.assert_array_equal(b.slack, 0.1)
+
+
+def _same(a: float, b: float) -> bool:
+    """Equal including the sign of zero and infinities."""
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+# speeds and accelerations on and around the thresholds (2·LINEAR_EPS: |A| = LINEAR_EPS)
+SPEEDS = (-1.0, 0.0, LINEAR_EPS, 1.0)
+
+
+ACCS = (-2.0, 0.0, 2 * LINEAR_EPS, 2.0)
+
+
+GAPS = (0.0, 1.0, 1000.0)
+
+
+def test_clash_times_equal_clash_time_on_every_edge_case():
+    cases = list(itertools.product(GAPS, SPEEDS, SPEEDS, ACCS, ACCS))
+    s, v1, v2, a1, a2 = (np.array(c) for c in zip(*cases))
+    got = clash_times(s, v1, v2, a1, a2)
+    assert got.dtype == np.float64 and got.shape == (len(cases),)
+    bad = [(c, g, clash_time(*c)) for c, g in zip(cases, got.tolist()) if not _same(g, clash_time(*c))]
+    assert bad == []
+
+
+@pytest.mark.parametrize("linear", [True, False])
+def test_clash_times_equal_clash_time_when_all_share_a_branch(linear):
+    """All linear, or none: the vectorised code takes its no-gather shortcuts."""
+    acc = (0.0,) if linear else (-2.0, 2 * LINEAR_EPS, 2.0)
+    cases = [c for c in itertools.product(GAPS, SPEEDS, SPEEDS, acc, (0.0,))]
+    s, v1, v2, a1, a2 = (np.array(c) for c in zip(*cases))
+    got = clash_times(s, v1, v2, a1, a2).tolist()
+    assert all(_same(g, clash_time(*c)) for c, g in zip(cases, got))
+
+
+def test_clash_time_thresholds():
+    # |A| exactly LINEAR_EPS is quadratic: 1e-6·t² + t = 1000
+    t = (-1.0 + math.sqrt(1.0 + 4e-6 * 1000.0)) / 2e-6
+    assert clash_times([1000.0], [1.0], [0.0], [2 * LINEAR_EPS], [0.0])[0] == pytest.approx(t, rel=1e-12)
+    assert t < 999.01
+    # |B| exactly LINEAR_EPS is a (slow) approach, not "never"
+    assert clash_times([1.0], [LINEAR_EPS], [0.0], [0.0], [0.0])[0] == pytest.approx(1e6)
+    assert clash_times([0.0], [0.0], [1.0], [-2.0], [0.0])[0] == 0.0  # touching already
+    assert math.copysign(1.0, clash_times([0.0], [0.0], [1.0], [-2.0], [0.0])[0]) == 1.0
+    assert math.copysign(1.0, clash_times([0.0], [0.0], [1.0], [0.0], [0.0])[0]) == 1.0
+    # broadcasting a scalar gap against arrays
+    got = clash_times(10.0, np.array([1.0, 2.0]), 0.0, 0.0, 0.0)
+    assert got.tolist() == [10.0, 5.0]
+
+
+def test_stopping_times_equal_stopping_time_on_every_edge_case():
+    cases = list(
+        itertools.product((0.0, STOP_EPS, 1.0, -1.0), (-1.0, -STOP_EPS, 0.0, STOP_EPS, 1.0), (-1.0, 0.0, 1.0))
+    )
+    fr, oth, v = (np.array(c) for c in zip(*cases))
+    got = stopping_times(fr, oth, v)
+    bad = [(c, g, stopping_time(*c)) for c, g in zip(cases, got.tolist()) if not _same(g, stopping_time(*c))]
+    assert bad == []
+    # |a| exactly STOP_EPS still stops: 1 m/s against 1e-7 m/s² takes 1e7 s
+    assert stopping_times([0.0], [STOP_EPS], [-1.0])[0] == pytest.approx(1e7)
+    assert stopping_times(0.5, 0.0, 2.0).item() == 4.0  # 0-d in, 0-d out
+
+
+def test_bodies_trains_refuses_an_empty_or_uneven_train():
+    from tdbtools.physics.engine import Bodies, EngineError
+
+    with pytest.raises(EngineError, match="as many lengths as masses"):
+        Bodies.trains([[]], [[]])
+    with pytest.raises(EngineError, match="as many lengths as masses"):
+        Bodies.trains([[1e4, 2e4]], [[10.0]])
+    b = Bodies.trains([[1e4, 2e4], [3e4]], [[10.0, 12.0], [8.0]])
+    assert len(b.mass) == 3
+
+
+def test_touch_times_of_joints_at_their_limit():
+    """A joint at its limit now: closing touches at once, opening while the closing
+    acceleration brings it back touches at −B/A, anything else never."""
+    from tdbtools.physics.engine import EPS_V, _touch_time, _touch_times
+
+    B = np.array([1.0, 2 * EPS_V, -1.0, -1.0, 0.0, -2.0])
+    A = np.array([0.0, -5.0, 2.0, -1.0, 3.0, 0.0])
+    want = [0.0, 0.0, 0.5, math.inf, math.inf, math.inf]
+    assert list(_touch_times(B, A)) == want
+    assert [_touch_time(float(b), float(a)) for b, a in zip(B, A)] == want
+
+
+def test_bodies_say_what_is_wrong():
+    from tdbtools.physics.engine import Bodies, EngineError
+
+    ok = {
+        "mass": [1.0, 2.0],
+        "length": [10.0, 12.0],
+        "line": [0, 0],
+        "coupled": [True, False],
+        "slack": [0.1, 0.0],
+    }
+    b = Bodies(**ok)
+    assert b.n == 2 and b.mass.dtype == np.float64 and b.line.dtype == np.int64 and b.coupled.dtype == bool
+    assert list(b.coupled) == [True, False] and list(b.slack) == [0.1, 0.0]
+    for name in ok:
+        assert not getattr(b, name).flags.writeable, name
+    bad = [
+        ({"mass": [[1.0, 2.0]]}, "Bodies: mass must be a non-empty 1-D array"),
+        ({"mass": []}, "Bodies: mass must be a non-empty 1-D array"),
+        ({"length": [10.0]}, r"Bodies: length has shape \(1,\), expected \(2,\)"),
+        ({"line": [0, 0, 0]}, r"Bodies: line has shape \(3,\), expected \(2,\)"),
+        ({"coupled": [True]}, r"Bodies: coupled has shape \(1,\), expected \(2,\)"),
+        ({"slack": [0.1]}, r"Bodies: slack has shape \(1,\), expected \(2,\)"),
+        ({"mass": [1.0, 0.0]}, "Bodies: every mass must be finite and > 0"),
+        ({"mass": [np.nan, 1.0]}, "Bodies: every mass must be finite and > 0"),
+        ({"length": [10.0, 0.0]}, "Bodies: every length must be finite and > 0"),
+        ({"length": [np.inf, 1.0]}, "Bodies: every length must be finite and > 0"),
+        ({"slack": [0.1, -1e-9]}, "Bodies: every slack must be finite and >= 0"),
+        ({"slack": [np.inf, 0.0]}, "Bodies: every slack must be finite and >= 0"),
+    ]
+    for change, msg in bad:
+        with pytest.raises(EngineError, match=f"^{msg}$"):
+            Bodies(**{**ok, **change})
+    three = {k: [*v, v[-1]] for k, v in ok.items()}
+    with pytest.raises(EngineError, match="^Bodies: the cars of a line must be consecutive$"):
+        Bodies(**{**three, "line": [0, 1, 0]})
+    assert list(Bodies(**{**three, "line": [1, 1, 0]}).line) == [1, 1, 0]  # numbers need not be sorted
+    flags = Bodies(**{**ok, "coupled": [1, 0], "line": [0.0, 0.0]})  # stored as the types documented
+    assert (
+        flags.coupled.dtype == bool and list(flags.coupled) == [True, False] and flags.line.dtype == np.int64
+    )
+
+
+def test_bodies_of_trains():
+    from tdbtools.physics.engine import Bodies, EngineError
+
+    b = Bodies.trains([[1.0, 2.0, 3.0], [4.0]], [[5.0, 6.0, 7.0], [8.0]])
+    assert list(b.mass) == [1.0, 2.0, 3.0, 4.0] and list(b.length) == [5.0, 6.0, 7.0, 8.0]
+    assert list(b.coupled) == [True, True, False, False]
+    assert list(b.line) == [0, 0, 0, 0] and list(b.slack) == [0.05] * 4
+    for masses, lengths in (([[1.0, 2.0]], [[5.0]]), ([[]], [[]])):
+        with pytest.raises(EngineError, match="^Bodies.trains: each train needs as many lengths as masses$"):
+            Bodies.trains(masses, lengths)
+    with pytest.raises(ValueError):
+        Bodies.trains([[1.0]], [[5.0], [6.0]])  # one list of lengths per train
+
+
+def test_engine_says_what_is_wrong_with_its_start():
+    from tdbtools.physics.engine import SNAP_GAP, Bodies, Engine, EngineError
+
+    b = Bodies([1.0, 1.0, 1.0], [10.0, 10.0, 10.0], [0, 0, 1], [True, False, False], [0.5, 0.0, 0.0])
+    ok = [0.0, -10.2, 500.0]  # car 2 on another line: anywhere
+    eng = Engine(b, ok, [1.0, 1.0, -2.0])
+    assert list(eng.x) == ok and list(eng.v) == [1.0, 1.0, -2.0] and eng.time == 0.0
+    cases = [
+        ((ok, [0.0, 0.0]), {}, r"^Engine: x and v must have shape \(3,\)$"),
+        (([0.0, -10.2], [0.0] * 3), {}, r"^Engine: x and v must have shape \(3,\)$"),
+        ((ok, [0.0, np.nan, 0.0]), {}, "^Engine: x and v must be finite$"),
+        (([0.0, -np.inf, 0.0], [0.0] * 3), {}, "^Engine: x and v must be finite$"),
+        ((ok, [0.0] * 3), {"rest_speed": -1e-9}, "^Engine: rest_speed must be >= 0$"),
+        ((ok, [0.0] * 3), {"rest_speed": np.nan}, "^Engine: rest_speed must be >= 0$"),
+        (
+            ([0.0, -9.5, 0.0], [0.0] * 3),
+            {},
+            r"^Engine: cars 0 and 1 overlap by 0\.5 m \(within a line x\[i\] - length\[i\] >= x\[i\+1\]\)$",
+        ),
+        (
+            ([0.0, -10.75, 0.0], [0.0] * 3),
+            {},
+            r"^Engine: the coupler between cars 0 and 1 is stretched to 0\.75 m, beyond its slack 0\.5 m$",
+        ),
+    ]
+    for args, kw, msg in cases:
+        with pytest.raises(EngineError, match=msg):
+            Engine(b, *args, **kw)
+    with pytest.raises(EngineError, match="^Engine needs a Bodies$"):
+        Engine("cars", ok, [0.0] * 3)  # type: ignore[arg-type]
+    # within SNAP_GAP of touching or of taut: accepted
+    Engine(b, [0.0, -10.0 + 0.5 * SNAP_GAP, 0.0], [0.0] * 3)
+    Engine(b, [0.0, -10.5 - 0.5 * SNAP_GAP, 0.0], [0.0] * 3)
+    Engine(b, [0.0, -10.2, 0.0], [0.0] * 3, rest_speed=0.0)
+    # uncoupled cars of one line may stand any distance apart
+    free = Bodies([1.0, 1.0], [10.0, 10.0], [0, 0], [False, False], [0.5, 0.5])
+    Engine(free, [0.0, -1000.0], [0.0, 0.0])
+
+
+def test_many_single_car_trains_coasting_to_a_stop_in_one_step():
+    """Twenty lone cars (each on its own line: no joints) rolling against resistance stop
+    within one long step and stand still at its end."""
+    n = 20
+    b = Bodies(
+        mass=[1000.0] * n, length=[10.0] * n, line=list(range(n)), coupled=[False] * n, slack=[0.0] * n
+    )
+    e = Engine(b, x=[0.0] * n, v=[1.0 + 0.1 * i for i in range(n)])
+    e.step(10.0, 0.0, 1000.0)  # 1 m/s² of resistance: each stops after v seconds
+    assert e.v.tolist() == [0.0] * n
+    assert e.x.tolist() == pytest.approx([0.5 * (1.0 + 0.1 * i) ** 2 for i in range(n)], rel=1e-9)
+
+
+def test_a_slow_pull_on_a_tight_coupler_is_a_coupler_event():
+    """Two cars coupled without slack, the front one pulling away at 0.5 m/s: the coupler
+    takes the jerk (not the buffers), and both then run at 0.25 m/s."""
+    b = Bodies(
+        mass=[1000.0, 1000.0], length=[10.0, 10.0], line=[0, 0], coupled=[True, False], slack=[0.0, 0.0]
+    )
+    e = Engine(b, x=[10.0, 0.0], v=[0.5, 0.0])
+    (ev,) = e.step(0.1, 0.0, 0.0)
+    assert (ev.kind, ev.cars, ev.relative_speed) == ("coupler_taut", (0, 1), pytest.approx(0.5))
+    assert e.v.tolist() == pytest.approx([0.25, 0.25])
+
+
+def test_engine_step_names_the_bad_force_argument():
+    from tdbtools.physics.engine import EngineError
+
+    b = Bodies(
+        mass=[1000.0, 1000.0], length=[10.0, 10.0], line=[0, 0], coupled=[False, False], slack=[0.0, 0.0]
+    )
+    e = Engine(b, x=[10.0, 0.0], v=[0.0, 0.0])
+    with pytest.raises(EngineError, match=r"^Engine.step: drive has shape \(3,\), expected \(2,\)$"):
+        e.step(0.1, [1.0, 2.0, 3.0], 0.0)
+    with pytest.raises(EngineError, match=r"^Engine.step: resist has shape \(3,\), expected \(2,\)$"):
+        e.step(0.1, 0.0, [1.0, 2.0, 3.0])
+
+
+def test_twenty_cars_on_one_line_close_up_with_impacts():
+    """Twenty loose cars on one line, 0.5 m apart, every second one rolling at 1 m/s onto
+    the standing one ahead: ten buffer impacts in the first step, none of them skipped."""
+    n = 20
+    b = Bodies(mass=[1000.0] * n, length=[10.0] * n, line=[0] * n, coupled=[False] * n, slack=[0.0] * n)
+    e = Engine(b, x=[-10.5 * i for i in range(n)], v=[float(i % 2) for i in range(n)])
+    ev = e.step(1.0, 0.0, 0.0)
+    impacts = [x for x in ev if x.kind == "impact"]
+    assert len(impacts) >= 10 and impacts[0].time == pytest.approx(0.5)
+    assert e.truncated_steps == 0
+
+
+def test_a_one_car_body_from_scalars_and_model_names():
+    from helpers import SAMPLE_INSTALL
+
+    b = Bodies(mass=1000.0, length=10.0, line=0, coupled=False, slack=0.0)
+    assert b.n == 1 and b.length.tolist() == [10.0]
+    cars = resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)
+    assert F.CarModel.from_stock(cars).names == tuple(c.name for c in cars)

@@ -8,6 +8,7 @@ import pytest
 from engine_scenarios import GOLDEN, SCENARIOS, trace
 
 import tdbtools.physics.engine as engine_mod
+import tdbtools.physics.engine_groups as engine_groups
 import tdbtools.physics.joints as joints_mod
 
 
@@ -24,17 +25,10 @@ def _check(name: str) -> None:
             )
 
 
-@pytest.fixture(params=["python", "compiled"])
-def engine_path(request, monkeypatch):
-    """Every engine of the test on the Python/numpy code or on the compiled kernel."""
-    if request.param == "compiled":
-        pytest.importorskip("numba", reason="the compiled engine needs numba (tdbtools[fast])")
-    monkeypatch.setattr(engine_mod, "COMPILED_MIN_CARS", 0 if request.param == "compiled" else 10**9)
-    return request.param
-
-
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_traces_match_the_golden_engine(name, engine_path):
+def test_traces_match_the_golden_engine(name, implementation):
+    """On the compiled kernel and on the Python/numpy code (the ``implementation``
+    fixture: the TDBTOOLS_PURE_PYTHON switch), the same traces bit for bit."""
     _check(name)
 
 
@@ -42,7 +36,7 @@ def test_traces_match_the_golden_engine(name, engine_path):
 @pytest.mark.parametrize("name", ["train_21", "shunting", "many_trains"])
 def test_scalar_and_numpy_paths_give_the_same_traces(name, small, monkeypatch):
     monkeypatch.setattr(engine_mod, "COMPILED_MIN_CARS", 10**9)
-    monkeypatch.setattr(engine_mod, "_SMALL", small)
+    monkeypatch.setattr(engine_groups, "SMALL", small)
     _check(name)
 
 

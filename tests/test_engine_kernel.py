@@ -8,12 +8,14 @@ import math
 
 import numpy as np
 import pytest
+from helpers import needs_kernels
 
 import tdbtools.physics.engine as E
 from tdbtools.physics import kernels
 from tdbtools.physics.engine import Bodies, Engine, EngineError
 
 K = pytest.importorskip("tdbtools.physics._engine_kernel", reason="the compiled engine needs numba")
+pytestmark = needs_kernels  # (compares the kernels with the reference: none under the switch)
 
 
 def test_constants_are_the_engines():

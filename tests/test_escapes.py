@@ -232,3 +232,40 @@ def test_over_large_path_and_world_files_are_refused_before_parsing(tmp_path, mo
             (read_pat if kind == "pat" else read_world)(p, strict=strict)
         assert (e.value.location.line, e.value.location.column) == (1, 1)
     assert parsed == []
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "ROUTES/SAMPLE/SAMPLE.tdb",
+        "ROUTES/SAMPLE/SAMPLE.trk",
+        "ROUTES/SAMPLE/tsection.dat",
+        "GLOBAL/tsection.dat",
+    ],
+)
+def test_route_files_linked_out_of_the_install_are_refused(inst, tmp_path, monkeypatch, rel):
+    """A route's own files (.trk, .tdb, tsection.dat) are checked like every other link
+    (docs/security.md §3): one leading outside the install is not read, cached or not,
+    unless the user asks for it."""
+    from tdbtools.errors import RouteError
+
+    folder = inst / "ROUTES" / "SAMPLE"
+    good = load_route(folder)  # (cached now)
+    outside = tmp_path / "elsewhere" / Path(rel).name
+    outside.parent.mkdir()
+    shutil.move(inst / rel, outside)
+    (inst / rel).symlink_to(outside)
+    with pytest.raises(RouteError, match="leads outside the install"):
+        load_route(folder)
+    with pytest.raises(RouteError, match="leads outside the install"):
+        load_route(folder, cache=False)
+    monkeypatch.setenv(_fs.FOLLOW_LINKS_ENV, "1")
+    assert load_route(folder) == good
+
+
+def test_route_files_linked_inside_the_install_are_read(inst):
+    folder = inst / "ROUTES" / "SAMPLE"
+    good = load_route(folder, cache=False)
+    shutil.move(folder / "SAMPLE.tdb", inst / "SAMPLE.tdb")
+    (folder / "SAMPLE.tdb").symlink_to(inst / "SAMPLE.tdb")
+    assert load_route(folder) == good

@@ -16,6 +16,22 @@ from tdbtools.signals.aspects import SignalAspects
 
 def _plain_free_block(ilk: rt.Interlocking, sig: int) -> tuple[int, int]:
     """(block, next NORMAL signal) of an unclaimed signal, walked afresh (docs/signals.md §4.2)."""
+    o = ilk.objects[sig]
+    if not o.is_normal:  # its own section on, any train ahead of it (§4.2, issue 27)
+        own = ilk.aspects._section_at(o.node, o.offset)
+        if own < 0:
+            return rt.BLOCK_JN_OBSTRUCTED, -1
+        d = o.tc_direction
+        walk = [(own, d)] + (
+            [] if ilk.sections[own].end_signal[d] >= 0 else ilk.circuits.walk(own, d, rt.MAX_WALK)
+        )
+        last, ld = walk[-1]
+        nxt = ilk.sections[last].end_signal[ld] if ilk.sections[last].kind == "normal" else -1
+        for i, (s_id, _sd) in enumerate(walk):
+            occ = ilk.sections[s_id].occupants
+            if occ and (i > 0 or any(ilk._ahead_of(x, s_id, o.offset, d) for x in occ)):
+                return rt.BLOCK_OCCUPIED, nxt
+        return rt.BLOCK_CLEAR, nxt
     sec = ilk.sig_section[sig]
     if sec < 0:
         return rt.BLOCK_JN_OBSTRUCTED, ilk.next_normal[sig]
@@ -55,7 +71,7 @@ def _both_ways(monkeypatch, run):  # noqa: ANN001, ANN202
                 checked["blocks"] += 1
 
     def every_cycle(self: SignalAspects, **kw: bool) -> None:
-        self.at_rest = None  # never skip a pass
+        self.schedule.dirty.update(range(len(self.order)))  # every head runs: a full pass
         run_scripts(self, **kw)
         checked["passes"] += 1
 

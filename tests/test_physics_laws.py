@@ -7,11 +7,15 @@ import math
 
 import numpy as np
 import pytest
+from helpers import CONSISTS
+from test_running_time import SHOE_CURVE, install_with_shoe_curve
 
+from tdbtools.formats.consist import read_consist, resolve_stock
 from tdbtools.formats.stock import Stock
 from tdbtools.formats.tdb import SpeedPostItem
 from tdbtools.physics import forces as F
 from tdbtools.physics.driver import DriveState, ScheduleDriver
+from tdbtools.physics.engine import Bodies
 from tdbtools.physics.scenario import Command
 from tdbtools.track.speedposts import SpeedPost, _values, limit_after
 
@@ -226,11 +230,109 @@ def test_the_planners_piece_lookup_is_the_lines():
     from tdbtools.physics.trackline import TrackLine
 
     line = TrackLine.from_path(load_route(SAMPLE_ROUTE, cache=False), SAMPLE_ROUTE / "PATHS" / "MainEW.pat")
-    s1 = line.piece_s1.tolist()
-    assert len(s1) > 5 and len(set(line.piece_grade.tolist())) > 1
+    s1 = line.pieces.s1.tolist()
+    assert len(s1) > 5 and len(set(line.pieces.grade.tolist())) > 1
     rng = np.random.default_rng(4)
     L = line.length
     for s in [0.0, *s1, *(np.array(s1) + 1e-9).tolist(), L, L + 50.0, *rng.uniform(0.0, L, 200)]:
         k = min(bisect.bisect_left(s1, s), len(s1) - 1)
-        assert line.piece_grade[k] == line.grade_at(np.array([s]))[0], s
-        assert line.piece_curvature[k] == line.curvature_at(np.array([s]))[0], s
+        assert line.pieces.grade[k] == line.grade_at(np.array([s]))[0], s
+        assert line.pieces.curvature[k] == line.curvature_at(np.array([s]))[0], s
+
+
+KMH = 1 / 3.6
+
+
+def test_the_taper_holds_back_any_positive_force_near_the_top_speed():
+    """A force of half a newton on one kilogram, 0.01 m/s under the top speed: the taper
+    applies to it as to any traction force (the scalar form agrees)."""
+    k = F.implicit_taper(
+        np.array([0.5]), np.array([0.0]), np.array([1.0]), np.array([19.99]), np.array([20.0]), 0.1
+    )
+    want = F.taper_factor(0.5, 0.0, 1.0, 19.99, 20.0, 0.1)
+    assert 0.0 < want < 1.0
+    assert k.tolist() == pytest.approx([want], abs=1e-12)
+
+
+def test_brake_force_floors_sample_the_brake_shoe_curve_at_its_own_speeds(tmp_path):
+    """The floors are exact at the shoe curve's kinks: each table speed below the top is
+    one of the speeds returned, with the floor the single-speed function gives there."""
+    inst = install_with_shoe_curve(tmp_path)
+    cars = resolve_stock(read_consist(inst / "TRAINS" / "CONSISTS" / "sample_passenger.con"), inst)
+    m = F.CarModel.from_stock(cars)
+    vs, floors = F.brake_force_floors(m, 97 * KMH)  # a grid that misses the kinks
+    for kmh, _mu in SHOE_CURVE:
+        if kmh < 97:
+            i = int(np.argmin(np.abs(vs - kmh * KMH)))
+            assert vs[i] == pytest.approx(kmh * KMH, abs=1e-12)
+            assert floors[i] == pytest.approx(F.brake_force_floor(m, kmh * KMH), rel=1e-12)
+
+
+def test_coupler_slack_in_whole_metres_is_stored_as_float():
+    b = Bodies(mass=[1000.0, 1000.0], length=[10.0, 10.0], line=[0, 0], coupled=[True, False], slack=[1, 0])
+    assert b.slack.dtype == np.float64 and b.slack.tolist() == [1.0, 0.0]
+
+
+def test_brake_force_floors_without_shoe_curves_are_the_plain_brake_force():
+    """Stock without brake-shoe curves: the floor is the MaxBrakeForce sum at every speed."""
+    from helpers import SAMPLE_INSTALL
+
+    plain = F.CarModel.from_stock(
+        resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)
+    )
+    assert plain.brake_shoe == ()
+    vs, floors = F.brake_force_floors(plain, 30.0)
+    assert vs[0] == 0.0 and vs[-1] == 30.0
+    assert floors == pytest.approx([float(plain.max_brake.sum())] * len(vs), rel=1e-12)
+
+
+def test_the_taper_is_worked_out_in_double_precision_from_single_precision_input():
+    """Masses given as float32 (as read from a single-precision table) give the factor
+    the scalar form gives for the same values, not one rounded to single precision."""
+    inertia32 = np.array([12345.678], dtype=np.float32)
+    k = F.implicit_taper(
+        np.array([3000.0]), np.array([0.0]), inertia32, np.array([19.99]), np.array([20.0]), 0.1
+    )
+    want = F.taper_factor(3000.0, 0.0, float(inertia32[0]), 19.99, 20.0, 0.1)
+    assert 0.0 < want < 1.0
+    assert k[0] == pytest.approx(want, rel=1e-13, abs=0.0)
+
+
+def test_only_a_tender_behind_another_engine_gets_the_trailing_loco_factor():
+    """Steam: the lead engine's own tender keeps its air resistance; a tender behind a
+    second engine is trailing and gets its factor, as that engine does."""
+    import dataclasses
+
+    from helpers import SAMPLE_INSTALL
+
+    eng, coach = resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)[:2]
+    tender = dataclasses.replace(coach, wagon_type="Tender", trail_loco_resistance_factor=0.5)
+    eng2 = dataclasses.replace(eng, trail_loco_resistance_factor=0.5)
+    m = F.CarModel.from_stock([eng, tender, eng2, tender], trailing_loco_factor=True)
+    c = tender.davis_c
+    assert m.davis_c.tolist() == pytest.approx([eng.davis_c, c, 0.5 * eng.davis_c, 0.5 * c], rel=1e-12)
+
+
+def test_a_small_standstill_friction_is_used_as_given():
+    import dataclasses
+
+    from helpers import SAMPLE_INSTALL
+
+    eng, coach = resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)[:2]
+    light = dataclasses.replace(coach, standstill_friction_n=0.5, friction0_n=None)
+    m = F.CarModel.from_stock([eng, light])
+    assert m.starting_resistance is not None and m.starting_resistance[1] == 0.5
+
+
+def test_gravity_on_a_car_is_at_most_its_weight():
+    """Bogie heights further apart than the bogie spacing (a car on its end): the
+    prepared gravity is clipped to ±m·g, as the module function is."""
+    from helpers import SAMPLE_INSTALL
+
+    m = F.CarModel.from_stock(resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL))
+    n = len(m)
+    up = 3.0 * m.bogie_spacing
+    want = F.gravity(m, up, np.zeros(n))
+    assert want == pytest.approx(-9.80665 * m.mass, rel=1e-3)
+    assert F.Prepared(m).gravity(up, np.zeros(n)) == pytest.approx(want, rel=1e-12)
+    assert F.Prepared(m).gravity(-up, np.zeros(n)) == pytest.approx(-want, rel=1e-12)

@@ -71,7 +71,7 @@ def line_ew(sample):
 def interior(line: TrackLine) -> np.ndarray:
     """Sample indices that are not on a section boundary (where the pose of a freshly
     placed traveller belongs to the next section)."""
-    bounds = np.concatenate([line.piece_s0, line.piece_s1])
+    bounds = np.concatenate([line.pieces.s0, line.pieces.s1])
     d = np.abs(line.s[:, None] - bounds[None, :]).min(axis=1)
     return np.flatnonzero(d > 1e-6)
 

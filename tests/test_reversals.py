@@ -161,6 +161,42 @@ def test_ai_reversal_crossing_the_player(route_dir: Path, runs: dict) -> None:
     assert not res.failed
 
 
+def test_reversal_at_a_junction_another_train_holds(route_dir: Path, runs: dict) -> None:
+    """J_E (junction 6) is the AI freight's when the player comes to reverse there: the
+    player waits at the signal before it until the freight is clear, runs onto V_e,
+    reverses, and waits for the route back through J_E into the loop the freight holds
+    ahead of it (Open Rails: a train reverses once it has the route; docs/activities.md §4.4)."""
+    rep, res = _run(route_dir, runs, "Busy")
+    s = res.replay.summary
+    assert s["collisions"] == 0 and not s["stuck"] and not s["deadlocks"] and not res.failed
+    rev, west = s["services"]["Rev1"], s["services"]["West"]
+    assert rev["reached_end"] and west["reached_end"] and rev["parts"] == 2 and west["parts"] == 1
+    assert rev["distance_m"] == pytest.approx(rev["path_m"], abs=2 * AUTO_STOP_TOL)
+    c = read_consist(CONSISTS / "sample_passenger.con")
+    assert rev["lead_cars"] == [c.cars[0].file, c.cars[-1].file]
+    route = load_route(route_dir)
+    west_line = TrackLine.from_path(route, resolve_path(route, route_dir / "Paths" / "Busy_West.pat"))
+    j_e = float(west_line.junction_s[list(west_line.junction_node).index(6)])
+    # the freight's rear is clear of J_E once it has run the way to the switch plus the clearance
+    tr = res.replay.traces["West"]
+    t, d = np.asarray(tr["time"]), np.asarray(tr["distance"])
+    clear = float(t[np.argmax(d >= j_e + fouling_length(route, 6))])
+    waits = [e for e in _events(res, "signal_wait") if e.train == "Rev1"]
+    assert waits and all(e.time < clear for e in waits)  # it stood before J_E while the freight held it
+    assert max(e.until for e in waits) >= clear - 1.0  # … until the freight had cleared it
+    (turn,) = [e for e in _events(res, "reversed") if e.train == "Rev1"]
+    assert turn.time > clear
+    # after the turn, the route back through J_E into the loop is the freight's: it waits
+    back = [e for e in _events(res, "signal_wait") if e.train == "Rev1 [2]"]
+    assert back and back[0].time >= turn.time and back[0].seconds > 0
+    (arr,) = [e for e in _events(res, "arrived") if e.train == "West"]
+    tr2 = res.replay.traces["Rev1 [2]"]
+    t2, v2 = np.asarray(tr2["time"]), np.asarray(tr2["speed"])
+    assert np.all(v2[t2 < back[-1].until - 0.6] < 0.05)  # it stood until its route was set
+    (arr2,) = [e for e in _events(res, "arrived") if e.train == "Rev1 [2]"]
+    assert arr2.time > arr.time  # it follows the freight west through the loop
+
+
 def test_waiting_point(route_dir: Path, runs: dict) -> None:
     rep, res = _run(route_dir, runs, "Wait")
     (w,) = _events(res, "waiting")
@@ -256,6 +292,41 @@ def test_missing_platform_is_tolerated_and_said(route_dir: Path) -> None:
         "1 booked stop(s) skipped: B: platform 'P' (id 3) is not on the path",
         "traffic file 'T' not found",
     ]
+    from tdbtools.signals.events import ScriptFailed
+
+    fail = ScriptFailed(time=3.0, signal=4, head=7, script="b3", path="sigscr.dat", line=12, message="x")
+    assert tolerated([fail]) == [
+        "1 signal script(s) disabled after an error, basic rule from then on: signal 4 head 7 (b3, sigscr.dat:12)"
+    ]
+
+
+def test_unscripted_signals_are_tolerated_and_said(route_dir: Path, tmp_path: Path) -> None:
+    """A signal type whose script is missing: its heads follow the basic rule, and the
+    tolerated summary on stderr names the type and the signals (issue 26 item 4)."""
+    import shutil
+
+    install = tmp_path / "install"
+    shutil.copytree(route_dir.parents[1], install)
+    rdir = install / "ROUTES" / "SIGNALS"
+    scr = rdir / "sigscr.dat"
+    raw = scr.read_bytes()
+    scr.write_bytes(
+        raw[:2] + raw[2:].decode("utf-16-le").replace("SCRIPT B3", "SCRIPT B3X").encode("utf-16-le")
+    )
+    r = CliRunner().invoke(
+        main, ["replay", str(rdir / "Activities" / "OneRev.act"), "--out", str(tmp_path / "o")]
+    )
+    assert r.exit_code in (0, 1), r.output
+    (line,) = [ln for ln in r.output.splitlines() if "without a script" in ln]
+    assert (
+        line
+        == "tolerated: 6 signal head(s) without a script follow the basic rule: type 'b3' (signals 0, 1, 2, 3, 4, 5)"
+    )
+    # the route as shipped has none
+    r = CliRunner().invoke(
+        main, ["replay", str(route_dir / "Activities" / "OneRev.act"), "--out", str(tmp_path / "p")]
+    )
+    assert r.exit_code == 0 and "without a script" not in r.output
 
 
 def test_missing_traffic_file_is_bad_input(route_dir: Path, tmp_path: Path) -> None:

@@ -166,6 +166,103 @@ def test_damaged_lazy_entries_are_refused_and_the_route_read_again(sample, edit)
     assert load_route(sample) == good
 
 
+def _str_pins(doc):
+    # a pin's link as a string: a column of the wrong kind for an int field
+    pins = _class(doc, "TrPin")
+    pins[2][0] = ["S", "|", "|".join(["7"] * pins[1])]
+
+
+def _float_index(doc):
+    # a node's index as a float
+    spec = next(c for c in _class(doc, "VectorNode")[2] if c[0] == "i")
+    spec[0] = "f"
+
+
+def _dirs_of_other_records(doc):
+    # a signal's directions referring to rows of the (longer) pins table, in range
+    spec = next(c for c in _class(doc, "SignalItem")[2] if c[0] == "R")
+    assert spec[1] == "SignalDir"
+    spec[1] = "TrPin"
+
+
+def _uid_of_other_records(doc):
+    # a junction's UiD referring to a row of the pins table (in range)
+    spec = next(c for c in _class(doc, "JunctionNode")[2] if c[0] == "r")
+    assert spec[1] == "UiD"
+    spec[1] = "TrPin"
+
+
+def _int_geometry(doc):
+    # the sections' x column replaced by their (integer) section ids: same length, wrong kind
+    cols = _class(doc, "VectorSections")[2]
+    cols[10] = cols[0]
+
+
+def _short_lengths(doc):
+    # the route's section lengths: the array of another column of another length
+    route = _class(doc, "Route")
+    names = ("folder", "install_root", "trk", "tdb", "rdb", "tsection", "section_length")
+    spec = route[2][names.index("section_length")]
+    other = next(c for c in _class(doc, "SectionTable")[2] if c[0] == "j")
+    assert spec[0] == "j"
+    spec[1] = [other[1][0]] * len(spec[1])
+
+
+def _str_in_plain_column(doc):
+    # a generic (JSON) column of plain values (an item's optional record, a flag) holding a string
+    for cls in doc["classes"]:
+        for col in cls[2]:
+            if col[0] == "j" and col[1] and all(v is None or isinstance(v, bool) for v in col[1]):
+                col[1][0] = "1e3"
+                return
+    raise AssertionError("no plain column")
+
+
+def _items_as_nodes(doc):
+    # the track nodes' record sequence naming the item tables (rows in range)
+    tdb = _class(doc, "TrackDB")[2]  # (path, serial, nodes, sections, items); a row per database
+    nodes, items = tdb[2][1][0]["M"], tdb[4][1][0]["M"]
+    nodes[1] = list(items[1][: len(nodes[1])]) + items[1][:1] * (len(nodes[1]) - len(items[1]))
+    nodes[2] = [0 if c >= 0 else -1 for c in nodes[2]]
+    nodes[3] = [0 if c >= 0 else 0 for c in nodes[3]]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        _str_pins,
+        _float_index,
+        _dirs_of_other_records,
+        _uid_of_other_records,
+        _int_geometry,
+        _short_lengths,
+        _str_in_plain_column,
+        _items_as_nodes,
+    ],
+    ids=lambda f: f.__name__,
+)
+def test_an_entry_of_the_wrong_types_or_shapes_is_a_miss(sample, edit, tmp_path):
+    """A well-formed entry with a correct CRC whose values are of the wrong types or
+    shapes is not used: the route is read again, and info and export work on it."""
+    from click.testing import CliRunner
+
+    from tdbtools.cli import main
+
+    good = load_route(sample, cache=False)
+    load_route(sample)
+    entry = cache.RouteCache()._entry(find_route_files(sample), False)
+    _rewrite(entry, edit)
+    assert load_route(sample) == good
+    _rewrite(entry, edit)
+    for args in (
+        ["info", str(sample)],
+        ["export", str(sample), "--format", "json", "--out", str(tmp_path / "o.json")],
+    ):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, (args, r.output)
+    assert (tmp_path / "o.json").stat().st_size > 0
+
+
 def test_a_column_of_few_strings_is_stored_once_and_checked():
     a = np.array(["00", "01"] * 600, dtype=object)
     a.flags.writeable = False

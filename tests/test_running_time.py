@@ -8,6 +8,7 @@ and restates the force laws of docs/running-time.md.
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from dataclasses import dataclass
@@ -20,7 +21,9 @@ from helpers import SAMPLE_INSTALL, SAMPLE_ROUTE
 from tdbtools.formats.consist import read_consist, resolve_stock
 from tdbtools.physics.driver import AutoDriver
 from tdbtools.physics.events import DepartedPoint, WaitingAtPoint
+from tdbtools.physics.forces import CarModel
 from tdbtools.physics.replay import Replay
+from tdbtools.physics.runtime import ITERATIONS, PLAN_STEP, allowance_target, fit_allowance, plan
 from tdbtools.physics.scenario import Command, Scenario, TrainSpec
 from tdbtools.physics.trackline import TrackLine
 
@@ -701,3 +704,202 @@ def test_large_steps_keep_the_running_time_and_add_no_events(dt):
     assert abs(got - ref) / ref < 0.01
     assert s["events"].get("coupler_taut", 0) <= 20 and "impact" not in s["events"]
     assert s["max_speed_kmh"] <= 110.0 + 1e-6
+
+
+FREIGHT = "sample_freight"
+
+
+@pytest.fixture(scope="module")
+def freight() -> CarModel:
+    cars = resolve_stock(read_consist(CONSISTS / f"{FREIGHT}.con"), SAMPLE_INSTALL)
+    return CarModel.from_stock(cars, rotating_mass=True)
+
+
+def _vmax(model: CarModel) -> float:
+    return float(np.nanmin(np.where(model.is_engine, model.max_velocity, np.nan)))
+
+
+def _driver(model: CarModel, line: TrackLine, *, decel: float = 0.5) -> AutoDriver:
+    s, v = line.limits("freight")
+    return AutoDriver(
+        s,
+        v,
+        line.length,  # the driver stops the front 2 m short of it
+        max_speed=_vmax(model),
+        deceleration=decel,
+        train_length=model.total_length,
+    )
+
+
+def _plan(model: CarModel, line: TrackLine, **kw):  # noqa: ANN003, ANN202
+    return plan(_driver(model, line), model, line, model.total_length, **kw)
+
+
+CASES_runtime = {
+    # name: length (m), grade, curvature, limits (m, km/h), route limit (km/h)
+    "flat": (4000.0, 0.0, 0.0, [], 80.0),
+    "uphill": (3000.0, 0.01, 0.0, [], 80.0),
+    "downhill": (3000.0, -0.01, 0.0, [], 80.0),
+    "curve": (3000.0, 0.0, 1 / 300, [], 80.0),
+    "limits": (5000.0, 0.0, 0.0, [(1500.0, 40.0), (2500.0, 90.0)], 100.0),
+}
+
+
+def test_allowance_target_is_percent_plus_minutes_per_100_km():
+    assert allowance_target(1000.0, 0.0, 0.0, 0.0) == 1000.0
+    assert allowance_target(1000.0, 50_000.0, 5.0, 0.0) == pytest.approx(1050.0)
+    # 3 min per 100 km over 50 km: 90 s
+    assert allowance_target(1000.0, 50_000.0, 0.0, 3.0) == pytest.approx(1090.0, rel=1e-12)
+    assert allowance_target(1000.0, 50_000.0, 5.0, 3.0) == pytest.approx(1140.0)
+
+
+@pytest.mark.parametrize("name", list(CASES_runtime))
+def test_plan_matches_the_minimum_time_reference(freight, name):
+    length, grade, curv, limits, route = CASES_runtime[name]
+    lim = tuple((a, v * KMH) for a, v in limits)
+    line = TrackLine.synthetic(length, grade=grade, curvature=curv, route_limit=route * KMH, limits=lim)
+    r = _plan(freight, line)
+    ref, energy = reference_min_time(
+        FREIGHT, length, grade, curv, list(lim), route * KMH, 0.5, _vmax(freight)
+    )
+    assert r.finished
+    # the front stops 2 m short of the end: the planned distance is the run of the front
+    assert r.distance == pytest.approx(length - 2.0 - freight.total_length, abs=AutoDriver.ARRIVED_WITHIN)
+    # a 0.5 s step on one mass: within 0.5 % of the RK4 minimum time and 1 % of its energy
+    # (measured: 0.13 % and 0.25 % at most)
+    assert r.time == pytest.approx(ref, rel=0.005), (name, r.time, ref)
+    assert r.traction_j / 3.6e6 == pytest.approx(energy, rel=0.01), (name, r.traction_j / 3.6e6, energy)
+
+
+def test_plan_stops_at_the_time_limit_unfinished(freight):
+    line = TrackLine.synthetic(4000.0, route_limit=80 * KMH)
+    r = _plan(freight, line, limit_s=30.0)
+    assert not r.finished
+    assert r.time == pytest.approx(30.0, abs=PLAN_STEP)
+    # 30 s from standing: a freight covers well under 300 m (the plan gives the distance
+    # run by the front, not where the front is)
+    assert 0.0 < r.distance < 300.0
+
+
+def test_plan_without_adhesion_is_not_slower(freight):
+    line = TrackLine.synthetic(3000.0, grade=0.015, route_limit=80 * KMH)
+    dry = _plan(freight, line, adhesion="dry")
+    wet = _plan(freight, line, adhesion="wet")
+    free = _plan(freight, line, adhesion=None)
+    assert dry.finished and wet.finished and free.finished
+    assert free.time <= dry.time <= wet.time
+
+
+def test_plan_holds_the_speed_on_a_falling_grade(freight):
+    """Downhill at 3 % the train would run away without braking to hold its limit."""
+    line = TrackLine.synthetic(4000.0, grade=-0.03, route_limit=50 * KMH)
+    r = _plan(freight, line)
+    assert r.finished
+    run = r.distance
+    # never faster than the limit: no quicker than the whole run at 50 km/h
+    assert r.time > run / (50 * KMH)
+
+
+@pytest.mark.parametrize(("mode", "rail"), [("linear", "dry"), ("eco", "wet")])
+def test_fit_allowance_meets_the_target(freight, mode, rail):
+    line = TrackLine.synthetic(1500.0, route_limit=80 * KMH, limits=((750.0, 40 * KMH),))
+    d = _driver(freight, line)
+    base = plan(d, freight, line, freight.total_length, adhesion=rail)
+    assert (
+        base.time
+        != plan(d, freight, line, freight.total_length, adhesion="dry" if rail == "wet" else "wet").time
+    )
+    figures, warnings = fit_allowance(
+        d, freight, line, freight.total_length, adhesion=rail, percent=8.0, min_per_100km=3.0, mode=mode
+    )
+    assert figures is not None and warnings == []
+    target = allowance_target(base.time, base.distance, 8.0, 3.0)
+    assert figures["minimum_s"] == pytest.approx(base.time, abs=1e-3)
+    assert figures["target_s"] == pytest.approx(target, abs=1e-3)
+    assert figures["planned_s"] == pytest.approx(target, rel=0.01)
+    assert figures["mode"] == mode
+    # the driver itself now runs to the allowance
+    again = plan(d, freight, line, freight.total_length, adhesion=rail)
+    assert again.time == pytest.approx(target, rel=0.01)
+    assert figures["planned_s"] == pytest.approx(again.time, abs=1e-3)
+    assert figures["planned_traction_kwh"] == pytest.approx(again.traction_j / 3.6e6, abs=1e-4)
+    assert figures["minimum_traction_kwh"] == pytest.approx(base.traction_j / 3.6e6, abs=1e-4)
+    if mode == "eco":
+        assert 0.0 < d.coast_before < 3600.0 and d.speed_factor == 1.0
+        assert figures["planned_traction_kwh"] < figures["minimum_traction_kwh"]
+    else:
+        assert 0.2 < d.speed_factor < 1.0 and d.coast_before == 0.0
+        assert math.isclose(figures["speed_factor"], d.speed_factor, abs_tol=1e-4)
+
+
+def test_fit_allowance_reports_a_train_that_has_nowhere_to_go(freight):
+    line = TrackLine.synthetic(1000.0, route_limit=80 * KMH)
+    d = _driver(freight, line)
+    # the front already at the stop: the plan takes no time, no allowance can be spread
+    figures, warnings = fit_allowance(
+        d, freight, line, line.length - 2.0, adhesion="dry", percent=5.0, min_per_100km=0.0, mode="linear"
+    )
+    assert figures is None
+    assert warnings == ["allowance: the train does not reach its stop in the plan; no allowance applied"]
+    assert d.speed_factor == 1.0
+
+
+def test_fit_allowance_warns_when_coasting_cannot_meet_it(freight):
+    # down 3 %: coasting keeps the train at its limit, the allowance cannot be met
+    line = TrackLine.synthetic(1200.0, grade=-0.03, route_limit=60 * KMH)
+    d = _driver(freight, line)
+    figures, warnings = fit_allowance(
+        d, freight, line, freight.total_length, adhesion="dry", percent=50.0, min_per_100km=0.0, mode="eco"
+    )
+    assert figures is not None
+    assert figures["planned_s"] < 0.99 * figures["target_s"]
+    assert figures["coast_before"] > 3500.0  # the bisection ran to the top of its bracket
+    assert figures["planned_traction_kwh"] < 0.01 * figures["minimum_traction_kwh"]
+    assert len(warnings) == 1 and warnings[0].startswith("allowance: coasting alone gives")
+
+
+def test_eco_allowance_can_coast_for_less_than_a_second():
+    """Kills `fit_allowance`'s coasting bracket starting at 1 s: with no allowance asked
+    for, the bisection lands on the coasting at which the planned time first grows, which
+    for this short passenger run is under a second."""
+    cars = resolve_stock(read_consist(CONSISTS / "sample_passenger.con"), SAMPLE_INSTALL)
+    model = CarModel.from_stock(cars, rotating_mass=True)
+    line = TrackLine.synthetic(model.total_length + 300.0, route_limit=120 * KMH)
+    s, v = line.limits("passenger")
+    d = AutoDriver(s, v, line.length, max_speed=120 * KMH, deceleration=0.5, train_length=model.total_length)
+    front0 = model.total_length
+    base = plan(d, model, line, front0).time
+
+    def coasting(x: float) -> float:
+        trial = copy.deepcopy(d)
+        trial.coast_before = x
+        return plan(trial, model, line, front0).time
+
+    assert coasting(0.95) > base  # coasting under a second already costs a plan step
+    figures, warnings = fit_allowance(
+        d, model, line, front0, adhesion="dry", percent=0.0, min_per_100km=0.0, mode="eco"
+    )
+    assert figures is not None and warnings == []
+    x = figures["coast_before"]
+    width = 3600.0 / 2**ITERATIONS  # the bracket left by the bisection
+    assert 0.0 < x < 1.0
+    assert coasting(x - width) == base < coasting(x + width)
+
+
+def test_allowance_applies_to_a_planned_run_of_one_second():
+    """Kills `fit_allowance`'s `base.time <= 1` for `<= 0`: a light engine 0.6 m short
+    of its stop, braking at 1.5 m/s², plans a run of exactly one second (two plan
+    steps); only a run of no time at all has no allowance."""
+    cars = resolve_stock(read_consist(CONSISTS / "sample_double.con"), SAMPLE_INSTALL)
+    model = CarModel.from_stock(cars, rotating_mass=True)
+    line = TrackLine.synthetic(1000.0, route_limit=120 * KMH)
+    s, v = line.limits("freight")
+    d = AutoDriver(s, v, line.length, max_speed=120 * KMH, deceleration=1.5, train_length=model.total_length)
+    front0 = line.length - AutoDriver.STOP_SHORT - 0.6
+    base = plan(d, model, line, front0)
+    assert base.finished and base.time == 2 * PLAN_STEP == 1.0
+    figures, _ = fit_allowance(
+        d, model, line, front0, adhesion="dry", percent=50.0, min_per_100km=0.0, mode="linear"
+    )
+    assert figures is not None
+    assert figures["minimum_s"] == 1.0 and figures["target_s"] == 1.5

@@ -132,6 +132,7 @@ def test_the_section_state_order_is_open_rails(sample_route):
     ilk.reserve_section(sec.index, 1)
     ilk.trains[1].speed = 0.0
     assert ilk._section_state(sec, 0, 1) == rt.OCC_SAME
+    assert ilk._section_state(sec, 0, 0) == rt.OCC_SAME  # a standing train: both directions
     ilk.trains[1].speed = 5.0
     assert ilk._section_state(sec, 0, 0) == rt.OCC_OPPOSITE
     assert ilk._section_state(sec, 1, 1) == rt.RESERVED

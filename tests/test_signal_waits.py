@@ -4,6 +4,9 @@ move again) ends as stuck or deadlocked (docs/signals.md §4.7)."""
 
 from __future__ import annotations
 
+import shutil
+
+import pytest
 from helpers import SAMPLE_INSTALL
 
 from tdbtools.physics.activity import ActivityReplay, plan_activity
@@ -11,12 +14,32 @@ from tdbtools.physics.activity import ActivityReplay, plan_activity
 CROSSING = SAMPLE_INSTALL / "ROUTES" / "SIGNALS" / "ACTIVITIES" / "Crossing.act"
 
 
-def test_a_train_held_by_a_moving_train_is_late_not_stuck():
+def _crossing(tmp_path, nca: int):  # noqa: ANN001, ANN202
+    """The Crossing activity; with ``nca`` other than the sample's 2, on a copy whose
+    signals propagate clear requests that far (SignalNumClearAhead): a train's reservation
+    then runs over the whole line, Midtby's junctions included (the issue's long
+    reservation, on a short line)."""
+    if nca == 2:
+        return CROSSING
+    inst = tmp_path / "inst"
+    shutil.copytree(SAMPLE_INSTALL, inst)
+    cfg = inst / "ROUTES" / "SIGNALS" / "sigcfg.dat"
+    text = cfg.read_bytes().decode("utf-16")
+    assert "SignalNumClearAhead ( 2 )" in text
+    cfg.write_bytes(
+        text.replace("SignalNumClearAhead ( 2 )", f"SignalNumClearAhead ( {nca} )").encode("utf-16")
+    )
+    return inst / "ROUTES" / "SIGNALS" / "ACTIVITIES" / "Crossing.act"
+
+
+@pytest.mark.parametrize("nca", [2, 8])
+def test_a_train_held_by_a_moving_train_is_late_not_stuck(tmp_path, nca):
     """On the signalled sample, "Passenger east" may not start before "Freight east" has
     cleared its start (2 min and more). With the stuck timeout cut to 10 s the wait is far
     longer than the timeout, but its blocker moves the whole time: the train waits, starts
-    late and reaches its end, and nobody is declared stuck."""
-    rp = ActivityReplay(plan_activity(CROSSING), stand_in=True, stuck_after=10.0)
+    late and reaches its end, and nobody is declared stuck; the same when every signal
+    clears 8 signals ahead, so that the first train holds the whole line."""
+    rp = ActivityReplay(plan_activity(_crossing(tmp_path, nca)), stand_in=True, stuck_after=10.0)
     res = rp.run()
     s = res.replay.summary
     delayed = [e for e in res.replay.events if e.kind == "start_delayed"]

@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from helpers import SAMPLE_INSTALL
+from helpers import SAMPLE_INSTALL, needs_kernels
 
 from tdbtools.physics import forces
 from tdbtools.physics.driver import Controls
@@ -15,6 +15,7 @@ from tdbtools.physics.replay import Replay
 from tdbtools.physics.scenario import read_scenario
 
 pytest.importorskip("numba", reason="the kernels need numba")
+pytestmark = needs_kernels  # (compares the kernels with the reference: none under the switch)
 
 
 def _shunt(name: str = "shunt.toml") -> Replay:

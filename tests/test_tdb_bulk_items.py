@@ -103,11 +103,12 @@ VARIANTS: dict[str, tuple[str, str, bool | None]] = {
     "comment_item": ("\t\tEmptyItem (", "\t\t_note ( 1 )\n\t\tEmptyItem (", False),
     "stray_value_in_item": ("\t\t\tTrItemId ( 15 )", "\t\t\tTrItemId ( 15 ) x", False),
     "stray_value_in_table": ("\t\tEmptyItem (", "\t\tx EmptyItem (", False),
-    "repeated_block": ("\t\t\tTrItemId ( 15 )", "\t\t\tTrItemId ( 15 )\n\t\t\tTrItemId ( 3 )", False),
+    # (the head's blocks in any order, a repeated one keeping its last: as the tree path)
+    "repeated_block": ("\t\t\tTrItemId ( 15 )", "\t\t\tTrItemId ( 15 )\n\t\t\tTrItemId ( 3 )", True),
     "swapped_blocks": (
         "\t\t\tTrItemSData ( 18 00000002 )\n\t\t\tTrItemRData ( 218.5 42 -306.75 -5631 15116 )",
         "\t\t\tTrItemRData ( 218.5 42 -306.75 -5631 15116 )\n\t\t\tTrItemSData ( 18 00000002 )",
-        False,
+        True,
     ),
     "id_not_position": ("TrItemId ( 15 )", "TrItemId ( 4000 )", True),
     "id_ten_digits": ("TrItemId ( 15 )", "TrItemId ( 4294967296 )", False),
@@ -139,6 +140,22 @@ VARIANTS: dict[str, tuple[str, str, bool | None]] = {
     "pdata_after_rdata": (
         "\t\t\tTrItemPData ( 214.5 -307.25 -5631 15116 )\n\t\t\tTrItemRData ( 214.5 42 -307.25 -5631 15116 )",
         "\t\t\tTrItemRData ( 214.5 42 -307.25 -5631 15116 )\n\t\t\tTrItemPData ( 214.5 -307.25 -5631 15116 )",
+        True,
+    ),
+    "id_last": (
+        "\t\t\tTrItemId ( 15 )\n\t\t\tTrItemSData ( 18 00000002 )",
+        "\t\t\tTrItemSData ( 18 00000002 )\n\t\t\tTrItemId ( 15 )",
+        True,
+    ),
+    "rdata_twice_around_pdata": (
+        "\t\t\tTrItemPData ( 214.5 -307.25 -5631 15116 )\n\t\t\tTrItemRData ( 214.5 42 -307.25 -5631 15116 )",
+        "\t\t\tTrItemRData ( 1 2 3 4 5 )\n\t\t\tTrItemPData ( 214.5 -307.25 -5631 15116 )"
+        "\n\t\t\tTrItemRData ( 214.5 42 -307.25 -5631 15116 )",
+        True,
+    ),
+    "type_block_before_head_block": (
+        "TrItemId ( 15 )\n",
+        "TrItemId ( 15 )\n\t\t\tTrItemSRData ( 1 2 3 )\n",
         False,
     ),
     "signal_dirs_count": ("TrSignalDirs ( 1", "TrSignalDirs ( 2", False),

@@ -112,7 +112,12 @@ def replay(
     # The arguments first, then the extras, then the output folder: a mistake is named
     # as itself, before anything is read or written.
     activity = scenario is not None and scenario.suffix.lower() == ".act"
-    timetable = scenario is not None and scenario.suffix.lower() == ".timetable-or"
+    timetable = scenario is not None and scenario.suffix.lower() in (
+        ".timetable-or",
+        ".timetable_or",
+        ".timetablelist-or",
+        ".timetablelist_or",
+    )
     if player is not None and not timetable:
         raise click.UsageError("--player goes with a timetable (.timetable-or)")
     for kind, what in ((timetable, "a timetable"), (activity, "an activity")):

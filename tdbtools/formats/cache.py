@@ -421,12 +421,17 @@ class _LazyTuple(Sequence):
     slice, iterate, compare, hash, pickle as a plain tuple) and makes it on first use.
     Its length is known without making anything."""
 
-    __slots__ = ("_make", "_n", "_t")
+    __slots__ = ("_make", "_n", "_t", "kinds", "none")
 
-    def __init__(self, make: Callable[[], tuple], n: int) -> None:
+    def __init__(
+        self, make: Callable[[], tuple], n: int, kinds: tuple[type, ...] = (), none: bool = True
+    ) -> None:
         self._make: Callable[[], tuple] | None = make
         self._n = n
         self._t: tuple | None = None
+        #: The classes of its records and whether it may hold None (for the type checks).
+        self.kinds = kinds
+        self.none = none
 
     def materialize(self) -> tuple:
         t = self._t
@@ -649,18 +654,60 @@ class _Decoder:
         raise ValueError("unknown column kind")
 
     def build(self, doc: dict) -> Any:
+        # Every column is checked against its field's annotated type as its table is
+        # read, so a record of a checked table holds values of its fields' types (an entry
+        # with a correct CRC but, say, strings for a pin's link is refused here, not
+        # reported later by the code using the route: docs/security.md §1).
+        trusted = _Trusted()
         for tag, n, cols in doc["classes"]:
             cls = _CLASSES[tag]
             if cls not in _FIELDS or len(cols) != len(_FIELDS[cls]) or tag in self.tables:
                 raise ValueError("bad class table")
+            types = _field_types(cls)
             if self.lazy and n >= LAZY_ROWS and cols and all(_checkable(c) for c in cols):
-                for c in cols:
+                for c, tp in zip(cols, types):
                     self.check(c, n)  # everything column() would refuse, refused now
+                    self.fits(c, tp, trusted, None)
                 self.tables[tag] = _LazyRows(self, cls, n, cols)
-                continue
-            columns = [self.column(c, n) for c in cols]
-            self.tables[tag] = list(map(cls, *columns)) if columns else [cls() for _ in range(n)]
+            else:
+                columns = [self.column(c, n) for c in cols]
+                for c, tp, values in zip(cols, types, columns):
+                    self.fits(c, tp, trusted, values)
+                self.tables[tag] = list(map(cls, *columns)) if columns else [cls() for _ in range(n)]
+            trusted.classes.add(cls)
         return self.revive(doc["root"])
+
+    def fits(self, spec: list, tp: Any, trusted: _Trusted, values: list | None) -> None:
+        """Refuse (ValueError) a column whose values are not all of type ``tp``: its kind
+        tells for the numeric, string and reference columns (checked whole: lengths of its
+        tuples, whether a reference is None); generic values one by one (``values``: as
+        column() made them; None: the plain values of the spec)."""
+        kind = spec[0]
+        ok = _check(tp)
+        if kind == "i":
+            good = ok(0, trusted)
+        elif kind == "f":
+            good = ok(0.0, trusted)
+        elif kind == "S":
+            good = ok("", trusted)
+        elif kind == "r":
+            refs = self.arrays[spec[2]]
+            good = _takes(tp, _CLASSES[spec[1]]) and (
+                not (len(refs) and refs.min() < 0) or _takes(tp, type(None))
+            )
+        elif kind in ("I", "T"):
+            off = self.arrays[spec[-1]]
+            lengths = np.unique(np.diff(off)).tolist() if len(off) > 1 else []
+            one = 0 if kind == "I" else ""
+            good = all(ok((one,) * int(k), trusted) for k in lengths)
+        elif kind == "R":
+            cls = _CLASSES[spec[1]]
+            good = any(_takes(x, cls) for x in _items_of(tp))
+        else:
+            vals = spec[1] if values is None else values
+            good = all(ok(v, trusted) for v in vals)
+        if not good:
+            raise ValueError("a column of the wrong type")
 
     def _array(self, i: Any, n: int | None = None, dtype: str = "<i8") -> np.ndarray:
         if i.__class__ is not int:
@@ -727,7 +774,8 @@ class _Decoder:
             rows = [_rows(t) for t in tbls]
             return tuple([None if a < 0 else rows[a][b] for a, b in zip(codes, idx)])
 
-        return _LazyTuple(make, len(c))
+        kinds = tuple(_CLASSES[g] for g in tags)
+        return _LazyTuple(make, len(c), kinds, bool(len(c) and c.min() < 0))
 
     def revive(self, v: Any) -> Any:
         t = v.__class__
@@ -1074,9 +1122,22 @@ def _check(tp: Any) -> Callable[[Any, set[int]], bool]:
 
     elif origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         inner = _check(args[0])
+        item = args[0]
+        plain = _plain_classes(item)
 
         def check(v: Any, seen: set[int]) -> bool:
-            return v.__class__ is tuple and all(inner(x, seen) for x in v)
+            if v.__class__ is _LazyTuple:  # its records' classes, without making it
+                return all(_takes(item, c) for c in v.kinds) and (not v.none or _takes(item, type(None)))
+            if v.__class__ is not tuple:
+                return False
+            # (the classes of its items found in C: plain values and records of checked
+            # tables need nothing more; a route holds hundreds of thousands of them)
+            kinds = set(map(type, v))
+            if kinds <= plain or all(
+                k in plain or (k in getattr(seen, "classes", ()) and _takes(item, k)) for k in kinds
+            ):
+                return True
+            return all(inner(x, seen) for x in v)
 
     elif origin is tuple:
         items = [_check(a) for a in args]
@@ -1086,9 +1147,27 @@ def _check(tp: Any) -> Callable[[Any, set[int]], bool]:
 
     elif origin is dict:
         kf, vf = _check(args[0]), _check(args[1])
+        keys = _plain_classes(args[0])
+        vargs = typing.get_args(args[1])
+        # dict[K, tuple[X, ...]] of plain K and X (a route's dynamic-track paths): checked in C
+        flat = (
+            _plain_classes(vargs[0])
+            if typing.get_origin(args[1]) is tuple and len(vargs) == 2 and vargs[1] is Ellipsis
+            else set()
+        )
 
         def check(v: Any, seen: set[int]) -> bool:
-            return v.__class__ is dict and all(kf(k, seen) and vf(x, seen) for k, x in v.items())
+            if v.__class__ is not dict:
+                return False
+            if (
+                keys
+                and flat
+                and set(map(type, v)) <= keys
+                and set(map(type, v.values())) <= {tuple}
+                and set(map(type, _chain.from_iterable(v.values()))) <= flat
+            ):
+                return True
+            return all(kf(k, seen) and vf(x, seen) for k, x in v.items())
 
     elif origin is None and isinstance(tp, type):
         subclasses: list[type] = tp.__subclasses__()
@@ -1104,8 +1183,63 @@ def _check(tp: Any) -> Callable[[Any, set[int]], bool]:
 _RECORD_CHECKS: dict[type, tuple] = {}
 
 
+def _plain_classes(tp: Any) -> set[type]:
+    """The classes of plain values a field of type ``tp`` holds as they are (no record)."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return set().union(*(_plain_classes(a) for a in typing.get_args(tp)))
+    if tp is None or tp is type(None):
+        return {type(None)}
+    if tp is float:
+        return {float, int}
+    if tp in (int, str, bool):
+        return {tp}
+    return set()
+
+
+class _Trusted(set):
+    """``seen`` for the checks while an entry is built: records of ``classes`` come from
+    tables whose columns were checked against their fields' types (not checked again)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.classes: set[type] = set()
+
+
+_FIELD_TYPES: dict[type, tuple] = {}
+
+
+def _field_types(cls: type) -> tuple:
+    """The annotated types of a record class's fields, in _FIELDS order."""
+    got = _FIELD_TYPES.get(cls)
+    if got is None:
+        hints = typing.get_type_hints(cls)
+        got = _FIELD_TYPES[cls] = tuple(hints[n] for n in _FIELDS[cls])
+    return got
+
+
+def _takes(tp: Any, cls: type) -> bool:
+    """True if a field of type ``tp`` may hold an instance of ``cls`` (a record class or NoneType)."""
+    if tp is Any:
+        return True
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return any(_takes(a, cls) for a in typing.get_args(tp))
+    if tp is None:
+        tp = type(None)
+    return isinstance(tp, type) and issubclass(cls, tp)
+
+
+def _items_of(tp: Any) -> list[Any]:
+    """The item types X of the ``tuple[X, ...]`` that a field of type ``tp`` may hold."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return [x for a in typing.get_args(tp) for x in _items_of(a)]
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return [args[0]]
+    return []
+
+
 def _record_fits(v: Any, seen: set[int]) -> bool:
-    if id(v) in seen:
+    if id(v) in seen or v.__class__ in getattr(seen, "classes", ()):
         return True
     seen.add(id(v))
     cls = v.__class__

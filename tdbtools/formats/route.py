@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 
 from .._display import html_summary, short_repr
-from .._fs import is_file, safe_basename
+from .._fs import FOLLOW_LINKS_ENV, inside, is_file, safe_basename
 from ..errors import Diagnostics, Finding, FormatError, RouteError, truncate_value
 from ..stf import find_install_root, parse_file, resolve_case_insensitive
 from ..stf.parser import gc_paused
-from .tdb import TrackDB, VectorNode, parse_tdb, tdb_from_document
+from .tdb import SECTION_COLUMNS, TrackDB, VectorNode, parse_tdb, tdb_from_document
 from .trk import RouteFile, trk_from_document
 from .tsection import TSection, _Builder
 
@@ -161,7 +161,20 @@ def find_route_files(path: str | Path) -> RouteFiles:
             f"of the route and in {str(install_root / 'GLOBAL')!r}"
         )
     local = pick(folder / "tsection.dat")
+    for p in (trks[0], tsec, local):
+        own_file(p, install_root)
     return RouteFiles(folder, install_root, trks[0], Path(), None, tsec, local, tuple(absent))
+
+
+def own_file(path: Path | None, install_root: Path) -> None:
+    """Refuse a route file (.trk, .tdb, .rdb, tsection.dat) whose real path is outside
+    the install, as every other link out of it is refused (docs/security.md §3), unless
+    the user asks for such links (TDBTOOLS_FOLLOW_LINKS=1)."""
+    if path is not None and not inside(path, install_root):
+        raise RouteError(
+            f"{str(path)!r} leads outside the install {str(install_root)!r} (a symbolic link): not read "
+            f"(set {FOLLOW_LINKS_ENV}=1 to follow such links)"
+        )
 
 
 def _load(files: RouteFiles, strict: bool) -> Route:
@@ -179,7 +192,10 @@ def _load_files(files: RouteFiles, strict: bool) -> Route:
     tdb_path = resolve_case_insensitive(files.folder / f"{base}.tdb")
     if not is_file(tdb_path):
         raise RouteError(f"track database not found: {str(tdb_path)!r} (FileName in {files.trk.name})")
+    own_file(tdb_path, files.install_root)
     rdb_path = resolve_case_insensitive(files.folder / f"{base}.rdb")
+    if is_file(rdb_path):
+        own_file(rdb_path, files.install_root)
     tdb = tdb_from_document(parse_tdb(tdb_path, diags, root), diags)
     rdb = None
     if is_file(rdb_path):
@@ -306,7 +322,12 @@ def load_route(path: str | Path, *, cache: bool = True, strict: bool = True) -> 
 
         store = RouteCache()
         hit = store.get(files, False)
-        if hit.__class__ is Route:
+        if (
+            hit.__class__ is Route
+            and arrays_consistent(hit)
+            # (a source replaced by a link out of the install since: read again, and refused)
+            and all(inside(p, files.install_root) for p in hit.sources)
+        ):
             route = hit
         else:
             route = _load(files, False)
@@ -317,9 +338,69 @@ def load_route(path: str | Path, *, cache: bool = True, strict: bool = True) -> 
     return _load(files, strict)
 
 
+def arrays_consistent(route: Route) -> bool:
+    """True if a route's numpy columns have the shapes and kinds a parse gives them: one
+    dimension, the lengths of their tables, integer or float as declared, offsets that
+    rise within their ranges. A cache entry's records are checked against their types as
+    it is read; this checks what a type cannot say (docs/security.md §1)."""
+
+    def col(a: object, n: int | None, kinds: str) -> bool:
+        return (
+            isinstance(a, np.ndarray) and a.ndim == 1 and (n is None or len(a) == n) and a.dtype.kind in kinds
+        )
+
+    def rising(a: np.ndarray, end: int) -> bool:
+        return len(a) >= 1 and a[0] == 0 and a[-1] == end and not (np.diff(a) < 0).any()
+
+    try:
+        for db in (route.tdb, route.rdb):
+            if db is None:
+                continue
+            s = db.sections
+            n = len(s.node)
+            for name, dt in (*SECTION_COLUMNS, ("node", np.int64)):
+                if not col(getattr(s, name), n, np.dtype(dt).kind):
+                    return False
+        if not col(route.section_length, len(route.tdb.sections), "f"):
+            return False
+        st = route.tsection.sections
+        n = len(st.ids)
+        if not (
+            col(st.ids, n, "iu")
+            and all(col(getattr(st, c), n, "f") for c in ("width", "length", "radius", "angle"))
+        ):
+            return False
+        sh = route.tsection.shapes
+        n = len(sh.ids)
+        if not (
+            col(sh.ids, n, "iu")
+            and len(sh.filenames) == n
+            and all(
+                col(getattr(sh, c), n, k)
+                for c, k in (("num_paths", "iu"), ("main_route", "iu"), ("clearance", "f"), ("flags", "iu"))
+            )
+            and col(sh.path_start, n + 1, "iu")
+            and col(sh.path_sec_start, None, "iu")
+            and col(sh.path_sections, None, "iu")
+            and isinstance(sh.path_offset, np.ndarray)
+            and sh.path_offset.ndim == 2
+            and sh.path_offset.shape[1] == 4
+            and sh.path_offset.dtype.kind == "f"
+        ):
+            return False
+        paths = sh.path_offset.shape[0]
+        return (
+            rising(sh.path_start, paths)
+            and len(sh.path_sec_start) == paths + 1
+            and rising(sh.path_sec_start, len(sh.path_sections))
+        )
+    except (AttributeError, TypeError, ValueError, IndexError):
+        return False
+
+
 def refused_by_strict(findings: tuple[Finding, ...] | list[Finding]) -> bool:
     """True if a strict read would have refused what these lenient findings record."""
     return any(f.severity != "info" for f in findings)
 
 
-__all__ = ["Route", "RouteFiles", "find_route_files", "load_route", "refused_by_strict"]
+__all__ = ["Route", "RouteFiles", "arrays_consistent", "find_route_files", "load_route", "refused_by_strict"]

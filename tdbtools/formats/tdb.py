@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 import threading
 from collections import Counter
@@ -1204,29 +1205,51 @@ class _ItemPatterns:
         terms = _terminal_regexps("tdb_items.lark")
         self.count = re.compile(r"[\x00-\x20]*(" + terms["COUNT"] + ")")
         ws = r"[\x00-\x20]+"
-        #: item type as written -> (its shape, what makes the record of its groups)
-        self.shapes: dict[str, tuple[Any, Callable[[int, tuple], TrItem | None]]] = {
-            cls.token: (re.compile(ws + terms[term]).match, maker)
-            for cls, term, maker in (
-                (EmptyItem, "EMPTY", _plain_item(EmptyItem)),
-                (CrossoverItem, "CROSSOVER", _crossover),
-                (SignalItem, "SIGNAL", _signal),
-                (SpeedPostItem, "SPEEDPOST", _speedpost),
-                (PlatformItem, "PLATFORM", _platform),
-                (SidingItem, "SIDING", _siding),
-                (SoundRegionItem, "SOUNDREGION", _soundregion),
-                (LevelCrItem, "LEVELCR", _plain_item(LevelCrItem)),
-                (HazzardItem, "HAZZARD", _plain_item(HazzardItem)),
-                (PickupItem, "PICKUP", _plain_item(PickupItem)),
-                (CarSpawnerItem, "CARSPAWNER", _plain_item(CarSpawnerItem)),
-            )
-        }
+        #: item type as written -> (its shape, what makes the record of its groups, what
+        #: puts its groups in order or None)
+        self.shapes: dict[str, tuple[Any, Callable[[int, tuple], TrItem | None], Any]] = {}
+        for cls, term, maker in (
+            (EmptyItem, "EMPTY", _plain_item(EmptyItem)),
+            (CrossoverItem, "CROSSOVER", _crossover),
+            (SignalItem, "SIGNAL", _signal),
+            (SpeedPostItem, "SPEEDPOST", _speedpost),
+            (PlatformItem, "PLATFORM", _platform),
+            (SidingItem, "SIDING", _siding),
+            (SoundRegionItem, "SOUNDREGION", _soundregion),
+            (LevelCrItem, "LEVELCR", _plain_item(LevelCrItem)),
+            (HazzardItem, "HAZZARD", _plain_item(HazzardItem)),
+            (PickupItem, "PICKUP", _plain_item(PickupItem)),
+            (CarSpawnerItem, "CARSPAWNER", _plain_item(CarSpawnerItem)),
+        ):
+            rx = re.compile(ws + terms[term])
+            self.shapes[cls.token] = (rx.match, maker, _head_order(rx, terms[term]))
         self.name = re.compile(r"[\x00-\x20]+([A-Za-z]{1,20})[\x00-\x20]*\(").match
         self.number = re.compile(terms["NUMBER"]).fullmatch
         self.signal_dir = re.compile(
             r"\([\x00-\x20]*([0-9]+)[\x00-\x20]+([0-9]+)[\x00-\x20]+([0-9]+)[\x00-\x20]+([0-9]+)"
         )
         self.tail = re.compile(r"[\x00-\x20]*\Z")
+
+
+#: The head blocks of an item (tdb_items.lark _HEAD) and their groups, in group order.
+_HEAD_BLOCKS = (("TrItemId", 1), ("TrItemSData", 2), ("TrItemPData", 4), ("TrItemRData", 5))
+
+
+def _head_order(rx: re.Pattern, text: str) -> Callable[[tuple], tuple] | None:
+    """What puts a shape's groups in the order of tdb_items.lark's comment (0 TrItemId,
+    1-2 SData, 3-6 PData, 7-11 RData, then the type's), or None if they are: the head's
+    blocks may come in any order, and Lark writes their alternatives longest first, which
+    numbers the groups so."""
+    where = sorted((text.find(name + "["), name, n) for name, n in _HEAD_BLOCKS)
+    if any(pos < 0 for pos, _name, _n in where):
+        raise ValueError("tdb_items.lark: a head block is missing from a shape")
+    first: dict[str, int] = {}
+    at = 0
+    for _pos, name, n in where:
+        first[name] = at
+        at += n
+    perm = [first[name] + k for name, n in _HEAD_BLOCKS for k in range(n)] + list(range(at, rx.groups))
+    return None if perm == list(range(rx.groups)) else operator.itemgetter(*perm)
 
 
 @functools.cache
@@ -1388,7 +1411,8 @@ def _walk_items(text: str, pos: int, end: int) -> tuple[int, int, list[TrItem] |
         if mi is None:
             return None
         if out is not None:
-            item = shape[1](len(out), mi.groups())
+            g = mi.groups()
+            item = shape[1](len(out), g if shape[2] is None else shape[2](g))
             if item is None:
                 out = None  # the tree path reads the table; the walk goes on for its end
             else:

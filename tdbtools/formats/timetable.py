@@ -18,7 +18,7 @@ ignores what it does not know.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from .timetable_cells import (
     DELAY_COMMANDS,
     DISPOSE_COMMANDS,
     NOTE_COMMANDS,
+    PATH_COMMANDS,
     SPEED_COMMANDS,
     START_COMMANDS,
     STATION_COMMANDS,
@@ -43,6 +44,7 @@ from .timetable_cells import (
     _stamp,
     _values,
 )
+from .timetable_refs import TRAIN_REFS, relative_file_name
 
 #: A timetable file larger than this is refused (real ones are a few hundred kB).
 MAX_TIMETABLE_BYTES = 16 << 20
@@ -66,6 +68,7 @@ ROW_KINDS = (
     "#speedmph",
     "#restartdelay",
     "#briefing",
+    "#direction",  # no longer used by Open Rails, still accepted (and ignored)
 )
 
 
@@ -153,6 +156,19 @@ class Timetable:
                 return t
         return None
 
+    def find(self, ref: str) -> Train | None:
+        """The train a command names, as Open Rails finds it: case-insensitive, and
+        ``name:description`` naming a train of the timetable whose first comment cell
+        is that description (a name without ``:`` is of this timetable). A reference
+        to another timetable of a list is None here."""
+        key = ref.strip().lower()
+        own = self.description.strip().lower()
+        for t in self.trains:
+            n = t.name.lower()
+            if key == n or key == f"{n}:{own}":
+                return t
+        return None
+
     def grid(self) -> list[list[str]]:
         """The cells' values (quotes taken off), row by row."""
         return [[c.text for c in r.cells] for r in self.rows]
@@ -212,6 +228,9 @@ def _split_rows(text: str, path: str) -> tuple[str, tuple[tuple[str, str], ...]]
         if len(lines) > MAX_ROWS:
             raise TimetableError(f"more than {MAX_ROWS} rows", Location(path, MAX_ROWS + 1, 1))
     first = lines[0][0] if lines else ""
+    if first[:1] in SEPARATORS:
+        # Open Rails takes the first character of the file (the first cell is empty)
+        return first[0], tuple(lines)
     for sep in SEPARATORS:
         if sep in first:
             return sep, tuple(lines)
@@ -292,29 +311,36 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
     owner: dict[int, int] = {}  # grid column -> the train column it belongs to
     train_cols: list[int] = []
     comment_cols: list[int] = []
+    # blank-headed columns right after the first one hold more station commands (Open
+    # Rails' "addStationInfo" columns; generators such as autotable write them)
+    station_cols: list[int] = []
     last: int | None = None
+    prev_kind = "station"
     for c in range(1, len(head.cells)):
         t = head.cells[c].text
         if not t:
-            if last is not None:
+            if prev_kind == "station":
+                station_cols.append(c)
+            elif last is not None:
                 owner[c] = last
             continue
         if t.lower().startswith("#comment"):
             comment_cols.append(c)
-            last = None
+            last, prev_kind = None, "comment"
             continue
         if t.startswith("#"):
             diags.add(
                 Finding(f"unknown column {t!r} (ignored)", cr.location(head, head.cells[c]), "TT_UNKNOWN_ROW")
             )
-            last = None
+            last, prev_kind = None, "invalid"
             continue
         train_cols.append(c)
         owner[c] = c
-        last = c
+        last, prev_kind = c, "train"
     # rows
     kinds: list[str] = []
     prev = ""
+    speed_row: int | None = None
     for r in rows[1:]:
         k = _row_kind(r.cells[0].text if r.cells else "")
         if k == "#unknown":
@@ -323,22 +349,32 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
                     f"unknown row {r.cells[0].text!r} (ignored)", cr.location(r, r.cells[0]), "TT_UNKNOWN_ROW"
                 )
             )
-        kinds.append(k if k else prev)  # a blank first cell continues the row above
-        prev = kinds[-1] if k != "#comment" else prev
+        if k in ("#speed", "#speedkph", "#speedmph"):
+            # Open Rails takes the first speed row and ignores any later one
+            if speed_row is None:
+                speed_row = r.line
+            else:
+                if any(c.text for c in r.cells[1:]):
+                    diags.add(
+                        Finding(
+                            f"a second speed row ({r.cells[0].text.strip()}) is ignored: Open Rails reads "
+                            f"only the first one (line {speed_row})",
+                            cr.location(r, r.cells[0]),
+                            "TT_SPEED_ROWS",
+                        )
+                    )
+                k = "#ignored"
+        if not k:
+            # a blank first cell continues the station row just above; any other such
+            # row is a comment (Open Rails: "continuation of other types not allowed")
+            k = "station" if prev == "station" else "#ignored"
+        kinds.append(k)
+        prev = k if (r.cells and r.cells[0].text) else ""
     description = ""
     comment_rows = [r for r, k in zip(rows[1:], kinds) if k == "#comment" and r.cells[0].text]
     if comment_rows and comment_cols:
         dc = _cell(comment_rows[0], comment_cols[0])
         description = dc.text if dc else ""
-    speed_kinds = {k for k in kinds if k in ("#speed", "#speedkph", "#speedmph")}
-    if len(speed_kinds) > 1:
-        diags.add(
-            Finding(
-                "more than one kind of #speed row (Open Rails allows one)",
-                Location(path, 1, 1),
-                "TT_SPEED_ROWS",
-            )
-        )
     stations: list[Station] = []
     station_of_row: dict[int, str] = {}
     station_cmds: dict[str, list[Command]] = {}
@@ -357,6 +393,11 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
             continue
         name = str(tree.children[0]).strip()
         scmds = cr.commands(r, c0, tree, STATION_COMMANDS, "station")
+        for sc in station_cols:
+            extra = _cell(r, sc)
+            if extra is not None and extra.text:
+                etree = cr.parse(r, extra, "command_cell")
+                scmds.extend(cr.commands(r, extra, etree, STATION_COMMANDS, "station"))
         stations.append(Station(name, tuple(scmds), r.line))
         station_cmds.setdefault(name, []).extend(scmds)
         station_of_row[r.line] = name
@@ -365,6 +406,13 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
     for tc in train_cols:
         cols = [c for c, o in owner.items() if o == tc]
         name = head.cells[tc].text
+        if "$static" in name.lower() and not name.startswith("$"):
+            # "Loco 7 $static": a static train named by the part before the '$' (Open
+            # Rails, TTTrainInfo.BuildTrain)
+            name = name.split("$", 1)[0].strip()
+            static_named = True
+        else:
+            static_named = name.lower().startswith("$static")
         acc: dict[str, list] = {
             "path": [],
             "consist": [],
@@ -377,7 +425,7 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
         }
         stop_cells: dict[str, list[tuple[Row, Cell]]] = {}
         start_time: Stamp | None = None
-        static = name.lower().startswith("$static")
+        static = static_named
         for r, k in zip(rows[1:], kinds):
             for c in cols:
                 cell = _cell(r, c)
@@ -386,18 +434,18 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
                 if k == "#path":
                     tree = cr.parse(r, cell, "path_cell")
                     if tree is not None:
-                        acc["path"].append(
+                        quals = [
                             (
-                                str(tree.children[0]).strip(),
-                                tuple(
-                                    (
-                                        str(q.children[0]).lower(),
-                                        _values(q.children[1]) if len(q.children) > 1 else (),
-                                    )
-                                    for q in tree.children[1:]
-                                ),
+                                str(q.children[0]).lower(),
+                                _values(q.children[1]) if len(q.children) > 1 else (),
                             )
-                        )
+                            for q in tree.children[1:]
+                            if isinstance(q, Tree) and q.data == "qualifier"
+                        ]
+                        # path commands ($endatlastsignal /reverse): (name, its qualifiers' names)
+                        for pc in cr.commands(r, cell, tree, PATH_COMMANDS, "path"):
+                            quals.append((pc.name, tuple(q for q, _v in pc.qualifiers)))
+                        acc["path"].append((str(tree.children[0]).strip(), tuple(quals)))
                 elif k == "#consist":
                     tree = cr.parse(r, cell, "consist_cell")
                     if tree is not None:
@@ -439,7 +487,7 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
                     continue
                 loc = loc or cr.location(r, cell)
                 for tm in tree.children:
-                    if isinstance(tm, Tree) and tm.data == "timing":
+                    if isinstance(tm, Tree) and tm.data in ("timing", "arrival_only", "departure_only"):
                         try:
                             stamps = [_stamp(x) for x in tm.children if isinstance(x, Token)]
                         except ValueError as exc:
@@ -447,7 +495,10 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
                             continue
                         if arr is not None or dep is not None:
                             diags.problem(cr.error(r, cell, f"a second timing for train {name!r} at {st!r}"))
-                        arr, dep = (stamps[0], stamps[1]) if len(stamps) == 2 else (None, stamps[0])
+                        if tm.data == "arrival_only":
+                            arr, dep = stamps[0], None
+                        else:
+                            arr, dep = (stamps[0], stamps[1]) if len(stamps) == 2 else (None, stamps[0])
                 cmds.extend(cr.commands(r, cell, tree, TIMING_COMMANDS, "timing"))
             stops.append(Stop(st, arr, dep, tuple(cmds), loc))
         if any(c.name == "static" for c in acc["start"]):
@@ -493,6 +544,34 @@ def _build(path: str, text: str, enc: str, sep: str, rows: tuple[Row, ...], diag
         tuple(trains),
         tuple(diags.findings[first_findings:]),
     )
+
+
+def with_train_refs(tt: Timetable, canon: Callable[[str], str]) -> Timetable:
+    """``tt`` with every train name a command holds replaced by ``canon(name)``."""
+    import dataclasses
+
+    def fix(c: Command) -> Command:
+        where = TRAIN_REFS.get(c.name)
+        if not where:
+            return c
+        vals = tuple(canon(v) for v in c.values) if None in where else c.values
+        quals = tuple((q, tuple(canon(v) for v in vs) if q in where else vs) for q, vs in c.qualifiers)
+        return dataclasses.replace(c, values=vals, qualifiers=quals)
+
+    def fixall(cs: tuple[Command, ...]) -> tuple[Command, ...]:
+        return tuple(fix(c) for c in cs)
+
+    trains = tuple(
+        dataclasses.replace(
+            t,
+            start_commands=fixall(t.start_commands),
+            note=fixall(t.note),
+            dispose=fixall(t.dispose),
+            stops=tuple(dataclasses.replace(x, commands=fixall(x.commands)) for x in t.stops),
+        )
+        for t in tt.trains
+    )
+    return dataclasses.replace(tt, trains=trains)
 
 
 # -- writing --------------------------------------------------------------------------------
@@ -564,6 +643,9 @@ __all__ = [
     "make_timetable",
     "parse_timetable",
     "read_timetable",
+    "TRAIN_REFS",
+    "with_train_refs",
+    "relative_file_name",
     "timetable_bytes",
     "with_cells",
     "write_timetable",

@@ -5,8 +5,9 @@ that reads them, and located errors with a caret; the grid of cells is
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
@@ -64,6 +65,7 @@ STATION_COMMANDS = frozenset(
     }
 )
 START_COMMANDS = frozenset({"create", "pool", "next", "static", "activated"})
+PATH_COMMANDS = frozenset({"endatlastsignal"})
 NOTE_COMMANDS = TIMING_COMMANDS | {"acc", "dec", "doo", "forcereversal"}
 DISPOSE_COMMANDS = frozenset(
     {
@@ -175,16 +177,49 @@ def _parser() -> Lark:
     )
 
 
+_TIME = r"[Pp]?[0-9]{1,2}[:xX*Pp][0-9]{2}(?::[0-9]{2})?"
+#: A timing cell that is just "time" or "time-time" (most cells of a real timetable):
+#: read without the parser, to the tree the grammar gives it.
+_PLAIN_TIMING = re.compile(rf"[ \t\u00a0]*({_TIME})[ \t\u00a0]*(?:-[ \t\u00a0]*({_TIME})[ \t\u00a0]*)?")
+
+
+@lru_cache(maxsize=8192)
+def _parse_cell(kind: str, text: str) -> Tree:
+    """The tree of a cell (trees are only read, so equal cells share one; real
+    timetables repeat their paths, consists and commands in every column)."""
+    if kind == "timing_cell":
+        cut = text.find("$")
+        head, rest = (text, "") if cut < 0 else (text[:cut], text[cut:])
+        m = _PLAIN_TIMING.fullmatch(head)
+        if m or not head.strip():
+            # the time as above, the commands (which repeat) parsed once
+            children: list = []
+            if m:
+                children.append(Tree("timing", [Token("TIME", g) for g in m.groups() if g is not None]))
+            if rest:
+                try:
+                    children.extend(_parse_cell("command_cell", rest).children)
+                except UnexpectedInput:
+                    return _parser().parse(text, start=kind)  # raises, located in the whole cell
+            return Tree("timing_cell", children)
+    return _parser().parse(text, start=kind)
+
+
 def _stamp(tok: Token) -> Stamp:
     s = str(tok)
     if tok.type == "MARK":
         return Stamp(None, s.lower())
+    passing = s[0] in "Pp"  # P10:05: a passing time written with a leading P
+    if passing:
+        s = s[1:]
     # h?mm[:ss] or hh?mm[:ss]: the mark is the first character after the hours
     i = 1 if not s[1].isdigit() else 2
     h, mark, m = int(s[:i]), s[i], int(s[i + 1 : i + 3])
     sec = int(s[i + 4 : i + 6]) if len(s) > i + 3 else 0
     if m > 59 or sec > 59 or h > 47:
-        raise ValueError(f"time {s!r} out of range")
+        raise ValueError(f"time {str(tok)!r} out of range")
+    if passing:
+        return Stamp(h * 3600 + m * 60 + sec, "P")
     return Stamp(h * 3600 + m * 60 + sec, ":" if mark == ":" else ("P" if mark in "Pp" else mark.lower()))
 
 
@@ -195,7 +230,7 @@ def _values(t: Tree | None) -> tuple[str, ...]:
 
 
 def _command(t: Tree, loc: Location | None) -> Command:
-    name = str(t.children[0]).lower()
+    name = str(t.children[0]).strip().lower()
     vals: tuple[str, ...] = ()
     quals: list[tuple[str, tuple[str, ...]]] = []
     for ch in t.children[1:]:
@@ -235,7 +270,7 @@ class _CellReader:
     def parse(self, row: Row, cell: Cell, kind: str) -> Tree | None:
         text = cell.text
         try:
-            return _parser().parse(text, start=kind)
+            return _parse_cell(kind, text)
         except UnexpectedInput as exc:
             col = getattr(exc, "column", 1) or 1
             what = {
@@ -275,6 +310,7 @@ __all__ = [
     "DELAY_COMMANDS",
     "DISPOSE_COMMANDS",
     "NOTE_COMMANDS",
+    "PATH_COMMANDS",
     "SPEED_COMMANDS",
     "START_COMMANDS",
     "STATION_COMMANDS",

@@ -21,25 +21,17 @@ that does not move for ``stuck_after`` seconds while waiting for track is stuck.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import difflib
 import functools
-import io
-import json
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ..errors import TdbToolsError
+from ..errors import SourceError, TdbToolsError
 from ..formats.activity import (
-    ActivityFile,
     ServiceFile,
-    StopItem,
     TrafficFile,
     find_activity_file,
     read_activity,
@@ -48,7 +40,10 @@ from ..formats.activity import (
 )
 from ..formats.route import Route, load_route
 from ..stf import resolve_case_insensitive
-from ..track.pathbuild import platforms
+from .activity_plan import ActivityError, ActivityPlan, PlannedTrain
+from .activity_policy import ActivityPolicy, ReplayView
+from .activity_result import TIMETABLE_COLUMNS, ActivityResult, summary_json
+from .activity_stops import Platform, Stop, boarding_time, departure, place_stops, route_platforms
 from .dispatch import (  # noqa: F401  (their home before the dispatcher had its own module)
     BLOCK_M,
     BLOCK_MARGIN_M,
@@ -63,72 +58,18 @@ from .dispatch import (  # noqa: F401  (their home before the dispatcher had its
     clock,
     fouling_length,
 )
-from .driver import AutoDriver, Controls, DriveState
-from .driver import Stop as DriverStop
-from .events import (
-    Arrived,
-    Collision,
-    Deadlock,
-    EventLog,
-    NotAtEnd,
-    Reversed,
-    SetupWarning,
-    SideCollision,
-    Stuck,
-)
+from .events import Collision, Deadlock, NotAtEnd, SideCollision
 from .outcome import service_outcomes
 from .replay import Replay, ReplayError, ReplayResult
-from .reversal import REVERSAL_S
-from .scenario import Scenario, TrainSpec
-from .signalling import SignalDriver
-from .stages.policy import ReplayPolicy
-from .wholepath import ServicePart, assign_stops, part_name, service_parts
+from .scenario import Scenario
+from .servicedriver import ServiceDriver
+from .wholepath import ServicePart, service_parts
 
 #: Boarding: 10 s per waiting passenger per passenger car, at least 20 s (docs §5).
-BOARDING_PER_PASSENGER_S = 10.0
-MIN_BOARDING_S = 20.0
-#: A booked AI stop with arrival == departure this far from the actual arrival is not credible.
-INCREDIBLE_S = 4 * 3600.0
+
 
 #: At most this many services in one activity (each is a train with its own line).
 MAX_TRAINS = 500
-
-TIMETABLE_COLUMNS = (
-    "train",
-    "station",
-    "platform",
-    "sched_arr",
-    "sched_dep",
-    "actual_arr",
-    "actual_dep",
-    "arr_delay_s",
-    "dep_delay_s",
-)
-
-
-class ActivityError(TdbToolsError, ValueError):
-    """An activity that cannot be replayed (missing service, path or consist)."""
-
-
-# -- the plan -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedTrain:
-    name: str
-    service: ServiceFile
-    start: int  # seconds since midnight
-    stops: tuple[StopItem, ...]  # booked stops, in order
-    player: bool
-    booked: bool  # False: an AI service without a .trf entry
-
-
-@dataclass(frozen=True, slots=True)
-class ActivityPlan:
-    activity: ActivityFile
-    route_folder: Path
-    trains: tuple[PlannedTrain, ...]
-    warnings: tuple[str, ...] = ()
 
 
 def _route_folder(act_path: Path) -> Path:
@@ -236,515 +177,7 @@ def plan_activity(
     return ActivityPlan(act, folder, tuple(trains), tuple(warnings))
 
 
-# -- platforms and stops --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Platform:
-    ids: tuple[int, int]
-    name: str
-    station: str
-    node: int
-    near: float  # node offsets of its two ends
-    far: float
-    min_wait: int
-    passengers: int
-
-    @property
-    def length(self) -> float:
-        return self.far - self.near
-
-
-def route_platforms(route: Route) -> dict[int, Platform]:
-    """Platforms by either of their item ids."""
-    out: dict[int, Platform] = {}
-    for idx, (node, a, b, it, other) in platforms(route).items():
-        ids = (
-            it.item_id if it.item_id is not None else idx,
-            other.item_id if other.item_id is not None else other.index,
-        )
-        p = Platform(
-            ids, it.platform_name, it.station, node, a, b, it.min_waiting_time, it.passengers_waiting
-        )
-        for i in (*ids, idx, other.index):
-            out[i] = p
-    return out
-
-
-@dataclass(slots=True)
-class Stop:
-    """A station stop on a train's line: where the front stops, and what happened."""
-
-    platform: Platform
-    booked: StopItem
-    stop_s: float  # line distance of the front at the stop
-    arrival: float | None = None  # actual, seconds since midnight
-    depart: float | None = None
-
-
-def place_stops(
-    line,
-    front0: float,
-    train_length: float,
-    booked: tuple[StopItem, ...],  # noqa: ANN001
-    plats: dict[int, Platform],
-) -> tuple[list[Stop], list[str]]:
-    """The booked stops found on the line, in order (docs/activities.md §5)."""
-    stops: list[Stop] = []
-    warnings: list[str] = []
-    after = front0 - 1e-6
-    end = float(line.path_length)
-    for item in booked:
-        p = plats.get(item.platform_id)
-        if p is None:
-            warnings.append(f"platform id {item.platform_id} is not a platform of the route")
-            continue
-        a = line.locate(p.node, p.near)
-        b = line.locate(p.node, p.far)
-        found = None
-        for sa in a:
-            for sb in b:
-                lo, hi = sorted((float(sa), float(sb)))
-                if abs((hi - lo) - p.length) < 1.0 and hi > after and lo <= end:
-                    if found is None or hi < found[1]:
-                        found = (lo, hi)
-        if found is None:
-            warnings.append(f"platform {p.name!r} (id {item.platform_id}) is not on the path")
-            continue
-        lo, hi = found
-        stop_s = hi - (p.length - train_length) / 2.0
-        stop_s = min(stop_s, end)
-        stops.append(Stop(p, item, stop_s))
-        after = stop_s
-    return stops, warnings
-
-
-def boarding_time(passengers: int, passenger_cars: int) -> float:
-    if passenger_cars <= 0:
-        return MIN_BOARDING_S
-    # whole seconds, as Open Rails computes it (7 passengers, 3 cars: 23 s)
-    return max(float(int(BOARDING_PER_PASSENGER_S * passengers) // passenger_cars), MIN_BOARDING_S)
-
-
-def departure(stop: Stop, arrival: float, passenger_cars: int, ai: bool) -> float:
-    """When a train that arrived at ``arrival`` leaves (docs/activities.md §5)."""
-    board = boarding_time(stop.platform.passengers, passenger_cars)
-    b = stop.booked
-    if b.depart is None:
-        return arrival + max(board, float(stop.platform.min_wait))
-    if ai and b.arrival == b.depart and abs(arrival - b.depart) > INCREDIBLE_S:
-        return arrival + board
-    return max(float(b.depart), arrival + board)
-
-
-# -- the driver -----------------------------------------------------------------------------
-
-
-class ServiceDriver:
-    """Drives one service: waits for its start, runs to its stops within its authority."""
-
-    def __init__(
-        self,
-        name: str,
-        auto: AutoDriver,
-        t0: float,
-        start: float,
-        stops: list[Stop],
-        path_end: float,
-        passenger_cars: int,
-        ai: bool,
-        vmax: float | None,
-        final_efficiency: float | None,
-        signalled: bool = False,
-    ) -> None:
-        self.name = name
-        # With signals the automatic driver also stops for a red: standing there is not
-        # arriving at the target (docs/activities.md §4.3).
-        self.signalled = signalled
-        self.auto = auto
-        self.t0 = t0  # clock time of replay time 0
-        self.start = start
-        self.stops = stops
-        self.next_stop = 0
-        self.path_end = path_end
-        self.passenger_cars = passenger_cars
-        self.ai = ai
-        self.turns = False  # its path part ends at a reversal: it leaves the track there
-        self.hold_until = -math.inf  # clock time: stands until then (the change of ends at a reversal)
-        self.vmax = vmax
-        self.final_efficiency = final_efficiency
-        self.authority = math.inf  # line distance the front may reach
-        self.state = "waiting"  # waiting | ready | running | dwell | done | stuck
-        self.dwell_until = 0.0
-        self.blocked_by: set[str] = set()
-        self.blocked_blocks: set[tuple[str, int]] = set()
-        self.finished = False
-        self.delayed = False
-        self._set_speed_cap()
-
-    def _set_speed_cap(self) -> None:
-        if self.vmax is None:
-            return
-        eff = None
-        if self.next_stop < len(self.stops):
-            eff = self.stops[self.next_stop].booked.efficiency
-        if eff is None:
-            eff = self.final_efficiency
-        self.auto.max_speed = self.vmax * (eff if eff and eff > 0 else 1.0)
-
-    def target(self) -> tuple[float, str]:
-        cands = [(self.path_end, "end")]
-        if self.next_stop < len(self.stops):
-            cands.append((self.stops[self.next_stop].stop_s, "stop"))
-        cands.append((self.authority, "authority"))
-        return min(cands)
-
-    @property
-    def leaves(self) -> bool:
-        """Taken off the track at its end: AI trains, and path parts before a reversal."""
-        return self.ai or self.turns
-
-    @property
-    def events(self) -> list:
-        """The automatic driver's events (waiting points); the replay collects them."""
-        return self.auto.events
-
-    @property
-    def on_track(self) -> bool:
-        """Started and not taken off: an AI train leaves the world at the end of its path
-        (docs/activities.md §4); the player's train stays."""
-        return self.state in ("running", "dwell", "stuck") or (self.state == "done" and not self.leaves)
-
-    def __call__(self, st: DriveState) -> Controls:
-        now = self.t0 + st.time
-        if self.state == "waiting" and now + 1e-9 >= self.start:
-            self.state = "ready"  # the dispatcher puts it on the track when that is free
-        if self.state in ("waiting", "ready", "done", "stuck", "not_started"):
-            return Controls(0.0, 1.0, 0.0)
-        if self.state == "dwell":
-            if now + 1e-9 < self.dwell_until:
-                return Controls(0.0, 1.0, 0.0)
-            stop = self.stops[self.next_stop]
-            stop.depart = now
-            self.next_stop += 1
-            self._set_speed_cap()
-            self.state = "running"
-        if now + 1e-9 < self.hold_until:
-            return Controls(0.0, 1.0, 0.0)
-        s, kind = self.target()
-        self.auto.stop_at = s + AutoDriver.STOP_SHORT
-        self.auto.finished = False
-        c = self.auto(st)
-        if (
-            self.auto.finished and self.signalled and s - st.front >= AutoDriver.ARRIVED_WITHIN
-        ):  # held at a signal short of the target
-            self.auto.finished = False
-        if self.auto.finished:
-            if kind == "stop":
-                stop = self.stops[self.next_stop]
-                stop.arrival = now
-                self.dwell_until = departure(stop, now, self.passenger_cars, self.ai)
-                self.state = "dwell"
-            elif kind == "end":
-                self.state = "done"
-                self.finished = True
-        return c
-
-
-# -- the replay -----------------------------------------------------------------------------
-
-
-class ActivityPolicy(ReplayPolicy):
-    """What an activity changes about a replay (docs/activities.md §4): trains enter the
-    track at their start time and AI trains leave it at the end of their path; each
-    service has its own engine line; a :class:`ServiceDriver` drives each train's
-    automatic driver to its station stops; the :class:`Dispatcher` runs before every
-    step. With signals the interlocking is the movement authority (§4.3)."""
-
-    #: Trains enter the interlocking at their start time, not at time 0 (signalling.py).
-    signals_on_track_at_start = False
-    #: With signals: Auto Node reserves this far ahead and on to the next junction, as the
-    #: dispatcher does (§4.1), not the whole way to a signal tens of kilometres on.
-    signals_ahead_m = RESERVE_EXTRA_M + 2000.0
-
-    def __init__(
-        self,
-        plan: ActivityPlan,
-        route: Route,
-        t0: float,
-        stuck_after: float,
-        parts: list[ServicePart] | None = None,
-    ) -> None:
-        self.plan = plan
-        self.route = route
-        # the replay trains of each service: one per part of a path with reversals (§4.4);
-        # a train not given here is a service of its own (its spec's name)
-        self.parts = list(parts) if parts is not None else []
-        self.part_of = {sp.spec.name: sp for sp in self.parts}
-        self.t0 = t0  # clock time of replay time 0
-        self.stuck_after = stuck_after
-        self.plats = route_platforms(route)
-        self.by_name = {pt.name: pt for pt in plan.trains}
-        self.drivers: list[ServiceDriver] = []
-        self.index: dict[str, int] = {}
-        self.stuck: set[str] = set()
-        self.on_off: dict[str, tuple[float, float]] = {}
-        self._warnings: list[tuple[str, str]] = []  # (train, message) of placing the stops
-        self.rp: Replay | None = None
-        self.dispatcher = Dispatcher(self)
-        self._next_dispatch = 0.0
-        self._still_since: list[float] = []
-
-    # (what the dispatcher reads of the replay)
-    @property
-    def replay(self) -> Replay:
-        assert self.rp is not None, "the policy's replay is not set up yet"
-        return self.rp
-
-    @property
-    def trains(self) -> list:
-        return self.replay.trains
-
-    @property
-    def engine(self) -> Any:
-        return self.replay.engine
-
-    @property
-    def bodies(self) -> Any:
-        return self.replay.bodies
-
-    @property
-    def signals(self) -> Any:
-        return self.replay.signals
-
-    @property
-    def train_start(self) -> np.ndarray:
-        return self.replay.layout.train_start
-
-    @property
-    def train_end(self) -> np.ndarray:
-        return self.replay.layout.train_end
-
-    @property
-    def time(self) -> float:
-        return self.replay.time
-
-    @property
-    def log(self) -> EventLog:
-        return self.replay.log
-
-    # -- the policy -------------------------------------------------------------------------
-    def signal_clearance(self) -> Callable[[int], float]:
-        """Metres to a junction's clearance point (the interlocking stops trains outside it)."""
-        return functools.partial(fouling_length, self.route)
-
-    def engine_line_key(self, spec: TrainSpec, key: object) -> object:
-        # Services on one path run at different times: each has its own engine line
-        # (a train not yet started, or taken off, must not be met there).
-        return (key, spec.name)
-
-    def driver(self, spec: TrainSpec, auto: Any, default: Any, train: Any) -> ServiceDriver:
-        """The train's service driver around its automatic driver (with signals, the
-        automatic driver's constraints obey them through ``default``'s signal wrapper)."""
-        assert isinstance(auto, AutoDriver)
-        sp = self.part_of.get(spec.name)
-        if sp is None:
-            sp = self.part_of[spec.name] = ServicePart(spec.name, spec, None)
-            self.parts.append(sp)
-        pt = self.by_name[sp.service]
-        vmax = train.consist.max_velocity if train.consist.max_velocity else None
-        eng = train.model.max_velocity[train.model.is_engine]
-        if vmax is None and len(eng) and np.isfinite(eng).any():
-            vmax = float(np.nanmin(eng))
-        end = (
-            sp.plan.end_s
-            if sp.plan is not None
-            else (train.end_s if train.end_s is not None else train.line.path_length)
-        )
-        d = ServiceDriver(
-            spec.name,
-            auto,
-            self.t0,
-            float(pt.start) if sp.index == 0 else math.inf,  # later parts: at the reversal
-            [],  # the stops: when every part is placed (start)
-            float(end),
-            int(train.model.is_passenger.sum()),
-            not pt.player,
-            vmax,
-            pt.service.efficiency,
-            isinstance(default, SignalDriver),
-        )
-        d.turns = not sp.last
-        for s_at, wait in sp.waits:
-            if s_at > train.front0 + AutoDriver.ARRIVED_WITHIN:
-                auto.stops.append(DriverStop(s_at, wait, "waiting point"))
-        auto.stops.sort(key=lambda p: p.s)
-        return d
-
-    def start(self, replay: Replay) -> None:
-        self.rp = replay
-        if replay.signals is not None:
-            # Trains wait at loops for trains coming the other way (docs/signals.md §4.9).
-            replay.signals.ilk.avoid_deadlocks = True
-        self.index = {t.spec.name: k for k, t in enumerate(replay.trains)}
-        self.drivers = [d for t in replay.trains if isinstance(d := t.driver, ServiceDriver)]
-        self._still_since = [0.0] * len(replay.trains)
-        for name, stops in self._whole_path_stops(replay).items():
-            d = self.drivers[self.index[name]]
-            d.stops = stops
-            d._set_speed_cap()
-        for w in self.plan.warnings:
-            replay.log.add(SetupWarning(time=0.0, message=w))
-        for name, w in self._warnings:
-            replay.log.add(SetupWarning(time=0.0, train=name, message=w))
-
-    def _whole_path_stops(self, replay: Replay) -> dict[str, list[Stop]]:
-        """Every replay train's station stops: each service's booked stops matched over
-        its parts (docs/activities.md §5), moved out of junction clearances except at the
-        train's origin."""
-        out: dict[str, list[Stop]] = {}
-        for pt in self.plan.trains:
-            sps = [sp for sp in self.parts if sp.service == pt.name]
-            if not sps:
-                continue
-            ts = [replay.trains[self.index[sp.spec.name]] for sp in sps]
-            spans = [
-                (t.line, t.front0, sp.plan.end_s if sp.plan is not None else float(t.line.path_length))
-                for sp, t in zip(sps, ts)
-            ]
-            per, warns, origin = assign_stops(spans, ts[0].length, pt.stops, self.plats, place_stops, Stop)
-            self._warnings.extend((pt.name, w) for w in warns)
-            for k, (sp, t) in enumerate(zip(sps, ts)):
-                for n, st in enumerate(per[k]):
-                    if not (origin[k] and n == 0):
-                        st.stop_s = self.clear_of_junctions(t.line, st.stop_s)
-                out[sp.spec.name] = per[k]
-        return out
-
-    def clear_of_junctions(self, line, s: float) -> float:  # noqa: ANN001
-        """A station stop moved back out of the clearance zone of a junction just ahead
-        (docs/activities.md §5): a train standing there would foul the other branch."""
-        js, jn = line.junction_s, line.junction_node
-        j = int(np.searchsorted(js, s - JUNCTION_MAX_M, side="left"))
-        while j < len(js) and float(js[j]) <= s + JUNCTION_MAX_M:
-            a = float(js[j])
-            if a >= s - 1e-6:
-                f = fouling_length(self.route, int(jn[j]))
-                if a - f < s:
-                    s = a - f - 1.0
-            j += 1
-        return s
-
-    def on_track(self, replay: Replay) -> np.ndarray:
-        return np.array([d.on_track for d in self.drivers], dtype=bool)
-
-    def before_step(self, replay: Replay) -> None:
-        if replay.time + 1e-9 >= self._next_dispatch:
-            self._next_dispatch += DISPATCH_EVERY_S
-            self.dispatcher.run(replay.time)
-            self._watch()
-
-    def after_step(self, replay: Replay) -> None:
-        for k, d in enumerate(self.drivers):
-            t = replay.trains[k]
-            if d.finished and t.done_at is None:
-                t.finish(replay.time)
-                if d.leaves and replay.signals is not None:
-                    replay.signals.ilk.leave(k)  # off the track: its sections are free again
-                if d.leaves:
-                    self.on_off[t.spec.name] = (
-                        self.on_off.get(t.spec.name, (self.t0, 0.0))[0],
-                        self.t0 + replay.time,
-                    )
-                sp = self.part_of[t.spec.name]
-                if not sp.last:
-                    self._reverse(replay, k, sp)
-                    continue
-                replay.log.add(
-                    Arrived(time=replay.time, clock=clock(self.t0 + replay.time), train=t.spec.name)
-                )
-
-    def _reverse(self, replay: Replay, k: int, sp: ServicePart) -> None:
-        """Part ``k`` stands at its reversal: the next part takes over there after the
-        change of ends (docs/activities.md §4.4)."""
-        nxt = self.index[part_name(sp.service, sp.index + 1)]
-        # It takes over the track at once (nobody slips in while the ends are changed)
-        # and stands REVERSAL_S before it moves.
-        self.drivers[nxt].start = self.t0 + replay.time
-        self.drivers[nxt].hold_until = self.t0 + replay.time + REVERSAL_S
-        t, n = replay.trains[k], replay.trains[nxt]
-        replay.log.add(
-            Reversed(
-                time=replay.time,
-                clock=clock(self.t0 + replay.time),
-                train=sp.service,
-                part=sp.index + 1,
-                at=round(float(replay.engine.x[replay.layout.train_start[k]]), 3),
-                lead=str(n.consist.cars[0].file) if n.consist.cars else "",
-                message=f"stopped {t.length:.0f} m train to reverse; part {sp.index + 2} "
-                "leads with the former rear car",
-            )
-        )
-
-    def _watch(self) -> None:
-        """Trains that stand waiting for track far too long are stuck; a train whose wait
-        leads (through the trains it waits for) to a train that moves, dwells at a station
-        or has yet to start waits on as long as that lasts, as in Open Rails: it is late,
-        not stuck (docs/signals.md §4.7)."""
-        rp = self.replay
-        v = rp.engine.v
-        live = self._live_waits(v)
-        for k, d in enumerate(self.drivers):
-            t = rp.trains[k]
-            if t.done_at is not None:
-                continue
-            moving = abs(float(v[rp.layout.train_start[k]])) > 0.05 or t.spec.name in live
-            # Waiting only for trains that will never move again (stuck, or the player's
-            # train at the end of its path) is hopeless at once.
-            hopeless = bool(d.blocked_by) and all(
-                n in self.stuck or self.drivers[self.index[n]].state == "done" for n in d.blocked_by
-            )
-            if moving or d.state not in ("running", "ready"):
-                self._still_since[k] = rp.time
-            elif rp.time - self._still_since[k] >= (DEADLOCK_AFTER_S if hopeless else self.stuck_after):
-                self.stuck.add(t.spec.name)
-                d.state = "stuck" if d.state == "running" else "not_started"
-                t.finish(rp.time)
-                rp.log.add(
-                    Stuck(
-                        time=rp.time,
-                        clock=clock(self.t0 + rp.time),
-                        train=t.spec.name,
-                        waiting_for=tuple(sorted(d.blocked_by)),
-                        message=f"stood {rp.time - self._still_since[k]:.0f} s waiting for track held by "
-                        f"{', '.join(sorted(d.blocked_by)) or 'nobody'}"
-                        + (", which will not move again" if hopeless else ""),
-                    )
-                )
-
-    def _live_waits(self, v: np.ndarray) -> set[str]:
-        """Names of the trains whose blockers, followed from train to train, reach one that
-        moves, dwells or has yet to start (so the wait will end)."""
-        rp = self.replay
-        going = {
-            rp.trains[k].spec.name
-            for k, d in enumerate(self.drivers)
-            if rp.trains[k].done_at is None
-            and (d.state in ("dwell", "waiting") or abs(float(v[rp.layout.train_start[k]])) > 0.05)
-        }
-        live: set[str] = set()
-        changed = True
-        while changed:  # (a fixpoint over the waits-for graph: a cycle alone never gets in)
-            changed = False
-            for k, d in enumerate(self.drivers):
-                n = rp.trains[k].spec.name
-                if n not in live and d.blocked_by and any(b in going or b in live for b in d.blocked_by):
-                    live.add(n)
-                    changed = True
-        return live
-
-
-class ActivityReplay:
+class ActivityReplay(ReplayView):
     """A replay of an activity's trains with their service drivers: a
     :class:`~tdbtools.physics.replay.Replay` with an :class:`ActivityPolicy`. ``signals``:
     None or True (default) runs the route's signals when it has them, the interlocking
@@ -787,6 +220,8 @@ class ActivityReplay:
                         functools.partial(fouling_length, route),
                     )
                 )
+        except SourceError:
+            raise  # (located: it says where)
         except TdbToolsError as exc:
             raise ActivityError(str(exc)) from None
         specs = [sp.spec for sp in parts]
@@ -817,26 +252,6 @@ class ActivityReplay:
     @property
     def route(self) -> Route:
         return self.replay.route
-
-    @property
-    def trains(self) -> list:
-        return self.replay.trains
-
-    @property
-    def engine(self) -> Any:
-        return self.replay.engine
-
-    @property
-    def signals(self) -> Any:
-        return self.replay.signals
-
-    @property
-    def train_start(self) -> np.ndarray:
-        return self.replay.layout.train_start
-
-    @property
-    def time(self) -> float:
-        return self.replay.time
 
     @property
     def events(self) -> list:
@@ -941,87 +356,6 @@ class ActivityReplay:
         return ActivityResult(res, tuple(rows), self.t0, lines, stops, dict(self.policy.on_off))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class ActivityResult:
-    """A replayed activity: the replay's traces, events and summary, and the timetable."""
-
-    replay: ReplayResult
-    timetable: tuple[dict, ...]
-    t0: float  # clock time of replay time 0
-    lines: dict = field(repr=False)  # train -> its TrackLine
-    stops: dict = field(repr=False, default_factory=dict)  # train -> its Stops
-    on_track: dict = field(repr=False, default_factory=dict)  # train -> (clock on, clock off)
-
-    @property
-    def failed(self) -> bool:
-        """A problem: a derailment, collision, stuck train or deadlock, a service short of
-        its path end (or never started), a booked stop not made (docs/activities.md §4.6)."""
-        s = self.replay.summary
-        return bool(
-            s["derailed"]
-            or s["collisions"]
-            or s["stuck"]
-            or s["deadlocks"]
-            or s.get("not_at_end")
-            or s.get("stops_missed")
-        )
-
-    def _facts(self) -> list[tuple[str, object]]:
-        s = self.replay.summary
-        return [
-            ("activity", s.get("activity")),
-            ("trains", list(s.get("trains", {}))[:8]),
-            ("clock", f"{s.get('clock_start')}-{s.get('clock_end')}"),
-            ("timetable_rows", len(self.timetable)),
-            ("events", len(self.replay.events)),
-            ("failed", self.failed),
-        ]
-
-    def __repr__(self) -> str:
-        from .._display import short_repr
-
-        return short_repr("ActivityResult", self._facts())
-
-    def _repr_html_(self) -> str:
-        from .._display import html_summary
-
-        return html_summary(f"Activity {self.replay.summary.get('activity')}", self._facts())
-
-    def timetable_csv(self) -> str:
-        """The timetable as CSV; names from the activity are made inert for spreadsheets
-        (``_outputs.spreadsheet_text``, docs/security.md §5)."""
-        from .._outputs import spreadsheet_text as text
-
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(TIMETABLE_COLUMNS)
-        for r in self.timetable:
-            w.writerow(
-                [
-                    text(str(r["train"])),
-                    text(str(r["station"])),
-                    text(str(r["platform"])),
-                    clock(r["sched_arr"]),
-                    clock(r["sched_dep"]),
-                    clock(r["actual_arr"]),
-                    clock(r["actual_dep"]),
-                    "" if r["arr_delay_s"] is None else f"{r['arr_delay_s']:.0f}",
-                    "" if r["dep_delay_s"] is None else f"{r['dep_delay_s']:.0f}",
-                ]
-            )
-        return buf.getvalue()
-
-    def write(self, out: str | Path) -> list[Path]:
-        from .._fs import write_bytes_atomic
-
-        folder = Path(out)
-        files = self.replay.write(folder)
-        p = folder / "timetable.csv"
-        write_bytes_atomic(p, self.timetable_csv().encode())
-        files.append(p)
-        return files
-
-
 def replay_activity(
     path: str | Path,
     *,
@@ -1044,11 +378,11 @@ def replay_activity(
     ).run(progress)
 
 
-def summary_json(result: ActivityResult) -> str:
-    return json.dumps(result.replay.summary, indent=2, ensure_ascii=False)
-
-
 __all__ = [
+    "BLOCK_MARGIN_M",
+    "FOUL_SEPARATION_M",
+    "MAX_TRAINS",
+    "TIMETABLE_COLUMNS",
     "ActivityError",
     "ActivityPlan",
     "ActivityPolicy",
@@ -1062,8 +396,10 @@ __all__ = [
     "boarding_time",
     "clock",
     "departure",
+    "fouling_length",
     "place_stops",
     "plan_activity",
     "replay_activity",
     "route_platforms",
+    "summary_json",
 ]

@@ -12,6 +12,7 @@ worker of a sweep does not pay it (the CI does it after installing).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernels import compiled_available
+from .kernels import compiled_available, pure_python_requested
 
 __all__ = ["KERNEL_GROUPS", "compile_kernels", "compiled_available", "kernels_cached", "load_step_kernels"]
 
@@ -35,8 +36,9 @@ def kernels_cached(folder: Path | None = None) -> bool:
     (an index file, newer than the module, for this Python, beside the module or in
     ``NUMBA_CACHE_DIR``): if not, the first replay compiles them (about 30 s). A guess
     from the files numba writes; used only to tell the user before the wait. ``folder``:
-    where the kernel modules are (default: this package)."""
-    if not compiled_available():
+    where the kernel modules are (default: this package). numba itself is imported only
+    when a file is missing (its import alone costs a small replay more than it saves)."""
+    if pure_python_requested() or importlib.util.find_spec("numba") is None:
         return True  # nothing to compile
     here = folder if folder is not None else Path(__file__).resolve().parent
     tag = f"py{sys.version_info[0]}{sys.version_info[1]}"
@@ -54,7 +56,7 @@ def kernels_cached(folder: Path | None = None) -> bool:
                 found = True
                 break
         if not found:
-            return False
+            return not compiled_available()  # (a numba that does not import: nothing to compile)
     return True
 
 

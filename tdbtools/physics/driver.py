@@ -80,6 +80,16 @@ class Stop:
     wait: float = math.inf
     kind: str = "stop"
     arrived_at: float | None = None
+    #: A waiting point until a clock time (seconds since midnight; Open Rails' 3HHMM):
+    #: on arrival the wait becomes the time left until then (0 when it has passed).
+    until: float | None = None
+
+
+def _until(clock: float, now: float) -> float:
+    """Seconds from the clock time ``now`` to the clock time ``clock`` (both seconds since
+    midnight, ``now`` perhaps past 24 h): 0 when ``clock`` is up to 12 hours behind."""
+    left = (clock - now) % 86400.0
+    return left if left < 43200.0 else 0.0
 
 
 class ScheduleDriver:
@@ -138,6 +148,8 @@ class AutoDriver:
         #: than this many seconds ahead at the current speed (0 = never coast).
         self.coast_before = float(coast_before)
         self.stops: list[Stop] = sorted(stops, key=lambda p: p.s)
+        #: Clock time (seconds since midnight) at replay time 0, for waits until a clock time.
+        self.clock0 = 0.0
         self._stop_at: float | None = None
         self.stop_at = stop_at
         #: Extra targets (signals, …): kept sorted by s.
@@ -275,6 +287,8 @@ class AutoDriver:
                 return Controls(0.0, 1.0, self.decel)
         if stop is not None and abs(v) < self.STANDING and stop.s - st.front < self.ARRIVED_WITHIN:
             stop.arrived_at = st.time
+            if stop.until is not None:
+                stop.wait = _until(stop.until, self.clock0 + st.time)
             if stop.wait == math.inf:
                 self.finished = True
             else:
@@ -372,6 +386,37 @@ def _count_at_or_below(ptr: np.ndarray, flat: np.ndarray, base: np.ndarray, x: n
     return ptr
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class _SignalTable:
+    """What a :class:`DriverBatch` reads of the rows' signal wrappers (when the signals
+    change), and the constraint table laid out for it: per row, the cap, ``WINDOW`` posts,
+    the next stop, the signal's stop, creep and limits (``vk`` speeds, ``d`` distances,
+    ``valid``), and ``flat_rows``, each row's start in the flattened table."""
+
+    sig_stop: np.ndarray
+    has_sig_stop: np.ndarray
+    creep_at: np.ndarray
+    lim_a: np.ndarray
+    lim_b: np.ndarray
+    lim_v: np.ndarray
+    lim_there: np.ndarray
+    vk: np.ndarray
+    d: np.ndarray
+    valid: np.ndarray
+    flat_rows: np.ndarray
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _StepRates:
+    """A :class:`DriverBatch`'s per-row values that depend on the step length ``dt``: the
+    brake's release and build-up per step and the distance the lag covers per m/s."""
+
+    dt: float
+    release: np.ndarray
+    build: np.ndarray
+    reach_lag: np.ndarray
+
+
 class DriverBatch:
     """The automatic drivers of many trains, one step of all of them in numpy calls
     (docs/running-time.md §2.1), giving the controls and brake state their
@@ -400,7 +445,11 @@ class DriverBatch:
         departs: Sequence[Any],
         signals: Sequence[Any],
         creep: float,
+        *,
+        compiled: bool = True,
     ) -> None:
+        # the compiled core when numba is there (the replay's choice: kernels.replay_compiled)
+        self.compiled = compiled
         self.n = len(autos)
         rows = [k for k, d in enumerate(autos) if d is not None and len(d.limit_s) > 0]
         self.rows = np.array(rows, dtype=np.int64)
@@ -455,7 +504,8 @@ class DriverBatch:
         # the constraint table, in the order of constraints(): the cap, WINDOW posts, the
         # next stop, then the signal's stop, creep and limits
         self._sig_version: object = None
-        self._dt: float | None = None
+        self._sig: _SignalTable | None = None
+        self._rates: _StepRates | None = None
         # the rows' stops and brake state as the last step left them (_state)
         self._stale: np.ndarray | None = None
         self._code = self._applied_now = np.zeros(0)
@@ -491,18 +541,10 @@ class DriverBatch:
             applied[i] = d._applied
         return code, applied
 
-    def _read_signals(self) -> None:
+    def _read_signals(self) -> _SignalTable:
         sigs = self.signals
         nan = math.nan
-        self.sig_stop = np.array(
-            [nan if w is None or w.stop_s is None else w.stop_s for w in sigs],
-            dtype=np.float64,
-        )
-        self.has_sig_stop = np.array([w is not None and w.stop_s is not None for w in sigs], dtype=np.bool_)
-        self.creep_at = np.array(
-            [nan if w is None or w.creep_at is None else w.creep_at for w in sigs],
-            dtype=np.float64,
-        )
+        has_sig_stop = np.array([w is not None and w.stop_s is not None for w in sigs], dtype=np.bool_)
         limits = [() if w is None else w.limits for w in sigs]
         n_lim = np.array([len(x) for x in limits], dtype=np.int64)
         L = int(n_lim.max(initial=0))
@@ -513,17 +555,33 @@ class DriverBatch:
             r_of = np.repeat(np.arange(m), n_lim)
             c_of = np.arange(len(flat)) - np.repeat(np.cumsum(n_lim) - n_lim, n_lim)
             lim[:, r_of, c_of] = flat.T
-        self.lim_a, self.lim_b, self.lim_v = lim
-        self.lim_there = np.arange(L) < n_lim[:, None]
+        lim_a, lim_b, lim_v = lim
         C = 1 + self.WINDOW + 3 + L
-        self.vk = np.zeros((m, C))
-        self.vk[:, 1 + self.WINDOW + 2] = self.creep
-        self.vk[:, 1 + self.WINDOW + 3 :] = self.lim_v
-        self.d = np.zeros((m, C))
-        self.valid = np.zeros((m, C), dtype=bool)
-        self.valid[:, 0] = True
-        self.valid[:, 1 + self.WINDOW + 1] = self.has_sig_stop
-        self.flat_rows = np.arange(m, dtype=np.int64) * C
+        vk = np.zeros((m, C))
+        vk[:, 1 + self.WINDOW + 2] = self.creep
+        vk[:, 1 + self.WINDOW + 3 :] = lim_v
+        valid = np.zeros((m, C), dtype=bool)
+        valid[:, 0] = True
+        valid[:, 1 + self.WINDOW + 1] = has_sig_stop
+        return _SignalTable(
+            sig_stop=np.array(
+                [nan if w is None or w.stop_s is None else w.stop_s for w in sigs],
+                dtype=np.float64,
+            ),
+            has_sig_stop=has_sig_stop,
+            creep_at=np.array(
+                [nan if w is None or w.creep_at is None else w.creep_at for w in sigs],
+                dtype=np.float64,
+            ),
+            lim_a=lim_a,
+            lim_b=lim_b,
+            lim_v=lim_v,
+            lim_there=np.arange(L) < n_lim[:, None],
+            vk=vk,
+            d=np.zeros((m, C)),
+            valid=valid,
+            flat_rows=np.arange(m, dtype=np.int64) * C,
+        )
 
     def drive(
         self,
@@ -550,14 +608,15 @@ class DriverBatch:
                 np.full(n, np.nan),
                 np.zeros(n, dtype=bool),
             )
-        if signals_version != self._sig_version or self._sig_version is None:
-            self._read_signals()
+        sig = self._sig
+        if sig is None or signals_version != self._sig_version or self._sig_version is None:
+            sig = self._sig = self._read_signals()
             self._sig_version = signals_version if signals_version is not None else object()
-        if dt != self._dt:
-            self._dt = dt
-            self.release = -dt * self.rate / RELEASE_OVER_BUILD_UP
-            self.build = dt * self.rate
-            self.reach_lag = dt + self.bd + self.cb
+        rates = self._rates
+        if rates is None or dt != rates.dt:
+            rates = self._rates = _StepRates(
+                dt, -dt * self.rate / RELEASE_OVER_BUILD_UP, dt * self.rate, dt + self.bd + self.cb
+            )
         fr, sp, re = (front, speed, rear) if self.all_rows else (front[rows], speed[rows], rear[rows])
         nan, inf = math.nan, math.inf
         code, applied = self._state(time, dt)  # the next stop's s and the brakes' state
@@ -572,17 +631,17 @@ class DriverBatch:
         m = self.m
         first = counts[:m]
         base = self.base
-        vk, d, valid = self.vk, self.d, self.valid
-        core = _CORE()
+        vk, d, valid = sig.vk, sig.d, sig.valid
+        core = _CORE() if self.compiled else None
         if core is not None:
             # the same operations train by train, compiled (tdbtools.physics._driver_kernel)
             best, asked, emergency = np.empty(m), np.empty(m), np.empty(m, dtype=bool)
             new_applied, ok, braking = np.empty(m), np.empty(m, dtype=bool), np.empty(m, dtype=bool)
             core(
                 fr, sp, re, code, applied, counts, self.post_v, self.post_s, base, self.sf,
-                self.vmax, self.two_a, self.three_a, self.reach_lag, self.dec, self.lag_on,
-                self.lag_div, self.bd, self.release, self.build, self.emergency_at, self.settled,
-                self.sig_stop, self.creep_at, self.lim_a, self.lim_b, self.lim_there, vk, d, valid,
+                self.vmax, self.two_a, self.three_a, rates.reach_lag, self.dec, self.lag_on,
+                self.lag_div, self.bd, rates.release, rates.build, self.emergency_at, self.settled,
+                sig.sig_stop, sig.creep_at, sig.lim_a, sig.lim_b, sig.lim_there, vk, d, valid,
                 dt, max(dt, 1e-3), W, AutoDriver.ON_CURVE, AutoDriver.STANDING,
                 AutoDriver.ARRIVED_WITHIN, best, asked, emergency, new_applied, ok, braking,
             )  # fmt: skip
@@ -597,7 +656,7 @@ class DriverBatch:
                     low = np.where((a + j <= b) & (cand < low), cand, low)
                 cap = _pmin(self.vmax, low * self.sf)
                 top = np.maximum(sp, cap)
-                reach = top * top / self.two_a + 50.0 + sp * self.reach_lag
+                reach = top * top / self.two_a + 50.0 + sp * rates.reach_lag
                 at = (base + first)[:, None] + self._window
                 vk[:, 0] = cap
                 post_v = vk[:, 1 : 1 + W]
@@ -611,12 +670,12 @@ class DriverBatch:
                 S = 1 + W
                 np.maximum(code - fr, 0.0, out=d[:, S])
                 valid[:, S] = code == code  # (not NaN: a stop)
-                np.maximum(self.sig_stop - fr, 0.0, out=d[:, S + 1])
-                np.subtract(self.creep_at, fr, out=d[:, S + 2])
-                np.greater(self.creep_at, fr, out=valid[:, S + 2])
-                if self.lim_a.shape[1]:
-                    np.maximum(self.lim_a - fr[:, None], 0.0, out=d[:, S + 3 :])
-                    valid[:, S + 3 :] = self.lim_there & ~(self.lim_b < re[:, None])
+                np.maximum(sig.sig_stop - fr, 0.0, out=d[:, S + 1])
+                np.subtract(sig.creep_at, fr, out=d[:, S + 2])
+                np.greater(sig.creep_at, fr, out=valid[:, S + 2])
+                if sig.lim_a.shape[1]:
+                    np.maximum(sig.lim_a - fr[:, None], 0.0, out=d[:, S + 3 :])
+                    valid[:, S + 3 :] = sig.lim_there & ~(sig.lim_b < re[:, None])
                 # _delay_left: the lag of the brake build-up still to come
                 short = np.maximum(self.dec - applied, 0.0)
                 delay = np.where(self.lag_on, short * short / self.lag_div, 0.0)
@@ -626,7 +685,7 @@ class DriverBatch:
                 p = np.where(d > 0.0, np.sqrt(vk * vk + self.two_a[:, None] * room_all), vk)
                 # `p < best` from best = inf: NaN and inf never win, the first minimum does
                 p = np.where(valid & (p < inf), p, inf)
-                k = self.flat_rows + np.argmin(p, axis=1)
+                k = sig.flat_rows + np.argmin(p, axis=1)
                 best, vb, db = p.ravel()[k], vk.ravel()[k], d.ravel()[k]
                 on_curve = (db > 0.0) & (vb < sp) & (sp > best - AutoDriver.ON_CURVE)
                 room = db - fwd * delay
@@ -638,7 +697,7 @@ class DriverBatch:
                     np.where(over, _pmin((sp - best) / max(dt, 1e-3), self.three_a), 0.0),
                 )
                 emergency = on_curve & (db > 1e-3) & (need > self.emergency_at)
-                follow = applied + _pmin(_pmax(asked - applied, self.release), self.build)
+                follow = applied + _pmin(_pmax(asked - applied, rates.release), rates.build)
                 new_applied = np.where(self.bd <= 0.0, asked, follow)
                 # Left out by constraints(): posts and targets beyond reach. With v ≥ 0 one
                 # can never win: d > reach ≥ cap²/2a + 50 + v·(dt + brake_delay) and ahead ≤

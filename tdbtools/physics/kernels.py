@@ -14,6 +14,13 @@ numba ≥ 0.60 that imports). One environment switch turns them all off:
 runs a whole replay on the numpy reference code, as a machine without numba does (for a
 user who suspects a kernel, and for the CI job that runs the physics tests so). It is
 read when a replay first asks; :func:`reset` makes the next question read it again.
+
+Even with numba a replay runs the kernels only where they pay off: loading them from
+numba's cache costs about 0.7 s of CPU (numba's import, then each kernel's machine code),
+more than a small replay spends on the reference code. :func:`replay_compiled` decides it
+once per replay, from its cars and the steps of its duration, before the engine and the
+stages are built (the crossover measured: docs/development.md §5). The numbers are the
+same either way, bit for bit.
 """
 
 from __future__ import annotations
@@ -26,6 +33,11 @@ from typing import Any
 PURE_PYTHON_ENV = "TDBTOOLS_PURE_PYTHON"
 
 _COMPILED: bool | None = None
+
+#: A replay runs the compiled kernels from this much work on: its cars × the steps of
+#: its duration (``duration / step``). Below, loading them costs more than they save
+#: (docs/development.md §5 has the measured crossover).
+COMPILED_MIN_WORK = 100_000
 
 
 def pure_python_requested() -> bool:
@@ -51,6 +63,15 @@ def compiled_available() -> bool:
                 major, minor = (int(p) for p in numba.__version__.split(".")[:2])
                 _COMPILED = (major, minor) >= (0, 60)
     return _COMPILED
+
+
+def replay_compiled(cars: int, steps: float) -> bool:
+    """Whether a replay of ``cars`` cars over ``steps`` steps runs the compiled kernels:
+    when they are available (:func:`compiled_available`) and its work, cars × steps, is
+    at least :data:`COMPILED_MIN_WORK`. A smaller replay does not even import numba."""
+    if cars * steps < COMPILED_MIN_WORK:
+        return False
+    return compiled_available()
 
 
 class LazyKernel:
@@ -84,4 +105,12 @@ def reset() -> None:
         k.value = None
 
 
-__all__ = ["PURE_PYTHON_ENV", "LazyKernel", "compiled_available", "pure_python_requested", "reset"]
+__all__ = [
+    "COMPILED_MIN_WORK",
+    "PURE_PYTHON_ENV",
+    "LazyKernel",
+    "compiled_available",
+    "pure_python_requested",
+    "replay_compiled",
+    "reset",
+]

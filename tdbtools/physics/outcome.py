@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["ServiceOutcome", "service_outcomes", "tolerated"]
+__all__ = ["ServiceOutcome", "service_outcomes", "tolerated", "unscripted_signals"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,16 +81,54 @@ def service_outcomes(rep) -> dict[str, ServiceOutcome]:  # noqa: ANN001  (an Act
     return out
 
 
+def _listed(values: list[int], most: int = 8) -> str:
+    vals = sorted(set(values))
+    head = ", ".join(map(str, vals[:most]))
+    return head + (f" … ({len(vals)} in all)" if len(vals) > most else "")
+
+
+def unscripted_signals(heads) -> list[str]:  # noqa: ANN001  (the interlocking's HeadRuntime list)
+    """What the signalling tolerates before it runs: heads whose type has no script (they
+    follow the basic rule: their most restrictive aspect while the block ahead is not
+    clear, else their least; docs/signals.md §4.5) and heads whose type is not in the
+    sigcfg (they stay at STOP). One line per kind, naming the types and the signals."""
+    no_script: dict[str, list[int]] = {}
+    no_type: dict[str, list[int]] = {}
+    for h in heads:
+        if h.type is None:
+            no_type.setdefault(str(h.head.type_name), []).append(int(h.sig))
+        elif h.head.script is None:
+            no_script.setdefault(str(h.head.type_name), []).append(int(h.sig))
+    out = []
+    if no_script:
+        n = sum(len(v) for v in no_script.values())
+        out.append(
+            f"{n} signal head(s) without a script follow the basic rule: "
+            + "; ".join(f"type {t!r} (signals {_listed(v)})" for t, v in sorted(no_script.items()))
+        )
+    if no_type:
+        n = sum(len(v) for v in no_type.values())
+        out.append(
+            f"{n} signal head(s) of a type the sigcfg does not have stay at STOP: "
+            + "; ".join(f"type {t!r} (signals {_listed(v)})" for t, v in sorted(no_type.items()))
+        )
+    return out
+
+
 def tolerated(events) -> list[str]:  # noqa: ANN001
     """One line per kind of thing the replay tolerated or substituted: stand-in stock,
     booked stops skipped (with the reason), setup warnings (a missing traffic file or
-    entry, ...). Empty when there was nothing."""
+    entry, unscripted signals, waiting-point orders not carried out, ...), signal scripts
+    disabled after an error. Empty when there was nothing."""
     stand_ins: dict[str, int] = {}
     skipped: list[str] = []
     other: list[str] = []
+    failed: list[str] = []
     for e in events:
         if e.kind == "stand_in":
             stand_ins[e.train] = stand_ins.get(e.train, 0) + 1
+        elif e.kind == "script_error":
+            failed.append(f"signal {e.signal} head {e.head} ({e.script}, {e.path}:{e.line})")
         elif e.kind == "warning":
             who = getattr(e, "train", None)
             msg = f"{who}: {e.message}" if who else e.message
@@ -104,4 +142,9 @@ def tolerated(events) -> list[str]:  # noqa: ANN001
     if skipped:
         lines.append(f"{len(skipped)} booked stop(s) skipped: " + "; ".join(skipped))
     lines.extend(other)
+    if failed:
+        lines.append(
+            f"{len(failed)} signal script(s) disabled after an error, basic rule from then on: "
+            + "; ".join(failed)
+        )
     return lines

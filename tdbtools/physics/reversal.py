@@ -44,7 +44,12 @@ CLEAR_MARGIN_M = 1.0
 
 
 class ReversalError(TdbToolsError):
-    """A reversal the train cannot make (the part is too short, the next part does not fit)."""
+    """A reversal the train cannot make (the part is too short, the next part does not fit).
+    ``point``: the reversal's position in the path's main chain (None if unknown)."""
+
+    def __init__(self, message: str, point: int | None = None) -> None:
+        super().__init__(message)
+        self.point = point
 
 
 def reverse_consist(consist: Consist) -> Consist:
@@ -129,7 +134,8 @@ def plan_parts(
         if stop < front0 - 1e-6:
             raise ReversalError(
                 f"path {res.path}: the train ({train_length:.0f} m) starts past its reversal at "
-                f"path point {point} (part {k}: front at {front0:.1f} m, reversal at {stop:.1f} m)"
+                f"path point {point} (part {k}: front at {front0:.1f} m, reversal at {stop:.1f} m)",
+                point,
             )
         stop = max(stop, front0)
         plans.append(PartPlan(k, line, offset, stop, L, k % 2 == 1, junction))
@@ -138,6 +144,7 @@ def plan_parts(
         if offset + train_length > nxt.length + 1e-6:
             raise ReversalError(
                 f"path {res.path}: after its reversal at path point {point} the train "
-                f"({train_length:.0f} m) does not fit on the track ({nxt.length:.0f} m)"
+                f"({train_length:.0f} m) does not fit on the track ({nxt.length:.0f} m)",
+                point,
             )
     return plans

@@ -68,8 +68,8 @@ def plan(
     adh = (model.adhesive_mass if model.adhesive_mass is not None else np.zeros(len(model))) * forces.G
     # The line's pieces as Python lists: bisect_left on them finds the piece that
     # line.grade_at / curvature_at find with searchsorted (side="left", clipped).
-    piece_s1 = line.piece_s1.tolist()
-    grades, curvatures = line.piece_grade.tolist(), line.piece_curvature.tolist()
+    piece_s1 = line.pieces.s1.tolist()
+    grades, curvatures = line.pieces.grade.tolist(), line.pieces.curvature.tolist()
     last = len(piece_s1) - 1
     s, v, t, work = front0, 0.0, 0.0, 0.0
     while t < limit_s:

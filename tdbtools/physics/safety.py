@@ -750,7 +750,7 @@ def _apart(A: np.ndarray, B: np.ndarray, reach: float) -> np.ndarray:
 
 
 def chords_within(
-    P: np.ndarray, reach: float, group: np.ndarray, owner: np.ndarray | None = None
+    P: np.ndarray, reach: float, group: np.ndarray, owner: np.ndarray | None = None, *, compiled: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pairs ``i < j`` of cars of different groups whose chords may come closer than
     ``reach``: a superset of the pairs :func:`side_collisions` finds within ``reach``
@@ -758,7 +758,8 @@ def chords_within(
     shape (n, 3, 2). Boxes (:func:`box_pairs`), then a band test (:func:`_apart`), then
     the distance between the chords. ``owner`` (optional; each owner's cars in a row
     and of one group): the boxes of whole owners are paired first and only their cars
-    compared, the same pairs (a car's box lies inside its owner's)."""
+    compared, the same pairs (a car's box lies inside its owner's). ``compiled``: pair
+    the owners' cars with the compiled kernel when numba is there (the same pairs)."""
     X, Z = P[:, :, 0], P[:, :, 1]
     mn, mx = np.minimum, np.maximum  # (faster than reductions over 3 columns)
     lo_x, hi_x = mn(mn(X[:, 0], X[:, 1]), X[:, 2]), mx(mx(X[:, 0], X[:, 1]), X[:, 2])
@@ -766,7 +767,7 @@ def chords_within(
     if owner is None:
         ii, jj = box_pairs(lo_x, hi_x, lo_z, hi_z, reach, group=group)
     else:
-        ii, jj = _owner_pairs(lo_x, hi_x, lo_z, hi_z, reach, np.asarray(group), np.asarray(owner))
+        ii, jj = _owner_pairs(lo_x, hi_x, lo_z, hi_z, reach, np.asarray(group), np.asarray(owner), compiled)
     if len(ii):
         near = ~(_apart(P[ii], P[jj], reach) | _apart(P[jj], P[ii], reach))
         ii, jj = ii[near], jj[near]
@@ -802,6 +803,7 @@ def _owner_pairs(
     pad: float,
     group: np.ndarray,
     owner: np.ndarray,
+    compiled: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`box_pairs` of the boxes with ``group``, by way of their owners' boxes: a
     pair of boxes within ``pad`` has owners whose boxes (the boxes' bounds) are within
@@ -823,7 +825,7 @@ def _owner_pairs(
     oi, oj = box_pairs(*box, pad, group=group[start])
     if not len(oi):
         return none, none
-    cross = _CROSS()
+    cross = _CROSS() if compiled else None
     if cross is not None:  # (the same pairs in the same order, compiled)
         f8 = functools.partial(np.ascontiguousarray, dtype=np.float64)
         i8 = functools.partial(np.ascontiguousarray, dtype=np.int64)

@@ -142,8 +142,12 @@ class ReplaySignals:
         # Aspect changes of the NORMAL signals (for the space-time chart and render --replay).
         if ilk.script_passes == self._passes_shown:
             return  # no script ran: no aspect changed
+        first = self._passes_shown < 0
         self._passes_shown = ilk.script_passes
-        for k, old in self._shown.items():
+        # (only signals a head of which changed can show another aspect; in signal order)
+        changed = ilk.aspects.take_changed()
+        for k in self._shown if first else (k for k in changed if k in self._shown):
+            old = self._shown[k]
             a = ilk.aspect(k)
             if a != old:
                 self._shown[k] = a

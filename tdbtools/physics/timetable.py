@@ -33,6 +33,7 @@ from typing import Any, cast
 
 from ..formats.activity import ActivityFile, ActivityHeader, ServiceFile, StopItem
 from ..formats.route import Route, load_route
+from ..formats.tdb import PlatformItem
 from .activity import (
     ActivityPlan,
     ActivityPolicy,
@@ -49,7 +50,16 @@ from .events import SetupWarning
 from .replay import Replay, ReplayError
 from .scenario import Scenario, TrainSpec
 from .timetable_driver import Formed, Held, PoolEvent, TimetableDriver, first_rejoin
-from .timetable_plan import TimetableReplayError, TTLink, TTPlan, TTRun, TTStop, consist_files, plan_timetable
+from .timetable_plan import (
+    TimetableReplayError,
+    TTLink,
+    TTPlan,
+    TTRun,
+    TTStop,
+    consist_files,
+    plan_timetable,
+    with_route_stations,
+)
 
 #: Seconds between the timetable's own checks (links, pools, holds).
 CHECK_EVERY_S = 1.0
@@ -83,6 +93,7 @@ class TimetablePolicy(ActivityPolicy):
         self._wait_nodes: dict[tuple[str, int, str | None], int | None] = {}
         self._tt_next = 0.0
         self._dwell_held: dict[int, bool] = {}
+        self._restarted: set[tuple[int, int]] = set()  # (train, stop) given its restart delay
         self._tt_stops: dict[int, list[TTStop]] = {}
 
     def driver(self, spec: TrainSpec, auto: Any, default: Any, train: Any) -> TimetableDriver:
@@ -92,6 +103,9 @@ class TimetablePolicy(ActivityPolicy):
         super().start(replay)
         for s in self.tt_plan.simplifications:
             replay.log.add(SetupWarning(time=0.0, message=f"simplified: {s}"))
+        for defect in self.tt_plan.defects:
+            if defect not in self.tt_plan.warnings:  # the reader's findings are said already
+                replay.log.add(SetupWarning(time=0.0, message=f"left out of the timetable: {defect}"))
         self._place_timetable_stops(self.route)
         for k, d in enumerate(self._tt_drivers()):
             r = self.runs[self.trains[k].spec.name]
@@ -100,8 +114,8 @@ class TimetablePolicy(ActivityPolicy):
                 d.ai = False
             else:
                 d.ai = not r.stays
-                if r.create is not None:
-                    d.hold_until = float(r.start)
+                if r.create is not None or r.restart_new_s > 0.0:
+                    d.hold_until = float(r.start) + r.restart_new_s
                 if r.formed_by is not None or r.pool_from is not None or r.activated:
                     d.start = math.inf  # released by _check
             if r.max_speed is not None:
@@ -288,6 +302,12 @@ class TimetablePolicy(ActivityPolicy):
                     Formed(time=self.time, clock=clock(now), train=r.formed_by, new_train=name, how=how)
                 )
             d.start = now
+        # #restartdelay $station: once a stop has begun, its departure is that much later
+        for k, d in enumerate(self._tt_drivers()):
+            r = self.runs[self.trains[k].spec.name]
+            if r.restart_station_s > 0.0 and d.state == "dwell" and (k, d.next_stop) not in self._restarted:
+                self._restarted.add((k, d.next_stop))
+                d.dwell_until += r.restart_station_s
         # 3. holds at the start and at stations
         for k, d in enumerate(self._tt_drivers()):
             name = self.trains[k].spec.name
@@ -490,8 +510,11 @@ class TimetableReplay(ActivityReplay):
         stuck_after: float = 1800.0,
         physics: str | None = None,
     ) -> None:
-        self.tt_plan = plan
         route = route if route is not None else load_route(plan.route_folder)
+        plan = with_route_stations(
+            plan, {it.station for it in route.tdb.items if isinstance(it, PlatformItem)}
+        )
+        self.tt_plan = plan
         runs = [r for r in plan.runs if not r.pool_stock]
         if not runs:
             raise TimetableReplayError(f"{plan.timetable.path}: the timetable runs no trains")
@@ -590,8 +613,9 @@ class TimetableReplay(ActivityReplay):
             "drawn_from_pool": dict(pol.pool_drawn),
             "delays_s": {k: round(v, 1) for k, v in pol.delay.items()},
             "simplifications": list(self.tt_plan.simplifications),
+            "defects": list(self.tt_plan.defects),
         }
-        return TimetableResult(ar, outcomes, self.tt_plan.simplifications)
+        return TimetableResult(ar, outcomes, self.tt_plan.simplifications, self.tt_plan.defects)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -602,6 +626,7 @@ class TimetableResult:
     activity: ActivityResult
     outcomes: dict = field(default_factory=dict)
     simplifications: tuple[str, ...] = ()
+    defects: tuple[str, ...] = ()  # what of the file was left out (TTPlan.defects)
 
     @property
     def replay(self):  # noqa: ANN201
@@ -613,10 +638,10 @@ class TimetableResult:
 
     @property
     def failed(self) -> bool:
-        """Derailed, collided, deadlocked, stuck, or a train that did not reach its end
-        (cancelled ones included)."""
+        """Derailed, collided, deadlocked, stuck, a train that did not reach its end
+        (cancelled ones included), or a part of the file left out (``defects``)."""
         s = self.activity.replay.summary
-        return self.activity.failed or bool(s["not_at_end"])
+        return self.activity.failed or bool(s["not_at_end"]) or bool(self.defects)
 
     def timetable_csv(self) -> str:
         return self.activity.timetable_csv()

@@ -14,8 +14,16 @@ from pathlib import Path
 
 from ..errors import TdbToolsError
 from ..formats.consist import Consist, read_consist
-from ..formats.timetable import Command, Stamp, Timetable, read_timetable
+from ..formats.timetable import (
+    Command,
+    Stamp,
+    Timetable,
+    read_timetable,
+    relative_file_name,
+)
+from ..formats.timetable_list import LIST_SUFFIXES, read_timetable_group
 from ..physics.scenario import resolve_file
+from .timetable_select import drop_bad_refs, drop_bad_trains, with_canonical_refs
 
 #: At most this many trains (and extra stable moves) are replayed.
 MAX_TT_TRAINS = 500
@@ -105,6 +113,8 @@ class TTRun:
     activates: tuple[tuple[str | None, str], ...] = ()  # (station or None=start, "END"), train
     max_speed: float | None = None  # m/s
     decel_factor: float = 1.0
+    restart_new_s: float = 0.0  # #restartdelay $new: added to its start
+    restart_station_s: float = 0.0  # #restartdelay $station: added to each departure
     synthetic: bool = False  # a $stable move
     disposal: str = "removed"
     source: str = ""  # the train's heading in the file (static trains are renamed)
@@ -119,6 +129,19 @@ class TTPlan:
     warnings: tuple[str, ...] = ()
     simplifications: tuple[str, ...] = ()
     assembled: dict = field(default_factory=dict, compare=False)  # consist text -> Consist
+    #: What of the file was left out (cells that cannot be read, trains that cannot
+    #: run, commands naming missing trains): the replay says it and exits 1.
+    defects: tuple[str, ...] = ()
+
+
+def _number(v: tuple[str, ...] | None) -> float:
+    """A #restartdelay value in seconds (0 when missing or not a number, as Open Rails
+    leaves a value it cannot read unset)."""
+    try:
+        x = float(v[0]) if v else 0.0
+    except ValueError:
+        return 0.0
+    return x if 0.0 <= x < 86400.0 else 0.0
 
 
 def _minutes(cmd: Command, q: str) -> float | None:
@@ -163,9 +186,18 @@ def plan_timetable(
 ) -> TTPlan:
     """Read a timetable and turn its trains into runs (module docstring)."""
     p = Path(path)
-    tt = read_timetable(p, strict=True)
+    # read as Open Rails reads: a cell that cannot be read is left out and said, the
+    # other trains run (the run then exits 1: TimetableResult.failed)
+    left_out: tuple[str, ...] = ()
+    if p.suffix.lower() in LIST_SUFFIXES:
+        # a list: its timetables run together, as Open Rails runs them
+        tt, left_out = read_timetable_group(p)
+    else:
+        tt = read_timetable(p, strict=False)
     folder = Path(route_folder) if route_folder is not None else route_of(p)
     warnings = [str(f) for f in tt.findings]
+    defects = [str(f) for f in tt.findings if f.code == "FORMAT" or f.severity == "error"]
+    defects.extend(left_out)
     simpl: list[str] = []
     station_cmds = {s.name: s.commands for s in tt.stations}
     runs: list[TTRun] = []
@@ -174,6 +206,12 @@ def plan_timetable(
         raise TimetableReplayError(
             f"no train {player!r} to play in {p.name} (trains: {', '.join(sorted(t.name for t in tt.trains if not t.static))})"
         )
+    tt = with_canonical_refs(tt)
+    tt = drop_bad_trains(tt, defects)
+    names = {t.name for t in tt.trains}
+    if player is not None and player not in names:
+        raise TimetableReplayError(f"train {player!r} cannot run: {'; '.join(defects)}")
+    tt = drop_bad_refs(tt, names, defects)
     formed: dict[str, tuple[str, str]] = {}  # new train -> (by, how)
     static_count = 0
     for t in tt.trains:
@@ -204,9 +242,10 @@ def plan_timetable(
             raise TimetableReplayError(f"train {name!r}: no #path")
         if not t.consist:
             raise TimetableReplayError(f"train {name!r}: no #consist")
-        for v in (t.path, *(c.name for c in t.consist)):
-            if "/" in v or "\\" in v or v in (".", ".."):
-                raise TimetableReplayError(f"train {name!r}: {v!r} must be a plain file name")
+        tpath = file_name(t.path, ".pat", f"train {name!r}: path")
+        if any(q == "endatlastsignal" for q, _v in t.path_qualifiers):
+            simpl.append(f"{name}: $endatlastsignal is read; the train runs to the end of its path")
+        tcons = [file_name(c.name, ".con", f"train {name!r}: consist") for c in t.consist]
         start = t.start.seconds if t.start is not None and t.start.seconds is not None else None
         create = None
         pool_from = None
@@ -263,8 +302,19 @@ def plan_timetable(
                     simpl.append(f"{name}: $cruise is used as a speed cap (no catching up when late)")
             elif c.name not in MODELLED:
                 simpl.append(f"{name}: speed command ${c.name} is not modelled")
-        if t.restart_delay:
-            simpl.append(f"{name}: #restartdelay is read; the replay has no random restart delays")
+        restart: dict[str, float] = {}
+        for c in t.restart_delay:
+            fix, var = _number(c.qualifier("fix")), _number(c.qualifier("var"))
+            if c.name in ("new", "station"):
+                # Open Rails draws fix + a random part up to var; here the mean of it
+                restart[c.name] = fix + var / 2.0
+            else:
+                simpl.append(f"{name}: #restartdelay ${c.name} is read and not applied")
+        if restart:
+            simpl.append(
+                f"{name}: #restartdelay: the fixed part plus half the random part (its mean) is added "
+                "when the train starts and when it leaves a stop"
+            )
         stops: list[TTStop] = []
         for s in t.stops:
             cmds = s.commands + station_cmds.get(s.station, ())
@@ -325,7 +375,7 @@ def plan_timetable(
                 nxt = (c.qualifier("forms") or c.qualifier("triggers") or (None,))[0]
                 out = TTRun(
                     f"{name} (stable out)",
-                    out_path,
+                    file_name(out_path, ".pat", f"train {name!r}: $stable /out_path"),
                     "",
                     "",
                     _time_value(out_t) if out_t else 0,
@@ -348,7 +398,7 @@ def plan_timetable(
                     extra.append(
                         TTRun(
                             f"{name} (stable in)",
-                            in_path,
+                            file_name(in_path, ".pat", f"train {name!r}: $stable /in_path"),
                             "",
                             "",
                             _time_value(in_t) if in_t else 0,
@@ -366,11 +416,11 @@ def plan_timetable(
         by, how = formed.get(t.name, (None, ""))
         if player is not None and t.name == player:
             stays = True
-        consist_text = " + ".join(f"{c.name}{' $reverse' if c.reverse else ''}" for c in t.consist)
+        consist_text = " + ".join(f"{c}{' $reverse' if p.reverse else ''}" for c, p in zip(tcons, t.consist))
         run = TTRun(
             name,
-            t.path,
-            t.consist[0].name if len(t.consist) == 1 and not t.consist[0].reverse else "",
+            tpath,
+            tcons[0] if len(t.consist) == 1 and not t.consist[0].reverse else "",
             consist_text,
             start if start is not None else -1,
             create,
@@ -387,6 +437,8 @@ def plan_timetable(
             activates=tuple(activates),
             max_speed=max_speed,
             decel_factor=decel,
+            restart_new_s=restart.get("new", 0.0),
+            restart_station_s=restart.get("station", 0.0),
             disposal=disposal,
             source=t.name,
         )
@@ -416,7 +468,15 @@ def plan_timetable(
                 )
     used = _used_commands(tt)
     simpl.extend(note for name, note in SIMPLIFIED.items() if name in used)
-    return TTPlan(tt, folder, tuple(runs), player, tuple(warnings), tuple(dict.fromkeys(simpl)))
+    return TTPlan(
+        tt,
+        folder,
+        tuple(runs),
+        player,
+        tuple(warnings),
+        tuple(dict.fromkeys(simpl)),
+        defects=tuple(dict.fromkeys(defects)),
+    )
 
 
 #: How the replay simplifies commands it does model (docs/timetables.md §5): said on
@@ -447,6 +507,38 @@ def _used_commands(tt: Timetable) -> set[str]:
     if "forcehold" in names:
         names.add("hold")
     return names
+
+
+def with_route_stations(plan: TTPlan, route_stations: set[str]) -> TTPlan:
+    """``plan`` with its station names spelt as the route's platforms spell them: Open
+    Rails matches a timetable's station rows to platform names case-insensitively
+    (it lower-cases both; ProcessTimetable.cs, StopInfo)."""
+    import dataclasses
+
+    spell = {n.strip().lower(): n for n in sorted(route_stations)}
+
+    def st(n: str | None) -> str | None:
+        return None if n is None else spell.get(n.strip().lower(), n)
+
+    runs = tuple(
+        dataclasses.replace(
+            r,
+            stops=tuple(dataclasses.replace(x, station=st(x.station) or x.station) for x in r.stops),
+            links=tuple(dataclasses.replace(lk, station=st(lk.station)) for lk in r.links),
+            activates=tuple((w if w in (None, "END") else st(w), n) for w, n in r.activates),
+        )
+        for r in plan.runs
+    )
+    return dataclasses.replace(plan, runs=runs)
+
+
+def file_name(name: str, suffix: str, who: str) -> str:
+    """:func:`~tdbtools.formats.timetable.relative_file_name`, refusing a name that
+    would lead outside its folder."""
+    rel = relative_file_name(name, suffix)
+    if rel is None:
+        raise TimetableReplayError(f"{who} {name!r} must name a file inside its folder")
+    return rel
 
 
 def _replace(r: TTRun, **kw: object) -> TTRun:
@@ -524,7 +616,9 @@ def consist_files(plan: TTPlan, route_install: Path, route_folder: Path, tmp: Pa
             continue
         parts = []
         for cp in src.consist:
-            f = resolve_file(Path(cp.name), *folders, suffix=".con")
+            f = resolve_file(
+                Path(file_name(cp.name, ".con", f"train {r.name!r}: consist")), *folders, suffix=".con"
+            )
             if f is None:
                 raise TimetableReplayError(
                     f"train {r.name!r}: consist {cp.name!r} not found in TRAINS/CONSISTS"
@@ -551,6 +645,8 @@ __all__ = [
     "TTRun",
     "TTStop",
     "TimetableReplayError",
+    "with_route_stations",
+    "file_name",
     "assemble_consist",
     "consist_files",
     "plan_timetable",

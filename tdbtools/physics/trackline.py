@@ -71,6 +71,7 @@ when it has no reversal); ``line.part`` / ``line.parts`` say which.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,7 +88,7 @@ from ..track.spatial import cached, track_geometry
 from ..track.speedposts import CATEGORIES, SpeedPost, limit_after, speed_posts
 from ..track.traveller import Switches, Traveller
 
-__all__ = ["LineJunction", "TrackLine", "TrackLineError"]
+__all__ = ["LineJunction", "LinePieces", "TrackLine", "TrackLineError"]
 
 _EPS = 1e-9
 #: A walk that stopped this close (m) to the requested end is "at" it.
@@ -202,6 +203,24 @@ class _Walk:
 
 
 @dataclass(frozen=True, eq=False)
+class LinePieces:
+    """The section pieces a :class:`TrackLine` walks, in order (one entry per piece):
+    ``row`` (of route.tdb.sections; -1 on a synthetic line), ``dir`` (1: walked in the
+    section's direction), ``s0``/``s1`` (line distances of its ends), ``soff0`` (the
+    section offset at ``s0``), ``grade`` and ``curvature`` along the line, and ``geom``,
+    the geometry of their sections (row k = piece k; None on a synthetic line)."""
+
+    row: np.ndarray
+    dir: np.ndarray
+    s0: np.ndarray
+    s1: np.ndarray
+    soff0: np.ndarray
+    grade: np.ndarray
+    curvature: np.ndarray
+    geom: SectionGeometry
+
+
+@dataclass(frozen=True, eq=False)
 class TrackLine:
     """A sampled line of track; see the module docstring for the conventions.
 
@@ -240,14 +259,7 @@ class TrackLine:
     seg_s0: np.ndarray
     seg_s1: np.ndarray
     seg_off0: np.ndarray
-    piece_row: np.ndarray  # section pieces (row of route.tdb.sections)
-    piece_dir: np.ndarray
-    piece_s0: np.ndarray
-    piece_s1: np.ndarray
-    piece_soff0: np.ndarray
-    piece_grade: np.ndarray
-    piece_curvature: np.ndarray
-    piece_geom: SectionGeometry  # geometry of the pieces' sections (row k = piece k)
+    pieces: LinePieces  # the section pieces walked, in order
     junction_s: np.ndarray
     junction_node: np.ndarray
     junction_route: np.ndarray
@@ -484,14 +496,7 @@ class TrackLine:
             seg_s0=s0,
             seg_s1=s1,
             seg_off0=so,
-            piece_row=pr,
-            piece_dir=pd,
-            piece_s0=ps0,
-            piece_s1=ps1,
-            piece_soff0=pso,
-            piece_grade=pgrade,
-            piece_curvature=pcurv,
-            piece_geom=pgeom,
+            pieces=LinePieces(pr, pd, ps0, ps1, pso, pgrade, pcurv, pgeom),
             junction_s=np.array([j.s for j in js], dtype=np.float64),
             junction_node=np.array([j.node for j in js], dtype=np.int64),
             junction_route=np.array([j.route for j in js], dtype=np.int64),
@@ -506,7 +511,9 @@ class TrackLine:
         )
         ex = line._exact(pts)
         hu = np.unwrap(ex["heading"]) if len(pts) else ex["heading"]
-        cols = dict(
+        # the samples are looked up on the line of the tables alone, then the line is made
+        return dataclasses.replace(
+            line,
             node=ex["node"],
             offset=ex["offset"],
             direction=ex["direction"],
@@ -523,9 +530,6 @@ class TrackLine:
             speed_limit=ex["speed_limit"],
             _heading_u=hu,
         )
-        for k, v in cols.items():
-            object.__setattr__(line, k, v)
-        return line
 
     @classmethod
     def synthetic(
@@ -587,14 +591,16 @@ class TrackLine:
             seg_s0=one.copy(),
             seg_s1=np.array([float(length)]),
             seg_off0=one.copy(),
-            piece_row=np.array([-1], np.int64),
-            piece_dir=np.array([1], np.int8),
-            piece_s0=one.copy(),
-            piece_s1=np.array([float(length)]),
-            piece_soff0=one.copy(),
-            piece_grade=np.array([float(grade)]),
-            piece_curvature=np.array([float(curvature)]),
-            piece_geom=None,  # type: ignore[arg-type]  # no section geometry: at(exact=True) fails
+            pieces=LinePieces(
+                np.array([-1], np.int64),
+                np.array([1], np.int8),
+                one.copy(),
+                np.array([float(length)]),
+                one.copy(),
+                np.array([float(grade)]),
+                np.array([float(curvature)]),
+                None,  # type: ignore[arg-type]  # no section geometry: at(exact=True) fails
+            ),
             junction_s=np.zeros(0),
             junction_node=np.zeros(0, np.int64),
             junction_route=np.zeros(0, np.int64),
@@ -606,8 +612,7 @@ class TrackLine:
             post_kind=tuple("limit" for _ in posts),
             _heading_u=np.zeros_like(pts),
         )
-        object.__setattr__(line, "speed_limit", line.limit(pts))
-        return line
+        return dataclasses.replace(line, speed_limit=line.limit(pts))
 
     # -- lookups -----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -631,8 +636,8 @@ class TrackLine:
         ]
 
     def _piece_index(self, s: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(self.piece_s1, s, side="left")
-        return np.clip(i, 0, len(self.piece_s1) - 1)
+        i = np.searchsorted(self.pieces.s1, s, side="left")
+        return np.clip(i, 0, len(self.pieces.s1) - 1)
 
     def segment_index(self, s: np.ndarray) -> np.ndarray:
         """Index of the node traversal (``seg_*`` arrays) holding each line distance
@@ -656,11 +661,11 @@ class TrackLine:
     def grade_at(self, s) -> np.ndarray:
         """Grade (rise per horizontal metre, direction of travel) at ``s`` (exact:
         the grade of the section there)."""
-        return self.piece_grade[self._piece_index(np.asarray(s, dtype=np.float64))]
+        return self.pieces.grade[self._piece_index(np.asarray(s, dtype=np.float64))]
 
     def curvature_at(self, s) -> np.ndarray:
         """Signed 1/R at ``s`` (exact: the section's)."""
-        return self.piece_curvature[self._piece_index(np.asarray(s, dtype=np.float64))]
+        return self.pieces.curvature[self._piece_index(np.asarray(s, dtype=np.float64))]
 
     def limit(self, s, category: str = "passenger") -> np.ndarray:
         """Speed limit (m/s) for ``category`` in force at ``s`` (a change applies from
@@ -729,10 +734,10 @@ class TrackLine:
     def _exact(self, s) -> dict[str, np.ndarray]:
         s = np.clip(np.asarray(s, dtype=np.float64), 0.0, self.length)
         i = self._piece_index(s)
-        fwd = self.piece_dir[i] == 1
-        ds = s - self.piece_s0[i]
-        soff = self.piece_soff0[i] + np.where(fwd, ds, -ds)
-        p = point_at(self.piece_geom, i, soff)
+        fwd = self.pieces.dir[i] == 1
+        ds = s - self.pieces.s0[i]
+        soff = self.pieces.soff0[i] + np.where(fwd, ds, -ds)
+        p = point_at(self.pieces.geom, i, soff)
         X = p.tile_x * TILE_SIZE + p.x
         Z = p.tile_z * TILE_SIZE + p.z
         tx, tz, x, z = normalize_tile(p.tile_x, p.tile_z, p.x, p.z)
@@ -751,8 +756,8 @@ class TrackLine:
             X=X,
             Z=Z,
             heading=heading,
-            grade=self.piece_grade[i],
-            curvature=self.piece_curvature[i],
+            grade=self.pieces.grade[i],
+            curvature=self.pieces.curvature[i],
             speed_limit=self.limit(s),
         )
 

@@ -25,9 +25,10 @@ from ..formats.activity import StopItem
 from ..formats.consist import resolve_stock
 from ..formats.pat import read_pat
 from ..formats.route import Route
-from ..track.paths import ResolvedPath, resolve_path
+from ..track.pathnodes import check_path, node_error, wait_order
+from ..track.paths import ResolvedPath
 from . import forces
-from .reversal import PartPlan, plan_parts
+from .reversal import PartPlan, ReversalError, plan_parts
 from .scenario import TrainSpec, resolve_file
 
 __all__ = [
@@ -37,10 +38,6 @@ __all__ = [
     "part_waits",
     "service_parts",
 ]
-
-#: Open Rails' special waiting-point values (3HHMM clock times, 4NNSS/5NNSS coupling
-#: orders, …) start here; they are waits of 0 s in the replay.
-SPECIAL_WAIT = 30000
 
 
 def part_name(service: str, k: int) -> str:
@@ -55,7 +52,10 @@ class ServicePart:
     service: str
     spec: TrainSpec
     plan: PartPlan | None
-    waits: list[tuple[float, float]] = field(default_factory=list)
+    #: (line distance, seconds, clock time to wait until or None) of its waiting points
+    waits: list[tuple[float, float, int | None]] = field(default_factory=list)
+    #: what the replay tolerates on this service's path (waiting-point orders it does not carry out)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def index(self) -> int:
@@ -87,12 +87,14 @@ def _train_length(consist_name: Path, route: Route, sdir: Path, stand_in: bool) 
     return float(model.length.sum())
 
 
-def part_waits(pat: Path, res: ResolvedPath) -> list[list[tuple[float, float]]]:
-    """The waiting points of each part of a path: (line distance on its part, seconds).
-    A point is where its leg starts (docs/activities.md §4.5)."""
+def part_waits(pat: Path, res: ResolvedPath) -> list[list[tuple[float, float, int | None]]]:
+    """The waiting points of each part of a path: (line distance on its part, seconds,
+    clock time to wait until or None), read as Open Rails reads them
+    (:func:`~tdbtools.track.pathnodes.wait_order`). A point is where its leg starts
+    (docs/activities.md §4.5)."""
     pf = read_pat(pat, diagnostics=Diagnostics(strict=False))
     chain = list(pf.main_chain())
-    out: list[list[tuple[float, float]]] = [[]]
+    out: list[list[tuple[float, float, int | None]]] = [[]]
     s = 0.0
     for k, leg in enumerate(res.legs):
         if k > 0 and k in res.reversals:
@@ -101,7 +103,8 @@ def part_waits(pat: Path, res: ResolvedPath) -> list[list[tuple[float, float]]]:
         if 0 < leg.from_point < len(chain):
             w = pf.nodes[chain[leg.from_point]].wait_seconds
             if w is not None:
-                out[-1].append((s, float(w) if w < SPECIAL_WAIT else 0.0))
+                order = wait_order(w)
+                out[-1].append((s, order.seconds, order.until))
         s += leg.length
     return out
 
@@ -115,18 +118,26 @@ def service_parts(
     stand_in: bool,
     clearance,  # noqa: ANN001  (junction -> metres)
 ) -> list[ServicePart]:
-    """The replay trains of one service: one, or one per part when its path reverses."""
+    """The replay trains of one service: one, or one per part when its path reverses.
+    Every node of the path is checked as Open Rails reads it: a node the train cannot
+    follow (off the track, no way on, an unknown flag, a reversal it cannot make) is a
+    located :class:`~tdbtools.track.pathnodes.PathNodeError`, never a shorter run."""
     base = TrainSpec(name=name, consist=consist, path=path, driver="auto", start_speed=0.0)
     pat = resolve_file(path, sdir, Path(route.folder) / "PATHS", Path(route.folder), suffix=".pat")
     if pat is None:
-        return [ServicePart(name, base, None)]
-    res = resolve_path(route, pat)
-    if not res.ok or not res.reversals:
-        return [ServicePart(name, base, None)]
+        return [ServicePart(name, base, None)]  # (the replay says the path is missing)
+    res, notes = check_path(route, pat)
+    if not res.reversals:
+        return [ServicePart(name, base, None, notes=notes)]
     length = _train_length(consist, route, sdir, stand_in)
     if length is None:
-        return [ServicePart(name, base, None)]
-    plans = plan_parts(route, res, length, start_offset=0.0, clearance=clearance)
+        return [ServicePart(name, base, None, notes=notes)]  # (the replay says why)
+    try:
+        plans = plan_parts(route, res, length, start_offset=0.0, clearance=clearance)
+    except ReversalError as exc:
+        chain = list(read_pat(pat, diagnostics=Diagnostics(strict=False)).main_chain())
+        node = chain[exc.point] if exc.point is not None and 0 <= exc.point < len(chain) else None
+        raise node_error(pat, node, f"service {name!r}: {exc}") from None
     waits = part_waits(pat, res)
     out = []
     for p in plans:
@@ -139,7 +150,8 @@ def service_parts(
             start_offset=p.start_offset,
             turned=p.turned,
         )
-        out.append(ServicePart(name, spec, p, waits[p.part] if p.part < len(waits) else []))
+        w = waits[p.part] if p.part < len(waits) else []
+        out.append(ServicePart(name, spec, p, w, notes if p.part == 0 else []))
     return out
 
 

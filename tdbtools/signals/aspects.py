@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator
+from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 from ..formats.sigcfg import ASPECTS, CLEAR_2, STOP, SUBTYPES
 from .circuits import BLOCK_CLEAR, MAX_WALK
 from .events import ScriptFailed
 from .objects import Head
+from .schedule import BLK, EN, LV, NN, RO, ST, SW, ScriptSchedule
 
 #: How far (sections, along the switches as set) a look-up for the next signal of a function
 #: goes; Open Rails goes on to the end of the set track.
@@ -30,7 +32,12 @@ Interlocking = Any
 
 
 class HeadRuntime:
-    """A head while the runtime runs it: what its script reads (docs/signals.md §2.6)."""
+    """A head while the runtime runs it: what its script reads (docs/signals.md §2.6).
+
+    Every built-in that reads something that can change (a block, an enabled train, a
+    head's state, an lvar, a switch, a route) records it in ``self.asp.reads`` as a cell of
+    :mod:`.schedule`: a head runs again only when a cell it read changed (§4.4). A new
+    built-in must do the same (``tests/test_signal_schedule.py`` lists them)."""
 
     __slots__ = (
         "ilk",
@@ -68,6 +75,7 @@ class HeadRuntime:
 
     # MSTS set ---------------------------------------------------------------------------------
     def block_state(self) -> int:
+        self.asp.reads.add(BLK + self.sig)
         return self.ilk.block[self.sig]
 
     def route_set(self) -> int:
@@ -146,7 +154,10 @@ class HeadRuntime:
         return -1
 
     def id_sig_enabled(self, sid: int) -> int:
-        return int(0 <= sid < len(self.ilk.objects) and self.ilk.enabled_train[sid] >= 0)
+        if not 0 <= sid < len(self.ilk.objects):
+            return 0
+        self.asp.reads.add(EN + sid)
+        return int(self.asp.enabled_for(sid) >= 0)
 
     def id_sig_lr(self, sid: int, fn: int) -> int:
         if not 0 <= sid < len(self.ilk.objects):
@@ -158,18 +169,26 @@ class HeadRuntime:
         lv = self.asp.lvars[self.sig]
         if lv.get(i) != v or i not in lv:
             self.asp.lvar_changed = True
+            self.asp.written.append(LV + self.sig)
         lv[i] = v
         return 0
 
     def this_sig_lvar(self, i: int) -> int:
+        self.asp.reads.add(LV + self.sig)
         return self.asp.lvars[self.sig].get(i, 0)
 
     def next_sig_lvar(self, fn: int, i: int) -> int:
         nxt = self.asp.next_signal(self.sig, fn)
-        return self.asp.lvars[nxt].get(i, 0) if nxt >= 0 else 0
+        if nxt < 0:
+            return 0
+        self.asp.reads.add(LV + nxt)
+        return self.asp.lvars[nxt].get(i, 0)
 
     def id_sig_lvar(self, sid: int, i: int) -> int:
-        return self.asp.lvars[sid].get(i, 0) if 0 <= sid < len(self.ilk.objects) else 0
+        if not 0 <= sid < len(self.ilk.objects):
+            return 0
+        self.asp.reads.add(LV + sid)
+        return self.asp.lvars[sid].get(i, 0)
 
     def approach_control_position(self, d: int) -> int:
         return self.asp.approach(self.sig, d, None, forced=False)
@@ -221,24 +240,55 @@ class SignalAspects:
         self.normal_typed = [
             [h for h in hs if h.head.function == "NORMAL" and h.type is not None] for hs in self.heads_of
         ]
-        # What the scripts read when their last pass changed nothing (None: run them);
-        # see run_scripts.
-        self.at_rest: tuple | None = None
+        #: When each head runs again (docs/signals.md §4.4); see run_scripts.
+        self.schedule = ScriptSchedule(len(self.order))
+        #: The cells the script running now read, and those it wrote (lvars).
+        self.reads: set[int] = set()
+        self.written: list[int] = []
+        self.head_volatile = False
+        #: Signals a head of which changed state (drained by :meth:`take_changed`).
+        self.changed: set[int] = set()
         self.lvar_changed = False
         #: Passes of the scripts that ran (not skipped): aspects change only then.
         self.passes = 0
         #: A script of the last pass read something that moves with the trains (approach
-        #: control): the next pass is not skipped.
+        #: control): it runs again at the next pass.
         self.volatile = False
         #: Signal -> the train its approach control cleared for (until the signal is reset).
         self.approach_cleared: dict[int, int] = {}
         self._sig_in: dict[tuple[int, int], list[int]] = {}
         self._all_sig: dict[int, list[tuple[float, int]]] = {}
         # (signal, function) -> ((switch epoch, enabled train), next signal found)
-        self._next: dict[tuple[int, int], tuple[tuple[int, int], int]] = {}
+        self._next: dict[tuple[int, int], tuple[tuple[int, int], int, set[int]]] = {}
+        #: Signal -> the train a signal without a NORMAL head is enabled for (-1: none):
+        #: the last train that reserved the section holding it, in its direction (§4.5).
+        self.enabled_other = [-1] * n
+
+    def enabled_for(self, sig: int) -> int:
+        """The train ``sig`` is enabled for (-1: none): a NORMAL signal's is the train it
+        was requested by; any other signal's is the last train that reserved its section."""
+        if self.ilk.objects[sig].is_normal:
+            return self.ilk.enabled_train[sig]
+        return self.enabled_other[sig]
+
+    def note_reserved(self, sec: int, direction: int, train: int) -> None:
+        """A section reserved for ``train`` running ``direction``: every signal in it facing
+        that way with no NORMAL head becomes enabled for the train, as Open Rails'
+        ``TrackCircuitSection.Reserve`` sets ``enabledTrain`` of the non-NORMAL signals of
+        the section (Simulation/Signalling/TrackCircuitSection.cs, read for facts). It stays
+        so until another train reserves the section (Open Rails does not reset it either)."""
+        objects = self.ilk.objects
+        for x in self.signals_in(sec, direction):
+            if not objects[x].is_normal:
+                self.enabled_other[x] = train
+
+    def forget_train(self, train: int) -> None:
+        """A train left the world: the signals enabled for it are free."""
+        self.enabled_other = [-1 if k == train else k for k in self.enabled_other]
 
     # -- signal look-ups for the scripts (§2.6, §2.7) -------------------------------------------
     def sig_lr(self, sig: int, fn: int) -> int:
+        self.reads.add(ST + sig)
         best = -1
         for h in self.heads_of[sig]:
             if h.head.function_index == fn and h.state > best:
@@ -246,6 +296,7 @@ class SignalAspects:
         return best
 
     def sig_mr(self, sig: int, fn: int) -> int:
+        self.reads.add(ST + sig)
         worst = 99
         for h in self.heads_of[sig]:
             if h.head.function_index == fn and h.state < worst:
@@ -260,16 +311,21 @@ class SignalAspects:
         end of the track; not found that way, along the enabled train's path up to the next
         NORMAL signal (the signal's route)."""
         ilk = self.ilk
+        reads = self.reads
         if fn == 0 and ilk.objects[sig].is_normal:
+            reads.add(NN + sig)
             return ilk.next_normal[sig]
-        t_idx = ilk.enabled_train[sig]
+        reads.add(EN + sig)
+        t_idx = self.enabled_for(sig)
         key = (sig, fn)
         stamp = (ilk.circuits.switch_epoch, t_idx)
         hit = self._next.get(key)
         if hit is not None and hit[0] == stamp:
+            reads.update(hit[2])
             return hit[1]
         found = -1
-        for x in self._ahead(sig):
+        switches: set[int] = set()  # the switches the search went through (what it read)
+        for x in self._ahead(sig, switches):
             if any(h.head.function_index == fn for h in self.heads_of[x]):
                 found = x
                 break
@@ -284,12 +340,22 @@ class SignalAspects:
                     break
                 if ilk.objects[x].is_normal:
                     break
-        self._next[key] = (stamp, found)
+        self._next[key] = (stamp, found, switches)
+        reads.update(switches)
         return found
 
-    def _ahead(self, sig: int) -> Iterator[int]:
+    def _walk_switches(self, start: int, walk: list[tuple[int, int]], out: set[int]) -> None:
+        """The switches a walk from section ``start`` depended on, as cells (any junction in it)."""
+        sections = self.ilk.sections
+        for s_id in (start, *(w for w, _d in walk)):
+            sec = sections[s_id]
+            if sec.kind == "junction":
+                out.add(SW + sec.node)
+
+    def _ahead(self, sig: int, switches: set[int]) -> Iterator[int]:
         """The signals facing the same way beyond ``sig``, in order, along the sections as
-        set (each once; ``sig`` itself not), up to SEARCH_SECTIONS sections."""
+        set (each once; ``sig`` itself not), up to SEARCH_SECTIONS sections; the switches
+        of the walks it made go to ``switches``."""
         ilk = self.ilk
         o = ilk.objects[sig]
         d = o.tc_direction
@@ -307,6 +373,7 @@ class SignalAspects:
         cur = sec
         while walked < SEARCH_SECTIONS:
             walk = ilk.circuits.walk_from(cur, d)
+            self._walk_switches(cur, walk, switches)
             if not walk:
                 return
             for s_id, sd in walk:
@@ -372,6 +439,7 @@ class SignalAspects:
             cur = self.next_signal(cur, fn1)
             if cur < 0:
                 break
+            self.reads.add(ST + cur)
             heads = [
                 h
                 for h in self.heads_of[cur]
@@ -392,7 +460,9 @@ class SignalAspects:
         ilk = self.ilk
         main = head.junction[2]
         t_idx = ilk.enabled_train[sig]
+        self.reads.add(EN + sig)
         if t_idx >= 0:
+            self.reads.add(RO + sig)
             elems = ilk.route_of[sig] or []
             if any(ilk.sections[e.section].node == main for e in elems):
                 return 1
@@ -401,40 +471,50 @@ class SignalAspects:
             sec = next((i for i, s in enumerate(ilk.sections) if s.node == head.node), -1)
             if sec < 0:
                 return 0
-        for s_id, _d in ilk.circuits.walk_from(sec, 1 - head.direction, limit=MAX_WALK):
+        walk = ilk.circuits.walk_from(sec, 1 - head.direction, limit=MAX_WALK)
+        self._walk_switches(sec, walk, self.reads)
+        for s_id, _d in walk:
             if ilk.sections[s_id].node == main:
                 return 1
         return 0
 
     # -- the passes (§4.5) -----------------------------------------------------------------------
     def run_scripts(self, *, force_enabled: bool = False) -> None:
-        """One pass of every head's script, NORMAL heads first (§4.5). ``force_enabled``
+        """One pass of the heads' scripts, NORMAL heads first (§4.5). ``force_enabled``
         makes every signal read ENABLED = 1 (for testing the scripts alone).
 
-        The scripts are pure functions of what this key holds (docs/signals.md §4.5:
-        timers and call-on read 0): when a pass changed no head and no lvar, another pass
-        over the same inputs gives the same result, so it is skipped until one changes."""
+        The scripts are pure functions of what they read (docs/signals.md §4.4: timers and
+        call-on read 0): with the interlocking ``incremental``, a pass runs only the heads
+        an input of which changed since their last run (:class:`ScriptSchedule`), in the
+        full pass's order, and none when none did; else every head runs."""
         ilk = self.ilk
-        key = (
-            force_enabled,
-            ilk.circuits.switch_epoch,
-            list(ilk.block),
-            list(ilk.enabled_train),
-            list(ilk.next_normal),
-            list(ilk.route_of),
-            [(h.state, h.draw_state) for h in self.order],
-        )
-        if key == self.at_rest:
+        sched = self.schedule
+        order = self.order
+        if ilk.incremental:
+            due = sched.due(ilk, force_enabled)
+        else:
+            sched.forget()
+            due = set(range(len(order)))
+        if not due:
             return
         self.passes += 1
         self.lvar_changed = False
         self.volatile = False
-        changed = False
-        enabled_train, block = ilk.enabled_train, ilk.block
-        for h in self.order:
+        block = ilk.block
+        heap = sorted(due)
+        readers, later = sched.readers, sched.dirty
+        changed = self.changed
+        while heap:
+            p = heappop(heap)
+            h = order[p]
             if h.type is None:
                 continue
-            h.enabled = 1 if force_enabled else int(enabled_train[h.sig] >= 0)
+            sig = h.sig
+            # (every head reads its own state, and ENABLED)
+            reads = self.reads = {EN + sig, ST + sig}
+            written = self.written = []
+            self.head_volatile = False
+            h.enabled = 1 if force_enabled else int(self.enabled_for(sig) >= 0)
             sc = h.head.script
             before = (h.state, h.draw_state)
             if sc is not None and not h.failed:
@@ -443,13 +523,31 @@ class SignalAspects:
                 except Exception as exc:  # noqa: BLE001 - any failure of one route's script
                     self._fail(h, exc)
             if sc is None or h.failed:
+                reads.add(BLK + sig)
                 h.state = (
-                    h.type.least_restrictive() if block[h.sig] == BLOCK_CLEAR else h.type.most_restrictive()
+                    h.type.least_restrictive() if block[sig] == BLOCK_CLEAR else h.type.most_restrictive()
                 )
                 h.draw_state = h.type.def_draw_state(h.state)
-            if not changed and (h.state, h.draw_state) != before:
-                changed = True
-        self.at_rest = None if changed or self.lvar_changed or self.volatile else key
+            sched.record(p, reads, self.head_volatile)
+            if (h.state, h.draw_state) != before:
+                written.append(ST + sig)
+                changed.add(sig)
+            # Its readers further on run in this pass, those before it (and itself) in the next.
+            for cell in written:
+                for q in readers.get(cell, ()):
+                    if q > p:
+                        if q not in due:
+                            due.add(q)
+                            heappush(heap, q)
+                    else:
+                        later.add(q)
+        self.reads = set()  # (reads outside the scripts go nowhere)
+
+    def take_changed(self) -> list[int]:
+        """The signals a head of which changed state since the last call, in order."""
+        out = sorted(self.changed)
+        self.changed.clear()
+        return out
 
     def _fail(self, h: HeadRuntime, exc: Exception) -> None:
         """Disable a head's script that raised (a division by zero, ...): recorded as a
@@ -475,13 +573,15 @@ class SignalAspects:
         docs/signals.md §4.5): 1 once the train the signal is cleared for is closer than
         ``distance`` m (and, with ``speed``, slower than ``speed`` m/s); it stays 1 for that
         train until the signal is reset. Not ``forced``: only for the train's next signal."""
-        self.volatile = True  # (the answer moves with the trains: no pass is skipped)
         ilk = self.ilk
+        self.reads.add(EN + sig)
         t_idx = ilk.enabled_train[sig]
         if t_idx < 0:
             return 0
         if self.approach_cleared.get(sig) == t_idx:
-            return 1
+            return 1  # (and stays 1 while the signal is enabled for that train)
+        # The answer moves with the train: the head runs again at every pass.
+        self.volatile = self.head_volatile = True
         t = ilk.trains[t_idx]
         if not forced:
             if t.next_signal >= len(t.signals) or t.signals[t.next_signal][1] != sig:

@@ -70,6 +70,9 @@ class TrackCircuits:
         self.walks: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
         #: Bumped when a switch is thrown (walks and free blocks depend on the switches).
         self.switch_epoch = 0
+        #: The junctions set, in order, one entry per bump of switch_epoch: each reader
+        #: keeps its own place in it (what depended on those switches is worked out again).
+        self.thrown: list[int] = []
         #: Bumped by every change of a section's reservation or occupants.
         self.version = 0
         #: Sections whose reservation or occupants changed since the last block update.
@@ -143,6 +146,7 @@ class TrackCircuits:
             self.switches[junction] = route
             self.walks.clear()
             self.switch_epoch += 1
+            self.thrown.append(junction)
             if changed and not quiet and self.switch_setter is not None:
                 self.switch_setter(junction, route)
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from heapq import heappop, heappush
 
 from .aspects import SignalAspects
 from .circuits import (
@@ -32,6 +33,7 @@ from .circuits import (
 )
 from .deadlock import DeadlockWatch
 from .objects import SignalObject
+from .schedule import changed_at
 from .trains import TrainState
 
 #: Speed below which a train counts as standing (m/s), as in Open Rails.
@@ -71,10 +73,14 @@ class RouteSetting:
     _routes: dict[tuple[int, int], tuple[list[Element], int]]
     _routes_ahead: float | None
     _nca: list[tuple[int, int, int]]
-    _free_walks: dict[int, tuple[list[tuple[Section, int]], int]]
-    _free_epoch: int
+    _free_walks: dict[int, tuple[list[tuple[Section, int]], int, list[int]]]
     _free_result: dict[int, tuple[int, int]]
-    _walk_sigs: dict[int, list[int]]
+    _walk_sigs: dict[int, set[int]]
+    _redo: set[int]
+    _pending: set[int]
+    _block_shadow: tuple[list[int], list[int], list[int]] | None
+    _thrown_seen: int
+    node_secs: dict[int, list[int]]
 
     def _hold_start(self, t: TrainState, *, quiet: bool) -> None:
         """Auto Node: the train holds its track up to the first signal (§4.3)."""
@@ -89,7 +95,7 @@ class RouteSetting:
             ):
                 break  # ahead of its front it holds nothing beyond what it cannot have
             if tcs.reserved < 0:
-                self._reserve(tcs, t.index)
+                self._reserve(tcs, t.index, e.direction)
                 if e.route >= 0:
                     self.circuits.set_switch(tcs.node, e.route, quiet=quiet)
 
@@ -242,7 +248,7 @@ class RouteSetting:
         if state <= RESERVABLE:
             for e in elems:
                 sec = self.sections[e.section]
-                self._reserve(sec, t.index)
+                self._reserve(sec, t.index, e.direction)
                 if e.route >= 0:
                     self.circuits.set_switch(sec.node, e.route)
             self.block[sig] = BLOCK_CLEAR
@@ -252,9 +258,13 @@ class RouteSetting:
         else:
             self.block[sig] = BLOCK_OCCUPIED if state == OCC_SAME else BLOCK_JN_OBSTRUCTED
 
-    def _reserve(self, sec: Section, train: int) -> None:
-        """Reserve ``sec`` for ``train`` (-1: release it); a change is noted for the free blocks."""
+    def _reserve(self, sec: Section, train: int, direction: int = -1) -> None:
+        """Reserve ``sec`` for ``train`` (-1: release it); a change is noted for the free
+        blocks. With the ``direction`` the train runs, the signals without a NORMAL head in
+        the section facing it become enabled for the train (§4.5)."""
         self.circuits.reserve(sec, train)
+        if train >= 0 and direction >= 0:
+            self.aspects.note_reserved(sec.index, direction, train)
 
     def _set_occupants(self, k: int) -> None:
         """Section ``k``'s occupants from its holders, in train order (as if filled afresh)."""
@@ -281,57 +291,124 @@ class RouteSetting:
         ones re-check their route when it was not clear.
 
         A free signal's block depends only on the sections of its walk (their reservation,
-        occupants and whether these move): it is worked out again only when one of them
-        changed since the last update (or a switch was thrown), else it is the one worked
-        out last. Not ``incremental``: every free block is worked out afresh."""
-        self._free_caches_current()
+        occupants and whether these move) and on the switches the walk went through: it is
+        worked out again only when one of these changed, else it is the one worked out
+        last. So a cycle looks only at the signals something happened to (docs/signals.md
+        §4.4): free ones whose walk changed, those another part wrote to (a train passed,
+        claimed or left them) and the claimed ones not yet clear, in signal order as a
+        pass over all of them would. Not ``incremental``: every signal, worked out afresh."""
+        if not self.incremental:
+            self._update_blocks_plain()
+            return
+        block, enabled, nn = self.block, self.enabled_train, self.next_normal
+        result, walk_sigs = self._free_result, self._walk_sigs
         touched = self.circuits.touched
-        walk_sigs = self._walk_sigs
+        todo = self._redo
+        self._redo = set()
+        self._drop_thrown(todo, -1)
+        for sec in touched:
+            for k in walk_sigs.get(sec, ()):
+                result.pop(k, None)
+                todo.add(k)
         # (sections written from here on stay in touched for the next update)
-        affected: set[int] = set()
-        if self.incremental:
-            for sec in touched:
-                affected.update(walk_sigs.get(sec, ()))
-        else:
-            affected.update(range(len(self.objects)))
         touched.clear()
-        result = self._free_result
-        for k in range(len(self.objects)):
-            if self.enabled_train[k] < 0:
+        # What was written since the last update (by the cycle, requests, passed signals,
+        # trains leaving): those signals are looked at; a claimed one not clear every time.
+        pending = self._pending
+        shadow = self._block_shadow
+        if shadow is None:
+            written: Iterable[int] = range(len(self.objects))
+        else:
+            written = set(changed_at(block, shadow[0]))
+            written.update(changed_at(enabled, shadow[1]), changed_at(nn, shadow[2]))
+        for k in written:
+            todo.add(k)
+            if enabled[k] >= 0 and block[k] != BLOCK_CLEAR:
+                pending.add(k)
+            else:
+                pending.discard(k)
+        todo |= pending
+        self._block_shadow = (list(block), list(enabled), list(nn))
+        heap = sorted(todo)
+        while heap:
+            k = heappop(heap)
+            if enabled[k] < 0:
                 r = result.get(k)
-                if r is None or k in affected:
+                if r is None:
                     self._free_block(k)
                 else:
-                    self.block[k], self.next_normal[k] = r
-            else:
-                t = self.trains[self.enabled_train[k]]
-                if self.block[k] != BLOCK_CLEAR:
-                    self._request(k, t, self.req[k] if self.req[k] > 0 else 0, False)
-                    if self._free_caches_current():  # it threw a switch
-                        walk_sigs = self._walk_sigs
-                    for sec in touched:  # reserved just now: later signals see it
-                        affected.update(walk_sigs.get(sec, ()))
+                    block[k], nn[k] = r
+            elif block[k] != BLOCK_CLEAR:
+                t = self.trains[enabled[k]]
+                before = (list(block), list(enabled), list(nn))
+                self._request(k, t, self.req[k] if self.req[k] > 0 else 0, False)
+                # What it wrote or reserved: later signals see it now, earlier ones next time.
+                now = set(changed_at(block, before[0]))
+                now.update(changed_at(enabled, before[1]), changed_at(nn, before[2]))
+                self._drop_thrown(now, k)
+                for sec in touched:
+                    for j in walk_sigs.get(sec, ()):
+                        if j > k:
+                            result.pop(j, None)
+                        now.add(j)
+                for j in now:
+                    if j > k and j not in todo:
+                        todo.add(j)
+                        heappush(heap, j)
+                    elif j <= k:
+                        self._redo.add(j)
 
-    def _free_caches_current(self) -> bool:
-        """Drop the free signals' walks and blocks when a switch was thrown since they
-        were worked out; True if it did."""
-        if self._free_epoch == self.circuits.switch_epoch:
-            return False
+    def _update_blocks_plain(self) -> None:
+        """:meth:`update_blocks` the plain way: every free block walked afresh."""
+        self.circuits.touched.clear()
+        self._forget_free()
+        for k in range(len(self.objects)):
+            if self.enabled_train[k] < 0:
+                self._free_block(k)
+            elif self.block[k] != BLOCK_CLEAR:
+                t = self.trains[self.enabled_train[k]]
+                self._request(k, t, self.req[k] if self.req[k] > 0 else 0, False)
+                self._forget_free()
+        self._forget_free()
+
+    def _forget_free(self) -> None:
+        """Drop every free walk and block (the next incremental update starts afresh)."""
         self._free_walks.clear()
         self._free_result.clear()
         self._walk_sigs.clear()
-        self._free_epoch = self.circuits.switch_epoch
-        return True
+        self._redo.clear()
+        self._pending.clear()
+        self._block_shadow = None
+        self._thrown_seen = len(self.circuits.thrown)
+
+    def _drop_thrown(self, todo: set[int], upto: int) -> None:
+        """The free walks through a switch thrown since they were worked out are dropped with
+        their blocks; their signals go to ``todo`` (beyond ``upto``) or to the next update."""
+        thrown = self.circuits.thrown
+        if self._thrown_seen == len(thrown):
+            return
+        for j in thrown[self._thrown_seen :]:
+            ids = self.node_secs.get(j)
+            for k in list(self._walk_sigs.get(ids[0], ())) if ids else ():
+                fw = self._free_walks.pop(k, None)
+                self._free_result.pop(k, None)
+                if fw is not None:
+                    for s_id in fw[2]:
+                        self._walk_sigs[s_id].discard(k)
+                (todo if k > upto else self._redo).add(k)
+        self._thrown_seen = len(thrown)
 
     def _free_block(self, sig: int) -> None:
         """Block state of a signal no train has claimed: its default route (§4.2)."""
+        if not self.objects[sig].is_normal:
+            self._other_block(sig)
+            return
         sec = self.sig_section[sig]
         if sec < 0:
             self.block[sig] = BLOCK_JN_OBSTRUCTED
             return
-        # (docs/signals.md §4.4) The walk's sections and the signal ending it stay the same until a switch is
-        # thrown: only the occupants and reservations are read every cycle.
-        self._free_caches_current()
+        # (docs/signals.md §4.4) The walk's sections and the signal ending it stay the same until a
+        # switch it goes through is thrown: only the occupants and reservations are read every cycle.
         fw = self._free_walks.get(sig)
         if fw is None:
             walk = self.circuits.walk_from(sec, self.objects[sig].tc_direction)
@@ -340,10 +417,15 @@ class RouteSetting:
                 s = self.sections[s_id]
                 if s.kind == "normal" and s.end_signal[sd] >= 0:
                     nxt = s.end_signal[sd]
-            fw = self._free_walks[sig] = ([(self.sections[s_id], sd) for s_id, sd in walk], nxt)
-            for s_id, _sd in walk:
-                self._walk_sigs.setdefault(s_id, []).append(sig)
-        secs, self.next_normal[sig] = fw
+            ids = [s_id for s_id, _sd in walk]
+            fw = self._free_walks[sig] = ([(self.sections[s_id], sd) for s_id, sd in walk], nxt, ids)
+            for s_id in ids:
+                got = self._walk_sigs.get(s_id)
+                if got is None:
+                    self._walk_sigs[s_id] = {sig}
+                else:
+                    got.add(sig)
+        secs, self.next_normal[sig] = fw[0], fw[1]
         if not secs:
             self.block[sig] = BLOCK_JN_OBSTRUCTED
             self._free_result[sig] = (BLOCK_JN_OBSTRUCTED, fw[1])
@@ -360,6 +442,59 @@ class RouteSetting:
                 break
         self.block[sig] = worst
         self._free_result[sig] = (worst, fw[1])
+
+    def _other_block(self, sig: int) -> None:
+        """Block state of a signal without a NORMAL head (DISTANCE, REPEATER, SHUNTING,
+        INFO ...), as Open Rails' ``getBlockState_notRouted`` (Simulation/Signalling/
+        SignalObject.cs, read for facts): from the section holding the signal along the
+        switches as set up to the section that ends at a NORMAL signal, any train occupying
+        a section makes it OCCUPIED (in the signal's own section only a train ahead of the
+        signal counts); reservations do not count (§4.5). Before issue 27 these signals
+        had no section and always read JN_OBSTRUCTED."""
+        o = self.objects[sig]
+        d = o.tc_direction
+        fw = self._free_walks.get(sig)
+        if fw is None:
+            own = self.aspects._section_at(o.node, o.offset)
+            walk: list[tuple[int, int]] = []
+            nxt = -1
+            if own >= 0:
+                walk = [(own, d)]
+                if self.sections[own].end_signal[d] < 0:
+                    walk += self.circuits.walk_from(own, d)
+                last, ld = walk[-1]
+                if self.sections[last].kind == "normal":
+                    nxt = self.sections[last].end_signal[ld]
+            ids = [s_id for s_id, _sd in walk]
+            fw = self._free_walks[sig] = ([(self.sections[s_id], sd) for s_id, sd in walk], nxt, ids)
+            for s_id in ids:
+                self._walk_sigs.setdefault(s_id, set()).add(sig)
+        secs, self.next_normal[sig] = fw[0], fw[1]
+        worst = BLOCK_CLEAR if secs else BLOCK_JN_OBSTRUCTED
+        for i, (s, _sd) in enumerate(secs):
+            if not s.occupants:
+                continue
+            if i == 0 and not any(self._ahead_of(x, s.index, o.offset, d) for x in s.occupants):
+                continue
+            worst = BLOCK_OCCUPIED
+            break
+        self.block[sig] = worst
+        if secs and secs[0][0].occupants:
+            # where in its own section a train stands is not a change the update notes:
+            # worked out again at every update while that section is occupied
+            self._free_result.pop(sig, None)
+            self._redo.add(sig)
+        else:
+            self._free_result[sig] = (worst, fw[1])
+
+    def _ahead_of(self, train: int, sec: int, offset: float, d: int) -> bool:
+        """Some of ``train`` lies in section ``sec`` beyond node offset ``offset`` in
+        direction ``d`` (1: forward along the node)."""
+        ext = self.trains[train].extent(sec)
+        if ext is None:
+            return True
+        lo, hi = ext
+        return hi > offset if d == 1 else lo < offset
 
     def _authority(self, t: TrainState) -> float | None:
         """Auto Node (§4.3): the track up to the next signal is the train's if no other train
@@ -422,7 +557,7 @@ class RouteSetting:
                     t.opposed = opp
                     return self._give_back(t, held, e.s0 - STOP_GAP)
             if sec.reserved < 0:
-                self._reserve(sec, ti)
+                self._reserve(sec, ti, e.direction)
                 if e.route >= 0:
                     self.circuits.set_switch(sec.node, e.route)
             if e.s0 > t.front:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..formats.route import Route
 from ..formats.sigcfg import ASPECTS, RESTRICTING, STOP, STOP_AND_PROCEED
+from .aspect_speed import aspect_speed, no_speed_reduction, passed_limit
 from .aspects import HeadRuntime, SignalAspects
 from .circuits import (
     BLOCK_CLEAR,
@@ -94,15 +95,26 @@ class Interlocking(RouteSetting):
         self.next_normal: list[int] = [-1] * n
         self.aspects = SignalAspects(self)
         self._occupied: set[int] = set()
-        self._free_walks: dict[int, tuple[list[tuple[Section, int]], int]] = {}
-        self._free_epoch = 0
-        self._free_result: dict[int, tuple[int, int]] = {}  # signal -> (block, next signal)
-        self._walk_sigs: dict[int, list[int]] = {}  # section -> free signals walking it
+        # Free signals (docs/signals.md §4.4): signal -> (its walk's sections, the signal
+        # ending it, the section ids), signal -> (block, next signal), section -> free
+        # signals walking it; signals to look at in the next update, claimed signals not
+        # clear; the block, enabled-train and next-signal lists as the last update began.
+        self._free_walks: dict[int, tuple[list[tuple[Section, int]], int, list[int]]] = {}
+        self._free_result: dict[int, tuple[int, int]] = {}
+        self._walk_sigs: dict[int, set[int]] = {}
+        self._redo: set[int] = set()
+        self._pending: set[int] = set()
+        self._block_shadow: tuple[list[int], list[int], list[int]] | None = None
+        self._thrown_seen = 0
         #: True: a cycle redoes only what changed (occupancy per train, signal routes per
         #: train and signal, free blocks of changed sections); False: everything is worked
         #: out afresh every cycle, the plain computation the tests compare with
         #: (docs/signals.md §4.4). Both give the same results.
         self.incremental = True
+        #: Keep the speed of the aspect a train passes up to the next signal (Open Rails'
+        #: activity mode, docs/signals.md §4.6). Off by default: on DK24 it turns one
+        #: restrictive aspect at the last signal of a path into 56 km at 80 km/h.
+        self.keep_aspect_limit = False
         self._holders: dict[int, set[int]] = {}  # section -> trains occupying it
         # (train, signal) -> (its route, next NORMAL signal); see signal_route.
         self._routes: dict[tuple[int, int], tuple[list[Element], int]] = {}
@@ -228,7 +240,7 @@ class Interlocking(RouteSetting):
         """Put a registered train into the world with its front at ``front``: it holds its
         track up to its first signal and requests routes from the next cycle on (§4.8)."""
         t = self.trains[train]
-        t.on_track, t.done, t.front = True, False, front
+        t.on_track, t.done, t.front, t.passed = True, False, front, None
         t.up_to_signal = False  # known after its first update: a train may stand between
         while t.next_signal < len(t.signals) and t.signals[t.next_signal][0] <= front:
             t.next_signal += 1
@@ -252,6 +264,7 @@ class Interlocking(RouteSetting):
                 self.enabled_train[sig] = -1
                 self.route_of[sig] = None
                 self.block[sig] = BLOCK_JN_OBSTRUCTED
+        self.aspects.forget_train(train)
         t.stop_s, t.creep_at, t.limits = None, None, []
         if t.waiting_since is not None:
             self._end_wait(t)
@@ -398,6 +411,8 @@ class Interlocking(RouteSetting):
                             distance=round(s_sig, 3),
                         )
                     )
+                s_next = t.signals[t.next_signal + 1][0] if t.next_signal + 1 < len(t.signals) else t.end_s
+                t.passed = passed_limit(self.aspects, s_sig, sig, s_next)
                 self.enabled_train[sig] = -1
                 self.route_of[sig] = None
                 self.block[sig] = BLOCK_JN_OBSTRUCTED
@@ -438,6 +453,8 @@ class Interlocking(RouteSetting):
         t.up_to_signal = t.stop_s is None
         t.creep_at = None
         t.limits = []
+        if self.keep_aspect_limit and t.passed is not None and t.passed[1] >= t.front - t.length:
+            t.limits.append(t.passed)  # the limit of the signal it passed holds to the next one
         prev_s = None
         for j in range(t.next_signal, len(t.signals)):
             s, sig = t.signals[j]
@@ -461,12 +478,9 @@ class Interlocking(RouteSetting):
             if not mine or a == STOP:
                 t.stop_s = self._clear_stop(t, s - STOP_GAP)
                 break
-            if a in (STOP_AND_PROCEED, RESTRICTING):
+            if a in (STOP_AND_PROCEED, RESTRICTING) and not no_speed_reduction(self.aspects, sig):
                 t.creep_at = s if t.creep_at is None else t.creep_at
-            head_speed = max(
-                (h.type.speed(h.state) for h in self.aspects.normal_typed[sig] if h.type is not None),
-                default=-1.0,
-            )
+            head_speed = aspect_speed(self.aspects, sig)
             nxt = t.signals[j + 1][0] if j + 1 < len(t.signals) else t.end_s
             if head_speed > 0:
                 t.limits.append((s, nxt, head_speed))

@@ -28,6 +28,9 @@ class TrainState:
     stop_s: float | None = None
     limits: list[tuple[float, float, float]] = field(default_factory=list)  # (from s, to s, m/s)
     creep_at: float | None = None
+    #: The aspect limit it took with it past its last signal, (from s, to s, m/s) up to the
+    #: next signal (signals/aspect_speed.py).
+    passed: tuple[float, float, float] | None = None
     #: Sections occupied as of the last update: section -> direction (docs/signals.md §4.1).
     occ: dict[int, int] = field(default_factory=dict)
     #: The occupied elements with the rear and front they were worked out for (extents).

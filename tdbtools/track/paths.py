@@ -88,6 +88,8 @@ class ResolvedPath:
     #: with different routes (e.g. around a reversal): the switch is thrown between.
     switches: tuple[tuple[int, int], ...] = ()
     problems: tuple[str, ...] = ()
+    #: The path node (index in the file) the first problem is about, None if none is.
+    problem_node: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -359,8 +361,11 @@ def resolve_path(route: Route, path: PathFile | str | Path) -> ResolvedPath:
         path = read_pat(find_path_file(route, path), diagnostics=Diagnostics(strict=False))
     chain = path.main_chain()
     problems: list[str] = []
+    bad: list[int] = []  # the path node of each problem that is about one
     if not chain.ok:
         problems.append(f"main chain: {chain.problem}")
+        if chain.at is not None:
+            bad.append(chain.at)
     nodes = [path.nodes[i] for i in chain]
     junctions = _junction_table(route)
     places: list[Place | None] = []
@@ -369,11 +374,13 @@ def resolve_path(route: Route, path: PathFile | str | Path) -> ResolvedPath:
         if pdp is None:
             places.append(None)
             problems.append(f"path node {list(chain)[k]}: PDP index {pn.pdp_index} does not exist")
+            bad.append(list(chain)[k])
             continue
         place, why = locate_pdp(route, pdp, junctions)
         places.append(place)
         if place is None:
             problems.append(f"path node {list(chain)[k]} (PDP {pn.pdp_index}): {why}")
+            bad.append(list(chain)[k])
     reversals = tuple(k for k, pn in enumerate(nodes) if pn.is_reversal and 0 < k < len(nodes) - 1)
     legs: list[Leg] = []
     switches: list[tuple[int, int]] = []
@@ -381,7 +388,17 @@ def resolve_path(route: Route, path: PathFile | str | Path) -> ResolvedPath:
     if problems or len(places) < 2:
         if len(places) < 2 and not problems:
             problems.append("the path has fewer than two points")
-        return ResolvedPath(path.path, path.name, tuple(places), (), reversals, None, (), tuple(problems))
+        return ResolvedPath(
+            path.path,
+            path.name,
+            tuple(places),
+            (),
+            reversals,
+            None,
+            (),
+            tuple(problems),
+            bad[0] if bad else None,
+        )
     net = _net(route)
     direction: int | None = None
     carried: Place | None = None  # where the last leg ended, when it ended at a junction
@@ -401,6 +418,7 @@ def resolve_path(route: Route, path: PathFile | str | Path) -> ResolvedPath:
             tries = [(d, r) for d, r in tries if r is not None]
             if not tries:
                 problems.append(f"no way along the track from point {k} to point {k + 1}")
+                bad.append(list(chain)[k + 1])
                 break
             direction, found = min(tries, key=lambda t: t[1][0])
             start_dir = direction
@@ -411,6 +429,7 @@ def resolve_path(route: Route, path: PathFile | str | Path) -> ResolvedPath:
                     f"no way along the track from point {k} to point {k + 1} "
                     f"(moving {'forward' if direction else 'backward'} on node {a.node})"
                 )
+                bad.append(list(chain)[k + 1])
                 break
         length, trav, sw = found
         switches.extend(sw)
@@ -431,6 +450,7 @@ def resolve_path(route: Route, path: PathFile | str | Path) -> ResolvedPath:
         start_dir,
         tuple(switches),
         tuple(problems),
+        bad[0] if bad else None,
     )
 
 

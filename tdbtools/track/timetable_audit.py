@@ -16,14 +16,19 @@ from pathlib import Path
 from ..errors import SourceError
 from ..formats.route import Route
 from ..formats.tdb import PlatformItem
-from ..formats.timetable import Timetable, read_timetable
+from ..formats.timetable import Timetable, read_timetable, relative_file_name
 from ..formats.timetable_list import read_timetable_list
+from ..formats.timetable_pool import POOL_SUFFIXES, read_pool_file
 from ..stf import resolve_case_insensitive
 from .pathbuild import platforms
 from .paths import resolve_path
 
 #: At most this many timetable files of a route are checked.
 MAX_FILES = 200
+
+#: Open Rails reads both spellings of the suffixes (ProcessTimetable.cs, GetFilenames).
+TIMETABLE_SUFFIXES = (".timetable-or", ".timetable_or")
+LIST_SUFFIXES = (".timetablelist-or", ".timetablelist_or")
 
 #: Commands whose value (or qualifier) names another train.
 _TRAIN_REFS = {
@@ -56,9 +61,10 @@ def _f(code: str, message: str, level: str) -> TTFinding:
 
 
 def _exists(folder: Path, name: str, suffix: str) -> bool:
-    if not name or "/" in name or "\\" in name or name in (".", ".."):
+    rel = relative_file_name(name, suffix)
+    if rel is None:
         return False
-    p = resolve_case_insensitive(folder / (name if name.lower().endswith(suffix) else name + suffix))
+    p = resolve_case_insensitive(folder / (rel + suffix))
     return p.is_file()
 
 
@@ -68,9 +74,31 @@ def audit_timetables(route: Route, *, paths: bool = True) -> list[TTFinding]:
     if folder is None:
         return []
     out: list[TTFinding] = []
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".timetable-or", ".timetablelist-or"))
+    # Open Rails reads every pool file of the folder (PoolInfo.cs), "_or" suffixes too
+    pool_keys: set[str] = set()
+    path_dir = resolve_case_insensitive(Path(route.folder) / "PATHS")
+    for p in sorted(p for p in folder.iterdir() if p.suffix.lower() in POOL_SUFFIXES)[:MAX_FILES]:
+        try:
+            pf = read_pool_file(p)
+        except SourceError as exc:
+            out.append(_f("TT_READ", str(exc).splitlines()[0], "error"))
+            continue
+        out.extend((f.code, f"{p.name}: " + str(f).split(": ", 1)[-1], f.severity) for f in pf.findings)
+        for pool in pf.pools:
+            pool_keys.add(pool.key)
+            for st in pool.storages:
+                for what, name in (("storage", st.path), *(("access", a) for a in st.access)):
+                    if not _exists(path_dir, name, ".pat"):
+                        out.append(
+                            _f(
+                                "TT_PATH_MISSING",
+                                f"{p.name}: pool {pool.name!r}: {what} path {name!r} is not in PATHS",
+                                "error",
+                            )
+                        )
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in TIMETABLE_SUFFIXES + LIST_SUFFIXES)
     for p in files[:MAX_FILES]:
-        if p.suffix.lower() == ".timetablelist-or":
+        if p.suffix.lower() in LIST_SUFFIXES:
             try:
                 tl = read_timetable_list(p)
             except SourceError as exc:
@@ -93,6 +121,28 @@ def audit_timetables(route: Route, *, paths: bool = True) -> list[TTFinding]:
             continue
         out.extend((f.code, f"{p.name}: " + str(f).split(": ", 1)[-1], f.severity) for f in tt.findings)
         out.extend(_check(route, tt, p.name, paths))
+        out.extend(_check_pools(tt, p.name, pool_keys))
+    return out
+
+
+def _check_pools(tt: Timetable, fname: str, pool_keys: set[str]) -> list[TTFinding]:
+    """Pools named by ``$pool`` (#start, #dispose) and ``$static /pool`` that no pool
+    file of the folder defines: Open Rails does not create such a train."""
+    out: list[TTFinding] = []
+    for t in tt.trains:
+        for c in (*t.start_commands, *t.dispose):
+            names = (
+                c.values if c.name == "pool" else (c.qualifier("pool") or ()) if c.name == "static" else ()
+            )
+            for n in names:
+                if n and n.strip().lower() not in pool_keys:
+                    out.append(
+                        _f(
+                            "TT_POOL_UNKNOWN",
+                            f"{fname}: train {t.name!r}: pool {n!r} is defined in no .pool-or file of the folder",
+                            "warning",
+                        )
+                    )
     return out
 
 
@@ -108,10 +158,10 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
     plats = platforms(route)
     # every platform item names its station (a platform whose two items are broken apart
     # is an ITEM_LINK_BROKEN finding, its station still exists)
-    stations = {it.station for it in route.tdb.items if isinstance(it, PlatformItem)}
-    names = {t.name for t in tt.trains}
+    # Open Rails matches station rows to platform names ignoring case
+    stations = {it.station.strip().lower() for it in route.tdb.items if isinstance(it, PlatformItem)}
     for s in tt.stations:
-        if s.name not in stations:
+        if s.name.strip().lower() not in stations:
             out.append(
                 _f("TT_STATION_UNKNOWN", f"{fname}:{s.line}: {s.name!r} is no station of the route", "error")
             )
@@ -129,11 +179,13 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
             for q in _TRAIN_REFS.get(cmd.name, ()):
                 refs = cmd.values if q is None else (cmd.qualifier(q) or ())
                 for ref in refs:
-                    if ref and ref not in names and ":" not in ref:
+                    # "name:description" may name a train of another timetable of a list
+                    own = ref.rsplit(":", 1)[-1].strip().lower() == tt.description.strip().lower()
+                    if ref and tt.find(ref) is None and (":" not in ref or own):
                         out.append(
                             _f(
                                 "TT_TRAIN_MISSING",
-                                f"{who}: ${c.name} names no train of the file: {ref!r}",
+                                f"{who}: ${cmd.name} names no train of the file: {ref!r}",
                                 "error",
                             )
                         )
@@ -146,8 +198,9 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
             continue  # PATH_UNRESOLVED says why
         along = []
         for stp in t.stops:
-            if stp.station not in pos:
-                if stp.station in stations:
+            key = stp.station.strip().lower()
+            if key not in pos:
+                if key in stations:
                     out.append(
                         _f(
                             "TT_STATION_OFF_PATH",
@@ -156,7 +209,7 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
                         )
                     )
                 continue
-            along.append((min(pos[stp.station]), stp))
+            along.append((min(pos[key]), stp))
         along.sort(key=lambda x: x[0])
         last = t.start.seconds if t.start is not None and t.start.seconds is not None else None
         for _d, stp in along:
@@ -178,7 +231,10 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
 
 def _station_positions(route: Route, path_dir: Path, name: str, plats: dict) -> dict[str, list[float]] | None:
     """Metres along the path to each station's platforms it passes."""
-    p = resolve_case_insensitive(path_dir / (name if name.lower().endswith(".pat") else name + ".pat"))
+    rel = relative_file_name(name, ".pat")
+    if rel is None:
+        return None
+    p = resolve_case_insensitive(path_dir / (rel + ".pat"))
     try:
         res = resolve_path(route, p)
     except SourceError:
@@ -196,7 +252,7 @@ def _station_positions(route: Route, path_dir: Path, name: str, plats: dict) -> 
             for a, b, st in by_node.get(tr.node, ()):
                 if b >= lo and a <= hi:
                     mid = min(max((a + b) / 2.0, lo), hi)
-                    out.setdefault(st, []).append(acc + abs(mid - tr.start))
+                    out.setdefault(st.strip().lower(), []).append(acc + abs(mid - tr.start))
             acc += tr.length
     return out
 

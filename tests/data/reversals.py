@@ -22,6 +22,11 @@ Activities (clock times from 08:00, ``H``):
 * ``AiRev``: an AI service with the path of ``OneRev`` and the player running east over
   the main track a minute later: the AI comes back through the loop while the player
   goes east (they cross at Midtby).
+* ``Busy``: the player with the path of ``OneRev`` and an AI freight (``West``) setting off
+  at the same time from V_e westward through J_E into the loop and on to V_w: J_E is
+  the freight's when the player comes to it; the player waits at the signal before J_E
+  until the freight has cleared it, runs onto V_e, reverses, and waits again for the
+  route back through J_E into the loop, which the freight holds ahead of it.
 * ``Wait``: the player runs east on the main with a 60 s waiting point on V_main.
 * ``Origin``: the player starts standing at Midtby Spor 1 (booked departure 08:03) and
   runs east to V_e.
@@ -112,6 +117,13 @@ def make_install(root: Path) -> Path:
         [
             ServiceSpec("AiRev", "sample_passenger", H, one, stops=(("Midtby, Spor 2", H + 420, H + 450),)),
             ServiceSpec("East", "sample_freight", H + 60, ("2@1200", "7@1300", "4@700"), player=True),
+        ],
+    )
+    write(
+        "Busy",
+        [
+            ServiceSpec("Rev1", "sample_passenger", H, one, player=True),
+            ServiceSpec("West", "sample_freight", H, ("7@1300", "2@900", "5@700")),
         ],
     )
     write(

@@ -230,7 +230,7 @@ class DrivingStage:
                 autos.append(a)
                 departs.append(dep)
                 sigs.append(sig)
-            self._batch = DriverBatch(autos, departs, sigs, CREEP)
+            self._batch = DriverBatch(autos, departs, sigs, CREEP, compiled=self.L.compiled)
             self._batch_of = drivers
         return self._batch
 

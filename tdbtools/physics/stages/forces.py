@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import forces as laws
 from ..driver import Controls
-from ..kernels import LazyKernel, compiled_available
+from ..kernels import LazyKernel
 from ..scenario import Scenario
 from .driving import ControlArrays
 from .setup import RELEASE_OVER_BUILD_UP, Layout, build_up
@@ -211,7 +211,7 @@ class ForceStage:
         _step_kernel, the same numbers) and its fixed arguments; None without numba, or
         when a table is not what the kernel takes for granted (float64, sorted piece ends
         without NaN, one curvature per piece end)."""
-        if not compiled_available():
+        if not self.L.compiled:
             return None
         L = self.L
         cols = self.prepared.columns()
@@ -557,7 +557,7 @@ class ForceStage:
             self._batch_dt = dt
             self._steps = (-dt / pt.release, dt / pt.build)
         release_step, build_step = self._steps
-        kernel = None if pt.any_decel_mode else _CONTROLS()
+        kernel = None if pt.any_decel_mode or not self.L.compiled else _CONTROLS()
         if kernel is not None:  # (the same numbers train by train, compiled)
             a, scale, ratio = np.empty(len(vk)), np.empty(len(vk)), np.empty(len(vk))
             kernel(

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..kernels import compiled_available
 from ..trackline import TrackLine
 
 
@@ -17,7 +16,9 @@ class LineTable:
 
     GAP = 10.0
 
-    def __init__(self, lines: list[TrackLine]) -> None:
+    def __init__(self, lines: list[TrackLine], *, compiled: bool = False) -> None:
+        """``compiled``: look up with the compiled kernels (the replay's choice,
+        kernels.replay_compiled; the same numbers)."""
         self.base = []
         S, Y, X, Z, P1, PC = [], [], [], [], [], []
         base = 0.0
@@ -27,8 +28,8 @@ class LineTable:
             Y.append(ln.y)
             X.append(ln.X)
             Z.append(ln.Z)
-            P1.append(ln.piece_s1 + base)
-            PC.append(ln.piece_curvature)
+            P1.append(ln.pieces.s1 + base)
+            PC.append(ln.pieces.curvature)
             base += ln.length + self.GAP
         self.S, self.Y, self.X, self.Z = (np.concatenate(a) for a in (S, Y, X, Z))
         self.P1, self.PC = np.concatenate(P1), np.concatenate(PC)
@@ -51,7 +52,7 @@ class LineTable:
         # calls (tdbtools.physics._lookup_kernel; the same numbers), when numba is there
         self._interp = None
         self.boxes_near: Callable | None = None  # (the watching stage's sweep of the trains' boxes)
-        if compiled_available():
+        if compiled:
             from .._lookup_kernel import boxes_near, interp
 
             self._interp = interp

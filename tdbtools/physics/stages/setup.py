@@ -19,8 +19,8 @@ from ...errors import Diagnostics, RouteError, TdbToolsError
 from ...formats.consist import Consist, read_consist, resolve_stock
 from ...formats.route import Route
 from ...formats.stock import Stock
-from ...track.paths import resolve_path
-from .. import forces
+from ...track.pathnodes import PathNodeError, check_path, wait_order
+from .. import forces, kernels
 from ..driver import AutoDriver, Controls, DriveState, ScheduleDriver, Stop
 from ..engine import Bodies, Engine
 from ..reversal import reverse_consist
@@ -165,11 +165,12 @@ def _line_for(
             raise ReplayError(f"train {spec.name!r}: path {str(spec.path)!r} not found")
         key = ("path", str(pat), spec.beyond_path)
         if key not in cache:
-            res = resolve_path(route, pat)
-            if not res.ok:
-                raise ReplayError(
-                    f"train {spec.name!r}: path {pat.name} does not resolve: " + "; ".join(res.problems)
-                )
+            try:
+                res, _notes = check_path(route, pat)
+            except PathNodeError as exc:
+                raise PathNodeError(
+                    f"train {spec.name!r}: {exc.message}", exc.location, exc.snippet
+                ) from None
             line = TrackLine.from_path(route, res, extend=spec.beyond_path + 2000.0)
             end = float(line.path_length) + spec.beyond_path
             cache[key] = (line, min(end, line.length) if line.ends_at_track_end else end)
@@ -192,11 +193,11 @@ def train_category(spec: TrainSpec, stocks) -> str:  # noqa: ANN001
     return "freight" if any(getattr(s, "wagon_type", None) == "Freight" for s in stocks) else "passenger"
 
 
-def path_waits(pat: Path, res, line: TrackLine) -> list[tuple[float, float]]:  # noqa: ANN001
-    """The waiting points of a path on its line: (line distance, seconds). A point is
-    where its leg starts; only the first part of a path with reversals is replayed, so
-    only points on it count. Open Rails' special values (≥ 30000: a clock time or
-    coupling orders) are waits of 0 s."""
+def path_waits(pat: Path, res, line: TrackLine) -> list[tuple[float, float, int | None]]:  # noqa: ANN001
+    """The waiting points of a path on its line: (line distance, seconds, clock time to
+    wait until or None), read as Open Rails reads them (:func:`~tdbtools.track.pathnodes.wait_order`).
+    A point is where its leg starts; only the first part of a path with reversals counts
+    here (an activity runs the later parts: :mod:`~tdbtools.physics.wholepath`)."""
     from ...formats.pat import read_pat
 
     pf = read_pat(pat, diagnostics=Diagnostics(strict=False))
@@ -207,12 +208,12 @@ def path_waits(pat: Path, res, line: TrackLine) -> list[tuple[float, float]]:  #
         if leg.from_point in res.reversals and leg.from_point > 0:
             break
         if 0 < leg.from_point < len(chain):
-            node = pf.nodes[chain[leg.from_point]]
-            w = node.wait_seconds
+            w = pf.nodes[chain[leg.from_point]].wait_seconds
             if w is not None:
-                out.append((s, float(w) if w < 30000 else 0.0))
+                order = wait_order(w)
+                out.append((s, order.seconds, order.until))
         s += leg.length
-    return [(a, w) for a, w in out if a <= line.path_length + 1e-6]
+    return [x for x in out if x[0] <= line.path_length + 1e-6]
 
 
 def _driver(
@@ -312,9 +313,9 @@ def setup_driver(t: Train, adhesion: str | None, physics: str = "engineering") -
                 return min(planned, 0.9 * (floor + davis0) / inertia), full
 
             d.brakes_at = brakes_at
-    for s_at, wait in t.waits:
+    for s_at, wait, until in t.waits:
         if s_at > t.front0 + AutoDriver.ARRIVED_WITHIN:  # not behind the front at the start
-            d.stops.append(Stop(s_at, wait, "waiting point"))
+            d.stops.append(Stop(s_at, wait, "waiting point", until=until))
     d.stops.sort(key=lambda p: p.s)
     if t.spec.allowance or t.spec.allowance_min_per_100km:
         from ..runtime import fit_allowance
@@ -453,6 +454,9 @@ class Layout:
     fbrb: np.ndarray
     fb: np.ndarray
     rb: np.ndarray
+    # the replay's choice of code (kernels.replay_compiled): the kernels, or the numpy
+    # reference they stand for (the same numbers)
+    compiled: bool
     #: the physics profile the replay runs (Scenario.profile: by the stock if not given)
     physics: str = "engineering"
     rotating_mass: bool = True
@@ -553,10 +557,12 @@ def build(
         np.concatenate(coupled),
         np.concatenate(slack),
     )
-    engine = Engine(bodies, np.concatenate(x), np.concatenate(v))
+    # compiled kernels or the numpy reference, once for the whole replay
+    compiled = kernels.replay_compiled(len(inertial), scenario.duration / scenario.step)
+    engine = Engine(bodies, np.concatenate(x), np.concatenate(v), compiled=compiled)
     # Per-car views of the lines, for vectorised lookups and track-end checks.
     distinct = list({id(t.line): t.line for t in trains}.values())
-    table = LineTable(distinct)
+    table = LineTable(distinct, compiled=compiled)
     index = {id(ln): k for k, ln in enumerate(distinct)}
     counts = [t.cars.stop - t.cars.start for t in trains]
     car_line_len = np.repeat([t.line.length for t in trains], counts)
@@ -587,6 +593,7 @@ def build(
         fbrb=fbrb,
         fb=fbrb[:, 0],
         rb=fbrb[:, 1],
+        compiled=compiled,
         physics=physics,
         rotating_mass=rotating,
     )

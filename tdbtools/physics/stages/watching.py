@@ -305,7 +305,11 @@ class WatchStage:
         comes within the clearance of a car on another line."""
         owner = self.L.car_train[cars]
         ii, jj = chords_within(
-            np.stack([X, Z], axis=2), DEFAULT_CLEARANCE_M + self.CHECK_SLOP, self.L.train_line[owner], owner
+            np.stack([X, Z], axis=2),
+            DEFAULT_CLEARANCE_M + self.CHECK_SLOP,
+            self.L.train_line[owner],
+            owner,
+            compiled=self.L.compiled,
         )
         if not len(ii):
             return []

@@ -1,0 +1,85 @@
+"""Planted mutants of the signal rules (docs/signals.md §4): each is applied, the signal
+family tests run, and the file restored. Every mutant must be KILLED.
+
+Run from anywhere: ``python tools/signal_mutants.py``.
+"""
+
+import pathlib
+import subprocess
+import sys
+
+R = pathlib.Path(__file__).resolve().parents[1]
+S = "tdbtools/signals/"
+M = [
+    # the creep speed past (before) a STOP_AND_PROCEED / RESTRICTING signal
+    (S + "runtime.py", "CREEP = 2.5", "CREEP = 5.0"),
+    # the aspect speed limits: ahead of the train, and the one it takes past a signal
+    (S + "runtime.py", "if head_speed > 0:", "if head_speed > 1e9:"),
+    (S + "runtime.py", "if self.keep_aspect_limit and t.passed is not None", "if t.passed is not None"),
+    (S + "runtime.py", "if self.keep_aspect_limit and t.passed is not None and", "if False and"),
+    (S + "aspect_speed.py", "return (s_sig, s_next, v) if v > 0 else None", "return None"),
+    (S + "runtime.py", "and not no_speed_reduction(self.aspects, sig)", ""),
+    # the section-state order: occupied before reserved
+    (
+        S + "routes.py",
+        "        elif occ:\n            state = OCC_OPPOSITE",
+        "        elif occ and sec.reserved < 0:\n            state = OCC_OPPOSITE",
+    ),
+    (
+        S + "routes.py",
+        "if abs(self.trains[other].speed) <= STANDING or odir == direction:",
+        "if odir == direction:",
+    ),
+    # the search bound for the next signal of a function (past NORMAL signals)
+    (S + "aspects.py", "SEARCH_SECTIONS = 256", "SEARCH_SECTIONS = 1"),
+    # each head listed once along a train's path
+    (
+        S + "aspects.py",
+        "hit = self._all_sig[t.index] = sorted((d_s, x) for x, d_s in first.items())",
+        "hit = self._all_sig[t.index] = sorted(out)",
+    ),
+    # signals without a NORMAL head: enabled by the reserving train, their own block
+    (S + "routes.py", "self.aspects.note_reserved(sec.index, direction, train)", "pass"),
+    (S + "routes.py", "if i == 0 and not any(", "if False and not any("),
+    (S + "routes.py", "if secs and secs[0][0].occupants:", "if False:"),
+    (
+        S + "routes.py",
+        "            worst = BLOCK_OCCUPIED\n            break\n        self.block[sig] = worst",
+        "            worst = BLOCK_JN_OBSTRUCTED\n            break\n        self.block[sig] = worst",
+    ),
+]
+TESTS = [
+    "tests/test_signal_family.py",
+    "tests/test_signal_family_guard.py",
+    "tests/test_signal_aspect_speed.py",
+]
+
+survived = 0
+for k, (f, a, b) in enumerate(M):
+    p = R / f
+    src = p.read_text()
+    if src.count(a) != 1:
+        print(k, "NOT FOUND", f, "|", a[:60], flush=True)
+        survived += 1
+        continue
+    p.write_text(src.replace(a, b))
+    try:
+        cmd = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-x", "-p", "no:cacheprovider", *TESTS]
+        r = subprocess.run(cmd, cwd=R, capture_output=True, text=True)
+        failed = [
+            x.split(" - ")[0].replace("FAILED ", "") for x in r.stdout.splitlines() if x.startswith("FAILED")
+        ]
+        survived += r.returncode == 0
+        print(
+            k,
+            "KILLED" if r.returncode else "SURVIVED",
+            f.split("/")[-1],
+            "|",
+            a[:60],
+            "->",
+            failed[:1],
+            flush=True,
+        )
+    finally:
+        p.write_text(src)
+sys.exit(1 if survived else 0)
