@@ -1,14 +1,13 @@
 """Planted mutants of the signal rules (docs/signals.md §4): each is applied, the signal
 family tests run, and the file restored. Every mutant must be KILLED.
 
-Run from anywhere: ``python tools/signal_mutants.py``.
+Run from anywhere: ``python tools/signal_mutants.py [N ...]`` (only mutants N ...).
 """
 
-import pathlib
-import subprocess
 import sys
 
-R = pathlib.Path(__file__).resolve().parents[1]
+from _mutants import run
+
 S = "tdbtools/signals/"
 M = [
     # the creep speed past (before) a STOP_AND_PROCEED / RESTRICTING signal
@@ -54,32 +53,4 @@ TESTS = [
     "tests/test_signal_aspect_speed.py",
 ]
 
-survived = 0
-for k, (f, a, b) in enumerate(M):
-    p = R / f
-    src = p.read_text()
-    if src.count(a) != 1:
-        print(k, "NOT FOUND", f, "|", a[:60], flush=True)
-        survived += 1
-        continue
-    p.write_text(src.replace(a, b))
-    try:
-        cmd = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-x", "-p", "no:cacheprovider", *TESTS]
-        r = subprocess.run(cmd, cwd=R, capture_output=True, text=True)
-        failed = [
-            x.split(" - ")[0].replace("FAILED ", "") for x in r.stdout.splitlines() if x.startswith("FAILED")
-        ]
-        survived += r.returncode == 0
-        print(
-            k,
-            "KILLED" if r.returncode else "SURVIVED",
-            f.split("/")[-1],
-            "|",
-            a[:60],
-            "->",
-            failed[:1],
-            flush=True,
-        )
-    finally:
-        p.write_text(src)
-sys.exit(1 if survived else 0)
+sys.exit(run(M, TESTS, [int(a) for a in sys.argv[1:]]))
