@@ -113,7 +113,9 @@ class _Unit:
                 throttle, apparent, v, s.max_force_n or 0.0, self.rail_power, unload, vmax
             )
         else:
-            f = traction.basic_electric_force(throttle, v, s.max_force_n or 0.0, self.rail_power)
+            f = traction.basic_electric_force(
+                throttle, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0
+            )
         if self.derate is not None:
             f, self.average = self.derate.step(f, self.average, dt)
         return min(f, float(adhesion_limit(self.drive_mass, v)))
@@ -131,9 +133,14 @@ class _Unit:
         elif s.tractive_force_curve is not None:
             f = traction.curve_force(s.tractive_force_curve, apparent, v)
         elif s.engine_type == "Diesel":
-            f = traction.basic_diesel_force(1.0, apparent, v, s.max_force_n or 0.0, self.rail_power)
+            unload = s.orts.unloading_speed_ms if s.orts else 0.0
+            f = traction.basic_diesel_force(
+                1.0, apparent, v, s.max_force_n or 0.0, self.rail_power, unload, s.max_velocity_ms or 0.0
+            )
         else:
-            f = traction.basic_electric_force(1.0, v, s.max_force_n or 0.0, self.rail_power)
+            f = traction.basic_electric_force(
+                1.0, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0
+            )
         return min(f, float(adhesion_limit(self.drive_mass, v)))
 
     def dynamic(self, setting: float, v: float) -> float:
