@@ -16,7 +16,7 @@ from tdbtools.formats.stock import read_stock
 from tdbtools.formats.stock_orts import Table
 from tdbtools.physics.orts import adhesion, brakes, diesel, steam, traction
 from tdbtools.physics.orts.airbrake import APPLY, LAP, AirBrakeTrain, Handle
-from tdbtools.physics.orts.run import Command, run_train
+from tdbtools.physics.orts.run import Command, run_train, trailing_drag_factors
 
 DATA = Path(__file__).parent / "data" / "orts_stock"
 BAR = 14.5037738
@@ -244,6 +244,20 @@ def test_run_holds_a_legacy_electric_at_max_velocity():
     tail = r.speed[r.time >= 50.0]
     assert tail.min() >= 7.95 and tail.max() <= 8.01
     assert r.traction[-1] < 0.5 * r.traction[0]
+
+
+def test_trailing_locomotive_drag_factor():
+    """Open Rails (MSTSWagon) multiplies Davis C by ORTSTrailLocomotiveResistanceFactor
+    for an engine that is not the lead, as the replay's car model does."""
+    el = replace(_stock("electric/EL_LOCO.eng"), trail_loco_resistance_factor=0.25)
+    coach = _stock("wagons/COACH.wag")
+    assert list(trailing_drag_factors([coach, el, el, coach])) == [1.0, 1.0, 0.25, 1.0]
+    assert list(trailing_drag_factors([coach, coach])) == [1.0, 1.0]
+    # coasting from 30 m/s: the first step's loss is the closed-form resistance over the mass
+    v0, dt = 30.0, 0.1
+    r = run_train([el, el], [], seconds=dt, dt=dt, speed0=v0)
+    resist = 2 * (el.davis_a + v0 * el.davis_b) + (1.0 + 0.25) * el.davis_c * v0 * v0
+    assert r.speed[1] == pytest.approx(v0 - resist / (2 * el.mass_kg) * dt, rel=1e-9)
 
 
 # -- continuous force ----------------------------------------------------------------------------

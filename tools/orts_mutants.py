@@ -162,6 +162,9 @@ M += [
         "throttle, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0",
         "throttle, v, s.max_force_n or 0.0, self.rail_power, 0.0",
     ),
+    # the trailing locomotive's drag factor in run_train
+    ("tdbtools/physics/orts/run.py", "out[i] = s.trail_loco_resistance_factor", "out[i] = 1.0"),
+    ("tdbtools/physics/orts/run.py", "c_ = c_ * trailing_drag_factors(stocks)", "c_ = c_ * 1.0"),
     # real files' tokens
     ("tdbtools/formats/stock_orts.py", '"ortscylinderspringpressure": (', '"ortscylinderspringpressurex": ('),
     ("tdbtools/formats/stock_orts.py", '"ortsbrakepipechargingrate": (', '"ortsbrakepipechargingratex": ('),

@@ -176,6 +176,20 @@ def _brake_train(stocks: Sequence[Stock]) -> tuple[AirBrakeTrain, np.ndarray, np
     )
 
 
+def trailing_drag_factors(stocks: Sequence[Stock]) -> np.ndarray:
+    """Per car, the factor on Davis C: ``ORTSTrailLocomotiveResistanceFactor`` for an
+    engine that is not the lead (the first engine) and for a tender not right behind the
+    lead, else 1 (Open Rails' ``MSTSWagon`` running resistance; docs/physics.md §7.5)."""
+    lead = next((i for i, s in enumerate(stocks) if s.kind == "engine"), None)
+    out = np.ones(len(stocks))
+    if lead is None:
+        return out
+    for i, s in enumerate(stocks):
+        if (s.kind == "engine" and i != lead) or (s.wagon_type == "Tender" and i != lead + 1):
+            out[i] = s.trail_loco_resistance_factor
+    return out
+
+
 def run_train(
     stocks: Sequence[Stock],
     commands: Sequence[Command],
@@ -197,6 +211,7 @@ def run_train(
     brakes, max_cyl, spring = _brake_train(stocks)
     capacity = np.array([brake_force_capacity(s) for s in stocks])
     a_, b_, c_ = (np.array([getattr(s, k) for s in stocks]) for k in ("davis_a", "davis_b", "davis_c"))
+    c_ = c_ * trailing_drag_factors(stocks)
     sin_t = grade / np.hypot(1.0, grade)
     notes = []
     if any(s.orts is not None and s.orts.brakes.vacuum for s in stocks):
