@@ -16,7 +16,7 @@ from tdbtools.formats.stock import read_stock
 from tdbtools.formats.stock_orts import Table
 from tdbtools.physics.orts import adhesion, brakes, diesel, steam, traction
 from tdbtools.physics.orts.airbrake import APPLY, LAP, AirBrakeTrain, Handle
-from tdbtools.physics.orts.run import Command, run_train
+from tdbtools.physics.orts.run import Command, run_train, trailing_drag_factors
 
 DATA = Path(__file__).parent / "data" / "orts_stock"
 BAR = 14.5037738
@@ -205,6 +205,59 @@ def test_basic_diesel_uses_apparent_power():
 def test_basic_electric_force():
     assert traction.basic_electric_force(0.5, 20.0, 300e3, 6e6) == pytest.approx(75e3)  # 6e6·0.25/20
     assert traction.basic_electric_force(0.5, 1.0, 300e3, 6e6) == pytest.approx(150e3)
+
+
+@pytest.mark.parametrize("law", ["electric", "diesel"])
+def test_legacy_force_fades_at_max_velocity(law):
+    """Open Rails' legacy force (no curves, MSTSLocomotive/MSTSDieselLocomotive): untouched
+    up to MaxVelocity − 0.05 m/s, then times 20·(MaxVelocity − v), 0 above MaxVelocity."""
+
+    def f(v, vmax=30.0):
+        if law == "electric":
+            return traction.basic_electric_force(1.0, v, 300e3, 3e6, vmax)
+        return traction.basic_diesel_force(1.0, 1.0, v, 300e3, 3e6, 0.0, vmax)
+
+    assert f(29.6) == pytest.approx(3e6 / 29.6)  # the power cap alone
+    assert f(29.95) == pytest.approx(3e6 / 29.95)  # the band's edge: factor 1
+    assert f(29.98) == pytest.approx(20 * 0.02 * 3e6 / 29.98)
+    assert f(-29.99) == pytest.approx(20 * 0.01 * 3e6 / 29.99)  # |v| either way
+    assert f(30.0) == 0.0
+    assert f(30.5) == 0.0
+    assert f(30.5, vmax=0.0) == pytest.approx(3e6 / 30.5)  # no MaxVelocity: no fade
+
+
+def test_run_holds_a_legacy_electric_at_max_velocity():
+    el = _stock("electric/EL_LOCO.eng")
+    # no curves, adhesion out of the way, a top speed reached within the run
+    el = replace(
+        el,
+        tractive_force_curve=None,
+        max_velocity_ms=8.0,
+        max_continuous_force_n=None,
+        orts=replace(el.orts, drive_wheel_weight_kg=200e3),
+    )
+    r = run_train([el], [Command(0.0, throttle=1.0)], seconds=60.0)
+    # explicit 0.1 s steps (as Open Rails'): one step may overshoot by a step's acceleration,
+    # then the speed dithers in the fade band
+    step_gain = float(np.max(np.diff(r.speed)))
+    assert r.speed.max() <= 8.0 + step_gain
+    tail = r.speed[r.time >= 50.0]
+    assert tail.min() >= 7.95 and tail.max() <= 8.01
+    assert r.traction[-1] < 0.5 * r.traction[0]
+
+
+def test_trailing_locomotive_drag_factor():
+    """Open Rails (MSTSWagon) multiplies Davis C by ORTSTrailLocomotiveResistanceFactor
+    for an engine that is not the lead, as the replay's car model does."""
+    el = replace(_stock("electric/EL_LOCO.eng"), trail_loco_resistance_factor=0.25)
+    coach = _stock("wagons/COACH.wag")
+    assert list(trailing_drag_factors([coach, el, el, coach])) == [1.0, 1.0, 0.25, 1.0]
+    assert list(trailing_drag_factors([coach, coach])) == [1.0, 1.0]
+    # coasting from 30 m/s: the first step's loss is the closed-form resistance over the mass
+    v0, dt = 30.0, 0.1
+    r = run_train([el, el], [], seconds=dt, dt=dt, speed0=v0)
+    resist = 2 * (el.davis_a + v0 * el.davis_b) + (1.0 + 0.25) * el.davis_c * v0 * v0
+    assert r.speed[1] == pytest.approx(v0 - resist / (2 * el.mass_kg) * dt, rel=1e-9)
 
 
 # -- continuous force ----------------------------------------------------------------------------

@@ -148,6 +148,23 @@ M += [
     ),
     ("tdbtools/physics/driver.py", "self._applied = self.brakes_now()", "pass"),
     ("tdbtools/physics/stages/setup.py", "d.brake_delay = plan.lag_s", "d.brake_delay = 0.1 * plan.lag_s"),
+    # the legacy force's fade at MaxVelocity (MSTSLocomotive / MSTSDieselLocomotive)
+    ("tdbtools/physics/orts/traction.py", "return 20.0 * (max_speed - v) * force", "return force"),
+    ("tdbtools/physics/orts/traction.py", "    if v > max_speed:\n        return 0.0\n", ""),
+    ("tdbtools/physics/orts/traction.py", "FADE_BAND_MS = 0.05", "FADE_BAND_MS = 0.5"),
+    (
+        "tdbtools/physics/orts/traction.py",
+        "return max_speed_fade(force, v, max_speed)\n\n\ndef basic_e",
+        "return force\n\n\ndef basic_e",
+    ),
+    (
+        "tdbtools/physics/orts/run.py",
+        "throttle, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0",
+        "throttle, v, s.max_force_n or 0.0, self.rail_power, 0.0",
+    ),
+    # the trailing locomotive's drag factor in run_train
+    ("tdbtools/physics/orts/run.py", "out[i] = s.trail_loco_resistance_factor", "out[i] = 1.0"),
+    ("tdbtools/physics/orts/run.py", "c_ = c_ * trailing_drag_factors(stocks)", "c_ = c_ * 1.0"),
     # real files' tokens
     ("tdbtools/formats/stock_orts.py", '"ortscylinderspringpressure": (', '"ortscylinderspringpressurex": ('),
     ("tdbtools/formats/stock_orts.py", '"ortsbrakepipechargingrate": (', '"ortsbrakepipechargingratex": ('),

@@ -113,7 +113,9 @@ class _Unit:
                 throttle, apparent, v, s.max_force_n or 0.0, self.rail_power, unload, vmax
             )
         else:
-            f = traction.basic_electric_force(throttle, v, s.max_force_n or 0.0, self.rail_power)
+            f = traction.basic_electric_force(
+                throttle, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0
+            )
         if self.derate is not None:
             f, self.average = self.derate.step(f, self.average, dt)
         return min(f, float(adhesion_limit(self.drive_mass, v)))
@@ -131,9 +133,14 @@ class _Unit:
         elif s.tractive_force_curve is not None:
             f = traction.curve_force(s.tractive_force_curve, apparent, v)
         elif s.engine_type == "Diesel":
-            f = traction.basic_diesel_force(1.0, apparent, v, s.max_force_n or 0.0, self.rail_power)
+            unload = s.orts.unloading_speed_ms if s.orts else 0.0
+            f = traction.basic_diesel_force(
+                1.0, apparent, v, s.max_force_n or 0.0, self.rail_power, unload, s.max_velocity_ms or 0.0
+            )
         else:
-            f = traction.basic_electric_force(1.0, v, s.max_force_n or 0.0, self.rail_power)
+            f = traction.basic_electric_force(
+                1.0, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0
+            )
         return min(f, float(adhesion_limit(self.drive_mass, v)))
 
     def dynamic(self, setting: float, v: float) -> float:
@@ -169,6 +176,20 @@ def _brake_train(stocks: Sequence[Stock]) -> tuple[AirBrakeTrain, np.ndarray, np
     )
 
 
+def trailing_drag_factors(stocks: Sequence[Stock]) -> np.ndarray:
+    """Per car, the factor on Davis C: ``ORTSTrailLocomotiveResistanceFactor`` for an
+    engine that is not the lead (the first engine) and for a tender not right behind the
+    lead, else 1 (Open Rails' ``MSTSWagon`` running resistance; docs/physics.md §7.5)."""
+    lead = next((i for i, s in enumerate(stocks) if s.kind == "engine"), None)
+    out = np.ones(len(stocks))
+    if lead is None:
+        return out
+    for i, s in enumerate(stocks):
+        if (s.kind == "engine" and i != lead) or (s.wagon_type == "Tender" and i != lead + 1):
+            out[i] = s.trail_loco_resistance_factor
+    return out
+
+
 def run_train(
     stocks: Sequence[Stock],
     commands: Sequence[Command],
@@ -190,6 +211,7 @@ def run_train(
     brakes, max_cyl, spring = _brake_train(stocks)
     capacity = np.array([brake_force_capacity(s) for s in stocks])
     a_, b_, c_ = (np.array([getattr(s, k) for s in stocks]) for k in ("davis_a", "davis_b", "davis_c"))
+    c_ = c_ * trailing_drag_factors(stocks)
     sin_t = grade / np.hypot(1.0, grade)
     notes = []
     if any(s.orts is not None and s.orts.brakes.vacuum for s in stocks):

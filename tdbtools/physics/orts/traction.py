@@ -15,7 +15,23 @@ __all__ = [
     "basic_electric_force",
     "curve_force",
     "dynamic_brake_force",
+    "max_speed_fade",
 ]
+
+#: Below ``MaxVelocity`` by this much (m/s) the legacy force starts to fade (docs/physics.md §7.2).
+FADE_BAND_MS = 0.05
+
+
+def max_speed_fade(force: float, speed: float, max_speed: float) -> float:
+    """The legacy (no curves) force near ``MaxVelocity``: from ``max_speed − 0.05`` m/s it
+    is multiplied by ``20·(max_speed − |v|)`` and it is 0 above ``max_speed``; nothing
+    changes when the file gives no maximum speed (``max_speed ≤ 0``)."""
+    v = abs(speed)
+    if max_speed <= 0 or v <= max_speed - FADE_BAND_MS:
+        return force
+    if v > max_speed:
+        return 0.0
+    return 20.0 * (max_speed - v) * force
 
 
 def curve_force(curve, throttle: float, speed: float) -> float:
@@ -45,17 +61,20 @@ def basic_diesel_force(
         power *= min(max(1.0 - (v - unloading_speed) / unloading_speed, 0.0), 1.0)
     if force * v > power:
         force = power / v
-    return force
+    return max_speed_fade(force, v, max_speed)
 
 
-def basic_electric_force(throttle: float, speed: float, max_force: float, max_power: float) -> float:
+def basic_electric_force(
+    throttle: float, speed: float, max_force: float, max_power: float, max_speed: float = 0.0
+) -> float:
     """An electric (or any MSTS) locomotive without curves: ``t·MaxForce`` capped by the
-    power ``MaxPower·t²`` over the speed (docs/physics.md §3.4)."""
+    power ``MaxPower·t²`` over the speed (docs/physics.md §3.4), faded to 0 at
+    ``MaxVelocity`` (:func:`max_speed_fade`)."""
     v = abs(speed)
     force = throttle * max_force
     if v > 0:
         force = min(force, max_power * throttle * throttle / v)
-    return force
+    return max_speed_fade(force, v, max_speed)
 
 
 @dataclass(frozen=True, slots=True)
