@@ -21,6 +21,16 @@ CONSISTS = SAMPLE_INSTALL / "TRAINS" / "CONSISTS"
 V_A, J1, V_MAIN, V_SID = 2, 3, 4, 6
 
 
+def load_script(path: Path) -> Any:
+    """A script of the repository that is not a package module (benchmarks/, tools/) as a
+    module, for the tests that reuse what it builds."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 @functools.lru_cache(maxsize=1)
 def sample_route() -> Any:
     """The sample route, read once (no cache: the tests stay hermetic)."""

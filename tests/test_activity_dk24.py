@@ -3,10 +3,8 @@ files written into a temporary install: DK24 itself stays untouched)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
-from helpers import DK24_ROUTE, REPO, needs_dk24
+from helpers import DK24_ROUTE, REPO, load_script, needs_dk24
 
 from tdbtools.formats.activity import read_activity, read_traffic
 from tdbtools.formats.route import load_route
@@ -16,10 +14,7 @@ from tdbtools.track.paths import resolve_path
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_activity", REPO / "benchmarks" / "bench_activity.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(REPO / "benchmarks" / "bench_activity.py")
 
 
 @pytest.mark.dk24

@@ -3,10 +3,8 @@ back to the line end runs whole in an activity, with its booked stop at Tommerup
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
-from helpers import DK24_ROUTE, REPO, needs_dk24
+from helpers import DK24_ROUTE, REPO, load_script, needs_dk24
 
 from tdbtools.formats.route import load_route
 from tdbtools.physics.activity import replay_activity
@@ -15,10 +13,7 @@ from tdbtools.track.paths import resolve_path
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_activity", REPO / "benchmarks" / "bench_activity.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(REPO / "benchmarks" / "bench_activity.py")
 
 
 @pytest.mark.dk24

@@ -4,13 +4,12 @@ held for a late train, a pool), the command line and the audit of timetables."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 
 import pytest
 from click.testing import CliRunner
-from helpers import DK24_ROUTE, REPO, SAMPLE_INSTALL, needs_dk24
+from helpers import DK24_ROUTE, REPO, SAMPLE_INSTALL, load_script, needs_dk24
 
 from tdbtools.cli import main
 from tdbtools.formats.route import load_route
@@ -217,12 +216,7 @@ def test_audit_station_off_path(tmp_path):
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_timetable", REPO / "benchmarks" / "bench_timetable.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(REPO / "benchmarks" / "bench_timetable.py")
 
 
 @pytest.mark.dk24
