@@ -4,11 +4,10 @@ the law tests run, and the file restored. Every mutant must be KILLED.
 Run from anywhere: ``python tools/orts_mutants.py``.
 """
 
-import pathlib
-import subprocess
 import sys
 
-R = pathlib.Path(__file__).resolve().parents[1]
+from _mutants import run
+
 M = [
     ("tdbtools/physics/orts/diesel.py", "math.sqrt(2.0 * spec.rate_up", "math.sqrt(1.0 * spec.rate_up"),
     ("tdbtools/physics/orts/diesel.py", "up = min(math.sqrt", "up = max(math.sqrt"),
@@ -169,52 +168,11 @@ M += [
     ("tdbtools/formats/stock_orts.py", '"ortscylinderspringpressure": (', '"ortscylinderspringpressurex": ('),
     ("tdbtools/formats/stock_orts.py", '"ortsbrakepipechargingrate": (', '"ortsbrakepipechargingratex": ('),
 ]
-only = [int(a) for a in sys.argv[1:]]
-for k, (f, a, b) in enumerate(M):
-    if only and k not in only:
-        continue
-    p = R / f
-    src = p.read_text()
-    n = src.count(a)
-    if n != 1:
-        print(k, "NOT FOUND/AMBIGUOUS", f, a, n)
-        continue
-    p.write_text(src.replace(a, b))
-    try:
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-n",
-                "0",
-                "-x",
-                "-p",
-                "no:cacheprovider",
-                "tests/test_orts_controllers.py",
-                "tests/test_orts_physics.py",
-                "tests/test_compare.py",
-                "tests/test_orts_replay.py",
-            ],
-            cwd=R,
-            capture_output=True,
-            text=True,
-        )
-        failed = [
-            line.split(" - ")[0].replace("FAILED ", "")
-            for line in r.stdout.splitlines()
-            if line.startswith("FAILED")
-        ]
-        print(
-            k,
-            "KILLED" if r.returncode else "SURVIVED",
-            f.split("/")[-1],
-            "|",
-            a[:60],
-            "->",
-            failed[:1],
-            flush=True,
-        )
-    finally:
-        p.write_text(src)
+TESTS = [
+    "tests/test_orts_controllers.py",
+    "tests/test_orts_physics.py",
+    "tests/test_compare.py",
+    "tests/test_orts_replay.py",
+]
+# (the exit status stays 0, as before: the verdicts are read from the lines it prints)
+run(M, TESTS, [int(a) for a in sys.argv[1:]])
