@@ -215,7 +215,21 @@ def _encode(text: str, encoding: str) -> bytes:
     return text.encode(encoding, errors="strict")
 
 
-def _split_rows(text: str, path: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+def _read_limited(p: Path, what: str) -> bytes:
+    """A timetable-family file's bytes, at most one byte past the size limit (the parser
+    refuses a file over it)."""
+    try:
+        with open(p, "rb") as f:
+            return f.read(MAX_TIMETABLE_BYTES + 1)
+    except OSError as exc:
+        raise TimetableError(
+            f"cannot read the {what}: {exc.strerror or exc}", Location(str(p), 0, 0)
+        ) from None
+
+
+def _split_lines(text: str, path: str, unit: str = "rows") -> list[tuple[str, str]]:
+    """``text`` as (line, line ending) pairs, each ending kept as written; more than
+    MAX_ROWS lines is an error (``unit`` names them in its message)."""
     lines: list[tuple[str, str]] = []
     i, n = 0, len(text)
     while i < n:
@@ -226,7 +240,12 @@ def _split_rows(text: str, path: str) -> tuple[str, tuple[tuple[str, str], ...]]
         lines.append((text[i:j], eol))
         i = j + len(eol)
         if len(lines) > MAX_ROWS:
-            raise TimetableError(f"more than {MAX_ROWS} rows", Location(path, MAX_ROWS + 1, 1))
+            raise TimetableError(f"more than {MAX_ROWS} {unit}", Location(path, MAX_ROWS + 1, 1))
+    return lines
+
+
+def _split_rows(text: str, path: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    lines = _split_lines(text, path)
     first = lines[0][0] if lines else ""
     if first[:1] in SEPARATORS:
         # Open Rails takes the first character of the file (the first cell is empty)
@@ -280,13 +299,7 @@ def read_timetable(
     """Read a ``.timetable-or``. ``strict``: a bad cell raises :class:`TimetableError`;
     lenient: it is a finding and the cell is left out."""
     p = Path(path)
-    try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_TIMETABLE_BYTES + 1)
-    except OSError as exc:
-        raise TimetableError(
-            f"cannot read the timetable: {exc.strerror or exc}", Location(str(p), 0, 0)
-        ) from None
+    data = _read_limited(p, "timetable")
     return parse_timetable(data, str(p), strict=strict, diagnostics=diagnostics)
 
 

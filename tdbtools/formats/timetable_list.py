@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import Finding, Location
-from .timetable import MAX_ROWS, MAX_TIMETABLE_BYTES, Station, Timetable, Train, _decode, _encode
+from .timetable import Station, Timetable, Train, _decode, _encode, _read_limited, _split_lines
 from .timetable_cells import TimetableError
 
 
@@ -37,23 +37,8 @@ class TimetableList:
 
 def read_timetable_list(path: str | Path) -> TimetableList:
     p = Path(path)
-    try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_TIMETABLE_BYTES + 1)
-    except OSError as exc:
-        raise TimetableError(f"cannot read the list: {exc.strerror or exc}", Location(str(p), 0, 0)) from None
-    text, enc = _decode(data, str(p))
-    lines: list[tuple[str, str]] = []
-    i, n = 0, len(text)
-    while i < n:
-        j = i
-        while j < n and text[j] not in "\r\n":
-            j += 1
-        eol = "\r\n" if text.startswith("\r\n", j) else text[j : j + 1]
-        lines.append((text[i:j], eol))
-        i = j + len(eol)
-        if len(lines) > MAX_ROWS:
-            raise TimetableError(f"more than {MAX_ROWS} lines", Location(str(p), MAX_ROWS + 1, 1))
+    text, enc = _decode(_read_limited(p, "list"), str(p))
+    lines = _split_lines(text, str(p), "lines")
     name = ""
     files: list[str] = []
     for k, (line, _eol) in enumerate(lines):

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Finding, Location
-from .timetable import MAX_TIMETABLE_BYTES, _decode, _encode, _grid, _split_rows
-from .timetable_cells import Row, TimetableError
+from .timetable import _decode, _encode, _grid, _read_limited, _split_rows
+from .timetable_cells import Row
 
 POOL_SUFFIXES = (".pool-or", ".pool_or")
 
@@ -152,14 +152,7 @@ def parse_pool_file(data: bytes, path: str = "<pool>") -> PoolFile:
 
 def read_pool_file(path: str | Path) -> PoolFile:
     p = Path(path)
-    try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_TIMETABLE_BYTES + 1)
-    except OSError as exc:
-        raise TimetableError(
-            f"cannot read the pool file: {exc.strerror or exc}", Location(str(p), 0, 0)
-        ) from None
-    return parse_pool_file(data, str(p))
+    return parse_pool_file(_read_limited(p, "pool file"), str(p))
 
 
 def pool_file_bytes(pf: PoolFile) -> bytes:
