@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from .common import _deprecated, _echo_json, _handle_errors, _need
+from .common import _echo_json, _handle_errors
+from .options import _plot_target
 
 
 @click.command("compare")
@@ -45,15 +46,9 @@ def compare(
     from .._fs import check_target
     from ..physics.compare import compare_traces, read_trace
 
-    plot_out: Path | None = None
-    if plot_opt is not None:
-        _need("matplotlib", "--plot")
-        if plot_opt:
-            _deprecated("compare --plot FILE", "--plot --out FILE")
-            plot_out = Path(plot_opt)
-        else:
-            plot_out = out if out is not None else Path("compare.png")
-    elif out is not None:
+    default = out if out is not None else Path("compare.png")
+    plot_out = _plot_target(plot_opt, "compare --plot FILE", "--plot --out FILE", default)
+    if plot_opt is None and out is not None:
         raise click.UsageError("--out names the picture of --plot: give --plot too")
     if plot_out is not None:
         check_target(plot_out, overwrite)

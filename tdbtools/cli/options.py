@@ -1,12 +1,15 @@
 """Options and parameter types several commands take: --strict, the hidden --lenient, and
-the one world-point syntax ``TX,TZ,X,Z`` (with its deprecated spellings)."""
+the one world-point syntax ``TX,TZ,X,Z`` (with its deprecated spellings), and where a
+``--plot`` picture goes."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
 from ..errors import TdbToolsError
-from .common import _deprecated
+from .common import _deprecated, _need
 
 
 def _strict_option(func):
@@ -55,3 +58,16 @@ def _point_or_old(point, tile, pos, new: str, old: str):  # noqa: ANN001, ANN202
     if point is None:
         raise click.UsageError(f"give the world point: {new} TX,TZ,X,Z")
     return point
+
+
+def _plot_target(plot_opt: str | None, old: str, new: str, default: Path) -> Path | None:
+    """The picture ``--plot`` asks for: None without it; its deprecated ``--plot FILE``
+    spelling (warned as ``old``, to be written ``new``) or ``default``. The plotting extra
+    is checked first, before any work."""
+    if plot_opt is None:
+        return None
+    _need("matplotlib", "--plot")
+    if plot_opt:
+        _deprecated(old, new)
+        return Path(plot_opt)
+    return default

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from .common import _deprecated, _echo_json, _handle_errors, _load, _need
-from .options import WORLD_POINT, _point_or_old, _strict_option
+from .common import _deprecated, _echo_json, _handle_errors, _load
+from .options import WORLD_POINT, _plot_target, _point_or_old, _strict_option
 
 
 @click.command()
@@ -132,14 +132,8 @@ def profile(
     if csv_out is not None:
         _deprecated("profile --csv FILE", "--out FILE")
         out = csv_out if out is None else out
-    plot_out: Path | None = None
-    if plot_opt is not None:
-        _need("matplotlib", "--plot")
-        if plot_opt:
-            _deprecated("profile --plot FILE", "--plot (beside --out)")
-            plot_out = Path(plot_opt)
-        else:
-            plot_out = out.with_suffix(".png") if out is not None else Path("profile.png")
+    default = out.with_suffix(".png") if out is not None else Path("profile.png")
+    plot_out = _plot_target(plot_opt, "profile --plot FILE", "--plot (beside --out)", default)
     if path_file is None and (start is not None or from_tile is not None or from_pos is not None):
         start = _point_or_old(start, from_tile, from_pos, "--from", "--from-tile TX TZ --from-pos X Z")
     if path_file is None and not (start is not None and distance is not None):
