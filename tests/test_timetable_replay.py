@@ -260,7 +260,10 @@ def test_dk24_timetable(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.by_stock
 def test_readme_timetable_command_runs(tmp_path):
+    """The README's command as a user runs it: no TDBTOOLS_PHYSICS, so the timetable's
+    default profile (the engineers', said on stderr: docs/timetables.md §5)."""
     import shlex
 
     line = next(
@@ -272,6 +275,8 @@ def test_readme_timetable_command_runs(tmp_path):
     words[1] = str(REPO / words[1])
     r = CliRunner().invoke(main, words)
     assert r.exit_code == 0, r.output
+    assert "simplified: physics: the engineers' laws (the default for timetables" in r.output
+    assert json.loads((tmp_path / "tt-out" / "summary.json").read_text())["physics"] == "engineering"
     assert (tmp_path / "tt-out" / "spacetime.png").is_file()
 
 
