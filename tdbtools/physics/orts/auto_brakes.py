@@ -14,6 +14,7 @@ train in the replay, so the plan and the brakes agree without a per-train consta
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from ...formats.stock import Stock
 from .airbrake import Handle
-from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
+from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction, shoe_factor
 from .run import _brake_train
 
 __all__ = ["BrakePlan", "brake_plan"]
@@ -53,8 +54,16 @@ class BrakePlan:
 
     def full_force(self, v: float) -> float:
         """The train's brake force (N) of a full-service application at speed ``v``."""
-        f = np.array([float(shoe_factor(s, abs(v))) for s in self.stocks])
+        # one shoe_factor per distinct stock, not per car (ShoeFactors)
+        f = np.empty(len(self.stocks))
+        u = abs(v)
+        for s, cars in self._shoe.groups:
+            f[cars] = float(shoe_factor(s, u))
         return self.full_fraction * float(np.sum(self.capacity * f))
+
+    @functools.cached_property
+    def _shoe(self) -> ShoeFactors:
+        return ShoeFactors(self.stocks)
 
     def reduction_for(self, share: float) -> float:
         """The pipe reduction (psi) whose cylinders give ``share`` (0–1) of the full-

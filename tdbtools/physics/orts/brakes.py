@@ -15,12 +15,15 @@ Two ways a file gives its brake force:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ...formats.stock import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN, Stock
 
 __all__ = [
     "DEFAULT_SHOE_NORMALISER",
+    "ShoeFactors",
     "brake_force_capacity",
     "cylinder_fraction",
     "default_shoe_mu",
@@ -60,6 +63,28 @@ def shoe_factor(stock: Stock, speed_ms):
     return np.clip(
         default_shoe_mu(speed_ms) / DEFAULT_SHOE_NORMALISER, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX
     )
+
+
+class ShoeFactors:
+    """:func:`shoe_factor` of every car of a train, one call per distinct stock object
+    rather than per car (a 1,000-car train has a few): the same values, since the factor
+    depends on the stock and the speed alone and is computed element by element."""
+
+    __slots__ = ("groups", "n")
+
+    def __init__(self, stocks: Sequence[Stock]) -> None:
+        by_stock: dict[int, tuple[Stock, list[int]]] = {}
+        for i, s in enumerate(stocks):
+            by_stock.setdefault(id(s), (s, []))[1].append(i)
+        self.n = len(stocks)
+        self.groups = [(s, np.array(cars, dtype=np.intp)) for s, cars in by_stock.values()]
+
+    def __call__(self, speeds: np.ndarray) -> np.ndarray:
+        """Each car's factor at its own speed (``speeds``: per car, m/s, either sign)."""
+        out = np.empty(self.n)
+        for s, cars in self.groups:
+            out[cars] = shoe_factor(s, np.abs(speeds[cars]))
+        return out
 
 
 def brake_force_capacity(stock: Stock) -> float:

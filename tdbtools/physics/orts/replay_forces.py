@@ -21,7 +21,7 @@ import numpy as np
 from ...formats.stock import Stock
 from .airbrake import Handle
 from .auto_brakes import brake_plan
-from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
+from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction
 from .controllers import brake_handle, lead_controllers, throttle_value
 from .run import _brake_train, _Unit
 
@@ -40,6 +40,7 @@ class _TrainBrakes:
         self.stocks = list(stocks)
         self.air, self.max_cyl, self.spring = _brake_train(stocks)
         self.capacity = np.array([brake_force_capacity(s) for s in stocks])
+        self.shoe = ShoeFactors(self.stocks)
         self.plan = brake_plan(stocks)
         self.applied = 0.0  # the last step's mean cylinder force share
 
@@ -50,7 +51,7 @@ class _TrainBrakes:
     def step(self, handle: Handle, dt: float, v_cars: np.ndarray) -> tuple[np.ndarray, float]:
         """Per car brake force after ``dt`` s at ``handle``; and the mean cylinder fraction."""
         self.air.step(handle, dt)
-        factor = np.array([float(shoe_factor(s, float(abs(v)))) for s, v in zip(self.stocks, v_cars)])
+        factor = self.shoe(v_cars)
         frac = cylinder_fraction(self.air.cyl, self.max_cyl, self.spring)
         self.applied = float(np.mean(frac))
         return self.capacity * frac * factor, self.applied
