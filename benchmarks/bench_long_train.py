@@ -1,7 +1,7 @@
 """A 1,000-car train through the command line (issue 32): `tdbtools replay` on DK24.
 
     python benchmarks/bench_long_train.py OUT_DIR [--cars 1000] [--seconds 200] [--repeat 3]
-                                          [--keep] [--cars-trace]
+                                          [--keep] [--cars-trace] [--physics P]
 
 Writes into OUT_DIR an install with DK24's route (no world files: no signals), the sample
 stock and a consist of one Class 66 and ``cars - 1`` Eanos wagons, and a scenario that runs
@@ -12,7 +12,9 @@ is shared). Reported: simulated seconds over the loop's CPU seconds (what the CL
 "x real time", by the wall clock), and with the writing of the files. Median of
 ``--repeat`` after one warm-up run. Target (issue 32): >= 300x real time. ``--keep``: keep
 the last run's output folder (``OUT_DIR/out``) for comparing two checkouts. BENCH_SRC:
-another checkout to measure.
+another checkout to measure. ``--physics engineering|openrails``: the scenario's physics
+profile (default: none given, so the replay chooses by the stock: Open Rails' laws, since
+every car comes from its .eng/.wag file; docs/physics.md §7).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def consist(cars: int) -> str:
     )
 
 
-def make_install(out: Path, cars: int, seconds: float) -> Path:
+def make_install(out: Path, cars: int, seconds: float, physics: str | None = None) -> Path:
     """The install under ``out`` (reused); returns the scenario file."""
     install = out / "DK24L"
     folder = install / "ROUTES" / "OR_DK24"
@@ -62,9 +64,10 @@ def make_install(out: Path, cars: int, seconds: float) -> Path:
         shutil.copytree(SAMPLE, install / "TRAINS")
     con = install / "TRAINS" / "CONSISTS" / f"long{cars}.con"
     con.write_text(consist(cars), encoding="ascii")
-    scen = install / f"long{cars}.toml"
+    scen = install / (f"long{cars}.toml" if physics is None else f"long{cars}_{physics}.toml")
+    profile = "" if physics is None else f'physics = "{physics}"\n'
     scen.write_text(
-        f'route = "ROUTES/OR_DK24"\nstep = 0.1\nduration = {seconds:g}\n\n[[train]]\nname = "long"\n'
+        f'route = "ROUTES/OR_DK24"\nstep = 0.1\nduration = {seconds:g}\n{profile}\n[[train]]\nname = "long"\n'
         f'consist = "long{cars}"\npath = "{PATH}"\ndriver = "auto"\nbeyond_path = 40000\n',
         encoding="ascii",
     )
@@ -105,12 +108,13 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--cars-trace", action="store_true", help="also write the per-car trace (--cars)")
+    ap.add_argument("--physics", choices=("engineering", "openrails"), help="the scenario's physics profile")
     args = ap.parse_args()
     if not (DK24 / "DK24.tdb").is_file():
         print(f"DK24 not found at {DK24}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    scen = make_install(args.out, args.cars, args.seconds)
+    scen = make_install(args.out, args.cars, args.seconds, args.physics)
     run_once(scen, args.out / "out", args.cars_trace)  # (the route cache and compiled kernels warm)
     rows = [run_once(scen, args.out / "out", args.cars_trace) for _ in range(args.repeat)]
     if not args.keep:
@@ -119,7 +123,7 @@ def main() -> int:
     sim = med["simulated"]
     each = ", ".join(f"{sim / r['loop']:.0f}" for r in rows)
     print(
-        f"{args.cars} cars, {sim:.0f} s simulated, {med['events']} events: loop {med['loop']:.3f} CPU s = "
+        f"{args.cars} cars, {args.physics or 'default'} physics, {sim:.0f} s simulated, {med['events']} events: loop {med['loop']:.3f} CPU s = "
         f"{sim / med['loop']:.0f}x real time (median of {args.repeat}: "
         f"{each}); loop + writing {sim / (med['loop'] + med['write']):.0f}x; "
         f"setup {med['setup']:.2f} s; load average {os.getloadavg()[0]:.2f} (target: >= 300x)"
