@@ -93,7 +93,9 @@ def test_no_pyvista_is_a_clear_error(monkeypatch, route):
 def test_no_renderer_is_a_clear_error(monkeypatch, route, tmp_path):
     scene = scene_mod.build_scene(route)  # building needs no renderer
     monkeypatch.setattr(backend_mod, "_probe_cache", None)
-    monkeypatch.setattr(backend_mod, "_probe", lambda timeout=60.0: (False, "a test render failed (signal 11)"))
+    monkeypatch.setattr(
+        backend_mod, "_probe", lambda timeout=60.0: (False, "a test render failed (signal 11)")
+    )
     with pytest.raises(TdbToolsError, match=r"no renderer: .*libegl1 libgl1 libgl1-mesa-dri"):
         view_mod.render_png(scene, tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
