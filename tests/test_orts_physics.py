@@ -106,6 +106,25 @@ def _write(tmp_path, body):
     return p
 
 
+def test_reads_traction_ramps_and_power_limit(tmp_path):
+    """MSTSLocomotive.Parse's ramp tokens (force rates N/s, power rates W/s, with units) and
+    MSTSDieselLocomotive's ORTSTractiveForceIsPowerLimited."""
+    s = read_stock(
+        _write(
+            tmp_path,
+            "ORTSTractiveForceRampUpRate ( 20kN/s ) ORTSTractiveForceRampDownRate ( 30kN/s ) "
+            "ORTSTractiveForceRampDownToZeroRate ( 50000 ) ORTSTractivePowerRampUpRate ( 1000kW/s ) "
+            "ORTSTractivePowerRampDownRate ( 2000kW/s ) ORTSTractivePowerRampDownToZeroRate ( 3e6 ) "
+            "ORTSTractiveForceIsPowerLimited ( 1 )",
+        )
+    )
+    r = s.orts.ramps
+    assert (r.force_up, r.force_down, r.force_to_zero) == (20e3, 30e3, 50e3)
+    assert (r.power_up, r.power_down, r.power_to_zero) == (1e6, 2e6, 3e6)
+    assert s.orts.power_limited
+    assert not _stock("dmu/DMU_A.eng").orts.power_limited
+
+
 def test_bad_diesel_block_is_located(tmp_path):
     p = _write(
         tmp_path,
@@ -194,12 +213,24 @@ def test_part_throttle_holds_its_rpm(dmu):
     assert r.traction[-1] == pytest.approx(2 * dmu.tractive_force_curve(0.5, r.speed[-1]), rel=1e-3)
 
 
-def test_basic_diesel_uses_apparent_power():
-    # 10 m/s, throttle 1, apparent 0.5: t·F = 300 kN but t·P/v = 200 kN, power P·0.5 → 100 kN
-    assert traction.basic_diesel_force(1.0, 0.5, 10.0, 300e3, 2e6) == pytest.approx(100e3)
-    assert traction.basic_diesel_force(0.5, 0.5, 0.0, 300e3, 2e6) == pytest.approx(150e3)
+def test_basic_diesel_force_law():
+    """MSTSDieselLocomotive.GetAvailableTractionForceN without curves: t·MaxForce capped by
+    t·RailPower/v, linear in t (not t² as the electric law)."""
+    assert traction.basic_diesel_force(0.5, 10.0, 300e3, 2e6) == pytest.approx(100e3)  # 0.5·2e6/10
+    assert traction.basic_diesel_force(0.25, 10.0, 300e3, 2e6) == pytest.approx(50e3)
+    assert traction.basic_diesel_force(0.5, 0.0, 300e3, 2e6) == pytest.approx(150e3)  # 0.5·300 kN
+    assert traction.basic_diesel_force(0.0, 0.0, 300e3, 2e6) == 0.0
     # above the unloading speed the power falls linearly to 0 at twice that speed
-    assert traction.basic_diesel_force(1.0, 1.0, 30.0, 300e3, 3e6, 20.0, 40.0) == pytest.approx(50e3)
+    assert traction.basic_diesel_force(1.0, 30.0, 300e3, 3e6, 20.0, 40.0) == pytest.approx(50e3)
+    # no fade at MaxVelocity in the diesel law
+    assert traction.basic_diesel_force(1.0, 30.5, 300e3, 3e6, 0.0, 30.0) == pytest.approx(3e6 / 30.5)
+
+
+def test_effective_throttle():
+    assert traction.effective_throttle(1.0, 0.3) == 0.3
+    assert traction.effective_throttle(0.2, 0.3) == 0.2
+    assert traction.effective_throttle(1.0, 0.3, power_limited=True) == 1.0
+    assert traction.effective_throttle(0.7, None) == 0.7
 
 
 def test_basic_electric_force():
@@ -207,23 +238,97 @@ def test_basic_electric_force():
     assert traction.basic_electric_force(0.5, 1.0, 300e3, 6e6) == pytest.approx(150e3)
 
 
-@pytest.mark.parametrize("law", ["electric", "diesel"])
-def test_legacy_force_fades_at_max_velocity(law):
-    """Open Rails' legacy force (no curves, MSTSLocomotive/MSTSDieselLocomotive): untouched
-    up to MaxVelocity − 0.05 m/s, then times 20·(MaxVelocity − v), 0 above MaxVelocity."""
+def test_legacy_electric_force_fades_at_max_velocity():
+    """MSTSLocomotive's legacy force (no curves): MaxForce untouched up to MaxVelocity −
+    0.05 m/s, then times 20·(MaxVelocity − v), 0 above MaxVelocity; the power cap
+    MaxPower·t²/v applies after the fade."""
 
-    def f(v, vmax=30.0):
-        if law == "electric":
-            return traction.basic_electric_force(1.0, v, 300e3, 3e6, vmax)
-        return traction.basic_diesel_force(1.0, 1.0, v, 300e3, 3e6, 0.0, vmax)
+    def f(v, vmax=30.0, fmax=100e3):
+        return traction.basic_electric_force(1.0, v, fmax, 3e6, vmax)
 
-    assert f(29.6) == pytest.approx(3e6 / 29.6)  # the power cap alone
-    assert f(29.95) == pytest.approx(3e6 / 29.95)  # the band's edge: factor 1
-    assert f(29.98) == pytest.approx(20 * 0.02 * 3e6 / 29.98)
-    assert f(-29.99) == pytest.approx(20 * 0.01 * 3e6 / 29.99)  # |v| either way
+    assert f(29.6, fmax=300e3) == pytest.approx(3e6 / 29.6)  # the power cap alone
+    assert f(29.7) == pytest.approx(100e3)  # below the band: MaxForce (3e6/29.7 > 100 kN)
+    assert f(29.95) == pytest.approx(100e3)  # the band's edge: factor 1
+    assert f(29.98) == pytest.approx(20 * 0.02 * 100e3)
+    assert f(-29.99) == pytest.approx(20 * 0.01 * 100e3)  # |v| either way
+    assert f(29.98, fmax=300e3) == pytest.approx(3e6 / 29.98)  # 0.4·300 kN > the power cap
     assert f(30.0) == 0.0
     assert f(30.5) == 0.0
     assert f(30.5, vmax=0.0) == pytest.approx(3e6 / 30.5)  # no MaxVelocity: no fade
+
+
+def _legacy_dmu(dmu, **ramps):
+    from tdbtools.formats.stock_orts import TractionRamps
+
+    o = replace(dmu.orts, ramps=TractionRamps(**ramps))
+    return replace(dmu, tractive_force_curve=None, orts=o)
+
+
+def test_legacy_diesel_force_follows_the_apparent_throttle(dmu):
+    """A legacy diesel (no curves) at part throttle: every step's force is the basic law at
+    min(handle, apparent); from rest it starts at the idle's apparent throttle (0) and
+    ramps with the RPM, then settles at t·min(MaxForce, RailPower/v)."""
+    leg = _legacy_dmu(dmu)
+    e = leg.orts.diesel_engines[0]
+    r = run_train([leg], [Command(0.0, throttle=0.5)], seconds=40.0)
+    for i in (1, 5, 20, 60, 200, 399):
+        app = diesel.apparent_throttle(e, r.rpm[i])
+        want = traction.basic_diesel_force(min(0.5, app), r.speed[i], 40e3, 200e3, 0.0, leg.max_velocity_ms)
+        assert r.traction[i] == pytest.approx(want, rel=1e-12)
+    assert r.traction[1] < 0.1 * 0.5 * 40e3  # not t·MaxForce at once (the old law's 20 kN)
+    v = r.speed[-1]
+    assert r.traction[-1] == pytest.approx(0.5 * min(40e3, 200e3 / v), rel=1e-3)
+
+
+def test_legacy_diesel_throttle_drop_cuts_the_force_at_once(dmu):
+    """When the handle drops, the force is read at the new handle although the RPM is
+    still falling (the minimum of the two)."""
+    leg = _legacy_dmu(dmu)
+    r = run_train([leg], [Command(0.0, throttle=1.0), Command(30.0, throttle=0.25)], seconds=31.0)
+    i = int(round(30.1 / 0.1))
+    assert r.rpm[i] > 1500  # the engine still runs high
+    assert r.traction[i] == pytest.approx(0.25 * min(40e3, 200e3 / r.speed[i]), rel=1e-12)
+
+
+def test_traction_force_ramp_closed_form(dmu):
+    """ORTSTractiveForceRampUpRate: from rest at a constant target the force rises at the
+    rate, reaching it after target/rate s; ORTSTractiveForceRampDownToZeroRate: to 0 at
+    that rate when the handle closes."""
+    from tdbtools.formats.stock_orts import TractionRamps
+
+    ramps = TractionRamps(force_up=5e3, force_to_zero=10e3)
+    assert traction.ramp_force(0.0, 0.1, 30e3, 1e9, 0.0, 0.0, ramps) == pytest.approx(500.0)
+    assert traction.ramp_force(29.8e3, 0.1, 30e3, 1e9, 0.0, 0.0, ramps) == pytest.approx(30e3)
+    assert traction.ramp_force(30e3, 0.1, 0.0, 1e9, 0.0, 0.0, ramps) == pytest.approx(29e3)
+    assert traction.ramp_force(30e3, 0.1, 10e3, 1e9, 0.0, 0.0, ramps) == 10e3  # no down rate: at once
+    assert traction.ramp_force(30e3, 0.1, 40e3, 20e3, 0.0, 0.0, ramps) == 20e3  # the cap
+    # the power ramp: from 100 kW at 10 m/s toward 400 kW at 10 kW/s → 101 kW after 0.1 s
+    pw = TractionRamps(power_up=10e3)
+    assert traction.ramp_force(10e3, 0.1, 40e3, 1e9, 10.0, 10.0, pw) == pytest.approx(101e3 / 10.0)
+    # in a run, every step: the last force plus at most rate·dt, never above the law's target
+    leg = _legacy_dmu(dmu, force_up=2e3)
+    e = leg.orts.diesel_engines[0]
+    r = run_train([leg], [Command(0.0, throttle=1.0)], seconds=30.0)
+    ramped = 0
+    for i in range(1, len(r.time)):
+        app = diesel.apparent_throttle(e, r.rpm[i])
+        target = traction.basic_diesel_force(min(1.0, app), r.speed[i], 40e3, 200e3, 0.0, leg.max_velocity_ms)
+        want = min(r.traction[i - 1] + 2e3 * 0.1, target) if target > r.traction[i - 1] else target
+        assert r.traction[i] == pytest.approx(want, rel=1e-12, abs=1e-9)
+        ramped += want < target
+    assert ramped > 50  # the ramp, not the engine, set the pace for a while
+
+
+def test_power_limited_diesel_reads_the_handle_but_the_engine_power(dmu):
+    """ORTSTractiveForceIsPowerLimited: the force is read at the handle's throttle, capped
+    by the engines' present output power over the speed (DieselPowerSupply)."""
+    leg = replace(_legacy_dmu(dmu), orts=replace(_legacy_dmu(dmu).orts, power_limited=True))
+    e = leg.orts.diesel_engines[0]
+    r = run_train([leg], [Command(0.0, throttle=1.0)], seconds=15.0, speed0=5.0)
+    for i in (1, 10, 50, 149):
+        cap = diesel.output_power(e, r.rpm[i]) / r.speed[i]
+        want = min(traction.basic_diesel_force(1.0, r.speed[i], 40e3, 200e3, 0.0, 0.0), cap)
+        assert r.traction[i] == pytest.approx(want, rel=1e-12)
 
 
 def test_run_holds_a_legacy_electric_at_max_velocity():

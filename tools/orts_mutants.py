@@ -20,18 +20,18 @@ M = [
         "return gap / change + change / rate",
     ),
     ("tdbtools/physics/orts/diesel.py", "min(spec.power(rpm), spec.max_power_w)", "spec.power(rpm)"),
-    ("tdbtools/physics/orts/run.py", "apparent = min(throttle, float(np.mean(app)))", "apparent = throttle"),
+    ("tdbtools/physics/orts/traction.py", "t = min(t, apparent)", "t = t"),
     (
         "tdbtools/physics/orts/traction.py",
         "out = force * (1.0 - (fm - fc) / (fm * fc) * average)",
         "out = force * (1.0 - (fm - fc) / (fm * fm) * average)",
     ),
     ("tdbtools/physics/orts/traction.py", "w = max((self.tau - dt) / self.tau, 0.0)", "w = 0.0"),
-    ("tdbtools/physics/orts/traction.py", "power = rail_power * apparent", "power = rail_power * throttle"),
+    ("tdbtools/physics/orts/traction.py", "power = throttle * rail_power", "power = rail_power"),
     (
         "tdbtools/physics/orts/traction.py",
-        "force = min(force, max_power * throttle * throttle / v)",
-        "force = min(force, max_power * throttle / v)",
+        "power = max_power * throttle * throttle",
+        "power = max_power * throttle",
     ),
     ("tdbtools/physics/orts/brakes.py", "return 7.6 / (v + 17.5) + 0.07", "return 7.6 / (v + 15.5) + 0.07"),
     (
@@ -76,9 +76,9 @@ M = [
         "ft = sum(u.force(throttle, v, dt) for u in units[:1])",
     ),
     (
-        "tdbtools/physics/orts/run.py",
-        "self.derate.step(f, self.average, dt)\n        return min(f, float(adhesion_limit(self.drive_mass, v)))",
-        "self.derate.step(f, self.average, dt)\n        return f",
+        "tdbtools/physics/orts/unit.py",
+        "self.traction = f\n        return min(f, float(adhesion_limit(self.drive_mass, v)))",
+        "self.traction = f\n        return f",
     ),
     ("tdbtools/physics/compare.py", "err = sa - sb", "err = sb - sa"),
     (
@@ -148,18 +148,18 @@ M += [
     ("tdbtools/physics/driver.py", "self._applied = self.brakes_now()", "pass"),
     ("tdbtools/physics/stages/setup.py", "d.brake_delay = plan.lag_s", "d.brake_delay = 0.1 * plan.lag_s"),
     # the legacy force's fade at MaxVelocity (MSTSLocomotive / MSTSDieselLocomotive)
-    ("tdbtools/physics/orts/traction.py", "return 20.0 * (max_speed - v) * force", "return force"),
+    ("tdbtools/physics/orts/traction.py", "return 20.0 * (max_speed - v)", "return 1.0"),
     ("tdbtools/physics/orts/traction.py", "    if v > max_speed:\n        return 0.0\n", ""),
     ("tdbtools/physics/orts/traction.py", "FADE_BAND_MS = 0.05", "FADE_BAND_MS = 0.5"),
     (
         "tdbtools/physics/orts/traction.py",
-        "return max_speed_fade(force, v, max_speed)\n\n\ndef basic_e",
-        "return force\n\n\ndef basic_e",
+        "force = throttle * max_force * max_speed_factor(v, max_speed)",
+        "force = throttle * max_force",
     ),
     (
-        "tdbtools/physics/orts/run.py",
-        "throttle, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0",
-        "throttle, v, s.max_force_n or 0.0, self.rail_power, 0.0",
+        "tdbtools/physics/orts/unit.py",
+        "t, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0\n        )",
+        "t, v, s.max_force_n or 0.0, self.rail_power, 0.0\n        )",
     ),
     # the trailing locomotive's drag factor in run_train
     ("tdbtools/physics/orts/run.py", "out[i] = s.trail_loco_resistance_factor", "out[i] = 1.0"),
@@ -167,6 +167,32 @@ M += [
     # real files' tokens
     ("tdbtools/formats/stock_orts.py", '"ortscylinderspringpressure": (', '"ortscylinderspringpressurex": ('),
     ("tdbtools/formats/stock_orts.py", '"ortsbrakepipechargingrate": (', '"ortsbrakepipechargingratex": ('),
+]
+M += [
+    # the traction update of the present sources (MSTSLocomotive.UpdateTractionForce)
+    (
+        "tdbtools/physics/orts/traction.py",
+        "return min(force + ramps.force_up * dt, target) if ramps.force_up > 0 else target",
+        "return target",
+    ),
+    (
+        "tdbtools/physics/orts/traction.py",
+        "down = ramps.force_to_zero if to_zero else ramps.force_down",
+        "down = ramps.force_down",
+    ),
+    (
+        "tdbtools/physics/orts/traction.py",
+        "target = min(target, (power + step) / v)",
+        "target = target",
+    ),
+    ("tdbtools/physics/orts/unit.py", "cap = min(cap, self._engine_power() / v)", "cap = cap"),
+    ("tdbtools/physics/orts/unit.py", "self.traction = f\n", "self.traction = 0.0\n"),
+    (
+        "tdbtools/formats/stock_orts.py",
+        '"ortstractiveforcerampdowntozerorate": ("force_to_zero", "force_rate")',
+        '"ortstractiveforcerampdowntozerorate": ("force_down", "force_rate")',
+    ),
+    ("tdbtools/formats/stock_orts.py", 'v["power_limited"] = rd.string', 'v["power_limitedx"] = rd.string'),
 ]
 TESTS = [
     "tests/test_orts_controllers.py",

@@ -28,6 +28,7 @@ __all__ = [
     "OrtsStock",
     "SteamSpec",
     "Table",
+    "TractionRamps",
     "read_orts",
 ]
 
@@ -154,6 +155,20 @@ class ControllerSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class TractionRamps:
+    """``ORTSTractiveForceRamp{Up,Down,DownToZero}Rate`` (N/s) and
+    ``ORTSTractivePowerRamp{Up,Down,DownToZero}Rate`` (W/s) of an ``Engine`` block
+    (MSTSLocomotive.Parse); 0 = not given: the force follows its target at once."""
+
+    force_up: float = 0.0
+    force_down: float = 0.0
+    force_to_zero: float = 0.0
+    power_up: float = 0.0
+    power_down: float = 0.0
+    power_to_zero: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class OrtsStock:
     """The Open Rails values of one stock file (None / 0: not given)."""
 
@@ -174,6 +189,8 @@ class OrtsStock:
     throttle: ControllerSpec | None = None  # EngineControllers ( Throttle ( … ) )
     train_brake: ControllerSpec | None = None  # EngineControllers ( Brake_Train ( … ) )
     min_reduction_psi: float = 0.0  # TrainBrakesControllerMinPressureReduction
+    ramps: TractionRamps = field(default_factory=TractionRamps)
+    power_limited: bool = False  # ORTSTractiveForceIsPowerLimited (a diesel)
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -295,6 +312,14 @@ _LOCO_BRAKE: dict[str, tuple[str, str]] = {
     "brakeservicetimefactor": ("service_time_factor_s", "time"),
     "brakeemergencytimefactor": ("emergency_time_factor_s", "time"),
 }
+_RAMPS: dict[str, tuple[str, str]] = {
+    "ortstractiveforcerampuprate": ("force_up", "force_rate"),
+    "ortstractiveforcerampdownrate": ("force_down", "force_rate"),
+    "ortstractiveforcerampdowntozerorate": ("force_to_zero", "force_rate"),
+    "ortstractivepowerrampuprate": ("power_up", "power_rate"),
+    "ortstractivepowerrampdownrate": ("power_down", "power_rate"),
+    "ortstractivepowerrampdowntozerorate": ("power_to_zero", "power_rate"),
+}
 _STEAM: dict[str, tuple[str, str | None]] = {
     "cylinderdiameter": ("cylinder_diameter_m", "distance"),
     "cylinderstroke": ("cylinder_stroke_m", "distance"),
@@ -372,6 +397,7 @@ def read_orts(
     brakes: dict[str, object] = {}
     loco: dict[str, object] = {}
     steam: dict[str, object] = {}
+    ramps: dict[str, object] = {}
     handlers: dict[str, Callable[[Block], None]] = {}
 
     def wagon(it: Block) -> None:
@@ -420,6 +446,13 @@ def read_orts(
         elif k in _STEAM:
             sname, sfam = _STEAM[k]
             steam[sname] = _num(rd, it, sfam, 0.0)
+        elif k in _RAMPS:
+            rname, rfam = _RAMPS[k]
+            x = _positive(rd, it, _num(rd, it, rfam, 0.0))
+            if x is not None:
+                ramps[rname] = x
+        elif k == "ortstractiveforceispowerlimited":
+            v["power_limited"] = rd.string(it, 0, "false").lower() in ("1", "true", "on")
         elif k == "numcylinders":
             steam["num_cylinders"] = int(rd.value(it, 0, to_int32, 2, it.name))
         elif k == "trainbrakescontrollerminpressurereduction":
@@ -446,9 +479,12 @@ def read_orts(
     if kind == "engine" and (loco or brakes):
         v["loco_brakes"] = LocoBrakeSpec(**loco)  # type: ignore[arg-type]
     v["brakes"] = AirBrakeSpec(**brakes)  # type: ignore[arg-type]
+    if ramps:
+        v["ramps"] = TractionRamps(**ramps)  # type: ignore[arg-type]
     if kind == "engine" and steam.get("cylinder_diameter_m"):
         v["steam"] = SteamSpec(**steam)  # type: ignore[arg-type]
     return OrtsStock(**v)  # type: ignore[arg-type]
 
 
 fast_pickle(Table, DieselEngineSpec, AirBrakeSpec, LocoBrakeSpec, SteamSpec, Notch, ControllerSpec, OrtsStock)
+fast_pickle(TractionRamps)
