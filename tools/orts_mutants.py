@@ -9,15 +9,24 @@ import sys
 from _mutants import run
 
 M = [
-    ("tdbtools/physics/orts/diesel.py", "math.sqrt(2.0 * spec.rate_up", "math.sqrt(1.0 * spec.rate_up"),
-    ("tdbtools/physics/orts/diesel.py", "up = min(math.sqrt", "up = max(math.sqrt"),
-    ("tdbtools/physics/orts/diesel.py", "return up if up > ARRIVED_RPM_PS else 0.0", "return up"),
-    ("tdbtools/physics/orts/diesel.py", "math.sqrt(2.0 * spec.rate_down", "math.sqrt(2.0 * spec.rate_up"),
+    (
+        "tdbtools/physics/orts/diesel.py",
+        "math.sqrt(2.0 * jerk * (demanded - rpm))",
+        "math.sqrt(jerk * (demanded - rpm))",
+    ),
+    (
+        "tdbtools/physics/orts/diesel.py",
+        "drpm = min(max(want, drpm - EASE_FACTOR * jerk * dt), drpm + jerk * dt)",
+        "drpm = want",
+    ),
+    ("tdbtools/physics/orts/diesel.py", "MIN_RATE_SHARE = 0.01", "MIN_RATE_SHARE = 0.0"),
+    ("tdbtools/physics/orts/diesel.py", "jerk = spec.rate_down * factor", "jerk = spec.rate_up * factor"),
+    ("tdbtools/physics/orts/diesel.py", "if rpm + drpm * dt > demanded:", "if False:"),
     ("tdbtools/physics/orts/diesel.py", "spec.throttle_rpm.inverse()(rpm)", "spec.throttle_rpm(rpm)"),
     (
         "tdbtools/physics/orts/diesel.py",
-        "return gap / change + change / (2.0 * rate)",
         "return gap / change + change / rate",
+        "return gap / change + change / (2.0 * rate)",
     ),
     ("tdbtools/physics/orts/diesel.py", "min(spec.power(rpm), spec.max_power_w)", "spec.power(rpm)"),
     ("tdbtools/physics/orts/traction.py", "t = min(t, apparent)", "t = t"),

@@ -28,6 +28,7 @@ class PowerUnit:
         o = stock.orts
         self.engines = o.diesel_engines if (o is not None and stock.engine_type == "Diesel") else ()
         self.rpm = [e.idle_rpm for e in self.engines]
+        self.drpm = [0.0 for _ in self.engines]
         self.average = 0.0
         self.traction = 0.0  # the force of the last step before adhesion (Open Rails' TractionForceN)
         self.prev_speed = 0.0
@@ -98,7 +99,9 @@ class PowerUnit:
         """The tractive force (N, ≥ 0) of a step of ``dt`` s at the handle's ``throttle``."""
         v = abs(v)
         for k, e in enumerate(self.engines):
-            self.rpm[k] = diesel.step_rpm(e, self.rpm[k], diesel.demanded_rpm(e, throttle), dt)
+            self.rpm[k], self.drpm[k] = diesel.step_engine(
+                e, self.rpm[k], self.drpm[k], diesel.demanded_rpm(e, throttle), dt
+            )
         t, limit, cap = self._limits(throttle, v)
         if limit > 0:
             target = self.available(t, v)
