@@ -608,3 +608,200 @@ def test_traction_capped_by_adhesion():
     el = replace(el, orts=replace(el.orts, drive_wheel_weight_kg=50e3))
     r = run_train([el], [Command(0.0, throttle=1.0)], seconds=0.1)
     assert r.traction[0] == pytest.approx(float(adhesion.adhesion_limit(50e3, 0.0)))
+
+
+# -- legacy diesel engines and the gearbox (DieselEngine.EstablishParameters, GearBox) ------------
+
+
+@pytest.fixture(scope="module")
+def dmu101():
+    return read_stock(DATA / "dmu101" / "DMU101_DMBS.eng")
+
+
+def test_reads_gearbox_tokens(dmu101):
+    g = dmu101.orts.gearbox
+    mph = 0.44704
+    assert g.fitted and g.gears == 4 and g.operation == "automatic" and g.transmission == "legacy"
+    assert g.max_speeds_ms == pytest.approx([15 * mph, 27 * mph, 41 * mph, 70 * mph])  # bare numbers: mph
+    assert g.max_forces_n == (28000, 16000, 10500, 6200)
+    assert (g.up_proportion, g.down_proportion, g.coasting_force_n) == (0.85, 0.35, 500)
+    m = dmu101.orts.msts_diesel
+    assert (m.idle_rpm, m.max_rpm, m.change_rate) == (450, 1800, 400)
+
+
+def test_msts_diesel_engine_is_established(dmu101):
+    """Without ORTSDieselEngines Open Rails builds one engine from the MSTS tokens: rates
+    from DieselEngineMaxRPMChangeRate, the default torque shape scaled so that the power at
+    MaxRPM is MaxPower, where the torque is 81 % of its largest value."""
+    (e,) = diesel.establish(dmu101)
+    assert (e.idle_rpm, e.max_rpm, e.change_up, e.change_down, e.rate_up, e.rate_down) == (
+        450,
+        1800,
+        400,
+        400,
+        400,
+        400,
+    )
+    assert e.starting_rpm == pytest.approx(300.0) and e.governor_rpm == pytest.approx(1.309 * 1800)
+    assert e.power(1800) == pytest.approx(224e3)
+    assert e.torque(1800) == pytest.approx(0.81 * max(e.torque.ys))
+    assert e.torque(1800) * 1800 * 2 * math.pi / 60 == pytest.approx(224e3)
+    assert e.torque(450) == pytest.approx(0.2 * max(e.torque.ys))
+    # MaxRPM at least 1.5 × idle for an MSTS engine; the defaults without any token
+    o = dmu101.orts
+    low = replace(dmu101, orts=replace(o, msts_diesel=replace(o.msts_diesel, max_rpm=500.0)))
+    assert diesel.establish(low)[0].max_rpm == 675.0
+    bare = replace(dmu101, max_power_w=None, orts=replace(o, msts_diesel=type(o.msts_diesel)()))
+    (b,) = diesel.establish(bare)
+    assert (b.idle_rpm, b.max_rpm, b.change_up, b.max_power_w) == (300.0, 600.0, 40.0, 2.5e6)
+
+
+def _sweep(stock, speeds, throttle=1.0, dt=0.1):
+    """Drive one PowerUnit along a prescribed speed profile: per step the gear, RPM, force."""
+    from tdbtools.physics.orts.unit import PowerUnit
+
+    u = PowerUnit(stock)
+    gear, rpm, force = [], [], []
+    for v in speeds:
+        force.append(u.force(throttle, v, dt))
+        gear.append(u.boxes[0].current)
+        rpm.append(u.rpm[0])
+    return np.array(gear), np.array(rpm), np.array(force), u
+
+
+def test_gears_of_the_legacy_box(dmu101):
+    from tdbtools.physics.orts.gearbox import gears_of
+
+    (e,) = diesel.establish(dmu101)
+    gears = gears_of(dmu101.orts.gearbox, e)
+    assert [g.ratio for g in gears] == pytest.approx([v / 1800 for v in dmu101.orts.gearbox.max_speeds_ms])
+    assert [g.max_force_n for g in gears] == [28000, 16000, 10500, 6200]
+    # ORTSGearBoxTractiveForceAtSpeed: the force at top speed raised by T_max/T(MaxRPM)
+    spec = replace(dmu101.orts.gearbox, forces_at_speed_n=(1e3, 1e3, 1e3, 1e3))
+    assert gears_of(spec, e)[0].max_force_n == pytest.approx(1e3 / 0.81)
+    assert gears_of(spec, e, n_engines=2)[0].max_force_n == pytest.approx(1e3 / 0.81 / 2)
+
+
+def test_gearbox_shifts_up_and_down_at_the_proportions(dmu101):
+    """A speed ramp at full throttle: each upshift within two steps after the speed passes
+    UpGearProportion·V_i; coming back down, each downshift within two steps after it falls
+    below DownGearProportion·V_i."""
+    g = dmu101.orts.gearbox
+    dt = 0.1
+    up = np.concatenate([np.zeros(50), np.arange(0.0, 30.0, 0.03)])  # 0.3 m/s², after 5 s at rest
+    gear, _, _, u = _sweep(dmu101, up)
+    assert gear[0] == -1 and gear[49] == 0  # in gear 1 from the first step with the throttle open
+    assert list(dict.fromkeys(gear.tolist())) == [-1, 0, 1, 2, 3]
+    for i in range(3):
+        cross = int(np.argmax(up > g.up_proportion * g.max_speeds_ms[i]))
+        shift = int(np.argmax(gear > i))
+        assert cross <= shift <= cross + 2, (i, cross, shift)
+    down = np.arange(30.0, 0.5, -0.03)
+    from tdbtools.physics.orts.unit import PowerUnit
+
+    gear2 = []
+    for v in down:
+        u.force(1.0, v, dt)
+        gear2.append(u.boxes[0].current)
+    gear2 = np.array(gear2)
+    for i in (3, 2, 1):
+        cross = int(np.argmax(down < g.down_proportion * g.max_speeds_ms[i]))
+        shift = int(np.argmax(gear2 < i))
+        assert cross <= shift <= cross + 2, (i, cross, shift)
+    assert gear2[-1] == 0
+    assert PowerUnit(dmu101).boxes[0].current == -1
+
+
+def test_gearbox_force_per_gear(dmu101):
+    """At a steady speed in gear i with the clutch in, the engine turns at the shaft's
+    v/ratio_i and the force is t·min(t·F_i·T(rpm)/T_max, P(rpm)/v)."""
+    (e,) = diesel.establish(dmu101)
+    g = dmu101.orts.gearbox
+    t_max = max(e.torque.ys)
+    for i, frac in ((0, 0.6), (1, 0.6), (2, 0.6), (3, 0.6)):
+        v = frac * g.max_speeds_ms[i]
+        # reach the gear along a ramp, then hold the speed
+        ramp = np.linspace(0.0, v, 400)
+        prof = np.concatenate([ramp, np.full(300, v)])
+        for t in (1.0, 0.5):
+            gear, rpm, force, u = _sweep(dmu101, prof, throttle=t)
+            if gear[-1] != i:
+                continue  # a part throttle may settle one gear lower; the gear is checked below
+            shaft = v / (g.max_speeds_ms[i] / 1800)
+            assert rpm[-1] == pytest.approx(shaft, rel=1e-6)
+            want = t * min(t * g.max_forces_n[i] * e.torque(shaft) / t_max, e.power(shaft) / v)
+            assert force[-1] == pytest.approx(want, rel=1e-9)
+        gear, *_ = _sweep(dmu101, prof)
+        assert gear[-1] == i
+
+
+def test_gearbox_neutral_with_the_throttle_closed(dmu101):
+    speeds = np.concatenate([np.linspace(0, 8, 200), np.full(20, 8.0)])
+    from tdbtools.physics.orts.unit import PowerUnit
+
+    u = PowerUnit(dmu101)
+    for v in speeds:
+        u.force(1.0, v, 0.1)
+    assert u.boxes[0].current >= 0
+    assert u.force(0.0, 8.0, 0.1) == 0.0  # the gear drops out this step (force read after)
+    assert u.boxes[0].current == -1
+
+
+def test_dmu101_run_up(dmu101):
+    """A Class 101-like car from rest at full throttle: gear 1 at once with the clutch
+    slipping (the force t²·F_1·T(rpm)/T_max as the engine runs up), all four gears in
+    order, about 60 km/h after a minute (plausible for a 300 hp, 33 t car)."""
+    r = run_train([dmu101], [Command(0.0, throttle=1.0)], seconds=120.0)
+    (e,) = diesel.establish(dmu101)
+    t_max = max(e.torque.ys)
+    for i in (1, 5, 10):
+        assert r.traction[i] == pytest.approx(28000 * e.torque(r.rpm[i]) / t_max, rel=1e-9)
+    kmh = r.speed * 3.6
+    assert 50 < kmh[600] < 75
+    # the clutch locks with the engine above the shaft: the engine's RPM rate (state, jerk
+    # limited) turns round while the shaft runs away, and for a step the shaft overruns it by
+    # more than 20 % (the box's coasting drag), as Open Rails' formulas give
+    assert np.sum(np.diff(r.speed) < 0) <= 2
+    assert r.notes == ()
+    # a manual box is run as automatic, and the run says so
+    man = replace(dmu101, orts=replace(dmu101.orts, gearbox=replace(dmu101.orts.gearbox, operation="manual")))
+    assert any("manual gearbox run as automatic" in n for n in run_train([man], [], seconds=0.1).notes)
+
+
+def test_gearbox_coasting_drag(dmu101):
+    """While the shaft overruns the engine by more than 20 % (ClutchPercent < −20) the box
+    gives −t·CoastingForce·(1 + slip) instead of traction."""
+    from tdbtools.physics.orts.gearbox import GearBox, gears_of
+
+    (e,) = diesel.establish(dmu101)
+    box = GearBox(gears_of(dmu101.orts.gearbox, e), e)
+    box.current = 0
+    box.slip = -0.5
+    assert box.force(1.0, 5.0, 1000.0) == pytest.approx(-250.0)
+    assert box.force(0.5, 5.0, 1000.0) == pytest.approx(-125.0)
+    box.slip = -0.1  # within 20 %: traction
+    assert box.force(1.0, 5.0, 1000.0) > 0
+
+
+def test_gearbox_power_cap_and_shift_waits_for_the_engine(dmu101):
+    """The gear force is capped by the engine's power at its RPM over the speed; a shift is
+    selected only with the engine within 5 % of the shaft's RPM (``clutch < 0.05``)."""
+    from tdbtools.physics.orts.gearbox import GearBox, gears_of
+
+    (e,) = diesel.establish(dmu101)
+    big = replace(dmu101.orts.gearbox, max_forces_n=(1e6, 1e6, 1e6, 1e6))
+    box = GearBox(gears_of(big, e), e)
+    box.current, box.slip = 0, 0.0
+    assert box.force(1.0, 5.0, 1500.0) == pytest.approx(e.power(1500.0) / 5.0)
+    assert box.force(0.5, 5.0, 1500.0) == pytest.approx(0.5 * e.power(1500.0) / 5.0)
+    box = GearBox(gears_of(dmu101.orts.gearbox, e), e)
+    box.current = box.next = 0
+    v = 0.9 * dmu101.orts.gearbox.max_speeds_ms[0]  # above UpGearProportion·V_1
+    box.slip = 0.1
+    box.update(1.0, v)
+    assert box.next == 0
+    box.slip = 0.02
+    box.update(1.0, v)
+    assert box.next == 1
+    box.update(1.0, v)
+    assert box.current == 1

@@ -195,13 +195,71 @@ M += [
         "target = target",
     ),
     ("tdbtools/physics/orts/unit.py", "cap = min(cap, self._engine_power() / v)", "cap = cap"),
-    ("tdbtools/physics/orts/unit.py", "self.traction = f\n", "self.traction = 0.0\n"),
+    (
+        "tdbtools/physics/orts/unit.py",
+        "self.average, dt)\n        self.traction = f\n",
+        "self.average, dt)\n        self.traction = 0.0\n",
+    ),
     (
         "tdbtools/formats/stock_orts.py",
         '"ortstractiveforcerampdowntozerorate": ("force_to_zero", "force_rate")',
         '"ortstractiveforcerampdowntozerorate": ("force_down", "force_rate")',
     ),
     ("tdbtools/formats/stock_orts.py", 'v["power_limited"] = rd.string', 'v["power_limitedx"] = rd.string'),
+]
+M += [
+    # MSTS diesel engines (DieselEngine.EstablishParameters) and the legacy gearbox (GearBox)
+    ("tdbtools/physics/orts/diesel.py", "top = 1.5 * idle", "top = top"),
+    (
+        "tdbtools/physics/orts/diesel.py",
+        "top = max_power_w / _rad_s(max_rpm) / 0.81",
+        "top = max_power_w / _rad_s(max_rpm) / 0.9",
+    ),
+    ("tdbtools/physics/orts/diesel.py", "rate_up=e.rate_up or up", "rate_up=e.rate_up or 50.0"),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "Gear(v, f, v / engine.max_rpm,",
+        "Gear(v, f, 1.1 * v / engine.max_rpm,",
+    ),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "f = spec.forces_at_speed_n[i] * t_max / t_top / n_engines",
+        "f = spec.forces_at_speed_n[i] * t_max / t_top",
+    ),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "if v > self.engine.max_rpm * g.up * g.ratio:",
+        "if v > self.engine.max_rpm * 0.9 * g.ratio:",
+    ),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "elif v < self.engine.max_rpm * g.down * g.ratio:",
+        "elif v < self.engine.max_rpm * 0.25 * g.ratio:",
+    ),
+    ("tdbtools/physics/orts/gearbox.py", "f = share * t * g.max_force_n", "f = share * g.max_force_n"),
+    ("tdbtools/physics/orts/gearbox.py", "f = min(f, diesel.output_power(e, rpm) / v)", "f = f"),
+    ("tdbtools/physics/orts/gearbox.py", "SHIFT_SLIP = 0.05", "SHIFT_SLIP = 0.5"),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "if throttle > 0 and shaft >= self.gears[self.current].down * self.engine.max_rpm:",
+        "if throttle > 0:",
+    ),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "if throttle <= 0:\n                self._neutral()",
+        "if False:\n                self._neutral()",
+    ),
+    ("tdbtools/physics/orts/gearbox.py", "if self.slip * 100.0 < -20.0:", "if self.slip * 100.0 < -200.0:"),
+    (
+        "tdbtools/physics/orts/unit.py",
+        "return bool(self.boxes) and self.stock.tractive_force_curve is None",
+        "return False",
+    ),
+    (
+        "tdbtools/formats/stock_orts.py",
+        '("max_speeds_ms", "speed_mph", True)',
+        '("max_speeds_ms", "speed", True)',
+    ),
 ]
 TESTS = [
     "tests/test_orts_controllers.py",

@@ -330,9 +330,55 @@ FREIGHT = """Wagon ( FREIGHT
 )
 """
 
+# A diesel-mechanical DMU power car like a British Class 101 driving motor: written as MSTS
+# files for such cars are, with no ORTSDieselEngines (Open Rails builds the engine from the
+# DieselEngine* tokens) and the MSTS gearbox tokens: four gears with the top speeds of the
+# Wilson epicyclic box (15, 27, 41, 70 mph), their largest forces in N without units, the
+# automatic operation, the shift proportions. 32.5 t, 2 × 150 hp written as one 224 kW
+# engine, idle 450 / max 1800 RPM at 400 RPM/s (quick enough to follow the shaft in gear 1).
+DMU_101 = """Wagon ( DMU101_DMBS
+\tType ( Engine )
+\tWagonShape ( DMU101_DMBS.s )
+\tSize ( 2.82m 3.9m 17.5m )
+\tMass ( 32t-uk )
+\tWheelRadius ( 0.445m )
+\tInertiaTensor ( Box ( 2.8m 3.9m 17.5m ) )
+\tORTSDavis_A ( 1300N )
+\tORTSDavis_B ( 30N/m/s )
+\tORTSDavis_C ( 4N/m/s^2 )
+\tBrakeSystemType ( "Air_single_pipe" )
+\tMaxBrakeForce ( 45kN )
+\tCoupling ( Type ( Automatic ) Spring ( Stiffness ( 1e6N/m 5e6N/m ) r0 ( 0m 0.05m ) Break ( 1e6N 1e6N ) ) )
+)
+Engine ( DMU101_DMBS
+\tType ( Diesel )
+\tName ( "Class 101 DMBS (test)" )
+\tWheelRadius ( 0.445m )
+\tMaxPower ( 224kW )
+\tMaxForce ( 28kN )
+\tMaxVelocity ( 70mph )
+\tORTSDriveWheelWeight ( 16t-uk )
+\tDieselEngineIdleRPM ( 450 )
+\tDieselEngineMaxRPM ( 1800 )
+\tDieselEngineMaxRPMChangeRate ( 400 )
+\tGearBoxNumberOfGears ( 4 )
+\tGearBoxDirectDriveGear ( 4 )
+\tGearBoxOperation ( automatic )
+\tGearBoxEngineBraking ( direct_drive )
+\tGearBoxMaxSpeedForGears ( 15 27 41 70 )
+\tGearBoxMaxTractiveForceForGears ( 28000 16000 10500 6200 )
+\tGearBoxOverspeedPercentageForFailure ( 150 )
+\tGearBoxBackLoadForce ( 1000 )
+\tGearBoxCoastingForce ( 500 )
+\tGearBoxUpGearProportion ( 0.85 )
+\tGearBoxDownGearProportion ( 0.35 )
+)
+"""
+
 FILES = {
     "dmu/DMU_A.eng": DMU,
     "dmu/notched/DMU_N.eng": DMU_NOTCHED,
+    "dmu101/DMU101_DMBS.eng": DMU_101,
     "diesel/LOCO_CC.eng": LOCO_CC,
     "electric/EL_LOCO.eng": ELECTRIC,
     "emu/EMU_M.eng": EMU_M,

@@ -16,11 +16,13 @@ import math
 
 import numpy as np
 
-from ...formats.stock_orts import DieselEngineSpec
+from ...formats.stock import Stock
+from ...formats.stock_orts import DieselEngineSpec, Table
 
 __all__ = [
     "apparent_throttle",
     "demanded_rpm",
+    "establish",
     "output_power",
     "run_up_time",
     "step_engine",
@@ -30,6 +32,75 @@ __all__ = [
 MIN_RATE_SHARE = 0.01
 #: How much faster than J the rate may fall back toward 0 (UpdateRPM).
 EASE_FACTOR = 1.25
+
+
+#: Open Rails' default torque shape (share of the largest torque) from 0 RPM, idle, nine
+#: even steps to MaxRPM, and 1.35·MaxRPM (DieselEngine.EstablishParameters).
+TORQUE_SHAPE = (0.0, 0.2, 0.4, 0.7, 0.95, 1.0, 1.0, 0.98, 0.95, 0.9, 0.86, 0.81, 0.3)
+
+
+def _rad_s(rpm: float) -> float:
+    return rpm * 2.0 * math.pi / 60.0
+
+
+def default_tables(idle: float, max_rpm: float, max_power_w: float) -> tuple[Table, Table]:
+    """(power, torque) tables Open Rails builds when a file gives neither: the torque
+    shape :data:`TORQUE_SHAPE` scaled so that the power at MaxRPM is ``max_power_w``."""
+    n = len(TORQUE_SHAPE)
+    rpm = [0.0, idle] + [idle + k * (max_rpm - idle) / (n - 3) for k in range(1, n - 2)] + [1.35 * max_rpm]
+    top = max_power_w / _rad_s(max_rpm) / 0.81
+    torque = [f * top for f in TORQUE_SHAPE]
+    power = [t * _rad_s(r) for t, r in zip(torque, rpm)]
+    return Table(tuple(rpm), tuple(power)), Table(tuple(rpm), tuple(torque))
+
+
+def establish(stock: Stock) -> tuple[DieselEngineSpec, ...]:
+    """The prime movers Open Rails runs for a diesel (``DieselEngine.EstablishParameters``):
+    each ``ORTSDieselEngines`` engine with its missing values filled, or, without that block,
+    one engine from the MSTS tokens (``DieselEngineIdleRPM`` 300, ``DieselEngineMaxRPM`` 600
+    — at least 1.5·idle —, ``DieselEngineMaxRPMChangeRate`` 40 RPM/s for both rate limits,
+    ``ORTSDieselEngineMaxPower`` or ``MaxPower`` or 2.5 MW); the rate-of-change limits
+    default to the rate limits, the governor to 1.309·MaxRPM, the starting RPM to 2/3 of
+    idle; without power and torque tables the default shape, with one of them the other
+    derived from it (P = T·ω)."""
+    o = stock.orts
+    if o is None:
+        return ()
+    m = o.msts_diesel
+    configured = bool(o.diesel_engines)
+    out = []
+    for e in o.diesel_engines or (DieselEngineSpec(),):
+        idle = e.idle_rpm or m.idle_rpm or 300.0
+        top = e.max_rpm or m.max_rpm or 600.0
+        if not configured and top / idle < 1.5:
+            top = 1.5 * idle
+        up = e.change_up or m.change_rate or 40.0
+        down = e.change_down or m.change_rate or 40.0
+        power_w = e.max_power_w or m.max_power_w or stock.max_power_w or (o.max_rail_power_w or 2.5e6)
+        ptab, ttab = e.power, e.torque
+        if ptab is None and ttab is None:
+            ptab, ttab = default_tables(idle, top, power_w)
+        elif ttab is None and ptab is not None:
+            ttab = Table(ptab.xs, tuple(p / _rad_s(r) if r > 0 else 0.0 for r, p in zip(ptab.xs, ptab.ys)))
+        elif ptab is None and ttab is not None:
+            ptab = Table(ttab.xs, tuple(t * _rad_s(r) for r, t in zip(ttab.xs, ttab.ys)))
+        out.append(
+            DieselEngineSpec(
+                idle_rpm=idle,
+                max_rpm=top,
+                governor_rpm=e.governor_rpm or m.governor_rpm or 1.309 * top,
+                change_up=up,
+                change_down=down,
+                rate_up=e.rate_up or up,
+                rate_down=e.rate_down or down,
+                max_power_w=power_w,
+                starting_rpm=e.starting_rpm or idle * 2.0 / 3.0,
+                throttle_rpm=e.throttle_rpm,
+                power=ptab,
+                torque=ttab,
+            )
+        )
+    return tuple(out)
 
 
 def demanded_rpm(spec: DieselEngineSpec, throttle: float) -> float:

@@ -136,6 +136,8 @@ def run_train(
     notes = []
     if any(s.orts is not None and s.orts.brakes.vacuum for s in stocks):
         notes.append("vacuum brakes are run with the air-brake law (the vacuum variant is not modelled)")
+    for u in units:
+        notes.extend(n for n in u.notes if n not in notes)
     cmds = sorted(commands, key=lambda c: c.time)
     throttle_spec, brake_spec, min_drop = lead_controllers(stocks)
     throttle, handle, dyn = 0.0, Handle("release"), 0.0

@@ -16,6 +16,7 @@ from ...formats.stock import Stock
 from ...formats.stock_orts import TractionRamps
 from . import diesel, steam, traction
 from .adhesion import adhesion_limit
+from .gearbox import GearBox, gears_of
 
 __all__ = ["PowerUnit"]
 
@@ -26,7 +27,10 @@ class PowerUnit:
     def __init__(self, stock: Stock) -> None:
         self.stock = stock
         o = stock.orts
-        self.engines = o.diesel_engines if (o is not None and stock.engine_type == "Diesel") else ()
+        self.engines = diesel.establish(stock) if stock.engine_type == "Diesel" else ()
+        #: what this unit's laws leave out (the run prints them)
+        self.notes: list[str] = []
+        self.boxes = self._gearboxes()
         self.rpm = [e.idle_rpm for e in self.engines]
         self.drpm = [0.0 for _ in self.engines]
         self.average = 0.0
@@ -49,6 +53,33 @@ class PowerUnit:
         elif not power and self.engines:
             power = sum(e.max_power_w for e in self.engines)
         self.rail_power = power
+
+    def _gearboxes(self) -> list[GearBox]:
+        o = self.stock.orts
+        spec = o.gearbox if o is not None else None
+        if spec is None or not self.engines:
+            return []
+        name = self.stock.name
+        if not spec.fitted:
+            self.notes.append(
+                f"{name}: gearbox tokens incomplete (Open Rails needs three of four); no gearbox"
+            )
+            return []
+        if spec.operation != "automatic":
+            self.notes.append(
+                f"{name}: {spec.operation} gearbox run as automatic (the driver's gear changes are not modelled)"
+            )
+        if spec.transmission == "mechanic":
+            self.notes.append(
+                f"{name}: ORTSDieselTransmissionType Mechanic run as the legacy gearbox (clutch types, freewheel, governor not modelled)"
+            )
+        n = len(self.engines)
+        return [GearBox(gears_of(spec, e, n), e) for e in self.engines]
+
+    @property
+    def geared(self) -> bool:
+        """The force comes from the gearbox (``MSTSDieselLocomotive``: a gearbox and no curves)."""
+        return bool(self.boxes) and self.stock.tractive_force_curve is None
 
     # -- the laws ---------------------------------------------------------------------------
 
@@ -99,9 +130,18 @@ class PowerUnit:
         """The tractive force (N, ≥ 0) of a step of ``dt`` s at the handle's ``throttle``."""
         v = abs(v)
         for k, e in enumerate(self.engines):
-            self.rpm[k], self.drpm[k] = diesel.step_engine(
-                e, self.rpm[k], self.drpm[k], diesel.demanded_rpm(e, throttle), dt
-            )
+            if self.boxes:
+                demand = self.boxes[k].demanded_rpm(throttle, v, self.rpm[k])
+            else:
+                demand = diesel.demanded_rpm(e, throttle)
+            self.rpm[k], self.drpm[k] = diesel.step_engine(e, self.rpm[k], self.drpm[k], demand, dt)
+            if self.boxes:
+                self.boxes[k].update(throttle, v)
+        if self.geared:
+            f = sum(b.force(throttle, v, r) for b, r in zip(self.boxes, self.rpm))
+            self.traction = f
+            self.prev_speed = v
+            return min(f, float(adhesion_limit(self.drive_mass, v)))
         t, limit, cap = self._limits(throttle, v)
         if limit > 0:
             target = self.available(t, v)
@@ -117,6 +157,9 @@ class PowerUnit:
     def capacity(self, v: float) -> float:
         """The force at full throttle with the engines as they run now (no state change)."""
         v = abs(v)
+        if self.geared:
+            f = sum(b.force(1.0, v, r) for b, r in zip(self.boxes, self.rpm))
+            return min(f, float(adhesion_limit(self.drive_mass, v)))
         _, limit, cap = self._limits(1.0, v)
         f = min(self.available(limit, v), cap) if limit > 0 else 0.0
         return min(f, float(adhesion_limit(self.drive_mass, v)))
