@@ -15,6 +15,7 @@ from tdbtools.errors import Diagnostics, FormatError
 from tdbtools.formats.stock import read_stock
 from tdbtools.formats.stock_orts import Table
 from tdbtools.physics.orts import adhesion, brakes, diesel, steam, traction
+from tdbtools.physics.orts import resistance as orts_resistance
 from tdbtools.physics.orts.airbrake import APPLY, LAP, AirBrakeTrain, Handle
 from tdbtools.physics.orts.run import Command, run_train, trailing_drag_factors
 
@@ -531,7 +532,9 @@ def test_emu_accelerates_from_its_powered_cars():
     m, t = _stock("emu/EMU_M.eng"), _stock("emu/EMU_T.wag")
     r = run_train([m, t, m], [Command(0.0, throttle=1.0)], seconds=1.0)
     mass = 50e3 + 36e3 + 50e3
-    a0 = (2 * 80e3 - (2 * m.davis_a + t.davis_a)) / mass
+    # at rest each car meets Open Rails' starting resistance (§7.5), not Davis A
+    f0 = [orts_resistance.starting_force(x) for x in (m, t, m)]
+    a0 = (2 * 80e3 - sum(f0)) / mass
     assert r.speed[1] == pytest.approx(a0 * 0.1, rel=1e-12)
     assert 1.0 < a0 < 1.3
 
@@ -805,3 +808,68 @@ def test_gearbox_power_cap_and_shift_waits_for_the_engine(dmu101):
     assert box.next == 1
     box.update(1.0, v)
     assert box.current == 1
+
+
+# -- resistance at low speed (MSTSWagon.UpdateTrainBaseResistance) -------------------------------
+
+
+def test_davis_starting_force_closed_form():
+    """A car with Davis values and no ORTSStandstillFriction: F0 = bearing lbf per UK ton ×
+    wheel radius / 18.5 in × UK tons + 1120/g · axle load (UK tons) lbf, g on the line from
+    800 at 5 t to 400 at 26 t per axle; at least 1.2·A; then linear to Davis at 5 mph."""
+    coach = _stock("wagons/COACH.wag")
+    lbf, tuk = 4.44822162, 1016.0469088
+    axles = coach.num_axles - coach.num_drive_axles
+    axle_t = coach.mass_kg / axles / tuk
+    g = max(800.0 - 400.0 * (axle_t - 5.0) / 21.0, 100.0)
+    per_ton = {"Roller": 4.5, "Low": 2.5, "Grease": 30.0}.get(coach.bearing_type, 20.0)
+    want = (
+        coach.mass_kg / tuk * per_ton * lbf * coach.wheel_radius_m / (18.5 * 0.0254)
+        + 1120.0 / g * axle_t * lbf
+    )
+    want = max(want, 1.2 * coach.davis_a) if want < coach.davis_a else want
+    assert orts_resistance.starting_force(coach) == pytest.approx(want, rel=1e-12)
+    # cold bearings (−10 °C and below): 30/45/12/7.5 lbf per ton
+    cold = {"Roller": 12.0, "Low": 7.5, "Grease": 45.0}.get(coach.bearing_type, 30.0)
+    assert orts_resistance.starting_force(coach, -20.0) - orts_resistance.starting_force(
+        coach
+    ) == pytest.approx(
+        coach.mass_kg / tuk * (cold - per_ton) * lbf * coach.wheel_radius_m / (18.5 * 0.0254), rel=1e-9
+    )
+    # the floor: a car whose A exceeds that starting force starts from 1.2·A
+    heavy_a = replace(coach, davis_a=1e5)
+    assert orts_resistance.starting_force(heavy_a) == pytest.approx(1.2e5)
+    # the line to Davis at 5 mph
+    f0, vm = orts_resistance.starting_terms([coach])
+    assert vm[0] == pytest.approx(orts_resistance.MPH5)
+    v = 0.5 * vm[0]
+    davis5 = coach.davis_a + vm[0] * (coach.davis_b + vm[0] * coach.davis_c)
+    assert orts_resistance.resistance([coach], f0, vm, np.ones(1), v) == pytest.approx(0.5 * (f0[0] + davis5))
+    v = 2 * vm[0]
+    assert orts_resistance.resistance([coach], f0, vm, np.ones(1), v) == pytest.approx(
+        coach.davis_a + v * (coach.davis_b + v * coach.davis_c)
+    )
+
+
+def test_standstill_friction_and_merge_speed_from_the_file():
+    coach = replace(_stock("wagons/COACH.wag"), standstill_friction_n=5e3, merge_speed_ms=3.0)
+    f0, vm = orts_resistance.starting_terms([coach])
+    assert (f0[0], vm[0]) == (5e3, 3.0)
+    f0c, _ = orts_resistance.starting_terms([coach], -20.0)
+    assert f0c[0] == pytest.approx(6e3)  # the static factor 1.2 with frozen bearings
+    at3 = coach.davis_a + 3.0 * (coach.davis_b + 3.0 * coach.davis_c)
+    assert orts_resistance.resistance([coach], f0, vm, np.ones(1), 1.0) == pytest.approx(
+        5e3 + (at3 - 5e3) / 3.0
+    )
+
+
+def test_run_starts_against_the_starting_resistance():
+    """A coasting check: a train standing with no traction stays; a light push at 1 m/s
+    loses speed at the low-speed line's force over the mass."""
+    el, coach = _stock("electric/EL_LOCO.eng"), _stock("wagons/COACH.wag")
+    r = run_train([el, coach], [], seconds=0.1, speed0=1.0)
+    f0, vm = orts_resistance.starting_terms([el, coach])
+    drag = np.ones(2)
+    want = orts_resistance.resistance([el, coach], f0, vm, drag, 1.0)
+    assert r.speed[1] == pytest.approx(1.0 - want / (el.mass_kg + coach.mass_kg) * 0.1, rel=1e-12)
+    assert want > el.davis_a + coach.davis_a + 1.0 * (el.davis_b + coach.davis_b)

@@ -172,7 +172,11 @@ M += [
     ),
     # the trailing locomotive's drag factor in run_train
     ("tdbtools/physics/orts/run.py", "out[i] = s.trail_loco_resistance_factor", "out[i] = 1.0"),
-    ("tdbtools/physics/orts/run.py", "c_ = c_ * trailing_drag_factors(stocks)", "c_ = c_ * 1.0"),
+    (
+        "tdbtools/physics/orts/run.py",
+        "resistance(stocks, f0, vm, drag, v)",
+        "resistance(stocks, f0, vm, drag * 0 + 1, v)",
+    ),
     # real files' tokens
     ("tdbtools/formats/stock_orts.py", '"ortscylinderspringpressure": (', '"ortscylinderspringpressurex": ('),
     ("tdbtools/formats/stock_orts.py", '"ortsbrakepipechargingrate": (', '"ortsbrakepipechargingratex": ('),
@@ -260,6 +264,24 @@ M += [
         '("max_speeds_ms", "speed_mph", True)',
         '("max_speeds_ms", "speed", True)',
     ),
+]
+M += [
+    # Open Rails' low-speed resistance (MSTSWagon.UpdateTrainBaseResistance_*)
+    ("tdbtools/physics/orts/resistance.py", "track = 1120.0 / grade * axle / KG_TUK * LBF", "track = 0.0"),
+    ("tdbtools/physics/orts/resistance.py", "wheel = s.wheel_radius_m / REF_WHEEL_RADIUS_M", "wheel = 1.0"),
+    (
+        "tdbtools/physics/orts/resistance.py",
+        "return 1.2 * floor if f0 < floor else f0",
+        "return floor if f0 < floor else f0",
+    ),
+    (
+        "tdbtools/physics/orts/resistance.py",
+        "f0[i] = s.standstill_friction_n * _between(temp_c, 1.2, 1.0)",
+        "f0[i] = s.standstill_friction_n",
+    ),
+    ("tdbtools/physics/orts/resistance.py", "vm[i] = max(s.merge_speed_ms, 1e-3)", "vm[i] = MPH5"),
+    ("tdbtools/physics/orts/resistance.py", "at_merge = a + m * (b + m * s.davis_c)", "at_merge = a + m * b"),
+    ("tdbtools/physics/orts/resistance.py", "f0[i] = starting_force(s, temp_c)", "pass"),
 ]
 TESTS = [
     "tests/test_orts_controllers.py",

@@ -20,6 +20,7 @@ from .adhesion import G
 from .airbrake import AirBrakeTrain, Handle
 from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
 from .controllers import brake_handle, lead_controllers, throttle_value
+from .resistance import resistance, starting_terms
 from .unit import PowerUnit
 
 __all__ = ["Command", "RunTrace", "run_train"]
@@ -119,9 +120,12 @@ def run_train(
     grade: float = 0.0,
     speed0: float = 0.0,
     stop_at_rest_after: float | None = None,
+    bearing_temp_c: float = 25.0,
 ) -> RunTrace:
     """Run the train ``seconds`` s (``grade`` rise/run, positive uphill). With
-    ``stop_at_rest_after``, the run ends at the first standstill after that time."""
+    ``stop_at_rest_after``, the run ends at the first standstill after that time.
+    ``bearing_temp_c``: the wheel bearings' temperature for the starting resistance
+    (Open Rails simulates it; warm unless given)."""
     stocks = list(stocks)
     mass = np.array([s.mass_kg for s in stocks])
     total = float(mass.sum())
@@ -130,8 +134,8 @@ def run_train(
     ]
     brakes, max_cyl, spring = _brake_train(stocks)
     capacity = np.array([brake_force_capacity(s) for s in stocks])
-    a_, b_, c_ = (np.array([getattr(s, k) for s in stocks]) for k in ("davis_a", "davis_b", "davis_c"))
-    c_ = c_ * trailing_drag_factors(stocks)
+    drag = trailing_drag_factors(stocks)
+    f0, vm = starting_terms(stocks, bearing_temp_c)
     sin_t = grade / np.hypot(1.0, grade)
     notes = []
     if any(s.orts is not None and s.orts.brakes.vacuum for s in stocks):
@@ -160,7 +164,7 @@ def run_train(
         brakes.step(handle, dt)
         factor = np.array([float(shoe_factor(s, v)) for s in stocks])
         fb = float(np.sum(capacity * cylinder_fraction(brakes.cyl, max_cyl, spring) * factor))
-        resist = float(np.sum(a_ + v * (b_ + v * c_)))
+        resist = resistance(stocks, f0, vm, drag, v)
         gravity = total * G * sin_t
         rpm = units[0].rpm[0] if units and units[0].rpm else 0.0
         for k, val in zip(cols, (t, x, v, ft, fb + fd, rpm, brakes.bp[-1], brakes.cyl[0], brakes.cyl[-1])):
