@@ -873,3 +873,36 @@ def test_run_starts_against_the_starting_resistance():
     want = orts_resistance.resistance([el, coach], f0, vm, drag, 1.0)
     assert r.speed[1] == pytest.approx(1.0 - want / (el.mass_kg + coach.mass_kg) * 0.1, rel=1e-12)
     assert want > el.davis_a + coach.davis_a + 1.0 * (el.davis_b + coach.davis_b)
+
+
+def test_freight_animations_set_the_mass():
+    """ORTSFreightAnims with WagonEmptyWeight: Open Rails runs the wagon at the empty weight
+    plus the first continuous load full at the start plus the static animations."""
+    from tdbtools.physics.orts.mass import orts_mass
+
+    hop = _stock("wagons/HOPPER.wag")
+    f = hop.orts.freight
+    assert (f.empty_kg, f.load_kg, f.static_kg) == pytest.approx((13.7e3, 32.3e3, 0.5e3))
+    assert hop.mass_kg == pytest.approx(13.7e3)  # MassKG: what the engineers' profile runs
+    assert orts_mass(hop) == pytest.approx(46.5e3)
+    not_full = replace(hop, orts=replace(hop.orts, freight=replace(f, load_kg=0.0)))
+    assert orts_mass(not_full) == pytest.approx(14.2e3)
+    assert orts_mass(replace(hop, orts=replace(hop.orts, freight=None))) == hop.mass_kg
+    # the run accelerates the loaded mass: a coasting step from 20 m/s
+    el = _stock("electric/EL_LOCO.eng")
+    r = run_train([el, hop], [], seconds=0.1, speed0=20.0)
+    f0, vm = orts_resistance.starting_terms([el, hop])
+    resist = orts_resistance.resistance([el, hop], f0, vm, np.ones(2), 20.0)
+    assert r.speed[1] == pytest.approx(20.0 - resist / (el.mass_kg + 46.5e3) * 0.1, rel=1e-12)
+
+
+def test_full_at_start_flag_forms(tmp_path):
+    """FullAtStart ( ) is true (ReadBoolBlock's default), FullAtStart ( 0 ) false."""
+    body = (
+        "SIMISA@@@@@@@@@@JINX0D0t______\n\nWagon ( W Type ( Freight ) Mass ( 10t ) ORTSFreightAnims ( "
+        "WagonEmptyWeight ( 10t ) FreightAnimContinuous ( FreightWeightWhenFull ( 20t ) FullAtStart ( {} ) ) ) )\n"
+    )
+    for flag, load in (("", 20e3), ("0", 0.0), ("1", 20e3)):
+        p = tmp_path / f"W{flag or 'e'}.wag"
+        p.write_text(body.format(flag))
+        assert read_stock(p).orts.freight.load_kg == load

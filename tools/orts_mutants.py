@@ -283,6 +283,26 @@ M += [
     ("tdbtools/physics/orts/resistance.py", "at_merge = a + m * (b + m * s.davis_c)", "at_merge = a + m * b"),
     ("tdbtools/physics/orts/resistance.py", "f0[i] = starting_force(s, temp_c)", "pass"),
 ]
+M += [
+    # the mass Open Rails makes of ORTSFreightAnims (FreightAnimations, MSTSWagon)
+    ("tdbtools/formats/stock_orts.py", "if full and not load:", "if not load:"),
+    ("tdbtools/formats/stock_orts.py", 'static += _num(rd, sub, "mass", 0.0)', "static += 0.0"),
+    (
+        "tdbtools/formats/stock_orts.py",
+        "    if not blk.items:\n        return default\n",
+        "    if not blk.items:\n        return not default\n",
+    ),
+    (
+        "tdbtools/physics/orts/mass.py",
+        "return f.empty_kg + f.load_kg + f.static_kg",
+        "return f.empty_kg + f.load_kg",
+    ),
+    (
+        "tdbtools/physics/orts/run.py",
+        "mass = np.array([orts_mass(s) for s in stocks])",
+        "mass = np.array([s.mass_kg for s in stocks])",
+    ),
+]
 TESTS = [
     "tests/test_orts_controllers.py",
     "tests/test_orts_physics.py",

@@ -24,6 +24,7 @@ __all__ = [
     "ControllerSpec",
     "Notch",
     "DieselEngineSpec",
+    "FreightSpec",
     "GearBoxSpec",
     "MstsDiesel",
     "LocoBrakeSpec",
@@ -198,6 +199,17 @@ class MstsDiesel:
 
 
 @dataclass(frozen=True, slots=True)
+class FreightSpec:
+    """``ORTSFreightAnims`` as it sets the mass (``FreightAnimations``): the empty weight
+    (None: not given, ``MassKG`` stands), the load of the first continuous animation full at
+    the start, the static animations' weights."""
+
+    empty_kg: float | None = None
+    load_kg: float = 0.0
+    static_kg: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class TractionRamps:
     """``ORTSTractiveForceRamp{Up,Down,DownToZero}Rate`` (N/s) and
     ``ORTSTractivePowerRamp{Up,Down,DownToZero}Rate`` (W/s) of an ``Engine`` block
@@ -235,6 +247,7 @@ class OrtsStock:
     ramps: TractionRamps = field(default_factory=TractionRamps)
     power_limited: bool = False  # ORTSTractiveForceIsPowerLimited (a diesel)
     gearbox: GearBoxSpec | None = None
+    freight: FreightSpec | None = None
     msts_diesel: MstsDiesel = field(default_factory=MstsDiesel)
 
 
@@ -456,6 +469,37 @@ def _controller(rd: Reader, blk: Block) -> ControllerSpec | None:
     return ControllerSpec(lo, hi, step, default, tuple(notches))
 
 
+def _flag(rd: Reader, blk: Block, default: bool) -> bool:
+    """STFReader.ReadBoolBlock: an empty block is ``default``; else 0/false is false."""
+    if not blk.items:
+        return default
+    return str(blk.items[0]).lower() not in ("0", "false", "off")
+
+
+def _freight(rd: Reader, blk: Block) -> FreightSpec:
+    empty: float | None = None
+    load = static = 0.0
+    for it in blk.items:
+        if it.__class__ is not Block:
+            continue
+        if it.key == "wagonemptyweight":
+            empty = _num(rd, it, "mass", -1.0)
+        elif it.key == "freightanimcontinuous":
+            full = when_full = 0.0
+            for sub in it.items:
+                if sub.__class__ is Block and sub.key == "freightweightwhenfull":
+                    when_full = _num(rd, sub, "mass", 0.0)
+                elif sub.__class__ is Block and sub.key == "fullatstart":
+                    full = 1.0 if _flag(rd, sub, True) else 0.0
+            if full and not load:  # only the first full load counts (Open Rails warns)
+                load = when_full
+        elif it.key == "freightanimstatic":
+            for sub in it.items:
+                if sub.__class__ is Block and sub.key == "freightweight":
+                    static += _num(rd, sub, "mass", 0.0)
+    return FreightSpec(None if empty is None or empty == -1.0 else empty, load, static)
+
+
 def _positive(rd: Reader, blk: Block, v: float) -> float | None:
     if not v > 0:
         rd.problem(blk, f"{blk.name}: must be positive, found {v:g}")
@@ -496,6 +540,8 @@ def read_orts(
                 brakes[name] = x
         elif k == "brakeequipmenttype":
             pass  # informational in Open Rails' simple systems
+        elif k == "ortsfreightanims":
+            v["freight"] = _freight(rd, it)
 
     def engine(it: Block) -> None:
         k = it.key
@@ -590,4 +636,4 @@ def read_orts(
 
 
 fast_pickle(Table, DieselEngineSpec, AirBrakeSpec, LocoBrakeSpec, SteamSpec, Notch, ControllerSpec, OrtsStock)
-fast_pickle(TractionRamps, GearBoxSpec, MstsDiesel)
+fast_pickle(TractionRamps, GearBoxSpec, MstsDiesel, FreightSpec)

@@ -375,6 +375,44 @@ Engine ( DMU101_DMBS
 )
 """
 
+# A coal hopper like a British HAA with Open Rails' freight animations: MassKG is its tare
+# (as such files give it), ORTSFreightAnims an empty weight, a continuous coal load full
+# at the start (32.3 t) and a static animation (a 0.5 t canopy): Open Rails runs it at
+# 13.7 + 32.3 + 0.5 = 46.5 t.
+HOPPER = """Wagon ( HAA_HOPPER
+\tType ( Freight )
+\tWagonShape ( HAA.s )
+\tSize ( 2.9m 3.7m 10.8m )
+\tMass ( 13.7t )
+\tWheelRadius ( 0.46m )
+\tNumWheels ( 4 )
+\tORTSBearingType ( Roller )
+\tBrakeSystemType ( "Air_single_pipe" )
+\tMaxBrakeForce ( 60kN )
+\tCoupling ( Type ( Automatic ) Spring ( Stiffness ( 1e6N/m 5e6N/m ) r0 ( 0m 0.05m ) Break ( 1e6N 1e6N ) ) )
+\tORTSFreightAnims (
+\t\tMSTSFreightAnimEnabled ( 0 )
+\t\tWagonEmptyWeight ( 13.7t )
+\t\tIsGondola ( 0 )
+\t\tFreightAnimContinuous (
+\t\t\tIntakePoint ( 0.0 6.0 Coal )
+\t\t\tShape ( HAA_coal.s )
+\t\t\tMaxHeight ( 0.4 )
+\t\t\tMinHeight ( -1.2 )
+\t\t\tFreightWeightWhenFull ( 32.3t )
+\t\t\tFullAtStart ( )
+\t\t)
+\t\tFreightAnimStatic (
+\t\t\tSubType ( Default )
+\t\t\tShape ( HAA_canopy.s )
+\t\t\tOffset ( 0 0 0 )
+\t\t\tFreightWeight ( 0.5t )
+\t\t\tFlip ( )
+\t\t)
+\t)
+)
+"""
+
 FILES = {
     "dmu/DMU_A.eng": DMU,
     "dmu/notched/DMU_N.eng": DMU_NOTCHED,
@@ -386,6 +424,7 @@ FILES = {
     "steam/STEAM.eng": STEAM,
     "wagons/COACH.wag": COACH,
     "wagons/FREIGHT.wag": FREIGHT,
+    "wagons/HOPPER.wag": HOPPER,
 }
 
 #: written as UTF-8 (no BOM, LF), as files edited by hand often are

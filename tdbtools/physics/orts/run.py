@@ -20,6 +20,7 @@ from .adhesion import G
 from .airbrake import AirBrakeTrain, Handle
 from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
 from .controllers import brake_handle, lead_controllers, throttle_value
+from .mass import orts_mass
 from .resistance import resistance, starting_terms
 from .unit import PowerUnit
 
@@ -127,7 +128,7 @@ def run_train(
     ``bearing_temp_c``: the wheel bearings' temperature for the starting resistance
     (Open Rails simulates it; warm unless given)."""
     stocks = list(stocks)
-    mass = np.array([s.mass_kg for s in stocks])
+    mass = np.array([orts_mass(s) for s in stocks])
     total = float(mass.sum())
     units = [
         _Unit(s) for s in stocks if s.kind == "engine" and s.engine_type in ("Diesel", "Electric", "Steam")
