@@ -50,6 +50,7 @@ from .events import SetupWarning
 from .replay import Replay, ReplayError
 from .scenario import Scenario, TrainSpec, default_physics
 from .timetable_driver import Formed, Held, PoolEvent, TimetableDriver, first_rejoin
+from .timetable_joins import join_consists
 from .timetable_plan import (
     TimetableReplayError,
     TTLink,
@@ -100,6 +101,8 @@ class TimetablePolicy(ActivityPolicy):
         self._dwell_held: dict[int, bool] = {}
         self._restarted: set[tuple[int, int]] = set()  # (train, stop) given its restart delay
         self._tt_stops: dict[int, list[TTStop]] = {}
+        self.join_notes: dict[str, list[str]] = {}  # run -> what its joins did (set by the replay)
+        self.join_defects: list[str] = []  # joins that could not be done as planned
 
     def driver(self, spec: TrainSpec, auto: Any, default: Any, train: Any) -> TimetableDriver:
         return TimetableDriver(super().driver(spec, auto, default, train))
@@ -121,7 +124,13 @@ class TimetablePolicy(ActivityPolicy):
                 d.ai = not r.stays
                 if r.create is not None or r.restart_new_s > 0.0:
                     d.hold_until = float(r.start) + r.restart_new_s
-                if r.formed_by is not None or r.pool_from is not None or r.activated:
+                if (
+                    r.formed_by is not None
+                    or r.pool_from is not None
+                    or r.activated
+                    or r.after
+                    or r.picked_by
+                ):
                     d.start = math.inf  # released by _check
             if r.max_speed is not None:
                 d.vmax = r.max_speed if d.vmax is None else min(d.vmax, r.max_speed)
@@ -239,7 +248,7 @@ class TimetablePolicy(ActivityPolicy):
                 self.outcome.setdefault(name, f"did not reach its end ({d.state})")
                 continue
             self.finished_at[name] = now
-            self.outcome.setdefault(name, r.disposal)
+            self.outcome.setdefault(name, self._end_outcome(name))
             if r.pool_to and not r.static:
                 self.pools.setdefault(r.pool_to, []).append((name, now))
                 self.log.add(
@@ -248,6 +257,9 @@ class TimetablePolicy(ActivityPolicy):
             for where, tgt in r.activates:
                 if where == "END":
                     self.activated.setdefault(tgt, now)
+            for j in r.joins:
+                if j.kind == "pickup" and j.other is not None:
+                    self._pick_up(k, j.other)
         # 2. starts
         for k, d in enumerate(self._tt_drivers()):
             name = self.trains[k].spec.name
@@ -261,7 +273,7 @@ class TimetablePolicy(ActivityPolicy):
                     s.platform.station == where and s.arrival is not None for s in d.stops
                 ):
                     self.activated[tgt] = now
-            if d.state != "waiting" or math.isfinite(d.start):
+            if d.state != "waiting" or math.isfinite(d.start) or r.picked_by:
                 continue
             release = float(r.start)
             if r.activated:
@@ -275,6 +287,16 @@ class TimetablePolicy(ActivityPolicy):
                         self._cancel(k, f"{r.formed_by} that forms it never reached its end")
                     continue
                 release = max(release, self.finished_at[r.formed_by])
+            waiting_for = [o for o in r.after if o not in self.finished_at]
+            if waiting_for:
+                for o in waiting_for:
+                    ko = self.index.get(o)
+                    if ko is not None and self._gone(ko) and not self.drivers[ko].finished:
+                        self._cancel(k, f"{o} that joins it never reached its end")
+                        break
+                continue
+            for o in r.after:
+                release = max(release, self.finished_at[o])
             if now + 1e-9 < release:
                 continue
             if r.pool_from is not None:
@@ -302,10 +324,17 @@ class TimetablePolicy(ActivityPolicy):
             if r.formed_by is not None:
                 kf = self.index[r.formed_by]
                 self._leave(kf)
-                how = self.runs[r.formed_by].disposal.split(" ")[0]
+                how = "detach" if r.detached else self.runs[r.formed_by].disposal.split(" ")[0]
                 self.log.add(
                     Formed(time=self.time, clock=clock(now), train=r.formed_by, new_train=name, how=how)
                 )
+            for o in r.after:
+                # an attached train leaves as the train it is attached to starts
+                kinds = {j.kind for j in self.runs[o].joins if j.other == name}
+                if "attach" in kinds:
+                    self._leave(self.index[o])
+                for how in sorted(kinds & {"attach", "transfer"}):
+                    self.log.add(Formed(time=self.time, clock=clock(now), train=o, new_train=name, how=how))
             d.start = now
         # #restartdelay $station: once a stop has begun, its departure is that much later
         for k, d in enumerate(self._tt_drivers()):
@@ -470,6 +499,41 @@ class TimetablePolicy(ActivityPolicy):
             self.signals.ilk.leave(k)
         self.on_off[name] = (self.on_off.get(name, (self.t0, 0.0))[0], self._now())
 
+    def _end_outcome(self, name: str) -> str:
+        """How a train that reached its end ended: what its joins did, then its
+        disposal (none after $attach: it is part of the other train)."""
+        r = self.runs[name]
+        notes = self.join_notes.get(name, [])
+        if not notes:
+            return r.disposal
+        ends = [] if any(j.kind == "attach" for j in r.joins) else [r.disposal]
+        return "; ".join([*notes, *ends])
+
+    def _pick_up(self, k: int, other: str) -> None:
+        """$pickup: the other train, standing at its end or at the start of its path,
+        becomes part of this one (its consist was joined when the replay was set up)."""
+        name = self.trains[k].spec.name
+        ko = self.index.get(other)
+        if ko is None:
+            return
+        od = self._tt_drivers()[ko]
+        if od.finished:
+            self._leave(ko)
+        elif od.state == "waiting" and self.runs[other].picked_by == name:
+            # it stood at the start of its path: it never runs, it is part of this train now
+            od.state, od.finished, od.ai = "done", True, True
+            self.trains[ko].finish(self.time)
+            self._handled.add(other)
+        else:
+            why = f"{other} was not standing at its end when {name} ended ({od.state}): not picked up"
+            self.join_defects.append(why)
+            self.log.add(SetupWarning(time=self.time, train=name, message=why))
+            return
+        self.outcome[other] = f"picked up by {name}"
+        self.log.add(
+            Formed(time=self.time, clock=clock(self._now()), train=other, new_train=name, how="pickup")
+        )
+
     def _cancel(self, k: int, why: str) -> None:
         d = self._tt_drivers()[k]
         name = self.trains[k].spec.name
@@ -489,7 +553,7 @@ class TimetablePolicy(ActivityPolicy):
             if name in self.outcome:
                 out[name] = self.outcome[name]
             elif d.finished:
-                out[name] = self.runs[name].disposal
+                out[name] = self._end_outcome(name)
             else:
                 out[name] = f"did not reach its end ({d.state})"
         for r in self.tt_plan.runs:
@@ -546,6 +610,9 @@ class TimetableReplay(ActivityReplay):
                     seen.add(src.name)
                     src = by_name[src.keeps_consist_of]
                 cons[r.name] = cons[src.name]
+            # joined and split trains run with the cars they really have (docs §5.6)
+            joined, units = join_consists(plan, Path(route.install_root), Path(route.folder), Path(tmp))
+            cons.update(joined)
             planned, specs = [], []
             for r in runs:
                 placed = (
@@ -599,6 +666,7 @@ class TimetableReplay(ActivityReplay):
                 physics=physics,
             )
             self.policy = TimetablePolicy(self.plan, route, self.t0, stuck_after, plan)
+            self.policy.join_notes = units.notes
             try:
                 self.replay = Replay(
                     sc,
@@ -626,7 +694,9 @@ class TimetableReplay(ActivityReplay):
             "simplifications": list(self.tt_plan.simplifications),
             "defects": list(self.tt_plan.defects),
         }
-        return TimetableResult(ar, outcomes, self.tt_plan.simplifications, self.tt_plan.defects)
+        defects = (*self.tt_plan.defects, *pol.join_defects)
+        ar.replay.summary["timetable"]["defects"] = list(defects)
+        return TimetableResult(ar, outcomes, self.tt_plan.simplifications, defects)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
