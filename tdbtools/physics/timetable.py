@@ -49,7 +49,7 @@ from .activity import (
 from .events import SetupWarning
 from .replay import Replay, ReplayError
 from .scenario import Scenario, TrainSpec, default_physics
-from .timetable_driver import Formed, Held, PoolEvent, TimetableDriver, first_rejoin
+from .timetable_driver import Formed, Held, PoolEvent, TimetableDriver, first_rejoin, wait_position
 from .timetable_joins import join_consists
 from .timetable_plan import (
     TimetableReplayError,
@@ -64,6 +64,8 @@ from .timetable_plan import (
 
 #: Seconds between the timetable's own checks (links, pools, holds).
 CHECK_EVERY_S = 1.0
+#: A wait position less than this far ahead of a train is where it stands: held there.
+LINE_WAIT_MIN_M = 50.0
 #: $hold: the exit signal clears this long before the train leaves (manual: 2 minutes).
 HOLD_RELEASE_S = 120.0
 #: Said on stderr when a timetable runs on the engineers' laws because none was asked for.
@@ -97,6 +99,8 @@ class TimetablePolicy(ActivityPolicy):
         self._handled: set[str] = set()
         self._holds: dict[tuple[str, str, str], float] = {}  # (train, reason, other) -> since
         self._wait_nodes: dict[tuple[str, int, str | None], int | None] = {}
+        #: waits on the line: (train, id of its link) -> (node, wait position, link)
+        self._armed: dict[tuple[int, int], tuple[int, float, TTLink]] = {}
         self._tt_next = 0.0
         self._dwell_held: dict[int, bool] = {}
         self._restarted: set[tuple[int, int]] = set()  # (train, stop) given its restart delay
@@ -359,6 +363,11 @@ class TimetablePolicy(ActivityPolicy):
                         and (link.station == station or (link.kind == "follow" and link.station is None))
                     )
                     if here and self._wait_holds(k, link):
+                        at = self._line_wait(k, link)
+                        if at is not None:
+                            # it runs on and waits at the wait position on the line
+                            self._armed[(k, id(link))] = (*at, link)
+                            continue
                         holding = link
                         break
                 elif link.kind == "connect" and station is not None and link.station == station:
@@ -366,7 +375,10 @@ class TimetablePolicy(ActivityPolicy):
                     if until is not None and now + 1e-9 < until:
                         holding = link
                         break
-            self._note_hold(k, holding, station)
+            on_line = self._line_waits(k)
+            self._note_hold(k, holding or on_line, station)
+            if on_line is not None and holding is None:
+                self._still_since[k] = self.time  # waiting by the timetable is not being stuck
             if holding is None:
                 d.held = False
                 self._dwell_held[k] = False
@@ -381,8 +393,12 @@ class TimetablePolicy(ActivityPolicy):
             if d.state == "running" and self._now() < d.hold_until:
                 self._still_since[k] = self.time
         if self.signals is not None:
-            for k in range(len(self.drivers)):
-                self.signals.ilk.trains[k].hold_s = self._exit_held(k)
+            for k, d in enumerate(self._tt_drivers()):
+                held = self._exit_held(k)
+                if math.isfinite(d.wait_limit):
+                    # waiting on the line: no signal asked for, no track reserved beyond
+                    held = d.wait_limit if held is None else min(held, d.wait_limit)
+                self.signals.ilk.trains[k].hold_s = held
 
     def _exit_held(self, k: int) -> float | None:
         """$hold: the exit of the next stop stays closed until 2 minutes before the train
@@ -435,7 +451,10 @@ class TimetablePolicy(ActivityPolicy):
         if link is not None:
             self._holds.setdefault((name, link.kind, link.train), now)
 
-    def _wait_holds(self, k: int, link: TTLink) -> bool:
+    def _wait_holds(self, k: int, link: TTLink, node: int | None = None) -> bool:
+        """Does ``link`` ($wait/$follow) hold train ``k`` now: the other train has not yet
+        passed the first stretch both paths share (``node``: that stretch's node, else
+        worked out from where the train stands)?"""
         ko = self.index.get(link.train)
         if ko is None:
             return False
@@ -451,13 +470,8 @@ class TimetablePolicy(ActivityPolicy):
         maxdelay = link.maxdelay if link.maxdelay is not None else 0.0
         if self.delay.get(link.train, 0.0) - own > maxdelay + 1e-9:
             return False
-        t = self.trains[k]
-        front = float(self.engine.x[self.train_start[k]])
-        key = (name, self.drivers[k].next_stop, link.train)
-        if key not in self._wait_nodes:
-            other = self.trains[ko]
-            self._wait_nodes[key] = first_rejoin(t.line, front, {int(n) for n in other.line.seg_node})
-        node = self._wait_nodes[key]
+        if node is None:
+            node = self._wait_node(k, link)
         if node is None:
             return False
         # has the other train's rear passed the end of that node on its own line?
@@ -469,6 +483,57 @@ class TimetablePolicy(ActivityPolicy):
         if od.state in ("waiting", "ready"):
             return True
         return orear < min(ends) - 1e-6
+
+    def _wait_node(self, k: int, link: TTLink) -> int | None:
+        """The node of the first stretch train ``k`` shares with ``link``'s train beyond
+        a part it does not share, searched from where it stands (cached per stop)."""
+        ko = self.index[link.train]
+        name = self.trains[k].spec.name
+        key = (name, self.drivers[k].next_stop, link.train)
+        if key not in self._wait_nodes:
+            front = float(self.engine.x[self.train_start[k]])
+            other = self.trains[ko]
+            self._wait_nodes[key] = first_rejoin(
+                self.trains[k].line, front, {int(n) for n in other.line.seg_node}
+            )
+        return self._wait_nodes[key]
+
+    def _line_wait(self, k: int, link: TTLink) -> tuple[int, float] | None:
+        """Where on the line train ``k`` waits for ``link``'s train (Open Rails' wait
+        position, manual "$wait"): the start of the shared stretch, moved back clear of
+        the junction there; None when that is not ahead of it."""
+        node = self._wait_node(k, link)
+        if node is None:
+            return None
+        pos = wait_position(self.trains[k].line, float(self.engine.x[self.train_start[k]]), node)
+        if pos is None:
+            return None
+        pos = self.clear_of_junctions(self.trains[k].line, pos)
+        front = float(self.engine.x[self.train_start[k]])
+        d = self._tt_drivers()[k]
+        if pos < front + LINE_WAIT_MIN_M:
+            return None
+        if d.next_stop < len(d.stops) and d.state == "running" and d.stops[d.next_stop].stop_s < pos:
+            return None  # a stop comes first: it waits there, as before
+        return node, pos
+
+    def _line_waits(self, k: int) -> TTLink | None:
+        """Train ``k``'s waits on the line: its wait limit is the nearest wait position
+        whose other train has not passed yet; the link it stands waiting for, or None."""
+        d = self._tt_drivers()[k]
+        limit = math.inf
+        standing = None
+        front = float(self.engine.x[self.train_start[k]])
+        for key in [x for x in self._armed if x[0] == k]:
+            node, pos, link = self._armed[key]
+            if d.state not in ("running", "dwell") or not self._wait_holds(k, link, node):
+                del self._armed[key]
+                continue
+            limit = min(limit, pos)
+            if front >= pos - LINE_WAIT_MIN_M:
+                standing = link
+        d.wait_limit = limit
+        return standing
 
     def _connect_until(self, k: int, link: TTLink, station: str) -> float | None:
         ko = self.index.get(link.train)

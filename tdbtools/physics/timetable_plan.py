@@ -525,7 +525,8 @@ SIMPLIFIED = {
     "forms": "$forms/$triggers: the train that forms another stays where it ended until the new "
     "one starts, then leaves the track (no run-round, no coupling)",
     "stable": "$stable: the moves out and in are extra trains on their paths; /runround and /rrpos are not done",
-    "wait": "$wait/$follow: a train is held at its start or at its stations only, never between them",
+    "wait": "$wait/$follow: evaluated at the train's start and stations; it then waits at the wait "
+    "position on the line ahead (or where it stands when that is under 50 m ahead or a stop comes first)",
     "hold": "$hold/$forcehold: the held exit is the end of the stop (no signal asked for, no track "
     "reserved beyond it), whether a signal stands there or not",
     "nowaitsignal": "$nowaitsignal: no train waits at a platform for its exit signal (each draws up to it)",
