@@ -9,9 +9,10 @@ trains once a second, before the activity replay's own dispatching:
 * a train formed (``$forms``/``$triggers``/``$stable``) by another starts when that
   one has reached the end of its path (and not before its own booked start); the
   forming train stays on the track until then and leaves as the new one enters;
-* ``$pool``: a train that ends into a pool is stored there (off the track); a train
-  that starts from a pool takes the first one stored, or is cancelled when the pool
-  is empty at its start time (pool underflow);
+* ``$pool``: a train that ends into a pool is stored on its first storage track with
+  room (off the track), or removed when none has (overflow); a train that starts from
+  a pool takes the unit nearest the access of the first track holding any, or is
+  cancelled when the pool is empty at its start time (underflow): ``PoolYard``;
 * ``$wait``/``$follow`` hold a train at its start or at a station until the other train
   has passed the first track both share beyond where their paths differ;
 * ``$connect`` holds a train at a station until the other train has arrived there and
@@ -61,6 +62,7 @@ from .timetable_plan import (
     plan_timetable,
     with_route_stations,
 )
+from .timetable_pools import PoolYard, pool_limits
 
 #: Seconds between the timetable's own checks (links, pools, holds).
 CHECK_EVERY_S = 1.0
@@ -87,10 +89,12 @@ class TimetablePolicy(ActivityPolicy):
         super().__init__(aplan, route, t0, stuck_after)
         self.tt_plan = tt_plan
         self.runs = {r.name: r for r in tt_plan.runs if not r.pool_stock}
-        self.pools: dict[str, list[tuple[str, float]]] = {}
+        self.pools = PoolYard(pool_limits(Path(tt_plan.timetable.path).parent))
+        self.pool_defects: list[str] = []  # pools that overflowed
         for r in tt_plan.runs:
-            if r.pool_stock and r.pool_to:
-                self.pools.setdefault(r.pool_to, []).append((r.name, float(t0)))
+            if r.pool_stock and r.pool_to and self.pools.store(r.pool_to, r.name) is None:
+                # Open Rails: more units created in a pool than it can hold (a warning)
+                self.pool_defects.append(f"{r.name}: pool {r.pool_to!r} is full: not stored in it")
         self.finished_at: dict[str, float] = {}
         self.activated: dict[str, float] = {}
         self.outcome: dict[str, str] = {}
@@ -254,9 +258,17 @@ class TimetablePolicy(ActivityPolicy):
             self.finished_at[name] = now
             self.outcome.setdefault(name, self._end_outcome(name))
             if r.pool_to and not r.static:
-                self.pools.setdefault(r.pool_to, []).append((name, now))
+                if self.pools.store(r.pool_to, name) is None:
+                    # pool overflow (TTPool.SetPoolExit): the train is abandoned at its end
+                    why = f"pool {r.pool_to!r} overflow: no storage track has room; removed at its end"
+                    self.outcome[name] = why
+                    self.pool_defects.append(f"{name}: {why}")
+                    self.log.add(SetupWarning(time=self.time, train=name, message=why))
+                    action = "overflow"
+                else:
+                    action = "in"
                 self.log.add(
-                    PoolEvent(time=self.time, clock=clock(now), train=name, pool=r.pool_to, action="in")
+                    PoolEvent(time=self.time, clock=clock(now), train=name, pool=r.pool_to, action=action)
                 )
             for where, tgt in r.activates:
                 if where == "END":
@@ -304,8 +316,8 @@ class TimetablePolicy(ActivityPolicy):
             if now + 1e-9 < release:
                 continue
             if r.pool_from is not None:
-                stock = self.pools.get(r.pool_from, [])
-                if not stock:
+                drawn = self.pools.draw(r.pool_from)
+                if drawn is None:
                     self.log.add(
                         PoolEvent(
                             time=self.time, clock=clock(now), train=name, pool=r.pool_from, action="underflow"
@@ -313,7 +325,7 @@ class TimetablePolicy(ActivityPolicy):
                     )
                     self._cancel(k, f"pool {r.pool_from!r} was empty at its start (pool underflow)")
                     continue
-                unit, _t = stock.pop(0)
+                unit = drawn
                 self.pool_drawn[name] = unit
                 self.log.add(
                     PoolEvent(
@@ -753,13 +765,13 @@ class TimetableReplay(ActivityReplay):
             "description": self.tt_plan.timetable.description,
             "player": self.tt_plan.player,
             "outcomes": outcomes,
-            "pools": {p: [u for u, _t in v] for p, v in pol.pools.items()},
+            "pools": pol.pools.contents(),
             "drawn_from_pool": dict(pol.pool_drawn),
             "delays_s": {k: round(v, 1) for k, v in pol.delay.items()},
             "simplifications": list(self.tt_plan.simplifications),
             "defects": list(self.tt_plan.defects),
         }
-        defects = (*self.tt_plan.defects, *pol.join_defects)
+        defects = (*self.tt_plan.defects, *pol.join_defects, *pol.pool_defects)
         ar.replay.summary["timetable"]["defects"] = list(defects)
         return TimetableResult(ar, outcomes, self.tt_plan.simplifications, defects)
 

@@ -520,8 +520,9 @@ def plan_timetable(
 #: How the replay simplifies commands it does model (docs/timetables.md §5): said on
 #: stderr by every run that uses them.
 SIMPLIFIED = {
-    "pool": "$pool: pools have no storage tracks here: a train sent to a pool leaves the track, "
-    "one taken out starts at the start of its own path with its own consist",
+    "pool": "$pool: units are counted on the pool's storage tracks (#maxunits, last in first out) but do "
+    "not stand there: a train sent to a pool leaves the track, one taken out starts at the start of its "
+    "own path with its own consist; a track's length is not checked",
     "forms": "$forms/$triggers: the train that forms another stays where it ended until the new "
     "one starts, then leaves the track (no run-round, no coupling)",
     "stable": "$stable: the moves out and in are extra trains on their paths; /runround and /rrpos are not done",
