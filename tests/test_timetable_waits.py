@@ -73,3 +73,36 @@ def test_wait_on_the_line(tmp_path, signals):
     # and went on once S 1 was in the siding: both reach their ends
     assert s["trains"]["W 1"]["reached_end"] and s["trains"]["S 1"]["reached_end"]
     assert res.activity.on_track["S 1"][1] <= res.activity.on_track["W 1"][1]
+
+
+def _run(tmp_path, grid):  # noqa: ANN001
+    inst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, inst)
+    folder = inst / "ROUTES" / "SAMPLE"
+    tt_dir = folder / "ACTIVITIES" / "OpenRails"
+    for p in tt_dir.iterdir():
+        p.unlink()
+    path = tt_dir / "waitany.timetable-or"
+    write_timetable(make_timetable(grid), path)
+    return replay_timetable(path, route=load_route(folder, cache=False), stand_in=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("qualifier", "waits"), [("", True), (" /both", True), (" /opposite", False)])
+def test_waitany(tmp_path, qualifier, waits):
+    # W 1 waits at its start while any train is on the track of the path Siding, in
+    # that path's direction (S 1 runs it), either (/both) or only against it (/opposite)
+    grid = [list(r) for r in GRID]
+    grid[4][1] = f"$waitany=Siding{qualifier}"
+    res = _run(tmp_path, grid)
+    assert not res.failed
+    held = [e for e in res.replay.events if e.kind == "held"]
+    on = res.activity.on_track
+    tr = res.replay.traces["W 1"]
+    moved = float(np.asarray(tr["clock"])[np.flatnonzero(np.asarray(tr["distance"]) > 10.0)[0]])
+    if waits:
+        assert [(e.train, e.reason, e.other, e.station) for e in held] == [("W 1", "waitany", "Siding", None)]
+        # it moves only once S 1 has left the track at the end of the siding
+        assert moved >= on["S 1"][1] - 1.0
+    else:
+        assert held == [] and moved < on["S 1"][1] - 30.0

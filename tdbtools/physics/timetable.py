@@ -32,6 +32,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+
+from ..errors import TdbToolsError
 from ..formats.activity import ActivityFile, ActivityHeader, ServiceFile, StopItem
 from ..formats.route import Route, load_route
 from ..formats.tdb import PlatformItem
@@ -105,6 +108,7 @@ class TimetablePolicy(ActivityPolicy):
         self._wait_nodes: dict[tuple[str, int, str | None], int | None] = {}
         #: waits on the line: (train, id of its link) -> (node, wait position, link)
         self._armed: dict[tuple[int, int], tuple[int, float, TTLink]] = {}
+        self._waitany_paths: dict[str, set[tuple[int, int]]] = {}  # path -> its (node, direction)s
         self._tt_next = 0.0
         self._dwell_held: dict[int, bool] = {}
         self._restarted: set[tuple[int, int]] = set()  # (train, stop) given its restart delay
@@ -382,6 +386,13 @@ class TimetablePolicy(ActivityPolicy):
                             continue
                         holding = link
                         break
+                elif link.kind == "waitany":
+                    here = (link.station is None and at_start) or (
+                        station is not None and link.station == station
+                    )
+                    if here and self._waitany_holds(k, link):
+                        holding = link
+                        break
                 elif link.kind == "connect" and station is not None and link.station == station:
                     until = self._connect_until(k, link, station)
                     if until is not None and now + 1e-9 < until:
@@ -495,6 +506,44 @@ class TimetablePolicy(ActivityPolicy):
         if od.state in ("waiting", "ready"):
             return True
         return orear < min(ends) - 1e-6
+
+    def _waitany_holds(self, k: int, link: TTLink) -> bool:
+        """$waitany (manual): is any other train on the track of ``link``'s path — in
+        the path's direction, the opposite one with /opposite, either with /both?"""
+        if link.train not in self._waitany_paths:
+            from ..track.paths import resolve_path
+
+            try:
+                rp = resolve_path(self.route, link.train)
+            except (TdbToolsError, OSError) as exc:
+                self.log.add(
+                    SetupWarning(time=self.time, train=self.trains[k].spec.name, message=f"$waitany: {exc}")
+                )
+                rp = None
+            self._waitany_paths[link.train] = (
+                {(tv.node, tv.direction) for leg in rp.legs for tv in leg.traversals}
+                if rp is not None
+                else set()
+            )
+        track = self._waitany_paths[link.train]
+        for ko, t in enumerate(self.trains):
+            if ko == k or not self.drivers[ko].on_track:
+                continue
+            line = t.line
+            front = float(self.engine.x[self.train_start[ko]])
+            rear = front - float(t.length)
+            i0 = max(int(np.searchsorted(line.seg_s1, rear, side="right")), 0)
+            i1 = min(int(np.searchsorted(line.seg_s0, front, side="left")), len(line.seg_node))
+            for i in range(i0, i1):
+                node, dirn = int(line.seg_node[i]), 1 if int(line.seg_dir[i]) == 1 else 0
+                same, other = (node, dirn) in track, (node, 1 - dirn) in track
+                if (
+                    (link.both and (same or other))
+                    or (same and not link.opposite)
+                    or (other and link.opposite)
+                ):
+                    return True
+        return False
 
     def _wait_node(self, k: int, link: TTLink) -> int | None:
         """The node of the first stretch train ``k`` shares with ``link``'s train beyond

@@ -56,6 +56,7 @@ MODELLED = frozenset(
         "nowaitsignal",
         "waitsignal",
         "stoptime",
+        "waitany",
         *JOIN_COMMANDS,
     }
 )
@@ -92,6 +93,9 @@ class TTLink:
     hold: float = 0.0  # seconds ($connect)
     owndelay: float | None = None
     notstarted: bool = False
+    #: $waitany (``train`` is then a path): /both, /opposite
+    both: bool = False
+    opposite: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +309,8 @@ def plan_timetable(
         for c in t.note:
             if c.name in ("wait", "follow") and c.value:
                 links.append(_link(c, None))
+            elif c.name == "waitany" and c.value:
+                links.append(_waitany(c, None, name))
             elif c.name == "dec" and c.value:
                 decel = float(c.value)
             elif c.name == "acc":
@@ -349,6 +355,8 @@ def plan_timetable(
             for c in s.commands:
                 if c.name in ("wait", "follow", "connect") and c.value:
                     links.append(_link(c, s.station))
+                elif c.name == "waitany" and c.value:
+                    links.append(_waitany(c, s.station, name))
                 elif c.name == "activate" and c.value:
                     activates.append((s.station, c.value))
                 elif c.name in JOIN_COMMANDS:
@@ -495,7 +503,7 @@ def plan_timetable(
     known = {r.name for r in runs}
     for r in runs:
         for link in r.links:
-            if link.train not in known:
+            if link.kind != "waitany" and link.train not in known:
                 raise TimetableReplayError(
                     f"train {r.name!r}: ${link.kind} names no train of the timetable: {link.train!r}"
                 )
@@ -527,7 +535,8 @@ SIMPLIFIED = {
     "one starts, then leaves the track (no run-round, no coupling)",
     "stable": "$stable: the moves out and in are extra trains on their paths; /runround and /rrpos are not done",
     "wait": "$wait/$follow: evaluated at the train's start and stations; it then waits at the wait "
-    "position on the line ahead (or where it stands when that is under 50 m ahead or a stop comes first)",
+    "position on the line ahead (or where it stands when that is under 50 m ahead or a stop comes first); "
+    "$waitany holds the train where it stands (its start or a station)",
     "hold": "$hold/$forcehold: the held exit is the end of the stop (no signal asked for, no track "
     "reserved beyond it), whether a signal stands there or not",
     "nowaitsignal": "$nowaitsignal: no train waits at a platform for its exit signal (each draws up to it)",
@@ -549,7 +558,7 @@ def _used_commands(tt: Timetable) -> set[str]:
             names |= {c.name for c in group}
     if "triggers" in names:
         names.add("forms")
-    if "follow" in names:
+    if "follow" in names or "waitany" in names:
         names.add("wait")
     if "forcehold" in names:
         names.add("hold")
@@ -645,6 +654,12 @@ def _join_links(runs: list[TTRun]) -> list[TTRun]:
         else r
         for r in runs
     ]
+
+
+def _waitany(c: Command, station: str | None, train: str) -> TTLink:
+    """$waitany=PATH [/both] [/opposite]: wait while any train is on that path's track."""
+    path = file_name(c.value or "", ".pat", f"train {train!r}: $waitany")
+    return TTLink("waitany", path, station, None, both=c.has("both"), opposite=c.has("opposite"))
 
 
 def _link(c: Command, station: str | None) -> TTLink:
