@@ -45,14 +45,14 @@ def _distance_with_build_up(v: float, b: float, x: float, r: float, vk: float, d
 )
 def test_build_to_stops_within_the_distance(v, b, d, vk):
     """The level asked for, built up linearly from b at r and then held, brings the train
-    down to vk in d m (an independent integration); with brakes that already do it, the
-    mean need (v² − vk²)/2d, no more."""
+    down to vk in d m (an independent integration of the build-up, not the closed form
+    the driver uses); with brakes that already do it, the mean need (v² − vk²)/2d."""
     lag, level = 35.6, 0.93
     drv = _driver(b, lag, level)
     r = level / (2.0 * lag)
     x = drv._build_to(v, vk, d)
     assert x > b
-    assert _distance_with_build_up(v, b, x, r, vk) == pytest.approx(d, rel=2e-3)
+    assert _distance_with_build_up(v, b, x, r, vk) == pytest.approx(d, rel=1e-3)
     strong = _driver(0.6, lag, level)
     assert strong._build_to(v, vk, d) == pytest.approx((v * v - vk * vk) / (2.0 * d))
     # no level makes it: 3× the planned deceleration
@@ -233,3 +233,75 @@ def test_signalled_sample_activities_under_open_rails_laws(name):
     assert s["physics"] == "openrails" and not res.failed
     assert all(t["reached_end"] and not t["derailed"] for t in s["trains"].values())
     assert all(row["actual_arr"] is not None for row in res.timetable)
+
+
+def _on_line(drv: AutoDriver, v: float, front: float = 0.0):
+    from tdbtools.physics.driver import DriveState
+
+    return drv(DriveState(0.0, front, v, front, front - 100.0, 0.5))
+
+
+def _stopping_driver(d_stop: float, applied: float, braking: bool) -> AutoDriver:
+    lag, level = 35.6, 0.93
+    drv = AutoDriver(
+        [0.0], [40.0], d_stop + AutoDriver.STOP_SHORT, max_speed=None, deceleration=0.5, train_length=100.0
+    )
+    drv.brake_delay, drv.brake_level = lag, level
+    drv.lap_brakes, drv._braking = True, braking
+    drv.ARRIVED_WITHIN = 5.0
+    drv.brakes_now = lambda: applied
+    return drv
+
+
+def test_the_driver_brakes_with_what_it_reads():
+    """Each call the driver takes the brakes it has from brakes_now: with strong brakes
+    applied far from the stop it releases (there is time to apply them again); with
+    none yet at the same place it keeps braking."""
+    v, d = 10.0, 600.0
+    c = _on_line(_stopping_driver(d, 0.8, True), v)
+    assert c.deceleration == 0.0 and c.speed_target is not None
+    c = _on_line(_stopping_driver(d, 0.0, True), v)
+    assert c.deceleration > 0.0
+
+
+def test_under_the_curve_the_driver_laps_rather_than_release():
+    """Under its braking curve, with the brakes applied and a stop they only just make,
+    the driver keeps braking (a lap: no more than the brakes give); a driver that has
+    not braked yet drives on there."""
+    v, b = 10.0, 0.3
+    stop = v * v / (2.0 * b) + 2.0
+    c = _on_line(_stopping_driver(stop, b, True), v)
+    assert 0.0 < c.deceleration <= b and c.speed_target is None
+    c = _on_line(_stopping_driver(stop, b, False), v)
+    assert c.deceleration == 0.0
+
+
+def test_on_the_curve_it_asks_for_the_level_that_stops_it():
+    """On (or over) its braking curve the driver asks for the level whose build-up from
+    the brakes it has stops the train at its stopping point (the independent build-up
+    integration), not the planned deceleration's need."""
+    v, b, d = 20.0, 0.0, 786.0  # just on its curve (the plan's 0.5 m/s² after its lag)
+    drv = _stopping_driver(d, b, False)
+    c = _on_line(drv, v)
+    assert c.deceleration > b
+    r = drv.brake_level / (2.0 * drv.brake_delay)
+    assert _distance_with_build_up(v, b, c.deceleration, r, 0.0) == pytest.approx(d, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("v", "vk", "b", "x", "r"),
+    [
+        (20.0, 0.0, 0.0, 0.5, 0.013),
+        (5.0, 0.0, 0.0, 1.0, 0.013),
+        (15.0, 5.0, 0.2, 0.6, 0.02),
+        (10.0, 0.0, 0.4, 0.3, 0.01),
+    ],
+    ids=["build-then-hold", "stops-while-building", "to-a-lower-speed", "already-above"],
+)
+def test_ramp_distance_closed_form(v, vk, b, x, r):
+    """ramp_distance against the independent integration, in each of its cases: the
+    level reached and held, the speed reached during the build-up, a level at or below
+    the brakes of the moment (held)."""
+    from tdbtools.physics.driver import ramp_distance
+
+    assert ramp_distance(v, vk, b, x, r) == pytest.approx(_distance_with_build_up(v, b, x, r, vk), rel=1e-4)

@@ -150,8 +150,13 @@ M += [
     # the friction gain, the reduction from the reservoirs as they are, what it reads
     (
         "tdbtools/physics/driver.py",
-        "disc = (lag * be + d) ** 2 - lag * (lag * be * be + dv2)",
-        "disc = (lag * be + d) ** 2 - lag * (lag * be * be + 0.5 * dv2)",
+        "return v * t_k - b * t_k * t_k / 2.0 - r * t_k**3 / 6.0",
+        "return v * t_k - b * t_k * t_k / 2.0 - r * t_k**3 / 3.0",
+    ),
+    (
+        "tdbtools/physics/driver.py",
+        "return ramp + (v_top * v_top - vk * vk) / (2.0 * x)",
+        "return ramp + (v * v - vk * vk) / (2.0 * x)",
     ),
     ("tdbtools/physics/driver.py", "if dv2 <= 2.0 * be * d or r == math.inf:", "if r == math.inf:"),
     (

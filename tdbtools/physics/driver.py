@@ -107,6 +107,27 @@ class ScheduleDriver:
         return Controls(c.throttle, c.brake, 0.0)
 
 
+#: Bisection steps of :meth:`AutoDriver._build_to` (the level to 2⁻⁴⁰ of its range).
+BISECTIONS = 40
+
+
+def ramp_distance(v: float, vk: float, b: float, x: float, r: float) -> float:
+    """Metres to come down from ``v`` to ``vk`` with a deceleration that rises from ``b``
+    at ``r`` m/s³ up to ``x`` and is then held (x ≤ b: b held), in closed form: during
+    the build-up, after t s, ``v − b·t − r·t²/2`` m/s and ``v·t − b·t²/2 − r·t³/6`` m."""
+    if x <= b or r <= 0.0:
+        a = max(b, x)
+        return (v * v - vk * vk) / (2.0 * a) if a > 0.0 else math.inf
+    t_top = (x - b) / r
+    # the speed reaches vk during the build-up at the positive root of r·t²/2 + b·t = v − vk
+    t_k = (math.sqrt(b * b + 2.0 * r * (v - vk)) - b) / r
+    if t_k <= t_top:
+        return v * t_k - b * t_k * t_k / 2.0 - r * t_k**3 / 6.0
+    v_top = v - b * t_top - r * t_top * t_top / 2.0
+    ramp = v * t_top - b * t_top * t_top / 2.0 - r * t_top**3 / 6.0
+    return ramp + (v_top * v_top - vk * vk) / (2.0 * x)
+
+
 class AutoDriver:
     """Minimum-time driving under the limits ``limit_v[k]`` (from ``limit_s[k]`` on) and
     the stops; the end of the run is the stop ``stop_at`` (front line distance)."""
@@ -282,22 +303,25 @@ class AutoDriver:
         train from ``v`` down to ``vk`` within ``d`` m: in mean decelerations over the
         stop (``b/g``, ``r/g`` with ``g`` = :attr:`stop_gain`, the brakes' grip rising as
         the speed falls), ``(v² − vk²)/(2d)`` when b already does it, else the least
-        level ``x`` whose linear build-up from b still does, the smaller root of
-        ``v·(x − b)²/r − 2·d·x + v² − vk² = 0`` (the lag of a build-up from b to x is
-        ``(x − b)²/(2·x·r)``, docs/running-time.md §2), or 3× the planned deceleration
-        when none does; times g."""
+        level ``x`` whose linear build-up from b, then held, does (:func:`ramp_distance`,
+        bisection), or 3× the planned deceleration when none does; times g."""
         g = self.stop_gain(v, vk) if self.stop_gain is not None else 1.0
         be = self._applied / g
         r = self._build_rate() / g if self.brake_delay > 0.0 else math.inf
         dv2 = v * v - vk * vk
         top = 3.0 * self.decel
         if dv2 <= 2.0 * be * d or r == math.inf:
-            x = dv2 / (2.0 * d)
-        else:
-            lag = v / r
-            disc = (lag * be + d) ** 2 - lag * (lag * be * be + dv2)
-            x = ((lag * be + d) - math.sqrt(disc)) / lag if disc >= 0.0 else top
-        return min(x, top) * g
+            return min(dv2 / (2.0 * d), top) * g
+        if ramp_distance(v, vk, be, top, r) > d:
+            return top * g
+        lo, hi = be, top
+        for _ in range(BISECTIONS):
+            mid = 0.5 * (lo + hi)
+            if ramp_distance(v, vk, be, mid, r) > d:
+                lo = mid
+            else:
+                hi = mid
+        return hi * g
 
     def _lap_need(self, cons: list[tuple[float, float]], v: float) -> float:
         """Under its braking curves with the brakes applied (:attr:`lap_brakes`): the
