@@ -16,7 +16,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from tdbtools import load_route  # noqa: E402
-from tdbtools.render.scene import build_scene, check_renderer, render_png  # noqa: E402
+from tdbtools.render.backend import check_renderer  # noqa: E402
+from tdbtools.render.scene import build_scene  # noqa: E402
+from tdbtools.render.sceneview import render_png  # noqa: E402
 
 DK24 = HERE.parent.parent / "shared/routes/DK24/ROUTES/OR_DK24"
 

@@ -130,10 +130,10 @@ def renderer() -> None:
     """Skips the test unless pyvista renders offscreen here (probed once per worker)."""
     if not HAVE_PYVISTA:
         pytest.skip(NO_PYVISTA)
-    from tdbtools.render import scene
+    from tdbtools.render import backend
 
     try:
-        scene.check_renderer()
+        backend.check_renderer()
     except TdbToolsError as exc:
         pytest.skip(str(exc))
 

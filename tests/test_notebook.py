@@ -17,10 +17,10 @@ MAX_DISPLAY = 2000
 def _renders() -> bool:
     if not HAVE_PYVISTA:
         return False
-    from tdbtools.render import scene
+    from tdbtools.render import backend
 
     try:
-        scene.check_renderer()
+        backend.check_renderer()
     except tdbtools.TdbToolsError:
         return False
     return True

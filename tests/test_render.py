@@ -20,7 +20,9 @@ from helpers import DK24_ROUTE, REPO, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24, 
 from tdbtools import load_route
 from tdbtools.errors import TdbToolsError
 from tdbtools.formats.tdb import EndNode, JunctionNode, VectorNode
+from tdbtools.render import backend as backend_mod
 from tdbtools.render import scene as scene_mod
+from tdbtools.render import sceneview as view_mod
 from tdbtools.render.scene import to_scene, train_boxes
 
 IMAGES = Path(__file__).resolve().parent / "data" / "images"
@@ -90,10 +92,12 @@ def test_no_pyvista_is_a_clear_error(monkeypatch, route):
 @needs_pyvista
 def test_no_renderer_is_a_clear_error(monkeypatch, route, tmp_path):
     scene = scene_mod.build_scene(route)  # building needs no renderer
-    monkeypatch.setattr(scene_mod, "_probe_cache", None)
-    monkeypatch.setattr(scene_mod, "_probe", lambda timeout=60.0: (False, "a test render failed (signal 11)"))
+    monkeypatch.setattr(backend_mod, "_probe_cache", None)
+    monkeypatch.setattr(
+        backend_mod, "_probe", lambda timeout=60.0: (False, "a test render failed (signal 11)")
+    )
     with pytest.raises(TdbToolsError, match=r"no renderer: .*libegl1 libgl1 libgl1-mesa-dri"):
-        scene_mod.render_png(scene, tmp_path / "x.png")
+        view_mod.render_png(scene, tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
     from tdbtools.render.animate import render_animation
 
@@ -102,8 +106,8 @@ def test_no_renderer_is_a_clear_error(monkeypatch, route, tmp_path):
 
 
 def test_probe_survives_a_crashing_child(monkeypatch):
-    monkeypatch.setattr(scene_mod, "_PROBE", "import os; os.abort()")
-    ok, detail = scene_mod._probe(timeout=30)
+    monkeypatch.setattr(backend_mod, "_PROBE", "import os; os.abort()")
+    ok, detail = backend_mod._probe(timeout=30)
     assert not ok and "signal" in detail
 
 
@@ -297,7 +301,7 @@ def _compare(img: np.ndarray, name: str) -> float:
 @pytest.mark.parametrize("color_by", ["kind", "grade", "speed"])
 def test_scene_image(route, renderer, color_by):
     scene = scene_mod.build_scene(route, color_by=color_by)
-    img = scene_mod.screenshot(scene, window_size=WINDOW)
+    img = view_mod.screenshot(scene, window_size=WINDOW)
     assert img.shape == (WINDOW[1], WINDOW[0], 3)
     err = _compare(img, f"sample_{color_by}.png")
     assert err < IMAGE_THRESHOLD, (
@@ -317,7 +321,7 @@ def test_fixture_image(route, renderer, fixture, color_by):
 
     r = getattr(render_fixtures, fixture)(route)
     scene = scene_mod.build_scene(r, color_by=color_by)
-    img = scene_mod.screenshot(scene, window_size=WINDOW)
+    img = view_mod.screenshot(scene, window_size=WINDOW)
     name = f"fixture_{fixture}.png"
     err = _compare(img, name)
     assert err < IMAGE_THRESHOLD, f"image differs from tests/data/images/{name}: error {err:.0f}"
@@ -328,7 +332,7 @@ def test_fixture_image(route, renderer, fixture, color_by):
 def test_view_image(route, northsouth, renderer, which, view):
     r = route if which == "sample" else northsouth
     scene = scene_mod.build_scene(r, color_by="grade")
-    img = scene_mod.screenshot(scene, window_size=WINDOW, view=view)
+    img = view_mod.screenshot(scene, window_size=WINDOW, view=view)
     name = f"{which}_{view}.png"
     err = _compare(img, name)
     assert err < IMAGE_THRESHOLD, f"image differs from tests/data/images/{name}: error {err:.0f}"
@@ -340,9 +344,9 @@ def test_scene_image_with_train(route, renderer, replayed):
     result, rp = replayed
     scene = scene_mod.build_scene(route)
     scene.trains = TrainPlacer(result, scene.origin, replay=rp).mesh(60.0)
-    img = scene_mod.screenshot(scene, window_size=WINDOW)
+    img = view_mod.screenshot(scene, window_size=WINDOW)
     scene.trains = None
-    bare = scene_mod.screenshot(scene, window_size=WINDOW)
+    bare = view_mod.screenshot(scene, window_size=WINDOW)
     dark = (img.max(axis=2) < 40) & (bare.max(axis=2) >= 40)  # the black car boxes
     assert dark.sum() > 10
     err = _compare(img, "sample_train.png")
@@ -350,7 +354,7 @@ def test_scene_image_with_train(route, renderer, replayed):
 
 
 def test_render_png_writes_a_png(route, renderer, tmp_path):
-    out = scene_mod.render_png(scene_mod.build_scene(route), tmp_path / "route.png", window_size=(320, 240))
+    out = view_mod.render_png(scene_mod.build_scene(route), tmp_path / "route.png", window_size=(320, 240))
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in tmp_path.iterdir()] == ["route.png"]
 
@@ -463,13 +467,13 @@ def test_animation_follows_a_train_with_clock_speed_colours_and_progress(
 def test_probe_success_is_remembered(monkeypatch, tmp_path, renderer):
     # The marker lives in the cache folder, wherever the user put it.
     monkeypatch.setenv("TDBTOOLS_CACHE_DIR", str(tmp_path / "tdbtools"))
-    ok, detail = scene_mod._probe(timeout=60)
+    ok, detail = backend_mod._probe(timeout=60)
     assert ok and "remembered" not in detail
     assert len(list((tmp_path / "tdbtools").glob("renderer-ok-*"))) == 1
-    ok, detail = scene_mod._probe(timeout=60)
+    ok, detail = backend_mod._probe(timeout=60)
     assert ok and "remembered" in detail  # no child process the second time
     monkeypatch.setenv("DISPLAY", ":99")  # another display: probe again
-    assert scene_mod._probe_marker() != next((tmp_path / "tdbtools").glob("renderer-ok-*"))
+    assert backend_mod._probe_marker() != next((tmp_path / "tdbtools").glob("renderer-ok-*"))
 
 
 @needs_pyvista
@@ -481,7 +485,7 @@ def test_cars_follow_the_exaggerated_track(renderer):
 
     route = load_route(SAMPLE_ROUTE, cache=False)
     scene = scene_mod.build_scene(route)
-    sv = scene_mod.SceneView(scene, (320, 240), view="3d", exaggerate=50.0)
+    sv = view_mod.SceneView(scene, (320, 240), view="3d", exaggerate=50.0)
     try:
         base = sv.base
         rear = np.array([[0.0, 0.0, base + 1.0]])

@@ -13,6 +13,7 @@ from helpers import HAVE_PYVISTA, NO_PYVISTA, SAMPLE_INSTALL
 
 from tdbtools import load_route
 from tdbtools.render import scene as scene_mod
+from tdbtools.render import sceneview as view_mod
 
 SIGNALS_ROUTE = SAMPLE_INSTALL / "ROUTES" / "SIGNALS"
 
@@ -96,7 +97,7 @@ def test_replay_without_signals_keeps_plain_markers(route, follow):
 
 
 def _count(img: np.ndarray, color: str) -> int:
-    rgb = np.array(scene_mod._rgb(color)) * 255
+    rgb = np.array(view_mod._rgb(color)) * 255
     return int((np.abs(img[..., :3].astype(float) - rgb).max(axis=-1) < 12).sum())
 
 
@@ -109,7 +110,7 @@ def test_glyphs_are_drawn_in_the_aspect_colours(route, follow, renderer):
     n = len(sa.rows)
     scene.extra["signal_aspect"] = np.full(n, 1)
     scene.extra["signal_aspect_used"] = [1, 2, 3]
-    sv = scene_mod.SceneView(scene, (640, 480), view="map", labels=False)
+    sv = view_mod.SceneView(scene, (640, 480), view="map", labels=False)
     try:
         red_all = _count(sv.screenshot(), scene_mod.ASPECT_COLORS[1])
         sv.set_signal_aspects(np.full(n, 3))

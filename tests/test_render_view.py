@@ -100,7 +100,7 @@ def test_place_labels_never_overlap_and_keep_priority():
 
 
 def _view(scene, view, size, **kw):
-    from tdbtools.render.scene import SceneView
+    from tdbtools.render.sceneview import SceneView
 
     return SceneView(scene, size, view=view, **kw)
 
@@ -220,7 +220,8 @@ def test_pick_track_item_and_nothing(route, renderer):
 
 
 def test_focus_specs(route, renderer):
-    from tdbtools.render.scene import build_scene, resolve_focus
+    from tdbtools.render.focus import resolve_focus
+    from tdbtools.render.scene import build_scene
 
     scene = build_scene(route)
     pts, label = resolve_focus(route, scene, "node:2")
@@ -280,7 +281,7 @@ def test_dk24_audit_markers_and_gap_focus(renderer):
 def test_headless_render_prints_no_x_warning(tmp_path, renderer):
     out = tmp_path / "x.png"
     code = (
-        "from tdbtools import load_route\nfrom tdbtools.render.scene import build_scene, render_png\n"
+        "from tdbtools import load_route\nfrom tdbtools.render import build_scene, render_png\n"
         f"render_png(build_scene(load_route({str(SAMPLE_ROUTE)!r})), {str(out)!r}, window_size=(160, 120))\n"
     )
     env = {k: v for k, v in __import__("os").environ.items() if k != "DISPLAY"}

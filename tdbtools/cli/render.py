@@ -95,7 +95,8 @@ def render(
     if out is not None:
         check_target(out, overwrite)
     from ..render.animate import TrainPlacer, load_replay, render_animation, signal_aspects
-    from ..render.scene import build_scene, render_png, show
+    from ..render.scene import build_scene
+    from ..render.sceneview import render_png, show
 
     try:
         w, h = (int(v) for v in size.lower().split("x"))

@@ -6,9 +6,11 @@ animations); the data drawn comes from :mod:`tdbtools.track` and
 """
 
 from .animate import TrainPlacer, load_replay, render_animation
+from .focus import resolve_focus
 from .html import write_html
 from .plots import plot_profile, plot_speed_distance, pyplot, save_figure
-from .scene import Scene, SceneView, as_scene, build_scene, render_png, resolve_focus, screenshot, show
+from .scene import Scene, build_scene
+from .sceneview import SceneView, as_scene, render_png, screenshot, show
 
 __all__ = [
     "Scene",

@@ -28,16 +28,10 @@ import numpy as np
 from .._fs import atomic_output
 from ..errors import TdbToolsError
 from ..formats.route import Route
-from .scene import (
-    Scene,
-    SceneView,
-    _pv,
-    auto_exaggeration,
-    build_scene,
-    check_renderer,
-    to_scene,
-    train_boxes,
-)
+from .backend import _pv, check_renderer
+from .focus import auto_exaggeration
+from .scene import Scene, build_scene, to_scene, train_boxes
+from .sceneview import SceneView
 
 CAR_WIDTH = 3.0
 CAR_HEIGHT = 3.8

@@ -29,8 +29,8 @@ from .scene import (
     SEVERITY_COLORS,
     Scene,
     _item_info,
-    as_scene,
 )
+from .sceneview import as_scene
 
 NO_PLOTLY = "an HTML page needs plotly: pip install 'tdbtools[render]' (plotly)"
 MARKER_NAMES = {
@@ -100,7 +100,7 @@ def _marker_notes(scene: Scene) -> list[tuple[np.ndarray, str, str, int, bool]]:
 
 def figure(scene: Scene, *, exaggerate: float | None = None):
     """The plotly figure of a scene (see :func:`write_html`)."""
-    from .scene import auto_exaggeration
+    from .focus import auto_exaggeration
 
     go = _go()
     tr = scene.track

@@ -2,7 +2,7 @@
 track a ``.pat`` path runs over, in the path's own colour, with the way it is driven
 (arrowheads), its start, end, reversal and wait points, and, for an activity's
 services, the stations each service is booked at. numpy only; the drawing is in
-scene.py and html.py."""
+scene.py, sceneview.py and html.py."""
 
 from __future__ import annotations
 
