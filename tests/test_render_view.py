@@ -220,8 +220,7 @@ def test_pick_track_item_and_nothing(route, renderer):
 
 
 def test_focus_specs(route, renderer):
-    from tdbtools.render.focus import resolve_focus
-    from tdbtools.render.scene import build_scene
+    from tdbtools.render.scene import build_scene, resolve_focus
 
     scene = build_scene(route)
     pts, label = resolve_focus(route, scene, "node:2")

@@ -9,29 +9,38 @@ import sys
 from _mutants import run
 
 M = [
-    ("tdbtools/physics/orts/diesel.py", "math.sqrt(2.0 * spec.rate_up", "math.sqrt(1.0 * spec.rate_up"),
-    ("tdbtools/physics/orts/diesel.py", "up = min(math.sqrt", "up = max(math.sqrt"),
-    ("tdbtools/physics/orts/diesel.py", "return up if up > ARRIVED_RPM_PS else 0.0", "return up"),
-    ("tdbtools/physics/orts/diesel.py", "math.sqrt(2.0 * spec.rate_down", "math.sqrt(2.0 * spec.rate_up"),
+    (
+        "tdbtools/physics/orts/diesel.py",
+        "math.sqrt(2.0 * jerk * (demanded - rpm))",
+        "math.sqrt(jerk * (demanded - rpm))",
+    ),
+    (
+        "tdbtools/physics/orts/diesel.py",
+        "drpm = min(max(want, drpm - EASE_FACTOR * jerk * dt), drpm + jerk * dt)",
+        "drpm = want",
+    ),
+    ("tdbtools/physics/orts/diesel.py", "MIN_RATE_SHARE = 0.01", "MIN_RATE_SHARE = 0.0"),
+    ("tdbtools/physics/orts/diesel.py", "jerk = spec.rate_down * factor", "jerk = spec.rate_up * factor"),
+    ("tdbtools/physics/orts/diesel.py", "if rpm + drpm * dt > demanded:", "if False:"),
     ("tdbtools/physics/orts/diesel.py", "spec.throttle_rpm.inverse()(rpm)", "spec.throttle_rpm(rpm)"),
     (
         "tdbtools/physics/orts/diesel.py",
-        "return gap / change + change / (2.0 * rate)",
         "return gap / change + change / rate",
+        "return gap / change + change / (2.0 * rate)",
     ),
     ("tdbtools/physics/orts/diesel.py", "min(spec.power(rpm), spec.max_power_w)", "spec.power(rpm)"),
-    ("tdbtools/physics/orts/run.py", "apparent = min(throttle, float(np.mean(app)))", "apparent = throttle"),
+    ("tdbtools/physics/orts/traction.py", "t = min(t, apparent)", "t = t"),
     (
         "tdbtools/physics/orts/traction.py",
         "out = force * (1.0 - (fm - fc) / (fm * fc) * average)",
         "out = force * (1.0 - (fm - fc) / (fm * fm) * average)",
     ),
     ("tdbtools/physics/orts/traction.py", "w = max((self.tau - dt) / self.tau, 0.0)", "w = 0.0"),
-    ("tdbtools/physics/orts/traction.py", "power = rail_power * apparent", "power = rail_power * throttle"),
+    ("tdbtools/physics/orts/traction.py", "power = throttle * rail_power", "power = rail_power"),
     (
         "tdbtools/physics/orts/traction.py",
-        "force = min(force, max_power * throttle * throttle / v)",
-        "force = min(force, max_power * throttle / v)",
+        "power = max_power * throttle * throttle",
+        "power = max_power * throttle",
     ),
     ("tdbtools/physics/orts/brakes.py", "return 7.6 / (v + 17.5) + 0.07", "return 7.6 / (v + 15.5) + 0.07"),
     (
@@ -76,9 +85,9 @@ M = [
         "ft = sum(u.force(throttle, v, dt) for u in units[:1])",
     ),
     (
-        "tdbtools/physics/orts/run.py",
-        "self.derate.step(f, self.average, dt)\n        return min(f, float(adhesion_limit(self.drive_mass, v)))",
-        "self.derate.step(f, self.average, dt)\n        return f",
+        "tdbtools/physics/orts/unit.py",
+        "self.traction = f\n        return min(f, float(adhesion_limit(self.drive_mass, v)))",
+        "self.traction = f\n        return f",
     ),
     ("tdbtools/physics/compare.py", "err = sa - sb", "err = sb - sa"),
     (
@@ -183,25 +192,151 @@ M += [
     ),
     ("tdbtools/physics/stages/setup.py", "d.brake_delay = plan.lag_s", "d.brake_delay = 0.1 * plan.lag_s"),
     # the legacy force's fade at MaxVelocity (MSTSLocomotive / MSTSDieselLocomotive)
-    ("tdbtools/physics/orts/traction.py", "return 20.0 * (max_speed - v) * force", "return force"),
+    ("tdbtools/physics/orts/traction.py", "return 20.0 * (max_speed - v)", "return 1.0"),
     ("tdbtools/physics/orts/traction.py", "    if v > max_speed:\n        return 0.0\n", ""),
     ("tdbtools/physics/orts/traction.py", "FADE_BAND_MS = 0.05", "FADE_BAND_MS = 0.5"),
     (
         "tdbtools/physics/orts/traction.py",
-        "return max_speed_fade(force, v, max_speed)\n\n\ndef basic_e",
-        "return force\n\n\ndef basic_e",
+        "force = throttle * max_force * max_speed_factor(v, max_speed)",
+        "force = throttle * max_force",
     ),
     (
-        "tdbtools/physics/orts/run.py",
-        "throttle, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0",
-        "throttle, v, s.max_force_n or 0.0, self.rail_power, 0.0",
+        "tdbtools/physics/orts/unit.py",
+        "t, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0\n        )",
+        "t, v, s.max_force_n or 0.0, self.rail_power, 0.0\n        )",
     ),
     # the trailing locomotive's drag factor in run_train
     ("tdbtools/physics/orts/run.py", "out[i] = s.trail_loco_resistance_factor", "out[i] = 1.0"),
-    ("tdbtools/physics/orts/run.py", "c_ = c_ * trailing_drag_factors(stocks)", "c_ = c_ * 1.0"),
+    (
+        "tdbtools/physics/orts/run.py",
+        "resistance(stocks, f0, vm, drag, v)",
+        "resistance(stocks, f0, vm, drag * 0 + 1, v)",
+    ),
     # real files' tokens
     ("tdbtools/formats/stock_orts.py", '"ortscylinderspringpressure": (', '"ortscylinderspringpressurex": ('),
     ("tdbtools/formats/stock_orts.py", '"ortsbrakepipechargingrate": (', '"ortsbrakepipechargingratex": ('),
+]
+M += [
+    # the traction update of the present sources (MSTSLocomotive.UpdateTractionForce)
+    (
+        "tdbtools/physics/orts/traction.py",
+        "return min(force + ramps.force_up * dt, target) if ramps.force_up > 0 else target",
+        "return target",
+    ),
+    (
+        "tdbtools/physics/orts/traction.py",
+        "down = ramps.force_to_zero if to_zero else ramps.force_down",
+        "down = ramps.force_down",
+    ),
+    (
+        "tdbtools/physics/orts/traction.py",
+        "target = min(target, (power + step) / v)",
+        "target = target",
+    ),
+    ("tdbtools/physics/orts/unit.py", "cap = min(cap, self._engine_power() / v)", "cap = cap"),
+    (
+        "tdbtools/physics/orts/unit.py",
+        "self.average, dt)\n        self.traction = f\n",
+        "self.average, dt)\n        self.traction = 0.0\n",
+    ),
+    (
+        "tdbtools/formats/stock_orts.py",
+        '"ortstractiveforcerampdowntozerorate": ("force_to_zero", "force_rate")',
+        '"ortstractiveforcerampdowntozerorate": ("force_down", "force_rate")',
+    ),
+    ("tdbtools/formats/stock_orts.py", 'v["power_limited"] = rd.string', 'v["power_limitedx"] = rd.string'),
+]
+M += [
+    # MSTS diesel engines (DieselEngine.EstablishParameters) and the legacy gearbox (GearBox)
+    ("tdbtools/physics/orts/diesel.py", "top = 1.5 * idle", "top = top"),
+    (
+        "tdbtools/physics/orts/diesel.py",
+        "top = max_power_w / _rad_s(max_rpm) / 0.81",
+        "top = max_power_w / _rad_s(max_rpm) / 0.9",
+    ),
+    ("tdbtools/physics/orts/diesel.py", "rate_up=e.rate_up or up", "rate_up=e.rate_up or 50.0"),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "Gear(v, f, v / engine.max_rpm,",
+        "Gear(v, f, 1.1 * v / engine.max_rpm,",
+    ),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "f = spec.forces_at_speed_n[i] * t_max / t_top / n_engines",
+        "f = spec.forces_at_speed_n[i] * t_max / t_top",
+    ),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "if v > self.engine.max_rpm * g.up * g.ratio:",
+        "if v > self.engine.max_rpm * 0.9 * g.ratio:",
+    ),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "elif v < self.engine.max_rpm * g.down * g.ratio:",
+        "elif v < self.engine.max_rpm * 0.25 * g.ratio:",
+    ),
+    ("tdbtools/physics/orts/gearbox.py", "f = share * t * g.max_force_n", "f = share * g.max_force_n"),
+    ("tdbtools/physics/orts/gearbox.py", "f = min(f, diesel.output_power(e, rpm) / v)", "f = f"),
+    ("tdbtools/physics/orts/gearbox.py", "SHIFT_SLIP = 0.05", "SHIFT_SLIP = 0.5"),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "if throttle > 0 and shaft >= self.gears[self.current].down * self.engine.max_rpm:",
+        "if throttle > 0:",
+    ),
+    (
+        "tdbtools/physics/orts/gearbox.py",
+        "if throttle <= 0:\n                self._neutral()",
+        "if False:\n                self._neutral()",
+    ),
+    ("tdbtools/physics/orts/gearbox.py", "if self.slip * 100.0 < -20.0:", "if self.slip * 100.0 < -200.0:"),
+    (
+        "tdbtools/physics/orts/unit.py",
+        "return bool(self.boxes) and self.stock.tractive_force_curve is None",
+        "return False",
+    ),
+    (
+        "tdbtools/formats/stock_orts.py",
+        '("max_speeds_ms", "speed_mph", True)',
+        '("max_speeds_ms", "speed", True)',
+    ),
+]
+M += [
+    # Open Rails' low-speed resistance (MSTSWagon.UpdateTrainBaseResistance_*)
+    ("tdbtools/physics/orts/resistance.py", "track = 1120.0 / grade * axle / KG_TUK * LBF", "track = 0.0"),
+    ("tdbtools/physics/orts/resistance.py", "wheel = s.wheel_radius_m / REF_WHEEL_RADIUS_M", "wheel = 1.0"),
+    (
+        "tdbtools/physics/orts/resistance.py",
+        "return 1.2 * floor if f0 < floor else f0",
+        "return floor if f0 < floor else f0",
+    ),
+    (
+        "tdbtools/physics/orts/resistance.py",
+        "f0[i] = s.standstill_friction_n * _between(temp_c, 1.2, 1.0)",
+        "f0[i] = s.standstill_friction_n",
+    ),
+    ("tdbtools/physics/orts/resistance.py", "vm[i] = max(s.merge_speed_ms, 1e-3)", "vm[i] = MPH5"),
+    ("tdbtools/physics/orts/resistance.py", "at_merge = a + m * (b + m * s.davis_c)", "at_merge = a + m * b"),
+    ("tdbtools/physics/orts/resistance.py", "f0[i] = starting_force(s, temp_c)", "pass"),
+]
+M += [
+    # the mass Open Rails makes of ORTSFreightAnims (FreightAnimations, MSTSWagon)
+    ("tdbtools/formats/stock_orts.py", "if full and not load:", "if not load:"),
+    ("tdbtools/formats/stock_orts.py", 'static += _num(rd, sub, "mass", 0.0)', "static += 0.0"),
+    (
+        "tdbtools/formats/stock_orts.py",
+        "    if not blk.items:\n        return default\n",
+        "    if not blk.items:\n        return not default\n",
+    ),
+    (
+        "tdbtools/physics/orts/mass.py",
+        "return f.empty_kg + f.load_kg + f.static_kg",
+        "return f.empty_kg + f.load_kg",
+    ),
+    (
+        "tdbtools/physics/orts/run.py",
+        "mass = np.array([orts_mass(s) for s in stocks])",
+        "mass = np.array([s.mass_kg for s in stocks])",
+    ),
 ]
 TESTS = [
     "tests/test_orts_controllers.py",

@@ -24,10 +24,14 @@ __all__ = [
     "ControllerSpec",
     "Notch",
     "DieselEngineSpec",
+    "FreightSpec",
+    "GearBoxSpec",
+    "MstsDiesel",
     "LocoBrakeSpec",
     "OrtsStock",
     "SteamSpec",
     "Table",
+    "TractionRamps",
     "read_orts",
 ]
 
@@ -82,6 +86,7 @@ class DieselEngineSpec:
     rate_up: float = 0.0
     rate_down: float = 0.0
     max_power_w: float = 0.0
+    starting_rpm: float = 0.0
     throttle_rpm: Table | None = None
     power: Table | None = None
     torque: Table | None = None
@@ -154,6 +159,71 @@ class ControllerSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class GearBoxSpec:
+    """The gearbox tokens of an ``Engine`` block (Open Rails' ``MSTSGearBoxParams``):
+    per gear its top speed (m/s; bare numbers mph) and largest force (N) or, with
+    ``ORTSGearBoxTractiveForceAtSpeed``, the force at its top speed; the shift proportions
+    and forces; ``operation`` manual/automatic/semiautomatic; ``transmission`` the
+    ``ORTSDieselTransmissionType`` (legacy when absent). ``params`` counts the four tokens
+    Open Rails requires three of before it fits a gearbox."""
+
+    gears: int = 1
+    operation: str = "manual"
+    max_speeds_ms: tuple[float, ...] = ()
+    max_forces_n: tuple[float, ...] = ()
+    forces_at_speed_n: tuple[float, ...] = ()
+    overspeed_percent: float = 150.0
+    back_load_force_n: float = 1000.0
+    coasting_force_n: float = 500.0
+    up_proportion: float = 0.85
+    down_proportion: float = 0.35
+    transmission: str = "legacy"
+    clutch: str = "unknown"
+    params: int = 0
+
+    @property
+    def fitted(self) -> bool:
+        return self.params >= 3 and len(self.max_speeds_ms) == self.gears > 0
+
+
+@dataclass(frozen=True, slots=True)
+class MstsDiesel:
+    """A diesel's MSTS engine tokens, from which Open Rails builds its prime mover when
+    the file has no ``ORTSDieselEngines`` (``DieselEngine.EstablishParameters``); 0 = absent."""
+
+    idle_rpm: float = 0.0  # DieselEngineIdleRPM
+    max_rpm: float = 0.0  # DieselEngineMaxRPM
+    change_rate: float = 0.0  # DieselEngineMaxRPMChangeRate
+    governor_rpm: float = 0.0  # ORTSDieselEngineGovernorRPM
+    max_power_w: float = 0.0  # ORTSDieselEngineMaxPower
+
+
+@dataclass(frozen=True, slots=True)
+class FreightSpec:
+    """``ORTSFreightAnims`` as it sets the mass (``FreightAnimations``): the empty weight
+    (None: not given, ``MassKG`` stands), the load of the first continuous animation full at
+    the start, the static animations' weights."""
+
+    empty_kg: float | None = None
+    load_kg: float = 0.0
+    static_kg: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TractionRamps:
+    """``ORTSTractiveForceRamp{Up,Down,DownToZero}Rate`` (N/s) and
+    ``ORTSTractivePowerRamp{Up,Down,DownToZero}Rate`` (W/s) of an ``Engine`` block
+    (MSTSLocomotive.Parse); 0 = not given: the force follows its target at once."""
+
+    force_up: float = 0.0
+    force_down: float = 0.0
+    force_to_zero: float = 0.0
+    power_up: float = 0.0
+    power_down: float = 0.0
+    power_to_zero: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class OrtsStock:
     """The Open Rails values of one stock file (None / 0: not given)."""
 
@@ -174,6 +244,11 @@ class OrtsStock:
     throttle: ControllerSpec | None = None  # EngineControllers ( Throttle ( … ) )
     train_brake: ControllerSpec | None = None  # EngineControllers ( Brake_Train ( … ) )
     min_reduction_psi: float = 0.0  # TrainBrakesControllerMinPressureReduction
+    ramps: TractionRamps = field(default_factory=TractionRamps)
+    power_limited: bool = False  # ORTSTractiveForceIsPowerLimited (a diesel)
+    gearbox: GearBoxSpec | None = None
+    freight: FreightSpec | None = None
+    msts_diesel: MstsDiesel = field(default_factory=MstsDiesel)
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -225,6 +300,7 @@ _DIESEL_FIELDS: dict[str, tuple[str, str | None]] = {
     "rateofchangeuprpmpss": ("rate_up", None),
     "rateofchangedownrpmpss": ("rate_down", None),
     "maximalpower": ("max_power_w", "power"),
+    "startingrpm": ("starting_rpm", None),
 }
 
 
@@ -295,6 +371,45 @@ _LOCO_BRAKE: dict[str, tuple[str, str]] = {
     "brakeservicetimefactor": ("service_time_factor_s", "time"),
     "brakeemergencytimefactor": ("emergency_time_factor_s", "time"),
 }
+_RAMPS: dict[str, tuple[str, str]] = {
+    "ortstractiveforcerampuprate": ("force_up", "force_rate"),
+    "ortstractiveforcerampdownrate": ("force_down", "force_rate"),
+    "ortstractiveforcerampdowntozerorate": ("force_to_zero", "force_rate"),
+    "ortstractivepowerrampuprate": ("power_up", "power_rate"),
+    "ortstractivepowerrampdownrate": ("power_down", "power_rate"),
+    "ortstractivepowerrampdowntozerorate": ("power_to_zero", "power_rate"),
+}
+_GEARBOX_NUM: dict[str, tuple[str, str]] = {
+    "gearboxoverspeedpercentageforfailure": ("overspeed_percent", ""),
+    "gearboxbackloadforce": ("back_load_force_n", "force"),
+    "gearboxcoastingforce": ("coasting_force_n", "force"),
+    "gearboxupgearproportion": ("up_proportion", ""),
+    "gearboxdowngearproportion": ("down_proportion", ""),
+}
+_GEARBOX_LIST: dict[str, tuple[str, str, bool]] = {  # field, unit family, counts toward "fitted"
+    "gearboxmaxspeedforgears": ("max_speeds_ms", "speed_mph", True),
+    "gearboxmaxtractiveforceforgears": ("max_forces_n", "force", True),
+    "ortsgearboxtractiveforceatspeed": ("forces_at_speed_n", "force", True),
+}
+_MSTS_DIESEL: dict[str, tuple[str, str | None]] = {
+    "dieselengineidlerpm": ("idle_rpm", None),
+    "dieselenginemaxrpm": ("max_rpm", None),
+    "dieselenginemaxrpmchangerate": ("change_rate", None),
+    "ortsdieselenginegovernorrpm": ("governor_rpm", None),
+    "ortsdieselenginemaxpower": ("max_power_w", "power"),
+}
+#: At most this many gears (hostile input).
+MAX_GEARS = 32
+
+
+def _gear_list(rd: Reader, blk: Block, family: str, n: int) -> tuple[float, ...]:
+    vals = [it for it in blk.items if it.__class__ is not Block][: min(n, MAX_GEARS)]
+    out = [rd.quantity_of(blk, str(v), j, (family,), None) for j, v in enumerate(vals)]
+    if len(out) < n:
+        rd.problem(blk, f"{blk.name}: {n} gears need {n} values, found {len(out)}")
+    return tuple(float(x) for x in out if x is not None)
+
+
 _STEAM: dict[str, tuple[str, str | None]] = {
     "cylinderdiameter": ("cylinder_diameter_m", "distance"),
     "cylinderstroke": ("cylinder_stroke_m", "distance"),
@@ -354,6 +469,37 @@ def _controller(rd: Reader, blk: Block) -> ControllerSpec | None:
     return ControllerSpec(lo, hi, step, default, tuple(notches))
 
 
+def _flag(rd: Reader, blk: Block, default: bool) -> bool:
+    """STFReader.ReadBoolBlock: an empty block is ``default``; else 0/false is false."""
+    if not blk.items:
+        return default
+    return str(blk.items[0]).lower() not in ("0", "false", "off")
+
+
+def _freight(rd: Reader, blk: Block) -> FreightSpec:
+    empty: float | None = None
+    load = static = 0.0
+    for it in blk.items:
+        if it.__class__ is not Block:
+            continue
+        if it.key == "wagonemptyweight":
+            empty = _num(rd, it, "mass", -1.0)
+        elif it.key == "freightanimcontinuous":
+            full = when_full = 0.0
+            for sub in it.items:
+                if sub.__class__ is Block and sub.key == "freightweightwhenfull":
+                    when_full = _num(rd, sub, "mass", 0.0)
+                elif sub.__class__ is Block and sub.key == "fullatstart":
+                    full = 1.0 if _flag(rd, sub, True) else 0.0
+            if full and not load:  # only the first full load counts (Open Rails warns)
+                load = when_full
+        elif it.key == "freightanimstatic":
+            for sub in it.items:
+                if sub.__class__ is Block and sub.key == "freightweight":
+                    static += _num(rd, sub, "mass", 0.0)
+    return FreightSpec(None if empty is None or empty == -1.0 else empty, load, static)
+
+
 def _positive(rd: Reader, blk: Block, v: float) -> float | None:
     if not v > 0:
         rd.problem(blk, f"{blk.name}: must be positive, found {v:g}")
@@ -372,6 +518,9 @@ def read_orts(
     brakes: dict[str, object] = {}
     loco: dict[str, object] = {}
     steam: dict[str, object] = {}
+    ramps: dict[str, object] = {}
+    gear: dict[str, object] = {}
+    msts_diesel: dict[str, object] = {}
     handlers: dict[str, Callable[[Block], None]] = {}
 
     def wagon(it: Block) -> None:
@@ -391,6 +540,8 @@ def read_orts(
                 brakes[name] = x
         elif k == "brakeequipmenttype":
             pass  # informational in Open Rails' simple systems
+        elif k == "ortsfreightanims":
+            v["freight"] = _freight(rd, it)
 
     def engine(it: Block) -> None:
         k = it.key
@@ -420,6 +571,33 @@ def read_orts(
         elif k in _STEAM:
             sname, sfam = _STEAM[k]
             steam[sname] = _num(rd, it, sfam, 0.0)
+        elif k in _RAMPS:
+            rname, rfam = _RAMPS[k]
+            x = _positive(rd, it, _num(rd, it, rfam, 0.0))
+            if x is not None:
+                ramps[rname] = x
+        elif k == "gearboxnumberofgears":
+            gear["gears"] = min(max(int(rd.value(it, 0, to_int32, 1, it.name)), 1), MAX_GEARS)
+            gear["params"] = int(gear.get("params", 0)) + 1  # type: ignore[call-overload]
+        elif k == "gearboxoperation":
+            gear["operation"] = rd.string(it, 0, "manual").lower()
+            gear["params"] = int(gear.get("params", 0)) + 1  # type: ignore[call-overload]
+        elif k in _GEARBOX_LIST:
+            gname, gfam, counts = _GEARBOX_LIST[k]
+            gear[gname] = _gear_list(rd, it, gfam, int(gear.get("gears", 1)))  # type: ignore[call-overload]
+            gear["params"] = int(gear.get("params", 0)) + counts  # type: ignore[call-overload]
+        elif k in _GEARBOX_NUM:
+            gname, gfam = _GEARBOX_NUM[k]
+            gear[gname] = _num(rd, it, gfam or None, 0.0)
+        elif k == "ortsdieseltransmissiontype":
+            gear["transmission"] = rd.string(it, 0, "legacy").lower()
+        elif k == "ortsmainclutchtype":
+            gear["clutch"] = rd.string(it, 0, "unknown").lower()
+        elif k in _MSTS_DIESEL:
+            mname, mfam = _MSTS_DIESEL[k]
+            msts_diesel[mname] = _num(rd, it, mfam, 0.0)
+        elif k == "ortstractiveforceispowerlimited":
+            v["power_limited"] = rd.string(it, 0, "false").lower() in ("1", "true", "on")
         elif k == "numcylinders":
             steam["num_cylinders"] = int(rd.value(it, 0, to_int32, 2, it.name))
         elif k == "trainbrakescontrollerminpressurereduction":
@@ -446,9 +624,16 @@ def read_orts(
     if kind == "engine" and (loco or brakes):
         v["loco_brakes"] = LocoBrakeSpec(**loco)  # type: ignore[arg-type]
     v["brakes"] = AirBrakeSpec(**brakes)  # type: ignore[arg-type]
+    if ramps:
+        v["ramps"] = TractionRamps(**ramps)  # type: ignore[arg-type]
+    if gear:
+        v["gearbox"] = GearBoxSpec(**gear)  # type: ignore[arg-type]
+    if msts_diesel:
+        v["msts_diesel"] = MstsDiesel(**msts_diesel)  # type: ignore[arg-type]
     if kind == "engine" and steam.get("cylinder_diameter_m"):
         v["steam"] = SteamSpec(**steam)  # type: ignore[arg-type]
     return OrtsStock(**v)  # type: ignore[arg-type]
 
 
 fast_pickle(Table, DieselEngineSpec, AirBrakeSpec, LocoBrakeSpec, SteamSpec, Notch, ControllerSpec, OrtsStock)
+fast_pickle(TractionRamps, GearBoxSpec, MstsDiesel, FreightSpec)

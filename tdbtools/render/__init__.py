@@ -6,10 +6,9 @@ animations); the data drawn comes from :mod:`tdbtools.track` and
 """
 
 from .animate import TrainPlacer, load_replay, render_animation
-from .focus import resolve_focus
 from .html import write_html
 from .plots import plot_profile, plot_speed_distance, pyplot, save_figure
-from .scene import Scene, build_scene
+from .scene import Scene, build_scene, resolve_focus
 from .sceneview import SceneView, as_scene, render_png, screenshot, show
 
 __all__ = [

@@ -29,8 +29,7 @@ from .._fs import atomic_output
 from ..errors import TdbToolsError
 from ..formats.route import Route
 from .backend import _pv, check_renderer
-from .focus import auto_exaggeration
-from .scene import Scene, build_scene, to_scene, train_boxes
+from .scene import Scene, auto_exaggeration, build_scene, to_scene, train_boxes
 from .sceneview import SceneView
 
 CAR_WIDTH = 3.0

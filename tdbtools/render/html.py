@@ -29,6 +29,7 @@ from .scene import (
     SEVERITY_COLORS,
     Scene,
     _item_info,
+    auto_exaggeration,
 )
 from .sceneview import as_scene
 
@@ -100,7 +101,6 @@ def _marker_notes(scene: Scene) -> list[tuple[np.ndarray, str, str, int, bool]]:
 
 def figure(scene: Scene, *, exaggerate: float | None = None):
     """The plotly figure of a scene (see :func:`write_html`)."""
-    from .focus import auto_exaggeration
 
     go = _go()
     tr = scene.track

@@ -17,7 +17,6 @@ from ..formats.route import Route
 from . import items as I
 from . import view as V
 from .backend import _pv, check_renderer
-from .focus import _base_height, auto_exaggeration
 from .scene import (
     ASPECT_COLORS,
     ASPECT_NAMES,
@@ -34,8 +33,10 @@ from .scene import (
     PATH_POINT_COLORS,
     SEVERITY_COLORS,
     Scene,
+    _base_height,
     _item_info,
     _polyline_cells,
+    auto_exaggeration,
     build_scene,
 )
 

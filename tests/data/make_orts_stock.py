@@ -330,9 +330,93 @@ FREIGHT = """Wagon ( FREIGHT
 )
 """
 
+# A diesel-mechanical DMU power car like a British Class 101 driving motor: written as MSTS
+# files for such cars are, with no ORTSDieselEngines (Open Rails builds the engine from the
+# DieselEngine* tokens) and the MSTS gearbox tokens: four gears with the top speeds of the
+# Wilson epicyclic box (15, 27, 41, 70 mph), their largest forces in N without units, the
+# automatic operation, the shift proportions. 32.5 t, 2 × 150 hp written as one 224 kW
+# engine, idle 450 / max 1800 RPM at 400 RPM/s (quick enough to follow the shaft in gear 1).
+DMU_101 = """Wagon ( DMU101_DMBS
+\tType ( Engine )
+\tWagonShape ( DMU101_DMBS.s )
+\tSize ( 2.82m 3.9m 17.5m )
+\tMass ( 32t-uk )
+\tWheelRadius ( 0.445m )
+\tInertiaTensor ( Box ( 2.8m 3.9m 17.5m ) )
+\tORTSDavis_A ( 1300N )
+\tORTSDavis_B ( 30N/m/s )
+\tORTSDavis_C ( 4N/m/s^2 )
+\tBrakeSystemType ( "Air_single_pipe" )
+\tMaxBrakeForce ( 45kN )
+\tCoupling ( Type ( Automatic ) Spring ( Stiffness ( 1e6N/m 5e6N/m ) r0 ( 0m 0.05m ) Break ( 1e6N 1e6N ) ) )
+)
+Engine ( DMU101_DMBS
+\tType ( Diesel )
+\tName ( "Class 101 DMBS (test)" )
+\tWheelRadius ( 0.445m )
+\tMaxPower ( 224kW )
+\tMaxForce ( 28kN )
+\tMaxVelocity ( 70mph )
+\tORTSDriveWheelWeight ( 16t-uk )
+\tDieselEngineIdleRPM ( 450 )
+\tDieselEngineMaxRPM ( 1800 )
+\tDieselEngineMaxRPMChangeRate ( 400 )
+\tGearBoxNumberOfGears ( 4 )
+\tGearBoxDirectDriveGear ( 4 )
+\tGearBoxOperation ( automatic )
+\tGearBoxEngineBraking ( direct_drive )
+\tGearBoxMaxSpeedForGears ( 15 27 41 70 )
+\tGearBoxMaxTractiveForceForGears ( 28000 16000 10500 6200 )
+\tGearBoxOverspeedPercentageForFailure ( 150 )
+\tGearBoxBackLoadForce ( 1000 )
+\tGearBoxCoastingForce ( 500 )
+\tGearBoxUpGearProportion ( 0.85 )
+\tGearBoxDownGearProportion ( 0.35 )
+)
+"""
+
+# A coal hopper like a British HAA with Open Rails' freight animations: MassKG is its tare
+# (as such files give it), ORTSFreightAnims an empty weight, a continuous coal load full
+# at the start (32.3 t) and a static animation (a 0.5 t canopy): Open Rails runs it at
+# 13.7 + 32.3 + 0.5 = 46.5 t.
+HOPPER = """Wagon ( HAA_HOPPER
+\tType ( Freight )
+\tWagonShape ( HAA.s )
+\tSize ( 2.9m 3.7m 10.8m )
+\tMass ( 13.7t )
+\tWheelRadius ( 0.46m )
+\tNumWheels ( 4 )
+\tORTSBearingType ( Roller )
+\tBrakeSystemType ( "Air_single_pipe" )
+\tMaxBrakeForce ( 60kN )
+\tCoupling ( Type ( Automatic ) Spring ( Stiffness ( 1e6N/m 5e6N/m ) r0 ( 0m 0.05m ) Break ( 1e6N 1e6N ) ) )
+\tORTSFreightAnims (
+\t\tMSTSFreightAnimEnabled ( 0 )
+\t\tWagonEmptyWeight ( 13.7t )
+\t\tIsGondola ( 0 )
+\t\tFreightAnimContinuous (
+\t\t\tIntakePoint ( 0.0 6.0 Coal )
+\t\t\tShape ( HAA_coal.s )
+\t\t\tMaxHeight ( 0.4 )
+\t\t\tMinHeight ( -1.2 )
+\t\t\tFreightWeightWhenFull ( 32.3t )
+\t\t\tFullAtStart ( )
+\t\t)
+\t\tFreightAnimStatic (
+\t\t\tSubType ( Default )
+\t\t\tShape ( HAA_canopy.s )
+\t\t\tOffset ( 0 0 0 )
+\t\t\tFreightWeight ( 0.5t )
+\t\t\tFlip ( )
+\t\t)
+\t)
+)
+"""
+
 FILES = {
     "dmu/DMU_A.eng": DMU,
     "dmu/notched/DMU_N.eng": DMU_NOTCHED,
+    "dmu101/DMU101_DMBS.eng": DMU_101,
     "diesel/LOCO_CC.eng": LOCO_CC,
     "electric/EL_LOCO.eng": ELECTRIC,
     "emu/EMU_M.eng": EMU_M,
@@ -340,6 +424,7 @@ FILES = {
     "steam/STEAM.eng": STEAM,
     "wagons/COACH.wag": COACH,
     "wagons/FREIGHT.wag": FREIGHT,
+    "wagons/HOPPER.wag": HOPPER,
 }
 
 #: written as UTF-8 (no BOM, LF), as files edited by hand often are

@@ -1,6 +1,9 @@
 """The Open Rails physics profile's laws (docs/physics.md §7), one small pure module each.
 
-* :mod:`.diesel`: the prime mover's RPM dynamics, the apparent throttle and its power;
+* :mod:`.diesel`: the prime mover's RPM dynamics, the apparent throttle and its power,
+  and the engine Open Rails builds from MSTS tokens;
+* :mod:`.gearbox`: the legacy (MSTS) automatic gearbox of a geared diesel;
+* :mod:`.unit`: one powered car's traction update each step;
 * :mod:`.traction`: tractive force (curves, the basic power law, continuous-force
   derating, dynamic braking);
 * :mod:`.steam`: a steam locomotive's starting tractive effort and power limit;

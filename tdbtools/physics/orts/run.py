@@ -16,11 +16,13 @@ import numpy as np
 
 from ...formats.stock import Stock
 from ...formats.stock_orts import AirBrakeSpec, LocoBrakeSpec
-from . import diesel, steam, traction
-from .adhesion import G, adhesion_limit
+from .adhesion import G
 from .airbrake import AirBrakeTrain, Handle
 from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
 from .controllers import brake_handle, lead_controllers, throttle_value
+from .mass import orts_mass
+from .resistance import resistance, starting_terms
+from .unit import PowerUnit
 
 __all__ = ["Command", "RunTrace", "run_train"]
 
@@ -68,88 +70,8 @@ class RunTrace:
         return float(self.time[idx[0]]) if idx.size else float("nan")
 
 
-class _Unit:
-    """One powered car's traction state."""
-
-    def __init__(self, stock: Stock) -> None:
-        self.stock = stock
-        o = stock.orts
-        self.engines = o.diesel_engines if (o is not None and stock.engine_type == "Diesel") else ()
-        self.rpm = [e.idle_rpm for e in self.engines]
-        self.average = 0.0
-        cf = stock.max_continuous_force_n
-        self.derate = (
-            traction.ContinuousForce(
-                stock.max_force_n or 0.0, cf, o.continuous_force_time_factor_s if o else 1800.0
-            )
-            if cf
-            else None
-        )
-        self.drive_mass = (o.drive_wheel_weight_kg if o is not None else None) or stock.mass_kg
-        power = stock.max_power_w or 0.0
-        if o is not None and o.max_rail_power_w > 0:
-            power = o.max_rail_power_w
-        elif not power and self.engines:
-            power = sum(e.max_power_w for e in self.engines)
-        self.rail_power = power
-
-    def force(self, throttle: float, v: float, dt: float) -> float:
-        s = self.stock
-        apparent = throttle
-        if self.engines:
-            app = []
-            for k, e in enumerate(self.engines):
-                self.rpm[k] = diesel.step_rpm(e, self.rpm[k], diesel.demanded_rpm(e, throttle), dt)
-                app.append(diesel.apparent_throttle(e, self.rpm[k]))
-            apparent = min(throttle, float(np.mean(app)))
-        if s.engine_type == "Steam" and s.orts is not None and s.orts.steam is not None:
-            f = steam.steam_force(s.orts.steam, s.driver_wheel_radius_m or 0.9, throttle, v, self.rail_power)
-        elif s.tractive_force_curve is not None:
-            f = traction.curve_force(s.tractive_force_curve, apparent, v)
-        elif s.engine_type == "Diesel":
-            vmax = s.max_velocity_ms or 0.0
-            unload = s.orts.unloading_speed_ms if s.orts else 0.0
-            f = traction.basic_diesel_force(
-                throttle, apparent, v, s.max_force_n or 0.0, self.rail_power, unload, vmax
-            )
-        else:
-            f = traction.basic_electric_force(
-                throttle, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0
-            )
-        if self.derate is not None:
-            f, self.average = self.derate.step(f, self.average, dt)
-        return min(f, float(adhesion_limit(self.drive_mass, v)))
-
-    def capacity(self, v: float) -> float:
-        """The force at full throttle with the engines as they run now (no state change)."""
-        s = self.stock
-        apparent = 1.0
-        if self.engines:
-            apparent = float(
-                np.mean([diesel.apparent_throttle(e, r) for e, r in zip(self.engines, self.rpm)])
-            )
-        if s.engine_type == "Steam" and s.orts is not None and s.orts.steam is not None:
-            f = steam.steam_force(s.orts.steam, s.driver_wheel_radius_m or 0.9, 1.0, v, self.rail_power)
-        elif s.tractive_force_curve is not None:
-            f = traction.curve_force(s.tractive_force_curve, apparent, v)
-        elif s.engine_type == "Diesel":
-            unload = s.orts.unloading_speed_ms if s.orts else 0.0
-            f = traction.basic_diesel_force(
-                1.0, apparent, v, s.max_force_n or 0.0, self.rail_power, unload, s.max_velocity_ms or 0.0
-            )
-        else:
-            f = traction.basic_electric_force(
-                1.0, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0
-            )
-        return min(f, float(adhesion_limit(self.drive_mass, v)))
-
-    def dynamic(self, setting: float, v: float) -> float:
-        o = self.stock.orts
-        if o is None or (o.max_dynamic_brake_force_n <= 0 and o.dynamic_brake_curve is None):
-            return 0.0
-        return traction.dynamic_brake_force(
-            setting, v, o.max_dynamic_brake_force_n, o.dynamic_brake_curve, o.dynamic_brake_min_speed_ms
-        )
+#: One powered car's traction (kept under this name for the replay's forces).
+_Unit = PowerUnit
 
 
 def _brake_train(stocks: Sequence[Stock]) -> tuple[AirBrakeTrain, np.ndarray, np.ndarray]:
@@ -199,23 +121,28 @@ def run_train(
     grade: float = 0.0,
     speed0: float = 0.0,
     stop_at_rest_after: float | None = None,
+    bearing_temp_c: float = 25.0,
 ) -> RunTrace:
     """Run the train ``seconds`` s (``grade`` rise/run, positive uphill). With
-    ``stop_at_rest_after``, the run ends at the first standstill after that time."""
+    ``stop_at_rest_after``, the run ends at the first standstill after that time.
+    ``bearing_temp_c``: the wheel bearings' temperature for the starting resistance
+    (Open Rails simulates it; warm unless given)."""
     stocks = list(stocks)
-    mass = np.array([s.mass_kg for s in stocks])
+    mass = np.array([orts_mass(s) for s in stocks])
     total = float(mass.sum())
     units = [
         _Unit(s) for s in stocks if s.kind == "engine" and s.engine_type in ("Diesel", "Electric", "Steam")
     ]
     brakes, max_cyl, spring = _brake_train(stocks)
     capacity = np.array([brake_force_capacity(s) for s in stocks])
-    a_, b_, c_ = (np.array([getattr(s, k) for s in stocks]) for k in ("davis_a", "davis_b", "davis_c"))
-    c_ = c_ * trailing_drag_factors(stocks)
+    drag = trailing_drag_factors(stocks)
+    f0, vm = starting_terms(stocks, bearing_temp_c)
     sin_t = grade / np.hypot(1.0, grade)
     notes = []
     if any(s.orts is not None and s.orts.brakes.vacuum for s in stocks):
         notes.append("vacuum brakes are run with the air-brake law (the vacuum variant is not modelled)")
+    for u in units:
+        notes.extend(n for n in u.notes if n not in notes)
     cmds = sorted(commands, key=lambda c: c.time)
     throttle_spec, brake_spec, min_drop = lead_controllers(stocks)
     throttle, handle, dyn = 0.0, Handle("release"), 0.0
@@ -238,7 +165,7 @@ def run_train(
         brakes.step(handle, dt)
         factor = np.array([float(shoe_factor(s, v)) for s in stocks])
         fb = float(np.sum(capacity * cylinder_fraction(brakes.cyl, max_cyl, spring) * factor))
-        resist = float(np.sum(a_ + v * (b_ + v * c_)))
+        resist = resistance(stocks, f0, vm, drag, v)
         gravity = total * G * sin_t
         rpm = units[0].rpm[0] if units and units[0].rpm else 0.0
         for k, val in zip(cols, (t, x, v, ft, fb + fd, rpm, brakes.bp[-1], brakes.cyl[0], brakes.cyl[-1])):

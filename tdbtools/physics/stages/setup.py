@@ -373,6 +373,23 @@ def read_consist_stock(
     )
 
 
+def _orts_starting_resistance(placed: list[_Placement]) -> list[_Placement]:
+    """Under the Open Rails profile every car starts against Open Rails' low-speed
+    resistance (docs/physics.md §7.5, ``orts/resistance.py``), not only a file's, and
+    weighs what Open Rails makes of its freight animations (``orts/mass.py``)."""
+    from ..orts.mass import orts_mass
+    from ..orts.resistance import starting_terms
+
+    redone: dict[int, _ConsistStock] = {}
+    for cs in (p.stock for p in placed):
+        if id(cs) not in redone:
+            f0, vm = starting_terms(cs.stocks)
+            mass = np.array([orts_mass(s) for s in cs.stocks])
+            model = dataclasses.replace(cs.model, starting_resistance=f0, merge_speed=vm, mass=mass)
+            redone[id(cs)] = dataclasses.replace(cs, model=model)
+    return [dataclasses.replace(p, stock=redone[id(p.stock)]) for p in placed]
+
+
 def _place(
     scenario: Scenario,
     route: Route,
@@ -500,6 +517,8 @@ def build(
                     cs, model=dataclasses.replace(m, rotating_mass=factors if rotating else np.ones(len(m)))
                 )
         placed = [dataclasses.replace(p, stock=redone[id(p.stock)]) for p in placed]
+    if physics == "openrails":
+        placed = _orts_starting_resistance(placed)
     trains: list[Train] = []
     changes = Changes()
     masses, lengths, car_line, coupled, slack, x, v = [], [], [], [], [], [], []

@@ -1,0 +1,173 @@
+"""One powered car's traction as Open Rails updates it each step (docs/physics.md §7.2):
+the diesel engines' RPM, the effective throttle, the force available at it, the ramp
+toward it, the continuous-force derating and the adhesion limit.
+
+Facts from ``MSTSLocomotive.UpdateTractionForce`` (the order of the steps) and the
+``GetAvailableTractionForceN`` of ``MSTSLocomotive`` and ``MSTSDieselLocomotive``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...formats.stock import Stock
+from ...formats.stock_orts import TractionRamps
+from . import diesel, steam, traction
+from .adhesion import adhesion_limit
+from .gearbox import GearBox, gears_of
+
+__all__ = ["PowerUnit"]
+
+
+class PowerUnit:
+    """One powered car's traction state."""
+
+    def __init__(self, stock: Stock) -> None:
+        self.stock = stock
+        o = stock.orts
+        self.engines = diesel.establish(stock) if stock.engine_type == "Diesel" else ()
+        #: what this unit's laws leave out (the run prints them)
+        self.notes: list[str] = []
+        self.boxes = self._gearboxes()
+        self.rpm = [e.idle_rpm for e in self.engines]
+        self.drpm = [0.0 for _ in self.engines]
+        self.average = 0.0
+        self.traction = 0.0  # the force of the last step before adhesion (Open Rails' TractionForceN)
+        self.prev_speed = 0.0
+        self.ramps = o.ramps if o is not None else TractionRamps()
+        self.power_limited = bool(o is not None and o.power_limited and self.engines)
+        cf = stock.max_continuous_force_n
+        self.derate = (
+            traction.ContinuousForce(
+                stock.max_force_n or 0.0, cf, o.continuous_force_time_factor_s if o else 1800.0
+            )
+            if cf
+            else None
+        )
+        self.drive_mass = (o.drive_wheel_weight_kg if o is not None else None) or stock.mass_kg
+        power = stock.max_power_w or 0.0
+        if o is not None and o.max_rail_power_w > 0:
+            power = o.max_rail_power_w
+        elif not power and self.engines:
+            power = sum(e.max_power_w for e in self.engines)
+        self.rail_power = power
+
+    def _gearboxes(self) -> list[GearBox]:
+        o = self.stock.orts
+        spec = o.gearbox if o is not None else None
+        if spec is None or not self.engines:
+            return []
+        name = self.stock.name
+        if not spec.fitted:
+            self.notes.append(
+                f"{name}: gearbox tokens incomplete (Open Rails needs three of four); no gearbox"
+            )
+            return []
+        if spec.operation != "automatic":
+            self.notes.append(
+                f"{name}: {spec.operation} gearbox run as automatic (the driver's gear changes are not modelled)"
+            )
+        if spec.transmission == "mechanic":
+            self.notes.append(
+                f"{name}: ORTSDieselTransmissionType Mechanic run as the legacy gearbox (clutch types, freewheel, governor not modelled)"
+            )
+        n = len(self.engines)
+        return [GearBox(gears_of(spec, e, n), e) for e in self.engines]
+
+    @property
+    def geared(self) -> bool:
+        """The force comes from the gearbox (``MSTSDieselLocomotive``: a gearbox and no curves)."""
+        return bool(self.boxes) and self.stock.tractive_force_curve is None
+
+    # -- the laws ---------------------------------------------------------------------------
+
+    def available(self, t: float, v: float) -> float:
+        """The force at throttle ``t`` and speed ``v`` with no transient (Open Rails'
+        ``GetAvailableTractionForceN``)."""
+        s = self.stock
+        if t <= 0:
+            return 0.0
+        if s.engine_type == "Steam" and s.orts is not None and s.orts.steam is not None:
+            return steam.steam_force(s.orts.steam, s.driver_wheel_radius_m or 0.9, t, v, self.rail_power)
+        if s.tractive_force_curve is not None:
+            return traction.curve_force(s.tractive_force_curve, t, v)
+        if s.engine_type == "Diesel":
+            unload = s.orts.unloading_speed_ms if s.orts else 0.0
+            return traction.basic_diesel_force(
+                t, v, s.max_force_n or 0.0, self.rail_power, unload, s.max_velocity_ms or 0.0
+            )
+        return traction.basic_electric_force(
+            t, v, s.max_force_n or 0.0, self.rail_power, s.max_velocity_ms or 0.0
+        )
+
+    def apparent(self) -> float | None:
+        """The engines' apparent throttle (their plain mean, as ``DieselEngines``), None
+        without engines."""
+        if not self.engines:
+            return None
+        return float(np.mean([diesel.apparent_throttle(e, r) for e, r in zip(self.engines, self.rpm)]))
+
+    def _engine_power(self) -> float:
+        return sum(diesel.output_power(e, r) for e, r in zip(self.engines, self.rpm))
+
+    def _limits(self, throttle: float, v: float) -> tuple[float, float, float]:
+        """(effective throttle, its limit, the largest force allowed) this step."""
+        app = self.apparent()
+        limit = 1.0 if (app is None or self.power_limited) else min(1.0, app)
+        t = traction.effective_throttle(throttle, app, self.power_limited)
+        target = self.available(t, v)
+        cap = self.available(limit, v)
+        cap = cap if cap >= target else math.inf
+        if self.power_limited and v > 0:
+            cap = min(cap, self._engine_power() / v)
+        return t, limit, cap
+
+    # -- a step -----------------------------------------------------------------------------
+
+    def force(self, throttle: float, v: float, dt: float) -> float:
+        """The tractive force (N, ≥ 0) of a step of ``dt`` s at the handle's ``throttle``."""
+        v = abs(v)
+        for k, e in enumerate(self.engines):
+            if self.boxes:
+                demand = self.boxes[k].demanded_rpm(throttle, v, self.rpm[k])
+            else:
+                demand = diesel.demanded_rpm(e, throttle)
+            self.rpm[k], self.drpm[k] = diesel.step_engine(e, self.rpm[k], self.drpm[k], demand, dt)
+            if self.boxes:
+                self.boxes[k].update(throttle, v)
+        if self.geared:
+            f = sum(b.force(throttle, v, r) for b, r in zip(self.boxes, self.rpm))
+            self.traction = f
+            self.prev_speed = v
+            return min(f, float(adhesion_limit(self.drive_mass, v)))
+        t, limit, cap = self._limits(throttle, v)
+        if limit > 0:
+            target = self.available(t, v)
+            f = traction.ramp_force(self.traction, dt, target, cap, v, self.prev_speed, self.ramps)
+        else:
+            f = 0.0
+        self.prev_speed = v
+        if self.derate is not None:
+            f, self.average = self.derate.step(f, self.average, dt)
+        self.traction = f
+        return min(f, float(adhesion_limit(self.drive_mass, v)))
+
+    def capacity(self, v: float) -> float:
+        """The force at full throttle with the engines as they run now (no state change)."""
+        v = abs(v)
+        if self.geared:
+            f = sum(b.force(1.0, v, r) for b, r in zip(self.boxes, self.rpm))
+            return min(f, float(adhesion_limit(self.drive_mass, v)))
+        _, limit, cap = self._limits(1.0, v)
+        f = min(self.available(limit, v), cap) if limit > 0 else 0.0
+        return min(f, float(adhesion_limit(self.drive_mass, v)))
+
+    def dynamic(self, setting: float, v: float) -> float:
+        o = self.stock.orts
+        if o is None or (o.max_dynamic_brake_force_n <= 0 and o.dynamic_brake_curve is None):
+            return 0.0
+        return traction.dynamic_brake_force(
+            setting, v, o.max_dynamic_brake_force_n, o.dynamic_brake_curve, o.dynamic_brake_min_speed_ms
+        )
