@@ -254,7 +254,9 @@ def test_dk24_timetable(tmp_path):
     # forms, triggers, pool
     formed = {(e.train, e.new_train) for e in _events(res, "formed")}
     assert {("IC 801", "IC 802"), ("IR 4502", "RB 4504"), ("RE 4507", "IR 4510")} <= formed
-    assert s["timetable"]["drawn_from_pool"] == {"RE 4507": "Lok 1146", "IC 808": "IC 802"}
+    # one storage track: the last unit in (IC 802) is nearest the access and comes out
+    # first (TTPool.ExtractTrain), then Lok 1146, there from the start
+    assert s["timetable"]["drawn_from_pool"] == {"RE 4507": "IC 802", "IC 808": "Lok 1146"}
     assert s["trains"]["static 1"]["distance_m"] < 1.0
     assert s["realtime_factor"] > 1.0
 

@@ -187,6 +187,13 @@ def _replay_timetable(
     for simp in result.simplifications:
         click.echo(f"simplified: {simp}", err=True)
     for e in result.replay.events:
+        if e.kind == "formed" and getattr(e, "how", "") in ("attach", "detach", "pickup", "transfer"):
+            # joins and splits change the trains' cars: said with the run (docs/timetables.md §5.6)
+            click.echo(
+                f"  {e.clock} {e.how}: {e.train} -> {e.new_train}: {tt['outcomes'].get(e.train, '')}",
+                err=True,
+            )
+    for e in result.replay.events:
         if e.kind in ("deadlock", "stuck", "derailment", "collision", "side_collision", "not_at_end") or (
             e.kind == "warning" and "simplified" not in (getattr(e, "message", "") or "")
         ):

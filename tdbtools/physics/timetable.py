@@ -9,9 +9,10 @@ trains once a second, before the activity replay's own dispatching:
 * a train formed (``$forms``/``$triggers``/``$stable``) by another starts when that
   one has reached the end of its path (and not before its own booked start); the
   forming train stays on the track until then and leaves as the new one enters;
-* ``$pool``: a train that ends into a pool is stored there (off the track); a train
-  that starts from a pool takes the first one stored, or is cancelled when the pool
-  is empty at its start time (pool underflow);
+* ``$pool``: a train that ends into a pool is stored on its first storage track with
+  room (off the track), or removed when none has (overflow); a train that starts from
+  a pool takes the unit nearest the access of the first track holding any, or is
+  cancelled when the pool is empty at its start time (underflow): ``PoolYard``;
 * ``$wait``/``$follow`` hold a train at its start or at a station until the other train
   has passed the first track both share beyond where their paths differ;
 * ``$connect`` holds a train at a station until the other train has arrived there and
@@ -29,14 +30,13 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..formats.activity import ActivityFile, ActivityHeader, ServiceFile, StopItem
 from ..formats.route import Route, load_route
 from ..formats.tdb import PlatformItem
 from .activity import (
     ActivityPlan,
-    ActivityPolicy,
     ActivityReplay,
     ActivityResult,
     PlannedTrain,
@@ -49,10 +49,10 @@ from .activity import (
 from .events import SetupWarning
 from .replay import Replay, ReplayError
 from .scenario import Scenario, TrainSpec
-from .timetable_driver import Formed, Held, PoolEvent, TimetableDriver, first_rejoin
+from .timetable_driver import Formed, Held, PoolEvent, TimetableDriver
+from .timetable_joins import join_consists
 from .timetable_plan import (
     TimetableReplayError,
-    TTLink,
     TTPlan,
     TTRun,
     TTStop,
@@ -60,6 +60,8 @@ from .timetable_plan import (
     plan_timetable,
     with_route_stations,
 )
+from .timetable_pools import PoolYard, pool_limits
+from .timetable_waits import TimetableWaits
 
 #: Seconds between the timetable's own checks (links, pools, holds).
 CHECK_EVERY_S = 1.0
@@ -67,7 +69,7 @@ CHECK_EVERY_S = 1.0
 HOLD_RELEASE_S = 120.0
 
 
-class TimetablePolicy(ActivityPolicy):
+class TimetablePolicy(TimetableWaits):
     """The activity policy (docs/activities.md §4) with the timetable's rules (module
     docstring): its drivers are :class:`TimetableDriver` s, their stops are found by
     station name, and :meth:`_check` acts on the links between trains once a second
@@ -79,22 +81,23 @@ class TimetablePolicy(ActivityPolicy):
         super().__init__(aplan, route, t0, stuck_after)
         self.tt_plan = tt_plan
         self.runs = {r.name: r for r in tt_plan.runs if not r.pool_stock}
-        self.pools: dict[str, list[tuple[str, float]]] = {}
+        self.pools = PoolYard(pool_limits(Path(tt_plan.timetable.path).parent))
+        self.pool_defects: list[str] = []  # pools that overflowed
         for r in tt_plan.runs:
-            if r.pool_stock and r.pool_to:
-                self.pools.setdefault(r.pool_to, []).append((r.name, float(t0)))
+            if r.pool_stock and r.pool_to and self.pools.store(r.pool_to, r.name) is None:
+                # Open Rails: more units created in a pool than it can hold (a warning)
+                self.pool_defects.append(f"{r.name}: pool {r.pool_to!r} is full: not stored in it")
         self.finished_at: dict[str, float] = {}
         self.activated: dict[str, float] = {}
         self.outcome: dict[str, str] = {}
         self.pool_drawn: dict[str, str] = {}
-        self.delay: dict[str, float] = {}
         self._handled: set[str] = set()
-        self._holds: dict[tuple[str, str, str], float] = {}  # (train, reason, other) -> since
-        self._wait_nodes: dict[tuple[str, int, str | None], int | None] = {}
         self._tt_next = 0.0
         self._dwell_held: dict[int, bool] = {}
         self._restarted: set[tuple[int, int]] = set()  # (train, stop) given its restart delay
         self._tt_stops: dict[int, list[TTStop]] = {}
+        self.join_notes: dict[str, list[str]] = {}  # run -> what its joins did (set by the replay)
+        self.join_defects: list[str] = []  # joins that could not be done as planned
 
     def driver(self, spec: TrainSpec, auto: Any, default: Any, train: Any) -> TimetableDriver:
         return TimetableDriver(super().driver(spec, auto, default, train))
@@ -116,17 +119,19 @@ class TimetablePolicy(ActivityPolicy):
                 d.ai = not r.stays
                 if r.create is not None or r.restart_new_s > 0.0:
                     d.hold_until = float(r.start) + r.restart_new_s
-                if r.formed_by is not None or r.pool_from is not None or r.activated:
+                if (
+                    r.formed_by is not None
+                    or r.pool_from is not None
+                    or r.activated
+                    or r.after
+                    or r.picked_by
+                ):
                     d.start = math.inf  # released by _check
             if r.max_speed is not None:
                 d.vmax = r.max_speed if d.vmax is None else min(d.vmax, r.max_speed)
                 d._set_speed_cap()
 
     # -- set-up --------------------------------------------------------------------------
-
-    def _tt_drivers(self) -> list[TimetableDriver]:
-        """The drivers, every one a TimetableDriver once the stops are placed."""
-        return cast("list[TimetableDriver]", self.drivers)
 
     def _place_timetable_stops(self, route: Route) -> None:
         """Put each run's stops, found by station name, on its line."""
@@ -193,9 +198,6 @@ class TimetablePolicy(ActivityPolicy):
             self._check()
         super().before_step(replay)
 
-    def _now(self) -> float:
-        return self.t0 + self.time
-
     def _train_delay(self, k: int) -> float:
         """Open Rails' running delay (manual, "Calculation of running delay"): how late
         against the booked arrival at the next station, never going down."""
@@ -216,9 +218,6 @@ class TimetablePolicy(ActivityPolicy):
         self.delay[name] = v
         return v
 
-    def _gone(self, k: int) -> bool:
-        return self.drivers[k].finished or self.drivers[k].state in ("stuck", "not_started")
-
     def _check(self) -> None:
         now = self._now()
         for k in range(len(self.drivers)):
@@ -234,15 +233,26 @@ class TimetablePolicy(ActivityPolicy):
                 self.outcome.setdefault(name, f"did not reach its end ({d.state})")
                 continue
             self.finished_at[name] = now
-            self.outcome.setdefault(name, r.disposal)
+            self.outcome.setdefault(name, self._end_outcome(name))
             if r.pool_to and not r.static:
-                self.pools.setdefault(r.pool_to, []).append((name, now))
+                if self.pools.store(r.pool_to, name) is None:
+                    # pool overflow (TTPool.SetPoolExit): the train is abandoned at its end
+                    why = f"pool {r.pool_to!r} overflow: no storage track has room; removed at its end"
+                    self.outcome[name] = why
+                    self.pool_defects.append(f"{name}: {why}")
+                    self.log.add(SetupWarning(time=self.time, train=name, message=why))
+                    action = "overflow"
+                else:
+                    action = "in"
                 self.log.add(
-                    PoolEvent(time=self.time, clock=clock(now), train=name, pool=r.pool_to, action="in")
+                    PoolEvent(time=self.time, clock=clock(now), train=name, pool=r.pool_to, action=action)
                 )
             for where, tgt in r.activates:
                 if where == "END":
                     self.activated.setdefault(tgt, now)
+            for j in r.joins:
+                if j.kind == "pickup" and j.other is not None:
+                    self._pick_up(k, j.other)
         # 2. starts
         for k, d in enumerate(self._tt_drivers()):
             name = self.trains[k].spec.name
@@ -256,7 +266,7 @@ class TimetablePolicy(ActivityPolicy):
                     s.platform.station == where and s.arrival is not None for s in d.stops
                 ):
                     self.activated[tgt] = now
-            if d.state != "waiting" or math.isfinite(d.start):
+            if d.state != "waiting" or math.isfinite(d.start) or r.picked_by:
                 continue
             release = float(r.start)
             if r.activated:
@@ -270,11 +280,21 @@ class TimetablePolicy(ActivityPolicy):
                         self._cancel(k, f"{r.formed_by} that forms it never reached its end")
                     continue
                 release = max(release, self.finished_at[r.formed_by])
+            waiting_for = [o for o in r.after if o not in self.finished_at]
+            if waiting_for:
+                for o in waiting_for:
+                    ko = self.index.get(o)
+                    if ko is not None and self._gone(ko) and not self.drivers[ko].finished:
+                        self._cancel(k, f"{o} that joins it never reached its end")
+                        break
+                continue
+            for o in r.after:
+                release = max(release, self.finished_at[o])
             if now + 1e-9 < release:
                 continue
             if r.pool_from is not None:
-                stock = self.pools.get(r.pool_from, [])
-                if not stock:
+                drawn = self.pools.draw(r.pool_from)
+                if drawn is None:
                     self.log.add(
                         PoolEvent(
                             time=self.time, clock=clock(now), train=name, pool=r.pool_from, action="underflow"
@@ -282,7 +302,7 @@ class TimetablePolicy(ActivityPolicy):
                     )
                     self._cancel(k, f"pool {r.pool_from!r} was empty at its start (pool underflow)")
                     continue
-                unit, _t = stock.pop(0)
+                unit = drawn
                 self.pool_drawn[name] = unit
                 self.log.add(
                     PoolEvent(
@@ -297,10 +317,17 @@ class TimetablePolicy(ActivityPolicy):
             if r.formed_by is not None:
                 kf = self.index[r.formed_by]
                 self._leave(kf)
-                how = self.runs[r.formed_by].disposal.split(" ")[0]
+                how = "detach" if r.detached else self.runs[r.formed_by].disposal.split(" ")[0]
                 self.log.add(
                     Formed(time=self.time, clock=clock(now), train=r.formed_by, new_train=name, how=how)
                 )
+            for o in r.after:
+                # an attached train leaves as the train it is attached to starts
+                kinds = {j.kind for j in self.runs[o].joins if j.other == name}
+                if "attach" in kinds:
+                    self._leave(self.index[o])
+                for how in sorted(kinds & {"attach", "transfer"}):
+                    self.log.add(Formed(time=self.time, clock=clock(now), train=o, new_train=name, how=how))
             d.start = now
         # #restartdelay $station: once a stop has begun, its departure is that much later
         for k, d in enumerate(self._tt_drivers()):
@@ -325,6 +352,18 @@ class TimetablePolicy(ActivityPolicy):
                         and (link.station == station or (link.kind == "follow" and link.station is None))
                     )
                     if here and self._wait_holds(k, link):
+                        at = self._line_wait(k, link)
+                        if at is not None:
+                            # it runs on and waits at the wait position on the line
+                            self._armed[(k, id(link))] = (*at, link)
+                            continue
+                        holding = link
+                        break
+                elif link.kind == "waitany":
+                    here = (link.station is None and at_start) or (
+                        station is not None and link.station == station
+                    )
+                    if here and self._waitany_holds(k, link):
                         holding = link
                         break
                 elif link.kind == "connect" and station is not None and link.station == station:
@@ -332,7 +371,10 @@ class TimetablePolicy(ActivityPolicy):
                     if until is not None and now + 1e-9 < until:
                         holding = link
                         break
-            self._note_hold(k, holding, station)
+            on_line = self._line_waits(k)
+            self._note_hold(k, holding or on_line, station)
+            if on_line is not None and holding is None:
+                self._still_since[k] = self.time  # waiting by the timetable is not being stuck
             if holding is None:
                 d.held = False
                 self._dwell_held[k] = False
@@ -347,8 +389,12 @@ class TimetablePolicy(ActivityPolicy):
             if d.state == "running" and self._now() < d.hold_until:
                 self._still_since[k] = self.time
         if self.signals is not None:
-            for k in range(len(self.drivers)):
-                self.signals.ilk.trains[k].hold_s = self._exit_held(k)
+            for k, d in enumerate(self._tt_drivers()):
+                held = self._exit_held(k)
+                if math.isfinite(d.wait_limit):
+                    # waiting on the line: no signal asked for, no track reserved beyond
+                    held = d.wait_limit if held is None else min(held, d.wait_limit)
+                self.signals.ilk.trains[k].hold_s = held
 
     def _exit_held(self, k: int) -> float | None:
         """$hold: the exit of the next stop stays closed until 2 minutes before the train
@@ -376,84 +422,6 @@ class TimetablePolicy(ActivityPolicy):
                     leave = until if leave is None else max(leave, until)
         return hold_at if leave is not None and self._now() < leave - HOLD_RELEASE_S else None
 
-    def _at_start(self, k: int) -> bool:
-        t = self.trains[k]
-        front = float(self.engine.x[self.train_start[k]])
-        return front - float(t.front0) < 5.0
-
-    def _note_hold(self, k: int, link: TTLink | None, station: str | None) -> None:
-        name = self.trains[k].spec.name
-        now = self._now()
-        for key in [x for x in self._holds if x[0] == name]:
-            if link is None or key != (name, link.kind, link.train):
-                since = self._holds.pop(key)
-                self.log.add(
-                    Held(
-                        time=self.time,
-                        clock=clock(since),
-                        train=name,
-                        reason=key[1],
-                        other=key[2],
-                        station=station,
-                        seconds=now - since,
-                    )
-                )
-        if link is not None:
-            self._holds.setdefault((name, link.kind, link.train), now)
-
-    def _wait_holds(self, k: int, link: TTLink) -> bool:
-        ko = self.index.get(link.train)
-        if ko is None:
-            return False
-        od = self.drivers[ko]
-        if self._gone(ko):
-            return False
-        if od.state in ("waiting", "ready") and not link.notstarted:
-            return False
-        name = self.trains[k].spec.name
-        own = self.delay.get(name, 0.0)
-        if link.owndelay is not None and own < link.owndelay:
-            return False
-        maxdelay = link.maxdelay if link.maxdelay is not None else 0.0
-        if self.delay.get(link.train, 0.0) - own > maxdelay + 1e-9:
-            return False
-        t = self.trains[k]
-        front = float(self.engine.x[self.train_start[k]])
-        key = (name, self.drivers[k].next_stop, link.train)
-        if key not in self._wait_nodes:
-            other = self.trains[ko]
-            self._wait_nodes[key] = first_rejoin(t.line, front, {int(n) for n in other.line.seg_node})
-        node = self._wait_nodes[key]
-        if node is None:
-            return False
-        # has the other train's rear passed the end of that node on its own line?
-        ol = self.trains[ko].line
-        ends = [float(ol.seg_s1[i]) for i in range(len(ol.seg_node)) if int(ol.seg_node[i]) == node]
-        if not ends:
-            return False
-        orear = float(self.engine.x[self.train_end[ko]] - self.bodies.length[self.train_end[ko]])
-        if od.state in ("waiting", "ready"):
-            return True
-        return orear < min(ends) - 1e-6
-
-    def _connect_until(self, k: int, link: TTLink, station: str) -> float | None:
-        ko = self.index.get(link.train)
-        if ko is None:
-            return None
-        stop = next((s for s in self.drivers[ko].stops if s.platform.station == station), None)
-        if stop is None:
-            return None
-        if stop.arrival is not None:
-            return stop.arrival + link.hold
-        if self._gone(ko):
-            return None
-        due = stop.booked.arrival if stop.booked.arrival is not None else stop.booked.depart
-        late = max(0.0, self._now() - due) if due is not None else 0.0
-        late = max(late, self.delay.get(link.train, 0.0))
-        if link.maxdelay is not None and late > link.maxdelay:
-            return None
-        return math.inf
-
     def _leave(self, k: int) -> None:
         """The forming train leaves the track: its consist is the new train now."""
         d = self._tt_drivers()[k]
@@ -464,6 +432,41 @@ class TimetablePolicy(ActivityPolicy):
         if self.signals is not None:
             self.signals.ilk.leave(k)
         self.on_off[name] = (self.on_off.get(name, (self.t0, 0.0))[0], self._now())
+
+    def _end_outcome(self, name: str) -> str:
+        """How a train that reached its end ended: what its joins did, then its
+        disposal (none after $attach: it is part of the other train)."""
+        r = self.runs[name]
+        notes = self.join_notes.get(name, [])
+        if not notes:
+            return r.disposal
+        ends = [] if any(j.kind == "attach" for j in r.joins) else [r.disposal]
+        return "; ".join([*notes, *ends])
+
+    def _pick_up(self, k: int, other: str) -> None:
+        """$pickup: the other train, standing at its end or at the start of its path,
+        becomes part of this one (its consist was joined when the replay was set up)."""
+        name = self.trains[k].spec.name
+        ko = self.index.get(other)
+        if ko is None:
+            return
+        od = self._tt_drivers()[ko]
+        if od.finished:
+            self._leave(ko)
+        elif od.state == "waiting" and self.runs[other].picked_by == name:
+            # it stood at the start of its path: it never runs, it is part of this train now
+            od.state, od.finished, od.ai = "done", True, True
+            self.trains[ko].finish(self.time)
+            self._handled.add(other)
+        else:
+            why = f"{other} was not standing at its end when {name} ended ({od.state}): not picked up"
+            self.join_defects.append(why)
+            self.log.add(SetupWarning(time=self.time, train=name, message=why))
+            return
+        self.outcome[other] = f"picked up by {name}"
+        self.log.add(
+            Formed(time=self.time, clock=clock(self._now()), train=other, new_train=name, how="pickup")
+        )
 
     def _cancel(self, k: int, why: str) -> None:
         d = self._tt_drivers()[k]
@@ -484,7 +487,7 @@ class TimetablePolicy(ActivityPolicy):
             if name in self.outcome:
                 out[name] = self.outcome[name]
             elif d.finished:
-                out[name] = self.runs[name].disposal
+                out[name] = self._end_outcome(name)
             else:
                 out[name] = f"did not reach its end ({d.state})"
         for r in self.tt_plan.runs:
@@ -535,6 +538,9 @@ class TimetableReplay(ActivityReplay):
                     seen.add(src.name)
                     src = by_name[src.keeps_consist_of]
                 cons[r.name] = cons[src.name]
+            # joined and split trains run with the cars they really have (docs §5.6)
+            joined, units = join_consists(plan, Path(route.install_root), Path(route.folder), Path(tmp))
+            cons.update(joined)
             planned, specs = [], []
             for r in runs:
                 placed = (
@@ -588,6 +594,7 @@ class TimetableReplay(ActivityReplay):
                 physics=physics,
             )
             self.policy = TimetablePolicy(self.plan, route, self.t0, stuck_after, plan)
+            self.policy.join_notes = units.notes
             try:
                 self.replay = Replay(
                     sc,
@@ -609,13 +616,15 @@ class TimetableReplay(ActivityReplay):
             "description": self.tt_plan.timetable.description,
             "player": self.tt_plan.player,
             "outcomes": outcomes,
-            "pools": {p: [u for u, _t in v] for p, v in pol.pools.items()},
+            "pools": pol.pools.contents(),
             "drawn_from_pool": dict(pol.pool_drawn),
             "delays_s": {k: round(v, 1) for k, v in pol.delay.items()},
             "simplifications": list(self.tt_plan.simplifications),
             "defects": list(self.tt_plan.defects),
         }
-        return TimetableResult(ar, outcomes, self.tt_plan.simplifications, self.tt_plan.defects)
+        defects = (*self.tt_plan.defects, *pol.join_defects, *pol.pool_defects)
+        ar.replay.summary["timetable"]["defects"] = list(defects)
+        return TimetableResult(ar, outcomes, self.tt_plan.simplifications, defects)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -72,12 +72,26 @@ class TimetableDriver(ServiceDriver):
         )
         self.hold_until = -math.inf
         self.held = False
+        #: $wait/$follow on the line: the front stops short of this line distance
+        self.wait_limit = math.inf
+
+    def target(self) -> tuple[float, str]:
+        s, kind = super().target()
+        return (self.wait_limit, "wait") if self.wait_limit < s else (s, kind)
 
     def __call__(self, st: DriveState) -> Controls:
         now = self.t0 + st.time
         if self.state == "running" and (self.held or now + 1e-9 < self.hold_until):
             return Controls(0.0, 1.0, 0.0)
         return super().__call__(st)
+
+
+def wait_position(line, s_from: float, node: int) -> float | None:  # noqa: ANN001
+    """The line distance where ``node`` begins on ``line`` beyond ``s_from``."""
+    for i in range(len(line.seg_node)):
+        if int(line.seg_node[i]) == node and float(line.seg_s1[i]) > s_from:
+            return float(line.seg_s0[i])
+    return None
 
 
 def first_rejoin(line_a, s_from: float, nodes_b: set[int]) -> int | None:  # noqa: ANN001
@@ -99,4 +113,4 @@ def first_rejoin(line_a, s_from: float, nodes_b: set[int]) -> int | None:  # noq
     return None
 
 
-__all__ = ["Formed", "Held", "PoolEvent", "TimetableDriver", "first_rejoin"]
+__all__ = ["Formed", "Held", "PoolEvent", "TimetableDriver", "first_rejoin", "wait_position"]

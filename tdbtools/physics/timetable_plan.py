@@ -24,6 +24,7 @@ from ..formats.timetable import (
 from ..formats.timetable_list import LIST_SUFFIXES, read_timetable_group
 from ..physics.scenario import resolve_file
 from .timetable_select import drop_bad_refs, drop_bad_trains, with_canonical_refs
+from .timetable_units import JOIN_COMMANDS, JoinOp
 
 #: At most this many trains (and extra stable moves) are replayed.
 MAX_TT_TRAINS = 500
@@ -55,6 +56,8 @@ MODELLED = frozenset(
         "nowaitsignal",
         "waitsignal",
         "stoptime",
+        "waitany",
+        *JOIN_COMMANDS,
     }
 )
 
@@ -90,6 +93,9 @@ class TTLink:
     hold: float = 0.0  # seconds ($connect)
     owndelay: float | None = None
     notstarted: bool = False
+    #: $waitany (``train`` is then a path): /both, /opposite
+    both: bool = False
+    opposite: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +124,13 @@ class TTRun:
     synthetic: bool = False  # a $stable move
     disposal: str = "removed"
     source: str = ""  # the train's heading in the file (static trains are renamed)
+    #: $detach/$attach/$pickup/$transfer at its end, in the order written (docs §5.6)
+    joins: tuple[JoinOp, ...] = ()
+    #: runs that must have ended before it starts ($attach or $transfer onto it)
+    after: tuple[str, ...] = ()
+    #: $pickup by that run: it stands at the start of its path until then, never runs
+    picked_by: str | None = None
+    detached: bool = False  # formed ($detach /forms) out of a portion cut off another train
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,13 +237,23 @@ def plan_timetable(
                     if c.name == "stable"
                     else None
                 )
+                if c.name == "detach" and how == "forms":
+                    tgt = (c.qualifier("forms") or (None,))[0]
                 if tgt:
                     if tgt not in names:
                         raise TimetableReplayError(
                             f"train {t.name!r}: ${c.name} names no train of the timetable: {tgt!r}"
                         )
-                    # a $stable move forms (or triggers) the new train from its inward run
-                    formed[tgt] = (t.name if c.name == how else f"{t.name} (stable in)", how)
+                    if tgt in formed:
+                        raise TimetableReplayError(
+                            f"train {tgt!r} is formed by both {formed[tgt][0]!r} and {t.name!r}"
+                        )
+                    # a $stable move forms (or triggers) the new train from its inward run;
+                    # a $detach /forms starts it with the portion cut off
+                    formed[tgt] = (
+                        t.name if c.name in (how, "detach") else f"{t.name} (stable in)",
+                        "detach" if c.name == "detach" else how,
+                    )
     for t in tt.trains:
         if len(runs) >= MAX_TT_TRAINS:
             raise TimetableReplayError(f"{p}: more than {MAX_TT_TRAINS} trains")
@@ -286,6 +309,8 @@ def plan_timetable(
         for c in t.note:
             if c.name in ("wait", "follow") and c.value:
                 links.append(_link(c, None))
+            elif c.name == "waitany" and c.value:
+                links.append(_waitany(c, None, name))
             elif c.name == "dec" and c.value:
                 decel = float(c.value)
             elif c.name == "acc":
@@ -316,6 +341,8 @@ def plan_timetable(
                 "when the train starts and when it leaves a stop"
             )
         stops: list[TTStop] = []
+        joins: list[JoinOp] = []
+        last_stop = _last_stop(t)
         for s in t.stops:
             cmds = s.commands + station_cmds.get(s.station, ())
             if s.passing or (s.arrival is None and s.depart is None):
@@ -328,8 +355,20 @@ def plan_timetable(
             for c in s.commands:
                 if c.name in ("wait", "follow", "connect") and c.value:
                     links.append(_link(c, s.station))
+                elif c.name == "waitany" and c.value:
+                    links.append(_waitany(c, s.station, name))
                 elif c.name == "activate" and c.value:
                     activates.append((s.station, c.value))
+                elif c.name in JOIN_COMMANDS:
+                    if c.name == "attach" and s.station == last_stop:
+                        # the manual: a train attaching at a stop ends there ("no use to
+                        # define anything beyond this stop"): done at its end
+                        joins.append(_join_op(name, c))
+                        simpl.append(f"{name} at {s.station}: $attach is done where its path ends")
+                    else:
+                        simpl.append(
+                            f"{name} at {s.station}: ${c.name} on the way is not modelled (only at the train's end)"
+                        )
                 elif c.name not in MODELLED:
                     simpl.append(f"{name} at {s.station}: ${c.name} is not modelled")
             if stop_times is None:
@@ -366,6 +405,8 @@ def plan_timetable(
                 disposal = "removed"
             elif c.name == "activate" and c.value:
                 activates.append(("END", c.value))
+            elif c.name in JOIN_COMMANDS:
+                joins.append(_join_op(name, c))
             elif c.name == "stable":
                 out_path = (c.qualifier("out_path") or ("",))[0]
                 if not out_path:
@@ -428,6 +469,7 @@ def plan_timetable(
             static=static and not pool_stock,
             formed_by=by,
             keeps_consist_of=by if how == "forms" and t.name != player else None,
+            detached=how == "detach",
             pool_from=pool_from,
             pool_to=pool_to if not pool_stock else pool_to_static,
             pool_stock=pool_stock,
@@ -441,7 +483,11 @@ def plan_timetable(
             restart_station_s=restart.get("station", 0.0),
             disposal=disposal,
             source=t.name,
+            joins=tuple(joins),
         )
+        if any(j.kind == "attach" for j in joins):
+            # it stands where it ended until the train it is attached to starts
+            run = _replace(run, stays=True)
         runs.append(run)
         runs.extend(extra)
     # extra stable moves: their consist is the one of the train they come from
@@ -452,12 +498,12 @@ def plan_timetable(
             src = by_name[r.keeps_consist_of or ""]
             r = _replace(r, consist=src.consist, consist_text=src.consist_text)
         fixed.append(r)
-    runs = fixed
+    runs = _join_links(fixed)
     # booked start of a run that is formed: at least the start of what forms it
     known = {r.name for r in runs}
     for r in runs:
         for link in r.links:
-            if link.train not in known:
+            if link.kind != "waitany" and link.train not in known:
                 raise TimetableReplayError(
                     f"train {r.name!r}: ${link.kind} names no train of the timetable: {link.train!r}"
                 )
@@ -482,16 +528,26 @@ def plan_timetable(
 #: How the replay simplifies commands it does model (docs/timetables.md §5): said on
 #: stderr by every run that uses them.
 SIMPLIFIED = {
-    "pool": "$pool: pools have no storage tracks here: a train sent to a pool leaves the track, "
-    "one taken out starts at the start of its own path with its own consist",
+    "pool": "$pool: units are counted on the pool's storage tracks (#maxunits, last in first out) but do "
+    "not stand there: a train sent to a pool leaves the track, one taken out starts at the start of its "
+    "own path with its own consist; a track's length is not checked",
     "forms": "$forms/$triggers: the train that forms another stays where it ended until the new "
     "one starts, then leaves the track (no run-round, no coupling)",
     "stable": "$stable: the moves out and in are extra trains on their paths; /runround and /rrpos are not done",
-    "wait": "$wait/$follow: a train is held at its start or at its stations only, never between them",
+    "wait": "$wait/$follow: evaluated at the train's start and stations; it then waits at the wait "
+    "position on the line ahead (or where it stands when that is under 50 m ahead or a stop comes first); "
+    "$waitany holds the train where it stands (its start or a station)",
     "hold": "$hold/$forcehold: the held exit is the end of the stop (no signal asked for, no track "
     "reserved beyond it), whether a signal stands there or not",
     "nowaitsignal": "$nowaitsignal: no train waits at a platform for its exit signal (each draws up to it)",
     "terminal": "$terminal: applied at the last stop of a path ending within 400 m beyond the platform",
+    "attach": "$attach: the train attached onto is not on the track before the attach; it starts where its "
+    "path starts with both consists, its own in front (the attaching train taken to run up behind it)",
+    "detach": "$detach: done at the train's end only; the trains formed start where their own paths start, "
+    "a /static portion is not placed on the track",
+    "pickup": "$pickup: done at the train's end only; the cars picked up go behind the train's own",
+    "transfer": "$transfer: done at the train's end only, with a train that has not started yet; units given "
+    "go behind the other train's own",
 }
 
 
@@ -502,7 +558,7 @@ def _used_commands(tt: Timetable) -> set[str]:
             names |= {c.name for c in group}
     if "triggers" in names:
         names.add("forms")
-    if "follow" in names:
+    if "follow" in names or "waitany" in names:
         names.add("wait")
     if "forcehold" in names:
         names.add("hold")
@@ -545,6 +601,65 @@ def _replace(r: TTRun, **kw: object) -> TTRun:
     import dataclasses
 
     return dataclasses.replace(r, **kw)  # type: ignore[arg-type]
+
+
+def _last_stop(t) -> str | None:  # noqa: ANN001
+    """The station of a train's latest booked time: where it ends."""
+    best: tuple[int, str] | None = None
+    for s in t.stops:
+        for stamp in (s.arrival, s.depart):
+            if stamp is not None and stamp.seconds is not None and (best is None or stamp.seconds >= best[0]):
+                best = (stamp.seconds, s.station)
+    return None if best is None else best[1]
+
+
+def _join_op(train: str, c: Command) -> JoinOp:
+    if c.name == "detach":
+        other = (c.qualifier("forms") or (None,))[0]
+        if other is None and not c.has("static"):
+            raise TimetableReplayError(f"train {train!r}: $detach needs /forms=train or /static")
+        return JoinOp("detach", train, c, other, static=other is None)
+    if not c.value:
+        raise TimetableReplayError(f"train {train!r}: ${c.name} needs a train (${c.name}=train)")
+    return JoinOp(c.name, train, c, c.value)
+
+
+def _join_links(runs: list[TTRun]) -> list[TTRun]:
+    """The waits joins make (docs §5.6): a train attached onto, or given units by
+    $transfer, starts only once the other has ended; a train to be picked up that does not
+    end standing where it is (static, or $static at its end) stands at the start of its
+    path until the pickup, as the manual's "train on the location"."""
+    by_name = {r.name: r for r in runs}
+    after: dict[str, list[str]] = {}
+    picked: dict[str, str] = {}
+    for r in runs:
+        for j in r.joins:
+            if j.other is None:
+                continue
+            if j.other not in by_name:
+                raise TimetableReplayError(
+                    f"train {r.name!r}: ${j.kind} names no train of the timetable: {j.other!r}"
+                )
+            if j.other == r.name:
+                raise TimetableReplayError(f"train {r.name!r}: ${j.kind} names the train itself")
+            if j.kind in ("attach", "transfer"):
+                after.setdefault(j.other, []).append(r.name)
+            elif j.kind == "pickup":
+                b = by_name[j.other]
+                if not (b.static or b.stays):
+                    picked[j.other] = r.name
+    return [
+        _replace(r, after=tuple(after.get(r.name, ())), picked_by=picked.get(r.name))
+        if r.name in after or r.name in picked
+        else r
+        for r in runs
+    ]
+
+
+def _waitany(c: Command, station: str | None, train: str) -> TTLink:
+    """$waitany=PATH [/both] [/opposite]: wait while any train is on that path's track."""
+    path = file_name(c.value or "", ".pat", f"train {train!r}: $waitany")
+    return TTLink("waitany", path, station, None, both=c.has("both"), opposite=c.has("opposite"))
 
 
 def _link(c: Command, station: str | None) -> TTLink:

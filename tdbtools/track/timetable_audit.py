@@ -6,7 +6,8 @@ What is checked: the file reads (``TT_READ``, with the reader's own findings); e
 station row names a station of the route (``TT_STATION_UNKNOWN``); with ``paths``,
 each train's path passes its stations (``TT_STATION_OFF_PATH``) and its times run
 forward along the path (``TT_TIME_ORDER``); commands that name another train name one
-of the file (``TT_TRAIN_MISSING``); lists name files that exist (``TT_LIST_MISSING``).
+of the file (``TT_TRAIN_MISSING``: ``$forms``, ``$triggers``, ``$wait``, ``$attach``,
+``$detach /forms``, ``$pickup``, ``$transfer``, … as ``formats/timetable_refs.py`` lists them); lists name files that exist (``TT_LIST_MISSING``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..formats.tdb import PlatformItem
 from ..formats.timetable import Timetable, read_timetable, relative_file_name
 from ..formats.timetable_list import read_timetable_list
 from ..formats.timetable_pool import POOL_SUFFIXES, read_pool_file
+from ..formats.timetable_refs import TRAIN_REFS
 from ..stf import resolve_case_insensitive
 from .pathbuild import platforms
 from .paths import resolve_path
@@ -29,22 +31,6 @@ MAX_FILES = 200
 #: Open Rails reads both spellings of the suffixes (ProcessTimetable.cs, GetFilenames).
 TIMETABLE_SUFFIXES = (".timetable-or", ".timetable_or")
 LIST_SUFFIXES = (".timetablelist-or", ".timetablelist_or")
-
-#: Commands whose value (or qualifier) names another train.
-_TRAIN_REFS = {
-    "forms": (None,),
-    "triggers": (None,),
-    "wait": (None,),
-    "follow": (None,),
-    "connect": (None,),
-    "activate": (None,),
-    "attach": (None,),
-    "pickup": (None,),
-    "transfer": (None,),
-    "stable": ("forms", "triggers"),
-    "create": ("ahead",),
-    "detach": ("forms",),
-}
 
 
 def timetable_folder(route: Route) -> Path | None:
@@ -176,7 +162,7 @@ def _check(route: Route, tt: Timetable, fname: str, with_paths: bool) -> list[TT
                     _f("TT_CONSIST_MISSING", f"{who}: consist {c.name!r} is not in TRAINS/CONSISTS", "error")
                 )
         for cmd in (*t.start_commands, *t.note, *t.dispose, *(x for s in t.stops for x in s.commands)):
-            for q in _TRAIN_REFS.get(cmd.name, ()):
+            for q in TRAIN_REFS.get(cmd.name, ()):
                 refs = cmd.values if q is None else (cmd.qualifier(q) or ())
                 for ref in refs:
                     # "name:description" may name a train of another timetable of a list
