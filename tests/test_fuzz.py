@@ -279,7 +279,7 @@ def _read_everything(path: Path, reader: str) -> list:
         )
         if run.failed:
             bad.append(run)
-        elif not mode and run.outcome not in ("ok", "DecodeError", "StfSyntaxError"):
+        elif not mode and run.outcome != "ok" and run.outcome not in {c.__name__ for c in fuzz.LENIENT_FATAL}:
             bad.append(run)
     return bad
 

@@ -264,8 +264,10 @@ def test_dk24_timetable(tmp_path):
 @pytest.mark.slow
 @pytest.mark.by_stock
 def test_readme_timetable_command_runs(tmp_path):
-    """The README's command as a user runs it: no TDBTOOLS_PHYSICS, so the timetable's
-    default profile (the engineers', said on stderr: docs/timetables.md §5)."""
+    """The README's command as a user runs it: no TDBTOOLS_PHYSICS, so the profile by the
+    stock, Open Rails' for the sample's .eng/.wag files (said on stderr; docs/physics.md
+    §7): every train reaches its end and makes its stops (IC 3, 9 cars and 522 t, ran
+    off the track end under those laws before the driver lapped its brakes)."""
     import shlex
 
     line = next(
@@ -277,8 +279,10 @@ def test_readme_timetable_command_runs(tmp_path):
     words[1] = str(REPO / words[1])
     r = CliRunner().invoke(main, words)
     assert r.exit_code == 0, r.output
-    assert "simplified: physics: the engineers' laws (the default for timetables" in r.output
-    assert json.loads((tmp_path / "tt-out" / "summary.json").read_text())["physics"] == "engineering"
+    assert "Open Rails physics profile" in r.output and "derail" not in r.output
+    summary = json.loads((tmp_path / "tt-out" / "summary.json").read_text())
+    assert summary["physics"] == "openrails"
+    assert all(t["reached_end"] and not t["derailed"] for t in summary["trains"].values())
     assert (tmp_path / "tt-out" / "spacetime.png").is_file()
 
 

@@ -107,6 +107,27 @@ class ScheduleDriver:
         return Controls(c.throttle, c.brake, 0.0)
 
 
+#: Bisection steps of :meth:`AutoDriver._build_to` (the level to 2⁻⁴⁰ of its range).
+BISECTIONS = 40
+
+
+def ramp_distance(v: float, vk: float, b: float, x: float, r: float) -> float:
+    """Metres to come down from ``v`` to ``vk`` with a deceleration that rises from ``b``
+    at ``r`` m/s³ up to ``x`` and is then held (x ≤ b: b held), in closed form: during
+    the build-up, after t s, ``v − b·t − r·t²/2`` m/s and ``v·t − b·t²/2 − r·t³/6`` m."""
+    if x <= b or r <= 0.0:
+        a = max(b, x)
+        return (v * v - vk * vk) / (2.0 * a) if a > 0.0 else math.inf
+    t_top = (x - b) / r
+    # the speed reaches vk during the build-up at the positive root of r·t²/2 + b·t = v − vk
+    t_k = (math.sqrt(b * b + 2.0 * r * (v - vk)) - b) / r
+    if t_k <= t_top:
+        return v * t_k - b * t_k * t_k / 2.0 - r * t_k**3 / 6.0
+    v_top = v - b * t_top - r * t_top * t_top / 2.0
+    ramp = v * t_top - b * t_top * t_top / 2.0 - r * t_top**3 / 6.0
+    return ramp + (v_top * v_top - vk * vk) / (2.0 * x)
+
+
 class AutoDriver:
     """Minimum-time driving under the limits ``limit_v[k]`` (from ``limit_s[k]`` on) and
     the stops; the end of the run is the stop ``stop_at`` (front line distance)."""
@@ -171,6 +192,16 @@ class AutoDriver:
         #: in place of the driver's own estimate (the Open Rails profile sets it: its
         #: brakes lag through the pipe and valves in a way a ramp does not follow).
         self.brakes_now: Callable[[], float] | None = None
+        #: Lap the brakes instead of releasing them while a lower target ahead still
+        #: needs them (:meth:`_lap_need`; the Open Rails profile sets it: its triple
+        #: valves release fully as soon as the pipe rises, and build up again slowly).
+        self.lap_brakes = False
+        #: the last call asked for braking (the handle stands in a service position)
+        self._braking = False
+        #: ``gain(v, vk)``: the deceleration to ask for at speed v, per m/s² of mean
+        #: deceleration needed to come down to vk, for brakes whose grip rises as the
+        #: speed falls (the Open Rails profile's shoes; None: 1).
+        self.stop_gain: Callable[[float, float], float] | None = None
         self.finished = False
         #: The train's name in the events below (the replay sets it).
         self.train = ""
@@ -266,6 +297,57 @@ class AutoDriver:
         step = asked - self._applied
         self._applied += min(max(step, -dt * rate / self.release_over_build), dt * rate)
 
+    def _build_to(self, v: float, vk: float, d: float) -> float:
+        """The deceleration to ask for now (m/s² at this speed) so that brakes giving
+        ``b`` now (``_applied``) and building up at ``r`` (:meth:`_build_rate`) bring the
+        train from ``v`` down to ``vk`` within ``d`` m: in mean decelerations over the
+        stop (``b/g``, ``r/g`` with ``g`` = :attr:`stop_gain`, the brakes' grip rising as
+        the speed falls), ``(v² − vk²)/(2d)`` when b already does it, else the least
+        level ``x`` whose linear build-up from b, then held, does (:func:`ramp_distance`,
+        bisection), or 3× the planned deceleration when none does; times g."""
+        g = self.stop_gain(v, vk) if self.stop_gain is not None else 1.0
+        be = self._applied / g
+        r = self._build_rate() / g if self.brake_delay > 0.0 else math.inf
+        dv2 = v * v - vk * vk
+        top = 3.0 * self.decel
+        if dv2 <= 2.0 * be * d or r == math.inf:
+            return min(dv2 / (2.0 * d), top) * g
+        if ramp_distance(v, vk, be, top, r) > d:
+            return top * g
+        lo, hi = be, top
+        for _ in range(BISECTIONS):
+            mid = 0.5 * (lo + hi)
+            if ramp_distance(v, vk, be, mid, r) > d:
+                lo = mid
+            else:
+                hi = mid
+        return hi * g
+
+    def _lap_need(self, cons: list[tuple[float, float]], v: float) -> float:
+        """Under its braking curves with the brakes applied (:attr:`lap_brakes`): the
+        deceleration to hold for the most demanding lower target ahead
+        (:meth:`_build_to`), 0 when every one of them lets the driver release: when the
+        brakes as they are (``b``, in the stop's mean) would bring the train down to it
+        more than :attr:`ARRIVED_WITHIN` plus the distance their build-up from nothing
+        costs (``v·b/(2r)``) before it, there is time to apply them again. In between
+        the driver laps the handle (it asks for no more than the brakes give, so no
+        further reduction). A driver who released the Open Rails profile's triple
+        valves (they release fully as soon as the pipe rises) under the curve had to
+        build them up again from nothing a moment later: every such release put the
+        train further behind its curve (docs/physics.md §7.9)."""
+        b = self._applied
+        r = self._build_rate() if self.brake_delay > 0.0 else math.inf
+        keep = self.ARRIVED_WITHIN + (v * b / (2.0 * r) if r < math.inf else 0.0)
+        need = 0.0
+        for vk, d in cons:
+            if d <= 0.0 or vk >= v:
+                continue
+            g = self.stop_gain(v, vk) if self.stop_gain is not None else 1.0
+            if v * v - vk * vk <= 2.0 * (b / g) * (d - keep):
+                continue  # the brakes would stop it well short: release
+            need = max(need, self._build_to(v, vk, d))
+        return need
+
     def __call__(self, st: DriveState) -> Controls:
         v = st.speed
         if self.brakes_at is not None:
@@ -334,6 +416,10 @@ class AutoDriver:
             room = d - max(v, 0.0) * delay
             need = (v * v - vk * vk) / (2.0 * room) if room > 1e-3 else 3.0 * decel
             asked = min(need, 3.0 * decel)
+            if self.lap_brakes:
+                # the level whose build-up from the brakes of the moment just makes it
+                asked = self._build_to(v, vk, d)
+                self._braking = True
             self._follow_brakes(asked, dt)
             # Far over the curve (a target appeared late, e.g. a signal): emergency.
             return Controls(deceleration=asked, emergency=d > 1e-3 and need > EMERGENCY_OVER * decel)
@@ -341,7 +427,13 @@ class AutoDriver:
             # Over the limit that holds now (a lower one has reached the train).
             asked = min((v - best) / max(dt, 1e-3), 3.0 * decel)
             self._follow_brakes(asked, dt)
+            self._braking = self.lap_brakes
             return Controls(deceleration=asked)
+        if self.lap_brakes and self._braking:
+            lap = self._lap_need(cons, v)
+            if lap > 0.0:
+                return Controls(deceleration=lap)
+            self._braking = False
         # _follow_brakes(0.0, dt), inlined
         if bd <= 0.0:
             self._applied = 0.0
@@ -480,7 +572,7 @@ class DriverBatch:
         self.two_a, self.three_a = 2.0 * dec, 3.0 * dec
         self.emergency_at = EMERGENCY_OVER * dec
         # only these settings keep a train in the batch (the others: its own call)
-        fixed = np.array([d.brakes_at is None for d in autos_], dtype=bool)
+        fixed = np.array([d.brakes_at is None and not d.lap_brakes for d in autos_], dtype=bool)
         self.settled = fixed & (self.cb == 0.0) & (dec > 0.0)
         #: trains that can stand at a last stop here (brakes_at would change decel first)
         self.fixed = fixed

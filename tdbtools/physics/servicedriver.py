@@ -108,7 +108,7 @@ class ServiceDriver:
         self.auto.finished = False
         c = self.auto(st)
         if (
-            self.auto.finished and self.signalled and s - st.front >= AutoDriver.ARRIVED_WITHIN
+            self.auto.finished and self.signalled and s - st.front >= self.auto.ARRIVED_WITHIN
         ):  # held at a signal short of the target
             self.auto.finished = False
         if self.auto.finished:

@@ -48,7 +48,7 @@ from .activity import (
 )
 from .events import SetupWarning
 from .replay import Replay, ReplayError
-from .scenario import Scenario, TrainSpec, default_physics
+from .scenario import Scenario, TrainSpec
 from .timetable_driver import Formed, Held, PoolEvent, TimetableDriver
 from .timetable_joins import join_consists
 from .timetable_plan import (
@@ -67,11 +67,6 @@ from .timetable_waits import TimetableWaits
 CHECK_EVERY_S = 1.0
 #: $hold: the exit signal clears this long before the train leaves (manual: 2 minutes).
 HOLD_RELEASE_S = 120.0
-#: Said on stderr when a timetable runs on the engineers' laws because none was asked for.
-ENGINEERS_DEFAULT = (
-    "physics: the engineers' laws (the default for timetables; --physics openrails runs Open "
-    "Rails' laws, whose automatic driver does not yet stop every timetable train in time)"
-)
 
 
 class TimetablePolicy(TimetableWaits):
@@ -519,12 +514,6 @@ class TimetableReplay(ActivityReplay):
         physics: str | None = None,
     ) -> None:
         route = route if route is not None else load_route(plan.route_folder)
-        if physics is None and default_physics() is None:
-            # Open Rails' laws only when asked for: under them the automatic driver does not
-            # yet stop every timetable train in time (on the sample's timetable IC 3 ran off
-            # the track end at 18.6 m/s), docs/physics.md §7, docs/timetables.md §5
-            physics = "engineering"
-            plan = replace(plan, simplifications=(*plan.simplifications, ENGINEERS_DEFAULT))
         plan = with_route_stations(
             plan, {it.station for it in route.tdb.items if isinstance(it, PlatformItem)}
         )
@@ -690,8 +679,8 @@ def replay_timetable(
 ) -> TimetableResult:
     """Replay every train of a ``.timetable-or`` (module docstring); ``player``: the
     train that stays on the track at its end (the others are AI trains). ``physics``:
-    "engineering" or "openrails" (None: TDBTOOLS_PHYSICS, else the engineers' laws, said on
-    stderr)."""
+    "engineering" or "openrails" (None: TDBTOOLS_PHYSICS, else by the stock as for an
+    activity: Open Rails' laws when every car comes from its .eng/.wag file)."""
     plan = plan_timetable(path, player=player, route_folder=None if route is None else route.folder)
     return TimetableReplay(
         plan, route=route, stand_in=stand_in, step=step, duration=duration, signals=signals, physics=physics

@@ -25,7 +25,7 @@ from .airbrake import Handle
 from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction, shoe_factor
 from .run import _brake_train
 
-__all__ = ["BrakePlan", "brake_plan"]
+__all__ = ["BrakePlan", "StopGain", "brake_plan"]
 
 #: The longest build-up measured (s); a slower brake counts as built up then.
 HORIZON_S = 300.0
@@ -65,6 +65,16 @@ class BrakePlan:
     def _shoe(self) -> ShoeFactors:
         return ShoeFactors(self.stocks)
 
+    def full_forces(self, speeds: np.ndarray) -> np.ndarray:
+        """:meth:`full_force` at each of ``speeds`` (m/s)."""
+        u = np.abs(np.asarray(speeds, dtype=np.float64))
+        # one shoe_factor per distinct stock over all the speeds (ShoeFactors' groups)
+        f = sum(
+            float(np.sum(self.capacity[cars])) * np.broadcast_to(shoe_factor(s, u), u.shape)
+            for s, cars in self._shoe.groups
+        )
+        return self.full_fraction * np.asarray(f, dtype=np.float64)
+
     def reduction_for(self, share: float) -> float:
         """The pipe reduction (psi) whose cylinders give ``share`` (0–1) of the full-
         service force: each car's cylinder is reduction × TripleValveRatio, the force
@@ -77,6 +87,52 @@ class BrakePlan:
         w = self.capacity if float(np.sum(self.capacity)) > 0 else np.ones(len(self.capacity))
         r = float(np.sum(w * p / self.ratio) / np.sum(w))
         return min(r, self.full_drop)
+
+    def reduction_now(self, share: float, max_psi: float, aux: np.ndarray, cyl: np.ndarray) -> float:
+        """The pipe reduction (psi below ``max_psi``) whose cylinders give ``share`` of the
+        full-service force from the reservoirs and cylinders as they are: an application
+        moves a car's cylinder up by ``ratio`` psi for every psi its auxiliary reservoir
+        falls, until the reservoir reaches the pipe, so the pipe pressure that leaves the
+        cylinder at p is ``aux + (cyl − p)/ratio`` (capacity-weighted mean of the cars;
+        0 to the full-service drop). With charged reservoirs and empty cylinders this is
+        :meth:`reduction_for`; after a recent release the reservoirs are not recharged
+        yet (the pipe recharges the train's reservoirs at about 1 psi/s on a 9-car
+        train), and the same reduction would give a weaker brake."""
+        if share <= 0.0:
+            return 0.0
+        q = min(share, 1.0) * self.full_fraction
+        p = self.spring + q * (self.max_cyl - self.spring)
+        w = self.capacity if float(np.sum(self.capacity)) > 0 else np.ones(len(self.capacity))
+        bp = float(np.sum(w * (aux + (cyl - p) / self.ratio)) / np.sum(w))
+        return min(max(max_psi - bp, 0.0), self.full_drop)
+
+
+class StopGain:
+    """How much less than the mean deceleration of a stop a brake held at one cylinder
+    pressure gives at the present speed, where the shoes grip least (docs/physics.md
+    §7.9): with a deceleration ``q·f(u)`` at speed u (f the full-service one, brakes and
+    running resistance at rest, per unit of inertia), the train comes down from v to vk
+    in ``(1/q)·∫_vk^v u/f(u) du`` m, so the q that stops it in d m gives at v
+    ``f(v)·∫_vk^v u/f(u) du / d``: the mean need ``(v² − vk²)/(2d)`` times
+    ``gain(v, vk) = f(v)·∫_vk^v u/f(u) du / ((v² − vk²)/2)`` (≤ 1 when f rises as the
+    speed falls, 1 for a flat curve). The integral is tabulated once per train
+    (trapezoids every ``step`` m/s up to ``top``; above it the last value)."""
+
+    def __init__(
+        self, plan: BrakePlan, davis0: float, inertia: float, top: float = 120.0, step: float = 0.25
+    ):
+        self.u = np.arange(0.0, top + step, step)
+        self.f = (plan.full_forces(self.u) + davis0) / inertia
+        g = self.u / np.maximum(self.f, 1e-9)
+        self.cum = np.concatenate(([0.0], np.cumsum(0.5 * (g[1:] + g[:-1]) * step)))
+
+    def __call__(self, v: float, vk: float) -> float:
+        v, vk = abs(v), max(vk, 0.0)
+        half = 0.5 * (v * v - vk * vk)
+        if half <= 1e-9:
+            return 1.0
+        integral = float(np.interp(v, self.u, self.cum) - np.interp(vk, self.u, self.cum))
+        return min(float(np.interp(v, self.u, self.f)) * integral / half, 1.0)
 
 
 def brake_plan(stocks: Sequence[Stock], dt: float = 0.1) -> BrakePlan:

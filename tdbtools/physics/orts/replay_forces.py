@@ -97,11 +97,15 @@ class OrtsTrainForces:
         ]
         #: per train: the pipe reduction the automatic driver's handle stands at (psi)
         self.held = [0.0] * len(self.brakes)
-        #: per train: the last step's brake deceleration (m/s², brakes alone)
+        #: per train: the last step's deceleration but for traction (m/s²: the brakes,
+        #: running resistance and the grade; what the automatic driver brakes with)
         self.brake_decel = [0.0] * len(self.brakes)
 
     def brake_decel_of(self, k: int) -> float:
-        """Train ``k``'s brake deceleration of the last step (m/s², brakes alone)."""
+        """Train ``k``'s deceleration of the last step but for traction (m/s²: brakes,
+        resistance and grade): the driver plans its stops with what slows the train,
+        and a plan with the brakes alone came down too early uphill and at speed (its
+        further reductions then overshot what the stop needed)."""
         return self.brake_decel[k]
 
     def forces(
@@ -151,7 +155,9 @@ class OrtsTrainForces:
                     # fully as soon as the pipe rises (AirSinglePipe's triple valve):
                     # it makes a further reduction when it needs more, laps the handle
                     # when it needs less, and releases only to drive on.
-                    reduction = max(reduction, self.held[k], tb.plan.reduction_for(share))
+                    air = tb.air
+                    wanted = tb.plan.reduction_now(share, air.max_psi, air.aux, air.cyl)
+                    reduction = max(reduction, self.held[k], wanted)
                     self.held[k] = reduction
                     handle = Handle("service", reduction)
                 else:
@@ -165,6 +171,6 @@ class OrtsTrainForces:
             for i, u in units:
                 trac[i] = u.force(throttle, speed, dt)
             brk[a:b], applied[k] = tb.step(handle, dt, v[a:b])
-            self.brake_decel[k] = float(np.sum(brk[a:b])) / M
+            self.brake_decel[k] = (float(np.sum(brk[a:b])) - fwd * other) / M
             scale[k] = throttle
         return trac, brk, scale, applied

@@ -257,7 +257,7 @@ def _plan_orts_brakes(t: Train, d: AutoDriver) -> None:
     with AirSinglePipe's default 0.9 psi/s) and their force follows the shoes' friction
     curve: the driver starts braking the measured lag earlier and plans at each speed
     with a share of the full-service deceleration there (docs/physics.md §7.9)."""
-    from ..orts.auto_brakes import brake_plan
+    from ..orts.auto_brakes import StopGain, brake_plan
 
     plan = brake_plan(t.stocks)
     m = t.model
@@ -274,6 +274,8 @@ def _plan_orts_brakes(t: Train, d: AutoDriver) -> None:
 
     d.brakes_at = brakes_at
     d.ARRIVED_WITHIN = ORTS_ARRIVED_WITHIN
+    d.lap_brakes = True
+    d.stop_gain = StopGain(plan, davis0, inertia)
     d.release_over_build = plan.release_over_build
 
 
