@@ -310,12 +310,14 @@ def test_joins_outcomes_events_and_times(joins_run, tmp_path):
     # WG never ran: it was part of P 1 from P 1's end; T 2 waited for T 1's transfer
     assert "WG" not in on or on["WG"][0] >= on["P 1"][0]
     assert on["T 2"][0] >= on["T 1"][0]
-    # the booked times, as for the sample timetable: never early, within 90 s / 30 s
+    # the booked times, as for the sample timetable: never leaving early, arriving at most
+    # 90 s late (or up to 150 s early: the times were booked with MainEW.pat's 60-s waiting
+    # point, which a timetable's train runs past as in Open Rails), leaving at most 30 s late
     rows = joins_run.timetable
     assert {r["train"] for r in rows} == {"IC 5", "IC 6", "R 2", "P 1", "P 2", "T 1", "T 2"}
     for r in rows:
         assert r["actual_dep"] >= r["sched_dep"] - 1e-6, r
-        assert abs(r["actual_arr"] - r["sched_arr"]) <= 90, r
+        assert -150 <= r["actual_arr"] - r["sched_arr"] <= 90, r
         assert r["actual_dep"] <= r["sched_dep"] + 30, r
     joins_run.write(tmp_path)
     assert json.loads((tmp_path / "outcomes.json").read_text(encoding="utf-8"))["WG"] == "picked up by P 1"

@@ -151,6 +151,9 @@ class TrainSpec:
     allowance_mode: str = "linear"  # "linear" (lower speeds) | "eco" (coasting)
     depart: float = 0.0  # s: the train stands (full brake) until then
     turned: bool = False  # the consist runs back to front (a path part after a reversal)
+    #: stop at the path's waiting points (a timetable's trains do not: Open Rails ignores
+    #: them in timetable mode, docs/timetables.md §5.1)
+    waiting_points: bool = True
 
 
 @dataclass(frozen=True, slots=True)

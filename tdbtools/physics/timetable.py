@@ -571,6 +571,7 @@ class TimetableReplay(ActivityReplay):
                         path=Path(r.path + ".pat"),
                         driver="auto",
                         start_speed=0.0,
+                        waiting_points=False,
                     )
                 )
             last = max(max(r.start for r in runs), t0)

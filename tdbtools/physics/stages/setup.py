@@ -418,7 +418,7 @@ def _place(
             end_s, key = None, ("given", id(line))
         else:
             line, end_s, key = _line_for(spec, route, sdir, cache)
-        waits_by_name[spec.name] = list(cache.get(("waits",) + key, []))
+        waits_by_name[spec.name] = list(cache.get(("waits",) + key, [])) if spec.waiting_points else []
         ekey = policy.engine_line_key(spec, key)
         length = float(stock.model.length.sum())
         front0 = spec.start_offset + length
