@@ -55,8 +55,8 @@ def _profile_notice(physics: str | None, given: bool) -> None:
     )
     if physics == "openrails":
         click.echo(
-            f"note: Open Rails physics profile{why} (docs/physics.md §7), simplified: no vacuum or engine "
-            "brakes, no wheel-slip model, numpy only",
+            f"note: Open Rails physics profile{why} (docs/physics.md §7), simplified: no engine brakes, "
+            "vacuum brakes without ejector details, no wheel-slip model, numpy only",
             err=True,
         )
 

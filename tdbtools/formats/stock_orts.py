@@ -104,6 +104,14 @@ class AirBrakeSpec:
     max_aux_charging_rate: float = 1.684  # MaxAuxilaryChargingRate
     aux_cyl_volume_ratio: float = 2.5  # TripleValveRatio
     cylinder_spring_psi: float = 0.0  # ORTSCylinderSpringPressure
+    # VacuumSinglePipe's reading of the same tokens (a bare number is inHg, inHg/s)
+    # and its own: psi, psi/s, m
+    vac_max_force_psi: float = 21 * 0.4911542  # BrakeCylinderPressureForMaxBrakeBrakeForce
+    vac_application_rate: float = 2.5  # MaxApplicationRate
+    vac_release_rate: float = 2.5  # MaxReleaseRate
+    vac_cylinder_size_m: float = 18 * 0.0254  # ORTSBrakeCylinderSize
+    vac_num_cylinders: int = 2  # ORTSNumberBrakeCylinders
+    direct_admission: bool = False  # ORTSDirectAdmissionValve ( 1 )
 
     @property
     def vacuum(self) -> bool:
@@ -121,6 +129,10 @@ class LocoBrakeSpec:
     pipe_time_factor_s: float = 0.0015  # BrakePipeTimeFactor
     service_time_factor_s: float = 1.009  # BrakeServiceTimeFactor
     emergency_time_factor_s: float = 0.1  # BrakeEmergencyTimeFactor
+    # a vacuum train's: full vacuum (psi; a bare number is inHg) and the ejector's or
+    # exhauster's rate (psi/s; bare inHg/s) from the same tokens
+    vac_max_psi: float = 21 * 0.4911542  # TrainBrakesControllerMaxSystemPressure
+    vac_charging_rate: float = 10 * 0.4911542  # (ORTS)BrakePipeChargingRate
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +374,17 @@ _WAGON_BRAKE: dict[str, tuple[str, str]] = {
     "ortscylinderspringpressure": ("cylinder_spring_psi", "pressure"),
     "ortsbrakecylinderspringpressure": ("cylinder_spring_psi", "pressure"),
 }
+#: The vacuum reading of brake tokens (Open Rails' VacuumSinglePipe.Parse): bare inHg.
+_WAGON_VACUUM: dict[str, tuple[str, str]] = {
+    "brakecylinderpressureformaxbrakebrakeforce": ("vac_max_force_psi", "pressure_inhg"),
+    "maxreleaserate": ("vac_release_rate", "pressure_rate_inhg"),
+    "maxapplicationrate": ("vac_application_rate", "pressure_rate_inhg"),
+}
+_LOCO_VACUUM: dict[str, tuple[str, str]] = {
+    "trainbrakescontrollermaxsystempressure": ("vac_max_psi", "pressure_inhg"),
+    "brakepipechargingrate": ("vac_charging_rate", "pressure_rate_inhg"),
+    "ortsbrakepipechargingrate": ("vac_charging_rate", "pressure_rate_inhg"),
+}
 _LOCO_BRAKE: dict[str, tuple[str, str]] = {
     "trainbrakescontrollermaxsystempressure": ("max_system_psi", "pressure"),
     "trainbrakescontrollerfullservicepressuredrop": ("full_service_drop_psi", "pressure"),
@@ -538,6 +561,18 @@ def read_orts(
             x = _positive(rd, it, _num(rd, it, fam or None, 0.0))
             if x is not None:
                 brakes[name] = x
+            if k in _WAGON_VACUUM:
+                vname, vfam = _WAGON_VACUUM[k]
+                if x is not None:
+                    brakes[vname] = _num(rd, it, vfam, 0.0)
+        elif k == "ortsbrakecylindersize":
+            x = _positive(rd, it, _num(rd, it, "distance", 0.0))
+            if x is not None:
+                brakes["vac_cylinder_size_m"] = x
+        elif k == "ortsnumberbrakecylinders":
+            brakes["vac_num_cylinders"] = min(max(int(rd.value(it, 0, to_int32, 2, it.name)), 1), 64)
+        elif k == "ortsdirectadmissionvalve":
+            brakes["direct_admission"] = _num(rd, it, None, 0.0) == 1.0
         elif k == "brakeequipmenttype":
             pass  # informational in Open Rails' simple systems
         elif k == "ortsfreightanims":
@@ -568,6 +603,9 @@ def read_orts(
             x = _positive(rd, it, _num(rd, it, fam, 0.0))
             if x is not None:
                 loco[name] = x
+                if k in _LOCO_VACUUM:
+                    vname, vfam = _LOCO_VACUUM[k]
+                    loco[vname] = _num(rd, it, vfam, 0.0)
         elif k in _STEAM:
             sname, sfam = _STEAM[k]
             steam[sname] = _num(rd, it, sfam, 0.0)

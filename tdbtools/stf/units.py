@@ -59,7 +59,14 @@ DEFAULTS: dict[str, float] = {f: 1.0 for f in FAMILIES}
 DEFAULTS.update(area=0.09290304)
 
 #: Aliases with another default unit.
-_ALIASES = {"speed_mph": ("speed", _MPH), "time_m": ("time", 60.0), "time_h": ("time", 3600.0)}
+_ALIASES = {
+    "speed_mph": ("speed", _MPH),
+    "time_m": ("time", 60.0),
+    "time_h": ("time", 3600.0),
+    # Open Rails' PressureDefaultInHg / PressureRateDefaultInHgpS (vacuum brake tokens)
+    "pressure_inhg": ("pressure", 0.4911542),
+    "pressure_rate_inhg": ("pressure_rate", 0.4911542),
+}
 
 _NUMBER = re.compile(r"[+-]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 

@@ -375,6 +375,57 @@ Engine ( DMU101_DMBS
 )
 """
 
+# Vacuum-braked stock (Open Rails' VacuumSinglePipe; docs/physics.md §7.3): bare brake
+# pressures are inHg and rates inHg/s, as Open Rails reads them for a vacuum car.
+VAC_DMBS = """Wagon ( VAC_DMBS
+\tType ( Engine )
+\tSize ( 2.82m 3.9m 17.5m )
+\tMass ( 32t-uk )
+\tWheelRadius ( 0.445m )
+\tORTSDavis_A ( 1300N )
+\tORTSDavis_B ( 30N/m/s )
+\tORTSDavis_C ( 4N/m/s^2 )
+\tBrakeSystemType ( "Vacuum_single_pipe" )
+\tMaxBrakeForce ( 60kN )
+\tBrakeCylinderPressureForMaxBrakeBrakeForce ( 21 )
+\tMaxApplicationRate ( 2.5 )
+\tMaxReleaseRate ( 2.5 )
+\tORTSBrakeCylinderSize ( 18in )
+\tORTSNumberBrakeCylinders ( 2 )
+)
+Engine ( VAC_DMBS
+\tType ( Diesel )
+\tName ( "Vacuum-braked DMU power car (test)" )
+\tWheelRadius ( 0.445m )
+\tMaxPower ( 224kW )
+\tMaxForce ( 28kN )
+\tMaxVelocity ( 70mph )
+\tORTSDriveWheelWeight ( 16t-uk )
+\tTrainBrakesControllerMaxSystemPressure ( 21 )
+\tBrakePipeChargingRate ( 10 )
+\tBrakePipeTimeFactor ( 0.0015 )
+\tBrakeServiceTimeFactor ( 3s )
+\tBrakeEmergencyTimeFactor ( 1s )
+)
+"""
+
+VAC_COACH = """Wagon ( VAC_COACH
+\tType ( Carriage )
+\tMass ( 33t )
+\tSize ( 2.8m 3.9m 19.4m )
+\tWheelRadius ( 0.46m )
+\tORTSBearingType ( Friction )
+\tBrakeSystemType ( "Vacuum_single_pipe" )
+\tMaxBrakeForce ( 50kN )
+\tBrakeCylinderPressureForMaxBrakeBrakeForce ( 21inHg )
+\tMaxApplicationRate ( 2.5 )
+\tMaxReleaseRate ( 2.5 )
+\tORTSBrakeCylinderSize ( 0.4572m )
+\tORTSNumberBrakeCylinders ( 2 )
+\tORTSDirectAdmissionValve ( 1 )
+)
+"""
+
 # A coal hopper like a British HAA with Open Rails' freight animations: MassKG is its tare
 # (as such files give it), ORTSFreightAnims an empty weight, a continuous coal load full
 # at the start (32.3 t) and a static animation (a 0.5 t canopy): Open Rails runs it at
@@ -425,6 +476,8 @@ FILES = {
     "wagons/COACH.wag": COACH,
     "wagons/FREIGHT.wag": FREIGHT,
     "wagons/HOPPER.wag": HOPPER,
+    "vacuum/VAC_DMBS.eng": VAC_DMBS,
+    "vacuum/VAC_COACH.wag": VAC_COACH,
 }
 
 #: written as UTF-8 (no BOM, LF), as files edited by hand often are

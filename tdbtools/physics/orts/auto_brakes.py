@@ -24,6 +24,7 @@ from ...formats.stock import Stock
 from .airbrake import Handle
 from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction, shoe_factor
 from .run import _brake_train
+from .vacuumbrake import ATM_PSI, INHG_PSI, VacuumBrakeTrain, cylinder_for
 
 __all__ = ["BrakePlan", "StopGain", "brake_plan"]
 
@@ -51,6 +52,9 @@ class BrakePlan:
     full_drop: float
     #: how many times longer the cylinders take to empty than to fill (rates' ratio)
     release_over_build: float
+    #: a vacuum brake (:mod:`.vacuumbrake`): reductions are inHg of vacuum, ``aux`` the
+    #: reservoirs' pressure (psia); its reservoir and cylinder volumes and full vacuum (psi)
+    vacuum: VacuumBrakeTrain | None = None
 
     def full_force(self, v: float) -> float:
         """The train's brake force (N) of a full-service application at speed ``v``."""
@@ -82,6 +86,11 @@ class BrakePlan:
         reductions; at most the full-service drop)."""
         if share <= 0.0:
             return 0.0
+        if self.vacuum is not None:
+            low = ATM_PSI - self.vacuum.max_vacuum_psi
+            return self.reduction_now(
+                share, self.full_drop, np.full(len(self.capacity), low), self.max_cyl * 0
+            )
         q = min(share, 1.0) * self.full_fraction
         p = self.spring + q * (self.max_cyl - self.spring)
         w = self.capacity if float(np.sum(self.capacity)) > 0 else np.ones(len(self.capacity))
@@ -103,6 +112,13 @@ class BrakePlan:
         q = min(share, 1.0) * self.full_fraction
         p = self.spring + q * (self.max_cyl - self.spring)
         w = self.capacity if float(np.sum(self.capacity)) > 0 else np.ones(len(self.capacity))
+        if self.vacuum is not None:
+            # a vacuum cylinder settles at the pipe's pressure, so the piston's difference
+            # p needs the pipe at the cylinder pressure that gives it (psia), that vacuum
+            vt = self.vacuum
+            c = cylinder_for(aux, p, vt.res_vol, vt.cyl_vol, vt.max_vacuum_psi)
+            vac = float(np.sum(w * (ATM_PSI - c)) / np.sum(w)) / INHG_PSI
+            return min(max(max_psi - vac, 0.0), self.full_drop)
         bp = float(np.sum(w * (aux + (cyl - p) / self.ratio)) / np.sum(w))
         return min(max(max_psi - bp, 0.0), self.full_drop)
 
@@ -161,5 +177,15 @@ def brake_plan(stocks: Sequence[Stock], dt: float = 0.1) -> BrakePlan:
         build = float(dt * np.argmax(f >= 0.99 * final))
     rob = float(np.sum(w * air.app_rate) / np.sum(w * air.rel_rate))
     return BrakePlan(
-        stocks, capacity, final, lag, build, max_cyl, spring, air.ratio.copy(), air.full_service_drop, rob
+        stocks,
+        capacity,
+        final,
+        lag,
+        build,
+        max_cyl,
+        spring,
+        air.ratio.copy(),
+        air.full_service_drop,
+        rob,
+        air if isinstance(air, VacuumBrakeTrain) else None,
     )

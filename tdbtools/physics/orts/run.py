@@ -23,8 +23,9 @@ from .controllers import brake_handle, lead_controllers, throttle_value
 from .mass import orts_mass
 from .resistance import resistance, starting_terms
 from .unit import PowerUnit
+from .vacuumbrake import VacuumBrakeTrain
 
-__all__ = ["Command", "RunTrace", "run_train"]
+__all__ = ["Command", "RunTrace", "brake_notes", "run_train", "vacuum_braked"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,9 @@ class Command:
 
 @dataclass(frozen=True)
 class RunTrace:
-    """Samples of a run, one row per step (SI units; pressures psi)."""
+    """Samples of a run, one row per step (SI units; pressures psi; a vacuum train's
+    ``bp_last`` is the pipe's vacuum in inHg and its ``cyl_*`` the piston's pressure
+    difference in psi)."""
 
     time: np.ndarray
     distance: np.ndarray
@@ -74,10 +77,43 @@ class RunTrace:
 _Unit = PowerUnit
 
 
-def _brake_train(stocks: Sequence[Stock]) -> tuple[AirBrakeTrain, np.ndarray, np.ndarray]:
+def vacuum_braked(stocks: Sequence[Stock]) -> bool:
+    """Whether every car has a vacuum brake (a train mixing air and vacuum cars runs
+    the air law, as the run's notes say)."""
+    return all(s.orts is not None and s.orts.brakes.vacuum for s in stocks)
+
+
+def brake_notes(stocks: Sequence[Stock]) -> list[str]:
+    """What the run says of its brakes' law (docs/physics.md §7.3)."""
+    if vacuum_braked(stocks):
+        return [
+            "vacuum brakes: Open Rails' VacuumSinglePipe, simplified (no altitude, pipe leakage, "
+            "small ejector, equalising reservoir or steam brake; default reservoir volume)"
+        ]
+    if any(s.orts is not None and s.orts.brakes.vacuum for s in stocks):
+        return ["a train mixing vacuum and air brakes is run with the air-brake law throughout"]
+    return []
+
+
+def _brake_train(stocks: Sequence[Stock]) -> tuple[AirBrakeTrain | VacuumBrakeTrain, np.ndarray, np.ndarray]:
     specs = [(s.orts.brakes if s.orts is not None else AirBrakeSpec()) for s in stocks]
     lead = next((s.orts.loco_brakes for s in stocks if s.orts is not None and s.orts.loco_brakes), None)
     lb = lead or LocoBrakeSpec()
+    if vacuum_braked(stocks):
+        vac = VacuumBrakeTrain(
+            [s.length_m for s in stocks],
+            app_rate=[b.vac_application_rate for b in specs],
+            rel_rate=[b.vac_release_rate for b in specs],
+            cylinder_size_m=[b.vac_cylinder_size_m for b in specs],
+            num_cylinders=[b.vac_num_cylinders for b in specs],
+            direct_admission=[b.direct_admission for b in specs],
+            max_vacuum_psi=lb.vac_max_psi,
+            charging_rate=lb.vac_charging_rate,
+            tau=lb.pipe_time_factor_s,
+            service_tau=lb.service_time_factor_s,
+            emergency_tau=lb.emergency_time_factor_s,
+        )
+        return vac, np.array([b.vac_max_force_psi for b in specs]), np.zeros(len(specs))
     train = AirBrakeTrain(
         [s.length_m for s in stocks],
         app_rate=[b.max_application_rate for b in specs],
@@ -139,8 +175,7 @@ def run_train(
     f0, vm = starting_terms(stocks, bearing_temp_c)
     sin_t = grade / np.hypot(1.0, grade)
     notes = []
-    if any(s.orts is not None and s.orts.brakes.vacuum for s in stocks):
-        notes.append("vacuum brakes are run with the air-brake law (the vacuum variant is not modelled)")
+    notes.extend(brake_notes(stocks))
     for u in units:
         notes.extend(n for n in u.notes if n not in notes)
     cmds = sorted(commands, key=lambda c: c.time)
