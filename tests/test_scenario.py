@@ -146,7 +146,7 @@ _T = '[[train]]\nconsist = "c"\npath = "p"\n'
         (_T + "schedule = [{ brake = -0.5 }]\n", "brake: -0.5 is outside [0.0, 1.0]", 5, 15),
         (
             _T + "schedule = [{ gear = 1 }]\n",
-            "train 'train1' schedule: unknown key 'gear' (known: at, brake, throttle)",
+            "train 'train1' schedule: unknown key 'gear' (known: at, brake, dynamic, throttle)",
             5,
             15,
         ),

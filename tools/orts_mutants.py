@@ -81,8 +81,8 @@ M = [
     ),
     (
         "tdbtools/physics/orts/run.py",
-        "ft = sum(u.force(throttle, v, dt) for u in units)",
-        "ft = sum(u.force(throttle, v, dt) for u in units[:1])",
+        "for u in units:\n            fu, du = u.step(throttle, dyn, v, dt)",
+        "for u in units[:1]:\n            fu, du = u.step(throttle, dyn, v, dt)",
     ),
     (
         "tdbtools/physics/orts/unit.py",
@@ -111,13 +111,13 @@ M = [
     ("tdbtools/physics/orts/replay_forces.py", "hold = max(-need, 0.0)", "hold = 0.0"),
     (
         "tdbtools/physics/orts/replay_forces.py",
-        "trac[i] = u.force(throttle, speed, dt)",
-        "trac[i] = u.force(1.0, speed, dt)",
+        "trac[i], fd = u.step(throttle, dyn, speed, dt)",
+        "trac[i], fd = u.step(1.0, dyn, speed, dt)",
     ),
     (
         "tdbtools/physics/orts/replay_forces.py",
-        "trac[i] = u.force(throttle, speed, dt)",
-        "trac[i] = fwd * u.force(throttle, speed, dt)",
+        "trac[i], fd = u.step(throttle, dyn, speed, dt)",
+        "trac[i], fd = u.step(throttle, dyn, speed, dt)\n                trac[i] *= fwd",
     ),
 ]
 M += [
@@ -393,8 +393,49 @@ M += [
         '"pressure_inhg": ("pressure", 1.0)',
     ),
     ("tdbtools/formats/stock_orts.py", 'brakes["direct_admission"] = _num(rd, it, None, 0.0) == 1.0', "pass"),
+    # the dynamic brake (docs/physics.md §7.2)
+    (
+        "tdbtools/physics/orts/dynamic.py",
+        "if not self.engaged and self.waited > self.delay:",
+        "if not self.engaged:",
+    ),
+    ("tdbtools/physics/orts/dynamic.py", "        return ELECTRIC_SHORT_DELAY_S", "        return delay"),
+    (
+        "tdbtools/physics/orts/dynamic.py",
+        "if setting > 0 and throttle <= 0 and traction == 0:",
+        "if setting > 0:",
+    ),
+    ("tdbtools/physics/orts/dynamic.py", "elif self.force == 0:", "else:"),
+    (
+        "tdbtools/physics/orts/dynamic.py",
+        "self.force = ramp_force(self.force, dt, target, cap, v, self.prev_speed, self.ramps)",
+        "self.force = target",
+    ),
+    (
+        "tdbtools/physics/orts/unit.py",
+        "ft = self.force(0.0 if db.engaged else throttle, v, dt)",
+        "ft = self.force(throttle, v, dt)",
+    ),
+    ("tdbtools/physics/orts/traction.py", "    return setting * max_force", "    return max_force"),
+    (
+        "tdbtools/physics/orts/traction.py",
+        "if setting <= 0 or v <= 0 or v < min_speed:",
+        "if setting <= 0 or v <= 0:",
+    ),
+    (
+        "tdbtools/physics/orts/controllers.py",
+        "    return throttle_value(spec, handle)",
+        "    return min(max(float(handle), 0.0), 1.0)",
+    ),
+    ("tdbtools/physics/orts/replay_forces.py", "                brk[i] += fd", "                pass"),
+    (
+        "tdbtools/formats/stock_orts.py",
+        'v["dynamic_brake_delay_s"] = max(_num(rd, it, "time", 0.0), 0.0)',
+        "pass",
+    ),
 ]
 TESTS = [
+    "tests/test_orts_dynamic.py",
     "tests/test_orts_controllers.py",
     "tests/test_orts_physics.py",
     "tests/test_compare.py",

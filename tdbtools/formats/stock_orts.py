@@ -252,6 +252,9 @@ class OrtsStock:
     max_dynamic_brake_force_n: float = 0.0
     dynamic_brake_min_speed_ms: float = 0.0
     dynamic_brake_curve: object | None = None  # a stock.TractiveForceCurve
+    dynamic_brake_delay_s: float = 0.0  # DynamicBrakesDelayTimeBeforeEngaging
+    dynamic_brake: ControllerSpec | None = None  # EngineControllers ( Brake_Dynamic ( … ) )
+    dynamic_ramps: TractionRamps = field(default_factory=TractionRamps)
     steam: SteamSpec | None = None
     throttle: ControllerSpec | None = None  # EngineControllers ( Throttle ( … ) )
     train_brake: ControllerSpec | None = None  # EngineControllers ( Brake_Train ( … ) )
@@ -402,6 +405,10 @@ _RAMPS: dict[str, tuple[str, str]] = {
     "ortstractivepowerrampdownrate": ("power_down", "power_rate"),
     "ortstractivepowerrampdowntozerorate": ("power_to_zero", "power_rate"),
 }
+#: the dynamic brake's ramps (the same fields; MSTSLocomotive.Parse, manual §"ramps")
+_DYN_RAMPS: dict[str, tuple[str, str]] = {
+    k.replace("ortstractive", "ortsdynamicbrake"): x for k, x in _RAMPS.items()
+}
 _GEARBOX_NUM: dict[str, tuple[str, str]] = {
     "gearboxoverspeedpercentageforfailure": ("overspeed_percent", ""),
     "gearboxbackloadforce": ("back_load_force_n", "force"),
@@ -453,6 +460,10 @@ def _notch_kind(token: str) -> str:
             k = k[len(p) :]
             break
     return k[: -len("start")] if k.endswith("start") else (k or "dummy")
+
+
+#: EngineControllers' blocks this profile reads, and the field each fills
+_CONTROLLERS = {"throttle": "throttle", "brake_train": "train_brake", "brake_dynamic": "dynamic_brake"}
 
 
 def _controller(rd: Reader, blk: Block) -> ControllerSpec | None:
@@ -542,6 +553,7 @@ def read_orts(
     loco: dict[str, object] = {}
     steam: dict[str, object] = {}
     ramps: dict[str, object] = {}
+    dyn_ramps: dict[str, object] = {}
     gear: dict[str, object] = {}
     msts_diesel: dict[str, object] = {}
     handlers: dict[str, Callable[[Block], None]] = {}
@@ -596,6 +608,8 @@ def read_orts(
             v["max_dynamic_brake_force_n"] = _num(rd, it, "force", 0.0)
         elif k == "dynamicbrakesminusablespeed":
             v["dynamic_brake_min_speed_ms"] = _num(rd, it, "speed", 0.0)
+        elif k == "dynamicbrakesdelaytimebeforeengaging":
+            v["dynamic_brake_delay_s"] = max(_num(rd, it, "time", 0.0), 0.0)
         elif k == "ortsdynamicbrakeforcecurves" and read_curve is not None:
             v["dynamic_brake_curve"] = read_curve(rd, it)
         elif k in _LOCO_BRAKE:
@@ -614,6 +628,11 @@ def read_orts(
             x = _positive(rd, it, _num(rd, it, rfam, 0.0))
             if x is not None:
                 ramps[rname] = x
+        elif k in _DYN_RAMPS:
+            rname, rfam = _DYN_RAMPS[k]
+            x = _positive(rd, it, _num(rd, it, rfam, 0.0))
+            if x is not None:
+                dyn_ramps[rname] = x
         elif k == "gearboxnumberofgears":
             gear["gears"] = min(max(int(rd.value(it, 0, to_int32, 1, it.name)), 1), MAX_GEARS)
             gear["params"] = int(gear.get("params", 0)) + 1  # type: ignore[call-overload]
@@ -642,10 +661,10 @@ def read_orts(
             v["min_reduction_psi"] = _num(rd, it, "pressure", 0.0)
         elif k == "enginecontrollers":
             for c in it.items:
-                if c.__class__ is Block and c.key in ("throttle", "brake_train"):
+                if c.__class__ is Block and c.key in _CONTROLLERS:
                     spec = _controller(rd, c)
                     if spec is not None:
-                        v["throttle" if c.key == "throttle" else "train_brake"] = spec
+                        v[_CONTROLLERS[c.key]] = spec
 
     handlers["wagon"] = wagon
     if kind == "engine":
@@ -664,6 +683,12 @@ def read_orts(
     v["brakes"] = AirBrakeSpec(**brakes)  # type: ignore[arg-type]
     if ramps:
         v["ramps"] = TractionRamps(**ramps)  # type: ignore[arg-type]
+    if dyn_ramps:
+        # Open Rails (MSTSLocomotive.Initialize): the rates down to zero default to the
+        # rates down
+        dyn_ramps.setdefault("force_to_zero", dyn_ramps.get("force_down", 0.0))
+        dyn_ramps.setdefault("power_to_zero", dyn_ramps.get("power_down", 0.0))
+        v["dynamic_ramps"] = TractionRamps(**dyn_ramps)  # type: ignore[arg-type]
     if gear:
         v["gearbox"] = GearBoxSpec(**gear)  # type: ignore[arg-type]
     if msts_diesel:

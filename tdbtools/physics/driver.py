@@ -50,6 +50,8 @@ class Controls:
     #: (at most full power); None = use ``throttle``.
     speed_target: float | None = None
     emergency: bool = False
+    #: the dynamic-brake handle 0..1 (schedule driver; the Open Rails profile only)
+    dynamic: float = 0.0
 
 
 @dataclass(slots=True)
@@ -104,7 +106,7 @@ class ScheduleDriver:
         if i < 0:
             return Controls()
         c = self.commands[i]
-        return Controls(c.throttle, c.brake, 0.0)
+        return Controls(c.throttle, c.brake, 0.0, dynamic=c.dynamic)
 
 
 #: Bisection steps of :meth:`AutoDriver._build_to` (the level to 2⁻⁴⁰ of its range).

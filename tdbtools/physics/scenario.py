@@ -111,11 +111,13 @@ def run_limits_problem(step: object, duration: object) -> tuple[str, str] | None
 @dataclass(frozen=True, slots=True)
 class Command:
     """From ``at`` (seconds, or metres when the schedule is by distance) on: throttle
-    and brake fractions in [0, 1]."""
+    and brake fractions in [0, 1]; ``dynamic``: the dynamic-brake handle in [0, 1]
+    (``physics = "openrails"`` only, docs/physics.md §7.2)."""
 
     at: float
     throttle: float = 0.0
     brake: float = 0.0
+    dynamic: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +251,7 @@ TRAIN_KEYS = {
     "allowance_mode",
 }
 _START = {"tile", "pos", "backward"}
-_COMMAND = {"at", "throttle", "brake"}
+_COMMAND = {"at", "throttle", "brake", "dynamic"}
 _EVENT = {"at", "junction", "route"}
 
 
@@ -581,6 +583,7 @@ def _train(ctx: TomlSource, t: Any, i: int, base: Path) -> TrainSpec:
                 _num(ctx, c.get("at", 0.0), "at", None, lo=0.0),
                 _num(ctx, c.get("throttle", 0.0), "throttle", None, lo=0.0, hi=1.0),
                 _num(ctx, c.get("brake", 0.0), "brake", None, lo=0.0, hi=1.0),
+                _num(ctx, c.get("dynamic", 0.0), "dynamic", None, lo=0.0, hi=1.0),
             )
         )
     driver = t.get("driver", "schedule" if cmds else "auto")

@@ -223,6 +223,19 @@ Engine ( EL_LOCO
 \tBrakeEmergencyTimeFactor ( 0.1 )
 \tDynamicBrakesMaximumForce ( 240kN )
 \tDynamicBrakesMinUsableSpeed ( 5km/h )
+\tDynamicBrakesDelayTimeBeforeEngaging ( 10 )
+\tORTSDynamicBrakeForceRampUpRate ( 60kN/s )
+\tEngineControllers (
+\t\tBrake_Dynamic ( 0 1 0.25 0
+\t\t\tNumNotches ( 5
+\t\t\t\tNotch ( 0 0 Dummy )
+\t\t\t\tNotch ( 0.25 0 Dummy )
+\t\t\t\tNotch ( 0.5 0 Dummy )
+\t\t\t\tNotch ( 0.75 0 Dummy )
+\t\t\t\tNotch ( 1 0 Dummy )
+\t\t\t)
+\t\t)
+\t)
 {curves("ORTSMaxTractiveForceCurves", 300.0, 6400.0, EL_SPEEDS)}
 {curves("ORTSDynamicBrakeForceCurves", 240.0, 6000.0, EL_SPEEDS)}
 )

@@ -29,7 +29,15 @@ from ...formats.stock import Stock
 from ...formats.stock_orts import ControllerSpec
 from .airbrake import Handle
 
-__all__ = ["brake_handle", "lead_controllers", "notch_fraction", "set_value", "throttle_value"]
+__all__ = [
+    "brake_handle",
+    "dynamic_value",
+    "lead_controllers",
+    "lead_dynamic_controller",
+    "notch_fraction",
+    "set_value",
+    "throttle_value",
+]
 
 _RELEASE = {"release", "fullquickrelease", "running", "overcharge"}
 _LAP = {"lap", "holdlapped", "neutralhandleoff", "hold"}
@@ -72,6 +80,13 @@ def throttle_value(spec: ControllerSpec | None, handle: float) -> float:
         return min(max(float(handle), 0.0), 1.0)
     _, v = set_value(spec, float(handle) * max(spec.maximum, 1.0) if spec.maximum > 1.0 else float(handle))
     return min(max(v / spec.maximum if spec.maximum > 1.0 else v, 0.0), 1.0)
+
+
+def dynamic_value(spec: ControllerSpec | None, handle: float) -> float:
+    """The dynamic-brake setting (0–1) with its handle at ``handle``: Open Rails' dynamic
+    brake controller is a notch controller as the throttle is (``MSTSNotchController``;
+    the setting is its value), so the same law as :func:`throttle_value`."""
+    return throttle_value(spec, handle)
 
 
 def brake_handle(
@@ -117,3 +132,12 @@ def lead_controllers(stocks: Sequence[Stock]) -> tuple[ControllerSpec | None, Co
         if brake is None and o.train_brake is not None:
             brake, min_drop = o.train_brake, o.min_reduction_psi
     return throttle, brake, min_drop
+
+
+def lead_dynamic_controller(stocks: Sequence[Stock]) -> ControllerSpec | None:
+    """The dynamic-brake controller (``Brake_Dynamic``) of the train's lead engine, the
+    first engine whose file gives one; None: the handle's position is the setting."""
+    for s in stocks:
+        if s.kind == "engine" and s.orts is not None and s.orts.dynamic_brake is not None:
+            return s.orts.dynamic_brake
+    return None

@@ -9,7 +9,10 @@ emergency the emergency position; the automatic driver's deceleration demand bec
 the reduction whose full cylinder force would give it at the present speed, and its
 speed target the throttle whose force (at the engines' present apparent throttle)
 reaches it within the step. The brakes then act through the brake pipe, valves and
-cylinders, so they lag behind the handle as Open Rails' do. numpy/Python only.
+cylinders, so they lag behind the handle as Open Rails' do. ``dynamic`` (a schedule's)
+is the dynamic-brake handle through the lead's ``Brake_Dynamic`` controller; the
+locomotives that have one brake with it after Open Rails' engaging delay, and their
+throttle gives nothing while it is engaged (§7.2). numpy/Python only.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from ...formats.stock import Stock
 from .airbrake import Handle
 from .auto_brakes import brake_plan
 from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction
-from .controllers import brake_handle, lead_controllers, throttle_value
+from .controllers import (
+    brake_handle,
+    dynamic_value,
+    lead_controllers,
+    lead_dynamic_controller,
+    throttle_value,
+)
 from .run import _brake_train, _Unit
 
 __all__ = ["OrtsTrainForces"]
@@ -89,6 +98,8 @@ class OrtsTrainForces:
         # (a train an automatic driver drives, or holds: its brake fraction is a share of
         # the full-service reduction, 1 = full service, as a driver holds a train)
         none = (None, None, 0.0)
+        #: per train: the lead's dynamic-brake controller (a schedule's dynamic handle)
+        self.dynamic_cab = [lead_dynamic_controller(stocks) for stocks in stocks_per_train]
         self.cab = [
             lead_controllers(stocks) if handles else none
             for stocks, handles in zip(
@@ -168,9 +179,14 @@ class OrtsTrainForces:
                 # no traction against brakes still applied (or releasing) while running;
                 # to start, the driver opens the throttle as it releases (no rolling back)
                 throttle = 0.0
+            dyn = dynamic_value(self.dynamic_cab[k], float(c.dynamic))
+            dyn_force = []
             for i, u in units:
-                trac[i] = u.force(throttle, speed, dt)
+                trac[i], fd = u.step(throttle, dyn, speed, dt)
+                dyn_force.append((i, fd))
             brk[a:b], applied[k] = tb.step(handle, dt, v[a:b])
+            for i, fd in dyn_force:  # the dynamic brake opposes the motion as the brakes do
+                brk[i] += fd
             self.brake_decel[k] = (float(np.sum(brk[a:b])) - fwd * other) / M
             scale[k] = throttle
         return trac, brk, scale, applied

@@ -19,7 +19,13 @@ from ...formats.stock_orts import AirBrakeSpec, LocoBrakeSpec
 from .adhesion import G
 from .airbrake import AirBrakeTrain, Handle
 from .brakes import brake_force_capacity, cylinder_fraction, shoe_factor
-from .controllers import brake_handle, lead_controllers, throttle_value
+from .controllers import (
+    brake_handle,
+    dynamic_value,
+    lead_controllers,
+    lead_dynamic_controller,
+    throttle_value,
+)
 from .mass import orts_mass
 from .resistance import resistance, starting_terms
 from .unit import PowerUnit
@@ -33,7 +39,9 @@ class Command:
     """From ``time`` on: the throttle handle (0–1, through the lead's throttle
     controller), the brake as a :class:`Handle` (``handle``) or as the train-brake handle's
     position (``brake``, 0–1, through the lead's brake controller; docs/physics.md §7.10)
-    and the dynamic-brake setting (0–1); None keeps the previous value."""
+    and the dynamic-brake handle (0–1, through the lead's ``Brake_Dynamic`` controller;
+    it engages after Open Rails' delay and excludes the throttle, §7.2); None keeps the
+    previous value."""
 
     time: float
     throttle: float | None = None
@@ -180,6 +188,7 @@ def run_train(
         notes.extend(n for n in u.notes if n not in notes)
     cmds = sorted(commands, key=lambda c: c.time)
     throttle_spec, brake_spec, min_drop = lead_controllers(stocks)
+    dynamic_spec = lead_dynamic_controller(stocks)
     throttle, handle, dyn = 0.0, Handle("release"), 0.0
     n = int(round(seconds / dt))
     cols = {k: np.zeros(n + 1) for k in ("t", "x", "v", "f", "b", "rpm", "bp", "c0", "c1")}
@@ -193,10 +202,13 @@ def run_train(
             handle = handle if c.handle is None else c.handle
             if c.brake is not None:
                 handle = brake_handle(brake_spec, c.brake, brakes.full_service_drop, min_drop)
-            dyn = dyn if c.dynamic is None else c.dynamic
+            dyn = dyn if c.dynamic is None else dynamic_value(dynamic_spec, c.dynamic)
             ci += 1
-        ft = sum(u.force(throttle, v, dt) for u in units)
-        fd = sum(u.dynamic(dyn, v) for u in units)
+        ft = fd = 0.0
+        for u in units:
+            fu, du = u.step(throttle, dyn, v, dt)
+            ft += fu
+            fd += du
         brakes.step(handle, dt)
         factor = np.array([float(shoe_factor(s, v)) for s in stocks])
         fb = float(np.sum(capacity * cylinder_fraction(brakes.cyl, max_cyl, spring) * factor))

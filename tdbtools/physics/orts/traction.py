@@ -172,7 +172,7 @@ def dynamic_brake_force(
     else ``setting·MaxDynamicBrakeForce``; nothing below ``DynamicBrakesMinUsableSpeed``
     (simplified: Open Rails fades it, tdbtools cuts it)."""
     v = abs(speed)
-    if setting <= 0 or v < min_speed:
+    if setting <= 0 or v <= 0 or v < min_speed:  # none at rest (UpdateDynamicBrakeForce)
         return 0.0
     if curve is not None:
         return max(curve(setting, v), 0.0)

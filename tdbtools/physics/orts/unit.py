@@ -16,6 +16,7 @@ from ...formats.stock import Stock
 from ...formats.stock_orts import TractionRamps
 from . import diesel, steam, traction
 from .adhesion import adhesion_limit
+from .dynamic import DynamicBrake, engage_delay
 from .gearbox import GearBox, gears_of
 
 __all__ = ["PowerUnit"]
@@ -53,6 +54,7 @@ class PowerUnit:
         elif not power and self.engines:
             power = sum(e.max_power_w for e in self.engines)
         self.rail_power = power
+        self.dynbrake = self._dynamic_brake()
 
     def _gearboxes(self) -> list[GearBox]:
         o = self.stock.orts
@@ -165,9 +167,27 @@ class PowerUnit:
         return min(f, float(adhesion_limit(self.drive_mass, v)))
 
     def dynamic(self, setting: float, v: float) -> float:
+        """The force law of the dynamic brake at ``setting`` and speed ``v`` (no state)."""
         o = self.stock.orts
         if o is None or (o.max_dynamic_brake_force_n <= 0 and o.dynamic_brake_curve is None):
             return 0.0
         return traction.dynamic_brake_force(
             setting, v, o.max_dynamic_brake_force_n, o.dynamic_brake_curve, o.dynamic_brake_min_speed_ms
         )
+
+    def _dynamic_brake(self) -> DynamicBrake | None:
+        o = self.stock.orts
+        if o is None or (o.max_dynamic_brake_force_n <= 0 and o.dynamic_brake_curve is None):
+            return None
+        delay = engage_delay(o.dynamic_brake_delay_s, self.stock.engine_type)
+        return DynamicBrake(self.dynamic, delay, o.dynamic_ramps)
+
+    def step(self, throttle: float, dynamic: float, v: float, dt: float) -> tuple[float, float]:
+        """(tractive force, dynamic-brake force) of a step: Open Rails' order, the
+        traction first (none while the dynamic brake is engaged), then the dynamic brake
+        (docs/physics.md §7.2, ``orts/dynamic.py``)."""
+        db = self.dynbrake
+        if db is None:
+            return self.force(throttle, v, dt), 0.0
+        ft = self.force(0.0 if db.engaged else throttle, v, dt)
+        return ft, db.step(dynamic, throttle, self.traction, v, dt)

@@ -36,6 +36,7 @@ class ControlArrays:
     deceleration: np.ndarray
     target: np.ndarray  # speed_target, NaN for None
     emergency: np.ndarray  # bool
+    dynamic: np.ndarray | None = None  # the dynamic-brake handles (None: all 0)
 
     @classmethod
     def of(cls, ctrl: list[Controls]) -> ControlArrays:
@@ -46,6 +47,7 @@ class ControlArrays:
             np.array([c.deceleration for c in ctrl], dtype=np.float64),
             np.array([nan if c.speed_target is None else c.speed_target for c in ctrl], dtype=np.float64),
             np.array([c.emergency for c in ctrl], dtype=bool),
+            np.array([c.dynamic for c in ctrl], dtype=np.float64),
         )
 
 
@@ -249,6 +251,7 @@ class DrivingStage:
             time, dt, front, speed, rear, free, signals_version
         )
         rest = np.flatnonzero(~driven).tolist()
+        dyn = np.zeros(len(thr))  # the batch's automatic drivers use no dynamic brake
         if rest:
             fl, sl, rl = front[rest].tolist(), speed[rest].tolist(), rear[rest].tolist()
             nan = float("nan")
@@ -257,7 +260,8 @@ class DrivingStage:
                 thr[k], brk[k], dec[k] = c.throttle, c.brake, c.deceleration
                 tgt[k] = nan if c.speed_target is None else c.speed_target
                 em[k] = c.emergency
-        return ControlArrays(thr, brk, dec, tgt, em)
+                dyn[k] = c.dynamic
+        return ControlArrays(thr, brk, dec, tgt, em, dyn)
 
     def done(self, time: float, t: Train, dt: float, speed: float) -> None:
         if t.done_at is not None:

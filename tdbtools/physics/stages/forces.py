@@ -309,6 +309,7 @@ class ForceStage:
                 Controls(
                     float(ctl.throttle[k]), float(ctl.brake[k]), float(ctl.deceleration[k]),
                     None if np.isnan(ctl.target[k]) else float(ctl.target[k]), bool(ctl.emergency[k]),
+                    0.0 if ctl.dynamic is None else float(ctl.dynamic[k]),
                 )
                 for k in range(len(ctl.throttle))
             ]  # fmt: skip

@@ -506,6 +506,13 @@ def build(
     )
     placed, waits_by_name = _place(scenario, route, sdir, given_lines, policy, diags)
     physics, rotating = scenario.profile(any(p.stock.warnings for p in placed))
+    if physics != "openrails":
+        for p in placed:
+            if any(c.dynamic > 0 for c in p.spec.schedule):
+                raise ReplayError(
+                    f"train {p.spec.name!r}: the schedule asks for the dynamic brake, which only "
+                    'physics = "openrails" has (docs/physics.md §7.2)'
+                )
     if rotating != bool(scenario.rotating_mass):
         # the models were read before the profile was known (it depends on the stock)
         redone: dict[int, _ConsistStock] = {}
