@@ -179,3 +179,20 @@ def test_a_replay_schedule_drives_it_and_the_engineers_profile_refuses_it():
     rep = Replay(with_settings(sc, duration=1))
     assert rep.forces.orts is not None
     rep.step()  # the schedule's dynamic handle reaches the Open Rails forces
+
+
+def test_reads_bare_numbers_as_open_rails_does(tmp_path):
+    """DynamicBrakesMinUsableSpeed: a bare number is mph; the delay seconds; the ramps
+    down to zero default to the ramps down (MSTSLocomotive.Parse/Initialize)."""
+    p = tmp_path / "X.eng"
+    p.write_text(
+        "SIMISA@@@@@@@@@@JINX0D0t______\n\nWagon ( X Type ( Engine ) )\nEngine ( X Type ( Diesel ) "
+        "DynamicBrakesMaximumForce ( 100kN ) DynamicBrakesMinUsableSpeed ( 5 ) "
+        "DynamicBrakesDelayTimeBeforeEngaging ( 10 ) ORTSDynamicBrakeForceRampDownRate ( 30kN/s ) "
+        "ORTSDynamicBrakePowerRampDownRate ( 2000kW/s ) )\n"
+    )
+    o = read_stock(p).orts
+    assert o.dynamic_brake_min_speed_ms == pytest.approx(5 * 0.44704)
+    assert o.dynamic_brake_delay_s == 10.0 and engage_delay(o.dynamic_brake_delay_s, "Diesel") == 10.0
+    r = o.dynamic_ramps
+    assert (r.force_down, r.force_to_zero, r.power_down, r.power_to_zero) == (30e3, 30e3, 2e6, 2e6)

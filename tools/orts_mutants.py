@@ -433,6 +433,16 @@ M += [
         'v["dynamic_brake_delay_s"] = max(_num(rd, it, "time", 0.0), 0.0)',
         "pass",
     ),
+    (
+        "tdbtools/formats/stock_orts.py",
+        'v["dynamic_brake_min_speed_ms"] = _num(rd, it, "speed_mph", 0.0)',
+        'v["dynamic_brake_min_speed_ms"] = _num(rd, it, "speed", 0.0)',
+    ),
+    (
+        "tdbtools/formats/stock_orts.py",
+        'dyn_ramps.setdefault("force_to_zero", dyn_ramps.get("force_down", 0.0))',
+        "pass",
+    ),
 ]
 TESTS = [
     "tests/test_orts_dynamic.py",

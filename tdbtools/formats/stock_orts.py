@@ -607,7 +607,8 @@ def read_orts(
         elif k == "dynamicbrakesmaximumforce" or k == "ortsmaxdynamicbrakeforce":
             v["max_dynamic_brake_force_n"] = _num(rd, it, "force", 0.0)
         elif k == "dynamicbrakesminusablespeed":
-            v["dynamic_brake_min_speed_ms"] = _num(rd, it, "speed", 0.0)
+            # a bare number is mph (MSTSLocomotive.Parse: SpeedDefaultMPH)
+            v["dynamic_brake_min_speed_ms"] = _num(rd, it, "speed_mph", 0.0)
         elif k == "dynamicbrakesdelaytimebeforeengaging":
             v["dynamic_brake_delay_s"] = max(_num(rd, it, "time", 0.0), 0.0)
         elif k == "ortsdynamicbrakeforcecurves" and read_curve is not None:
