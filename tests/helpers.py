@@ -21,6 +21,25 @@ CONSISTS = SAMPLE_INSTALL / "TRAINS" / "CONSISTS"
 V_A, J1, V_MAIN, V_SID = 2, 3, 4, 6
 
 
+def sample_timetable(tmp_path: Path, grid: Any, name: str) -> tuple[Path, Path]:
+    """A copy of the sample install whose ACTIVITIES/OpenRails holds only the timetable
+    ``grid`` (rows of cells, :func:`~tdbtools.formats.timetable.make_timetable`) as
+    ``name``: (the route folder, the timetable's path)."""
+    import shutil
+
+    from tdbtools.formats.timetable import make_timetable, write_timetable
+
+    inst = tmp_path / "sample"
+    shutil.copytree(SAMPLE_INSTALL, inst)
+    folder = inst / "ROUTES" / "SAMPLE"
+    tt_dir = folder / "ACTIVITIES" / "OpenRails"
+    for p in tt_dir.iterdir():
+        p.unlink()
+    path = tt_dir / name
+    write_timetable(make_timetable(grid), path)
+    return folder, path
+
+
 def load_script(path: Path) -> Any:
     """A script of the repository that is not a package module (benchmarks/, tools/) as a
     module, for the tests that reuse what it builds."""

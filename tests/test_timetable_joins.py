@@ -5,10 +5,8 @@ trains really run with the cars they have afterwards."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from helpers import SAMPLE_INSTALL
+from helpers import sample_timetable
 
 from tdbtools.formats.consist import CarEntry
 from tdbtools.formats.route import load_route
@@ -236,15 +234,7 @@ JOINS = [
 
 
 def _joins_timetable(tmp_path, grid=JOINS):  # noqa: ANN001
-    inst = tmp_path / "sample"
-    shutil.copytree(SAMPLE_INSTALL, inst)
-    folder = inst / "ROUTES" / "SAMPLE"
-    tt_dir = folder / "ACTIVITIES" / "OpenRails"
-    for p in tt_dir.iterdir():
-        p.unlink()
-    path = tt_dir / "joins.timetable-or"
-    write_timetable(make_timetable(grid), path)
-    return folder, path
+    return sample_timetable(tmp_path, grid, "joins.timetable-or")
 
 
 @pytest.fixture(scope="module")

@@ -4,15 +4,13 @@ stretch both paths share, until the other train has passed it."""
 
 from __future__ import annotations
 
-import shutil
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from helpers import SAMPLE_INSTALL
+from helpers import sample_timetable
 
 from tdbtools.formats.route import load_route
-from tdbtools.formats.timetable import make_timetable, write_timetable
 from tdbtools.physics.timetable import replay_timetable
 from tdbtools.physics.timetable_driver import wait_position
 
@@ -44,14 +42,7 @@ GRID = [
 @pytest.mark.slow
 @pytest.mark.parametrize("signals", [None, False], ids=["signals", "no_signals"])
 def test_wait_on_the_line(tmp_path, signals):
-    inst = tmp_path / "sample"
-    shutil.copytree(SAMPLE_INSTALL, inst)
-    folder = inst / "ROUTES" / "SAMPLE"
-    tt_dir = folder / "ACTIVITIES" / "OpenRails"
-    for p in tt_dir.iterdir():
-        p.unlink()
-    path = tt_dir / "wait.timetable-or"
-    write_timetable(make_timetable(GRID), path)
+    folder, path = sample_timetable(tmp_path, GRID, "wait.timetable-or")
     res = replay_timetable(path, route=load_route(folder, cache=False), stand_in=True, signals=signals)
     s = res.replay.summary
     assert not res.failed and s["collisions"] == 0 and not s["stuck"]
@@ -76,14 +67,7 @@ def test_wait_on_the_line(tmp_path, signals):
 
 
 def _run(tmp_path, grid):  # noqa: ANN001
-    inst = tmp_path / "sample"
-    shutil.copytree(SAMPLE_INSTALL, inst)
-    folder = inst / "ROUTES" / "SAMPLE"
-    tt_dir = folder / "ACTIVITIES" / "OpenRails"
-    for p in tt_dir.iterdir():
-        p.unlink()
-    path = tt_dir / "waitany.timetable-or"
-    write_timetable(make_timetable(grid), path)
+    folder, path = sample_timetable(tmp_path, grid, "waitany.timetable-or")
     return replay_timetable(path, route=load_route(folder, cache=False), stand_in=True)
 
 
