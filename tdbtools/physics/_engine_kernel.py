@@ -108,9 +108,44 @@ def _seg_sum(a, s, e):
     return a[s] + _pairwise(a, s + 1, e - s - 1)
 
 
+# (the unit roundoff of float64: 2**-53)
+_U = 1.1102230246251565e-16
+
+
 @_lazy
 def _fsum(a, s, e):
-    """``math.fsum(a[s:e])`` (finite values)."""
+    """``math.fsum(a[s:e])`` (finite values): the correctly rounded sum.
+
+    First a cheap certified try: a running sum ``t`` with each addition's exact error
+    (TwoSum) summed into ``c``, so the exact sum is ``t + (the errors' exact sum)``, and
+    ``c`` is within ``B`` of that (a bound four times the recursive-summation bound
+    γ·Σ|err|). Rounding is monotonic, so when ``t + (c - B)`` and ``t + (c + B)`` round
+    to the same double, that double is the correctly rounded sum (fsum's result). Near a
+    tie, at zero or on overflow, :func:`_fsum_exact` (Shewchuk's partials) decides."""
+    t = 0.0
+    c = 0.0
+    ae = 0.0
+    for k in range(s, e):
+        x = a[k]
+        u = t + x
+        bp = u - t
+        err = (t - (u - bp)) + (x - bp)
+        t = u
+        c += err
+        ae += abs(err)
+    r = t + c
+    if r != 0.0 and math.isfinite(r):
+        if ae == 0.0:  # every partial sum exact (c is 0)
+            return r
+        b = ae * (4.0 * (e - s) * _U)
+        if b > 0.0 and math.isfinite(b) and t + (c - b) == t + (c + b):
+            return r
+    return _fsum_exact(a, s, e)
+
+
+@_lazy
+def _fsum_exact(a, s, e):
+    """``math.fsum(a[s:e])`` (finite values) by Shewchuk's partials."""
     p = np.empty(e - s + 1)
     n = 0
     for k in range(s, e):
