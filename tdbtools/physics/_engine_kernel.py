@@ -270,7 +270,7 @@ def _solve_chain_c(w, f, types, tol, y, cuts, sums):
         for j in range(s, e - 1):
             P += f[j] - w[j] * ybar
             tj = types[j]
-            if (tj == _GE and P > tol) or (tj == _LE and P < -tol):
+            if ((tj == _GE) & (P > tol)) | ((tj == _LE) & (P < -tol)):
                 ok = False
                 break
         if not ok:
@@ -421,8 +421,9 @@ def _stop(fr, oth, V):
 @_lazy
 def _types_of(atz, att, s, e, out):
     for j in range(s, e - 1):
-        z = atz[j]
-        out[j - s] = (_EQ if att[j] else _GE) if z else _LE
+        # (_EQ if att else _GE) if atz else _LE, without branches: 2 - z + 2·(z and t)
+        z = np.int64(atz[j])
+        out[j - s] = _LE - z + 2 * (z & np.int64(att[j]))
 
 
 # Work arrays: made once per engine (work_arrays) and reused by every step, so a step of a
@@ -512,7 +513,7 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
     bstart[0] = 0
     for j in range(n - 1):
         mv[j] = m[j] * v[j]
-        lk = (atz[j] or att[j]) and abs(v[j] - v[j + 1]) <= EPS_V
+        lk = (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)  # (no branches: see below)
         lock[j] = lk
         brk[j] = not lk
         if not lk:
@@ -736,10 +737,10 @@ def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb):
         # the run of cars held by joints at a limit around joint j (a group's inner joints
         # are all at a limit, so walking car by car ends at the same group boundaries)
         s = j
-        while s > 0 and (atz[s - 1] or att[s - 1]):
+        while s > 0 and (atz[s - 1] | att[s - 1]):
             s -= 1
         e = j + 1
-        while e < n - 1 and (atz[e] or att[e]):
+        while e < n - 1 and (atz[e] | att[e]):
             e += 1
         e += 1
         i0 = i
