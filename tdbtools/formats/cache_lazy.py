@@ -4,12 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..stf.parser import gc_paused
-
-if TYPE_CHECKING:
-    from .cache_decode import _Decoder
 
 
 class _LazyTuple(Sequence):
@@ -84,8 +81,9 @@ class _LazyRows:
 
     __slots__ = ("dec", "cls", "n", "cols", "made", "some", "splits")
 
-    def __init__(self, dec: _Decoder, cls: type, n: int, cols: list) -> None:
-        self.dec: _Decoder | None = dec
+    def __init__(self, dec: Any, cls: type, n: int, cols: list) -> None:
+        #: the cache_decode._Decoder that made the table (not imported: it imports this)
+        self.dec: Any = dec
         self.cls = cls
         self.n = n
         self.cols = cols
