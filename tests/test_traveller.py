@@ -25,7 +25,8 @@ from tdbtools.track import (
     item_positions,
     point_at,
 )
-from tdbtools.track.geometry import TILE_SIZE, closure, locate_in_section
+from tdbtools.track.closure import closure
+from tdbtools.track.geometry import TILE_SIZE, locate_in_section
 from tdbtools.track.spatial import SectionGrid, clean_geometry, section_grid, track_geometry
 
 ROOT = Path(__file__).resolve().parents[1]
