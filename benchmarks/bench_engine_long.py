@@ -5,28 +5,32 @@
 
 Runs bench_long_train.py's replay (a Class 66 every 25 cars, DK24's 1514.pat, the automatic
 driver, dt 0.1 s) once and records what the engine is given at each step (its state before
-the first step, then every step's dt, drive and resist), then replays those steps on the
-compiled step (``tdbtools.physics._engine_kernel.step``) alone, timed in CPU seconds. With
-``--old CHECKOUT`` the same steps also run on that checkout's kernel (loaded from its file
-under another module name), alternating with this one's, and the two trajectories (every
-step's speeds, accelerations, groups, positions, gaps, limits and events) must be equal bit
-for bit. Reported: microseconds per step (median of ``--repeat``), the rounds per step, the
-load average.
+the first step, then every step's dt, drive and resist, to OUT_DIR/engine_steps.pkl), then
+replays those steps on the compiled step (``tdbtools.physics._engine_kernel.step``) alone,
+timed in CPU seconds, each repeat in a process of its own that imports tdbtools as usual.
+With ``--old CHECKOUT`` the same steps also run on that checkout's kernel, alternating with
+this one's, and the two trajectories (every step's speeds, accelerations, groups, positions,
+gaps, limits and events) must be equal bit for bit. (A kernel loaded from its file under
+another module name in the same process measured differently from the same source imported
+as usual, so each checkout gets its own process.) Reported: microseconds per step (median of
+``--repeat``) and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import os
+import pickle
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+# BENCH_SRC: the checkout whose tdbtools to import (set for the timing processes)
+sys.path.insert(0, os.environ.get("BENCH_SRC", str(HERE.parent)))
+sys.path.insert(1, str(HERE))
 
 import bench_long_train as L  # noqa: E402
 import numpy as np  # noqa: E402
@@ -88,13 +92,22 @@ def run(kernel, rec: dict) -> tuple[float, str, int]:
     return cpu, h.hexdigest(), len(rec["steps"])
 
 
-def load_kernel(checkout: Path):
-    path = checkout / "tdbtools" / "physics" / "_engine_kernel.py"
-    spec = importlib.util.spec_from_file_location("_engine_kernel_old", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def timed(checkout: Path, steps_file: Path) -> tuple[float, str, int]:
+    """One timing of the recorded steps in a process importing ``checkout``'s tdbtools."""
+    env = dict(os.environ, BENCH_SRC=str(checkout), PYTHONPATH=str(checkout))
+    code = (
+        "import pickle, sys; sys.path.insert(0, sys.argv[1]); import bench_engine_long as B; "
+        "from tdbtools.physics import _engine_kernel as k; assert k.__file__.startswith(sys.argv[3]); rec = pickle.load(open(sys.argv[2], 'rb')); "
+        "B.run(k, rec); print(*B.run(k, rec))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(HERE), str(steps_file), str(checkout)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return float(out[0]), out[1], int(out[2])
 
 
 def main() -> int:
@@ -110,17 +123,16 @@ def main() -> int:
         print(f"DK24 not found at {L.DK24}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    rec = record(args.out, args.cars, args.seconds, args.physics)
-    from tdbtools.physics import _engine_kernel as new
-
-    kernels = [("this", new)] + ([("old", load_kernel(args.old))] if args.old else [])
-    for _, k in kernels:
-        run(k, rec)  # (compiled or loaded)
+    steps_file = args.out / "engine_steps.pkl"
+    with open(steps_file, "wb") as f:
+        pickle.dump(record(args.out, args.cars, args.seconds, args.physics), f)
+    kernels = [("this", HERE.parent)] + ([("old", args.old.resolve())] if args.old else [])
     times: dict[str, list[float]] = {name: [] for name, _ in kernels}
     digests = set()
+    steps = 0
     for _ in range(args.repeat):
-        for name, k in kernels:
-            cpu, dg, steps = run(k, rec)
+        for name, checkout in kernels:
+            cpu, dg, steps = timed(checkout, steps_file)
             times[name].append(cpu)
             digests.add(dg)
     for name, ts in times.items():
