@@ -58,7 +58,7 @@ def signals_route():
     return load_route(SAMPLE_INSTALL / "ROUTES" / "SIGNALS")
 
 
-def family_line(route) -> rt.Interlocking:  # noqa: ANN001
+def family_line(route, extra: tuple = ()) -> rt.Interlocking:  # noqa: ANN001
     cfg = read_sigcfg(FAMILY / "sigcfg.dat")
     scripts = read_scripts(FAMILY / "sigscr.dat")
     # TALLY's this_sig_mr(SIGFN_DISTANCE, SIGFN_INFO) (as the Majorca family's BM-B writes it)
@@ -69,7 +69,7 @@ def family_line(route) -> rt.Interlocking:  # noqa: ANN001
     link = (3, 0, 4)  # J_W, route 0, the node past it: V_main
     line = [("WARN", "NORMAL", 0, 2, 900.0, link), ("POINTER", "DISTANCE", 1, 2, 500.0, link)]
     line += [("MAIN", "NORMAL", 0, 2, 30.0, None), ("MAIN", "NORMAL", 0, 4, 140.0, None)]
-    line += [("TALLY", "INFO", 4, 2, 200.0, None)]
+    line += [("TALLY", "INFO", 4, 2, 200.0, None), *extra]
     objs = []
     for k, (tname, fn, fi, node, off, jn) in enumerate(line):
         h = Head(100 + k, tname, cfg.types[tname.lower()], fn, fi, 1, node, off, jn, by_name[tname.lower()])
@@ -124,12 +124,22 @@ def test_route_set_without_a_train(signals_route):
     """No train: a NORMAL signal no train enabled reads 0 (Open Rails walks only for
     signals without a NORMAL head or enabled ones); the pointer follows the switch as set,
     past H2 (1 when J_W lies for V_main, else 0)."""
-    ilk = family_line(signals_route)
-    w0, p1 = ilk.heads[0], ilk.heads[1]
+    ilk = family_line(signals_route, extra=(("POINTER", "DISTANCE", 1, 2, 1200.0, (3, 0, 4)),))
+    w0, p1, p5 = ilk.heads[0], ilk.heads[1], ilk.heads[5]
     ilk.set_switch(3, 0)
-    assert (w0.route_set(), p1.route_set()) == (0, 1)
+    # P5 stands before W0: its walk passes two NORMAL signals (W0, H2) on its way to J_W
+    assert (w0.route_set(), p1.route_set(), p5.route_set()) == (0, 1, 1)
     ilk.set_switch(3, 1)
-    assert (w0.route_set(), p1.route_set()) == (0, 0)
+    assert (w0.route_set(), p1.route_set(), p5.route_set()) == (0, 0, 0)
+
+
+def test_the_train_path_decides_not_the_switch(signals_route):
+    """W0 enabled for the straight train reads its path (V_main on it): 1 even when J_W is
+    thrown for the loop under it (a test's hand; the interlocking would not)."""
+    ilk = lone(signals_route, 0)
+    ilk.set_switch(3, 1)
+    assert ilk.heads[0].route_set() == 1
+    assert ilk.heads[1].route_set() == 1  # P1: enabled for the same train
 
 
 def test_every_built_in_the_real_families_call(signals_route):
