@@ -63,10 +63,10 @@ class BrakePlan:
         last = self._last_full
         if u == last[0]:  # (the driver and the brakes ask at the same speed each step)
             return last[1]
-        # one shoe_factor per distinct stock, not per car (ShoeFactors)
+        # one shoe_factor per distinct law, not per car (ShoeFactors)
         f = np.empty(len(self.stocks))
-        for s, cars in self._shoe.groups:
-            f[cars] = float(shoe_factor(s, u))
+        for s, cars in self._shoe.laws:
+            f[slice(None) if cars is None else cars] = float(shoe_factor(s, u))
         out = self.full_fraction * float(np.sum(self.capacity * f))
         last[0], last[1] = u, out
         return out

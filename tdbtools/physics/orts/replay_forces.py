@@ -174,7 +174,7 @@ class OrtsTrainForces:
             if c.speed_target is not None:
                 need = M * (c.speed_target - vk) / dt - other
                 caps = [u.capacity(speed) for u, _ in groups]
-                cap = sum(caps[g] for g in self.member_group[k])
+                cap = sum(map(caps.__getitem__, self.member_group[k]))
                 throttle = min(max(need / cap, 0.0), 1.0) if cap > 0 else (1.0 if need > 0 else 0.0)
                 hold = max(-need, 0.0)
             if c.emergency:
