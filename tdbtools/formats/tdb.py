@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._compiled import numba_usable, pure_python_requested
 from .._display import short_repr
 from ..errors import Diagnostics, truncate_value
 from ..stf import parse_file
@@ -1020,25 +1021,41 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
         return None
     count = int(m.group(1))
     pos = m.end()
-    fromstring = np.fromstring
+    compiled = numbers_compiled(n_text - pos)
     nodes: list = [None]
     arrays: list[np.ndarray] = []
     columns = _BulkColumns()
     counts: list[int] = []
     owners: list[int] = []
     rows = 0
+    # Vector nodes wait in ``pending`` (index, sections' span, pins, refs) until a slice
+    # is full: their numbers are then read in one go (parse_number_spans).
+    pending: list[tuple[int, int, int, tuple[TrPin, ...], tuple[int, ...]]] = []
+
+    def flush() -> bool:
+        nonlocal rows
+        got = parse_number_spans(text, [(a, b) for _i, a, b, _p, _r in pending], compiled=compiled)
+        for (index, _a, _b, pins, refs), arr in zip(pending, got):
+            if arr is None:
+                return False
+            n = int(arr[0]) if len(arr) and math.isfinite(arr[0]) else -1
+            if n < 0 or len(arr) != 1 + 16 * n:
+                return False
+            nodes[index] = VectorNode(index, 1, 1, pins, rows, n, refs)
+            arrays.append(arr[1:])
+            counts.append(n)
+            owners.append(index)
+            rows += n
+        pending.clear()
+        ok = columns.add(arrays)
+        arrays.clear()
+        return ok
+
     for kind, mn, mt, a, b in scan_track_nodes(text, pos, n_text):
         index = len(nodes)
         if kind == VECTOR_NODE:
             assert mt is not None
             if int(mn.group(1)) != index:
-                return None
-            try:
-                arr = fromstring(text[a:b], dtype=np.float64, sep=" ")
-            except (ValueError, DeprecationWarning):
-                return None
-            n = int(arr[0]) if len(arr) and math.isfinite(arr[0]) else -1
-            if n < 0 or len(arr) != 1 + 16 * n:
                 return None
             g = mt.groups()
             refs: tuple[int, ...] = ()
@@ -1047,16 +1064,11 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
                 if len(refs) != int(g[0]):
                     return None
             pins: tuple[TrPin, ...] = (TrPin(int(g[2]), int(g[3])), TrPin(int(g[4]), int(g[5])))
-            nodes.append(VectorNode(index, 1, 1, pins, rows, n, refs))
-            arrays.append(arr[1:])
-            counts.append(n)
-            owners.append(index)
-            rows += n
+            nodes.append(None)  # (made by flush, once its numbers are read)
+            pending.append((index, a, b, pins, refs))
             pos = mt.end()
-            if len(arrays) >= _BULK_SLICE:
-                if not columns.add(arrays):
-                    return None
-                arrays.clear()
+            if len(pending) >= _BULK_SLICE and not flush():
+                return None
         elif kind == JUNCTION_NODE:
             g = mn.groups()
             values = tuple(g[1].split())
@@ -1087,10 +1099,73 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
         return None
     if len(nodes) - 1 != count:
         return None
-    if not columns.add(arrays):
+    if not flush():
         return None
-    arrays.clear()
     return nodes, columns.finish(counts, owners)
+
+
+#: From this many characters of a TrackNodes table on, its section numbers are read by
+#: the compiled reader (when numba is usable, formats/_numbers_kernel.py): importing
+#: numba and loading the kernel costs ~0.6 s of CPU and ~110 MB of memory, which the
+#: reader (~10 ns a number against numpy's ~100) earns back from ~50 MB of table on;
+#: smaller tables keep numpy's reader and never import numba (measured:
+#: benchmarks/README.md, "Issue 32: the compiled .tdb number reader").
+NUMBERS_COMPILED_MIN_CHARS = 64 << 20
+
+
+def numbers_compiled(chars: int) -> bool:
+    """Whether a TrackNodes table of ``chars`` characters has its numbers read compiled:
+    large enough (NUMBERS_COMPILED_MIN_CHARS), numba usable and not switched off
+    (``TDBTOOLS_PURE_PYTHON``, tdbtools/_compiled.py)."""
+    return chars >= NUMBERS_COMPILED_MIN_CHARS and not pure_python_requested() and numba_usable()
+
+
+def parse_number_spans(
+    text: str, spans: list[tuple[int, int]], *, compiled: bool = False
+) -> list[np.ndarray | None]:
+    """``np.fromstring(text[a:b], dtype=float64, sep=" ")`` of each span ``(a, b)`` of
+    ``text`` (in rising order), None where numpy refuses it. ``compiled``: the spans whose
+    every number one IEEE operation gives are read by the compiled reader in one call
+    (formats/_numbers_kernel.py: the same values bit for bit), the others by numpy."""
+    buf = None
+    if compiled and spans:
+        lo = spans[0][0]
+        try:
+            buf = np.frombuffer(text[lo : spans[-1][1]].encode("latin-1"), dtype=np.uint8)
+        except UnicodeEncodeError:  # (a character numpy refuses anyway: it decides)
+            buf = None
+    if buf is None:
+        return [_fromstring(text[a:b]) for a, b in spans]
+    from ._numbers_kernel import parse_spans
+
+    starts = np.array([a for a, _b in spans], dtype=np.int64)
+    ends = np.array([b for _a, b in spans], dtype=np.int64)
+    starts -= lo
+    ends -= lo
+    room = (ends - starts + 1) // 2  # (at most one number per two characters)
+    offsets = np.zeros(len(spans), dtype=np.int64)
+    np.cumsum(room[:-1], out=offsets[1:])
+    values = np.empty(int(room.sum()))
+    counts = np.empty(len(spans), dtype=np.int64)
+    status = np.empty(len(spans), dtype=np.int8)
+    parse_spans(buf, starts, ends, values, offsets, counts, status)
+    out: list[np.ndarray | None] = []
+    for k, (a, b) in enumerate(spans):
+        if status[k]:
+            out.append(_fromstring(text[a:b]))
+        else:
+            o = int(offsets[k])
+            out.append(values[o : o + int(counts[k])])
+    return out
+
+
+def _fromstring(text: str) -> np.ndarray | None:
+    """numpy's reading of one span (the reference), None where it refuses it (a partial
+    read is a DeprecationWarning, an error where warnings are errors)."""
+    try:
+        return np.fromstring(text, dtype=np.float64, sep=" ")
+    except (ValueError, DeprecationWarning):
+        return None
 
 
 class _BulkColumns:
