@@ -1024,7 +1024,7 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     compiled = numbers_compiled(n_text - pos)
     nodes: list = [None]
     arrays: list[np.ndarray] = []
-    columns = _BulkColumns()
+    columns = _BulkColumns(n_text - pos)
     counts: list[int] = []
     owners: list[int] = []
     rows = 0
@@ -1169,55 +1169,71 @@ def _fromstring(text: str) -> np.ndarray | None:
 
 
 class _BulkColumns:
-    """The section columns of the bulk reader, built slice by slice (a few thousand
-    nodes at a time) so that the rows are never held twice over (a 200 MB file has
-    27 million numbers: 220 MB as one float64 table). ``add`` returns False where
-    _TdbReader._sections would report anything (a non-integer id, a flag that is not
-    "00", a row out of range)."""
+    """The section columns of the bulk reader, filled slice by slice (a few thousand
+    nodes at a time). ``add`` returns False where _TdbReader._sections would report
+    anything (a non-integer id, a flag that is not "00", a row out of range).
 
-    def __init__(self) -> None:
-        self.parts: list[list[np.ndarray]] = [[] for _ in SECTION_COLUMNS]
+    Each column is made once at its largest possible size (``rows``: a table of
+    ``chars`` characters holds at most ``chars // 32`` rows, 16 numbers of at least one
+    character and a separator) and cut to the rows read at the end, in place. The pages
+    never written are never given memory, and cutting a large array gives its tail back
+    without a copy. Slices of a column gathered and joined at the end (as before) held
+    the rows twice at the join, and left their ~200 MB of freed slices for a 200 MB file
+    in the C heap, where the later work of a process did not always reuse them (the
+    peak through load + audit + locate + GeoJSON: benchmarks/README.md, issue 32)."""
+
+    def __init__(self, chars: int) -> None:
+        self.capacity = max(chars // 32, 0)
+        self.rows = 0
+        self.cols: list[np.ndarray | None] = [
+            None if dtype is object else np.empty(self.capacity, dtype=dtype) for _n, dtype in SECTION_COLUMNS
+        ]
 
     def add(self, arrays: list[np.ndarray]) -> bool:
         if not arrays:
             return True
-        flat = np.concatenate(arrays)
+        flat = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
         if not np.isfinite(flat).all():
             return False
         table = flat.reshape(-1, 16)
+        r0, r1 = self.rows, self.rows + len(table)
+        if r1 > self.capacity:  # (cannot happen: see the class's text)
+            return False
         for j, (name, dtype) in enumerate(SECTION_COLUMNS):
             col = table[:, j]
             limit = _BULK_LIMITS.get(name)
             if limit is not None and not (np.abs(col) <= limit).all():
                 return False
-            if dtype is object:
+            out = self.cols[j]
+            if out is None:  # (dtype object: made at the end, all "00")
                 if (col != 0).any():
                     return False
-                self.parts[j].append(np.empty(0))  # made at the end: all "00"
             elif dtype is np.int64:
                 if not (np.abs(col) <= _EXACT_INT).all():
                     return False
-                ints = col.astype(np.int64)
+                ints = out[r0:r1]
+                ints[:] = col  # (float to int64 as astype casts)
                 if not np.array_equal(ints, col):
                     return False
-                self.parts[j].append(ints)
             else:
-                self.parts[j].append(np.ascontiguousarray(col))
+                out[r0:r1] = col
+        self.rows = r1
         return True
 
     def finish(self, counts: list[int], owners: list[int]) -> VectorSections:
         if not counts:
             return VectorSections.empty()  # as _TdbReader._sections
         rows = sum(counts)
+        assert rows == self.rows
         cols: dict[str, np.ndarray] = {}
-        for j, (name, dtype) in enumerate(SECTION_COLUMNS):
-            parts = self.parts[j]
-            if dtype is object:
+        for j, (name, _dtype) in enumerate(SECTION_COLUMNS):
+            col = self.cols[j]
+            if col is None:
                 col = np.empty(rows, dtype=object)
                 col[:] = "00"
             else:
-                col = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-            parts.clear()
+                col.resize(rows, refcheck=False)  # (in place: realloc gives the tail back)
+            self.cols[j] = None
             col.flags.writeable = False
             cols[name] = col
         node_ids = np.repeat(np.array(owners, dtype=np.int64), counts)
