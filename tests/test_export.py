@@ -354,7 +354,7 @@ def test_exact_floats(sample):
 
 @pytest.mark.parametrize("rows", [1, 7, 50, 1 << 17])
 def test_route_sampled_in_runs_is_the_whole_route_sampled(sample, rows):
-    from tdbtools.track.geometry import sample_route, sample_route_chunks
+    from tdbtools.track.polylines import sample_route, sample_route_chunks
 
     whole = sample_route(sample, 0.5)
     runs = list(sample_route_chunks(sample, 0.5, rows=rows))
@@ -366,7 +366,7 @@ def test_route_sampled_in_runs_is_the_whole_route_sampled(sample, rows):
 
 @needs_dk24
 def test_dk24_route_sampled_in_runs_is_the_whole_route_sampled(dk24):
-    from tdbtools.track.geometry import sample_route, sample_route_chunks
+    from tdbtools.track.polylines import sample_route, sample_route_chunks
 
     whole = sample_route(dk24, 0.5)
     runs = list(sample_route_chunks(dk24, 0.5, rows=100))

@@ -12,24 +12,21 @@ import pytest
 
 from tdbtools.formats import load_route
 from tdbtools.track import geometry as geometry_mod
+from tdbtools.track.closure import closure
 from tdbtools.track.geometry import (
     SectionGeometry,
     absolute_xz,
-    adjacency,
-    closure,
-    connected_components,
     locate_in_section,
-    node_lengths,
     normalize_tile,
     point_at,
-    sample_node,
-    sample_route,
     section_end,
     section_end_xyz,
     section_geometry,
     to_tile,
     wrap_angle,
 )
+from tdbtools.track.graph import adjacency, connected_components, node_lengths
+from tdbtools.track.polylines import sample_node, sample_route
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_routes" / "sample" / "ROUTES" / "SAMPLE"
@@ -433,7 +430,8 @@ def test_dk24_chunked_closure_matches_whole_arrays(dk24, monkeypatch):
 
 def test_section_start_xyz_is_where_each_section_begins(sample):
     # One function for the start table that closure and audit each worked out themselves.
-    from tdbtools.track.geometry import point_at, section_geometry, section_start_xyz
+    from tdbtools.track.closure import section_start_xyz
+    from tdbtools.track.geometry import point_at, section_geometry
 
     geom = section_geometry(sample)
     start = section_start_xyz(geom)

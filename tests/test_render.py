@@ -221,7 +221,7 @@ def test_dk24_scene_contents():
 
 def test_cars_sit_on_the_track(route, replayed):
     from tdbtools.render.animate import TrainPlacer
-    from tdbtools.track.geometry import sample_route
+    from tdbtools.track.polylines import sample_route
 
     result, rp = replayed
     origin = (0.0, 0.0)

@@ -392,7 +392,8 @@ def test_grade_from_pitch_on_sub_metre_sections(route):
     from render_fixtures import short_sections
 
     from tdbtools.render.scene import build_scene
-    from tdbtools.track.geometry import sample_route, section_geometry
+    from tdbtools.track.geometry import section_geometry
+    from tdbtools.track.polylines import sample_route
 
     short = short_sections(route)
     assert (np.asarray(short.section_length) < 1.0).sum() >= 5

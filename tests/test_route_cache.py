@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 from helpers import DK24_ROUTE, SAMPLE_INSTALL, needs_dk24
 
-from tdbtools.formats import cache, find_route_files, load_route
+from tdbtools.formats import cache, cache_decode, cache_encode, cache_lazy, find_route_files, load_route
 
 
 @pytest.fixture
 def sample(tmp_path, monkeypatch):
     monkeypatch.setenv("TDBTOOLS_CACHE_DIR", str(tmp_path / "cache"))
     # Every table lazy, however small, so that the sample route exercises the lazy paths.
-    monkeypatch.setattr(cache, "LAZY_ROWS", 1)
+    monkeypatch.setattr(cache_decode, "LAZY_ROWS", 1)
     dst = tmp_path / "inst"
     shutil.copytree(SAMPLE_INSTALL, dst)
     return dst / "ROUTES" / "SAMPLE"
@@ -35,7 +35,7 @@ def test_warm_load_equals_cold_and_makes_records_on_use(sample):
     warm = _warm(sample)
     assert warm is not None and warm is not cold
     nodes = warm.tdb.nodes
-    assert nodes.__class__ is cache._LazyTuple and nodes._t is None
+    assert nodes.__class__ is cache_lazy._LazyTuple and nodes._t is None
     assert len(nodes) == len(cold.tdb.nodes) and nodes._t is None  # the length costs nothing
     one = nodes[1]  # makes the tuple
     assert one == cold.tdb.nodes[1] and nodes[1] is one
@@ -57,13 +57,13 @@ def test_warm_load_equals_cold_and_makes_records_on_use(sample):
 
 
 def _encoded(route):
-    records, table, arrays = cache._encode(route)
-    return records, table, b"".join(bytes(p) for p in cache._blob_parts(table, arrays))
+    records, table, arrays = cache_encode._encode(route)
+    return records, table, b"".join(bytes(p) for p in cache_encode._blob_parts(table, arrays))
 
 
 def _decoder(route):
     records, table, blob = _encoded(route)
-    dec = cache._Decoder(cache._arrays(table, memoryview(blob)), lazy=True)
+    dec = cache_decode._Decoder(cache_decode._arrays(table, memoryview(blob)), lazy=True)
     return dec, dec.build(json.loads(records))
 
 
@@ -71,7 +71,7 @@ def test_records_made_one_by_one_are_the_ones_the_table_holds(sample):
     cold = load_route(sample, cache=False)
     dec, warm = _decoder(cold)
     pins = dec.tables["TrPin"]
-    assert pins.__class__ is cache._LazyRows and pins.made is None
+    assert pins.__class__ is cache_lazy._LazyRows and pins.made is None
     one = pins[3]
     assert pins.made is None and pins[3] is one  # made alone, once
     nodes = dec.tables["VectorNode"]
@@ -266,10 +266,10 @@ def test_an_entry_of_the_wrong_types_or_shapes_is_a_miss(sample, edit, tmp_path)
 def test_a_column_of_few_strings_is_stored_once_and_checked():
     a = np.array(["00", "01"] * 600, dtype=object)
     a.flags.writeable = False
-    enc = cache._Encoder()
+    enc = cache_encode._Encoder()
     spec = enc.array(a)
     assert "k" in spec and len(enc.arrays) == 1 and enc.arrays[0].dtype == np.int32
-    back = cache._Decoder(enc.arrays).revive(spec)
+    back = cache_decode._Decoder(enc.arrays).revive(spec)
     assert back.dtype == object and not back.flags.writeable and back.tolist() == a.tolist()
     bad_codes = enc.arrays[0].copy()
     bad_codes[5] = 2  # a code past the strings
@@ -280,7 +280,7 @@ def test_a_column_of_few_strings_is_stored_once_and_checked():
     ):
         k = dict(spec)["k"][:3] + [joined, 0]
         with pytest.raises(ValueError):
-            cache._Decoder(arrays).revive({"k": k})
+            cache_decode._Decoder(arrays).revive({"k": k})
 
 
 def test_cut_and_padded_entries_are_refused(sample):

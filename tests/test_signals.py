@@ -766,6 +766,8 @@ def test_speed_heads_are_variable_speed_posts(tmp_path, sample_route):
 
 
 def test_route_set_follows_the_linked_junction():
+    import dataclasses
+
     from helpers import SAMPLE_INSTALL
 
     from tdbtools.formats.route import load_route
@@ -789,8 +791,17 @@ def test_route_set_follows_the_linked_junction():
         (3, 1, 5),
         h.script,
     )  # linked to J_W route 1: the loop (node 5)
-    ilk = Interlocking(route, [SignalObject(0, "signal", (linked,), home.node, home.offset, home.direction)])
+    pointer = dataclasses.replace(linked, function="DISTANCE", function_index=1)
+    ilk = Interlocking(
+        route,
+        [
+            SignalObject(0, "signal", (linked,), home.node, home.offset, home.direction),
+            SignalObject(1, "signal", (pointer,), home.node, home.offset + 5.0, home.direction),
+        ],
+    )
     ilk.set_switch(3, 1)
-    assert ilk.heads[0].route_set() == 1
+    # a NORMAL signal no train enabled: not set (Open Rails' route_set walks the set
+    # switches only for enabled signals and those without a NORMAL head)
+    assert (ilk.heads[0].route_set(), ilk.heads[1].route_set()) == (0, 1)
     ilk.set_switch(3, 0)
-    assert ilk.heads[0].route_set() == 0
+    assert (ilk.heads[0].route_set(), ilk.heads[1].route_set()) == (0, 0)

@@ -25,7 +25,8 @@ from tdbtools.track import (
     item_positions,
     point_at,
 )
-from tdbtools.track.geometry import TILE_SIZE, closure, locate_in_section
+from tdbtools.track.closure import closure
+from tdbtools.track.geometry import TILE_SIZE, locate_in_section
 from tdbtools.track.spatial import SectionGrid, clean_geometry, section_grid, track_geometry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -840,7 +841,7 @@ def test_dk24_items(dk24):
 def test_dk24_locate_in_runs_of_points_is_the_same(dk24, monkeypatch):
     """locate_many works through the points in runs of at most _LOCATE_PAIRS candidate
     pairs (memory): tiny runs give exactly the one-run results."""
-    from tdbtools.track import traveller as traveller_mod
+    from tdbtools.track import bulk_locate as bulk_mod
 
     rng = np.random.default_rng(16)
     geom = track_geometry(dk24)
@@ -848,8 +849,8 @@ def test_dk24_locate_in_runs_of_points_is_the_same(dk24, monkeypatch):
     rows = rng.choice(np.flatnonzero(length > 0), 300)
     p = point_at(geom, rows, rng.uniform(0.0, 1.0, 300) * length[rows], rng.uniform(-3.0, 3.0, 300))
     whole = Traveller.locate_many(dk24, p.tile_x, p.tile_z, p.x, p.z)
-    monkeypatch.setattr(traveller_mod, "_LOCATE_PAIRS", 5)
-    assert len(traveller_mod._point_runs(section_grid(dk24).counts(*p.xyz[:, ::2].T))) > 50
+    monkeypatch.setattr(bulk_mod, "_LOCATE_PAIRS", 5)
+    assert len(bulk_mod._point_runs(section_grid(dk24).counts(*p.xyz[:, ::2].T))) > 50
     runs = Traveller.locate_many(dk24, p.tile_x, p.tile_z, p.x, p.z)
     assert not whole.found.all() and whole.found.any()  # both kinds of point are checked
     for name in ("found", "node", "section", "row", "offset", "section_offset", "lateral"):

@@ -46,10 +46,24 @@ M = [
         "            worst = BLOCK_OCCUPIED\n            break\n        self.block[sig] = worst",
         "            worst = BLOCK_JN_OBSTRUCTED\n            break\n        self.block[sig] = worst",
     ),
+    # route_set (issue 27, h27b): the enabled train's whole path, the walk past NORMAL
+    # signals, a NORMAL signal no train enabled
+    (
+        S + "aspects.py",
+        'if any(sections[e.section].node == main and sections[e.section].kind == "normal" for e in elems):',
+        "if False:",
+    ),
+    (S + "aspects.py", "limit=ROUTE_SET_SECTIONS, past_signals=True)", "limit=ROUTE_SET_SECTIONS)"),
+    (
+        S + "aspects.py",
+        "        elif normal:\n            return 0",
+        "        elif normal:\n            pass",
+    ),
 ]
 TESTS = [
     "tests/test_signal_family.py",
     "tests/test_signal_family_guard.py",
+    "tests/test_signal_family_routeset.py",
     "tests/test_signal_aspect_speed.py",
 ]
 

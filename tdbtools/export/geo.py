@@ -32,7 +32,8 @@ import numpy as np
 from ..errors import Diagnostics, Finding
 from ..formats.route import Route
 from ..formats.tdb import EndNode, JunctionNode, VectorNode
-from ..track.geometry import TILE_SIZE, sample_route_chunks
+from ..track.geometry import TILE_SIZE
+from ..track.polylines import sample_route_chunks
 from .msts import ExportError, check_target
 
 EARTH_RADIUS = 6370997.0

@@ -316,7 +316,7 @@ def _finding_markers(pv, route: Route, report, origin, track_points, node_first)
 
 def _gap_lines(pv, route: Route, geom, report, origin):
     """Lines across the gaps the audit reports inside nodes (docs/render.md §5)."""
-    from ..track.geometry import closure
+    from ..track.closure import closure
 
     if not report.by_code("GAP_IN_NODE"):
         return None
@@ -362,7 +362,8 @@ def build_scene(
     if color_by not in COLOR_BY:
         raise TdbToolsError(f"color_by must be one of {', '.join(COLOR_BY)}, not {color_by!r}")
     pv = _pv()
-    from ..track.geometry import sample_route, section_geometry
+    from ..track.geometry import section_geometry
+    from ..track.polylines import sample_route
 
     ext = route.tile_extent()
     origin = (

@@ -14,7 +14,7 @@ from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 from ..formats.sigcfg import ASPECTS, CLEAR_2, STOP, SUBTYPES
-from .circuits import BLOCK_CLEAR, MAX_WALK
+from .circuits import BLOCK_CLEAR
 from .events import ScriptFailed
 from .objects import Head
 from .schedule import BLK, EN, LV, NN, RO, ST, SW, ScriptSchedule
@@ -22,6 +22,9 @@ from .schedule import BLK, EN, LV, NN, RO, ST, SW, ScriptSchedule
 #: How far (sections, along the switches as set) a look-up for the next signal of a function
 #: goes; Open Rails goes on to the end of the set track.
 SEARCH_SECTIONS = 256
+#: How far (sections) ``route_set`` follows the switches as set from a signal; Open Rails
+#: goes on to the end of the track or the first section met twice.
+ROUTE_SET_SECTIONS = 4096
 
 if TYPE_CHECKING:
     from .trains import TrainState
@@ -455,26 +458,38 @@ class SignalAspects:
         return result if found else STOP
 
     def route_set(self, sig: int, head: Head) -> int:
+        """Is the node past the head's linked junction set (docs/signals.md §4.5), as Open
+        Rails' ``SignalObject.route_set``: for a signal enabled for a train, on that train's
+        path, else on the signal's route; not found there (or for a signal without a NORMAL
+        head), along the sections as set from the signal on, *past* NORMAL signals, to the
+        end of the track. A NORMAL signal no train enabled: not set."""
         if head.junction is None:
             return 1
         ilk = self.ilk
         main = head.junction[2]
-        t_idx = ilk.enabled_train[sig]
+        sections = ilk.sections
         self.reads.add(EN + sig)
+        t_idx = self.enabled_for(sig)
+        normal = ilk.objects[sig].is_normal
         if t_idx >= 0:
-            self.reads.add(RO + sig)
-            elems = ilk.route_of[sig] or []
-            if any(ilk.sections[e.section].node == main for e in elems):
+            elems = ilk.trains[t_idx].elements
+            if any(sections[e.section].node == main and sections[e.section].kind == "normal" for e in elems):
                 return 1
-        sec = ilk.sig_section[sig]
+            self.reads.add(RO + sig)
+            if any(sections[e.section].node == main for e in ilk.route_of[sig] or ()):
+                return 1
+        elif normal:
+            return 0
+        o = ilk.objects[sig]
+        sec = ilk.sig_section[sig] if normal else self._section_at(o.node, o.offset)
         if sec < 0:
-            sec = next((i for i, s in enumerate(ilk.sections) if s.node == head.node), -1)
-            if sec < 0:
-                return 0
-        walk = ilk.circuits.walk_from(sec, 1 - head.direction, limit=MAX_WALK)
+            return 0
+        if sections[sec].node == main:
+            return 1
+        walk = ilk.circuits.walk_from(sec, o.tc_direction, limit=ROUTE_SET_SECTIONS, past_signals=True)
         self._walk_switches(sec, walk, self.reads)
         for s_id, _d in walk:
-            if ilk.sections[s_id].node == main:
+            if sections[s_id].node == main and sections[s_id].kind == "normal":
                 return 1
         return 0
 

@@ -67,7 +67,7 @@ class TrackCircuits:
         self.nodes = route.tdb.nodes
         self.switches = switches
         self.switch_setter = switch_setter
-        self.walks: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        self.walks: dict[tuple[int, int, int, bool], list[tuple[int, int]]] = {}
         #: Bumped when a switch is thrown (walks and free blocks depend on the switches).
         self.switch_epoch = 0
         #: The junctions set, in order, one entry per bump of switch_epoch: each reader
@@ -150,19 +150,23 @@ class TrackCircuits:
             if changed and not quiet and self.switch_setter is not None:
                 self.switch_setter(junction, route)
 
-    def walk_from(self, sec: int, direction: int, limit: int = MAX_WALK) -> list[tuple[int, int]]:
+    def walk_from(
+        self, sec: int, direction: int, limit: int = MAX_WALK, *, past_signals: bool = False
+    ) -> list[tuple[int, int]]:
         """Sections after ``sec``, following the switches, up to and including the one that
-        ends at a NORMAL signal in the direction (or the end of the track). Cached until a
-        switch is thrown."""
-        key = (sec, direction, limit)
+        ends at a NORMAL signal in the direction (or the end of the track). ``past_signals``:
+        on past NORMAL signals up to the end of the track, the first section met twice (a
+        loop) or ``limit`` sections. Cached until a switch is thrown."""
+        key = (sec, direction, limit, past_signals)
         hit = self.walks.get(key)
         if hit is None:
-            hit = self.walks[key] = self.walk(sec, direction, limit)
+            hit = self.walks[key] = self.walk(sec, direction, limit, past_signals)
         return hit
 
-    def walk(self, sec: int, direction: int, limit: int) -> list[tuple[int, int]]:
+    def walk(self, sec: int, direction: int, limit: int, past_signals: bool = False) -> list[tuple[int, int]]:
         """:meth:`walk_from` without the cache."""
         out: list[tuple[int, int]] = []
+        seen = {sec}
         cur, d = sec, direction
         for _ in range(limit):
             s = self.sections[cur]
@@ -206,7 +210,15 @@ class TrackCircuits:
                     break
                 ids2 = self.node_secs[nxt.index]
                 cur, d = (ids2[0], 1) if pin.direction == 1 else (ids2[-1], 0)
+            if past_signals:
+                if cur in seen:
+                    break
+                seen.add(cur)
             out.append((cur, d))
-            if self.sections[cur].kind == "normal" and self.sections[cur].end_signal[d] >= 0:
+            if (
+                not past_signals
+                and self.sections[cur].kind == "normal"
+                and self.sections[cur].end_signal[d] >= 0
+            ):
                 break
         return out

@@ -13,12 +13,13 @@ Coordinates and conventions: ``docs/formats.md``.
 """
 
 from .audit import AuditFinding, AuditReport, audit_paths, audit_route
-from .geometry import TILE_SIZE, SectionGeometry, WorldPoint, point_at, sample_route, section_geometry
+from .geometry import TILE_SIZE, SectionGeometry, WorldPoint, point_at, section_geometry
 from .items import ItemPosition, PassedItem, item_positions
 from .locate import TrackLocation, WorldPointError, locate_point, parse_world_point
 from .network import BACKWARD, FORWARD, Pose, TravellerError
 from .pathbuild import BuiltPath, PathBuildError, build_path, check_pat_target, write_path
 from .paths import PathError, ResolvedPath, find_path_file, resolve_path, resolve_route_paths
+from .polylines import sample_route
 from .profile import Profile, profile_from, profile_path
 from .spatial import nearest_track
 from .switches import Switches

@@ -69,12 +69,8 @@ from ..formats.tdb import (
 from .audit_items import _audit_items
 from .audit_paths import PathAudit, PathsReport, PdpIssue, audit_paths
 from .audit_report import CODES, AuditFinding, AuditReport, PathResolution, _Places, _stats
-from .geometry import (
-    SectionGeometry,
-    closure,
-    point_at,
-    section_geometry,
-)
+from .closure import closure
+from .geometry import SectionGeometry, point_at, section_geometry
 from .paths import resolve_route_paths
 from .timetable_audit import audit_timetables
 

@@ -15,12 +15,8 @@ from ..formats.tdb import (
     VectorNode,
 )
 from .audit_paths import PathsReport
-from .geometry import (
-    SectionGeometry,
-    WorldPoint,
-    section_end_xyz,
-    section_start_xyz,
-)
+from .closure import section_start_xyz
+from .geometry import SectionGeometry, WorldPoint, section_end_xyz
 
 #: Every finding code and its severity.
 CODES: dict[str, str] = {

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...formats.stock import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN, Stock
+from ...formats.stock import Stock
+from ...formats.stock_parts import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN
 
 __all__ = [
     "DEFAULT_SHOE_NORMALISER",
