@@ -57,6 +57,49 @@ def test_fsum_is_pythons():
         assert got == math.fsum(c) and math.copysign(1.0, got) == math.copysign(1.0, math.fsum(c))
 
 
+def _fsum_hard_cases(rng):
+    """Sums the certified TwoSum pass of ``_fsum`` must hand over (ties, exact zeros,
+    cancellation down to the last bits) and sums it decides itself (masses, momenta)."""
+    for it in range(3000):
+        n = int(rng.integers(1, 120))
+        kind = it % 5
+        if kind == 0:  # masses and momenta as the engine has them
+            yield rng.uniform(2e4, 9e4, n) * rng.choice([1.0, -1.0, 1e-3], size=n)
+        elif kind == 1:  # a sum cancelling to a few ulps of its terms
+            a = rng.normal(size=n) * 1e5
+            yield np.concatenate((a, -a[::-1] * (1.0 + rng.integers(0, 2, n) * 2.0**-52)))
+        elif kind == 2:  # half-way cases hidden among terms that cancel exactly
+            b = rng.normal(size=n)
+            tail = [1.0, rng.choice([1.0, -1.0]) * 2.0**-53, rng.choice([0.0, 2.0**-106, -(2.0**-106)])]
+            a = np.concatenate((b, -b, tail))
+            rng.shuffle(a)
+            yield a
+        elif kind == 3:  # exact binary fractions far apart: exact zeros and ties
+            yield rng.integers(-5, 5, n) * 2.0 ** rng.integers(-60, 60, n)
+        else:
+            yield _nasty(rng, n)
+
+
+def test_fsum_fast_pass_is_pythons_on_hard_sums():
+    rng = np.random.default_rng(3)
+    handed_over = 0
+    for a in _fsum_hard_cases(rng):
+        c = a.tolist()
+        got = K._fsum(a, 0, a.size)
+        want = math.fsum(c)
+        assert got == want and math.copysign(1.0, got) == math.copysign(1.0, want), c
+        assert K._fsum_exact(a, 0, a.size) == want
+        # the plain TwoSum estimate (without the certificate) differs from fsum somewhere
+        t = cs = 0.0
+        for x in c:
+            u = t + x
+            bp = u - t
+            cs += (t - (u - bp)) + (x - bp)
+            t = u
+        handed_over += (t + cs) != want
+    assert handed_over  # (the certificate had work to do: these cases reach the fallback)
+
+
 def _chain_case(rng, k):
     w = rng.uniform(20e3, 90e3, k)
     f = rng.normal(size=k) * rng.choice([1.0, 1e3, 1e5], size=k)

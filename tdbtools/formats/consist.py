@@ -274,7 +274,16 @@ def resolve_stock(
     """
     root = Path(install_root)
     diags = diagnostics if diagnostics is not None else Diagnostics(strict=strict)
-    located = [stock_path(root, car) for car in consist.cars]
+    # one look-up per distinct file (a 1,000-car consist names a few): a path is a
+    # function of the car's kind, folder and file alone
+    where: dict[tuple[str, str, str], tuple[Path, Path | None]] = {}
+    located = []
+    for car in consist.cars:
+        name = (car.kind, car.folder, car.file)
+        hit = where.get(name)
+        if hit is None:
+            hit = where[name] = stock_path(root, car)
+        located.append(hit)
     missing: dict[Path, list[int]] = {}
     for i, (expected, found) in enumerate(located):
         if found is None:

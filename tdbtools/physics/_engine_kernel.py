@@ -108,9 +108,44 @@ def _seg_sum(a, s, e):
     return a[s] + _pairwise(a, s + 1, e - s - 1)
 
 
+# (the unit roundoff of float64: 2**-53)
+_U = 1.1102230246251565e-16
+
+
 @_lazy
 def _fsum(a, s, e):
-    """``math.fsum(a[s:e])`` (finite values)."""
+    """``math.fsum(a[s:e])`` (finite values): the correctly rounded sum.
+
+    First a cheap certified try: a running sum ``t`` with each addition's exact error
+    (TwoSum) summed into ``c``, so the exact sum is ``t + (the errors' exact sum)``, and
+    ``c`` is within ``B`` of that (a bound four times the recursive-summation bound
+    γ·Σ|err|). Rounding is monotonic, so when ``t + (c - B)`` and ``t + (c + B)`` round
+    to the same double, that double is the correctly rounded sum (fsum's result). Near a
+    tie, at zero or on overflow, :func:`_fsum_exact` (Shewchuk's partials) decides."""
+    t = 0.0
+    c = 0.0
+    ae = 0.0
+    for k in range(s, e):
+        x = a[k]
+        u = t + x
+        bp = u - t
+        err = (t - (u - bp)) + (x - bp)
+        t = u
+        c += err
+        ae += abs(err)
+    r = t + c
+    if r != 0.0 and math.isfinite(r):
+        if ae == 0.0:  # every partial sum exact (c is 0)
+            return r
+        b = ae * (4.0 * (e - s) * _U)
+        if b > 0.0 and math.isfinite(b) and t + (c - b) == t + (c + b):
+            return r
+    return _fsum_exact(a, s, e)
+
+
+@_lazy
+def _fsum_exact(a, s, e):
+    """``math.fsum(a[s:e])`` (finite values) by Shewchuk's partials."""
     p = np.empty(e - s + 1)
     n = 0
     for k in range(s, e):
@@ -164,20 +199,15 @@ def _max_upper_set(g, types, k, member):
     back1 = np.ones(k, np.int8)
     b0 = 0.0
     b1 = g[0]
+    # (selects, not branches: which way a step goes is data, badly predicted)
     for i in range(1, k):
         t = types[i - 1]
-        if t == _GE and b1 > b0:
-            n0 = b1
-            back0[i] = 1
-        else:
-            n0 = b0
-            back0[i] = 0
-        if t == _LE and b0 > b1:
-            n1 = b0 + g[i]
-            back1[i] = 0
-        else:
-            n1 = b1 + g[i]
-            back1[i] = 1
+        c0 = (t == _GE) & (b1 > b0)
+        c1 = (t == _LE) & (b0 > b1)
+        back0[i] = c0
+        back1[i] = not c1
+        n0 = b1 if c0 else b0
+        n1 = (b0 if c1 else b1) + g[i]
         b0 = n0
         b1 = n1
     state = 1 if b1 > b0 else 0
@@ -189,8 +219,25 @@ def _max_upper_set(g, types, k, member):
 
 
 @_lazy
+def _sums_cache(k):
+    """A cache of :func:`_solve_chain`'s exact sums of ``w`` and ``f`` over its ranges, per
+    first element (its end, the two sums), for solving one chain again with other joint
+    types (:func:`_impulse_run`'s resting contacts): the same ``w`` and ``f``, so the same
+    sums."""
+    end = np.empty(k, np.int64)
+    end[:] = -1
+    return end, np.empty(k), np.empty(k)
+
+
+@_lazy
 def _solve_chain(w, f, types, tol, y, cuts):
     """engine._solve_chain: values to ``y``, the cuts (sorted) to ``cuts``; returns their count."""
+    return _solve_chain_c(w, f, types, tol, y, cuts, _sums_cache(w.size))
+
+
+@_lazy
+def _solve_chain_c(w, f, types, tol, y, cuts, sums):
+    """:func:`_solve_chain` with the sums of ``w`` and ``f`` kept in ``sums`` (:func:`_sums_cache`)."""
     k = w.size
     nc = 0
     stack = np.empty(2 * k + 2, np.int64)
@@ -200,6 +247,7 @@ def _solve_chain(w, f, types, tol, y, cuts):
     sp = 2
     g = np.empty(k)
     member = np.empty(k, np.bool_)
+    s_end, s_w, s_f = sums
     while sp:
         sp -= 2
         s = stack[sp]
@@ -207,14 +255,22 @@ def _solve_chain(w, f, types, tol, y, cuts):
         if e - s == 1:
             y[s] = (f[s] + 0.0) / (w[s] + 0.0)
             continue
-        W = _fsum(w, s, e)
-        ybar = _fsum(f, s, e) / W
+        if s_end[s] == e:
+            W = s_w[s]
+            F = s_f[s]
+        else:
+            W = _fsum(w, s, e)
+            F = _fsum(f, s, e)
+            s_end[s] = e
+            s_w[s] = W
+            s_f[s] = F
+        ybar = F / W
         ok = True
         P = 0.0
         for j in range(s, e - 1):
             P += f[j] - w[j] * ybar
             tj = types[j]
-            if (tj == _GE and P > tol) or (tj == _LE and P < -tol):
+            if ((tj == _GE) & (P > tol)) | ((tj == _LE) & (P < -tol)):
                 ok = False
                 break
         if not ok:
@@ -365,8 +421,9 @@ def _stop(fr, oth, V):
 @_lazy
 def _types_of(atz, att, s, e, out):
     for j in range(s, e - 1):
-        z = atz[j]
-        out[j - s] = (_EQ if att[j] else _GE) if z else _LE
+        # (_EQ if att else _GE) if atz else _LE, without branches: 2 - z + 2·(z and t)
+        z = np.int64(atz[j])
+        out[j - s] = _LE - z + 2 * (z & np.int64(att[j]))
 
 
 # Work arrays: made once per engine (work_arrays) and reused by every step, so a step of a
@@ -456,7 +513,7 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
     bstart[0] = 0
     for j in range(n - 1):
         mv[j] = m[j] * v[j]
-        lk = (atz[j] or att[j]) and abs(v[j] - v[j + 1]) <= EPS_V
+        lk = (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)  # (no branches: see below)
         lock[j] = lk
         brk[j] = not lk
         if not lk:
@@ -499,24 +556,31 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
     else:
         # the joint forces of every block (running sums over all cars, as numpy's), the
         # blocks whose forces have the wrong sign, and blocks at rest a car could leave
+        # (per block, and the tests as selects: their outcomes are data, badly predicted
+        # as branches; Pc[s], the running sum before a block's first car s, is p0)
         slow[:nb] = False
-        nslow = 0
-        Pc[0] = 0.0
         acc = 0.0
-        for i in range(n):
-            k = bid[i]
-            ai = ab[k]
-            a_car[i] = ai
-            E = drive[i] - sb[k] * resist[i] - m[i] * ai
-            acc = E if i == 0 else acc + E
-            Pc[i + 1] = acc
-            if i < n - 1 and lock[i] and atz[i] != att[i] and (allmov or sb[k] != 0.0):
-                sj = 1.0 if atz[i] else -1.0
-                if sj * (acc - Pc[bstart[k]]) > tol and not slow[k]:
-                    slow[k] = True
-                    nslow += 1
-            if not allmov and sb[k] == 0.0 and abs(drive[i]) > resist[i] + tol and not slow[k]:
-                slow[k] = True
+        for k in range(nb):
+            s = bstart[k]
+            e = bstart[k + 1] if k + 1 < nb else n
+            ak = ab[k]
+            sk = sb[k]
+            p0 = acc
+            joints = allmov or sk != 0.0
+            rest = not allmov and sk == 0.0
+            bad = False
+            for i in range(s, e):
+                a_car[i] = ak
+                E = drive[i] - sk * resist[i] - m[i] * ak
+                acc = E if i == 0 else acc + E
+                if i < e - 1:  # a joint inside the block: at a limit (lock)
+                    sj = 1.0 if atz[i] else -1.0
+                    bad |= joints & (atz[i] != att[i]) & (sj * (acc - p0) > tol)
+                bad |= rest & (abs(drive[i]) > resist[i] + tol)
+            slow[k] = bad
+        nslow = 0
+        for k in range(nb):
+            if slow[k]:
                 nslow += 1
         if nslow:
             types = np.empty(n, np.int64)
@@ -602,8 +666,9 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
     _types_of(atz, att, s, e, types)
     y = np.empty(k)
     cuts = np.empty(k, np.int64)
+    sums = _sums_cache(k)
     while True:
-        _solve_chain(w, f, types, tol, y, cuts)
+        _solve_chain_c(w, f, types, tol, y, cuts, sums)
         held = False
         for i in range(k - 1):
             ti = types[i]
@@ -672,10 +737,10 @@ def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb):
         # the run of cars held by joints at a limit around joint j (a group's inner joints
         # are all at a limit, so walking car by car ends at the same group boundaries)
         s = j
-        while s > 0 and (atz[s - 1] or att[s - 1]):
+        while s > 0 and (atz[s - 1] | att[s - 1]):
             s -= 1
         e = j + 1
-        while e < n - 1 and (atz[e] or att[e]):
+        while e < n - 1 and (atz[e] | att[e]):
             e += 1
         e += 1
         i0 = i

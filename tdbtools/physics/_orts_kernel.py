@@ -34,3 +34,65 @@ def step_pipe(bp, vol, target, has_target, emergency, charging_rate, service_tau
             s = vol[i - 1] + vol[i]
             bp[i] -= d * vol[i - 1] / s
             bp[i - 1] += d * vol[i] / s
+
+
+# the triple valves' states (orts/airbrake.py's LAP, APPLY, RELEASE, EMERGENCY) and constants
+_LAP, _APPLY, _RELEASE, _EMERGENCY = 0, 1, 2, 3
+_VALVE_BAND = 1.0
+_AUX_PIPE_VOLUME_RATIO = 3.1
+
+
+@_jit
+def _np_max(a, b):
+    """``np.maximum(a, b)`` element by element: a NaN from either side, else ``b`` unless
+    ``a > b`` (so of two zeros the second, as numpy's loop gives)."""
+    return a if (a > b or a != a) else b
+
+
+@_jit
+def _np_min(a, b):
+    """``np.minimum(a, b)`` element by element (as :func:`_np_max`)."""
+    return a if (a < b or a != a) else b
+
+
+@_jit
+def step_valves(bp, aux, cyl, state, ratio, app_rate, rel_rate, aux_rate, full_service_bp, dt):
+    """:meth:`AirBrakeTrain.step_valves` (in place), car by car: the same operations as its
+    numpy masks and ``np.where``s, each car's on its own numbers (no car reads another's)."""
+    emerg_below = full_service_bp - _VALVE_BAND
+    for i in range(bp.size):
+        b, x, c, s0, r = bp[i], aux[i], cyl[i], state[i], ratio[i]
+        emerg = b < emerg_below
+        release = ((not emerg) and b > x + _VALVE_BAND) or (s0 == _EMERGENCY and b > x)
+        apply_ = (not emerg) and (not release) and s0 != _EMERGENCY and b < x - _VALVE_BAND
+        lap = s0 == _APPLY and (not emerg) and (not release) and (not apply_) and b >= x
+        s = s0
+        if emerg:
+            s = _EMERGENCY
+        if release:
+            s = _RELEASE
+        if apply_:
+            s = _APPLY
+        if lap:
+            s = _LAP
+        a = s == _APPLY or s == _EMERGENCY
+        dp = dt * app_rate[i]
+        if x - dp / r < c + dp:
+            dp = (x - c) * r / (1.0 + r)
+        at_pipe = b > x - dp / r
+        if at_pipe:
+            dp = (x - b) * r
+        dp = _np_max(dp, 0.0) if a else 0.0
+        if a and at_pipe and s == _APPLY:
+            s = _LAP
+        x = x - dp / r
+        c = c + dp
+        rel = s == _RELEASE
+        if rel:
+            c = _np_max(c - dt * rel_rate[i], 0.0)
+        dq = _np_min(dt * aux_rate[i], (b - x) / (1.0 + _AUX_PIPE_VOLUME_RATIO))
+        dq = _np_max(dq, 0.0) if (rel and x < b) else 0.0
+        aux[i] = x + dq
+        bp[i] = b - dq * _AUX_PIPE_VOLUME_RATIO
+        cyl[i] = c
+        state[i] = s

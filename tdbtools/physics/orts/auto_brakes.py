@@ -15,6 +15,7 @@ train in the replay, so the plan and the brakes agree without a per-train consta
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,12 +59,22 @@ class BrakePlan:
 
     def full_force(self, v: float) -> float:
         """The train's brake force (N) of a full-service application at speed ``v``."""
-        # one shoe_factor per distinct stock, not per car (ShoeFactors)
-        f = np.empty(len(self.stocks))
         u = abs(v)
-        for s, cars in self._shoe.groups:
-            f[cars] = float(shoe_factor(s, u))
-        return self.full_fraction * float(np.sum(self.capacity * f))
+        last = self._last_full
+        if u == last[0]:  # (the driver and the brakes ask at the same speed each step)
+            return last[1]
+        # one shoe_factor per distinct law, not per car (ShoeFactors)
+        f = np.empty(len(self.stocks))
+        for s, cars in self._shoe.laws:
+            f[slice(None) if cars is None else cars] = float(shoe_factor(s, u))
+        out = self.full_fraction * float(np.sum(self.capacity * f))
+        last[0], last[1] = u, out
+        return out
+
+    @functools.cached_property
+    def _last_full(self) -> list[float]:
+        """[speed, :meth:`full_force` there] of the last call (a NaN speed: none yet)."""
+        return [math.nan, 0.0]
 
     @functools.cached_property
     def _shoe(self) -> ShoeFactors:

@@ -67,11 +67,13 @@ def shoe_factor(stock: Stock, speed_ms):
 
 
 class ShoeFactors:
-    """:func:`shoe_factor` of every car of a train, one call per distinct stock object
-    rather than per car (a 1,000-car train has a few): the same values, since the factor
-    depends on the stock and the speed alone and is computed element by element."""
+    """:func:`shoe_factor` of every car of a train, one call per distinct law rather than
+    per car (a 1,000-car train has a few stocks, and the stocks without a friction table
+    share a law): the same values, since the factor depends on the stock's law and the
+    speed alone and is computed element by element. ``groups``: (stock, its cars) per
+    distinct stock object."""
 
-    __slots__ = ("groups", "n")
+    __slots__ = ("groups", "laws", "n")
 
     def __init__(self, stocks: Sequence[Stock]) -> None:
         by_stock: dict[int, tuple[Stock, list[int]]] = {}
@@ -79,11 +81,26 @@ class ShoeFactors:
             by_stock.setdefault(id(s), (s, []))[1].append(i)
         self.n = len(stocks)
         self.groups = [(s, np.array(cars, dtype=np.intp)) for s, cars in by_stock.values()]
+        # the stocks without a friction table share one of two laws (the default curve
+        # as μ or as a factor), a function of the speed alone: one call over all their
+        # cars (element by element, so the same numbers), none per stock
+        by_law: dict[object, tuple[Stock, list[int]]] = {}
+        for s, cars in by_stock.values():
+            law = ("mu" if uses_shoe_force(s) else "factor") if s.brake_shoe_friction is None else id(s)
+            by_law.setdefault(law, (s, []))[1].extend(cars)
+        #: (a stock of the law, its cars; None: every car of the train)
+        self.laws = [
+            (s, None if len(cars) == self.n else np.array(sorted(cars), dtype=np.intp))
+            for s, cars in by_law.values()
+        ]
 
     def __call__(self, speeds: np.ndarray) -> np.ndarray:
         """Each car's factor at its own speed (``speeds``: per car, m/s, either sign)."""
+        laws = self.laws
+        if len(laws) == 1 and laws[0][1] is None:
+            return np.asarray(shoe_factor(laws[0][0], np.abs(speeds)), dtype=np.float64)
         out = np.empty(self.n)
-        for s, cars in self.groups:
+        for s, cars in laws:
             out[cars] = shoe_factor(s, np.abs(speeds[cars]))
         return out
 

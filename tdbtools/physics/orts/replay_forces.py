@@ -23,7 +23,7 @@ import numpy as np
 
 from ...formats.stock import Stock
 from .airbrake import Handle
-from .auto_brakes import brake_plan
+from .auto_brakes import BrakePlan, brake_plan
 from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction
 from .controllers import (
     brake_handle,
@@ -42,15 +42,17 @@ __all__ = ["OrtsTrainForces"]
 BRAKES_ON = 0.02
 #: m/s: above this a train runs (below it is starting)
 MOVING = 0.5
+#: np.sum of a 1-D float array without its Python wrapper (the same reduction, the same bits)
+_sum = np.add.reduce
 
 
 class _TrainBrakes:
-    def __init__(self, stocks: Sequence[Stock]) -> None:
+    def __init__(self, stocks: Sequence[Stock], plan: BrakePlan | None = None) -> None:
         self.stocks = list(stocks)
         self.air, self.max_cyl, self.spring = _brake_train(stocks)
         self.capacity = np.array([brake_force_capacity(s) for s in stocks])
         self.shoe = ShoeFactors(self.stocks)
-        self.plan = brake_plan(stocks)
+        self.plan = plan if plan is not None else brake_plan(stocks)
         self.applied = 0.0  # the last step's mean cylinder force share
 
     def full(self, v: float) -> float:
@@ -62,7 +64,8 @@ class _TrainBrakes:
         self.air.step(handle, dt)
         factor = self.shoe(v_cars)
         frac = cylinder_fraction(self.air.cyl, self.max_cyl, self.spring)
-        self.applied = float(np.mean(frac))
+        # np.mean's bits: numpy's sum (the same pairwise additions) over the count
+        self.applied = float(_sum(frac) / frac.size)
         return self.capacity * frac * factor, self.applied
 
 
@@ -75,22 +78,46 @@ class OrtsTrainForces:
         train_start: np.ndarray,
         inertia,  # noqa: ANN001
         schedule: Sequence[bool] | None = None,
+        plans: Sequence[BrakePlan | None] | None = None,
     ) -> None:
         """``schedule[k]``: train k is driven by a schedule of handle positions (its
-        throttle and brake go through the lead's cab controllers); default all."""
+        throttle and brake go through the lead's cab controllers); default all.
+        ``plans[k]``: train k's :func:`~.auto_brakes.brake_plan` if made already (its
+        automatic driver's; a plan is read only), None: made here."""
         self.start = [int(s) for s in train_start]
+        #: per train: (car row, its power unit) of every powered car, front first; the
+        #: cars of one stock object share one unit (see ``groups``)
         self.units: list[list[tuple[int, _Unit]]] = []
+        #: per train: (unit, its cars' rows) per distinct stock. Every powered car of a
+        #: train gets the same inputs each step (the train's speed, throttle, dynamic-
+        #: brake handle, dt) and starts in the same state, and a unit's state is a
+        #: function of its stock and those inputs alone: so the cars of one stock stay
+        #: in one state, bit for bit, and one unit steps for all of them (a 1,000-car
+        #: train with 40 Class 66 steps one; docs/physics.md §7.9)
+        self.groups: list[list[tuple[_Unit, np.ndarray]]] = []
+        #: per train: each powered car's group, front first (the sums over the cars keep
+        #: their order, so their bits)
+        self.member_group: list[list[int]] = []
         self.brakes: list[_TrainBrakes] = []
         for k, stocks in enumerate(stocks_per_train):
             base = self.start[k]
-            self.units.append(
-                [
-                    (base + i, _Unit(s))
-                    for i, s in enumerate(stocks)
-                    if s.kind == "engine" and s.engine_type in ("Diesel", "Electric", "Steam")
-                ]
-            )
-            self.brakes.append(_TrainBrakes(stocks))
+            by_stock: dict[int, int] = {}
+            groups: list[tuple[_Unit, list[int]]] = []
+            units, member = [], []
+            for i, s in enumerate(stocks):
+                if s.kind != "engine" or s.engine_type not in ("Diesel", "Electric", "Steam"):
+                    continue
+                g = by_stock.get(id(s))
+                if g is None:
+                    g = by_stock[id(s)] = len(groups)
+                    groups.append((_Unit(s), []))
+                groups[g][1].append(base + i)
+                units.append((base + i, groups[g][0]))
+                member.append(g)
+            self.units.append(units)
+            self.groups.append([(u, np.array(rows, dtype=np.intp)) for u, rows in groups])
+            self.member_group.append(member)
+            self.brakes.append(_TrainBrakes(stocks, None if plans is None else plans[k]))
         self.inertia = [float(m) for m in inertia]
         self.full_drop = [b.air.full_service_drop for b in self.brakes]
         # the lead's cab controllers (docs/physics.md §7.10): what a schedule's handle
@@ -137,16 +164,17 @@ class OrtsTrainForces:
             # the net force along the train's forward direction but for traction and
             # brakes (resistance opposes the motion); traction always pulls forward
             fwd = -1.0 if vk < 0.0 else 1.0
-            other = float(np.sum(grav[a:b])) - fwd * float(np.sum(resist[a:b]))
+            other = float(_sum(grav[a:b])) - fwd * float(_sum(resist[a:b]))
             M = self.inertia[k]
-            units = self.units[k]
+            groups = self.groups[k]
             tb = self.brakes[k]
             throttle_spec, brake_spec, min_drop = self.cab[k]
             throttle = throttle_value(throttle_spec, float(c.throttle))
             hold = 0.0
             if c.speed_target is not None:
                 need = M * (c.speed_target - vk) / dt - other
-                cap = sum(u.capacity(speed) for _, u in units)
+                caps = [u.capacity(speed) for u, _ in groups]
+                cap = sum(map(caps.__getitem__, self.member_group[k]))
                 throttle = min(max(need / cap, 0.0), 1.0) if cap > 0 else (1.0 if need > 0 else 0.0)
                 hold = max(-need, 0.0)
             if c.emergency:
@@ -181,12 +209,12 @@ class OrtsTrainForces:
                 throttle = 0.0
             dyn = dynamic_value(self.dynamic_cab[k], float(c.dynamic))
             dyn_force = []
-            for i, u in units:
-                trac[i], fd = u.step(throttle, dyn, speed, dt)
-                dyn_force.append((i, fd))
+            for u, rows in groups:
+                trac[rows], fd = u.step(throttle, dyn, speed, dt)
+                dyn_force.append((rows, fd))
             brk[a:b], applied[k] = tb.step(handle, dt, v[a:b])
-            for i, fd in dyn_force:  # the dynamic brake opposes the motion as the brakes do
-                brk[i] += fd
-            self.brake_decel[k] = (float(np.sum(brk[a:b])) - fwd * other) / M
+            for rows, fd in dyn_force:  # the dynamic brake opposes the motion as the brakes do
+                brk[rows] += fd
+            self.brake_decel[k] = (float(_sum(brk[a:b])) - fwd * other) / M
             scale[k] = throttle
         return trac, brk, scale, applied

@@ -109,7 +109,9 @@ class PowerUnit:
         without engines."""
         if not self.engines:
             return None
-        return float(np.mean([diesel.apparent_throttle(e, r) for e, r in zip(self.engines, self.rpm)]))
+        app = [diesel.apparent_throttle(e, r) for e, r in zip(self.engines, self.rpm)]
+        # np.mean of one value is that value (x/1), bit for bit, without numpy's overhead
+        return float(app[0]) if len(app) == 1 else float(np.mean(app))
 
     def _engine_power(self) -> float:
         return sum(diesel.output_power(e, r) for e, r in zip(self.engines, self.rpm))

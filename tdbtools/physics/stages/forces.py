@@ -199,18 +199,22 @@ class ForceStage:
                 layout.train_start,
                 self.per_train.inertia,
                 [t.spec.driver == "schedule" for t in self.trains],
+                [t.orts_plan for t in self.trains],
             )
             for k, t in enumerate(self.trains):
                 if t.auto is not None:
                     # the automatic driver reads the brakes it has, not its ramp
                     t.auto.brakes_now = functools.partial(self.orts.brake_decel_of, k)
-        self.ck = None if self.orts is not None else self.step_kernel_args(n)
+        # (the Open Rails profile works out traction and brakes itself: of the kernels it
+        # takes the per-car forces and the bookkeeping after the engine's step)
+        self.ck = self.step_kernel_args(n, train_loop=self.orts is None)
 
-    def step_kernel_args(self, n: int) -> StepKernel | None:
+    def step_kernel_args(self, n: int, train_loop: bool = True) -> StepKernel | None:
         """The compiled arithmetic of a step around the engine (tdbtools.physics.
         _step_kernel, the same numbers) and its fixed arguments; None without numba, or
         when a table is not what the kernel takes for granted (float64, sorted piece ends
-        without NaN, one curvature per piece end)."""
+        without NaN, one curvature per piece end). ``train_loop`` False: only the per-car
+        kernels (``car_forces``, ``after_step``; the Open Rails profile's step)."""
         if not self.L.compiled:
             return None
         L = self.L
@@ -245,7 +249,7 @@ class ForceStage:
         # the per-train loop's (trains without brake-shoe curves)
         trains = engines = None
         traction_here = False
-        if not self.prepared.has_shoe_curves:
+        if train_loop and not self.prepared.has_shoe_curves:
             pt = self.per_train
             per_train = {
                 K.T_INERTIA: pt.inertia, K.T_MAXBRAKE: pt.maxbrake, K.T_DECEL_MODE: pt.decel_mode,

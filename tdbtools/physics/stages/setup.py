@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,9 @@ class Train:
     waits: list = field(default_factory=list)  # (line distance, seconds): waiting points
     allowance: dict | None = None  # what the running-time allowance did
     stocks: tuple[Stock, ...] = ()  # the cars' stock, front to back (the Open Rails profile reads it)
+    #: the Open Rails profile's brake plan (``orts/auto_brakes.brake_plan``), made once
+    #: for the automatic driver and the brakes (None: not made)
+    orts_plan: Any = None
 
     @property
     def driver(self) -> Callable[[DriveState], Controls]:
@@ -259,7 +263,7 @@ def _plan_orts_brakes(t: Train, d: AutoDriver) -> None:
     with a share of the full-service deceleration there (docs/physics.md §7.9)."""
     from ..orts.auto_brakes import StopGain, brake_plan
 
-    plan = brake_plan(t.stocks)
+    plan = t.orts_plan = brake_plan(t.stocks)
     m = t.model
     davis0, inertia = float(forces.davis(m, 0.0).sum()), float(m.inertial_mass.sum())
     planned = t.spec.deceleration
