@@ -212,12 +212,18 @@ def route_geojson(
     return {"type": "FeatureCollection", "name": route.name, "features": features}
 
 
+#: Section rows sampled at a time for the features (memory only: the same polylines in
+#: the same order; at sample_route_chunks' 2**17 the points' temporaries were the peak of
+#: load + audit + locate + GeoJSON at 92x DK24, benchmarks/README.md, issue 32).
+_FEATURE_ROWS = 1 << 15
+
+
 def _features(
     route: Route, max_chord_error: float, items: bool, ndigits: int, skipped: _Skipped
 ) -> Iterator[dict]:
     """The features of :func:`route_geojson`, one at a time (a 200 MB route's list of
     them held ~0.5 GB of Python lists)."""
-    for poly in sample_route_chunks(route, max_chord_error):
+    for poly in sample_route_chunks(route, max_chord_error, rows=_FEATURE_ROWS):
         pts = poly.points
         lon, lat = world_to_lonlat(pts[:, 0], pts[:, 2]) if len(pts) else (np.zeros(0), np.zeros(0))
         for k, node in enumerate(poly.nodes.tolist()):

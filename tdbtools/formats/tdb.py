@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._compiled import numba_usable, pure_python_requested
 from .._display import short_repr
 from ..errors import Diagnostics, truncate_value
 from ..stf import parse_file
@@ -1020,25 +1021,41 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
         return None
     count = int(m.group(1))
     pos = m.end()
-    fromstring = np.fromstring
+    compiled = numbers_compiled(n_text - pos)
     nodes: list = [None]
     arrays: list[np.ndarray] = []
-    columns = _BulkColumns()
+    columns = _BulkColumns(n_text - pos)
     counts: list[int] = []
     owners: list[int] = []
     rows = 0
+    # Vector nodes wait in ``pending`` (index, sections' span, pins, refs) until a slice
+    # is full: their numbers are then read in one go (parse_number_spans).
+    pending: list[tuple[int, int, int, tuple[TrPin, ...], tuple[int, ...]]] = []
+
+    def flush() -> bool:
+        nonlocal rows
+        got = parse_number_spans(text, [(a, b) for _i, a, b, _p, _r in pending], compiled=compiled)
+        for (index, _a, _b, pins, refs), arr in zip(pending, got):
+            if arr is None:
+                return False
+            n = int(arr[0]) if len(arr) and math.isfinite(arr[0]) else -1
+            if n < 0 or len(arr) != 1 + 16 * n:
+                return False
+            nodes[index] = VectorNode(index, 1, 1, pins, rows, n, refs)
+            arrays.append(arr[1:])
+            counts.append(n)
+            owners.append(index)
+            rows += n
+        pending.clear()
+        ok = columns.add(arrays)
+        arrays.clear()
+        return ok
+
     for kind, mn, mt, a, b in scan_track_nodes(text, pos, n_text):
         index = len(nodes)
         if kind == VECTOR_NODE:
             assert mt is not None
             if int(mn.group(1)) != index:
-                return None
-            try:
-                arr = fromstring(text[a:b], dtype=np.float64, sep=" ")
-            except (ValueError, DeprecationWarning):
-                return None
-            n = int(arr[0]) if len(arr) and math.isfinite(arr[0]) else -1
-            if n < 0 or len(arr) != 1 + 16 * n:
                 return None
             g = mt.groups()
             refs: tuple[int, ...] = ()
@@ -1047,16 +1064,11 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
                 if len(refs) != int(g[0]):
                     return None
             pins: tuple[TrPin, ...] = (TrPin(int(g[2]), int(g[3])), TrPin(int(g[4]), int(g[5])))
-            nodes.append(VectorNode(index, 1, 1, pins, rows, n, refs))
-            arrays.append(arr[1:])
-            counts.append(n)
-            owners.append(index)
-            rows += n
+            nodes.append(None)  # (made by flush, once its numbers are read)
+            pending.append((index, a, b, pins, refs))
             pos = mt.end()
-            if len(arrays) >= _BULK_SLICE:
-                if not columns.add(arrays):
-                    return None
-                arrays.clear()
+            if len(pending) >= _BULK_SLICE and not flush():
+                return None
         elif kind == JUNCTION_NODE:
             g = mn.groups()
             values = tuple(g[1].split())
@@ -1087,62 +1099,141 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
         return None
     if len(nodes) - 1 != count:
         return None
-    if not columns.add(arrays):
+    if not flush():
         return None
-    arrays.clear()
     return nodes, columns.finish(counts, owners)
 
 
-class _BulkColumns:
-    """The section columns of the bulk reader, built slice by slice (a few thousand
-    nodes at a time) so that the rows are never held twice over (a 200 MB file has
-    27 million numbers: 220 MB as one float64 table). ``add`` returns False where
-    _TdbReader._sections would report anything (a non-integer id, a flag that is not
-    "00", a row out of range)."""
+#: From this many characters of a TrackNodes table on, its section numbers are read by
+#: the compiled reader (when numba is usable, formats/_numbers_kernel.py): importing
+#: numba and loading the kernel costs ~0.6 s of CPU and ~110 MB of memory, which the
+#: reader (~10 ns a number against numpy's ~100) earns back from ~50 MB of table on;
+#: smaller tables keep numpy's reader and never import numba (measured:
+#: benchmarks/README.md, "Issue 32: the compiled .tdb number reader").
+NUMBERS_COMPILED_MIN_CHARS = 64 << 20
 
-    def __init__(self) -> None:
-        self.parts: list[list[np.ndarray]] = [[] for _ in SECTION_COLUMNS]
+
+def numbers_compiled(chars: int) -> bool:
+    """Whether a TrackNodes table of ``chars`` characters has its numbers read compiled:
+    large enough (NUMBERS_COMPILED_MIN_CHARS), numba usable and not switched off
+    (``TDBTOOLS_PURE_PYTHON``, tdbtools/_compiled.py)."""
+    return chars >= NUMBERS_COMPILED_MIN_CHARS and not pure_python_requested() and numba_usable()
+
+
+def parse_number_spans(
+    text: str, spans: list[tuple[int, int]], *, compiled: bool = False
+) -> list[np.ndarray | None]:
+    """``np.fromstring(text[a:b], dtype=float64, sep=" ")`` of each span ``(a, b)`` of
+    ``text`` (in rising order), None where numpy refuses it. ``compiled``: the spans whose
+    every number one IEEE operation gives are read by the compiled reader in one call
+    (formats/_numbers_kernel.py: the same values bit for bit), the others by numpy."""
+    buf = None
+    if compiled and spans:
+        lo = spans[0][0]
+        try:
+            buf = np.frombuffer(text[lo : spans[-1][1]].encode("latin-1"), dtype=np.uint8)
+        except UnicodeEncodeError:  # (a character numpy refuses anyway: it decides)
+            buf = None
+    if buf is None:
+        return [_fromstring(text[a:b]) for a, b in spans]
+    from ._numbers_kernel import parse_spans
+
+    starts = np.array([a for a, _b in spans], dtype=np.int64)
+    ends = np.array([b for _a, b in spans], dtype=np.int64)
+    starts -= lo
+    ends -= lo
+    room = (ends - starts + 1) // 2  # (at most one number per two characters)
+    offsets = np.zeros(len(spans), dtype=np.int64)
+    np.cumsum(room[:-1], out=offsets[1:])
+    values = np.empty(int(room.sum()))
+    counts = np.empty(len(spans), dtype=np.int64)
+    status = np.empty(len(spans), dtype=np.int8)
+    parse_spans(buf, starts, ends, values, offsets, counts, status)
+    out: list[np.ndarray | None] = []
+    for k, (a, b) in enumerate(spans):
+        if status[k]:
+            out.append(_fromstring(text[a:b]))
+        else:
+            o = int(offsets[k])
+            out.append(values[o : o + int(counts[k])])
+    return out
+
+
+def _fromstring(text: str) -> np.ndarray | None:
+    """numpy's reading of one span (the reference), None where it refuses it (a partial
+    read is a DeprecationWarning, an error where warnings are errors)."""
+    try:
+        return np.fromstring(text, dtype=np.float64, sep=" ")
+    except (ValueError, DeprecationWarning):
+        return None
+
+
+class _BulkColumns:
+    """The section columns of the bulk reader, filled slice by slice (a few thousand
+    nodes at a time). ``add`` returns False where _TdbReader._sections would report
+    anything (a non-integer id, a flag that is not "00", a row out of range).
+
+    Each column is made once at its largest possible size (``rows``: a table of
+    ``chars`` characters holds at most ``chars // 32`` rows, 16 numbers of at least one
+    character and a separator) and cut to the rows read at the end, in place. The pages
+    never written are never given memory, and cutting a large array gives its tail back
+    without a copy. Slices of a column gathered and joined at the end (as before) held
+    the rows twice at the join, and left their ~200 MB of freed slices for a 200 MB file
+    in the C heap, where the later work of a process did not always reuse them (the
+    peak through load + audit + locate + GeoJSON: benchmarks/README.md, issue 32)."""
+
+    def __init__(self, chars: int) -> None:
+        self.capacity = max(chars // 32, 0)
+        self.rows = 0
+        self.cols: list[np.ndarray | None] = [
+            None if dtype is object else np.empty(self.capacity, dtype=dtype) for _n, dtype in SECTION_COLUMNS
+        ]
 
     def add(self, arrays: list[np.ndarray]) -> bool:
         if not arrays:
             return True
-        flat = np.concatenate(arrays)
+        flat = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
         if not np.isfinite(flat).all():
             return False
         table = flat.reshape(-1, 16)
+        r0, r1 = self.rows, self.rows + len(table)
+        if r1 > self.capacity:  # (cannot happen: see the class's text)
+            return False
         for j, (name, dtype) in enumerate(SECTION_COLUMNS):
             col = table[:, j]
             limit = _BULK_LIMITS.get(name)
             if limit is not None and not (np.abs(col) <= limit).all():
                 return False
-            if dtype is object:
+            out = self.cols[j]
+            if out is None:  # (dtype object: made at the end, all "00")
                 if (col != 0).any():
                     return False
-                self.parts[j].append(np.empty(0))  # made at the end: all "00"
             elif dtype is np.int64:
                 if not (np.abs(col) <= _EXACT_INT).all():
                     return False
-                ints = col.astype(np.int64)
+                ints = out[r0:r1]
+                ints[:] = col  # (float to int64 as astype casts)
                 if not np.array_equal(ints, col):
                     return False
-                self.parts[j].append(ints)
             else:
-                self.parts[j].append(np.ascontiguousarray(col))
+                out[r0:r1] = col
+        self.rows = r1
         return True
 
     def finish(self, counts: list[int], owners: list[int]) -> VectorSections:
         if not counts:
             return VectorSections.empty()  # as _TdbReader._sections
         rows = sum(counts)
+        assert rows == self.rows
         cols: dict[str, np.ndarray] = {}
-        for j, (name, dtype) in enumerate(SECTION_COLUMNS):
-            parts = self.parts[j]
-            if dtype is object:
+        for j, (name, _dtype) in enumerate(SECTION_COLUMNS):
+            col = self.cols[j]
+            if col is None:
                 col = np.empty(rows, dtype=object)
                 col[:] = "00"
             else:
-                col = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-            parts.clear()
+                col.resize(rows, refcheck=False)  # (in place: realloc gives the tail back)
+            self.cols[j] = None
             col.flags.writeable = False
             cols[name] = col
         node_ids = np.repeat(np.array(owners, dtype=np.int64), counts)

@@ -26,11 +26,10 @@ same either way, bit for bit.
 from __future__ import annotations
 
 import importlib
-import os
 from typing import Any
 
-#: The environment variable that runs every replay on the numpy reference code ("1").
-PURE_PYTHON_ENV = "TDBTOOLS_PURE_PYTHON"
+# The switch itself lives below every layer (the .tdb reader's kernel reads it too).
+from .._compiled import PURE_PYTHON_ENV, numba_usable, pure_python_requested
 
 _COMPILED: bool | None = None
 
@@ -40,11 +39,6 @@ _COMPILED: bool | None = None
 COMPILED_MIN_WORK = 100_000
 
 
-def pure_python_requested() -> bool:
-    """Whether the environment asks for the numpy reference code (module docstring)."""
-    return os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def compiled_available() -> bool:
     """Whether the compiled kernels run: a usable numba is installed (one that imports,
     0.60 or newer) and :data:`PURE_PYTHON_ENV` does not ask for the reference code. A
@@ -52,16 +46,7 @@ def compiled_available() -> bool:
     replay then runs on numpy alone."""
     global _COMPILED
     if _COMPILED is None:
-        if pure_python_requested():
-            _COMPILED = False
-        else:
-            try:
-                import numba
-            except Exception:  # noqa: BLE001 - any broken install means "not available"
-                _COMPILED = False
-            else:
-                major, minor = (int(p) for p in numba.__version__.split(".")[:2])
-                _COMPILED = (major, minor) >= (0, 60)
+        _COMPILED = not pure_python_requested() and numba_usable()
     return _COMPILED
 
 

@@ -75,8 +75,11 @@ def _locate(route: Route, tile_x, tile_z, x, z, max_lateral: float, margin: floa
     return found, node, sec, row, off, soff, lat_out
 
 
-#: Candidate (point, section) pairs located at a time by :func:`_locate` (memory only).
-_LOCATE_PAIRS = 1 << 20
+#: Candidate (point, section) pairs located at a time by :func:`_locate` (memory only:
+#: each pair takes ~200 bytes of temporaries; at 1 << 20, 10,000 points on a 200 MB
+#: route, whose big grid cells give millions of pairs, held ~210 MB at once, the peak of
+#: load + audit + locate + GeoJSON; the time is the same, benchmarks/README.md, issue 32).
+_LOCATE_PAIRS = 1 << 18
 
 
 def _point_runs(counts: np.ndarray) -> list[tuple[int, int]]:

@@ -1,0 +1,123 @@
+"""The .tdb bulk reader's numbers read compiled with numba (docs/formats.md §6, "Reading
+numbers in bulk"): ``np.fromstring(span, dtype=float64, sep=" ")`` of many spans of one
+text in one call, for the numbers whose value a single IEEE operation gives exactly.
+
+A decimal number of at most 15 significant digits is an integer M < 10**15 < 2**53 times
+10**k; for |k| <= 22 both M and 10**|k| are doubles exactly, so ``M * 10**k`` (or
+``M / 10**-k``) rounded once is the correctly rounded value of the decimal, which is what
+numpy's correctly rounded reader gives (Clinger's fast path, "How to read floating point
+numbers accurately", 1990). A span holding any other token (more significant digits, a
+larger exponent, ``nan``, ``inf``, a character that is neither a digit, a sign, a point,
+an exponent nor C white space) or two tokens not parted by white space is handed back
+(status 1), as is a span without a number: numpy reads it and decides, so the values,
+and the refusals, are always numpy's.
+
+Imported only when numba is usable and the table is large enough to repay loading it
+(``formats/tdb.py``, NUMBERS_COMPILED_MIN_CHARS); its reference is numpy's reader.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["FAST_DIGITS", "FAST_EXPONENT", "POW10", "parse_spans"]
+
+#: The fast path's bounds: significant digits (the integer fits 53 bits exactly) and
+#: the decimal exponent either way (10**22 is the largest power of ten a double holds).
+FAST_DIGITS = 15
+FAST_EXPONENT = 22
+
+POW10 = np.array([10.0**k for k in range(FAST_EXPONENT + 1)])  # (each exactly a double)
+
+_jit = njit(cache=True, nogil=True)
+
+
+@_jit
+def _space(c):  # C's isspace, what numpy's separator " " skips
+    return c == 32 or 9 <= c <= 13
+
+
+@_jit
+def parse_spans(buf, starts, ends, out, offsets, counts, status):
+    """For each span ``buf[starts[s]:ends[s]]`` (bytes): its numbers into
+    ``out[offsets[s]:]``, their count into ``counts[s]``, and ``status[s]`` 0, or 1
+    where the span is handed back to numpy (see the module's text)."""
+    pow10 = POW10
+    max_digits = FAST_DIGITS
+    max_exp = FAST_EXPONENT
+    for s in range(starts.size):
+        i = starts[s]
+        e = ends[s]
+        o = offsets[s]
+        n = 0
+        bad = False
+        while True:
+            while i < e and _space(buf[i]):
+                i += 1
+            if i >= e:
+                break
+            neg = False
+            c = buf[i]
+            if c == 43 or c == 45:  # + -
+                neg = c == 45
+                i += 1
+            m = 0
+            digits = 0  # significant digits in m (leading zeros are not)
+            frac = 0  # digits after the point
+            seen = False
+            while i < e and 48 <= buf[i] <= 57:
+                d = buf[i] - 48
+                if digits > 0 or d != 0:
+                    digits += 1
+                    if digits <= max_digits:
+                        m = m * 10 + d
+                seen = True
+                i += 1
+            if i < e and buf[i] == 46:  # .
+                i += 1
+                while i < e and 48 <= buf[i] <= 57:
+                    d = buf[i] - 48
+                    if digits > 0 or d != 0:
+                        digits += 1
+                        if digits <= max_digits:
+                            m = m * 10 + d
+                    frac += 1
+                    seen = True
+                    i += 1
+            if not seen or digits > max_digits:
+                bad = True
+                break
+            k = -frac
+            if i < e and (buf[i] == 101 or buf[i] == 69):  # e E
+                i += 1
+                eneg = False
+                if i < e and (buf[i] == 43 or buf[i] == 45):
+                    eneg = buf[i] == 45
+                    i += 1
+                ex = 0
+                ed = 0
+                while i < e and 48 <= buf[i] <= 57:
+                    ex = ex * 10 + (buf[i] - 48)
+                    ed += 1
+                    i += 1
+                if ed == 0 or ed > 4:
+                    bad = True
+                    break
+                k += -ex if eneg else ex
+            if i < e and not _space(buf[i]):
+                bad = True
+                break
+            if m == 0:
+                v = 0.0
+            elif 0 <= k <= max_exp:
+                v = float(m) * pow10[k]
+            elif -max_exp <= k < 0:
+                v = float(m) / pow10[-k]
+            else:
+                bad = True
+                break
+            out[o + n] = -v if neg else v
+            n += 1
+        counts[s] = n
+        status[s] = 1 if bad or n == 0 else 0
