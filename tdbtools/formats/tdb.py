@@ -1209,28 +1209,13 @@ def _section_rows(
     """The vector nodes' TrVectorSections spans read: each a count ``n`` then ``16 n``
     numbers. ``(the counts, every span's 16 n numbers in one array)``, or None where a
     span is not that (numpy refuses it, its count is not finite and ``int(count) >= 0``,
-    or it holds another number of values). With the compiled reader (the spans it hands
-    back read by numpy, as parse_number_spans does), the counts are checked and the
-    rows gathered with whole-array operations, not a slice and a check per node
-    (~1.5 µs each, 127,000 nodes at 92× DK24); with numpy alone, span by span. The
-    same values either way."""
+    or it holds another number of values). When the compiled reader read every span,
+    the counts are checked and the rows gathered with whole-array operations, not a
+    slice and a check per node (~1.5 µs each, 127,000 nodes at 92× DK24); else span by
+    span, numpy's arrays as parse_number_spans gives them. The same values either way."""
     read = _read_compiled(text, spans) if compiled else None
-    if read is not None:
-        values, offsets, counts, status = read
-        back = np.flatnonzero(status)
-        if len(back):
-            # The spans handed back to numpy (a few: DK24 has one) are read by it and
-            # their numbers put after the others, where their offsets then point.
-            got = [_fromstring(text[a:b]) for a, b in (spans[k] for k in back.tolist())]
-            if any(arr is None for arr in got):
-                return None
-            arrays = [arr for arr in got if arr is not None]
-            lens = np.array([len(arr) for arr in arrays], dtype=np.int64)
-            offsets = offsets.copy()
-            offsets[back] = len(values) + np.cumsum(lens) - lens
-            counts = counts.copy()
-            counts[back] = lens
-            values = np.concatenate([values, *arrays])
+    if read is not None and not read[3].any():
+        values, offsets, counts, _status = read
         first = np.full(len(spans), -1.0)
         has = counts > 0
         first[has] = values[offsets[has]]
@@ -1244,16 +1229,16 @@ def _section_rows(
         index += np.arange(total, dtype=np.int64)
         return (lens // 16).tolist(), values[index]
     ns: list[int] = []
-    rows: list[np.ndarray] = []
-    for arr in _spans_list(text, spans, None):
+    arrays: list[np.ndarray] = []
+    for arr in _spans_list(text, spans, read):
         if arr is None:
             return None
         k = int(arr[0]) if len(arr) and math.isfinite(arr[0]) else -1
         if k < 0 or len(arr) != 1 + 16 * k:
             return None
         ns.append(k)
-        rows.append(arr[1:])
-    return ns, (np.concatenate(rows) if rows else np.empty(0))
+        arrays.append(arr[1:])
+    return ns, (np.concatenate(arrays) if arrays else np.empty(0))
 
 
 def _fromstring(text: str) -> np.ndarray | None:
