@@ -1044,6 +1044,7 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     pos = m.end()
     compiled = numbers_compiled(n_text - pos)
     nodes: list = [None]
+    arrays: list[np.ndarray] = []
     columns = _BulkColumns(n_text - pos)
     counts: list[int] = []
     owners: list[int] = []
@@ -1058,17 +1059,21 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
 
     def flush() -> bool:
         nonlocal rows
-        got = _section_rows(text, [(a, b) for _i, a, b, _p, _r in pending], compiled)
-        if got is None:
-            return False
-        ns, flat = got
-        for (index, _a, _b, pins, refs), n in zip(pending, ns):
+        got = parse_number_spans(text, [(a, b) for _i, a, b, _p, _r in pending], compiled=compiled)
+        for (index, _a, _b, pins, refs), arr in zip(pending, got):
+            if arr is None:
+                return False
+            n = int(arr[0]) if len(arr) and math.isfinite(arr[0]) else -1
+            if n < 0 or len(arr) != 1 + 16 * n:
+                return False
             nodes[index] = VectorNode(index, 1, 1, pins, rows, n, refs)
+            arrays.append(arr[1:])
+            counts.append(n)
             owners.append(index)
             rows += n
-        counts.extend(ns)
         pending.clear()
-        ok = columns.add([flat])
+        ok = columns.add(arrays)
+        arrays.clear()
         made = uids.make()
         if made is None:
             return False
@@ -1156,20 +1161,15 @@ def parse_number_spans(
     ``text`` (in rising order), None where numpy refuses it. ``compiled``: the spans whose
     every number one IEEE operation gives are read by the compiled reader in one call
     (formats/_numbers_kernel.py: the same values bit for bit), the others by numpy."""
-    return _spans_list(text, spans, _read_compiled(text, spans) if compiled else None)
-
-
-def _read_compiled(text: str, spans: list[tuple[int, int]]) -> tuple[np.ndarray, ...] | None:
-    """The compiled reader's ``(values, offsets, counts, status)`` of the spans (span
-    ``k``'s numbers are ``values[offsets[k] : offsets[k] + counts[k]]`` where
-    ``status[k]`` is 0; numpy decides the others), or None if the text is not Latin-1."""
-    if not spans:
-        return None
-    lo = spans[0][0]
-    try:
-        buf = np.frombuffer(text[lo : spans[-1][1]].encode("latin-1"), dtype=np.uint8)
-    except UnicodeEncodeError:  # (a character numpy refuses anyway: it decides)
-        return None
+    buf = None
+    if compiled and spans:
+        lo = spans[0][0]
+        try:
+            buf = np.frombuffer(text[lo : spans[-1][1]].encode("latin-1"), dtype=np.uint8)
+        except UnicodeEncodeError:  # (a character numpy refuses anyway: it decides)
+            buf = None
+    if buf is None:
+        return [_fromstring(text[a:b]) for a, b in spans]
     from ._numbers_kernel import parse_spans
 
     starts = np.array([a for a, _b in spans], dtype=np.int64)
@@ -1183,16 +1183,6 @@ def _read_compiled(text: str, spans: list[tuple[int, int]]) -> tuple[np.ndarray,
     counts = np.empty(len(spans), dtype=np.int64)
     status = np.empty(len(spans), dtype=np.int8)
     parse_spans(buf, starts, ends, values, offsets, counts, status)
-    return values, offsets, counts, status
-
-
-def _spans_list(
-    text: str, spans: list[tuple[int, int]], read: tuple[np.ndarray, ...] | None
-) -> list[np.ndarray | None]:
-    """parse_number_spans' list from the compiled reader's ``read`` (or numpy alone)."""
-    if read is None:
-        return [_fromstring(text[a:b]) for a, b in spans]
-    values, offsets, counts, status = read
     out: list[np.ndarray | None] = []
     for k, (a, b) in enumerate(spans):
         if status[k]:
@@ -1201,44 +1191,6 @@ def _spans_list(
             o = int(offsets[k])
             out.append(values[o : o + int(counts[k])])
     return out
-
-
-def _section_rows(
-    text: str, spans: list[tuple[int, int]], compiled: bool
-) -> tuple[list[int], np.ndarray] | None:
-    """The vector nodes' TrVectorSections spans read: each a count ``n`` then ``16 n``
-    numbers. ``(the counts, every span's 16 n numbers in one array)``, or None where a
-    span is not that (numpy refuses it, its count is not finite and ``int(count) >= 0``,
-    or it holds another number of values). When the compiled reader read every span,
-    the counts are checked and the rows gathered with whole-array operations, not a
-    slice and a check per node (~1.5 µs each, 127,000 nodes at 92× DK24); else span by
-    span, numpy's arrays as parse_number_spans gives them. The same values either way."""
-    read = _read_compiled(text, spans) if compiled else None
-    if read is not None and not read[3].any():
-        values, offsets, counts, _status = read
-        first = np.full(len(spans), -1.0)
-        has = counts > 0
-        first[has] = values[offsets[has]]
-        n = np.trunc(first)  # (what int() keeps of a finite count)
-        if not (np.isfinite(first) & (n >= 0) & (n * 16 + 1 == counts)).all():
-            return None
-        lens = counts - 1
-        total = int(lens.sum())
-        # Row values of span k: values[offsets[k] + 1 : offsets[k] + counts[k]].
-        index = np.repeat(offsets + 1 - (np.cumsum(lens) - lens), lens)
-        index += np.arange(total, dtype=np.int64)
-        return (lens // 16).tolist(), values[index]
-    ns: list[int] = []
-    arrays: list[np.ndarray] = []
-    for arr in _spans_list(text, spans, read):
-        if arr is None:
-            return None
-        k = int(arr[0]) if len(arr) and math.isfinite(arr[0]) else -1
-        if k < 0 or len(arr) != 1 + 16 * k:
-            return None
-        ns.append(k)
-        arrays.append(arr[1:])
-    return ns, (np.concatenate(arrays) if arrays else np.empty(0))
 
 
 def _fromstring(text: str) -> np.ndarray | None:
