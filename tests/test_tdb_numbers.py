@@ -244,9 +244,9 @@ def test_dk24_read_compiled_is_the_same_model(monkeypatch):
 @needs_dk24
 @pytest.mark.parametrize("slice_nodes", [1, 7, 64])
 def test_dk24_read_compiled_in_small_slices_is_the_same_model(monkeypatch, slice_nodes):
-    """DK24.tdb read compiled a few vector nodes at a time: nearly every slice then holds
-    only fast-path numbers, whose counts are checked and rows gathered by whole-array
-    operations (tdb._section_rows); the same model, pickled bit for bit, as numpy's."""
+    """DK24.tdb read compiled a few vector nodes at a time (many slices, nearly all of
+    them fast-path numbers only, one with a span handed back to numpy; the junction and
+    end nodes' UiDs made per slice): the same model, pickled bit for bit, as numpy's."""
     path = DK24_ROUTE / "DK24.tdb"
     reference = tdb_mod.read_tdb(path)
     monkeypatch.setattr(tdb_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
