@@ -173,9 +173,15 @@ VARIANTS = {
 }
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])
 @pytest.mark.parametrize("strict", [True, False])
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_bulk_reader_on_defects(name, strict, tmp_path, monkeypatch):
+def test_bulk_reader_on_defects(name, strict, compiled, tmp_path, monkeypatch):
+    """Each defect read by the bulk reader gives the tree path's model and findings,
+    with numpy's number reader and with the compiled one (threshold 0: the counts
+    checked on the compiled reader's values)."""
+    if compiled:
+        monkeypatch.setattr(tdb_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
     old, new = VARIANTS[name]
     text = _GOOD.replace(old, new, 1) if old else _GOOD
     assert text != _GOOD or name == "good"

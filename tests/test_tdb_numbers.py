@@ -239,3 +239,20 @@ def test_dk24_read_compiled_is_the_same_model(monkeypatch):
     vector = sum(1 for n in model.nodes if getattr(n, "section_count", 0))
     assert vector > 1000
     assert len(calls) == 1 and "4.163337e-18" in calls[0]
+
+
+@needs_dk24
+@pytest.mark.parametrize("slice_nodes", [1, 7, 64])
+def test_dk24_read_compiled_in_small_slices_is_the_same_model(monkeypatch, slice_nodes):
+    """DK24.tdb read compiled a few vector nodes at a time (many slices, nearly all of
+    them fast-path numbers only, one with a span handed back to numpy; the junction and
+    end nodes' UiDs made per slice): the same model, pickled bit for bit, as numpy's."""
+    path = DK24_ROUTE / "DK24.tdb"
+    reference = tdb_mod.read_tdb(path)
+    monkeypatch.setattr(tdb_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
+    monkeypatch.setattr(tdb_mod, "_BULK_SLICE", slice_nodes)
+    model = tdb_mod.read_tdb(path)
+    assert pickle.dumps(model) == pickle.dumps(reference)
+    for name in tdb_mod.SECTION_FIELDS:
+        a, b = getattr(model.sections, name), getattr(reference.sections, name)
+        assert a.tolist() == b.tolist() if a.dtype == object else a.tobytes() == b.tobytes()
