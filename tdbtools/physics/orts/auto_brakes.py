@@ -65,7 +65,7 @@ class BrakePlan:
             return last[1]
         # one shoe_factor per distinct law, not per car (ShoeFactors)
         f = np.empty(len(self.stocks))
-        for s, cars in self._shoe.laws:
+        for s, cars in self.shoe_factors.laws:
             f[slice(None) if cars is None else cars] = float(shoe_factor(s, u))
         out = self.full_fraction * float(np.sum(self.capacity * f))
         last[0], last[1] = u, out
@@ -77,7 +77,8 @@ class BrakePlan:
         return [math.nan, 0.0]
 
     @functools.cached_property
-    def _shoe(self) -> ShoeFactors:
+    def shoe_factors(self) -> ShoeFactors:
+        """Each car's brake-shoe factor, one law at a time (the replay's brakes use it too)."""
         return ShoeFactors(self.stocks)
 
     def full_forces(self, speeds: np.ndarray) -> np.ndarray:
@@ -86,7 +87,7 @@ class BrakePlan:
         # one shoe_factor per distinct stock over all the speeds (ShoeFactors' groups)
         f = sum(
             float(np.sum(self.capacity[cars])) * np.broadcast_to(shoe_factor(s, u), u.shape)
-            for s, cars in self._shoe.groups
+            for s, cars in self.shoe_factors.groups
         )
         return self.full_fraction * np.asarray(f, dtype=np.float64)
 

@@ -24,7 +24,7 @@ import numpy as np
 from ...formats.stock import Stock
 from .airbrake import Handle
 from .auto_brakes import BrakePlan, brake_plan
-from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction
+from .brakes import cylinder_fraction
 from .controllers import (
     brake_handle,
     dynamic_value,
@@ -49,10 +49,11 @@ _sum = np.add.reduce
 class _TrainBrakes:
     def __init__(self, stocks: Sequence[Stock], plan: BrakePlan | None = None) -> None:
         self.stocks = list(stocks)
-        self.air, self.max_cyl, self.spring = _brake_train(stocks)
-        self.capacity = np.array([brake_force_capacity(s) for s in stocks])
-        self.shoe = ShoeFactors(self.stocks)
+        self.air, self.max_cyl, self.spring = _brake_train(stocks)  # (this train's own, charged)
         self.plan = plan if plan is not None else brake_plan(stocks)
+        # the plan's capacities and shoe laws are the cars' (read only here)
+        self.capacity = self.plan.capacity
+        self.shoe = self.plan.shoe_factors
         self.applied = 0.0  # the last step's mean cylinder force share
 
     def full(self, v: float) -> float:
