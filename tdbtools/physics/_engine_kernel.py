@@ -195,8 +195,14 @@ def _fsum_exact(a, s, e):
 @_lazy
 def _max_upper_set(g, types, k, member):
     """engine._max_upper_set of ``g[:k]``; the set goes to ``member[:k]``."""
-    back0 = np.zeros(k, np.int8)
-    back1 = np.ones(k, np.int8)
+    return _max_upper_set_w(g, types, k, member, np.empty(k, np.int8), np.empty(k, np.int8))
+
+
+@_lazy
+def _max_upper_set_w(g, types, k, member, back0, back1):
+    """:func:`_max_upper_set` with its work arrays (``k`` values or more each) given."""
+    back0[0] = 0
+    back1[0] = 1
     b0 = 0.0
     b1 = g[0]
     # (selects, not branches: which way a step goes is data, badly predicted)
@@ -239,14 +245,22 @@ def _solve_chain(w, f, types, tol, y, cuts):
 def _solve_chain_c(w, f, types, tol, y, cuts, sums):
     """:func:`_solve_chain` with the sums of ``w`` and ``f`` kept in ``sums`` (:func:`_sums_cache`)."""
     k = w.size
+    return _solve_chain_w(
+        w, f, types, tol, y, cuts, sums, np.empty(2 * k + 2, np.int64), np.empty(k), np.empty(k, np.bool_),
+        np.empty(k, np.int8), np.empty(k, np.int8),
+    )  # fmt: skip
+
+
+@_lazy
+def _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, back1):
+    """:func:`_solve_chain_c` with its work arrays given (a stack of ``2·k + 2`` values,
+    the others of ``k`` or more): no allocation per call."""
+    k = w.size
     nc = 0
-    stack = np.empty(2 * k + 2, np.int64)
     sp = 0
     stack[0] = 0
     stack[1] = k
     sp = 2
-    g = np.empty(k)
-    member = np.empty(k, np.bool_)
     s_end, s_w, s_f = sums
     while sp:
         sp -= 2
@@ -277,7 +291,7 @@ def _solve_chain_c(w, f, types, tol, y, cuts, sums):
             m = e - s
             for i in range(m):
                 g[i] = f[s + i] - w[s + i] * ybar
-            best = _max_upper_set(g, types[s : e - 1], m, member)
+            best = _max_upper_set_w(g, types[s : e - 1], m, member, back0, back1)
             if best <= tol:
                 ok = True
             else:
@@ -730,25 +744,34 @@ def regroup(
 
 
 @_lazy
-def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
+def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, sc):
     """Engine._impulse_small / _impulse_block on the run of cars ``s..e-1``; appends the
-    events of its violated joints ``js[:nj]``. Returns the event table and its count."""
+    events of its violated joints ``js[:nj]``. Returns the event table and its count.
+    ``sc``: the work arrays (:func:`_scratch`)."""
+    scf, sci, scb, member, stack = sc
     k = e - s
     w = m[s:e]
-    v0 = v[s:e].copy()
-    f = np.empty(k)
-    af = np.empty(k)
+    v0 = scf[0][:k]
+    for i in range(k):
+        v0[i] = v[s + i]
+    f = scf[1][:k]
+    af = scf[2][:k]
     for i in range(k):
         f[i] = w[i] * v0[i]
         af[i] = abs(f[i])
     tol = 1e-12 * _fsum(af, np.int64(0), k) + 1e-300
-    types = np.empty(max(k - 1, 0), np.int64)
+    types = sci[0][: max(k - 1, 0)]
     _types_of(atz, att, s, e, types)
-    y = np.empty(k)
-    cuts = np.empty(k, np.int64)
-    sums = _sums_cache(k)
+    y = scf[3][:k]
+    cuts = sci[1][:k]
+    s_end = sci[2][:k]
+    s_end[:] = -1
+    sums = (s_end, scf[4][:k], scf[5][:k])
+    g = scf[6]
+    back0 = scb[0]
+    back1 = scb[1]
     while True:
-        _solve_chain_c(w, f, types, tol, y, cuts, sums)
+        _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, back1)
         held = False
         for i in range(k - 1):
             ti = types[i]
@@ -761,7 +784,7 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
                 held = True
         if not held:
             break
-    tmp = np.empty(k)
+    tmp = scf[7][:k]
     for i in range(k):
         tmp[i] = w[i] * v0[i] * v0[i]
     ke0 = 0.5 * _fsum(tmp, np.int64(0), k)
@@ -770,16 +793,16 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
     ke1 = 0.5 * _fsum(tmp, np.int64(0), k)
     for i in range(k):
         v[s + i] = y[i]
-    dp = np.empty(k)
+    dp = scf[8][:k]
     acc = 0.0
     for i in range(k):
         x = w[i] * (y[i] - v0[i])
         acc = x if i == 0 else acc + x
         dp[i] = acc
     lost = max(ke0 - ke1, 0.0)
-    share = np.empty(nj)
-    imp = np.empty(nj)
-    rel = np.empty(nj)
+    share = scf[9][:nj]
+    imp = scf[10][:nj]
+    rel = scf[11][:nj]
     for q in range(nj):
         imp[q] = abs(dp[js[q] - s])
         rel[q] = abs(dvs[q])
@@ -796,12 +819,23 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
 
 
 @_lazy
-def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb, first, jb, njb, rs, re):
+def _scratch(n):
+    """The work arrays of :func:`_impulse_run` for runs of up to ``n`` cars: float, int and
+    int8 rows, a bool row and the block solver's stack."""
+    return (
+        np.empty((12, n + 1)), np.empty((3, n + 1), np.int64), np.empty((2, n + 1), np.int8),
+        np.empty(n + 1, np.bool_), np.empty(2 * n + 2, np.int64),
+    )  # fmt: skip
+
+
+@_lazy
+def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb, first, jb, njb, rs, re, sc):
     """Engine._impulses: resolve every joint between groups that is at a limit and closing
     (``bad``, ``dvb``: work arrays for the joints and their closing speeds). The joints
     between groups are those of ``gid`` in a step's ``first`` round, else the last
     round's ``jb[:njb]`` (the same joints). The runs of cars resolved go to ``rs``/``re``;
-    returns the event table, its count and the number of runs."""
+    returns the event table, its count and the number of runs. ``sc``: the work arrays
+    of :func:`_impulse_run`."""
     n = m.size
     nbad = 0
     if first:
@@ -837,7 +871,9 @@ def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb, fi
         i0 = i
         while i < nbad and bad[i] < e - 1:
             i += 1
-        ev, cnt = _impulse_run(m, atz, att, v, s, e, bad[i0:i], dvb[i0:i], i - i0, rest, time, line, ev, cnt)
+        ev, cnt = _impulse_run(
+            m, atz, att, v, s, e, bad[i0:i], dvb[i0:i], i - i0, rest, time, line, ev, cnt, sc
+        )
         rs[nr] = s
         re[nr] = e
         nr += 1
@@ -970,12 +1006,17 @@ def step(
     first = True
     ng = 0
     nj = 0
+    sc = _scratch(0)
+    have_sc = False
     while True:
         nr = 0
         if dirty:
+            if not have_sc:  # (made once per step, when a step has impulses)
+                sc = _scratch(n)
+                have_sc = True
             ev, cnt, nr = _impulses(
-                m, same, atz, att, v, gid, rest, time, line, ev, cnt, wi[7], wf[23], first, jb, nj, rs, re
-            )
+                m, same, atz, att, v, gid, rest, time, line, ev, cnt, wi[7], wf[23], first, jb, nj, rs, re, sc
+            )  # fmt: skip
             dirty = False
         ng, nj = regroup(
             m, same, drive, resist, tol, atz, att, v, gstart, gm, gd, gr, gv, ga, jb, jg, cache, ws, first, ng, rs, re, nr
