@@ -59,6 +59,9 @@ def _jit(sig):
 
 
 _lazy = njit(cache=True, nogil=True)
+# small helpers of the round, inlined (numba's IR inlining): a call passes every array
+# with a reference count taken and dropped, which costs more than the helper's work
+_inline = njit(cache=True, nogil=True, inline="always")
 
 
 # ----------------------------------------------------------------------------- sums
@@ -515,13 +518,13 @@ def _workspace(wf, wi, wb):
     )  # fmt: skip
 
 
-@_lazy
+@_inline
 def _lock(atz, att, v, j):
     """Whether joint ``j`` holds its cars in one block: at a limit, with equal speeds."""
     return (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)
 
 
-@_lazy
+@_inline
 def _checked_before(fc, atz, att, s, e, ak, sk, p0, allmov):
     """Whether block ``s..e-1``'s joint forces were checked earlier in this step with the
     same inputs: its cars, joint limits, acceleration, direction, whether every block
@@ -539,7 +542,7 @@ def _checked_before(fc, atz, att, s, e, ak, sk, p0, allmov):
     return True
 
 
-@_lazy
+@_inline
 def _keep_check(fc, atz, att, s, e, ak, sk, p0, allmov, acc, bad):
     fc_end, owner, fa, fs, fp0, facc, fbad, fz, ft, fmov = fc
     fc_end[s] = e
@@ -556,7 +559,7 @@ def _keep_check(fc, atz, att, s, e, ak, sk, p0, allmov, acc, bad):
         ft[j] = att[j]
 
 
-@_lazy
+@_inline
 def _force_check(m, drive, resist, atz, att, s, e, ak, sk, p0, tol, allmov):
     """Block ``s..e-1``'s joint forces from the running sum ``p0`` before its first car:
     whether one has the wrong sign or (at rest) a car could break free, and the running
@@ -885,7 +888,7 @@ def _group_end(gstart, ng, n, k):
     return gstart[k + 1] - 1 if k + 1 < ng else n - 1
 
 
-@_lazy
+@_inline
 def _group_of(gstart, ng, i):
     """The group of car ``i`` (the last group starting at or before it)."""
     lo = 0
@@ -899,7 +902,7 @@ def _group_of(gstart, ng, i):
     return lo
 
 
-@_lazy
+@_inline
 def _fill(gstart, ng, n, gval, out):
     """Every car's value from its group's (``out[i] = gval[group of i]``)."""
     for k in range(ng):
