@@ -71,8 +71,8 @@ class _TrainBrakes:
         """Per car brake force after ``dt`` s at ``handle``; and the mean cylinder fraction."""
         self.air.step(handle, dt)
         law = self.shoe.default_law
-        kernel = _BRAKE_FORCES() if law is not None and self.compiled else None
-        if kernel is not None:  # (the same numbers in one pass over the cars)
+        kernel = _BRAKE_FORCES() if self.compiled else None
+        if kernel is not None and law is not None:  # (the same numbers in one pass over the cars)
             force, frac = np.empty(v_cars.size), np.empty(v_cars.size)
             kernel(
                 v_cars, self.air.cyl, self.max_cyl, self.spring, self.capacity, _LAWS[law],
