@@ -184,3 +184,82 @@ def test_train_brakes_compiled_and_numpy_alike(laws, kind):
     assert any(x[0].max() > 0 for x in b) and b[-1][1][0] > 0.3  # it braked
     for step, (x, y) in enumerate(zip(a, b)):
         assert np.array_equal(_bits(x[0]), _bits(y[0])) and np.array_equal(_bits(x[1]), _bits(y[1])), step
+
+
+def _slack_run(quiet: float) -> tuple[list, int]:
+    """A 60-car train whose couplers run in and out at many speeds (drive changing at both
+    ends of its halves, random resistance), compiled; its events and count."""
+    from tdbtools.physics.engine import Bodies, Engine
+
+    n = 60
+    eng = Engine(Bodies.trains([[80e3] * n], [[20.0] * n]), -20.0 * np.arange(n), np.zeros(n), compiled=True)
+    eng.quiet_contact_speed = quiet
+    rng = np.random.default_rng(3)
+    out = []
+    for i in range(600):
+        drive = np.zeros(n)
+        phase = (i // 40) % 4
+        drive[0] = (3e5, 0.0, -3e5, 0.0)[phase] * (1.0 + 0.5 * np.sin(i))
+        drive[n // 2] = (0.0, 2e5, 0.0, -2e5)[phase]
+        out += eng.step(0.1, drive, np.full(n, 300.0 + 50.0 * rng.random()))
+    return out, eng.event_count
+
+
+@needs_numba
+def test_quiet_contacts_are_not_made_but_counted():
+    """Engine.quiet_contact_speed (set by the replay's watching stage): the compiled step
+    makes no records of impacts and taut couplers slower than it, and every other event
+    as it was (stops and starts whatever their speed, contacts at or above it, NaN speeds);
+    the count is of all of them. The watching stage's own filter (MIN_EVENT_SPEED) drops
+    exactly those, so a replay's events are the same."""
+    from tdbtools.physics.stages.watching import MIN_EVENT_SPEED
+
+    every, n_every = _slack_run(0.0)
+    quiet, n_quiet = _slack_run(MIN_EVENT_SPEED)
+    kept = [
+        e for e in every
+        if not (e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED)
+    ]  # fmt: skip
+    assert n_every == n_quiet == len(every) and len(kept) < len(every)
+    assert {e.kind for e in quiet} == {"impact", "coupler_taut", "stopped", "started"}
+    assert quiet == kept
+
+
+def test_unit_limits_ask_each_force_once():
+    """PowerUnit._limits hands back the available force at the effective throttle and at
+    its limit, asked once each (once when equal): each is what ``available`` gives there,
+    and the capacity is the smaller of the force at the limit and the cap, for diesels
+    (power-limited or not, engines at any RPM), an electric and a steam engine."""
+    from tdbtools.physics.orts import traction
+    from tdbtools.physics.orts.unit import PowerUnit
+
+    names = ("diesel/LOCO_CC.eng", "dmu/DMU_A.eng", "electric/EL_LOCO.eng", "steam/STEAM.eng")
+    stocks = [read_stock(DATA / n) for n in names]
+    stocks.append(
+        read_stock(
+            Path(__file__).parent.parent / "sample_routes/sample/TRAINS/TRAINSET/SAMPLE_DL/SAMPLE_DL66.eng"
+        )
+    )
+    rng = np.random.default_rng(11)
+    unequal = equal = 0
+    for s in stocks:
+        u = PowerUnit(s)
+        for _ in range(60):
+            u.rpm = [rng.uniform(e.idle_rpm, e.max_rpm) for e in u.engines]
+            v = float(rng.choice([0.0, rng.uniform(0.0, 40.0)]))
+            throttle = float(rng.choice([0.0, 1.0, rng.uniform(0.0, 1.0)]))
+            t, limit, cap, target, at_limit = u._limits(throttle, v)
+            app = u.apparent()
+            assert t == traction.effective_throttle(throttle, app, u.power_limited)
+            assert target == u.available(t, v) and at_limit == u.available(limit, v)
+            unequal += t != limit
+            equal += t == limit
+            if not u.geared and limit > 0:
+                assert u.capacity(v) == min(min(u.available(limit, v), cap), float(_adhesion(u, v)))
+    assert unequal > 20 and equal > 20
+
+
+def _adhesion(u, v):  # noqa: ANN001, ANN202
+    from tdbtools.physics.orts.adhesion import adhesion_limit
+
+    return adhesion_limit(u.drive_mass, v)
