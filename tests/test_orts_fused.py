@@ -263,3 +263,17 @@ def _adhesion(u, v):  # noqa: ANN001, ANN202
     from tdbtools.physics.orts.adhesion import adhesion_limit
 
     return adhesion_limit(u.drive_mass, v)
+
+
+def test_adhesion_limit_of_one_speed_is_numpys():
+    """adhesion_limit_of (Python floats, what a power unit asks twice a step) against
+    adhesion_limit (numpy) at random and special speeds, masses and both weathers."""
+    from tdbtools.physics.orts.adhesion import adhesion_limit, adhesion_limit_of
+
+    rng = np.random.default_rng(12)
+    for v in [*SPECIAL, *rng.uniform(-80.0, 80.0, 300).tolist()]:
+        for mass in (126000.0, 80000, float(rng.uniform(1e4, 2e5))):
+            for weather in ("dry", "wet"):
+                got = adhesion_limit_of(mass, v, weather)
+                ref = float(adhesion_limit(mass, v, weather))
+                assert type(got) is float and _bits(got) == _bits(ref), (v, mass, weather)

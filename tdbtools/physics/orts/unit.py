@@ -15,7 +15,7 @@ import numpy as np
 from ...formats.stock import Stock
 from ...formats.stock_orts import TractionRamps
 from . import diesel, steam, traction
-from .adhesion import adhesion_limit
+from .adhesion import adhesion_limit_of
 from .dynamic import DynamicBrake, engage_delay
 from .gearbox import GearBox, gears_of
 
@@ -147,7 +147,7 @@ class PowerUnit:
             f = sum(b.force(throttle, v, r) for b, r in zip(self.boxes, self.rpm))
             self.traction = f
             self.prev_speed = v
-            return min(f, float(adhesion_limit(self.drive_mass, v)))
+            return min(f, adhesion_limit_of(self.drive_mass, v))
         t, limit, cap, target, _ = self._limits(throttle, v)
         if limit > 0:
             f = traction.ramp_force(self.traction, dt, target, cap, v, self.prev_speed, self.ramps)
@@ -157,17 +157,17 @@ class PowerUnit:
         if self.derate is not None:
             f, self.average = self.derate.step(f, self.average, dt)
         self.traction = f
-        return min(f, float(adhesion_limit(self.drive_mass, v)))
+        return min(f, adhesion_limit_of(self.drive_mass, v))
 
     def capacity(self, v: float) -> float:
         """The force at full throttle with the engines as they run now (no state change)."""
         v = abs(v)
         if self.geared:
             f = sum(b.force(1.0, v, r) for b, r in zip(self.boxes, self.rpm))
-            return min(f, float(adhesion_limit(self.drive_mass, v)))
+            return min(f, adhesion_limit_of(self.drive_mass, v))
         _, limit, cap, _, at_limit = self._limits(1.0, v)
         f = min(at_limit, cap) if limit > 0 else 0.0
-        return min(f, float(adhesion_limit(self.drive_mass, v)))
+        return min(f, adhesion_limit_of(self.drive_mass, v))
 
     def dynamic(self, setting: float, v: float) -> float:
         """The force law of the dynamic brake at ``setting`` and speed ``v`` (no state)."""
