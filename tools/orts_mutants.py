@@ -111,13 +111,13 @@ M = [
     ("tdbtools/physics/orts/replay_forces.py", "hold = max(-need, 0.0)", "hold = 0.0"),
     (
         "tdbtools/physics/orts/replay_forces.py",
-        "trac[i], fd = u.step(throttle, dyn, speed, dt)",
-        "trac[i], fd = u.step(1.0, dyn, speed, dt)",
+        "trac[rows], fd = u.step(throttle, dyn, speed, dt)",
+        "trac[rows], fd = u.step(1.0, dyn, speed, dt)",
     ),
     (
         "tdbtools/physics/orts/replay_forces.py",
-        "trac[i], fd = u.step(throttle, dyn, speed, dt)",
-        "trac[i], fd = u.step(throttle, dyn, speed, dt)\n                trac[i] *= fwd",
+        "trac[rows], fd = u.step(throttle, dyn, speed, dt)",
+        "trac[rows], fd = u.step(throttle, dyn, speed, dt)\n                trac[rows] *= fwd",
     ),
 ]
 M += [
