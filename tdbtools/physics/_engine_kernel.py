@@ -59,6 +59,9 @@ def _jit(sig):
 
 
 _lazy = njit(cache=True, nogil=True)
+# small helpers of the round, inlined (numba's IR inlining): a call passes every array
+# with a reference count taken and dropped, which costs more than the helper's work
+_inline = njit(cache=True, nogil=True, inline="always")
 
 
 # ----------------------------------------------------------------------------- sums
@@ -195,8 +198,14 @@ def _fsum_exact(a, s, e):
 @_lazy
 def _max_upper_set(g, types, k, member):
     """engine._max_upper_set of ``g[:k]``; the set goes to ``member[:k]``."""
-    back0 = np.zeros(k, np.int8)
-    back1 = np.ones(k, np.int8)
+    return _max_upper_set_w(g, types, k, member, np.empty(k, np.int8), np.empty(k, np.int8))
+
+
+@_lazy
+def _max_upper_set_w(g, types, k, member, back0, back1):
+    """:func:`_max_upper_set` with its work arrays (``k`` values or more each) given."""
+    back0[0] = 0
+    back1[0] = 1
     b0 = 0.0
     b1 = g[0]
     # (selects, not branches: which way a step goes is data, badly predicted)
@@ -239,14 +248,22 @@ def _solve_chain(w, f, types, tol, y, cuts):
 def _solve_chain_c(w, f, types, tol, y, cuts, sums):
     """:func:`_solve_chain` with the sums of ``w`` and ``f`` kept in ``sums`` (:func:`_sums_cache`)."""
     k = w.size
+    return _solve_chain_w(
+        w, f, types, tol, y, cuts, sums, np.empty(2 * k + 2, np.int64), np.empty(k), np.empty(k, np.bool_),
+        np.empty(k, np.int8), np.empty(k, np.int8),
+    )  # fmt: skip
+
+
+@_lazy
+def _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, back1):
+    """:func:`_solve_chain_c` with its work arrays given (a stack of ``2·k + 2`` values,
+    the others of ``k`` or more): no allocation per call."""
+    k = w.size
     nc = 0
-    stack = np.empty(2 * k + 2, np.int64)
     sp = 0
     stack[0] = 0
     stack[1] = k
     sp = 2
-    g = np.empty(k)
-    member = np.empty(k, np.bool_)
     s_end, s_w, s_f = sums
     while sp:
         sp -= 2
@@ -277,7 +294,7 @@ def _solve_chain_c(w, f, types, tol, y, cuts, sums):
             m = e - s
             for i in range(m):
                 g[i] = f[s + i] - w[s + i] * ybar
-            best = _max_upper_set(g, types[s : e - 1], m, member)
+            best = _max_upper_set_w(g, types[s : e - 1], m, member, back0, back1)
             if best <= tol:
                 ok = True
             else:
@@ -428,7 +445,7 @@ def _types_of(atz, att, s, e, out):
 
 # Work arrays: made once per engine (work_arrays) and reused by every step, so a step of a
 # short train does not spend its time allocating. Rows of (n + 1) values each.
-_WF, _WI, _WB = 26, 8, 6  # float, int and bool rows
+_WF, _WI, _WB = 31, 15, 10  # float, int and bool rows
 
 
 def work_arrays(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -487,44 +504,129 @@ def _store_split(cache, atz, att, s, e, sg, ys, cuts, nc):
 
 @_lazy
 def _workspace(wf, wi, wb):
-    """The blocks' work arrays of :func:`regroup`; the segment sums are emptied (valid
-    within one step)."""
+    """The blocks' work arrays of :func:`regroup`; the segment sums and the joint-force
+    checks kept per block are emptied (valid within one step)."""
     bc_end = wi[2]
     bc_end[:] = -1
+    fc_end = wi[11]
+    fc_end[:] = -1
     return (
-        wb[3], wi[3], wi[4], wf[2], wf[3], wf[4], wf[5], wf[6], wf[7], wf[8],
-        wf[9], wb[4], wb[5], wf[10], bc_end, wf[11], wf[12], wf[13],
+        wb[3], wi[4], wf[2], wf[3], wf[4], wf[5], wf[6], wf[7], wf[8], wf[9], wb[4], wb[5],
+        bc_end, wf[11], wf[12], wf[13],
+        fc_end, wi[12], wf[26], wf[27], wf[28], wf[29], wb[6], wb[7], wb[8], wb[9],
+        wi[13], wi[14], wf[30],
     )  # fmt: skip
 
 
+@_inline
+def _lock(atz, att, v, j):
+    """Whether joint ``j`` holds its cars in one block: at a limit, with equal speeds."""
+    return (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)
+
+
+@_inline
+def _checked_before(fc, atz, att, s, e, ak, sk, p0, allmov):
+    """Whether block ``s..e-1``'s joint forces were checked earlier in this step with the
+    same inputs: its cars, joint limits, acceleration, direction, whether every block
+    moved, and the running sum before its first car (so the same additions, the same
+    result)."""
+    fc_end, owner, fa, fs, fp0, _acc, _bad, fz, ft, fmov = fc
+    if fc_end[s] != e or fa[s] != ak or fs[s] != sk or fp0[s] != p0 or fmov[s] != allmov:
+        return False
+    for i in range(s, e):
+        if owner[i] != s:
+            return False
+    for j in range(s, e - 1):
+        if fz[j] != atz[j] or ft[j] != att[j]:
+            return False
+    return True
+
+
+@_inline
+def _keep_check(fc, atz, att, s, e, ak, sk, p0, allmov, acc, bad):
+    fc_end, owner, fa, fs, fp0, facc, fbad, fz, ft, fmov = fc
+    fc_end[s] = e
+    fa[s] = ak
+    fs[s] = sk
+    fp0[s] = p0
+    fmov[s] = allmov
+    facc[s] = acc
+    fbad[s] = bad
+    for i in range(s, e):
+        owner[i] = s
+    for j in range(s, e - 1):
+        fz[j] = atz[j]
+        ft[j] = att[j]
+
+
+@_inline
+def _force_check(m, drive, resist, atz, att, s, e, ak, sk, p0, tol, allmov):
+    """Block ``s..e-1``'s joint forces from the running sum ``p0`` before its first car:
+    whether one has the wrong sign or (at rest) a car could break free, and the running
+    sum after its last car."""
+    joints = allmov or sk != 0.0
+    rest = not allmov and sk == 0.0
+    bad = False
+    acc = p0
+    for i in range(s, e):
+        E = drive[i] - sk * resist[i] - m[i] * ak
+        acc = E if i == 0 else acc + E
+        if i < e - 1:  # a joint inside the block: at a limit (lock)
+            sj = 1.0 if atz[i] else -1.0
+            bad |= joints & (atz[i] != att[i]) & (sj * (acc - p0) > tol)
+        bad |= rest & (abs(drive[i]) > resist[i] + tol)
+    return bad, acc
+
+
 @_lazy
-def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, jb, cache, ws):
-    """Engine._regroup: the groups of this round. Writes the group of each car (``gid``),
-    the groups' first cars, masses, drives, resists, speeds and accelerations, and the cars'
-    speeds and accelerations, and the joints between groups of one line (``jb``); returns
-    the numbers of groups and of those joints. ``cache`` keeps the solutions
-    of the blocks that split (:func:`_new_cache`), ``ws`` the block sums of mass and forces
-    (:func:`_workspace`); both are valid while the forces are."""
-    lock, bid, bstart, mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, Pc, bc_end, bc_M, bc_D, bc_R = ws
+def regroup(
+    m, same, drive, resist, tol, atz, att, v, gstart, gm, gd, gr, gv, ga, jb, jg, cache, ws, full, ngp, rs, re, nr,
+):  # fmt: skip
+    """Engine._regroup: the groups of this round. Writes the groups' first cars, masses,
+    drives, resists, speeds and accelerations, the joints between groups of one line
+    (``jb``) and the group ahead of each (``jg``); returns (groups, joints). The cars'
+    groups, speeds and accelerations follow from the groups (:func:`_advance`,
+    :func:`step`). ``cache`` holds the solutions of the blocks that split
+    (:func:`_new_cache`), ``ws`` the block sums of mass and forces and the joint-force
+    checks (:func:`_workspace`); all are valid while the forces are.
+
+    Incremental where that gives the same numbers: the blocks from the last round's
+    groups (``gstart[:ngp]``) and the runs of cars the impulses moved (``rs``/``re``,
+    ``nr`` of them) unless ``full``; a block's joint-force check kept when its inputs,
+    the running sum before it included, are those of an earlier check this step."""
+    (
+        lock, bstart, mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, bc_end, bc_M, bc_D, bc_R,
+        fc_end, fc_owner, fc_a, fc_s, fc_p0, fc_acc, fc_bad, fc_z, fc_t, fc_mov, types, cuts, y,
+    ) = ws  # fmt: skip
+    fc = (fc_end, fc_owner, fc_a, fc_s, fc_p0, fc_acc, fc_bad, fc_z, fc_t, fc_mov)
     n = m.size
-    # blocks: joints at a limit with equal speeds
+    # blocks: joints at a limit with equal speeds. A joint inside one of the last round's
+    # groups still is (its gap has not moved, its cars' speeds are equal), unless an
+    # impulse changed the speeds of its cars: only the others are looked at again.
+    if full:
+        for j in range(n - 1):
+            lock[j] = _lock(atz, att, v, j)
+    else:
+        for k in range(1, ngp):
+            j = gstart[k] - 1
+            lock[j] = _lock(atz, att, v, j)
+        for r in range(nr):
+            for j in range(rs[r], re[r] - 1):
+                lock[j] = _lock(atz, att, v, j)
     nb = 1
-    bid[0] = 0
     bstart[0] = 0
     for j in range(n - 1):
-        mv[j] = m[j] * v[j]
-        lk = (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)  # (no branches: see below)
-        lock[j] = lk
-        brk[j] = not lk
-        if not lk:
+        b = not lock[j]
+        brk[j] = b
+        if b:
             bstart[nb] = j + 1
             nb += 1
-        bid[j + 1] = nb - 1
-    mv[n - 1] = m[n - 1] * v[n - 1]
     allmov = True
     for k in range(nb):
         s = bstart[k]
         e = bstart[k + 1] if k + 1 < nb else n
+        for i in range(s, e):
+            mv[i] = m[i] * v[i]
         if bc_end[s] == e:  # the same cars as a block earlier in this step: the same sums
             M = bc_M[s]
             D = bc_D[s]
@@ -550,15 +652,12 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
         vb[k] = vk
         sb[k] = sg
         ab[k] = (D - sg * R) / M if sg != 0.0 else 0.0
-    if nb == n:  # every car a block of its own: no joint forces to check
-        for i in range(n):
-            a_car[i] = ab[i]
-    else:
+    nslow = 0
+    if nb < n:
         # the joint forces of every block (running sums over all cars, as numpy's), the
         # blocks whose forces have the wrong sign, and blocks at rest a car could leave
         # (per block, and the tests as selects: their outcomes are data, badly predicted
-        # as branches; Pc[s], the running sum before a block's first car s, is p0)
-        slow[:nb] = False
+        # as branches; the running sum before a block's first car s is p0)
         acc = 0.0
         for k in range(nb):
             s = bstart[k]
@@ -566,69 +665,67 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
             ak = ab[k]
             sk = sb[k]
             p0 = acc
-            joints = allmov or sk != 0.0
-            rest = not allmov and sk == 0.0
-            bad = False
-            for i in range(s, e):
-                a_car[i] = ak
-                E = drive[i] - sk * resist[i] - m[i] * ak
-                acc = E if i == 0 else acc + E
-                if i < e - 1:  # a joint inside the block: at a limit (lock)
-                    sj = 1.0 if atz[i] else -1.0
-                    bad |= joints & (atz[i] != att[i]) & (sj * (acc - p0) > tol)
-                bad |= rest & (abs(drive[i]) > resist[i] + tol)
+            if _checked_before(fc, atz, att, s, e, ak, sk, p0, allmov):
+                bad = fc_bad[s]
+                acc = fc_acc[s]
+            else:
+                bad, acc = _force_check(m, drive, resist, atz, att, s, e, ak, sk, p0, tol, allmov)
+                _keep_check(fc, atz, att, s, e, ak, sk, p0, allmov, acc, bad)
             slow[k] = bad
-        nslow = 0
-        for k in range(nb):
-            if slow[k]:
-                nslow += 1
-        if nslow:
-            types = np.empty(n, np.int64)
-            cuts = np.empty(n, np.int64)
-            y = np.empty(n)
-            for k in range(nb):
-                if not slow[k]:
-                    continue
-                s = bstart[k]
-                e = bstart[k + 1] if k + 1 < nb else n
-                if e - s < 2:
-                    continue
-                moving = sb[k] != 0.0 and vb[k] != 0.0
-                sg = sb[k] if moving else 0.0
-                c = _cached_split(cache, atz, att, s, e, sg, a_car, brk)
-                if c >= 0:
-                    continue
-                _types_of(atz, att, s, e, types)
-                tol_k = 1e-9 * (_fsum(np.abs(drive[s:e]), np.int64(0), e - s) + _fsum(resist, s, e)) + 1e-300
-                if moving:
-                    f = np.empty(e - s)
-                    for i in range(s, e):
-                        f[i - s] = drive[i] - sg * resist[i]
-                    c = _solve_chain(m[s:e], f, types[: e - s - 1], tol_k, y, cuts)
-                else:
-                    c = _solve_static(m[s:e], drive[s:e], resist[s:e], types[: e - s - 1], tol_k, y, cuts)
-                for i in range(e - s):
-                    a_car[s + i] = y[i]
-                for i in range(c):
-                    brk[s + cuts[i]] = True
-                _store_split(cache, atz, att, s, e, sg, y, cuts, c)
-    # the groups: their first cars, speeds and accelerations, each car's, and the joints
-    # between groups on one line (the only gaps that move)
+            nslow += bad
+        for k in range(nb if nslow else 0):
+            if not slow[k]:
+                continue
+            s = bstart[k]
+            e = bstart[k + 1] if k + 1 < nb else n
+            if e - s < 2:
+                continue
+            moving = sb[k] != 0.0 and vb[k] != 0.0
+            sg = sb[k] if moving else 0.0
+            c = _cached_split(cache, atz, att, s, e, sg, a_car, brk)
+            if c >= 0:
+                continue
+            _types_of(atz, att, s, e, types)
+            tol_k = 1e-9 * (_fsum(np.abs(drive[s:e]), np.int64(0), e - s) + _fsum(resist, s, e)) + 1e-300
+            if moving:
+                f = np.empty(e - s)
+                for i in range(s, e):
+                    f[i - s] = drive[i] - sg * resist[i]
+                c = _solve_chain(m[s:e], f, types[: e - s - 1], tol_k, y, cuts)
+            else:
+                c = _solve_static(m[s:e], drive[s:e], resist[s:e], types[: e - s - 1], tol_k, y, cuts)
+            for i in range(e - s):
+                a_car[s + i] = y[i]
+            for i in range(c):
+                brk[s + cuts[i]] = True
+            _store_split(cache, atz, att, s, e, sg, y, cuts, c)
+    # the groups: their first cars, speeds and accelerations, and the joints between
+    # groups on one line (the only gaps that move); a block that did not split is a group
     ng = 0
     nj = 0
-    for i in range(n):
-        if i == 0 or brk[i - 1]:
-            if i and same[i - 1]:
-                jb[nj] = i - 1
+    for k in range(nb):
+        s = bstart[k]
+        e = bstart[k + 1] if k + 1 < nb else n
+        if nslow and slow[k] and e - s >= 2:
+            for i in range(s, e):
+                if i == s or brk[i - 1]:
+                    if i and same[i - 1]:
+                        jb[nj] = i - 1
+                        jg[nj] = ng - 1
+                        nj += 1
+                    gstart[ng] = i
+                    gv[ng] = vb[k]
+                    ga[ng] = a_car[i]
+                    ng += 1
+        else:
+            if s and same[s - 1]:
+                jb[nj] = s - 1
+                jg[nj] = ng - 1
                 nj += 1
-            gstart[ng] = i
-            gv[ng] = vb[bid[i]]
-            ga[ng] = a_car[i]
+            gstart[ng] = s
+            gv[ng] = vb[k]
+            ga[ng] = ab[k]
             ng += 1
-        k = ng - 1
-        gid[i] = k
-        v[i] = gv[k]
-        a[i] = ga[k]
     for k in range(ng):
         s = gstart[k]
         if ng == nb:  # no block split: the blocks' sums
@@ -650,25 +747,34 @@ def regroup(m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr
 
 
 @_lazy
-def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
+def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, sc):
     """Engine._impulse_small / _impulse_block on the run of cars ``s..e-1``; appends the
-    events of its violated joints ``js[:nj]``. Returns the event table and its count."""
+    events of its violated joints ``js[:nj]``. Returns the event table and its count.
+    ``sc``: the work arrays (:func:`_scratch`)."""
+    scf, sci, scb, member, stack = sc
     k = e - s
     w = m[s:e]
-    v0 = v[s:e].copy()
-    f = np.empty(k)
-    af = np.empty(k)
+    v0 = scf[0][:k]
+    for i in range(k):
+        v0[i] = v[s + i]
+    f = scf[1][:k]
+    af = scf[2][:k]
     for i in range(k):
         f[i] = w[i] * v0[i]
         af[i] = abs(f[i])
     tol = 1e-12 * _fsum(af, np.int64(0), k) + 1e-300
-    types = np.empty(max(k - 1, 0), np.int64)
+    types = sci[0][: max(k - 1, 0)]
     _types_of(atz, att, s, e, types)
-    y = np.empty(k)
-    cuts = np.empty(k, np.int64)
-    sums = _sums_cache(k)
+    y = scf[3][:k]
+    cuts = sci[1][:k]
+    s_end = sci[2][:k]
+    s_end[:] = -1
+    sums = (s_end, scf[4][:k], scf[5][:k])
+    g = scf[6]
+    back0 = scb[0]
+    back1 = scb[1]
     while True:
-        _solve_chain_c(w, f, types, tol, y, cuts, sums)
+        _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, back1)
         held = False
         for i in range(k - 1):
             ti = types[i]
@@ -681,7 +787,7 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
                 held = True
         if not held:
             break
-    tmp = np.empty(k)
+    tmp = scf[7][:k]
     for i in range(k):
         tmp[i] = w[i] * v0[i] * v0[i]
     ke0 = 0.5 * _fsum(tmp, np.int64(0), k)
@@ -690,16 +796,16 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
     ke1 = 0.5 * _fsum(tmp, np.int64(0), k)
     for i in range(k):
         v[s + i] = y[i]
-    dp = np.empty(k)
+    dp = scf[8][:k]
     acc = 0.0
     for i in range(k):
         x = w[i] * (y[i] - v0[i])
         acc = x if i == 0 else acc + x
         dp[i] = acc
     lost = max(ke0 - ke1, 0.0)
-    share = np.empty(nj)
-    imp = np.empty(nj)
-    rel = np.empty(nj)
+    share = scf[9][:nj]
+    imp = scf[10][:nj]
+    rel = scf[11][:nj]
     for q in range(nj):
         imp[q] = abs(dp[js[q] - s])
         rel[q] = abs(dvs[q])
@@ -716,21 +822,43 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt):
 
 
 @_lazy
-def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb):
+def _scratch(n):
+    """The work arrays of :func:`_impulse_run` for runs of up to ``n`` cars: float, int and
+    int8 rows, a bool row and the block solver's stack."""
+    return (
+        np.empty((12, n + 1)), np.empty((3, n + 1), np.int64), np.empty((2, n + 1), np.int8),
+        np.empty(n + 1, np.bool_), np.empty(2 * n + 2, np.int64),
+    )  # fmt: skip
+
+
+@_lazy
+def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb, first, jb, njb, rs, re, sc):
     """Engine._impulses: resolve every joint between groups that is at a limit and closing
-    (``bad``, ``dvb``: work arrays for the joints and their closing speeds)."""
+    (``bad``, ``dvb``: work arrays for the joints and their closing speeds). The joints
+    between groups are those of ``gid`` in a step's ``first`` round, else the last
+    round's ``jb[:njb]`` (the same joints). The runs of cars resolved go to ``rs``/``re``;
+    returns the event table, its count and the number of runs. ``sc``: the work arrays
+    of :func:`_impulse_run`."""
     n = m.size
     nbad = 0
-    for j in range(n - 1):
-        if gid[j] == gid[j + 1] or not same[j]:
-            continue
-        d = v[j] - v[j + 1]
-        if (d < -EPS_V and atz[j]) or (d > EPS_V and att[j]):
-            bad[nbad] = j
-            dvb[nbad] = d
-            nbad += 1
-    if nbad == 0:
-        return ev, cnt, False
+    if first:
+        for j in range(n - 1):
+            if gid[j] == gid[j + 1] or not same[j]:
+                continue
+            d = v[j] - v[j + 1]
+            if (d < -EPS_V and atz[j]) or (d > EPS_V and att[j]):
+                bad[nbad] = j
+                dvb[nbad] = d
+                nbad += 1
+    else:
+        for q in range(njb):
+            j = jb[q]
+            d = v[j] - v[j + 1]
+            if (d < -EPS_V and atz[j]) or (d > EPS_V and att[j]):
+                bad[nbad] = j
+                dvb[nbad] = d
+                nbad += 1
+    nr = 0
     i = 0
     while i < nbad:
         j = bad[i]
@@ -746,8 +874,13 @@ def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb):
         i0 = i
         while i < nbad and bad[i] < e - 1:
             i += 1
-        ev, cnt = _impulse_run(m, atz, att, v, s, e, bad[i0:i], dvb[i0:i], i - i0, rest, time, line, ev, cnt)
-    return ev, cnt, True
+        ev, cnt = _impulse_run(
+            m, atz, att, v, s, e, bad[i0:i], dvb[i0:i], i - i0, rest, time, line, ev, cnt, sc
+        )
+        rs[nr] = s
+        re[nr] = e
+        nr += 1
+    return ev, cnt, nr
 
 
 @_lazy
@@ -755,12 +888,38 @@ def _group_end(gstart, ng, n, k):
     return gstart[k + 1] - 1 if k + 1 < ng else n - 1
 
 
+@_inline
+def _group_of(gstart, ng, i):
+    """The group of car ``i`` (the last group starting at or before it)."""
+    lo = 0
+    hi = ng - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if gstart[mid] <= i:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@_inline
+def _fill(gstart, ng, n, gval, out):
+    """Every car's value from its group's (``out[i] = gval[group of i]``)."""
+    for k in range(ng):
+        x = gval[k]
+        for i in range(gstart[k], gstart[k + 1] if k + 1 < ng else n):
+            out[i] = x
+
+
 @_lazy
 def _advance(
-    tau, n, ng, nj, jb, gid, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt,
+    tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt,
 ):  # fmt: skip
-    """Engine._advance: every group moves ``tau`` seconds at its acceleration."""
+    """Engine._advance: every group moves ``tau`` seconds at its acceleration; the cars'
+    speeds are their groups' (also when ``tau`` is not positive: :func:`regroup` leaves
+    them to this)."""
     if not tau > 0.0:
+        _fill(gstart, ng, n, gv, v)
         return ev, cnt, dirty, time
     for k in range(ng):
         if gv[k] == 0.0 and ga[k] != 0.0:
@@ -773,7 +932,7 @@ def _advance(
         gv[k] = gv[k] + ga[k] * tau
     for q in range(nj):
         j = jb[q]
-        k = gid[j]
+        k = jg[q]
         h = hi[j]
         g = min(max(gap[j] + (dg[k] - dg[k + 1]), 0.0), h)
         z = g < SNAP_GAP
@@ -788,9 +947,8 @@ def _advance(
         atz[j] = g <= 0.0
         att[j] = g >= h
     for li in range(line_first.size):
-        xlead[li] += dg[gid[line_first[li]]]
-    for i in range(n):
-        v[i] = gv[gid[i]]
+        xlead[li] += dg[_group_of(gstart, ng, line_first[li])]
+    _fill(gstart, ng, n, gv, v)
     return ev, cnt, dirty, time + tau
 
 
@@ -828,6 +986,9 @@ def step(
     cnt = 0
     gstart = wi[5]
     jb = wi[6]
+    jg = wi[10]
+    rs = wi[8]
+    re = wi[9]
     gm, gd, gr, gv, ga, dg, tc, tt, ts = (
         wf[14],
         wf[15],
@@ -845,18 +1006,30 @@ def step(
     count = 0
     truncated = False
     moved = False
+    first = True
+    ng = 0
+    nj = 0
+    sc = _scratch(0)
+    have_sc = False
     while True:
+        nr = 0
         if dirty:
-            ev, cnt, _ = _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, wi[7], wf[23])
+            if not have_sc:  # (made once per step, when a step has impulses)
+                sc = _scratch(n)
+                have_sc = True
+            ev, cnt, nr = _impulses(
+                m, same, atz, att, v, gid, rest, time, line, ev, cnt, wi[7], wf[23], first, jb, nj, rs, re, sc
+            )  # fmt: skip
             dirty = False
         ng, nj = regroup(
-            m, same, drive, resist, tol, atz, att, v, a, gid, gstart, gm, gd, gr, gv, ga, jb, cache, ws
-        )
+            m, same, drive, resist, tol, atz, att, v, gstart, gm, gd, gr, gv, ga, jb, jg, cache, ws, first, ng, rs, re, nr
+        )  # fmt: skip
+        first = False
         # -- next event
         t_min = math.inf
         for q in range(nj):
             j = jb[q]
-            k = gid[j]
+            k = jg[q]
             S = gap[j]
             B = gv[k + 1] - gv[k]
             A = (ga[k + 1] - ga[k]) * 0.5
@@ -886,7 +1059,7 @@ def step(
         tau = remaining if last else t_min
         # -- advance by tau
         ev, cnt, dirty, time = _advance(
-            tau, n, ng, nj, jb, gid, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt
+            tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt
         )  # fmt: skip
         if nj and tau > 0.0:
             moved = True
@@ -925,10 +1098,16 @@ def step(
             truncated = True
             # the rest of the step without interactions (as Engine.step; never expected)
             ev, cnt, dirty, time = _advance(
-                remaining, n, ng, nj, jb, gid, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt
+                remaining, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt
             )  # fmt: skip
             moved = True
             break
+    # the cars' groups and accelerations: those of the last round's groups
+    for k in range(ng):
+        ak = ga[k]
+        for i in range(gstart[k], gstart[k + 1] if k + 1 < ng else n):
+            gid[i] = k
+            a[i] = ak
     # Engine.x: the offsets behind each line's first car from one running sum over all
     # joints (numpy's cumsum), subtracted from the line's first car
     c = wf[24]

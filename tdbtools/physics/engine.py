@@ -81,8 +81,9 @@ never drifts by rounding.
 
 With numba installed, :meth:`Engine.step` runs the same rounds compiled
 (``tdbtools.physics._engine_kernel``, docs/physics.md §1.1): the same operations in the same
-order, so the same numbers bit for bit; the code here is then the reference the tests hold
-the kernel to.
+order, so the same numbers bit for bit (a round there redoes only what the last event can
+have changed, where that gives the same numbers); the code here is then the reference the
+tests hold the kernel to.
 
 Modules: :mod:`~tdbtools.physics.engine_bodies` (the cars, the events, the tolerances),
 this module (the state and the step loop), :mod:`~tdbtools.physics.engine_contacts`
