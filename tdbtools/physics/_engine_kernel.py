@@ -16,6 +16,10 @@ What makes that possible:
 Only the physics package imports this module (the engine, and
 :func:`tdbtools.physics.compiled.compile_kernels`), and only when numba is installed
 (``pip install tdbtools[fast]``); compiled code is cached next to the module.
+
+It is one file of ~1,100 lines on purpose: numba's cache of a compiled function is checked
+against the file that defines it only, not the files of the functions it calls, so the
+step's callees split into another module could be edited without the cached step noticing.
 """
 
 from __future__ import annotations
