@@ -29,6 +29,7 @@ from ..stf.parser import ITEM_TABLE_RUN_ENDS, TABLE_RUN_ENDS, gc_paused
 from ..stf.tree import Block, Document
 from ._read import Reader, to_float, to_int, to_int32, to_int53, to_uint
 from ._records import fast_pickle
+from .tdb_scan import NodeScan, scan_nodes
 
 # -- records ---------------------------------------------------------------------------
 
@@ -1043,6 +1044,11 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     count = int(m.group(1))
     pos = m.end()
     compiled = numbers_compiled(n_text - pos)
+    scan = table.take_hint()
+    if isinstance(scan, NodeScan) and scan.start == pos and scan.end <= n_text:
+        from .tdb_scanned import read_scanned_nodes
+
+        return read_scanned_nodes(text, scan, count, n_text, compiled=compiled)
     nodes: list = [None]
     arrays: list[np.ndarray] = []
     columns = _BulkColumns(n_text - pos)
@@ -1170,19 +1176,9 @@ def parse_number_spans(
             buf = None
     if buf is None:
         return [_fromstring(text[a:b]) for a, b in spans]
-    from ._numbers_kernel import parse_spans
-
     starts = np.array([a for a, _b in spans], dtype=np.int64)
     ends = np.array([b for _a, b in spans], dtype=np.int64)
-    starts -= lo
-    ends -= lo
-    room = (ends - starts + 1) // 2  # (at most one number per two characters)
-    offsets = np.zeros(len(spans), dtype=np.int64)
-    np.cumsum(room[:-1], out=offsets[1:])
-    values = np.empty(int(room.sum()))
-    counts = np.empty(len(spans), dtype=np.int64)
-    status = np.empty(len(spans), dtype=np.int8)
-    parse_spans(buf, starts, ends, values, offsets, counts, status)
+    values, offsets, counts, status = compiled_number_spans(buf, starts - lo, ends - lo)
     out: list[np.ndarray | None] = []
     for k, (a, b) in enumerate(spans):
         if status[k]:
@@ -1191,6 +1187,24 @@ def parse_number_spans(
             o = int(offsets[k])
             out.append(values[o : o + int(counts[k])])
     return out
+
+
+def compiled_number_spans(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The compiled reader (formats/_numbers_kernel.py) over the spans ``buf[starts[k]:
+    ends[k]]`` of bytes: ``(values, offsets, counts, status)``, span k's numbers being
+    ``values[offsets[k]:][:counts[k]]`` where ``status[k]`` is 0 (else numpy decides)."""
+    from ._numbers_kernel import parse_spans
+
+    room = (ends - starts + 1) // 2  # (at most one number per two characters)
+    offsets = np.zeros(len(starts), dtype=np.int64)
+    np.cumsum(room[:-1], out=offsets[1:])
+    values = np.empty(int(room.sum()))
+    counts = np.empty(len(starts), dtype=np.int64)
+    status = np.empty(len(starts), dtype=np.int8)
+    parse_spans(buf, starts, ends, values, offsets, counts, status)
+    return values, offsets, counts, status
 
 
 def _fromstring(text: str) -> np.ndarray | None:
@@ -1290,18 +1304,28 @@ _BULK_LIMITS = {
 _BULK_SLICE = 4096
 
 
-def _table_run_end(text: str, pos: int) -> int | None:
+def _table_run_end(text: str, pos: int) -> int | tuple[int, NodeScan] | None:
     """Where the DATA run of stf_bulk.lark that starts at ``pos`` (a TrackNodes table's
     content) ends, if the content is a count and nodes of the shapes of
     grammars/tdb_nodes.lark (each a balanced block at most four deep, holding no quote),
     then white space and the table's ")": the run is then the count and the nodes (the
     regex gives back the white space). Else None, and the lexer's regex decides. Any
     node the bulk reader would not accept as is makes it None: the lexer's own scan of
-    such a table (and any error it reports) is left as it was."""
+    such a table (and any error it reports) is left as it was.
+
+    A large table (NUMBERS_COMPILED_MIN_CHARS) is walked by the compiled scanner
+    (formats/tdb_scan.py) where it takes every node: the run's end then comes with the
+    walk, which the parser gives to the table's block for read_bulk_nodes."""
     m = _patterns().count.match(text, pos)
     if m is None:
         return None
     end = m.end()
+    if numbers_compiled(len(text) - end):
+        scan = scan_nodes(text, end)
+        if scan is not None:
+            if _RUN_CLOSE.match(text, scan.end) is None or text.find('"', pos, scan.end) >= 0:
+                return None
+            return scan.end, scan
     for kind, mn, mt, _a, _b in scan_track_nodes(text, end):
         if kind == BAD_NODE:
             return None

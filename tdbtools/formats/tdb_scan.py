@@ -1,0 +1,134 @@
+"""The compiled walk of a large TrackNodes table (formats/_nodes_kernel.py), made once by
+the STF lexer's table-run hint and handed to the bulk reader with the table's block
+(docs/formats.md §6, "The compiled node scanner").
+
+The kernel reads bytes: the table's text goes to it a few MB at a time (``CHUNK``
+characters, encoded latin-1), so no copy of the whole table is ever made. What it finds is
+kept in a few compact arrays (about 100 bytes a node: ~40 MB for the 460,000 nodes of a
+200 MB file, held from the parse to the bulk reader). A text it does not read exactly (a
+character past latin-1, any node it does not take) gives None: the callers then walk the
+table with the regular expressions of grammars/tdb_nodes.lark, the reference, as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["CHUNK", "NodeScan", "scan_nodes"]
+
+#: Characters of the table given to the kernel at a time (doubled for a node longer).
+CHUNK = 4 << 20
+#: No node is shorter than this (an end node written tightly is ~74 characters).
+_MIN_NODE = 40
+
+
+@dataclass(frozen=True, eq=False)
+class NodeScan:
+    """The nodes of ``text[start:end]`` (``end``: after the last node) as the kernel read
+    them (formats/_nodes_kernel.scan_nodes' outputs, positions in the whole text)."""
+
+    start: int
+    end: int
+    kinds: np.ndarray  # int8: 0 vector, 1 junction, 2 end
+    vspan: np.ndarray  # int64 (vectors, 2): the sections' text
+    vpins: np.ndarray  # int32 (vectors, 4)
+    vrefs: np.ndarray  # int64 (vectors,): end of each node's references in ``refs``
+    refs: np.ndarray  # int32
+    ospan: np.ndarray  # int64 (others, 2): the TrJunctionNode / TrEndNode values' text
+    oints: np.ndarray  # int32 (others, 12): 6 UiD ints, then the pins (2 or 6 values)
+    oflts: np.ndarray  # float64 (others, 6): the UiD floats
+
+    @property
+    def nbytes(self) -> int:
+        return sum(
+            a.nbytes
+            for a in (
+                self.kinds,
+                self.vspan,
+                self.vpins,
+                self.vrefs,
+                self.refs,
+                self.ospan,
+                self.oints,
+                self.oflts,
+            )
+        )
+
+
+def scan_nodes(text: str, start: int, stop: int | None = None) -> NodeScan | None:
+    """The nodes of a TrackNodes table's text from ``start`` (just after its count) up to
+    ``stop`` (default: the text's end), numbered from 1, or None where the kernel does
+    not take them all (see the module's text). The walk ends before white space and a
+    ")" or at ``stop``; the callers check what follows, as after the reference's walk."""
+    from ._nodes_kernel import DONE, GIVE_UP
+    from ._nodes_kernel import scan_nodes as kernel
+
+    if stop is None:
+        stop = len(text)
+    parts: list[tuple] = []
+    base, size, index = start, CHUNK, 1
+    while True:
+        hi = min(base + size, stop)
+        last = hi == stop
+        try:
+            buf = np.frombuffer(text[base:hi].encode("latin-1"), dtype=np.uint8)
+        except UnicodeEncodeError:
+            return None
+        cap = buf.size // _MIN_NODE + 1
+        kinds = np.empty(cap, dtype=np.int8)
+        vspan = np.empty((cap, 2), dtype=np.int64)
+        vpins = np.empty((cap, 4), dtype=np.int32)
+        vrefs = np.empty(cap, dtype=np.int64)
+        refs = np.empty(buf.size // 12 + 1, dtype=np.int32)  # ("TrItemRef(1)" and a space)
+        ospan = np.empty((cap, 2), dtype=np.int64)
+        oints = np.zeros((cap, 12), dtype=np.int32)
+        oflts = np.empty((cap, 6), dtype=np.float64)
+        status, pos, nn, nv, no, nr = kernel(
+            buf, last, index, kinds, vspan, vpins, vrefs, refs, ospan, oints, oflts
+        )
+        if status == GIVE_UP:
+            return None
+        if nn:
+            vspan[:nv] += base
+            ospan[:no] += base
+            parts.append(
+                (kinds[:nn].copy(), vspan[:nv].copy(), vpins[:nv].copy(), vrefs[:nv].copy(), refs[:nr].copy(),
+                 ospan[:no].copy(), oints[:no].copy(), oflts[:no].copy())
+            )  # fmt: skip
+        if status == DONE:
+            break
+        if nn == 0:
+            if last:  # (cannot happen: the kernel gives up in the last buffer)
+                return None
+            size *= 2  # a node longer than the buffer, or one the last buffer will refuse
+            continue
+        base, size, index = base + pos, CHUNK, index + nn
+    end = base + pos
+    if not parts:
+        return _assemble(start, end, [((np.empty(0, np.int8),) + _EMPTY)])
+    return _assemble(start, end, parts)
+
+
+_EMPTY = (
+    np.empty((0, 2), np.int64),
+    np.empty((0, 4), np.int32),
+    np.empty(0, np.int64),
+    np.empty(0, np.int32),
+    np.empty((0, 2), np.int64),
+    np.empty((0, 12), np.int32),
+    np.empty((0, 6), np.float64),
+)
+
+
+def _assemble(start: int, end: int, parts: list[tuple]) -> NodeScan:
+    # Each part's reference ends count from its own first reference: shift them.
+    shift = 0
+    vrefs = []
+    for p in parts:
+        vrefs.append(p[3] + shift)
+        shift += len(p[4])
+    cols = [np.concatenate([p[k] for p in parts]) for k in range(8)]
+    cols[3] = np.concatenate(vrefs)
+    return NodeScan(start, end, *cols)
