@@ -259,10 +259,14 @@ def _uid(buf, i, n, ints, flts, row):
 
 
 @_jit
-def _stop(last, pos, nn, nv, no, nr):
-    # A node not taken: in the last buffer the reference decides; else it may only be
-    # cut by the buffer's end: the caller tries again from ``pos`` with a larger one.
-    return (GIVE_UP if last else MORE), pos, nn, nv, no, nr
+def _out(status, pos, counters, nn, nv, no, nr):
+    # (a node not taken: in the last buffer the reference decides; else it may only be
+    # cut by the buffer's end, and the caller tries again from ``pos`` with a larger one)
+    counters[0] = nn
+    counters[1] = nv
+    counters[2] = no
+    counters[3] = nr
+    return status, pos
 
 
 @_jit
@@ -274,31 +278,33 @@ def _until_close(buf, a, n):  # [^()"]* from ``a``: its end, if a ")" ends it, e
 
 
 @_jit
-def scan_nodes(buf, last, index, kinds, vspan, vpins, vrefs, refs, ospan, oints, oflts):
-    """Walks the nodes of ``buf`` (bytes of a TrackNodes table from just after its count
-    or after a node; ``last``: the buffer ends where the table's text does), the first
-    one numbered ``index``. Per node, in order: ``kinds`` (0 vector, 1 junction, 2 end);
-    a vector node's sections span (``vspan``), 4 pin values, and the end of its
-    references in ``refs`` (``vrefs``); a junction or end node's values span (``ospan``),
-    6 UiD ints then its pin values (``oints``: 6 for a junction, 2 for an end node) and
-    6 UiD floats (``oflts``).
+def scan_nodes(buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospan, oints, oflts):
+    """Walks the nodes of ``buf`` (bytes of a TrackNodes table, ``buf[0]`` at ``base`` in
+    the text, from just after its count or after a node; ``last``: the buffer ends where
+    the table's text does). ``counters``: nodes, vector nodes, other nodes and references
+    stored so far (updated), the first node here being numbered ``counters[0] + 1``. Per
+    node, in order: ``kinds`` (0 vector, 1 junction, 2 end); a vector node's sections span
+    (``vspan``, positions in the text), 4 pin values, and the end of its references in
+    ``refs`` (``vrefs``); a junction or end node's values span (``ospan``), 6 UiD ints
+    then its pin values (``oints``: 6 for a junction, 2 for an end node) and 6 UiD
+    floats (``oflts``). More nodes than ``kinds`` holds: GIVE_UP.
 
-    Returns ``(status, pos, nodes, vectors, others, refs)``: ``pos`` is the end of the
-    last node taken (DONE: the walk is over; MORE: call again from ``pos``)."""
+    Returns ``(status, pos)``: ``pos`` is the end of the last node taken, in ``buf``
+    (DONE: the walk is over; MORE: call again from ``pos``)."""
     n = buf.size
     cap = kinds.size
     pos = 0
-    nn = nv = no = nr = 0
+    nn, nv, no, nr = counters[0], counters[1], counters[2], counters[3]
     while True:
         i = _skip(buf, pos, n)
         if i >= n:
-            return (DONE if last else MORE), pos, nn, nv, no, nr
+            return _out(DONE if last else MORE, pos, counters, nn, nv, no, nr)
         if buf[i] == 41:  # ")": the table's close (the callers check what follows)
-            return DONE, pos, nn, nv, no, nr
+            return _out(DONE, pos, counters, nn, nv, no, nr)
         if i == pos:  # (every node terminal starts with _W: [\x00-\x20]+)
-            return GIVE_UP, pos, nn, nv, no, nr
+            return _out(GIVE_UP, pos, counters, nn, nv, no, nr)
         if nn >= cap:
-            return MORE, pos, nn, nv, no, nr
+            return _out(GIVE_UP, pos, counters, nn, nv, no, nr)
         # "TrackNode" _S "(" _S _U _W, the index being the node's position
         j = _lit(buf, i, n, _TRACKNODE)
         if j >= 0:
@@ -308,8 +314,8 @@ def scan_nodes(buf, last, index, kinds, vspan, vpins, vrefs, refs, ospan, oints,
             v, j = _uint(buf, j, n)
         if j >= 0:
             j = _ws1(buf, j, n)
-        if j < 0 or v != index + nn:
-            return _stop(last, pos, nn, nv, no, nr)
+        if j < 0 or v != nn + 1:
+            return _out(GIVE_UP if last else MORE, pos, counters, nn, nv, no, nr)
         k = _lit(buf, j, n, _VECTOR)
         if k >= 0:
             # VECTOR_HEAD's "TrVectorNode" _S "(" _S "TrVectorSections" _S "(", the
@@ -328,9 +334,9 @@ def scan_nodes(buf, last, index, kinds, vspan, vpins, vrefs, refs, ospan, oints,
                 if b >= 0:
                     end, got = _vector_tail(buf, b, n, vpins, nv, refs, nr)
             if end < 0:
-                return _stop(last, pos, nn, nv, no, nr)
-            vspan[nv, 0] = a
-            vspan[nv, 1] = b
+                return _out(GIVE_UP if last else MORE, pos, counters, nn, nv, no, nr)
+            vspan[nv, 0] = base + a
+            vspan[nv, 1] = base + b
             nr += got
             vrefs[nv] = nr
             kinds[nn] = 0
@@ -354,9 +360,9 @@ def scan_nodes(buf, last, index, kinds, vspan, vpins, vrefs, refs, ospan, oints,
                 if k >= 0:
                     end = _pins(buf, k, n, 2 if kind == 1 else 0, oints, no, 6)
             if end < 0:
-                return _stop(last, pos, nn, nv, no, nr)
-            ospan[no, 0] = a
-            ospan[no, 1] = b
+                return _out(GIVE_UP if last else MORE, pos, counters, nn, nv, no, nr)
+            ospan[no, 0] = base + a
+            ospan[no, 1] = base + b
             kinds[nn] = kind
             no += 1
         nn += 1

@@ -121,3 +121,43 @@ def parse_spans(buf, starts, ends, out, offsets, counts, status):
             n += 1
         counts[s] = n
         status[s] = 1 if bad or n == 0 else 0
+
+
+@_jit
+def fill_rows(values, offsets, nrows, ints, flts, r0, limits):
+    """The section rows of spans read by parse_spans into the columns, as
+    formats/tdb.py's _BulkColumns.add (the numpy reference) fills and checks them: span
+    k's ``nrows[k]`` rows of 16 numbers start at ``values[offsets[k] + 1]`` (after its
+    count); ``ints`` the 9 integer columns (SECTION_COLUMNS without flag3), ``flts`` the
+    6 float ones, from row ``r0``. ``limits``: the largest magnitude of an integer
+    (2**53), of a tile, of an offset, of an angle. Returns the rows written, or -1 where
+    the reference refuses a value (not finite, out of range, an integer column's value
+    not an integer, flag3 not 0)."""
+    exact, tile, offset, angle = limits[0], limits[1], limits[2], limits[3]
+    r = r0
+    for k in range(offsets.size):
+        o = offsets[k] + 1
+        for _q in range(nrows[k]):
+            for j in range(16):
+                v = values[o + j]
+                if not np.isfinite(v):
+                    return -1
+                if j == 7:  # flag3, kept as "00": its number must be 0
+                    if v != 0.0:
+                        return -1
+                elif j < 10:
+                    lim = tile if j >= 8 else exact
+                    if not abs(v) <= exact or not abs(v) <= lim:
+                        return -1
+                    iv = np.int64(v)  # (as numpy's cast: toward zero)
+                    if float(iv) != v:
+                        return -1
+                    ints[j if j < 7 else j - 1][r] = iv
+                else:
+                    lim = offset if j < 13 else angle
+                    if not abs(v) <= lim:
+                        return -1
+                    flts[j - 10][r] = v
+            o += 16
+            r += 1
+    return r - r0

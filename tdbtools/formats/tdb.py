@@ -1268,6 +1268,24 @@ class _BulkColumns:
         self.rows = r1
         return True
 
+    def add_compiled(self, values: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> bool:
+        """As ``add`` for spans the compiled reader read whole (compiled_number_spans):
+        span k's ``counts[k]`` rows after its count at ``values[offsets[k]]``, filled and
+        checked in one pass (formats/_numbers_kernel.fill_rows, ``add`` its reference)."""
+        from ._numbers_kernel import fill_rows
+
+        r0 = self.rows
+        rows = int(counts.sum())
+        if r0 + rows > self.capacity:  # (cannot happen: see the class's text)
+            return False
+        ints = tuple(c for c in self.cols if c is not None and c.dtype == np.int64)
+        flts = tuple(c for c in self.cols if c is not None and c.dtype == np.float64)
+        got = fill_rows(values, offsets, counts, ints, flts, r0, _FILL_LIMITS)
+        if got != rows:
+            return False
+        self.rows += rows
+        return True
+
     def finish(self, counts: list[int], owners: list[int]) -> VectorSections:
         if not counts:
             return VectorSections.empty()  # as _TdbReader._sections
@@ -1300,6 +1318,10 @@ _BULK_LIMITS = {
     "ay": MAX_SECTION_ANGLE,
     "az": MAX_SECTION_ANGLE,
 }
+#: fill_rows' limits: an integer column's, a tile's, an offset's, an angle's magnitude.
+_FILL_LIMITS = np.array([_EXACT_INT, MAX_TILE, MAX_SECTION_OFFSET, MAX_SECTION_ANGLE])
+assert _BULK_LIMITS["x"] == _BULK_LIMITS["y"] == _BULK_LIMITS["z"] == MAX_SECTION_OFFSET
+assert _BULK_LIMITS["ax"] == _BULK_LIMITS["ay"] == _BULK_LIMITS["az"] == MAX_SECTION_ANGLE
 #: Vector nodes per slice of _BulkColumns.
 _BULK_SLICE = 4096
 
@@ -1321,7 +1343,7 @@ def _table_run_end(text: str, pos: int) -> int | tuple[int, NodeScan] | None:
         return None
     end = m.end()
     if numbers_compiled(len(text) - end):
-        scan = scan_nodes(text, end)
+        scan = scan_nodes(text, end, int(m.group(1)))
         if scan is not None:
             if _RUN_CLOSE.match(text, scan.end) is None or text.find('"', pos, scan.end) >= 0:
                 return None

@@ -24,10 +24,12 @@ CHUNK = 4 << 20
 _MIN_NODE = 40
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class NodeScan:
     """The nodes of ``text[start:end]`` (``end``: after the last node) as the kernel read
-    them (formats/_nodes_kernel.scan_nodes' outputs, positions in the whole text)."""
+    them (formats/_nodes_kernel.scan_nodes' outputs, positions in the whole text). Its
+    reader drops what it has made objects of (``release_others``): the arrays are the
+    size of a few hundred thousand nodes."""
 
     start: int
     end: int
@@ -39,6 +41,10 @@ class NodeScan:
     ospan: np.ndarray  # int64 (others, 2): the TrJunctionNode / TrEndNode values' text
     oints: np.ndarray  # int32 (others, 12): 6 UiD ints, then the pins (2 or 6 values)
     oflts: np.ndarray  # float64 (others, 6): the UiD floats
+
+    def release_others(self) -> None:
+        """Forgets the junction and end nodes' arrays (made into nodes already)."""
+        self.ospan, self.oints, self.oflts = _EMPTY_OTHERS
 
     @property
     def nbytes(self) -> int:
@@ -57,18 +63,34 @@ class NodeScan:
         )
 
 
-def scan_nodes(text: str, start: int, stop: int | None = None) -> NodeScan | None:
+_EMPTY_OTHERS = (np.empty((0, 2), np.int64), np.empty((0, 12), np.int32), np.empty((0, 6), np.float64))
+
+
+def scan_nodes(text: str, start: int, count: int, stop: int | None = None) -> NodeScan | None:
     """The nodes of a TrackNodes table's text from ``start`` (just after its count) up to
     ``stop`` (default: the text's end), numbered from 1, or None where the kernel does
-    not take them all (see the module's text). The walk ends before white space and a
-    ")" or at ``stop``; the callers check what follows, as after the reference's walk."""
+    not take them all or they are more than ``count`` (see the module's text). The walk
+    ends before white space and a ")" or at ``stop``; the callers check what follows,
+    as after the reference's walk."""
     from ._nodes_kernel import DONE, GIVE_UP
     from ._nodes_kernel import scan_nodes as kernel
 
     if stop is None:
         stop = len(text)
-    parts: list[tuple] = []
-    base, size, index = start, CHUNK, 1
+    # Made once at their largest size (never more than the text can hold): pages not
+    # written are never given memory, and resize gives the tail back in place (no
+    # slices joined: those and their copy were ~150 MB more at the parse's peak).
+    cap = max(min(count, (stop - start) // _MIN_NODE + 1), 0)
+    kinds = np.empty(cap, dtype=np.int8)
+    vspan = np.empty((cap, 2), dtype=np.int64)
+    vpins = np.empty((cap, 4), dtype=np.int32)
+    vrefs = np.empty(cap, dtype=np.int64)
+    refs = np.empty((stop - start) // 12 + 1, dtype=np.int32)  # ("TrItemRef(1)" and a space)
+    ospan = np.empty((cap, 2), dtype=np.int64)
+    oints = np.zeros((cap, 12), dtype=np.int32)
+    oflts = np.empty((cap, 6), dtype=np.float64)
+    counters = np.zeros(4, dtype=np.int64)
+    base, size = start, CHUNK
     while True:
         hi = min(base + size, stop)
         last = hi == stop
@@ -76,59 +98,29 @@ def scan_nodes(text: str, start: int, stop: int | None = None) -> NodeScan | Non
             buf = np.frombuffer(text[base:hi].encode("latin-1"), dtype=np.uint8)
         except UnicodeEncodeError:
             return None
-        cap = buf.size // _MIN_NODE + 1
-        kinds = np.empty(cap, dtype=np.int8)
-        vspan = np.empty((cap, 2), dtype=np.int64)
-        vpins = np.empty((cap, 4), dtype=np.int32)
-        vrefs = np.empty(cap, dtype=np.int64)
-        refs = np.empty(buf.size // 12 + 1, dtype=np.int32)  # ("TrItemRef(1)" and a space)
-        ospan = np.empty((cap, 2), dtype=np.int64)
-        oints = np.zeros((cap, 12), dtype=np.int32)
-        oflts = np.empty((cap, 6), dtype=np.float64)
-        status, pos, nn, nv, no, nr = kernel(
-            buf, last, index, kinds, vspan, vpins, vrefs, refs, ospan, oints, oflts
-        )
+        before = int(counters[0])
+        status, pos = kernel(buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospan, oints, oflts)
+        del buf
         if status == GIVE_UP:
             return None
-        if nn:
-            vspan[:nv] += base
-            ospan[:no] += base
-            parts.append(
-                (kinds[:nn].copy(), vspan[:nv].copy(), vpins[:nv].copy(), vrefs[:nv].copy(), refs[:nr].copy(),
-                 ospan[:no].copy(), oints[:no].copy(), oflts[:no].copy())
-            )  # fmt: skip
         if status == DONE:
             break
-        if nn == 0:
-            if last:  # (cannot happen: the kernel gives up in the last buffer)
-                return None
+        if counters[0] == before:
             size *= 2  # a node longer than the buffer, or one the last buffer will refuse
-            continue
-        base, size, index = base + pos, CHUNK, index + nn
-    end = base + pos
-    if not parts:
-        return _assemble(start, end, [((np.empty(0, np.int8),) + _EMPTY)])
-    return _assemble(start, end, parts)
-
-
-_EMPTY = (
-    np.empty((0, 2), np.int64),
-    np.empty((0, 4), np.int32),
-    np.empty(0, np.int64),
-    np.empty(0, np.int32),
-    np.empty((0, 2), np.int64),
-    np.empty((0, 12), np.int32),
-    np.empty((0, 6), np.float64),
-)
-
-
-def _assemble(start: int, end: int, parts: list[tuple]) -> NodeScan:
-    # Each part's reference ends count from its own first reference: shift them.
-    shift = 0
-    vrefs = []
-    for p in parts:
-        vrefs.append(p[3] + shift)
-        shift += len(p[4])
-    cols = [np.concatenate([p[k] for p in parts]) for k in range(8)]
-    cols[3] = np.concatenate(vrefs)
-    return NodeScan(start, end, *cols)
+        else:
+            base, size = base + pos, CHUNK
+    nn, nv, no, nr = (int(c) for c in counters)
+    arrays = []
+    for a, rows in (
+        (kinds, nn),
+        (vspan, nv),
+        (vpins, nv),
+        (vrefs, nv),
+        (refs, nr),
+        (ospan, no),
+        (oints, no),
+        (oflts, no),
+    ):
+        a.resize((rows,) + a.shape[1:], refcheck=False)
+        arrays.append(a)
+    return NodeScan(start, base + pos, *arrays)

@@ -22,65 +22,66 @@ def read_scanned_nodes(
 ) -> tuple[list, VectorSections] | None:
     """The nodes and sections of the table ``text[scan.start:stop]`` as read_bulk_nodes
     gives them (``count``: the table's node count; ``compiled``: its numbers read by the
-    compiled number reader)."""
+    compiled number reader). The scan's arrays are turned into objects a slice at a
+    time: their Python lists whole would cost ~200 MB for a 200 MB table."""
     kinds = scan.kinds
     if len(kinds) != count or _patterns().tail.match(text, scan.end, stop) is None:
         return None
     nodes: list = [None] * (count + 1)
-    vector_ids = np.flatnonzero(kinds == 0) + 1
     other_ids = np.flatnonzero(kinds != 0) + 1
-    if not _others(text, scan, other_ids.tolist(), nodes):
-        return None
+    step = 4 * tdb._BULK_SLICE
+    for s in range(0, len(other_ids), step):
+        if not _others(text, scan, s, other_ids[s : s + step], nodes):
+            return None
+    scan.release_others()
+    vector_ids = (np.flatnonzero(kinds == 0) + 1).tolist()
     columns = _BulkColumns(stop - scan.start)
     counts: list[int] = []
-    pins = scan.vpins.tolist()
-    ref_ends = scan.vrefs.tolist()
-    refs = scan.refs.tolist()
-    ids = vector_ids.tolist()
     rows = 0
-    r0 = 0
-    for s in range(0, len(ids), tdb._BULK_SLICE):
-        got = _sections(text, scan.vspan[s : s + tdb._BULK_SLICE], compiled, columns)
+    for s in range(0, len(vector_ids), tdb._BULK_SLICE):
+        e = s + tdb._BULK_SLICE
+        got = _sections(text, scan.vspan[s:e], compiled, columns)
         if got is None:
             return None
-        for k, n in enumerate(got, s):
-            r1 = ref_ends[k]
-            p = pins[k]
-            index = ids[k]
+        ends = scan.vrefs[s:e].tolist()
+        base = r0 = int(scan.vrefs[s - 1]) if s else 0
+        refs = scan.refs[base : ends[-1]].tolist()
+        p = scan.vpins[s:e]
+        ins = list(map(TrPin, p[:, 0].tolist(), p[:, 1].tolist()))
+        outs = list(map(TrPin, p[:, 2].tolist(), p[:, 3].tolist()))
+        for index, n, pin_in, pin_out, r1 in zip(vector_ids[s:e], got, ins, outs, ends):
             nodes[index] = VectorNode(
-                index, 1, 1, (TrPin(p[0], p[1]), TrPin(p[2], p[3])), rows, n, tuple(refs[r0:r1])
+                index, 1, 1, (pin_in, pin_out), rows, n, tuple(refs[r0 - base : r1 - base])
             )
             rows += n
             r0 = r1
         counts.extend(got)
     if not counts:
         return nodes, VectorSections.empty()
-    return nodes, columns.finish(counts, ids)
+    return nodes, columns.finish(counts, vector_ids)
 
 
-def _others(text: str, scan: NodeScan, ids: list[int], nodes: list) -> bool:
-    """The junction and end nodes into ``nodes``; False where the walk with the regular
-    expressions gives None (a junction's values without a shape number)."""
-    if not ids:
-        return True
-    ints = scan.oints.tolist()
-    flts = scan.oflts
-    uids = list(map(UiD, *scan.oints[:, :6].T.tolist(), *flts.T.tolist()))
-    kinds = scan.kinds
-    for k, ((a, b), index) in enumerate(zip(scan.ospan.tolist(), ids)):
+def _others(text: str, scan: NodeScan, first: int, ids: np.ndarray, nodes: list) -> bool:
+    """The junction and end nodes ``ids`` (the scan's ``first``.. others) into
+    ``nodes``; False where the walk with the regular expressions gives None (a
+    junction's values without a shape number)."""
+    last = first + len(ids)
+    ints = scan.oints[first:last]
+    uids = list(map(UiD, *ints[:, :6].T.tolist(), *scan.oflts[first:last].T.tolist()))
+    pins = [list(map(TrPin, ints[:, c].tolist(), ints[:, c + 1].tolist())) for c in (6, 8, 10)]
+    junction = (scan.kinds[ids - 1] == 1).tolist()
+    for k, ((a, b), index, uid) in enumerate(zip(scan.ospan[first:last].tolist(), ids.tolist(), uids)):
         values = tuple(text[a:b].split())
-        p = ints[k]
-        if kinds[index - 1] == 1:
+        if junction[k]:
             if len(values) < 2:
                 return False
             try:
                 shape = to_uint(values[1])
             except ValueError:
                 return False
-            pins = (TrPin(p[6], p[7]), TrPin(p[8], p[9]), TrPin(p[10], p[11]))
-            nodes[index] = JunctionNode(index, 1, 2, pins, uids[k], shape, values)
+            nodes[index] = JunctionNode(index, 1, 2, (pins[0][k], pins[1][k], pins[2][k]), uid, shape, values)
         else:
-            nodes[index] = EndNode(index, 1, 0, (TrPin(p[6], p[7]),), uids[k], values)
+            nodes[index] = EndNode(index, 1, 0, (pins[0][k],), uid, values)
     return True
 
 
@@ -100,37 +101,40 @@ def _sections(text: str, spans: np.ndarray, compiled: bool, columns: _BulkColumn
             buf = None
         if buf is not None:
             values, offsets, nums, status = tdb.compiled_number_spans(buf, starts - lo, ends - lo)
-    if status is None or status.any():
+    if status is not None and status.any():
+        # numpy's reading of the spans handed back, put where the kernel's would be (a
+        # span holds at most its room of numbers: one per two characters)
+        room = (ends - starts + 1) // 2
+        for k in np.flatnonzero(status).tolist():
+            got = tdb._fromstring(text[int(starts[k]) : int(ends[k])])  # (as tdb's: the tests watch it)
+            if got is None:
+                return None
+            if len(got) > room[k]:  # (cannot happen)
+                status = None
+                break
+            values[offsets[k] : offsets[k] + len(got)] = got
+            nums[k] = len(got)
+    if status is None:
         # numpy's reader for every span (not compiled) or for those handed back
         arrays: list[np.ndarray] = []
         out: list[int] = []
-        for k, (a, b) in enumerate(spans.tolist()):
-            if status is not None and not status[k]:
-                arr = values[offsets[k] : offsets[k] + nums[k]]
-            else:
-                got = tdb._fromstring(text[a:b])  # (as tdb's: the tests watch it)
-                if got is None:
-                    return None
-                arr = got
+        for a, b in spans.tolist():
+            arr = tdb._fromstring(text[a:b])  # (as tdb's: the tests watch it)
+            if arr is None:
+                return None
             n = int(arr[0]) if len(arr) and np.isfinite(arr[0]) else -1
             if n < 0 or len(arr) != 1 + 16 * n:
                 return None
             arrays.append(arr[1:])
             out.append(n)
         return out if columns.add(arrays) else None
-    # Every span read compiled: the counts checked and the rows gathered for them all.
+    # Every span read compiled: the counts checked, the rows filled in one pass.
     first = values[offsets]
     if not np.isfinite(first).all():
         return None
     n = np.trunc(first).astype(np.int64)  # int() of each, as flush
     if (n < 0).any() or (n >= nums).any() or (nums != 1 + 16 * n).any():
         return None
-    lens = 16 * n
-    total = int(lens.sum())
-    if total:
-        # index of every row value: its span's first value after the count, then on
-        begin = np.repeat(offsets + 1 - (np.cumsum(lens) - lens), lens)
-        flat = values[begin + np.arange(total)]
-        if not columns.add([flat]):
-            return None
+    if not columns.add_compiled(values, offsets, n):
+        return None
     return n.tolist()
