@@ -220,52 +220,60 @@ def _pins(buf, i, n, outs, out, row, col):
 
 
 @_jit
-def _uid(buf, i, n, ints, flts, row):
-    """_UID: "UiD" _S "(" _S (_I _W){6} (_F _W){5} _F _S ")" _S; -1 if not that (or a
-    float off the fast path)."""
+def _uid(buf, i, n, ints, flts, row, slow, ns, base):
+    """_UID: "UiD" _S "(" _S (_I _W){6} (_F _W){5} _F _S ")" _S: ``(its end or -1, ns)``.
+    A float off the fast path is left to Python's float() of its text: ``slow[ns]`` is
+    (row, which float, its span in the text)."""
     i = _lit(buf, i, n, _UID)
     if i < 0:
-        return -1
+        return -1, ns
     i = _open(buf, i, n)
     if i < 0:
-        return -1
+        return -1, ns
     for k in range(6):
         v, i = _int(buf, i, n)
         if i < 0:
-            return -1
+            return -1, ns
         ints[row, k] = v
         i = _ws1(buf, i, n)
         if i < 0:
-            return -1
+            return -1, ns
     for k in range(6):
         j = i
         while j < n and buf[j] > 32 and buf[j] != 40 and buf[j] != 41 and buf[j] != 34:
             j += 1
         if j == i or j >= n:
-            return -1
+            return -1, ns
         ok, v = _float(buf, i, j)
         if not ok:
-            return -1
+            if ns >= slow.shape[0]:
+                return -1, ns
+            slow[ns, 0] = row
+            slow[ns, 1] = k
+            slow[ns, 2] = base + i
+            slow[ns, 3] = base + j
+            ns += 1
         flts[row, k] = v
         if k < 5:
             i = _ws1(buf, j, n)
             if i < 0:
-                return -1
+                return -1, ns
         else:
             i = _skip(buf, j, n)
     if i >= n or buf[i] != 41:
-        return -1
-    return _skip(buf, i + 1, n)
+        return -1, ns
+    return _skip(buf, i + 1, n), ns
 
 
 @_jit
-def _out(status, pos, counters, nn, nv, no, nr):
+def _out(status, pos, counters, nn, nv, no, nr, ns):
     # (a node not taken: in the last buffer the reference decides; else it may only be
     # cut by the buffer's end, and the caller tries again from ``pos`` with a larger one)
     counters[0] = nn
     counters[1] = nv
     counters[2] = no
     counters[3] = nr
+    counters[4] = ns
     return status, pos
 
 
@@ -278,7 +286,7 @@ def _until_close(buf, a, n):  # [^()"]* from ``a``: its end, if a ")" ends it, e
 
 
 @_jit
-def scan_nodes(buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospan, oints, oflts):
+def scan_nodes(buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospan, oints, oflts, slow):
     """Walks the nodes of ``buf`` (bytes of a TrackNodes table, ``buf[0]`` at ``base`` in
     the text, from just after its count or after a node; ``last``: the buffer ends where
     the table's text does). ``counters``: nodes, vector nodes, other nodes and references
@@ -287,7 +295,8 @@ def scan_nodes(buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospa
     (``vspan``, positions in the text), 4 pin values, and the end of its references in
     ``refs`` (``vrefs``); a junction or end node's values span (``ospan``), 6 UiD ints
     then its pin values (``oints``: 6 for a junction, 2 for an end node) and 6 UiD
-    floats (``oflts``). More nodes than ``kinds`` holds: GIVE_UP.
+    floats (``oflts``; those off the fast path 0, listed in ``slow``: row, which one,
+    span, ``counters[4]`` of them). More nodes than ``kinds`` holds: GIVE_UP.
 
     Returns ``(status, pos)``: ``pos`` is the end of the last node taken, in ``buf``
     (DONE: the walk is over; MORE: call again from ``pos``)."""
@@ -295,16 +304,17 @@ def scan_nodes(buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospa
     cap = kinds.size
     pos = 0
     nn, nv, no, nr = counters[0], counters[1], counters[2], counters[3]
+    ns = counters[4]
     while True:
         i = _skip(buf, pos, n)
         if i >= n:
-            return _out(DONE if last else MORE, pos, counters, nn, nv, no, nr)
+            return _out(DONE if last else MORE, pos, counters, nn, nv, no, nr, ns)
         if buf[i] == 41:  # ")": the table's close (the callers check what follows)
-            return _out(DONE, pos, counters, nn, nv, no, nr)
+            return _out(DONE, pos, counters, nn, nv, no, nr, ns)
         if i == pos:  # (every node terminal starts with _W: [\x00-\x20]+)
-            return _out(GIVE_UP, pos, counters, nn, nv, no, nr)
+            return _out(GIVE_UP, pos, counters, nn, nv, no, nr, ns)
         if nn >= cap:
-            return _out(GIVE_UP, pos, counters, nn, nv, no, nr)
+            return _out(GIVE_UP, pos, counters, nn, nv, no, nr, ns)
         # "TrackNode" _S "(" _S _U _W, the index being the node's position
         j = _lit(buf, i, n, _TRACKNODE)
         if j >= 0:
@@ -315,7 +325,7 @@ def scan_nodes(buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospa
         if j >= 0:
             j = _ws1(buf, j, n)
         if j < 0 or v != nn + 1:
-            return _out(GIVE_UP if last else MORE, pos, counters, nn, nv, no, nr)
+            return _out(GIVE_UP if last else MORE, pos, counters, nn, nv, no, nr, ns)
         k = _lit(buf, j, n, _VECTOR)
         if k >= 0:
             # VECTOR_HEAD's "TrVectorNode" _S "(" _S "TrVectorSections" _S "(", the
@@ -334,7 +344,7 @@ def scan_nodes(buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospa
                 if b >= 0:
                     end, got = _vector_tail(buf, b, n, vpins, nv, refs, nr)
             if end < 0:
-                return _out(GIVE_UP if last else MORE, pos, counters, nn, nv, no, nr)
+                return _out(GIVE_UP if last else MORE, pos, counters, nn, nv, no, nr, ns)
             vspan[nv, 0] = base + a
             vspan[nv, 1] = base + b
             nr += got
@@ -350,19 +360,21 @@ def scan_nodes(buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospa
                 k = _lit(buf, j, n, _END)
             end = -1
             a = b = -1
+            ns1 = ns
             if k >= 0:
                 k = _skip(buf, k, n)
                 if k < n and buf[k] == 40:
                     a = k + 1
                     b = _until_close(buf, a, n)
             if b >= 0:
-                k = _uid(buf, _skip(buf, b + 1, n), n, oints, oflts, no)
+                k, ns1 = _uid(buf, _skip(buf, b + 1, n), n, oints, oflts, no, slow, ns, base)
                 if k >= 0:
                     end = _pins(buf, k, n, 2 if kind == 1 else 0, oints, no, 6)
             if end < 0:
-                return _out(GIVE_UP if last else MORE, pos, counters, nn, nv, no, nr)
+                return _out(GIVE_UP if last else MORE, pos, counters, nn, nv, no, nr, ns)
             ospan[no, 0] = base + a
             ospan[no, 1] = base + b
+            ns = ns1
             kinds[nn] = kind
             no += 1
         nn += 1

@@ -40,11 +40,12 @@ class NodeScan:
     refs: np.ndarray  # int32
     ospan: np.ndarray  # int64 (others, 2): the TrJunctionNode / TrEndNode values' text
     oints: np.ndarray  # int32 (others, 12): 6 UiD ints, then the pins (2 or 6 values)
-    oflts: np.ndarray  # float64 (others, 6): the UiD floats
+    oflts: np.ndarray  # float64 (others, 6): the UiD floats (0 where ``slow`` lists one)
+    slow: np.ndarray  # int64 (n, 4): UiD floats off the kernel's fast path: row, which, span
 
     def release_others(self) -> None:
         """Forgets the junction and end nodes' arrays (made into nodes already)."""
-        self.ospan, self.oints, self.oflts = _EMPTY_OTHERS
+        self.ospan, self.oints, self.oflts, self.slow = _EMPTY_OTHERS
 
     @property
     def nbytes(self) -> int:
@@ -59,11 +60,17 @@ class NodeScan:
                 self.ospan,
                 self.oints,
                 self.oflts,
+                self.slow,
             )
         )
 
 
-_EMPTY_OTHERS = (np.empty((0, 2), np.int64), np.empty((0, 12), np.int32), np.empty((0, 6), np.float64))
+_EMPTY_OTHERS = (
+    np.empty((0, 2), np.int64),
+    np.empty((0, 12), np.int32),
+    np.empty((0, 6), np.float64),
+    np.empty((0, 4), np.int64),
+)
 
 
 def scan_nodes(text: str, start: int, count: int, stop: int | None = None) -> NodeScan | None:
@@ -89,7 +96,8 @@ def scan_nodes(text: str, start: int, count: int, stop: int | None = None) -> No
     ospan = np.empty((cap, 2), dtype=np.int64)
     oints = np.zeros((cap, 12), dtype=np.int32)
     oflts = np.empty((cap, 6), dtype=np.float64)
-    counters = np.zeros(4, dtype=np.int64)
+    slow = np.empty((cap // 8 + 16, 4), dtype=np.int64)
+    counters = np.zeros(5, dtype=np.int64)
     base, size = start, CHUNK
     while True:
         hi = min(base + size, stop)
@@ -99,7 +107,9 @@ def scan_nodes(text: str, start: int, count: int, stop: int | None = None) -> No
         except UnicodeEncodeError:
             return None
         before = int(counters[0])
-        status, pos = kernel(buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospan, oints, oflts)
+        status, pos = kernel(
+            buf, base, last, counters, kinds, vspan, vpins, vrefs, refs, ospan, oints, oflts, slow
+        )
         del buf
         if status == GIVE_UP:
             return None
@@ -109,7 +119,7 @@ def scan_nodes(text: str, start: int, count: int, stop: int | None = None) -> No
             size *= 2  # a node longer than the buffer, or one the last buffer will refuse
         else:
             base, size = base + pos, CHUNK
-    nn, nv, no, nr = (int(c) for c in counters)
+    nn, nv, no, nr, ns = (int(c) for c in counters)
     arrays = []
     for a, rows in (
         (kinds, nn),
@@ -120,6 +130,7 @@ def scan_nodes(text: str, start: int, count: int, stop: int | None = None) -> No
         (ospan, no),
         (oints, no),
         (oflts, no),
+        (slow, ns),
     ):
         a.resize((rows,) + a.shape[1:], refcheck=False)
         arrays.append(a)

@@ -7,6 +7,8 @@ table and reports), so the model is the same either way (tests/test_tdb_scan.py)
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import tdb
@@ -28,6 +30,8 @@ def read_scanned_nodes(
     if len(kinds) != count or _patterns().tail.match(text, scan.end, stop) is None:
         return None
     nodes: list = [None] * (count + 1)
+    if len(scan.slow) and not _slow_floats(text, scan):
+        return None
     other_ids = np.flatnonzero(kinds != 0) + 1
     step = 4 * tdb._BULK_SLICE
     for s in range(0, len(other_ids), step):
@@ -82,6 +86,20 @@ def _others(text: str, scan: NodeScan, first: int, ids: np.ndarray, nodes: list)
             nodes[index] = JunctionNode(index, 1, 2, (pins[0][k], pins[1][k], pins[2][k]), uid, shape, values)
         else:
             nodes[index] = EndNode(index, 1, 0, (pins[0][k],), uid, values)
+    return True
+
+
+def _slow_floats(text: str, scan: NodeScan) -> bool:
+    """The UiD floats the kernel left to Python, read as the reference reads them
+    (float() of the text); False where it refuses one or one is not finite."""
+    for row, k, a, b in scan.slow.tolist():
+        try:
+            v = float(text[a:b])
+        except ValueError:
+            return False
+        if not math.isfinite(v):
+            return False
+        scan.oflts[row, k] = v
     return True
 
 
