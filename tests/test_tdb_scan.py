@@ -231,9 +231,12 @@ def _tables(draw, clean: bool = False, ws_chars=_WS_ALL):
     if not clean and draw(st.booleans()):  # one character changed, dropped or added in the table
         lo = text.index("TrackNodes") + 10
         at = draw(st.integers(lo, len(text) - 3))
-        op = draw(st.sampled_from(["drop", "add", "swap"]))
+        op = draw(st.sampled_from(["drop", "add", "swap", "repeat"]))
         ch = draw(st.sampled_from(list(' \t\n()"x09-.eTr')))
-        if op == "drop":
+        if op == "repeat":  # a piece written twice (a pin, a value, a reference, ...)
+            size = draw(st.integers(1, 24))
+            text = text[:at] + text[at : at + size] + text[at:]
+        elif op == "drop":
             text = text[:at] + text[at + 1 :]
         elif op == "add":
             text = text[:at] + ch + text[at:]
@@ -262,7 +265,7 @@ def _check(text: str, chunk: int, mp) -> tuple[bool, bool]:
 def test_random_tables_same_as_the_regex_walk(text, chunk):
     """Random tables (every white space character, 1..10-digit values, refs with wrong
     counts, UiD floats on and off the fast path, junction values without a shape, one
-    character changed anywhere), read in buffers of several sizes: where the kernel
+    character changed anywhere or a piece written twice), read in buffers of several sizes: where the kernel
     walks the table, the run end, nodes and sections are the reference's; else the
     reference reads it."""
     with pytest.MonkeyPatch.context() as mp:

@@ -96,7 +96,7 @@ def scan_nodes(text: str, start: int, count: int, stop: int | None = None) -> No
     ospan = np.empty((cap, 2), dtype=np.int64)
     oints = np.zeros((cap, 12), dtype=np.int32)
     oflts = np.empty((cap, 6), dtype=np.float64)
-    slow = np.empty((cap // 8 + 16, 4), dtype=np.int64)
+    slow = np.empty((6 * cap, 4), dtype=np.int64)  # (usually none: pages never touched)
     counters = np.zeros(5, dtype=np.int64)
     base, size = start, CHUNK
     while True:
