@@ -148,6 +148,7 @@ VARIANTS = {
     "flag3_number": ("9 0 1 00 1 2", "9 0 1 07 1 2"),
     "tile_too_big": ("9 0 1 00 1 2 13", "9 0 1 00 1 2000000 13"),
     "angle_too_big": ("13 0 -30 0 0 0 )", "13 0 -30 0 9 0 )"),
+    "fractional_count": ("TrVectorSections ( 1 5", "TrVectorSections ( 1.6 5"),
     "fractional_id": ("TrVectorSections ( 1 5 6", "TrVectorSections ( 1 5.5 6"),
     "empty_sections": ("TrVectorSections ( 1 5 6 1 2 9 0 1 00 1 2 13 0 -30 0 0 0 )", "TrVectorSections ( )"),
     "refs_count": ("TrItemRefs ( 2", "TrItemRefs ( 3"),
