@@ -1280,7 +1280,8 @@ class _BulkColumns:
             return False
         ints = tuple(c for c in self.cols if c is not None and c.dtype == np.int64)
         flts = tuple(c for c in self.cols if c is not None and c.dtype == np.float64)
-        got = fill_rows(values, offsets, counts, ints, flts, r0, _FILL_LIMITS)
+        assert len(ints) == 9 and len(flts) == 6
+        got = fill_rows(values, offsets, counts, r0, _FILL_LIMITS, *ints, *flts)
         if got != rows:
             return False
         self.rows += rows
