@@ -1274,6 +1274,7 @@ class _BulkColumns:
         checked in one pass (formats/_numbers_kernel.fill_rows, ``add`` its reference)."""
         from ._numbers_kernel import fill_rows
 
+        fill: Any = fill_rows  # (numba's Dispatcher is typed with fewer arguments)
         r0 = self.rows
         rows = int(counts.sum())
         if r0 + rows > self.capacity:  # (cannot happen: see the class's text)
@@ -1281,7 +1282,7 @@ class _BulkColumns:
         ints = tuple(c for c in self.cols if c is not None and c.dtype == np.int64)
         flts = tuple(c for c in self.cols if c is not None and c.dtype == np.float64)
         assert len(ints) == 9 and len(flts) == 6
-        got = fill_rows(values, offsets, counts, r0, _FILL_LIMITS, *ints, *flts)
+        got = fill(values, offsets, counts, r0, _FILL_LIMITS, *ints, *flts)
         if got != rows:
             return False
         self.rows += rows
