@@ -8,6 +8,10 @@ table and reports), so the model is the same either way (tests/test_tdb_scan.py)
 from __future__ import annotations
 
 import math
+from collections import deque
+from dataclasses import fields
+from itertools import repeat
+from typing import Any
 
 import numpy as np
 
@@ -48,17 +52,27 @@ def read_scanned_nodes(
         if got is None:
             return None
         ends = scan.vrefs[s:e].tolist()
-        base = r0 = int(scan.vrefs[s - 1]) if s else 0
+        base = int(scan.vrefs[s - 1]) if s else 0
         refs = scan.refs[base : ends[-1]].tolist()
+        starts = [base, *ends[:-1]]
         p = scan.vpins[s:e]
-        ins = list(map(TrPin, p[:, 0].tolist(), p[:, 1].tolist()))
-        outs = list(map(TrPin, p[:, 2].tolist(), p[:, 3].tolist()))
-        for index, n, pin_in, pin_out, r1 in zip(vector_ids[s:e], got, ins, outs, ends):
-            nodes[index] = VectorNode(
-                index, 1, 1, (pin_in, pin_out), rows, n, tuple(refs[r0 - base : r1 - base])
-            )
-            rows += n
-            r0 = r1
+        ins = _made(TrPin, len(got), link=p[:, 0].tolist(), direction=p[:, 1].tolist())
+        outs = _made(TrPin, len(got), link=p[:, 2].tolist(), direction=p[:, 3].tolist())
+        firsts = np.cumsum([rows, *got[:-1]]).tolist()
+        made = _made(
+            VectorNode,
+            len(got),
+            index=vector_ids[s:e],
+            in_pins=1,
+            out_pins=1,
+            pins=list(zip(ins, outs)),
+            first_section=firsts,
+            section_count=got,
+            item_refs=[tuple(refs[a - base : b - base]) for a, b in zip(starts, ends)],
+        )
+        for index, node in zip(vector_ids[s:e], made):
+            nodes[index] = node
+        rows = firsts[-1] + got[-1]
         counts.extend(got)
     if not counts:
         return nodes, VectorSections.empty()
@@ -70,23 +84,70 @@ def _others(text: str, scan: NodeScan, first: int, ids: np.ndarray, nodes: list)
     ``nodes``; False where the walk with the regular expressions gives None (a
     junction's values without a shape number)."""
     last = first + len(ids)
+    n = len(ids)
     ints = scan.oints[first:last]
-    uids = list(map(UiD, *ints[:, :6].T.tolist(), *scan.oflts[first:last].T.tolist()))
-    pins = [list(map(TrPin, ints[:, c].tolist(), ints[:, c + 1].tolist())) for c in (6, 8, 10)]
-    junction = (scan.kinds[ids - 1] == 1).tolist()
-    for k, ((a, b), index, uid) in enumerate(zip(scan.ospan[first:last].tolist(), ids.tolist(), uids)):
-        values = tuple(text[a:b].split())
-        if junction[k]:
-            if len(values) < 2:
-                return False
-            try:
-                shape = to_uint(values[1])
-            except ValueError:
-                return False
-            nodes[index] = JunctionNode(index, 1, 2, (pins[0][k], pins[1][k], pins[2][k]), uid, shape, values)
-        else:
-            nodes[index] = EndNode(index, 1, 0, (pins[0][k],), uid, values)
+    uid_columns = [*ints[:, :6].T.tolist(), *scan.oflts[first:last].T.tolist()]
+    uids = _made(UiD, n, **dict(zip(_UID_FIELDS, uid_columns)))
+    pin0 = _made(TrPin, n, link=ints[:, 6].tolist(), direction=ints[:, 7].tolist())
+    values = [tuple(text[a:b].split()) for a, b in scan.ospan[first:last].tolist()]
+    junction = scan.kinds[ids - 1] == 1
+    at = np.flatnonzero(junction).tolist()
+    shapes = []
+    for k in at:
+        if len(values[k]) < 2:
+            return False
+        try:
+            shapes.append(to_uint(values[k][1]))
+        except ValueError:
+            return False
+    j = ints[junction]
+    pin1 = _made(TrPin, len(at), link=j[:, 8].tolist(), direction=j[:, 9].tolist())
+    pin2 = _made(TrPin, len(at), link=j[:, 10].tolist(), direction=j[:, 11].tolist())
+    made = _made(
+        JunctionNode,
+        len(at),
+        index=ids[junction].tolist(),
+        in_pins=1,
+        out_pins=2,
+        pins=[(pin0[k], a, b) for k, a, b in zip(at, pin1, pin2)],
+        uid=[uids[k] for k in at],
+        shape_index=shapes,
+        values=[values[k] for k in at],
+    )
+    at = np.flatnonzero(~junction).tolist()
+    made += _made(
+        EndNode,
+        len(at),
+        index=ids[~junction].tolist(),
+        in_pins=1,
+        out_pins=0,
+        pins=[(pin0[k],) for k in at],
+        uid=[uids[k] for k in at],
+        values=[values[k] for k in at],
+    )
+    for node in made:
+        nodes[node.index] = node
     return True
+
+
+_UID_FIELDS = tuple(f.name for f in fields(UiD))
+
+
+def _made(cls: type, n: int, **columns: Any) -> list:
+    """``n`` objects of the frozen slots dataclass ``cls``, field by field: each field's
+    column (a list, or one value for all) set through its slot, which is what the
+    dataclass's ``__init__`` does one object at a time (object.__setattr__ per field,
+    ~1.5x the time for 100,000 UiDs). Every field must be given; ``cls`` must have no
+    ``__post_init__`` (nothing here would run it)."""
+    names = [f.name for f in fields(cls)]
+    if sorted(names) != sorted(columns) or hasattr(cls, "__post_init__"):
+        raise TypeError(f"_made: {cls.__name__} needs exactly its fields {names}")
+    objs: list[Any] = list(map(object.__new__, repeat(cls, n)))
+    for name in names:
+        col = columns[name]
+        setter = getattr(cls, name).__set__
+        deque(map(setter, objs, col if isinstance(col, list) else repeat(col, n)), maxlen=0)
+    return objs
 
 
 def _slow_floats(text: str, scan: NodeScan) -> bool:
