@@ -16,16 +16,10 @@ import pytest
 from helpers import CONSISTS, SAMPLE_ROUTE, sample_scenario
 
 from tdbtools.formats.route import load_route
+from tdbtools.physics.collisions import Occupancy, TrainPosition, _collision_events, _pass_at, side_collisions
+from tdbtools.physics.proximity import box_pairs
 from tdbtools.physics.replay import Replay
-from tdbtools.physics.safety import (
-    Occupancy,
-    SafetyEvent,
-    TrainPosition,
-    _collision_events,
-    _pass_at,
-    box_pairs,
-    side_collisions,
-)
+from tdbtools.physics.safety import SafetyEvent
 from tdbtools.physics.scenario import TrainSpec
 from tdbtools.physics.trackline import TrackLine
 
@@ -36,7 +30,7 @@ CONSIST = REPO / "sample_routes" / "sample" / "TRAINS" / "CONSISTS" / "sample_fr
 
 
 def _old_collisions(trains: Sequence[TrainPosition], time: float) -> list[SafetyEvent]:
-    """safety.collisions before the broad phase: every pair of trains node by node."""
+    """collisions.collisions before the broad phase: every pair of trains node by node."""
     trains = list(trains)
     by_node: dict[int, list[tuple[int, float, float]]] = {}
     for k, tr in enumerate(trains):
@@ -185,11 +179,11 @@ def test_box_pairs_are_the_pairs_of_the_all_pairs_comparison():
 
 
 def test_compiled_owner_pairs_are_the_numpy_ones(monkeypatch):
-    """safety._owner_pairs compiled (tdbtools.physics._lookup_kernel.owner_cross) gives the
+    """proximity._owner_pairs compiled (tdbtools.physics._lookup_kernel.owner_cross) gives the
     numpy code's pairs, in its order, for random trains of random cars (some crossing,
     some far apart, ties on the pad), with both of the numpy code's ways of pairing."""
     pytest.importorskip("numba", reason="the compiled pairing needs numba (tdbtools[fast])")
-    from tdbtools.physics import safety
+    from tdbtools.physics import proximity
 
     rng = np.random.default_rng(8)
     for trial in range(80):
@@ -207,12 +201,12 @@ def test_compiled_owner_pairs_are_the_numpy_ones(monkeypatch):
         group = rng.integers(0, 4, owners)[owner]
         pad = float(rng.choice([0.0, 3.61, 10.0]))
         args = (lo_x, hi_x, lo_z, hi_z, pad, group, owner)
-        monkeypatch.setattr(safety._CROSS, "value", None)
-        got = safety._owner_pairs(*args)
-        monkeypatch.setattr(safety._CROSS, "value", False)
+        monkeypatch.setattr(proximity._CROSS, "value", None)
+        got = proximity._owner_pairs(*args)
+        monkeypatch.setattr(proximity._CROSS, "value", False)
         for cross_max in (8192, 0):
-            monkeypatch.setattr(safety, "OWNER_CROSS_MAX", cross_max)
-            want = safety._owner_pairs(*args)
+            monkeypatch.setattr(proximity, "OWNER_CROSS_MAX", cross_max)
+            want = proximity._owner_pairs(*args)
             assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(got, want)), trial
     assert len(got[0])  # (the last trial has pairs)
 
@@ -279,7 +273,7 @@ def test_a_tie_between_two_nodes_is_named_as_over_every_train():
     first names the collision, and C (on node 2 only, touching nobody, watched first)
     makes that node 2. Checked among A and B alone, node 1 would come first: the tie
     sends the check to every train, and the event is the same."""
-    from tdbtools.physics.safety import _overlaps
+    from tdbtools.physics.collisions import _overlaps
 
     a_line, b_line, c_line = (_two_node_line(n) for n in "abc")
     a = TrainPosition("A", a_line, [150.0], [100.0], speed=2.0)
@@ -426,14 +420,14 @@ def test_checks_match_the_reference_on_random_dk24_placements(dk24, monkeypatch,
     plenty of both kinds of event. The side checks' pairs of cars come from pairs of
     trains all three ways (every car against every car, only the cars near the other
     train first, or compiled)."""
-    from tdbtools.physics import safety
+    from tdbtools.physics import proximity
 
     if cross_max == "compiled":
         pytest.importorskip("numba", reason="the compiled pairing needs numba (tdbtools[fast])")
-        monkeypatch.setattr(safety._CROSS, "value", None)  # made again: compiled
+        monkeypatch.setattr(proximity._CROSS, "value", None)  # made again: compiled
     else:
-        monkeypatch.setattr(safety._CROSS, "value", False)
-        monkeypatch.setattr(safety, "OWNER_CROSS_MAX", cross_max)
+        monkeypatch.setattr(proximity._CROSS, "value", False)
+        monkeypatch.setattr(proximity, "OWNER_CROSS_MAX", cross_max)
     total = {"collision": 0, "side_collision": 0}
     for seed in (11, 12):
         counts = _compare_on_placements(_dk24_replay(dk24, seed), 2013 + seed, 30)
@@ -516,7 +510,7 @@ def test_side_collision_found_wherever_the_grid_cells_fall():
     from test_physics_parts import _parallel
 
     from tdbtools.formats import load_route
-    from tdbtools.physics.safety import TrainPosition, side_collisions
+    from tdbtools.physics.collisions import TrainPosition, side_collisions
     from tdbtools.physics.trackline import TrackLine
 
     route = load_route(SAMPLE_ROUTE, cache=False)
@@ -557,7 +551,7 @@ def _parallel(line, lateral: float):  # noqa: ANN001, ANN202
 
 
 def test_side_collision_lists_every_car_involved(lines):
-    from tdbtools.physics.safety import TrainPosition, side_collisions
+    from tdbtools.physics.collisions import TrainPosition, side_collisions
 
     we = lines[0]
     s = 300.0
@@ -579,7 +573,7 @@ def test_side_collision_lists_every_car_involved(lines):
 
 
 def test_side_collision_clearance_and_cells(lines):
-    from tdbtools.physics.safety import TrainPosition, side_collisions
+    from tdbtools.physics.collisions import TrainPosition, side_collisions
 
     we = lines[0]
     s = 300.0
@@ -602,7 +596,7 @@ def test_side_collision_clearance_and_cells(lines):
 
 
 def test_segment_distance():
-    from tdbtools.physics.safety import _seg_dist
+    from tdbtools.physics.proximity import seg_dist as _seg_dist
 
     def d(p1, q1, p2, q2):  # noqa: ANN001, ANN202
         return float(_seg_dist(*(np.array([x], dtype=float) for x in (p1, q1, p2, q2)))[0])
@@ -618,7 +612,7 @@ def test_segment_distance():
 
 
 def test_collision_event_details(lines):
-    from tdbtools.physics.safety import Occupancy, TrainPosition, collisions
+    from tdbtools.physics.collisions import Occupancy, TrainPosition, collisions
 
     we, ew = lines
     j_we, j_ew = we.junctions[0].s, ew.junctions[0].s
@@ -665,7 +659,7 @@ def test_a_train_removed_and_put_back_touches_anew_whichever_side_it_was(lines):
     same pair is reported again with no check in between to clear it, whichever of the
     two was taken off. (A train put back comes last, so the event then names it second:
     which side of a contact the removal clears cannot be told apart from outside.)"""
-    from tdbtools.physics.safety import Occupancy, TrainPosition
+    from tdbtools.physics.collisions import Occupancy, TrainPosition
 
     we, ew = lines
     j_we, j_ew = we.junctions[0].s, ew.junctions[0].s
@@ -682,7 +676,7 @@ def test_a_train_removed_and_put_back_touches_anew_whichever_side_it_was(lines):
 
 
 def test_collision_picks_the_longest_overlap(lines):
-    from tdbtools.physics.safety import TrainPosition, collisions
+    from tdbtools.physics.collisions import TrainPosition, collisions
 
     we, ew = lines
     j_we, j_ew = we.junctions[0].s, ew.junctions[0].s
@@ -695,7 +689,7 @@ def test_collision_picks_the_longest_overlap(lines):
 
 
 def test_side_collision_events_reported_once(lines):
-    from tdbtools.physics.safety import Occupancy, TrainPosition
+    from tdbtools.physics.collisions import Occupancy, TrainPosition
 
     we = lines[0]
     a = TrainPosition("A", we, [300.0], [20.0])
@@ -756,7 +750,7 @@ def test_switch_events_say_why(lines):
 
 
 def test_train_position_parts(lines):
-    from tdbtools.physics.safety import TrainPosition, _node_dir
+    from tdbtools.physics.collisions import TrainPosition, _node_dir
 
     we, ew = lines
     t = TrainPosition("A", we, [100.0, 79.0, 58.0], 20.0, speed=[1.0, 2.0, 3.0])
@@ -773,7 +767,7 @@ def test_train_position_parts(lines):
 def test_collisions_between_many_trains_on_one_node(lines):
     """Four trains on V_main (each on a line of its own): the long one overlaps the two
     short ones inside it, never the one beyond it."""
-    from tdbtools.physics.safety import TrainPosition, collisions
+    from tdbtools.physics.collisions import TrainPosition, collisions
 
     we = lines[0]
     j = we.junctions[0].s
@@ -824,7 +818,7 @@ def test_a_second_collision_of_the_same_two_trains_is_reported():
 
 
 def test_train_position_stores_whole_metre_fronts_as_float():
-    from tdbtools.physics.safety import TrainPosition
+    from tdbtools.physics.collisions import TrainPosition
 
     pos = TrainPosition("A", TrackLine.synthetic(500.0), [250, 229], [20.0, 20.0])
     assert pos.car_front.dtype == np.float64 and pos.car_front.tolist() == [250.0, 229.0]

@@ -13,6 +13,7 @@ from helpers import DK24_ROUTE, SAMPLE_INSTALL, SAMPLE_ROUTE, needs_dk24
 
 from tdbtools.formats import load_route
 from tdbtools.formats.stock import Stock, TractiveForceCurve, read_stock
+from tdbtools.physics.collisions import Occupancy, TrainPosition, collisions, side_collisions
 from tdbtools.physics.forces import (
     BrakeMode,
     CarModel,
@@ -27,15 +28,7 @@ from tdbtools.physics.forces import (
     opposing_resistance,
     traction,
 )
-from tdbtools.physics.safety import (
-    BogieSet,
-    Occupancy,
-    TrainPosition,
-    collisions,
-    derailments,
-    side_collisions,
-    throw_switch,
-)
+from tdbtools.physics.safety import BogieSet, derailments, throw_switch
 from tdbtools.physics.trackline import LineJunction, TrackLine, TrackLineError
 from tdbtools.track import Switches, Traveller, resolve_path
 from tdbtools.track.paths import Leg, Place, ResolvedPath, Traversal

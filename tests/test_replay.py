@@ -1187,7 +1187,7 @@ def test_cars_too_close_only_at_their_rear_halves_collide():
     by 10 m at their rear ends only: a side collision (the clearance is 3.6 m)."""
     import dataclasses
 
-    from tdbtools.physics.safety import TrainPosition, side_collisions
+    from tdbtools.physics.collisions import TrainPosition, side_collisions
 
     a_line = TrackLine.synthetic(500.0)
     b0 = TrackLine.synthetic(500.0, node=2)

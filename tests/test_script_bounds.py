@@ -10,6 +10,9 @@ import pytest
 from test_signals import Fake, run
 
 import tdbtools.signals.script as S
+import tdbtools.signals.script_base as B
+import tdbtools.signals.script_compile as C
+import tdbtools.signals.script_parse as P
 from tdbtools.errors import Diagnostics
 from tdbtools.signals.script import ScriptError, ScriptRuntimeError, read_scripts
 
@@ -75,7 +78,7 @@ def test_three_thousand_else_if_branches_compile_and_pick_the_right_one():
 def test_short_chain_keeps_elif_and_long_chain_is_flat():
     short = read_scripts("t.dat", text="SCRIPT T\nif (1) state = 1; else if (2) state = 2;\n")
     assert "elif" in short.scripts[0].source
-    n = S.MAX_ELIF + 5
+    n = B.MAX_ELIF + 5
     chain = " ".join(f"{'if' if k == 0 else 'else if'} ({k}) state = {k};" for k in range(n))
     long_ = read_scripts("t.dat", text=f"SCRIPT T\n{chain}\n")
     assert "elif" not in long_.scripts[0].source
@@ -108,9 +111,9 @@ def test_deep_nesting_is_a_located_problem_not_a_crash(body):
 
 def test_tree_depth_is_measured_without_recursion():
     body = "a = " + "(" * 20000 + "1" + ")" * 20000 + ";"
-    raw = S.preprocess(f"SCRIPT T\nfloat a;\n{body}\n")[0]
-    tree, errors = S.parse_script(raw, S._Ctx("t", "", Diagnostics(strict=False)))
-    assert errors == 0 and S.tree_depth(tree) > 20000
+    raw = P.preprocess(f"SCRIPT T\nfloat a;\n{body}\n")[0]
+    tree, errors = P.parse_script(raw, B.ScriptContext("t", "", Diagnostics(strict=False)))
+    assert errors == 0 and C.tree_depth(tree) > 20000
 
 
 def test_generated_source_is_bounded(monkeypatch):
@@ -121,7 +124,7 @@ def test_generated_source_is_bounded(monkeypatch):
     assert f.scripts[0].function(Fake()) == (0, 0) and f.scripts[1].function(Fake()) == (2, 0)
 
 
-def _junked(rng: random.Random, raw: S.RawScript) -> S.RawScript:
+def _junked(rng: random.Random, raw: B.RawScript) -> B.RawScript:
     junk = ["(", ")", "{", "}", "IF", "ELSE", "ELSEIF", "=", ";", "+", "&&", "X(", "FLOAT", "@", "!", "é"]
     frags = list(raw.fragments)
     for _ in range(rng.randint(1, 8)):
@@ -129,7 +132,7 @@ def _junked(rng: random.Random, raw: S.RawScript) -> S.RawScript:
         t, line, col = frags[k]
         pos = rng.randrange(len(t) + 1)
         frags[k] = (t[:pos] + rng.choice(junk) + t[pos:], line, col)
-    return S.RawScript(raw.name, raw.line, frags)
+    return B.RawScript(raw.name, raw.line, frags)
 
 
 SAMPLE = """SCRIPT T
@@ -152,13 +155,13 @@ draw_state = def_draw_state(state);
 
 
 def test_one_pass_recovery_equals_parsing_again_after_each_error():
-    raw = S.preprocess(SAMPLE)[0]
+    raw = P.preprocess(SAMPLE)[0]
     rng = random.Random(32)
     for _ in range(300):
         bad = _junked(rng, raw)
         d1, d2 = Diagnostics(strict=False), Diagnostics(strict=False)
-        one = S.parse_script(bad, S._Ctx("x", SAMPLE, d1))
-        again = S._parse_by_reparsing(bad, S._Ctx("x", SAMPLE, d2))
+        one = P.parse_script(bad, B.ScriptContext("x", SAMPLE, d1))
+        again = P._parse_by_reparsing(bad, B.ScriptContext("x", SAMPLE, d2))
         assert one == again
         assert [(w.message, w.location.line, w.location.column) for w in d1.findings] == [
             (w.message, w.location.line, w.location.column) for w in d2.findings
@@ -172,13 +175,13 @@ def test_recovery_reads_the_script_once(monkeypatch):
         lines.append("a = 1 + ;" if k % 20 == 0 else f"a = {k};")
     text = "SCRIPT T\nfloat a;\n" + "\n".join(lines) + "\nstate = a;\n"
     made = []
-    real = S._parser().parse_interactive
+    real = P._parser().parse_interactive
 
     def counting(*a, **kw):
         made.append(1)
         return real(*a, **kw)
 
-    monkeypatch.setattr(S._parser(), "parse_interactive", counting)
+    monkeypatch.setattr(P._parser(), "parse_interactive", counting)
     f = read_scripts("t.dat", text=text)
     assert f.errors == 150 and len(made) == 1
     assert f.scripts[0].function(Fake()) == (2999, 0)
@@ -189,9 +192,9 @@ def test_recovery_reads_the_script_once(monkeypatch):
 
 
 def test_too_many_errors_drop_the_script():
-    text = "SCRIPT T\n" + "a = ( ;\n" * (S.MAX_RECOVERIES + 5) + "state = 1;\n"
+    text = "SCRIPT T\n" + "a = ( ;\n" * (B.MAX_RECOVERIES + 5) + "state = 1;\n"
     f = read_scripts("t.dat", text=text)
-    assert f.errors == S.MAX_RECOVERIES + 1 and sum(w.count for w in f.warnings) == S.MAX_RECOVERIES + 2
+    assert f.errors == B.MAX_RECOVERIES + 1 and sum(w.count for w in f.warnings) == B.MAX_RECOVERIES + 2
     assert f.scripts[0].function(Fake()) == (0, 0)
 
 

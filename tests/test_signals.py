@@ -322,9 +322,9 @@ def test_b3_script_semantics():
 def test_dk24_scripts_parse_fast_without_errors():
     # CPU time of this process (the machine is shared): building the grammar, reading, parsing
     # and compiling every script.
-    import tdbtools.signals.script as script_mod
+    import tdbtools.signals.script_parse as script_parse
 
-    script_mod._PARSER = None
+    script_parse._PARSER = None
     t0 = time.process_time()
     f = read_scripts(DK24_ROUTE / "sigscr.dat")
     took = time.process_time() - t0

@@ -10,7 +10,7 @@ the last point or where ``x == xp[j]``, else ``slope·(x - xp[j]) + fp[j]`` with
 not a number. ``tests/test_replay_fast_paths.py`` compares it with ``np.interp``.
 
 :func:`owner_cross` is the collision checks' pairing of nearby cars of nearby trains
-(``safety._owner_pairs``) in one pass, without the numpy code's temporary arrays of every
+(``proximity._owner_pairs``) in one pass, without the numpy code's temporary arrays of every
 candidate pair; ``tests/test_collision_checks.py`` compares the two.
 """
 
@@ -103,7 +103,7 @@ def interp(x, xp, f1, f2, out1, out2, rows, two):
 @_jit
 def owner_cross(oi, oj, start, size, lo_x, hi_x, lo_z, hi_z, olo_x, ohi_x, olo_z, ohi_z, pad):
     """The pairs of boxes of the owner pairs ``(oi, oj)`` within ``pad`` of each other, as
-    ``tdbtools.physics.safety._owner_pairs`` makes them with numpy: per owner pair, the boxes
+    ``tdbtools.physics.proximity._owner_pairs`` makes them with numpy: per owner pair, the boxes
     of one near the other's owner box against those of the other near the first's, the
     first's boxes outer, each pair as (smaller, larger) index and tested as written there
     (the same comparisons, so the same pairs in the same order)."""
@@ -166,7 +166,7 @@ def owner_cross(oi, oj, start, size, lo_x, hi_x, lo_z, hi_z, olo_x, ohi_x, olo_z
 @_jit
 def boxes_near(lo_x, hi_x, lo_z, hi_z, pad, order):
     """Which boxes have another within ``pad``: a box of a pair of
-    ``tdbtools.physics.safety.box_pairs`` (the same four tests as written there), by a
+    ``tdbtools.physics.proximity.box_pairs`` (the same four tests as written there), by a
     sweep over the boxes in ``order`` (by ``lo_x``, NaN last): a box's partners further on
     start by ``lo_x - pad <= hi_x`` of the first, which stays false once false."""
     n = lo_x.size

@@ -12,8 +12,10 @@ import functools
 import numpy as np
 
 from ...track.geometry import normalize_tile
+from ..collisions import Occupancy, TrainPosition
 from ..events import CAR_EVENTS, SAFETY_EVENTS, EndOfLine, EventLocation, EventLog
-from ..safety import DEFAULT_CLEARANCE_M, Occupancy, SafetyEvent, TrainPosition, box_pairs, chords_within
+from ..proximity import box_pairs, chords_within
+from ..safety import DEFAULT_CLEARANCE_M, SafetyEvent
 from .forces import pmax, pmin
 from .setup import Layout
 
@@ -209,8 +211,8 @@ class WatchStage:
     def close_trains(self, near: np.ndarray, x: np.ndarray, g: np.ndarray, ends: tuple) -> tuple[set, set]:
         """Of the watched trains (``near``), those that may collide with a watched train
         on another line, and those that may touch one side by side: conservative supersets
-        of the trains in the events of :func:`~tdbtools.physics.safety.collisions` and
-        :func:`~tdbtools.physics.safety.side_collisions` (docs/physics.md §5.4). ``g``:
+        of the trains in the events of :func:`~tdbtools.physics.collisions.collisions` and
+        :func:`~tdbtools.physics.collisions.side_collisions` (docs/physics.md §5.4). ``g``:
         every car's rear and front on the global table, ``ends``: their world X and Z
         (rear X, front X, rear Z, front Z)."""
         names = self.L.names
