@@ -1,4 +1,4 @@
-"""The compiled TrackNodes scanner (formats/_nodes_kernel.py, tdb_scan.py, tdb_scanned.py)
+"""The compiled TrackNodes scanner (formats/_nodes_kernel.py, tdb_scan.py, read_scanned_nodes in tdb.py)
 against its reference, the walk with the regular expressions of grammars/tdb_nodes.lark
 (scan_track_nodes, read_bulk_nodes): where the kernel takes a table, the same run end and
 the same nodes and sections, pickled bit for bit; where it does not, the reference reads

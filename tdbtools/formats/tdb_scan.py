@@ -4,7 +4,7 @@ the STF lexer's table-run hint and handed to the bulk reader with the table's bl
 
 The kernel reads bytes: the table's text goes to it a few MB at a time (``CHUNK``
 characters, encoded latin-1), so no copy of the whole table is ever made. What it finds is
-kept in a few compact arrays (about 100 bytes a node: ~40 MB for the 460,000 nodes of a
+kept in a few compact arrays (about 75 bytes a node: 17 MB for the 231,932 nodes of a
 200 MB file, held from the parse to the bulk reader). A text it does not read exactly (a
 character past latin-1, any node it does not take) gives None: the callers then walk the
 table with the regular expressions of grammars/tdb_nodes.lark, the reference, as before.
