@@ -96,7 +96,9 @@ def scan_nodes(text: str, start: int, count: int, stop: int | None = None) -> No
     ospan = np.empty((cap, 2), dtype=np.int64)
     oints = np.zeros((cap, 12), dtype=np.int32)
     oflts = np.empty((cap, 6), dtype=np.float64)
-    slow = np.empty((6 * cap, 4), dtype=np.int64)  # (usually none: pages never touched)
+    # UiD floats off the fast path: usually none; more than this many (a table of
+    # nothing else) and the kernel gives up: the regex walk reads it, as before.
+    slow = np.empty((cap // 4 + 64, 4), dtype=np.int64)
     counters = np.zeros(5, dtype=np.int64)
     base, size = start, CHUNK
     while True:
