@@ -495,13 +495,27 @@ def test_lookups_on_many_lines_are_each_lines_own(dk24):  # noqa: ANN001
     line, s = np.concatenate(idx), np.concatenate(ss)
     order = rng.permutation(len(s))  # lines and distances in any order
     line, s = line[order], s[order]
-    node, X, Z, Y = rep.lines.on_lines(line, s)
-    for k, ln in enumerate(lines):
-        m = line == k
-        want_x, want_z = ln.world_xz(s[m])
-        assert np.array_equal(node[m], ln.node_offset(s[m])[0])
-        for got, want in ((X[m], want_x), (Z[m], want_z), (Y[m], ln.elevation(s[m]))):
-            assert np.array_equal(got.view(np.int64), want.view(np.int64)), k
+    from tdbtools.physics.kernels import compiled_available
+    from tdbtools.physics.stages.linetable import LineTable
+
+    tables = [LineTable(lines, compiled=False)]  # numpy's (the replay's may be either)
+    if compiled_available():  # the compiled lookup (_lookup_kernel.on_lines) too
+        tables.append(LineTable(lines, compiled=True))
+    for table in tables:
+        node, X, Z, Y = table.on_lines(line, s)
+        for k, ln in enumerate(lines):
+            m = line == k
+            want_x, want_z = ln.world_xz(s[m])
+            assert np.array_equal(node[m], ln.node_offset(s[m])[0])
+            for got, want in ((X[m], want_x), (Z[m], want_z), (Y[m], ln.elevation(s[m]))):
+                assert np.array_equal(got.view(np.int64), want.view(np.int64)), k
+    if len(tables) == 2:  # and beyond what a line's own lookups take: NaN, outside the line
+        odd = np.array([np.nan, -1.0, -0.0, 1e12, -np.inf, np.inf])
+        line2 = np.repeat(np.arange(len(lines)), len(odd))
+        s2 = np.tile(odd, len(lines))
+        with np.errstate(invalid="ignore"):
+            for a, b in zip(tables[0].on_lines(line2, s2), tables[1].on_lines(line2, s2)):
+                assert np.array_equal(a.view(np.int64), b.view(np.int64))
 
 
 def test_side_collision_found_wherever_the_grid_cells_fall():

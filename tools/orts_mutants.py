@@ -111,13 +111,13 @@ M = [
     ("tdbtools/physics/orts/replay_forces.py", "hold = max(-need, 0.0)", "hold = 0.0"),
     (
         "tdbtools/physics/orts/replay_forces.py",
-        "trac[i], fd = u.step(throttle, dyn, speed, dt)",
-        "trac[i], fd = u.step(1.0, dyn, speed, dt)",
+        "trac[rows], fd = u.step(throttle, dyn, speed, dt)",
+        "trac[rows], fd = u.step(1.0, dyn, speed, dt)",
     ),
     (
         "tdbtools/physics/orts/replay_forces.py",
-        "trac[i], fd = u.step(throttle, dyn, speed, dt)",
-        "trac[i], fd = u.step(throttle, dyn, speed, dt)\n                trac[i] *= fwd",
+        "trac[rows], fd = u.step(throttle, dyn, speed, dt)",
+        "trac[rows], fd = u.step(throttle, dyn, speed, dt)\n                trac[rows] *= fwd",
     ),
 ]
 M += [
@@ -444,7 +444,38 @@ M += [
         "pass",
     ),
 ]
+M += [
+    # the long train's fused brakes and scalar laws (issue 32, tests/test_orts_fused.py)
+    ("tdbtools/physics/_orts_kernel.py", "u = abs(v[i]) * 3.6", "u = v[i] * 3.6"),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "    if x < lo:\n        return lo",
+        "    if x <= lo:\n        return lo",
+    ),
+    ("tdbtools/physics/_orts_kernel.py", "if not d <= settled:", "if d > settled:"),
+    (
+        "tdbtools/physics/orts/brakes.py",
+        "    v = abs(speed_ms) * 3.6\n    return 7.6",
+        "    v = speed_ms * 3.6\n    return 7.6",
+    ),
+    (
+        "tdbtools/physics/orts/auto_brakes.py",
+        "full = _sum(self.capacity * shoe_factor_of(laws[0][0], u))",
+        "full = _sum(self.capacity) * shoe_factor_of(laws[0][0], u)",
+    ),
+    (
+        "tdbtools/physics/orts/unit.py",
+        "at_limit = target if limit == t else self.available(limit, v)",
+        "at_limit = target",
+    ),
+    (
+        "tdbtools/physics/orts/adhesion.py",
+        "    v = abs(speed_ms) * 3.6\n    return (7.5",
+        "    v = speed_ms * 3.6\n    return (7.5",
+    ),
+]
 TESTS = [
+    "tests/test_orts_fused.py",
     "tests/test_orts_dynamic.py",
     "tests/test_orts_controllers.py",
     "tests/test_orts_physics.py",

@@ -181,3 +181,62 @@ def boxes_near(lo_x, hi_x, lo_z, hi_z, pad, order):
                 near[i] = True
                 near[j] = True
     return near
+
+
+@_jit
+def _lt(a, b):
+    """numpy's sort order: ``a < b`` with a NaN after every number."""
+    return a < b or (b != b and a == a)
+
+
+@_jit
+def _search(a, v, left):
+    """``np.searchsorted(a, v, "left" if left else "right")`` of one value."""
+    lo = 0
+    hi = a.size
+    while lo < hi:
+        mid = lo + ((hi - lo) >> 1)
+        if (_lt(a[mid], v)) if left else (not _lt(v, a[mid])):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@_jit
+def on_lines(line, s, base, seg_first, seg1, seg1l, pt_first, S, SL, seg_node, X, Z, Y, node, ox, oz, oy):
+    """:meth:`tdbtools.physics.stages.linetable.LineTable.on_lines` point by point, operation
+    for operation (its numpy code is the reference; ``tests/test_collision_checks.py``
+    compares the two): the node traversal (the global ``searchsorted`` clipped to the
+    line's rows and settled onto the line's own distances), the sample row likewise, and
+    np.interp's formula."""
+    for k in range(s.size):
+        ln = line[k]
+        sk = s[k]
+        g = sk + base[ln]
+        f = seg_first[ln]
+        last = seg_first[ln + 1] - 1
+        i = min(max(_search(seg1, g, True), f), last)
+        while i > f and seg1l[max(i - 1, f)] >= sk:
+            i -= 1
+        while i < last and seg1l[i] < sk:
+            i += 1
+        p0 = pt_first[ln]
+        p1 = pt_first[ln + 1] - 1
+        j = min(max(_search(S, g, False) - 1, p0), p1)
+        while j > p0 and SL[j] > sk:
+            j -= 1
+        while j < p1 and SL[min(j + 1, p1)] <= sk:
+            j += 1
+        jn = min(j + 1, p1)
+        sj = SL[j]
+        den = SL[jn] - sj
+        if den == 0.0:
+            den = 1.0
+        as_is = j == p1 or sj == sk
+        left = sk < SL[p0]
+        d = sk - sj
+        node[k] = seg_node[i]
+        for col, out in ((X, ox), (Z, oz), (Y, oy)):
+            cj = col[j]
+            out[k] = col[p0] if left else (cj if as_is else (col[jn] - cj) / den * d + cj)

@@ -1,9 +1,11 @@
-"""The Open Rails profile's brake pipe (docs/physics.md §7.3), compiled with numba:
-:meth:`tdbtools.physics.orts.airbrake.AirBrakeTrain.step_pipe`'s sub-steps, operation
-for operation (the numpy/Python code there is the reference; ``tests/test_orts_physics.py``
-compares the two). The pipe's sweep from the front is sequential, car after car, and
-runs some hundred sub-steps per replay step (``BrakePipeTimeFactor`` 0.0015 s): in
-Python that is most of a replay's time while a train brakes.
+"""The Open Rails profile's brakes (docs/physics.md §7.3), compiled with numba:
+:meth:`tdbtools.physics.orts.airbrake.AirBrakeTrain.step_pipe`'s sub-steps, its triple
+valves, and each car's brake force from its cylinder and shoes, operation for operation
+(the numpy/Python code is the reference; ``tests/test_orts_replay.py`` compares the two).
+The pipe's sweep from the front is sequential, car after car, and runs some hundred
+sub-steps per replay step (``BrakePipeTimeFactor`` 0.0015 s): in Python that is most of
+a replay's time while a train brakes. The valves and the forces replace a dozen numpy
+calls each on a long train's cars, whose fixed cost was most of their time.
 """
 
 from __future__ import annotations
@@ -14,9 +16,23 @@ _jit = njit(cache=True, nogil=True, error_model="numpy")
 
 
 @_jit
-def step_pipe(bp, vol, target, has_target, emergency, charging_rate, service_tau, emergency_tau, tau, dt):
+def step_pipe(
+    bp, vol, target, has_target, emergency, charging_rate, service_tau, emergency_tau, tau, dt, settled
+):
     """Advance the pipe pressures ``bp`` (in place) by ``dt`` s towards ``target``
-    (``has_target`` False: the handle laps, the lead is left alone)."""
+    (``has_target`` False: the handle laps, the lead is left alone). A pipe within
+    ``settled`` psi of the target everywhere is set to it instead (the Python code's
+    ``np.max(np.abs(bp - target)) <= settled``: a NaN anywhere is not settled)."""
+    if has_target:
+        near = True
+        for i in range(bp.size):
+            d = abs(bp[i] - target)
+            if not d <= settled:  # (a NaN too)
+                near = False
+                break
+        if near:
+            bp[:] = target
+            return
     n = int(dt / tau + 1)
     h = dt / n
     k = min(h / tau, 1.0)
@@ -96,3 +112,36 @@ def step_valves(bp, aux, cyl, state, ratio, app_rate, rel_rate, aux_rate, full_s
         bp[i] = b - dq * _AUX_PIPE_VOLUME_RATIO
         cyl[i] = c
         state[i] = s
+
+
+@_jit
+def _np_clip(x, lo, hi):
+    """``np.clip(x, lo, hi)`` of one element as numpy's loop gives it: ``x`` unless below
+    ``lo`` or above ``hi`` (so a NaN stays, and so does −0.0 against a ``lo`` of 0.0)."""
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+# the default brake-shoe curve (orts/brakes.py: default_shoe_mu, DEFAULT_SHOE_NORMALISER)
+# and the factor's clamp (formats/stock_parts.py: BRAKE_SHOE_FACTOR_MIN/MAX)
+LAW_FACTOR, LAW_MU = 0, 1
+
+
+@_jit
+def brake_forces(v, cyl, max_cyl, spring, capacity, law, normaliser, lo, hi, force, frac):
+    """Per car (written into ``force`` and ``frac``): the cylinder's share of the full
+    force, ``clip((cyl − spring)/(max_cyl − spring), 0, 1)``, and the brake force
+    ``capacity · share · shoe``, the shoe's factor by Open Rails' default curve at the
+    car's speed ``v``: μ itself (``law`` LAW_MU) or ``clip(μ/normaliser, lo, hi)``
+    (LAW_FACTOR); as :class:`~tdbtools.physics.orts.brakes.ShoeFactors` and
+    :func:`~tdbtools.physics.orts.brakes.cylinder_fraction` give them with numpy."""
+    for i in range(v.size):
+        u = abs(v[i]) * 3.6
+        mu = 7.6 / (u + 17.5) + 0.07
+        shoe = mu if law == LAW_MU else _np_clip(mu / normaliser, lo, hi)
+        c = _np_clip((cyl[i] - spring[i]) / (max_cyl[i] - spring[i]), 0.0, 1.0)
+        frac[i] = c
+        force[i] = capacity[i] * c * shoe

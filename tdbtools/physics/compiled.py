@@ -135,6 +135,11 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
         10.0,
     )
     boxes_near(box, box + 1.0, box, box + 1.0, 10.0, np.argsort(box, kind="stable"))
+    from ._lookup_kernel import on_lines
+
+    ends = np.array([0, 2], dtype=np.int64)
+    out = [np.empty(2, dtype=np.int64), np.empty(2), np.empty(2), np.empty(2)]
+    on_lines(one, np.array([0.5]), np.zeros(1), ends, box, box, ends, box, box, ends, box, box, box, *out)
     took["lookups"] = time.perf_counter() - t
 
     tell("step")

@@ -142,19 +142,19 @@ class AirBrakeTrain:
         """Advance the brake pipe by ``dt`` s (sub-steps of at most τ)."""
         target = handle.target(self.max_psi, self.full_service_drop)
         bp = self.bp
+        emergency = handle.position == "emergency"
+        kernel = _PIPE() if self.compiled else None
+        if kernel is not None:  # (the settled pipe's shortcut below included)
+            kernel(
+                bp, self.vol, 0.0 if target is None else float(target), target is not None, emergency,
+                float(self.charging_rate), float(self.service_tau), float(self.emergency_tau),
+                float(self.tau), float(dt), SETTLED_PSI,
+            )  # fmt: skip
+            return
         if target is not None and float(np.max(np.abs(bp - target))) <= SETTLED_PSI:
             # the pipe stands at the handle's pressure: the sub-steps would not move it
             # (more than float rounding); skipping them keeps a running train cheap
             bp[:] = target
-            return
-        emergency = handle.position == "emergency"
-        kernel = _PIPE() if self.compiled else None
-        if kernel is not None:
-            kernel(
-                bp, self.vol, 0.0 if target is None else float(target), target is not None, emergency,
-                float(self.charging_rate), float(self.service_tau), float(self.emergency_tau),
-                float(self.tau), float(dt),
-            )  # fmt: skip
             return
         n = int(dt / self.tau + 1)
         h = dt / n

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...formats.stock import Stock
 from .airbrake import Handle
-from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction, shoe_factor
+from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction, shoe_factor, shoe_factor_of
 from .run import _brake_train
 from .vacuumbrake import ATM_PSI, INHG_PSI, VacuumBrakeTrain, cylinder_for
 
@@ -33,6 +33,8 @@ __all__ = ["BrakePlan", "StopGain", "brake_plan"]
 HORIZON_S = 300.0
 #: Settled: the force fraction moved less than this over the last second.
 SETTLED = 1e-4
+#: np.sum of a 1-D float array without its Python wrapper (the same reduction, the same bits)
+_sum = np.add.reduce
 
 
 @dataclass(frozen=True)
@@ -63,11 +65,16 @@ class BrakePlan:
         last = self._last_full
         if u == last[0]:  # (the driver and the brakes ask at the same speed each step)
             return last[1]
-        # one shoe_factor per distinct law, not per car (ShoeFactors)
-        f = np.empty(len(self.stocks))
-        for s, cars in self.shoe_factors.laws:
-            f[slice(None) if cars is None else cars] = float(shoe_factor(s, u))
-        out = self.full_fraction * float(np.sum(self.capacity * f))
+        # one shoe_factor per distinct law, not per car (ShoeFactors), in Python floats
+        laws = self.shoe_factors.laws
+        if len(laws) == 1 and laws[0][1] is None:  # (one law: capacity × f, as below)
+            full = _sum(self.capacity * shoe_factor_of(laws[0][0], u))
+        else:
+            f = np.empty(len(self.stocks))
+            for s, cars in laws:
+                f[slice(None) if cars is None else cars] = shoe_factor_of(s, u)
+            full = _sum(self.capacity * f)
+        out = self.full_fraction * float(full)
         last[0], last[1] = u, out
         return out
 

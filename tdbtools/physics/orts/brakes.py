@@ -28,7 +28,9 @@ __all__ = [
     "brake_force_capacity",
     "cylinder_fraction",
     "default_shoe_mu",
+    "default_shoe_mu_of",
     "shoe_factor",
+    "shoe_factor_of",
 ]
 
 #: The default curve is divided by this (its value at ≈ 41 km/h) to make a factor.
@@ -40,6 +42,13 @@ def default_shoe_mu(speed_ms):
     """Open Rails' default shoe friction (a Curtius–Kniffler shoe curve):
     ``μ = 7.6/(v + 17.5) + 0.07`` with v in km/h."""
     v = np.abs(np.asarray(speed_ms, dtype=np.float64)) * 3.6
+    return 7.6 / (v + 17.5) + 0.07
+
+
+def default_shoe_mu_of(speed_ms: float) -> float:
+    """:func:`default_shoe_mu` of one speed in Python floats (the same operations, so the
+    same bits, without numpy's fixed cost)."""
+    v = abs(speed_ms) * 3.6
     return 7.6 / (v + 17.5) + 0.07
 
 
@@ -66,6 +75,21 @@ def shoe_factor(stock: Stock, speed_ms):
     )
 
 
+def shoe_factor_of(stock: Stock, speed_ms: float) -> float:
+    """:func:`shoe_factor` of one speed as a float; a stock with the default curve (no
+    friction table) in Python floats, np.clip as numpy's loop does it (the value unless
+    below the low end or above the high one: a NaN stays), the same bits."""
+    if stock.brake_shoe_friction is not None:
+        return float(shoe_factor(stock, speed_ms))
+    mu = default_shoe_mu_of(speed_ms)
+    if uses_shoe_force(stock):
+        return mu
+    f = mu / DEFAULT_SHOE_NORMALISER
+    if f < BRAKE_SHOE_FACTOR_MIN:
+        return BRAKE_SHOE_FACTOR_MIN
+    return BRAKE_SHOE_FACTOR_MAX if f > BRAKE_SHOE_FACTOR_MAX else f
+
+
 class ShoeFactors:
     """:func:`shoe_factor` of every car of a train, one call per distinct law rather than
     per car (a 1,000-car train has a few stocks, and the stocks without a friction table
@@ -73,7 +97,7 @@ class ShoeFactors:
     speed alone and is computed element by element. ``groups``: (stock, its cars) per
     distinct stock object."""
 
-    __slots__ = ("groups", "laws", "n")
+    __slots__ = ("default_law", "groups", "laws", "n")
 
     def __init__(self, stocks: Sequence[Stock]) -> None:
         by_stock: dict[int, tuple[Stock, list[int]]] = {}
@@ -93,6 +117,11 @@ class ShoeFactors:
             (s, None if len(cars) == self.n else np.array(sorted(cars), dtype=np.intp))
             for s, cars in by_law.values()
         ]
+        #: every car on one default curve (no friction table): "mu" (the shoe-force path)
+        #: or "factor"; None otherwise (what the compiled brake forces take)
+        self.default_law: str | None = None
+        if len(self.laws) == 1 and self.laws[0][1] is None and self.laws[0][0].brake_shoe_friction is None:
+            self.default_law = "mu" if uses_shoe_force(self.laws[0][0]) else "factor"
 
     def __call__(self, speeds: np.ndarray) -> np.ndarray:
         """Each car's factor at its own speed (``speeds``: per car, m/s, either sign)."""

@@ -22,9 +22,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...formats.stock import Stock
+from ...formats.stock_parts import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN
+from ..kernels import LazyKernel
 from .airbrake import Handle
 from .auto_brakes import BrakePlan, brake_plan
-from .brakes import cylinder_fraction
+from .brakes import DEFAULT_SHOE_NORMALISER, cylinder_fraction
 from .controllers import (
     brake_handle,
     dynamic_value,
@@ -44,6 +46,9 @@ BRAKES_ON = 0.02
 MOVING = 0.5
 #: np.sum of a 1-D float array without its Python wrapper (the same reduction, the same bits)
 _sum = np.add.reduce
+#: the compiled per-car brake forces (None without numba; physics/_orts_kernel.py)
+_BRAKE_FORCES = LazyKernel("_orts_kernel", "brake_forces")
+_LAWS = {"factor": 0, "mu": 1}  # (_orts_kernel's LAW_FACTOR, LAW_MU)
 
 
 class _TrainBrakes:
@@ -55,6 +60,8 @@ class _TrainBrakes:
         self.capacity = self.plan.capacity
         self.shoe = self.plan.shoe_factors
         self.applied = 0.0  # the last step's mean cylinder force share
+        #: the forces with the compiled kernel when numba is there (the same numbers)
+        self.compiled = True
 
     def full(self, v: float) -> float:
         """The train's brake force of a full-service application at speed ``v``."""
@@ -63,6 +70,16 @@ class _TrainBrakes:
     def step(self, handle: Handle, dt: float, v_cars: np.ndarray) -> tuple[np.ndarray, float]:
         """Per car brake force after ``dt`` s at ``handle``; and the mean cylinder fraction."""
         self.air.step(handle, dt)
+        law = self.shoe.default_law
+        kernel = _BRAKE_FORCES() if self.compiled else None
+        if kernel is not None and law is not None:  # (the same numbers in one pass over the cars)
+            force, frac = np.empty(v_cars.size), np.empty(v_cars.size)
+            kernel(
+                v_cars, self.air.cyl, self.max_cyl, self.spring, self.capacity, _LAWS[law],
+                DEFAULT_SHOE_NORMALISER, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX, force, frac,
+            )  # fmt: skip
+            self.applied = float(_sum(frac) / frac.size)
+            return force, self.applied
         factor = self.shoe(v_cars)
         frac = cylinder_fraction(self.air.cyl, self.max_cyl, self.spring)
         # np.mean's bits: numpy's sum (the same pairwise additions) over the count

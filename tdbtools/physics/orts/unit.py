@@ -15,7 +15,7 @@ import numpy as np
 from ...formats.stock import Stock
 from ...formats.stock_orts import TractionRamps
 from . import diesel, steam, traction
-from .adhesion import adhesion_limit
+from .adhesion import adhesion_limit_of
 from .dynamic import DynamicBrake, engage_delay
 from .gearbox import GearBox, gears_of
 
@@ -116,17 +116,19 @@ class PowerUnit:
     def _engine_power(self) -> float:
         return sum(diesel.output_power(e, r) for e, r in zip(self.engines, self.rpm))
 
-    def _limits(self, throttle: float, v: float) -> tuple[float, float, float]:
-        """(effective throttle, its limit, the largest force allowed) this step."""
+    def _limits(self, throttle: float, v: float) -> tuple[float, float, float, float, float]:
+        """(effective throttle, its limit, the largest force allowed, the available force
+        at the throttle and at the limit) this step: :meth:`available` is a function of
+        its arguments, so each is asked once (twice at the same throttle, once)."""
         app = self.apparent()
         limit = 1.0 if (app is None or self.power_limited) else min(1.0, app)
         t = traction.effective_throttle(throttle, app, self.power_limited)
         target = self.available(t, v)
-        cap = self.available(limit, v)
-        cap = cap if cap >= target else math.inf
+        at_limit = target if limit == t else self.available(limit, v)
+        cap = at_limit if at_limit >= target else math.inf
         if self.power_limited and v > 0:
             cap = min(cap, self._engine_power() / v)
-        return t, limit, cap
+        return t, limit, cap, target, at_limit
 
     # -- a step -----------------------------------------------------------------------------
 
@@ -145,10 +147,9 @@ class PowerUnit:
             f = sum(b.force(throttle, v, r) for b, r in zip(self.boxes, self.rpm))
             self.traction = f
             self.prev_speed = v
-            return min(f, float(adhesion_limit(self.drive_mass, v)))
-        t, limit, cap = self._limits(throttle, v)
+            return min(f, adhesion_limit_of(self.drive_mass, v))
+        t, limit, cap, target, _ = self._limits(throttle, v)
         if limit > 0:
-            target = self.available(t, v)
             f = traction.ramp_force(self.traction, dt, target, cap, v, self.prev_speed, self.ramps)
         else:
             f = 0.0
@@ -156,17 +157,17 @@ class PowerUnit:
         if self.derate is not None:
             f, self.average = self.derate.step(f, self.average, dt)
         self.traction = f
-        return min(f, float(adhesion_limit(self.drive_mass, v)))
+        return min(f, adhesion_limit_of(self.drive_mass, v))
 
     def capacity(self, v: float) -> float:
         """The force at full throttle with the engines as they run now (no state change)."""
         v = abs(v)
         if self.geared:
             f = sum(b.force(1.0, v, r) for b, r in zip(self.boxes, self.rpm))
-            return min(f, float(adhesion_limit(self.drive_mass, v)))
-        _, limit, cap = self._limits(1.0, v)
-        f = min(self.available(limit, v), cap) if limit > 0 else 0.0
-        return min(f, float(adhesion_limit(self.drive_mass, v)))
+            return min(f, adhesion_limit_of(self.drive_mass, v))
+        _, limit, cap, _, at_limit = self._limits(1.0, v)
+        f = min(at_limit, cap) if limit > 0 else 0.0
+        return min(f, adhesion_limit_of(self.drive_mass, v))
 
     def dynamic(self, setting: float, v: float) -> float:
         """The force law of the dynamic brake at ``setting`` and speed ``v`` (no state)."""

@@ -52,11 +52,14 @@ class LineTable:
         # calls (tdbtools.physics._lookup_kernel; the same numbers), when numba is there
         self._interp = None
         self.boxes_near: Callable | None = None  # (the watching stage's sweep of the trains' boxes)
+        self._on_lines: Callable | None = None
         if compiled:
-            from .._lookup_kernel import boxes_near, interp
+            from .._lookup_kernel import boxes_near, interp, on_lines
 
             self._interp = interp
             self.boxes_near = boxes_near
+            self._on_lines = on_lines
+        self._base = np.asarray(self.base, dtype=np.float64)
         self._rows: dict[str, np.ndarray] = {}
 
     def _lookup(self, g: np.ndarray, site: str, f1: np.ndarray, f2: np.ndarray | None = None):
@@ -94,8 +97,19 @@ class LineTable:
         bit for bit what each line's own ``node_offset``, ``world_xz`` and ``elevation``
         give, for points on many lines in one go. The global table finds each row to
         within rounding; a few steps over the line's own distances make it the line's,
-        and the linear interpolation is np.interp's, operation for operation."""
-        g = s + np.asarray(self.base)[line]
+        and the linear interpolation is np.interp's, operation for operation (compiled
+        when the table is: the same numbers point by point)."""
+        k = self._on_lines
+        if k is not None:
+            n = len(s)
+            node, X, Z, Y = np.empty(n, dtype=self.SEG_NODE.dtype), np.empty(n), np.empty(n), np.empty(n)
+            k(
+                np.ascontiguousarray(line, dtype=np.int64), np.ascontiguousarray(s, dtype=np.float64),
+                self._base, self.seg_first, self.SEG1, self.SEG1L, self.pt_first, self.S, self.SL,
+                self.SEG_NODE, self.X, self.Z, self.Y, node, X, Z, Y,
+            )  # fmt: skip
+            return node, X, Z, Y
+        g = s + self._base[line]
         # the node traversal: the line's searchsorted(seg_s1, s, "left"), clipped
         f, last = self.seg_first[line], self.seg_first[line + 1] - 1
         i = settle(np.clip(np.searchsorted(self.SEG1, g, side="left"), f, last), f, last, s, self.SEG1L, True)

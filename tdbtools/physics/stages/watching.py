@@ -45,6 +45,8 @@ class WatchStage:
         self._checked = (np.asarray(self.engine.x).copy(), np.asarray(self.engine.v).copy())
         self._position_of = [functools.partial(self.position, k) for k in range(len(self.trains))]
         self._car_names: list[tuple[str, int]] | None = None  # (engine_events)
+        # the contacts engine_events drops are not even made into records (compiled engine)
+        self.engine.quiet_contact_speed = MIN_EVENT_SPEED
         self._shared: tuple | None = None  # (shared_rows)
 
     def track_ends(self, time: float) -> None:
