@@ -121,3 +121,63 @@ def parse_spans(buf, starts, ends, out, offsets, counts, status):
             n += 1
         counts[s] = n
         status[s] = 1 if bad or n == 0 else 0
+
+
+@_jit
+def _int_of(v, lim):  # (whether v is an integer of magnitude <= lim, its int64)
+    if not abs(v) <= lim:  # (False for nan and inf too)
+        return False, 0
+    iv = np.int64(v)  # (as numpy's cast: toward zero)
+    return float(iv) == v, iv
+
+
+@_jit
+def fill_rows(values, offsets, nrows, r0, limits, i0, i1, i2, i3, i4, i5, i6, i7, i8, f0, f1, f2, f3, f4, f5):
+    """The section rows of spans read by parse_spans into the columns, as
+    formats/tdb.py's _BulkColumns.add (the numpy reference) fills and checks them: span
+    k's ``nrows[k]`` rows of 16 numbers start at ``values[offsets[k] + 1]`` (after its
+    count); ``i0``..``i8`` the integer columns (SECTION_COLUMNS without flag3),
+    ``f0``..``f5`` the float ones, filled from row ``r0``. ``limits``: the largest
+    magnitude of an integer (2**53), of a tile, of an offset, of an angle. Returns the
+    rows written, or -1 where the reference refuses a value (not finite, out of range,
+    an integer column's value not an integer, flag3 not 0)."""
+    exact, tile, offset, angle = limits[0], limits[1], limits[2], limits[3]
+    r = r0
+    ok = True
+    for k in range(offsets.size):
+        o = offsets[k] + 1
+        for _q in range(nrows[k]):
+            row = values[o : o + 16]
+            o += 16
+            ok0, v0 = _int_of(row[0], exact)
+            ok1, v1 = _int_of(row[1], exact)
+            ok2, v2 = _int_of(row[2], exact)
+            ok3, v3 = _int_of(row[3], exact)
+            ok4, v4 = _int_of(row[4], exact)
+            ok5, v5 = _int_of(row[5], exact)
+            ok6, v6 = _int_of(row[6], exact)
+            ok8, v8 = _int_of(row[8], tile)
+            ok9, v9 = _int_of(row[9], tile)
+            ok = ok0 and ok1 and ok2 and ok3 and ok4 and ok5 and ok6 and ok8 and ok9
+            ok = ok and row[7] == 0.0  # flag3, kept as "00": its number must be 0
+            ok = ok and abs(row[10]) <= offset and abs(row[11]) <= offset and abs(row[12]) <= offset
+            ok = ok and abs(row[13]) <= angle and abs(row[14]) <= angle and abs(row[15]) <= angle
+            if not ok:
+                return -1
+            i0[r] = v0
+            i1[r] = v1
+            i2[r] = v2
+            i3[r] = v3
+            i4[r] = v4
+            i5[r] = v5
+            i6[r] = v6
+            i7[r] = v8
+            i8[r] = v9
+            f0[r] = row[10]
+            f1[r] = row[11]
+            f2[r] = row[12]
+            f3[r] = row[13]
+            f4[r] = row[14]
+            f5[r] = row[15]
+            r += 1
+    return r - r0

@@ -13,9 +13,10 @@ import math
 import operator
 import re
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
+from itertools import repeat
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -29,6 +30,7 @@ from ..stf.parser import ITEM_TABLE_RUN_ENDS, TABLE_RUN_ENDS, gc_paused
 from ..stf.tree import Block, Document
 from ._read import Reader, to_float, to_int, to_int32, to_int53, to_uint
 from ._records import fast_pickle
+from .tdb_scan import NodeScan, scan_nodes
 
 # -- records ---------------------------------------------------------------------------
 
@@ -1043,6 +1045,9 @@ def read_bulk_nodes(table: Block) -> tuple[list, VectorSections] | None:
     count = int(m.group(1))
     pos = m.end()
     compiled = numbers_compiled(n_text - pos)
+    scan = table.take_hint()
+    if isinstance(scan, NodeScan) and scan.start == pos and scan.end <= n_text:
+        return read_scanned_nodes(text, scan, count, n_text, compiled=compiled)
     nodes: list = [None]
     arrays: list[np.ndarray] = []
     columns = _BulkColumns(n_text - pos)
@@ -1170,19 +1175,9 @@ def parse_number_spans(
             buf = None
     if buf is None:
         return [_fromstring(text[a:b]) for a, b in spans]
-    from ._numbers_kernel import parse_spans
-
     starts = np.array([a for a, _b in spans], dtype=np.int64)
     ends = np.array([b for _a, b in spans], dtype=np.int64)
-    starts -= lo
-    ends -= lo
-    room = (ends - starts + 1) // 2  # (at most one number per two characters)
-    offsets = np.zeros(len(spans), dtype=np.int64)
-    np.cumsum(room[:-1], out=offsets[1:])
-    values = np.empty(int(room.sum()))
-    counts = np.empty(len(spans), dtype=np.int64)
-    status = np.empty(len(spans), dtype=np.int8)
-    parse_spans(buf, starts, ends, values, offsets, counts, status)
+    values, offsets, counts, status = compiled_number_spans(buf, starts - lo, ends - lo)
     out: list[np.ndarray | None] = []
     for k, (a, b) in enumerate(spans):
         if status[k]:
@@ -1191,6 +1186,24 @@ def parse_number_spans(
             o = int(offsets[k])
             out.append(values[o : o + int(counts[k])])
     return out
+
+
+def compiled_number_spans(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The compiled reader (formats/_numbers_kernel.py) over the spans ``buf[starts[k]:
+    ends[k]]`` of bytes: ``(values, offsets, counts, status)``, span k's numbers being
+    ``values[offsets[k]:][:counts[k]]`` where ``status[k]`` is 0 (else numpy decides)."""
+    from ._numbers_kernel import parse_spans
+
+    room = (ends - starts + 1) // 2  # (at most one number per two characters)
+    offsets = np.zeros(len(starts), dtype=np.int64)
+    np.cumsum(room[:-1], out=offsets[1:])
+    values = np.empty(int(room.sum()))
+    counts = np.empty(len(starts), dtype=np.int64)
+    status = np.empty(len(starts), dtype=np.int8)
+    parse_spans(buf, starts, ends, values, offsets, counts, status)
+    return values, offsets, counts, status
 
 
 def _fromstring(text: str) -> np.ndarray | None:
@@ -1254,6 +1267,26 @@ class _BulkColumns:
         self.rows = r1
         return True
 
+    def add_compiled(self, values: np.ndarray, offsets: np.ndarray, counts: np.ndarray) -> bool:
+        """As ``add`` for spans the compiled reader read whole (compiled_number_spans):
+        span k's ``counts[k]`` rows after its count at ``values[offsets[k]]``, filled and
+        checked in one pass (formats/_numbers_kernel.fill_rows, ``add`` its reference)."""
+        from ._numbers_kernel import fill_rows
+
+        fill: Any = fill_rows  # (numba's Dispatcher is typed with fewer arguments)
+        r0 = self.rows
+        rows = int(counts.sum())
+        if r0 + rows > self.capacity:  # (cannot happen: see the class's text)
+            return False
+        ints = tuple(c for c in self.cols if c is not None and c.dtype == np.int64)
+        flts = tuple(c for c in self.cols if c is not None and c.dtype == np.float64)
+        assert len(ints) == 9 and len(flts) == 6
+        got = fill(values, offsets, counts, r0, _FILL_LIMITS, *ints, *flts)
+        if got != rows:
+            return False
+        self.rows += rows
+        return True
+
     def finish(self, counts: list[int], owners: list[int]) -> VectorSections:
         if not counts:
             return VectorSections.empty()  # as _TdbReader._sections
@@ -1286,22 +1319,36 @@ _BULK_LIMITS = {
     "ay": MAX_SECTION_ANGLE,
     "az": MAX_SECTION_ANGLE,
 }
+#: fill_rows' limits: an integer column's, a tile's, an offset's, an angle's magnitude.
+_FILL_LIMITS = np.array([_EXACT_INT, MAX_TILE, MAX_SECTION_OFFSET, MAX_SECTION_ANGLE])
+assert _BULK_LIMITS["x"] == _BULK_LIMITS["y"] == _BULK_LIMITS["z"] == MAX_SECTION_OFFSET
+assert _BULK_LIMITS["ax"] == _BULK_LIMITS["ay"] == _BULK_LIMITS["az"] == MAX_SECTION_ANGLE
 #: Vector nodes per slice of _BulkColumns.
 _BULK_SLICE = 4096
 
 
-def _table_run_end(text: str, pos: int) -> int | None:
+def _table_run_end(text: str, pos: int) -> int | tuple[int, NodeScan] | None:
     """Where the DATA run of stf_bulk.lark that starts at ``pos`` (a TrackNodes table's
     content) ends, if the content is a count and nodes of the shapes of
     grammars/tdb_nodes.lark (each a balanced block at most four deep, holding no quote),
     then white space and the table's ")": the run is then the count and the nodes (the
     regex gives back the white space). Else None, and the lexer's regex decides. Any
     node the bulk reader would not accept as is makes it None: the lexer's own scan of
-    such a table (and any error it reports) is left as it was."""
+    such a table (and any error it reports) is left as it was.
+
+    A large table (NUMBERS_COMPILED_MIN_CHARS) is walked by the compiled scanner
+    (formats/tdb_scan.py) where it takes every node: the run's end then comes with the
+    walk, which the parser gives to the table's block for read_bulk_nodes."""
     m = _patterns().count.match(text, pos)
     if m is None:
         return None
     end = m.end()
+    if numbers_compiled(len(text) - end):
+        scan = scan_nodes(text, end, int(m.group(1)))
+        if scan is not None:
+            if _RUN_CLOSE.match(text, scan.end) is None or text.find('"', pos, scan.end) >= 0:
+                return None
+            return scan.end, scan
     for kind, mn, mt, _a, _b in scan_track_nodes(text, end):
         if kind == BAD_NODE:
             return None
@@ -1313,6 +1360,210 @@ def _table_run_end(text: str, pos: int) -> int | None:
 
 _RUN_CLOSE = re.compile(r"[\x00-\x20]*\)")
 TABLE_RUN_ENDS["tdb"] = _table_run_end
+
+
+# -- the bulk reader of a TrackNodes table the compiled scanner walked -----------------
+#
+# The same nodes and sections as read_bulk_nodes' walk with the regular expressions, from
+# the scan's arrays (formats/tdb_scan.py), with whole-array checks where that walk checks
+# node by node. Returns None wherever that walk does (the tree path then reads the table
+# and reports), so the model is the same either way (tests/test_tdb_scan.py).
+
+
+def read_scanned_nodes(
+    text: str, scan: NodeScan, count: int, stop: int, *, compiled: bool
+) -> tuple[list, VectorSections] | None:
+    """The nodes and sections of the table ``text[scan.start:stop]`` as read_bulk_nodes
+    gives them (``count``: the table's node count; ``compiled``: its numbers read by the
+    compiled number reader). The scan's arrays are turned into objects a slice at a
+    time: their Python lists whole would cost ~200 MB for a 200 MB table."""
+    kinds = scan.kinds
+    if len(kinds) != count or _patterns().tail.match(text, scan.end, stop) is None:
+        return None
+    nodes: list = [None] * (count + 1)
+    if len(scan.slow) and not _slow_floats(text, scan):
+        return None
+    other_ids = np.flatnonzero(kinds != 0) + 1
+    step = 4 * _BULK_SLICE
+    for s in range(0, len(other_ids), step):
+        if not _others(text, scan, s, other_ids[s : s + step], nodes):
+            return None
+    scan.release_others()
+    vector_ids = (np.flatnonzero(kinds == 0) + 1).tolist()
+    columns = _BulkColumns(stop - scan.start)
+    counts: list[int] = []
+    rows = 0
+    for s in range(0, len(vector_ids), _BULK_SLICE):
+        e = s + _BULK_SLICE
+        got = _sections(text, scan.vspan[s:e], compiled, columns)
+        if got is None:
+            return None
+        ends = scan.vrefs[s:e].tolist()
+        base = int(scan.vrefs[s - 1]) if s else 0
+        refs = scan.refs[base : ends[-1]].tolist()
+        starts = [base, *ends[:-1]]
+        p = scan.vpins[s:e]
+        ins = _made(TrPin, len(got), link=p[:, 0].tolist(), direction=p[:, 1].tolist())
+        outs = _made(TrPin, len(got), link=p[:, 2].tolist(), direction=p[:, 3].tolist())
+        firsts = np.cumsum([rows, *got[:-1]]).tolist()
+        made = _made(
+            VectorNode,
+            len(got),
+            index=vector_ids[s:e],
+            in_pins=1,
+            out_pins=1,
+            pins=list(zip(ins, outs)),
+            first_section=firsts,
+            section_count=got,
+            item_refs=[tuple(refs[a - base : b - base]) for a, b in zip(starts, ends)],
+        )
+        for index, node in zip(vector_ids[s:e], made):
+            nodes[index] = node
+        rows = firsts[-1] + got[-1]
+        counts.extend(got)
+    if not counts:
+        return nodes, VectorSections.empty()
+    return nodes, columns.finish(counts, vector_ids)
+
+
+def _others(text: str, scan: NodeScan, first: int, ids: np.ndarray, nodes: list) -> bool:
+    """The junction and end nodes ``ids`` (the scan's ``first``.. others) into
+    ``nodes``; False where the walk with the regular expressions gives None (a
+    junction's values without a shape number)."""
+    last = first + len(ids)
+    n = len(ids)
+    ints = scan.oints[first:last]
+    uid_columns = [*ints[:, :6].T.tolist(), *scan.oflts[first:last].T.tolist()]
+    uids = _made(UiD, n, **dict(zip(_UID_FIELDS, uid_columns)))
+    pin0 = _made(TrPin, n, link=ints[:, 6].tolist(), direction=ints[:, 7].tolist())
+    values = [tuple(text[a:b].split()) for a, b in scan.ospan[first:last].tolist()]
+    junction = scan.kinds[ids - 1] == 1
+    at = np.flatnonzero(junction).tolist()
+    shapes = []
+    for k in at:
+        if len(values[k]) < 2:
+            return False
+        try:
+            shapes.append(to_uint(values[k][1]))
+        except ValueError:
+            return False
+    j = ints[junction]
+    pin1 = _made(TrPin, len(at), link=j[:, 8].tolist(), direction=j[:, 9].tolist())
+    pin2 = _made(TrPin, len(at), link=j[:, 10].tolist(), direction=j[:, 11].tolist())
+    made = _made(
+        JunctionNode,
+        len(at),
+        index=ids[junction].tolist(),
+        in_pins=1,
+        out_pins=2,
+        pins=[(pin0[k], a, b) for k, a, b in zip(at, pin1, pin2)],
+        uid=[uids[k] for k in at],
+        shape_index=shapes,
+        values=[values[k] for k in at],
+    )
+    at = np.flatnonzero(~junction).tolist()
+    made += _made(
+        EndNode,
+        len(at),
+        index=ids[~junction].tolist(),
+        in_pins=1,
+        out_pins=0,
+        pins=[(pin0[k],) for k in at],
+        uid=[uids[k] for k in at],
+        values=[values[k] for k in at],
+    )
+    for node in made:
+        nodes[node.index] = node
+    return True
+
+
+_UID_FIELDS = tuple(f.name for f in fields(UiD))
+
+
+def _made(cls: type, n: int, **columns: Any) -> list:
+    """``n`` objects of the frozen slots dataclass ``cls``, field by field: each field's
+    column (a list, or one value for all) set through its slot, which is what the
+    dataclass's ``__init__`` does one object at a time (object.__setattr__ per field,
+    ~1.5x the time for 100,000 UiDs). Every field must be given; ``cls`` must have no
+    ``__post_init__`` (nothing here would run it)."""
+    names = [f.name for f in fields(cls)]
+    if sorted(names) != sorted(columns) or hasattr(cls, "__post_init__"):
+        raise TypeError(f"_made: {cls.__name__} needs exactly its fields {names}")
+    objs: list[Any] = list(map(object.__new__, repeat(cls, n)))
+    for name in names:
+        col = columns[name]
+        setter = getattr(cls, name).__set__
+        deque(map(setter, objs, col if isinstance(col, list) else repeat(col, n)), maxlen=0)
+    return objs
+
+
+def _slow_floats(text: str, scan: NodeScan) -> bool:
+    """The UiD floats the kernel left to Python, read as the reference reads them
+    (float() of the text); False where it refuses one or one is not finite."""
+    for row, k, a, b in scan.slow.tolist():
+        try:
+            v = float(text[a:b])
+        except ValueError:
+            return False
+        if not math.isfinite(v):
+            return False
+        scan.oflts[row, k] = v
+    return True
+
+
+def _sections(text: str, spans: np.ndarray, compiled: bool, columns: _BulkColumns) -> list[int] | None:
+    """One slice of vector nodes: each one's section count, its rows added to
+    ``columns``; None where read_bulk_nodes' flush fails (a count that disagrees with
+    the numbers, a number numpy refuses, a value _BulkColumns refuses)."""
+    if not len(spans):
+        return []
+    starts, ends = spans[:, 0], spans[:, 1]
+    status = None
+    if compiled:
+        lo = int(starts[0])
+        try:
+            buf = np.frombuffer(text[lo : int(ends[-1])].encode("latin-1"), dtype=np.uint8)
+        except UnicodeEncodeError:
+            buf = None
+        if buf is not None:
+            values, offsets, nums, status = compiled_number_spans(buf, starts - lo, ends - lo)
+    if status is not None and status.any():
+        # numpy's reading of the spans handed back, put where the kernel's would be (a
+        # span holds at most its room of numbers: one per two characters)
+        room = (ends - starts + 1) // 2
+        for k in np.flatnonzero(status).tolist():
+            got = _fromstring(text[int(starts[k]) : int(ends[k])])
+            if got is None:
+                return None
+            if len(got) > room[k]:  # (cannot happen)
+                status = None
+                break
+            values[offsets[k] : offsets[k] + len(got)] = got
+            nums[k] = len(got)
+    if status is None:
+        # numpy's reader for every span (not compiled) or for those handed back
+        arrays: list[np.ndarray] = []
+        out: list[int] = []
+        for a, b in spans.tolist():
+            arr = _fromstring(text[a:b])
+            if arr is None:
+                return None
+            n = int(arr[0]) if len(arr) and np.isfinite(arr[0]) else -1
+            if n < 0 or len(arr) != 1 + 16 * n:
+                return None
+            arrays.append(arr[1:])
+            out.append(n)
+        return out if columns.add(arrays) else None
+    # Every span read compiled: the counts checked, the rows filled in one pass.
+    first = values[offsets]
+    if not np.isfinite(first).all():
+        return None
+    n = np.trunc(first).astype(np.int64)  # int() of each, as flush
+    if (n < 0).any() or (n >= nums).any() or (nums != 1 + 16 * n).any():
+        return None
+    if not columns.add_compiled(values, offsets, n):
+        return None
+    return n.tolist()
 
 
 # -- the bulk reader of the TrItemTable --------------------------------------------------

@@ -134,6 +134,9 @@ class _Builder(Transformer):
         #: ``hinted_text``.
         self.table_runs: dict[int, int] = {}
         self.hinted_text: str | None = None
+        #: What a table-run hint found about its run (TABLE_RUN_ENDS), by the run's start:
+        #: given to the block kept raw from exactly that run (Block.take_hint).
+        self.run_payloads: dict[int, Any] = {}
 
     # rules ---------------------------------------------------------------------------
     def start(self, children: list) -> list:
@@ -151,7 +154,12 @@ class _Builder(Transformer):
         if key in self.defer and len(children) >= 2:
             raw = self._raw_of(children)
             if raw is not None:
-                return Block(str(tok), None, self.source, tok.start_pos, raw[0], raw[1], key, raw[2])
+                blk = Block(str(tok), None, self.source, tok.start_pos, raw[0], raw[1], key, raw[2])
+                payload = self.run_payloads.pop(raw[1], None) if raw[2] >= 0 else None
+                if payload is not None and self.table_runs.get(raw[1]) == raw[2]:
+                    # (_raw_of found the source's text equal to the run the hint walked)
+                    blk.hint = payload
+                return blk
         return Block(str(tok), self._items(children, 1), self.source, tok.start_pos)
 
     def _raw_of(self, children: list) -> tuple[str, int, int] | None:
@@ -369,7 +377,9 @@ class _ParserPool(threading.local):
 #: lexer's regex; or None (the lexer then matches it). It must answer only where the
 #: answer is certain (formats/tdb.py registers the .tdb one: it accepts only the
 #: node shapes its bulk reader reads, which the DATA regex of stf_bulk.lark matches
-#: as one run up to the table's closing parenthesis).
+#: as one run up to the table's closing parenthesis). It may answer ``(end, payload)``:
+#: the payload (what its walk found) then goes with the block kept raw from exactly
+#: that run, for its reader (Block.take_hint), so that the table is walked once.
 TABLE_RUN_ENDS: dict[str, Any] = {}
 #: At most this many tables per file get a run end (real files hold one).
 _MAX_TABLE_HINTS = 8
@@ -387,9 +397,10 @@ ITEM_TABLE_RUN_ENDS: dict[str, Any] = {}
 _NAME_BEFORE = frozenset(chr(c) for c in range(33)) | frozenset('()"')
 
 
-def _table_run_hints(text: str, kind: str) -> dict[int, int]:
+def _table_run_hints(text: str, kind: str, payloads: dict[int, Any] | None = None) -> dict[int, int]:
     """{offset of a ``TrackNodes (`` table's content: end of its DATA run} (see
-    TABLE_RUN_ENDS), for the lexer hook of :func:`_hook_table_runs`."""
+    TABLE_RUN_ENDS), for the lexer hook of :func:`_hook_table_runs`; the hints'
+    payloads by offset into ``payloads``."""
     find_end = TABLE_RUN_ENDS.get(kind)
     hints: dict[int, int] = {}
     if find_end is None:
@@ -400,6 +411,10 @@ def _table_run_hints(text: str, kind: str) -> dict[int, int]:
         end = None
         if m is not None:
             end = find_end(text, m.end())
+            if isinstance(end, tuple):
+                end, payload = end
+                if payloads is not None:
+                    payloads[m.end()] = payload
             if end is not None:
                 hints[m.end()] = end
         # Not within a run: the lexer takes it whole (~0.16 s for a 200 MB table).
@@ -670,7 +685,7 @@ def _parse_items(
             b.defer = BULK_GRAMMARS[kind][1]
             b.include_blocks = include_blocks
             if kind == "tdb":
-                b.table_runs, b.hinted_text = _table_run_hints(text, kind), text
+                b.table_runs, b.hinted_text = _table_run_hints(text, kind, b.run_payloads), text
         else:
             lark = pool.plain
         # The transformer builds a list, not a Tree. A TextSlice keeps every offset.
@@ -680,7 +695,7 @@ def _parse_items(
     finally:
         includes, notes = b.includes, b.notes
         b.includes, b.notes, b.source, b.defer, b.include_blocks = [], [], None, frozenset(), []
-        b.table_runs, b.hinted_text = {}, None
+        b.table_runs, b.hinted_text, b.run_payloads = {}, None, {}
     return items, includes, notes
 
 

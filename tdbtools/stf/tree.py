@@ -28,7 +28,7 @@ class Block:
     strings (:class:`QStr`) and child blocks in file order. Names compare case-insensitively
     through :attr:`key`. The root of a file is a block with an empty name."""
 
-    __slots__ = ("name", "key", "_items", "_raw", "_rawpos", "_rawend", "source", "pos")
+    __slots__ = ("name", "key", "_items", "_raw", "_rawpos", "_rawend", "source", "pos", "hint")
     # Raw text is kept exactly while ``_items`` is None: ``_raw`` itself, or, when
     # ``_rawend`` >= 0, ``_raw[_rawpos:_rawend]`` with ``_raw`` the source's whole text
     # (a big table is then never copied out of it: see raw_span).
@@ -57,6 +57,9 @@ class Block:
         self._rawend = rawend
         self.source = source
         self.pos = pos
+        #: What the lexer's table-run hint found about a block kept raw (stf.parser's
+        #: TABLE_RUN_ENDS), for its bulk reader: see take_hint.
+        self.hint: Any = None
 
     @property
     def items(self) -> list[Any]:
@@ -83,6 +86,12 @@ class Block:
         if self._items is None and self._raw is not None:
             return self._raw_text(), self._rawpos
         return None
+
+    def take_hint(self) -> Any:
+        """The table-run hint's payload of a block still held raw (else None), given once:
+        the block forgets it (it may be large, and is of no use after its reader)."""
+        hint, self.hint = self.hint, None
+        return hint if self._items is None else None
 
     def raw_span(self) -> tuple[str, int, int] | None:
         """Like :meth:`raw` without a copy: ``(text, start, end)``, the raw content being
