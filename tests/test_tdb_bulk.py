@@ -10,7 +10,7 @@ import pytest
 from helpers import DK24_ROUTE, REPO, SAMPLE_ROUTE, needs_dk24, read_tdb_spying
 
 from tdbtools.errors import Diagnostics
-from tdbtools.formats import tdb as tdb_mod
+from tdbtools.formats import tdb_bulk_nodes as tdb_mod
 from tdbtools.formats.tdb import parse_tdb, tdb_from_document
 from tdbtools.stf import parse_file, parse_text
 from tdbtools.stf import parser as stf_parser

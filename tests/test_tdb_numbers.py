@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tdbtools import _compiled
 from tdbtools.formats import tdb as tdb_mod
+from tdbtools.formats import tdb_bulk_nodes as nodes_mod
 
 pytestmark = [needs_kernels, pytest.mark.filterwarnings("error")]
 
@@ -29,8 +30,8 @@ def _both(text: str, spans: list[tuple[int, int]]):
     numpy's partial reads are then refused)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        got = tdb_mod.parse_number_spans(text, spans, compiled=True)
-    want = [tdb_mod._fromstring(text[a:b]) for a, b in spans]
+        got = nodes_mod.parse_number_spans(text, spans, compiled=True)
+    want = [nodes_mod._fromstring(text[a:b]) for a, b in spans]
     return got, want
 
 
@@ -54,10 +55,10 @@ def _spans_of(pieces: list[str], gap: str = ")x(") -> tuple[str, list[tuple[int,
 def _handed_back(monkeypatch, pieces: list[str]) -> list[str]:
     """The spans of ``pieces`` that the compiled reader hands back to numpy."""
     calls: list[str] = []
-    plain = tdb_mod._fromstring
-    monkeypatch.setattr(tdb_mod, "_fromstring", lambda t: calls.append(t) or plain(t))
+    plain = nodes_mod._fromstring
+    monkeypatch.setattr(nodes_mod, "_fromstring", lambda t: calls.append(t) or plain(t))
     text, spans = _spans_of(pieces)
-    tdb_mod.parse_number_spans(text, spans, compiled=True)
+    nodes_mod.parse_number_spans(text, spans, compiled=True)
     return calls
 
 
@@ -130,9 +131,11 @@ def test_text_outside_latin_1_goes_to_numpy_whole():
 
 
 def test_no_spans_and_no_compiled_flag():
-    assert tdb_mod.parse_number_spans("abc", [], compiled=True) == []
+    assert nodes_mod.parse_number_spans("abc", [], compiled=True) == []
     text, spans = _spans_of(["1 2", "x"])
-    _assert_same(tdb_mod.parse_number_spans(text, spans), [tdb_mod._fromstring(text[a:b]) for a, b in spans])
+    _assert_same(
+        nodes_mod.parse_number_spans(text, spans), [nodes_mod._fromstring(text[a:b]) for a, b in spans]
+    )
 
 
 _DECIMAL = st.builds(
@@ -194,12 +197,12 @@ def test_fast_path_numbers_are_correctly_rounded(m, point, exp, neg):
 
 def test_the_switch_and_the_threshold(monkeypatch):
     """Small tables never import numba; TDBTOOLS_PURE_PYTHON turns the reader off."""
-    big = tdb_mod.NUMBERS_COMPILED_MIN_CHARS
+    big = nodes_mod.NUMBERS_COMPILED_MIN_CHARS
     monkeypatch.delenv(_compiled.PURE_PYTHON_ENV, raising=False)
-    assert tdb_mod.numbers_compiled(big)
-    assert not tdb_mod.numbers_compiled(big - 1)
+    assert nodes_mod.numbers_compiled(big)
+    assert not nodes_mod.numbers_compiled(big - 1)
     monkeypatch.setenv(_compiled.PURE_PYTHON_ENV, "1")
-    assert not tdb_mod.numbers_compiled(big)
+    assert not nodes_mod.numbers_compiled(big)
 
 
 def test_a_small_route_does_not_import_numba(tmp_path):
@@ -226,9 +229,9 @@ def test_dk24_read_compiled_is_the_same_model(monkeypatch):
     path = DK24_ROUTE / "DK24.tdb"
     reference = tdb_mod.read_tdb(path)
     calls: list[str] = []
-    plain = tdb_mod._fromstring
-    monkeypatch.setattr(tdb_mod, "_fromstring", lambda t: calls.append(t) or plain(t))
-    monkeypatch.setattr(tdb_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
+    plain = nodes_mod._fromstring
+    monkeypatch.setattr(nodes_mod, "_fromstring", lambda t: calls.append(t) or plain(t))
+    monkeypatch.setattr(nodes_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
     model = tdb_mod.read_tdb(path)
     assert model == reference
     assert pickle.dumps(model) == pickle.dumps(reference)
@@ -249,8 +252,8 @@ def test_dk24_read_compiled_in_small_slices_is_the_same_model(monkeypatch, slice
     end nodes' UiDs made per slice): the same model, pickled bit for bit, as numpy's."""
     path = DK24_ROUTE / "DK24.tdb"
     reference = tdb_mod.read_tdb(path)
-    monkeypatch.setattr(tdb_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
-    monkeypatch.setattr(tdb_mod, "_BULK_SLICE", slice_nodes)
+    monkeypatch.setattr(nodes_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
+    monkeypatch.setattr(nodes_mod, "_BULK_SLICE", slice_nodes)
     model = tdb_mod.read_tdb(path)
     assert pickle.dumps(model) == pickle.dumps(reference)
     for name in tdb_mod.SECTION_FIELDS:

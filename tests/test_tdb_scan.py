@@ -17,6 +17,7 @@ from test_tdb_bulk import _GOOD, TDB_FILES, VARIANTS
 
 from tdbtools.errors import Diagnostics, TdbToolsError
 from tdbtools.formats import tdb as tdb_mod
+from tdbtools.formats import tdb_bulk_nodes as nodes_mod
 from tdbtools.formats import tdb_scan
 from tdbtools.formats.tdb import parse_tdb
 from tdbtools.stf import parser as stf_parser
@@ -38,18 +39,18 @@ def _table(doc):
 def _both(source: Source, monkeypatch):
     """(the bulk read through the kernel's scan or None, the reference's, whether the
     kernel took the table) for one source, numbers read compiled either way."""
-    monkeypatch.setattr(tdb_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
+    monkeypatch.setattr(nodes_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
     doc = stf_parser.parse_source(source, bulk=True)
     table = _table(doc)
     if table is None or table.raw_span() is None:
         return None, None, False
     taken = isinstance(table.hint, tdb_scan.NodeScan)
-    got = tdb_mod.read_bulk_nodes(table)  # (takes the scan: the block forgets it)
+    got = nodes_mod.read_bulk_nodes(table)  # (takes the scan: the block forgets it)
     assert table.hint is None
     ref_doc = stf_parser.parse_source(source, bulk=True)
     ref_table = _table(ref_doc)
     ref_table.take_hint()
-    want = tdb_mod.read_bulk_nodes(ref_table)
+    want = nodes_mod.read_bulk_nodes(ref_table)
     return got, want, taken
 
 
@@ -66,8 +67,8 @@ def _assert_same(got, want) -> None:
 
 def _reference_run_end(text: str, pos: int, monkeypatch) -> int | None:
     with monkeypatch.context() as m:
-        m.setattr(tdb_mod, "NUMBERS_COMPILED_MIN_CHARS", 1 << 60)
-        got = tdb_mod._table_run_end(text, pos)
+        m.setattr(nodes_mod, "NUMBERS_COMPILED_MIN_CHARS", 1 << 60)
+        got = nodes_mod._table_run_end(text, pos)
     assert got is None or isinstance(got, int)
     return got
 
@@ -80,8 +81,8 @@ def _run_ends(text: str, monkeypatch) -> tuple:
     if m is None:  # (a table the hint never looks at)
         return None, False, None
     pos = m.end()
-    monkeypatch.setattr(tdb_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
-    got = tdb_mod._table_run_end(blank, pos)
+    monkeypatch.setattr(nodes_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
+    got = nodes_mod._table_run_end(blank, pos)
     walked = isinstance(got, tuple)
     end = got[0] if walked else got
     return end, walked, _reference_run_end(blank, pos, monkeypatch)
@@ -126,7 +127,7 @@ def test_dk24_through_the_scan_pickled_bit_for_bit(name, monkeypatch):
     bit as the reference's (regex walk, numpy's numbers), in buffers of any size."""
     path = DK24_ROUTE / name
     reference = tdb_mod.read_tdb(path)
-    monkeypatch.setattr(tdb_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
+    monkeypatch.setattr(nodes_mod, "NUMBERS_COMPILED_MIN_CHARS", 0)
     for chunk in (tdb_scan.CHUNK, 997, 64):
         monkeypatch.setattr(tdb_scan, "CHUNK", chunk)
         doc = parse_tdb(path, Diagnostics())
@@ -138,12 +139,12 @@ def test_dk24_through_the_scan_pickled_bit_for_bit(name, monkeypatch):
 def test_the_hint_goes_with_its_block_once():
     """The scan is given to the block kept raw from the run it walked, and taken once."""
     src = Source("<s>", _GOOD, "str")
-    tdb_mod_threshold = tdb_mod.NUMBERS_COMPILED_MIN_CHARS
+    tdb_mod_threshold = nodes_mod.NUMBERS_COMPILED_MIN_CHARS
     try:
-        tdb_mod.NUMBERS_COMPILED_MIN_CHARS = 0
+        nodes_mod.NUMBERS_COMPILED_MIN_CHARS = 0
         table = _table(stf_parser.parse_source(src, bulk=True))
     finally:
-        tdb_mod.NUMBERS_COMPILED_MIN_CHARS = tdb_mod_threshold
+        nodes_mod.NUMBERS_COMPILED_MIN_CHARS = tdb_mod_threshold
     scan = table.hint
     assert isinstance(scan, tdb_scan.NodeScan)
     assert scan.kinds.tolist() == [2, 0, 1, 0]
@@ -326,8 +327,8 @@ def test_fill_rows_is_bulk_columns_add(counts, bad):
     vals = np.array(values)
     offs = np.array(offsets, dtype=np.int64)
     nrows = np.array(counts, dtype=np.int64)
-    a = tdb_mod._BulkColumns(100_000)
-    b = tdb_mod._BulkColumns(100_000)
+    a = nodes_mod._BulkColumns(100_000)
+    b = nodes_mod._BulkColumns(100_000)
     ok_a = a.add([s for s in spans])
     ok_b = b.add_compiled(vals, offs, nrows)
     assert ok_a == ok_b

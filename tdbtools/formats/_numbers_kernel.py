@@ -13,7 +13,7 @@ an exponent nor C white space) or two tokens not parted by white space is handed
 and the refusals, are always numpy's.
 
 Imported only when numba is usable and the table is large enough to repay loading it
-(``formats/tdb.py``, NUMBERS_COMPILED_MIN_CHARS); its reference is numpy's reader.
+(``formats/tdb_bulk_nodes.py``, NUMBERS_COMPILED_MIN_CHARS); its reference is numpy's reader.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def _int_of(v, lim):  # (whether v is an integer of magnitude <= lim, its int64)
 @_jit
 def fill_rows(values, offsets, nrows, r0, limits, i0, i1, i2, i3, i4, i5, i6, i7, i8, f0, f1, f2, f3, f4, f5):
     """The section rows of spans read by parse_spans into the columns, as
-    formats/tdb.py's _BulkColumns.add (the numpy reference) fills and checks them: span
+    formats/tdb_bulk_nodes.py's _BulkColumns.add (the numpy reference) fills and checks them: span
     k's ``nrows[k]`` rows of 16 numbers start at ``values[offsets[k] + 1]`` (after its
     count); ``i0``..``i8`` the integer columns (SECTION_COLUMNS without flag3),
     ``f0``..``f5`` the float ones, filled from row ``r0``. ``limits``: the largest

@@ -17,7 +17,7 @@ from .cache_lazy import _LazyTuple
 _RECORD_MODULES = (
     "tdbtools.errors",
     "tdbtools.formats.trk",
-    "tdbtools.formats.tdb",
+    "tdbtools.formats.tdb_records",
     "tdbtools.formats.tsection",
     "tdbtools.formats.route",
     # the signals' inputs (RecordCache "signals")

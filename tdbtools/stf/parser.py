@@ -375,7 +375,7 @@ class _ParserPool(threading.local):
 #: Per bulk kind, a function ``(text, pos)`` -> the end of the DATA run that the
 #: lexer would match at ``pos``, the start of a table's content, found without the
 #: lexer's regex; or None (the lexer then matches it). It must answer only where the
-#: answer is certain (formats/tdb.py registers the .tdb one: it accepts only the
+#: answer is certain (formats/tdb_bulk_nodes.py registers the .tdb one: it accepts only the
 #: node shapes its bulk reader reads, which the DATA regex of stf_bulk.lark matches
 #: as one run up to the table's closing parenthesis). It may answer ``(end, payload)``:
 #: the payload (what its walk found) then goes with the block kept raw from exactly
@@ -389,7 +389,7 @@ _MAX_TABLE_HINTS = 8
 #: which may hold quoted strings: the run is then no DATA regex match but the whole
 #: content, kept raw (a TrItemTable is deferred, see BULK_TABLES) and split with the
 #: STF grammar if its items are asked for (split_quoted). It must accept only content
-#: that parses without a finding and holds no include, escape or "+" (formats/tdb.py
+#: that parses without a finding and holds no include, escape or "+" (formats/tdb_bulk_items.py
 #: registers the .tdb one: the item shapes of its bulk reader).
 ITEM_TABLE_RUN_ENDS: dict[str, Any] = {}
 #: What may come just before a table's name that the lexer then gives as a NAME of
