@@ -1,13 +1,22 @@
 """The replay's compiled parts (numba, ``pip install "tdbtools[fast]"``; docs/physics.md §1.1).
 
-Four kernels give the numbers of the numpy code they stand for, bit for bit: the
+Five kernel modules give the numbers of the numpy code they stand for, bit for bit: the
 engine's step, the batch drivers' arithmetic, the line-table lookups (with the collision
-checks' pairing of nearby cars) and the per-car arithmetic of a replay step around the
-engine. numba compiles
-each on its first use on a machine (about 25 s in all) and caches the machine code beside
-the modules; :func:`compile_kernels` does that now, by running each once on a tiny case
-with the argument types the replay gives it, so that a first replay, a test run or a
-worker of a sweep does not pay it (the CI does it after installing).
+checks' pairing of nearby cars), the per-car arithmetic of a replay step around the
+engine, and the Open Rails profile's brakes (its pipe, triple valves and per-car brake
+forces). numba compiles each on its first use on a machine (about 30 s in all) and caches
+the machine code beside the modules; :func:`compile_kernels` does that now, by running
+each once on a tiny case with exactly the argument types the replay gives it (a numba
+function is compiled once per distinct set of argument types: one it has not met would be
+compiled again in the replay), so that a first replay, a test run or a worker of a sweep
+does not pay it (the CI does it after installing). tests/test_compile_kernels.py checks
+that a replay after it adds no specialisation to any kernel.
+
+The .tdb reader's number kernel (``formats/_numbers_kernel.py``) is not among them: it
+runs only when a route's TrackNodes table has 64 MB or more, the load of such a route
+compiles it on first use (about 1.2 s of CPU, measured; then cached) the same way, and warming it here would cost
+every user of ``tdbtools compile`` (and the replay's first-run notice, which warms these
+groups) its compile time for routes few of them have.
 """
 
 from __future__ import annotations
@@ -26,9 +35,9 @@ from .kernels import compiled_available, pure_python_requested
 __all__ = ["KERNEL_GROUPS", "compile_kernels", "compiled_available", "kernels_cached", "load_step_kernels"]
 
 #: The kernels' groups, in the order :func:`compile_kernels` makes them.
-KERNEL_GROUPS = ("engine", "drivers", "lookups", "step")
+KERNEL_GROUPS = ("engine", "drivers", "lookups", "step", "orts")
 #: The modules whose functions numba compiles (one cache index file per function).
-_KERNEL_MODULES = ("_engine_kernel", "_driver_kernel", "_lookup_kernel", "_step_kernel")
+_KERNEL_MODULES = ("_engine_kernel", "_driver_kernel", "_lookup_kernel", "_step_kernel", "_orts_kernel")
 
 
 def kernels_cached(folder: Path | None = None) -> bool:
@@ -146,7 +155,35 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
     t = time.perf_counter()
     load_step_kernels()
     took["step"] = time.perf_counter() - t
+
+    tell("orts")
+    t = time.perf_counter()
+    _warm_orts_kernels()
+    took["orts"] = time.perf_counter() - t
     return took
+
+
+def _warm_orts_kernels() -> None:
+    """The Open Rails profile's brake kernels (``_orts_kernel``) with the argument types of
+    their callers: the pipe and the valves through :class:`AirBrakeTrain` itself (its
+    step hands them float64 arrays, an int8 valve state and Python floats and bools), and
+    the per-car forces as ``orts/replay_forces.py`` calls them: the cars' speeds a slice
+    of the engine's read-only ``v``, the shoe law a Python int, the rest float64."""
+    from ..formats.stock_parts import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN
+    from . import _orts_kernel as K
+    from .orts.airbrake import AirBrakeTrain, Handle
+    from .orts.brakes import DEFAULT_SHOE_NORMALISER
+
+    air = AirBrakeTrain([20.0, 20.0], app_rate=1.0, rel_rate=1.0, aux_rate=1.0, ratio=2.5)
+    air.step(Handle("service", 10.0), 0.1)
+    v = np.array([5.0, 5.0])
+    v.flags.writeable = False
+    one = np.ones(2)
+    force, frac = np.empty(2), np.empty(2)
+    K.brake_forces(
+        v[0:2], air.cyl, one * 50.0, np.zeros(2), one * 1e4, K.LAW_FACTOR, float(DEFAULT_SHOE_NORMALISER),
+        float(BRAKE_SHOE_FACTOR_MIN), float(BRAKE_SHOE_FACTOR_MAX), force, frac,
+    )  # fmt: skip
 
 
 _STEP_LOADED = False

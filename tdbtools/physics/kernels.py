@@ -3,7 +3,8 @@
 Every compiled part of a replay asks this module, and only this module, whether it may
 run: the engine's step (``_engine_kernel``), the batch drivers and their controls
 (``_driver_kernel``), the line-table lookups and the collision checks' pairing of cars
-(``_lookup_kernel``) and the per-car arithmetic around the engine (``_step_kernel``).
+(``_lookup_kernel``), the per-car arithmetic around the engine (``_step_kernel``) and
+the Open Rails profile's brakes (``_orts_kernel``).
 Each gives the numbers of its numpy reference bit for bit (the tests compare them).
 
 The kernels run when a usable numba is installed (``pip install "tdbtools[fast]"``;
