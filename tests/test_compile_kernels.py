@@ -113,3 +113,21 @@ def test_a_replay_after_compile_kernels_compiles_nothing_new():
     assert {"_orts_kernel.step_pipe", "_orts_kernel.step_valves", "_orts_kernel.brake_forces"} <= set(
         got["warmed"]
     )
+
+
+def test_a_small_open_rails_replay_does_not_import_numba(tmp_path):
+    """The bundled scenario under Open Rails' laws (a few cars: its work is below
+    kernels.COMPILED_MIN_WORK) runs on the numpy code alone, its air brakes and brake plan
+    included, so numba is never imported (~0.3 s of CPU for a replay of ~0.3 s)."""
+    code = (
+        "import sys; from tdbtools.cli import bundled_scenario; "
+        "from tdbtools.physics.replay import Replay; "
+        "from tdbtools.physics.scenario import read_scenario, with_settings; "
+        "sc = with_settings(read_scenario(bundled_scenario()), physics='openrails', duration=120); "
+        "r = Replay(sc).run(); print(r.summary['simulated_seconds'] > 0, 'numba' in sys.modules)"
+    )
+    root = str(Path(compiled.__file__).resolve().parents[2])
+    env = {"PYTHONPATH": root, "PATH": "/usr/bin:/bin", "TDBTOOLS_CACHE_DIR": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stderr[-4000:]
+    assert p.stdout.split()[-2:] == ["True", "False"]

@@ -58,7 +58,7 @@ def _profile_notice(physics: str | None, given: bool) -> None:
             f"note: Open Rails physics profile{why} (docs/physics.md §7), simplified: no engine brake, "
             "the automatic driver does not use the dynamic brake, manual gearboxes run as automatic, "
             "steam without its boiler's limits, vacuum brakes without leakage or ejector speeds, "
-            "no wheel-slip model, numpy only",
+            "no wheel-slip model",
             err=True,
         )
 

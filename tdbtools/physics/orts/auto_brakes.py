@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...formats.stock import Stock
-from .airbrake import Handle
+from ..kernels import replay_compiled
+from .airbrake import AirBrakeTrain, Handle
 from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction, shoe_factor, shoe_factor_of
 from .run import _brake_train
 from .vacuumbrake import ATM_PSI, INHG_PSI, VacuumBrakeTrain, cylinder_for
@@ -170,10 +171,15 @@ class StopGain:
         return min(float(np.interp(v, self.u, self.f)) * integral / half, 1.0)
 
 
-def brake_plan(stocks: Sequence[Stock], dt: float = 0.1) -> BrakePlan:
-    """Measure the train's full-service application (standing, from charged)."""
+def brake_plan(stocks: Sequence[Stock], dt: float = 0.1, *, compiled: bool | None = None) -> BrakePlan:
+    """Measure the train's full-service application (standing, from charged).
+    ``compiled``: step the air brakes with the compiled kernels (the same numbers); None:
+    when the work, cars × steps, is large enough for them (kernels.replay_compiled), so
+    that a short train's replay never imports numba."""
     stocks = tuple(stocks)
     air, max_cyl, spring = _brake_train(stocks)
+    if isinstance(air, AirBrakeTrain):  # (the vacuum brakes have no compiled kernel)
+        air.compiled = replay_compiled(len(stocks), HORIZON_S / dt) if compiled is None else compiled
     capacity = np.array([brake_force_capacity(s) for s in stocks], dtype=np.float64)
     w = capacity if float(capacity.sum()) > 0 else np.ones(len(stocks))
     handle = Handle("service", air.full_service_drop)

@@ -24,7 +24,7 @@ import numpy as np
 from ...formats.stock import Stock
 from ...formats.stock_parts import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN
 from ..kernels import LazyKernel
-from .airbrake import Handle
+from .airbrake import AirBrakeTrain, Handle
 from .auto_brakes import BrakePlan, brake_plan
 from .brakes import DEFAULT_SHOE_NORMALISER, cylinder_fraction
 from .controllers import (
@@ -52,16 +52,18 @@ _LAWS = {"factor": 0, "mu": 1}  # (_orts_kernel's LAW_FACTOR, LAW_MU)
 
 
 class _TrainBrakes:
-    def __init__(self, stocks: Sequence[Stock], plan: BrakePlan | None = None) -> None:
+    def __init__(self, stocks: Sequence[Stock], plan: BrakePlan | None = None, compiled: bool = True) -> None:
         self.stocks = list(stocks)
         self.air, self.max_cyl, self.spring = _brake_train(stocks)  # (this train's own, charged)
-        self.plan = plan if plan is not None else brake_plan(stocks)
+        if isinstance(self.air, AirBrakeTrain):
+            self.air.compiled = compiled
+        self.plan = plan if plan is not None else brake_plan(stocks, compiled=None if compiled else False)
         # the plan's capacities and shoe laws are the cars' (read only here)
         self.capacity = self.plan.capacity
         self.shoe = self.plan.shoe_factors
         self.applied = 0.0  # the last step's mean cylinder force share
         #: the forces with the compiled kernel when numba is there (the same numbers)
-        self.compiled = True
+        self.compiled = compiled
 
     def full(self, v: float) -> float:
         """The train's brake force of a full-service application at speed ``v``."""
@@ -97,11 +99,15 @@ class OrtsTrainForces:
         inertia,  # noqa: ANN001
         schedule: Sequence[bool] | None = None,
         plans: Sequence[BrakePlan | None] | None = None,
+        *,
+        compiled: bool = True,
     ) -> None:
         """``schedule[k]``: train k is driven by a schedule of handle positions (its
         throttle and brake go through the lead's cab controllers); default all.
         ``plans[k]``: train k's :func:`~.auto_brakes.brake_plan` if made already (its
-        automatic driver's; a plan is read only), None: made here."""
+        automatic driver's; a plan is read only), None: made here. ``compiled``: the
+        brakes with the compiled kernels when numba is there (the replay's choice,
+        kernels.replay_compiled; the same numbers); False: numpy only, numba not imported."""
         self.start = [int(s) for s in train_start]
         #: per train: (car row, its power unit) of every powered car, front first; the
         #: cars of one stock object share one unit (see ``groups``)
@@ -135,7 +141,7 @@ class OrtsTrainForces:
             self.units.append(units)
             self.groups.append([(u, np.array(rows, dtype=np.intp)) for u, rows in groups])
             self.member_group.append(member)
-            self.brakes.append(_TrainBrakes(stocks, None if plans is None else plans[k]))
+            self.brakes.append(_TrainBrakes(stocks, None if plans is None else plans[k], compiled))
         self.inertia = [float(m) for m in inertia]
         self.full_drop = [b.air.full_service_drop for b in self.brakes]
         # the lead's cab controllers (docs/physics.md §7.10): what a schedule's handle

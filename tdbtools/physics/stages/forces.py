@@ -189,7 +189,7 @@ class ForceStage:
         self._batch_dt: float | None = None
         self._steps = (np.zeros(0), np.zeros(0))  # the batch's release and build-up steps at _batch_dt
         #: the Open Rails profile's traction and brakes (docs/physics.md §7.9); None: the
-        #: engineers' laws of this module. The profile runs on numpy/Python only.
+        #: engineers' laws of this module. Its brakes take the replay's choice of code.
         self.orts = None
         if layout.physics == "openrails":
             from ..orts.replay_forces import OrtsTrainForces
@@ -200,6 +200,7 @@ class ForceStage:
                 self.per_train.inertia,
                 [t.spec.driver == "schedule" for t in self.trains],
                 [t.orts_plan for t in self.trains],
+                compiled=layout.compiled,
             )
             for k, t in enumerate(self.trains):
                 if t.auto is not None:
