@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .proximity import seg_dist
+from .proximity import half_chord_dists
 from .safety import DEFAULT_CELL_M, DEFAULT_CLEARANCE_M, SafetyEvent
 from .trackline import TrackLine
 
@@ -284,16 +284,7 @@ def side_collisions(
     if not len(ia_):
         return []
     # Distance between the two-segment centre lines of each candidate pair.
-    # (the four segment pairs in one call: the same arithmetic row by row)
-    uw = ((0, 0), (0, 1), (1, 0), (1, 1))
-    Pa, Pb = P[ia_], P[ib_]
-    d4 = seg_dist(
-        np.concatenate([Pa[:, u] for u, _w in uw]),
-        np.concatenate([Pa[:, u + 1] for u, _w in uw]),
-        np.concatenate([Pb[:, w] for _u, w in uw]),
-        np.concatenate([Pb[:, w + 1] for _u, w in uw]),
-    )
-    dist = np.minimum.reduce(d4.reshape(4, len(ia_)), axis=0, initial=np.inf)
+    dist = np.minimum.reduce(half_chord_dists(P[ia_], P[ib_]), axis=0, initial=np.inf)
     # Longitudinal overlap: b's chord projected on a's axis overlaps a's chord.
     axis = P[ia_, 2] - P[ia_, 0]
     norm = np.hypot(*axis.T)

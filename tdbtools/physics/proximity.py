@@ -12,7 +12,7 @@ import numpy as np
 
 from .kernels import LazyKernel
 
-__all__ = ["box_pairs", "chords_within", "seg_dist"]
+__all__ = ["box_pairs", "chords_within", "half_chord_dists", "seg_dist"]
 
 
 def seg_dist(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarray) -> np.ndarray:
@@ -36,6 +36,24 @@ def seg_dist(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarray) -> 
     d3, d4 = cross(p1, q1, p2), cross(p1, q1, q2)
     crossing = (d1 * d2 < 0) & (d3 * d4 < 0)
     return np.where(crossing, 0.0, d)
+
+
+#: The four pairs of halves of two cars' chords (rear → middle, middle → front), in
+#: the order their distances come in (half_chord_dists).
+_HALF_PAIRS = ((0, 0), (0, 1), (1, 0), (1, 1))
+
+
+def half_chord_dists(Pa: np.ndarray, Pb: np.ndarray) -> np.ndarray:
+    """The distances between the halves of chords ``Pa[k]`` and ``Pb[k]`` (each of shape
+    (n, 3, 2): rear, middle, front), shape (4, n) in the order of ``_HALF_PAIRS``: the four
+    segment pairs in one :func:`seg_dist` call (the same arithmetic row by row)."""
+    d4 = seg_dist(
+        np.concatenate([Pa[:, u] for u, _w in _HALF_PAIRS]),
+        np.concatenate([Pa[:, u + 1] for u, _w in _HALF_PAIRS]),
+        np.concatenate([Pb[:, w] for _u, w in _HALF_PAIRS]),
+        np.concatenate([Pb[:, w + 1] for _u, w in _HALF_PAIRS]),
+    )
+    return d4.reshape(4, len(Pa))
 
 
 def _cells(
@@ -201,15 +219,7 @@ def chords_within(
         near = ~(_apart(P[ii], P[jj], reach) | _apart(P[jj], P[ii], reach))
         ii, jj = ii[near], jj[near]
     if len(ii):
-        uw = ((0, 0), (0, 1), (1, 0), (1, 1))
-        Pa, Pb = P[ii], P[jj]
-        d4 = seg_dist(
-            np.concatenate([Pa[:, u] for u, _w in uw]),
-            np.concatenate([Pa[:, u + 1] for u, _w in uw]),
-            np.concatenate([Pb[:, w] for _u, w in uw]),
-            np.concatenate([Pb[:, w + 1] for _u, w in uw]),
-        )
-        near = d4.reshape(4, len(ii)).min(axis=0) < reach
+        near = half_chord_dists(P[ii], P[jj]).min(axis=0) < reach
         ii, jj = ii[near], jj[near]
     return ii, jj
 
