@@ -97,6 +97,7 @@ class AirBrakeTrain:
         service_tau: float = 1.009,
         emergency_tau: float = 0.1,
         charged: bool = True,
+        compiled: bool = True,
     ) -> None:
         n = len(lengths_m)
         self.vol = pipe_volumes_ft3(lengths_m)
@@ -115,7 +116,7 @@ class AirBrakeTrain:
         self.cyl = np.zeros(n)
         self.state = np.full(n, LAP, dtype=np.int8)
         #: advance the pipe with the compiled kernel when numba is there (the same numbers)
-        self.compiled = True
+        self.compiled = compiled
 
     # -- the pipe ---------------------------------------------------------------------------
     def _lead(self, target: float | None, emergency: bool, h: float) -> None:

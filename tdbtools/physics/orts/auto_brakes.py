@@ -23,7 +23,7 @@ import numpy as np
 
 from ...formats.stock import Stock
 from ..kernels import replay_compiled
-from .airbrake import AirBrakeTrain, Handle
+from .airbrake import Handle
 from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction, shoe_factor, shoe_factor_of
 from .run import _brake_train
 from .vacuumbrake import ATM_PSI, INHG_PSI, VacuumBrakeTrain, cylinder_for
@@ -177,9 +177,9 @@ def brake_plan(stocks: Sequence[Stock], dt: float = 0.1, *, compiled: bool | Non
     when the work, cars × steps, is large enough for them (kernels.replay_compiled), so
     that a short train's replay never imports numba."""
     stocks = tuple(stocks)
-    air, max_cyl, spring = _brake_train(stocks)
-    if isinstance(air, AirBrakeTrain):  # (the vacuum brakes have no compiled kernel)
-        air.compiled = replay_compiled(len(stocks), HORIZON_S / dt) if compiled is None else compiled
+    if compiled is None:
+        compiled = replay_compiled(len(stocks), HORIZON_S / dt)
+    air, max_cyl, spring = _brake_train(stocks, compiled)
     capacity = np.array([brake_force_capacity(s) for s in stocks], dtype=np.float64)
     w = capacity if float(capacity.sum()) > 0 else np.ones(len(stocks))
     handle = Handle("service", air.full_service_drop)

@@ -24,7 +24,7 @@ import numpy as np
 from ...formats.stock import Stock
 from ...formats.stock_parts import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN
 from ..kernels import LazyKernel
-from .airbrake import AirBrakeTrain, Handle
+from .airbrake import Handle
 from .auto_brakes import BrakePlan, brake_plan
 from .brakes import DEFAULT_SHOE_NORMALISER, cylinder_fraction
 from .controllers import (
@@ -54,9 +54,7 @@ _LAWS = {"factor": 0, "mu": 1}  # (_orts_kernel's LAW_FACTOR, LAW_MU)
 class _TrainBrakes:
     def __init__(self, stocks: Sequence[Stock], plan: BrakePlan | None = None, compiled: bool = True) -> None:
         self.stocks = list(stocks)
-        self.air, self.max_cyl, self.spring = _brake_train(stocks)  # (this train's own, charged)
-        if isinstance(self.air, AirBrakeTrain):
-            self.air.compiled = compiled
+        self.air, self.max_cyl, self.spring = _brake_train(stocks, compiled)  # (this train's own, charged)
         self.plan = plan if plan is not None else brake_plan(stocks, compiled=None if compiled else False)
         # the plan's capacities and shoe laws are the cars' (read only here)
         self.capacity = self.plan.capacity

@@ -103,7 +103,11 @@ def brake_notes(stocks: Sequence[Stock]) -> list[str]:
     return []
 
 
-def _brake_train(stocks: Sequence[Stock]) -> tuple[AirBrakeTrain | VacuumBrakeTrain, np.ndarray, np.ndarray]:
+def _brake_train(
+    stocks: Sequence[Stock], compiled: bool = True
+) -> tuple[AirBrakeTrain | VacuumBrakeTrain, np.ndarray, np.ndarray]:
+    # ``compiled``: the air brakes stepped with the compiled kernels when numba is there
+    # (the same numbers; AirBrakeTrain.compiled); the vacuum brakes have none
     specs = [(s.orts.brakes if s.orts is not None else AirBrakeSpec()) for s in stocks]
     lead = next((s.orts.loco_brakes for s in stocks if s.orts is not None and s.orts.loco_brakes), None)
     lb = lead or LocoBrakeSpec()
@@ -134,6 +138,7 @@ def _brake_train(stocks: Sequence[Stock]) -> tuple[AirBrakeTrain | VacuumBrakeTr
         tau=lb.pipe_time_factor_s,
         service_tau=lb.service_time_factor_s,
         emergency_tau=lb.emergency_time_factor_s,
+        compiled=compiled,
     )
     return (
         train,
