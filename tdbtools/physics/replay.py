@@ -159,7 +159,7 @@ class Replay:
             self.check_collisions()
         if self.time + 1e-9 >= self._next_trace:
             self._next_trace += self.trace_every
-            self.recorder.trace(self.time, trac, brk, self.forces.scale)
+            self.recorder.trace(self.time, trac, brk, self.forces.scale, x1, v1)
         self.policy.after_step(self)
 
     def throw_switch(self, junction: int, route: int) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "locate_in_section",
     "absolute_xz",
     "normalize_tile",
+    "tile_of",
     "to_tile",
     "wrap_angle",
 ]
@@ -76,6 +77,22 @@ def normalize_tile(tile_x, tile_z, x, z) -> tuple[np.ndarray, np.ndarray, np.nda
         x - kx * TILE_SIZE,
         z - kz * TILE_SIZE,
     )
+
+
+#: Beyond this magnitude (m) :func:`tile_of` leaves a coordinate to :func:`normalize_tile`
+#: (whole tiles then no longer fit a float's integers exactly; NaN and ±inf too).
+_TILE_OF_MAX = 2.0**50
+
+
+def tile_of(x: float) -> tuple[int, float] | None:
+    """:func:`normalize_tile` of one coordinate in Python floats: ``(tile, offset)`` with
+    the same operations and so the same numbers (a replay's engine events are located
+    two or three at a time, where numpy's calls cost more than the arithmetic); None
+    for a coordinate that is not finite or beyond ±2⁵⁰ m (the caller takes the arrays)."""
+    if not -_TILE_OF_MAX < x < _TILE_OF_MAX:
+        return None
+    k = math.floor((x + HALF_TILE) / TILE_SIZE)
+    return k, x - k * TILE_SIZE
 
 
 def to_tile(tile_x, tile_z, x, z, target_tile_x, target_tile_z) -> tuple[np.ndarray, np.ndarray]:

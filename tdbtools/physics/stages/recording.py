@@ -48,21 +48,6 @@ EVENT_UNITS = {
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class _TraceRow:
-    """One trace instant of every train (arrays indexed by train)."""
-
-    time: float
-    distance: np.ndarray  # front's distance from its start
-    speed: np.ndarray
-    acceleration: np.ndarray  # mean since the previous row
-    throttle: np.ndarray
-    brake: np.ndarray
-    s_front: np.ndarray  # front's line distance, clipped onto the line
-
-    PER_TRAIN = ("distance", "speed", "acceleration", "throttle", "brake", "s_front")
-
-
-@dataclass(frozen=True, slots=True, eq=False)
 class ReplayResult:
     """What a replay produced: per-train traces (numpy columns), per-car traces
     (optional), events and a summary per train."""
@@ -165,34 +150,38 @@ class Recorder:
         self.trains = layout.trains
         self.engine = layout.engine
         self.cars_trace = cars_trace
-        self.rows: list[_TraceRow] = []
+        # the trace rows, column by column (trace, columns)
+        self._time: list[float] = []
+        self._front: list[np.ndarray] = []  # the trains' fronts (engine x)
+        self._speed: list[np.ndarray] = []
+        self._scale: list[np.ndarray] = []  # each train's fraction of full traction
+        self._brake: list[np.ndarray] = []  # each train's brake force (N)
         self.car_rows: list[list] = [[] for _ in layout.trains]  # per train, when cars_trace
         self.maxbrake = np.array([max(float(t.model.max_brake.sum()), 1.0) for t in layout.trains])
 
-    def trace(self, time: float, trac: np.ndarray, brk: np.ndarray, scale: np.ndarray) -> None:
-        """Record one trace row of every train: the state columns now, in one go over all
-        trains; the columns that depend only on the position along the line (node,
-        offset, world location, grade) are looked up per train at the end (columns);
-        ``scale``: each train's fraction of full traction."""
-        x, v = self.engine.x, self.engine.v
+    def trace(
+        self,
+        time: float,
+        trac: np.ndarray,
+        brk: np.ndarray,
+        scale: np.ndarray,
+        x: np.ndarray | None = None,
+        v: np.ndarray | None = None,
+    ) -> None:
+        """Record one trace row of every train; ``scale``: each train's fraction of full
+        traction; ``x``, ``v``: the cars' positions and speeds now (default: the
+        engine's). A row keeps only what changes from row to row (the time, the fronts'
+        positions and speeds, the traction fractions, each train's brake force); every
+        column is worked out from those in :meth:`columns`, in one numpy call over all
+        rows, with the same operations the row would have had (docs/running-time.md §2.1)."""
+        if x is None or v is None:
+            x, v = self.engine.x, self.engine.v
         starts = self.L.train_start
-        xf = x[starts]
-        s_front = np.minimum(np.maximum(xf, 0.0), self.L.train_line_len)
-        speed = v[starts]
-        # what the traction and the brakes gave: a fraction of full traction and of the
-        # train's brake force
-        throttle = np.array(scale, dtype=np.float64)
-        brake = (
-            np.minimum(np.add.reduceat(brk, starts) / self.maxbrake, 1.0)
-            if len(brk)
-            else np.zeros(len(starts))
-        )
-        prev = self.rows[-1] if self.rows else None
-        if prev is not None and time > prev.time:
-            acc = (speed - prev.speed) / (time - prev.time)
-        else:
-            acc = np.zeros(len(starts))
-        self.rows.append(_TraceRow(time, xf - self.L.train_front0, speed, acc, throttle, brake, s_front))
+        self._time.append(time)
+        self._front.append(x[starts])
+        self._speed.append(v[starts])
+        self._scale.append(np.array(scale, dtype=np.float64))
+        self._brake.append(np.add.reduceat(brk, starts) if len(brk) else np.zeros(len(starts)))
         if self.cars_trace:
             # gap[i] is the joint behind car i (n − 1 of them): the last car of a
             # train has none towards the next train.
@@ -213,13 +202,36 @@ class Recorder:
                         )
                     )
 
+    def _per_train(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The rows' times and their per-train columns (rows × trains): the front's
+        distance from its start, its line distance clipped onto the line, the speed, the
+        mean acceleration since the previous row (0 in the first row, and in a row not
+        later than the one before), the traction fraction and the brake force as a
+        fraction of the train's (at most 1)."""
+        n = len(self.L.train_start)
+        times = np.array(self._time, dtype=np.float64)
+        R = len(times)
+        front = np.array(self._front, dtype=np.float64).reshape(R, n)
+        speed = np.array(self._speed, dtype=np.float64).reshape(R, n)
+        scale = np.array(self._scale, dtype=np.float64).reshape(R, n)
+        brake = np.minimum(np.array(self._brake, dtype=np.float64).reshape(R, n) / self.maxbrake, 1.0)
+        acc = np.zeros((R, n))
+        later = np.flatnonzero(times[1:] > times[:-1]) + 1
+        acc[later] = (speed[later] - speed[later - 1]) / (times[later] - times[later - 1])[:, None]
+        return times, {
+            "distance": front - self.L.train_front0,
+            "speed": speed,
+            "acceleration": acc,
+            "throttle": scale,
+            "brake": brake,
+            "s_front": np.minimum(np.maximum(front, 0.0), self.L.train_line_len),
+        }
+
     def columns(self) -> dict[str, dict[str, np.ndarray]]:
         """The trace columns of every train (TRACE_COLUMNS) from the recorded rows."""
-        rows = self.rows
-        if not rows:
+        if not self._time:
             return {t.spec.name: {k: np.array([]) for k in TRACE_COLUMNS} for t in self.trains}
-        times = np.array([r.time for r in rows], dtype=np.float64)
-        stack = {f: np.stack([getattr(r, f) for r in rows]) for f in _TraceRow.PER_TRAIN}
+        times, stack = self._per_train()
         # the trains of one line looked up in one call (TrackLine.at is elementwise)
         of_line: dict[int, list[int]] = {}
         for k, t in enumerate(self.trains):

@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from ...track.geometry import normalize_tile
+from ...track.geometry import normalize_tile, tile_of
 from ..collisions import Occupancy, TrainPosition
 from ..events import CAR_EVENTS, SAFETY_EVENTS, EndOfLine, EventLocation, EventLog
 from ..proximity import box_pairs, chords_within
@@ -30,6 +30,9 @@ class WatchStage:
     CHECK_PAD = 10.0
     #: Above the rounding of a global-table lookup against a line's own (m).
     CHECK_SLOP = 0.01
+    #: Up to this many events of a step are located in Python floats (_locate_few),
+    #: more in numpy calls over all of them (_locate_many); the same numbers.
+    FEW_EVENTS = 16
 
     def __init__(self, layout: Layout, log: EventLog) -> None:
         self.L = layout
@@ -45,6 +48,7 @@ class WatchStage:
         self._checked = (np.asarray(self.engine.x).copy(), np.asarray(self.engine.v).copy())
         self._position_of = [functools.partial(self.position, k) for k in range(len(self.trains))]
         self._car_names: list[tuple[str, int]] | None = None  # (engine_events)
+        self._car_tables: tuple[list, list, list] | None = None  # (_locate_few)
         # the contacts engine_events drops are not even made into records (compiled engine)
         self.engine.quiet_contact_speed = MIN_EVENT_SPEED
         self._shared: tuple | None = None  # (shared_rows)
@@ -75,7 +79,6 @@ class WatchStage:
         """The engine's events of one step as replay events; their locations are looked up
         for every line at once (many trains' slack runs out in the same step), and the
         per-event Python is only the records' own making (a burst is thousands)."""
-        x = self.engine.x
         # A slack closing at a walking pace (brakes or traction changing by a few per cent
         # per step) is a contact change, not a snatch or an impact; their number would
         # only follow the step (docs/running-time.md §7).
@@ -99,22 +102,9 @@ class WatchStage:
         located = [i for i, e in enumerate(evs) if len(e.cars)]
         where: list[EventLocation | None] = [None] * len(evs)
         if located:
-            car = np.array([int(evs[i].cars[0]) for i in located], dtype=np.int64)
-            k = self.L.car_train[car]
-            # min(max(x, 0.0), length) as Python's builtins (the same zeros and NaN)
-            s = pmin(pmax(x[car], 0.0), self.L.train_line_len[k])
-            node, X, Z, y = self.lines.on_lines(self.L.train_line[k], s)
-            tx, tz, lx, lz = normalize_tile(0, 0, X, Z)
-            for i, n_, tx_, tz_, x_, y_, z_ in zip(
-                located,
-                map(int, node.tolist()),
-                map(int, tx.tolist()),
-                map(int, tz.tolist()),
-                map(float, lx.tolist()),
-                map(float, y.tolist()),
-                map(float, lz.tolist()),
-            ):
-                where[i] = EventLocation(node=n_, tile_x=tx_, tile_z=tz_, x=x_, y=y_, z=z_)
+            cars = [int(evs[i].cars[0]) for i in located]
+            if len(cars) > self.FEW_EVENTS or not self._locate_few(cars, located, where):
+                self._locate_many(cars, located, where)
         event = self.log.add
         for e, loc in zip(evs, where):
             event(
@@ -127,6 +117,59 @@ class WatchStage:
                     location=loc,
                 )
             )
+
+    def _locate_many(self, cars: list[int], located: list[int], where: list) -> None:
+        """The locations of the events ``located`` (at their first car, ``cars``) into
+        ``where``, in numpy calls over all of them."""
+        car = np.array(cars, dtype=np.int64)
+        k = self.L.car_train[car]
+        # min(max(x, 0.0), length) as Python's builtins (the same zeros and NaN)
+        s = pmin(pmax(self.engine.x[car], 0.0), self.L.train_line_len[k])
+        node, X, Z, y = self.lines.on_lines(self.L.train_line[k], s)
+        tx, tz, lx, lz = normalize_tile(0, 0, X, Z)
+        for i, n_, tx_, tz_, x_, y_, z_ in zip(
+            located,
+            map(int, node.tolist()),
+            map(int, tx.tolist()),
+            map(int, tz.tolist()),
+            map(float, lx.tolist()),
+            map(float, y.tolist()),
+            map(float, lz.tolist()),
+        ):
+            where[i] = EventLocation(node=n_, tile_x=tx_, tile_z=tz_, x=x_, y=y_, z=z_)
+
+    def _locate_few(self, cars: list[int], located: list[int], where: list) -> bool:
+        """:meth:`_locate_many` for a few events (most steps that have any have two or
+        three), with the per-event arithmetic in Python floats: the same operations and
+        numbers, without a dozen numpy calls on arrays of three (docs/running-time.md
+        §2.1). False (nothing written) when a location is not a plain number; the caller
+        then takes the arrays."""
+        tables = self._car_tables
+        if tables is None:
+            tables = self._car_tables = (
+                self.L.car_train.tolist(),
+                self.L.train_line.tolist(),
+                np.asarray(self.L.train_line_len, dtype=np.float64).tolist(),
+            )
+        car_train, train_line, line_len = tables
+        xs = self.engine.x[cars].tolist()
+        ks = [car_train[c] for c in cars]
+        # min(max(x, 0.0), length): the builtins pmin(pmax(...)) stands in for above
+        s = [min(max(xc, 0.0), line_len[k]) for xc, k in zip(xs, ks)]
+        node, X, Z, y = self.lines.on_lines(
+            np.array([train_line[k] for k in ks], dtype=np.int64), np.array(s, dtype=np.float64)
+        )
+        found = []
+        for n_, X_, Z_, y_ in zip(node.tolist(), X.tolist(), Z.tolist(), y.tolist()):
+            tx, tz = tile_of(X_), tile_of(Z_)
+            if tx is None or tz is None:
+                return False
+            found.append(
+                EventLocation(node=int(n_), tile_x=tx[0], tile_z=tz[0], x=tx[1], y=float(y_), z=tz[1])
+            )
+        for i, loc in zip(located, found):
+            where[i] = loc
+        return True
 
     def safety(self, ev: SafetyEvent) -> None:
         loc = ev.location
