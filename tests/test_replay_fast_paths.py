@@ -304,3 +304,49 @@ def test_trace_columns_are_the_rows_as_they_were_recorded(monkeypatch):
         for j, c in enumerate(("time", "distance", "speed", "acceleration", "throttle", "brake")):
             want = [r[j] if j == 0 else r[j][k] for r in rows]
             assert _bits(cols[c]) == _bits(want), (t.spec.name, c)
+
+
+@pytest.mark.parametrize(("name", "others"), [("shunt.toml", False), ("signals_crossing.toml", True)])
+def test_engine_events_made_later_come_in_their_place(name, others):
+    """The engine's events wait to be made (EventLog.defer) until something else is
+    logged or the list is read: a replay whose events are read after every step (made
+    step by step) and one read only at the end give the same events in the same order,
+    and a read in between sees every event of the steps so far."""
+    sc = read_scenario(SAMPLE_INSTALL / name)
+    stepped = Replay(sc)
+    seen = []
+    while stepped.time < sc.duration - 1e-9 and not stepped.finished():
+        stepped.step()
+        evs = stepped.events
+        assert evs[: len(seen)] == seen  # (nothing made later lands before an older one)
+        seen = list(evs)
+    ran = Replay(sc).run()
+    assert [e.to_dict() for e in seen] == [e.to_dict() for e in ran.events]
+    assert any(e.kind in ("impact", "coupler_taut", "stopped", "started") for e in seen)
+    # (with events of other stages between the engine's: signals)
+    assert any(e.kind not in ("impact", "coupler_taut", "stopped", "started") for e in seen) == others
+
+
+def test_event_log_makes_the_deferred_events_before_the_next_one():
+    """EventLog: deferred events are made before an event added after them, and before
+    the list is read; a second deferral while one waits keeps the first's place."""
+    from tdbtools.physics.events import EventLog, StandIn
+
+    log = EventLog()
+    made = []
+
+    def later(tag):
+        def make():
+            made.append(tag)
+            return [StandIn(time=float(len(made)), train=tag, message="later")]
+
+        return make
+
+    log.add(StandIn(time=0.0, train="a", message="now"))
+    log.defer(later("b"))
+    assert made == []
+    log.add(StandIn(time=5.0, train="c", message="now"))
+    log.defer(later("d"))
+    log.defer(later("e"))  # another maker: "d" is made first
+    assert [e.train for e in log.events] == ["a", "b", "c", "d", "e"]
+    assert made == ["b", "d", "e"] and log.events[-1].train == "e"

@@ -11,7 +11,7 @@ coming to rest and for a scheduled train ending its run).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -292,14 +292,44 @@ def serious_events(events: Iterable[ReplayEvent]) -> list[ReplayEvent]:
 class EventLog:
     """The events of one replay in the order they happened. Every stage of the replay, the
     signalling (:class:`~tdbtools.physics.signalling.ReplaySignals`) and a replay's policy
-    (an activity's dispatcher) hand theirs to :meth:`add`; ``events`` is the list."""
+    (an activity's dispatcher) hand theirs to :meth:`add`; ``events`` is the list.
 
-    __slots__ = ("add", "events")
+    One stage may hand in events to be made later (:meth:`defer`: the engine's contacts,
+    whose locations are looked up for many steps at once): they are made, in their
+    place, before the next :meth:`add` and before ``events`` is read, so the list is
+    always in the order things happened (docs/running-time.md §2.1)."""
+
+    __slots__ = ("_events", "_later")
 
     def __init__(self) -> None:
-        self.events: list[ReplayEvent] = []
-        #: log an event (the list's own append: the engine's bursts are thousands)
-        self.add = self.events.append
+        self._events: list[ReplayEvent] = []
+        #: makes the events handed in since the last one was added or the list read
+        self._later: Callable[[], list[ReplayEvent]] | None = None
+
+    @property
+    def events(self) -> list[ReplayEvent]:
+        """Every event so far (the deferred ones made first)."""
+        if self._later is not None:
+            self._make_later()
+        return self._events
+
+    def add(self, event: ReplayEvent) -> None:
+        """Log an event (after any deferred ones)."""
+        if self._later is not None:
+            self._make_later()
+        self._events.append(event)
+
+    def defer(self, make: Callable[[], list[ReplayEvent]]) -> None:
+        """``make()`` gives the events handed in from now on, before the next :meth:`add`
+        or read; the stage hands it in again after that (one deferring stage)."""
+        if self._later is not None and self._later is not make:
+            self._make_later()
+        self._later = make
+
+    def _make_later(self) -> None:
+        make, self._later = self._later, None
+        assert make is not None
+        self._events.extend(make())
 
 
 __all__ = [

@@ -83,7 +83,6 @@ class Replay:
         self.diags = Diagnostics(strict=False)
         self.switches = Switches(self.route)
         self.log = EventLog()
-        self.events = self.log.events
         self.signals: ReplaySignals | None = None
         # The route's signals (None: the route's own if it has any; False: none).
         self.signal_set = signals_for(self.route, signals)  # type: ignore[arg-type]
@@ -119,6 +118,11 @@ class Replay:
         if self.signal_set is not None:
             self.signals = ReplaySignals(self, self.signal_set)
         self.policy.start(self)
+
+    @property
+    def events(self) -> list:
+        """The replay's events so far, in order (:class:`EventLog`)."""
+        return self.log.events
 
     # -- the loop ---------------------------------------------------------------------------
     def step(self) -> None:

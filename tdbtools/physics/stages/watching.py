@@ -49,6 +49,7 @@ class WatchStage:
         self._position_of = [functools.partial(self.position, k) for k in range(len(self.trains))]
         self._car_names: list[tuple[str, int]] | None = None  # (engine_events)
         self._car_tables: tuple[list, list, list] | None = None  # (_locate_few)
+        self._handed: list[tuple[list, np.ndarray]] = []  # (engine_events, _made_events)
         # the contacts engine_events drops are not even made into records (compiled engine)
         self.engine.quiet_contact_speed = MIN_EVENT_SPEED
         self._shared: tuple | None = None  # (shared_rows)
@@ -76,19 +77,39 @@ class WatchStage:
                 )
 
     def engine_events(self, evs: list) -> None:
-        """The engine's events of one step as replay events; their locations are looked up
-        for every line at once (many trains' slack runs out in the same step), and the
-        per-event Python is only the records' own making (a burst is thousands)."""
+        """The engine's events of one step, to be made into replay events with those of
+        the next steps (EventLog.defer): before anything else is logged or the events
+        are read, :meth:`_made_events` makes them all in one go. Only the step's
+        positions are kept (the engine hands out a new array every step)."""
+        self._handed.append((evs, self.engine.x))
+        if len(self._handed) == 1:
+            self.log.defer(self._made_events)
+
+    def _made_events(self) -> list:
+        """The replay events of the engine's events handed in since the last call: their
+        locations looked up for every step and line at once (many trains' slack runs out
+        in the same step), and the per-event Python only the records' own making (a
+        burst is thousands)."""
+        handed, self._handed = self._handed, []
         # A slack closing at a walking pace (brakes or traction changing by a few per cent
         # per step) is a contact change, not a snatch or an impact; their number would
         # only follow the step (docs/running-time.md §7).
-        evs = [
-            e
-            for e in evs
-            if not (e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED)
-        ]
+        evs: list = []
+        xs: list[float] = []  # the first car's position, of the events with cars
+        for step_evs, x in handed:
+            kept = [
+                e
+                for e in step_evs
+                if not (
+                    e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED
+                )
+            ]
+            cars = [int(e.cars[0]) for e in kept if len(e.cars)]
+            if cars:
+                xs += x[cars].tolist()
+            evs += kept
         if not evs:
-            return
+            return []
         # per car: its train's name and its index in the train, as the events name it
         # (made at the first event: the cars do not change trains)
         pairs = self._car_names
@@ -103,28 +124,27 @@ class WatchStage:
         where: list[EventLocation | None] = [None] * len(evs)
         if located:
             cars = [int(evs[i].cars[0]) for i in located]
-            if len(cars) > self.FEW_EVENTS or not self._locate_few(cars, located, where):
-                self._locate_many(cars, located, where)
-        event = self.log.add
-        for e, loc in zip(evs, where):
-            event(
-                CAR_EVENTS[e.kind](
-                    time=float(e.time),
-                    cars=tuple(map(pairs.__getitem__, e.cars)),
-                    relative_speed=float(e.relative_speed),
-                    impulse=float(e.impulse),
-                    energy_lost=float(e.energy_lost),
-                    location=loc,
-                )
+            if len(cars) > self.FEW_EVENTS or not self._locate_few(cars, xs, located, where):
+                self._locate_many(cars, xs, located, where)
+        return [
+            CAR_EVENTS[e.kind](
+                time=float(e.time),
+                cars=tuple(map(pairs.__getitem__, e.cars)),
+                relative_speed=float(e.relative_speed),
+                impulse=float(e.impulse),
+                energy_lost=float(e.energy_lost),
+                location=loc,
             )
+            for e, loc in zip(evs, where)
+        ]
 
-    def _locate_many(self, cars: list[int], located: list[int], where: list) -> None:
-        """The locations of the events ``located`` (at their first car, ``cars``) into
-        ``where``, in numpy calls over all of them."""
+    def _locate_many(self, cars: list[int], xs: list[float], located: list[int], where: list) -> None:
+        """The locations of the events ``located`` (at their first car, ``cars``, whose
+        engine positions were ``xs``) into ``where``, in numpy calls over all of them."""
         car = np.array(cars, dtype=np.int64)
         k = self.L.car_train[car]
         # min(max(x, 0.0), length) as Python's builtins (the same zeros and NaN)
-        s = pmin(pmax(self.engine.x[car], 0.0), self.L.train_line_len[k])
+        s = pmin(pmax(np.array(xs, dtype=np.float64), 0.0), self.L.train_line_len[k])
         node, X, Z, y = self.lines.on_lines(self.L.train_line[k], s)
         tx, tz, lx, lz = normalize_tile(0, 0, X, Z)
         for i, n_, tx_, tz_, x_, y_, z_ in zip(
@@ -138,7 +158,7 @@ class WatchStage:
         ):
             where[i] = EventLocation(node=n_, tile_x=tx_, tile_z=tz_, x=x_, y=y_, z=z_)
 
-    def _locate_few(self, cars: list[int], located: list[int], where: list) -> bool:
+    def _locate_few(self, cars: list[int], xs: list[float], located: list[int], where: list) -> bool:
         """:meth:`_locate_many` for a few events (most steps that have any have two or
         three), with the per-event arithmetic in Python floats: the same operations and
         numbers, without a dozen numpy calls on arrays of three (docs/running-time.md
@@ -152,7 +172,6 @@ class WatchStage:
                 np.asarray(self.L.train_line_len, dtype=np.float64).tolist(),
             )
         car_train, train_line, line_len = tables
-        xs = self.engine.x[cars].tolist()
         ks = [car_train[c] for c in cars]
         # min(max(x, 0.0), length): the builtins pmin(pmax(...)) stands in for above
         s = [min(max(xc, 0.0), line_len[k]) for xc, k in zip(xs, ks)]
