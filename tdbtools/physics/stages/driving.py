@@ -72,6 +72,8 @@ class DrivingStage:
     #: below, per-train Python is cheaper (measured break-even: ~25 and ~50 trains).
     BATCH_MIN_TRAINS = 24
     BATCH_DRIVERS_MIN_TRAINS = 48
+    #: Up to this many trains, the fronts, rears and speeds are read car by car.
+    FEW_TRAINS = 4
 
     def __init__(self, layout: Layout, log: EventLog) -> None:
         self.L = layout
@@ -90,6 +92,7 @@ class DrivingStage:
         self._run_view: tuple | None = None
         self._derailed_of: tuple | None = None
         self._done_key: tuple | None = None
+        self._ends: tuple[list, list, list] | None = None  # (controls: the trains' end cars)
 
     def _key(self) -> tuple:
         return (self.changes.version if self.changes is not None else 0, len(self.trains))
@@ -107,11 +110,21 @@ class DrivingStage:
         if batch and T >= self.BATCH_DRIVERS_MIN_TRAINS:
             return self.drive_batch(time, x, v, dt, signals_version), None, True
         # One Python pass over the trains: the drivers (scalars), fed with the fronts,
-        # rears and speeds read out in one go.
-        starts = L.train_start
-        fronts = x[starts].tolist()
-        speeds = v[starts].tolist()
-        rears = (x[L.train_end] - L.end_length).tolist()
+        # rears and speeds read out in one go (a train or two: element by element, the
+        # same numbers without numpy's calls on arrays of one).
+        if T <= self.FEW_TRAINS:
+            ends = self._ends
+            if ends is None:
+                ends = self._ends = (L.train_start.tolist(), L.train_end.tolist(), L.end_length.tolist())
+            item, vitem = x.item, v.item
+            fronts = [item(i) for i in ends[0]]
+            speeds = [vitem(i) for i in ends[0]]
+            rears = [item(i) - e for i, e in zip(ends[1], ends[2])]
+        else:
+            starts = L.train_start
+            fronts = x[starts].tolist()
+            speeds = v[starts].tolist()
+            rears = (x[L.train_end] - L.end_length).tolist()
         drive = self.drive
         ctrl = [drive(time, k, fronts[k], speeds[k], rears[k], dt) for k in range(T)]
         if batch:
@@ -125,7 +138,8 @@ class DrivingStage:
             c = Controls(0.0, 1.0, 0.0)
         else:
             c = t.driver(DriveState(time, front - t.front0, speed, front, rear, dt))
-            evs = getattr(getattr(t.driver, "inner", t.driver), "events", None)
+            d = t.driver  # (the one now: a driver may hand over to another)
+            evs = getattr(getattr(d, "inner", d), "events", None)
             if evs:  # waiting points: arrived and waiting, departed
                 for e in evs:
                     self.log.add(e)
