@@ -350,3 +350,52 @@ def test_event_log_makes_the_deferred_events_before_the_next_one():
     log.defer(later("e"))  # another maker: "d" is made first
     assert [e.train for e in log.events] == ["a", "b", "c", "d", "e"]
     assert made == ["b", "d", "e"] and log.events[-1].train == "e"
+
+
+def _walks_and_outputs(run, monkeypatch, fresh):
+    """(walks made, what ``run()`` gives) with the occupancy walk kept between updates or
+    (``fresh``) made at every update."""
+    from tdbtools.signals.runtime import Interlocking
+
+    walks = {"walked": 0, "updates": 0}
+    real_key = Interlocking._walk_key
+
+    def key(self, t, i, rear, front, look):
+        k = None if fresh else real_key(self, t, i, rear, front, look)
+        walks["updates"] += 1
+        if k is None or t.occ_walk is None or t.occ_walk[0] != k or t.occ_walk[1] is not t.occ_elems:
+            walks["walked"] += 1
+        return k
+
+    monkeypatch.setattr(Interlocking, "_walk_key", key)
+    try:
+        return walks, run()
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("what", ["signals_follow.toml", "signals_crossing.toml", "Crossing.act"])
+def test_occupancy_walk_kept_between_updates_gives_what_a_fresh_walk_gives(what, monkeypatch):
+    """The interlocking walks a train's elements for its occupancy only when the
+    elements its rear and front cover changed (Interlocking._walk_key): the same
+    events, aspects and traces as walking at every update (an activity: junction
+    clearances), and fewer walks."""
+    if what.endswith(".act"):
+        from tdbtools.physics.activity import replay_activity
+
+        act = SAMPLE_INSTALL / "ROUTES" / "SIGNALS" / "ACTIVITIES" / what
+
+        def run():
+            res = replay_activity(act)
+            return [e.to_dict() for e in res.replay.events]
+    else:
+
+        def run():
+            out = _replay_outputs(SAMPLE_INSTALL / what)
+            return out[0], out[1], out[2]
+
+    kept_walks, kept = _walks_and_outputs(run, monkeypatch, False)
+    fresh_walks, fresh = _walks_and_outputs(run, monkeypatch, True)
+    assert kept == fresh
+    assert fresh_walks["walked"] == fresh_walks["updates"] > 0
+    assert 0 < kept_walks["walked"] < kept_walks["updates"]

@@ -210,6 +210,9 @@ class Interlocking(RouteSetting):
             on_track=on_track,
         )
         t.speed_next = [next((x for x, _ in sigs if x > s), end) for s, _h in speed_heads]
+        s0 = [e.s0 for e in elements]
+        if all(a <= b for a, b in zip(s0, s0[1:])):  # (the walk's stop found by bisection)
+            t.e_s0 = s0
         self.trains.append(t)
         self.deadlock.runs = None
         if on_track:
@@ -356,22 +359,33 @@ class Interlocking(RouteSetting):
             tel = t.elements
             old = occ = t.occ
             if t.occ_span != (rear, front):  # (else it stands where it stood: the same)
-                n = len(tel)
-                occ = {}
-                elems: list[tuple[Element, float, float]] = []
                 i = bisect.bisect_left(t.e_s1, rear - look)
-                lim = front + 1e-6
-                while i < n:
-                    e = tel[i]
-                    if e.s0 > lim:
-                        break
-                    sec = sections[e.section]
-                    tail = self._clear(sec.node) if look and sec.kind == "junction" else 0.0
-                    if e.s1 + tail >= rear - 1e-6:
-                        occ[e.section] = e.direction
-                        elems.append((e, sec.start, sec.end))
-                    i += 1
-                t.occ_elems, t.occ_span = elems, (rear, front)
+                walk = self._walk_key(t, i, rear, front, look)
+                if (
+                    walk is None
+                    or t.occ_walk is None
+                    or t.occ_walk[0] != walk
+                    or t.occ_walk[1] is not t.occ_elems
+                ):
+                    n = len(tel)
+                    occ = {}
+                    elems: list[tuple[Element, float, float]] = []
+                    lim = front + 1e-6
+                    sound = True  # (no clearance below 0: an element that ends ahead of the rear is in)
+                    while i < n:
+                        e = tel[i]
+                        if e.s0 > lim:
+                            break
+                        sec = sections[e.section]
+                        tail = self._clear(sec.node) if look and sec.kind == "junction" else 0.0
+                        sound = sound and tail >= 0.0
+                        if e.s1 + tail >= rear - 1e-6:
+                            occ[e.section] = e.direction
+                            elems.append((e, sec.start, sec.end))
+                        i += 1
+                    t.occ_elems = elems
+                    t.occ_walk = (walk, elems) if walk is not None and sound else None
+                t.occ_span = (rear, front)
             if occ != old:
                 for k in old:
                     if k not in occ:
@@ -446,6 +460,30 @@ class Interlocking(RouteSetting):
             if t.on_track:
                 self._targets(t)
         self.deadlock.check()
+
+    def _walk_key(self, t: TrainState, i: int, rear: float, front: float, look: float) -> tuple | None:
+        """What decides the elements the occupancy walk of ``update`` takes for a train
+        from ``rear`` to ``front`` (``i``: the first element ending at or after
+        ``rear − look``): where the walk stops (the first element starting past the
+        front), and which of the elements ending behind the rear a junction's clearance
+        keeps. The same key as the last walk's (of the same ``occ_elems``): the same
+        elements, so the walk is not made again (a long train spans dozens of elements
+        and crosses one now and then; docs/signals.md §4.1). None: the elements do not
+        start in order (every update walks)."""
+        s0 = t.e_s0
+        if not s0:
+            return None
+        end = max(i, bisect.bisect_right(s0, front + 1e-6))
+        j = min(max(i, bisect.bisect_left(t.e_s1, rear - 1e-6)), end)
+        if j == i:
+            return (i, end)
+        tel, sections = t.elements, self.sections
+        kept = []
+        for e in tel[i:j]:
+            sec = sections[e.section]
+            tail = self._clear(sec.node) if look and sec.kind == "junction" else 0.0
+            kept.append(e.s1 + tail >= rear - 1e-6)
+        return (i, end, *kept)
 
     def _targets(self, t: TrainState) -> None:
         t.stopped_by = set()

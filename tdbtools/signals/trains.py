@@ -36,6 +36,10 @@ class TrainState:
     #: The occupied elements with the rear and front they were worked out for (extents).
     occ_elems: list[tuple[Element, float, float]] = field(default_factory=list)  # (e, sec start, end)
     occ_span: tuple[float, float] | None = None
+    #: The elements' starts when they rise along the line (else empty), and what decided
+    #: the last occupancy walk with the elements it found (Interlocking._walk_key).
+    e_s0: list[float] = field(default_factory=list)
+    occ_walk: tuple[tuple, list] | None = None
     #: Whether it was moving (faster than STANDING) at the last update; None: not yet known.
     moving: bool | None = None
     #: Per SPEED head in speed_heads: the line distance of the next NORMAL signal beyond it.
