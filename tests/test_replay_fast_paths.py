@@ -291,14 +291,16 @@ def test_trace_columns_are_the_rows_as_they_were_recorded(monkeypatch):
 
     monkeypatch.setattr(Recorder, "trace", spy)
     rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
+    # (a tenth of each train's brake force: the fraction's cap at 1 is reached too)
+    rep.recorder.maxbrake = maxbrake = rep.recorder.maxbrake / 10.0
     res = rep.run()
-    maxbrake = np.array([max(float(t.model.max_brake.sum()), 1.0) for t in rep.trains])
     rows = []
     for i, (time, xf, v, scale, brk) in enumerate(seen):
         prev = seen[i - 1] if i else None
         acc = (v - prev[2]) / (time - prev[0]) if prev is not None and time > prev[0] else np.zeros(len(v))
         rows.append((time, xf - rep.layout.train_front0, v, acc, scale, np.minimum(brk / maxbrake, 1.0)))
     assert len(rows) > 100
+    assert any((r[5] == 1.0).any() for r in rows) and any(((r[5] > 0) & (r[5] < 1)).any() for r in rows)
     for k, t in enumerate(rep.trains):
         cols = res.traces[t.spec.name]
         for j, c in enumerate(("time", "distance", "speed", "acceleration", "throttle", "brake")):
@@ -399,3 +401,76 @@ def test_occupancy_walk_kept_between_updates_gives_what_a_fresh_walk_gives(what,
     assert kept == fresh
     assert fresh_walks["walked"] == fresh_walks["updates"] > 0
     assert 0 < kept_walks["walked"] < kept_walks["updates"]
+
+
+def _walked(ilk, t):
+    """A train's occupancy as a walk over all its elements gives it (the reference):
+    (section -> direction, [(element, section start, end)])."""
+    from tdbtools.signals.runtime import JUNCTION_LOOK
+
+    look = JUNCTION_LOOK if ilk.clearance is not None else 0.0
+    rear, front = t.front - t.length, t.front
+    occ, elems = {}, []
+    for e in t.elements:
+        sec = ilk.sections[e.section]
+        tail = ilk._clear(sec.node) if look and sec.kind == "junction" else 0.0
+        if e.s1 >= rear - look and e.s0 <= front + 1e-6 and e.s1 + tail >= rear - 1e-6:
+            occ[e.section] = e.direction
+            elems.append((e, sec.start, sec.end))
+    return occ, elems
+
+
+@pytest.mark.parametrize("what", ["signals_follow.toml", "signals_crossing.toml", "Crossing.act"])
+def test_occupancy_after_every_update_is_a_walk_over_all_elements(what, monkeypatch):
+    """After every signalling update each train in the world occupies what a walk over
+    all its elements gives for its rear and front now (the kept walk is never stale)."""
+    from tdbtools.signals.runtime import Interlocking
+
+    real = Interlocking.update
+    checked = []
+
+    def update(self, time, fronts, speeds):
+        real(self, time, fronts, speeds)
+        for t in self.trains:
+            if t.on_track:
+                assert (t.occ, t.occ_elems) == _walked(self, t), (time, t.name)
+                checked.append(len(t.occ_elems))
+
+    monkeypatch.setattr(Interlocking, "update", update)
+    if what.endswith(".act"):
+        from tdbtools.physics.activity import replay_activity
+
+        replay_activity(SAMPLE_INSTALL / "ROUTES" / "SIGNALS" / "ACTIVITIES" / what)
+    else:
+        Replay(read_scenario(SAMPLE_INSTALL / what)).run()
+    assert len(checked) > 50 and max(checked) >= 2
+
+
+def test_a_train_or_two_read_their_ends_as_the_array_path_does(monkeypatch):
+    """The fronts, rears and speeds a few trains' drivers get car by car are those the
+    array path gives, bit for bit (signed zeros, NaN, random positions)."""
+    from tdbtools.physics.stages.driving import DrivingStage
+
+    rep = Replay(read_scenario(SAMPLE_INSTALL / "signals_follow.toml"))
+    assert len(rep.trains) >= 2
+    got: dict[int, list] = {}
+
+    def drive(self, time, k, front, speed, rear, dt):
+        got[self.FEW_TRAINS].append((k, front, speed, rear))
+        return rep.trains[k].controls
+
+    monkeypatch.setattr(DrivingStage, "drive", drive)
+    rng = np.random.default_rng(3)
+    n = len(rep.engine.x)
+    for _ in range(20):
+        x = rng.uniform(-50.0, 3000.0, n)
+        v = rng.uniform(-5.0, 40.0, n)
+        x[rng.integers(n)], v[rng.integers(n)] = -0.0, -0.0
+        x[rng.integers(n)] = np.nan
+        seen = []
+        for few in (4, 0):
+            monkeypatch.setattr(DrivingStage, "FEW_TRAINS", few)
+            got[few] = []
+            rep.driving.controls(0.0, x, v, 0.1, 0)
+            seen.append([tuple(_bits(c) for c in row[1:]) + (row[0],) for row in got[few]])
+        assert seen[0] == seen[1] and len(seen[0]) == len(rep.trains)
