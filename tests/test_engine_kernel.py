@@ -26,6 +26,12 @@ def test_constants_are_the_engines():
     assert (K._GE, K._LE, K._EQ) == (E._GE, E._LE, E._EQ)
     assert E._KINDS[K.K_IMPACT] == "impact" and E._KINDS[K.K_TAUT] == "coupler_taut"
     assert E._KINDS[K.K_STOPPED] == "stopped" and E._KINDS[K.K_STARTED] == "started"
+    assert (E._F_BAD, E._F_DIRTY, E._F_TRUNCATED, E._F_MOVED) == (
+        K.F_BAD,
+        K.F_DIRTY,
+        K.F_TRUNCATED,
+        K.F_MOVED,
+    )
 
 
 def _nasty(rng, n):
@@ -339,3 +345,23 @@ def test_a_long_train_with_slack_step_for_step():
         for name in ("x", "v", "a", "gap", "groups"):
             assert np.array_equal(getattr(py, name), getattr(co, name)), (k, name)
     assert rounds > 200 and events > 0
+
+
+def test_event_table_rows_and_columns_give_the_same_events():
+    """Engine's conversion of the compiled step's event table: a few rows one by one, a
+    burst column by column; both give the same events (kinds, cars, Python ints/floats)."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(40):
+        k = i % 4
+        c0 = int(rng.integers(0, 999))
+        c1 = c0 + 1 if k < 2 else c0 + int(rng.integers(0, 2))
+        rows.append([k, rng.random() * 100, c0, c1, int(rng.integers(0, 3)), *rng.normal(size=3)])
+    table = np.array(rows)
+    burst = E._events_from_table(table)
+    few = [e for s in range(0, 40, 5) for e in E._events_from_table(table[s : s + 5])]
+    assert len(burst) == 40 and few == burst
+    for e, f in zip(burst, few):
+        assert [type(c) for c in e.cars] == [type(c) for c in f.cars] == [int] * len(e.cars)
+        assert type(e.line) is type(f.line) is int and type(f.time) is float
+    assert {len(e.cars) for e in burst if e.kind in ("stopped", "started")} == {1, 2}

@@ -448,13 +448,29 @@ def _types_of(atz, att, s, e, out):
 
 
 # Work arrays: made once per engine (work_arrays) and reused by every step, so a step of a
-# short train does not spend its time allocating. Rows of (n + 1) values each.
-_WF, _WI, _WB = 31, 15, 10  # float, int and bool rows
+# short train does not spend its time allocating. Rows of (n + 1) values each. The last rows
+# hold the engine itself (its constants and the state the kernel keeps between steps), so
+# that a step is called with a few arrays: numba's dispatcher types every argument on every
+# call (~0.4 us an array; the 26 arguments this step had cost ~13 us of a step).
+_WF, _WI, _WB = 31, 15, 10  # float, int and bool rows of the rounds
+# float rows: masses, upper limits of the joints (n - 1), lengths, gaps (n - 1), the x of
+# each line's first car (one per line), the cars' speeds
+R_M, R_HI, R_LEN, R_GAP, R_XLEAD, R_V = range(_WF, _WF + 6)
+# int rows: each car's line, each line's first car (one per line), each car's line's first
+# car, each car's line number, each car's group; META: (number of lines, round cap)
+I_LINE, I_LFIRST, I_FOC, I_LIDX, I_GID, I_META = range(_WI, _WI + 6)
+# bool rows: the joint joins two cars of one line, is at its lower / upper limit (n - 1)
+B_SAME, B_ATZ, B_ATT = range(_WB, _WB + 3)
 
 
 def work_arrays(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The float, int and bool work arrays of an engine of ``n`` cars."""
-    return np.zeros((_WF, n + 1)), np.zeros((_WI, n + 1), np.int64), np.zeros((_WB, n + 1), np.bool_)
+    """The float, int and bool work arrays of an engine of ``n`` cars (the engine's rows
+    :data:`R_M` ... filled by the engine)."""
+    return (
+        np.zeros((R_V + 1, n + 1)),
+        np.zeros((I_META + 1, n + 1), np.int64),
+        np.zeros((B_ATT + 1, n + 1), np.bool_),
+    )
 
 
 @_lazy
@@ -956,21 +972,44 @@ def _advance(
     return ev, cnt, dirty, time + tau
 
 
-@_jit(
-    nt.Tuple((I8, B1, B1, B1, EV, I8))(
-        AF, AB, AF, AI, AI, AB, AB, AF, AF, AF, AF, AI, AF, AF, F8, F8, F8, B1, I8, W2F, W2I, W2B,
-        AF, AI, AI, AF,
-    )
-)  # fmt: skip
-def step(
-    m, same, hi, line, line_first, atz, att, gap, v, a, xlead, gid,
-    drive, resist, dt, rest, time, dirty, cap, wf, wi, wb, length, first_of_car, line_index, xout,
-):  # fmt: skip
-    """Engine.step's checks of the forces and its rounds. Returns (1 if a drive is not
-    finite or a resist not finite and >= 0, else 0; contacts dirty; truncated; gaps moved;
-    event table; event count); the state arrays are updated in place (not when 1), and
-    ``xout`` gets every car's x as Engine.x makes it."""
-    n = m.size
+# step's flags (its first result)
+F_BAD = np.int64(1)
+F_DIRTY = np.int64(2)
+F_TRUNCATED = np.int64(4)
+F_MOVED = np.int64(8)
+
+
+@_jit(nt.Tuple((I8, EV, I8, I8))(AF, AF, F8, F8, F8, B1, F8, W2F, W2I, W2B, W2F, AI))
+def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
+    """Engine.step's checks of the forces and its rounds on the engine kept in the work
+    arrays' last rows (:data:`R_M` ...). Returns (flags, event table, event count, rows
+    kept); the flags: :data:`F_BAD` (a drive is not finite or a resist not finite and >= 0:
+    nothing changed), :data:`F_DIRTY` (contacts dirty), :data:`F_TRUNCATED`,
+    :data:`F_MOVED` (gaps moved). The state rows are updated in place, and the step's
+    results go to new arrays (the engine hands them out and never changes one): ``out``
+    (3 × n) gets the cars' speeds, accelerations and x (as Engine.x makes it), ``gid_out``
+    their groups. The table's first rows are the events kept: all of them but impacts and
+    taut couplers closing slower than ``quiet`` m/s (Engine.quiet_contact_speed; every
+    event is counted), in time order."""
+    n = wf.shape[1] - 1
+    nl = wi[I_META, 0]
+    cap = wi[I_META, 1]
+    m = wf[R_M, :n]
+    hi = wf[R_HI, : n - 1]
+    length = wf[R_LEN, :n]
+    gap = wf[R_GAP, : n - 1]
+    xlead = wf[R_XLEAD, :nl]
+    v = wf[R_V, :n]
+    line = wi[I_LINE, :n]
+    line_first = wi[I_LFIRST, :nl]
+    first_of_car = wi[I_FOC, :n]
+    line_index = wi[I_LIDX, :n]
+    gid = wi[I_GID, :n]
+    same = wb[B_SAME, : n - 1]
+    atz = wb[B_ATZ, : n - 1]
+    att = wb[B_ATT, : n - 1]
+    a = out[1]
+    xout = out[2]
     ev = np.empty((16, 8))
     # the tolerance of the joint-force signs from the largest |drive| and resist (max is
     # exact: numpy's argmax gives the same numbers)
@@ -980,7 +1019,7 @@ def step(
         d = drive[i]
         r = resist[i]
         if not (math.isfinite(d) and math.isfinite(r) and r >= 0.0):
-            return 1, dirty, False, False, ev, 0
+            return F_BAD, ev, 0, 0
         d = abs(d)
         if d > dmax:
             dmax = d
@@ -1123,4 +1162,15 @@ def step(
             acc = off if i == 1 else acc + off
             c[i] = acc
         xout[i] = xlead[line_index[i]] - (c[i] - c[first_of_car[i]])
-    return 0, dirty, truncated, moved, ev, cnt
+    out[0, :] = v
+    gid_out[:] = gid
+    flags = (F_DIRTY if dirty else 0) | (F_TRUNCATED if truncated else 0) | (F_MOVED if moved else 0)
+    kept = cnt
+    if quiet > 0.0:  # (kinds 0, 1: impact, coupler_taut)
+        kept = 0
+        for r in range(cnt):
+            if ev[r, 0] > 1.0 or not (abs(ev[r, 5]) < quiet):
+                if kept != r:
+                    ev[kept, :] = ev[r, :]
+                kept += 1
+    return flags, ev, cnt, kept
