@@ -767,9 +767,10 @@ def regroup(
 
 
 @_lazy
-def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, sc):
+def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, quiet, sc):
     """Engine._impulse_small / _impulse_block on the run of cars ``s..e-1``; appends the
-    events of its violated joints ``js[:nj]``. Returns the event table and its count.
+    events of its violated joints ``js[:nj]`` but those closing slower than ``quiet`` (see
+    :func:`step`). Returns the event table, its count and the number of events not made.
     ``sc``: the work arrays (:func:`_scratch`)."""
     scf, sci, scb, member, stack = sc
     k = e - s
@@ -807,6 +808,17 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, s
                 held = True
         if not held:
             break
+    nkeep = nj
+    if quiet > 0.0:
+        nkeep = 0
+        for q in range(nj):
+            nkeep += not (abs(dvs[q]) < quiet)
+    if not nkeep:
+        # no record is made: the energy and impulses only go into records (most contacts
+        # of a long train's slack are slow ones the replay drops)
+        for i in range(k):
+            v[s + i] = y[i]
+        return ev, cnt, nj
     tmp = scf[7][:k]
     for i in range(k):
         tmp[i] = w[i] * v0[i] * v0[i]
@@ -836,9 +848,10 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, s
         d = dvs[q]
         kind = K_IMPACT if (atz[j] and (d < 0 or not att[j])) else K_TAUT
         ls = lost * (share[q] / tot) if tot > 0 else lost / nj
-        ev = _push(ev, cnt, kind, time, j, j + 1, line[j], rel[q], imp[q], ls)
-        cnt += 1
-    return ev, cnt
+        if nkeep == nj or not (rel[q] < quiet):
+            ev = _push(ev, cnt, kind, time, j, j + 1, line[j], rel[q], imp[q], ls)
+            cnt += 1
+    return ev, cnt, nj - nkeep
 
 
 @_lazy
@@ -852,12 +865,13 @@ def _scratch(n):
 
 
 @_lazy
-def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb, first, jb, njb, rs, re, sc):
+def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, quiet, bad, dvb, first, jb, njb, rs, re, sc):
     """Engine._impulses: resolve every joint between groups that is at a limit and closing
     (``bad``, ``dvb``: work arrays for the joints and their closing speeds). The joints
     between groups are those of ``gid`` in a step's ``first`` round, else the last
     round's ``jb[:njb]`` (the same joints). The runs of cars resolved go to ``rs``/``re``;
-    returns the event table, its count and the number of runs. ``sc``: the work arrays
+    returns the event table, its count, the number of events not made (``quiet``: see
+    :func:`step`) and the number of runs. ``sc``: the work arrays
     of :func:`_impulse_run`."""
     n = m.size
     nbad = 0
@@ -879,6 +893,7 @@ def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb, fi
                 dvb[nbad] = d
                 nbad += 1
     nr = 0
+    nq = 0
     i = 0
     while i < nbad:
         j = bad[i]
@@ -894,13 +909,14 @@ def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb, fi
         i0 = i
         while i < nbad and bad[i] < e - 1:
             i += 1
-        ev, cnt = _impulse_run(
-            m, atz, att, v, s, e, bad[i0:i], dvb[i0:i], i - i0, rest, time, line, ev, cnt, sc
+        ev, cnt, dropped = _impulse_run(
+            m, atz, att, v, s, e, bad[i0:i], dvb[i0:i], i - i0, rest, time, line, ev, cnt, quiet, sc
         )
+        nq += dropped
         rs[nr] = s
         re[nr] = e
         nr += 1
-    return ev, cnt, nr
+    return ev, cnt, nq, nr
 
 
 @_lazy
@@ -1027,6 +1043,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
             rmax = r
     tol = 1e-9 * (dmax + rmax) + 1e-300
     cnt = 0
+    nquiet = 0  # events not made (quiet contacts)
     gstart = wi[5]
     jb = wi[6]
     jg = wi[10]
@@ -1060,9 +1077,10 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
             if not have_sc:  # (made once per step, when a step has impulses)
                 sc = _scratch(n)
                 have_sc = True
-            ev, cnt, nr = _impulses(
-                m, same, atz, att, v, gid, rest, time, line, ev, cnt, wi[7], wf[23], first, jb, nj, rs, re, sc
+            ev, cnt, dq, nr = _impulses(
+                m, same, atz, att, v, gid, rest, time, line, ev, cnt, quiet, wi[7], wf[23], first, jb, nj, rs, re, sc
             )  # fmt: skip
+            nquiet += dq
             dirty = False
         ng, nj = regroup(
             m, same, drive, resist, tol, atz, att, v, gstart, gm, gd, gr, gv, ga, jb, jg, cache, ws, first, ng, rs, re, nr
@@ -1165,12 +1183,4 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
     out[0, :] = v
     gid_out[:] = gid
     flags = (F_DIRTY if dirty else 0) | (F_TRUNCATED if truncated else 0) | (F_MOVED if moved else 0)
-    kept = cnt
-    if quiet > 0.0:  # (kinds 0, 1: impact, coupler_taut)
-        kept = 0
-        for r in range(cnt):
-            if ev[r, 0] > 1.0 or not (abs(ev[r, 5]) < quiet):
-                if kept != r:
-                    ev[kept, :] = ev[r, :]
-                kept += 1
-    return flags, ev, cnt, kept
+    return flags, ev, cnt + nquiet, cnt
