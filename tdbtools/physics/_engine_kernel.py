@@ -865,7 +865,9 @@ def _scratch(n):
 
 
 @_lazy
-def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, quiet, bad, dvb, first, jb, njb, rs, re, sc):
+def _impulses(
+    m, same, atz, att, v, gid, rest, time, line, ev, cnt, quiet, bad, dvb, first, jb, njb, rs, re, sc
+):
     """Engine._impulses: resolve every joint between groups that is at a limit and closing
     (``bad``, ``dvb``: work arrays for the joints and their closing speeds). The joints
     between groups are those of ``gid`` in a step's ``first`` round, else the last
