@@ -51,6 +51,18 @@ def test_segment_sums_are_numpys_reduceat():
         assert np.array_equal(np.array(got), ref)
 
 
+def test_segment_sums_of_products_are_numpys_reduceat():
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(1, 1500))
+        m, v = _nasty(rng, n), _nasty(rng, n)
+        starts = np.unique(np.concatenate(([0], rng.integers(0, n, size=int(rng.integers(0, 30))))))
+        ref = np.add.reduceat(m * v, starts)
+        ends = np.append(starts[1:], n)
+        got = [K._seg_sum_mv(m, v, int(s), int(e)) for s, e in zip(starts, ends)]
+        assert np.array_equal(np.array(got), ref)
+
+
 def test_fsum_is_pythons():
     rng = np.random.default_rng(2)
     cases = [[], [-0.0], [1.0, 1e100, 1.0, -1e100], [0.1] * 10, [1e308, -1e308, 5.0]]

@@ -115,6 +115,54 @@ def _seg_sum(a, s, e):
     return a[s] + _pairwise(a, s + 1, e - s - 1)
 
 
+@_lazy
+def _pairwise_mv(m, v, s, n):
+    """:func:`_pairwise` of the products ``m[i] * v[i]`` (each the same IEEE product as
+    numpy's ``m * v``), without storing them first."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += m[s + i] * v[s + i]
+        return res
+    if n <= 128:
+        r0 = m[s] * v[s]
+        r1 = m[s + 1] * v[s + 1]
+        r2 = m[s + 2] * v[s + 2]
+        r3 = m[s + 3] * v[s + 3]
+        r4 = m[s + 4] * v[s + 4]
+        r5 = m[s + 5] * v[s + 5]
+        r6 = m[s + 6] * v[s + 6]
+        r7 = m[s + 7] * v[s + 7]
+        i = 8
+        stop = n - (n % 8)
+        while i < stop:
+            r0 += m[s + i] * v[s + i]
+            r1 += m[s + i + 1] * v[s + i + 1]
+            r2 += m[s + i + 2] * v[s + i + 2]
+            r3 += m[s + i + 3] * v[s + i + 3]
+            r4 += m[s + i + 4] * v[s + i + 4]
+            r5 += m[s + i + 5] * v[s + i + 5]
+            r6 += m[s + i + 6] * v[s + i + 6]
+            r7 += m[s + i + 7] * v[s + i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += m[s + i] * v[s + i]
+            i += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise_mv(m, v, s, n2) + _pairwise_mv(m, v, s + n2, n - n2)
+
+
+@_lazy
+def _seg_sum_mv(m, v, s, e):
+    """:func:`_seg_sum` of ``m[s:e] * v[s:e]`` (``np.add.reduceat(m * v, ...)``'s)."""
+    if e - s == 1:
+        return m[s] * v[s]
+    return m[s] * v[s] + _pairwise_mv(m, v, s + 1, e - s - 1)
+
+
 # (the unit roundoff of float64: 2**-53)
 _U = 1.1102230246251565e-16
 
@@ -615,7 +663,7 @@ def regroup(
     ``nr`` of them) unless ``full``; a block's joint-force check kept when its inputs,
     the running sum before it included, are those of an earlier check this step."""
     (
-        lock, bstart, mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, bc_end, bc_M, bc_D, bc_R,
+        lock, bstart, _mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, bc_end, bc_M, bc_D, bc_R,
         fc_end, fc_owner, fc_a, fc_s, fc_p0, fc_acc, fc_bad, fc_z, fc_t, fc_mov, types, cuts, y,
     ) = ws  # fmt: skip
     fc = (fc_end, fc_owner, fc_a, fc_s, fc_p0, fc_acc, fc_bad, fc_z, fc_t, fc_mov)
@@ -623,30 +671,46 @@ def regroup(
     # blocks: joints at a limit with equal speeds. A joint inside one of the last round's
     # groups still is (its gap has not moved, its cars' speeds are equal), unless an
     # impulse changed the speeds of its cars: only the others are looked at again.
+    nb = 1
+    bstart[0] = 0
     if full:
         for j in range(n - 1):
             lock[j] = _lock(atz, att, v, j)
+            b = not lock[j]
+            brk[j] = b
+            if b:
+                bstart[nb] = j + 1
+                nb += 1
     else:
-        for k in range(1, ngp):
-            j = gstart[k] - 1
+        # the joints looked at again, in order: the last round's group boundaries merged
+        # with the runs' joints (disjoint runs, in order). Every other joint is inside a
+        # last round's group: locked, and not a break (a cut of a split block is a group
+        # boundary, so it is looked at again in the next round)
+        k = 1
+        r = 0
+        jr = rs[0] if nr else n
+        while True:
+            gj = gstart[k] - 1 if k < ngp else n
+            while r < nr and jr >= re[r] - 1:
+                r += 1
+                jr = rs[r] if r < nr else n
+            j = min(gj, jr)
+            if j >= n - 1:
+                break
+            if gj == j:
+                k += 1
+            if jr == j:
+                jr += 1
             lock[j] = _lock(atz, att, v, j)
-        for r in range(nr):
-            for j in range(rs[r], re[r] - 1):
-                lock[j] = _lock(atz, att, v, j)
-    nb = 1
-    bstart[0] = 0
-    for j in range(n - 1):
-        b = not lock[j]
-        brk[j] = b
-        if b:
-            bstart[nb] = j + 1
-            nb += 1
+            b = not lock[j]
+            brk[j] = b
+            if b:
+                bstart[nb] = j + 1
+                nb += 1
     allmov = True
     for k in range(nb):
         s = bstart[k]
         e = bstart[k + 1] if k + 1 < nb else n
-        for i in range(s, e):
-            mv[i] = m[i] * v[i]
         if bc_end[s] == e:  # the same cars as a block earlier in this step: the same sums
             M = bc_M[s]
             D = bc_D[s]
@@ -659,7 +723,7 @@ def regroup(
             bc_M[s] = M
             bc_D[s] = D
             bc_R[s] = R
-        vk = _seg_sum(mv, s, e) / M
+        vk = _seg_sum_mv(m, v, s, e) / M
         Mb[k] = M
         Db[k] = D
         Rb[k] = R
