@@ -424,3 +424,22 @@ def test_a_kept_force_check_is_used_only_with_the_same_inputs():
     # and the kept check's result is the check's
     K._keep_check(fc, atz, att, s, e, ak, sk, p0, True, acc, bad)
     assert (fc[6][s], fc[5][s]) == (bad, acc)
+
+
+def test_a_copied_engine_steps_as_the_original():
+    """The compiled engine keeps its state as views of its work arrays; a copy (pickle,
+    deepcopy) gets separate arrays, views again, and steps as the original does."""
+    import copy
+    import pickle
+
+    _, co, drive_a, brake, _ = _random_engines(4)
+    co.step(0.5, drive_a, 500.0 + brake)
+    for make in (copy.deepcopy, lambda e: pickle.loads(pickle.dumps(e))):
+        twin = make(co)
+        for k in range(20):
+            drive = drive_a * (1.0, -1.0)[(k // 5) % 2]
+            ea, eb = co.step(0.1, drive, 500.0), twin.step(0.1, drive, 500.0)
+            _same_events(ea, eb)
+            for name in ("x", "v", "a", "gap", "groups"):
+                assert np.array_equal(getattr(co, name), getattr(twin, name)), (k, name)
+        co.step(0.5, drive_a, 500.0 + brake)

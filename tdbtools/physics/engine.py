@@ -242,7 +242,6 @@ class Engine:
             wi[K.I_LIDX, :n] = self._line_index
             wi[K.I_META, :2] = (nl, 10 * n + 100)
             wb[K.B_SAME, : n - 1] = same
-            self._kernel_rows = K
             self._bind_work()
 
     # ------------------------------------------------------------------ read-only state
@@ -383,11 +382,18 @@ class Engine:
         self.event_count += len(events)
         return events
 
+    def __setstate__(self, state: dict) -> None:
+        # a copy (pickle, copy.deepcopy) gets its arrays apart: the state views again
+        self.__dict__.update(state)
+        if self.compiled:
+            self._bind_work()
+
     def _bind_work(self) -> None:
         """Copy the state the kernel keeps (gaps, limit masks, the lines' first x, speeds,
         groups) into its rows of the work arrays, and keep views of them as the state (the
         kernel updates them in place)."""
-        K = self._kernel_rows
+        from tdbtools.physics import _engine_kernel as K
+
         wf, wi, wb = self._work
         n, nl = self.n, self._line_first.size
         for rows, r, cnt, name in (
