@@ -443,3 +443,27 @@ def test_a_copied_engine_steps_as_the_original():
             for name in ("x", "v", "a", "gap", "groups"):
                 assert np.array_equal(getattr(co, name), getattr(twin, name)), (k, name)
         co.step(0.5, drive_a, 500.0 + brake)
+
+
+def test_quiet_contacts_of_a_run_with_a_fast_one_keep_its_record():
+    """A run of cars with two contacts at one instant, one slower than
+    Engine.quiet_contact_speed and one faster: the fast one's record is made, with the
+    run's energy shared over both as without the threshold (the slow one is only
+    counted)."""
+    bodies = Bodies(
+        np.array([40e3, 60e3, 50e3]), np.full(3, 20.0), np.zeros(3, np.int64), np.zeros(3, bool), np.zeros(3)
+    )
+    x, v = np.array([0.0, -20.0, -40.0]), np.array([-0.01, 0.0, 1.0])
+    runs = []
+    for compiled, quiet in ((False, 0.0), (True, 0.0), (True, 0.05)):
+        eng = Engine(bodies, x, v, compiled=compiled)
+        eng.quiet_contact_speed = quiet
+        runs.append((eng.step(0.1, 0.0, 0.0), eng.event_count))
+    (every, n0), (every_c, n1), (quiet, n2) = runs
+    _same_events(every, every_c)
+    contacts = [e for e in every if e.kind == "impact"]
+    assert len(contacts) == 2 and {e.cars for e in contacts} == {(0, 1), (1, 2)}
+    assert n0 == n1 == n2 == len(every)
+    kept = [e for e in every if not (e.kind == "impact" and e.relative_speed < 0.05)]
+    assert len(kept) < len(every)
+    _same_events(quiet, kept)
