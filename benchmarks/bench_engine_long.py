@@ -1,7 +1,7 @@
 """The engine step alone on bench_long_train.py's 1,000-car train (issue 32).
 
     python benchmarks/bench_engine_long.py OUT_DIR [--cars 1000] [--seconds 200] [--repeat 3]
-                                          [--physics engineering|openrails] [--old CHECKOUT]
+                                          [--physics engineering|openrails] [--old CHECKOUT] [--reuse]
 
 Runs bench_long_train.py's replay (a Class 66 every 25 cars, DK24's 1514.pat, the automatic
 driver, dt 0.1 s) once and records what the engine is given: the arguments it was made with
@@ -18,7 +18,8 @@ call), alternating with this one's, and the two trajectories (every step's speed
 accelerations, groups, positions, gaps and events) must be equal bit for bit. (A kernel
 loaded from its file under another module name in the same process measured differently
 from the same source imported as usual, so each checkout gets its own process.) Reported:
-microseconds per step (median of ``--repeat``) and the load average.
+microseconds per step (median of ``--repeat``) and the load average. ``--reuse``: replay the
+steps recorded in OUT_DIR before instead of recording them again.
 """
 
 from __future__ import annotations
