@@ -467,3 +467,23 @@ def test_quiet_contacts_of_a_run_with_a_fast_one_keep_its_record():
     kept = [e for e in every if not (e.kind == "impact" and e.relative_speed < 0.05)]
     assert len(kept) < len(every)
     _same_events(quiet, kept)
+
+
+def test_a_truncated_compiled_step_leaves_a_consistent_engine():
+    """At the cap of event rounds the compiled step moves the rest of the step without
+    interactions and snaps the gaps in Python; the state stays the kernel's (views of its
+    work arrays) and consistent: gaps within their limits, x from the snapped gaps."""
+    _, co, drive_a, brake, _ = _random_engines(2)
+    wf, wi, wb = co._work
+    wi[K.I_META, 1] = 1  # the cap of rounds: one
+    for k in range(30):
+        co.step(0.5, drive_a * (1.0, -1.0)[(k // 5) % 2], 500.0 + brake)
+    assert co.truncated_steps > 0
+    assert np.shares_memory(co._gap, wf) and np.shares_memory(co._atz, wb) and np.shares_memory(co._xlead, wf)
+    b = co.bodies
+    same = b.line[:-1] == b.line[1:]
+    gap = co.gap[same]
+    assert np.all(gap >= 0.0) and np.all(gap <= np.where(b.coupled[:-1], b.slack[:-1], np.inf)[same])
+    x = co.x
+    assert np.allclose(((x[:-1] - b.length[:-1]) - x[1:])[same], gap, atol=1e-9)
+    assert np.array_equal(co._atz, co._gap <= 0.0)
