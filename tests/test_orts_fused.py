@@ -150,14 +150,21 @@ def test_compiled_settled_pipe_is_pythons():
 
 
 @needs_numba
-@pytest.mark.parametrize("kind", ["factor", "mu", "mixed"])
+@pytest.mark.parametrize("kind", ["factor", "mu", "mixed", "long"])
 def test_train_brakes_compiled_and_numpy_alike(laws, kind):
     """A train driven through braking, a lap, a release, a deceleration demand and an
-    emergency: its brake forces and brake share, the compiled brakes (kernel forces,
-    compiled pipe and valves) against numpy's, the same bits every step."""
+    emergency: its brake forces and brake share, the compiled brakes against numpy's,
+    the same bits every step. Compiled: one call for the pipe, valves, forces and mean
+    (``_orts_kernel.train_brakes``) when every car is on a default shoe curve ("factor",
+    "mu", "long": 301 cars, so the mean's pairwise sum is split as numpy splits it),
+    else the separate kernels ("mixed": a friction table)."""
     hopper, coach, table = laws["factor"], laws["mu"], laws["table"]
-    cars = {"factor": [hopper] * 40, "mu": [coach] * 40, "mixed": [hopper, coach, table] * 13}[kind]
+    cars = {
+        "factor": [hopper] * 40, "mu": [coach] * 40, "mixed": [hopper, coach, table] * 13,
+        "long": [hopper] * 301,
+    }[kind]  # fmt: skip
     mass = float(sum(s.mass_kg for s in cars))
+    fused = []
 
     def run(compiled: bool) -> list:
         from tdbtools.physics.driver import Controls
@@ -165,6 +172,7 @@ def test_train_brakes_compiled_and_numpy_alike(laws, kind):
         f = OrtsTrainForces([cars], np.array([0]), [mass])
         tb = f.brakes[0]
         tb.compiled = tb.air.compiled = compiled
+        fused.append(tb)
         n = len(cars)
         z = np.zeros(n)
         resist = np.full(n, 50.0)
@@ -181,6 +189,8 @@ def test_train_brakes_compiled_and_numpy_alike(laws, kind):
         return out
 
     a, b = run(True), run(False)
+    # (the compiled run took the one-call step where it can, the numpy run did not)
+    assert (fused[0]._fused is not None) == (kind != "mixed") and fused[1]._fused is None
     assert any(x[0].max() > 0 for x in b) and b[-1][1][0] > 0.3  # it braked
     for step, (x, y) in enumerate(zip(a, b)):
         assert np.array_equal(_bits(x[0]), _bits(y[0])) and np.array_equal(_bits(x[1]), _bits(y[1])), step
@@ -277,3 +287,28 @@ def test_adhesion_limit_of_one_speed_is_numpys():
                 got = adhesion_limit_of(mass, v, weather)
                 ref = float(adhesion_limit(mass, v, weather))
                 assert type(got) is float and _bits(got) == _bits(ref), (v, mass, weather)
+
+
+@needs_numba
+def test_compiled_sum_is_numpys_reduce():
+    """``_orts_kernel.np_sum`` (the fused brakes' mean) is ``np.add.reduce`` of a slice bit
+    for bit: numpy's pairwise blocks and halving at every length around their edges
+    (8, 128, the splits above), a sum of −0.0s (+0.0), NaN and infinities, huge and tiny
+    terms; an offset start."""
+    from tdbtools.physics._orts_kernel import np_sum
+
+    rng = np.random.default_rng(11)
+    sizes = [*range(0, 300), 383, 384, 385, 511, 512, 513, 1000, 1023, 1024, 1025, 4097, 40_001]
+    for n in sizes:
+        for _ in range(2):
+            a = rng.standard_normal(n + 9) * 10.0 ** rng.integers(-12, 12, n + 9)
+            lo = int(rng.integers(0, 9))
+            pick = rng.random(n + 9) < 0.02
+            a[pick] = rng.choice([0.0, -0.0, 1e308, -1e308, 5e-324], int(pick.sum()))
+            with np.errstate(over="ignore", invalid="ignore"):  # (±1e308 may overflow)
+                want = np.add.reduce(a[lo : lo + n])
+            assert np.array_equal(_bits([np_sum(a, lo, lo + n)]), _bits([want])), n
+    for special in (np.full(9, -0.0), np.full(3, -0.0), np.array([np.nan, 1.0]), np.array([np.inf, -np.inf])):
+        with np.errstate(invalid="ignore"):
+            got, want = np_sum(special, 0, special.size), np.add.reduce(special)
+        assert np.array_equal(_bits([got]), _bits([want]))

@@ -10,6 +10,7 @@ calls each on a long train's cars, whose fixed cost was most of their time.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 _jit = njit(cache=True, nogil=True, error_model="numpy")
@@ -145,3 +146,120 @@ def brake_forces(v, cyl, max_cyl, spring, capacity, law, normaliser, lo, hi, for
         c = _np_clip((cyl[i] - spring[i]) / (max_cyl[i] - spring[i]), 0.0, 1.0)
         frac[i] = c
         force[i] = capacity[i] * c * shoe
+
+
+@_jit
+def _block(a, s, n):
+    """numpy's ``pairwise_sum`` of at most 128 elements ``a[s:s + n]``: a plain sum below
+    8, else 8 running partial sums combined as a tree, then the rest one by one."""
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += a[s + i]
+        return res
+    r0 = a[s]
+    r1 = a[s + 1]
+    r2 = a[s + 2]
+    r3 = a[s + 3]
+    r4 = a[s + 4]
+    r5 = a[s + 5]
+    r6 = a[s + 6]
+    r7 = a[s + 7]
+    i = 8
+    stop = n - (n % 8)
+    while i < stop:
+        r0 += a[s + i]
+        r1 += a[s + i + 1]
+        r2 += a[s + i + 2]
+        r3 += a[s + i + 3]
+        r4 += a[s + i + 4]
+        r5 += a[s + i + 5]
+        r6 += a[s + i + 6]
+        r7 += a[s + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[s + i]
+        i += 1
+    return res
+
+
+@_jit
+def _pairwise(a, s, n):
+    """numpy's pairwise sum of ``a[s:s + n]``: blocks of at most 128 (:func:`_block`),
+    longer runs halved (at a multiple of 8) and the halves' sums added. Without
+    recursion (a recursive function loaded from numba's cache crashed the process): the
+    same tree walked with a stack of tasks, a negative count meaning "add the last two
+    sums" (a split pushes that, then its right and its left half, so the left goes
+    first; the depth is at most ~60, so 128 entries suffice)."""
+    if n <= 128:
+        return _block(a, s, n)
+    ts = np.empty(128, np.int64)
+    tn = np.empty(128, np.int64)
+    vals = np.empty(64)
+    ts[0] = s
+    tn[0] = n
+    nt = 1
+    nv = 0
+    while nt > 0:
+        nt -= 1
+        st = ts[nt]
+        c = tn[nt]
+        if c < 0:
+            vals[nv - 2] = vals[nv - 2] + vals[nv - 1]
+            nv -= 1
+        elif c <= 128:
+            vals[nv] = _block(a, st, c)
+            nv += 1
+        else:
+            n2 = c // 2
+            n2 -= n2 % 8
+            tn[nt] = -1
+            ts[nt + 1] = st + n2
+            tn[nt + 1] = c - n2
+            ts[nt + 2] = st
+            tn[nt + 2] = n2
+            nt += 3
+    return vals[0]
+
+
+@_jit
+def np_sum(a, s, e):
+    """``np.add.reduce(a[s:e])`` of a contiguous float64 array, bit for bit: numpy starts
+    the reduction from its identity, +0.0, and adds the pairwise sum of all the elements
+    (so a sum of −0.0s is +0.0)."""
+    return 0.0 + _pairwise(a, s, e - s)
+
+
+# rows of train_brakes' per-car constants (``cars``) and entries of its train constants
+# (``consts``), packed once per train (orts/replay_forces.py: _TrainBrakes)
+B_VOL, B_APP_RATE, B_REL_RATE, B_AUX_RATE, B_RATIO, B_MAX_CYL, B_SPRING, B_CAPACITY = range(8)
+N_BRAKE_ROWS = 8
+P_CHARGING, P_SERVICE_TAU, P_EMERGENCY_TAU, P_TAU, P_SETTLED, P_FULL_SERVICE_BP = range(6)
+P_LAW, P_NORMALISER, P_SHOE_MIN, P_SHOE_MAX = range(6, 10)
+N_BRAKE_CONSTS = 10
+
+
+@_jit
+def train_brakes(bp, aux, cyl, state, cars, consts, target, has_target, emergency, dt, v, force, frac):
+    """One train's air brakes for a step of ``dt`` s in one call: :func:`step_pipe` towards
+    ``target`` (``has_target`` False: lapped), :func:`step_valves`, then
+    :func:`brake_forces` into ``force`` and ``frac`` (per car); returns the mean of
+    ``frac`` as numpy's ``np.add.reduce(frac) / frac.size`` gives it. The same functions
+    as the three calls it replaces, so the same numbers, with a dozen arguments instead
+    of some thirty (numba's dispatch costs per argument)."""
+    step_pipe(
+        bp, cars[B_VOL], target, has_target, emergency, consts[P_CHARGING], consts[P_SERVICE_TAU],
+        consts[P_EMERGENCY_TAU], consts[P_TAU], dt, consts[P_SETTLED],
+    )  # fmt: skip
+    step_valves(
+        bp, aux, cyl, state, cars[B_RATIO], cars[B_APP_RATE], cars[B_REL_RATE], cars[B_AUX_RATE],
+        consts[P_FULL_SERVICE_BP], dt,
+    )  # fmt: skip
+    law = LAW_MU if consts[P_LAW] == LAW_MU else LAW_FACTOR
+    brake_forces(
+        v, cyl, cars[B_MAX_CYL], cars[B_SPRING], cars[B_CAPACITY], law, consts[P_NORMALISER],
+        consts[P_SHOE_MIN], consts[P_SHOE_MAX], force, frac,
+    )  # fmt: skip
+    n = frac.size
+    return np_sum(frac, 0, n) / n

@@ -184,6 +184,15 @@ def _warm_orts_kernels() -> None:
         v[0:2], air.cyl, one * 50.0, np.zeros(2), one * 1e4, K.LAW_FACTOR, float(DEFAULT_SHOE_NORMALISER),
         float(BRAKE_SHOE_FACTOR_MIN), float(BRAKE_SHOE_FACTOR_MAX), force, frac,
     )  # fmt: skip
+    # the one-call step (orts/replay_forces.py: _TrainBrakes.step): the air brakes' own
+    # arrays, the packed constants, Python float/bool scalars, the speeds a read-only
+    # slice, the forces a slice of the train's brake column
+    cars, consts = np.ones((K.N_BRAKE_ROWS, 2)), np.ones(K.N_BRAKE_CONSTS)
+    consts[K.P_LAW] = K.LAW_FACTOR
+    brk = np.zeros(2)
+    K.train_brakes(
+        air.bp, air.aux, air.cyl, air.state, cars, consts, 80.0, True, False, 0.1, v[0:2], brk[0:2], frac
+    )
 
 
 _STEP_LOADED = False

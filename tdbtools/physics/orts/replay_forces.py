@@ -18,13 +18,14 @@ throttle gives nothing while it is engaged (§7.2). numpy/Python only.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ...formats.stock import Stock
 from ...formats.stock_parts import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN
 from ..kernels import LazyKernel
-from .airbrake import Handle
+from .airbrake import SETTLED_PSI, AirBrakeTrain, Handle
 from .auto_brakes import BrakePlan, brake_plan
 from .brakes import DEFAULT_SHOE_NORMALISER, cylinder_fraction
 from .controllers import (
@@ -48,6 +49,8 @@ MOVING = 0.5
 _sum = np.add.reduce
 #: the compiled per-car brake forces (None without numba; physics/_orts_kernel.py)
 _BRAKE_FORCES = LazyKernel("_orts_kernel", "brake_forces")
+#: the compiled pipe, valves and forces of a train's step in one call (None without numba)
+_TRAIN_BRAKES = LazyKernel("_orts_kernel", "train_brakes")
 _LAWS = {"factor": 0, "mu": 1}  # (_orts_kernel's LAW_FACTOR, LAW_MU)
 
 
@@ -62,29 +65,75 @@ class _TrainBrakes:
         self.applied = 0.0  # the last step's mean cylinder force share
         #: the forces with the compiled kernel when numba is there (the same numbers)
         self.compiled = compiled
+        #: the one-call compiled step's kernel and packed constants (``_fuse``); None: the
+        #: numpy code or the separate kernels; decided at the first step
+        self._fused: tuple[Any, np.ndarray, np.ndarray, np.ndarray, AirBrakeTrain] | None = None
+        self._fuse_decided = False
 
     def full(self, v: float) -> float:
         """The train's brake force of a full-service application at speed ``v``."""
         return self.plan.full_force(v)
 
-    def step(self, handle: Handle, dt: float, v_cars: np.ndarray) -> tuple[np.ndarray, float]:
-        """Per car brake force after ``dt`` s at ``handle``; and the mean cylinder fraction."""
+    def _fuse(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, AirBrakeTrain] | None:
+        """(the kernel, per-car constants, train constants, a per-car buffer, the air
+        brakes) of ``_orts_kernel.train_brakes`` when the step can take it: compiled
+        code chosen and usable, air brakes stepped compiled, every car on a default shoe
+        curve. The constants are packed once: the air brakes' rates, ratios and volumes,
+        the cylinders' and the plan's capacities do not change after they are made."""
+        air, law = self.air, self.shoe.default_law
+        if not (self.compiled and isinstance(air, AirBrakeTrain) and air.compiled and law is not None):
+            return None
+        kernel = _TRAIN_BRAKES()
+        if kernel is None:
+            return None
+        from .. import _orts_kernel as K
+
+        n = air.bp.size
+        cars = np.empty((K.N_BRAKE_ROWS, n))
+        cars[K.B_VOL], cars[K.B_APP_RATE], cars[K.B_REL_RATE] = air.vol, air.app_rate, air.rel_rate
+        cars[K.B_AUX_RATE], cars[K.B_RATIO] = air.aux_rate, air.ratio
+        cars[K.B_MAX_CYL], cars[K.B_SPRING], cars[K.B_CAPACITY] = self.max_cyl, self.spring, self.capacity
+        consts = np.empty(K.N_BRAKE_CONSTS)
+        consts[K.P_CHARGING], consts[K.P_TAU] = air.charging_rate, air.tau
+        consts[K.P_SERVICE_TAU], consts[K.P_EMERGENCY_TAU] = air.service_tau, air.emergency_tau
+        consts[K.P_SETTLED] = SETTLED_PSI
+        # (AirBrakeTrain.step_valves' Python float arithmetic)
+        consts[K.P_FULL_SERVICE_BP] = air.max_psi - air.full_service_drop
+        consts[K.P_LAW], consts[K.P_NORMALISER] = _LAWS[law], DEFAULT_SHOE_NORMALISER
+        consts[K.P_SHOE_MIN], consts[K.P_SHOE_MAX] = BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX
+        return kernel, cars, consts, np.empty(n), air
+
+    def step(self, handle: Handle, dt: float, v_cars: np.ndarray, out: np.ndarray) -> float:
+        """Each car's brake force after ``dt`` s at ``handle`` into ``out``; returns the
+        mean cylinder fraction."""
+        if not self._fuse_decided:
+            self._fused, self._fuse_decided = self._fuse(), True
+        fused = self._fused
+        if fused is not None:  # (the pipe, the valves and the forces in one compiled call)
+            kernel, cars, consts, frac, air = fused
+            target = handle.target(air.max_psi, air.full_service_drop)
+            self.applied = kernel(
+                air.bp, air.aux, air.cyl, air.state, cars, consts, 0.0 if target is None else float(target),
+                target is not None, handle.position == "emergency", float(dt), v_cars, out, frac,
+            )  # fmt: skip
+            return self.applied
         self.air.step(handle, dt)
         law = self.shoe.default_law
         kernel = _BRAKE_FORCES() if self.compiled else None
         if kernel is not None and law is not None:  # (the same numbers in one pass over the cars)
-            force, frac = np.empty(v_cars.size), np.empty(v_cars.size)
+            frac = np.empty(v_cars.size)
             kernel(
                 v_cars, self.air.cyl, self.max_cyl, self.spring, self.capacity, _LAWS[law],
-                DEFAULT_SHOE_NORMALISER, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX, force, frac,
+                DEFAULT_SHOE_NORMALISER, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX, out, frac,
             )  # fmt: skip
             self.applied = float(_sum(frac) / frac.size)
-            return force, self.applied
+            return self.applied
         factor = self.shoe(v_cars)
         frac = cylinder_fraction(self.air.cyl, self.max_cyl, self.spring)
         # np.mean's bits: numpy's sum (the same pairwise additions) over the count
         self.applied = float(_sum(frac) / frac.size)
-        return self.capacity * frac * factor, self.applied
+        out[:] = self.capacity * frac * factor
+        return self.applied
 
 
 class OrtsTrainForces:
@@ -234,7 +283,7 @@ class OrtsTrainForces:
             for u, rows in groups:
                 trac[rows], fd = u.step(throttle, dyn, speed, dt)
                 dyn_force.append((rows, fd))
-            brk[a:b], applied[k] = tb.step(handle, dt, v[a:b])
+            applied[k] = tb.step(handle, dt, v[a:b], brk[a:b])
             for rows, fd in dyn_force:  # the dynamic brake opposes the motion as the brakes do
                 brk[rows] += fd
             self.brake_decel[k] = (float(_sum(brk[a:b])) - fwd * other) / M
