@@ -10,6 +10,8 @@ calls each on a long train's cars, whose fixed cost was most of their time.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -263,3 +265,171 @@ def train_brakes(bp, aux, cyl, state, cars, consts, target, has_target, emergenc
     )  # fmt: skip
     n = frac.size
     return np_sum(frac, 0, n) / n
+
+
+# -- one power unit (orts/unit.py: PowerUnit) ---------------------------------------------
+# The cases compiled: a diesel with at most one engine and no ThrottleRPMTab, or an
+# electric; no gearbox, no force curves, not power-limited, no dynamic brake (PowerUnit.
+# compile says so and keeps the Python code for every other unit). Entries of ``spec``:
+U_ENGINES, U_DIESEL_LAW, U_IDLE, U_MAX_RPM, U_CHANGE_UP, U_CHANGE_DOWN, U_RATE_UP, U_RATE_DOWN = range(8)
+U_MAX_FORCE, U_RAIL_POWER, U_UNLOAD, U_MAX_VELOCITY, U_DERATE, U_DERATE_FM, U_DERATE_FC = range(8, 15)
+U_DERATE_TAU, U_DRIVE_MASS, U_FORCE_UP, U_FORCE_DOWN, U_FORCE_TO_ZERO, U_POWER_UP = range(15, 21)
+U_POWER_DOWN, U_POWER_TO_ZERO = range(21, 23)
+N_UNIT_SPEC = 23
+# keep in step with orts/diesel.py, orts/traction.py and orts/adhesion.py (tests check them)
+MIN_RATE_SHARE = 0.01
+EASE_FACTOR = 1.25
+FADE_BAND_MS = 0.05
+G = 9.80665
+
+
+@_jit
+def _pmin(a, b):
+    """Python's ``min(a, b)``: ``a`` unless ``b < a`` (a NaN or −0.0 ``a`` stays)."""
+    return b if b < a else a
+
+
+@_jit
+def _pmax(a, b):
+    """Python's ``max(a, b)``: ``a`` unless ``b > a``."""
+    return b if b > a else a
+
+
+@_jit
+def _step_engine(spec, rpm, drpm, demanded, dt):
+    """orts/diesel.py step_engine (factor 1)."""
+    if rpm < demanded:
+        jerk = spec[U_RATE_UP] * 1.0
+        change = spec[U_CHANGE_UP]
+        want = _pmin(_pmax(math.sqrt(2.0 * jerk * (demanded - rpm)), MIN_RATE_SHARE * change), change)
+        drpm = _pmin(_pmax(want, drpm - EASE_FACTOR * jerk * dt), drpm + jerk * dt)
+        if rpm + drpm * dt > demanded:
+            return demanded, (demanded - rpm) / dt
+    elif rpm > demanded:
+        jerk = spec[U_RATE_DOWN] * 1.0
+        change = spec[U_CHANGE_DOWN]
+        want = -_pmin(_pmax(math.sqrt(2.0 * jerk * (rpm - demanded)), MIN_RATE_SHARE * change), change)
+        drpm = _pmin(_pmax(want, drpm - jerk * dt), drpm + EASE_FACTOR * jerk * dt)
+        if rpm + drpm * dt < demanded:
+            return demanded, (demanded - rpm) / dt
+    else:
+        return demanded, 0.0
+    return _pmax(rpm + drpm * dt, 0.0), drpm
+
+
+@_jit
+def _available(spec, t, v):
+    """PowerUnit.available: traction.basic_diesel_force or basic_electric_force."""
+    if t <= 0:
+        return 0.0
+    v = abs(v)
+    max_speed = spec[U_MAX_VELOCITY]
+    if spec[U_DIESEL_LAW] != 0.0:
+        unload = spec[U_UNLOAD]
+        force = t * spec[U_MAX_FORCE]
+        power = t * spec[U_RAIL_POWER]
+        if unload > 0 and unload < v and v < max_speed:
+            power *= _pmin(_pmax(1.0 - (v - unload) / unload, 0.0), 1.0)
+    else:
+        if max_speed <= 0 or v <= max_speed - FADE_BAND_MS:
+            fade = 1.0
+        elif v > max_speed:
+            fade = 0.0
+        else:
+            fade = 20.0 * (max_speed - v)
+        force = t * spec[U_MAX_FORCE] * fade
+        power = spec[U_RAIL_POWER] * t * t
+    if force * v > power:
+        force = power / v
+    return force
+
+
+@_jit
+def _limits(spec, throttle, v, rpm):
+    """PowerUnit._limits (not power-limited): (effective throttle, its limit, the largest
+    force allowed, the force at the throttle, at the limit)."""
+    if spec[U_ENGINES] != 0.0:
+        span = spec[U_MAX_RPM] - spec[U_IDLE]
+        pct = (rpm - spec[U_IDLE]) / span * 100.0 if span > 0 else 0.0
+        app = _pmin(_pmax(pct, 0.0), 100.0) / 100.0
+        limit = _pmin(1.0, app)
+        t = _pmin(throttle, app)
+    else:
+        limit = 1.0
+        t = throttle
+    t = _pmin(_pmax(t, 0.0), 1.0)
+    target = _available(spec, t, v)
+    at_limit = target if limit == t else _available(spec, limit, v)
+    cap = at_limit if at_limit >= target else math.inf
+    return t, limit, cap, target, at_limit
+
+
+@_jit
+def _adhesion(spec, v):
+    """adhesion.adhesion_limit_of(drive mass, v) on a dry rail."""
+    u = abs(v) * 3.6
+    return (7.5 / (u + 44.0) + 0.161) * G * spec[U_DRIVE_MASS] * 1.0
+
+
+@_jit
+def _ramp(spec, force, dt, target, max_force, v, prev_speed):
+    """traction.ramp_force."""
+    target = _pmin(target, max_force)
+    force = _pmin(force, max_force)
+    to_zero = target == 0.0
+    v = abs(v)
+    if v > 0:
+        power = force * abs(prev_speed)
+        target_power = target * v
+        if target_power > power and spec[U_POWER_UP] > 0:
+            step = spec[U_POWER_UP] * dt
+            if power + step < target_power:
+                target = _pmin(target, (power + step) / v)
+        down_w = spec[U_POWER_TO_ZERO] if to_zero else spec[U_POWER_DOWN]
+        if target_power < power and down_w > 0:
+            step = down_w * dt
+            if power - step > target_power:
+                target = _pmax(target, _pmin(force, (power - step) / v))
+    if target > force:
+        up = spec[U_FORCE_UP]
+        return _pmin(force + up * dt, target) if up > 0 else target
+    if target < force:
+        down = spec[U_FORCE_TO_ZERO] if to_zero else spec[U_FORCE_DOWN]
+        return _pmax(force - down * dt, target) if down > 0 else target
+    return force
+
+
+@_jit
+def unit_force(spec, throttle, v, dt, rpm, drpm, average, traction, prev_speed):
+    """PowerUnit.force for the units ``spec`` describes (see above): the engine's RPM, the
+    limits, the ramp, the continuous-force derating and the adhesion limit, in the same
+    operations. Takes and returns the unit's state: (force, rpm, drpm, average, traction,
+    prev_speed)."""
+    v = abs(v)
+    if spec[U_ENGINES] != 0.0:
+        idle = spec[U_IDLE]
+        t = _pmin(_pmax(throttle, 0.0), 1.0) * 100.0
+        demand = idle + t / 100.0 * (spec[U_MAX_RPM] - idle)
+        rpm, drpm = _step_engine(spec, rpm, drpm, demand, dt)
+    t, limit, cap, target, at_limit = _limits(spec, throttle, v, rpm)
+    f = _ramp(spec, traction, dt, target, cap, v, prev_speed) if limit > 0 else 0.0
+    if spec[U_DERATE] != 0.0:
+        fm = spec[U_DERATE_FM]
+        fc = spec[U_DERATE_FC]
+        if not (fm <= 0 or fc <= 0):
+            out = f * (1.0 - (fm - fc) / (fm * fc) * average)
+            tau = spec[U_DERATE_TAU]
+            w = _pmax((tau - dt) / tau, 0.0)
+            average = w * average + (1.0 - w) * out
+            f = out
+    return _pmin(f, _adhesion(spec, v)), rpm, drpm, average, f, v
+
+
+@_jit
+def unit_capacity(spec, v, rpm):
+    """PowerUnit.capacity for the units ``spec`` describes: the force at full throttle with
+    the engine at ``rpm`` (no state change)."""
+    v = abs(v)
+    t, limit, cap, target, at_limit = _limits(spec, 1.0, v, rpm)
+    f = _pmin(at_limit, cap) if limit > 0 else 0.0
+    return _pmin(f, _adhesion(spec, v))

@@ -164,7 +164,7 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
 
 
 def _warm_orts_kernels() -> None:
-    """The Open Rails profile's brake kernels (``_orts_kernel``) with the argument types of
+    """The Open Rails profile's kernels (``_orts_kernel``) with the argument types of
     their callers: the pipe and the valves through :class:`AirBrakeTrain` itself (its
     step hands them float64 arrays, an int8 valve state and Python floats and bools), and
     the per-car forces as ``orts/replay_forces.py`` calls them: the cars' speeds a slice
@@ -193,6 +193,12 @@ def _warm_orts_kernels() -> None:
     K.train_brakes(
         air.bp, air.aux, air.cyl, air.state, cars, consts, 80.0, True, False, 0.1, v[0:2], brk[0:2], frac
     )
+    # the power units' force and capacity (orts/unit.py: PowerUnit.compile): the packed
+    # spec and Python floats
+    spec = np.zeros(K.N_UNIT_SPEC)
+    spec[K.U_ENGINES], spec[K.U_DIESEL_LAW], spec[K.U_MAX_RPM], spec[K.U_DRIVE_MASS] = 1.0, 1.0, 600.0, 9e4
+    K.unit_force(spec, 0.5, 5.0, 0.1, 300.0, 0.0, 0.0, 0.0, 0.0)
+    K.unit_capacity(spec, 5.0, 300.0)
 
 
 _STEP_LOADED = False

@@ -181,7 +181,10 @@ class OrtsTrainForces:
                 g = by_stock.get(id(s))
                 if g is None:
                     g = by_stock[id(s)] = len(groups)
-                    groups.append((_Unit(s), []))
+                    unit = _Unit(s)
+                    if compiled:  # (the units the compiled kernels cover; the same numbers)
+                        unit.compile()
+                    groups.append((unit, []))
                 groups[g][1].append(base + i)
                 units.append((base + i, groups[g][0]))
                 member.append(g)
@@ -255,11 +258,12 @@ class OrtsTrainForces:
                 scheduled = brake_handle(brake_spec, float(c.brake), self.full_drop[k], min_drop)
                 reduction = scheduled.reduction if scheduled.position == "service" else 0.0
                 share = 0.0
-                full = tb.full(speed)
-                if c.deceleration > 0 and full > 0:
-                    share = (M * c.deceleration + other) / full
-                if hold > 0 and full > 0:
-                    share = max(share, hold / full)
+                if c.deceleration > 0 or hold > 0:  # (else neither reads the full force)
+                    full = tb.full(speed)
+                    if c.deceleration > 0 and full > 0:
+                        share = (M * c.deceleration + other) / full
+                    if hold > 0 and full > 0:
+                        share = max(share, hold / full)
                 if share > 0 or c.deceleration > 0:
                     # The automatic driver brakes as one does with a brake that releases
                     # fully as soon as the pipe rises (AirSinglePipe's triple valve):
