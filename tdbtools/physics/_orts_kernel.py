@@ -151,51 +151,52 @@ def brake_forces(v, cyl, max_cyl, spring, capacity, law, normaliser, lo, hi, for
 
 
 @_jit
-def _block(a, s, n):
-    """numpy's ``pairwise_sum`` of at most 128 elements ``a[s:s + n]``: a plain sum below
-    8, else 8 running partial sums combined as a tree, then the rest one by one."""
+def _block(a, s, n, f):
+    """numpy's ``pairwise_sum`` of at most 128 elements ``a[s:s + n]·f``: a plain sum below
+    8, else 8 running partial sums combined as a tree, then the rest one by one (each
+    product rounded on its own, as numpy's ``a * f`` array is: no fused multiply-add)."""
     if n < 8:
         res = -0.0
         for i in range(n):
-            res += a[s + i]
+            res += a[s + i] * f
         return res
-    r0 = a[s]
-    r1 = a[s + 1]
-    r2 = a[s + 2]
-    r3 = a[s + 3]
-    r4 = a[s + 4]
-    r5 = a[s + 5]
-    r6 = a[s + 6]
-    r7 = a[s + 7]
+    r0 = a[s] * f
+    r1 = a[s + 1] * f
+    r2 = a[s + 2] * f
+    r3 = a[s + 3] * f
+    r4 = a[s + 4] * f
+    r5 = a[s + 5] * f
+    r6 = a[s + 6] * f
+    r7 = a[s + 7] * f
     i = 8
     stop = n - (n % 8)
     while i < stop:
-        r0 += a[s + i]
-        r1 += a[s + i + 1]
-        r2 += a[s + i + 2]
-        r3 += a[s + i + 3]
-        r4 += a[s + i + 4]
-        r5 += a[s + i + 5]
-        r6 += a[s + i + 6]
-        r7 += a[s + i + 7]
+        r0 += a[s + i] * f
+        r1 += a[s + i + 1] * f
+        r2 += a[s + i + 2] * f
+        r3 += a[s + i + 3] * f
+        r4 += a[s + i + 4] * f
+        r5 += a[s + i + 5] * f
+        r6 += a[s + i + 6] * f
+        r7 += a[s + i + 7] * f
         i += 8
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     while i < n:
-        res += a[s + i]
+        res += a[s + i] * f
         i += 1
     return res
 
 
 @_jit
-def _pairwise(a, s, n):
-    """numpy's pairwise sum of ``a[s:s + n]``: blocks of at most 128 (:func:`_block`),
+def _pairwise(a, s, n, f):
+    """numpy's pairwise sum of ``a[s:s + n]·f``: blocks of at most 128 (:func:`_block`),
     longer runs halved (at a multiple of 8) and the halves' sums added. Without
     recursion (a recursive function loaded from numba's cache crashed the process): the
     same tree walked with a stack of tasks, a negative count meaning "add the last two
     sums" (a split pushes that, then its right and its left half, so the left goes
     first; the depth is at most ~60, so 128 entries suffice)."""
     if n <= 128:
-        return _block(a, s, n)
+        return _block(a, s, n, f)
     ts = np.empty(128, np.int64)
     tn = np.empty(128, np.int64)
     vals = np.empty(64)
@@ -211,7 +212,7 @@ def _pairwise(a, s, n):
             vals[nv - 2] = vals[nv - 2] + vals[nv - 1]
             nv -= 1
         elif c <= 128:
-            vals[nv] = _block(a, st, c)
+            vals[nv] = _block(a, st, c, f)
             nv += 1
         else:
             n2 = c // 2
@@ -229,8 +230,22 @@ def _pairwise(a, s, n):
 def np_sum(a, s, e):
     """``np.add.reduce(a[s:e])`` of a contiguous float64 array, bit for bit: numpy starts
     the reduction from its identity, +0.0, and adds the pairwise sum of all the elements
-    (so a sum of −0.0s is +0.0)."""
-    return 0.0 + _pairwise(a, s, e - s)
+    (so a sum of −0.0s is +0.0). (``x·1.0`` is ``x``.)"""
+    return 0.0 + _pairwise(a, s, e - s, 1.0)
+
+
+@_jit
+def scaled_sum(a, f):
+    """``np.add.reduce(a * f)`` for a contiguous float64 array ``a`` and a float ``f``
+    (orts/auto_brakes.py: BrakePlan.full_force), bit for bit, without the product array."""
+    return 0.0 + _pairwise(a, 0, a.size, f)
+
+
+@_jit
+def two_sums(x, y, s, e):
+    """(``np.add.reduce(x[s:e])``, ``np.add.reduce(y[s:e])``) in one call (a train's
+    gravity and resistance, orts/replay_forces.py)."""
+    return np_sum(x, s, e), np_sum(y, s, e)
 
 
 # rows of train_brakes' per-car constants (``cars``) and entries of its train constants
@@ -247,7 +262,8 @@ def train_brakes(bp, aux, cyl, state, cars, consts, target, has_target, emergenc
     """One train's air brakes for a step of ``dt`` s in one call: :func:`step_pipe` towards
     ``target`` (``has_target`` False: lapped), :func:`step_valves`, then
     :func:`brake_forces` into ``force`` and ``frac`` (per car); returns the mean of
-    ``frac`` as numpy's ``np.add.reduce(frac) / frac.size`` gives it. The same functions
+    ``frac`` as numpy's ``np.add.reduce(frac) / frac.size`` gives it, and
+    ``np.add.reduce(force)``. The same functions
     as the three calls it replaces, so the same numbers, with a dozen arguments instead
     of some thirty (numba's dispatch costs per argument)."""
     step_pipe(
@@ -264,7 +280,7 @@ def train_brakes(bp, aux, cyl, state, cars, consts, target, has_target, emergenc
         consts[P_SHOE_MIN], consts[P_SHOE_MAX], force, frac,
     )  # fmt: skip
     n = frac.size
-    return np_sum(frac, 0, n) / n
+    return np_sum(frac, 0, n) / n, np_sum(force, 0, n)
 
 
 # -- one power unit (orts/unit.py: PowerUnit) ---------------------------------------------

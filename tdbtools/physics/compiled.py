@@ -199,6 +199,11 @@ def _warm_orts_kernels() -> None:
     spec[K.U_ENGINES], spec[K.U_DIESEL_LAW], spec[K.U_MAX_RPM], spec[K.U_DRIVE_MASS] = 1.0, 1.0, 600.0, 9e4
     K.unit_force(spec, 0.5, 5.0, 0.1, 300.0, 0.0, 0.0, 0.0, 0.0)
     K.unit_capacity(spec, 5.0, 300.0)
+    # a train's gravity and resistance sums (rows of the step's per-car forces, Python int
+    # bounds) and the brake plan's full force (its float64 capacities, a Python float)
+    rows = np.zeros((4, 2))
+    K.two_sums(rows[0], rows[3], 0, 2)
+    K.scaled_sum(np.ones(2), 0.5)
 
 
 _STEP_LOADED = False

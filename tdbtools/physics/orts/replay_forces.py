@@ -51,6 +51,8 @@ _sum = np.add.reduce
 _BRAKE_FORCES = LazyKernel("_orts_kernel", "brake_forces")
 #: the compiled pipe, valves and forces of a train's step in one call (None without numba)
 _TRAIN_BRAKES = LazyKernel("_orts_kernel", "train_brakes")
+#: a train's sums of gravity and resistance in one compiled call (None without numba)
+_TWO_SUMS = LazyKernel("_orts_kernel", "two_sums")
 _LAWS = {"factor": 0, "mu": 1}  # (_orts_kernel's LAW_FACTOR, LAW_MU)
 
 
@@ -103,20 +105,22 @@ class _TrainBrakes:
         consts[K.P_SHOE_MIN], consts[K.P_SHOE_MAX] = BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX
         return kernel, cars, consts, np.empty(n), air
 
-    def step(self, handle: Handle, dt: float, v_cars: np.ndarray, out: np.ndarray) -> float:
+    def step(
+        self, handle: Handle, dt: float, v_cars: np.ndarray, out: np.ndarray
+    ) -> tuple[float, float | None]:
         """Each car's brake force after ``dt`` s at ``handle`` into ``out``; returns the
-        mean cylinder fraction."""
+        mean cylinder fraction and ``np.add.reduce(out)`` (None: not worked out)."""
         if not self._fuse_decided:
             self._fused, self._fuse_decided = self._fuse(), True
         fused = self._fused
         if fused is not None:  # (the pipe, the valves and the forces in one compiled call)
             kernel, cars, consts, frac, air = fused
             target = handle.target(air.max_psi, air.full_service_drop)
-            self.applied = kernel(
+            self.applied, total = kernel(
                 air.bp, air.aux, air.cyl, air.state, cars, consts, 0.0 if target is None else float(target),
                 target is not None, handle.position == "emergency", float(dt), v_cars, out, frac,
             )  # fmt: skip
-            return self.applied
+            return self.applied, total
         self.air.step(handle, dt)
         law = self.shoe.default_law
         kernel = _BRAKE_FORCES() if self.compiled else None
@@ -127,13 +131,13 @@ class _TrainBrakes:
                 DEFAULT_SHOE_NORMALISER, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX, out, frac,
             )  # fmt: skip
             self.applied = float(_sum(frac) / frac.size)
-            return self.applied
+            return self.applied, None
         factor = self.shoe(v_cars)
         frac = cylinder_fraction(self.air.cyl, self.max_cyl, self.spring)
         # np.mean's bits: numpy's sum (the same pairwise additions) over the count
         self.applied = float(_sum(frac) / frac.size)
         out[:] = self.capacity * frac * factor
-        return self.applied
+        return self.applied, None
 
 
 class OrtsTrainForces:
@@ -193,6 +197,8 @@ class OrtsTrainForces:
             self.member_group.append(member)
             self.brakes.append(_TrainBrakes(stocks, None if plans is None else plans[k], compiled))
         self.inertia = [float(m) for m in inertia]
+        #: the per-train sums compiled (the replay's choice of code)
+        self.compiled = compiled
         self.full_drop = [b.air.full_service_drop for b in self.brakes]
         # the lead's cab controllers (docs/physics.md §7.10): what a schedule's handle
         # positions give
@@ -231,6 +237,7 @@ class OrtsTrainForces:
         scale = np.zeros(len(ctl))
         applied = np.zeros(len(ctl))
         ends = [*self.start[1:], n]
+        sums = _TWO_SUMS() if self.compiled else None
         for k, c in enumerate(ctl):
             a, b = self.start[k], ends[k]
             vk = float(v[a])
@@ -238,7 +245,11 @@ class OrtsTrainForces:
             # the net force along the train's forward direction but for traction and
             # brakes (resistance opposes the motion); traction always pulls forward
             fwd = -1.0 if vk < 0.0 else 1.0
-            other = float(_sum(grav[a:b])) - fwd * float(_sum(resist[a:b]))
+            if sums is not None:  # (the same two np.add.reduce, compiled in one call)
+                gs, rs = sums(grav, resist, a, b)
+                other = gs - fwd * rs
+            else:
+                other = float(_sum(grav[a:b])) - fwd * float(_sum(resist[a:b]))
             M = self.inertia[k]
             groups = self.groups[k]
             tb = self.brakes[k]
@@ -287,9 +298,15 @@ class OrtsTrainForces:
             for u, rows in groups:
                 trac[rows], fd = u.step(throttle, dyn, speed, dt)
                 dyn_force.append((rows, fd))
-            applied[k] = tb.step(handle, dt, v[a:b], brk[a:b])
+            applied[k], total = tb.step(handle, dt, v[a:b], brk[a:b])
             for rows, fd in dyn_force:  # the dynamic brake opposes the motion as the brakes do
                 brk[rows] += fd
-            self.brake_decel[k] = (float(_sum(brk[a:b])) - fwd * other) / M
+                if not fd == 0.0:
+                    total = None
+            if total is None:
+                total = float(_sum(brk[a:b]))
+            # (else the sum of the brakes alone: adding ±0.0 changes at most the sign of a
+            # zero, and np.add.reduce's sum, from +0.0, is the same with either sign)
+            self.brake_decel[k] = (total - fwd * other) / M
             scale[k] = throttle
         return trac, brk, scale, applied
