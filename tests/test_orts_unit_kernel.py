@@ -56,7 +56,8 @@ def _state(u: PowerUnit) -> list[int]:
 def test_compiled_unit_is_pythons(name):
     """3,000 steps of throttle runs (held long enough for the engine to settle, cut to
     0, stepped up, out of range), speeds from standing to past the top speed, either
-    sign, a NaN now and then, steps of several lengths: force, capacity and state alike."""
+    sign, a NaN now and then, steps of several lengths, then full throttle across the
+    top speed: force, capacity and state alike."""
     stock = _stock(name)
     py, cu = PowerUnit(stock), PowerUnit(stock)
     assert cu.compile() and cu._ck is not None and py._ck is None
@@ -75,6 +76,12 @@ def test_compiled_unit_is_pythons(name):
         assert _bits(*fp) == _bits(*fc), (i, fp, fc)
         assert _state(py) == _state(cu), i
         most = max(most, fp[0])
+    # across the top speed's fade band (an electric's force falls to 0 over its last 0.05 m/s)
+    top = stock.max_velocity_ms or 0.0
+    for speed in np.linspace(top - 0.1, top + 0.02, 25):
+        fp, fc = py.step(1.0, 0.0, float(speed), 0.1), cu.step(1.0, 0.0, float(speed), 0.1)
+        assert _bits(*fp, py.capacity(float(speed))) == _bits(*fc, cu.capacity(float(speed))), speed
+        assert _state(py) == _state(cu), speed
     assert most > 0.5 * (stock.max_force_n or 0.0) > 0  # (it pulled)
 
 
