@@ -89,14 +89,25 @@ def test_shoe_factor_of_one_speed_is_numpys(laws):
 
 def test_full_force_is_the_per_car_sum(laws):
     """BrakePlan.full_force (one factor per law, Python floats) against the sum over the
-    cars of capacity × each car's numpy shoe factor, for a one-law train and a mixed one."""
-    for cars in ([laws["factor"]] * 7, [laws["factor"], laws["mu"], laws["table"], laws["mu"]] * 3):
-        plan = brake_plan(cars)
-        for v in (0.0, -0.0, 0.3, 3.0, -7.5, 11.4, 25.0, 60.0):
-            fresh = dataclasses.replace(plan)
-            f = np.array([float(shoe_factor(s, abs(v))) for s in cars])
-            ref = plan.full_fraction * float(np.sum(plan.capacity * f))
-            assert _bits(fresh.full_force(v)) == _bits(ref), (len(cars), v)
+    cars of capacity × each car's numpy shoe factor, for one-law trains (of one stock, and
+    of engines and wagons whose capacities differ, so that Σ(c·f) is not Σc·f) and a
+    mixed one; the numpy sum and, with numba, the compiled one (``scaled_sum``)."""
+    dl66 = read_stock(DL66)
+    trains = (
+        [laws["factor"]] * 7,
+        [dl66, *[laws["factor"]] * 20, dl66, laws["factor"]],
+        [laws["factor"], laws["mu"], laws["table"], laws["mu"]] * 3,
+    )
+    assert len(brake_plan(trains[1]).shoe_factors.laws) == 1  # (one law, capacities differ)
+    for cars in trains:
+        for compiled in (False, True) if compiled_available() else (False,):
+            plan = brake_plan(cars, compiled=compiled)
+            assert plan.compiled == compiled
+            for v in (0.0, -0.0, 0.3, 3.0, -7.5, 11.4, 25.0, 60.0):
+                fresh = dataclasses.replace(plan)
+                f = np.array([float(shoe_factor(s, abs(v))) for s in cars])
+                ref = plan.full_fraction * float(np.sum(plan.capacity * f))
+                assert _bits(fresh.full_force(v)) == _bits(ref), (len(cars), v, compiled)
 
 
 @needs_numba
