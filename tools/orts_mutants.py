@@ -540,6 +540,11 @@ M += [
         "spec[K.U_UNLOAD] = o.unloading_speed_ms if o else 0.0",
         "spec[K.U_UNLOAD] = 0.0",
     ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "return 0.0 + _pairwise(a, 0, a.size, f)",
+        "return 0.0 + _pairwise(a, 0, a.size, 1.0) * f",
+    ),
 ]
 TESTS = [
     "tests/test_orts_unit_kernel.py",
