@@ -3,11 +3,10 @@ separate scans they stand in for, also across slice boundaries."""
 
 from __future__ import annotations
 
-import pickle
 import random
 
 import pytest
-from helpers import DK24_ROUTE, REPO, needs_dk24, needs_kernels
+from helpers import REPO, needs_kernels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -196,24 +195,3 @@ def test_small_texts_keep_the_reference_and_numba_unloaded(monkeypatch):
     assert scans.scans_compiled(64 << 20) and not scans.scans_compiled((64 << 20) - 1)
     monkeypatch.setenv("TDBTOOLS_PURE_PYTHON", "1")
     assert not scans.scans_compiled(1 << 30)
-
-
-@needs_kernels
-@needs_dk24
-def test_dk24_through_the_compiled_scans_is_the_same_model(monkeypatch):
-    """DK24.tdb with the compiled pre-scans (threshold 0), in several slice sizes: the
-    same model, pickled bit for bit, as with the reference's."""
-    pytest.importorskip("numba", reason="the compiled scans need numba")
-    from tdbtools.formats.tdb import read_tdb
-    from tdbtools.stf import scans
-
-    path = DK24_ROUTE / "DK24.tdb"
-    want = pickle.dumps(read_tdb(path))
-    calls: list[int] = []
-    plain = scans.ascii_scans_compiled
-    monkeypatch.setattr(stf_parser, "ascii_scans_compiled", lambda *a: calls.append(1) or plain(*a))
-    monkeypatch.setattr(scans, "SCANS_COMPILED_MIN_CHARS", 0)
-    for step in (1 << 23, 4096, 333):
-        monkeypatch.setattr(stf_parser, "_SCAN_SLICE", step)
-        assert pickle.dumps(read_tdb(path)) == want
-    assert len(calls) == 3
