@@ -6,9 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from helpers import REPO, needs_kernels
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from helpers import REPO
 
 from tdbtools.errors import TdbToolsError
 from tdbtools.stf import parser as stf_parser
@@ -118,80 +116,3 @@ def test_line_one_is_not_scanned_nor_parsed(step, monkeypatch):
                 except TdbToolsError as exc:
                     results.append((type(exc).__name__, str(exc)))
             assert results[0] == results[1], (line1[:20], body[:40])
-
-
-# -- the compiled pre-scans (stf/scans.py, stf/_scan_kernel.py) --------------------------
-
-
-def _compiled_and_reference(text: str, start: int, monkeypatch) -> tuple:
-    from tdbtools.stf import scans
-
-    with monkeypatch.context() as m:
-        m.setattr(scans, "SCANS_COMPILED_MIN_CHARS", 1 << 62)
-        want = stf_parser._ascii_scans(text, start)
-    with monkeypatch.context() as m:
-        m.setattr(scans, "SCANS_COMPILED_MIN_CHARS", 0)
-        called: list[int] = []
-        plain = scans.ascii_scans_compiled
-        m.setattr(stf_parser, "ascii_scans_compiled", lambda *a: called.append(1) or plain(*a))
-        got = stf_parser._ascii_scans(text, start)
-        assert called == [1] or start > len(text)
-    return got, want
-
-
-@needs_kernels
-@pytest.mark.parametrize("step", [7, 64, 129, 1 << 23])
-def test_compiled_scans_agree_with_the_reference(step, monkeypatch):
-    pytest.importorskip("numba", reason="the compiled scans need numba")
-    monkeypatch.setattr(stf_parser, "_SCAN_SLICE", step)
-    texts = _texts() + [
-        "com1ment",
-        "co(mm)ent s k i p",
-        "IN-CLUDE x",
-        "sk\nip 1 comment",
-        "a comm 2 ent include",
-        "ComMENT\x1bSKIPskipskiPinclude\x08" + "q" * 127 + ")" + "r" * 128,
-        "x" * 127,
-        "x" * 128,
-        '"' + "x" * 127 + '"',
-        "\x0e \x1c \x0d \x00 \x7f \x09",
-    ]
-    for text in texts:
-        for start in (0, 3):
-            got, want = _compiled_and_reference(text, start, monkeypatch)
-            assert got == want, (text[:80], start)
-
-
-@needs_kernels
-@settings(max_examples=300, deadline=None)
-@given(
-    text=st.text(alphabet='cComMeEnNtsSkKiIpPlLuUdD x()"\x01\x0e\x1b\x1c\t\n', max_size=400),
-    step=st.sampled_from([5, 64, 1 << 23]),
-)
-def test_random_texts_compiled_scans_agree(text, step):
-    pytest.importorskip("numba", reason="the compiled scans need numba")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(stf_parser, "_SCAN_SLICE", step)
-        got, want = _compiled_and_reference(text, 0, mp)
-    assert got == want
-
-
-@needs_kernels
-def test_more_keywords_than_the_kernel_keeps(monkeypatch):
-    pytest.importorskip("numba", reason="the compiled scans need numba")
-    from tdbtools.stf import scans
-
-    monkeypatch.setattr(scans, "_FOUND_CAP", 3)
-    text = "skip " * 10 + "include comment " * 2
-    got, want = _compiled_and_reference(text, 0, monkeypatch)
-    assert got == want and len(got[1][1]) == 10
-
-
-def test_small_texts_keep_the_reference_and_numba_unloaded(monkeypatch):
-    from tdbtools.stf import scans
-
-    assert scans.SCANS_COMPILED_MIN_CHARS == 64 << 20
-    monkeypatch.setattr(scans, "numba_usable", lambda: True)
-    assert scans.scans_compiled(64 << 20) and not scans.scans_compiled((64 << 20) - 1)
-    monkeypatch.setenv("TDBTOOLS_PURE_PYTHON", "1")
-    assert not scans.scans_compiled(1 << 30)

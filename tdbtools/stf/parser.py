@@ -27,7 +27,6 @@ from .._fs import find_install_root, is_file, links_allowed, resolve_case_insens
 from ..errors import Diagnostics, IncludeError, Location, StfSyntaxError
 from . import tree as _tree
 from .resources import grammar_path, grammar_text
-from .scans import ascii_scans_compiled, scans_compiled
 from .source import Source, read_source
 from .tree import COMMENT_WORDS, Block, Document, QStr, split_items, split_words
 
@@ -686,10 +685,7 @@ def _ascii_scans(text: str, start: int = 0) -> tuple[bool, list[list[int]], bool
     instead of three times (~0.35 s less for a 200 MB file). The slices overlap by
     LONG_WORD characters, more than a keyword's length: a keyword found twice is kept
     once (they cannot overlap themselves), as in _find_lower. Only ``text[start:]`` is
-    scanned. A large text is scanned by a compiled kernel (stf/scans.py; this is its
-    reference)."""
-    if scans_compiled(len(text) - start):
-        return ascii_scans_compiled(text, start, _KEYWORDS, LONG_WORD, _SCAN_SLICE, _find_keywords)
+    scanned."""
     control = long_word = False
     out: list[list[int]] = [[] for _ in _KEYWORDS]
     words = [w.encode("ascii") for w in _KEYWORDS]
@@ -708,22 +704,16 @@ def _ascii_scans(text: str, start: int = 0) -> tuple[bool, list[list[int]], bool
         # for a 200 MB .tdb); a hit (maybe made of letters that white space kept apart)
         # takes the exact search below.
         letters = part.translate(_LOWER_LETTERS, _NOT_LETTERS)
-        if any(w in letters for w in words):
-            _find_keywords(part, lo, out)
+        if not any(w in letters for w in words):
+            continue
+        low = part.lower()
+        for w, found in zip(words, out):
+            i = low.find(w)
+            while i >= 0:
+                if lo + i >= (found[-1] + len(w) if found else 0):
+                    found.append(lo + i)
+                i = low.find(w, i + len(w))
     return control, out, long_word
-
-
-def _find_keywords(part: bytes, lo: int, out: list[list[int]]) -> None:
-    """The keywords in the slice ``part`` (at ``lo`` of the text), ASCII letters lowered,
-    added to ``out`` (one list per keyword) where no earlier hit covers them."""
-    low = part.lower()
-    for word, found in zip(_KEYWORDS, out):
-        w = word.encode("ascii")
-        i = low.find(w)
-        while i >= 0:
-            if lo + i >= (found[-1] + len(w) if found else 0):
-                found.append(lo + i)
-            i = low.find(w, i + len(w))
 
 
 def _blank_first_line(text: str) -> str:
