@@ -11,7 +11,8 @@ from helpers import SAMPLE_ROUTE
 from lark import Token
 from lark.exceptions import UnexpectedToken
 
-from tdbtools.formats.tdb import read_tdb
+from tdbtools.errors import Diagnostics
+from tdbtools.formats.tdb import read_tdb, tdb_from_document
 from tdbtools.stf import parser as stf_parser
 from tdbtools.stf.source import Source
 
@@ -80,3 +81,25 @@ def test_a_syntax_error_at_a_run_quotes_the_run():
     tok = Token("DATA", _Run(text, 44, 49), 44)
     err = stf_parser._syntax_error(src, UnexpectedToken(tok, {"RPAR"}))
     assert "'1 2 3'" in err.message, err.message
+
+
+def test_a_text_with_line_one_blanked_keeps_its_runs_as_spans_of_the_source(monkeypatch):
+    """Non-ASCII text is lexed as a copy with line 1 blanked: the runs are spans of that
+    copy, and the raw blocks hold the source's own text (compared, not assumed)."""
+    text = _sample_tdb().read_bytes().decode("utf-16")
+    text = text.replace('PlatformName ( "Sampleby', 'PlatformName ( "Sampléby', 1)
+    assert not text.isascii()
+    runs: list[int] = []
+    plain_new = _Run.__new__
+    monkeypatch.setattr(_Run, "__new__", lambda cls, t, a, b: runs.append(b - a) or plain_new(cls, t, a, b))
+
+    def model() -> bytes:
+        doc = stf_parser.parse_source(Source("<s>", text, "utf-16-le"), bulk=True)
+        return pickle.dumps(tdb_from_document(doc, Diagnostics(strict=True)))
+
+    got = model()
+    assert len(runs) == 2
+    monkeypatch.setattr(stf_parser, "TABLE_RUN_ENDS", {})
+    monkeypatch.setattr(stf_parser, "ITEM_TABLE_RUN_ENDS", {})
+    assert model() == got
+    assert len(runs) == 2 and "Sampléby".encode() in got
