@@ -31,6 +31,9 @@ def test_a_run_measures_as_its_text():
         if "\n" in part:
             assert run.rindex("\n") == part.rindex("\n")
         assert run.value() == part
+        assert run.count("\n", 1) == part.count("\n", 1) and run.count("c", 0, 4) == part.count("c", 0, 4)
+        if "\n" in part[:3]:
+            assert run.rindex("\n", 0, 3) == part.rindex("\n", 0, 3)
         assert run.holds("(") == ("(" in part)
         tok = Token("DATA", run, a)
         assert str(tok) == "" and tok.value is run  # (no copy in the token)

@@ -190,10 +190,11 @@ class _Builder(Transformer):
             return None  # an include block to follow
         src = self.source
         if len(runs) == 1 and src is not None and _same_text(src.text, first, runs[0].value):
-            # A span of the source's text, not the token: the token (and the str Lark
-            # made it from) is a copy of the table, ~190 MB held through the whole model
-            # build of a 200 MB .tdb. (The text Lark lexed differs from the source's only
-            # on line 1, blanked; the comparison, in C without a copy, makes sure.)
+            # A span of the source's text, not the token: a token lexed by Lark's regex
+            # is a copy of the table, ~190 MB held through the whole model build of a
+            # 200 MB .tdb (a hinted run's is a _Run, no copy). (The text Lark lexed
+            # differs from the source's only on line 1, blanked; the comparison, in C
+            # without a copy, makes sure.)
             return src.text, first, first + len(runs[0].value)
         if len(runs) == 1:
             return _token_text(runs[0]), first, -1
@@ -487,10 +488,14 @@ class _Run(str):
     def __str__(self) -> str:
         return ""  # (what Token(type, value) holds: see above)
 
-    def count(self, sub: str, *_args: Any) -> int:  # (LineCounter.feed; never bounded)
+    def count(self, sub: str, *bounds: Any) -> int:  # (LineCounter.feed, without bounds)
+        if bounds:
+            return self.value().count(sub, *bounds)
         return self.text.count(sub, self.start, self.stop)
 
-    def rindex(self, sub: str, *_args: Any) -> int:  # (LineCounter.feed; never bounded)
+    def rindex(self, sub: str, *bounds: Any) -> int:  # (LineCounter.feed, without bounds)
+        if bounds:
+            return self.value().rindex(sub, *bounds)
         return self.text.rindex(sub, self.start, self.stop) - self.start
 
     def holds(self, sub: str) -> bool:
