@@ -1,19 +1,25 @@
-"""The compiled engine step alone on bench_long_train.py's 1,000-car train (issue 32).
+"""The engine step alone on bench_long_train.py's 1,000-car train (issue 32).
 
     python benchmarks/bench_engine_long.py OUT_DIR [--cars 1000] [--seconds 200] [--repeat 3]
-                                          [--physics engineering|openrails] [--old CHECKOUT]
+                                          [--physics engineering|openrails] [--old CHECKOUT] [--reuse]
 
 Runs bench_long_train.py's replay (a Class 66 every 25 cars, DK24's 1514.pat, the automatic
-driver, dt 0.1 s) once and records what the engine is given at each step (its state before
-the first step, then every step's dt, drive and resist, to OUT_DIR/engine_steps.pkl), then
-replays those steps on the compiled step (``tdbtools.physics._engine_kernel.step``) alone,
-timed in CPU seconds, each repeat in a process of its own that imports tdbtools as usual.
-With ``--old CHECKOUT`` the same steps also run on that checkout's kernel, alternating with
-this one's, and the two trajectories (every step's speeds, accelerations, groups, positions,
-gaps, limits and events) must be equal bit for bit. (A kernel loaded from its file under
-another module name in the same process measured differently from the same source imported
-as usual, so each checkout gets its own process.) Reported: microseconds per step (median of
-``--repeat``) and the load average.
+driver, dt 0.1 s) once and records what the engine is given: the arguments it was made with
+(its cars, positions, speeds), then every step's dt, drive and resist (to
+OUT_DIR/engine_steps.pkl). Then it makes the same engine again and replays those steps on
+``Engine.step`` alone, timed in CPU seconds, each repeat in a process of its own that
+imports tdbtools as usual: ``step`` is the whole public call (the checks, the Python
+wrapper, the compiled kernel and the event records), ``kernel`` the compiled call inside it
+(its dispatch included). The replayed engine's last positions and speeds must be the
+recorded run's (so nothing outside the engine moved it).
+
+With ``--old CHECKOUT`` the same steps also run on that checkout's engine (the same public
+call), alternating with this one's, and the two trajectories (every step's speeds,
+accelerations, groups, positions, gaps and events) must be equal bit for bit. (A kernel
+loaded from its file under another module name in the same process measured differently
+from the same source imported as usual, so each checkout gets its own process.) Reported:
+microseconds per step (median of ``--repeat``) and the load average. ``--reuse``: replay the
+steps recorded in OUT_DIR before instead of recording them again.
 """
 
 from __future__ import annotations
@@ -40,65 +46,73 @@ from tdbtools.physics import engine as E  # noqa: E402
 
 def record(out: Path, cars: int, seconds: float, physics: str | None) -> dict:
     """The engine's inputs during one replay of the long train."""
-    rec: dict = {"init": None, "steps": []}
-    orig = E.Engine._step_compiled
+    rec: dict = {"init": None, "steps": [], "quiet": 0.0, "final": None}
+    orig_init, orig_step = E.Engine.__init__, E.Engine.step
+    engines: list = []
 
-    def spy(eng, dt, drive, resist):
-        if rec["init"] is None:
-            rec["init"] = dict(
-                m=eng._mk, same=eng._same, hi=eng._hi, line=eng._line_arr,
-                line_first=np.array(eng._line_first, dtype=np.int64), atz=eng._atz, att=eng._att,
-                gap=eng._gap, v=eng._v, xlead=eng._xlead, gid=eng._gid, rest=eng.rest_speed,
-                time=eng._time, dirty=eng._contacts_dirty, cap=eng._cap, length=eng._length,
-                first_of_car=eng._first_of_car, line_index=eng._line_index,
-            )  # fmt: skip
-            rec["init"] = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in rec["init"].items()}
-        rec["steps"].append((dt, np.array(drive, dtype=np.float64), np.array(resist, dtype=np.float64)))
-        return orig(eng, dt, drive, resist)
+    def init_spy(eng, bodies, x, v, **kw):
+        orig_init(eng, bodies, x, v, **kw)
+        if eng.compiled and rec["init"] is None:
+            rec["init"] = (bodies, np.array(x, dtype=np.float64), np.array(v, dtype=np.float64), kw)
+            engines.append(eng)
 
-    E.Engine._step_compiled = spy
+    def step_spy(eng, dt, drive, resist):
+        if engines and eng is engines[0]:
+            rec["quiet"] = eng.quiet_contact_speed
+            rec["steps"].append((dt, np.array(drive, dtype=np.float64), np.array(resist, dtype=np.float64)))
+        return orig_step(eng, dt, drive, resist)
+
+    E.Engine.__init__, E.Engine.step = init_spy, step_spy
     try:
         scen = L.make_install(out, cars, seconds, physics)
         L.run_once(scen, out / "out", False)
     finally:
-        E.Engine._step_compiled = orig
+        E.Engine.__init__, E.Engine.step = orig_init, orig_step
     if rec["init"] is None:
-        raise SystemExit("the replay ran no compiled engine step (is numba installed?)")
+        raise SystemExit("the replay made no compiled engine (is numba installed?)")
+    rec["final"] = (np.array(engines[0].x), np.array(engines[0].v))
     return rec
 
 
-def run(kernel, rec: dict) -> tuple[float, str, int]:
-    """Every recorded step on ``kernel``: CPU seconds inside its step, the trajectory's digest."""
-    s = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in rec["init"].items()}
-    n = s["m"].size
-    work = kernel.work_arrays(n)
-    t, dirty = s["time"], s["dirty"]
+def run(rec: dict) -> tuple[float, float, str, int]:
+    """Every recorded step on a new engine: CPU seconds in ``Engine.step`` and in its
+    compiled call, the trajectory's digest."""
+    bodies, x0, v0, kw = rec["init"]
+    eng = E.Engine(bodies, x0, v0, **dict(kw, compiled=True))
+    eng.quiet_contact_speed = rec["quiet"]
+    inner = eng._kernel_step
+    kcpu = [0.0]
+    clock = time.process_time
+
+    def timed_kernel(*args):
+        c0 = clock()
+        r = inner(*args)
+        kcpu[0] += clock() - c0
+        return r
+
+    eng._kernel_step = timed_kernel
     h = hashlib.sha256()
     cpu = 0.0
     for dt, drive, resist in rec["steps"]:
-        v, a, gid, x = s["v"].copy(), np.empty(n), s["gid"].copy(), np.empty(n)
-        c0 = time.process_time()
-        bad, dirty, trunc, moved, table, cnt = kernel.step(
-            s["m"], s["same"], s["hi"], s["line"], s["line_first"], s["atz"], s["att"], s["gap"], v, a,
-            s["xlead"], gid, drive, resist, dt, s["rest"], t, dirty, s["cap"], *work,
-            s["length"], s["first_of_car"], s["line_index"], x,
-        )  # fmt: skip
-        cpu += time.process_time() - c0
-        t += dt
-        s["v"], s["gid"] = v, gid
-        for arr in (v, a, gid, x, s["gap"], s["atz"], s["att"], s["xlead"], table[:cnt]):
+        c0 = clock()
+        events = eng.step(dt, drive, resist)
+        cpu += clock() - c0
+        for arr in (eng.v, eng.a, eng.groups, eng.x, eng.gap):
             h.update(np.ascontiguousarray(arr).tobytes())
-        h.update(bytes([bool(dirty), bool(trunc), bool(moved)]))
-    return cpu, h.hexdigest(), len(rec["steps"])
+        h.update(repr(events).encode())
+    fx, fv = rec["final"]
+    if not (np.array_equal(eng.x, fx) and np.array_equal(eng.v, fv)):
+        raise SystemExit("the replayed engine did not end where the recorded one did")
+    return cpu, kcpu[0], h.hexdigest(), len(rec["steps"])
 
 
-def timed(checkout: Path, steps_file: Path) -> tuple[float, str, int]:
+def timed(checkout: Path, steps_file: Path) -> tuple[float, float, str, int]:
     """One timing of the recorded steps in a process importing ``checkout``'s tdbtools."""
     env = dict(os.environ, BENCH_SRC=str(checkout), PYTHONPATH=str(checkout))
     code = (
         "import pickle, sys; sys.path.insert(0, sys.argv[1]); import bench_engine_long as B; "
-        "from tdbtools.physics import _engine_kernel as k; assert k.__file__.startswith(sys.argv[3]); rec = pickle.load(open(sys.argv[2], 'rb')); "
-        "B.run(k, rec); print(*B.run(k, rec))"
+        "assert B.E.__file__.startswith(sys.argv[3]); rec = pickle.load(open(sys.argv[2], 'rb')); "
+        "B.run(rec); print(*B.run(rec))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(HERE), str(steps_file), str(checkout)],
@@ -107,7 +121,7 @@ def timed(checkout: Path, steps_file: Path) -> tuple[float, str, int]:
         capture_output=True,
         text=True,
     ).stdout.split()
-    return float(out[0]), out[1], int(out[2])
+    return float(out[0]), float(out[1]), out[2], int(out[3])
 
 
 def main() -> int:
@@ -117,28 +131,34 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=200.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--physics", choices=("engineering", "openrails"), default="engineering")
-    ap.add_argument("--old", type=Path, help="another checkout whose kernel runs the same steps")
+    ap.add_argument("--old", type=Path, help="another checkout whose engine runs the same steps")
+    ap.add_argument("--reuse", action="store_true", help="replay OUT_DIR/engine_steps.pkl as recorded before")
     args = ap.parse_args()
     if not (L.DK24 / "DK24.tdb").is_file():
         print(f"DK24 not found at {L.DK24}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     steps_file = args.out / "engine_steps.pkl"
-    with open(steps_file, "wb") as f:
-        pickle.dump(record(args.out, args.cars, args.seconds, args.physics), f)
+    if not (args.reuse and steps_file.is_file()):
+        with open(steps_file, "wb") as f:
+            pickle.dump(record(args.out, args.cars, args.seconds, args.physics), f)
     kernels = [("this", HERE.parent)] + ([("old", args.old.resolve())] if args.old else [])
-    times: dict[str, list[float]] = {name: [] for name, _ in kernels}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in kernels}
     digests = set()
     steps = 0
     for _ in range(args.repeat):
         for name, checkout in kernels:
-            cpu, dg, steps = timed(checkout, steps_file)
-            times[name].append(cpu)
+            cpu, kcpu, dg, steps = timed(checkout, steps_file)
+            times[name].append((cpu, kcpu))
             digests.add(dg)
     for name, ts in times.items():
-        med = sorted(ts)[len(ts) // 2]
-        each = ", ".join(f"{t / steps * 1e6:.0f}" for t in ts)
-        print(f"{name}: {med / steps * 1e6:.0f} us/step ({each}) over {steps} steps of {args.cars} cars")
+        for col, label in ((0, "step"), (1, "kernel")):
+            vals = sorted(t[col] for t in ts)
+            each = ", ".join(f"{t[col] / steps * 1e6:.0f}" for t in ts)
+            med = vals[len(vals) // 2]
+            print(
+                f"{name} {label}: {med / steps * 1e6:.0f} us/step ({each}) over {steps} steps of {args.cars} cars"
+            )
     print(f"load average {os.getloadavg()[0]:.2f}; trajectories equal bit for bit: {len(digests) == 1}")
     return 0 if len(digests) == 1 else 1
 

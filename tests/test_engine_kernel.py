@@ -26,6 +26,12 @@ def test_constants_are_the_engines():
     assert (K._GE, K._LE, K._EQ) == (E._GE, E._LE, E._EQ)
     assert E._KINDS[K.K_IMPACT] == "impact" and E._KINDS[K.K_TAUT] == "coupler_taut"
     assert E._KINDS[K.K_STOPPED] == "stopped" and E._KINDS[K.K_STARTED] == "started"
+    assert (E._F_BAD, E._F_DIRTY, E._F_TRUNCATED, E._F_MOVED) == (
+        K.F_BAD,
+        K.F_DIRTY,
+        K.F_TRUNCATED,
+        K.F_MOVED,
+    )
 
 
 def _nasty(rng, n):
@@ -42,6 +48,18 @@ def test_segment_sums_are_numpys_reduceat():
         ref = np.add.reduceat(a, starts)
         ends = np.append(starts[1:], n)
         got = [K._seg_sum(a, int(s), int(e)) for s, e in zip(starts, ends)]
+        assert np.array_equal(np.array(got), ref)
+
+
+def test_segment_sums_of_products_are_numpys_reduceat():
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(1, 1500))
+        m, v = _nasty(rng, n), _nasty(rng, n)
+        starts = np.unique(np.concatenate(([0], rng.integers(0, n, size=int(rng.integers(0, 30))))))
+        ref = np.add.reduceat(m * v, starts)
+        ends = np.append(starts[1:], n)
+        got = [K._seg_sum_mv(m, v, int(s), int(e)) for s, e in zip(starts, ends)]
         assert np.array_equal(np.array(got), ref)
 
 
@@ -339,3 +357,133 @@ def test_a_long_train_with_slack_step_for_step():
         for name in ("x", "v", "a", "gap", "groups"):
             assert np.array_equal(getattr(py, name), getattr(co, name)), (k, name)
     assert rounds > 200 and events > 0
+
+
+def test_event_table_rows_and_columns_give_the_same_events():
+    """Engine's conversion of the compiled step's event table: a few rows one by one, a
+    burst column by column; both give the same events (kinds, cars, Python ints/floats)."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(40):
+        k = i % 4
+        c0 = int(rng.integers(0, 999))
+        c1 = c0 + 1 if k < 2 else c0 + int(rng.integers(0, 2))
+        rows.append([k, rng.random() * 100, c0, c1, int(rng.integers(0, 3)), *rng.normal(size=3)])
+    table = np.array(rows)
+    burst = E._events_from_table(table)
+    few = [e for s in range(0, 40, 5) for e in E._events_from_table(table[s : s + 5])]
+    assert len(burst) == 40 and few == burst
+    for e, f in zip(burst, few):
+        assert [type(c) for c in e.cars] == [type(c) for c in f.cars] == [int] * len(e.cars)
+        assert type(e.line) is type(f.line) is int and type(f.time) is float
+    assert {len(e.cars) for e in burst if e.kind in ("stopped", "started")} == {1, 2}
+
+
+def _force_checks(n):
+    """The joint-force checks kept within a step (_engine_kernel._workspace's rows)."""
+    end = np.full(n, -1, np.int64)
+    owner = np.full(n, -1, np.int64)
+    fl = [np.zeros(n) for _ in range(4)]
+    fb = [np.zeros(n, np.bool_) for _ in range(4)]
+    return (end, owner, fl[0], fl[1], fl[2], fl[3], fb[0], fb[1], fb[2], fb[3])
+
+
+def test_a_kept_force_check_is_used_only_with_the_same_inputs():
+    """A block's joint-force check is reused within a step only when every input is the
+    same: its cars, its joints' limits, its acceleration and direction, whether every
+    block moves, and the running sum before its first car (the same additions from there,
+    so the same sums and signs). h32f's two surviving mutants dropped the last two
+    guards; a kept check must be refused when either differs."""
+    n = 12
+    rng = np.random.default_rng(5)
+    m, drive, resist = rng.uniform(2e4, 9e4, n), rng.normal(size=n) * 1e5, rng.uniform(0, 1e4, n)
+    atz = rng.random(n - 1) < 0.5
+    att = ~atz
+    fc = _force_checks(n)
+    s, e, ak, sk, p0, tol = 3, 9, 0.25, 1.0, 1234.5, 1e-3
+    bad, acc = K._force_check(m, drive, resist, atz, att, s, e, ak, sk, p0, tol, True)
+    K._keep_check(fc, atz, att, s, e, ak, sk, p0, True, acc, bad)
+    assert K._checked_before(fc, atz, att, s, e, ak, sk, p0, True)
+    assert not K._checked_before(fc, atz, att, s, e, ak, sk, p0 + 1.0, True)  # the running sum
+    assert not K._checked_before(fc, atz, att, s, e, ak, sk, np.nextafter(p0, 0.0), True)
+    for j in (s, e - 2):  # a limit of a joint inside the block
+        for z, t in ((~atz, att), (atz, ~att)):
+            z, t = z.copy(), t.copy()
+            z[:j], z[j + 1 :], t[:j], t[j + 1 :] = atz[:j], atz[j + 1 :], att[:j], att[j + 1 :]
+            assert not K._checked_before(fc, z, t, s, e, ak, sk, p0, True), j
+    z = atz.copy()
+    z[e - 1] = not z[e - 1]  # the joint after the block is not the block's
+    assert K._checked_before(fc, z, att, s, e, ak, sk, p0, True)
+    assert not K._checked_before(fc, atz, att, s, e, ak + 1e-9, sk, p0, True)
+    assert not K._checked_before(fc, atz, att, s, e, ak, -sk, p0, True)
+    assert not K._checked_before(fc, atz, att, s, e, ak, sk, p0, False)
+    assert not K._checked_before(fc, atz, att, s, e - 1, ak, sk, p0, True)
+    # a later check over some of its cars takes them over
+    K._keep_check(fc, atz, att, 7, 11, ak, sk, p0, True, acc, bad)
+    assert not K._checked_before(fc, atz, att, s, e, ak, sk, p0, True)
+    # and the kept check's result is the check's
+    K._keep_check(fc, atz, att, s, e, ak, sk, p0, True, acc, bad)
+    assert (fc[6][s], fc[5][s]) == (bad, acc)
+
+
+def test_a_copied_engine_steps_as_the_original():
+    """The compiled engine keeps its state as views of its work arrays; a copy (pickle,
+    deepcopy) gets separate arrays, views again, and steps as the original does."""
+    import copy
+    import pickle
+
+    _, co, drive_a, brake, _ = _random_engines(4)
+    co.step(0.5, drive_a, 500.0 + brake)
+    for make in (copy.deepcopy, lambda e: pickle.loads(pickle.dumps(e))):
+        twin = make(co)
+        for k in range(20):
+            drive = drive_a * (1.0, -1.0)[(k // 5) % 2]
+            ea, eb = co.step(0.1, drive, 500.0), twin.step(0.1, drive, 500.0)
+            _same_events(ea, eb)
+            for name in ("x", "v", "a", "gap", "groups"):
+                assert np.array_equal(getattr(co, name), getattr(twin, name)), (k, name)
+        co.step(0.5, drive_a, 500.0 + brake)
+
+
+def test_quiet_contacts_of_a_run_with_a_fast_one_keep_its_record():
+    """A run of cars with two contacts at one instant, one slower than
+    Engine.quiet_contact_speed and one faster: the fast one's record is made, with the
+    run's energy shared over both as without the threshold (the slow one is only
+    counted)."""
+    bodies = Bodies(
+        np.array([40e3, 60e3, 50e3]), np.full(3, 20.0), np.zeros(3, np.int64), np.zeros(3, bool), np.zeros(3)
+    )
+    x, v = np.array([0.0, -20.0, -40.0]), np.array([-0.01, 0.0, 1.0])
+    runs = []
+    for compiled, quiet in ((False, 0.0), (True, 0.0), (True, 0.05)):
+        eng = Engine(bodies, x, v, compiled=compiled)
+        eng.quiet_contact_speed = quiet
+        runs.append((eng.step(0.1, 0.0, 0.0), eng.event_count))
+    (every, n0), (every_c, n1), (quiet, n2) = runs
+    _same_events(every, every_c)
+    contacts = [e for e in every if e.kind == "impact"]
+    assert len(contacts) == 2 and {e.cars for e in contacts} == {(0, 1), (1, 2)}
+    assert n0 == n1 == n2 == len(every)
+    kept = [e for e in every if not (e.kind == "impact" and e.relative_speed < 0.05)]
+    assert len(kept) < len(every)
+    _same_events(quiet, kept)
+
+
+def test_a_truncated_compiled_step_leaves_a_consistent_engine():
+    """At the cap of event rounds the compiled step moves the rest of the step without
+    interactions and snaps the gaps in Python; the state stays the kernel's (views of its
+    work arrays) and consistent: gaps within their limits, x from the snapped gaps."""
+    _, co, drive_a, brake, _ = _random_engines(2)
+    wf, wi, wb = co._work
+    wi[K.I_META, 1] = 1  # the cap of rounds: one
+    for k in range(30):
+        co.step(0.5, drive_a * (1.0, -1.0)[(k // 5) % 2], 500.0 + brake)
+    assert co.truncated_steps > 0
+    assert np.shares_memory(co._gap, wf) and np.shares_memory(co._atz, wb) and np.shares_memory(co._xlead, wf)
+    b = co.bodies
+    same = b.line[:-1] == b.line[1:]
+    gap = co.gap[same]
+    assert np.all(gap >= 0.0) and np.all(gap <= np.where(b.coupled[:-1], b.slack[:-1], np.inf)[same])
+    x = co.x
+    assert np.allclose(((x[:-1] - b.length[:-1]) - x[1:])[same], gap, atol=1e-9)
+    assert np.array_equal(co._atz, co._gap <= 0.0)

@@ -115,6 +115,54 @@ def _seg_sum(a, s, e):
     return a[s] + _pairwise(a, s + 1, e - s - 1)
 
 
+@_lazy
+def _pairwise_mv(m, v, s, n):
+    """:func:`_pairwise` of the products ``m[i] * v[i]`` (each the same IEEE product as
+    numpy's ``m * v``), without storing them first."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += m[s + i] * v[s + i]
+        return res
+    if n <= 128:
+        r0 = m[s] * v[s]
+        r1 = m[s + 1] * v[s + 1]
+        r2 = m[s + 2] * v[s + 2]
+        r3 = m[s + 3] * v[s + 3]
+        r4 = m[s + 4] * v[s + 4]
+        r5 = m[s + 5] * v[s + 5]
+        r6 = m[s + 6] * v[s + 6]
+        r7 = m[s + 7] * v[s + 7]
+        i = 8
+        stop = n - (n % 8)
+        while i < stop:
+            r0 += m[s + i] * v[s + i]
+            r1 += m[s + i + 1] * v[s + i + 1]
+            r2 += m[s + i + 2] * v[s + i + 2]
+            r3 += m[s + i + 3] * v[s + i + 3]
+            r4 += m[s + i + 4] * v[s + i + 4]
+            r5 += m[s + i + 5] * v[s + i + 5]
+            r6 += m[s + i + 6] * v[s + i + 6]
+            r7 += m[s + i + 7] * v[s + i + 7]
+            i += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < n:
+            res += m[s + i] * v[s + i]
+            i += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise_mv(m, v, s, n2) + _pairwise_mv(m, v, s + n2, n - n2)
+
+
+@_lazy
+def _seg_sum_mv(m, v, s, e):
+    """:func:`_seg_sum` of ``m[s:e] * v[s:e]`` (``np.add.reduceat(m * v, ...)``'s)."""
+    if e - s == 1:
+        return m[s] * v[s]
+    return m[s] * v[s] + _pairwise_mv(m, v, s + 1, e - s - 1)
+
+
 # (the unit roundoff of float64: 2**-53)
 _U = 1.1102230246251565e-16
 
@@ -448,13 +496,29 @@ def _types_of(atz, att, s, e, out):
 
 
 # Work arrays: made once per engine (work_arrays) and reused by every step, so a step of a
-# short train does not spend its time allocating. Rows of (n + 1) values each.
-_WF, _WI, _WB = 31, 15, 10  # float, int and bool rows
+# short train does not spend its time allocating. Rows of (n + 1) values each. The last rows
+# hold the engine itself (its constants and the state the kernel keeps between steps), so
+# that a step is called with a few arrays: numba's dispatcher types every argument on every
+# call (~0.4 us an array; the 26 arguments this step had cost ~13 us of a step).
+_WF, _WI, _WB = 31, 15, 10  # float, int and bool rows of the rounds
+# float rows: masses, upper limits of the joints (n - 1), lengths, gaps (n - 1), the x of
+# each line's first car (one per line), the cars' speeds
+R_M, R_HI, R_LEN, R_GAP, R_XLEAD, R_V = range(_WF, _WF + 6)
+# int rows: each car's line, each line's first car (one per line), each car's line's first
+# car, each car's line number, each car's group; META: (number of lines, round cap)
+I_LINE, I_LFIRST, I_FOC, I_LIDX, I_GID, I_META = range(_WI, _WI + 6)
+# bool rows: the joint joins two cars of one line, is at its lower / upper limit (n - 1)
+B_SAME, B_ATZ, B_ATT = range(_WB, _WB + 3)
 
 
 def work_arrays(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The float, int and bool work arrays of an engine of ``n`` cars."""
-    return np.zeros((_WF, n + 1)), np.zeros((_WI, n + 1), np.int64), np.zeros((_WB, n + 1), np.bool_)
+    """The float, int and bool work arrays of an engine of ``n`` cars (the engine's rows
+    :data:`R_M` ... filled by the engine)."""
+    return (
+        np.zeros((R_V + 1, n + 1)),
+        np.zeros((I_META + 1, n + 1), np.int64),
+        np.zeros((B_ATT + 1, n + 1), np.bool_),
+    )
 
 
 @_lazy
@@ -599,7 +663,7 @@ def regroup(
     ``nr`` of them) unless ``full``; a block's joint-force check kept when its inputs,
     the running sum before it included, are those of an earlier check this step."""
     (
-        lock, bstart, mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, bc_end, bc_M, bc_D, bc_R,
+        lock, bstart, _mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, bc_end, bc_M, bc_D, bc_R,
         fc_end, fc_owner, fc_a, fc_s, fc_p0, fc_acc, fc_bad, fc_z, fc_t, fc_mov, types, cuts, y,
     ) = ws  # fmt: skip
     fc = (fc_end, fc_owner, fc_a, fc_s, fc_p0, fc_acc, fc_bad, fc_z, fc_t, fc_mov)
@@ -607,30 +671,46 @@ def regroup(
     # blocks: joints at a limit with equal speeds. A joint inside one of the last round's
     # groups still is (its gap has not moved, its cars' speeds are equal), unless an
     # impulse changed the speeds of its cars: only the others are looked at again.
+    nb = 1
+    bstart[0] = 0
     if full:
         for j in range(n - 1):
             lock[j] = _lock(atz, att, v, j)
+            b = not lock[j]
+            brk[j] = b
+            if b:
+                bstart[nb] = j + 1
+                nb += 1
     else:
-        for k in range(1, ngp):
-            j = gstart[k] - 1
+        # the joints looked at again, in order: the last round's group boundaries merged
+        # with the runs' joints (disjoint runs, in order). Every other joint is inside a
+        # last round's group: locked, and not a break (a cut of a split block is a group
+        # boundary, so it is looked at again in the next round)
+        k = 1
+        r = 0
+        jr = rs[0] if nr else n
+        while True:
+            gj = gstart[k] - 1 if k < ngp else n
+            while r < nr and jr >= re[r] - 1:
+                r += 1
+                jr = rs[r] if r < nr else n
+            j = min(gj, jr)
+            if j >= n - 1:
+                break
+            if gj == j:
+                k += 1
+            if jr == j:
+                jr += 1
             lock[j] = _lock(atz, att, v, j)
-        for r in range(nr):
-            for j in range(rs[r], re[r] - 1):
-                lock[j] = _lock(atz, att, v, j)
-    nb = 1
-    bstart[0] = 0
-    for j in range(n - 1):
-        b = not lock[j]
-        brk[j] = b
-        if b:
-            bstart[nb] = j + 1
-            nb += 1
+            b = not lock[j]
+            brk[j] = b
+            if b:
+                bstart[nb] = j + 1
+                nb += 1
     allmov = True
     for k in range(nb):
         s = bstart[k]
         e = bstart[k + 1] if k + 1 < nb else n
-        for i in range(s, e):
-            mv[i] = m[i] * v[i]
         if bc_end[s] == e:  # the same cars as a block earlier in this step: the same sums
             M = bc_M[s]
             D = bc_D[s]
@@ -643,7 +723,7 @@ def regroup(
             bc_M[s] = M
             bc_D[s] = D
             bc_R[s] = R
-        vk = _seg_sum(mv, s, e) / M
+        vk = _seg_sum_mv(m, v, s, e) / M
         Mb[k] = M
         Db[k] = D
         Rb[k] = R
@@ -751,9 +831,10 @@ def regroup(
 
 
 @_lazy
-def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, sc):
+def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, quiet, sc):
     """Engine._impulse_small / _impulse_block on the run of cars ``s..e-1``; appends the
-    events of its violated joints ``js[:nj]``. Returns the event table and its count.
+    events of its violated joints ``js[:nj]`` but those closing slower than ``quiet`` (see
+    :func:`step`). Returns the event table, its count and the number of events not made.
     ``sc``: the work arrays (:func:`_scratch`)."""
     scf, sci, scb, member, stack = sc
     k = e - s
@@ -791,6 +872,17 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, s
                 held = True
         if not held:
             break
+    nkeep = nj
+    if quiet > 0.0:
+        nkeep = 0
+        for q in range(nj):
+            nkeep += not (abs(dvs[q]) < quiet)
+    if not nkeep:
+        # no record is made: the energy and impulses only go into records (most contacts
+        # of a long train's slack are slow ones the replay drops)
+        for i in range(k):
+            v[s + i] = y[i]
+        return ev, cnt, nj
     tmp = scf[7][:k]
     for i in range(k):
         tmp[i] = w[i] * v0[i] * v0[i]
@@ -820,9 +912,10 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, s
         d = dvs[q]
         kind = K_IMPACT if (atz[j] and (d < 0 or not att[j])) else K_TAUT
         ls = lost * (share[q] / tot) if tot > 0 else lost / nj
-        ev = _push(ev, cnt, kind, time, j, j + 1, line[j], rel[q], imp[q], ls)
-        cnt += 1
-    return ev, cnt
+        if nkeep == nj or not (rel[q] < quiet):
+            ev = _push(ev, cnt, kind, time, j, j + 1, line[j], rel[q], imp[q], ls)
+            cnt += 1
+    return ev, cnt, nj - nkeep
 
 
 @_lazy
@@ -836,12 +929,15 @@ def _scratch(n):
 
 
 @_lazy
-def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb, first, jb, njb, rs, re, sc):
+def _impulses(
+    m, same, atz, att, v, gid, rest, time, line, ev, cnt, quiet, bad, dvb, first, jb, njb, rs, re, sc
+):
     """Engine._impulses: resolve every joint between groups that is at a limit and closing
     (``bad``, ``dvb``: work arrays for the joints and their closing speeds). The joints
     between groups are those of ``gid`` in a step's ``first`` round, else the last
     round's ``jb[:njb]`` (the same joints). The runs of cars resolved go to ``rs``/``re``;
-    returns the event table, its count and the number of runs. ``sc``: the work arrays
+    returns the event table, its count, the number of events not made (``quiet``: see
+    :func:`step`) and the number of runs. ``sc``: the work arrays
     of :func:`_impulse_run`."""
     n = m.size
     nbad = 0
@@ -863,6 +959,7 @@ def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb, fi
                 dvb[nbad] = d
                 nbad += 1
     nr = 0
+    nq = 0
     i = 0
     while i < nbad:
         j = bad[i]
@@ -878,13 +975,14 @@ def _impulses(m, same, atz, att, v, gid, rest, time, line, ev, cnt, bad, dvb, fi
         i0 = i
         while i < nbad and bad[i] < e - 1:
             i += 1
-        ev, cnt = _impulse_run(
-            m, atz, att, v, s, e, bad[i0:i], dvb[i0:i], i - i0, rest, time, line, ev, cnt, sc
+        ev, cnt, dropped = _impulse_run(
+            m, atz, att, v, s, e, bad[i0:i], dvb[i0:i], i - i0, rest, time, line, ev, cnt, quiet, sc
         )
+        nq += dropped
         rs[nr] = s
         re[nr] = e
         nr += 1
-    return ev, cnt, nr
+    return ev, cnt, nq, nr
 
 
 @_lazy
@@ -956,21 +1054,44 @@ def _advance(
     return ev, cnt, dirty, time + tau
 
 
-@_jit(
-    nt.Tuple((I8, B1, B1, B1, EV, I8))(
-        AF, AB, AF, AI, AI, AB, AB, AF, AF, AF, AF, AI, AF, AF, F8, F8, F8, B1, I8, W2F, W2I, W2B,
-        AF, AI, AI, AF,
-    )
-)  # fmt: skip
-def step(
-    m, same, hi, line, line_first, atz, att, gap, v, a, xlead, gid,
-    drive, resist, dt, rest, time, dirty, cap, wf, wi, wb, length, first_of_car, line_index, xout,
-):  # fmt: skip
-    """Engine.step's checks of the forces and its rounds. Returns (1 if a drive is not
-    finite or a resist not finite and >= 0, else 0; contacts dirty; truncated; gaps moved;
-    event table; event count); the state arrays are updated in place (not when 1), and
-    ``xout`` gets every car's x as Engine.x makes it."""
-    n = m.size
+# step's flags (its first result)
+F_BAD = np.int64(1)
+F_DIRTY = np.int64(2)
+F_TRUNCATED = np.int64(4)
+F_MOVED = np.int64(8)
+
+
+@_jit(nt.Tuple((I8, EV, I8, I8))(AF, AF, F8, F8, F8, B1, F8, W2F, W2I, W2B, W2F, AI))
+def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
+    """Engine.step's checks of the forces and its rounds on the engine kept in the work
+    arrays' last rows (:data:`R_M` ...). Returns (flags, event table, event count, rows
+    kept); the flags: :data:`F_BAD` (a drive is not finite or a resist not finite and >= 0:
+    nothing changed), :data:`F_DIRTY` (contacts dirty), :data:`F_TRUNCATED`,
+    :data:`F_MOVED` (gaps moved). The state rows are updated in place, and the step's
+    results go to new arrays (the engine hands them out and never changes one): ``out``
+    (3 × n) gets the cars' speeds, accelerations and x (as Engine.x makes it), ``gid_out``
+    their groups. The table's first rows are the events kept: all of them but impacts and
+    taut couplers closing slower than ``quiet`` m/s (Engine.quiet_contact_speed; every
+    event is counted), in time order."""
+    n = wf.shape[1] - 1
+    nl = wi[I_META, 0]
+    cap = wi[I_META, 1]
+    m = wf[R_M, :n]
+    hi = wf[R_HI, : n - 1]
+    length = wf[R_LEN, :n]
+    gap = wf[R_GAP, : n - 1]
+    xlead = wf[R_XLEAD, :nl]
+    v = wf[R_V, :n]
+    line = wi[I_LINE, :n]
+    line_first = wi[I_LFIRST, :nl]
+    first_of_car = wi[I_FOC, :n]
+    line_index = wi[I_LIDX, :n]
+    gid = wi[I_GID, :n]
+    same = wb[B_SAME, : n - 1]
+    atz = wb[B_ATZ, : n - 1]
+    att = wb[B_ATT, : n - 1]
+    a = out[1]
+    xout = out[2]
     ev = np.empty((16, 8))
     # the tolerance of the joint-force signs from the largest |drive| and resist (max is
     # exact: numpy's argmax gives the same numbers)
@@ -980,7 +1101,7 @@ def step(
         d = drive[i]
         r = resist[i]
         if not (math.isfinite(d) and math.isfinite(r) and r >= 0.0):
-            return 1, dirty, False, False, ev, 0
+            return F_BAD, ev, 0, 0
         d = abs(d)
         if d > dmax:
             dmax = d
@@ -988,6 +1109,7 @@ def step(
             rmax = r
     tol = 1e-9 * (dmax + rmax) + 1e-300
     cnt = 0
+    nquiet = 0  # events not made (quiet contacts)
     gstart = wi[5]
     jb = wi[6]
     jg = wi[10]
@@ -1021,9 +1143,10 @@ def step(
             if not have_sc:  # (made once per step, when a step has impulses)
                 sc = _scratch(n)
                 have_sc = True
-            ev, cnt, nr = _impulses(
-                m, same, atz, att, v, gid, rest, time, line, ev, cnt, wi[7], wf[23], first, jb, nj, rs, re, sc
+            ev, cnt, dq, nr = _impulses(
+                m, same, atz, att, v, gid, rest, time, line, ev, cnt, quiet, wi[7], wf[23], first, jb, nj, rs, re, sc
             )  # fmt: skip
+            nquiet += dq
             dirty = False
         ng, nj = regroup(
             m, same, drive, resist, tol, atz, att, v, gstart, gm, gd, gr, gv, ga, jb, jg, cache, ws, first, ng, rs, re, nr
@@ -1123,4 +1246,7 @@ def step(
             acc = off if i == 1 else acc + off
             c[i] = acc
         xout[i] = xlead[line_index[i]] - (c[i] - c[first_of_car[i]])
-    return 0, dirty, truncated, moved, ev, cnt
+    out[0, :] = v
+    gid_out[:] = gid
+    flags = (F_DIRTY if dirty else 0) | (F_TRUNCATED if truncated else 0) | (F_MOVED if moved else 0)
+    return flags, ev, cnt + nquiet, cnt

@@ -224,19 +224,25 @@ class Engine:
         self.compiled = bool(compiled)
         if self.compiled:
             self._gid = self._groups.of_car.copy()
-            # writable copies: numba compiles read-only arrays as other types (a second
-            # compilation of the whole step)
-            self._mk = np.array(b.mass, dtype=np.float64)
-            self._line_arr = np.array(b.line, dtype=np.int64)
-            self._length = np.array(b.length, dtype=np.float64)
-            self._first_of_car = np.array(self._first_of_car, dtype=np.int64)
-            self._line_index = np.array(self._line_index, dtype=np.int64)
-            self._cap = 10 * n + 100
             # load (or, the first time on this machine, compile) the step now, in the setup
-            from tdbtools.physics import _engine_kernel
+            from tdbtools.physics import _engine_kernel as K
 
-            self._kernel_step = _engine_kernel.step
-            self._work = _engine_kernel.work_arrays(n)
+            self._kernel_step = K.step
+            # the engine lives in the kernel's work arrays (a few arguments per call, see
+            # _engine_kernel.work_arrays): its constants copied in once, its state
+            # (gaps, limits, the lines' first x, speeds, groups) kept there as views
+            wf, wi, wb = self._work = K.work_arrays(n)
+            nl = first.size
+            wf[K.R_M, :n] = b.mass
+            wf[K.R_HI, : n - 1] = self._hi
+            wf[K.R_LEN, :n] = b.length
+            wi[K.I_LINE, :n] = b.line
+            wi[K.I_LFIRST, :nl] = first
+            wi[K.I_FOC, :n] = self._first_of_car
+            wi[K.I_LIDX, :n] = self._line_index
+            wi[K.I_META, :2] = (nl, 10 * n + 100)
+            wb[K.B_SAME, : n - 1] = same
+            self._bind_work()
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -376,52 +382,82 @@ class Engine:
         self.event_count += len(events)
         return events
 
+    def __setstate__(self, state: dict) -> None:
+        # a copy (pickle, copy.deepcopy) gets its arrays apart: the state views again
+        self.__dict__.update(state)
+        if self.compiled:
+            self._bind_work()
+
+    def _bind_work(self) -> None:
+        """Copy the state the kernel keeps (gaps, limit masks, the lines' first x, speeds,
+        groups) into its rows of the work arrays, and keep views of them as the state (the
+        kernel updates them in place)."""
+        from tdbtools.physics import _engine_kernel as K
+
+        wf, wi, wb = self._work
+        n, nl = self.n, self._line_first.size
+        for rows, r, cnt, name in (
+            (wf, K.R_GAP, n - 1, "_gap"), (wf, K.R_XLEAD, nl, "_xlead"), (wb, K.B_ATZ, n - 1, "_atz"),
+            (wb, K.B_ATT, n - 1, "_att"),
+        ):  # fmt: skip
+            row = rows[r, :cnt]
+            row[:] = getattr(self, name)
+            setattr(self, name, row)
+        # the speeds and groups handed out are the kernel's copies (out, gid_out in step)
+        wf[K.R_V, :n] = self._v
+        wi[K.I_GID, :n] = self._gid
+
     def _step_compiled(self, dt: float, drive: np.ndarray, resist: np.ndarray) -> list[Event]:
         """:meth:`step`'s checks and rounds in tdbtools.physics._engine_kernel (the same
         operations)."""
-        # arrays already handed out (v, a, groups) are never changed: the kernel gets copies
-        v = self._v.copy()
-        a = np.empty(self.n)
-        gid = self._gid.copy()
-        x = np.empty(self.n)
+        # arrays already handed out (v, a, x, groups) are never changed: each step's are
+        # new (one allocation for the floats; the kernel keeps its own speeds and groups)
+        out = np.empty((3, self.n))
+        gid = np.empty(self.n, np.int64)
         t_end = self._time + dt
-        bad, dirty, truncated, moved, table, count = self._kernel_step(
-            self._mk, self._same, self._hi, self._line_arr, self._line_first,
-            self._atz, self._att, self._gap, v, a, self._xlead, gid,
-            _writable(drive), _writable(resist),
-            dt, self.rest_speed, self._time, self._contacts_dirty, self._cap, *self._work,
-            self._length, self._first_of_car, self._line_index, x,
+        flags, table, count, kept = self._kernel_step(
+            _writable(drive), _writable(resist), dt, self.rest_speed, self._time, self._contacts_dirty,
+            float(self.quiet_contact_speed), *self._work, out, gid,
         )  # fmt: skip
-        if bad:
+        if flags & _F_BAD:
             raise EngineError("Engine.step: resist must be finite and >= 0, drive finite")
-        self._v, self._a, self._gid = v, a, gid
-        self._contacts_dirty = bool(dirty)
+        self._v, self._a, self._gid = out[0], out[1], gid
+        self._contacts_dirty = bool(flags & _F_DIRTY)
+        truncated = flags & _F_TRUNCATED
         if truncated:
             self.truncated_steps += 1
             self._snap_all()
+            self._bind_work()
             self._contacts_dirty = True
-        if moved:
+        if flags & _F_MOVED:
             self._gaps_changed()
         if truncated:  # the gaps snapped after the kernel made x
             self._x_cache = None
         else:
+            x = out[2]
             x.flags.writeable = False
             self._x_cache = x
         self._time = t_end
-        if not count:  # (most steps)
-            return []
         self.event_count += count
-        rows = table[:count]
-        if self.quiet_contact_speed > 0.0:  # (kinds 0, 1: impact, coupler_taut)
-            rows = rows[(rows[:, 0] > 1.0) | ~(np.abs(rows[:, 5]) < self.quiet_contact_speed)]
-        return _events_from_table(rows)
+        if not kept:  # (most steps)
+            return []
+        return _events_from_table(table[:kept])
 
 
 _KINDS = ("impact", "coupler_taut", "stopped", "started")  # _engine_kernel's K_* codes
+_F_BAD, _F_DIRTY, _F_TRUNCATED, _F_MOVED = 1, 2, 4, 8  # _engine_kernel's F_* flags
 
 
 def _events_from_table(table: np.ndarray) -> list[Event]:
     """The compiled step's event table (kind, time, car, car, line, speed, impulse, energy)."""
+    if len(table) < 8:
+        # (most steps with events have one or two: one conversion of the rows, not one
+        # per column, whose fixed cost was ~25 us a step)
+        out = []
+        for k, t, a, b, ln, rel, imp, lost in table.tolist():
+            k, a, b = int(k), int(a), int(b)
+            out.append(Event(_KINDS[k], t, (a, b) if k < 2 or a != b else (a,), int(ln), rel, imp, lost))
+        return out
     # the integer columns converted in one go each (a burst is thousands of events)
     kinds, c0s, c1s, lines = (table[:, c].astype(np.int64).tolist() for c in (0, 2, 3, 4))
     times, rels, imps, losts = (table[:, c].tolist() for c in (1, 5, 6, 7))
