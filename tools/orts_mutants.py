@@ -42,7 +42,16 @@ M = [
         "power = max_power * throttle * throttle",
         "power = max_power * throttle",
     ),
-    ("tdbtools/physics/orts/brakes.py", "return 7.6 / (v + 17.5) + 0.07", "return 7.6 / (v + 15.5) + 0.07"),
+    (
+        "tdbtools/physics/orts/brakes.py",
+        "dtype=np.float64)) * 3.6\n    return 7.6 / (v + 17.5) + 0.07",
+        "dtype=np.float64)) * 3.6\n    return 7.6 / (v + 15.5) + 0.07",
+    ),
+    (
+        "tdbtools/physics/orts/brakes.py",
+        "abs(speed_ms) * 3.6\n    return 7.6 / (v + 17.5) + 0.07",
+        "abs(speed_ms) * 3.6\n    return 7.6 / (v + 15.5) + 0.07",
+    ),
     (
         "tdbtools/physics/orts/brakes.py",
         "o.max_brake_shoe_force_n > 0 and o.brake_shoe_type.lower() in KNOWN_SHOE_TYPES",
@@ -86,7 +95,7 @@ M = [
     ),
     (
         "tdbtools/physics/orts/unit.py",
-        "self.traction = f\n        return min(f, float(adhesion_limit(self.drive_mass, v)))",
+        "self.traction = f\n        return min(f, adhesion_limit_of(self.drive_mass, v))",
         "self.traction = f\n        return f",
     ),
     ("tdbtools/physics/compare.py", "err = sa - sb", "err = sb - sa"),
@@ -214,7 +223,11 @@ M += [
     ),
     # real files' tokens
     ("tdbtools/formats/stock_orts.py", '"ortscylinderspringpressure": (', '"ortscylinderspringpressurex": ('),
-    ("tdbtools/formats/stock_orts.py", '"ortsbrakepipechargingrate": (', '"ortsbrakepipechargingratex": ('),
+    (
+        "tdbtools/formats/stock_orts.py",
+        '"ortsbrakepipechargingrate": ("pipe_charging_rate"',
+        '"ortsbrakepipechargingratex": ("pipe_charging_rate"',
+    ),
 ]
 M += [
     # the traction update of the present sources (MSTSLocomotive.UpdateTractionForce)
@@ -427,7 +440,7 @@ M += [
         "    return throttle_value(spec, handle)",
         "    return min(max(float(handle), 0.0), 1.0)",
     ),
-    ("tdbtools/physics/orts/replay_forces.py", "                brk[i] += fd", "                pass"),
+    ("tdbtools/physics/orts/replay_forces.py", "                brk[rows] += fd", "                pass"),
     (
         "tdbtools/formats/stock_orts.py",
         'v["dynamic_brake_delay_s"] = max(_num(rd, it, "time", 0.0), 0.0)',
