@@ -103,16 +103,25 @@ def test_a_replay_after_compile_kernels_compiles_nothing_new():
     assert p.returncode == 0, p.stderr[-4000:]
     got = json.loads(p.stdout.strip().splitlines()[-1])
     assert got["groups"] == sorted(compiled.KERNEL_GROUPS)
-    # the replays went through the compiled Open Rails brakes (so the check below means something)
-    for name in ("_orts_kernel.step_pipe", "_orts_kernel.step_valves", "_orts_kernel.brake_forces"):
+    # the replays went through the compiled Open Rails brakes (so the check below means
+    # something): the brake plan steps the pipe and valves, the replay's brakes take the
+    # one-call step (train_brakes, which calls the pipe, valves and brake forces)
+    # (and the sample's locomotives are units the compiled power units cover)
+    for name in (
+        "_orts_kernel.step_pipe", "_orts_kernel.step_valves", "_orts_kernel.train_brakes",
+        "_orts_kernel.unit_force", "_orts_kernel.unit_capacity",
+    ):  # fmt: skip
         assert name in got["asked"], got["asked"]
     # ... and no compiled function met an argument type compile_kernels did not give it
     assert not got["added"], "signatures a replay added after compile_kernels:\n" + json.dumps(
         got["added"], indent=1
     )
-    assert {"_orts_kernel.step_pipe", "_orts_kernel.step_valves", "_orts_kernel.brake_forces"} <= set(
-        got["warmed"]
-    )
+    warmed = {"_orts_kernel.step_pipe", "_orts_kernel.step_valves", "_orts_kernel.brake_forces"}
+    assert warmed | {
+        "_orts_kernel.train_brakes",
+        "_orts_kernel.unit_force",
+        "_orts_kernel.unit_capacity",
+    } <= set(got["warmed"])
 
 
 def test_a_small_open_rails_replay_does_not_import_numba(tmp_path):

@@ -27,6 +27,16 @@ from tdbtools.physics.orts.brakes import (
 from tdbtools.physics.orts.replay_forces import OrtsTrainForces
 
 DATA = Path(__file__).parent / "data" / "orts_stock"
+DL66 = (
+    Path(__file__).parent.parent
+    / "sample_routes"
+    / "sample"
+    / "TRAINS"
+    / "TRAINSET"
+    / "SAMPLE_DL"
+    / "SAMPLE_DL66.eng"
+)
+DYNAMIC = DATA / "electric" / "EL_LOCO.eng"  # (a dynamic brake)
 needs_numba = pytest.mark.skipif(not compiled_available(), reason="numba is not available")
 
 
@@ -79,14 +89,25 @@ def test_shoe_factor_of_one_speed_is_numpys(laws):
 
 def test_full_force_is_the_per_car_sum(laws):
     """BrakePlan.full_force (one factor per law, Python floats) against the sum over the
-    cars of capacity × each car's numpy shoe factor, for a one-law train and a mixed one."""
-    for cars in ([laws["factor"]] * 7, [laws["factor"], laws["mu"], laws["table"], laws["mu"]] * 3):
-        plan = brake_plan(cars)
-        for v in (0.0, -0.0, 0.3, 3.0, -7.5, 11.4, 25.0, 60.0):
-            fresh = dataclasses.replace(plan)
-            f = np.array([float(shoe_factor(s, abs(v))) for s in cars])
-            ref = plan.full_fraction * float(np.sum(plan.capacity * f))
-            assert _bits(fresh.full_force(v)) == _bits(ref), (len(cars), v)
+    cars of capacity × each car's numpy shoe factor, for one-law trains (of one stock, and
+    of engines and wagons whose capacities differ, so that Σ(c·f) is not Σc·f) and a
+    mixed one; the numpy sum and, with numba, the compiled one (``scaled_sum``)."""
+    dl66 = read_stock(DL66)
+    trains = (
+        [laws["factor"]] * 7,
+        [dl66, *[laws["factor"]] * 20, dl66, laws["factor"]],
+        [laws["factor"], laws["mu"], laws["table"], laws["mu"]] * 3,
+    )
+    assert len(brake_plan(trains[1]).shoe_factors.laws) == 1  # (one law, capacities differ)
+    for cars in trains:
+        for compiled in (False, True) if compiled_available() else (False,):
+            plan = brake_plan(cars, compiled=compiled)
+            assert plan.compiled == compiled
+            for v in (0.0, -0.0, 0.3, 3.0, -7.5, 11.4, 25.0, 60.0):
+                fresh = dataclasses.replace(plan)
+                f = np.array([float(shoe_factor(s, abs(v))) for s in cars])
+                ref = plan.full_fraction * float(np.sum(plan.capacity * f))
+                assert _bits(fresh.full_force(v)) == _bits(ref), (len(cars), v, compiled)
 
 
 @needs_numba
@@ -150,40 +171,75 @@ def test_compiled_settled_pipe_is_pythons():
 
 
 @needs_numba
-@pytest.mark.parametrize("kind", ["factor", "mu", "mixed"])
+@pytest.mark.parametrize("kind", ["factor", "mu", "mixed", "long", "engines"])
 def test_train_brakes_compiled_and_numpy_alike(laws, kind):
-    """A train driven through braking, a lap, a release, a deceleration demand and an
-    emergency: its brake forces and brake share, the compiled brakes (kernel forces,
-    compiled pipe and valves) against numpy's, the same bits every step."""
+    """A train driven through braking, a lap, a release, a deceleration demand, an
+    emergency and a speed target: its brake forces, traction, brake share and the
+    deceleration the driver reads (brakes, resistance, grade), the compiled forces
+    against numpy's, the same bits every step. Compiled: one call for the pipe, valves,
+    forces, mean and sum (``_orts_kernel.train_brakes``) when every car is on a default
+    shoe curve ("factor", "mu", "long": 137 cars, so the pairwise sums are split as
+    numpy splits them), else the separate kernels ("mixed": a friction table);
+    "engines": the sample's Class 66 (a compiled power unit) and an electric with a
+    dynamic brake (Python; its force added to the brakes) ahead of 40 hoppers."""
     hopper, coach, table = laws["factor"], laws["mu"], laws["table"]
-    cars = {"factor": [hopper] * 40, "mu": [coach] * 40, "mixed": [hopper, coach, table] * 13}[kind]
+    cars = {
+        "factor": [hopper] * 40, "mu": [coach] * 40, "mixed": [hopper, coach, table] * 13,
+        "long": [hopper] * 137, "engines": [read_stock(DL66), read_stock(DYNAMIC)] + [hopper] * 40,
+    }[kind]  # fmt: skip
     mass = float(sum(s.mass_kg for s in cars))
+    fused = []
 
     def run(compiled: bool) -> list:
         from tdbtools.physics.driver import Controls
 
-        f = OrtsTrainForces([cars], np.array([0]), [mass])
+        f = OrtsTrainForces([cars], np.array([0]), [mass], compiled=compiled)
         tb = f.brakes[0]
-        tb.compiled = tb.air.compiled = compiled
+        fused.append(tb)
         n = len(cars)
-        z = np.zeros(n)
-        resist = np.full(n, 50.0)
+        rng = np.random.default_rng(2)
+        grav = rng.normal(0.0, 300.0, n)
+        resist = np.full(n, 50.0) + rng.random(n)
         out, v = [], 20.0
-        for i in range(600):
+        # (the phases' steps; shorter for the long train, whose numpy pipe is slow)
+        ends = np.cumsum([150, 100, 150, 100, 200]) // (3 if kind == "long" else 1)
+        for i in range(int(ends[-1])):
             c = (
-                Controls(brake=0.6) if i < 150 else Controls() if i < 250
-                else Controls(deceleration=0.4) if i < 400 else Controls(emergency=True)
+                Controls(brake=0.6) if i < ends[0] else Controls(dynamic=0.7) if i < ends[1]
+                else Controls(deceleration=0.4) if i < ends[2] else Controls(emergency=True) if i < ends[3]
+                else Controls(speed_target=v + 0.3)
             )  # fmt: skip
             vv = np.full(n, v) + np.linspace(0.0, 1e-3, n)  # (the cars' speeds differ a little)
-            _, brk, _, applied = f.forces([c], vv, z, resist, 0.1)
-            out.append((brk.copy(), applied.copy()))
-            v = max(v - 0.1 * float(brk.sum()) / mass, 0.0)
+            trac, brk, scale, applied = f.forces([c], vv, grav, resist, 0.1)
+            out.append((brk.copy(), applied.copy(), trac.copy(), scale.copy(), [f.brake_decel_of(0)]))
+            v = max(v + 0.1 * float(trac.sum() - brk.sum()) / mass, 0.0)
         return out
 
     a, b = run(True), run(False)
-    assert any(x[0].max() > 0 for x in b) and b[-1][1][0] > 0.3  # it braked
+    # (the compiled run took the one-call step where it can, the numpy run did not)
+    assert (fused[0]._fused is not None) == (kind != "mixed") and fused[1]._fused is None
+    assert any(x[0].max() > 0 for x in b) and max(x[1][0] for x in b) > 0.2  # it braked
+    if kind == "engines":
+        assert max(x[2].max() for x in b) > 0  # it pulled
     for step, (x, y) in enumerate(zip(a, b)):
-        assert np.array_equal(_bits(x[0]), _bits(y[0])) and np.array_equal(_bits(x[1]), _bits(y[1])), step
+        for p, q in zip(x, y):
+            assert np.array_equal(_bits(p), _bits(q)), step
+
+
+@needs_numba
+def test_compiled_sums_are_numpys():
+    """``scaled_sum`` (the brake plan's full force) is ``np.add.reduce(a * f)`` and
+    ``two_sums`` two ``np.add.reduce`` of slices, bit for bit."""
+    from tdbtools.physics._orts_kernel import scaled_sum, two_sums
+
+    rng = np.random.default_rng(5)
+    for n in [1, 2, 7, 8, 9, 127, 128, 129, 300, 1000, 1001, 4099]:
+        a = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
+        for f in (0.0, -0.0, 1.0, 0.3137, -2.5, 1e-300):
+            assert np.array_equal(_bits([scaled_sum(a, f)]), _bits([np.add.reduce(a * f)])), (n, f)
+        x, y = rng.standard_normal(n + 5), rng.standard_normal(n + 5)
+        got = two_sums(x, y, 3, n + 3)
+        assert np.array_equal(_bits(got), _bits([np.add.reduce(x[3 : n + 3]), np.add.reduce(y[3 : n + 3])]))
 
 
 def _slack_run(quiet: float) -> tuple[list, int]:
@@ -277,3 +333,28 @@ def test_adhesion_limit_of_one_speed_is_numpys():
                 got = adhesion_limit_of(mass, v, weather)
                 ref = float(adhesion_limit(mass, v, weather))
                 assert type(got) is float and _bits(got) == _bits(ref), (v, mass, weather)
+
+
+@needs_numba
+def test_compiled_sum_is_numpys_reduce():
+    """``_orts_kernel.np_sum`` (the fused brakes' mean) is ``np.add.reduce`` of a slice bit
+    for bit: numpy's pairwise blocks and halving at every length around their edges
+    (8, 128, the splits above), a sum of −0.0s (+0.0), NaN and infinities, huge and tiny
+    terms; an offset start."""
+    from tdbtools.physics._orts_kernel import np_sum
+
+    rng = np.random.default_rng(11)
+    sizes = [*range(0, 300), 383, 384, 385, 511, 512, 513, 1000, 1023, 1024, 1025, 4097, 40_001]
+    for n in sizes:
+        for _ in range(2):
+            a = rng.standard_normal(n + 9) * 10.0 ** rng.integers(-12, 12, n + 9)
+            lo = int(rng.integers(0, 9))
+            pick = rng.random(n + 9) < 0.02
+            a[pick] = rng.choice([0.0, -0.0, 1e308, -1e308, 5e-324], int(pick.sum()))
+            with np.errstate(over="ignore", invalid="ignore"):  # (±1e308 may overflow)
+                want = np.add.reduce(a[lo : lo + n])
+            assert np.array_equal(_bits([np_sum(a, lo, lo + n)]), _bits([want])), n
+    for special in (np.full(9, -0.0), np.full(3, -0.0), np.array([np.nan, 1.0]), np.array([np.inf, -np.inf])):
+        with np.errstate(invalid="ignore"):
+            got, want = np_sum(special, 0, special.size), np.add.reduce(special)
+        assert np.array_equal(_bits([got]), _bits([want]))

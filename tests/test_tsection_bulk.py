@@ -252,3 +252,26 @@ def test_bulk_tables_on_dk24(rel, monkeypatch):
     # The documents of the strict reads, not two more parses of a 3 MB file.
     (bulk,), (tree,) = docs[True], docs[False]
     assert bulk == tree
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_the_route_loader_reads_tsection_in_bulk(strict, monkeypatch):
+    """load_route parses both tsection.dat files in bulk, as read_tsection does, with the
+    same route model and findings as the tree path."""
+    import pickle
+
+    from tdbtools.formats import route as route_mod
+
+    kinds: list = []
+    plain = route_mod.parse_file
+
+    def spy(path, *, bulk=False, **kw):  # noqa: ANN001, ANN202
+        kinds.append((Path(path).name.lower(), bulk))
+        return plain(path, bulk=bulk, **kw)
+
+    monkeypatch.setattr(route_mod, "parse_file", spy)
+    got = route_mod.load_route(SAMPLE_ROUTE, cache=False, strict=strict)
+    assert [k for k in kinds if k[0] == "tsection.dat"] == [("tsection.dat", "tsection")] * 2
+    monkeypatch.setattr(route_mod, "parse_file", lambda path, *, bulk=False, **kw: plain(path, **kw))
+    want = route_mod.load_route(SAMPLE_ROUTE, cache=False, strict=strict)
+    assert pickle.dumps(got) == pickle.dumps(want)

@@ -42,7 +42,16 @@ M = [
         "power = max_power * throttle * throttle",
         "power = max_power * throttle",
     ),
-    ("tdbtools/physics/orts/brakes.py", "return 7.6 / (v + 17.5) + 0.07", "return 7.6 / (v + 15.5) + 0.07"),
+    (
+        "tdbtools/physics/orts/brakes.py",
+        "dtype=np.float64)) * 3.6\n    return 7.6 / (v + 17.5) + 0.07",
+        "dtype=np.float64)) * 3.6\n    return 7.6 / (v + 15.5) + 0.07",
+    ),
+    (
+        "tdbtools/physics/orts/brakes.py",
+        "abs(speed_ms) * 3.6\n    return 7.6 / (v + 17.5) + 0.07",
+        "abs(speed_ms) * 3.6\n    return 7.6 / (v + 15.5) + 0.07",
+    ),
     (
         "tdbtools/physics/orts/brakes.py",
         "o.max_brake_shoe_force_n > 0 and o.brake_shoe_type.lower() in KNOWN_SHOE_TYPES",
@@ -86,7 +95,7 @@ M = [
     ),
     (
         "tdbtools/physics/orts/unit.py",
-        "self.traction = f\n        return min(f, float(adhesion_limit(self.drive_mass, v)))",
+        "self.traction = f\n        return min(f, adhesion_limit_of(self.drive_mass, v))",
         "self.traction = f\n        return f",
     ),
     ("tdbtools/physics/compare.py", "err = sa - sb", "err = sb - sa"),
@@ -187,7 +196,7 @@ M += [
     ),
     (
         "tdbtools/physics/orts/replay_forces.py",
-        "self.brake_decel[k] = (float(np.sum(brk[a:b])) - fwd * other) / M",
+        "self.brake_decel[k] = (total - fwd * other) / M",
         "self.brake_decel[k] = float(np.sum(brk[a:b])) / M",
     ),
     ("tdbtools/physics/stages/setup.py", "d.brake_delay = plan.lag_s", "d.brake_delay = 0.1 * plan.lag_s"),
@@ -214,7 +223,11 @@ M += [
     ),
     # real files' tokens
     ("tdbtools/formats/stock_orts.py", '"ortscylinderspringpressure": (', '"ortscylinderspringpressurex": ('),
-    ("tdbtools/formats/stock_orts.py", '"ortsbrakepipechargingrate": (', '"ortsbrakepipechargingratex": ('),
+    (
+        "tdbtools/formats/stock_orts.py",
+        '"ortsbrakepipechargingrate": ("pipe_charging_rate"',
+        '"ortsbrakepipechargingratex": ("pipe_charging_rate"',
+    ),
 ]
 M += [
     # the traction update of the present sources (MSTSLocomotive.UpdateTractionForce)
@@ -427,7 +440,7 @@ M += [
         "    return throttle_value(spec, handle)",
         "    return min(max(float(handle), 0.0), 1.0)",
     ),
-    ("tdbtools/physics/orts/replay_forces.py", "                brk[i] += fd", "                pass"),
+    ("tdbtools/physics/orts/replay_forces.py", "                brk[rows] += fd", "                pass"),
     (
         "tdbtools/formats/stock_orts.py",
         'v["dynamic_brake_delay_s"] = max(_num(rd, it, "time", 0.0), 0.0)',
@@ -460,8 +473,8 @@ M += [
     ),
     (
         "tdbtools/physics/orts/auto_brakes.py",
-        "full = _sum(self.capacity * shoe_factor_of(laws[0][0], u))",
-        "full = _sum(self.capacity) * shoe_factor_of(laws[0][0], u)",
+        "full = _sum(self.capacity * f1) if kernel is None",
+        "full = _sum(self.capacity) * f1 if kernel is None",
     ),
     (
         "tdbtools/physics/orts/unit.py",
@@ -473,8 +486,81 @@ M += [
         "    v = abs(speed_ms) * 3.6\n    return (7.5",
         "    v = speed_ms * 3.6\n    return (7.5",
     ),
+    # issue 32 (h32j): the compiled power units, the one-call brakes and the sums
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "drpm = _pmin(_pmax(want, drpm - EASE_FACTOR * jerk * dt), drpm + jerk * dt)",
+        "drpm = _pmin(_pmax(want, drpm - jerk * dt), drpm + jerk * dt)",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "target = _pmax(target, _pmin(force, (power - step) / v))",
+        "target = _pmax(target, (power - step) / v)",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "average = w * average + (1.0 - w) * out",
+        "average = w * average + (1.0 - w) * f",
+    ),
+    ("tdbtools/physics/_orts_kernel.py", "fade = 20.0 * (max_speed - v)", "fade = 10.0 * (max_speed - v)"),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "at_limit = target if limit == t else _available(spec, limit, v)",
+        "at_limit = target",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))\n    while i < n:\n        res += a[s + i] * f",
+        "    res = (((r0 + r1) + r2) + r3) + ((r4 + r5) + (r6 + r7))\n    while i < n:\n        res += a[s + i] * f",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "            n2 -= n2 % 8\n            tn[nt] = -1",
+        "            tn[nt] = -1",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "return 0.0 + _pairwise(a, s, e - s, 1.0)",
+        "return _pairwise(a, s, e - s, 1.0)",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "return np_sum(frac, 0, n) / n, np_sum(force, 0, n)",
+        "return np_sum(frac, 0, n) / n, np_sum(frac, 0, n)",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "return np_sum(x, s, e), np_sum(y, s, e)",
+        "return np_sum(x, s, e), np_sum(y, s + 1, e)",
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "                if not fd == 0.0:\n                    total = None",
+        "                if False:\n                    total = None",
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "consts[K.P_FULL_SERVICE_BP] = air.max_psi - air.full_service_drop",
+        "consts[K.P_FULL_SERVICE_BP] = air.max_psi",
+    ),
+    (
+        "tdbtools/physics/orts/diesel.py",
+        "pct = (rpm - spec.idle_rpm) / span * 100.0 if span > 0 else 0.0",
+        "pct = rpm / span * 100.0 if span > 0 else 0.0",
+    ),
+    (
+        "tdbtools/physics/orts/unit.py",
+        "spec[K.U_UNLOAD] = o.unloading_speed_ms if o else 0.0",
+        "spec[K.U_UNLOAD] = 0.0",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "return 0.0 + _pairwise(a, 0, a.size, f)",
+        "return 0.0 + _pairwise(a, 0, a.size, 1.0) * f",
+    ),
 ]
 TESTS = [
+    "tests/test_orts_unit_kernel.py",
     "tests/test_orts_fused.py",
     "tests/test_orts_dynamic.py",
     "tests/test_orts_controllers.py",

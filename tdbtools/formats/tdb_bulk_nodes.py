@@ -19,6 +19,7 @@ import numpy as np
 from .._compiled import numba_usable, pure_python_requested
 from ..stf.parser import TABLE_RUN_ENDS
 from ..stf.tree import Block
+from ._pages import small_pages
 from ._read import to_uint
 from .tdb_records import (
     _EXACT_INT,
@@ -320,17 +321,24 @@ def parse_number_spans(
 
 
 def compiled_number_spans(
-    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, scratch: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The compiled reader (formats/_numbers_kernel.py) over the spans ``buf[starts[k]:
     ends[k]]`` of bytes: ``(values, offsets, counts, status)``, span k's numbers being
-    ``values[offsets[k]:][:counts[k]]`` where ``status[k]`` is 0 (else numpy decides)."""
+    ``values[offsets[k]:][:counts[k]]`` where ``status[k]`` is 0 (else numpy decides).
+    ``values`` is ``scratch`` where that is large enough (a caller done with the last
+    slice's values before the next: no fresh memory touched per slice)."""
     from ._numbers_kernel import parse_spans
 
     room = (ends - starts + 1) // 2  # (at most one number per two characters)
     offsets = np.zeros(len(starts), dtype=np.int64)
     np.cumsum(room[:-1], out=offsets[1:])
-    values = np.empty(int(room.sum()))
+    need = int(room.sum())
+    if scratch is not None and len(scratch) >= need:
+        values = scratch
+    else:
+        with small_pages():
+            values = np.empty(need)
     counts = np.empty(len(starts), dtype=np.int64)
     status = np.empty(len(starts), dtype=np.int8)
     parse_spans(buf, starts, ends, values, offsets, counts, status)
@@ -363,9 +371,13 @@ class _BulkColumns:
     def __init__(self, chars: int) -> None:
         self.capacity = max(chars // 32, 0)
         self.rows = 0
-        self.cols: list[np.ndarray | None] = [
-            None if dtype is object else np.empty(self.capacity, dtype=dtype) for _n, dtype in SECTION_COLUMNS
-        ]
+        with small_pages():  # (written once, front to back: formats/_pages.py)
+            self.cols: list[np.ndarray | None] = [
+                None if dtype is object else np.empty(self.capacity, dtype=dtype)
+                for _n, dtype in SECTION_COLUMNS
+            ]
+        #: The compiled number reader's values of the last slice (compiled_number_spans).
+        self.scratch: np.ndarray | None = None
 
     def add(self, arrays: list[np.ndarray]) -> bool:
         if not arrays:
@@ -434,6 +446,7 @@ class _BulkColumns:
             self.cols[j] = None
             col.flags.writeable = False
             cols[name] = col
+        self.scratch = None
         node_ids = np.repeat(np.array(owners, dtype=np.int64), counts)
         node_ids.flags.writeable = False
         return VectorSections(**cols, node=node_ids)
@@ -657,7 +670,10 @@ def _sections(text: str, spans: np.ndarray, compiled: bool, columns: _BulkColumn
         except UnicodeEncodeError:
             buf = None
         if buf is not None:
-            values, offsets, nums, status = compiled_number_spans(buf, starts - lo, ends - lo)
+            values, offsets, nums, status = compiled_number_spans(
+                buf, starts - lo, ends - lo, columns.scratch
+            )
+            columns.scratch = values
     if status is not None and status.any():
         # numpy's reading of the spans handed back, put where the kernel's would be (a
         # span holds at most its room of numbers: one per two characters)

@@ -164,7 +164,7 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
 
 
 def _warm_orts_kernels() -> None:
-    """The Open Rails profile's brake kernels (``_orts_kernel``) with the argument types of
+    """The Open Rails profile's kernels (``_orts_kernel``) with the argument types of
     their callers: the pipe and the valves through :class:`AirBrakeTrain` itself (its
     step hands them float64 arrays, an int8 valve state and Python floats and bools), and
     the per-car forces as ``orts/replay_forces.py`` calls them: the cars' speeds a slice
@@ -184,6 +184,26 @@ def _warm_orts_kernels() -> None:
         v[0:2], air.cyl, one * 50.0, np.zeros(2), one * 1e4, K.LAW_FACTOR, float(DEFAULT_SHOE_NORMALISER),
         float(BRAKE_SHOE_FACTOR_MIN), float(BRAKE_SHOE_FACTOR_MAX), force, frac,
     )  # fmt: skip
+    # the one-call step (orts/replay_forces.py: _TrainBrakes.step): the air brakes' own
+    # arrays, the packed constants, Python float/bool scalars, the speeds a read-only
+    # slice, the forces a slice of the train's brake column
+    cars, consts = np.ones((K.N_BRAKE_ROWS, 2)), np.ones(K.N_BRAKE_CONSTS)
+    consts[K.P_LAW] = K.LAW_FACTOR
+    brk = np.zeros(2)
+    K.train_brakes(
+        air.bp, air.aux, air.cyl, air.state, cars, consts, 80.0, True, False, 0.1, v[0:2], brk[0:2], frac
+    )
+    # the power units' force and capacity (orts/unit.py: PowerUnit.compile): the packed
+    # spec and Python floats
+    spec = np.zeros(K.N_UNIT_SPEC)
+    spec[K.U_ENGINES], spec[K.U_DIESEL_LAW], spec[K.U_MAX_RPM], spec[K.U_DRIVE_MASS] = 1.0, 1.0, 600.0, 9e4
+    K.unit_force(spec, 0.5, 5.0, 0.1, 300.0, 0.0, 0.0, 0.0, 0.0)
+    K.unit_capacity(spec, 5.0, 300.0)
+    # a train's gravity and resistance sums (rows of the step's per-car forces, Python int
+    # bounds) and the brake plan's full force (its float64 capacities, a Python float)
+    rows = np.zeros((4, 2))
+    K.two_sums(rows[0], rows[3], 0, 2)
+    K.scaled_sum(np.ones(2), 0.5)
 
 
 _STEP_LOADED = False

@@ -175,7 +175,10 @@ class _Builder(Transformer):
         for c in children[1:]:
             if c is _DROP:
                 continue
-            if c.__class__ is not Token or c.type not in ("DATA", "stf__DATA") or "\\" in c:
+            if c.__class__ is not Token or c.type not in ("DATA", "stf__DATA"):
+                return None
+            v = c.value
+            if v.holds("\\") if v.__class__ is _Run else "\\" in v:
                 return None
             runs.append(c)
         if not runs:
@@ -186,18 +189,19 @@ class _Builder(Transformer):
         if inc and bisect.bisect_left(inc, first) < bisect.bisect_left(inc, last):
             return None  # an include block to follow
         src = self.source
-        if len(runs) == 1 and src is not None and src.text.startswith(runs[0].value, first):
-            # A span of the source's text, not the token: the token (and the str Lark
-            # made it from) is a copy of the table, ~190 MB held through the whole model
-            # build of a 200 MB .tdb. (The text Lark lexed differs from the source's only
-            # on line 1, blanked; the comparison, in C without a copy, makes sure.)
+        if len(runs) == 1 and src is not None and _same_text(src.text, first, runs[0].value):
+            # A span of the source's text, not the token: a token lexed by Lark's regex
+            # is a copy of the table, ~190 MB held through the whole model build of a
+            # 200 MB .tdb (a hinted run's is a _Run, no copy). (The text Lark lexed
+            # differs from the source's only on line 1, blanked; the comparison, in C
+            # without a copy, makes sure.)
             return src.text, first, first + len(runs[0].value)
         if len(runs) == 1:
-            return runs[0].value, first, -1
-        parts = [runs[0].value]
+            return _token_text(runs[0]), first, -1
+        parts = [_token_text(runs[0])]
         for prev, run in zip(runs, runs[1:]):
             parts.append(" " * ((run.start_pos or 0) - (prev.end_pos or 0)))
-            parts.append(run.value)
+            parts.append(_token_text(run))
         return "".join(parts), first, -1
 
     def group(self, children: list):
@@ -292,6 +296,9 @@ class _Builder(Transformer):
     def _data(self, tok: Token, out: list) -> None:
         """Split a DATA token (plain words and nested blocks, no strings) into items."""
         text = tok.value  # the plain str: str(tok) would copy a big DATA token once more
+        if text.__class__ is _Run:  # (a table run in a block not kept raw: rare)
+            text = text.value()
+            tok = Token(tok.type, text, start_pos=tok.start_pos)
         if '"' in text:  # only a table run the lexer took whole (_table_run_hints)
             out.extend(split_quoted(self.source, tok.start_pos or 0, text))
             return
@@ -454,6 +461,65 @@ def _item_table_hints(text: str, find_end: Any, hints: dict[int, int]) -> None:
 _TABLE_OPEN = re.compile(r"[\x00-\x20]*\([\x00-\x20]*")
 
 
+class _Run(str):
+    """A table run the lexer takes whole (_hook_table_runs), as the value of its DATA
+    token, without copying it: ``text[start:stop]``. The run of a 200 MB .tdb's
+    TrackNodes table was copied twice (the slice, then the str that Lark's Token is made
+    of), 0.28 s of CPU and ~400 MB of fresh memory touched, to be dropped at once: the
+    block kept raw holds a span of the source's text (_Builder._raw_of).
+
+    What Lark does with a token's value is what this answers as the run would: its
+    length and its line ends (LineCounter.feed); the Token made from it holds an empty
+    str (str() of this is ""), so everything here that reads a DATA token reads
+    ``_token_text`` of it, and the value where it is a ``_Run``."""
+
+    text: str
+    start: int
+    stop: int
+
+    def __new__(cls, text: str, start: int, stop: int) -> _Run:
+        self = super().__new__(cls, "")
+        self.text, self.start, self.stop = text, start, stop
+        return self
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def __str__(self) -> str:
+        return ""  # (what Token(type, value) holds: see above)
+
+    def count(self, sub: str, *bounds: Any) -> int:  # (LineCounter.feed, without bounds)
+        if bounds:
+            return self.value().count(sub, *bounds)
+        return self.text.count(sub, self.start, self.stop)
+
+    def rindex(self, sub: str, *bounds: Any) -> int:  # (LineCounter.feed, without bounds)
+        if bounds:
+            return self.value().rindex(sub, *bounds)
+        return self.text.rindex(sub, self.start, self.stop) - self.start
+
+    def holds(self, sub: str) -> bool:
+        return self.text.find(sub, self.start, self.stop) >= 0
+
+    def value(self) -> str:
+        """The run itself (a copy)."""
+        return self.text[self.start : self.stop]
+
+
+def _same_text(text: str, at: int, value: str) -> bool:
+    """Whether ``text`` holds the DATA token value ``value`` at ``at`` (in C, no copy)."""
+    if value.__class__ is _Run:
+        run: Any = value
+        return run.text is text and run.start == at or text.startswith(run.value(), at)
+    return text.startswith(value, at)
+
+
+def _token_text(tok: Token) -> str:
+    """A DATA token's text: its value, or the run a ``_Run`` stands for (a copy)."""
+    v = tok.value
+    return v.value() if v.__class__ is _Run else v
+
+
 def _hook_table_runs(lark: Lark, builder: _Builder) -> None:
     """Let the lexer of ``lark`` take a table's content as the DATA token that its
     regex would match, when the builder's hints (_table_run_hints) know where that run
@@ -477,7 +543,7 @@ def _hook_table_runs(lark: Lark, builder: _Builder) -> None:
             whole = builder.hinted_text
             if end is not None and whole is not None and getattr(text, "text", text) is whole:
                 if end <= getattr(text, "end", len(whole)) and not any(r.match(whole, pos) for r in before):
-                    return whole[pos:end], data
+                    return _Run(whole, pos, end), data
         return orig(text, pos)
 
     lexer.match = match
@@ -1036,5 +1102,9 @@ def _syntax_error(source: Source, exc: UnexpectedInput) -> StfSyntaxError:
     if tok.type == "RPAR":
         msg = "unmatched ')': no block is open here"
     else:
-        msg = f"unexpected {_TERMINAL_NAMES.get(tok.type, tok.type)} {str(tok)[:40]!r}"
+        run = tok.value
+        shown = (
+            run.text[run.start : min(run.stop, run.start + 40)] if run.__class__ is _Run else str(tok)[:40]
+        )
+        msg = f"unexpected {_TERMINAL_NAMES.get(tok.type, tok.type)} {shown!r}"
     return StfSyntaxError(msg, loc, source.snippet(loc), expected)

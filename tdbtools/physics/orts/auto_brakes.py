@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...formats.stock import Stock
-from ..kernels import replay_compiled
+from ..kernels import LazyKernel, replay_compiled
 from .airbrake import Handle
 from .brakes import ShoeFactors, brake_force_capacity, cylinder_fraction, shoe_factor, shoe_factor_of
 from .run import _brake_train
@@ -36,6 +36,8 @@ HORIZON_S = 300.0
 SETTLED = 1e-4
 #: np.sum of a 1-D float array without its Python wrapper (the same reduction, the same bits)
 _sum = np.add.reduce
+#: np.add.reduce(a * f) compiled, without the product array (None without numba)
+_SCALED_SUM = LazyKernel("_orts_kernel", "scaled_sum")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ class BrakePlan:
     #: a vacuum brake (:mod:`.vacuumbrake`): reductions are inHg of vacuum, ``aux`` the
     #: reservoirs' pressure (psia); its reservoir and cylinder volumes and full vacuum (psi)
     vacuum: VacuumBrakeTrain | None = None
+    #: :meth:`full_force`'s sum compiled (``_orts_kernel.scaled_sum``, the same numbers):
+    #: the plan's choice of code (:func:`brake_plan`'s ``compiled``)
+    compiled: bool = False
 
     def full_force(self, v: float) -> float:
         """The train's brake force (N) of a full-service application at speed ``v``."""
@@ -69,7 +74,9 @@ class BrakePlan:
         # one shoe_factor per distinct law, not per car (ShoeFactors), in Python floats
         laws = self.shoe_factors.laws
         if len(laws) == 1 and laws[0][1] is None:  # (one law: capacity × f, as below)
-            full = _sum(self.capacity * shoe_factor_of(laws[0][0], u))
+            f1 = shoe_factor_of(laws[0][0], u)
+            kernel = _SCALED_SUM() if self.compiled else None
+            full = _sum(self.capacity * f1) if kernel is None else kernel(self.capacity, float(f1))
         else:
             f = np.empty(len(self.stocks))
             for s, cars in laws:
@@ -213,4 +220,5 @@ def brake_plan(stocks: Sequence[Stock], dt: float = 0.1, *, compiled: bool | Non
         air.full_service_drop,
         rob,
         air if isinstance(air, VacuumBrakeTrain) else None,
+        compiled=compiled,
     )

@@ -18,13 +18,14 @@ throttle gives nothing while it is engaged (§7.2). numpy/Python only.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ...formats.stock import Stock
 from ...formats.stock_parts import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN
 from ..kernels import LazyKernel
-from .airbrake import Handle
+from .airbrake import SETTLED_PSI, AirBrakeTrain, Handle
 from .auto_brakes import BrakePlan, brake_plan
 from .brakes import DEFAULT_SHOE_NORMALISER, cylinder_fraction
 from .controllers import (
@@ -48,6 +49,10 @@ MOVING = 0.5
 _sum = np.add.reduce
 #: the compiled per-car brake forces (None without numba; physics/_orts_kernel.py)
 _BRAKE_FORCES = LazyKernel("_orts_kernel", "brake_forces")
+#: the compiled pipe, valves and forces of a train's step in one call (None without numba)
+_TRAIN_BRAKES = LazyKernel("_orts_kernel", "train_brakes")
+#: a train's sums of gravity and resistance in one compiled call (None without numba)
+_TWO_SUMS = LazyKernel("_orts_kernel", "two_sums")
 _LAWS = {"factor": 0, "mu": 1}  # (_orts_kernel's LAW_FACTOR, LAW_MU)
 
 
@@ -62,29 +67,77 @@ class _TrainBrakes:
         self.applied = 0.0  # the last step's mean cylinder force share
         #: the forces with the compiled kernel when numba is there (the same numbers)
         self.compiled = compiled
+        #: the one-call compiled step's kernel and packed constants (``_fuse``); None: the
+        #: numpy code or the separate kernels; decided at the first step
+        self._fused: tuple[Any, np.ndarray, np.ndarray, np.ndarray, AirBrakeTrain] | None = None
+        self._fuse_decided = False
 
     def full(self, v: float) -> float:
         """The train's brake force of a full-service application at speed ``v``."""
         return self.plan.full_force(v)
 
-    def step(self, handle: Handle, dt: float, v_cars: np.ndarray) -> tuple[np.ndarray, float]:
-        """Per car brake force after ``dt`` s at ``handle``; and the mean cylinder fraction."""
+    def _fuse(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, AirBrakeTrain] | None:
+        """(the kernel, per-car constants, train constants, a per-car buffer, the air
+        brakes) of ``_orts_kernel.train_brakes`` when the step can take it: compiled
+        code chosen and usable, air brakes stepped compiled, every car on a default shoe
+        curve. The constants are packed once: the air brakes' rates, ratios and volumes,
+        the cylinders' and the plan's capacities do not change after they are made."""
+        air, law = self.air, self.shoe.default_law
+        if not (self.compiled and isinstance(air, AirBrakeTrain) and air.compiled and law is not None):
+            return None
+        kernel = _TRAIN_BRAKES()
+        if kernel is None:
+            return None
+        from .. import _orts_kernel as K
+
+        n = air.bp.size
+        cars = np.empty((K.N_BRAKE_ROWS, n))
+        cars[K.B_VOL], cars[K.B_APP_RATE], cars[K.B_REL_RATE] = air.vol, air.app_rate, air.rel_rate
+        cars[K.B_AUX_RATE], cars[K.B_RATIO] = air.aux_rate, air.ratio
+        cars[K.B_MAX_CYL], cars[K.B_SPRING], cars[K.B_CAPACITY] = self.max_cyl, self.spring, self.capacity
+        consts = np.empty(K.N_BRAKE_CONSTS)
+        consts[K.P_CHARGING], consts[K.P_TAU] = air.charging_rate, air.tau
+        consts[K.P_SERVICE_TAU], consts[K.P_EMERGENCY_TAU] = air.service_tau, air.emergency_tau
+        consts[K.P_SETTLED] = SETTLED_PSI
+        # (AirBrakeTrain.step_valves' Python float arithmetic)
+        consts[K.P_FULL_SERVICE_BP] = air.max_psi - air.full_service_drop
+        consts[K.P_LAW], consts[K.P_NORMALISER] = _LAWS[law], DEFAULT_SHOE_NORMALISER
+        consts[K.P_SHOE_MIN], consts[K.P_SHOE_MAX] = BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX
+        return kernel, cars, consts, np.empty(n), air
+
+    def step(
+        self, handle: Handle, dt: float, v_cars: np.ndarray, out: np.ndarray
+    ) -> tuple[float, float | None]:
+        """Each car's brake force after ``dt`` s at ``handle`` into ``out``; returns the
+        mean cylinder fraction and ``np.add.reduce(out)`` (None: not worked out)."""
+        if not self._fuse_decided:
+            self._fused, self._fuse_decided = self._fuse(), True
+        fused = self._fused
+        if fused is not None:  # (the pipe, the valves and the forces in one compiled call)
+            kernel, cars, consts, frac, air = fused
+            target = handle.target(air.max_psi, air.full_service_drop)
+            self.applied, total = kernel(
+                air.bp, air.aux, air.cyl, air.state, cars, consts, 0.0 if target is None else float(target),
+                target is not None, handle.position == "emergency", float(dt), v_cars, out, frac,
+            )  # fmt: skip
+            return self.applied, total
         self.air.step(handle, dt)
         law = self.shoe.default_law
         kernel = _BRAKE_FORCES() if self.compiled else None
         if kernel is not None and law is not None:  # (the same numbers in one pass over the cars)
-            force, frac = np.empty(v_cars.size), np.empty(v_cars.size)
+            frac = np.empty(v_cars.size)
             kernel(
                 v_cars, self.air.cyl, self.max_cyl, self.spring, self.capacity, _LAWS[law],
-                DEFAULT_SHOE_NORMALISER, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX, force, frac,
+                DEFAULT_SHOE_NORMALISER, BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX, out, frac,
             )  # fmt: skip
             self.applied = float(_sum(frac) / frac.size)
-            return force, self.applied
+            return self.applied, None
         factor = self.shoe(v_cars)
         frac = cylinder_fraction(self.air.cyl, self.max_cyl, self.spring)
         # np.mean's bits: numpy's sum (the same pairwise additions) over the count
         self.applied = float(_sum(frac) / frac.size)
-        return self.capacity * frac * factor, self.applied
+        out[:] = self.capacity * frac * factor
+        return self.applied, None
 
 
 class OrtsTrainForces:
@@ -132,7 +185,10 @@ class OrtsTrainForces:
                 g = by_stock.get(id(s))
                 if g is None:
                     g = by_stock[id(s)] = len(groups)
-                    groups.append((_Unit(s), []))
+                    unit = _Unit(s)
+                    if compiled:  # (the units the compiled kernels cover; the same numbers)
+                        unit.compile()
+                    groups.append((unit, []))
                 groups[g][1].append(base + i)
                 units.append((base + i, groups[g][0]))
                 member.append(g)
@@ -141,6 +197,8 @@ class OrtsTrainForces:
             self.member_group.append(member)
             self.brakes.append(_TrainBrakes(stocks, None if plans is None else plans[k], compiled))
         self.inertia = [float(m) for m in inertia]
+        #: the per-train sums compiled (the replay's choice of code)
+        self.compiled = compiled
         self.full_drop = [b.air.full_service_drop for b in self.brakes]
         # the lead's cab controllers (docs/physics.md §7.10): what a schedule's handle
         # positions give
@@ -179,6 +237,7 @@ class OrtsTrainForces:
         scale = np.zeros(len(ctl))
         applied = np.zeros(len(ctl))
         ends = [*self.start[1:], n]
+        sums = _TWO_SUMS() if self.compiled else None
         for k, c in enumerate(ctl):
             a, b = self.start[k], ends[k]
             vk = float(v[a])
@@ -186,7 +245,11 @@ class OrtsTrainForces:
             # the net force along the train's forward direction but for traction and
             # brakes (resistance opposes the motion); traction always pulls forward
             fwd = -1.0 if vk < 0.0 else 1.0
-            other = float(_sum(grav[a:b])) - fwd * float(_sum(resist[a:b]))
+            if sums is not None:  # (the same two np.add.reduce, compiled in one call)
+                gs, rs = sums(grav, resist, a, b)
+                other = gs - fwd * rs
+            else:
+                other = float(_sum(grav[a:b])) - fwd * float(_sum(resist[a:b]))
             M = self.inertia[k]
             groups = self.groups[k]
             tb = self.brakes[k]
@@ -206,11 +269,12 @@ class OrtsTrainForces:
                 scheduled = brake_handle(brake_spec, float(c.brake), self.full_drop[k], min_drop)
                 reduction = scheduled.reduction if scheduled.position == "service" else 0.0
                 share = 0.0
-                full = tb.full(speed)
-                if c.deceleration > 0 and full > 0:
-                    share = (M * c.deceleration + other) / full
-                if hold > 0 and full > 0:
-                    share = max(share, hold / full)
+                if c.deceleration > 0 or hold > 0:  # (else neither reads the full force)
+                    full = tb.full(speed)
+                    if c.deceleration > 0 and full > 0:
+                        share = (M * c.deceleration + other) / full
+                    if hold > 0 and full > 0:
+                        share = max(share, hold / full)
                 if share > 0 or c.deceleration > 0:
                     # The automatic driver brakes as one does with a brake that releases
                     # fully as soon as the pipe rises (AirSinglePipe's triple valve):
@@ -234,9 +298,15 @@ class OrtsTrainForces:
             for u, rows in groups:
                 trac[rows], fd = u.step(throttle, dyn, speed, dt)
                 dyn_force.append((rows, fd))
-            brk[a:b], applied[k] = tb.step(handle, dt, v[a:b])
+            applied[k], total = tb.step(handle, dt, v[a:b], brk[a:b])
             for rows, fd in dyn_force:  # the dynamic brake opposes the motion as the brakes do
                 brk[rows] += fd
-            self.brake_decel[k] = (float(_sum(brk[a:b])) - fwd * other) / M
+                if not fd == 0.0:
+                    total = None
+            if total is None:
+                total = float(_sum(brk[a:b]))
+            # (else the sum of the brakes alone: adding ±0.0 changes at most the sign of a
+            # zero, and np.add.reduce's sum, from +0.0, is the same with either sign)
+            self.brake_decel[k] = (total - fwd * other) / M
             scale[k] = throttle
         return trac, brk, scale, applied

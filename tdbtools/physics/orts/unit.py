@@ -14,12 +14,17 @@ import numpy as np
 
 from ...formats.stock import Stock
 from ...formats.stock_orts import TractionRamps
+from ..kernels import LazyKernel
 from . import diesel, steam, traction
 from .adhesion import adhesion_limit_of
 from .dynamic import DynamicBrake, engage_delay
 from .gearbox import GearBox, gears_of
 
 __all__ = ["PowerUnit"]
+
+#: the compiled force and capacity of the simple units (None without numba; _orts_kernel)
+_UNIT_FORCE = LazyKernel("_orts_kernel", "unit_force")
+_UNIT_CAPACITY = LazyKernel("_orts_kernel", "unit_capacity")
 
 
 class PowerUnit:
@@ -55,6 +60,68 @@ class PowerUnit:
             power = sum(e.max_power_w for e in self.engines)
         self.rail_power = power
         self.dynbrake = self._dynamic_brake()
+        #: (force kernel, capacity kernel, packed spec) once :meth:`compile` took them
+        self._ck: tuple | None = None
+
+    def compile(self) -> bool:
+        """Step this unit with the compiled kernels (``_orts_kernel.unit_force`` and
+        ``unit_capacity``: the same operations, so the same numbers) when numba is there
+        and the unit is one they cover: a diesel with at most one engine and no
+        ``ThrottleRPMTab``, or an electric; no gearbox, no force curves, not power-
+        limited, no dynamic brake. Returns whether it does; the other units keep this
+        module's Python code (docs/physics.md §7.9)."""
+        s, o = self.stock, self.stock.orts
+        simple = (
+            s.engine_type in ("Diesel", "Electric")
+            and len(self.engines) <= 1
+            and all(e.throttle_rpm is None for e in self.engines)
+            and not self.boxes
+            and s.tractive_force_curve is None
+            and not self.power_limited
+            and self.dynbrake is None
+        )
+        if not simple:
+            return False
+        force, capacity = _UNIT_FORCE(), _UNIT_CAPACITY()
+        if force is None or capacity is None:
+            return False
+        from .. import _orts_kernel as K
+
+        spec = np.zeros(K.N_UNIT_SPEC)
+        spec[K.U_ENGINES] = len(self.engines)
+        spec[K.U_DIESEL_LAW] = s.engine_type == "Diesel"
+        for e in self.engines:
+            spec[K.U_IDLE], spec[K.U_MAX_RPM] = e.idle_rpm, e.max_rpm
+            spec[K.U_CHANGE_UP], spec[K.U_CHANGE_DOWN] = e.change_up, e.change_down
+            spec[K.U_RATE_UP], spec[K.U_RATE_DOWN] = e.rate_up, e.rate_down
+        spec[K.U_MAX_FORCE], spec[K.U_RAIL_POWER] = s.max_force_n or 0.0, self.rail_power
+        spec[K.U_UNLOAD] = o.unloading_speed_ms if o else 0.0
+        spec[K.U_MAX_VELOCITY] = s.max_velocity_ms or 0.0
+        if self.derate is not None:
+            d = self.derate
+            spec[K.U_DERATE], spec[K.U_DERATE_FM], spec[K.U_DERATE_FC] = 1.0, d.max_force, d.continuous_force
+            spec[K.U_DERATE_TAU] = d.tau
+        spec[K.U_DRIVE_MASS] = self.drive_mass
+        r = self.ramps
+        spec[K.U_FORCE_UP], spec[K.U_FORCE_DOWN], spec[K.U_FORCE_TO_ZERO] = (
+            r.force_up,
+            r.force_down,
+            r.force_to_zero,
+        )
+        spec[K.U_POWER_UP], spec[K.U_POWER_DOWN], spec[K.U_POWER_TO_ZERO] = (
+            r.power_up,
+            r.power_down,
+            r.power_to_zero,
+        )
+        # (the state as floats, as the compiled calls take and give it)
+        self.rpm, self.drpm = [float(r) for r in self.rpm], [float(d) for d in self.drpm]
+        self.average, self.traction, self.prev_speed = (
+            float(self.average),
+            float(self.traction),
+            float(self.prev_speed),
+        )
+        self._ck = (force, capacity, spec)
+        return True
 
     def _gearboxes(self) -> list[GearBox]:
         o = self.stock.orts
@@ -134,6 +201,24 @@ class PowerUnit:
 
     def force(self, throttle: float, v: float, dt: float) -> float:
         """The tractive force (N, ≥ 0) of a step of ``dt`` s at the handle's ``throttle``."""
+        ck = self._ck
+        if ck is not None:  # (compile: the same operations in one compiled call)
+            rpm, drpm = self.rpm, self.drpm
+            r0, d0 = (rpm[0], drpm[0]) if rpm else (0.0, 0.0)
+            f, r, d, self.average, self.traction, self.prev_speed = ck[0](
+                ck[2],
+                float(throttle),
+                float(v),
+                float(dt),
+                r0,
+                d0,
+                self.average,
+                self.traction,
+                self.prev_speed,
+            )
+            if rpm:
+                rpm[0], drpm[0] = r, d
+            return f
         v = abs(v)
         for k, e in enumerate(self.engines):
             if self.boxes:
@@ -161,6 +246,9 @@ class PowerUnit:
 
     def capacity(self, v: float) -> float:
         """The force at full throttle with the engines as they run now (no state change)."""
+        ck = self._ck
+        if ck is not None:  # (compile)
+            return ck[1](ck[2], float(v), self.rpm[0] if self.rpm else 0.0)
         v = abs(v)
         if self.geared:
             f = sum(b.force(1.0, v, r) for b, r in zip(self.boxes, self.rpm))
