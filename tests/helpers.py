@@ -186,3 +186,26 @@ class CpuTimer:
         import time
 
         self.seconds = time.process_time() - self._t0
+
+
+def force_full_grammar(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on in the test, every STF parse takes the full grammar (stf.lark), as text
+    holding a bare comment marker would, whatever the prescan finds. Returns the list that
+    counts the full grammar's parses: a test asserts it grew, so that the forcing cannot
+    silently stop working (patching ``needs_full_grammar`` had done nothing since the
+    parser asked ``_scan_markers`` directly, and the "both grammars" tests compared the
+    fast grammar with itself)."""
+    from tdbtools.stf import parser as stf_parser
+
+    real = stf_parser._scan_markers
+    monkeypatch.setattr(stf_parser, "_scan_markers", lambda *a, **k: (True, real(*a, **k)[1]))
+    full = stf_parser._POOL.full
+    parse = full.parse
+    calls: list[int] = []
+
+    def counted(*a: Any, **k: Any) -> Any:
+        calls.append(1)
+        return parse(*a, **k)
+
+    monkeypatch.setattr(full, "parse", counted)
+    return calls

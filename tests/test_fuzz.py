@@ -31,7 +31,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import CPU_SLACK, DK24_ROUTE, REPO, SAMPLE_INSTALL, SAMPLE_ROUTE, CpuTimer, needs_dk24
+from helpers import (
+    CPU_SLACK,
+    DK24_ROUTE,
+    REPO,
+    SAMPLE_INSTALL,
+    SAMPLE_ROUTE,
+    CpuTimer,
+    force_full_grammar,
+    needs_dk24,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -630,8 +639,8 @@ def test_long_words_parse_in_linear_time(run, monkeypatch):
     with CpuTimer() as cpu:
         doc = parse_text(text)
     assert cpu.seconds < 0.5 * CPU_SLACK  # quadratic: 2.7 s at 40 kB
-    monkeypatch.setattr(stf_parser, "needs_full_grammar", lambda t: True)
-    assert parse_text(text) == doc
+    full = force_full_grammar(monkeypatch)
+    assert parse_text(text) == doc and full
     assert stf_parser.has_long_word("a " + "b" * stf_parser.LONG_WORD) and not stf_parser.has_long_word(
         ("b" * (stf_parser.LONG_WORD - 1) + " ") * 100
     )
@@ -820,8 +829,8 @@ def test_include_of_odd_targets_is_an_include_error(tmp_path):
 def test_commented_out_includes_are_not_followed(tmp_path, text, monkeypatch):
     path = _write(_install(tmp_path) / "ROUTES" / "R" / "c.dat", text)
     fast = parse_file(path)
-    monkeypatch.setattr(stf_parser, "needs_full_grammar", lambda t: True)
-    assert parse_file(path) == fast  # both grammars agree
+    full = force_full_grammar(monkeypatch)
+    assert parse_file(path) == fast and full  # both grammars agree
     assert "missing" not in json.dumps(fast.to_json())
 
 

@@ -6,7 +6,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from helpers import DK24, needs_dk24
+from helpers import DK24, force_full_grammar, needs_dk24
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,8 +25,9 @@ def items(text: str) -> list:
 def both_grammars(text: str, monkeypatch) -> tuple:
     """Parse with the grammar the prescan picks, and forced onto the full grammar."""
     a = parse_text(f"{SIG}\n{text}\n")
-    monkeypatch.setattr(stf_parser, "needs_full_grammar", lambda t: True)
+    full = force_full_grammar(monkeypatch)
     b = parse_text(f"{SIG}\n{text}\n")
+    assert full, "the full grammar was not used"
     monkeypatch.undo()
     return a, b
 
@@ -143,9 +144,9 @@ def test_prescan_picks_the_grammar(text, full):
 def test_both_grammars_give_the_same_tree_on_dk24(rel, monkeypatch):
     path = DK24 / rel
     fast = parse_file(path)
-    monkeypatch.setattr(stf_parser, "needs_full_grammar", lambda t: True)
+    used = force_full_grammar(monkeypatch)
     full = parse_file(path)
-    assert fast == full
+    assert used and fast == full
 
 
 # -- decoding -----------------------------------------------------------------------------
