@@ -62,7 +62,7 @@ from tdbtools.formats.stock import stock_from_document
 from tdbtools.formats.tdb import TrackDB, TrPin, VectorNode, tdb_from_document
 from tdbtools.formats.trk import trk_from_document
 from tdbtools.formats.tsection import _Builder
-from tdbtools.stf import Block, dumps_deep, parse_file, parse_text
+from tdbtools.stf import Block, dumps_deep, parse_file, parse_text, prescan
 from tdbtools.stf import parser as stf_parser
 from tdbtools.stf import source as stf_source
 from tdbtools.stf.source import Source
@@ -641,8 +641,8 @@ def test_long_words_parse_in_linear_time(run, monkeypatch):
     assert cpu.seconds < 0.5 * CPU_SLACK  # quadratic: 2.7 s at 40 kB
     full = force_full_grammar(monkeypatch)
     assert parse_text(text) == doc and full
-    assert stf_parser.has_long_word("a " + "b" * stf_parser.LONG_WORD) and not stf_parser.has_long_word(
-        ("b" * (stf_parser.LONG_WORD - 1) + " ") * 100
+    assert prescan.has_long_word("a " + "b" * prescan.LONG_WORD) and not prescan.has_long_word(
+        ("b" * (prescan.LONG_WORD - 1) + " ") * 100
     )
 
 

@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tdbtools.errors import DecodeError, IncludeError, StfSyntaxError, TdbToolsError
-from tdbtools.stf import Block, QStr, decode_bytes, parse_file, parse_text
-from tdbtools.stf import parser as stf_parser
+from tdbtools.stf import Block, QStr, decode_bytes, parse_file, parse_text, prescan
 from tdbtools.stf.writer import format_stf, write_text_atomic
 
 SIG = "SIMISA@@@@@@@@@@JINX0T0t______"
@@ -110,7 +109,7 @@ def test_fast_and_full_grammar_agree_on_a_mixed_text(monkeypatch):
     )
     a, b = both_grammars(text, monkeypatch)
     assert a == b
-    assert not stf_parser.needs_full_grammar(text)
+    assert not prescan.needs_full_grammar(text)
 
 
 @pytest.mark.parametrize(
@@ -126,7 +125,7 @@ def test_fast_and_full_grammar_agree_on_a_mixed_text(monkeypatch):
     ],
 )
 def test_prescan_picks_the_grammar(text, full):
-    assert stf_parser.needs_full_grammar(text) is full
+    assert prescan.needs_full_grammar(text) is full
 
 
 @needs_dk24

@@ -1,4 +1,4 @@
-"""The one-pass pre-scans of ASCII text (stf.parser._ascii_scans) agree with the three
+"""The one-pass pre-scans of ASCII text (stf.prescan._ascii_scans) agree with the three
 separate scans they stand in for, also across slice boundaries."""
 
 from __future__ import annotations
@@ -10,14 +10,15 @@ from helpers import REPO
 
 from tdbtools.errors import TdbToolsError
 from tdbtools.stf import parser as stf_parser
+from tdbtools.stf import prescan
 from tdbtools.stf.source import Source
 
 
 def _separate(text: str) -> tuple[bool, list[list[int]], bool]:
     return (
-        stf_parser._has_control(text),
-        stf_parser._find_lower(text, stf_parser._KEYWORDS),
-        stf_parser.has_long_word(text),
+        prescan._has_control(text),
+        prescan._find_lower(text, prescan._KEYWORDS),
+        prescan.has_long_word(text),
     )
 
 
@@ -58,18 +59,18 @@ def _texts() -> list[str]:
 
 @pytest.mark.parametrize("step", [7, 64, 129, 1 << 23])
 def test_ascii_scans_agree_with_the_separate_scans(step, monkeypatch):
-    monkeypatch.setattr(stf_parser, "_SCAN_SLICE", step)
+    monkeypatch.setattr(prescan, "_SCAN_SLICE", step)
     for text in _texts():
-        assert stf_parser._ascii_scans(text) == _separate(text), text[:80]
+        assert prescan._ascii_scans(text) == _separate(text), text[:80]
 
 
 @pytest.mark.parametrize("step", [5, 64, 1 << 23])
 def test_keyword_prefilter_hits_that_are_no_keyword(step, monkeypatch):
     # The letters of a slice alone may spell a keyword that the text does not hold:
     # the exact search then finds none.
-    monkeypatch.setattr(stf_parser, "_SCAN_SLICE", step)
+    monkeypatch.setattr(prescan, "_SCAN_SLICE", step)
     for text in ("com1ment", "co(mm)ent s k i p", "IN-CLUDE x", "sk\nip 1 comment", "a comm 2 ent include"):
-        assert stf_parser._ascii_scans(text) == _separate(text), text
+        assert prescan._ascii_scans(text) == _separate(text), text
 
 
 _LINE1 = (
@@ -100,13 +101,13 @@ def test_line_one_is_not_scanned_nor_parsed(step, monkeypatch):
     # The parse starts past line 1 in place (no blanked copy): whatever line 1 holds,
     # the scans, the grammar chosen, the tree, its offsets and the errors are those of
     # the text with line 1 blanked.
-    monkeypatch.setattr(stf_parser, "_SCAN_SLICE", step)
+    monkeypatch.setattr(prescan, "_SCAN_SLICE", step)
     ascii_line = _LINE1.encode("ascii", "replace").decode()
     for line1 in (ascii_line, "x" * 300, "", "SIMISA@@@@@@@@@@JINX0T0t______"):
         for body in (_BODY, _BODY.replace("( 3 )", "( 3 ))"), _BODY.replace('"A (1)"', '"A (1)')):
             text = line1 + body
             blank = " " * len(line1) + body
-            assert stf_parser._ascii_scans(text, len(line1)) == stf_parser._ascii_scans(blank), line1
+            assert prescan._ascii_scans(text, len(line1)) == prescan._ascii_scans(blank), line1
             results = []
             for t in (text, blank):
                 src = Source("<t>", t, "str")

@@ -12,7 +12,7 @@ from helpers import DK24_ROUTE, REPO, SAMPLE_ROUTE, needs_dk24, read_tdb_spying
 from tdbtools.errors import Diagnostics
 from tdbtools.formats import tdb_bulk_nodes as tdb_mod
 from tdbtools.formats.tdb import parse_tdb, tdb_from_document
-from tdbtools.stf import parse_file, parse_text
+from tdbtools.stf import parse_file, parse_text, prescan
 from tdbtools.stf import parser as stf_parser
 from tdbtools.stf.source import Source
 
@@ -228,7 +228,7 @@ def test_table_run_end_is_where_the_lexers_regex_ends():
     texts.append(_GOOD.replace("TrackNodes ( 4", "TrackNodes (4", 1).replace("\n", " "))
     hinted = 0
     for text in texts:
-        blank = stf_parser._blank_first_line(text)
+        blank = prescan._blank_first_line(text)
         for pos, end in stf_parser._table_run_hints(blank, "tdb").items():
             m = data.match(blank, pos)
             assert m is not None and m.end() == end
@@ -266,7 +266,7 @@ def test_bulk_reader_on_dk24(name, monkeypatch):
 def test_one_node_walk_serves_the_bulk_reader_and_the_lexer_hook():
     # read_bulk_nodes and _table_run_end walked the nodes with two copies of one loop;
     # scan_track_nodes is that walk: its kinds are the model's nodes, its end the run's.
-    blank = stf_parser._blank_first_line(_GOOD)
+    blank = prescan._blank_first_line(_GOOD)
     pos = stf_parser._TABLE_OPEN.match(blank, blank.find("TrackNodes") + 10).end()
     after_count = tdb_mod._patterns().count.match(blank, pos).end()
     walk = list(tdb_mod.scan_track_nodes(blank, after_count))

@@ -12,7 +12,7 @@ from helpers import DK24_ROUTE, REPO, SAMPLE_ROUTE, needs_dk24, read_tdb_spying
 from tdbtools.errors import Diagnostics, TdbToolsError
 from tdbtools.formats import tdb_bulk_items as tdb_mod
 from tdbtools.formats.tdb import parse_tdb, tdb_from_document
-from tdbtools.stf import parse_file, parse_text
+from tdbtools.stf import parse_file, parse_text, prescan
 from tdbtools.stf import parser as stf_parser
 from tdbtools.stf.source import Source
 from tdbtools.stf.tree import Block
@@ -335,7 +335,7 @@ def test_item_table_run_end():
     texts += [p.read_text("utf-8", errors="replace") for p in TDB_FILES if p.read_bytes()[:2] != b"\xff\xfe"]
     quoted = plain = 0
     for text in texts:
-        blank = stf_parser._blank_first_line(text)
+        blank = prescan._blank_first_line(text)
         for pos, end in stf_parser._table_run_hints(blank, "tdb").items():
             if blank.rfind("TrItemTable", 0, pos) < blank.rfind("TrackNodes", 0, pos):
                 continue  # a TrackNodes table (test_tdb_bulk.py)
@@ -353,7 +353,7 @@ def test_item_table_run_end():
 def test_item_walk_refuses_what_the_reader_refuses():
     # The walk for the lexer accepts exactly the shapes the reader matches (values aside).
     for name in VARIANTS:
-        blank = stf_parser._blank_first_line(_variant(name))
+        blank = prescan._blank_first_line(_variant(name))
         i = blank.rfind("TrItemTable (")
         pos = stf_parser._TABLE_OPEN.match(blank, i + 11).end()
         end = tdb_mod._item_table_run_end(blank, pos)

@@ -21,6 +21,7 @@ from tdbtools.formats import tdb_bulk_nodes as nodes_mod
 from tdbtools.formats import tdb_scan
 from tdbtools.formats.tdb import parse_tdb
 from tdbtools.stf import parser as stf_parser
+from tdbtools.stf import prescan
 from tdbtools.stf.source import Source
 
 pytestmark = [needs_kernels, pytest.mark.filterwarnings("error")]
@@ -76,7 +77,7 @@ def _reference_run_end(text: str, pos: int, monkeypatch) -> int | None:
 def _run_ends(text: str, monkeypatch) -> tuple:
     """(the kernel's run end and whether it walked, the reference's) of the first
     TrackNodes table of ``text``, as the lexer's hint asks for them."""
-    blank = stf_parser._blank_first_line(text)
+    blank = prescan._blank_first_line(text)
     m = stf_parser._TABLE_OPEN.match(blank, blank.find("TrackNodes") + 10)
     if m is None:  # (a table the hint never looks at)
         return None, False, None
