@@ -17,6 +17,8 @@ DK24_ROUTE = DK24 / "ROUTES" / "OR_DK24"
 DK24_TEST_ROUTE = DK24 / "ROUTES" / "OR_DK24TEST"
 SAMPLE_PATHS = SAMPLE_ROUTE / "PATHS"
 CONSISTS = SAMPLE_INSTALL / "TRAINS" / "CONSISTS"
+#: the sample's Class 66 (a diesel with a governor, the long-train benchmark's engine)
+SAMPLE_DL66 = SAMPLE_INSTALL / "TRAINS" / "TRAINSET" / "SAMPLE_DL" / "SAMPLE_DL66.eng"
 #: the sample route's track nodes (sample_routes/README.md): V_a, junction J1, V_main, the siding
 V_A, J1, V_MAIN, V_SID = 2, 3, 4, 6
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import SAMPLE_DL66
 
 from tdbtools.formats.stock import read_stock
 from tdbtools.formats.stock_parts import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN
@@ -27,15 +28,7 @@ from tdbtools.physics.orts.brakes import (
 from tdbtools.physics.orts.replay_forces import OrtsTrainForces
 
 DATA = Path(__file__).parent / "data" / "orts_stock"
-DL66 = (
-    Path(__file__).parent.parent
-    / "sample_routes"
-    / "sample"
-    / "TRAINS"
-    / "TRAINSET"
-    / "SAMPLE_DL"
-    / "SAMPLE_DL66.eng"
-)
+DL66 = SAMPLE_DL66
 DYNAMIC = DATA / "electric" / "EL_LOCO.eng"  # (a dynamic brake)
 needs_numba = pytest.mark.skipif(not compiled_available(), reason="numba is not available")
 
@@ -291,11 +284,7 @@ def test_unit_limits_ask_each_force_once():
 
     names = ("diesel/LOCO_CC.eng", "dmu/DMU_A.eng", "electric/EL_LOCO.eng", "steam/STEAM.eng")
     stocks = [read_stock(DATA / n) for n in names]
-    stocks.append(
-        read_stock(
-            Path(__file__).parent.parent / "sample_routes/sample/TRAINS/TRAINSET/SAMPLE_DL/SAMPLE_DL66.eng"
-        )
-    )
+    stocks.append(read_stock(SAMPLE_DL66))
     rng = np.random.default_rng(11)
     unequal = equal = 0
     for s in stocks:

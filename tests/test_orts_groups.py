@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import SAMPLE_DL66
 
 from tdbtools.formats.stock import read_stock
 from tdbtools.physics.driver import Controls
@@ -17,15 +18,7 @@ from tdbtools.physics.orts.brakes import ShoeFactors, shoe_factor
 from tdbtools.physics.orts.replay_forces import OrtsTrainForces
 
 DATA = Path(__file__).parent / "data" / "orts_stock"
-DL66 = (
-    Path(__file__).parent.parent
-    / "sample_routes"
-    / "sample"
-    / "TRAINS"
-    / "TRAINSET"
-    / "SAMPLE_DL"
-    / "SAMPLE_DL66.eng"
-)
+DL66 = SAMPLE_DL66
 
 
 @pytest.fixture(scope="module")
