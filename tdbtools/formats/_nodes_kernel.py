@@ -8,8 +8,9 @@ It accepts a SUBSET of what those regular expressions accept, with the same valu
 node is taken only if the terminal it would match (VECTOR_HEAD + sections + VECTOR_TAIL,
 JUNCTION or END) matches it whole; on top of that the kernel asks for what the bulk
 reader checks anyway (the node's index is its position, a TrItemRefs count equals its
-references, every UiD float is a number one IEEE operation gives, the same fast path as
-formats/_numbers_kernel.py, so ``float()`` of its text gives the same double). Anything
+references, every UiD float is a number one IEEE operation gives, read by the number
+reader's own fast path, formats/_numbers_kernel.fast_number, so ``float()`` of its text
+gives the same double). Anything
 else (another shape, a value it does not read exactly, a quote in the sections) makes it
 give up (status 1), and the callers run the regular expressions (the reference) as
 before. Each rule below names the part of the grammar it stands for.
@@ -22,7 +23,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._numbers_kernel import FAST_DIGITS, FAST_EXPONENT, POW10
+# (numba's cache checks a cached function against its own file only: after a change to
+# fast_number, touch this file or clear its cache, as for _step_kernel's use of the engine's)
+from ._numbers_kernel import fast_number
 
 __all__ = ["DONE", "GIVE_UP", "MORE", "scan_nodes"]
 
@@ -106,63 +109,8 @@ def _ws1(buf, i, n):  # _W: [\x00-\x20]+; -1 if none
 def _float(buf, i, e):
     """The double of the token ``buf[i:e]`` where one IEEE operation gives it (then
     Python's float() of the text, correctly rounded, gives the same), else ok False."""
-    neg = False
-    c = buf[i]
-    if c == 43 or c == 45:
-        neg = c == 45
-        i += 1
-    m = 0
-    digits = 0
-    frac = 0
-    seen = False
-    while i < e and 48 <= buf[i] <= 57:
-        d = buf[i] - 48
-        if digits > 0 or d != 0:
-            digits += 1
-            if digits <= FAST_DIGITS:
-                m = m * 10 + d
-        seen = True
-        i += 1
-    if i < e and buf[i] == 46:
-        i += 1
-        while i < e and 48 <= buf[i] <= 57:
-            d = buf[i] - 48
-            if digits > 0 or d != 0:
-                digits += 1
-                if digits <= FAST_DIGITS:
-                    m = m * 10 + d
-            frac += 1
-            seen = True
-            i += 1
-    if not seen or digits > FAST_DIGITS:
-        return False, 0.0
-    k = -frac
-    if i < e and (buf[i] == 101 or buf[i] == 69):
-        i += 1
-        eneg = False
-        if i < e and (buf[i] == 43 or buf[i] == 45):
-            eneg = buf[i] == 45
-            i += 1
-        ex = 0
-        ed = 0
-        while i < e and 48 <= buf[i] <= 57:
-            ex = ex * 10 + (buf[i] - 48)
-            ed += 1
-            i += 1
-        if ed == 0 or ed > 4:
-            return False, 0.0
-        k += -ex if eneg else ex
-    if i != e:
-        return False, 0.0
-    if m == 0:
-        v = 0.0
-    elif 0 <= k <= FAST_EXPONENT:
-        v = float(m) * POW10[k]
-    elif -FAST_EXPONENT <= k < 0:
-        v = float(m) / POW10[-k]
-    else:
-        return False, 0.0
-    return True, -v if neg else v
+    ok, v, j = fast_number(buf, i, e)
+    return ok and j == e, v
 
 
 @_jit
