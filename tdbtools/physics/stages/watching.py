@@ -49,7 +49,8 @@ class WatchStage:
         self._position_of = [functools.partial(self.position, k) for k in range(len(self.trains))]
         self._car_names: list[tuple[str, int]] | None = None  # (engine_events)
         self._car_tables: tuple[list, list, list] | None = None  # (_locate_few)
-        self._handed: list[tuple[list, np.ndarray]] = []  # (engine_events, _made_events)
+        #: (engine_events, _made_events) the kept events handed in and their first cars' positions
+        self._handed: tuple[list, list[float]] = ([], [])
         # the contacts engine_events drops are not even made into records (compiled engine)
         self.engine.quiet_contact_speed = MIN_EVENT_SPEED
         self._shared: tuple | None = None  # (shared_rows)
@@ -79,37 +80,33 @@ class WatchStage:
     def engine_events(self, evs: list) -> None:
         """The engine's events of one step, to be made into replay events with those of
         the next steps (EventLog.defer): before anything else is logged or the events
-        are read, :meth:`_made_events` makes them all in one go. Only the step's
-        positions are kept (the engine hands out a new array every step)."""
-        self._handed.append((evs, self.engine.x))
-        if len(self._handed) == 1:
+        are read, :meth:`_made_events` makes them all in one go. Only what they need is
+        kept, the events and their first cars' positions now (not the step's positions
+        of every car: many steps may pass before the events are made)."""
+        # A slack closing at a walking pace (brakes or traction changing by a few per cent
+        # per step) is a contact change, not a snatch or an impact; their number would
+        # only follow the step (docs/running-time.md §7).
+        kept = [
+            e
+            for e in evs
+            if not (e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED)
+        ]
+        if not kept:
+            return
+        handed, xs = self._handed
+        if not handed:
             self.log.defer(self._made_events)
+        cars = [int(e.cars[0]) for e in kept if len(e.cars)]
+        if cars:
+            xs += self.engine.x[cars].tolist()
+        handed += kept
 
     def _made_events(self) -> list:
         """The replay events of the engine's events handed in since the last call: their
         locations looked up for every step and line at once (many trains' slack runs out
         in the same step), and the per-event Python only the records' own making (a
         burst is thousands)."""
-        handed, self._handed = self._handed, []
-        # A slack closing at a walking pace (brakes or traction changing by a few per cent
-        # per step) is a contact change, not a snatch or an impact; their number would
-        # only follow the step (docs/running-time.md §7).
-        evs: list = []
-        xs: list[float] = []  # the first car's position, of the events with cars
-        for step_evs, x in handed:
-            kept = [
-                e
-                for e in step_evs
-                if not (
-                    e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED
-                )
-            ]
-            cars = [int(e.cars[0]) for e in kept if len(e.cars)]
-            if cars:
-                xs += x[cars].tolist()
-            evs += kept
-        if not evs:
-            return []
+        (evs, xs), self._handed = self._handed, ([], [])  # (xs: of the events with cars)
         # per car: its train's name and its index in the train, as the events name it
         # (made at the first event: the cars do not change trains)
         pairs = self._car_names
