@@ -188,6 +188,13 @@ def _fsum(a, s, e):
         t = u
         c += err
         ae += abs(err)
+    return _fsum_certified(a, s, e, t, c, ae)
+
+
+@_inline
+def _fsum_certified(a, s, e, t, c, ae):
+    """:func:`_fsum`'s result from its TwoSum pass (``t``, ``c``, ``ae``) when the bound
+    certifies it, else from :func:`_fsum_exact`."""
     r = t + c
     if r != 0.0 and math.isfinite(r):
         if ae == 0.0:  # every partial sum exact (c is 0)
@@ -196,6 +203,48 @@ def _fsum(a, s, e):
         if b > 0.0 and math.isfinite(b) and t + (c - b) == t + (c + b):
             return r
     return _fsum_exact(a, s, e)
+
+
+@_lazy
+def _fsum2(a, b, s, e, tag, st):
+    """``(_fsum(a, s, e), _fsum(b, s, e))`` in one pass: the two running sums are
+    independent chains of additions, so they overlap (the same results as two calls).
+    ``tag``/``st``: the running state of both after each element ``k`` of a pass that
+    started at ``tag[k]`` (kept for any range of the same first element that ends there:
+    the same state, so the same result, without the pass)."""
+    if tag[e - 1] == s:
+        r = st[e - 1]
+        return _fsum_certified(a, s, e, r[0], r[1], r[2]), _fsum_certified(b, s, e, r[3], r[4], r[5])
+    t = 0.0
+    c = 0.0
+    ae = 0.0
+    t2 = 0.0
+    c2 = 0.0
+    ae2 = 0.0
+    for k in range(s, e):
+        x = a[k]
+        u = t + x
+        bp = u - t
+        err = (t - (u - bp)) + (x - bp)
+        t = u
+        c += err
+        ae += abs(err)
+        x2 = b[k]
+        u2 = t2 + x2
+        bp2 = u2 - t2
+        err2 = (t2 - (u2 - bp2)) + (x2 - bp2)
+        t2 = u2
+        c2 += err2
+        ae2 += abs(err2)
+        tag[k] = s
+        r = st[k]
+        r[0] = t
+        r[1] = c
+        r[2] = ae
+        r[3] = t2
+        r[4] = c2
+        r[5] = ae2
+    return _fsum_certified(a, s, e, t, c, ae), _fsum_certified(b, s, e, t2, c2, ae2)
 
 
 @_lazy
@@ -281,13 +330,31 @@ def _max_upper_set_w(g, types, k, member, back0, back1):
 
 @_lazy
 def _sums_cache(k):
-    """A cache of :func:`_solve_chain`'s exact sums of ``w`` and ``f`` over its ranges, per
-    first element (its end, the two sums), for solving one chain again with other joint
-    types (:func:`_impulse_run`'s resting contacts): the same ``w`` and ``f``, so the same
-    sums."""
-    end = np.empty(k, np.int64)
-    end[:] = -1
-    return end, np.empty(k), np.empty(k)
+    """A cache of :func:`_solve_chain`'s ranges of ``w`` and ``f``, two per first element
+    (rows ``[s, 0]`` and ``[s, 1]``, the newer first): the range's end, its two exact sums
+    and the solve in which it was found to move as one (-1: not known), then the solve each
+    joint's type last changed in and the number of the current solve (``cur[0]``). For
+    solving one chain again with some joints held (:func:`_impulse_run`'s resting
+    contacts): the same ``w`` and ``f``, so the same sums, and a range whose joints kept
+    their types since it moved as one does again (the solver is a function of the range's
+    ``w``, ``f``, joint types and ``tol`` only); last, :func:`_fsum2`'s running states.
+    For a new ``w`` and ``f``: :func:`_sums_reset`."""
+    c = (
+        np.empty((k, 2), np.int64), np.empty((k, 2)), np.empty((k, 2)), np.empty((k, 2), np.int64),
+        np.empty(k, np.int64), np.zeros(1, np.int64), np.empty(k, np.int64), np.empty((k, 6)),
+    )  # fmt: skip
+    _sums_reset(c, k)
+    return c
+
+
+@_lazy
+def _sums_reset(sums, k):
+    """Forget the first ``k`` elements' entries of :func:`_sums_cache` ``sums``."""
+    end, _sw, _sf, _okv, tver, cur, tag, _st = sums
+    end[:k] = -1
+    tver[:k] = 0
+    cur[0] = 0
+    tag[:k] = -1
 
 
 @_lazy
@@ -306,17 +373,34 @@ def _solve_chain_c(w, f, types, tol, y, cuts, sums):
     )  # fmt: skip
 
 
+@_inline
+def _kept_whole(sums, s, e, slot):
+    """Whether range ``s..e-1`` (in ``slot`` of :func:`_sums_cache`) moved as one in an
+    earlier solve and none of its joints changed type since."""
+    okv = sums[3]
+    tver = sums[4]
+    v = okv[s, slot]
+    if v < 0:
+        return False
+    newest = np.int64(0)
+    for j in range(s, e - 1):
+        newest = max(newest, tver[j])
+    return newest <= v
+
+
 @_lazy
 def _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, back1):
     """:func:`_solve_chain_c` with its work arrays given (a stack of ``2·k + 2`` values,
-    the others of ``k`` or more): no allocation per call."""
+    the others of ``k`` or more): no allocation per call. The cuts of a range found
+    whole again from ``sums`` are none, as before; the others are listed as they are found."""
     k = w.size
     nc = 0
     sp = 0
     stack[0] = 0
     stack[1] = k
     sp = 2
-    s_end, s_w, s_f = sums
+    s_end, s_w, s_f, okv, _tver, cur, tag, st = sums
+    stamp = cur[0]
     while sp:
         sp -= 2
         s = stack[sp]
@@ -324,15 +408,31 @@ def _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, bac
         if e - s == 1:
             y[s] = (f[s] + 0.0) / (w[s] + 0.0)
             continue
-        if s_end[s] == e:
-            W = s_w[s]
-            F = s_f[s]
+        if s_end[s, 0] == e:
+            slot = 0
+        elif s_end[s, 1] == e:
+            slot = 1
         else:
-            W = _fsum(w, s, e)
-            F = _fsum(f, s, e)
-            s_end[s] = e
-            s_w[s] = W
-            s_f[s] = F
+            slot = -1
+        if slot >= 0:
+            W = s_w[s, slot]
+            F = s_f[s, slot]
+            if _kept_whole(sums, s, e, slot):
+                ybar = F / W
+                for i in range(s, e):
+                    y[i] = ybar
+                continue
+        else:
+            W, F = _fsum2(w, f, s, e, tag, st)
+            # the newer entry first (a chain solved again meets its ranges in the same order)
+            s_end[s, 1] = s_end[s, 0]
+            s_w[s, 1] = s_w[s, 0]
+            s_f[s, 1] = s_f[s, 0]
+            okv[s, 1] = okv[s, 0]
+            slot = 0
+            s_end[s, 0] = e
+            s_w[s, 0] = W
+            s_f[s, 0] = F
         ybar = F / W
         ok = True
         P = 0.0
@@ -359,9 +459,11 @@ def _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, bac
                         alli = False
                 ok = alli or not anyi
         if ok:
+            okv[s, slot] = stamp
             for i in range(s, e):
                 y[i] = ybar
             continue
+        okv[s, slot] = -1
         r = s
         for i in range(s + 1, e):
             if member[i - s] != member[i - 1 - s]:
@@ -836,7 +938,7 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
     events of its violated joints ``js[:nj]`` but those closing slower than ``quiet`` (see
     :func:`step`). Returns the event table, its count and the number of events not made.
     ``sc``: the work arrays (:func:`_scratch`)."""
-    scf, sci, scb, member, stack = sc
+    scf, sci, scb, member, stack, sums = sc
     k = e - s
     w = m[s:e]
     v0 = scf[0][:k]
@@ -852,16 +954,20 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
     _types_of(atz, att, s, e, types)
     y = scf[3][:k]
     cuts = sci[1][:k]
-    s_end = sci[2][:k]
-    s_end[:] = -1
-    sums = (s_end, scf[4][:k], scf[5][:k])
-    g = scf[6]
+    _sums_reset(sums, k)
+    tver = sums[4]
+    cur = sums[5]
+    g = scf[4]
     back0 = scb[0]
     back1 = scb[1]
     while True:
-        _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, back1)
+        nc = _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, back1)
         held = False
-        for i in range(k - 1):
+        cur[0] += 1  # (the number of the next solve, which sees the joints held here)
+        # only a cut can open (the cars between two cuts get one value), so only the cuts
+        # are looked at, not every joint of the run
+        for q in range(nc):
+            i = cuts[q]
             ti = types[i]
             if ti == _EQ:
                 continue
@@ -869,6 +975,7 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
             opening = d if ti == _GE else -d
             if 0.0 < opening < rest:
                 types[i] = _EQ
+                tver[i] = cur[0]
                 held = True
         if not held:
             break
@@ -883,7 +990,7 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
         for i in range(k):
             v[s + i] = y[i]
         return ev, cnt, nj
-    tmp = scf[7][:k]
+    tmp = scf[5][:k]
     for i in range(k):
         tmp[i] = w[i] * v0[i] * v0[i]
     ke0 = 0.5 * _fsum(tmp, np.int64(0), k)
@@ -892,16 +999,16 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
     ke1 = 0.5 * _fsum(tmp, np.int64(0), k)
     for i in range(k):
         v[s + i] = y[i]
-    dp = scf[8][:k]
+    dp = scf[6][:k]
     acc = 0.0
     for i in range(k):
         x = w[i] * (y[i] - v0[i])
         acc = x if i == 0 else acc + x
         dp[i] = acc
     lost = max(ke0 - ke1, 0.0)
-    share = scf[9][:nj]
-    imp = scf[10][:nj]
-    rel = scf[11][:nj]
+    share = scf[7][:nj]
+    imp = scf[8][:nj]
+    rel = scf[9][:nj]
     for q in range(nj):
         imp[q] = abs(dp[js[q] - s])
         rel[q] = abs(dvs[q])
@@ -921,10 +1028,10 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
 @_lazy
 def _scratch(n):
     """The work arrays of :func:`_impulse_run` for runs of up to ``n`` cars: float, int and
-    int8 rows, a bool row and the block solver's stack."""
+    int8 rows, a bool row, the block solver's stack and its ranges' cache (:func:`_sums_cache`)."""
     return (
-        np.empty((12, n + 1)), np.empty((3, n + 1), np.int64), np.empty((2, n + 1), np.int8),
-        np.empty(n + 1, np.bool_), np.empty(2 * n + 2, np.int64),
+        np.empty((10, n + 1)), np.empty((2, n + 1), np.int64), np.empty((2, n + 1), np.int8),
+        np.empty(n + 1, np.bool_), np.empty(2 * n + 2, np.int64), _sums_cache(n + 1),
     )  # fmt: skip
 
 
