@@ -45,6 +45,7 @@ import numpy as np
 from ..errors import Diagnostics
 from ..formats.route import Route, load_route
 from ..track.traveller import Switches
+from .driver_step import compile_driver
 from .events import EventLog, StandIn, SwitchThrow
 from .safety import throw_switch
 from .scenario import Scenario, read_scenario
@@ -118,6 +119,9 @@ class Replay:
         if self.signal_set is not None:
             self.signals = ReplaySignals(self, self.signal_set)
         self.policy.start(self)
+        if lay.compiled:  # the automatic drivers' steps compiled (the same numbers)
+            for t in self.trains:
+                compile_driver(t.driver)
 
     @property
     def events(self) -> list:
