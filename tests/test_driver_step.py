@@ -161,3 +161,28 @@ def test_sample_replay_is_the_same_with_the_compiled_step(physics, monkeypatch):
     _same(got, want)
     assert seen["target"] > 0 and seen["brake"] + seen["python"] > 0, seen
     assert any(e.kind == "arrived" for e in got.events)
+
+
+def test_after_its_first_call_the_step_calls_the_compiled_code_directly():
+    """The first call goes through numba's dispatcher with floats and bools whatever the
+    caller gave (ints, numpy floats); the step then calls the code it ran directly, and
+    ints and numpy floats still give the Python's controls."""
+
+    def make() -> AutoDriver:
+        return AutoDriver([0.0, 800.0, 1500.0], [20.0, 10.0, 15.0], 2000.0, max_speed=None, deceleration=0.5)
+
+    d, ref = make(), make()
+    assert driver_step.compile_driver(d)
+    dispatcher = driver_step._ONE_STEP()
+    states = [
+        (0, 0, 12, 100, 40, 1),  # all ints, first
+        (1.0, 0.0, np.float64(18.5), np.float64(700.0), 640.0, 0.5),
+        (2.0, 0.0, 15, 760.5, np.float64(700.5), 0.5),
+    ]
+    braked = False
+    for st in states:
+        got, want = d(DriveState(*st)), ref(DriveState(*st))
+        assert _controls(got) == _controls(want) and _state(d) == _state(ref)
+        assert d.compiled._kernel is not dispatcher  # direct from the first call's end on
+        braked |= want.deceleration > 0.0
+    assert braked
