@@ -9,14 +9,14 @@ import random
 
 import numpy as np
 import pytest
+from helpers import needs_kernels
 from test_driver_batch import _random_driver, _same
 
-from tdbtools.physics import driver_step, kernels
+from tdbtools.physics import driver_step
 from tdbtools.physics.driver import AutoDriver, DriveState, Target
 
 pytest.importorskip("numba", reason="the compiled step needs numba (tdbtools[fast])")
-if kernels.pure_python_requested():
-    pytest.skip("the whole run is on the reference code (TDBTOOLS_PURE_PYTHON)", allow_module_level=True)
+pytestmark = needs_kernels  # (compares the compiled step with the Python: none under the switch)
 
 
 def _bits(x: float | None) -> bytes | None:
@@ -144,7 +144,6 @@ def test_sample_replay_is_the_same_with_the_compiled_step(physics, monkeypatch):
     from tdbtools.physics.replay import Replay
 
     replay_mod = importlib.import_module("tdbtools.physics.replay")
-    monkeypatch.setattr(kernels, "COMPILED_MIN_WORK", 0)  # (a small replay: compiled all the same)
     from tdbtools.physics.scenario import scenario_from_text
 
     text = (
