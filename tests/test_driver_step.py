@@ -185,3 +185,16 @@ def test_after_its_first_call_the_step_calls_the_compiled_code_directly():
         assert d.compiled._kernel is not dispatcher  # direct from the first call's end on
         braked |= want.deceleration > 0.0
     assert braked
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_train_just_over_the_limit_brakes_down_to_it(compiled):
+    """0.5 mm/s over the limit that holds now is over it: the driver asks for the
+    deceleration that brings it down within the step, not for the limit as a target."""
+    d = AutoDriver([0.0, 5000.0], [20.0, 20.0], 9000.0, max_speed=None, deceleration=0.5)
+    if compiled:
+        assert driver_step.compile_driver(d)
+    c = d(DriveState(0.0, 0.0, 20.0005, 100.0, 40.0, 0.1))
+    assert c.speed_target is None and c.deceleration == pytest.approx(0.005, rel=1e-6)
+    c = d(DriveState(0.1, 0.0, 20.0, 100.0, 40.0, 0.1))
+    assert c.speed_target == 20.0 and c.deceleration == 0.0
