@@ -340,6 +340,18 @@ def test_two_car_impact():
     assert eng.gap[0] == 0.0 and np.all(eng.groups == 0)
 
 
+def test_an_impact_with_a_car_further_back_resolves_both_cars():
+    """Two cars collide while a third stands far behind them on the same line: the run of
+    cars the impulse resolves ends at the rear car of the impact (a run one car short
+    leaves the impact unresolved, round after round)."""
+    m1, m2, v1, v2 = 30e3, 70e3, 0.4, 2.9
+    b, x, v = one_line([m1, m2, 50e3], [15.0] * 3, [5.0, 500.0], [False, False], 0.0, [v1, v2, 0.0])
+    eng = Engine(b, x, v)
+    ev = run(eng, 40, 0.1)
+    np.testing.assert_allclose(eng.v[:2], (m1 * v1 + m2 * v2) / (m1 + m2), rtol=1e-12)
+    assert eng.v[2] == 0.0 and [e.cars for e in ev if e.kind == "impact"] == [(0, 1)]
+
+
 def test_car_hits_stretched_rake_slack_runs_in_car_by_car():
     """A wagon runs into a standing coupled rake whose couplers are stretched: each impact
     only involves the next car (a taut coupler cannot push), the rake's cars start one after
