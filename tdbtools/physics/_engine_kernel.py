@@ -578,10 +578,11 @@ def _workspace(wf, wi, wb):
     bc_end[:] = -1
     fc_end = wi[11]
     fc_end[:] = -1
+    wi[12][:] = -1
     return (
         wb[3], wi[4], wf[2], wf[3], wf[4], wf[5], wf[6], wf[7], wf[8], wf[9], wb[4], wb[5],
         bc_end, wf[11], wf[12], wf[13],
-        fc_end, wi[12], wf[26], wf[27], wf[28], wf[29], wb[6], wb[7], wb[8], wb[9],
+        fc_end, wi[12], wf[26], wf[27], wb[6], wb[9],
         wi[13], wi[14], wf[30],
     )  # fmt: skip
 
@@ -593,57 +594,57 @@ def _lock(atz, att, v, j):
 
 
 @_inline
-def _checked_before(fc, atz, att, s, e, ak, sk, p0, allmov):
+def _checked_before(fc, s, e, ak, sk, allmov):
     """Whether block ``s..e-1``'s joint forces were checked earlier in this step with the
-    same inputs: its cars, joint limits, acceleration, direction, whether every block
-    moved, and the running sum before its first car (so the same additions, the same
-    result)."""
-    fc_end, owner, fa, fs, fp0, _acc, _bad, fz, ft, fmov = fc
-    if fc_end[s] != e or fa[s] != ak or fs[s] != sk or fp0[s] != p0 or fmov[s] != allmov:
-        return False
-    for i in range(s, e):
-        if owner[i] != s:
-            return False
-    for j in range(s, e - 1):
-        if fz[j] != atz[j] or ft[j] != att[j]:
-            return False
-    return True
+    same inputs: its cars, acceleration, direction and whether every block moved (the
+    forces are the step's). Its joints' limits are the check's too: a change of a limit
+    drops the checks over that joint (:func:`_limit_moved`)."""
+    fc_end, _owner, fa, fs, _bad, fmov = fc
+    return fc_end[s] == e and fa[s] == ak and fs[s] == sk and fmov[s] == allmov
 
 
 @_inline
-def _keep_check(fc, atz, att, s, e, ak, sk, p0, allmov, acc, bad):
-    fc_end, owner, fa, fs, fp0, facc, fbad, fz, ft, fmov = fc
+def _keep_check(fc, s, e, ak, sk, allmov, bad):
+    """Keep block ``s..e-1``'s check; the checks kept before over any of its cars are
+    dropped, so the kept checks never overlap and ``owner[i]`` is the one over car ``i``."""
+    fc_end, owner, fa, fs, fbad, fmov = fc
+    for i in range(s, e):
+        o = owner[i]
+        if o >= 0 and o != s:
+            fc_end[o] = -1
+        owner[i] = s
     fc_end[s] = e
     fa[s] = ak
     fs[s] = sk
-    fp0[s] = p0
     fmov[s] = allmov
-    facc[s] = acc
     fbad[s] = bad
-    for i in range(s, e):
-        owner[i] = s
-    for j in range(s, e - 1):
-        fz[j] = atz[j]
-        ft[j] = att[j]
 
 
 @_inline
-def _force_check(m, drive, resist, atz, att, s, e, ak, sk, p0, tol, allmov):
-    """Block ``s..e-1``'s joint forces from the running sum ``p0`` before its first car:
-    whether one has the wrong sign or (at rest) a car could break free, and the running
-    sum after its last car."""
+def _limit_moved(fc_end, owner, j):
+    """Joint ``j`` reached or left a limit: the check kept over it (if any) is dropped."""
+    o = owner[j]
+    if o >= 0 and j < fc_end[o] - 1:
+        fc_end[o] = -1
+
+
+@_inline
+def _force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, allmov):
+    """Whether one of block ``s..e-1``'s joint forces has the wrong sign or (at rest) a
+    car could break free. A joint's force is the running sum of ``F - m·a`` from the
+    block's first car (Engine: engine_groups.blocks_that_split)."""
     joints = allmov or sk != 0.0
     rest = not allmov and sk == 0.0
     bad = False
-    acc = p0
+    acc = 0.0
     for i in range(s, e):
         E = drive[i] - sk * resist[i] - m[i] * ak
-        acc = E if i == 0 else acc + E
+        acc = E if i == s else acc + E
         if i < e - 1:  # a joint inside the block: at a limit (lock)
             sj = 1.0 if atz[i] else -1.0
-            bad |= joints & (atz[i] != att[i]) & (sj * (acc - p0) > tol)
+            bad |= joints & (atz[i] != att[i]) & (sj * acc > tol)
         bad |= rest & (abs(drive[i]) > resist[i] + tol)
-    return bad, acc
+    return bad
 
 
 @_lazy
@@ -664,9 +665,9 @@ def regroup(
     the running sum before it included, are those of an earlier check this step."""
     (
         lock, bstart, _mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, bc_end, bc_M, bc_D, bc_R,
-        fc_end, fc_owner, fc_a, fc_s, fc_p0, fc_acc, fc_bad, fc_z, fc_t, fc_mov, types, cuts, y,
+        fc_end, fc_owner, fc_a, fc_s, fc_bad, fc_mov, types, cuts, y,
     ) = ws  # fmt: skip
-    fc = (fc_end, fc_owner, fc_a, fc_s, fc_p0, fc_acc, fc_bad, fc_z, fc_t, fc_mov)
+    fc = (fc_end, fc_owner, fc_a, fc_s, fc_bad, fc_mov)
     n = m.size
     # blocks: joints at a limit with equal speeds. A joint inside one of the last round's
     # groups still is (its gap has not moved, its cars' speeds are equal), unless an
@@ -738,23 +739,22 @@ def regroup(
         ab[k] = (D - sg * R) / M if sg != 0.0 else 0.0
     nslow = 0
     if nb < n:
-        # the joint forces of every block (running sums over all cars, as numpy's), the
+        # the joint forces of every block (running sums from the block's first car), the
         # blocks whose forces have the wrong sign, and blocks at rest a car could leave
-        # (per block, and the tests as selects: their outcomes are data, badly predicted
-        # as branches; the running sum before a block's first car s is p0)
-        acc = 0.0
+        # (the tests as selects: their outcomes are data, badly predicted as branches). A
+        # block checked before in this step with the same inputs keeps its check.
         for k in range(nb):
             s = bstart[k]
             e = bstart[k + 1] if k + 1 < nb else n
             ak = ab[k]
             sk = sb[k]
-            p0 = acc
-            if _checked_before(fc, atz, att, s, e, ak, sk, p0, allmov):
+            if e - s == 1:
+                bad = (not allmov and sk == 0.0) and abs(drive[s]) > resist[s] + tol
+            elif _checked_before(fc, s, e, ak, sk, allmov):
                 bad = fc_bad[s]
-                acc = fc_acc[s]
             else:
-                bad, acc = _force_check(m, drive, resist, atz, att, s, e, ak, sk, p0, tol, allmov)
-                _keep_check(fc, atz, att, s, e, ak, sk, p0, allmov, acc, bad)
+                bad = _force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, allmov)
+                _keep_check(fc, s, e, ak, sk, allmov, bad)
             slow[k] = bad
             nslow += bad
         for k in range(nb if nslow else 0):
@@ -1016,10 +1016,12 @@ def _fill(gstart, ng, n, gval, out):
 @_lazy
 def _advance(
     tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt,
+    fc_end, fc_owner,
 ):  # fmt: skip
     """Engine._advance: every group moves ``tau`` seconds at its acceleration; the cars'
     speeds are their groups' (also when ``tau`` is not positive: :func:`regroup` leaves
-    them to this)."""
+    them to this). A joint that reaches or leaves a limit drops the joint-force check
+    kept over it (``fc_end``, ``fc_owner``: :func:`_limit_moved`)."""
     if not tau > 0.0:
         _fill(gstart, ng, n, gv, v)
         return ev, cnt, dirty, time
@@ -1046,8 +1048,12 @@ def _advance(
                 g = h
             dirty = True
         gap[j] = g
-        atz[j] = g <= 0.0
-        att[j] = g >= h
+        gz = g <= 0.0
+        gt = g >= h
+        if gz != atz[j] or gt != att[j]:
+            _limit_moved(fc_end, fc_owner, j)
+        atz[j] = gz
+        att[j] = gt
     for li in range(line_first.size):
         xlead[li] += dg[_group_of(gstart, ng, line_first[li])]
     _fill(gstart, ng, n, gv, v)
@@ -1186,7 +1192,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
         tau = remaining if last else t_min
         # -- advance by tau
         ev, cnt, dirty, time = _advance(
-            tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt
+            tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt, wi[11], wi[12]
         )  # fmt: skip
         if nj and tau > 0.0:
             moved = True
@@ -1198,6 +1204,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
         for q in range(nj):
             j = jb[q]
             if tc[q] <= lim:
+                _limit_moved(wi[11], wi[12], j)
                 gap[j] = 0.0
                 atz[j] = True
                 att[j] = 0.0 >= hi[j]
@@ -1206,6 +1213,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
         for q in range(nj):
             j = jb[q]
             if tt[q] <= lim:
+                _limit_moved(wi[11], wi[12], j)
                 gap[j] = hi[j]
                 atz[j] = hi[j] <= 0.0
                 att[j] = True
@@ -1225,7 +1233,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
             truncated = True
             # the rest of the step without interactions (as Engine.step; never expected)
             ev, cnt, dirty, time = _advance(
-                remaining, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt
+                remaining, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt, wi[11], wi[12]
             )  # fmt: skip
             moved = True
             break
