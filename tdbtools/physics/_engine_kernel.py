@@ -521,29 +521,32 @@ def work_arrays(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
+# int rows of the kept results within a step (a result per block, by its first car): the
+# split blocks' solutions (end, owner) and the joint-force checks (end, owner)
+I_SP_OWNER, I_SP_END, I_FC_END, I_FC_OWNER = 0, 1, 11, 12
+
+
 @_lazy
 def _new_cache(wf, wi, wb):
     """The solutions of split blocks within one step: per first car ``s`` of a block, its end,
-    direction, joint limits and solution; ``owner[i]``: the block whose values car ``i`` holds
-    (a later block over the same cars takes them over). Emptied for each step."""
-    owner = wi[0]
+    direction and solution; ``owner[i]``: the block whose values car ``i`` holds (a new
+    solution drops those it overlaps; a limit that moves drops the one over its joint,
+    :func:`_limit_moved`). Emptied for each step."""
+    owner = wi[I_SP_OWNER]
     owner[:] = -1
-    return owner, wi[1], wf[0], wb[0], wb[1], wf[1], wb[2]
+    end = wi[I_SP_END]
+    end[:] = -1
+    return owner, end, wf[0], wf[1], wb[2]
 
 
 @_lazy
-def _cached_split(cache, atz, att, s, e, sg, a_car, brk):
+def _cached_split(cache, s, e, sg, a_car, brk):
     """The cached solution of block ``s..e-1`` written to ``a_car``/``brk``: its number of
-    cuts, or -1 when it is not cached (Engine._split_blocks' cache, the same key)."""
-    owner, end, sgn, z, t, y, cut = cache
-    if owner[s] != s or end[s] != e or sgn[s] != sg:
+    cuts, or -1 when it is not cached (Engine._split_blocks' cache, the same key: the
+    joints' limits are the solution's while it is kept)."""
+    _owner, end, sgn, y, cut = cache
+    if end[s] != e or sgn[s] != sg:
         return -1
-    for i in range(s, e):
-        if owner[i] != s:
-            return -1
-    for j in range(s, e - 1):
-        if z[j] != atz[j] or t[j] != att[j]:
-            return -1
     c = 0
     for i in range(s, e):
         a_car[i] = y[i]
@@ -555,16 +558,17 @@ def _cached_split(cache, atz, att, s, e, sg, a_car, brk):
 
 
 @_lazy
-def _store_split(cache, atz, att, s, e, sg, ys, cuts, nc):
-    owner, end, sgn, z, t, y, cut = cache
-    end[s] = e
-    sgn[s] = sg
+def _store_split(cache, s, e, sg, ys, cuts, nc):
+    owner, end, sgn, y, cut = cache
     for i in range(s, e):
+        o = owner[i]
+        if o >= 0 and o != s:
+            end[o] = -1
         owner[i] = s
         y[i] = ys[i - s]
+    end[s] = e
+    sgn[s] = sg
     for j in range(s, e - 1):
-        z[j] = atz[j]
-        t[j] = att[j]
         cut[j] = False
     for i in range(nc):
         cut[s + cuts[i]] = True
@@ -576,13 +580,13 @@ def _workspace(wf, wi, wb):
     checks kept per block are emptied (valid within one step)."""
     bc_end = wi[2]
     bc_end[:] = -1
-    fc_end = wi[11]
+    fc_end = wi[I_FC_END]
     fc_end[:] = -1
-    wi[12][:] = -1
+    wi[I_FC_OWNER][:] = -1
     return (
         wb[3], wi[4], wf[2], wf[3], wf[4], wf[5], wf[6], wf[7], wf[8], wf[9], wb[4], wb[5],
         bc_end, wf[11], wf[12], wf[13],
-        fc_end, wi[12], wf[26], wf[27], wb[6], wb[9],
+        fc_end, wi[I_FC_OWNER], wf[26], wf[27], wb[6], wb[9],
         wi[13], wi[14], wf[30],
     )  # fmt: skip
 
@@ -621,11 +625,19 @@ def _keep_check(fc, s, e, ak, sk, allmov, bad):
 
 
 @_inline
-def _limit_moved(fc_end, owner, j):
-    """Joint ``j`` reached or left a limit: the check kept over it (if any) is dropped."""
+def _limit_moved(end, owner, j):
+    """Joint ``j`` reached or left a limit: the result kept over it (if any) is dropped
+    (``end``, ``owner``: the rows of the kept checks or split solutions)."""
     o = owner[j]
-    if o >= 0 and j < fc_end[o] - 1:
-        fc_end[o] = -1
+    if o >= 0 and j < end[o] - 1:
+        end[o] = -1
+
+
+@_inline
+def _limits_moved(wi, j):
+    """:func:`_limit_moved` for the kept joint-force checks and split solutions."""
+    _limit_moved(wi[I_FC_END], wi[I_FC_OWNER], j)
+    _limit_moved(wi[I_SP_END], wi[I_SP_OWNER], j)
 
 
 @_inline
@@ -661,8 +673,10 @@ def regroup(
 
     Incremental where that gives the same numbers: the blocks from the last round's
     groups (``gstart[:ngp]``) and the runs of cars the impulses moved (``rs``/``re``,
-    ``nr`` of them) unless ``full``; a block's joint-force check kept when its inputs,
-    the running sum before it included, are those of an earlier check this step."""
+    ``nr`` of them) unless ``full``; a block's joint-force check and split solution kept
+    while its cars, direction and joint limits are those of an earlier one this step
+    (a kept result is looked up in O(1): :func:`_limits_moved` drops it when a limit
+    of its joints moves)."""
     (
         lock, bstart, _mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, bc_end, bc_M, bc_D, bc_R,
         fc_end, fc_owner, fc_a, fc_s, fc_bad, fc_mov, types, cuts, y,
@@ -766,7 +780,7 @@ def regroup(
                 continue
             moving = sb[k] != 0.0 and vb[k] != 0.0
             sg = sb[k] if moving else 0.0
-            c = _cached_split(cache, atz, att, s, e, sg, a_car, brk)
+            c = _cached_split(cache, s, e, sg, a_car, brk)
             if c >= 0:
                 continue
             _types_of(atz, att, s, e, types)
@@ -782,7 +796,7 @@ def regroup(
                 a_car[s + i] = y[i]
             for i in range(c):
                 brk[s + cuts[i]] = True
-            _store_split(cache, atz, att, s, e, sg, y, cuts, c)
+            _store_split(cache, s, e, sg, y, cuts, c)
     # the groups: their first cars, speeds and accelerations, and the joints between
     # groups on one line (the only gaps that move); a block that did not split is a group
     ng = 0
@@ -1016,12 +1030,12 @@ def _fill(gstart, ng, n, gval, out):
 @_lazy
 def _advance(
     tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt,
-    fc_end, fc_owner,
+    wi,
 ):  # fmt: skip
     """Engine._advance: every group moves ``tau`` seconds at its acceleration; the cars'
     speeds are their groups' (also when ``tau`` is not positive: :func:`regroup` leaves
     them to this). A joint that reaches or leaves a limit drops the joint-force check
-    kept over it (``fc_end``, ``fc_owner``: :func:`_limit_moved`)."""
+    and the split solution kept over it (``wi``: the int work rows, :func:`_limits_moved`)."""
     if not tau > 0.0:
         _fill(gstart, ng, n, gv, v)
         return ev, cnt, dirty, time
@@ -1051,7 +1065,7 @@ def _advance(
         gz = g <= 0.0
         gt = g >= h
         if gz != atz[j] or gt != att[j]:
-            _limit_moved(fc_end, fc_owner, j)
+            _limits_moved(wi, j)
         atz[j] = gz
         att[j] = gt
     for li in range(line_first.size):
@@ -1192,7 +1206,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
         tau = remaining if last else t_min
         # -- advance by tau
         ev, cnt, dirty, time = _advance(
-            tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt, wi[11], wi[12]
+            tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt, wi
         )  # fmt: skip
         if nj and tau > 0.0:
             moved = True
@@ -1204,7 +1218,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
         for q in range(nj):
             j = jb[q]
             if tc[q] <= lim:
-                _limit_moved(wi[11], wi[12], j)
+                _limits_moved(wi, j)
                 gap[j] = 0.0
                 atz[j] = True
                 att[j] = 0.0 >= hi[j]
@@ -1213,7 +1227,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
         for q in range(nj):
             j = jb[q]
             if tt[q] <= lim:
-                _limit_moved(wi[11], wi[12], j)
+                _limits_moved(wi, j)
                 gap[j] = hi[j]
                 atz[j] = hi[j] <= 0.0
                 att[j] = True
@@ -1233,7 +1247,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
             truncated = True
             # the rest of the step without interactions (as Engine.step; never expected)
             ev, cnt, dirty, time = _advance(
-                remaining, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt, wi[11], wi[12]
+                remaining, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt, wi
             )  # fmt: skip
             moved = True
             break
