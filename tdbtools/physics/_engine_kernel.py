@@ -592,6 +592,16 @@ def _workspace(wf, wi, wb):
 
 
 @_inline
+def _uniform(v, s, e):
+    """Whether cars ``s..e-1`` all have the speed of car ``s``."""
+    x = v[s]
+    for i in range(s + 1, e):
+        if v[i] != x:
+            return False
+    return True
+
+
+@_inline
 def _lock(atz, att, v, j):
     """Whether joint ``j`` holds its cars in one block: at a limit, with equal speeds."""
     return (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)
@@ -723,9 +733,24 @@ def regroup(
                 bstart[nb] = j + 1
                 nb += 1
     allmov = True
+    kp = 0  # the last round's group at or after this block's first car
+    r = 0  # the first run of the impulses that does not end before it
     for k in range(nb):
         s = bstart[k]
         e = bstart[k + 1] if k + 1 < nb else n
+        # the block's speed: its cars' common speed when they all have one (exactly, not
+        # rounded through Σm·v/Σm), else Σm·v/Σm. A last round's group that no impulse
+        # touched has one (its cars' speeds are its speed, :func:`_fill`): not looked at.
+        uniform = False
+        if not full:
+            while kp < ngp and gstart[kp] < s:
+                kp += 1
+            if kp < ngp and gstart[kp] == s and (gstart[kp + 1] if kp + 1 < ngp else n) == e:
+                while r < nr and re[r] <= s:
+                    r += 1
+                uniform = r >= nr or rs[r] >= e
+        if not uniform:
+            uniform = _uniform(v, s, e)
         if bc_end[s] == e:  # the same cars as a block earlier in this step: the same sums
             M = bc_M[s]
             D = bc_D[s]
@@ -738,7 +763,7 @@ def regroup(
             bc_M[s] = M
             bc_D[s] = D
             bc_R[s] = R
-        vk = _seg_sum_mv(m, v, s, e) / M
+        vk = v[s] if uniform else _seg_sum_mv(m, v, s, e) / M
         Mb[k] = M
         Db[k] = D
         Rb[k] = R

@@ -235,7 +235,14 @@ def block_motion(eng: Engine, blk: Blocks, drive: np.ndarray, resist: np.ndarray
     nb = blk.count
     Db = np.add.reduceat(drive, starts)
     Rb = np.add.reduceat(resist, starts)
-    vb = np.add.reduceat(m * eng._v, starts) / M
+    v = eng._v
+    vb = np.add.reduceat(m * v, starts) / M
+    # a block whose cars all have one speed moves at that speed (exactly, not rounded
+    # through Σm·v/Σm; the compiled kernel does not look again at a last round's group
+    # that no impulse touched, whose cars have its speed)
+    v0 = v[starts]
+    uniform = np.logical_and.reduceat(v == v0[blk.of_car], starts)
+    vb[uniform] = v0[uniform]
     if blk.lists is not None:
         Dl, Rl, vl, Ml = Db.tolist(), Rb.tolist(), vb.tolist(), blk.lists.mass
         sl = [0.0] * nb
