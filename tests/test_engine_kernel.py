@@ -431,22 +431,31 @@ def test_a_kept_force_check_is_used_only_with_the_same_inputs():
 def test_the_force_check_sums_from_the_blocks_first_car():
     """A block's joint forces are the running sums of F - m·a from its own first car:
     the check flags a block exactly when such a sum has the sign its limit forbids
-    (buffers at their limit push: P <= tol; a taut coupler pulls: P >= -tol)."""
+    (buffers at their limit push: P <= tol; a taut coupler pulls: P >= -tol). The limits
+    are set so that each block holds, then one joint's limit is flipped in half the
+    trials (the block then fails unless that joint's force is within the tolerance)."""
     rng = np.random.default_rng(11)
     n = 40
+    flagged = 0
     for trial in range(200):
         m = rng.uniform(2e4, 9e4, n)
         drive = rng.normal(size=n) * 1e5
         resist = rng.uniform(0, 1e4, n)
-        atz = rng.random(n - 1) < 0.5
-        att = ~atz
         s = int(rng.integers(0, n - 2))
         e = int(rng.integers(s + 2, n + 1))
         ak, sk, tol = float(rng.normal()), float(rng.choice((-1.0, 1.0))), 1e-3
         P = np.add.accumulate(drive[s:e] - sk * resist[s:e] - m[s:e] * ak)[:-1]
+        atz = rng.random(n - 1) < 0.5  # the joints outside the block: anything
+        atz[s : e - 1] = P <= 0.0
+        if trial % 2:
+            j = int(rng.integers(s, e - 1))
+            atz[j] = not atz[j]
+        att = ~atz
         sign = np.where(atz[s : e - 1], 1.0, -1.0)
         want = bool(np.any(sign * P > tol))
+        flagged += want
         assert K._force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, True) == want, trial
+    assert 60 <= flagged <= 140, flagged  # both outcomes are tried
 
 
 def test_a_copied_engine_steps_as_the_original():
