@@ -519,3 +519,30 @@ def test_a_truncated_compiled_step_leaves_a_consistent_engine():
     x = co.x
     assert np.allclose(((x[:-1] - b.length[:-1]) - x[1:])[same], gap, atol=1e-9)
     assert np.array_equal(co._atz, co._gap <= 0.0)
+
+
+@pytest.mark.parametrize("gap0, snaps", [(5e-10, True), (0.05, False)])
+def test_a_gap_snapped_onto_its_limit_drops_the_results_kept_over_it(gap0, snaps):
+    """A joint that reaches a limit by snapping while the groups move (a gap within
+    SNAP_GAP of it, not an event) changes the limits a kept joint-force check and a kept
+    split solution were made with: _advance drops both; a gap that stays off its limits
+    keeps them."""
+    n = 6
+    _, wi, _ = K.work_arrays(n)
+    gap = np.array([0.0, 0.0, gap0, 0.0, 0.0])
+    hi = np.full(n - 1, 0.1)
+    atz, att = gap <= 0.0, gap >= hi
+    for owner, end in ((K.I_FC_OWNER, K.I_FC_END), (K.I_SP_OWNER, K.I_SP_END)):
+        wi[owner, :] = -1
+        wi[end, :] = -1
+        wi[owner, :n] = 0  # one block over every car, kept
+        wi[end, 0] = n
+    gstart, jb, jg = np.array([0, 3]), np.array([2]), np.array([0])
+    gv, ga, dg = np.array([1.0, 1.0]), np.zeros(2), np.zeros(2)
+    ev, cnt, dirty, _ = K._advance(
+        0.1, n, 2, 1, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, np.ones(n), np.zeros(1),
+        np.zeros(n, np.int64), np.zeros(1, np.int64), 0.0, False, np.empty((16, 8)), 0, wi,
+    )  # fmt: skip
+    assert bool(atz[2]) == snaps and dirty == snaps
+    kept = -1 if snaps else n
+    assert wi[K.I_FC_END, 0] == kept and wi[K.I_SP_END, 0] == kept
