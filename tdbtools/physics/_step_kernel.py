@@ -25,6 +25,10 @@ from numba import njit
 from ._engine_kernel import _seg_sum
 from ._lookup_kernel import interp
 
+# (numba's cache checks only this file: a change to np_sum needs this module's cache
+# dropped too, as for the two imports above)
+from ._orts_kernel import np_sum
+
 _jit = njit(cache=True, nogil=True, error_model="numpy")
 
 # rows of ``cars``
@@ -121,6 +125,20 @@ def car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out):
         out[F_DAV, k] = dav
         out[F_CRV, k] = crv
         out[F_RESIST, k] = dav + crv
+
+
+@_jit
+def car_forces_sums(x, v, fbrb, cars, consts, lines, pieces, rows, work, out, bounds, sums):
+    """:func:`car_forces`, then per train k (cars ``bounds[k]:bounds[k + 1]``) the sums of
+    its gravity and of its resistance, ``np.add.reduce`` of each slice bit for bit, into
+    ``sums[0, k]`` and ``sums[1, k]`` (the Open Rails profile's step reads them; its numpy
+    reference sums the slices, orts/replay_forces.py)."""
+    car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out)
+    grav = out[F_GRAV]
+    resist = out[F_RESIST]
+    for k in range(bounds.size - 1):
+        sums[0, k] = np_sum(grav, bounds[k], bounds[k + 1])
+        sums[1, k] = np_sum(resist, bounds[k], bounds[k + 1])
 
 
 @_jit

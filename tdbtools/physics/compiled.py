@@ -191,8 +191,9 @@ def _warm_orts_kernels() -> None:
     consts[K.P_LAW] = K.LAW_FACTOR
     brk = np.zeros(2)
     K.train_brakes(
-        air.bp, air.aux, air.cyl, air.state, cars, consts, 80.0, True, False, 0.1, v[0:2], brk[0:2], frac
-    )
+        air.bp, air.aux, air.cyl, air.state, cars, consts, 80.0, True, False, 0.1, v[0:2], brk[0:2], frac,
+        np.zeros(K.N_BRAKE_MEMO),
+    )  # fmt: skip
     # the power units' force and capacity (orts/unit.py: PowerUnit.compile): the packed
     # spec and Python floats
     spec = np.zeros(K.N_UNIT_SPEC)
@@ -241,4 +242,7 @@ def load_step_kernels() -> None:
         np.zeros(1), out, np.empty(1),
     )  # fmt: skip
     K.after_step(x, x, v, out[K.F_TRAC], out[K.F_BRAKE], np.zeros((3, n)), fbrb, cars)
+    K.car_forces_sums(
+        x, v, fbrb, cars, consts, lines, pieces, rows, work, np.empty((4, n)), bounds, np.empty((2, 1))
+    )
     _STEP_LOADED = True

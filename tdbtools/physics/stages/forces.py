@@ -209,6 +209,9 @@ class ForceStage:
         # (the Open Rails profile works out traction and brakes itself: of the kernels it
         # takes the per-car forces and the bookkeeping after the engine's step)
         self.ck = self.step_kernel_args(n, train_loop=self.orts is None)
+        #: per train, the sums of its cars' gravity and resistance (the Open Rails profile's
+        #: compiled step writes them)
+        self.train_sums = np.zeros((2, len(self.trains)))
 
     def step_kernel_args(self, n: int, train_loop: bool = True) -> StepKernel | None:
         """The compiled arithmetic of a step around the engine (tdbtools.physics.
@@ -318,11 +321,21 @@ class ForceStage:
                 )
                 for k in range(len(ctl.throttle))
             ]  # fmt: skip
-        grav, dav, crv, resist = self.car_forces(x, v)
-        if resist is None:
-            resist = dav + crv
+        ck = self.ck
+        sums = None
+        if ck is not None:  # (the forces and each train's sums of two of them in one call)
+            out = np.empty((4, len(x)))
+            sums = self.train_sums
+            ck.K.car_forces_sums(
+                x, v, self.fbrb, ck.cars, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work, out, ck.bounds, sums
+            )  # fmt: skip
+            grav, resist = out[0], out[3]
+        else:
+            grav, dav, crv, resist = self.car_forces(x, v)
+            if resist is None:
+                resist = dav + crv
         self.last_forces = (grav, resist)
-        trac, brk, self.scale, applied = self.orts.forces(ctl, v, grav, resist, dt)
+        trac, brk, self.scale, applied = self.orts.forces(ctl, v, grav, resist, dt, sums)
         self.brake_applied[:] = applied
         return trac, brk, trac + grav, resist + brk
 
