@@ -18,6 +18,7 @@ from tdbtools.formats.stock import read_stock
 from tdbtools.physics.kernels import compiled_available
 from tdbtools.physics.orts.controllers import throttle_value
 from tdbtools.physics.orts.replay_forces import OrtsTrainForces, _Memo
+from tdbtools.physics.stages.forces import car_types
 
 DATA = Path(__file__).parent / "data" / "orts_stock"
 needs_numba = pytest.mark.skipif(not compiled_available(), reason="numba is not available")
@@ -128,9 +129,10 @@ def test_car_forces_sums_are_the_per_train_reduce():
         return np.full(3 * n, -1, dtype=np.int64), np.empty(4 * n)
 
     want = np.empty((4, n))
-    K.car_forces(x, v, fbrb, cars, consts, lines, pieces, *rows_work(), want)
+    ctab, ctype = car_types(cars)
+    K.car_forces(x, v, fbrb, ctab, ctype, consts, lines, pieces, *rows_work(), want)
     got, sums = np.empty((4, n)), np.empty((2, len(sizes)))
-    K.car_forces_sums(x, v, fbrb, cars, consts, lines, pieces, *rows_work(), got, bounds, sums)
+    K.car_forces_sums(x, v, fbrb, ctab, ctype, consts, lines, pieces, *rows_work(), got, bounds, sums)
     assert np.array_equal(_bits(got), _bits(want))
     for k in range(len(sizes)):
         a, b = bounds[k], bounds[k + 1]

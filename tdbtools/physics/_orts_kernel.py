@@ -276,9 +276,19 @@ N_BRAKE_CONSTS = 10
 
 
 # train_brakes' memory of its last call (``memo``, per train): whether that call's pipe and
-# valves left every value as it was, and the inputs it had
-M_QUIET, M_TARGET, M_HAS_TARGET, M_EMERGENCY, M_DT = range(5)
-N_BRAKE_MEMO = 5
+# valves left every value as it was, the inputs it had, and the mean cylinder share
+M_QUIET, M_TARGET, M_HAS_TARGET, M_EMERGENCY, M_DT, M_APPLIED = range(6)
+N_BRAKE_MEMO = 6
+
+
+@_jit
+def _shares_forces(v, frac, capacity, law, normaliser, lo, hi, force):
+    """:func:`brake_forces`' forces from the cylinders' shares ``frac`` it gave."""
+    for i in range(v.size):
+        u = abs(v[i]) * 3.6
+        mu = 7.6 / (u + 17.5) + 0.07
+        shoe = mu if law == LAW_MU else _np_clip(mu / normaliser, lo, hi)
+        force[i] = capacity[i] * frac[i] * shoe
 
 
 @_jit
@@ -307,35 +317,42 @@ def train_brakes(bp, aux, cyl, state, cars, consts, target, has_target, emergenc
     changing nothing. ``memo`` (``M_*``) remembers a call whose pipe and valves changed
     nothing and its inputs; the next call with the same inputs (bit for bit) skips both,
     since they are functions of the state and those inputs alone and would change
-    nothing again. The forces, which follow the cars' speeds, are worked out each call."""
-    if not (
+    nothing again; the cylinders' shares in ``frac`` and their mean are then those of the
+    last call too. The forces, which follow the cars' speeds, are worked out each call."""
+    law = LAW_MU if consts[P_LAW] == LAW_MU else LAW_FACTOR
+    n = frac.size
+    if (
         memo[M_QUIET] != 0.0
         and same_bits(target, memo[M_TARGET])
         and has_target == (memo[M_HAS_TARGET] != 0.0)
         and emergency == (memo[M_EMERGENCY] != 0.0)
         and same_bits(dt, memo[M_DT])
     ):
-        pipe_still = has_target and _pipe_at(bp, target, consts[P_SETTLED])
-        step_pipe(
-            bp, cars[B_VOL], target, has_target, emergency, consts[P_CHARGING], consts[P_SERVICE_TAU],
-            consts[P_EMERGENCY_TAU], consts[P_TAU], dt, consts[P_SETTLED],
+        _shares_forces(
+            v, frac, cars[B_CAPACITY], law, consts[P_NORMALISER], consts[P_SHOE_MIN], consts[P_SHOE_MAX], force
         )  # fmt: skip
-        valves_changed = step_valves(
-            bp, aux, cyl, state, cars[B_RATIO], cars[B_APP_RATE], cars[B_REL_RATE], cars[B_AUX_RATE],
-            consts[P_FULL_SERVICE_BP], dt,
-        )  # fmt: skip
-        memo[M_QUIET] = 1.0 if (pipe_still and not valves_changed) else 0.0
-        memo[M_TARGET] = target
-        memo[M_HAS_TARGET] = 1.0 if has_target else 0.0
-        memo[M_EMERGENCY] = 1.0 if emergency else 0.0
-        memo[M_DT] = dt
-    law = LAW_MU if consts[P_LAW] == LAW_MU else LAW_FACTOR
+        return memo[M_APPLIED], np_sum(force, 0, n)
+    pipe_still = has_target and _pipe_at(bp, target, consts[P_SETTLED])
+    step_pipe(
+        bp, cars[B_VOL], target, has_target, emergency, consts[P_CHARGING], consts[P_SERVICE_TAU],
+        consts[P_EMERGENCY_TAU], consts[P_TAU], dt, consts[P_SETTLED],
+    )  # fmt: skip
+    valves_changed = step_valves(
+        bp, aux, cyl, state, cars[B_RATIO], cars[B_APP_RATE], cars[B_REL_RATE], cars[B_AUX_RATE],
+        consts[P_FULL_SERVICE_BP], dt,
+    )  # fmt: skip
+    memo[M_QUIET] = 1.0 if (pipe_still and not valves_changed) else 0.0
+    memo[M_TARGET] = target
+    memo[M_HAS_TARGET] = 1.0 if has_target else 0.0
+    memo[M_EMERGENCY] = 1.0 if emergency else 0.0
+    memo[M_DT] = dt
     brake_forces(
         v, cyl, cars[B_MAX_CYL], cars[B_SPRING], cars[B_CAPACITY], law, consts[P_NORMALISER],
         consts[P_SHOE_MIN], consts[P_SHOE_MAX], force, frac,
     )  # fmt: skip
-    n = frac.size
-    return np_sum(frac, 0, n) / n, np_sum(force, 0, n)
+    applied = np_sum(frac, 0, n) / n
+    memo[M_APPLIED] = applied
+    return applied, np_sum(force, 0, n)
 
 
 # -- one power unit (orts/unit.py: PowerUnit) ---------------------------------------------
