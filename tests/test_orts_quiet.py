@@ -101,6 +101,14 @@ def test_valves_say_whether_they_changed_anything():
         assert changed == (not same), case
         if not changed:  # a fixed point: stepping again changes nothing again
             assert not K.step_valves(bp, aux, cyl, state, ratio, app, rel, aux_rate, 64.0, 0.1)
+    # a train at rest but for one valve's state (applying with its reservoir at the pipe:
+    # it laps, no pressure moves) or one cylinder's zero sign
+    for k, (st, c) in enumerate([(1, 0.0), (0, -0.0), (0, 0.0)]):
+        bp, aux, cyl = np.full(n, 70.0), np.full(n, 70.0), np.zeros(n)
+        state = np.zeros(n, dtype=np.int8)
+        state[7], cyl[7] = st, c
+        assert K.step_valves(bp, aux, cyl, state, ratio, app, rel, aux_rate, 64.0, 0.1) == (k < 2), k
+        assert not K.step_valves(bp, aux, cyl, state, ratio, app, rel, aux_rate, 64.0, 0.1), k
 
 
 @needs_numba
