@@ -181,3 +181,138 @@ def controls(
         a_out[k] = a
         scale_out[k] = s
         ratio_out[k] = s / (th if th > 0 else 1.0)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _pymax(a, b):
+    """Python's ``max(a, b)`` of two floats: ``b`` only where ``b > a``."""
+    return b if b > a else a
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _pymin(a, b):
+    """Python's ``min(a, b)`` of two floats: ``b`` only where ``b < a``."""
+    return b if b < a else a
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _bisect_right(s, x):
+    lo = 0
+    hi = s.size
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if x < s[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _weigh(vk, d, ahead, two_a, v, coast_before, best, best_vk, best_d, coast):
+    """One constraint (speed ``vk`` from ``d`` m ahead) weighed as ``AutoDriver.__call__``
+    weighs it: its permitted speed now, the first minimum kept; coasting before it."""
+    p = math.sqrt(vk * vk + two_a * _pymax(d - ahead, 0.0)) if d > 0.0 else vk
+    if p < best:
+        best, best_vk, best_d = p, vk, d
+    if coast_before > 0.0 and d > 0.0 and vk < v:
+        coast = coast or (d - (v * v - vk * vk) / two_a < v * coast_before)
+    return best, best_vk, best_d, coast
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def one_step(
+    limit_s, limit_v, sig_limits, front, rear, v, dt, decel, level, applied, bd, max_speed,
+    factor, coast_before, release_over_build, lap, braking, has_stop, stop_s, has_sig_stop,
+    sig_stop, has_creep, creep_at, creep, on_curve_by, emergency_over,
+):  # fmt: skip
+    """One automatic driver's step after its stops and targets: ``AutoDriver.__call__``
+    from ``constraints`` on (with a signal wrapper's stop, creep and ``sig_limits`` rows
+    ``(a, b, v)``), the same operations in the same order as the Python, so the same
+    numbers: ``(kind, value, applied, emergency)``, kind 0: run up to the speed ``value``;
+    1: coast; 2: brake at ``value`` on the curve of a lower target; 3: brake at ``value``,
+    over the limit; -1: left to the Python (a lapping driver's brakes, no limit posts,
+    a rear ahead of the front); ``applied``: the driver's ``_applied`` after it;
+    ``level``: ``brake_level or decel``."""
+    inf = math.inf
+    n = limit_s.size
+    first = _bisect_right(limit_s, front)
+    a = _bisect_right(limit_s, rear) - 1
+    a = a if a > 0 else 0
+    b = first - 1 if first - 1 > 0 else 0
+    if n == 0 or a > b or decel == 0.0 or release_over_build == 0.0:
+        return -1, 0.0, applied, False  # (the Python raises where it divides by these)
+    low = limit_v[a]
+    for j in range(a + 1, b + 1):
+        if limit_v[j] < low:
+            low = limit_v[j]
+    cap = _pymin(max_speed, low * factor)
+    top = _pymax(v, cap)
+    reach = top * top / (2.0 * decel) + 50.0 + v * (dt + bd + coast_before)
+    two_a = 2.0 * decel
+    rate = 0.0
+    delay = 0.0
+    if bd > 0.0:
+        rate = _pymax(level, decel) / (2.0 * bd)
+        if decel > 0.0:
+            short = _pymax(decel - applied, 0.0)
+            delay = short * short / (2.0 * decel * rate)
+    fwd = _pymax(v, 0.0)
+    ahead = fwd * (dt + delay)
+    # the constraints in constraints()'s order, each weighed as it comes
+    best, best_vk, best_d, coast = _weigh(cap, 0.0, ahead, two_a, v, coast_before, inf, cap, 0.0, False)
+    for k in range(first, n):
+        d = limit_s[k] - front
+        if d > reach:
+            break
+        vk = limit_v[k] * factor
+        if vk < cap:
+            best, best_vk, best_d, coast = _weigh(
+                vk, d, ahead, two_a, v, coast_before, best, best_vk, best_d, coast
+            )
+    if has_stop:
+        best, best_vk, best_d, coast = _weigh(
+            0.0, _pymax(stop_s - front, 0.0), ahead, two_a, v, coast_before, best, best_vk, best_d, coast
+        )
+    if has_sig_stop:
+        best, best_vk, best_d, coast = _weigh(
+            0.0, _pymax(sig_stop - front, 0.0), ahead, two_a, v, coast_before, best, best_vk, best_d, coast
+        )
+    if has_creep and creep_at > front:
+        best, best_vk, best_d, coast = _weigh(
+            creep, creep_at - front, ahead, two_a, v, coast_before, best, best_vk, best_d, coast
+        )
+    for r in range(sig_limits.shape[0]):
+        if sig_limits[r, 1] < rear:
+            continue
+        best, best_vk, best_d, coast = _weigh(
+            sig_limits[r, 2], _pymax(sig_limits[r, 0] - front, 0.0), ahead, two_a, v, coast_before,
+            best, best_vk, best_d, coast,
+        )  # fmt: skip
+    vk, d = best_vk, best_d
+    if d > 0.0 and vk < v and v > best - on_curve_by:
+        if lap:
+            return -1, 0.0, applied, False
+        room = d - fwd * delay
+        need = (v * v - vk * vk) / (2.0 * room) if room > 1e-3 else 3.0 * decel
+        asked = _pymin(need, 3.0 * decel)
+        emergency = d > 1e-3 and need > emergency_over * decel
+        return 2, asked, _follow(applied, asked, dt, bd, rate, release_over_build), emergency
+    if v > best + 1e-6:
+        asked = _pymin((v - best) / _pymax(dt, 1e-3), 3.0 * decel)
+        return 3, asked, _follow(applied, asked, dt, bd, rate, release_over_build), False
+    if lap and braking:
+        return -1, 0.0, applied, False
+    applied = _follow(applied, 0.0, dt, bd, rate, release_over_build)
+    if coast:
+        return 1, 0.0, applied, False
+    return 0, best, applied, False
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _follow(applied, asked, dt, bd, rate, release_over_build):
+    """``AutoDriver._follow_brakes``: the brakes' application after asking ``asked``."""
+    if bd <= 0.0:
+        return asked
+    step = asked - applied
+    return applied + _pymin(_pymax(step, -dt * rate / release_over_build), dt * rate)

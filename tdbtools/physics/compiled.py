@@ -114,6 +114,10 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
 
     one, no = np.ones(2), np.zeros(2, dtype=bool)
     controls(*(one,) * 8, no, *(one,) * 6, 0.1, 1.15, 0.05, np.empty(2), np.empty(2), np.empty(2))
+    from ._driver_kernel import one_step
+
+    lim = np.zeros((1, 3))
+    one_step(front, one, lim, *(1.0,) * 12, True, False, True, 1.0, True, 1.0, True, 1.0, 0.3, 0.02, 2.0)
     took["drivers"] = time.perf_counter() - t
 
     tell("lookups")

@@ -209,6 +209,10 @@ class AutoDriver:
         self.train = ""
         #: Arrived at and left waiting points; the replay collects and clears them.
         self.events: list[ReplayEvent] = []
+        #: The rest of a step after the stops compiled (:class:`~.driver_step.CompiledStep`,
+        #: the same numbers; the replay sets it when it runs the compiled kernels), None:
+        #: this Python.
+        self.compiled: Any = None
 
     @property
     def stop_at(self) -> float | None:
@@ -251,11 +255,10 @@ class AutoDriver:
         b = max(first - 1, 0)
         cap = min(self.max_speed, min(v[a : b + 1]) * factor)
         out = [(cap, 0.0)]
-        reach = (
-            max(speed, cap) ** 2 / (2.0 * self.decel)
-            + 50.0
-            + speed * (st.dt + self.brake_delay + self.coast_before)
-        )
+        top = max(speed, cap)
+        # (top * top, not top ** 2: pow() is not always the rounded product, and the
+        # compiled step, _driver_kernel.one_step, multiplies)
+        reach = top * top / (2.0 * self.decel) + 50.0 + speed * (st.dt + self.brake_delay + self.coast_before)
         for k in range(max(first, 0), len(s)):
             ahead = s[k] - front
             if ahead > reach:
@@ -382,6 +385,10 @@ class AutoDriver:
         targets = self.targets
         while targets and targets[0].s < st.front - 1e-6:
             targets.pop(0)
+        if self.compiled is not None and not targets:
+            c = self.compiled.step(self, st)  # the rest below, compiled (None: not this time)
+            if c is not None:
+                return c
         cons = self.constraints(st)
         decel = self.decel
         two_a = 2.0 * decel

@@ -45,6 +45,7 @@ import numpy as np
 from ..errors import Diagnostics
 from ..formats.route import Route, load_route
 from ..track.traveller import Switches
+from .driver_step import compile_driver
 from .events import EventLog, StandIn, SwitchThrow
 from .safety import throw_switch
 from .scenario import Scenario, read_scenario
@@ -118,6 +119,13 @@ class Replay:
         if self.signal_set is not None:
             self.signals = ReplaySignals(self, self.signal_set)
         self.policy.start(self)
+        # (the hooks a policy left as they are, no-ops, not called every step)
+        hooks = type(self.policy)
+        self._before_step = None if hooks.before_step is ReplayPolicy.before_step else self.policy.before_step
+        self._after_step = None if hooks.after_step is ReplayPolicy.after_step else self.policy.after_step
+        if lay.compiled:  # the automatic drivers' steps compiled (the same numbers)
+            for t in self.trains:
+                compile_driver(t.driver)
 
     @property
     def events(self) -> list:
@@ -127,7 +135,8 @@ class Replay:
     # -- the loop ---------------------------------------------------------------------------
     def step(self) -> None:
         """One step of every stage (module docstring)."""
-        self.policy.before_step(self)
+        if self._before_step is not None:
+            self._before_step(self)
         sc = self.scenario
         dt = sc.step
         eng = self.engine
@@ -164,7 +173,8 @@ class Replay:
         if self.time + 1e-9 >= self._next_trace:
             self._next_trace += self.trace_every
             self.recorder.trace(self.time, trac, brk, self.forces.scale, x1, v1)
-        self.policy.after_step(self)
+        if self._after_step is not None:
+            self._after_step(self)
 
     def throw_switch(self, junction: int, route: int) -> None:
         """Throw a switch now: cars whose bogies straddle it on a line that takes the
