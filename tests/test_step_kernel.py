@@ -13,6 +13,7 @@ from tdbtools.physics import forces
 from tdbtools.physics.driver import Controls
 from tdbtools.physics.replay import Replay
 from tdbtools.physics.scenario import read_scenario
+from tdbtools.physics.stages.forces import car_types
 
 pytest.importorskip("numba", reason="the kernels need numba")
 pytestmark = needs_kernels  # (compares the kernels with the reference: none under the switch)
@@ -183,6 +184,23 @@ def test_after_step_is_the_numpy_sums():
         rb = fb - spacing
         pair = np.empty((n, 2))
         x0, x1, v1 = _ro(x0), _ro(x1), _ro(v1)
-        got = K.after_step(x0, x1, v1, trac, brk, sums, pair, cars)
+        got = K.after_step(x0, x1, v1, trac, brk, sums, pair, *car_types(cars))
         assert _bits(*sums, pair[:, 0], pair[:, 1]) == _bits(*want, fb, rb)
         assert got == (bool((fb > tol).any()), bool((rb < -1e-9).any()))
+
+
+def test_car_types_give_back_every_column_bit_for_bit():
+    """``car_types``: the table's column of each car is that car's column of ``cars``, bit
+    for bit (−0.0 and 0.0, NaNs of other payloads are other columns), and each distinct
+    column is in the table once."""
+    rng = np.random.default_rng(4)
+    pool = np.array([[1.0, 0.0, 2.5], [1.0, -0.0, 2.5], [np.nan, 3.0, 1.0], [7.0, 3.0, 1.0]]).T
+    odd_nan = np.array([0x7FF8000000000001], dtype=np.uint64).view(np.float64)[0]
+    pool = np.concatenate((pool, np.array([[odd_nan, 3.0, 1.0]]).T), axis=1)
+    for n in (1, 2, 50, 1000):
+        cars = pool[:, rng.integers(0, pool.shape[1], n)]
+        ctab, ctype = car_types(cars)
+        assert ctype.dtype == np.int64 and ctab.flags.c_contiguous
+        assert np.array_equal(ctab[:, ctype].view(np.uint64), cars.view(np.uint64))
+        distinct = {cars[:, k].tobytes() for k in range(n)}
+        assert ctab.shape[1] == len(distinct)

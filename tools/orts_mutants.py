@@ -459,7 +459,11 @@ M += [
 ]
 M += [
     # the long train's fused brakes and scalar laws (issue 32, tests/test_orts_fused.py)
-    ("tdbtools/physics/_orts_kernel.py", "u = abs(v[i]) * 3.6", "u = v[i] * 3.6"),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "u = abs(v[i]) * 3.6\n        mu = 7.6 / (u + 17.5) + 0.07\n        shoe = mu if law == LAW_MU else _np_clip(mu / normaliser, lo, hi)\n        c = ",
+        "u = v[i] * 3.6\n        mu = 7.6 / (u + 17.5) + 0.07\n        shoe = mu if law == LAW_MU else _np_clip(mu / normaliser, lo, hi)\n        c = ",
+    ),
     (
         "tdbtools/physics/_orts_kernel.py",
         "    if x < lo:\n        return lo",
@@ -525,8 +529,8 @@ M += [
     ),
     (
         "tdbtools/physics/_orts_kernel.py",
-        "return np_sum(frac, 0, n) / n, np_sum(force, 0, n)",
-        "return np_sum(frac, 0, n) / n, np_sum(frac, 0, n)",
+        "    memo[M_APPLIED] = applied\n    return applied, np_sum(force, 0, n)",
+        "    memo[M_APPLIED] = applied\n    return applied, np_sum(frac, 0, n)",
     ),
     (
         "tdbtools/physics/_orts_kernel.py",
@@ -558,6 +562,68 @@ M += [
         "return 0.0 + _pairwise(a, 0, a.size, f)",
         "return 0.0 + _pairwise(a, 0, a.size, 1.0) * f",
     ),
+    # (h32o: the long train's step with less work; tests/test_orts_quiet.py, test_step_kernel.py)
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "memo[M_QUIET] = 1.0 if (pipe_still and not valves_changed) else 0.0",
+        "memo[M_QUIET] = 1.0 if (pipe_still or not valves_changed) else 0.0",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "same_bits(x, aux[i]) and same_bits(b, bp[i]) and same_bits(c, cyl[i]) and s == state[i]",
+        "same_bits(x, aux[i]) and same_bits(b, bp[i]) and same_bits(c, cyl[i])",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "return a != 0.0 or math.copysign(1.0, a) == math.copysign(1.0, b)",
+        "return True",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "force[i] = capacity[i] * frac[i] * shoe",
+        "force[i] = capacity[i] * frac[i] * mu",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "return memo[M_APPLIED], np_sum(force, 0, n)",
+        "return 0.0, np_sum(force, 0, n)",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "u = abs(v[i]) * 3.6\n        mu = 7.6 / (u + 17.5) + 0.07\n        shoe = mu if law == LAW_MU else _np_clip(mu / normaliser, lo, hi)\n        force",
+        "u = v[i] * 3.6\n        mu = 7.6 / (u + 17.5) + 0.07\n        shoe = mu if law == LAW_MU else _np_clip(mu / normaliser, lo, hi)\n        force",
+    ),
+    ("tdbtools/physics/_orts_kernel.py", "        and same_bits(dt, memo[M_DT])\n", "\n"),
+    (
+        "tdbtools/physics/_step_kernel.py",
+        "sums[1, k] = np_sum(resist, bounds[k], bounds[k + 1])",
+        "sums[1, k] = np_sum(resist, bounds[k], bounds[k + 1] - 1)",
+    ),
+    (
+        "tdbtools/physics/_step_kernel.py",
+        "g = _on_table(x[k] - ctab[C_HALF, c], ctab, c)",
+        "g = _on_table(x[k], ctab, c)",
+    ),
+    (
+        "tdbtools/physics/_step_kernel.py",
+        "r = f - ctab[C_SPACING, c]",
+        "r = f - ctab[C_SPACING, k % ctab.shape[1]]",
+    ),
+    (
+        "tdbtools/physics/stages/forces.py",
+        "_, first, ctype = np.unique(keys, return_index=True, return_inverse=True)",
+        "_, first, ctype = np.unique(cols, axis=0, return_index=True, return_inverse=True)",
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "if x == last and (x != 0.0 or math.copysign(1.0, x) == math.copysign(1.0, last)):",
+        "if x == last:",
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "            if handle is not self._handle:",
+        "            if self._handle is None:",
+    ),
 ]
 TESTS = [
     "tests/test_orts_unit_kernel.py",
@@ -569,6 +635,8 @@ TESTS = [
     "tests/test_orts_replay.py",
     "tests/test_orts_driver.py",
     "tests/test_orts_vacuum.py",
+    "tests/test_orts_quiet.py",
+    "tests/test_step_kernel.py",
 ]
 # (the exit status stays 0, as before: the verdicts are read from the lines it prints)
 run(M, TESTS, [int(a) for a in sys.argv[1:]])

@@ -623,29 +623,32 @@ def work_arrays(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
+# int rows of the kept results within a step (a result per block, by its first car): the
+# split blocks' solutions (end, owner) and the joint-force checks (end, owner)
+I_SP_OWNER, I_SP_END, I_FC_END, I_FC_OWNER = 0, 1, 11, 12
+
+
 @_lazy
 def _new_cache(wf, wi, wb):
     """The solutions of split blocks within one step: per first car ``s`` of a block, its end,
-    direction, joint limits and solution; ``owner[i]``: the block whose values car ``i`` holds
-    (a later block over the same cars takes them over). Emptied for each step."""
-    owner = wi[0]
+    direction and solution; ``owner[i]``: the block whose values car ``i`` holds (a new
+    solution drops those it overlaps; a limit that moves drops the one over its joint,
+    :func:`_limit_moved`). Emptied for each step."""
+    owner = wi[I_SP_OWNER]
     owner[:] = -1
-    return owner, wi[1], wf[0], wb[0], wb[1], wf[1], wb[2]
+    end = wi[I_SP_END]
+    end[:] = -1
+    return owner, end, wf[0], wf[1], wb[2]
 
 
 @_lazy
-def _cached_split(cache, atz, att, s, e, sg, a_car, brk):
+def _cached_split(cache, s, e, sg, a_car, brk):
     """The cached solution of block ``s..e-1`` written to ``a_car``/``brk``: its number of
-    cuts, or -1 when it is not cached (Engine._split_blocks' cache, the same key)."""
-    owner, end, sgn, z, t, y, cut = cache
-    if owner[s] != s or end[s] != e or sgn[s] != sg:
+    cuts, or -1 when it is not cached (Engine._split_blocks' cache, the same key: the
+    joints' limits are the solution's while it is kept)."""
+    _owner, end, sgn, y, cut = cache
+    if end[s] != e or sgn[s] != sg:
         return -1
-    for i in range(s, e):
-        if owner[i] != s:
-            return -1
-    for j in range(s, e - 1):
-        if z[j] != atz[j] or t[j] != att[j]:
-            return -1
     c = 0
     for i in range(s, e):
         a_car[i] = y[i]
@@ -657,16 +660,17 @@ def _cached_split(cache, atz, att, s, e, sg, a_car, brk):
 
 
 @_lazy
-def _store_split(cache, atz, att, s, e, sg, ys, cuts, nc):
-    owner, end, sgn, z, t, y, cut = cache
-    end[s] = e
-    sgn[s] = sg
+def _store_split(cache, s, e, sg, ys, cuts, nc):
+    owner, end, sgn, y, cut = cache
     for i in range(s, e):
+        o = owner[i]
+        if o >= 0 and o != s:
+            end[o] = -1
         owner[i] = s
         y[i] = ys[i - s]
+    end[s] = e
+    sgn[s] = sg
     for j in range(s, e - 1):
-        z[j] = atz[j]
-        t[j] = att[j]
         cut[j] = False
     for i in range(nc):
         cut[s + cuts[i]] = True
@@ -678,14 +682,25 @@ def _workspace(wf, wi, wb):
     checks kept per block are emptied (valid within one step)."""
     bc_end = wi[2]
     bc_end[:] = -1
-    fc_end = wi[11]
+    fc_end = wi[I_FC_END]
     fc_end[:] = -1
+    wi[I_FC_OWNER][:] = -1
     return (
         wb[3], wi[4], wf[2], wf[3], wf[4], wf[5], wf[6], wf[7], wf[8], wf[9], wb[4], wb[5],
         bc_end, wf[11], wf[12], wf[13],
-        fc_end, wi[12], wf[26], wf[27], wf[28], wf[29], wb[6], wb[7], wb[8], wb[9],
+        fc_end, wi[I_FC_OWNER], wf[26], wf[27], wb[6], wb[9],
         wi[13], wi[14], wf[30],
     )  # fmt: skip
+
+
+@_inline
+def _uniform(v, s, e):
+    """Whether cars ``s..e-1`` all have the speed of car ``s``."""
+    x = v[s]
+    for i in range(s + 1, e):
+        if v[i] != x:
+            return False
+    return True
 
 
 @_inline
@@ -695,57 +710,65 @@ def _lock(atz, att, v, j):
 
 
 @_inline
-def _checked_before(fc, atz, att, s, e, ak, sk, p0, allmov):
+def _checked_before(fc, s, e, ak, sk, allmov):
     """Whether block ``s..e-1``'s joint forces were checked earlier in this step with the
-    same inputs: its cars, joint limits, acceleration, direction, whether every block
-    moved, and the running sum before its first car (so the same additions, the same
-    result)."""
-    fc_end, owner, fa, fs, fp0, _acc, _bad, fz, ft, fmov = fc
-    if fc_end[s] != e or fa[s] != ak or fs[s] != sk or fp0[s] != p0 or fmov[s] != allmov:
-        return False
-    for i in range(s, e):
-        if owner[i] != s:
-            return False
-    for j in range(s, e - 1):
-        if fz[j] != atz[j] or ft[j] != att[j]:
-            return False
-    return True
+    same inputs: its cars, acceleration, direction and whether every block moved (the
+    forces are the step's). Its joints' limits are the check's too: a change of a limit
+    drops the checks over that joint (:func:`_limit_moved`)."""
+    fc_end, _owner, fa, fs, _bad, fmov = fc
+    return fc_end[s] == e and fa[s] == ak and fs[s] == sk and fmov[s] == allmov
 
 
 @_inline
-def _keep_check(fc, atz, att, s, e, ak, sk, p0, allmov, acc, bad):
-    fc_end, owner, fa, fs, fp0, facc, fbad, fz, ft, fmov = fc
+def _keep_check(fc, s, e, ak, sk, allmov, bad):
+    """Keep block ``s..e-1``'s check; the checks kept before over any of its cars are
+    dropped, so the kept checks never overlap and ``owner[i]`` is the one over car ``i``."""
+    fc_end, owner, fa, fs, fbad, fmov = fc
+    for i in range(s, e):
+        o = owner[i]
+        if o >= 0 and o != s:
+            fc_end[o] = -1
+        owner[i] = s
     fc_end[s] = e
     fa[s] = ak
     fs[s] = sk
-    fp0[s] = p0
     fmov[s] = allmov
-    facc[s] = acc
     fbad[s] = bad
-    for i in range(s, e):
-        owner[i] = s
-    for j in range(s, e - 1):
-        fz[j] = atz[j]
-        ft[j] = att[j]
 
 
 @_inline
-def _force_check(m, drive, resist, atz, att, s, e, ak, sk, p0, tol, allmov):
-    """Block ``s..e-1``'s joint forces from the running sum ``p0`` before its first car:
-    whether one has the wrong sign or (at rest) a car could break free, and the running
-    sum after its last car."""
+def _limit_moved(end, owner, j):
+    """Joint ``j`` reached or left a limit: the result kept over it (if any) is dropped
+    (``end``, ``owner``: the rows of the kept checks or split solutions)."""
+    o = owner[j]
+    if o >= 0 and j < end[o] - 1:
+        end[o] = -1
+
+
+@_inline
+def _limits_moved(wi, j):
+    """:func:`_limit_moved` for the kept joint-force checks and split solutions."""
+    _limit_moved(wi[I_FC_END], wi[I_FC_OWNER], j)
+    _limit_moved(wi[I_SP_END], wi[I_SP_OWNER], j)
+
+
+@_inline
+def _force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, allmov):
+    """Whether one of block ``s..e-1``'s joint forces has the wrong sign or (at rest) a
+    car could break free. A joint's force is the running sum of ``F - m·a`` from the
+    block's first car (Engine: engine_groups.blocks_that_split)."""
     joints = allmov or sk != 0.0
     rest = not allmov and sk == 0.0
     bad = False
-    acc = p0
+    acc = 0.0
     for i in range(s, e):
         E = drive[i] - sk * resist[i] - m[i] * ak
-        acc = E if i == 0 else acc + E
+        acc = E if i == s else acc + E
         if i < e - 1:  # a joint inside the block: at a limit (lock)
             sj = 1.0 if atz[i] else -1.0
-            bad |= joints & (atz[i] != att[i]) & (sj * (acc - p0) > tol)
+            bad |= joints & (atz[i] != att[i]) & (sj * acc > tol)
         bad |= rest & (abs(drive[i]) > resist[i] + tol)
-    return bad, acc
+    return bad
 
 
 @_lazy
@@ -762,13 +785,15 @@ def regroup(
 
     Incremental where that gives the same numbers: the blocks from the last round's
     groups (``gstart[:ngp]``) and the runs of cars the impulses moved (``rs``/``re``,
-    ``nr`` of them) unless ``full``; a block's joint-force check kept when its inputs,
-    the running sum before it included, are those of an earlier check this step."""
+    ``nr`` of them) unless ``full``; a block's joint-force check and split solution kept
+    while its cars, direction and joint limits are those of an earlier one this step
+    (a kept result is looked up in O(1): :func:`_limits_moved` drops it when a limit
+    of its joints moves)."""
     (
         lock, bstart, _mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, bc_end, bc_M, bc_D, bc_R,
-        fc_end, fc_owner, fc_a, fc_s, fc_p0, fc_acc, fc_bad, fc_z, fc_t, fc_mov, types, cuts, y,
+        fc_end, fc_owner, fc_a, fc_s, fc_bad, fc_mov, types, cuts, y,
     ) = ws  # fmt: skip
-    fc = (fc_end, fc_owner, fc_a, fc_s, fc_p0, fc_acc, fc_bad, fc_z, fc_t, fc_mov)
+    fc = (fc_end, fc_owner, fc_a, fc_s, fc_bad, fc_mov)
     n = m.size
     # blocks: joints at a limit with equal speeds. A joint inside one of the last round's
     # groups still is (its gap has not moved, its cars' speeds are equal), unless an
@@ -810,9 +835,24 @@ def regroup(
                 bstart[nb] = j + 1
                 nb += 1
     allmov = True
+    kp = 0  # the last round's group at or after this block's first car
+    r = 0  # the first run of the impulses that does not end before it
     for k in range(nb):
         s = bstart[k]
         e = bstart[k + 1] if k + 1 < nb else n
+        # the block's speed: its cars' common speed when they all have one (exactly, not
+        # rounded through Σm·v/Σm), else Σm·v/Σm. A last round's group that no impulse
+        # touched has one (its cars' speeds are its speed, :func:`_fill`): not looked at.
+        uniform = False
+        if not full:
+            while kp < ngp and gstart[kp] < s:
+                kp += 1
+            if kp < ngp and gstart[kp] == s and (gstart[kp + 1] if kp + 1 < ngp else n) == e:
+                while r < nr and re[r] <= s:
+                    r += 1
+                uniform = r >= nr or rs[r] >= e
+        if not uniform:
+            uniform = _uniform(v, s, e)
         if bc_end[s] == e:  # the same cars as a block earlier in this step: the same sums
             M = bc_M[s]
             D = bc_D[s]
@@ -825,7 +865,7 @@ def regroup(
             bc_M[s] = M
             bc_D[s] = D
             bc_R[s] = R
-        vk = _seg_sum_mv(m, v, s, e) / M
+        vk = v[s] if uniform else _seg_sum_mv(m, v, s, e) / M
         Mb[k] = M
         Db[k] = D
         Rb[k] = R
@@ -840,23 +880,22 @@ def regroup(
         ab[k] = (D - sg * R) / M if sg != 0.0 else 0.0
     nslow = 0
     if nb < n:
-        # the joint forces of every block (running sums over all cars, as numpy's), the
+        # the joint forces of every block (running sums from the block's first car), the
         # blocks whose forces have the wrong sign, and blocks at rest a car could leave
-        # (per block, and the tests as selects: their outcomes are data, badly predicted
-        # as branches; the running sum before a block's first car s is p0)
-        acc = 0.0
+        # (the tests as selects: their outcomes are data, badly predicted as branches). A
+        # block checked before in this step with the same inputs keeps its check.
         for k in range(nb):
             s = bstart[k]
             e = bstart[k + 1] if k + 1 < nb else n
             ak = ab[k]
             sk = sb[k]
-            p0 = acc
-            if _checked_before(fc, atz, att, s, e, ak, sk, p0, allmov):
+            if e - s == 1:
+                bad = (not allmov and sk == 0.0) and abs(drive[s]) > resist[s] + tol
+            elif _checked_before(fc, s, e, ak, sk, allmov):
                 bad = fc_bad[s]
-                acc = fc_acc[s]
             else:
-                bad, acc = _force_check(m, drive, resist, atz, att, s, e, ak, sk, p0, tol, allmov)
-                _keep_check(fc, atz, att, s, e, ak, sk, p0, allmov, acc, bad)
+                bad = _force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, allmov)
+                _keep_check(fc, s, e, ak, sk, allmov, bad)
             slow[k] = bad
             nslow += bad
         for k in range(nb if nslow else 0):
@@ -868,7 +907,7 @@ def regroup(
                 continue
             moving = sb[k] != 0.0 and vb[k] != 0.0
             sg = sb[k] if moving else 0.0
-            c = _cached_split(cache, atz, att, s, e, sg, a_car, brk)
+            c = _cached_split(cache, s, e, sg, a_car, brk)
             if c >= 0:
                 continue
             _types_of(atz, att, s, e, types)
@@ -884,7 +923,7 @@ def regroup(
                 a_car[s + i] = y[i]
             for i in range(c):
                 brk[s + cuts[i]] = True
-            _store_split(cache, atz, att, s, e, sg, y, cuts, c)
+            _store_split(cache, s, e, sg, y, cuts, c)
     # the groups: their first cars, speeds and accelerations, and the joints between
     # groups on one line (the only gaps that move); a block that did not split is a group
     ng = 0
@@ -1123,10 +1162,12 @@ def _fill(gstart, ng, n, gval, out):
 @_lazy
 def _advance(
     tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt,
+    wi,
 ):  # fmt: skip
     """Engine._advance: every group moves ``tau`` seconds at its acceleration; the cars'
     speeds are their groups' (also when ``tau`` is not positive: :func:`regroup` leaves
-    them to this)."""
+    them to this). A joint that reaches or leaves a limit drops the joint-force check
+    and the split solution kept over it (``wi``: the int work rows, :func:`_limits_moved`)."""
     if not tau > 0.0:
         _fill(gstart, ng, n, gv, v)
         return ev, cnt, dirty, time
@@ -1153,8 +1194,12 @@ def _advance(
                 g = h
             dirty = True
         gap[j] = g
-        atz[j] = g <= 0.0
-        att[j] = g >= h
+        gz = g <= 0.0
+        gt = g >= h
+        if gz != atz[j] or gt != att[j]:
+            _limits_moved(wi, j)
+        atz[j] = gz
+        att[j] = gt
     for li in range(line_first.size):
         xlead[li] += dg[_group_of(gstart, ng, line_first[li])]
     _fill(gstart, ng, n, gv, v)
@@ -1293,7 +1338,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
         tau = remaining if last else t_min
         # -- advance by tau
         ev, cnt, dirty, time = _advance(
-            tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt
+            tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt, wi
         )  # fmt: skip
         if nj and tau > 0.0:
             moved = True
@@ -1305,6 +1350,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
         for q in range(nj):
             j = jb[q]
             if tc[q] <= lim:
+                _limits_moved(wi, j)
                 gap[j] = 0.0
                 atz[j] = True
                 att[j] = 0.0 >= hi[j]
@@ -1313,6 +1359,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
         for q in range(nj):
             j = jb[q]
             if tt[q] <= lim:
+                _limits_moved(wi, j)
                 gap[j] = hi[j]
                 atz[j] = hi[j] <= 0.0
                 att[j] = True
@@ -1332,7 +1379,7 @@ def step(drive, resist, dt, rest, time, dirty, quiet, wf, wi, wb, out, gid_out):
             truncated = True
             # the rest of the step without interactions (as Engine.step; never expected)
             ev, cnt, dirty, time = _advance(
-                remaining, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt
+                remaining, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt, wi
             )  # fmt: skip
             moved = True
             break

@@ -75,9 +75,20 @@ def _np_min(a, b):
 
 
 @_jit
+def same_bits(a, b):
+    """Whether the floats ``a`` and ``b`` are the same bits (a NaN never is: a caller that
+    skips work on "nothing changed" then does the work)."""
+    if a != b:
+        return False
+    return a != 0.0 or math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@_jit
 def step_valves(bp, aux, cyl, state, ratio, app_rate, rel_rate, aux_rate, full_service_bp, dt):
     """:meth:`AirBrakeTrain.step_valves` (in place), car by car: the same operations as its
-    numpy masks and ``np.where``s, each car's on its own numbers (no car reads another's)."""
+    numpy masks and ``np.where``s, each car's on its own numbers (no car reads another's).
+    Returns whether any value it wrote differs from what was there (bit for bit)."""
+    changed = False
     emerg_below = full_service_bp - _VALVE_BAND
     for i in range(bp.size):
         b, x, c, s0, r = bp[i], aux[i], cyl[i], state[i], ratio[i]
@@ -111,10 +122,17 @@ def step_valves(bp, aux, cyl, state, ratio, app_rate, rel_rate, aux_rate, full_s
             c = _np_max(c - dt * rel_rate[i], 0.0)
         dq = _np_min(dt * aux_rate[i], (b - x) / (1.0 + _AUX_PIPE_VOLUME_RATIO))
         dq = _np_max(dq, 0.0) if (rel and x < b) else 0.0
-        aux[i] = x + dq
-        bp[i] = b - dq * _AUX_PIPE_VOLUME_RATIO
+        x = x + dq
+        b = b - dq * _AUX_PIPE_VOLUME_RATIO
+        if not changed:
+            changed = not (
+                same_bits(x, aux[i]) and same_bits(b, bp[i]) and same_bits(c, cyl[i]) and s == state[i]
+            )
+        aux[i] = x
+        bp[i] = b
         cyl[i] = c
         state[i] = s
+    return changed
 
 
 @_jit
@@ -257,30 +275,84 @@ P_LAW, P_NORMALISER, P_SHOE_MIN, P_SHOE_MAX = range(6, 10)
 N_BRAKE_CONSTS = 10
 
 
+# train_brakes' memory of its last call (``memo``, per train): whether that call's pipe and
+# valves left every value as it was, the inputs it had, and the mean cylinder share
+M_QUIET, M_TARGET, M_HAS_TARGET, M_EMERGENCY, M_DT, M_APPLIED = range(6)
+N_BRAKE_MEMO = 6
+
+
 @_jit
-def train_brakes(bp, aux, cyl, state, cars, consts, target, has_target, emergency, dt, v, force, frac):
+def _shares_forces(v, frac, capacity, law, normaliser, lo, hi, force):
+    """:func:`brake_forces`' forces from the cylinders' shares ``frac`` it gave."""
+    for i in range(v.size):
+        u = abs(v[i]) * 3.6
+        mu = 7.6 / (u + 17.5) + 0.07
+        shoe = mu if law == LAW_MU else _np_clip(mu / normaliser, lo, hi)
+        force[i] = capacity[i] * frac[i] * shoe
+
+
+@_jit
+def _pipe_at(bp, target, settled):
+    """Whether :func:`step_pipe` towards ``target`` leaves ``bp`` as it is: every car's
+    pressure is the target's bits (then it is within ``settled`` and set to the target)."""
+    if not 0.0 <= settled:
+        return False
+    for i in range(bp.size):
+        if not same_bits(bp[i], target):
+            return False
+    return True
+
+
+@_jit
+def train_brakes(bp, aux, cyl, state, cars, consts, target, has_target, emergency, dt, v, force, frac, memo):
     """One train's air brakes for a step of ``dt`` s in one call: :func:`step_pipe` towards
     ``target`` (``has_target`` False: lapped), :func:`step_valves`, then
     :func:`brake_forces` into ``force`` and ``frac`` (per car); returns the mean of
     ``frac`` as numpy's ``np.add.reduce(frac) / frac.size`` gives it, and
     ``np.add.reduce(force)``. The same functions
     as the three calls it replaces, so the same numbers, with a dozen arguments instead
-    of some thirty (numba's dispatch costs per argument)."""
+    of some thirty (numba's dispatch costs per argument).
+
+    A released train's brakes come to rest: the pipe at the target and the valves
+    changing nothing. ``memo`` (``M_*``) remembers a call whose pipe and valves changed
+    nothing and its inputs; the next call with the same inputs (bit for bit) skips both,
+    since they are functions of the state and those inputs alone and would change
+    nothing again; the cylinders' shares in ``frac`` and their mean are then those of the
+    last call too. The forces, which follow the cars' speeds, are worked out each call."""
+    law = LAW_MU if consts[P_LAW] == LAW_MU else LAW_FACTOR
+    n = frac.size
+    if (
+        memo[M_QUIET] != 0.0
+        and same_bits(target, memo[M_TARGET])
+        and has_target == (memo[M_HAS_TARGET] != 0.0)
+        and emergency == (memo[M_EMERGENCY] != 0.0)
+        and same_bits(dt, memo[M_DT])
+    ):
+        _shares_forces(
+            v, frac, cars[B_CAPACITY], law, consts[P_NORMALISER], consts[P_SHOE_MIN], consts[P_SHOE_MAX], force
+        )  # fmt: skip
+        return memo[M_APPLIED], np_sum(force, 0, n)
+    pipe_still = has_target and _pipe_at(bp, target, consts[P_SETTLED])
     step_pipe(
         bp, cars[B_VOL], target, has_target, emergency, consts[P_CHARGING], consts[P_SERVICE_TAU],
         consts[P_EMERGENCY_TAU], consts[P_TAU], dt, consts[P_SETTLED],
     )  # fmt: skip
-    step_valves(
+    valves_changed = step_valves(
         bp, aux, cyl, state, cars[B_RATIO], cars[B_APP_RATE], cars[B_REL_RATE], cars[B_AUX_RATE],
         consts[P_FULL_SERVICE_BP], dt,
     )  # fmt: skip
-    law = LAW_MU if consts[P_LAW] == LAW_MU else LAW_FACTOR
+    memo[M_QUIET] = 1.0 if (pipe_still and not valves_changed) else 0.0
+    memo[M_TARGET] = target
+    memo[M_HAS_TARGET] = 1.0 if has_target else 0.0
+    memo[M_EMERGENCY] = 1.0 if emergency else 0.0
+    memo[M_DT] = dt
     brake_forces(
         v, cyl, cars[B_MAX_CYL], cars[B_SPRING], cars[B_CAPACITY], law, consts[P_NORMALISER],
         consts[P_SHOE_MIN], consts[P_SHOE_MAX], force, frac,
     )  # fmt: skip
-    n = frac.size
-    return np_sum(frac, 0, n) / n, np_sum(force, 0, n)
+    applied = np_sum(frac, 0, n) / n
+    memo[M_APPLIED] = applied
+    return applied, np_sum(force, 0, n)
 
 
 # -- one power unit (orts/unit.py: PowerUnit) ---------------------------------------------

@@ -12,7 +12,8 @@ so the results are the same bits: ``tests/test_step_kernel.py`` compares each wi
 code it stands for, and whole replays run both ways.
 
 The fixed values come packed (numba's dispatch costs per argument): ``cars`` holds one
-row per ``C_*`` below, one column per car; ``trains`` one row per ``T_*``, one column per
+row per ``C_*`` below, one column per car (``ctab``: its distinct columns, ``ctype``: each
+car's column there); ``trains`` one row per ``T_*``, one column per
 train; ``engines`` one row per ``E_*``, one column per engine; ``out`` one row per
 ``F_*`` (written).
 """
@@ -24,6 +25,10 @@ from numba import njit
 
 from ._engine_kernel import _seg_sum
 from ._lookup_kernel import interp
+
+# (numba's cache checks only this file: a change to np_sum needs this module's cache
+# dropped too, as for the two imports above)
+from ._orts_kernel import np_sum
 
 _jit = njit(cache=True, nogil=True, error_model="numpy")
 
@@ -43,24 +48,27 @@ N_OUT_ROWS = 8
 
 
 @_jit
-def _on_table(g, cars, k):
-    """Car ``k``'s line distance ``g`` clipped onto its line (``[0, line_len]``, as
-    np.maximum / np.minimum: a NaN stays) and moved by the line's ``base`` into the
-    global tables."""
+def _on_table(g, ctab, c):
+    """A line distance ``g`` of a car with the constants ``ctab[:, c]`` clipped onto its
+    line (``[0, line_len]``, as np.maximum / np.minimum: a NaN stays) and moved by the
+    line's ``base`` into the global tables."""
     if g < 0.0:
         g = 0.0
-    if g > cars[C_LINE_LEN, k]:
-        g = cars[C_LINE_LEN, k]
-    return g + cars[C_BASE, k]
+    if g > ctab[C_LINE_LEN, c]:
+        g = ctab[C_LINE_LEN, c]
+    return g + ctab[C_BASE, c]
 
 
 @_jit
-def car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out):
+def car_forces(x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, out):
     """Per car: gravity (−m·g·sinθ from the elevations under its bogies), Davis (blended
     with the starting resistance below the merge speed if ``consts[0]``), the curve
     resistance at its middle, and Davis + curve: ``out[F_GRAV:F_RESIST + 1]``.
 
-    ``fbrb``: the bogies' line distances (front, rear per car), ``x − half`` the middles';
+    Car ``k``'s constants are the column ``ctype[k]`` of ``ctab`` (the ``C_*`` rows of
+    ``cars``, each distinct column once: a long train's wagons share a few, and a step
+    then reads one index per car, not a dozen columns; the same values, so the same
+    numbers). ``fbrb``: the bogies' line distances (front, rear per car), ``x − half`` the middles';
     each goes into the global tables by :func:`_on_table` (``lines``: distance,
     elevation; ``pieces``: the curvature pieces' ends and values). ``rows``: each point's
     table row from the last call, bogies (2n) then middles (n), -1 for none; ``work``: 4n
@@ -77,26 +85,28 @@ def car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out):
     # as the numpy code looks them up (the rows kept per point stay close).
     for i in range(n):
         k = n - 1 - i
+        c = ctype[k]
         for j in range(2):
-            gb[2 * i + j] = _on_table(fbrb[k, 1 - j], cars, k)
+            gb[2 * i + j] = _on_table(fbrb[k, 1 - j], ctab, c)
     interp(gb, S, Y, Y, yb, yb, rows[: 2 * n], False)
     m = P1.size
     last_piece = PC.size - 1
     for k in range(n):
         i = n - 1 - k
-        sin = (yb[2 * i + 1] - yb[2 * i]) / cars[C_SPACING, k]
+        c = ctype[k]
+        sin = (yb[2 * i + 1] - yb[2 * i]) / ctab[C_SPACING, c]
         if sin < -1.0:
             sin = -1.0
         elif sin > 1.0:
             sin = 1.0
-        out[F_GRAV, k] = cars[C_NEG_MG, k] * sin
+        out[F_GRAV, k] = ctab[C_NEG_MG, c] * sin
         speed = abs(v[k])
-        if start and speed < cars[C_VM, k]:
-            dav = cars[C_F0, k] + cars[C_SLOPE, k] * speed
+        if start and speed < ctab[C_VM, c]:
+            dav = ctab[C_F0, c] + ctab[C_SLOPE, c] * speed
         else:
-            dav = cars[C_DA, k] + speed * (cars[C_DB, k] + speed * cars[C_DC, k])
+            dav = ctab[C_DA, c] + speed * (ctab[C_DB, c] + speed * ctab[C_DC, c])
         # the middle's curvature piece: searchsorted(P1, g, "left") (NaN: past the end)
-        g = _on_table(x[k] - cars[C_HALF, k], cars, k)
+        g = _on_table(x[k] - ctab[C_HALF, c], ctab, c)
         if g != g:
             p = m
         else:
@@ -117,10 +127,24 @@ def car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out):
                 while p > 0 and P1[p - 1] >= g:
                     p -= 1
             rows[2 * n + k] = p
-        crv = cars[C_MG_CURVE, k] * abs(PC[p if p < last_piece else last_piece])
+        crv = ctab[C_MG_CURVE, c] * abs(PC[p if p < last_piece else last_piece])
         out[F_DAV, k] = dav
         out[F_CRV, k] = crv
         out[F_RESIST, k] = dav + crv
+
+
+@_jit
+def car_forces_sums(x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, out, bounds, sums):
+    """:func:`car_forces`, then per train k (cars ``bounds[k]:bounds[k + 1]``) the sums of
+    its gravity and of its resistance, ``np.add.reduce`` of each slice bit for bit, into
+    ``sums[0, k]`` and ``sums[1, k]`` (the Open Rails profile's step reads them; its numpy
+    reference sums the slices, orts/replay_forces.py)."""
+    car_forces(x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, out)
+    grav = out[F_GRAV]
+    resist = out[F_RESIST]
+    for k in range(bounds.size - 1):
+        sums[0, k] = np_sum(grav, bounds[k], bounds[k + 1])
+        sums[1, k] = np_sum(resist, bounds[k], bounds[k + 1])
 
 
 @_jit
@@ -257,14 +281,15 @@ def train_forces(ctl, dt, v, trac0, cars, trains, bounds, consts, applied, out, 
 
 @_jit
 def few_train_forces(
-    x, v, fbrb, ctl, dt, cars, consts, lines, pieces, rows, work, trains, bounds, engines, applied, out, scale,
+    x, v, fbrb, ctl, dt, cars, ctab, ctype, consts, lines, pieces, rows, work, trains, bounds, engines, applied,
+    out, scale,
 ):  # fmt: skip
     """:func:`car_forces`, then :func:`traction` (if ``consts[1]``, with the adhesion
     limit if ``consts[2]``; else ``out[F_TRAC]`` holds the engines' forces already) and
     :func:`train_forces`: a few-train step's forces in one call. ``consts``: starting
     resistance (1/0), traction here (1/0), adhesion (1/0), the emergency brake factor,
     the top-speed taper (m/s)."""
-    car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out)
+    car_forces(x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, out)
     trac0 = work[: x.size]
     if consts[1] != 0.0:
         traction(ctl, v, engines, consts[2] != 0.0, trac0)
@@ -274,10 +299,11 @@ def few_train_forces(
 
 
 @_jit
-def after_step(x0, x1, v1, trac, brk, sums, fbrb, cars):
+def after_step(x0, x1, v1, trac, brk, sums, fbrb, ctab, ctype):
     """The step's sums and bogies, per car: ``sums[0] += max(trac·dx, 0)``, ``sums[1] +=
     brk·|dx|``, ``sums[2] = max(sums[2], |v1|)``; the bogies ``fbrb`` (front, rear per
-    car): ``x1 − front_bogie`` and that ``− spacing``. Returns (a front bogie past the
+    car): ``x1 − front_bogie`` and that ``− spacing`` (car ``k``'s constants the column
+    ``ctype[k]`` of ``ctab``, as :func:`car_forces`). Returns (a front bogie past the
     line's end, a rear bogie before its start)."""
     over = False
     under = False
@@ -291,11 +317,12 @@ def after_step(x0, x1, v1, trac, brk, sums, fbrb, cars):
         s = abs(v1[k])
         if s != s or s > sums[2, k]:  # (np.maximum: a NaN wins)
             sums[2, k] = s
-        f = x1[k] - cars[C_FRONT_BOGIE, k]
-        r = f - cars[C_SPACING, k]
+        c = ctype[k]
+        f = x1[k] - ctab[C_FRONT_BOGIE, c]
+        r = f - ctab[C_SPACING, c]
         fbrb[k, 0] = f
         fbrb[k, 1] = r
-        if f > cars[C_LEN_TOL, k]:
+        if f > ctab[C_LEN_TOL, c]:
             over = True
         if r < -1e-9:
             under = True

@@ -195,8 +195,9 @@ def _warm_orts_kernels() -> None:
     consts[K.P_LAW] = K.LAW_FACTOR
     brk = np.zeros(2)
     K.train_brakes(
-        air.bp, air.aux, air.cyl, air.state, cars, consts, 80.0, True, False, 0.1, v[0:2], brk[0:2], frac
-    )
+        air.bp, air.aux, air.cyl, air.state, cars, consts, 80.0, True, False, 0.1, v[0:2], brk[0:2], frac,
+        np.zeros(K.N_BRAKE_MEMO),
+    )  # fmt: skip
     # the power units' force and capacity (orts/unit.py: PowerUnit.compile): the packed
     # spec and Python floats
     spec = np.zeros(K.N_UNIT_SPEC)
@@ -235,14 +236,18 @@ def load_step_kernels() -> None:
     rows = np.full(3 * n, -1, dtype=np.int64)
     work = np.empty(4 * n)
     out = np.empty((K.N_OUT_ROWS, n))
-    K.car_forces(x, v, fbrb, cars, consts, lines, pieces, rows, work, out[:4].copy())
+    ctab, ctype = cars[:, :1].copy(), np.zeros(n, dtype=np.int64)
+    K.car_forces(x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, out[:4].copy())
     ctl = np.array([[1.0, 10.0, 1.0, 0.0, 0.0, 0.0]])
     trains = np.ones((K.N_TRAIN_ROWS, 1))
     engines = np.array([[0.0], [0.0], [1e5], [1e6], [1.0], [0.0]])
     bounds = np.array([0, n], dtype=np.int64)
     K.few_train_forces(
-        x, v, fbrb, ctl, 0.1, cars, consts, lines, pieces, rows, work, trains, bounds, engines,
+        x, v, fbrb, ctl, 0.1, cars, ctab, ctype, consts, lines, pieces, rows, work, trains, bounds, engines,
         np.zeros(1), out, np.empty(1),
     )  # fmt: skip
-    K.after_step(x, x, v, out[K.F_TRAC], out[K.F_BRAKE], np.zeros((3, n)), fbrb, cars)
+    K.after_step(x, x, v, out[K.F_TRAC], out[K.F_BRAKE], np.zeros((3, n)), fbrb, ctab, ctype)
+    K.car_forces_sums(
+        x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, np.empty((4, n)), bounds, np.empty((2, 1))
+    )
     _STEP_LOADED = True

@@ -66,9 +66,9 @@ Cost: a step with no event is a fixed number of numpy operations over all cars (
 force check is a cumulative sum); the pure-Python block solver runs only for a block that
 splits or for the cars of an impact. Impacts are looked for at the joints between groups
 only (inside a group the speeds are equal), and a short run of cars is resolved on Python
-floats. Each event still starts a round over every group of every line: the rounds, the
-block speeds recomputed from the cars (``Σm·v/Σm``) and the joint-force sums over all cars
-are part of the traces that ``tests/test_engine_golden.py`` keeps bit for bit. What changes only with the contacts is cached: the
+floats. Each event still starts a round over every group of every line; a block's speed
+is its cars' common speed when they have one (else ``Σm·v/Σm``) and its joint forces are
+summed from its own first car (docs/physics.md §1.1). What changes only with the contacts is cached: the
 limit masks (updated where a gap changes), the block structure (rebuilt only when a joint
 between groups reaches or leaves a limit or its speeds become equal) and the offsets of the
 cars behind each line's first car (for ``x``); within a step, the solution of a block that

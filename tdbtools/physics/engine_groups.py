@@ -61,7 +61,7 @@ class Blocks:
     joint_block: np.ndarray  # the block ahead of each of those joints
     joint_hi: np.ndarray  # their upper limits (slack, inf if not coupled)
     lead: np.ndarray  # block of each line's first car
-    force_from: np.ndarray  # (n - 1) first car of the block of the car ahead of each joint
+    multi_blocks: list[tuple[int, int]]  # (first car, end) of each block of two cars or more
     sign: np.ndarray  # (n - 1) +1 buffers locked, -1 taut coupler locked, else 0
     multi: bool  # some block has two cars or more
     lists: BlockLists | None  # set when there are at most SMALL blocks
@@ -173,7 +173,10 @@ def build_blocks(eng: Engine) -> Blocks:
     lists = None
     if starts.size <= SMALL:
         lists = BlockLists(mass.tolist(), joints.tolist(), jblock.tolist(), lead.tolist())
-    # joint force P_j = Pc[j + 1] - Pc[force_from[j]]; it must satisfy sign_j·P_j <= tol
+    sizes = np.diff(starts, append=n)
+    multi = (sizes > 1).nonzero()[0]
+    # joint force P_j = Σ (drive - sign·resist - m·a) from the first car of its block to car j;
+    # it must satisfy sign_j·P_j <= tol
     # (sign: +1 buffers locked, -1 taut coupler locked, 0 both or not locked)
     return Blocks(
         lock=lock,
@@ -184,7 +187,7 @@ def build_blocks(eng: Engine) -> Blocks:
         joint_block=jblock,
         joint_hi=eng._hi[joints],
         lead=lead,
-        force_from=starts[bid[:-1]],
+        multi_blocks=list(zip(starts[multi].tolist(), (starts[multi] + sizes[multi]).tolist())),
         sign=np.subtract(atz, att, dtype=np.float64) * lock,
         multi=starts.size < n,
         lists=lists,
@@ -232,7 +235,14 @@ def block_motion(eng: Engine, blk: Blocks, drive: np.ndarray, resist: np.ndarray
     nb = blk.count
     Db = np.add.reduceat(drive, starts)
     Rb = np.add.reduceat(resist, starts)
-    vb = np.add.reduceat(m * eng._v, starts) / M
+    v = eng._v
+    vb = np.add.reduceat(m * v, starts) / M
+    # a block whose cars all have one speed moves at that speed (exactly, not rounded
+    # through Σm·v/Σm; the compiled kernel does not look again at a last round's group
+    # that no impulse touched, whose cars have its speed)
+    v0 = v[starts]
+    uniform = np.logical_and.reduceat(v == v0[blk.of_car], starts)
+    vb[uniform] = v0[uniform]
     if blk.lists is not None:
         Dl, Rl, vl, Ml = Db.tolist(), Rb.tolist(), vb.tolist(), blk.lists.mass
         sl = [0.0] * nb
@@ -288,9 +298,12 @@ def blocks_that_split(
         sc = (np.array(sgn) if mo.lists is not None else sgn)[bid]
         a_car = mo.a_car = mo.a[bid]
         E = drive - sc * resist - m * a_car
-        Pc = eng._Pc
-        np.add.accumulate(E, out=Pc[1:])
-        badj = blk.sign * (Pc[1:-1] - Pc[blk.force_from]) > tol
+        # a joint's force: the running sum of E from its block's first car (one sum per
+        # block of two cars or more; the joints between blocks have sign 0)
+        P = np.zeros(n - 1)
+        for s, e in blk.multi_blocks:
+            np.add.accumulate(E[s : e - 1], out=P[s : e - 1])
+        badj = blk.sign * P > tol
         if not mo.all_moving:
             badj &= sc[:-1] != 0.0
     nbad = np.count_nonzero(badj) if badj is not None else 0

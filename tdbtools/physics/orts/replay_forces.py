@@ -17,7 +17,9 @@ throttle gives nothing while it is engaged (§7.2). numpy/Python only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,6 +47,8 @@ __all__ = ["OrtsTrainForces"]
 BRAKES_ON = 0.02
 #: m/s: above this a train runs (below it is starting)
 MOVING = 0.5
+#: the train-brake handle in emergency (a Handle is immutable: one serves every train)
+_EMERGENCY = Handle("emergency")
 #: np.sum of a 1-D float array without its Python wrapper (the same reduction, the same bits)
 _sum = np.add.reduce
 #: the compiled per-car brake forces (None without numba; physics/_orts_kernel.py)
@@ -54,6 +58,27 @@ _TRAIN_BRAKES = LazyKernel("_orts_kernel", "train_brakes")
 #: a train's sums of gravity and resistance in one compiled call (None without numba)
 _TWO_SUMS = LazyKernel("_orts_kernel", "two_sums")
 _LAWS = {"factor": 0, "mu": 1}  # (_orts_kernel's LAW_FACTOR, LAW_MU)
+
+
+class _Memo:
+    """A pure function of one float (a cab controller's law, which also takes constants)
+    with its last argument and value: asked again with the same bits, the same value
+    without the call (a driver's handles stay put for many steps)."""
+
+    __slots__ = ("f", "arg", "value")
+
+    def __init__(self, f: Callable[[float], Any]) -> None:
+        self.f = f
+        self.arg = math.nan  # (never the same bits: the first call calls)
+        self.value: Any = None
+
+    def __call__(self, x: float) -> Any:
+        last = self.arg
+        if x == last and (x != 0.0 or math.copysign(1.0, x) == math.copysign(1.0, last)):
+            return self.value
+        self.arg = x
+        self.value = self.f(x)
+        return self.value
 
 
 class _TrainBrakes:
@@ -69,16 +94,20 @@ class _TrainBrakes:
         self.compiled = compiled
         #: the one-call compiled step's kernel and packed constants (``_fuse``); None: the
         #: numpy code or the separate kernels; decided at the first step
-        self._fused: tuple[Any, np.ndarray, np.ndarray, np.ndarray, AirBrakeTrain] | None = None
+        self._fused: tuple[Any, np.ndarray, np.ndarray, np.ndarray, AirBrakeTrain, np.ndarray] | None = None
         self._fuse_decided = False
+        #: the last handle the fused step had and its (target, has target, emergency)
+        self._handle: Handle | None = None
+        self._target = (0.0, False, False)
 
     def full(self, v: float) -> float:
         """The train's brake force of a full-service application at speed ``v``."""
         return self.plan.full_force(v)
 
-    def _fuse(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, AirBrakeTrain] | None:
+    def _fuse(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, AirBrakeTrain, np.ndarray] | None:
         """(the kernel, per-car constants, train constants, a per-car buffer, the air
-        brakes) of ``_orts_kernel.train_brakes`` when the step can take it: compiled
+        brakes, the kernel's memo of its last call) of ``_orts_kernel.train_brakes`` when
+        the step can take it: compiled
         code chosen and usable, air brakes stepped compiled, every car on a default shoe
         curve. The constants are packed once: the air brakes' rates, ratios and volumes,
         the cylinders' and the plan's capacities do not change after they are made."""
@@ -103,7 +132,7 @@ class _TrainBrakes:
         consts[K.P_FULL_SERVICE_BP] = air.max_psi - air.full_service_drop
         consts[K.P_LAW], consts[K.P_NORMALISER] = _LAWS[law], DEFAULT_SHOE_NORMALISER
         consts[K.P_SHOE_MIN], consts[K.P_SHOE_MAX] = BRAKE_SHOE_FACTOR_MIN, BRAKE_SHOE_FACTOR_MAX
-        return kernel, cars, consts, np.empty(n), air
+        return kernel, cars, consts, np.empty(n), air, np.zeros(K.N_BRAKE_MEMO)
 
     def step(
         self, handle: Handle, dt: float, v_cars: np.ndarray, out: np.ndarray
@@ -114,11 +143,19 @@ class _TrainBrakes:
             self._fused, self._fuse_decided = self._fuse(), True
         fused = self._fused
         if fused is not None:  # (the pipe, the valves and the forces in one compiled call)
-            kernel, cars, consts, frac, air = fused
-            target = handle.target(air.max_psi, air.full_service_drop)
+            kernel, cars, consts, frac, air, memo = fused
+            if handle is not self._handle:  # (a schedule's handle is one object while it stays)
+                target = handle.target(air.max_psi, air.full_service_drop)
+                self._handle = handle
+                self._target = (
+                    0.0 if target is None else float(target),
+                    target is not None,
+                    handle.position == "emergency",
+                )
+            target, has_target, emergency = self._target
             self.applied, total = kernel(
-                air.bp, air.aux, air.cyl, air.state, cars, consts, 0.0 if target is None else float(target),
-                target is not None, handle.position == "emergency", float(dt), v_cars, out, frac,
+                air.bp, air.aux, air.cyl, air.state, cars, consts, target, has_target, emergency, float(dt),
+                v_cars, out, frac, memo,
             )  # fmt: skip
             return self.applied, total
         self.air.step(handle, dt)
@@ -213,6 +250,16 @@ class OrtsTrainForces:
                 stocks_per_train, schedule if schedule is not None else [True] * len(stocks_per_train)
             )
         ]
+        #: per train: the throttle, dynamic-brake and train-brake controllers' laws with
+        #: their last handle position and value (``_Memo``)
+        self.throttle_of = [_Memo(functools.partial(throttle_value, cab[0])) for cab in self.cab]
+        self.dynamic_of = [_Memo(functools.partial(dynamic_value, spec)) for spec in self.dynamic_cab]
+        self.handle_of = [
+            _Memo(functools.partial(brake_handle, cab[1], full_drop=drop, min_drop=cab[2]))
+            for cab, drop in zip(self.cab, self.full_drop)
+        ]
+        #: (the cars' count, per train the end of its cars) as the last step had them
+        self._ends: tuple[int, list[int]] = (-1, [])
         #: per train: the pipe reduction the automatic driver's handle stands at (psi)
         self.held = [0.0] * len(self.brakes)
         #: per train: the last step's deceleration but for traction (m/s²: the brakes,
@@ -227,17 +274,39 @@ class OrtsTrainForces:
         return self.brake_decel[k]
 
     def forces(
-        self, ctl: Sequence, v: np.ndarray, grav: np.ndarray, resist: np.ndarray, dt: float
+        self,
+        ctl: Sequence,
+        v: np.ndarray,
+        grav: np.ndarray,
+        resist: np.ndarray,
+        dt: float,
+        sums: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per car traction (signed along the train) and brake force (≥ 0); per train the
-        throttle used and the mean cylinder fraction (the traces' throttle and brake)."""
+        throttle used and the mean cylinder fraction (the traces' throttle and brake).
+        ``sums``: per train the sums of ``grav`` and ``resist`` over its cars (rows 0, 1),
+        each ``np.add.reduce`` of its slice, if the caller has them (the compiled step's
+        ``car_forces_sums``); None: summed here."""
         n = len(v)
         trac = np.zeros(n)
         brk = np.zeros(n)
-        scale = np.zeros(len(ctl))
-        applied = np.zeros(len(ctl))
-        ends = [*self.start[1:], n]
-        sums = _TWO_SUMS() if self.compiled else None
+        T = len(ctl)
+        scale = [0.0] * T
+        applied = [0.0] * T
+        if self._ends[0] != n:
+            self._ends = (n, [*self.start[1:], n])
+        ends = self._ends[1]
+        if sums is not None:
+            gsum, rsum = sums.tolist()
+        else:
+            two = _TWO_SUMS() if self.compiled else None
+            gsum, rsum = [0.0] * T, [0.0] * T
+            for k in range(T):
+                a, b = self.start[k], ends[k]
+                if two is not None:  # (the same two np.add.reduce, compiled in one call)
+                    gsum[k], rsum[k] = two(grav, resist, a, b)
+                else:
+                    gsum[k], rsum[k] = float(_sum(grav[a:b])), float(_sum(resist[a:b]))
         for k, c in enumerate(ctl):
             a, b = self.start[k], ends[k]
             vk = float(v[a])
@@ -245,16 +314,11 @@ class OrtsTrainForces:
             # the net force along the train's forward direction but for traction and
             # brakes (resistance opposes the motion); traction always pulls forward
             fwd = -1.0 if vk < 0.0 else 1.0
-            if sums is not None:  # (the same two np.add.reduce, compiled in one call)
-                gs, rs = sums(grav, resist, a, b)
-                other = gs - fwd * rs
-            else:
-                other = float(_sum(grav[a:b])) - fwd * float(_sum(resist[a:b]))
+            other = gsum[k] - fwd * rsum[k]
             M = self.inertia[k]
             groups = self.groups[k]
             tb = self.brakes[k]
-            throttle_spec, brake_spec, min_drop = self.cab[k]
-            throttle = throttle_value(throttle_spec, float(c.throttle))
+            throttle = self.throttle_of[k](float(c.throttle))
             hold = 0.0
             if c.speed_target is not None:
                 need = M * (c.speed_target - vk) / dt - other
@@ -263,10 +327,10 @@ class OrtsTrainForces:
                 throttle = min(max(need / cap, 0.0), 1.0) if cap > 0 else (1.0 if need > 0 else 0.0)
                 hold = max(-need, 0.0)
             if c.emergency:
-                handle = Handle("emergency")
+                handle = _EMERGENCY
             else:
                 # a schedule's brake: the handle at that position of the lead's controller
-                scheduled = brake_handle(brake_spec, float(c.brake), self.full_drop[k], min_drop)
+                scheduled = self.handle_of[k](float(c.brake))
                 reduction = scheduled.reduction if scheduled.position == "service" else 0.0
                 share = 0.0
                 if c.deceleration > 0 or hold > 0:  # (else neither reads the full force)
@@ -293,7 +357,7 @@ class OrtsTrainForces:
                 # no traction against brakes still applied (or releasing) while running;
                 # to start, the driver opens the throttle as it releases (no rolling back)
                 throttle = 0.0
-            dyn = dynamic_value(self.dynamic_cab[k], float(c.dynamic))
+            dyn = self.dynamic_of[k](float(c.dynamic))
             dyn_force = []
             for u, rows in groups:
                 trac[rows], fd = u.step(throttle, dyn, speed, dt)
@@ -309,4 +373,4 @@ class OrtsTrainForces:
             # zero, and np.add.reduce's sum, from +0.0, is the same with either sign)
             self.brake_decel[k] = (total - fwd * other) / M
             scale[k] = throttle
-        return trac, brk, scale, applied
+        return trac, brk, np.array(scale, dtype=np.float64), np.array(applied, dtype=np.float64)

@@ -58,6 +58,8 @@ class StepKernel:
 
     K: Any
     cars: np.ndarray
+    ctab: np.ndarray  # the distinct columns of ``cars``
+    ctype: np.ndarray  # per car, its column of ``ctab``
     consts: np.ndarray
     lines: np.ndarray
     pieces: np.ndarray
@@ -110,6 +112,18 @@ class TrainTable:
             inertia.tolist(), maxbrake.tolist(), vmax.tolist(), decel_mode.tolist(), build.tolist(),
             release.tolist(),
         )  # fmt: skip
+
+
+def car_types(cars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct columns of ``cars`` (bit for bit: a zero's sign and a NaN's bits
+    count) as the columns of a table, and per column of ``cars`` its column there. A long
+    train's wagons share a few: a compiled step then reads one index per car and a small
+    table instead of a dozen long rows (the memory a step touches, most of its time on a
+    long train)."""
+    cols = np.ascontiguousarray(cars.T)
+    keys = cols.view(np.dtype((np.void, cols.shape[1] * cols.itemsize))).ravel()
+    _, first, ctype = np.unique(keys, return_index=True, return_inverse=True)
+    return np.ascontiguousarray(cols[first].T), ctype.astype(np.int64).ravel()
 
 
 class CurveCache:
@@ -209,6 +223,9 @@ class ForceStage:
         # (the Open Rails profile works out traction and brakes itself: of the kernels it
         # takes the per-car forces and the bookkeeping after the engine's step)
         self.ck = self.step_kernel_args(n, train_loop=self.orts is None)
+        #: per train, the sums of its cars' gravity and resistance (the Open Rails profile's
+        #: compiled step writes them)
+        self.train_sums = np.zeros((2, len(self.trains)))
 
     def step_kernel_args(self, n: int, train_loop: bool = True) -> StepKernel | None:
         """The compiled arithmetic of a step around the engine (tdbtools.physics.
@@ -267,9 +284,12 @@ class ForceStage:
             engines[K.E_ADHESIVE] = 0.0 if self.adhesion is None else self.adhesive_g_eng
             # (as traction_and_brakes: Prepared.traction_few's operations up to 4 engines)
             traction_here = len(eng) <= 4 and not curves
+        ctab, ctype = car_types(cars)
         return StepKernel(
             K,
             cars,
+            ctab,
+            ctype,
             np.array([start, traction_here, self.adhesion is not None, laws.EMERGENCY_FACTOR, laws.TAPER_MS]),
             np.array([ln.S, ln.Y]),
             np.array([P1, PC]),
@@ -318,11 +338,22 @@ class ForceStage:
                 )
                 for k in range(len(ctl.throttle))
             ]  # fmt: skip
-        grav, dav, crv, resist = self.car_forces(x, v)
-        if resist is None:
-            resist = dav + crv
+        ck = self.ck
+        sums = None
+        if ck is not None:  # (the forces and each train's sums of two of them in one call)
+            out = np.empty((4, len(x)))
+            sums = self.train_sums
+            ck.K.car_forces_sums(
+                x, v, self.fbrb, ck.ctab, ck.ctype, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work, out,
+                ck.bounds, sums,
+            )  # fmt: skip
+            grav, resist = out[0], out[3]
+        else:
+            grav, dav, crv, resist = self.car_forces(x, v)
+            if resist is None:
+                resist = dav + crv
         self.last_forces = (grav, resist)
-        trac, brk, self.scale, applied = self.orts.forces(ctl, v, grav, resist, dt)
+        trac, brk, self.scale, applied = self.orts.forces(ctl, v, grav, resist, dt, sums)
         self.brake_applied[:] = applied
         return trac, brk, trac + grav, resist + brk
 
@@ -335,7 +366,7 @@ class ForceStage:
         L = self.L
         ck = self.ck
         if ck is not None:
-            past = ck.K.after_step(x, x1, v1, trac, brk, self.sums, self.fbrb, ck.cars)
+            past = ck.K.after_step(x, x1, v1, trac, brk, self.sums, self.fbrb, ck.ctab, ck.ctype)
             return bool(past[0] or past[1])
         dx = x1 - x
         trac_car, brake_car, vmax_car = self.sums
@@ -352,7 +383,9 @@ class ForceStage:
         ck = self.ck
         if ck is not None:
             out = np.empty((4, len(x)))
-            ck.K.car_forces(x, v, self.fbrb, ck.cars, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work, out)
+            ck.K.car_forces(
+                x, v, self.fbrb, ck.ctab, ck.ctype, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work, out
+            )  # fmt: skip
             return out[0], out[1], out[2], out[3]
         # _g of three per-car arrays in place: the bogies (the measures the last step
         # left, of these x; backwards, see __init__) and the middle of every car
@@ -411,7 +444,7 @@ class ForceStage:
             out[K.F_TRAC] = self.engine_traction(table[:, 2], v)
         self.scale = np.empty(len(ctrl))
         K.few_train_forces(
-            x, v, self.fbrb, table, dt, ck.cars, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work,
+            x, v, self.fbrb, table, dt, ck.cars, ck.ctab, ck.ctype, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work,
             ck.trains, ck.bounds, ck.engines, self.brake_applied, out, self.scale,
         )  # fmt: skip
         self.last_forces = (out[K.F_GRAV], out[K.F_RESIST])
@@ -622,4 +655,4 @@ class ForceStage:
         return trac, brk, scale, a
 
 
-__all__ = ["ForceStage", "StepKernel", "TrainTable", "pmax", "pmin"]
+__all__ = ["ForceStage", "StepKernel", "TrainTable", "car_types", "pmax", "pmin"]
