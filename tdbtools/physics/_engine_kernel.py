@@ -181,14 +181,18 @@ def _fsum(a, s, e):
     c = 0.0
     ae = 0.0
     for k in range(s, e):
-        x = a[k]
-        u = t + x
-        bp = u - t
-        err = (t - (u - bp)) + (x - bp)
-        t = u
-        c += err
-        ae += abs(err)
+        t, c, ae = _two_sum_add(t, c, ae, a[k])
     return _fsum_certified(a, s, e, t, c, ae)
+
+
+@_inline
+def _two_sum_add(t, c, ae, x):
+    """One addition of :func:`_fsum`'s pass: the running sum ``t`` with ``x`` added, its
+    exact error (TwoSum) added into ``c`` and its magnitude into ``ae``."""
+    u = t + x
+    bp = u - t
+    err = (t - (u - bp)) + (x - bp)
+    return u, c + err, ae + abs(err)
 
 
 @_inline
@@ -222,20 +226,8 @@ def _fsum2(a, b, s, e, tag, st):
     c2 = 0.0
     ae2 = 0.0
     for k in range(s, e):
-        x = a[k]
-        u = t + x
-        bp = u - t
-        err = (t - (u - bp)) + (x - bp)
-        t = u
-        c += err
-        ae += abs(err)
-        x2 = b[k]
-        u2 = t2 + x2
-        bp2 = u2 - t2
-        err2 = (t2 - (u2 - bp2)) + (x2 - bp2)
-        t2 = u2
-        c2 += err2
-        ae2 += abs(err2)
+        t, c, ae = _two_sum_add(t, c, ae, a[k])
+        t2, c2, ae2 = _two_sum_add(t2, c2, ae2, b[k])
         tag[k] = s
         r = st[k]
         r[0] = t
