@@ -34,6 +34,7 @@ class FusedTrain:
 
     __slots__ = (
         "kernel",
+        "call",
         "tb",
         "units",
         "tconst",
@@ -63,6 +64,9 @@ class FusedTrain:
         # the reference's brakes now work on the same constants and memo (views)
         tb._fused = (fused[0], bcars, tconst[:nb], frac, air, tconst[nb : nb + nm])
         self.kernel, self.tb, self.tconst, self.q = kernel, tb, tconst, tconst[nb + nm :]
+        #: the kernel's machine code for the types step_fused hands it (kernels.entry_point),
+        #: found at the first call
+        self.call: Any = None
         self.units = [u for u, _ in groups]
         self.units_a = np.zeros((len(groups), K.N_UNIT_COLS))
         for g, u in enumerate(self.units):

@@ -26,7 +26,7 @@ import numpy as np
 
 from ...formats.stock import Stock
 from ...formats.stock_parts import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN
-from ..kernels import LazyKernel
+from ..kernels import LazyKernel, entry_point
 from .airbrake import SETTLED_PSI, AirBrakeTrain, Handle
 from .auto_brakes import BrakePlan, brake_plan
 from .brakes import DEFAULT_SHOE_NORMALISER, cylinder_fraction
@@ -326,8 +326,6 @@ class OrtsTrainForces:
         engine's drive and opposing forces); ``sums``: per train its sums of gravity and
         resistance (written). Returns per train the throttle used and the mean cylinder
         share."""
-        from .. import _step_kernel as S
-
         if self.fused is None:
             from .fused_step import fused_train
 
@@ -358,11 +356,16 @@ class OrtsTrainForces:
                 _EMERGENCY if emergency else self.handle_of[k](float(c.brake))
             )
             target = c.speed_target
-            status, thr, app, decel = ft.kernel(
+            args = (
                 do_cars, x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, bounds, out, sums, k,
-                throttle, target is not None, 0.0 if target is None else float(target), emergency, h_target,
-                h_has, h_emergency, float(dt), ft.tconst, ft.units_a, ft.uidx, ft.caps, *ft.brake_args,
+                float(throttle), target is not None, 0.0 if target is None else float(target), emergency,
+                h_target, h_has, h_emergency, float(dt), ft.tconst, ft.units_a, ft.uidx, ft.caps, *ft.brake_args,
             )  # fmt: skip
+            if ft.call is None:  # (the first call through numba's dispatcher, then its machine code)
+                status, thr, app, decel = ft.kernel(*args)
+                ft.call = entry_point(ft.kernel, args)
+            else:
+                status, thr, app, decel = ft.call(*args)
             do_cars = False
             if status:
                 later.append(k)
@@ -372,6 +375,8 @@ class OrtsTrainForces:
             self.brake_decel[k] = decel
             scale[k], applied[k] = thr, app
         if later:
+            from .. import _step_kernel as S
+
             if do_cars:
                 S.car_forces_sums(
                     x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, out, bounds, sums
