@@ -665,7 +665,11 @@ M += [
         "        if c.speed_target is not None and tb.applied > BRAKES_ON and vk > MOVING:",
         "        if c.speed_target is not None and tb.applied > BRAKES_ON:",
     ),
-    ("tdbtools/physics/_orts_step_kernel.py", "                c += (s - t) + x", "                c += (s - t)"),
+    (
+        "tdbtools/physics/_orts_step_kernel.py",
+        "                c += (s - t) + x",
+        "                c += (s - t)",
+    ),
     ("tdbtools/physics/_orts_step_kernel.py", "    s = 0.0 + a[0]\n", "    s = a[0]\n"),
     (
         "tdbtools/physics/_orts_step_kernel.py",
@@ -677,7 +681,11 @@ M += [
         "            row[K.U_AVERAGE], row[K.U_TRACTION], row[K.U_PREV_SPEED] = u.average, u.traction, u.prev_speed",
         "            row[K.U_AVERAGE], row[K.U_PREV_SPEED] = u.average, u.prev_speed",
     ),
-    ("tdbtools/physics/orts/replay_forces.py", "            if target is not None and not emergency:", "            if False:"),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "            if target is not None and not emergency:",
+        "            if False:",
+    ),
 ]
 TESTS = [
     "tests/test_orts_unit_kernel.py",
