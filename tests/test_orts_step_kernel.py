@@ -68,7 +68,9 @@ def _line(n_pts: int = 400) -> tuple[np.ndarray, np.ndarray]:
     Y = np.where(S < 1500.0, 0.01 * S, 15.0 - 0.02 * (S - 1500.0))
     P1 = np.arange(0.0, 6001.0, 100.0)
     PC = np.where(np.arange(P1.size) % 3 == 0, 0.0, 1.0 / (300.0 + 10.0 * np.arange(P1.size)))
-    return np.array([S, Y]), np.array([P1, PC])
+    from tdbtools.physics import _step_kernel as K
+
+    return K.line_table(S, Y), np.array([P1, PC])
 
 
 def _phases(k: int) -> list[tuple[Controls, int]]:
@@ -240,3 +242,40 @@ def test_py_sum_is_pythons_sum(neumaier):
         ref = sum(xs) if neumaier == (sys.version_info >= (3, 12)) else model(xs)
         buf = np.append(a, 7.0)  # (only the first m count)
         assert _bits([py_sum(buf, m, neumaier)])[0] == _bits([float(ref)])[0], (trial, xs)
+
+
+@needs_numba
+def test_elevations_with_kept_slopes_are_numpys_interp():
+    """``_step_kernel._elevations`` (the slopes of ``line_table`` read, not divided)
+    against np.interp and the lookup kernel's ``interp``, bit for bit (a zero's sign, a
+    NaN): random tables with repeated points and infinite values, points at, between
+    and outside the table points, NaN, and rows kept from call to call."""
+    from tdbtools.physics import _step_kernel as K
+    from tdbtools.physics._lookup_kernel import interp
+
+    rng = np.random.default_rng(33)
+    for t in range(120):
+        m = int(rng.integers(2, 1500))
+        xp = np.sort(rng.normal(size=m) * 1000.0)
+        if t % 3 == 0:
+            xp = np.sort(np.concatenate([xp, xp[rng.integers(0, m, size=m // 5)]]))
+        fp = rng.normal(size=xp.size) * 10.0 ** float(rng.integers(-3, 4))
+        if t % 7 == 0:
+            fp[rng.integers(0, fp.size, 3)] = np.inf
+        if t % 5 == 0:
+            fp[rng.integers(0, fp.size, 5)] = -0.0
+        table = K.line_table(xp, fp)
+        n = int(rng.integers(1, 2000))
+        rows = rng.integers(-5, xp.size + 5, size=n).astype(np.int64)
+        rows2 = rows.copy()
+        x = rng.normal(size=n) * 1200.0
+        for _ in range(4):
+            x = x + rng.normal(size=n) * 10.0 ** float(rng.integers(-1, 3))
+            x[rng.integers(0, n, size=n // 10)] = xp[rng.integers(0, xp.size, size=n // 10)]
+            x[rng.integers(0, n, 2)] = np.nan
+            x[rng.integers(0, n, 2)] = xp[-1]
+            got, ref = np.empty(n), np.empty(n)
+            K._elevations(x, table[0], table[1], table[2], got, rows)
+            interp(x, xp, fp, fp, ref, ref, rows2, False)
+            assert np.array_equal(_bits(got), _bits(ref)), t
+            assert np.array_equal(_bits(got), _bits(np.interp(x, xp, fp))), t

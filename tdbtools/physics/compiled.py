@@ -228,7 +228,7 @@ def _warm_orts_kernels() -> None:
     fbrb = np.array([[-2.0, -12.0], [-22.0, -32.0]])
     ctab = np.ones((S.N_CAR_ROWS, 1))
     ctab[S.C_LINE_LEN] = 500.0
-    lines = np.array([[-100.0, 0.0, 100.0], [-1.0, 0.0, 1.0]])
+    lines = S.line_table(np.array([-100.0, 0.0, 100.0]), np.array([-1.0, 0.0, 1.0]))
     pieces = np.array([[0.0, 100.0], [0.0, 1e-3]])
     bounds = np.array([0, 2], dtype=np.int64)
     units = np.zeros((1, F.N_UNIT_COLS))
@@ -262,7 +262,7 @@ def load_step_kernels() -> None:
     cars = np.ones((K.N_CAR_ROWS, n))
     cars[K.C_LINE_LEN] = 500.0
     consts = np.array([1.0, 1.0, 0.0, 1.15, 0.05])
-    lines = np.array([[-100.0, 0.0, 100.0], [-1.0, 0.0, 1.0]])
+    lines = K.line_table(np.array([-100.0, 0.0, 100.0]), np.array([-1.0, 0.0, 1.0]))
     pieces = np.array([[0.0, 100.0], [0.0, 1e-3]])
     rows = np.full(3 * n, -1, dtype=np.int64)
     work = np.empty(4 * n)

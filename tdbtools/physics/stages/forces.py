@@ -291,7 +291,7 @@ class ForceStage:
             ctab,
             ctype,
             np.array([start, traction_here, self.adhesion is not None, laws.EMERGENCY_FACTOR, laws.TAPER_MS]),
-            np.array([ln.S, ln.Y]),
+            K.line_table(ln.S, ln.Y),
             np.array([P1, PC]),
             np.full(3 * n, -1, dtype=np.int64),
             np.empty(4 * n),
