@@ -89,11 +89,13 @@ def _phases(k: int) -> list[tuple[Controls, int]]:
     return p[k:] + p[:k]
 
 
-def _drive(phases: list | None = None, speed: list | None = None) -> tuple[list, list, dict]:
+def _drive(
+    phases: list | None = None, speed: list | None = None, keep: list | None = None
+) -> tuple[list, list, dict]:
     """Both codes on the same steps: per step the fused call's outputs and the
     reference's, and how often the fused trains fell back to the reference. ``phases``:
     per train its (controls, steps) (default :func:`_phases`); ``speed``: the trains'
-    speeds at the start."""
+    speeds at the start; ``keep``: the fused side's forces appended to it."""
     from tdbtools.physics import _step_kernel as K
 
     trains = _trains()
@@ -104,6 +106,8 @@ def _drive(phases: list | None = None, speed: list | None = None) -> tuple[list,
     mass = np.array([s.mass_kg for t in trains for s in t], dtype=np.float64)
     inertia = [float(mass[a:b].sum()) for a, b in zip(bounds[:-1], bounds[1:])]
     fused = OrtsTrainForces(trains, start, inertia, compiled=True)
+    if keep is not None:
+        keep.append(fused)
     ref = OrtsTrainForces(trains, start, inertia, compiled=False)
     lines, pieces = _line()
     cars = np.zeros((K.N_CAR_ROWS, n))
@@ -279,3 +283,34 @@ def test_elevations_with_kept_slopes_are_numpys_interp():
             interp(x, xp, fp, fp, ref, ref, rows2, False)
             assert np.array_equal(_bits(got), _bits(ref)), t
             assert np.array_equal(_bits(got), _bits(np.interp(x, xp, fp))), t
+
+
+@needs_numba
+def test_the_state_goes_to_the_reference_and_back():
+    """What the reference reads when it runs a step of a fused train: after
+    ``to_objects`` its units' state, its brakes' memo and applied share are the fused
+    call's; after ``from_objects`` the call's are the objects' again."""
+    keep: list = []
+    phases = [[(Controls(throttle=0.8), 40), (Controls(brake=0.7), 30)] for _ in range(3)]
+    _drive(phases, [5.0, 5.0, 5.0], keep)
+    from tdbtools.physics import _orts_step_kernel as K
+
+    for ft in keep[0].fused[:2]:
+        memo = ft.tconst[10:16].copy()
+        assert memo.any() and ft.q[K.Q_APPLIED] > 0.0
+        ft.to_objects()
+        assert np.array_equal(_bits(ft.tb._fused[5]), _bits(memo))
+        assert _bits([ft.tb.applied])[0] == _bits([ft.q[K.Q_APPLIED]])[0]
+        for g, u in enumerate(ft.units):
+            row = ft.units_a[g]
+            state = [u.average, u.traction, u.prev_speed] + ([u.rpm[0], u.drpm[0]] if u.rpm else [])
+            want = [row[K.U_AVERAGE], row[K.U_TRACTION], row[K.U_PREV_SPEED]]
+            want += [row[K.U_RPM], row[K.U_DRPM]] if u.rpm else []
+            assert np.array_equal(_bits(state), _bits(want)) and any(state)
+        before = ft.units_a.copy(), ft.tconst.copy()
+        ft.units_a[:, K.U_RPM :] = 0.0
+        ft.tconst[10:16] = 0.0
+        ft.q[K.Q_APPLIED] = 0.0
+        ft.from_objects()
+        assert np.array_equal(_bits(ft.units_a), _bits(before[0]))
+        assert np.array_equal(_bits(ft.tconst), _bits(before[1]))

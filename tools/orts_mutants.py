@@ -712,6 +712,8 @@ M += [
         "        v = s * (xv - xp[j]) + fp[j]\n",
         "        v = s * (xv - xp[j]) + fp[j + 1]\n",
     ),
+    ("tdbtools/physics/orts/fused_step.py", "        theirs[:] = mine\n", "\n"),
+    ("tdbtools/physics/orts/fused_step.py", "        mine[:] = theirs\n", "\n"),
 ]
 TESTS = [
     "tests/test_orts_unit_kernel.py",

@@ -38,7 +38,6 @@ class FusedTrain:
         "tb",
         "units",
         "tconst",
-        "q",
         "units_a",
         "uidx",
         "caps",
@@ -54,16 +53,13 @@ class FusedTrain:
         from .. import _orts_step_kernel as K
         from .replay_forces import BRAKES_ON, MOVING
 
-        fused = tb._fused
-        _, bcars, bconsts, frac, air, memo = fused
+        _, bcars, bconsts, frac, air, memo = tb._fused
         q = np.zeros(K.N_TRAIN_Q)
         q[K.Q_INERTIA], q[K.Q_NEUMAIER] = inertia, sys.version_info >= (3, 12)
         q[K.Q_APPLIED], q[K.Q_BRAKES_ON], q[K.Q_MOVING] = tb.applied, BRAKES_ON, MOVING
         tconst = np.concatenate((bconsts, memo, q))
-        nb, nm = OK.N_BRAKE_CONSTS, OK.N_BRAKE_MEMO
-        # the reference's brakes now work on the same constants and memo (views)
-        tb._fused = (fused[0], bcars, tconst[:nb], frac, air, tconst[nb : nb + nm])
-        self.kernel, self.tb, self.tconst, self.q = kernel, tb, tconst, tconst[nb + nm :]
+        # (no views of one array in another: a deep copy of the replay keeps them apart)
+        self.kernel, self.tb, self.tconst = kernel, tb, tconst
         #: the kernel's machine code for the types step_fused hands it (kernels.entry_point),
         #: found at the first call
         self.call: Any = None
@@ -83,9 +79,27 @@ class FusedTrain:
         self.triple = (0.0, False, False)
         self.from_objects()
 
+    @property
+    def q(self) -> np.ndarray:
+        """``tconst``'s Q_* entries (a view)."""
+        from .. import _orts_kernel as OK
+
+        return self.tconst[OK.N_BRAKE_CONSTS + OK.N_BRAKE_MEMO :]
+
+    def _memo(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the brakes' memo in ``tconst``, the reference's own memo)."""
+        from .. import _orts_kernel as OK
+
+        nb = OK.N_BRAKE_CONSTS
+        return self.tconst[nb : nb + OK.N_BRAKE_MEMO], self.tb._fused[5]
+
     def from_objects(self) -> None:
-        """The units' state and the brakes' applied share from the reference's objects."""
+        """The units' state, the brakes' memo and applied share from the reference's
+        objects."""
         from .. import _orts_step_kernel as K
+
+        mine, theirs = self._memo()
+        mine[:] = theirs
 
         for g, u in enumerate(self.units):
             row = self.units_a[g]
@@ -94,9 +108,12 @@ class FusedTrain:
         self.q[K.Q_APPLIED] = self.tb.applied
 
     def to_objects(self) -> None:
-        """The units' state and the brakes' applied share into the reference's objects
-        (Python floats, as their compiled calls give them)."""
+        """The units' state, the brakes' memo and applied share into the reference's
+        objects (Python floats, as their compiled calls give them)."""
         from .. import _orts_step_kernel as K
+
+        mine, theirs = self._memo()
+        theirs[:] = mine
 
         for g, u in enumerate(self.units):
             row = self.units_a[g].tolist()
