@@ -47,16 +47,15 @@ class FusedTrain:
     )
 
     def __init__(
-        self, kernel: Any, tb: Any, groups: list, member: list[int], inertia: float, start: int
+        self, kernel: Any, tb: Any, groups: list, member: list[int], inertia: float, start: int, limits: tuple
     ) -> None:
         from .. import _orts_kernel as OK
         from .. import _orts_step_kernel as K
-        from .replay_forces import BRAKES_ON, MOVING
 
         _, bcars, bconsts, frac, air, memo = tb._fused
         q = np.zeros(K.N_TRAIN_Q)
         q[K.Q_INERTIA], q[K.Q_NEUMAIER] = inertia, sys.version_info >= (3, 12)
-        q[K.Q_APPLIED], q[K.Q_BRAKES_ON], q[K.Q_MOVING] = tb.applied, BRAKES_ON, MOVING
+        q[K.Q_APPLIED], (q[K.Q_BRAKES_ON], q[K.Q_MOVING]) = tb.applied, limits
         tconst = np.concatenate((bconsts, memo, q))
         # (no views of one array in another: a deep copy of the replay keeps them apart)
         self.kernel, self.tb, self.tconst = kernel, tb, tconst
@@ -137,10 +136,13 @@ class FusedTrain:
         return self.triple
 
 
-def fused_train(tb: Any, groups: list, member: list[int], inertia: float, start: int) -> FusedTrain | None:
+def fused_train(
+    tb: Any, groups: list, member: list[int], inertia: float, start: int, limits: tuple
+) -> FusedTrain | None:
     """The train's one-call step if the compiled kernels cover it: numba there, every power
     unit on the compiled kernels (``PowerUnit.compile``) and the brakes on the one-call
-    brake kernel (``_TrainBrakes._fuse``); None: the reference."""
+    brake kernel (``_TrainBrakes._fuse``); None: the reference. ``limits``: the
+    reference's (BRAKES_ON, MOVING)."""
     if not tb.compiled or any(u._ck is None or u.dynbrake is not None for u, _ in groups):
         return None
     if not tb._fuse_decided:
@@ -150,4 +152,4 @@ def fused_train(tb: Any, groups: list, member: list[int], inertia: float, start:
     kernel = _TRAIN_STEP()
     if kernel is None:
         return None
-    return FusedTrain(kernel, tb, groups, member, inertia, start)
+    return FusedTrain(kernel, tb, groups, member, inertia, start, limits)

@@ -330,7 +330,7 @@ class OrtsTrainForces:
             from .fused_step import fused_train
 
             self.fused = [
-                fused_train(tb, g, m, M, s) if self.compiled else None
+                fused_train(tb, g, m, M, s, (BRAKES_ON, MOVING)) if self.compiled else None
                 for tb, g, m, M, s in zip(
                     self.brakes, self.groups, self.member_group, self.inertia, self.start
                 )
