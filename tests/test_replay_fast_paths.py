@@ -271,15 +271,12 @@ def test_engine_events_located_one_by_one_are_those_located_together(name, monke
     assert few == many
 
 
-@pytest.mark.parametrize("few", [4, 0])
-def test_trace_columns_are_the_rows_as_they_were_recorded(monkeypatch, few):
+def test_trace_columns_are_the_rows_as_they_were_recorded(monkeypatch):
     """The trace keeps per row only the raw state and works the columns out at the end:
     they equal the rows made at each sample from the state of that moment (distance,
     speed, acceleration since the last row, traction and brake fractions), bit for bit,
-    and no sample is lost; a few trains' rows kept as floats (``few`` 4) or as arrays (0)."""
+    and no sample is lost."""
     from tdbtools.physics.stages.recording import Recorder
-
-    monkeypatch.setattr(Recorder, "FEW_TRAINS", few)
 
     seen = []
     real = Recorder.trace
@@ -294,7 +291,6 @@ def test_trace_columns_are_the_rows_as_they_were_recorded(monkeypatch, few):
 
     monkeypatch.setattr(Recorder, "trace", spy)
     rep = Replay(read_scenario(SAMPLE_INSTALL / "shunt.toml"))
-    assert (rep.recorder._few is not None) == (few > 0) and len(rep.trains) == 2
     # (a tenth of each train's brake force: the fraction's cap at 1 is reached too)
     rep.recorder.maxbrake = maxbrake = rep.recorder.maxbrake / 10.0
     res = rep.run()

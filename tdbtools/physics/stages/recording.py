@@ -145,26 +145,17 @@ def _csv(cols: dict[str, np.ndarray], order: tuple[str, ...]) -> str:
 class Recorder:
     """What a replay records as it runs, and its result (module docstring)."""
 
-    #: Up to this many trains, a row's values are read out one by one into flat lists
-    #: (the same numbers without four numpy calls on arrays of one).
-    FEW_TRAINS = 4
-
     def __init__(self, layout: Layout, cars_trace: bool) -> None:
         self.L = layout
         self.trains = layout.trains
         self.engine = layout.engine
         self.cars_trace = cars_trace
-        # the trace rows, column by column (trace, columns): per row an array over the
-        # trains, or with a few trains their values in one flat list (rows × trains)
+        # the trace rows, column by column (trace, columns)
         self._time: list[float] = []
-        self._front: list = []  # the trains' fronts (engine x)
-        self._speed: list = []
-        self._scale: list = []  # each train's fraction of full traction
-        self._brake: list = []  # each train's brake force (N)
-        #: the trains' first cars as ints when there are a few (read element by element)
-        self._few: list[int] | None = (
-            layout.train_start.tolist() if len(layout.train_start) <= self.FEW_TRAINS else None
-        )
+        self._front: list[np.ndarray] = []  # the trains' fronts (engine x)
+        self._speed: list[np.ndarray] = []
+        self._scale: list[np.ndarray] = []  # each train's fraction of full traction
+        self._brake: list[np.ndarray] = []  # each train's brake force (N)
         self.car_rows: list[list] = [[] for _ in layout.trains]  # per train, when cars_trace
         self.maxbrake = np.array([max(float(t.model.max_brake.sum()), 1.0) for t in layout.trains])
 
@@ -187,17 +178,10 @@ class Recorder:
             x, v = self.engine.x, self.engine.v
         starts = self.L.train_start
         self._time.append(time)
-        few = self._few
-        if few is not None:  # (a few trains: their values as floats, flat)
-            self._front.extend(map(x.item, few))
-            self._speed.extend(map(v.item, few))
-            self._scale.extend(map(float, scale))
-            self._brake.extend(np.add.reduceat(brk, starts).tolist() if len(brk) else [0.0] * len(few))
-        else:
-            self._front.append(x[starts])
-            self._speed.append(v[starts])
-            self._scale.append(np.array(scale, dtype=np.float64))
-            self._brake.append(np.add.reduceat(brk, starts) if len(brk) else np.zeros(len(starts)))
+        self._front.append(x[starts])
+        self._speed.append(v[starts])
+        self._scale.append(np.array(scale, dtype=np.float64))
+        self._brake.append(np.add.reduceat(brk, starts) if len(brk) else np.zeros(len(starts)))
         if self.cars_trace:
             # gap[i] is the joint behind car i (n − 1 of them): the last car of a
             # train has none towards the next train.
