@@ -66,7 +66,7 @@ def runs(draw):
     return w, [wi * vi for wi, vi in zip(w, v)], types, rest
 
 
-@settings(max_examples=600, deadline=None, derandomize=True, phases=_PHASES, suppress_health_check=_SLOW)
+@settings(max_examples=300, deadline=None, derandomize=True, phases=_PHASES, suppress_health_check=_SLOW)
 @given(runs())
 def test_the_take_up_gives_the_repeated_solves_speeds(case):
     w, f, types, rest = case
@@ -128,6 +128,34 @@ def test_random_runs_of_the_long_train_kind():
     assert took > 50  # (the take-up was exercised)
 
 
+def _segments(rng):
+    """A run of 2-5 segments of one speed each (within a few ``rest_speed`` of each other),
+    each with joints of one type or mixed: the take-up meets blocks that are not whole,
+    cuts that close, and the window's ends held in the same round."""
+    w: list[float] = []
+    v: list[float] = []
+    types: list[int] = []
+    for _ in range(int(rng.integers(2, 6))):
+        vs = 1.0 + int(rng.integers(-30, 31)) * 1e-4
+        jt = int(rng.choice([_GE, _LE, _EQ], p=[0.45, 0.45, 0.1]))
+        mix = rng.random() < 0.3
+        for i in range(int(rng.integers(1, 25))):
+            if w:
+                types.append(int(rng.choice([_GE, _LE])) if (mix or i == 0) else jt)
+            w.append(float(rng.uniform(2e4, 9e4)))
+            v.append(vs)
+    return w, v, types
+
+
+def test_random_segmented_runs():
+    rng = np.random.default_rng(1)
+    for _ in range(1500):
+        w, v, types = _segments(rng)
+        f = [a * b for a, b in zip(w, v)]
+        tol = _tol(f)
+        assert C.rest_solve(w, f, types, tol, 1e-3) == rounds(w, f, types, tol, 1e-3)[0]
+
+
 K = pytest.importorskip("tdbtools.physics._engine_kernel", reason="the compiled engine needs numba")
 
 
@@ -154,6 +182,14 @@ def test_the_kernels_take_up_is_the_references(case):
     f = [wi * vi for wi, vi in zip(w, v0)]  # (the kernel makes f from the speeds)
     tol = _tol(f)
     assert _kernel_speeds(w, f, types, v0, rest) == C.rest_solve(w, f, types, tol, rest)
+
+
+def test_the_kernels_take_up_on_segmented_runs():
+    rng = np.random.default_rng(2)
+    for _ in range(1500):
+        w, v, types = _segments(rng)
+        f = [a * b for a, b in zip(w, v)]
+        assert _kernel_speeds(w, f, types, v, 1e-3) == C.rest_solve(w, f, types, _tol(f), 1e-3)
 
 
 @pytest.mark.parametrize(

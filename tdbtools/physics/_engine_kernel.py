@@ -1055,9 +1055,9 @@ def _opening(t, d):
 @_lazy
 def _take_up(w, f, types, tol, rest, y, cuts, nc, c, tc, tver, ver, scf, tus):
     """engine_contacts._take_up: the resting-contact rounds after one that held cut ``c``
-    alone (type ``tc``) while each moves that cut by one joint, without solving the run
-    again; True: ``y`` is the final answer, False: solve again (``types`` hold what the
-    rounds done held, each with ``tver`` set to ``ver``)."""
+    alone (type ``tc``; ``y`` and ``cuts[:nc]`` that round's solution) while each moves
+    that cut by one joint, without solving the run; ``types`` hold what they held, each
+    with ``tver`` set to ``ver``. Returns False (the caller solves again)."""
     k = w.size
     q = 0
     while cuts[q] != c:
@@ -1159,11 +1159,7 @@ def _take_up(w, f, types, tol, rest, y, cuts, nc, c, tc, tver, ver, scf, tus):
                 tver[eb] = ver
             return False
         if not hp:
-            for i in range(a, p + 1):
-                y[i] = yf
-            for i in range(p + 1, eb + 1):
-                y[i] = yr
-            return True
+            return False
         types[p] = _EQ
         tver[p] = ver
         c = p
@@ -1221,8 +1217,8 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
                 nheld += 1
         if nheld == 0:
             break
-        if nheld == 1 and _take_up(w, f, types, tol, rest, y, cuts, nc, c0, t0, tver, cur[0], scf, tus):
-            break
+        if nheld == 1:
+            _take_up(w, f, types, tol, rest, y, cuts, nc, c0, t0, tver, cur[0], scf, tus)
     nkeep = nj
     if quiet > 0.0:
         nkeep = 0

@@ -168,8 +168,9 @@ def rest_solve(w: list[float], f: list[float], types: list[int], tol: float, res
     ``types``) with resting contacts (docs/physics.md §1.1, "Resting contacts"): solve;
     hold every cut that opens slower than ``rest``; solve again; until no cut is held. A
     round that holds one cut is followed by :func:`_take_up`, which does the rounds after
-    it without solving the whole run again while each of them moves that cut by one
-    joint (the same cuts and speeds, bit for bit, as the repeated solves)."""
+    it without solving the whole run while each of them moves that cut by one joint;
+    then the run is solved again (the same holds, so the same speeds bit for bit, as the
+    repeated solves give)."""
     types = list(types)
     while True:
         y, cuts = _solve_chain(w, f, types, tol)
@@ -187,8 +188,8 @@ def rest_solve(w: list[float], f: list[float], types: list[int], tol: float, res
         tc = types[held[0]]
         for i in held:
             types[i] = _EQ
-        if len(held) == 1 and _take_up(w, f, types, tol, rest, y, cuts, held[0], tc):
-            return y
+        if len(held) == 1:
+            _take_up(w, f, types, tol, rest, y, cuts, held[0], tc)
 
 
 _INF = math.inf
@@ -239,7 +240,7 @@ def _opening(t: int, d: float) -> float:
     return d if t == _GE else -d
 
 
-def _take_up(w, f, types, tol, rest, y, cuts, c, tc) -> bool:
+def _take_up(w, f, types, tol, rest, y, cuts, c, tc) -> None:
     """The rounds of :func:`rest_solve` after the one that held cut ``c`` alone (its type
     was ``tc``; ``y``/``cuts``: that round's solution), between the cuts around ``c``
     (the window of blocks ``A`` in front of ``c`` and ``B`` behind it), while each round
@@ -247,8 +248,9 @@ def _take_up(w, f, types, tol, rest, y, cuts, c, tc) -> bool:
     back (the front of ``B`` joins ``A``). A round's answer is checked to be the run's
     solution (both blocks whole, the cut between them and the cuts around the window not
     closing; every other block is the same as before); then it holds what that answer
-    leaves opening slower than ``rest``. True: ``y`` is the final answer; False: solve
-    again (``types`` hold what the rounds done held)."""
+    leaves opening slower than ``rest``, in ``types``. It stops at a round that holds no
+    cut or more than the new one, or whose answer it cannot check: the caller solves the
+    run again from there (that solve gives the final answer, or goes on with the rule)."""
     k = len(w)
     q = cuts.index(c)
     a = cuts[q - 1] + 1 if q > 0 else 0
@@ -295,30 +297,28 @@ def _take_up(w, f, types, tol, rest, y, cuts, c, tc) -> bool:
                     ok, fwd, lo, hi = True, -1, nlo, nhi
                     yf, yr = m, yb
         if not ok:
-            return False
+            return
         op = _opening(tc, yf - yr)
         if not op > 0.0:
-            return False
+            return
         ha = hb = False
         if a > 0:
             oa = _opening(types[a - 1], y[a - 1] - yf)
             if not oa > 0.0:
-                return False
+                return
             ha = oa < rest
         if eb < k - 1:
             ob = _opening(types[eb], yr - y[eb + 1])
             if not ob > 0.0:
-                return False
+                return
             hb = ob < rest
         hp = op < rest
         if ha or hb:  # this round holds more than the new cut: the general rounds go on
             for i, h in ((a - 1, ha), (p, hp), (eb, hb)):
                 if h:
                     types[i] = _EQ
-            return False
-        if not hp:
-            y[a : p + 1] = [yf] * (p + 1 - a)
-            y[p + 1 : eb + 1] = [yr] * (eb - p)
-            return True
+            return
+        if not hp:  # the final round: its answer is the solver's, which the caller solves
+            return
         types[p] = _EQ
         c = p
