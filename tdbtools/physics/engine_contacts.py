@@ -3,9 +3,10 @@
 Every joint between two groups that is at a limit and whose cars close into it is resolved
 by a perfectly inelastic impulse over the run of cars held by joints at their limits around
 it (:func:`~tdbtools.physics.joints._solve_chain`); a joint the impulse leaves opening
-slower than the engine's ``rest_speed`` is held at its limit (resting contact). A short run
-is resolved on Python floats (:func:`impulse_small`), a long one with numpy
-(:func:`impulse_block`): the same IEEE operations in the same order.
+slower than the engine's ``rest_speed`` is held at its limit (resting contact,
+:func:`rest_solve`, whose rounds that only move one cut are taken up without solving the
+run again). A short run is resolved on Python floats (:func:`impulse_small`), a long one
+through numpy arrays (:func:`impulse_block`): the same IEEE operations in the same order.
 """
 
 from __future__ import annotations
