@@ -171,7 +171,7 @@ def _kernel_speeds(w, f, types, v0, rest):
         np.array(w), atz, att, v, np.int64(0), np.int64(n), js, np.zeros(0), np.int64(0), rest, 0.0,
         np.zeros(n, np.int64), ev, np.int64(0), 0.0, sc,
     )  # fmt: skip
-    return v.tolist()
+    return v.tolist(), int(sc[5][5][0])  # (the speeds, the run's full solves)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, phases=_PHASES, suppress_health_check=_SLOW)
@@ -181,7 +181,7 @@ def test_the_kernels_take_up_is_the_references(case):
     v0 = [fi / wi for fi, wi in zip(f, w)]
     f = [wi * vi for wi, vi in zip(w, v0)]  # (the kernel makes f from the speeds)
     tol = _tol(f)
-    assert _kernel_speeds(w, f, types, v0, rest) == C.rest_solve(w, f, types, tol, rest)
+    assert _kernel_speeds(w, f, types, v0, rest)[0] == C.rest_solve(w, f, types, tol, rest)
 
 
 def test_the_kernels_take_up_on_segmented_runs():
@@ -189,7 +189,7 @@ def test_the_kernels_take_up_on_segmented_runs():
     for _ in range(1500):
         w, v, types = _segments(rng)
         f = [a * b for a, b in zip(w, v)]
-        assert _kernel_speeds(w, f, types, v, 1e-3) == C.rest_solve(w, f, types, _tol(f), 1e-3)
+        assert _kernel_speeds(w, f, types, v, 1e-3)[0] == C.rest_solve(w, f, types, _tol(f), 1e-3)
 
 
 @pytest.mark.parametrize(
@@ -201,4 +201,5 @@ def test_the_kernels_long_take_up_is_the_repeated_solves(tail, tail_type, body):
     f = [wi * vi for wi, vi in zip(w, v0)]
     want, n_old = rounds(w, f, types, _tol(f), 1e-3)
     assert n_old > 200
-    assert _kernel_speeds(w, f, types, v0, 1e-3) == want
+    got, solves = _kernel_speeds(w, f, types, v0, 1e-3)
+    assert got == want and solves <= 3, solves
