@@ -169,7 +169,7 @@ def test_car_forces_sums_are_the_per_train_reduce():
     v = rng.normal(0.0, 10.0, n)
     fbrb = np.stack([x - 2.0, x - 12.0], axis=1)
     S = np.linspace(-10.0, 5100.0, 700)
-    lines = np.array([S, rng.normal(0.0, 5.0, S.size)])
+    lines = K.line_table(S, rng.normal(0.0, 5.0, S.size))
     pieces = np.array([np.linspace(0.0, 5100.0, 90), rng.normal(0.0, 1e-3, 90)])
     consts = np.array([1.0, 0.0, 0.0, 1.15, 0.05])
 

@@ -440,7 +440,7 @@ M += [
         "    return throttle_value(spec, handle)",
         "    return min(max(float(handle), 0.0), 1.0)",
     ),
-    ("tdbtools/physics/orts/replay_forces.py", "                brk[rows] += fd", "                pass"),
+    ("tdbtools/physics/orts/replay_forces.py", "            brk[rows] += fd", "            pass"),
     (
         "tdbtools/formats/stock_orts.py",
         'v["dynamic_brake_delay_s"] = max(_num(rd, it, "time", 0.0), 0.0)',
@@ -539,8 +539,8 @@ M += [
     ),
     (
         "tdbtools/physics/orts/replay_forces.py",
-        "                if not fd == 0.0:\n                    total = None",
-        "                if False:\n                    total = None",
+        "            if not fd == 0.0:\n                total = None",
+        "            if False:\n                total = None",
     ),
     (
         "tdbtools/physics/orts/replay_forces.py",
@@ -624,6 +624,96 @@ M += [
         "            if handle is not self._handle:",
         "            if self._handle is None:",
     ),
+    # (h33c: each train's step in one compiled call; tests/test_orts_step_kernel.py)
+    (
+        "tdbtools/physics/_orts_step_kernel.py",
+        "out[F_TRAC, uidx[0, i]] = caps[uidx[1, i]]",
+        "out[F_TRAC, uidx[0, i]] = -caps[uidx[1, i]]",
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "            trac[rows], fd = u.step(throttle, dyn, speed, dt)",
+        "            trac[rows], fd = u.step(throttle, dyn, speed, dt)\n            trac[rows] *= -1.0",
+    ),
+    (
+        "tdbtools/physics/_orts_step_kernel.py",
+        "other = sums[0, k] - fwd * sums[1, k]",
+        "other = -sums[0, k] - fwd * sums[1, k]",
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "        other = gsum - fwd * rsum",
+        "        other = -gsum - fwd * rsum",
+    ),
+    (
+        "tdbtools/physics/_orts_step_kernel.py",
+        "out[F_OPPOSED, i] = out[F_RESIST, i] + out[F_BRAKE, i]",
+        "out[F_OPPOSED, i] = out[F_RESIST, i] + 0.5 * out[F_BRAKE, i]",
+    ),
+    (
+        "tdbtools/physics/_orts_step_kernel.py",
+        "        if not emergency and hold > 0:",
+        "        if not emergency and hold > 1e4:",
+    ),
+    (
+        "tdbtools/physics/_orts_step_kernel.py",
+        "        if q[Q_APPLIED] > q[Q_BRAKES_ON] and vk > q[Q_MOVING]:",
+        "        if q[Q_APPLIED] > q[Q_BRAKES_ON]:",
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "        if c.speed_target is not None and tb.applied > BRAKES_ON and vk > MOVING:",
+        "        if c.speed_target is not None and tb.applied > BRAKES_ON:",
+    ),
+    (
+        "tdbtools/physics/_orts_step_kernel.py",
+        "                c += (s - t) + x",
+        "                c += (s - t)",
+    ),
+    ("tdbtools/physics/_orts_step_kernel.py", "    s = 0.0 + a[0]\n", "    s = a[0]\n"),
+    (
+        "tdbtools/physics/_orts_step_kernel.py",
+        "    return DONE, throttle, applied, (total - fwd * other) / M",
+        "    return DONE, throttle, applied, (total + fwd * other) / M",
+    ),
+    (
+        "tdbtools/physics/orts/fused_step.py",
+        "            row[K.U_AVERAGE], row[K.U_TRACTION], row[K.U_PREV_SPEED] = u.average, u.traction, u.prev_speed",
+        "            row[K.U_AVERAGE], row[K.U_PREV_SPEED] = u.average, u.prev_speed",
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "            if target is not None and not emergency:",
+        "            if False:",
+    ),
+    (
+        "tdbtools/physics/_orts_step_kernel.py",
+        "    return DONE, throttle, applied, (total - fwd * other) / M",
+        "    return DONE, throttle, applied, (0.5 * total - fwd * other) / M",
+    ),
+    (
+        "tdbtools/physics/orts/replay_forces.py",
+        "self.brake_decel[k] = (total - fwd * other) / M",
+        "self.brake_decel[k] = (0.5 * total - fwd * other) / M",
+    ),
+    ("tdbtools/physics/_step_kernel.py", "if s != s or s > sums[2, k]:", "if s != s or s < sums[2, k]:"),
+    (
+        "tdbtools/physics/stages/forces.py",
+        "np.maximum(vmax_car, np.abs(v1), out=vmax_car)",
+        "np.minimum(vmax_car, np.abs(v1), out=vmax_car)",
+    ),
+    (
+        "tdbtools/physics/_step_kernel.py",
+        "np.divide(Y[1:] - Y[:-1], S[1:] - S[:-1], out=slope[:-1])",
+        "np.divide(Y[:-1] - Y[1:], S[1:] - S[:-1], out=slope[:-1])",
+    ),
+    (
+        "tdbtools/physics/_step_kernel.py",
+        "        v = s * (xv - xp[j]) + fp[j]\n",
+        "        v = s * (xv - xp[j]) + fp[j + 1]\n",
+    ),
+    ("tdbtools/physics/orts/fused_step.py", "        theirs[:] = mine\n", "\n"),
+    ("tdbtools/physics/orts/fused_step.py", "        mine[:] = theirs\n", "\n"),
 ]
 TESTS = [
     "tests/test_orts_unit_kernel.py",
@@ -637,6 +727,8 @@ TESTS = [
     "tests/test_orts_vacuum.py",
     "tests/test_orts_quiet.py",
     "tests/test_step_kernel.py",
+    "tests/test_orts_step_kernel.py",
+    "tests/test_replay_fast_paths.py",
 ]
 # (the exit status stays 0, as before: the verdicts are read from the lines it prints)
 run(M, TESTS, [int(a) for a in sys.argv[1:]])

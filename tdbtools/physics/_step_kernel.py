@@ -24,7 +24,6 @@ import numpy as np
 from numba import njit
 
 from ._engine_kernel import _seg_sum
-from ._lookup_kernel import interp
 
 # (numba's cache checks only this file: a change to np_sum needs this module's cache
 # dropped too, as for the two imports above)
@@ -45,6 +44,77 @@ N_ENGINE_ROWS = 6
 # rows of ``out``
 F_GRAV, F_DAV, F_CRV, F_RESIST, F_TRAC, F_BRAKE, F_DRIVE, F_OPPOSED = range(8)
 N_OUT_ROWS = 8
+
+
+def line_table(S: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """``lines`` of :func:`car_forces`: the distances ``S``, the elevations ``Y`` and per
+    row the slope to the next, ``(Y[j+1] − Y[j]) / (S[j+1] − S[j])`` (np.interp's slope,
+    the same two IEEE operations, worked out once instead of per point and step; the
+    last row's is never read)."""
+    S = np.asarray(S, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    slope = np.zeros(S.size)
+    with np.errstate(all="ignore"):  # (0/0 or x/0 where np.interp's would be too)
+        np.divide(Y[1:] - Y[:-1], S[1:] - S[:-1], out=slope[:-1])
+    return np.array([S, Y, slope])
+
+
+@_jit
+def _elevations(x, xp, fp, slope, out, rows):
+    """``out = np.interp(x, xp, fp)`` with ``slope`` per row (:func:`line_table`), each
+    point's table row kept in ``rows`` between calls: ``_lookup_kernel.interp``'s search
+    and formula for one column, its slope read instead of divided (the same number)."""
+    m = xp.size
+    first = xp[0]
+    last = xp[m - 1]
+    j = 0
+    for i in range(x.size):
+        xv = x[i]
+        if xv != xv:
+            out[i] = xv
+            continue
+        if xv > last:
+            out[i] = fp[m - 1]
+            continue
+        if xv < first:
+            out[i] = fp[0]
+            continue
+        # the last j with xp[j] <= xv: a few steps from where the point was, else bisection
+        r = rows[i]
+        if 0 <= r < m:
+            j = r
+        lo = 0
+        hi = m
+        k = 0
+        while j + 1 < m and xp[j + 1] <= xv and k < 16:
+            j += 1
+            k += 1
+        while xp[j] > xv and k < 16:
+            j -= 1
+            k += 1
+        if k == 16:
+            if xp[j] <= xv:
+                lo = j
+            else:
+                hi = j
+            while lo < hi:
+                mid = lo + ((hi - lo) >> 1)
+                if xv >= xp[mid]:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            j = lo - 1
+        rows[i] = j
+        if j == m - 1 or xp[j] == xv:
+            out[i] = fp[j]
+            continue
+        s = slope[j]
+        v = s * (xv - xp[j]) + fp[j]
+        if v != v:
+            v = s * (xv - xp[j + 1]) + fp[j + 1]
+            if v != v and fp[j] == fp[j + 1]:
+                v = fp[j]
+        out[i] = v
 
 
 @_jit
@@ -88,7 +158,7 @@ def car_forces(x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, out):
         c = ctype[k]
         for j in range(2):
             gb[2 * i + j] = _on_table(fbrb[k, 1 - j], ctab, c)
-    interp(gb, S, Y, Y, yb, yb, rows[: 2 * n], False)
+    _elevations(gb, S, Y, lines[2], yb, rows[: 2 * n])
     m = P1.size
     last_piece = PC.size - 1
     for k in range(n):

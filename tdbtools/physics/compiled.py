@@ -37,7 +37,14 @@ __all__ = ["KERNEL_GROUPS", "compile_kernels", "compiled_available", "kernels_ca
 #: The kernels' groups, in the order :func:`compile_kernels` makes them.
 KERNEL_GROUPS = ("engine", "drivers", "lookups", "step", "orts")
 #: The modules whose functions numba compiles (one cache index file per function).
-_KERNEL_MODULES = ("_engine_kernel", "_driver_kernel", "_lookup_kernel", "_step_kernel", "_orts_kernel")
+_KERNEL_MODULES = (
+    "_engine_kernel",
+    "_driver_kernel",
+    "_lookup_kernel",
+    "_step_kernel",
+    "_orts_kernel",
+    "_orts_step_kernel",
+)
 
 
 def kernels_cached(folder: Path | None = None) -> bool:
@@ -209,6 +216,30 @@ def _warm_orts_kernels() -> None:
     rows = np.zeros((4, 2))
     K.two_sums(rows[0], rows[3], 0, 2)
     K.scaled_sum(np.ones(2), 0.5)
+    # one train's step in one call (orts/replay_forces.py: step_fused) with the step's
+    # arrays (the engine's x and v read-only, ForceStage's car tables), Python int, float
+    # and bool scalars, the train's packed units and brakes
+    from . import _orts_step_kernel as F
+    from . import _step_kernel as S
+
+    load_step_kernels()
+    x = np.array([0.0, -20.0])
+    x.flags.writeable = False
+    fbrb = np.array([[-2.0, -12.0], [-22.0, -32.0]])
+    ctab = np.ones((S.N_CAR_ROWS, 1))
+    ctab[S.C_LINE_LEN] = 500.0
+    lines = S.line_table(np.array([-100.0, 0.0, 100.0]), np.array([-1.0, 0.0, 1.0]))
+    pieces = np.array([[0.0, 100.0], [0.0, 1e-3]])
+    bounds = np.array([0, 2], dtype=np.int64)
+    units = np.zeros((1, F.N_UNIT_COLS))
+    units[0, : K.N_UNIT_SPEC] = spec
+    F.train_step(
+        True, x, v, fbrb, ctab, np.zeros(2, dtype=np.int64), np.array([1.0, 0.0, 0.0, 1.15, 0.05]), lines,
+        pieces, np.full(6, -1, dtype=np.int64), np.empty(8), bounds, np.empty((S.N_OUT_ROWS, 2)), np.empty((2, 1)),
+        0, 0.5, True, 5.0, False, 80.0, True, False, 0.1,
+        np.concatenate((consts, np.zeros(K.N_BRAKE_MEMO), np.ones(F.N_TRAIN_Q))), units,
+        np.zeros((2, 1), dtype=np.int64), np.empty(2), air.bp, air.aux, air.cyl, air.state, cars, frac,
+    )  # fmt: skip
 
 
 _STEP_LOADED = False
@@ -231,7 +262,7 @@ def load_step_kernels() -> None:
     cars = np.ones((K.N_CAR_ROWS, n))
     cars[K.C_LINE_LEN] = 500.0
     consts = np.array([1.0, 1.0, 0.0, 1.15, 0.05])
-    lines = np.array([[-100.0, 0.0, 100.0], [-1.0, 0.0, 1.0]])
+    lines = K.line_table(np.array([-100.0, 0.0, 100.0]), np.array([-1.0, 0.0, 1.0]))
     pieces = np.array([[0.0, 100.0], [0.0, 1e-3]])
     rows = np.full(3 * n, -1, dtype=np.int64)
     work = np.empty(4 * n)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ...formats.stock import Stock
 from ...formats.stock_parts import BRAKE_SHOE_FACTOR_MAX, BRAKE_SHOE_FACTOR_MIN
-from ..kernels import LazyKernel
+from ..kernels import LazyKernel, entry_point
 from .airbrake import SETTLED_PSI, AirBrakeTrain, Handle
 from .auto_brakes import BrakePlan, brake_plan
 from .brakes import DEFAULT_SHOE_NORMALISER, cylinder_fraction
@@ -262,6 +262,9 @@ class OrtsTrainForces:
         self._ends: tuple[int, list[int]] = (-1, [])
         #: per train: the pipe reduction the automatic driver's handle stands at (psi)
         self.held = [0.0] * len(self.brakes)
+        #: per train: the one-call compiled step (orts/fused_step.py; None: the reference),
+        #: made at the first :meth:`step_fused`
+        self.fused: list | None = None
         #: per train: the last step's deceleration but for traction (m/s²: the brakes,
         #: running resistance and the grade; what the automatic driver brakes with)
         self.brake_decel = [0.0] * len(self.brakes)
@@ -308,69 +311,169 @@ class OrtsTrainForces:
                 else:
                     gsum[k], rsum[k] = float(_sum(grav[a:b])), float(_sum(resist[a:b]))
         for k, c in enumerate(ctl):
-            a, b = self.start[k], ends[k]
-            vk = float(v[a])
-            speed = abs(vk)
-            # the net force along the train's forward direction but for traction and
-            # brakes (resistance opposes the motion); traction always pulls forward
-            fwd = -1.0 if vk < 0.0 else 1.0
-            other = gsum[k] - fwd * rsum[k]
-            M = self.inertia[k]
-            groups = self.groups[k]
-            tb = self.brakes[k]
-            throttle = self.throttle_of[k](float(c.throttle))
-            hold = 0.0
-            if c.speed_target is not None:
-                need = M * (c.speed_target - vk) / dt - other
-                caps = [u.capacity(speed) for u, _ in groups]
-                cap = sum(map(caps.__getitem__, self.member_group[k]))
-                throttle = min(max(need / cap, 0.0), 1.0) if cap > 0 else (1.0 if need > 0 else 0.0)
-                hold = max(-need, 0.0)
-            if c.emergency:
-                handle = _EMERGENCY
-            else:
-                # a schedule's brake: the handle at that position of the lead's controller
-                scheduled = self.handle_of[k](float(c.brake))
-                reduction = scheduled.reduction if scheduled.position == "service" else 0.0
-                share = 0.0
-                if c.deceleration > 0 or hold > 0:  # (else neither reads the full force)
-                    full = tb.full(speed)
-                    if c.deceleration > 0 and full > 0:
-                        share = (M * c.deceleration + other) / full
-                    if hold > 0 and full > 0:
-                        share = max(share, hold / full)
-                if share > 0 or c.deceleration > 0:
-                    # The automatic driver brakes as one does with a brake that releases
-                    # fully as soon as the pipe rises (AirSinglePipe's triple valve):
-                    # it makes a further reduction when it needs more, laps the handle
-                    # when it needs less, and releases only to drive on.
-                    air = tb.air
-                    wanted = tb.plan.reduction_now(share, air.max_psi, air.aux, air.cyl)
-                    reduction = max(reduction, self.held[k], wanted)
-                    self.held[k] = reduction
-                    handle = Handle("service", reduction)
-                else:
-                    if c.speed_target is not None:
-                        self.held[k] = 0.0
-                    handle = scheduled
-            if c.speed_target is not None and tb.applied > BRAKES_ON and vk > MOVING:
-                # no traction against brakes still applied (or releasing) while running;
-                # to start, the driver opens the throttle as it releases (no rolling back)
-                throttle = 0.0
-            dyn = self.dynamic_of[k](float(c.dynamic))
-            dyn_force = []
-            for u, rows in groups:
-                trac[rows], fd = u.step(throttle, dyn, speed, dt)
-                dyn_force.append((rows, fd))
-            applied[k], total = tb.step(handle, dt, v[a:b], brk[a:b])
-            for rows, fd in dyn_force:  # the dynamic brake opposes the motion as the brakes do
-                brk[rows] += fd
-                if not fd == 0.0:
-                    total = None
-            if total is None:
-                total = float(_sum(brk[a:b]))
-            # (else the sum of the brakes alone: adding ±0.0 changes at most the sign of a
-            # zero, and np.add.reduce's sum, from +0.0, is the same with either sign)
-            self.brake_decel[k] = (total - fwd * other) / M
-            scale[k] = throttle
+            scale[k], applied[k] = self._train(k, c, v, dt, trac, brk, gsum[k], rsum[k], ends[k])
         return trac, brk, np.array(scale, dtype=np.float64), np.array(applied, dtype=np.float64)
+
+    def step_fused(
+        self, ctl: Sequence, v: np.ndarray, dt: float, out: np.ndarray, sums: np.ndarray, cars: tuple
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`forces` with each train's part in one compiled call where the kernels
+        cover it (orts/fused_step.py), the reference's :meth:`_train` elsewhere, and the
+        cars' gravity and resistance worked out here: ``cars`` holds
+        ``_step_kernel.car_forces_sums``' arguments but ``v``, ``out`` and ``sums``
+        (``x, fbrb, ctab, ctype, consts, lines, pieces, rows, work, bounds``). ``out``:
+        the ``_step_kernel.F_*`` rows per car, all written (traction, brakes, the
+        engine's drive and opposing forces); ``sums``: per train its sums of gravity and
+        resistance (written). Returns per train the throttle used and the mean cylinder
+        share."""
+        if self.fused is None:
+            from .fused_step import fused_train
+
+            self.fused = [
+                fused_train(tb, g, m, M, s, (BRAKES_ON, MOVING)) if self.compiled else None
+                for tb, g, m, M, s in zip(
+                    self.brakes, self.groups, self.member_group, self.inertia, self.start
+                )
+            ]
+        n = len(v)
+        T = len(ctl)
+        scale = np.empty(T)
+        applied = np.empty(T)
+        if self._ends[0] != n:
+            self._ends = (n, [*self.start[1:], n])
+        ends = self._ends[1]
+        x, fbrb, ctab, ctype, consts, lines, pieces, rows, work, bounds = cars
+        do_cars = True
+        later = []
+        for k, c in enumerate(ctl):
+            ft = self.fused[k]
+            if ft is None or c.deceleration > 0:
+                later.append(k)
+                continue
+            throttle = self.throttle_of[k](float(c.throttle))
+            emergency = bool(c.emergency)
+            h_target, h_has, h_emergency = ft.handle_target(
+                _EMERGENCY if emergency else self.handle_of[k](float(c.brake))
+            )
+            target = c.speed_target
+            args = (
+                do_cars, x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, bounds, out, sums, k,
+                float(throttle), target is not None, 0.0 if target is None else float(target), emergency,
+                h_target, h_has, h_emergency, float(dt), ft.tconst, ft.units_a, ft.uidx, ft.caps, *ft.brake_args,
+            )  # fmt: skip
+            if ft.call is None:  # (the first call through numba's dispatcher, then its machine code)
+                status, thr, app, decel = ft.kernel(*args)
+                ft.call = entry_point(ft.kernel, args)
+            else:
+                status, thr, app, decel = ft.call(*args)
+            do_cars = False
+            if status:
+                later.append(k)
+                continue
+            if target is not None and not emergency:
+                self.held[k] = 0.0
+            self.brake_decel[k] = decel
+            scale[k], applied[k] = thr, app
+        if later:
+            from .. import _step_kernel as S
+
+            if do_cars:
+                S.car_forces_sums(
+                    x, v, fbrb, ctab, ctype, consts, lines, pieces, rows, work, out, bounds, sums
+                )
+            gsum, rsum = sums.tolist()
+            for k in later:
+                a, b = self.start[k], ends[k]
+                ft = self.fused[k]
+                if ft is not None:
+                    ft.to_objects()
+                out[S.F_TRAC, a:b] = 0.0
+                scale[k], applied[k] = self._train(
+                    k, ctl[k], v, dt, out[S.F_TRAC], out[S.F_BRAKE], gsum[k], rsum[k], b
+                )
+                if ft is not None:
+                    ft.from_objects()
+                np.add(out[S.F_TRAC, a:b], out[S.F_GRAV, a:b], out=out[S.F_DRIVE, a:b])
+                np.add(out[S.F_RESIST, a:b], out[S.F_BRAKE, a:b], out=out[S.F_OPPOSED, a:b])
+        return scale, applied
+
+    def _train(
+        self,
+        k: int,
+        c: Any,
+        v: np.ndarray,
+        dt: float,
+        trac: np.ndarray,
+        brk: np.ndarray,
+        gsum: float,
+        rsum: float,
+        b: int,
+    ) -> tuple[float, float]:
+        """Train ``k``'s part of :meth:`forces` (its cars ``start[k]:b``) with its sums of
+        gravity and resistance: its cars' traction and brakes into ``trac`` and ``brk``;
+        returns its throttle and mean cylinder share."""
+        a = self.start[k]
+        vk = float(v[a])
+        speed = abs(vk)
+        # the net force along the train's forward direction but for traction and
+        # brakes (resistance opposes the motion); traction always pulls forward
+        fwd = -1.0 if vk < 0.0 else 1.0
+        other = gsum - fwd * rsum
+        M = self.inertia[k]
+        groups = self.groups[k]
+        tb = self.brakes[k]
+        throttle = self.throttle_of[k](float(c.throttle))
+        hold = 0.0
+        if c.speed_target is not None:
+            need = M * (c.speed_target - vk) / dt - other
+            caps = [u.capacity(speed) for u, _ in groups]
+            cap = sum(map(caps.__getitem__, self.member_group[k]))
+            throttle = min(max(need / cap, 0.0), 1.0) if cap > 0 else (1.0 if need > 0 else 0.0)
+            hold = max(-need, 0.0)
+        if c.emergency:
+            handle = _EMERGENCY
+        else:
+            # a schedule's brake: the handle at that position of the lead's controller
+            scheduled = self.handle_of[k](float(c.brake))
+            reduction = scheduled.reduction if scheduled.position == "service" else 0.0
+            share = 0.0
+            if c.deceleration > 0 or hold > 0:  # (else neither reads the full force)
+                full = tb.full(speed)
+                if c.deceleration > 0 and full > 0:
+                    share = (M * c.deceleration + other) / full
+                if hold > 0 and full > 0:
+                    share = max(share, hold / full)
+            if share > 0 or c.deceleration > 0:
+                # The automatic driver brakes as one does with a brake that releases
+                # fully as soon as the pipe rises (AirSinglePipe's triple valve):
+                # it makes a further reduction when it needs more, laps the handle
+                # when it needs less, and releases only to drive on.
+                air = tb.air
+                wanted = tb.plan.reduction_now(share, air.max_psi, air.aux, air.cyl)
+                reduction = max(reduction, self.held[k], wanted)
+                self.held[k] = reduction
+                handle = Handle("service", reduction)
+            else:
+                if c.speed_target is not None:
+                    self.held[k] = 0.0
+                handle = scheduled
+        if c.speed_target is not None and tb.applied > BRAKES_ON and vk > MOVING:
+            # no traction against brakes still applied (or releasing) while running;
+            # to start, the driver opens the throttle as it releases (no rolling back)
+            throttle = 0.0
+        dyn = self.dynamic_of[k](float(c.dynamic))
+        dyn_force = []
+        for u, rows in groups:
+            trac[rows], fd = u.step(throttle, dyn, speed, dt)
+            dyn_force.append((rows, fd))
+        applied, total = tb.step(handle, dt, v[a:b], brk[a:b])
+        for rows, fd in dyn_force:  # the dynamic brake opposes the motion as the brakes do
+            brk[rows] += fd
+            if not fd == 0.0:
+                total = None
+        if total is None:
+            total = float(_sum(brk[a:b]))
+        # (else the sum of the brakes alone: adding ±0.0 changes at most the sign of a
+        # zero, and np.add.reduce's sum, from +0.0, is the same with either sign)
+        self.brake_decel[k] = (total - fwd * other) / M
+        return throttle, applied

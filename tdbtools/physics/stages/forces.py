@@ -291,7 +291,7 @@ class ForceStage:
             ctab,
             ctype,
             np.array([start, traction_here, self.adhesion is not None, laws.EMERGENCY_FACTOR, laws.TAPER_MS]),
-            np.array([ln.S, ln.Y]),
+            K.line_table(ln.S, ln.Y),
             np.array([P1, PC]),
             np.full(3 * n, -1, dtype=np.int64),
             np.empty(4 * n),
@@ -340,6 +340,25 @@ class ForceStage:
             ]  # fmt: skip
         ck = self.ck
         sums = None
+        if ck is not None:  # (per train one compiled call, the first with every car's forces)
+            K = ck.K
+            out = np.empty((K.N_OUT_ROWS, len(x)))
+            cars = (
+                x,
+                self.fbrb,
+                ck.ctab,
+                ck.ctype,
+                ck.consts,
+                ck.lines,
+                ck.pieces,
+                ck.rows,
+                ck.work,
+                ck.bounds,
+            )
+            self.scale, applied = self.orts.step_fused(ctl, v, dt, out, self.train_sums, cars)
+            self.brake_applied[:] = applied
+            self.last_forces = (out[K.F_GRAV], out[K.F_RESIST])
+            return out[K.F_TRAC], out[K.F_BRAKE], out[K.F_DRIVE], out[K.F_OPPOSED]
         if ck is not None:  # (the forces and each train's sums of two of them in one call)
             out = np.empty((4, len(x)))
             sums = self.train_sums
