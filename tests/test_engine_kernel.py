@@ -608,3 +608,58 @@ def test_a_gap_snapped_onto_its_limit_drops_the_results_kept_over_it(gap0, snaps
     assert bool(atz[2]) == snaps and dirty == snaps
     kept = -1 if snaps else n
     assert wi[K.I_FC_END, 0] == kept and wi[K.I_SP_END, 0] == kept
+
+
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_a_first_round_from_the_last_steps_groups_is_a_full_one(seed):
+    """A step's first round starts from the last step's last round's groups (looking again
+    only at their boundaries and the impulses' runs); a twin made to look at every car in
+    every step's first round (the kept groups forgotten) gives the same numbers and events."""
+    import copy
+
+    _, co, drive_a, brake, rng = _random_engines(seed)
+    twin = copy.deepcopy(co)
+    wi = twin._work[1]
+    kept = events = 0
+    for k in range(120):
+        phase = (k // 20) % 4
+        drive = drive_a * (1.0, 0.0, 0.0, -1.3)[phase]
+        resist = 500.0 + (brake if phase == 2 else 0.0) + 40.0 * np.abs(co.v)
+        kept += wi[K.I_LAST, K.LAST_NG] > 0
+        wi[K.I_LAST, K.LAST_NG] = 0  # the twin: a full first round
+        ea, eb = co.step(0.1, drive, resist), twin.step(0.1, drive, resist)
+        _same_events(ea, eb)
+        events += len(ea)
+        for name in ("x", "v", "a", "gap", "groups"):
+            assert np.array_equal(getattr(co, name), getattr(twin, name)), (k, name)
+    assert events > 0 and kept >= 119  # the engine kept its groups after every step
+
+
+def test_the_compiled_step_takes_forces_of_any_layout():
+    """The engine calls the kernel's compiled code without numba's matching of the argument
+    types, so it makes the forces the one type first: lists, ints, float32, strided,
+    read-only arrays and scalars give the numbers of the same values as float64 arrays."""
+    import copy
+
+    _, co, drive_a, brake, _ = _random_engines(6)
+    resist = 500.0 + brake
+    ro = resist.copy()
+    ro.flags.writeable = False
+    f32 = drive_a.astype(np.float32)
+    wide = np.repeat(drive_a, 2)[::2]  # strided
+    cases = [
+        (drive_a.tolist(), resist.tolist(), drive_a, resist),
+        (wide, ro, drive_a, resist),
+        (f32, resist, f32.astype(np.float64), resist),
+        (np.round(drive_a).astype(np.int64), 700, np.round(drive_a), np.full(co.n, 700.0)),
+        (0.0, 1e3, np.zeros(co.n), np.full(co.n, 1e3)),
+    ]
+    for given_d, given_r, d, r in cases:
+        twin = copy.deepcopy(co)
+        for _ in range(5):
+            ea, eb = co.step(0.2, given_d, given_r), twin.step(0.2, d, r)
+            _same_events(ea, eb)
+            for name in ("x", "v", "a", "gap", "groups"):
+                assert np.array_equal(getattr(co, name), getattr(twin, name)), name
+    with pytest.raises(EngineError, match="shape"):
+        co.step(0.1, drive_a[:-1], resist)
