@@ -663,3 +663,33 @@ def test_the_compiled_step_takes_forces_of_any_layout():
                 assert np.array_equal(getattr(co, name), getattr(twin, name)), name
     with pytest.raises(EngineError, match="shape"):
         co.step(0.1, drive_a[:-1], resist)
+
+
+def test_an_impact_at_a_steps_start_splits_a_kept_group():
+    """A car closes on a pulled train so that the gap snaps shut at the very end of a step
+    (0.5 nm left, no event in it): the next step's first round starts from the last step's
+    groups with an impact at its start. The push cannot pass the train's taut coupler, so
+    the train's last car leaves its group: the compiled engine must look at that group
+    again, as the Python engine does (same events, speeds and groups)."""
+    mass = np.array([80e3, 40e3, 40e3, 30e3])
+    bodies = Bodies(
+        mass,
+        np.full(4, 20.0),
+        np.zeros(4, np.int64),
+        np.array([1, 1, 0, 0], bool),
+        np.array([0.1, 0.1, 0, 0]),
+    )
+    gap = 1.0 + 0.5e-9  # closed at 1 m/s in the 1-s step, within SNAP_GAP of touching
+    x = np.array([0.0, -20.1, -40.2, -60.2 - gap])
+    py, co = (Engine(bodies, x, np.array([1.0, 1.0, 1.0, 2.0]), compiled=c) for c in (False, True))
+    for eng in (py, co):
+        assert eng.step(1.0, 0.0, 0.0) == [] and eng.gap[2] == 0.0
+        assert np.array_equal(eng.groups, [0, 0, 0, 1])
+    for k in range(3):
+        drive = [5e3, 0.0, 0.0, 0.0]
+        ea, eb = py.step(0.5, drive, 0.0), co.step(0.5, drive, 0.0)
+        _same_events(ea, eb)
+        if k == 0:
+            assert ea[0].kind == "impact" and ea[0].time == 1.0 and ea[0].cars == (2, 3)
+        for name in ("x", "v", "a", "gap", "groups"):
+            assert np.array_equal(getattr(py, name), getattr(co, name)), (k, name)
