@@ -243,11 +243,15 @@ def test_random_yards_step_for_step(seed):
 
 def test_the_arrays_handed_out_do_not_change():
     py, co, drive_a, brake, _ = _random_engines(3)
-    v0, a0, g0, x0 = co.v, co.a, co.groups, co.x
-    keep = [np.array(z) for z in (v0, a0, g0, x0)]
-    co.step(0.5, drive_a, 1e3)
-    for held, copy in zip((v0, a0, g0, x0), keep):
-        assert np.array_equal(held, copy) and not held.flags.writeable
+    for stepped in (False, True):  # those of the engine as made, then those of a step
+        v0, a0, g0, x0 = co.v, co.a, co.groups, co.x
+        keep = [np.array(z) for z in (v0, a0, g0, x0)]
+        co.step(0.5, drive_a, 1e3)
+        for held, copy in zip((v0, a0, g0, x0), keep):
+            assert np.array_equal(held, copy) and not held.flags.writeable
+            if stepped and held is not g0:  # nor can a step's v, a, x be made writable
+                with pytest.raises(ValueError):  # (views of one read-only array)
+                    held.flags.writeable = True
 
 
 def test_compiled_is_chosen_by_size_and_can_be_refused(monkeypatch):
