@@ -133,6 +133,21 @@ def test_replaced_constraints_and_targets_are_left_to_the_python():
     assert d(st).deceleration > 0.0
 
 
+def test_limit_posts_handed_over_anew_are_read_anew():
+    """The compiled step keeps the driver's limit posts as arrays while its lists are the
+    same objects; new lists (a caller setting other limits) are read at the next call:
+    the Python's controls before and after, and lower ones after."""
+    made = [AutoDriver([0.0, 800.0], [20.0, 10.0], 3000.0, max_speed=None, deceleration=0.5) for _ in "ab"]
+    assert driver_step.compile_driver(made[0]) and made[1].compiled is None
+    st = DriveState(0.0, 0.0, 12.0, 100.0, 40.0, 0.1)
+    before = [_controls(d(st)) for d in made]
+    assert before[0] == before[1]
+    for d in made:
+        d.limit_s, d.limit_v = [0.0, 150.0], [20.0, 4.0]  # (a post 50 m ahead, lower)
+    after = [_controls(d(st)) for d in made]
+    assert after[0] == after[1] and after[0] != before[0]
+
+
 @pytest.mark.parametrize("physics", ["engineering", "openrails"])
 def test_sample_replay_is_the_same_with_the_compiled_step(physics, monkeypatch):
     """The sample route's trains with the automatic driver and the route's signals, under

@@ -122,3 +122,35 @@ def test_the_gentle_impact_rule_is_the_librarys():
     assert GENTLE_IMPACT_MS == 5.0 / 3.6
     assert is_gentle_impact(at) and not is_gentle_impact(over) and not is_gentle_impact(throw)
     assert serious_events([at, over, throw, at]) == [over]
+
+
+def test_a_record_maker_makes_the_record_its_keyword_init_makes():
+    """record_maker (the engine's contacts made by the thousand): for every car event and
+    the location, the positional maker gives the record the keyword __init__ gives, equal,
+    with the same hash, JSON and frozenness; a maker that skipped a field leaves it unset."""
+    from dataclasses import FrozenInstanceError, fields
+
+    from tdbtools.physics.events import (
+        CAR_EVENT_MAKERS,
+        CAR_EVENTS,
+        EventLocation,
+        make_location,
+        record_maker,
+    )
+
+    loc_values = (7, -1, 3, 12.5, -0.25, 1e-9)
+    loc = make_location(*loc_values)
+    ref_loc = EventLocation(**dict(zip([f.name for f in fields(EventLocation)], loc_values)))
+    assert loc == ref_loc and hash(loc) == hash(ref_loc) and loc.to_dict() == ref_loc.to_dict()
+    for kind, cls in CAR_EVENTS.items():
+        values = (12.3, (("a", 4), ("a", 5)), 0.75, 1234.5, -0.0, loc)
+        got = CAR_EVENT_MAKERS[kind](*values)
+        want = cls(**dict(zip([f.name for f in fields(cls)], values)))
+        assert type(got) is cls and got == want and hash(got) == hash(want)
+        assert got.to_dict() == want.to_dict()
+        assert repr(got) == repr(want)
+        with pytest.raises(FrozenInstanceError):
+            got.time = 1.0  # type: ignore[misc]
+    short = record_maker(EventLocation)(1, 2, 3)  # (values for the first three fields only)
+    with pytest.raises(AttributeError):
+        _ = short.x

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers import SAMPLE_INSTALL
 
-from tdbtools.physics.replay import Replay
+from tdbtools.physics.replay import Replay, replay
 from tdbtools.physics.scenario import read_scenario
 from tdbtools.physics.stages.forces import CurveCache
 
@@ -474,3 +474,59 @@ def test_a_train_or_two_read_their_ends_as_the_array_path_does(monkeypatch):
             rep.driving.controls(0.0, x, v, 0.1, 0)
             seen.append([tuple(_bits(c) for c in row[1:]) + (row[0],) for row in got[few]])
         assert seen[0] == seen[1] and len(seen[0]) == len(rep.trains)
+
+
+def test_running_trains_and_finished_follow_every_finish_between_steps():
+    """The driving stage keeps its running trains and ``Replay.finished`` per version of
+    the trains' Changes: a train finished from outside between two steps (as the signals'
+    deadlock and a policy do) leaves the running ones at the next step, and the replay is
+    finished exactly when every train is, as a fresh look at the trains says."""
+    rep = Replay(read_scenario(SAMPLE_INSTALL / "signals_follow.toml"))
+    assert len(rep.trains) >= 2
+    fresh = lambda: all(t.done_at is not None for t in rep.trains)  # noqa: E731
+    for _ in range(5):
+        rep.step()
+    assert rep.driving.running == list(range(len(rep.trains))) and not rep.finished() and not fresh()
+    rep.trains[0].finish(rep.time)
+    assert not rep.finished()
+    rep.step()
+    assert rep.driving.running == list(range(1, len(rep.trains)))
+    for t in rep.trains[1:]:
+        assert not rep.finished()
+        t.finish(rep.time)
+    assert rep.finished() and fresh()
+    rep.step()
+    assert rep.driving.running == []
+
+
+def test_after_step_finds_an_arrival_between_quiet_steps(monkeypatch):
+    """A step whose drivers all run on is skipped by one pass over their ``finished``
+    flags; the step an automatic driver finishes still marks its train done, with its
+    Arrived event, as the per-train look did."""
+    from tdbtools.physics.events import Arrived
+
+    res = replay(SAMPLE_INSTALL / "replay.toml")
+    arrived = [e for e in res.events if isinstance(e, Arrived)]
+    assert arrived and all(t["finished"] for t in res.summary["trains"].values())
+    assert res.summary["simulated_seconds"] == pytest.approx(max(e.time for e in arrived), abs=0.11)
+
+
+def test_every_signal_cycle_hands_its_targets_to_the_drivers():
+    """After each signalling cycle every train's signal wrapper holds that cycle's stop,
+    creep point and aspect limits of its train (the driver's constraints, compiled or
+    not, read them from there), and the batch of drivers is told they changed."""
+    rep = Replay(read_scenario(SAMPLE_INSTALL / "signals_follow.toml"))
+    sig = rep.signals
+    assert sig is not None and any(d is not None for d in sig.drivers)
+    cycles = 0
+    while rep.time < 60.0:
+        before = sig.version
+        rep.step()
+        if sig.version == before:
+            continue
+        cycles += 1
+        for k, d in enumerate(sig.drivers):
+            t = sig.ilk.trains[k]
+            if d is not None:
+                assert (d.stop_s, d.creep_at) == (t.stop_s, t.creep_at) and d.limits is t.limits
+    assert cycles >= 50

@@ -11,9 +11,11 @@ coming to rest and for a scheduled train ending its run).
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, TypeVar
 
 # The base and the signalling runtime's events live below physics (the runtime records
 # them); they are part of this module's family and re-exported here.
@@ -82,6 +84,39 @@ class CarsStopped(CarEvent):
 
 
 CAR_EVENTS: dict[str, type[CarEvent]] = {c.kind: c for c in (Impact, CouplerSnatch, CarsStarted, CarsStopped)}
+
+_R = TypeVar("_R")
+
+
+def _call(f: Callable[..., Any], *args: Any) -> Any:
+    return f(*args)
+
+
+_CALL: Callable[..., Any] = getattr(operator, "call", _call)  # (operator.call: Python 3.11 on)
+
+
+def record_maker(cls: type[_R]) -> Callable[..., _R]:
+    """A function making a ``cls`` (a frozen dataclass with slots and no
+    ``__post_init__``) from the values of all its fields in their declared order: the
+    record ``cls(**dict(zip(names, values)))`` gives, each slot set through its
+    descriptor in one C-level pass, without ``__init__``'s keyword matching and its
+    ``object.__setattr__`` per field (about half the time; the engine's contacts of a
+    replay are made into records by the thousand, docs/running-time.md §2.1)."""
+    put = tuple(getattr(cls, f.name).__set__ for f in fields(cls))  # type: ignore[arg-type]
+    new, call, repeat = object.__new__, _CALL, itertools.repeat
+
+    def make(*values: Any) -> _R:
+        obj = new(cls)
+        any(map(call, put, repeat(obj), values))  # (each __set__ gives None: all run)
+        return obj
+
+    return make
+
+
+#: CAR_EVENTS' makers: (time, cars, relative_speed, impulse, energy_lost, location)
+CAR_EVENT_MAKERS: dict[str, Callable[..., CarEvent]] = {k: record_maker(c) for k, c in CAR_EVENTS.items()}
+#: EventLocation's maker: (node, tile_x, tile_z, x, y, z)
+make_location: Callable[..., EventLocation] = record_maker(EventLocation)
 
 
 # -- safety: derailments and collisions (docs/physics.md §5) ------------------------------
@@ -334,6 +369,7 @@ class EventLog:
 
 __all__ = [
     "CAR_EVENTS",
+    "CAR_EVENT_MAKERS",
     "SAFETY_EVENTS",
     "Arrived",
     "AspectSeen",
@@ -370,5 +406,7 @@ __all__ = [
     "TrainStopped",
     "WaitingAtPoint",
     "is_gentle_impact",
+    "make_location",
+    "record_maker",
     "serious_events",
 ]

@@ -197,7 +197,8 @@ class Replay:
         self.watch.check_collisions(self.time, self.on_track())
 
     def finished(self) -> bool:
-        return all(t.done_at is not None for t in self.trains)
+        """Whether every train has finished."""
+        return self.driving.all_done()
 
     def run(self, progress: Callable[[float], None] | None = None) -> ReplayResult:
         wall = _time.perf_counter()

@@ -58,15 +58,20 @@ class ScriptSchedule:
         thrown = ilk.circuits.thrown
         if self._shadow is None or force_enabled != self._force:
             due.update(range(len(self.deps)))
+            self._shadow = tuple(list(x) for x in now)
         else:
             readers = self.readers
+            # (a copy only of the lists that changed: most cycles none did)
+            shadow = []
             for kind, cur, old in zip((BLK, EN, EN, NN, RO), now, self._shadow):
-                for k in changed_at(cur, old):
+                diff = changed_at(cur, old)
+                for k in diff:
                     due.update(readers.get(kind + k, ()))
+                shadow.append(list(cur) if diff or len(cur) != len(old) else old)
+            self._shadow = tuple(shadow)
             for j in thrown[self._thrown :]:
                 due.update(readers.get(SW + j, ()))
         self._thrown = len(thrown)
-        self._shadow = tuple(list(x) for x in now)
         self._force = force_enabled
         self.dirty = set()
         return due

@@ -92,7 +92,13 @@ class DrivingStage:
         self._run_view: tuple | None = None
         self._derailed_of: tuple | None = None
         self._done_key: tuple | None = None
-        self._ends: tuple[list, list, list] | None = None  # (controls: the trains' end cars)
+        self._ends: list[tuple[int, int, float]] | None = None  # (controls: the trains' end cars)
+        #: (after_step) the Changes key and running list for which ``_quiet`` holds, and
+        #: the running trains' automatic drivers when none of them is derailed or runs on
+        #: a schedule (None: some is; every step then asks due_batch)
+        self._quiet: tuple | None = None
+        self._running_key: tuple | None = None  # (after_step: running made for this key)
+        self._all_done: tuple | None = None  # (all_done: its key and answer)
 
     def _key(self) -> tuple:
         return (self.changes.version if self.changes is not None else 0, len(self.trains))
@@ -112,21 +118,27 @@ class DrivingStage:
         # One Python pass over the trains: the drivers (scalars), fed with the fronts,
         # rears and speeds read out in one go (a train or two: element by element, the
         # same numbers without numpy's calls on arrays of one).
+        drive = self.drive
         if T <= self.FEW_TRAINS:
             ends = self._ends
-            if ends is None:
-                ends = self._ends = (L.train_start.tolist(), L.train_end.tolist(), L.end_length.tolist())
+            if ends is None or len(ends) != T:
+                ends = self._ends = list(
+                    zip(L.train_start.tolist(), L.train_end.tolist(), L.end_length.tolist())
+                )
+            # (one pass: the positions do not change while the drivers are called)
             item, vitem = x.item, v.item
-            fronts = [item(i) for i in ends[0]]
-            speeds = [vitem(i) for i in ends[0]]
-            rears = [item(i) - e for i, e in zip(ends[1], ends[2])]
+            speeds = []
+            ctrl = []
+            for k, (i, j, e) in enumerate(ends):
+                s = vitem(i)
+                speeds.append(s)
+                ctrl.append(drive(time, k, item(i), s, item(j) - e, dt))
         else:
             starts = L.train_start
             fronts = x[starts].tolist()
             speeds = v[starts].tolist()
             rears = (x[L.train_end] - L.end_length).tolist()
-        drive = self.drive
-        ctrl = [drive(time, k, fronts[k], speeds[k], rears[k], dt) for k in range(T)]
+            ctrl = [drive(time, k, fronts[k], speeds[k], rears[k], dt) for k in range(T)]
         if batch:
             return ControlArrays.of(ctrl), speeds, True
         return ctrl, speeds, False
@@ -299,30 +311,37 @@ class DrivingStage:
                 t.finish(time - t.stopped_for)
                 self.log.add(TrainStopped(time=time - t.stopped_for, train=t.spec.name))
 
+    def all_done(self) -> bool:
+        """Whether every train has finished (its ``done_at`` set): looked at again only
+        when the trains' :class:`~.setup.Changes` moved (:meth:`Train.finish` moves it)."""
+        key = self._key()
+        got = self._all_done
+        if got is None or got[0] != key:
+            got = self._all_done = (key, all(t.done_at is not None for t in self.trains))
+        return got[1]
+
     def after_step(self, time: float, dt: float, v1: np.ndarray, batch: bool) -> None:
         """The running trains that finished in this step marked done (with their events),
-        and taken out of the running ones."""
+        and taken out of the running ones. Most steps nobody is derailed or on a schedule
+        and no automatic driver finished: one C-level pass over the drivers' flags finds
+        it (the trains' Changes say when to look at them again)."""
+        key = self._key()
+        quiet = self._quiet
+        if quiet is None or quiet[0] != key or quiet[1] is not self.running:
+            run_trains, autos, sched = self.running_view()
+            quiet = self._quiet = (key, self.running, None if sched or self.derailed()[1] else autos)
+        # done() does nothing for a train that runs on (saves the speeds)
+        due = [] if quiet[2] is not None and not any(map(_FINISHED, quiet[2])) else self.due_batch()
         trains = self.trains
-        if not batch:  # (a few trains: cheaper than keeping the cache)
-            due = []
-            for k in self.running:
-                t = trains[k]
-                drv = getattr(t.driver, "inner", t.driver)
-                if (
-                    t.derailed
-                    or isinstance(drv, ScheduleDriver)
-                    or (isinstance(drv, AutoDriver) and drv.finished)
-                ):
-                    due.append(k)
-        else:
-            # done() does nothing for a train that runs on (saves the speeds)
-            due = self.due_batch()
         if due:
             top = np.maximum.reduceat(np.abs(v1), self.L.train_start).tolist()
             for k in due:
                 self.done(time, trains[k], dt, top[k])
-        if due or not batch or self.any_done():
+        # (done_at is set only by Train.finish, which moves the key)
+        now = self._key()
+        if now != self._running_key:
             self.running = [k for k in self.running if trains[k].done_at is None]
+            self._running_key = now
 
 
 __all__ = ["ControlArrays", "DrivingStage"]

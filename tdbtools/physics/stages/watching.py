@@ -13,7 +13,7 @@ import numpy as np
 
 from ...track.geometry import normalize_tile, tile_of
 from ..collisions import Occupancy, TrainPosition
-from ..events import CAR_EVENTS, SAFETY_EVENTS, EndOfLine, EventLocation, EventLog
+from ..events import CAR_EVENT_MAKERS, SAFETY_EVENTS, EndOfLine, EventLocation, EventLog, make_location
 from ..proximity import box_pairs, chords_within
 from ..safety import DEFAULT_CLEARANCE_M, SafetyEvent
 from .forces import pmax, pmin
@@ -123,14 +123,17 @@ class WatchStage:
             cars = [int(evs[i].cars[0]) for i in located]
             if len(cars) > self.FEW_EVENTS or not self._locate_few(cars, xs, located, where):
                 self._locate_many(cars, xs, located, where)
+        # (the records made positionally, time, cars, relative_speed, impulse,
+        # energy_lost, location: the same records as their keyword __init__)
+        makers = CAR_EVENT_MAKERS
         return [
-            CAR_EVENTS[e.kind](
-                time=float(e.time),
-                cars=tuple(map(pairs.__getitem__, e.cars)),
-                relative_speed=float(e.relative_speed),
-                impulse=float(e.impulse),
-                energy_lost=float(e.energy_lost),
-                location=loc,
+            makers[e.kind](
+                float(e.time),
+                tuple(map(pairs.__getitem__, e.cars)),
+                float(e.relative_speed),
+                float(e.impulse),
+                float(e.energy_lost),
+                loc,
             )
             for e, loc in zip(evs, where)
         ]
@@ -153,7 +156,7 @@ class WatchStage:
             map(float, y.tolist()),
             map(float, lz.tolist()),
         ):
-            where[i] = EventLocation(node=n_, tile_x=tx_, tile_z=tz_, x=x_, y=y_, z=z_)
+            where[i] = make_location(n_, tx_, tz_, x_, y_, z_)
 
     def _locate_few(self, cars: list[int], xs: list[float], located: list[int], where: list) -> bool:
         """:meth:`_locate_many` for a few events (most steps that have any have two or
@@ -180,9 +183,7 @@ class WatchStage:
             tx, tz = tile_of(X_), tile_of(Z_)
             if tx is None or tz is None:
                 return False
-            found.append(
-                EventLocation(node=int(n_), tile_x=tx[0], tile_z=tz[0], x=tx[1], y=float(y_), z=tz[1])
-            )
+            found.append(make_location(int(n_), tx[0], tz[0], tx[1], float(y_), tz[1]))
         for i, loc in zip(located, found):
             where[i] = loc
         return True
