@@ -966,12 +966,214 @@ def regroup(
 
 
 @_lazy
+def _window_bounds(w, f, types, tol, a, eb, scf, tus):
+    """engine_contacts._bounds of the window of cars ``a..eb`` into ``scf``'s rows 10-17
+    (indexed by joint), and the running states of the exact sums of ``f`` and ``w`` from
+    car ``a`` (``tus[0]``) and from car ``eb`` back (``tus[1]``), for :func:`_take_up`."""
+    plo, phi, slo, shi = scf[10], scf[11], scf[12], scf[13]
+    cplo, cphi, cslo, cshi = scf[14], scf[15], scf[16], scf[17]
+    F = 0.0
+    W = 0.0
+    for j in range(a, eb):
+        F += f[j]
+        W += w[j]
+        plo[j] = (F - tol) / W
+        phi[j] = (F + tol) / W
+    F = 0.0
+    W = 0.0
+    for j in range(eb - 1, a - 1, -1):
+        F += f[j + 1]
+        W += w[j + 1]
+        slo[j] = (F - tol) / W
+        shi[j] = (F + tol) / W
+    lo = -np.inf
+    hi = np.inf
+    for j in range(a, eb):
+        t = types[j]
+        if t == _GE:
+            lo = max(lo, plo[j])
+        elif t == _LE:
+            hi = min(hi, phi[j])
+        cplo[j] = lo
+        cphi[j] = hi
+    lo = -np.inf
+    hi = np.inf
+    for j in range(eb - 1, a - 1, -1):
+        t = types[j]
+        if t == _LE:
+            lo = max(lo, slo[j])
+        elif t == _GE:
+            hi = min(hi, shi[j])
+        cslo[j] = lo
+        cshi[j] = hi
+    t = 0.0
+    c = 0.0
+    ae = 0.0
+    t2 = 0.0
+    c2 = 0.0
+    ae2 = 0.0
+    for j in range(a, eb + 1):
+        t, c, ae = _two_sum_add(t, c, ae, f[j])
+        t2, c2, ae2 = _two_sum_add(t2, c2, ae2, w[j])
+        r = tus[0, j]
+        r[0] = t
+        r[1] = c
+        r[2] = ae
+        r[3] = t2
+        r[4] = c2
+        r[5] = ae2
+    t = 0.0
+    c = 0.0
+    ae = 0.0
+    t2 = 0.0
+    c2 = 0.0
+    ae2 = 0.0
+    for j in range(eb, a - 1, -1):
+        t, c, ae = _two_sum_add(t, c, ae, f[j])
+        t2, c2, ae2 = _two_sum_add(t2, c2, ae2, w[j])
+        r = tus[1, j]
+        r[0] = t
+        r[1] = c
+        r[2] = ae
+        r[3] = t2
+        r[4] = c2
+        r[5] = ae2
+
+
+@_inline
+def _mean_from(w, f, tus, side, s, e, j):
+    """The exactly rounded ``fsum(f[s:e]) / fsum(w[s:e])`` from the running state at ``j``
+    of the pass ``side`` of :func:`_window_bounds` (0: ``s`` its first car and ``j = e - 1``;
+    1: ``e - 1`` its first car and ``j = s``)."""
+    r = tus[side, j]
+    return _fsum_certified(f, s, e, r[0], r[1], r[2]) / _fsum_certified(w, s, e, r[3], r[4], r[5])
+
+
+@_inline
+def _opening(t, d):
+    return d if t == _GE else -d
+
+
+@_lazy
+def _take_up(w, f, types, tol, rest, y, cuts, nc, c, tc, tver, ver, scf, tus):
+    """engine_contacts._take_up: the resting-contact rounds after one that held cut ``c``
+    alone (type ``tc``; ``y`` and ``cuts[:nc]`` that round's solution) while each moves
+    that cut by one joint, without solving the run; ``types`` hold what they held, each
+    with ``tver`` set to ``ver``. Returns False (the caller solves again)."""
+    k = w.size
+    q = 0
+    while cuts[q] != c:
+        q += 1
+    a = cuts[q - 1] + 1 if q > 0 else 0
+    eb = cuts[q + 1] if q + 1 < nc else k - 1
+    _window_bounds(w, f, types, tol, a, eb, scf, tus)
+    plo, phi, slo, shi = scf[10], scf[11], scf[12], scf[13]
+    cplo, cphi, cslo, cshi = scf[14], scf[15], scf[16], scf[17]
+    fwd = 0
+    lo = -np.inf
+    hi = np.inf
+    while True:
+        ok = False
+        p = c
+        yf = 0.0
+        yr = 0.0
+        if fwd >= 0:
+            p = c - 1
+            while p >= a and types[p] != tc:
+                p -= 1
+            if p >= a:
+                m = _mean_from(w, f, tus, 1, p + 1, eb + 1, p + 1)
+                ya = _mean_from(w, f, tus, 0, a, p + 1, p)
+                nlo = -np.inf
+                nhi = np.inf
+                if fwd == 0 and c + 1 < eb:
+                    nlo = cslo[c + 1]
+                    nhi = cshi[c + 1]
+                nlo = max(lo, nlo)
+                nhi = min(hi, nhi)
+                for j in range(p + 1, c):
+                    if types[j] == _LE:
+                        nlo = max(nlo, slo[j])
+                    elif types[j] == _GE:
+                        nhi = min(nhi, shi[j])
+                whole = nlo <= m <= nhi and (p == a or (cplo[p - 1] <= ya <= cphi[p - 1]))
+                if whole:
+                    ok = True
+                    fwd = 1
+                    lo = nlo
+                    hi = nhi
+                    yf = ya
+                    yr = m
+        if not ok and fwd <= 0:
+            p = c + 1
+            while p < eb and types[p] != tc:
+                p += 1
+            if p < eb:
+                m = _mean_from(w, f, tus, 0, a, p + 1, p)
+                yb = _mean_from(w, f, tus, 1, p + 1, eb + 1, p + 1)
+                nlo = -np.inf
+                nhi = np.inf
+                if fwd == 0 and c > a:
+                    nlo = cplo[c - 1]
+                    nhi = cphi[c - 1]
+                nlo = max(lo, nlo)
+                nhi = min(hi, nhi)
+                for j in range(c + 1, p):
+                    if types[j] == _GE:
+                        nlo = max(nlo, plo[j])
+                    elif types[j] == _LE:
+                        nhi = min(nhi, phi[j])
+                whole = nlo <= m <= nhi and (p == eb - 1 or (cslo[p + 1] <= yb <= cshi[p + 1]))
+                if whole:
+                    ok = True
+                    fwd = -1
+                    lo = nlo
+                    hi = nhi
+                    yf = m
+                    yr = yb
+        if not ok:
+            return False
+        op = _opening(tc, yf - yr)
+        if not op > 0.0:
+            return False
+        ha = False
+        hb = False
+        if a > 0:
+            oa = _opening(types[a - 1], y[a - 1] - yf)
+            if not oa > 0.0:
+                return False
+            ha = oa < rest
+        if eb < k - 1:
+            ob = _opening(types[eb], yr - y[eb + 1])
+            if not ob > 0.0:
+                return False
+            hb = ob < rest
+        hp = op < rest
+        if ha or hb:
+            if ha:
+                types[a - 1] = _EQ
+                tver[a - 1] = ver
+            if hp:
+                types[p] = _EQ
+                tver[p] = ver
+            if hb:
+                types[eb] = _EQ
+                tver[eb] = ver
+            return False
+        if not hp:
+            return False
+        types[p] = _EQ
+        tver[p] = ver
+        c = p
+
+
+@_lazy
 def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, quiet, sc):
     """Engine._impulse_small / _impulse_block on the run of cars ``s..e-1``; appends the
     events of its violated joints ``js[:nj]`` but those closing slower than ``quiet`` (see
     :func:`step`). Returns the event table, its count and the number of events not made.
     ``sc``: the work arrays (:func:`_scratch`)."""
-    scf, sci, scb, member, stack, sums = sc
+    scf, sci, scb, member, stack, sums, tus = sc
     k = e - s
     w = m[s:e]
     v0 = scf[0][:k]
@@ -995,7 +1197,9 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
     back1 = scb[1]
     while True:
         nc = _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, back1)
-        held = False
+        nheld = 0
+        c0 = np.int64(-1)
+        t0 = np.int64(0)
         cur[0] += 1  # (the number of the next solve, which sees the joints held here)
         # only a cut can open (the cars between two cuts get one value), so only the cuts
         # are looked at, not every joint of the run
@@ -1007,11 +1211,16 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
             d = y[i] - y[i + 1]
             opening = d if ti == _GE else -d
             if 0.0 < opening < rest:
+                if nheld == 0:
+                    c0 = i
+                    t0 = ti
                 types[i] = _EQ
                 tver[i] = cur[0]
-                held = True
-        if not held:
+                nheld += 1
+        if nheld == 0:
             break
+        if nheld == 1:
+            _take_up(w, f, types, tol, rest, y, cuts, nc, c0, t0, tver, cur[0], scf, tus)
     nkeep = nj
     if quiet > 0.0:
         nkeep = 0
@@ -1061,10 +1270,11 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
 @_lazy
 def _scratch(n):
     """The work arrays of :func:`_impulse_run` for runs of up to ``n`` cars: float, int and
-    int8 rows, a bool row, the block solver's stack and its ranges' cache (:func:`_sums_cache`)."""
+    int8 rows, a bool row, the block solver's stack and its ranges' cache (:func:`_sums_cache`),
+    then :func:`_take_up`'s running sums (from the window's first car and from its last)."""
     return (
-        np.empty((10, n + 1)), np.empty((2, n + 1), np.int64), np.empty((2, n + 1), np.int8),
-        np.empty(n + 1, np.bool_), np.empty(2 * n + 2, np.int64), _sums_cache(n + 1),
+        np.empty((18, n + 1)), np.empty((2, n + 1), np.int64), np.empty((2, n + 1), np.int8),
+        np.empty(n + 1, np.bool_), np.empty(2 * n + 2, np.int64), _sums_cache(n + 1), np.empty((2, n + 1, 6)),
     )  # fmt: skip
 
 
