@@ -243,11 +243,15 @@ def test_random_yards_step_for_step(seed):
 
 def test_the_arrays_handed_out_do_not_change():
     py, co, drive_a, brake, _ = _random_engines(3)
-    v0, a0, g0, x0 = co.v, co.a, co.groups, co.x
-    keep = [np.array(z) for z in (v0, a0, g0, x0)]
-    co.step(0.5, drive_a, 1e3)
-    for held, copy in zip((v0, a0, g0, x0), keep):
-        assert np.array_equal(held, copy) and not held.flags.writeable
+    for stepped in (False, True):  # those of the engine as made, then those of a step
+        v0, a0, g0, x0 = co.v, co.a, co.groups, co.x
+        keep = [np.array(z) for z in (v0, a0, g0, x0)]
+        co.step(0.5, drive_a, 1e3)
+        for held, copy in zip((v0, a0, g0, x0), keep):
+            assert np.array_equal(held, copy) and not held.flags.writeable
+            if stepped and held is not g0:  # nor can a step's v, a, x be made writable
+                with pytest.raises(ValueError):  # (views of one read-only array)
+                    held.flags.writeable = True
 
 
 def test_compiled_is_chosen_by_size_and_can_be_refused(monkeypatch):
@@ -611,3 +615,88 @@ def test_a_gap_snapped_onto_its_limit_drops_the_results_kept_over_it(gap0, snaps
     assert bool(atz[2]) == snaps and dirty == snaps
     kept = -1 if snaps else n
     assert wi[K.I_FC_END, 0] == kept and wi[K.I_SP_END, 0] == kept
+
+
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_a_first_round_from_the_last_steps_groups_is_a_full_one(seed):
+    """A step's first round starts from the last step's last round's groups (looking again
+    only at their boundaries and the impulses' runs); a twin made to look at every car in
+    every step's first round (the kept groups forgotten) gives the same numbers and events."""
+    import copy
+
+    _, co, drive_a, brake, rng = _random_engines(seed)
+    twin = copy.deepcopy(co)
+    wi = twin._work[1]
+    kept = events = 0
+    for k in range(120):
+        phase = (k // 20) % 4
+        drive = drive_a * (1.0, 0.0, 0.0, -1.3)[phase]
+        resist = 500.0 + (brake if phase == 2 else 0.0) + 40.0 * np.abs(co.v)
+        kept += wi[K.I_LAST, K.LAST_NG] > 0
+        wi[K.I_LAST, K.LAST_NG] = 0  # the twin: a full first round
+        ea, eb = co.step(0.1, drive, resist), twin.step(0.1, drive, resist)
+        _same_events(ea, eb)
+        events += len(ea)
+        for name in ("x", "v", "a", "gap", "groups"):
+            assert np.array_equal(getattr(co, name), getattr(twin, name)), (k, name)
+    assert events > 0 and kept >= 119  # the engine kept its groups after every step
+
+
+def test_the_compiled_step_takes_forces_of_any_layout():
+    """The engine calls the kernel's compiled code without numba's matching of the argument
+    types, so it makes the forces the one type first: lists, ints, float32, strided,
+    read-only arrays and scalars give the numbers of the same values as float64 arrays."""
+    import copy
+
+    _, co, drive_a, brake, _ = _random_engines(6)
+    resist = 500.0 + brake
+    ro = resist.copy()
+    ro.flags.writeable = False
+    f32 = drive_a.astype(np.float32)
+    wide = np.repeat(drive_a, 2)[::2]  # strided
+    cases = [
+        (drive_a.tolist(), resist.tolist(), drive_a, resist),
+        (wide, ro, drive_a, resist),
+        (f32, resist, f32.astype(np.float64), resist),
+        (np.round(drive_a).astype(np.int64), 700, np.round(drive_a), np.full(co.n, 700.0)),
+        (0.0, 1e3, np.zeros(co.n), np.full(co.n, 1e3)),
+    ]
+    for given_d, given_r, d, r in cases:
+        twin = copy.deepcopy(co)
+        for _ in range(5):
+            ea, eb = co.step(0.2, given_d, given_r), twin.step(0.2, d, r)
+            _same_events(ea, eb)
+            for name in ("x", "v", "a", "gap", "groups"):
+                assert np.array_equal(getattr(co, name), getattr(twin, name)), name
+    with pytest.raises(EngineError, match="shape"):
+        co.step(0.1, drive_a[:-1], resist)
+
+
+def test_an_impact_at_a_steps_start_splits_a_kept_group():
+    """A car closes on a pulled train so that the gap snaps shut at the very end of a step
+    (0.5 nm left, no event in it): the next step's first round starts from the last step's
+    groups with an impact at its start. The push cannot pass the train's taut coupler, so
+    the train's last car leaves its group: the compiled engine must look at that group
+    again, as the Python engine does (same events, speeds and groups)."""
+    mass = np.array([80e3, 40e3, 40e3, 30e3])
+    bodies = Bodies(
+        mass,
+        np.full(4, 20.0),
+        np.zeros(4, np.int64),
+        np.array([1, 1, 0, 0], bool),
+        np.array([0.1, 0.1, 0, 0]),
+    )
+    gap = 1.0 + 0.5e-9  # closed at 1 m/s in the 1-s step, within SNAP_GAP of touching
+    x = np.array([0.0, -20.1, -40.2, -60.2 - gap])
+    py, co = (Engine(bodies, x, np.array([1.0, 1.0, 1.0, 2.0]), compiled=c) for c in (False, True))
+    for eng in (py, co):
+        assert eng.step(1.0, 0.0, 0.0) == [] and eng.gap[2] == 0.0
+        assert np.array_equal(eng.groups, [0, 0, 0, 1])
+    for k in range(3):
+        drive = [5e3, 0.0, 0.0, 0.0]
+        ea, eb = py.step(0.5, drive, 0.0), co.step(0.5, drive, 0.0)
+        _same_events(ea, eb)
+        if k == 0:
+            assert ea[0].kind == "impact" and ea[0].time == 1.0 and ea[0].cars == (2, 3)
+        for name in ("x", "v", "a", "gap", "groups"):
+            assert np.array_equal(getattr(py, name), getattr(co, name)), (k, name)

@@ -227,7 +227,7 @@ class Engine:
             # load (or, the first time on this machine, compile) the step now, in the setup
             from tdbtools.physics import _engine_kernel as K
 
-            self._kernel_step = K.step
+            self._kernel_step = _entry_point(K.step)
             # the engine lives in the kernel's work arrays (a few arguments per call, see
             # _engine_kernel.work_arrays): its constants copied in once, its state
             # (gaps, limits, the lines' first x, speeds, groups) kept there as views
@@ -243,6 +243,7 @@ class Engine:
             wi[K.I_META, :2] = (nl, 10 * n + 100)
             wb[K.B_SAME, : n - 1] = same
             self._bind_work()
+            self._v.flags.writeable = False  # (handed out as it is, see v)
 
     # ------------------------------------------------------------------ read-only state
     @property
@@ -251,12 +252,16 @@ class Engine:
 
     @property
     def v(self) -> np.ndarray:
-        return _ro(self._v)
+        v = self._v
+        # (the compiled steps' speeds are new read-only arrays, handed out as they are: a
+        # view made read-only costs ~1 us a step)
+        return _ro(v) if v.flags.writeable else v
 
     @property
     def a(self) -> np.ndarray:
         """Acceleration of each car in the last force analysis (m/s²)."""
-        return _ro(self._a)
+        a = self._a
+        return _ro(a) if a.flags.writeable else a
 
     @property
     def x(self) -> np.ndarray:
@@ -285,7 +290,8 @@ class Engine:
     @property
     def groups(self) -> np.ndarray:
         """Group id of each car (cars moving together as one body), numbered from 0."""
-        return _ro(self._gid if self.compiled else self._groups.of_car)
+        g = self._gid if self.compiled else self._groups.of_car
+        return _ro(g) if g.flags.writeable else g
 
     def kinetic_energy(self) -> float:
         return 0.5 * float(np.dot(self._m, self._v * self._v))
@@ -339,10 +345,10 @@ class Engine:
         dt = float(dt)
         if not (dt >= 0.0 and math.isfinite(dt)):
             raise EngineError(f"Engine.step: dt must be finite and >= 0, got {dt}")
-        drive = self._per_car(drive, "drive")
-        resist = self._per_car(resist, "resist")
         if self.compiled:
             return self._step_compiled(dt, drive, resist)
+        drive = self._per_car(drive, "drive")
+        resist = self._per_car(resist, "resist")
         # argmin/argmax cost a fraction of min/max on small arrays and give the first nan
         ad = np.abs(drive)
         dmax = float(ad[ad.argmax()])
@@ -382,10 +388,18 @@ class Engine:
         self.event_count += len(events)
         return events
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_kernel_step", None)  # (compiled code: found again by __setstate__)
+        return state
+
     def __setstate__(self, state: dict) -> None:
         # a copy (pickle, copy.deepcopy) gets its arrays apart: the state views again
         self.__dict__.update(state)
         if self.compiled:
+            from tdbtools.physics import _engine_kernel as K
+
+            self._kernel_step = _entry_point(K.step)
             self._bind_work()
 
     def _bind_work(self) -> None:
@@ -406,21 +420,27 @@ class Engine:
         # the speeds and groups handed out are the kernel's copies (out, gid_out in step)
         wf[K.R_V, :n] = self._v
         wi[K.I_GID, :n] = self._gid
+        wi[K.I_LAST, K.LAST_NG] = 0  # the kernel's last round is not this state's: a full round
 
     def _step_compiled(self, dt: float, drive: np.ndarray, resist: np.ndarray) -> list[Event]:
         """:meth:`step`'s checks and rounds in tdbtools.physics._engine_kernel (the same
         operations)."""
         # arrays already handed out (v, a, x, groups) are never changed: each step's are
         # new (one allocation for the floats; the kernel keeps its own speeds and groups)
+        # and read-only (made so once: a view of a read-only array is one)
+        drive = _writable(self._per_car(drive, "drive"))
+        resist = _writable(self._per_car(resist, "resist"))
         out = np.empty((3, self.n))
         gid = np.empty(self.n, np.int64)
         t_end = self._time + dt
         flags, table, count, kept = self._kernel_step(
-            _writable(drive), _writable(resist), dt, self.rest_speed, self._time, self._contacts_dirty,
+            drive, resist, dt, self.rest_speed, self._time, self._contacts_dirty,
             float(self.quiet_contact_speed), *self._work, out, gid,
         )  # fmt: skip
         if flags & _F_BAD:
             raise EngineError("Engine.step: resist must be finite and >= 0, drive finite")
+        out.flags.writeable = False
+        gid.flags.writeable = False
         self._v, self._a, self._gid = out[0], out[1], gid
         self._contacts_dirty = bool(flags & _F_DIRTY)
         truncated = flags & _F_TRUNCATED
@@ -434,9 +454,7 @@ class Engine:
         if truncated:  # the gaps snapped after the kernel made x
             self._x_cache = None
         else:
-            x = out[2]
-            x.flags.writeable = False
-            self._x_cache = x
+            self._x_cache = out[2]
         self._time = t_end
         self.event_count += count
         if not kept:  # (most steps)
@@ -465,6 +483,19 @@ def _events_from_table(table: np.ndarray) -> list[Event]:
         Event(_KINDS[k], t, (a, b) if k < 2 or a != b else (a,), ln, rel, imp, lost)
         for k, t, a, b, ln, rel, imp, lost in zip(kinds, times, c0s, c1s, lines, rels, imps, losts)
     ]
+
+
+def _entry_point(dispatcher):
+    """The compiled code of ``dispatcher`` (the kernel's step, compiled for its one
+    signature), called without the dispatcher's matching of the argument types (~1 us of
+    the call): :meth:`Engine._step_compiled` hands it those types every time (the arrays
+    made so by :func:`_writable`, Python floats and a bool). The dispatcher itself when
+    numba keeps its code otherwise."""
+    try:
+        (compiled,) = dispatcher.overloads.values()
+        return compiled.entry_point
+    except (AttributeError, ValueError):  # (another numba)
+        return dispatcher
 
 
 def _writable(a: np.ndarray) -> np.ndarray:
