@@ -965,6 +965,45 @@ def regroup(
     return ng, nj
 
 
+@_inline
+def _envelope(types, low, high, out_lo, out_hi, start, stop, step, t_low, t_high):
+    """Running maximum of ``low`` over the joints of type ``t_low`` and minimum of ``high``
+    over those of type ``t_high``, along ``range(start, stop, step)`` (one direction of
+    :func:`_window_bounds`)."""
+    lo = -np.inf
+    hi = np.inf
+    for j in range(start, stop, step):
+        t = types[j]
+        if t == t_low:
+            lo = max(lo, low[j])
+        elif t == t_high:
+            hi = min(hi, high[j])
+        out_lo[j] = lo
+        out_hi[j] = hi
+
+
+@_inline
+def _running_states(w, f, rows, start, stop, step):
+    """The TwoSum states of the exact sums of ``f`` and ``w`` after each car of
+    ``range(start, stop, step)`` into ``rows`` (one direction of :func:`_window_bounds`)."""
+    t = 0.0
+    c = 0.0
+    ae = 0.0
+    t2 = 0.0
+    c2 = 0.0
+    ae2 = 0.0
+    for j in range(start, stop, step):
+        t, c, ae = _two_sum_add(t, c, ae, f[j])
+        t2, c2, ae2 = _two_sum_add(t2, c2, ae2, w[j])
+        r = rows[j]
+        r[0] = t
+        r[1] = c
+        r[2] = ae
+        r[3] = t2
+        r[4] = c2
+        r[5] = ae2
+
+
 @_lazy
 def _window_bounds(w, f, types, tol, a, eb, scf, tus):
     """engine_contacts._bounds of the window of cars ``a..eb`` into ``scf``'s rows 10-17
@@ -986,58 +1025,10 @@ def _window_bounds(w, f, types, tol, a, eb, scf, tus):
         W += w[j + 1]
         slo[j] = (F - tol) / W
         shi[j] = (F + tol) / W
-    lo = -np.inf
-    hi = np.inf
-    for j in range(a, eb):
-        t = types[j]
-        if t == _GE:
-            lo = max(lo, plo[j])
-        elif t == _LE:
-            hi = min(hi, phi[j])
-        cplo[j] = lo
-        cphi[j] = hi
-    lo = -np.inf
-    hi = np.inf
-    for j in range(eb - 1, a - 1, -1):
-        t = types[j]
-        if t == _LE:
-            lo = max(lo, slo[j])
-        elif t == _GE:
-            hi = min(hi, shi[j])
-        cslo[j] = lo
-        cshi[j] = hi
-    t = 0.0
-    c = 0.0
-    ae = 0.0
-    t2 = 0.0
-    c2 = 0.0
-    ae2 = 0.0
-    for j in range(a, eb + 1):
-        t, c, ae = _two_sum_add(t, c, ae, f[j])
-        t2, c2, ae2 = _two_sum_add(t2, c2, ae2, w[j])
-        r = tus[0, j]
-        r[0] = t
-        r[1] = c
-        r[2] = ae
-        r[3] = t2
-        r[4] = c2
-        r[5] = ae2
-    t = 0.0
-    c = 0.0
-    ae = 0.0
-    t2 = 0.0
-    c2 = 0.0
-    ae2 = 0.0
-    for j in range(eb, a - 1, -1):
-        t, c, ae = _two_sum_add(t, c, ae, f[j])
-        t2, c2, ae2 = _two_sum_add(t2, c2, ae2, w[j])
-        r = tus[1, j]
-        r[0] = t
-        r[1] = c
-        r[2] = ae
-        r[3] = t2
-        r[4] = c2
-        r[5] = ae2
+    _envelope(types, plo, phi, cplo, cphi, a, eb, 1, _GE, _LE)
+    _envelope(types, slo, shi, cslo, cshi, eb - 1, a - 1, -1, _LE, _GE)
+    _running_states(w, f, tus[0], a, eb + 1, 1)
+    _running_states(w, f, tus[1], eb, a - 1, -1)
 
 
 @_inline

@@ -217,24 +217,25 @@ def _bounds(w, f, types, tol, a, eb):
         W += w[j + 1]
         slo[j - a] = (F - tol) / W  # coupler (_LE): the block's mean >= this
         shi[j - a] = (F + tol) / W  # buffers (_GE): the block's mean <= this
-    cplo, cphi, cslo, cshi = [-_INF] * n, [_INF] * n, [-_INF] * n, [_INF] * n
-    lo, hi = -_INF, _INF
-    for j in range(a, eb):
-        t = types[j]
-        if t == _GE:
-            lo = max(lo, plo[j - a])
-        elif t == _LE:
-            hi = min(hi, phi[j - a])
-        cplo[j - a], cphi[j - a] = lo, hi
-    lo, hi = -_INF, _INF
-    for j in range(eb - 1, a - 1, -1):
-        t = types[j]
-        if t == _LE:
-            lo = max(lo, slo[j - a])
-        elif t == _GE:
-            hi = min(hi, shi[j - a])
-        cslo[j - a], cshi[j - a] = lo, hi
+    cplo, cphi = _envelope(types, plo, phi, a, range(a, eb), _GE, _LE)
+    cslo, cshi = _envelope(types, slo, shi, a, range(eb - 1, a - 1, -1), _LE, _GE)
     return plo, phi, slo, shi, cplo, cphi, cslo, cshi
+
+
+def _envelope(types, low, high, a, joints, t_low, t_high):
+    """Running maximum of ``low`` over the joints of type ``t_low`` and minimum of ``high``
+    over those of type ``t_high``, in the order of ``joints`` (lists indexed from ``a``)."""
+    n = len(low)
+    out_lo, out_hi = [-_INF] * n, [_INF] * n
+    lo, hi = -_INF, _INF
+    for j in joints:
+        t = types[j]
+        if t == t_low:
+            lo = max(lo, low[j - a])
+        elif t == t_high:
+            hi = min(hi, high[j - a])
+        out_lo[j - a], out_hi[j - a] = lo, hi
+    return out_lo, out_hi
 
 
 def _opening(t: int, d: float) -> float:
