@@ -4,6 +4,7 @@ do not fail SURVIVED; the exit status is 1 when any survived or was not found.""
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import subprocess
 import sys
@@ -37,3 +38,11 @@ def run(mutants: Sequence[tuple[str, str, str]], tests: Sequence[str], only: Seq
         verdict = "KILLED" if r.returncode else "SURVIVED"
         print(k, verdict, f.split("/")[-1], "|", a[:60], "->", failed[:1], flush=True)
     return 1 if bad else 0
+
+
+def selected(doc: str | None, argv: Sequence[str] | None = None) -> list[int]:
+    """The mutant numbers given on the command line (all when none); ``--help`` prints
+    the tool's docstring."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("numbers", nargs="*", type=int, help="only these mutants (their numbers as printed)")
+    return parser.parse_args(argv).numbers

@@ -4,9 +4,7 @@ the law tests run, and the file restored. Every mutant must be KILLED.
 Run from anywhere: ``python tools/orts_mutants.py``.
 """
 
-import sys
-
-from _mutants import run
+from _mutants import run, selected
 
 M = [
     (
@@ -731,4 +729,4 @@ TESTS = [
     "tests/test_replay_fast_paths.py",
 ]
 # (the exit status stays 0, as before: the verdicts are read from the lines it prints)
-run(M, TESTS, [int(a) for a in sys.argv[1:]])
+run(M, TESTS, selected(__doc__))

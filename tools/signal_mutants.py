@@ -6,7 +6,7 @@ Run from anywhere: ``python tools/signal_mutants.py [N ...]`` (only mutants N ..
 
 import sys
 
-from _mutants import run
+from _mutants import run, selected
 
 S = "tdbtools/signals/"
 M = [
@@ -67,4 +67,4 @@ TESTS = [
     "tests/test_signal_aspect_speed.py",
 ]
 
-sys.exit(run(M, TESTS, [int(a) for a in sys.argv[1:]]))
+sys.exit(run(M, TESTS, selected(__doc__)))
