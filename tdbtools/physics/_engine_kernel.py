@@ -209,6 +209,30 @@ def _fsum_certified(a, s, e, t, c, ae):
     return _fsum_exact(a, s, e)
 
 
+@_inline
+def _running_states(w, f, rows, start, stop, step):
+    """The TwoSum states of the exact sums of ``f`` and ``w`` after each car of
+    ``range(start, stop, step)`` into ``rows`` (:func:`_fsum2`'s pass, each direction of
+    :func:`_window_bounds`); returns the last state."""
+    t = 0.0
+    c = 0.0
+    ae = 0.0
+    t2 = 0.0
+    c2 = 0.0
+    ae2 = 0.0
+    for j in range(start, stop, step):
+        t, c, ae = _two_sum_add(t, c, ae, f[j])
+        t2, c2, ae2 = _two_sum_add(t2, c2, ae2, w[j])
+        r = rows[j]
+        r[0] = t
+        r[1] = c
+        r[2] = ae
+        r[3] = t2
+        r[4] = c2
+        r[5] = ae2
+    return t, c, ae, t2, c2, ae2
+
+
 @_lazy
 def _fsum2(a, b, s, e, tag, st):
     """``(_fsum(a, s, e), _fsum(b, s, e))`` in one pass: the two running sums are
@@ -219,23 +243,8 @@ def _fsum2(a, b, s, e, tag, st):
     if tag[e - 1] == s:
         r = st[e - 1]
         return _fsum_certified(a, s, e, r[0], r[1], r[2]), _fsum_certified(b, s, e, r[3], r[4], r[5])
-    t = 0.0
-    c = 0.0
-    ae = 0.0
-    t2 = 0.0
-    c2 = 0.0
-    ae2 = 0.0
-    for k in range(s, e):
-        t, c, ae = _two_sum_add(t, c, ae, a[k])
-        t2, c2, ae2 = _two_sum_add(t2, c2, ae2, b[k])
-        tag[k] = s
-        r = st[k]
-        r[0] = t
-        r[1] = c
-        r[2] = ae
-        r[3] = t2
-        r[4] = c2
-        r[5] = ae2
+    t, c, ae, t2, c2, ae2 = _running_states(b, a, st, s, e, 1)
+    tag[s:e] = s
     return _fsum_certified(a, s, e, t, c, ae), _fsum_certified(b, s, e, t2, c2, ae2)
 
 
@@ -980,28 +989,6 @@ def _envelope(types, low, high, out_lo, out_hi, start, stop, step, t_low, t_high
             hi = min(hi, high[j])
         out_lo[j] = lo
         out_hi[j] = hi
-
-
-@_inline
-def _running_states(w, f, rows, start, stop, step):
-    """The TwoSum states of the exact sums of ``f`` and ``w`` after each car of
-    ``range(start, stop, step)`` into ``rows`` (one direction of :func:`_window_bounds`)."""
-    t = 0.0
-    c = 0.0
-    ae = 0.0
-    t2 = 0.0
-    c2 = 0.0
-    ae2 = 0.0
-    for j in range(start, stop, step):
-        t, c, ae = _two_sum_add(t, c, ae, f[j])
-        t2, c2, ae2 = _two_sum_add(t2, c2, ae2, w[j])
-        r = rows[j]
-        r[0] = t
-        r[1] = c
-        r[2] = ae
-        r[3] = t2
-        r[4] = c2
-        r[5] = ae2
 
 
 @_lazy
