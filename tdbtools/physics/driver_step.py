@@ -21,7 +21,7 @@ import numpy as np
 
 from ..signals.runtime import CREEP
 from .driver import EMERGENCY_OVER, AutoDriver, Controls, DriveState
-from .kernels import LazyKernel
+from .kernels import LazyKernel, entry_point
 from .signalling import SignalDriver
 
 __all__ = ["CompiledStep", "compile_driver"]
@@ -89,7 +89,7 @@ class CompiledStep:
             # hands over (an int or a numpy float is made a float when it is unboxed)
             args = tuple(a if k < 3 else bool(a) if k in _FLAGS else float(a) for k, a in enumerate(args))
             kind, value, applied, emergency = kernel(*args)
-            self._kernel = _entry_point(kernel, args)
+            self._kernel = entry_point(kernel, args)
         if kind < 0:
             return None
         d._applied = applied
@@ -100,19 +100,6 @@ class CompiledStep:
         if kind == 3:
             d._braking = d.lap_brakes
         return Controls(deceleration=value, emergency=emergency)
-
-
-def _entry_point(dispatcher: Any, args: tuple) -> Any:
-    """The compiled code ``dispatcher`` ran for ``args``, called without the dispatcher's
-    matching of the argument types (half the call's cost with 26 arguments, ~3 of ~7 µs
-    at load 8): the step hands it the same types every time (float64 arrays and Python
-    floats and bools, made so above). The dispatcher itself when numba keeps it
-    otherwise."""
-    try:
-        sig = tuple(dispatcher.typeof_pyval(a) for a in args)
-        return dispatcher.overloads[sig].entry_point
-    except (AttributeError, KeyError):  # (another numba)
-        return dispatcher
 
 
 def compile_driver(driver: Any) -> bool:
