@@ -200,13 +200,44 @@ def _fsum_certified(a, s, e, t, c, ae):
     """:func:`_fsum`'s result from its TwoSum pass (``t``, ``c``, ``ae``) when the bound
     certifies it, else from :func:`_fsum_exact`."""
     r = t + c
-    if r != 0.0 and math.isfinite(r):
-        if ae == 0.0:  # every partial sum exact (c is 0)
-            return r
-        b = ae * (4.0 * (e - s) * _U)
-        if b > 0.0 and math.isfinite(b) and t + (c - b) == t + (c + b):
-            return r
+    if math.isfinite(r):
+        if ae == 0.0:  # every partial sum exact (c is 0, t the sum; fsum's +0.0 for 0)
+            return r + 0.0
+        if r != 0.0:
+            b = ae * (4.0 * (e - s) * _U)
+            if b > 0.0 and math.isfinite(b) and t + (c - b) == t + (c + b):
+                return r
+        # (near a tie: terms of few significant bits, as equal momenta, make errors whose
+        # own sum is exact; then their sum and t are the exact sum, rounded once)
+        ok, x = _fsum_errors_exact(a, s, e)
+        if ok:
+            return x
     return _fsum_exact(a, s, e)
+
+
+@_lazy
+def _fsum_errors_exact(a, s, e):
+    """``(True, math.fsum(a[s:e]))`` when the TwoSum errors of the running sum of
+    ``a[s:e]`` add up without rounding (each addition's own error is 0): the exact sum is
+    then the running sum plus the errors' sum, two doubles, and one addition rounds it
+    correctly (half to even, as fsum); else ``(False, 0.0)``."""
+    t = 0.0
+    c = 0.0
+    for k in range(s, e):
+        x = a[k]
+        u = t + x
+        bp = u - t
+        err = (t - (u - bp)) + (x - bp)
+        c2 = c + err
+        bq = c2 - c
+        if (c - (c2 - bq)) + (err - bq) != 0.0:
+            return False, 0.0
+        c = c2
+        t = u
+    r = t + c
+    if not math.isfinite(r):
+        return False, 0.0
+    return True, r + 0.0
 
 
 @_inline
@@ -223,28 +254,33 @@ def _running_states(w, f, rows, start, stop, step):
     for j in range(start, stop, step):
         t, c, ae = _two_sum_add(t, c, ae, f[j])
         t2, c2, ae2 = _two_sum_add(t2, c2, ae2, w[j])
-        r = rows[j]
-        r[0] = t
-        r[1] = c
-        r[2] = ae
-        r[3] = t2
-        r[4] = c2
-        r[5] = ae2
+        # (element by element: a row view per car would take and drop a reference each,
+        # an atomic operation that cost more than the sums)
+        rows[j, 0] = t
+        rows[j, 1] = c
+        rows[j, 2] = ae
+        rows[j, 3] = t2
+        rows[j, 4] = c2
+        rows[j, 5] = ae2
     return t, c, ae, t2, c2, ae2
 
 
 @_lazy
-def _fsum2(a, b, s, e, tag, st):
+def _fsum2(a, b, s, e, tag, st, base):
     """``(_fsum(a, s, e), _fsum(b, s, e))`` in one pass: the two running sums are
     independent chains of additions, so they overlap (the same results as two calls).
     ``tag``/``st``: the running state of both after each element ``k`` of a pass that
-    started at ``tag[k]`` (kept for any range of the same first element that ends there:
-    the same state, so the same result, without the pass)."""
-    if tag[e - 1] == s:
-        r = st[e - 1]
-        return _fsum_certified(a, s, e, r[0], r[1], r[2]), _fsum_certified(b, s, e, r[3], r[4], r[5])
+    started at ``tag[k] - base`` (kept for any range of the same first element that ends
+    there: the same state, so the same result, without the pass). ``base``: the key of
+    the current ``a`` and ``b`` (:func:`_sums_reset`: a tag of older ones never matches)."""
+    if tag[e - 1] == s + base:
+        q = e - 1
+        return (
+            _fsum_certified(a, s, e, st[q, 0], st[q, 1], st[q, 2]),
+            _fsum_certified(b, s, e, st[q, 3], st[q, 4], st[q, 5]),
+        )
     t, c, ae, t2, c2, ae2 = _running_states(b, a, st, s, e, 1)
-    tag[s:e] = s
+    tag[s:e] = s + base
     return _fsum_certified(a, s, e, t, c, ae), _fsum_certified(b, s, e, t2, c2, ae2)
 
 
@@ -334,28 +370,30 @@ def _sums_cache(k):
     """A cache of :func:`_solve_chain`'s ranges of ``w`` and ``f``, two per first element
     (rows ``[s, 0]`` and ``[s, 1]``, the newer first): the range's end, its two exact sums
     and the solve in which it was found to move as one (-1: not known), then the solve each
-    joint's type last changed in and the number of the current solve (``cur[0]``). For
-    solving one chain again with some joints held (:func:`_impulse_run`'s resting
-    contacts): the same ``w`` and ``f``, so the same sums, and a range whose joints kept
-    their types since it moved as one does again (the solver is a function of the range's
-    ``w``, ``f``, joint types and ``tol`` only); last, :func:`_fsum2`'s running states.
-    For a new ``w`` and ``f``: :func:`_sums_reset`."""
+    joint's type last changed in and the number of the current solve (``cur[0]``, never
+    going back). For solving one chain again with some joints held (:func:`_impulse_run`'s
+    resting contacts): the same ``w`` and ``f``, so the same sums, and a range whose joints
+    kept their types since it moved as one does again (the solver is a function of the
+    range's ``w``, ``f``, joint types and ``tol`` only); last, :func:`_fsum2`'s running
+    states. Ends and tags are kept plus the key of their ``w`` and ``f`` (``cur[1]``). For a
+    new ``w`` and ``f``: :func:`_sums_reset`."""
     c = (
-        np.empty((k, 2), np.int64), np.empty((k, 2)), np.empty((k, 2)), np.empty((k, 2), np.int64),
-        np.empty(k, np.int64), np.zeros(1, np.int64), np.empty(k, np.int64), np.empty((k, 6)),
+        np.full((k, 2), -1, np.int64), np.empty((k, 2)), np.empty((k, 2)), np.empty((k, 2), np.int64),
+        np.zeros(k, np.int64), np.zeros(2, np.int64), np.full(k, -1, np.int64), np.empty((k, 6)),
     )  # fmt: skip
-    _sums_reset(c, k)
     return c
 
 
-@_lazy
-def _sums_reset(sums, k):
-    """Forget the first ``k`` elements' entries of :func:`_sums_cache` ``sums``."""
-    end, _sw, _sf, _okv, tver, cur, tag, _st = sums
-    end[:k] = -1
-    tver[:k] = 0
-    cur[0] = 0
-    tag[:k] = -1
+@_inline
+def _sums_reset(sums):
+    """Forget every entry of :func:`_sums_cache` ``sums``, in O(1) (a run's cars are few
+    of the rows the cache has, and it is reset per run): a new key, above every key kept
+    (a key plus an end or a first element, at most the rows, never reaches the next key),
+    and a new solve number, above every joint's (so no joint looks changed since a solve
+    of the new ``w`` and ``f``)."""
+    cur = sums[5]
+    cur[0] += 1
+    cur[1] += sums[0].shape[0] + 1
 
 
 @_lazy
@@ -402,6 +440,7 @@ def _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, bac
     sp = 2
     s_end, s_w, s_f, okv, _tver, cur, tag, st = sums
     stamp = cur[0]
+    base = cur[1]
     while sp:
         sp -= 2
         s = stack[sp]
@@ -409,9 +448,9 @@ def _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, bac
         if e - s == 1:
             y[s] = (f[s] + 0.0) / (w[s] + 0.0)
             continue
-        if s_end[s, 0] == e:
+        if s_end[s, 0] == e + base:
             slot = 0
-        elif s_end[s, 1] == e:
+        elif s_end[s, 1] == e + base:
             slot = 1
         else:
             slot = -1
@@ -424,14 +463,14 @@ def _solve_chain_w(w, f, types, tol, y, cuts, sums, stack, g, member, back0, bac
                     y[i] = ybar
                 continue
         else:
-            W, F = _fsum2(w, f, s, e, tag, st)
+            W, F = _fsum2(w, f, s, e, tag, st, base)
             # the newer entry first (a chain solved again meets its ranges in the same order)
             s_end[s, 1] = s_end[s, 0]
             s_w[s, 1] = s_w[s, 0]
             s_f[s, 1] = s_f[s, 0]
             okv[s, 1] = okv[s, 0]
             slot = 0
-            s_end[s, 0] = e
+            s_end[s, 0] = e + base
             s_w[s, 0] = W
             s_f[s, 0] = F
         ybar = F / W
@@ -1023,8 +1062,9 @@ def _mean_from(w, f, tus, side, s, e, j):
     """The exactly rounded ``fsum(f[s:e]) / fsum(w[s:e])`` from the running state at ``j``
     of the pass ``side`` of :func:`_window_bounds` (0: ``s`` its first car and ``j = e - 1``;
     1: ``e - 1`` its first car and ``j = s``)."""
-    r = tus[side, j]
-    return _fsum_certified(f, s, e, r[0], r[1], r[2]) / _fsum_certified(w, s, e, r[3], r[4], r[5])
+    return _fsum_certified(f, s, e, tus[side, j, 0], tus[side, j, 1], tus[side, j, 2]) / _fsum_certified(
+        w, s, e, tus[side, j, 3], tus[side, j, 4], tus[side, j, 5]
+    )
 
 
 @_inline
@@ -1159,17 +1199,34 @@ def _impulse_run(m, atz, att, v, s, e, js, dvs, nj, rest, time, line, ev, cnt, q
         v0[i] = v[s + i]
     f = scf[1][:k]
     af = scf[2][:k]
+    npos = 0
+    nneg = 0
     for i in range(k):
-        f[i] = w[i] * v0[i]
-        af[i] = abs(f[i])
-    tol = 1e-12 * _fsum(af, np.int64(0), k) + 1e-300
+        x = w[i] * v0[i]
+        f[i] = x
+        af[i] = abs(x)
+        npos += x > 0.0
+        nneg += x < 0.0
+    _sums_reset(sums)
+    tver = sums[4]
+    cur = sums[5]
+    if k > 1 and (npos == 0 or nneg == 0):
+        # the momenta have one sign: sum(|f|) is +-sum(f) (every operation of the exact
+        # sum is symmetric in the sign), which the first solve needs: summed once, kept
+        # as that solve's own miss would keep it (_solve_chain_w)
+        s_end, s_w, s_f, okv, _tv, _cu, tag, st = sums
+        W, F = _fsum2(w, f, np.int64(0), k, tag, st, cur[1])
+        s_end[0, 0] = k + cur[1]
+        s_w[0, 0] = W
+        s_f[0, 0] = F
+        okv[0, 0] = -1
+        tol = 1e-12 * abs(F) + 1e-300
+    else:
+        tol = 1e-12 * _fsum(af, np.int64(0), k) + 1e-300
     types = sci[0][: max(k - 1, 0)]
     _types_of(atz, att, s, e, types)
     y = scf[3][:k]
     cuts = sci[1][:k]
-    _sums_reset(sums, k)
-    tver = sums[4]
-    cur = sums[5]
     g = scf[4]
     back0 = scb[0]
     back1 = scb[1]
