@@ -246,3 +246,22 @@ def test_the_kernels_long_take_up_is_the_repeated_solves(tail, tail_type, body):
     assert n_old > 200
     got, solves = _kernel_speeds(w, f, types, v0, 1e-3)
     assert got == want and solves <= 3, solves
+
+
+def test_the_kernels_tolerance_is_the_sum_of_the_momenta_sizes():
+    """Two halves of a run moving apart at +u and -u with mirrored masses: the momenta
+    cancel (sum f = 0) but the tolerance is 1e-12 * sum |f|, not of |sum f|; a tolerance
+    from the signed sum would split each half at its rounding noise (no resting contacts
+    with ``rest_speed`` 0 to hold the splits again)."""
+    rng = np.random.default_rng(8)
+    for _ in range(300):
+        h = int(rng.integers(5, 40))
+        wh = rng.uniform(2e4, 9e4, h).tolist()
+        w = wh + wh[::-1]
+        u = float(rng.uniform(0.1, 3.0))
+        v = [u] * h + [-u] * h
+        types = [_GE] * (2 * h - 1)
+        f = [a * b for a, b in zip(w, v)]
+        assert math.fsum(f) == 0.0
+        want = C.rest_solve(w, f, types, _tol(f), 0.0)
+        assert _kernel_speeds(w, f, types, v, 0.0)[0] == want
