@@ -563,8 +563,8 @@ M += [
     # (h32o: the long train's step with less work; tests/test_orts_quiet.py, test_step_kernel.py)
     (
         "tdbtools/physics/_orts_kernel.py",
-        "memo[M_QUIET] = 1.0 if (pipe_still and not valves_changed) else 0.0",
-        "memo[M_QUIET] = 1.0 if (pipe_still or not valves_changed) else 0.0",
+        "memo[M_QUIET] = QUIET if (pipe_still and not valves_changed) else BUSY",
+        "memo[M_QUIET] = QUIET if (pipe_still or not valves_changed) else BUSY",
     ),
     (
         "tdbtools/physics/_orts_kernel.py",
