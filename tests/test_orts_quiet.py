@@ -213,8 +213,9 @@ def test_released_brakes_forces_are_the_shoe_formulas(law):
     against ``_shares_forces`` (the code it skips) and with the memo wiped, the same bits
     for speeds of both signs, ±0, ±inf and NaNs of other payloads, and the same sum (the
     skipped call's ``np_sum``); a
-    share or a capacity that is not such is never RELEASED (−0.0, a negative, an infinite
-    capacity or a NaN share give other bits)."""
+    share or a capacity that is not such is never RELEASED (a −0.0, negative or infinite
+    capacity, a NaN share, a −0.0 share of a cylinder whose range is below its spring
+    give other bits)."""
     from tdbtools.physics import _orts_kernel as K
 
     rng = np.random.default_rng(34)
@@ -231,6 +232,8 @@ def test_released_brakes_forces_are_the_shoe_formulas(law):
             cars[K.B_CAPACITY, rng.integers(n)] = -3.0
         elif odd == 3:
             cars[K.B_CAPACITY, rng.integers(n)] = np.inf
+        elif odd == 5:  # (a cylinder's range below its spring: the share of 0.0 is -0.0)
+            cars[K.B_MAX_CYL, rng.integers(n)] = -1.0
         consts = np.zeros(K.N_BRAKE_CONSTS)
         consts[K.P_CHARGING], consts[K.P_TAU], consts[K.P_SERVICE_TAU] = 10.0, 0.0015, 3.0
         consts[K.P_EMERGENCY_TAU], consts[K.P_SETTLED], consts[K.P_FULL_SERVICE_BP] = 1.0, 0.05, 64.0
@@ -264,4 +267,5 @@ def test_released_brakes_forces_are_the_shoe_formulas(law):
             # (the sum the call it skips made: np_sum, numpy's pairwise order; a NaN's
             # payload from the sum may differ from np.add.reduce's SIMD loop)
             assert _bits([kept[1]])[0] == _bits([K.np_sum(ref, 0, n)])[0], case
-        assert (memo[K.M_QUIET] == K.RELEASED) == (odd in (0, 5)), case
+        assert (memo[K.M_QUIET] == K.RELEASED) == (odd == 0), case
+        assert (memo[K.M_QUIET] != K.BUSY) == (odd != 4), case  # (at rest but with a NaN share)
