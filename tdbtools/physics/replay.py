@@ -45,6 +45,7 @@ import numpy as np
 from ..errors import Diagnostics
 from ..formats.route import Route, load_route
 from ..track.traveller import Switches
+from .compiled import load_replay_kernels
 from .driver_step import compile_driver
 from .events import EventLog, StandIn, SwitchThrow
 from .safety import throw_switch
@@ -126,6 +127,8 @@ class Replay:
         if lay.compiled:  # the automatic drivers' steps compiled (the same numbers)
             for t in self.trains:
                 compile_driver(t.driver)
+            # every kernel the loop calls loaded here, not in the first steps
+            load_replay_kernels(lay.physics == "openrails")
 
     @property
     def events(self) -> list:
