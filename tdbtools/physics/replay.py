@@ -152,7 +152,7 @@ class Replay:
         sig = self.signals
         ctl, speeds, batch = self.driving.controls(self.time, x, v, dt, sig.version if sig is not None else 0)
         trac, brk, drive, opposed = self.forces.evaluate(ctl, speeds, x, v, dt, batch)
-        evs = eng.step(dt, drive, opposed)
+        evs = eng.step(dt, drive, opposed, rows=True)  # (the watch makes its own records)
         if evs:
             self.watch.engine_events(evs)
         self.time += dt
