@@ -464,8 +464,8 @@ class Engine:
         )  # fmt: skip
         if flags & _F_BAD:
             raise EngineError("Engine.step: resist must be finite and >= 0, drive finite")
-        out.flags.writeable = False
-        gid.flags.writeable = False
+        out.setflags(write=False)  # (a method call: no flags object made)
+        gid.setflags(write=False)
         self._v, self._a, self._gid = out[0], out[1], gid
         self._contacts_dirty = bool(flags & _F_DIRTY)
         truncated = flags & _F_TRUNCATED

@@ -145,9 +145,6 @@ def _csv(cols: dict[str, np.ndarray], order: tuple[str, ...]) -> str:
 class Recorder:
     """What a replay records as it runs, and its result (module docstring)."""
 
-    #: Up to this many trains, a trace row's fronts and speeds are read element by element.
-    FEW_TRAINS = 4
-
     def __init__(self, layout: Layout, cars_trace: bool) -> None:
         self.L = layout
         self.trains = layout.trains
@@ -155,15 +152,10 @@ class Recorder:
         self.cars_trace = cars_trace
         # the trace rows, column by column (trace, columns)
         self._time: list[float] = []
-        # (the fronts, speeds and traction fractions of every row one after the other,
-        # as Python floats: a train or a few are read out element by element)
-        self._front: list[float] = []  # the trains' fronts (engine x)
-        self._speed: list[float] = []
-        self._scale: list[float] = []  # each train's fraction of full traction
+        self._front: list[np.ndarray] = []  # the trains' fronts (engine x)
+        self._speed: list[np.ndarray] = []
+        self._scale: list[np.ndarray] = []  # each train's fraction of full traction
         self._brake: list[np.ndarray] = []  # each train's brake force (N)
-        self._starts = layout.train_start
-        few = len(layout.trains) <= self.FEW_TRAINS
-        self._few: list[int] | None = np.asarray(layout.train_start).tolist() if few else None
         self.car_rows: list[list] = [[] for _ in layout.trains]  # per train, when cars_trace
         self.maxbrake = np.array([max(float(t.model.max_brake.sum()), 1.0) for t in layout.trains])
 
@@ -184,19 +176,11 @@ class Recorder:
         rows, with the same operations the row would have had (docs/running-time.md §2.1)."""
         if x is None or v is None:
             x, v = self.engine.x, self.engine.v
-        starts = self._starts
+        starts = self.L.train_start
         self._time.append(time)
-        few = self._few
-        if few is not None:
-            self._front += map(x.item, few)
-            self._speed += map(v.item, few)
-        else:
-            self._front += x[starts].tolist()
-            self._speed += v[starts].tolist()
-        if type(scale) is np.ndarray and scale.dtype == np.float64 and scale.ndim == 1:
-            self._scale += scale.tolist()
-        else:
-            self._scale += np.array(scale, dtype=np.float64).reshape(-1).tolist()
+        self._front.append(x[starts])
+        self._speed.append(v[starts])
+        self._scale.append(np.array(scale, dtype=np.float64))
         self._brake.append(np.add.reduceat(brk, starts) if len(brk) else np.zeros(len(starts)))
         if self.cars_trace:
             # gap[i] is the joint behind car i (n − 1 of them): the last car of a
