@@ -203,3 +203,69 @@ def test_memo_calls_again_unless_the_same_bits():
         assert _bits([m(x)])[0] == _bits([throttle_value(None, x)])[0]
     assert len(calls) == 7
     assert math.copysign(1.0, m(-0.0)) == math.copysign(1.0, throttle_value(None, -0.0))
+
+
+@needs_numba
+@pytest.mark.parametrize("law", [0, 1])
+def test_released_brakes_forces_are_the_shoe_formulas(law):
+    """Released brakes at rest (``train_brakes``' memo RELEASED: every share +0.0, every
+    capacity finite without a sign bit) give their forces without the shoe's arithmetic:
+    against ``_shares_forces`` (the code it skips) and with the memo wiped, the same bits
+    for speeds of both signs, ±0, ±inf and NaNs of other payloads, and the same sum (the
+    skipped call's ``np_sum``); a
+    share or a capacity that is not such is never RELEASED (a −0.0, negative or infinite
+    capacity, a NaN share, a −0.0 share of a cylinder whose range is below its spring
+    give other bits)."""
+    from tdbtools.physics import _orts_kernel as K
+
+    rng = np.random.default_rng(34)
+    n = 257
+    for case in range(60):
+        cars = np.zeros((K.N_BRAKE_ROWS, n))
+        cars[K.B_VOL], cars[K.B_RATIO], cars[K.B_APP_RATE] = 1.0, 2.5, 20.0
+        cars[K.B_REL_RATE], cars[K.B_AUX_RATE], cars[K.B_MAX_CYL] = 15.0, 1.5, 64.0
+        cars[K.B_CAPACITY] = rng.choice([0.0, 5e4, 7.3e4], n)
+        odd = case % 6
+        if odd == 1:
+            cars[K.B_CAPACITY, rng.integers(n)] = -0.0
+        elif odd == 2:
+            cars[K.B_CAPACITY, rng.integers(n)] = -3.0
+        elif odd == 3:
+            cars[K.B_CAPACITY, rng.integers(n)] = np.inf
+        elif odd == 5:  # (a cylinder's range below its spring: the share of 0.0 is -0.0)
+            cars[K.B_MAX_CYL, rng.integers(n)] = -1.0
+        consts = np.zeros(K.N_BRAKE_CONSTS)
+        consts[K.P_CHARGING], consts[K.P_TAU], consts[K.P_SERVICE_TAU] = 10.0, 0.0015, 3.0
+        consts[K.P_EMERGENCY_TAU], consts[K.P_SETTLED], consts[K.P_FULL_SERVICE_BP] = 1.0, 0.05, 64.0
+        consts[K.P_LAW], consts[K.P_NORMALISER] = law, 0.2
+        consts[K.P_SHOE_MIN], consts[K.P_SHOE_MAX] = 0.5, 1.4
+        bp, aux = np.full(n, 90.0), np.full(n, 90.0)
+        cyl = np.zeros(n)
+        if odd == 4:
+            cyl[rng.integers(n)] = np.nan  # (a NaN share)
+        state = np.zeros(n, dtype=np.int8)
+        memo, frac, force = np.zeros(K.N_BRAKE_MEMO), np.empty(n), np.empty(n)
+        v = rng.choice([0.0, -0.0, 3.0, -12.5, 30.0], n)
+        for step in range(3):  # (the first call finds the rest, the next ones skip)
+            vv = v.copy()
+            if step and case % 2:
+                vv[rng.integers(n, size=3)] = [np.nan, np.inf, -np.inf]
+                vv[rng.integers(n)] = np.frombuffer(np.uint64(0x7FF8_0000_DEAD_BEEF).tobytes())[0]
+            kept = K.train_brakes(
+                bp, aux, cyl, state, cars, consts, 90.0, True, False, 0.1, vv, force, frac, memo
+            )
+            wiped_memo = np.zeros(K.N_BRAKE_MEMO)
+            f2 = np.empty(n)
+            wiped = K.train_brakes(
+                bp.copy(), aux.copy(), cyl.copy(), state.copy(), cars, consts, 90.0, True, False, 0.1, vv, f2,
+                np.empty(n), wiped_memo,
+            )  # fmt: skip
+            ref = np.empty(n)
+            K._shares_forces(vv, frac, cars[K.B_CAPACITY], law, 0.2, 0.5, 1.4, ref)
+            assert np.array_equal(_bits(force), _bits(f2)) and np.array_equal(_bits(force), _bits(ref)), case
+            assert np.array_equal(_bits(list(kept)), _bits(list(wiped))), case
+            # (the sum the call it skips made: np_sum, numpy's pairwise order; a NaN's
+            # payload from the sum may differ from np.add.reduce's SIMD loop)
+            assert _bits([kept[1]])[0] == _bits([K.np_sum(ref, 0, n)])[0], case
+        assert (memo[K.M_QUIET] == K.RELEASED) == (odd == 0), case
+        assert (memo[K.M_QUIET] != K.BUSY) == (odd != 4), case  # (at rest but with a NaN share)

@@ -563,8 +563,8 @@ M += [
     # (h32o: the long train's step with less work; tests/test_orts_quiet.py, test_step_kernel.py)
     (
         "tdbtools/physics/_orts_kernel.py",
-        "memo[M_QUIET] = 1.0 if (pipe_still and not valves_changed) else 0.0",
-        "memo[M_QUIET] = 1.0 if (pipe_still or not valves_changed) else 0.0",
+        "memo[M_QUIET] = QUIET if (pipe_still and not valves_changed) else BUSY",
+        "memo[M_QUIET] = QUIET if (pipe_still or not valves_changed) else BUSY",
     ),
     (
         "tdbtools/physics/_orts_kernel.py",
@@ -712,6 +712,46 @@ M += [
     ),
     ("tdbtools/physics/orts/fused_step.py", "        theirs[:] = mine\n", "\n"),
     ("tdbtools/physics/orts/fused_step.py", "        mine[:] = theirs\n", "\n"),
+    # (h34d: released brakes without the shoe's arithmetic, kept table rows; mutants of a
+    # stale per-car term, a lookup kept after the point left its row or piece, the
+    # account missing a term; tests/test_orts_quiet.py, test_step_kernel.py,
+    # test_orts_step_kernel.py)
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "if not (k >= 0.0 and math.copysign(1.0, k) > 0.0 and k < math.inf):",
+        "if not (k < math.inf):",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "        if s == s:\n            force[i] = 0.0",
+        "        if True:\n            force[i] = 0.0",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "    if memo[M_QUIET] != BUSY and _released(frac, cars[B_CAPACITY]):",
+        "    if _released(frac, cars[B_CAPACITY]):",
+    ),
+    (
+        "tdbtools/physics/_orts_kernel.py",
+        "        if not (c == 0.0 and math.copysign(1.0, c) > 0.0):",
+        "        if not (c == 0.0):",
+    ),
+    (
+        "tdbtools/physics/_step_kernel.py",
+        "if 0 <= r < m - 1 and xp[r] <= xv and xv < xp[r + 1]:",
+        "if 0 <= r < m - 1 and xp[r] <= xv:",
+    ),
+    (
+        "tdbtools/physics/_step_kernel.py",
+        "                while p < m and P1[p] < g:\n                    p += 1",
+        "                while False and P1[p] < g:\n                    p += 1",
+    ),
+    (
+        "tdbtools/physics/_step_kernel.py",
+        "        i = n - 1 - k\n        c = ctype[k]\n",
+        "        i = n - 1 - k\n        c = ctype[0]\n",
+    ),
+    ("tdbtools/physics/_step_kernel.py", "        sums[1, k] += brk[k] * abs(dx)\n", "\n"),
 ]
 TESTS = [
     "tests/test_orts_unit_kernel.py",

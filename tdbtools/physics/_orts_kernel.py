@@ -276,9 +276,12 @@ N_BRAKE_CONSTS = 10
 
 
 # train_brakes' memory of its last call (``memo``, per train): whether that call's pipe and
-# valves left every value as it was, the inputs it had, and the mean cylinder share
+# valves left every value as it was (QUIET, or RELEASED: quiet with every cylinder's share
+# +0.0 and every capacity a finite number without a sign bit), the inputs it had, and the
+# mean cylinder share
 M_QUIET, M_TARGET, M_HAS_TARGET, M_EMERGENCY, M_DT, M_APPLIED = range(6)
 N_BRAKE_MEMO = 6
+BUSY, QUIET, RELEASED = 0.0, 1.0, 2.0
 
 
 @_jit
@@ -289,6 +292,42 @@ def _shares_forces(v, frac, capacity, law, normaliser, lo, hi, force):
         mu = 7.6 / (u + 17.5) + 0.07
         shoe = mu if law == LAW_MU else _np_clip(mu / normaliser, lo, hi)
         force[i] = capacity[i] * frac[i] * shoe
+
+
+@_jit
+def _released(frac, capacity):
+    """Whether every share in ``frac`` is +0.0 and every capacity a finite number without
+    a sign bit: then each car's ``capacity · share · shoe`` is +0.0 whatever its speed
+    but a NaN one (the shoe factor of a finite or infinite speed is finite and positive:
+    ``7.6/(u + 17.5) + 0.07`` ≥ 0.07, clipped to positive bounds or not)."""
+    for i in range(frac.size):
+        c = frac[i]
+        k = capacity[i]
+        if not (c == 0.0 and math.copysign(1.0, c) > 0.0):
+            return False
+        if not (k >= 0.0 and math.copysign(1.0, k) > 0.0 and k < math.inf):
+            return False
+    return True
+
+
+@_jit
+def _released_forces(v, frac, capacity, law, normaliser, lo, hi, force):
+    """:func:`_shares_forces` of released brakes (:func:`_released`): +0.0 per car but
+    where the speed is NaN (worked out there, so its NaN is the formula's); returns
+    ``np_sum`` of the forces (+0.0 without a NaN: numpy's sum of +0.0s)."""
+    nan = False
+    for i in range(v.size):
+        s = v[i]
+        if s == s:
+            force[i] = 0.0
+        else:
+            nan = True
+            u = abs(s) * 3.6
+            mu = 7.6 / (u + 17.5) + 0.07
+            shoe = mu if law == LAW_MU else _np_clip(mu / normaliser, lo, hi)
+            share_force = capacity[i] * frac[i]
+            force[i] = share_force * shoe
+    return np_sum(force, 0, v.size) if nan else 0.0
 
 
 @_jit
@@ -318,16 +357,24 @@ def train_brakes(bp, aux, cyl, state, cars, consts, target, has_target, emergenc
     nothing and its inputs; the next call with the same inputs (bit for bit) skips both,
     since they are functions of the state and those inputs alone and would change
     nothing again; the cylinders' shares in ``frac`` and their mean are then those of the
-    last call too. The forces, which follow the cars' speeds, are worked out each call."""
+    last call too. The forces, which follow the cars' speeds, are worked out each call;
+    of released brakes (RELEASED: every share +0.0, see :func:`_released`) they are +0.0
+    without the shoe's arithmetic (the same bits)."""
     law = LAW_MU if consts[P_LAW] == LAW_MU else LAW_FACTOR
     n = frac.size
     if (
-        memo[M_QUIET] != 0.0
+        memo[M_QUIET] != BUSY
         and same_bits(target, memo[M_TARGET])
         and has_target == (memo[M_HAS_TARGET] != 0.0)
         and emergency == (memo[M_EMERGENCY] != 0.0)
         and same_bits(dt, memo[M_DT])
     ):
+        if memo[M_QUIET] == RELEASED:
+            total = _released_forces(
+                v, frac, cars[B_CAPACITY], law, consts[P_NORMALISER], consts[P_SHOE_MIN], consts[P_SHOE_MAX],
+                force,
+            )  # fmt: skip
+            return memo[M_APPLIED], total
         _shares_forces(
             v, frac, cars[B_CAPACITY], law, consts[P_NORMALISER], consts[P_SHOE_MIN], consts[P_SHOE_MAX], force
         )  # fmt: skip
@@ -341,7 +388,7 @@ def train_brakes(bp, aux, cyl, state, cars, consts, target, has_target, emergenc
         bp, aux, cyl, state, cars[B_RATIO], cars[B_APP_RATE], cars[B_REL_RATE], cars[B_AUX_RATE],
         consts[P_FULL_SERVICE_BP], dt,
     )  # fmt: skip
-    memo[M_QUIET] = 1.0 if (pipe_still and not valves_changed) else 0.0
+    memo[M_QUIET] = QUIET if (pipe_still and not valves_changed) else BUSY
     memo[M_TARGET] = target
     memo[M_HAS_TARGET] = 1.0 if has_target else 0.0
     memo[M_EMERGENCY] = 1.0 if emergency else 0.0
@@ -352,6 +399,8 @@ def train_brakes(bp, aux, cyl, state, cars, consts, target, has_target, emergenc
     )  # fmt: skip
     applied = np_sum(frac, 0, n) / n
     memo[M_APPLIED] = applied
+    if memo[M_QUIET] != BUSY and _released(frac, cars[B_CAPACITY]):
+        memo[M_QUIET] = RELEASED
     return applied, np_sum(force, 0, n)
 
 

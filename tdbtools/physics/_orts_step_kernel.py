@@ -16,7 +16,9 @@ caller runs the reference for that train; so is a train whose units or brakes th
 compiled kernels do not cover (decided once, ``orts/fused_step.py``).
 
 numba's cache checks only this file: a change to a function imported here needs this
-module's cache dropped too.
+module's cache dropped too (so this file is edited with them, which drops it: last for
+``_orts_kernel.train_brakes``' released brakes and ``_step_kernel._elevations``' kept
+row, issue 32).
 """
 
 from __future__ import annotations

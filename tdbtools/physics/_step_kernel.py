@@ -79,32 +79,36 @@ def _elevations(x, xp, fp, slope, out, rows):
         if xv < first:
             out[i] = fp[0]
             continue
-        # the last j with xp[j] <= xv: a few steps from where the point was, else bisection
+        # the last j with xp[j] <= xv: the row the point had if it is still there (most
+        # points, most steps: no write), else a few steps from it, else bisection
         r = rows[i]
-        if 0 <= r < m:
+        if 0 <= r < m - 1 and xp[r] <= xv and xv < xp[r + 1]:
             j = r
-        lo = 0
-        hi = m
-        k = 0
-        while j + 1 < m and xp[j + 1] <= xv and k < 16:
-            j += 1
-            k += 1
-        while xp[j] > xv and k < 16:
-            j -= 1
-            k += 1
-        if k == 16:
-            if xp[j] <= xv:
-                lo = j
-            else:
-                hi = j
-            while lo < hi:
-                mid = lo + ((hi - lo) >> 1)
-                if xv >= xp[mid]:
-                    lo = mid + 1
+        else:
+            if 0 <= r < m:
+                j = r
+            lo = 0
+            hi = m
+            k = 0
+            while j + 1 < m and xp[j + 1] <= xv and k < 16:
+                j += 1
+                k += 1
+            while xp[j] > xv and k < 16:
+                j -= 1
+                k += 1
+            if k == 16:
+                if xp[j] <= xv:
+                    lo = j
                 else:
-                    hi = mid
-            j = lo - 1
-        rows[i] = j
+                    hi = j
+                while lo < hi:
+                    mid = lo + ((hi - lo) >> 1)
+                    if xv >= xp[mid]:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                j = lo - 1
+            rows[i] = j
         if j == m - 1 or xp[j] == xv:
             out[i] = fp[j]
             continue
