@@ -696,30 +696,10 @@ def _workspace(wf, wi, wb):
     )  # fmt: skip
 
 
-@_inline
-def _uniform(v, s, e):
-    """Whether cars ``s..e-1`` all have the speed of car ``s``."""
-    x = v[s]
-    for i in range(s + 1, e):
-        if v[i] != x:
-            return False
-    return True
-
-
-@_inline
-def _lock(atz, att, v, j):
-    """Whether joint ``j`` holds its cars in one block: at a limit, with equal speeds."""
-    return (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)
-
-
-@_inline
-def _checked_before(fc, s, e, ak, sk, allmov):
-    """Whether block ``s..e-1``'s joint forces were checked earlier in this step with the
-    same inputs: its cars, acceleration, direction and whether every block moved (the
-    forces are the step's). Its joints' limits are the check's too: a change of a limit
-    drops the checks over that joint (:func:`_limit_moved`)."""
-    fc_end, _owner, fa, fs, _bad, fmov = fc
-    return fc_end[s] == e and fa[s] == ak and fs[s] == sk and fmov[s] == allmov
+# The per-block and per-joint tests of the rounds (a block's common speed, a joint's lock,
+# whether a block's check was kept) are written out where they are used: an inlined helper
+# still takes a reference to each array it is given and drops it (an atomic increment and
+# decrement, ~5 ns an array a call, measured), which cost more than the tests themselves.
 
 
 @_inline
@@ -740,22 +720,6 @@ def _keep_check(fc, s, e, ak, sk, allmov, bad):
 
 
 @_inline
-def _limit_moved(end, owner, j):
-    """Joint ``j`` reached or left a limit: the result kept over it (if any) is dropped
-    (``end``, ``owner``: the rows of the kept checks or split solutions)."""
-    o = owner[j]
-    if o >= 0 and j < end[o] - 1:
-        end[o] = -1
-
-
-@_inline
-def _limits_moved(wi, j):
-    """:func:`_limit_moved` for the kept joint-force checks and split solutions."""
-    _limit_moved(wi[I_FC_END], wi[I_FC_OWNER], j)
-    _limit_moved(wi[I_SP_END], wi[I_SP_OWNER], j)
-
-
-@_inline
 def _force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, allmov):
     """Whether one of block ``s..e-1``'s joint forces has the wrong sign or (at rest) a
     car could break free. A joint's force is the running sum of ``F - m·a`` from the
@@ -772,6 +736,18 @@ def _force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, allmov):
             bad |= joints & (atz[i] != att[i]) & (sj * acc > tol)
         bad |= rest & (abs(drive[i]) > resist[i] + tol)
     return bad
+
+
+@_inline
+def _limits_moved(wi, j):
+    """Joint ``j`` reached or left a limit: the joint-force check and the split solution
+    kept over it (if any) are dropped (the rows of the kept results in ``wi``)."""
+    o = wi[I_FC_OWNER, j]
+    if o >= 0 and j < wi[I_FC_END, o] - 1:
+        wi[I_FC_END, o] = -1
+    o = wi[I_SP_OWNER, j]
+    if o >= 0 and j < wi[I_SP_END, o] - 1:
+        wi[I_SP_END, o] = -1
 
 
 @_lazy
@@ -830,7 +806,7 @@ def regroup(
     bstart[0] = 0
     if full:
         for j in range(n - 1):
-            lock[j] = _lock(atz, att, v, j)
+            lock[j] = (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)
             b = not lock[j]
             brk[j] = b
             if b:
@@ -856,7 +832,7 @@ def regroup(
                 k += 1
             if jr == j:
                 jr += 1
-            lock[j] = _lock(atz, att, v, j)
+            lock[j] = (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)
             b = not lock[j]
             brk[j] = b
             if b:
@@ -880,7 +856,12 @@ def regroup(
                     r += 1
                 uniform = r >= nr or rs[r] >= e
         if not uniform:
-            uniform = _uniform(v, s, e)
+            x = v[s]
+            uniform = True
+            for i in range(s + 1, e):
+                if v[i] != x:
+                    uniform = False
+                    break
         if bc_end[s] == e:  # the same cars as a block earlier in this step: the same sums
             M = bc_M[s]
             D = bc_D[s]
@@ -925,7 +906,11 @@ def regroup(
         sk = sb[k]
         split = False
         if checks and e - s >= 2:
-            if _checked_before(fc, s, e, ak, sk, allmov):
+            # checked earlier in this step with the same inputs: its cars, acceleration,
+            # direction and whether every block moved (the forces are the step's); its
+            # joints' limits are the check's too (a limit that moves drops the checks
+            # over its joint, _limits_moved)
+            if fc_end[s] == e and fc_a[s] == ak and fc_s[s] == sk and fc_mov[s] == allmov:
                 bad = fc_bad[s]
             else:
                 bad = _force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, allmov)
