@@ -549,7 +549,7 @@ def _push(ev, cnt, kind, time, c0, c1, line, rel, imp, lost):
     return ev
 
 
-@_lazy
+@_inline
 def _clash(s, A, B):
     """interaction.clash_times_ab of one element."""
     if abs(A) < LINEAR_EPS:
@@ -570,7 +570,7 @@ def _clash(s, A, B):
     return t + 0.0
 
 
-@_lazy
+@_inline
 def _touch(B, A):
     if B > EPS_V:
         return 0.0
@@ -579,7 +579,7 @@ def _touch(B, A):
     return math.inf
 
 
-@_lazy
+@_inline
 def _stop(fr, oth, V):
     """engine._stop_times of one moving group."""
     sg = 1.0 if V > 0.0 else -1.0
