@@ -140,3 +140,65 @@ def test_a_small_open_rails_replay_does_not_import_numba(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stderr[-4000:]
     assert p.stdout.split()[-2:] == ["True", "False"]
+
+
+# Run in the child: one replay of the bundled sample under ``physics`` with the kernels on
+# (no compile_kernels first: what a fresh `tdbtools replay` does); its kernels' signatures
+# after the set-up and after the run.
+_LOAD_CHILD = r"""
+import importlib, json, sys
+from numba.core.dispatcher import Dispatcher
+from tdbtools.cli import bundled_scenario
+from tdbtools.physics import kernels
+from tdbtools.physics.replay import Replay
+from tdbtools.physics.scenario import read_scenario, with_settings
+
+modules, physics = json.loads(sys.argv[1]), sys.argv[2]
+
+
+def signatures():
+    out = {}
+    for m in modules:
+        mod = importlib.import_module("tdbtools.physics." + m)
+        for name, f in vars(mod).items():
+            if isinstance(f, Dispatcher):
+                out[m + "." + name] = sorted(str(s) for s in f.signatures)
+    return out
+
+
+kernels.COMPILED_MIN_WORK = 0
+rep = Replay(with_settings(read_scenario(bundled_scenario()), physics=physics, duration=120))
+before = signatures()
+rep.run()
+after = signatures()
+added = {k: sorted(set(v) - set(before.get(k, ()))) for k, v in after.items()}
+print(json.dumps({"added": {k: v for k, v in added.items() if v}, "loaded": sorted(k for k, v in before.items() if v)}))
+"""
+
+
+@pytest.mark.parametrize("physics", ["openrails", "engineering"])
+def test_a_replay_loads_its_kernels_in_its_set_up(physics):
+    """A fresh process's replay loads (from numba's cache) every compiled function its
+    loop calls when it is built (compiled.load_replay_kernels), not in its first steps: no
+    kernel gains a signature while it runs (the loop's time, which the CLI's real-time
+    factor divides by, holds no loading)."""
+    _needs_numba()
+    env = dict(os.environ)
+    env.pop(kernels.PURE_PYTHON_ENV, None)
+    root = str(Path(compiled.__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    p = subprocess.run(
+        [sys.executable, "-c", _LOAD_CHILD, json.dumps(_kernel_modules()), physics],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert p.returncode == 0, p.stderr[-4000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert not got["added"], "kernels loaded in the loop:\n" + json.dumps(got["added"], indent=1)
+    # the loop's own calls, loaded before it (so the check above means something)
+    need = {"_engine_kernel.step", "_driver_kernel.one_step", "_lookup_kernel.on_lines"}
+    if physics == "openrails":
+        need |= {"_orts_step_kernel.train_step", "_orts_kernel.train_brakes"}
+    assert need <= set(got["loaded"]), sorted(need - set(got["loaded"]))

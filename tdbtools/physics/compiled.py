@@ -32,7 +32,14 @@ import numpy as np
 
 from .kernels import compiled_available, pure_python_requested
 
-__all__ = ["KERNEL_GROUPS", "compile_kernels", "compiled_available", "kernels_cached", "load_step_kernels"]
+__all__ = [
+    "KERNEL_GROUPS",
+    "compile_kernels",
+    "compiled_available",
+    "kernels_cached",
+    "load_replay_kernels",
+    "load_step_kernels",
+]
 
 #: The kernels' groups, in the order :func:`compile_kernels` makes them.
 KERNEL_GROUPS = ("engine", "drivers", "lookups", "step", "orts")
@@ -121,10 +128,7 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
 
     one, no = np.ones(2), np.zeros(2, dtype=bool)
     controls(*(one,) * 8, no, *(one,) * 6, 0.1, 1.15, 0.05, np.empty(2), np.empty(2), np.empty(2))
-    from ._driver_kernel import one_step
-
-    lim = np.zeros((1, 3))
-    one_step(front, one, lim, *(1.0,) * 12, True, False, True, 1.0, True, 1.0, True, 1.0, 0.3, 0.02, 2.0)
+    _warm_one_step()
     took["drivers"] = time.perf_counter() - t
 
     tell("lookups")
@@ -155,11 +159,7 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
         10.0,
     )
     boxes_near(box, box + 1.0, box, box + 1.0, 10.0, np.argsort(box, kind="stable"))
-    from ._lookup_kernel import on_lines
-
-    ends = np.array([0, 2], dtype=np.int64)
-    out = [np.empty(2, dtype=np.int64), np.empty(2), np.empty(2), np.empty(2)]
-    on_lines(one, np.array([0.5]), np.zeros(1), ends, box, box, ends, box, box, ends, box, box, box, *out)
+    _warm_on_lines()
     took["lookups"] = time.perf_counter() - t
 
     tell("step")
@@ -172,6 +172,52 @@ def compile_kernels(progress: Callable[[str], None] | None = None) -> dict[str, 
     _warm_orts_kernels()
     took["orts"] = time.perf_counter() - t
     return took
+
+
+def _warm_one_step() -> None:
+    """The automatic driver's compiled step (``_driver_kernel.one_step``) with the types
+    ``driver_step.CompiledStep`` hands it: three float64 arrays, Python floats and bools."""
+    from ._driver_kernel import one_step
+
+    front, one, lim = np.array([100.0, 150.0]), np.ones(2), np.zeros((1, 3))
+    one_step(front, one, lim, *(1.0,) * 12, True, False, True, 1.0, True, 1.0, True, 1.0, 0.3, 0.02, 2.0)
+
+
+def _warm_on_lines() -> None:
+    """The line table's placing of cars on their lines (``_lookup_kernel.on_lines``, the
+    collision checks' and the derailments' call, ``stages/linetable.py``)."""
+    from ._lookup_kernel import on_lines
+
+    one = np.array([0], dtype=np.int64)
+    box = np.array([0.0, 1.0])
+    ends = np.array([0, 2], dtype=np.int64)
+    out = [np.empty(2, dtype=np.int64), np.empty(2), np.empty(2), np.empty(2)]
+    on_lines(one, np.array([0.5]), np.zeros(1), ends, box, box, ends, box, box, ends, box, box, box, *out)
+
+
+_REPLAY_LOADED: set[str] = set()  # the parts loaded in this process
+
+
+def load_replay_kernels(openrails: bool) -> None:
+    """Load (or compile) now, once per process, the kernels a compiled replay's loop calls
+    that its set-up does not call itself: the automatic driver's step, the line table's
+    placing of cars (the collision checks) and, under Open Rails' laws
+    (``openrails``), that profile's brakes, power units and one-call train step. The
+    replay calls this when it is built, so that its first steps cost what later steps do
+    (a fresh process paid ~45 ms in them, measured, loading two kernels from numba's
+    cache: 5 % of a 1,000-car train's loop); the cost moves to the set-up, which the CLI
+    prints beside the loop's time. The engine's and the step's kernels are loaded where
+    they are made (:class:`~tdbtools.physics.engine.Engine`, :func:`load_step_kernels`).
+    Nothing without numba or under ``TDBTOOLS_PURE_PYTHON``."""
+    if not compiled_available():
+        return
+    if "base" not in _REPLAY_LOADED:
+        _warm_one_step()
+        _warm_on_lines()
+        _REPLAY_LOADED.add("base")
+    if openrails and "orts" not in _REPLAY_LOADED:
+        _warm_orts_kernels()
+        _REPLAY_LOADED.add("orts")
 
 
 def _warm_orts_kernels() -> None:

@@ -123,7 +123,20 @@ from tdbtools.physics.joints import (  # noqa: F401  (the tests reach them here 
 )
 from tdbtools.physics.kernels import compiled_available
 
-__all__ = ["Bodies", "Engine", "Event", "EngineError", "EPS_V", "REST_SPEED", "SNAP_GAP", "T_TOL", "V_REST"]
+__all__ = [
+    "Bodies",
+    "Engine",
+    "Event",
+    "EngineError",
+    "EPS_V",
+    "EVENT_KINDS",
+    "REST_SPEED",
+    "SNAP_GAP",
+    "T_TOL",
+    "V_REST",
+    "event_cars",
+    "event_of_row",
+]
 
 
 #: Engines of at least this many cars run their steps compiled when numba is installed
@@ -222,6 +235,7 @@ class Engine:
         elif compiled and not compiled_available():
             raise EngineError("Engine(compiled=True) needs numba: pip install 'tdbtools[fast]'")
         self.compiled = bool(compiled)
+        self._shape = (n,)
         if self.compiled:
             self._gid = self._groups.of_car.copy()
             # load (or, the first time on this machine, compile) the step now, in the setup
@@ -335,18 +349,25 @@ class Engine:
         self._att[idx] = g >= self._hi[idx]
 
     # ------------------------------------------------------------------ step
-    def step(self, dt: float, drive, resist) -> list[Event]:
+    def step(self, dt: float, drive, resist, *, rows: bool = False) -> list:
         """Advance by ``dt`` seconds with constant forces; returns the events, in time order.
 
         ``drive``: forces independent of the direction of motion (N, + = towards +x);
         ``resist``: magnitudes (N, ≥ 0) of the forces that oppose the motion. Either may be
-        a scalar (the same for every car).
+        a scalar (the same for every car). ``rows``: the events as rows instead of
+        :class:`Event` records, ``[kind code, time, first car, last car, line, relative
+        speed, impulse, energy lost]`` (:data:`EVENT_KINDS` ``[code]``; the cars are
+        ``(first, last)`` for a contact or a group, ``(first,)`` when they are one car, see
+        :func:`event_of_row`), for a caller that makes its own records of them (the
+        replay: a step's few events cost ~2 µs each as records it does not keep).
         """
         dt = float(dt)
         if not (dt >= 0.0 and math.isfinite(dt)):
             raise EngineError(f"Engine.step: dt must be finite and >= 0, got {dt}")
         if self.compiled:
-            return self._step_compiled(dt, drive, resist)
+            return self._step_compiled(dt, drive, resist, rows)
+        if rows:
+            return [_row_of(e) for e in self.step(dt, drive, resist)]
         drive = self._per_car(drive, "drive")
         resist = self._per_car(resist, "resist")
         # argmin/argmax cost a fraction of min/max on small arrays and give the first nan
@@ -422,14 +443,18 @@ class Engine:
         wi[K.I_GID, :n] = self._gid
         wi[K.I_LAST, K.LAST_NG] = 0  # the kernel's last round is not this state's: a full round
 
-    def _step_compiled(self, dt: float, drive: np.ndarray, resist: np.ndarray) -> list[Event]:
+    def _step_compiled(self, dt: float, drive: np.ndarray, resist: np.ndarray, rows: bool = False) -> list:
         """:meth:`step`'s checks and rounds in tdbtools.physics._engine_kernel (the same
         operations)."""
         # arrays already handed out (v, a, x, groups) are never changed: each step's are
         # new (one allocation for the floats; the kernel keeps its own speeds and groups)
         # and read-only (made so once: a view of a read-only array is one)
-        drive = _writable(self._per_car(drive, "drive"))
-        resist = _writable(self._per_car(resist, "resist"))
+        shape = self._shape
+        # (the replay's forces are such arrays already: one test of each, not four calls)
+        if type(drive) is not np.ndarray or drive.shape != shape or not _kernel_ready(drive):
+            drive = _writable(self._per_car(drive, "drive"))
+        if type(resist) is not np.ndarray or resist.shape != shape or not _kernel_ready(resist):
+            resist = _writable(self._per_car(resist, "resist"))
         out = np.empty((3, self.n))
         gid = np.empty(self.n, np.int64)
         t_end = self._time + dt
@@ -439,8 +464,8 @@ class Engine:
         )  # fmt: skip
         if flags & _F_BAD:
             raise EngineError("Engine.step: resist must be finite and >= 0, drive finite")
-        out.flags.writeable = False
-        gid.flags.writeable = False
+        out.setflags(write=False)  # (a method call: no flags object made)
+        gid.setflags(write=False)
         self._v, self._a, self._gid = out[0], out[1], gid
         self._contacts_dirty = bool(flags & _F_DIRTY)
         truncated = flags & _F_TRUNCATED
@@ -459,10 +484,35 @@ class Engine:
         self.event_count += count
         if not kept:  # (most steps)
             return []
+        if rows:
+            return table[:kept].tolist()  # (the same numbers: float64 to Python floats)
         return _events_from_table(table[:kept])
 
 
-_KINDS = ("impact", "coupler_taut", "stopped", "started")  # _engine_kernel's K_* codes
+#: The event kinds by their code in :meth:`Engine.step`'s rows (_engine_kernel's K_* codes).
+EVENT_KINDS = _KINDS = ("impact", "coupler_taut", "stopped", "started")
+_CODE = {k: c for c, k in enumerate(_KINDS)}
+
+
+def _row_of(e: Event) -> list:
+    """An :class:`Event` as :meth:`Engine.step`'s row (the reference engine's events)."""
+    return [_CODE[e.kind], e.time, e.cars[0], e.cars[-1], e.line, e.relative_speed, e.impulse, e.energy_lost]
+
+
+def event_cars(code: int, first: int, last: int) -> tuple[int, ...]:
+    """The cars of an event of :meth:`Engine.step`'s rows: both of a contact's joint,
+    a group's first and last, or its one car."""
+    return (first, last) if code < 2 or first != last else (first,)
+
+
+def event_of_row(row: list) -> Event:
+    """The :class:`Event` of one of :meth:`Engine.step`'s rows (what ``step`` gives
+    without ``rows``)."""
+    k, t, a, b, ln, rel, imp, lost = row
+    k, a, b = int(k), int(a), int(b)
+    return Event(_KINDS[k], t, event_cars(k, a, b), int(ln), rel, imp, lost)
+
+
 _F_BAD, _F_DIRTY, _F_TRUNCATED, _F_MOVED = 1, 2, 4, 8  # _engine_kernel's F_* flags
 
 
@@ -496,6 +546,16 @@ def _entry_point(dispatcher):
         return compiled.entry_point
     except (AttributeError, ValueError):  # (another numba)
         return dispatcher
+
+
+def _kernel_ready(a: np.ndarray) -> bool:
+    """Whether the array ``a`` is the compiled step's one array type already (float64,
+    writable, C-contiguous: :func:`_writable` would give it back as it is)."""
+    f = a.flags
+    return a.dtype == _F8 and f.writeable and f.c_contiguous
+
+
+_F8 = np.dtype(np.float64)
 
 
 def _writable(a: np.ndarray) -> np.ndarray:

@@ -45,6 +45,7 @@ import numpy as np
 from ..errors import Diagnostics
 from ..formats.route import Route, load_route
 from ..track.traveller import Switches
+from .compiled import load_replay_kernels
 from .driver_step import compile_driver
 from .events import EventLog, StandIn, SwitchThrow
 from .safety import throw_switch
@@ -126,6 +127,8 @@ class Replay:
         if lay.compiled:  # the automatic drivers' steps compiled (the same numbers)
             for t in self.trains:
                 compile_driver(t.driver)
+            # every kernel the loop calls loaded here, not in the first steps
+            load_replay_kernels(lay.physics == "openrails")
 
     @property
     def events(self) -> list:
@@ -149,7 +152,7 @@ class Replay:
         sig = self.signals
         ctl, speeds, batch = self.driving.controls(self.time, x, v, dt, sig.version if sig is not None else 0)
         trac, brk, drive, opposed = self.forces.evaluate(ctl, speeds, x, v, dt, batch)
-        evs = eng.step(dt, drive, opposed)
+        evs = eng.step(dt, drive, opposed, rows=True)  # (the watch makes its own records)
         if evs:
             self.watch.engine_events(evs)
         self.time += dt

@@ -337,8 +337,9 @@ class DrivingStage:
             top = np.maximum.reduceat(np.abs(v1), self.L.train_start).tolist()
             for k in due:
                 self.done(time, trains[k], dt, top[k])
-        # (done_at is set only by Train.finish, which moves the key)
-        now = self._key()
+        # (done_at is set only by Train.finish, which moves the key: only done() above
+        # can have moved it since it was read)
+        now = self._key() if due else key
         if now != self._running_key:
             self.running = [k for k in self.running if trains[k].done_at is None]
             self._running_key = now

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...track.geometry import normalize_tile, tile_of
 from ..collisions import Occupancy, TrainPosition
+from ..engine import EVENT_KINDS, event_cars
 from ..events import CAR_EVENT_MAKERS, SAFETY_EVENTS, EndOfLine, EventLocation, EventLog, make_location
 from ..proximity import box_pairs, chords_within
 from ..safety import DEFAULT_CLEARANCE_M, SafetyEvent
@@ -77,28 +78,29 @@ class WatchStage:
                     )
                 )
 
-    def engine_events(self, evs: list) -> None:
-        """The engine's events of one step, to be made into replay events with those of
-        the next steps (EventLog.defer): before anything else is logged or the events
-        are read, :meth:`_made_events` makes them all in one go. Only what they need is
-        kept, the events and their first cars' positions now (not the step's positions
-        of every car: many steps may pass before the events are made)."""
+    def engine_events(self, rows: list) -> None:
+        """The engine's events of one step, as its rows (``Engine.step(rows=True)``: kind
+        code, time, first car, last car, line, relative speed, impulse, energy lost), to
+        be made into replay events with those of the next steps (EventLog.defer): before
+        anything else is logged or the events are read, :meth:`_made_events` makes them
+        all in one go. Only what they need is kept, the rows and their first cars'
+        positions now (not the step's positions of every car: many steps may pass before
+        the events are made)."""
         # A slack closing at a walking pace (brakes or traction changing by a few per cent
-        # per step) is a contact change, not a snatch or an impact; their number would
-        # only follow the step (docs/running-time.md §7).
-        kept = [
-            e
-            for e in evs
-            if not (e.kind in ("coupler_taut", "impact") and abs(float(e.relative_speed)) < MIN_EVENT_SPEED)
-        ]
+        # per step) is a contact change, not a snatch or an impact (codes 0, 1); their
+        # number would only follow the step (docs/running-time.md §7).
+        kept = [r for r in rows if not (r[0] < 2 and abs(float(r[5])) < MIN_EVENT_SPEED)]
         if not kept:
             return
         handed, xs = self._handed
         if not handed:
             self.log.defer(self._made_events)
-        cars = [int(e.cars[0]) for e in kept if len(e.cars)]
-        if cars:
-            xs += self.engine.x[cars].tolist()
+        # (every engine event names a car: its first is where it is located)
+        x = self.engine.x
+        if len(kept) == 1:
+            xs.append(x.item(int(kept[0][2])))
+        else:
+            xs += x[[int(r[2]) for r in kept]].tolist()
         handed += kept
 
     def _made_events(self) -> list:
@@ -106,7 +108,7 @@ class WatchStage:
         locations looked up for every step and line at once (many trains' slack runs out
         in the same step), and the per-event Python only the records' own making (a
         burst is thousands)."""
-        (evs, xs), self._handed = self._handed, ([], [])  # (xs: of the events with cars)
+        (rows, xs), self._handed = self._handed, ([], [])
         # per car: its train's name and its index in the train, as the events name it
         # (made at the first event: the cars do not change trains)
         pairs = self._car_names
@@ -117,26 +119,30 @@ class WatchStage:
             pairs = self._car_names = [(names_of[k], i) for k, i in zip(self.L.car_train.tolist(), idx)]
         # the events are frozen: their locations are looked up first (every line at once),
         # then they are made
-        located = [i for i, e in enumerate(evs) if len(e.cars)]
-        where: list[EventLocation | None] = [None] * len(evs)
-        if located:
-            cars = [int(evs[i].cars[0]) for i in located]
+        cars = [int(r[2]) for r in rows]
+        located = list(range(len(rows)))
+        where: list[EventLocation | None] = [None] * len(rows)
+        if rows:
             if len(cars) > self.FEW_EVENTS or not self._locate_few(cars, xs, located, where):
                 self._locate_many(cars, xs, located, where)
         # (the records made positionally, time, cars, relative_speed, impulse,
         # energy_lost, location: the same records as their keyword __init__)
         makers = CAR_EVENT_MAKERS
-        return [
-            makers[e.kind](
-                float(e.time),
-                tuple(map(pairs.__getitem__, e.cars)),
-                float(e.relative_speed),
-                float(e.impulse),
-                float(e.energy_lost),
-                loc,
+        kinds = EVENT_KINDS
+        out = []
+        for (k, t, _, b, _, rel, imp, lost), a, loc in zip(rows, cars, where):
+            k, b = int(k), int(b)
+            out.append(
+                makers[kinds[k]](
+                    float(t),
+                    tuple(map(pairs.__getitem__, event_cars(k, a, b))),
+                    float(rel),
+                    float(imp),
+                    float(lost),
+                    loc,
+                )
             )
-            for e, loc in zip(evs, where)
-        ]
+        return out
 
     def _locate_many(self, cars: list[int], xs: list[float], located: list[int], where: list) -> None:
         """The locations of the events ``located`` (at their first car, ``cars``, whose
