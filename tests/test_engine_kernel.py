@@ -485,12 +485,19 @@ def test_event_table_rows_and_columns_give_the_same_events():
 
 
 def _force_checks(n):
-    """The joint-force checks kept within a step (_engine_kernel._workspace's rows)."""
-    end = np.full(n, -1, np.int64)
-    owner = np.full(n, -1, np.int64)
+    """The joint-force checks kept within a step (_engine_kernel._workspace's rows; the
+    int rows in one array as in the work arrays, for _limits_moved)."""
+    wi = np.full((max(K.I_FC_END, K.I_FC_OWNER, K.I_SP_END, K.I_SP_OWNER) + 1, n), -1, np.int64)
     fl = [np.zeros(n) for _ in range(2)]
     fb = [np.zeros(n, np.bool_) for _ in range(2)]
-    return (end, owner, fl[0], fl[1], fb[0], fb[1])
+    return wi, (wi[K.I_FC_END], wi[K.I_FC_OWNER], fl[0], fl[1], fb[0], fb[1])
+
+
+def _checked_before(fc, s, e, ak, sk, allmov):
+    """regroup's test of a kept check (written out there): the block's cars, acceleration,
+    direction and whether every block moved are the kept check's."""
+    end, _owner, fa, fs, _bad, fmov = fc
+    return bool(end[s] == e and fa[s] == ak and fs[s] == sk and fmov[s] == allmov)
 
 
 def test_a_kept_force_check_is_used_only_with_the_same_inputs():
@@ -503,31 +510,30 @@ def test_a_kept_force_check_is_used_only_with_the_same_inputs():
     m, drive, resist = rng.uniform(2e4, 9e4, n), rng.normal(size=n) * 1e5, rng.uniform(0, 1e4, n)
     atz = rng.random(n - 1) < 0.5
     att = ~atz
-    fc = _force_checks(n)
-    end, owner = fc[0], fc[1]
+    wi, fc = _force_checks(n)
     s, e, ak, sk, tol = 3, 9, 0.25, 1.0, 1e-3
     bad = K._force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, True)
     K._keep_check(fc, s, e, ak, sk, True, bad)
-    assert K._checked_before(fc, s, e, ak, sk, True)
-    assert not K._checked_before(fc, s, e, ak + 1e-9, sk, True)
-    assert not K._checked_before(fc, s, e, ak, -sk, True)
-    assert not K._checked_before(fc, s, e, ak, sk, False)
-    assert not K._checked_before(fc, s, e - 1, ak, sk, True)
+    assert _checked_before(fc, s, e, ak, sk, True)
+    assert not _checked_before(fc, s, e, ak + 1e-9, sk, True)
+    assert not _checked_before(fc, s, e, ak, -sk, True)
+    assert not _checked_before(fc, s, e, ak, sk, False)
+    assert not _checked_before(fc, s, e - 1, ak, sk, True)
     for j in (s - 1, e - 1):  # the joints before and after the block are not the block's
-        K._limit_moved(end, owner, j)
-        assert K._checked_before(fc, s, e, ak, sk, True), j
+        K._limits_moved(wi, j)
+        assert _checked_before(fc, s, e, ak, sk, True), j
     for j in (s, e - 2):  # a joint inside the block
         K._keep_check(fc, s, e, ak, sk, True, bad)
-        K._limit_moved(end, owner, j)
-        assert not K._checked_before(fc, s, e, ak, sk, True), j
+        K._limits_moved(wi, j)
+        assert not _checked_before(fc, s, e, ak, sk, True), j
     # a later check over some of its cars drops it (the kept checks never overlap)
     K._keep_check(fc, s, e, ak, sk, True, bad)
     K._keep_check(fc, 7, 11, ak, sk, True, bad)
-    assert not K._checked_before(fc, s, e, ak, sk, True)
-    assert K._checked_before(fc, 7, 11, ak, sk, True)
+    assert not _checked_before(fc, s, e, ak, sk, True)
+    assert _checked_before(fc, 7, 11, ak, sk, True)
     K._keep_check(fc, 1, 4, ak, sk, True, bad)  # over the first car of a dropped one
-    K._limit_moved(end, owner, 8)
-    assert not K._checked_before(fc, 7, 11, ak, sk, True)
+    K._limits_moved(wi, 8)
+    assert not _checked_before(fc, 7, 11, ak, sk, True)
     # and the kept check's result is the check's
     K._keep_check(fc, s, e, ak, sk, True, bad)
     assert fc[4][s] == bad

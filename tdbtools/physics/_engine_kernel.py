@@ -588,7 +588,7 @@ def _push(ev, cnt, kind, time, c0, c1, line, rel, imp, lost):
     return ev
 
 
-@_lazy
+@_inline
 def _clash(s, A, B):
     """interaction.clash_times_ab of one element."""
     if abs(A) < LINEAR_EPS:
@@ -609,7 +609,7 @@ def _clash(s, A, B):
     return t + 0.0
 
 
-@_lazy
+@_inline
 def _touch(B, A):
     if B > EPS_V:
         return 0.0
@@ -618,7 +618,7 @@ def _touch(B, A):
     return math.inf
 
 
-@_lazy
+@_inline
 def _stop(fr, oth, V):
     """engine._stop_times of one moving group."""
     sg = 1.0 if V > 0.0 else -1.0
@@ -735,30 +735,10 @@ def _workspace(wf, wi, wb):
     )  # fmt: skip
 
 
-@_inline
-def _uniform(v, s, e):
-    """Whether cars ``s..e-1`` all have the speed of car ``s``."""
-    x = v[s]
-    for i in range(s + 1, e):
-        if v[i] != x:
-            return False
-    return True
-
-
-@_inline
-def _lock(atz, att, v, j):
-    """Whether joint ``j`` holds its cars in one block: at a limit, with equal speeds."""
-    return (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)
-
-
-@_inline
-def _checked_before(fc, s, e, ak, sk, allmov):
-    """Whether block ``s..e-1``'s joint forces were checked earlier in this step with the
-    same inputs: its cars, acceleration, direction and whether every block moved (the
-    forces are the step's). Its joints' limits are the check's too: a change of a limit
-    drops the checks over that joint (:func:`_limit_moved`)."""
-    fc_end, _owner, fa, fs, _bad, fmov = fc
-    return fc_end[s] == e and fa[s] == ak and fs[s] == sk and fmov[s] == allmov
+# The per-block and per-joint tests of the rounds (a block's common speed, a joint's lock,
+# whether a block's check was kept) are written out where they are used: an inlined helper
+# still takes a reference to each array it is given and drops it (an atomic increment and
+# decrement, ~5 ns an array a call, measured), which cost more than the tests themselves.
 
 
 @_inline
@@ -776,22 +756,6 @@ def _keep_check(fc, s, e, ak, sk, allmov, bad):
     fs[s] = sk
     fmov[s] = allmov
     fbad[s] = bad
-
-
-@_inline
-def _limit_moved(end, owner, j):
-    """Joint ``j`` reached or left a limit: the result kept over it (if any) is dropped
-    (``end``, ``owner``: the rows of the kept checks or split solutions)."""
-    o = owner[j]
-    if o >= 0 and j < end[o] - 1:
-        end[o] = -1
-
-
-@_inline
-def _limits_moved(wi, j):
-    """:func:`_limit_moved` for the kept joint-force checks and split solutions."""
-    _limit_moved(wi[I_FC_END], wi[I_FC_OWNER], j)
-    _limit_moved(wi[I_SP_END], wi[I_SP_OWNER], j)
 
 
 @_inline
@@ -813,7 +777,44 @@ def _force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, allmov):
     return bad
 
 
+@_inline
+def _limits_moved(wi, j):
+    """Joint ``j`` reached or left a limit: the joint-force check and the split solution
+    kept over it (if any) are dropped (the rows of the kept results in ``wi``)."""
+    o = wi[I_FC_OWNER, j]
+    if o >= 0 and j < wi[I_FC_END, o] - 1:
+        wi[I_FC_END, o] = -1
+    o = wi[I_SP_OWNER, j]
+    if o >= 0 and j < wi[I_SP_END, o] - 1:
+        wi[I_SP_END, o] = -1
+
+
 @_lazy
+def _split(m, drive, resist, atz, att, s, e, moving, sk, cache, ws):
+    """The groups of block ``s..e-1`` whose joint-force check failed: each car's
+    acceleration to ``a_car``, the cuts to ``brk`` (the split's solution kept in ``cache``
+    and taken from it while it holds, :func:`_cached_split`)."""
+    a_car, brk, types, cuts, y = ws[9], ws[10], ws[22], ws[23], ws[24]
+    sg = sk if moving else 0.0
+    if _cached_split(cache, s, e, sg, a_car, brk) >= 0:
+        return
+    _types_of(atz, att, s, e, types)
+    tol_k = 1e-9 * (_fsum(np.abs(drive[s:e]), np.int64(0), e - s) + _fsum(resist, s, e)) + 1e-300
+    if moving:
+        f = np.empty(e - s)
+        for i in range(s, e):
+            f[i - s] = drive[i] - sg * resist[i]
+        c = _solve_chain(m[s:e], f, types[: e - s - 1], tol_k, y, cuts)
+    else:
+        c = _solve_static(m[s:e], drive[s:e], resist[s:e], types[: e - s - 1], tol_k, y, cuts)
+    for i in range(e - s):
+        a_car[s + i] = y[i]
+    for i in range(c):
+        brk[s + cuts[i]] = True
+    _store_split(cache, s, e, sg, y, cuts, c)
+
+
+@_inline
 def regroup(
     m, same, drive, resist, tol, atz, att, v, gstart, gm, gd, gr, gv, ga, jb, jg, cache, ws, full, ngp, rs, re, nr,
 ):  # fmt: skip
@@ -832,8 +833,8 @@ def regroup(
     (a kept result is looked up in O(1): :func:`_limits_moved` drops it when a limit
     of its joints moves)."""
     (
-        lock, bstart, _mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, slow, bc_end, bc_M, bc_D, bc_R,
-        fc_end, fc_owner, fc_a, fc_s, fc_bad, fc_mov, types, cuts, y,
+        lock, bstart, _mv, Mb, Db, Rb, vb, ab, sb, a_car, brk, _slow, bc_end, bc_M, bc_D, bc_R,
+        fc_end, fc_owner, fc_a, fc_s, fc_bad, fc_mov, _types, _cuts, _y,
     ) = ws  # fmt: skip
     fc = (fc_end, fc_owner, fc_a, fc_s, fc_bad, fc_mov)
     n = m.size
@@ -844,7 +845,7 @@ def regroup(
     bstart[0] = 0
     if full:
         for j in range(n - 1):
-            lock[j] = _lock(atz, att, v, j)
+            lock[j] = (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)
             b = not lock[j]
             brk[j] = b
             if b:
@@ -870,7 +871,7 @@ def regroup(
                 k += 1
             if jr == j:
                 jr += 1
-            lock[j] = _lock(atz, att, v, j)
+            lock[j] = (atz[j] | att[j]) & (abs(v[j] - v[j + 1]) <= EPS_V)
             b = not lock[j]
             brk[j] = b
             if b:
@@ -894,7 +895,12 @@ def regroup(
                     r += 1
                 uniform = r >= nr or rs[r] >= e
         if not uniform:
-            uniform = _uniform(v, s, e)
+            x = v[s]
+            uniform = True
+            for i in range(s + 1, e):
+                if v[i] != x:
+                    uniform = False
+                    break
         if bc_end[s] == e:  # the same cars as a block earlier in this step: the same sums
             M = bc_M[s]
             D = bc_D[s]
@@ -920,60 +926,39 @@ def regroup(
         vb[k] = vk
         sb[k] = sg
         ab[k] = (D - sg * R) / M if sg != 0.0 else 0.0
-    nslow = 0
-    if nb < n:
-        # the joint forces of every block (running sums from the block's first car), the
-        # blocks whose forces have the wrong sign, and blocks at rest a car could leave
-        # (the tests as selects: their outcomes are data, badly predicted as branches). A
-        # block checked before in this step with the same inputs keeps its check.
-        for k in range(nb):
-            s = bstart[k]
-            e = bstart[k + 1] if k + 1 < nb else n
-            ak = ab[k]
-            sk = sb[k]
-            if e - s == 1:
-                bad = (not allmov and sk == 0.0) and abs(drive[s]) > resist[s] + tol
-            elif _checked_before(fc, s, e, ak, sk, allmov):
-                bad = fc_bad[s]
-            else:
-                bad = _force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, allmov)
-                _keep_check(fc, s, e, ak, sk, allmov, bad)
-            slow[k] = bad
-            nslow += bad
-        for k in range(nb if nslow else 0):
-            if not slow[k]:
-                continue
-            s = bstart[k]
-            e = bstart[k + 1] if k + 1 < nb else n
-            if e - s < 2:
-                continue
-            moving = sb[k] != 0.0 and vb[k] != 0.0
-            sg = sb[k] if moving else 0.0
-            c = _cached_split(cache, s, e, sg, a_car, brk)
-            if c >= 0:
-                continue
-            _types_of(atz, att, s, e, types)
-            tol_k = 1e-9 * (_fsum(np.abs(drive[s:e]), np.int64(0), e - s) + _fsum(resist, s, e)) + 1e-300
-            if moving:
-                f = np.empty(e - s)
-                for i in range(s, e):
-                    f[i - s] = drive[i] - sg * resist[i]
-                c = _solve_chain(m[s:e], f, types[: e - s - 1], tol_k, y, cuts)
-            else:
-                c = _solve_static(m[s:e], drive[s:e], resist[s:e], types[: e - s - 1], tol_k, y, cuts)
-            for i in range(e - s):
-                a_car[s + i] = y[i]
-            for i in range(c):
-                brk[s + cuts[i]] = True
-            _store_split(cache, s, e, sg, y, cuts, c)
-    # the groups: their first cars, speeds and accelerations, and the joints between
-    # groups on one line (the only gaps that move); a block that did not split is a group
+    # One pass over the blocks: each block's joint-force check, its split (when the check
+    # fails) and its groups. A block's check, split and groups read and write only its own
+    # cars' and joints' entries, so the pass makes what three passes (every check, then
+    # every split, then every group) made, in fewer visits of each block.
+    # The joint forces are running sums from the block's first car; a block whose forces
+    # have the wrong sign, or at rest one a car could leave, splits (the tests as selects:
+    # their outcomes are data, badly predicted as branches). A block checked before in
+    # this step with the same inputs keeps its check. A block that did not split is a
+    # group; the joints between groups on one line are the only gaps that move.
+    checks = nb < n  # (every car a block of its own: nothing to check)
     ng = 0
     nj = 0
     for k in range(nb):
         s = bstart[k]
         e = bstart[k + 1] if k + 1 < nb else n
-        if nslow and slow[k] and e - s >= 2:
+        ak = ab[k]
+        sk = sb[k]
+        split = False
+        if checks and e - s >= 2:
+            # checked earlier in this step with the same inputs: its cars, acceleration,
+            # direction and whether every block moved (the forces are the step's); its
+            # joints' limits are the check's too (a limit that moves drops the checks
+            # over its joint, _limits_moved)
+            if fc_end[s] == e and fc_a[s] == ak and fc_s[s] == sk and fc_mov[s] == allmov:
+                bad = fc_bad[s]
+            else:
+                bad = _force_check(m, drive, resist, atz, att, s, e, ak, sk, tol, allmov)
+                _keep_check(fc, s, e, ak, sk, allmov, bad)
+            if bad:
+                split = True
+                _split(m, drive, resist, atz, att, s, e, sk != 0.0 and vb[k] != 0.0, sk, cache, ws)
+        if split:
+            g0 = ng
             for i in range(s, e):
                 if i == s or brk[i - 1]:
                     if i and same[i - 1]:
@@ -984,6 +969,19 @@ def regroup(
                     gv[ng] = vb[k]
                     ga[ng] = a_car[i]
                     ng += 1
+            # the split block's groups' sums (the block's own when it did not split)
+            for g in range(g0, ng):
+                gs = gstart[g]
+                ge = gstart[g + 1] if g + 1 < ng else e
+                if bc_end[gs] == ge:
+                    gm[g] = bc_M[gs]
+                    gd[g] = bc_D[gs]
+                    gr[g] = bc_R[gs]
+                else:
+                    gm[g] = bc_M[gs] = _seg_sum(m, gs, ge)
+                    gd[g] = bc_D[gs] = _seg_sum(drive, gs, ge)
+                    gr[g] = bc_R[gs] = _seg_sum(resist, gs, ge)
+                    bc_end[gs] = ge
         else:
             if s and same[s - 1]:
                 jb[nj] = s - 1
@@ -992,24 +990,10 @@ def regroup(
             gstart[ng] = s
             gv[ng] = vb[k]
             ga[ng] = ab[k]
+            gm[ng] = Mb[k]
+            gd[ng] = Db[k]
+            gr[ng] = Rb[k]
             ng += 1
-    for k in range(ng):
-        s = gstart[k]
-        if ng == nb:  # no block split: the blocks' sums
-            gm[k] = Mb[k]
-            gd[k] = Db[k]
-            gr[k] = Rb[k]
-            continue
-        e = gstart[k + 1] if k + 1 < ng else n
-        if bc_end[s] == e:
-            gm[k] = bc_M[s]
-            gd[k] = bc_D[s]
-            gr[k] = bc_R[s]
-        else:
-            gm[k] = bc_M[s] = _seg_sum(m, s, e)
-            gd[k] = bc_D[s] = _seg_sum(drive, s, e)
-            gr[k] = bc_R[s] = _seg_sum(resist, s, e)
-            bc_end[s] = e
     return ng, nj
 
 
@@ -1398,7 +1382,7 @@ def _fill(gstart, ng, n, gval, out):
         out[gstart[k] : gstart[k + 1] if k + 1 < ng else n] = gval[k]
 
 
-@_lazy
+@_inline
 def _advance(
     tau, n, ng, nj, jb, jg, gstart, gv, ga, dg, gap, hi, atz, att, v, xlead, line, line_first, time, dirty, ev, cnt,
     wi,
