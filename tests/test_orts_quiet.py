@@ -264,8 +264,14 @@ def test_released_brakes_forces_are_the_shoe_formulas(law):
             K._shares_forces(vv, frac, cars[K.B_CAPACITY], law, 0.2, 0.5, 1.4, ref)
             assert np.array_equal(_bits(force), _bits(f2)) and np.array_equal(_bits(force), _bits(ref)), case
             assert np.array_equal(_bits(list(kept)), _bits(list(wiped))), case
-            # (the sum the call it skips made: np_sum, numpy's pairwise order; a NaN's
-            # payload from the sum may differ from np.add.reduce's SIMD loop)
-            assert _bits([kept[1]])[0] == _bits([K.np_sum(ref, 0, n)])[0], case
+            # (the sum the call it skips made: np_sum, numpy's pairwise order. A sum of NaNs
+            # of two payloads keeps the one the CPU's add picks, and LLVM may swap an add's
+            # operands differently in two compiled copies of np_sum: only NaN-ness is the
+            # promised there)
+            total = K.np_sum(ref, 0, n)
+            if math.isnan(total):
+                assert math.isnan(kept[1]), case
+            else:
+                assert _bits([kept[1]])[0] == _bits([total])[0], case
         assert (memo[K.M_QUIET] == K.RELEASED) == (odd == 0), case
         assert (memo[K.M_QUIET] != K.BUSY) == (odd != 4), case  # (at rest but with a NaN share)
