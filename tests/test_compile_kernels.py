@@ -22,10 +22,23 @@ from tdbtools.physics import compiled, kernels
 
 _PHYSICS = Path(compiled.__file__).resolve().parent
 
+# (in both children: every kernel module's compiled signatures, by qualified name)
+_SIGNATURES = """
+def signatures():
+    out = {}
+    for m in modules:
+        mod = importlib.import_module("tdbtools.physics." + m)
+        for name, f in vars(mod).items():
+            if isinstance(f, Dispatcher):
+                out[m + "." + name] = sorted(str(s) for s in f.signatures)
+    return out
+"""
+
 # Run in the child: warm, note every kernel's signatures, replay the bundled sample under
 # both profiles (with the kernels on however small the replay, as the tests run them, and
 # under Open Rails' laws with the package's threshold too), note them again; print what the replays added and which lazy kernels they asked for.
-_CHILD = r"""
+_CHILD = (
+    r"""
 import importlib, json, sys
 from numba.core.dispatcher import Dispatcher
 from tdbtools.cli import bundled_scenario
@@ -35,16 +48,9 @@ from tdbtools.physics.scenario import read_scenario, with_settings
 
 modules = json.loads(sys.argv[1])
 package_min_work = kernels.COMPILED_MIN_WORK
-
-
-def signatures():
-    out = {}
-    for m in modules:
-        mod = importlib.import_module("tdbtools.physics." + m)
-        for name, f in vars(mod).items():
-            if isinstance(f, Dispatcher):
-                out[m + "." + name] = sorted(str(s) for s in f.signatures)
-    return out
+"""
+    + _SIGNATURES
+    + r"""
 
 
 took = compiled.compile_kernels()
@@ -65,6 +71,7 @@ print(json.dumps({
     "warmed": sorted(k for k, v in before.items() if v),
 }))
 """
+)
 
 
 def _needs_numba() -> None:
@@ -145,7 +152,8 @@ def test_a_small_open_rails_replay_does_not_import_numba(tmp_path):
 # Run in the child: one replay of the bundled sample under ``physics`` with the kernels on
 # (no compile_kernels first: what a fresh `tdbtools replay` does); its kernels' signatures
 # after the set-up and after the run.
-_LOAD_CHILD = r"""
+_LOAD_CHILD = (
+    r"""
 import importlib, json, sys
 from numba.core.dispatcher import Dispatcher
 from tdbtools.cli import bundled_scenario
@@ -154,16 +162,9 @@ from tdbtools.physics.replay import Replay
 from tdbtools.physics.scenario import read_scenario, with_settings
 
 modules, physics = json.loads(sys.argv[1]), sys.argv[2]
-
-
-def signatures():
-    out = {}
-    for m in modules:
-        mod = importlib.import_module("tdbtools.physics." + m)
-        for name, f in vars(mod).items():
-            if isinstance(f, Dispatcher):
-                out[m + "." + name] = sorted(str(s) for s in f.signatures)
-    return out
+"""
+    + _SIGNATURES
+    + r"""
 
 
 kernels.COMPILED_MIN_WORK = 0
@@ -174,6 +175,7 @@ after = signatures()
 added = {k: sorted(set(v) - set(before.get(k, ()))) for k, v in after.items()}
 print(json.dumps({"added": {k: v for k, v in added.items() if v}, "loaded": sorted(k for k, v in before.items() if v)}))
 """
+)
 
 
 @pytest.mark.parametrize("physics", ["openrails", "engineering"])
