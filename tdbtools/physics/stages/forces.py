@@ -339,7 +339,6 @@ class ForceStage:
                 for k in range(len(ctl.throttle))
             ]  # fmt: skip
         ck = self.ck
-        sums = None
         if ck is not None:  # (per train one compiled call, the first with every car's forces)
             K = ck.K
             out = np.empty((K.N_OUT_ROWS, len(x)))
@@ -359,20 +358,11 @@ class ForceStage:
             self.brake_applied[:] = applied
             self.last_forces = (out[K.F_GRAV], out[K.F_RESIST])
             return out[K.F_TRAC], out[K.F_BRAKE], out[K.F_DRIVE], out[K.F_OPPOSED]
-        if ck is not None:  # (the forces and each train's sums of two of them in one call)
-            out = np.empty((4, len(x)))
-            sums = self.train_sums
-            ck.K.car_forces_sums(
-                x, v, self.fbrb, ck.ctab, ck.ctype, ck.consts, ck.lines, ck.pieces, ck.rows, ck.work, out,
-                ck.bounds, sums,
-            )  # fmt: skip
-            grav, resist = out[0], out[3]
-        else:
-            grav, dav, crv, resist = self.car_forces(x, v)
-            if resist is None:
-                resist = dav + crv
+        grav, dav, crv, resist = self.car_forces(x, v)
+        if resist is None:
+            resist = dav + crv
         self.last_forces = (grav, resist)
-        trac, brk, self.scale, applied = self.orts.forces(ctl, v, grav, resist, dt, sums)
+        trac, brk, self.scale, applied = self.orts.forces(ctl, v, grav, resist, dt, None)
         self.brake_applied[:] = applied
         return trac, brk, trac + grav, resist + brk
 
