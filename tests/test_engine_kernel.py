@@ -24,8 +24,8 @@ def test_constants_are_the_engines():
     assert (K.EPS_V, K.SNAP_GAP, K.V_REST, K.T_TOL) == (E.EPS_V, E.SNAP_GAP, E.V_REST, E.T_TOL)
     assert (K.LINEAR_EPS, K.STOP_EPS) == (I.LINEAR_EPS, I.STOP_EPS)
     assert (K._GE, K._LE, K._EQ) == (E._GE, E._LE, E._EQ)
-    assert E._KINDS[K.K_IMPACT] == "impact" and E._KINDS[K.K_TAUT] == "coupler_taut"
-    assert E._KINDS[K.K_STOPPED] == "stopped" and E._KINDS[K.K_STARTED] == "started"
+    assert E.EVENT_KINDS[K.K_IMPACT] == "impact" and E.EVENT_KINDS[K.K_TAUT] == "coupler_taut"
+    assert E.EVENT_KINDS[K.K_STOPPED] == "stopped" and E.EVENT_KINDS[K.K_STARTED] == "started"
     assert (E._F_BAD, E._F_DIRTY, E._F_TRUNCATED, E._F_MOVED) == (
         K.F_BAD,
         K.F_DIRTY,

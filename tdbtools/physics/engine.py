@@ -121,7 +121,7 @@ from tdbtools.physics.joints import (  # noqa: F401  (the tests reach them here 
     _touch_time,
     _touch_times,
 )
-from tdbtools.physics.kernels import compiled_available
+from tdbtools.physics.kernels import compiled_available, entry_point
 
 __all__ = [
     "Bodies",
@@ -241,7 +241,7 @@ class Engine:
             # load (or, the first time on this machine, compile) the step now, in the setup
             from tdbtools.physics import _engine_kernel as K
 
-            self._kernel_step = _entry_point(K.step)
+            self._kernel_step = entry_point(K.step)
             # the engine lives in the kernel's work arrays (a few arguments per call, see
             # _engine_kernel.work_arrays): its constants copied in once, its state
             # (gaps, limits, the lines' first x, speeds, groups) kept there as views
@@ -420,7 +420,7 @@ class Engine:
         if self.compiled:
             from tdbtools.physics import _engine_kernel as K
 
-            self._kernel_step = _entry_point(K.step)
+            self._kernel_step = entry_point(K.step)
             self._bind_work()
 
     def _bind_work(self) -> None:
@@ -490,8 +490,8 @@ class Engine:
 
 
 #: The event kinds by their code in :meth:`Engine.step`'s rows (_engine_kernel's K_* codes).
-EVENT_KINDS = _KINDS = ("impact", "coupler_taut", "stopped", "started")
-_CODE = {k: c for c, k in enumerate(_KINDS)}
+EVENT_KINDS = ("impact", "coupler_taut", "stopped", "started")
+_CODE = {k: c for c, k in enumerate(EVENT_KINDS)}
 
 
 def _row_of(e: Event) -> list:
@@ -510,7 +510,7 @@ def event_of_row(row: list) -> Event:
     without ``rows``)."""
     k, t, a, b, ln, rel, imp, lost = row
     k, a, b = int(k), int(a), int(b)
-    return Event(_KINDS[k], t, event_cars(k, a, b), int(ln), rel, imp, lost)
+    return Event(EVENT_KINDS[k], t, event_cars(k, a, b), int(ln), rel, imp, lost)
 
 
 _F_BAD, _F_DIRTY, _F_TRUNCATED, _F_MOVED = 1, 2, 4, 8  # _engine_kernel's F_* flags
@@ -521,31 +521,14 @@ def _events_from_table(table: np.ndarray) -> list[Event]:
     if len(table) < 8:
         # (most steps with events have one or two: one conversion of the rows, not one
         # per column, whose fixed cost was ~25 us a step)
-        out = []
-        for k, t, a, b, ln, rel, imp, lost in table.tolist():
-            k, a, b = int(k), int(a), int(b)
-            out.append(Event(_KINDS[k], t, (a, b) if k < 2 or a != b else (a,), int(ln), rel, imp, lost))
-        return out
+        return [event_of_row(row) for row in table.tolist()]
     # the integer columns converted in one go each (a burst is thousands of events)
     kinds, c0s, c1s, lines = (table[:, c].astype(np.int64).tolist() for c in (0, 2, 3, 4))
     times, rels, imps, losts = (table[:, c].tolist() for c in (1, 5, 6, 7))
     return [
-        Event(_KINDS[k], t, (a, b) if k < 2 or a != b else (a,), ln, rel, imp, lost)
+        Event(EVENT_KINDS[k], t, event_cars(k, a, b), ln, rel, imp, lost)
         for k, t, a, b, ln, rel, imp, lost in zip(kinds, times, c0s, c1s, lines, rels, imps, losts)
     ]
-
-
-def _entry_point(dispatcher):
-    """The compiled code of ``dispatcher`` (the kernel's step, compiled for its one
-    signature), called without the dispatcher's matching of the argument types (~1 us of
-    the call): :meth:`Engine._step_compiled` hands it those types every time (the arrays
-    made so by :func:`_writable`, Python floats and a bool). The dispatcher itself when
-    numba keeps its code otherwise."""
-    try:
-        (compiled,) = dispatcher.overloads.values()
-        return compiled.entry_point
-    except (AttributeError, ValueError):  # (another numba)
-        return dispatcher
 
 
 def _kernel_ready(a: np.ndarray) -> bool:

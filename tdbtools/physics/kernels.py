@@ -83,16 +83,20 @@ class LazyKernel:
 _LAZY: list[LazyKernel] = []
 
 
-def entry_point(dispatcher: Any, args: tuple) -> Any:
+def entry_point(dispatcher: Any, args: tuple | None = None) -> Any:
     """The machine code numba's ``dispatcher`` ran for ``args`` (after a call with them),
+    or, ``args`` None, its one compiled signature (a kernel declared with its signature),
     called without the dispatcher's matching of the argument types (a few µs with
     thirty arguments): only for a caller that hands it the same types every time
     (float64 arrays of one layout, Python floats, ints and bools). The dispatcher itself
     when numba keeps it otherwise."""
     try:
+        if args is None:
+            (compiled,) = dispatcher.overloads.values()
+            return compiled.entry_point
         sig = tuple(dispatcher.typeof_pyval(a) for a in args)
         return dispatcher.overloads[sig].entry_point
-    except (AttributeError, KeyError):  # (another numba)
+    except (AttributeError, KeyError, ValueError):  # (another numba; not one signature)
         return dispatcher
 
 
